@@ -1,0 +1,1143 @@
+/*
+ * libmem4d - GPU memory estimator for 4D-parallel LLM training.
+ *
+ * SPDX-License-Identifier: MIT
+ * Copyright (c) 2026 The libmem4d authors
+ */
+
+/**
+ * @file mem4d.h
+ * @brief The one public header of libmem4d.
+ *
+ * libmem4d answers, before any GPU-hour is spent, how much memory every
+ * pipeline stage of a Megatron-style Llama training job uses and which 4D
+ * parallel layouts (tensor, context, pipeline, data) fit and run fastest.
+ *
+ * Data flows one way:
+ *  - **describe**: a ::mem4d_model (architecture), a ::mem4d_layout (training
+ *    and parallel configuration) and a ::mem4d_device (one GPU);
+ *  - **estimate**: mem4d_estimate() fills a ::mem4d_report with bytes per
+ *    pipeline stage and a verdict;
+ *  - **search**: a ::mem4d_search enumerates every valid layout for a GPU
+ *    count, filters by memory and ranks by predicted step time.
+ *
+ * Conventions, for every function of this header:
+ *  - Every handle is opaque. Constructors return a ::mem4d_status and fill an
+ *    out-parameter; destructors accept NULL.
+ *  - Parameters are keyed by enums whose values never change (new ones are
+ *    appended), with bounds queries and string-keyed twins, so adding a knob
+ *    never breaks the ABI.
+ *  - Sizes are bytes in `uint64_t`. All arithmetic is overflow-checked: an
+ *    input whose result does not fit gives ::MEM4D_E_RANGE, never a wrapped
+ *    number.
+ *  - Fractions are integers in parts per million (`_PPM` keys): 800000 is 80%.
+ *  - The library has no global mutable state and never prints. Distinct
+ *    handles may be used from different threads at once; a handle passed as
+ *    `const` may be shared by many threads.
+ */
+#ifndef MEM4D_H
+#define MEM4D_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** @cond INTERNAL */
+#if defined(MEM4D_BUILDING) && defined(__GNUC__)
+#define MEM4D_API __attribute__((visibility("default")))
+#else
+#define MEM4D_API
+#endif
+/** @endcond */
+
+/** Major version of the header; see mem4d_version(). @since 0.1 */
+#define MEM4D_VERSION_MAJOR 0
+/** Minor version of the header. @since 0.1 */
+#define MEM4D_VERSION_MINOR 1
+/** Micro version of the header. @since 0.1 */
+#define MEM4D_VERSION_MICRO 0
+
+/* ------------------------------------------------------------------------ */
+/** @defgroup status Status codes
+ * @{ */
+
+/**
+ * Result of every fallible call. ::MEM4D_OK is zero; values are fixed forever
+ * and never reused. mem4d_strerror() names each one.
+ * @since 0.1
+ */
+typedef enum mem4d_status {
+    MEM4D_OK = 0,               /**< Success. */
+    MEM4D_END = 1,              /**< Not an error: a search has no more layouts. */
+    MEM4D_E_INVALID_ARG = 2,    /**< A NULL pointer or an enum value this version does not know. */
+    MEM4D_E_NOMEM = 3,          /**< Memory allocation failed. */
+    MEM4D_E_RANGE = 4,          /**< A value is outside its bounds, or a result would overflow 64 bits. */
+    MEM4D_E_UNKNOWN_KEY = 5,    /**< A parameter name is not known. */
+    MEM4D_E_UNKNOWN_PRESET = 6, /**< A preset name is not known. */
+    MEM4D_E_PARSE = 7,          /**< A value's text is malformed (not a number, trailing junk, bad name). */
+    MEM4D_E_MODEL = 8,          /**< The model is inconsistent or incomplete (e.g. hidden size not divisible by heads). */
+    MEM4D_E_HEADS_TP = 9,       /**< Attention heads not divisible by the tensor-parallel size. */
+    MEM4D_E_KV_HEADS_TP = 10,   /**< Key/value heads (query groups) not divisible by the tensor-parallel size. */
+    MEM4D_E_LAYERS_PP = 11,     /**< Layers not divisible by pipeline size (times virtual chunks). */
+    MEM4D_E_WORLD = 12,         /**< World size is not tp x cp x pp x dp. */
+    MEM4D_E_SEQ = 13,           /**< Sequence length not divisible by 2 x cp, or by tp with sequence parallelism. */
+    MEM4D_E_BATCH = 14,         /**< Global batch not divisible by micro-batch x dp. */
+    MEM4D_E_UNSUPPORTED = 15,   /**< A setting or combination this model (or mode) does not cover. */
+    MEM4D_E_NO_JSON = 16,       /**< The library was built without JSON support. */
+    MEM4D_E_IO = 17,            /**< A file could not be read. */
+    MEM4D_E_JSON = 18,          /**< A JSON document is malformed or a value has the wrong type. */
+    MEM4D_E_MISSING = 19,       /**< A required value is missing (a key, a flag's value, a setting). */
+    MEM4D_E_CONFLICT = 20,      /**< Two settings contradict each other. */
+    MEM4D_E_DIM_TP = 21,        /**< Hidden, FFN or expert size not divisible by the tensor-parallel size. */
+    MEM4D_E_EXPERTS = 22        /**< Experts not divisible by the expert-parallel size, or EP does not fit the layout. */
+} mem4d_status;
+
+/**
+ * A short, static English description of a status.
+ * @param status Any value; unknown ones give "unknown status".
+ * @return A string that lives forever. Never NULL.
+ * @since 0.1
+ */
+MEM4D_API const char *mem4d_strerror(mem4d_status status);
+
+/**
+ * The library's version as "MAJOR.MINOR.MICRO" (of the library loaded at run
+ * time, which may be newer than the header).
+ * @return A static string. Never NULL.
+ * @since 0.1
+ */
+MEM4D_API const char *mem4d_version(void);
+
+/** @} */
+
+/* ------------------------------------------------------------------------ */
+/** @defgroup model Model: the architecture
+ * A decoder-only transformer: Llama-style (RMSNorm, SwiGLU, grouped-query
+ * attention, rotary positions, no biases) by default, with switches for the
+ * variants of the presets (QKV bias, LayerNorm, plain MLP, mixture of experts).
+ * @{ */
+
+/** Opaque model handle. @since 0.1 */
+typedef struct mem4d_model mem4d_model;
+
+/**
+ * Model parameters. Values are fixed forever; new keys are appended.
+ * Their string names (mem4d_model_param_name()) follow Megatron-LM's argument
+ * names; Hugging Face `config.json` names are accepted as aliases.
+ * @since 0.1
+ */
+typedef enum mem4d_model_param {
+    MEM4D_MODEL_HIDDEN_SIZE = 0,      /**< h: "hidden_size". Required. */
+    MEM4D_MODEL_FFN_HIDDEN_SIZE = 1,  /**< f: "ffn_hidden_size" ("intermediate_size"). Required for dense models. */
+    MEM4D_MODEL_NUM_LAYERS = 2,       /**< L: "num_layers" ("num_hidden_layers"). Required. */
+    MEM4D_MODEL_NUM_HEADS = 3,        /**< a: "num_attention_heads". Required. */
+    MEM4D_MODEL_NUM_KV_HEADS = 4,     /**< k: "num_query_groups" ("num_key_value_heads"); 0 means k = a. */
+    MEM4D_MODEL_HEAD_DIM = 5,         /**< "kv_channels" ("head_dim"); 0 means h / a. */
+    MEM4D_MODEL_VOCAB_SIZE = 6,       /**< V: "vocab_size", before padding. Required. */
+    MEM4D_MODEL_TIED_EMBEDDINGS = 7,  /**< "tie_word_embeddings": 1 when the LM head shares the embedding. */
+    MEM4D_MODEL_QKV_BIAS = 8,         /**< "add_qkv_bias": 1 when Q, K, V projections have biases (Qwen2). */
+    MEM4D_MODEL_NORM = 9,             /**< "normalization": 0 "rmsnorm", 1 "layernorm" (weight and bias). */
+    MEM4D_MODEL_GATED_MLP = 10,       /**< "swiglu": 1 for a gated MLP (three matrices), 0 for two. */
+    MEM4D_MODEL_NUM_EXPERTS = 11,     /**< "num_experts": 0 for a dense model. */
+    MEM4D_MODEL_EXPERT_TOPK = 12,     /**< "moe_router_topk": experts each token is routed to. */
+    MEM4D_MODEL_EXPERT_FFN_SIZE = 13, /**< "moe_ffn_hidden_size": FFN size of one expert; 0 means f. */
+    MEM4D_MODEL_SHARED_EXPERT_FFN_SIZE = 14, /**< "moe_shared_expert_intermediate_size": 0 for none. */
+    MEM4D_MODEL_MAX_POSITION = 15     /**< "max_position_embeddings": informational; rotary has no table. */
+} mem4d_model_param;
+
+/**
+ * Create an empty model: every required parameter unset (zero).
+ * @param[out] out Receives the new handle; set to NULL on failure.
+ * @return ::MEM4D_OK, ::MEM4D_E_INVALID_ARG or ::MEM4D_E_NOMEM.
+ * @since 0.1
+ */
+MEM4D_API mem4d_status mem4d_model_new(mem4d_model **out);
+
+/**
+ * Create a model from a built-in preset such as "llama3.1-70b".
+ * Names are case-insensitive; list them with mem4d_model_preset_name().
+ * @param name Preset name.
+ * @param[out] out Receives the new handle; set to NULL on failure.
+ * @return ::MEM4D_OK, ::MEM4D_E_UNKNOWN_PRESET, ::MEM4D_E_INVALID_ARG or ::MEM4D_E_NOMEM.
+ * @since 0.1
+ */
+MEM4D_API mem4d_status mem4d_model_new_preset(const char *name, mem4d_model **out);
+
+/**
+ * Copy a model.
+ * @param model The model to copy.
+ * @param[out] out Receives the new handle; set to NULL on failure.
+ * @return ::MEM4D_OK, ::MEM4D_E_INVALID_ARG or ::MEM4D_E_NOMEM.
+ * @since 0.1
+ */
+MEM4D_API mem4d_status mem4d_model_clone(const mem4d_model *model, mem4d_model **out);
+
+/**
+ * Free a model. NULL is allowed.
+ * @param model The handle to free.
+ * @since 0.1
+ */
+MEM4D_API void mem4d_model_free(mem4d_model *model);
+
+/**
+ * Set a model parameter.
+ * @param model The model.
+ * @param key The parameter.
+ * @param value The new value, within mem4d_model_param_bounds().
+ * @return ::MEM4D_OK, ::MEM4D_E_RANGE (value unchanged) or ::MEM4D_E_INVALID_ARG.
+ * @since 0.1
+ */
+MEM4D_API mem4d_status mem4d_model_set(mem4d_model *model, mem4d_model_param key, uint64_t value);
+
+/**
+ * Read a model parameter.
+ * @param model The model.
+ * @param key The parameter.
+ * @param[out] value Receives the stored value (0 for "unset" or "derived").
+ * @return ::MEM4D_OK or ::MEM4D_E_INVALID_ARG.
+ * @since 0.1
+ */
+MEM4D_API mem4d_status mem4d_model_get(const mem4d_model *model, mem4d_model_param key, uint64_t *value);
+
+/**
+ * Set a model parameter by name from text ("hidden_size", "4096").
+ * Numbers are decimal (or 0x hexadecimal); booleans are "true"/"false"/"1"/"0";
+ * enumerated keys also take their value names ("rmsnorm").
+ * @param model The model.
+ * @param name A parameter name or alias.
+ * @param value The value's text.
+ * @return ::MEM4D_OK, ::MEM4D_E_UNKNOWN_KEY, ::MEM4D_E_PARSE, ::MEM4D_E_RANGE or ::MEM4D_E_INVALID_ARG.
+ * @since 0.1
+ */
+MEM4D_API mem4d_status mem4d_model_set_str(mem4d_model *model, const char *name, const char *value);
+
+/**
+ * The model's name: its preset name, or "custom".
+ * @param model The model.
+ * @return A string owned by the model, valid until it is freed; "" for NULL.
+ * @since 0.1
+ */
+MEM4D_API const char *mem4d_model_name(const mem4d_model *model);
+
+/**
+ * Name a model (shown by tools; at most 63 bytes are kept).
+ * @param model The model.
+ * @param name The new name.
+ * @return ::MEM4D_OK or ::MEM4D_E_INVALID_ARG.
+ * @since 0.1
+ */
+MEM4D_API mem4d_status mem4d_model_set_name(mem4d_model *model, const char *name);
+
+/**
+ * Check that the model is complete and self-consistent.
+ * @param model The model.
+ * @param why Buffer for a sentence saying what is wrong (may be NULL).
+ * @param why_size Size of @p why in bytes; the text is truncated to fit.
+ * @return ::MEM4D_OK, ::MEM4D_E_MODEL, ::MEM4D_E_RANGE or ::MEM4D_E_INVALID_ARG.
+ * @since 0.1
+ */
+MEM4D_API mem4d_status mem4d_model_validate(const mem4d_model *model, char *why, size_t why_size);
+
+/**
+ * Total number of parameters of the model (unpadded vocabulary, LM head
+ * counted unless tied, all experts counted).
+ * @param model The model.
+ * @param[out] count Receives the parameter count.
+ * @return ::MEM4D_OK, ::MEM4D_E_MODEL, ::MEM4D_E_RANGE or ::MEM4D_E_INVALID_ARG.
+ * @since 0.1
+ */
+MEM4D_API mem4d_status mem4d_model_num_params(const mem4d_model *model, uint64_t *count);
+
+/**
+ * Number of built-in model presets.
+ * @return The count.
+ * @since 0.1
+ */
+MEM4D_API size_t mem4d_model_preset_count(void);
+
+/**
+ * Name of a built-in model preset.
+ * @param index 0 to mem4d_model_preset_count() - 1.
+ * @return A static string, or NULL when @p index is out of range.
+ * @since 0.1
+ */
+MEM4D_API const char *mem4d_model_preset_name(size_t index);
+
+/**
+ * Number of model parameter keys this library knows (keys are 0 to count-1).
+ * @return The count.
+ * @since 0.1
+ */
+MEM4D_API size_t mem4d_model_param_count(void);
+
+/**
+ * The canonical string name of a model parameter.
+ * @param key The parameter.
+ * @return A static string, or NULL for an unknown key.
+ * @since 0.1
+ */
+MEM4D_API const char *mem4d_model_param_name(mem4d_model_param key);
+
+/**
+ * Look a model parameter up by name or alias.
+ * @param name The name.
+ * @param[out] key Receives the key.
+ * @return ::MEM4D_OK, ::MEM4D_E_UNKNOWN_KEY or ::MEM4D_E_INVALID_ARG.
+ * @since 0.1
+ */
+MEM4D_API mem4d_status mem4d_model_param_from_name(const char *name, mem4d_model_param *key);
+
+/**
+ * Bounds of a model parameter: every value in [min, max] is accepted by
+ * mem4d_model_set() (consistency is checked by mem4d_model_validate()).
+ * @param key The parameter.
+ * @param[out] min Receives the lowest value (may be NULL).
+ * @param[out] max Receives the highest value (may be NULL).
+ * @return ::MEM4D_OK or ::MEM4D_E_INVALID_ARG.
+ * @since 0.1
+ */
+MEM4D_API mem4d_status mem4d_model_param_bounds(mem4d_model_param key, uint64_t *min, uint64_t *max);
+
+/** @} */
+
+/* ------------------------------------------------------------------------ */
+/** @defgroup layout Layout: the training and parallel configuration
+ * @{ */
+
+/** Opaque layout handle. @since 0.1 */
+typedef struct mem4d_layout mem4d_layout;
+
+/**
+ * Layout parameters. Values are fixed forever; new keys are appended.
+ * The string names are short ("tp"); Megatron-LM's argument names
+ * ("tensor_model_parallel_size") are accepted as aliases.
+ * @since 0.1
+ */
+typedef enum mem4d_layout_param {
+    MEM4D_LAYOUT_TP = 0,                /**< t: "tp", tensor-parallel size. Default 1. */
+    MEM4D_LAYOUT_CP = 1,                /**< c: "cp", context-parallel size. Default 1. */
+    MEM4D_LAYOUT_PP = 2,                /**< p: "pp", pipeline-parallel size. Default 1. */
+    MEM4D_LAYOUT_DP = 3,                /**< d: "dp", data-parallel size; 0 derives it from the world size. */
+    MEM4D_LAYOUT_WORLD = 4,             /**< "world", GPUs in the job; 0 derives it from dp. One of dp and world is required. */
+    MEM4D_LAYOUT_MICRO_BATCH = 5,       /**< b: "mbs", micro-batch size. Default 1. */
+    MEM4D_LAYOUT_GLOBAL_BATCH = 6,      /**< "gbs", global batch size; 0 = unknown (m is then taken as >= p). */
+    MEM4D_LAYOUT_SEQ_LENGTH = 7,        /**< s: "seq", tokens per sample. Required. */
+    MEM4D_LAYOUT_SEQUENCE_PARALLEL = 8, /**< "sp", sequence parallelism with tp > 1. Default 1. */
+    MEM4D_LAYOUT_DIST_OPT = 9,          /**< "dist_opt", Megatron's distributed optimizer (ZeRO-1). Default 1. */
+    MEM4D_LAYOUT_MAIN_GRAD_BYTES = 10,  /**< "main_grad_bytes": 4 (fp32 main gradients, default) or 2 (bf16). */
+    MEM4D_LAYOUT_VPP = 11,              /**< v: "vpp", virtual pipeline chunks per rank (interleaved 1F1B). Default 1. */
+    MEM4D_LAYOUT_RECOMPUTE = 12,        /**< "recompute": 0 "none", 1 "selective", 2 "full". Default none. */
+    MEM4D_LAYOUT_RECOMPUTE_METHOD = 13, /**< "recompute_method": 0 "uniform", 1 "block". */
+    MEM4D_LAYOUT_RECOMPUTE_LAYERS = 14, /**< "recompute_num_layers"; 0 means every layer of the stage. */
+    MEM4D_LAYOUT_FLASH_ATTN = 15,       /**< "flash_attn": fused attention that keeps no s x s scores. Default 1. */
+    MEM4D_LAYOUT_MODE = 16,             /**< "mode": 0 "full" (default), 1 "paper" (arXiv 2411.06465 exactly). */
+    MEM4D_LAYOUT_VOCAB_DIVISOR = 17,    /**< "make_vocab_size_divisible_by": V is padded to a multiple of this x tp. Default 128. */
+    MEM4D_LAYOUT_ZERO_STAGE = 18,       /**< "zero_stage": 0 follows dist_opt; 1 optimizer, 2 + gradients, 3 + parameters (FSDP). */
+    MEM4D_LAYOUT_PARAM_BYTES = 19,      /**< "param_bytes": 2 (bf16/fp16, default) or 4 (fp32 training). */
+    MEM4D_LAYOUT_OPT_STATE_BYTES = 20,  /**< "optimizer_state_bytes": bytes of each Adam moment, 4 (default), 2 or 1. */
+    MEM4D_LAYOUT_MASTER_WEIGHT_BYTES = 21, /**< "master_weight_bytes": fp32 master copy, 4 (default), 2 or 0 (none). */
+    MEM4D_LAYOUT_FP8 = 22,              /**< "fp8": 1 for fp8 training (weight and transpose caches). */
+    MEM4D_LAYOUT_EP = 23,               /**< "ep", expert-parallel size (mixture of experts). Default 1. */
+    MEM4D_LAYOUT_FIRST_STAGE_LAYERS = 24, /**< "decoder_first_pipeline_num_layers"; 0 = even split. */
+    MEM4D_LAYOUT_LAST_STAGE_LAYERS = 25,  /**< "decoder_last_pipeline_num_layers"; 0 = even split. */
+    MEM4D_LAYOUT_OVERLAP_GRAD_REDUCE = 26,  /**< "overlap_grad_reduce". Default 0. */
+    MEM4D_LAYOUT_OVERLAP_PARAM_GATHER = 27, /**< "overlap_param_gather". Default 0. */
+    MEM4D_LAYOUT_BUCKET_SIZE = 28       /**< "ddp_bucket_size" in elements; 0 = Megatron's default. */
+} mem4d_layout_param;
+
+/**
+ * Create a layout with every parameter at its default.
+ * @param[out] out Receives the new handle; set to NULL on failure.
+ * @return ::MEM4D_OK, ::MEM4D_E_INVALID_ARG or ::MEM4D_E_NOMEM.
+ * @since 0.1
+ */
+MEM4D_API mem4d_status mem4d_layout_new(mem4d_layout **out);
+
+/**
+ * Copy a layout.
+ * @param layout The layout to copy.
+ * @param[out] out Receives the new handle; set to NULL on failure.
+ * @return ::MEM4D_OK, ::MEM4D_E_INVALID_ARG or ::MEM4D_E_NOMEM.
+ * @since 0.1
+ */
+MEM4D_API mem4d_status mem4d_layout_clone(const mem4d_layout *layout, mem4d_layout **out);
+
+/**
+ * Overwrite one layout with another, without allocating.
+ * @param dst The layout to overwrite.
+ * @param src The layout to copy from.
+ * @return ::MEM4D_OK or ::MEM4D_E_INVALID_ARG.
+ * @since 0.1
+ */
+MEM4D_API mem4d_status mem4d_layout_copy(mem4d_layout *dst, const mem4d_layout *src);
+
+/**
+ * Free a layout. NULL is allowed.
+ * @param layout The handle to free.
+ * @since 0.1
+ */
+MEM4D_API void mem4d_layout_free(mem4d_layout *layout);
+
+/**
+ * Set a layout parameter.
+ * @param layout The layout.
+ * @param key The parameter.
+ * @param value The new value, within mem4d_layout_param_bounds().
+ * @return ::MEM4D_OK, ::MEM4D_E_RANGE (value unchanged) or ::MEM4D_E_INVALID_ARG.
+ * @since 0.1
+ */
+MEM4D_API mem4d_status mem4d_layout_set(mem4d_layout *layout, mem4d_layout_param key, uint64_t value);
+
+/**
+ * Read a layout parameter.
+ * @param layout The layout.
+ * @param key The parameter.
+ * @param[out] value Receives the stored value.
+ * @return ::MEM4D_OK or ::MEM4D_E_INVALID_ARG.
+ * @since 0.1
+ */
+MEM4D_API mem4d_status mem4d_layout_get(const mem4d_layout *layout, mem4d_layout_param key, uint64_t *value);
+
+/**
+ * Set a layout parameter by name from text ("tp", "8"; "recompute", "full").
+ * @param layout The layout.
+ * @param name A parameter name or alias.
+ * @param value The value's text.
+ * @return ::MEM4D_OK, ::MEM4D_E_UNKNOWN_KEY, ::MEM4D_E_PARSE, ::MEM4D_E_RANGE or ::MEM4D_E_INVALID_ARG.
+ * @since 0.1
+ */
+MEM4D_API mem4d_status mem4d_layout_set_str(mem4d_layout *layout, const char *name, const char *value);
+
+/**
+ * Number of layout parameter keys this library knows (keys are 0 to count-1).
+ * @return The count.
+ * @since 0.1
+ */
+MEM4D_API size_t mem4d_layout_param_count(void);
+
+/**
+ * The canonical string name of a layout parameter.
+ * @param key The parameter.
+ * @return A static string, or NULL for an unknown key.
+ * @since 0.1
+ */
+MEM4D_API const char *mem4d_layout_param_name(mem4d_layout_param key);
+
+/**
+ * Look a layout parameter up by name or alias.
+ * @param name The name.
+ * @param[out] key Receives the key.
+ * @return ::MEM4D_OK, ::MEM4D_E_UNKNOWN_KEY or ::MEM4D_E_INVALID_ARG.
+ * @since 0.1
+ */
+MEM4D_API mem4d_status mem4d_layout_param_from_name(const char *name, mem4d_layout_param *key);
+
+/**
+ * Bounds of a layout parameter.
+ * @param key The parameter.
+ * @param[out] min Receives the lowest value (may be NULL).
+ * @param[out] max Receives the highest value (may be NULL).
+ * @return ::MEM4D_OK or ::MEM4D_E_INVALID_ARG.
+ * @since 0.1
+ */
+MEM4D_API mem4d_status mem4d_layout_param_bounds(mem4d_layout_param key, uint64_t *min, uint64_t *max);
+
+/**
+ * Name of a value of an enumerated layout parameter ("full" for
+ * ::MEM4D_LAYOUT_RECOMPUTE = 2), for printing.
+ * @param key The parameter.
+ * @param value The value.
+ * @return A static string, or NULL when the key is not enumerated or the value unknown.
+ * @since 0.1
+ */
+MEM4D_API const char *mem4d_layout_value_name(mem4d_layout_param key, uint64_t value);
+
+/**
+ * Check a layout against a model: every rule of the notes' section 4.
+ * @param model The model.
+ * @param layout The layout.
+ * @param why Buffer for a sentence naming the numbers at fault (may be NULL).
+ * @param why_size Size of @p why in bytes; the text is truncated to fit.
+ * @return ::MEM4D_OK or the specific status of the first rule broken
+ *         (::MEM4D_E_HEADS_TP, ::MEM4D_E_WORLD, ...).
+ * @since 0.1
+ */
+MEM4D_API mem4d_status mem4d_validate(const mem4d_model *model, const mem4d_layout *layout,
+                                      char *why, size_t why_size);
+
+/** @} */
+
+/* ------------------------------------------------------------------------ */
+/** @defgroup device Device: one GPU
+ * Memory sizes are exact bytes as the vendor ships them: an "80 GB" H100 has
+ * 80 GiB = 85899345920 bytes, as CUDA reports it.
+ * @{ */
+
+/** Opaque device handle. @since 0.1 */
+typedef struct mem4d_device mem4d_device;
+
+/**
+ * Device parameters. Values are fixed forever; new keys are appended.
+ * @since 0.1
+ */
+typedef enum mem4d_device_param {
+    MEM4D_DEVICE_MEMORY_BYTES = 0,          /**< "memory_bytes": usable HBM in bytes. Required. */
+    MEM4D_DEVICE_PEAK_FLOPS = 1,            /**< "peak_flops": dense bf16 peak, FLOP/s. */
+    MEM4D_DEVICE_PEAK_FP8_FLOPS = 2,        /**< "peak_fp8_flops": dense fp8 peak, FLOP/s (0 when none). */
+    MEM4D_DEVICE_HBM_BANDWIDTH = 3,         /**< "hbm_bandwidth": bytes/s. */
+    MEM4D_DEVICE_INTRA_NODE_BANDWIDTH = 4,  /**< "intra_node_bandwidth": bytes/s per GPU, one direction (NVLink / Infinity Fabric). */
+    MEM4D_DEVICE_INTER_NODE_BANDWIDTH = 5,  /**< "inter_node_bandwidth": bytes/s per GPU, one direction (InfiniBand / RoCE). */
+    MEM4D_DEVICE_GPUS_PER_NODE = 6,         /**< "gpus_per_node". Default 8. */
+    MEM4D_DEVICE_FIT_THRESHOLD_PPM = 7,     /**< "fit_threshold_ppm": verdict "fits" up to this share of memory. Default 800000. */
+    MEM4D_DEVICE_MATMUL_EFFICIENCY_PPM = 8, /**< "matmul_efficiency_ppm": share of peak FLOP/s large GEMMs reach. */
+    MEM4D_DEVICE_COMM_EFFICIENCY_PPM = 9,   /**< "comm_efficiency_ppm": share of link bandwidth collectives reach. */
+    MEM4D_DEVICE_INTRA_NODE_LATENCY_NS = 10, /**< "intra_node_latency_ns": per-collective-step latency inside a node. */
+    MEM4D_DEVICE_INTER_NODE_LATENCY_NS = 11, /**< "inter_node_latency_ns": per-collective-step latency across nodes. */
+    MEM4D_DEVICE_CUDA_CONTEXT_BYTES = 12,   /**< "cuda_context_bytes": driver context, kernels, cuBLAS handles. */
+    MEM4D_DEVICE_NCCL_BYTES_PER_GROUP = 13, /**< "nccl_bytes_per_group": NCCL buffers per communicator. */
+    MEM4D_DEVICE_ALLOCATOR_OVERHEAD_PPM = 14, /**< "allocator_overhead_ppm": reserved over allocated, minus one. */
+    MEM4D_DEVICE_WORKSPACE_BYTES = 15       /**< "workspace_bytes": cuBLAS / attention kernel workspaces. */
+} mem4d_device_param;
+
+/**
+ * Create a device with no memory set and default constants.
+ * @param[out] out Receives the new handle; set to NULL on failure.
+ * @return ::MEM4D_OK, ::MEM4D_E_INVALID_ARG or ::MEM4D_E_NOMEM.
+ * @since 0.1
+ */
+MEM4D_API mem4d_status mem4d_device_new(mem4d_device **out);
+
+/**
+ * Create a device from a built-in preset such as "h100-80".
+ * @param name Preset name (case-insensitive).
+ * @param[out] out Receives the new handle; set to NULL on failure.
+ * @return ::MEM4D_OK, ::MEM4D_E_UNKNOWN_PRESET, ::MEM4D_E_INVALID_ARG or ::MEM4D_E_NOMEM.
+ * @since 0.1
+ */
+MEM4D_API mem4d_status mem4d_device_new_preset(const char *name, mem4d_device **out);
+
+/**
+ * Copy a device.
+ * @param device The device to copy.
+ * @param[out] out Receives the new handle; set to NULL on failure.
+ * @return ::MEM4D_OK, ::MEM4D_E_INVALID_ARG or ::MEM4D_E_NOMEM.
+ * @since 0.1
+ */
+MEM4D_API mem4d_status mem4d_device_clone(const mem4d_device *device, mem4d_device **out);
+
+/**
+ * Free a device. NULL is allowed.
+ * @param device The handle to free.
+ * @since 0.1
+ */
+MEM4D_API void mem4d_device_free(mem4d_device *device);
+
+/**
+ * Set a device parameter.
+ * @param device The device.
+ * @param key The parameter.
+ * @param value The new value, within mem4d_device_param_bounds().
+ * @return ::MEM4D_OK, ::MEM4D_E_RANGE (value unchanged) or ::MEM4D_E_INVALID_ARG.
+ * @since 0.1
+ */
+MEM4D_API mem4d_status mem4d_device_set(mem4d_device *device, mem4d_device_param key, uint64_t value);
+
+/**
+ * Read a device parameter.
+ * @param device The device.
+ * @param key The parameter.
+ * @param[out] value Receives the stored value.
+ * @return ::MEM4D_OK or ::MEM4D_E_INVALID_ARG.
+ * @since 0.1
+ */
+MEM4D_API mem4d_status mem4d_device_get(const mem4d_device *device, mem4d_device_param key, uint64_t *value);
+
+/**
+ * Set a device parameter by name from text ("memory_bytes", "85899345920").
+ * @param device The device.
+ * @param name A parameter name or alias.
+ * @param value The value's text.
+ * @return ::MEM4D_OK, ::MEM4D_E_UNKNOWN_KEY, ::MEM4D_E_PARSE, ::MEM4D_E_RANGE or ::MEM4D_E_INVALID_ARG.
+ * @since 0.1
+ */
+MEM4D_API mem4d_status mem4d_device_set_str(mem4d_device *device, const char *name, const char *value);
+
+/**
+ * The device's name: its preset name, or "custom".
+ * @param device The device.
+ * @return A string owned by the device; "" for NULL.
+ * @since 0.1
+ */
+MEM4D_API const char *mem4d_device_name(const mem4d_device *device);
+
+/**
+ * Number of built-in device presets.
+ * @return The count.
+ * @since 0.1
+ */
+MEM4D_API size_t mem4d_device_preset_count(void);
+
+/**
+ * Name of a built-in device preset.
+ * @param index 0 to mem4d_device_preset_count() - 1.
+ * @return A static string, or NULL when @p index is out of range.
+ * @since 0.1
+ */
+MEM4D_API const char *mem4d_device_preset_name(size_t index);
+
+/**
+ * Number of device parameter keys this library knows.
+ * @return The count.
+ * @since 0.1
+ */
+MEM4D_API size_t mem4d_device_param_count(void);
+
+/**
+ * The canonical string name of a device parameter.
+ * @param key The parameter.
+ * @return A static string, or NULL for an unknown key.
+ * @since 0.1
+ */
+MEM4D_API const char *mem4d_device_param_name(mem4d_device_param key);
+
+/**
+ * Look a device parameter up by name or alias.
+ * @param name The name.
+ * @param[out] key Receives the key.
+ * @return ::MEM4D_OK, ::MEM4D_E_UNKNOWN_KEY or ::MEM4D_E_INVALID_ARG.
+ * @since 0.1
+ */
+MEM4D_API mem4d_status mem4d_device_param_from_name(const char *name, mem4d_device_param *key);
+
+/**
+ * Bounds of a device parameter.
+ * @param key The parameter.
+ * @param[out] min Receives the lowest value (may be NULL).
+ * @param[out] max Receives the highest value (may be NULL).
+ * @return ::MEM4D_OK or ::MEM4D_E_INVALID_ARG.
+ * @since 0.1
+ */
+MEM4D_API mem4d_status mem4d_device_param_bounds(mem4d_device_param key, uint64_t *min, uint64_t *max);
+
+/** @} */
+
+/* ------------------------------------------------------------------------ */
+/** @defgroup estimate Estimate: one layout, per-stage memory
+ * @{ */
+
+/** Opaque report handle: the result of mem4d_estimate(), reusable. @since 0.1 */
+typedef struct mem4d_report mem4d_report;
+
+/**
+ * Which memory model produced a report.
+ * @since 0.1
+ */
+typedef enum mem4d_mode {
+    MEM4D_MODE_FULL = 0,  /**< Every stage, schedules, buffers and fixed costs. */
+    MEM4D_MODE_PAPER = 1  /**< arXiv 2411.06465's formula, exactly: the first stage only. */
+} mem4d_mode;
+
+/**
+ * Verdict of a report against the device's memory.
+ * @since 0.1
+ */
+typedef enum mem4d_verdict {
+    MEM4D_VERDICT_FITS = 0,  /**< Peak at most the fit threshold (default 80%) of memory. */
+    MEM4D_VERDICT_TIGHT = 1, /**< Between the threshold and 100%. */
+    MEM4D_VERDICT_OOM = 2    /**< Above 100%. */
+} mem4d_verdict;
+
+/**
+ * Per-stage quantities of a report. Bytes unless noted.
+ * TOTAL = WEIGHTS + GRADIENTS + OPTIMIZER + ACTIVATIONS + OVERHEAD;
+ * OVERHEAD = BUFFERS + FRAGMENTATION + FIXED;
+ * PEAK_ALLOCATED = TOTAL - FRAGMENTATION - FIXED;
+ * PEAK_RESERVED = PEAK_ALLOCATED + FRAGMENTATION.
+ * In paper mode OVERHEAD and its parts are zero.
+ * @since 0.1
+ */
+typedef enum mem4d_term {
+    MEM4D_TERM_WEIGHTS = 0,        /**< Model weights held by the rank. */
+    MEM4D_TERM_GRADIENTS = 1,      /**< Gradient buffers (main grads). */
+    MEM4D_TERM_OPTIMIZER = 2,      /**< Master weights and optimizer moments. */
+    MEM4D_TERM_ACTIVATIONS = 3,    /**< Activations kept for the backward pass, at the peak. */
+    MEM4D_TERM_OVERHEAD = 4,       /**< Buffers, allocator gap and fixed costs. */
+    MEM4D_TERM_TOTAL = 5,          /**< What the verdict compares with the device. */
+    MEM4D_TERM_PARAMS = 6,         /**< Parameters held by the rank (a count, not bytes). */
+    MEM4D_TERM_LAYERS = 7,         /**< Transformer layers on the stage (a count). */
+    MEM4D_TERM_IN_FLIGHT = 8,      /**< Micro-batches whose activations are live at the peak (a count; chunk-micro-batches / v with VPP, rounded up). */
+    MEM4D_TERM_BUFFERS = 9,        /**< Temporary buffers: communication buckets, step copies, workspaces. */
+    MEM4D_TERM_FRAGMENTATION = 10, /**< Reserved minus allocated (caching allocator). */
+    MEM4D_TERM_FIXED = 11,         /**< CUDA context and NCCL communicator buffers. */
+    MEM4D_TERM_PEAK_ALLOCATED = 12,/**< Peak bytes allocated by tensors. */
+    MEM4D_TERM_PEAK_RESERVED = 13  /**< Peak bytes reserved by the allocator. */
+} mem4d_term;
+
+/**
+ * Whole-job values derived while estimating.
+ * @since 0.1
+ */
+typedef enum mem4d_info {
+    MEM4D_INFO_DP = 0,             /**< Data-parallel size. */
+    MEM4D_INFO_WORLD = 1,          /**< GPUs in the job. */
+    MEM4D_INFO_MICROBATCHES = 2,   /**< m, micro-batches per step per pipeline; 0 when the global batch is unknown. */
+    MEM4D_INFO_PADDED_VOCAB = 3,   /**< Vocabulary after padding (equals V in paper mode). */
+    MEM4D_INFO_MODEL_PARAMS = 4,   /**< Parameters of the whole model (padded vocabulary). */
+    MEM4D_INFO_PROCESS_GROUPS = 5  /**< NCCL communicators each rank creates (full mode; 0 in paper mode). */
+} mem4d_info;
+
+/**
+ * Predicted speed of a layout (see mem4d_report_metric()).
+ * @since 0.1
+ */
+typedef enum mem4d_metric {
+    MEM4D_METRIC_STEP_TIME_S = 0,     /**< Seconds per optimizer step. */
+    MEM4D_METRIC_TOKENS_PER_S = 1,    /**< Tokens per second, whole job. */
+    MEM4D_METRIC_TFLOPS_PER_GPU = 2,  /**< Model TFLOP/s per GPU (Megatron's --log-throughput definition). */
+    MEM4D_METRIC_MFU = 3,             /**< Model FLOPs utilisation: TFLOP/s per GPU over the device's peak. */
+    MEM4D_METRIC_BUBBLE_FRACTION = 4, /**< Share of the step lost to the pipeline bubble. */
+    MEM4D_METRIC_COMPUTE_TIME_S = 5,  /**< Seconds of compute per step (recompute included). */
+    MEM4D_METRIC_EXPOSED_COMM_S = 6   /**< Seconds of communication not hidden behind compute. */
+} mem4d_metric;
+
+/**
+ * Create a report. It holds room for every stage, so estimates into it never
+ * allocate.
+ * @param[out] out Receives the new handle; set to NULL on failure.
+ * @return ::MEM4D_OK, ::MEM4D_E_INVALID_ARG or ::MEM4D_E_NOMEM.
+ * @since 0.1
+ */
+MEM4D_API mem4d_status mem4d_report_new(mem4d_report **out);
+
+/**
+ * Free a report. NULL is allowed.
+ * @param report The handle to free.
+ * @since 0.1
+ */
+MEM4D_API void mem4d_report_free(mem4d_report *report);
+
+/**
+ * Estimate the memory of every pipeline stage of @p layout for @p model on
+ * @p device, in the layout's mode, and (when the device has a peak FLOP/s and
+ * the layout a global batch) its predicted speed. Deterministic; does not
+ * allocate. On failure the report says why in mem4d_report_message().
+ * @param model The model.
+ * @param layout The layout.
+ * @param device The device.
+ * @param report Receives the result.
+ * @return ::MEM4D_OK, a validation status (see mem4d_validate()),
+ *         ::MEM4D_E_RANGE, ::MEM4D_E_UNSUPPORTED or ::MEM4D_E_INVALID_ARG.
+ * @since 0.1
+ */
+MEM4D_API mem4d_status mem4d_estimate(const mem4d_model *model, const mem4d_layout *layout,
+                                      const mem4d_device *device, mem4d_report *report);
+
+/**
+ * Status of the last estimate into this report.
+ * @param report The report.
+ * @return The status mem4d_estimate() returned; ::MEM4D_E_MISSING before any.
+ * @since 0.1
+ */
+MEM4D_API mem4d_status mem4d_report_status(const mem4d_report *report);
+
+/**
+ * A sentence about the last estimate: why it failed, or "" when it succeeded.
+ * @param report The report.
+ * @return A string owned by the report, valid until its next estimate.
+ * @since 0.1
+ */
+MEM4D_API const char *mem4d_report_message(const mem4d_report *report);
+
+/**
+ * The mode that produced the report.
+ * @param report The report.
+ * @return The mode.
+ * @since 0.1
+ */
+MEM4D_API mem4d_mode mem4d_report_mode(const mem4d_report *report);
+
+/**
+ * The verdict: peak against the device's memory and fit threshold.
+ * @param report The report.
+ * @return The verdict (::MEM4D_VERDICT_OOM for a failed estimate).
+ * @since 0.1
+ */
+MEM4D_API mem4d_verdict mem4d_report_verdict(const mem4d_report *report);
+
+/**
+ * Number of stages in the report: pp in full mode, 1 in paper mode (the
+ * paper's formula describes the first stage, its most loaded rank).
+ * @param report The report.
+ * @return The count; 0 for a failed estimate.
+ * @since 0.1
+ */
+MEM4D_API uint32_t mem4d_report_num_stages(const mem4d_report *report);
+
+/**
+ * The stage with the largest ::MEM4D_TERM_TOTAL (the first such).
+ * @param report The report.
+ * @return The stage index.
+ * @since 0.1
+ */
+MEM4D_API uint32_t mem4d_report_peak_stage(const mem4d_report *report);
+
+/**
+ * ::MEM4D_TERM_TOTAL of the peak stage.
+ * @param report The report.
+ * @return Bytes; 0 for a failed estimate.
+ * @since 0.1
+ */
+MEM4D_API uint64_t mem4d_report_peak_bytes(const mem4d_report *report);
+
+/**
+ * The device memory the verdict compared against.
+ * @param report The report.
+ * @return Bytes.
+ * @since 0.1
+ */
+MEM4D_API uint64_t mem4d_report_device_bytes(const mem4d_report *report);
+
+/**
+ * One per-stage quantity.
+ * @param report The report.
+ * @param stage 0 to mem4d_report_num_stages() - 1.
+ * @param term The quantity.
+ * @param[out] value Receives it.
+ * @return ::MEM4D_OK, ::MEM4D_E_RANGE (no such stage) or ::MEM4D_E_INVALID_ARG.
+ * @since 0.1
+ */
+MEM4D_API mem4d_status mem4d_report_get(const mem4d_report *report, uint32_t stage,
+                                        mem4d_term term, uint64_t *value);
+
+/**
+ * One whole-job value.
+ * @param report The report.
+ * @param info The value wanted.
+ * @param[out] value Receives it.
+ * @return ::MEM4D_OK or ::MEM4D_E_INVALID_ARG.
+ * @since 0.1
+ */
+MEM4D_API mem4d_status mem4d_report_info(const mem4d_report *report, mem4d_info info, uint64_t *value);
+
+/**
+ * One predicted speed figure.
+ * @param report The report.
+ * @param metric The figure wanted.
+ * @param[out] value Receives it.
+ * @return ::MEM4D_OK; ::MEM4D_E_UNSUPPORTED when speed was not predicted (no
+ *         global batch, or the device has no peak FLOP/s); ::MEM4D_E_INVALID_ARG.
+ * @since 0.1
+ */
+MEM4D_API mem4d_status mem4d_report_metric(const mem4d_report *report, mem4d_metric metric, double *value);
+
+/**
+ * Name of a verdict: "fits", "tight" or "oom".
+ * @param verdict The verdict.
+ * @return A static string; "unknown" for other values.
+ * @since 0.1
+ */
+MEM4D_API const char *mem4d_verdict_name(mem4d_verdict verdict);
+
+/**
+ * Name of a mode: "full" or "paper".
+ * @param mode The mode.
+ * @return A static string; "unknown" for other values.
+ * @since 0.1
+ */
+MEM4D_API const char *mem4d_mode_name(mem4d_mode mode);
+
+/**
+ * Name of a per-stage term, as used in JSON output ("weights_bytes", ...).
+ * @param term The term.
+ * @return A static string, or NULL for an unknown term.
+ * @since 0.1
+ */
+MEM4D_API const char *mem4d_term_name(mem4d_term term);
+
+/** @} */
+
+/* ------------------------------------------------------------------------ */
+/** @defgroup search Search: every valid layout, filtered and ranked
+ * @{ */
+
+/** Opaque search handle. @since 0.1 */
+typedef struct mem4d_search mem4d_search;
+
+/**
+ * Search options.
+ * @since 0.1
+ */
+typedef enum mem4d_search_option {
+    MEM4D_SEARCH_FITS_ONLY = 0,   /**< 1 (default): yield only layouts whose verdict is "fits"; 0: every valid layout. */
+    MEM4D_SEARCH_NODE_LOCAL = 1,  /**< 1 (default): require tp x cp <= GPUs per node. */
+    MEM4D_SEARCH_RANKED = 2,      /**< 1 (default): fastest first (ties: less memory); 0: enumeration order, streamed. */
+    MEM4D_SEARCH_MAX_RESULTS = 3  /**< Stop after this many layouts; 0 (default) for no limit. */
+} mem4d_search_option;
+
+/**
+ * Counters of a search.
+ * @since 0.1
+ */
+typedef enum mem4d_search_stat {
+    MEM4D_SEARCH_STAT_VISITED = 0,  /**< Layouts whose memory was estimated. */
+    MEM4D_SEARCH_STAT_PRUNED = 1,   /**< Layouts skipped without an estimate (a sub-space that cannot fit). */
+    MEM4D_SEARCH_STAT_VALID = 2,    /**< Valid layouts seen (visited, whatever their verdict). */
+    MEM4D_SEARCH_STAT_YIELDED = 3   /**< Layouts returned by mem4d_search_next(). */
+} mem4d_search_stat;
+
+/**
+ * Start a search over layouts of @p model on @p base's world size of
+ * @p device GPUs. The search varies tp, cp, pp, dp, micro-batch, vpp,
+ * recompute and the distributed optimizer; every other setting (sequence,
+ * global batch, precision, mode, ...) comes from @p base. The handles are
+ * copied: they may be freed after this call.
+ * @param model The model.
+ * @param device The device.
+ * @param base A layout with at least the world size and sequence length set.
+ * @param[out] out Receives the new handle; set to NULL on failure.
+ * @return ::MEM4D_OK, ::MEM4D_E_MISSING, ::MEM4D_E_MODEL, ::MEM4D_E_INVALID_ARG or ::MEM4D_E_NOMEM.
+ * @since 0.1
+ */
+MEM4D_API mem4d_status mem4d_search_new(const mem4d_model *model, const mem4d_device *device,
+                                        const mem4d_layout *base, mem4d_search **out);
+
+/**
+ * Free a search. NULL is allowed.
+ * @param search The handle to free.
+ * @since 0.1
+ */
+MEM4D_API void mem4d_search_free(mem4d_search *search);
+
+/**
+ * Set a search option. Only before the first mem4d_search_next() (or after
+ * mem4d_search_reset()).
+ * @param search The search.
+ * @param option The option.
+ * @param value Its value.
+ * @return ::MEM4D_OK, ::MEM4D_E_RANGE, ::MEM4D_E_CONFLICT (search started) or ::MEM4D_E_INVALID_ARG.
+ * @since 0.1
+ */
+MEM4D_API mem4d_status mem4d_search_set_option(mem4d_search *search, mem4d_search_option option, uint64_t value);
+
+/**
+ * Bound a searched knob to [min, max] ("tp <= 8": min 1, max 8; "pp = 1":
+ * min 1, max 1). Bounds of the same key intersect.
+ * @param search The search.
+ * @param key ::MEM4D_LAYOUT_TP, CP, PP, DP, MICRO_BATCH, VPP, RECOMPUTE or DIST_OPT.
+ * @param min Lowest allowed value.
+ * @param max Highest allowed value.
+ * @return ::MEM4D_OK, ::MEM4D_E_RANGE (empty or outside the key's bounds),
+ *         ::MEM4D_E_UNSUPPORTED (not a searched key), ::MEM4D_E_CONFLICT (search started) or ::MEM4D_E_INVALID_ARG.
+ * @since 0.1
+ */
+MEM4D_API mem4d_status mem4d_search_bound(mem4d_search *search, mem4d_layout_param key,
+                                          uint64_t min, uint64_t max);
+
+/**
+ * Restrict a searched knob to a set of values ("mbs in {1, 2, 4}").
+ * Replaces an earlier set for the key; combines with its bounds.
+ * @param search The search.
+ * @param key A searched key (see mem4d_search_bound()).
+ * @param values The allowed values.
+ * @param count Number of values, 1 to 64.
+ * @return ::MEM4D_OK, ::MEM4D_E_RANGE, ::MEM4D_E_UNSUPPORTED, ::MEM4D_E_CONFLICT or ::MEM4D_E_INVALID_ARG.
+ * @since 0.1
+ */
+MEM4D_API mem4d_status mem4d_search_allow(mem4d_search *search, mem4d_layout_param key,
+                                          const uint64_t *values, size_t count);
+
+/**
+ * Next layout. With ranking on, the first call does the whole search; with it
+ * off, layouts stream in enumeration order and stopping early is free.
+ * @param search The search.
+ * @param layout Receives the layout (every knob set: tp, cp, pp, dp, world, ...); may be NULL.
+ * @param report Receives its estimate, exactly as mem4d_estimate() gives it; may be NULL.
+ * @return ::MEM4D_OK with a layout, ::MEM4D_END when there are no more,
+ *         ::MEM4D_E_NOMEM or ::MEM4D_E_INVALID_ARG.
+ * @since 0.1
+ */
+MEM4D_API mem4d_status mem4d_search_next(mem4d_search *search, mem4d_layout *layout, mem4d_report *report);
+
+/**
+ * Start the search over, keeping options and constraints; counters are zeroed.
+ * @param search The search.
+ * @return ::MEM4D_OK or ::MEM4D_E_INVALID_ARG.
+ * @since 0.1
+ */
+MEM4D_API mem4d_status mem4d_search_reset(mem4d_search *search);
+
+/**
+ * Read a counter.
+ * @param search The search.
+ * @param stat The counter.
+ * @param[out] value Receives it.
+ * @return ::MEM4D_OK or ::MEM4D_E_INVALID_ARG.
+ * @since 0.1
+ */
+MEM4D_API mem4d_status mem4d_search_stat_get(const mem4d_search *search, mem4d_search_stat stat, uint64_t *value);
+
+/**
+ * Largest micro-batch size with which @p layout still fits (verdict "fits").
+ * Every other setting is kept; the global batch, when set, must stay divisible.
+ * @param model The model.
+ * @param layout The layout (its micro-batch is ignored).
+ * @param device The device.
+ * @param[out] mbs Receives the micro-batch size, 0 when not even 1 fits.
+ * @return ::MEM4D_OK, a validation status or ::MEM4D_E_INVALID_ARG.
+ * @since 0.1
+ */
+MEM4D_API mem4d_status mem4d_solve_max_micro_batch(const mem4d_model *model, const mem4d_layout *layout,
+                                                   const mem4d_device *device, uint64_t *mbs);
+
+/**
+ * Longest sequence (a multiple of the layout's divisibility rules) with
+ * which @p layout still fits.
+ * @param model The model.
+ * @param layout The layout (its sequence length is ignored).
+ * @param device The device.
+ * @param[out] seq Receives the sequence length, 0 when none fits.
+ * @return ::MEM4D_OK, a validation status or ::MEM4D_E_INVALID_ARG.
+ * @since 0.1
+ */
+MEM4D_API mem4d_status mem4d_solve_max_seq_length(const mem4d_model *model, const mem4d_layout *layout,
+                                                  const mem4d_device *device, uint64_t *seq);
+
+/**
+ * Fewest GPUs (a multiple of nothing in particular: every count up to
+ * @p max_gpus is tried) on which some layout of @p model fits.
+ * @param model The model.
+ * @param device The device.
+ * @param base Sequence length, global batch and fixed settings, as for mem4d_search_new().
+ * @param max_gpus Give up above this count.
+ * @param[out] gpus Receives the count, 0 when none up to @p max_gpus fits.
+ * @param layout Receives the fastest layout that fits on that count; may be NULL.
+ * @return ::MEM4D_OK, ::MEM4D_E_MISSING, ::MEM4D_E_MODEL, ::MEM4D_E_RANGE or ::MEM4D_E_INVALID_ARG.
+ * @since 0.1
+ */
+MEM4D_API mem4d_status mem4d_solve_min_gpus(const mem4d_model *model, const mem4d_device *device,
+                                            const mem4d_layout *base, uint64_t max_gpus,
+                                            uint64_t *gpus, mem4d_layout *layout);
+
+/** @} */
+
+/* ------------------------------------------------------------------------ */
+/** @defgroup import Import: Megatron-LM arguments and Hugging Face configs
+ * @{ */
+
+/** Opaque import handle: holds the messages of the last import. @since 0.1 */
+typedef struct mem4d_import mem4d_import;
+
+/**
+ * Where the world size of a Megatron import came from.
+ * @since 0.1
+ */
+typedef enum mem4d_world_source {
+    MEM4D_WORLD_NONE = 0,          /**< Not found. */
+    MEM4D_WORLD_EXPLICIT = 1,      /**< The caller's explicit value. */
+    MEM4D_WORLD_ENV_WORLD_SIZE = 2,/**< The WORLD_SIZE variable (torchrun). */
+    MEM4D_WORLD_ENV_SLURM_NTASKS = 3, /**< The SLURM_NTASKS variable. */
+    MEM4D_WORLD_ENV_SLURM_NODES = 4   /**< SLURM_JOB_NUM_NODES x SLURM_GPUS_ON_NODE (or SLURM_NTASKS_PER_NODE). */
+} mem4d_world_source;
+
+/**
+ * Create an import handle.
+ * @param[out] out Receives the new handle; set to NULL on failure.
+ * @return ::MEM4D_OK, ::MEM4D_E_INVALID_ARG or ::MEM4D_E_NOMEM.
+ * @since 0.1
+ */
+MEM4D_API mem4d_status mem4d_import_new(mem4d_import **out);
+
+/**
+ * Free an import handle. NULL is allowed.
+ * @param import The handle to free.
+ * @since 0.1
+ */
+MEM4D_API void mem4d_import_free(mem4d_import *import);
+
+/**
+ * Read a Megatron-LM argument vector (as given to pretrain_gpt.py) into a
+ * model and a layout. Both `--flag value` and `--flag=value` are accepted.
+ * Flags that do not affect memory are skipped; flags that do but are not
+ * modelled become warnings (mem4d_import_warning()); malformed values are
+ * errors naming the flag (mem4d_import_message()).
+ * @param import The import handle (receives messages).
+ * @param argc Number of arguments.
+ * @param argv The arguments (argv[0] is an argument, not a program name).
+ * @param envp NULL-terminated "NAME=value" strings for the world-size
+ *             fallbacks (WORLD_SIZE, SLURM_NTASKS, ...); may be NULL.
+ * @param world_size Explicit world size, or 0 to look in @p envp.
+ * @param model Receives the architecture (parameters not given are left as they are).
+ * @param layout Receives the configuration.
+ * @return ::MEM4D_OK, ::MEM4D_E_PARSE, ::MEM4D_E_MISSING, ::MEM4D_E_CONFLICT, ::MEM4D_E_RANGE or ::MEM4D_E_INVALID_ARG.
+ * @since 0.1
+ */
+MEM4D_API mem4d_status mem4d_import_megatron(mem4d_import *import, int argc, const char *const *argv,
+                                             const char *const *envp, uint64_t world_size,
+                                             mem4d_model *model, mem4d_layout *layout);
+
+/**
+ * Read a Hugging Face `config.json` (Llama, Mistral, Qwen2 families) into a model.
+ * @param import The import handle (receives messages).
+ * @param path The file.
+ * @param model Receives the architecture.
+ * @return ::MEM4D_OK, ::MEM4D_E_IO, ::MEM4D_E_JSON, ::MEM4D_E_MISSING,
+ *         ::MEM4D_E_RANGE, ::MEM4D_E_NO_JSON or ::MEM4D_E_INVALID_ARG.
+ * @since 0.1
+ */
+MEM4D_API mem4d_status mem4d_import_hf_config(mem4d_import *import, const char *path, mem4d_model *model);
+
+/**
+ * Like mem4d_import_hf_config(), from a buffer.
+ * @param import The import handle.
+ * @param json The document (need not be NUL-terminated).
+ * @param size Its length in bytes.
+ * @param model Receives the architecture.
+ * @return As mem4d_import_hf_config(), without ::MEM4D_E_IO.
+ * @since 0.1
+ */
+MEM4D_API mem4d_status mem4d_import_hf_config_buffer(mem4d_import *import, const char *json, size_t size,
+                                                     mem4d_model *model);
+
+/**
+ * The sentence explaining the last import's failure, or "".
+ * @param import The import handle.
+ * @return A string owned by the handle, valid until its next import.
+ * @since 0.1
+ */
+MEM4D_API const char *mem4d_import_message(const mem4d_import *import);
+
+/**
+ * Number of warnings of the last import.
+ * @param import The import handle.
+ * @return The count.
+ * @since 0.1
+ */
+MEM4D_API size_t mem4d_import_warning_count(const mem4d_import *import);
+
+/**
+ * One warning of the last import ("--moe-grouped-gemm affects memory but is not modelled").
+ * @param import The import handle.
+ * @param index 0 to mem4d_import_warning_count() - 1.
+ * @return A string owned by the handle, or NULL when out of range.
+ * @since 0.1
+ */
+MEM4D_API const char *mem4d_import_warning(const mem4d_import *import, size_t index);
+
+/**
+ * Where the last Megatron import took the world size from.
+ * @param import The import handle.
+ * @return The source.
+ * @since 0.1
+ */
+MEM4D_API mem4d_world_source mem4d_import_world_source(const mem4d_import *import);
+
+/** @} */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MEM4D_H */

@@ -1,0 +1,178 @@
+/*
+ * Private declarations shared by the library's source files.
+ * SPDX-License-Identifier: MIT
+ */
+#ifndef MEM4D_PRIVATE_H
+#define MEM4D_PRIVATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mem4d/mem4d.h"
+
+/* Number of keys of each enum; grow only by appending to the tables. */
+#define M4D_MODEL_NPARAM 16
+#define M4D_LAYOUT_NPARAM 29
+#define M4D_DEVICE_NPARAM 16
+#define M4D_NTERMS 14
+#define M4D_NINFO 6
+#define M4D_NMETRICS 7
+
+/* Upper bound of pp (and so of stages in a report). */
+#define M4D_MAX_STAGES 512
+#define M4D_NAME_MAX 64
+#define M4D_MSG_MAX 256
+
+/* One row of a parameter table: the single source of names, bounds and
+ * defaults for the generic setters, the CLI and the bindings. */
+struct m4d_param_desc {
+    const char *name;           /* canonical string key */
+    const char *alias;          /* second accepted name, or NULL */
+    const char *alias2;         /* third accepted name, or NULL */
+    uint64_t min, max, def;
+    const char *const *values;  /* names of values 0..n-1 for enumerated keys, NULL-terminated; else NULL */
+    bool boolean;               /* accepts true/false */
+};
+
+extern const struct m4d_param_desc m4d_model_params[M4D_MODEL_NPARAM];
+extern const struct m4d_param_desc m4d_layout_params[M4D_LAYOUT_NPARAM];
+extern const struct m4d_param_desc m4d_device_params[M4D_DEVICE_NPARAM];
+
+struct mem4d_model {
+    uint64_t v[M4D_MODEL_NPARAM];
+    char name[M4D_NAME_MAX];
+};
+
+struct mem4d_layout {
+    uint64_t v[M4D_LAYOUT_NPARAM];
+};
+
+struct mem4d_device {
+    uint64_t v[M4D_DEVICE_NPARAM];
+    char name[M4D_NAME_MAX];
+};
+
+struct m4d_stage {
+    uint64_t t[M4D_NTERMS]; /* indexed by mem4d_term */
+};
+
+struct mem4d_report {
+    mem4d_status status;
+    mem4d_mode mode;
+    mem4d_verdict verdict;
+    uint32_t nstages;
+    uint32_t peak_stage;
+    uint64_t device_bytes;
+    uint64_t info[M4D_NINFO];
+    bool have_metrics;
+    double metric[M4D_NMETRICS];
+    char msg[M4D_MSG_MAX];
+    struct m4d_stage stages[M4D_MAX_STAGES];
+};
+
+/* Everything the formulas need, resolved and validated once: symbols follow
+ * doc/formulas.md. Filled by m4d_resolve(). */
+struct m4d_ctx {
+    /* model */
+    uint64_t h, f, L, a, k, dh, V, Vp; /* Vp: padded vocabulary (= V in paper mode) */
+    bool tied, qkv_bias, layernorm, gated;
+    uint64_t experts, topk, fe, fs;    /* MoE: experts, top-k, expert ffn, shared-expert ffn */
+    /* layout */
+    uint64_t t, c, p, d, world, b, gbs, m, s, v; /* m = 0 when gbs unknown */
+    bool sp, flash;
+    uint64_t ep, zero;                 /* effective ZeRO stage: max(zero_stage, dist_opt) */
+    uint64_t recompute, rc_method, rc_layers;
+    uint64_t param_bytes, grad_bytes, opt_bytes, master_bytes;
+    bool fp8, overlap_grad, overlap_param;
+    uint64_t bucket, first_layers, last_layers, vocab_div;
+    mem4d_mode mode;
+};
+
+/* --- util.c --------------------------------------------------------------- */
+
+/* Bounded formatting into a caller buffer (NULL or size 0 allowed). */
+void m4d_msg(char *buf, size_t size, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* Parse the text of a value for a described key: numbers, booleans, value names. */
+mem4d_status m4d_parse_value(const struct m4d_param_desc *d, const char *text, uint64_t *out);
+
+/* Look a name up in a table (canonical name or aliases; '-' and '_' equal; case-insensitive). */
+int m4d_param_lookup(const struct m4d_param_desc *table, size_t n, const char *name);
+
+/* Case-insensitive ASCII string equality. */
+bool m4d_streq_ci(const char *a, const char *b);
+
+/* Copy a string into a fixed buffer, truncating. */
+void m4d_strlcpy(char *dst, const char *src, size_t size);
+
+/* Checked arithmetic: false on overflow (the output is then unspecified). */
+static inline bool m4d_add(uint64_t a, uint64_t b, uint64_t *r) { return !__builtin_add_overflow(a, b, r); }
+static inline bool m4d_mul(uint64_t a, uint64_t b, uint64_t *r) { return !__builtin_mul_overflow(a, b, r); }
+static inline bool m4d_mul3(uint64_t a, uint64_t b, uint64_t c, uint64_t *r)
+{
+    uint64_t x;
+    return m4d_mul(a, b, &x) && m4d_mul(x, c, r);
+}
+/* Ceiling division; d must be non-zero. */
+static inline uint64_t m4d_ceil_div(uint64_t n, uint64_t d) { return n / d + (n % d != 0); }
+
+/* a * b / d rounded up, exact through 128-bit intermediates; false when the
+ * result exceeds 64 bits. */
+static inline bool m4d_muldiv_ceil(uint64_t a, uint64_t b, uint64_t d, uint64_t *r)
+{
+    unsigned __int128 x = (unsigned __int128)a * b;
+    unsigned __int128 q = x / d + (x % d != 0);
+    if (q > UINT64_MAX)
+        return false;
+    *r = (uint64_t)q;
+    return true;
+}
+
+/* --- model.c / layout.c ----------------------------------------------------- */
+
+/* Parameters of one dense transformer layer (attention + MLP + norms), and
+ * of its parts; the model must have been validated. false on overflow. */
+bool m4d_layer_params(const struct m4d_ctx *x, uint64_t *attn, uint64_t *mlp, uint64_t *norms);
+
+/* Validate model + layout and fill the context. The message names the
+ * numbers at fault. */
+mem4d_status m4d_resolve(const mem4d_model *model, const mem4d_layout *layout,
+                         struct m4d_ctx *x, char *why, size_t why_size);
+
+mem4d_status m4d_model_check(const mem4d_model *model, char *why, size_t why_size);
+
+/* --- estimate.c ------------------------------------------------------------- */
+
+mem4d_status m4d_estimate_paper(const struct m4d_ctx *x, mem4d_report *r);
+mem4d_status m4d_estimate_full(const struct m4d_ctx *x, const mem4d_device *dev, mem4d_report *r);
+
+/* Sum the parts of every stage into TOTAL, pick the peak stage and the verdict. */
+mem4d_status m4d_report_finish(mem4d_report *r, const mem4d_device *dev);
+
+/* --- perf.c ------------------------------------------------------------------ */
+
+/* Fill the report's speed metrics; leaves have_metrics false when the
+ * device has no peak or the global batch is unknown. */
+void m4d_perf(const struct m4d_ctx *x, const mem4d_device *dev, mem4d_report *r);
+
+/* --- presets.c -------------------------------------------------------------- */
+
+struct m4d_model_preset {
+    const char *name;
+    uint64_t v[M4D_MODEL_NPARAM]; /* 0 where the default applies */
+};
+struct m4d_device_preset {
+    const char *name;
+    uint64_t v[M4D_DEVICE_NPARAM]; /* 0 where the default applies */
+};
+extern const struct m4d_model_preset m4d_model_presets[];
+extern const size_t m4d_model_preset_n;
+extern const struct m4d_device_preset m4d_device_presets[];
+extern const size_t m4d_device_preset_n;
+
+#endif
