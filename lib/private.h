@@ -33,7 +33,17 @@ struct m4d_param_desc {
     uint64_t min, max, def;
     const char *const *values;  /* names of values 0..n-1 for enumerated keys, NULL-terminated; else NULL */
     bool boolean;               /* accepts true/false */
+    uint32_t allowed;           /* bit v set: value v allowed (small keys); 0: all of [min, max] */
 };
+
+/* Generic access to a parameter array described by a table (params.c). */
+mem4d_status m4d_param_set(const struct m4d_param_desc *table, size_t n, uint64_t *v,
+                           int key, uint64_t value);
+mem4d_status m4d_param_set_str(const struct m4d_param_desc *table, size_t n, uint64_t *v,
+                               const char *name, const char *text);
+mem4d_status m4d_param_bounds(const struct m4d_param_desc *table, size_t n, int key,
+                              uint64_t *min, uint64_t *max);
+void m4d_param_defaults(const struct m4d_param_desc *table, size_t n, uint64_t *v);
 
 extern const struct m4d_param_desc m4d_model_params[M4D_MODEL_NPARAM];
 extern const struct m4d_param_desc m4d_layout_params[M4D_LAYOUT_NPARAM];
@@ -145,6 +155,8 @@ mem4d_status m4d_resolve(const mem4d_model *model, const mem4d_layout *layout,
                          struct m4d_ctx *x, char *why, size_t why_size);
 
 mem4d_status m4d_model_check(const mem4d_model *model, char *why, size_t why_size);
+void m4d_ctx_model(const mem4d_model *model, struct m4d_ctx *x);
+bool m4d_model_params_total(const struct m4d_ctx *x, uint64_t vocab, uint64_t *out);
 
 /* --- estimate.c ------------------------------------------------------------- */
 
@@ -162,6 +174,8 @@ void m4d_perf(const struct m4d_ctx *x, const mem4d_device *dev, mem4d_report *r)
 
 /* --- presets.c -------------------------------------------------------------- */
 
+/* In a preset row, 0 means "the default"; M4D_ZERO means an explicit 0. */
+#define M4D_ZERO UINT64_MAX
 struct m4d_model_preset {
     const char *name;
     uint64_t v[M4D_MODEL_NPARAM]; /* 0 where the default applies */

@@ -1,0 +1,308 @@
+/*
+ * The layout handle and validation of a layout against a model (the rules of
+ * doc/formulas.md, "Valid layouts").
+ * SPDX-License-Identifier: MIT
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "private.h"
+
+#define NP M4D_LAYOUT_NPARAM
+#define U(x) ((unsigned long long)(x))
+
+mem4d_status mem4d_layout_new(mem4d_layout **out)
+{
+    if (!out)
+        return MEM4D_E_INVALID_ARG;
+    *out = calloc(1, sizeof **out);
+    if (!*out)
+        return MEM4D_E_NOMEM;
+    m4d_param_defaults(m4d_layout_params, NP, (*out)->v);
+    return MEM4D_OK;
+}
+
+mem4d_status mem4d_layout_clone(const mem4d_layout *layout, mem4d_layout **out)
+{
+    if (!out)
+        return MEM4D_E_INVALID_ARG;
+    *out = NULL;
+    if (!layout)
+        return MEM4D_E_INVALID_ARG;
+    *out = malloc(sizeof **out);
+    if (!*out)
+        return MEM4D_E_NOMEM;
+    **out = *layout;
+    return MEM4D_OK;
+}
+
+mem4d_status mem4d_layout_copy(mem4d_layout *dst, const mem4d_layout *src)
+{
+    if (!dst || !src)
+        return MEM4D_E_INVALID_ARG;
+    *dst = *src;
+    return MEM4D_OK;
+}
+
+void mem4d_layout_free(mem4d_layout *layout)
+{
+    free(layout);
+}
+
+mem4d_status mem4d_layout_set(mem4d_layout *layout, mem4d_layout_param key, uint64_t value)
+{
+    if (!layout)
+        return MEM4D_E_INVALID_ARG;
+    return m4d_param_set(m4d_layout_params, NP, layout->v, (int)key, value);
+}
+
+mem4d_status mem4d_layout_get(const mem4d_layout *layout, mem4d_layout_param key, uint64_t *value)
+{
+    if (!layout || !value || (unsigned)key >= NP)
+        return MEM4D_E_INVALID_ARG;
+    *value = layout->v[key];
+    return MEM4D_OK;
+}
+
+mem4d_status mem4d_layout_set_str(mem4d_layout *layout, const char *name, const char *value)
+{
+    if (!layout)
+        return MEM4D_E_INVALID_ARG;
+    return m4d_param_set_str(m4d_layout_params, NP, layout->v, name, value);
+}
+
+size_t mem4d_layout_param_count(void)
+{
+    return NP;
+}
+
+const char *mem4d_layout_param_name(mem4d_layout_param key)
+{
+    return (unsigned)key < NP ? m4d_layout_params[key].name : NULL;
+}
+
+mem4d_status mem4d_layout_param_from_name(const char *name, mem4d_layout_param *key)
+{
+    if (!name || !key)
+        return MEM4D_E_INVALID_ARG;
+    int k = m4d_param_lookup(m4d_layout_params, NP, name);
+    if (k < 0)
+        return MEM4D_E_UNKNOWN_KEY;
+    *key = (mem4d_layout_param)k;
+    return MEM4D_OK;
+}
+
+mem4d_status mem4d_layout_param_bounds(mem4d_layout_param key, uint64_t *min, uint64_t *max)
+{
+    return m4d_param_bounds(m4d_layout_params, NP, (int)key, min, max);
+}
+
+const char *mem4d_layout_value_name(mem4d_layout_param key, uint64_t value)
+{
+    if ((unsigned)key >= NP || !m4d_layout_params[key].values)
+        return NULL;
+    const char *const *names = m4d_layout_params[key].values;
+    for (uint64_t i = 0; names[i]; i++)
+        if (i == value)
+            return names[i];
+    return NULL;
+}
+
+static void ctx_layout(const mem4d_layout *l, struct m4d_ctx *x)
+{
+    const uint64_t *v = l->v;
+    x->t = v[MEM4D_LAYOUT_TP];
+    x->c = v[MEM4D_LAYOUT_CP];
+    x->p = v[MEM4D_LAYOUT_PP];
+    x->d = v[MEM4D_LAYOUT_DP];
+    x->world = v[MEM4D_LAYOUT_WORLD];
+    x->b = v[MEM4D_LAYOUT_MICRO_BATCH];
+    x->gbs = v[MEM4D_LAYOUT_GLOBAL_BATCH];
+    x->s = v[MEM4D_LAYOUT_SEQ_LENGTH];
+    x->v = v[MEM4D_LAYOUT_VPP];
+    x->sp = v[MEM4D_LAYOUT_SEQUENCE_PARALLEL] != 0;
+    x->flash = v[MEM4D_LAYOUT_FLASH_ATTN] != 0;
+    x->ep = v[MEM4D_LAYOUT_EP];
+    x->zero = v[MEM4D_LAYOUT_ZERO_STAGE];
+    if (x->zero == 0 && v[MEM4D_LAYOUT_DIST_OPT])
+        x->zero = 1;
+    x->recompute = v[MEM4D_LAYOUT_RECOMPUTE];
+    x->rc_method = v[MEM4D_LAYOUT_RECOMPUTE_METHOD];
+    x->rc_layers = v[MEM4D_LAYOUT_RECOMPUTE_LAYERS];
+    x->param_bytes = v[MEM4D_LAYOUT_PARAM_BYTES];
+    x->grad_bytes = v[MEM4D_LAYOUT_MAIN_GRAD_BYTES];
+    x->opt_bytes = v[MEM4D_LAYOUT_OPT_STATE_BYTES];
+    x->master_bytes = v[MEM4D_LAYOUT_MASTER_WEIGHT_BYTES];
+    x->fp8 = v[MEM4D_LAYOUT_FP8] != 0;
+    x->overlap_grad = v[MEM4D_LAYOUT_OVERLAP_GRAD_REDUCE] != 0;
+    x->overlap_param = v[MEM4D_LAYOUT_OVERLAP_PARAM_GATHER] != 0;
+    x->bucket = v[MEM4D_LAYOUT_BUCKET_SIZE];
+    x->first_layers = v[MEM4D_LAYOUT_FIRST_STAGE_LAYERS];
+    x->last_layers = v[MEM4D_LAYOUT_LAST_STAGE_LAYERS];
+    x->vocab_div = v[MEM4D_LAYOUT_VOCAB_DIVISOR];
+    x->mode = v[MEM4D_LAYOUT_MODE] == 1 ? MEM4D_MODE_PAPER : MEM4D_MODE_FULL;
+}
+
+/* world = t·c·p·d, from whichever of dp and world is given (both must agree). */
+static mem4d_status check_world(struct m4d_ctx *x, char *why, size_t n)
+{
+    uint64_t tcp;
+    if (!m4d_mul3(x->t, x->c, x->p, &tcp) || tcp > (UINT64_C(1) << 24)) {
+        m4d_msg(why, n, "tp %llu x cp %llu x pp %llu exceeds 2^24 GPUs", U(x->t), U(x->c), U(x->p));
+        return MEM4D_E_RANGE;
+    }
+    if (x->world == 0 && x->d == 0) {
+        m4d_msg(why, n, "neither dp nor world size is set");
+        return MEM4D_E_MISSING;
+    }
+    if (x->world == 0) {
+        if (!m4d_mul(tcp, x->d, &x->world) || x->world > (UINT64_C(1) << 24)) {
+            m4d_msg(why, n, "tp x cp x pp %llu x dp %llu exceeds 2^24 GPUs", U(tcp), U(x->d));
+            return MEM4D_E_RANGE;
+        }
+        return MEM4D_OK;
+    }
+    if (x->world % tcp != 0) {
+        m4d_msg(why, n, "world size %llu is not divisible by tp %llu x cp %llu x pp %llu = %llu",
+                U(x->world), U(x->t), U(x->c), U(x->p), U(tcp));
+        return MEM4D_E_WORLD;
+    }
+    if (x->d != 0 && x->d != x->world / tcp) {
+        m4d_msg(why, n, "world size %llu is not tp %llu x cp %llu x pp %llu x dp %llu = %llu",
+                U(x->world), U(x->t), U(x->c), U(x->p), U(x->d), U(tcp * x->d));
+        return MEM4D_E_WORLD;
+    }
+    x->d = x->world / tcp;
+    return MEM4D_OK;
+}
+
+static mem4d_status check_tp(const struct m4d_ctx *x, char *why, size_t n)
+{
+    if (x->a % x->t != 0) {
+        m4d_msg(why, n, "%llu attention heads are not divisible by tp %llu", U(x->a), U(x->t));
+        return MEM4D_E_HEADS_TP;
+    }
+    if (x->k % x->t != 0) {
+        m4d_msg(why, n, "%llu key/value heads are not divisible by tp %llu "
+                "(Megatron does not replicate key/value heads)", U(x->k), U(x->t));
+        return MEM4D_E_KV_HEADS_TP;
+    }
+    if (x->f % x->t != 0 || (x->experts && x->fe % x->t != 0) || x->fs % x->t != 0) {
+        m4d_msg(why, n, "FFN size %llu is not divisible by tp %llu",
+                U(x->f % x->t ? x->f : x->fs % x->t ? x->fs : x->fe), U(x->t));
+        return MEM4D_E_DIM_TP;
+    }
+    return MEM4D_OK;
+}
+
+static mem4d_status check_layers(const struct m4d_ctx *x, char *why, size_t n)
+{
+    if (x->v > 1 && x->p < 2) {
+        m4d_msg(why, n, "vpp %llu needs pp of at least 2 (pp is %llu)", U(x->v), U(x->p));
+        return MEM4D_E_CONFLICT;
+    }
+    uint64_t ends = (x->first_layers > 0) + (x->last_layers > 0);
+    if (ends > 0) {
+        if (x->p < 2 || x->v > 1) {
+            m4d_msg(why, n, "uneven first/last pipeline stages need pp >= 2 and no vpp");
+            return MEM4D_E_CONFLICT;
+        }
+        uint64_t rest = x->L - x->first_layers - x->last_layers;
+        if (x->first_layers + x->last_layers > x->L || (x->p > ends && (rest % (x->p - ends) != 0 || rest == 0)) ||
+            (x->p == ends && rest != 0)) {
+            m4d_msg(why, n, "%llu layers minus %llu first-stage and %llu last-stage layers do not split "
+                    "evenly over the other %llu stages", U(x->L), U(x->first_layers), U(x->last_layers),
+                    U(x->p - ends));
+            return MEM4D_E_LAYERS_PP;
+        }
+        return MEM4D_OK;
+    }
+    if (x->L % (x->p * x->v) != 0) {
+        if (x->v > 1)
+            m4d_msg(why, n, "%llu layers are not divisible by pp %llu x vpp %llu = %llu",
+                    U(x->L), U(x->p), U(x->v), U(x->p * x->v));
+        else
+            m4d_msg(why, n, "%llu layers are not divisible by pp %llu", U(x->L), U(x->p));
+        return MEM4D_E_LAYERS_PP;
+    }
+    return MEM4D_OK;
+}
+
+static mem4d_status check_seq_batch(struct m4d_ctx *x, char *why, size_t n)
+{
+    if (x->c > 1 && x->s % (2 * x->c) != 0) {
+        m4d_msg(why, n, "sequence length %llu is not divisible by 2 x cp %llu = %llu "
+                "(context-parallel load balancing)", U(x->s), U(x->c), U(2 * x->c));
+        return MEM4D_E_SEQ;
+    }
+    if (x->sp && x->t > 1 && (x->s / x->c) % x->t != 0) {
+        m4d_msg(why, n, "sequence length %llu / cp %llu is not divisible by tp %llu "
+                "(sequence parallelism)", U(x->s), U(x->c), U(x->t));
+        return MEM4D_E_SEQ;
+    }
+    x->m = 0;
+    if (x->gbs) {
+        uint64_t bd;
+        if (!m4d_mul(x->b, x->d, &bd) || x->gbs % bd != 0) {
+            m4d_msg(why, n, "global batch %llu is not divisible by micro-batch %llu x dp %llu",
+                    U(x->gbs), U(x->b), U(x->d));
+            return MEM4D_E_BATCH;
+        }
+        x->m = x->gbs / bd;
+    }
+    return MEM4D_OK;
+}
+
+static mem4d_status check_misc(struct m4d_ctx *x, char *why, size_t n)
+{
+    if (x->ep > 1 && x->experts == 0) {
+        m4d_msg(why, n, "ep %llu needs a mixture-of-experts model", U(x->ep));
+        return MEM4D_E_EXPERTS;
+    }
+    if (x->experts && (x->experts % x->ep != 0 || (x->d * x->c) % x->ep != 0)) {
+        m4d_msg(why, n, "%llu experts over ep %llu: ep must divide the experts and dp x cp = %llu",
+                U(x->experts), U(x->ep), U(x->d * x->c));
+        return MEM4D_E_EXPERTS;
+    }
+    uint64_t per_stage = x->L / x->p;
+    if (x->recompute == 2 && x->rc_layers > per_stage) {
+        m4d_msg(why, n, "recompute_num_layers %llu exceeds the %llu layers of a pipeline stage",
+                U(x->rc_layers), U(per_stage));
+        return MEM4D_E_CONFLICT;
+    }
+    uint64_t unit = x->vocab_div * x->t;
+    x->Vp = x->V;
+    if (x->mode == MEM4D_MODE_FULL && !m4d_mul(m4d_ceil_div(x->V, unit), unit, &x->Vp)) {
+        m4d_msg(why, n, "padded vocabulary overflows");
+        return MEM4D_E_RANGE;
+    }
+    return MEM4D_OK;
+}
+
+mem4d_status m4d_resolve(const mem4d_model *model, const mem4d_layout *layout,
+                         struct m4d_ctx *x, char *why, size_t n)
+{
+    memset(x, 0, sizeof *x);
+    m4d_msg(why, n, "%s", "");
+    mem4d_status st = m4d_model_check(model, why, n);
+    if (st != MEM4D_OK)
+        return st;
+    m4d_ctx_model(model, x);
+    ctx_layout(layout, x);
+    if (x->s == 0) {
+        m4d_msg(why, n, "sequence length (seq) is not set");
+        return MEM4D_E_MISSING;
+    }
+    if ((st = check_world(x, why, n)) != MEM4D_OK || (st = check_tp(x, why, n)) != MEM4D_OK ||
+        (st = check_layers(x, why, n)) != MEM4D_OK || (st = check_seq_batch(x, why, n)) != MEM4D_OK)
+        return st;
+    return check_misc(x, why, n);
+}
+
+mem4d_status mem4d_validate(const mem4d_model *model, const mem4d_layout *layout, char *why, size_t why_size)
+{
+    if (!model || !layout)
+        return MEM4D_E_INVALID_ARG;
+    struct m4d_ctx x;
+    return m4d_resolve(model, layout, &x, why, why_size);
+}

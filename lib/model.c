@@ -1,0 +1,269 @@
+/*
+ * The model handle: architecture parameters, presets, consistency checks and
+ * parameter counts.
+ * SPDX-License-Identifier: MIT
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "private.h"
+
+#define NP M4D_MODEL_NPARAM
+
+static void apply_preset(mem4d_model *m, const struct m4d_model_preset *p)
+{
+    m4d_param_defaults(m4d_model_params, NP, m->v);
+    for (size_t i = 0; i < NP; i++)
+        if (p->v[i])
+            m->v[i] = p->v[i] == M4D_ZERO ? 0 : p->v[i];
+    m4d_strlcpy(m->name, p->name, sizeof m->name);
+}
+
+mem4d_status mem4d_model_new(mem4d_model **out)
+{
+    if (!out)
+        return MEM4D_E_INVALID_ARG;
+    *out = calloc(1, sizeof **out);
+    if (!*out)
+        return MEM4D_E_NOMEM;
+    m4d_param_defaults(m4d_model_params, NP, (*out)->v);
+    m4d_strlcpy((*out)->name, "custom", sizeof (*out)->name);
+    return MEM4D_OK;
+}
+
+mem4d_status mem4d_model_new_preset(const char *name, mem4d_model **out)
+{
+    if (!out)
+        return MEM4D_E_INVALID_ARG;
+    *out = NULL;
+    if (!name)
+        return MEM4D_E_INVALID_ARG;
+    for (size_t i = 0; i < m4d_model_preset_n; i++) {
+        if (!m4d_streq_ci(name, m4d_model_presets[i].name))
+            continue;
+        mem4d_status st = mem4d_model_new(out);
+        if (st == MEM4D_OK)
+            apply_preset(*out, &m4d_model_presets[i]);
+        return st;
+    }
+    return MEM4D_E_UNKNOWN_PRESET;
+}
+
+mem4d_status mem4d_model_clone(const mem4d_model *model, mem4d_model **out)
+{
+    if (!out)
+        return MEM4D_E_INVALID_ARG;
+    *out = NULL;
+    if (!model)
+        return MEM4D_E_INVALID_ARG;
+    *out = malloc(sizeof **out);
+    if (!*out)
+        return MEM4D_E_NOMEM;
+    **out = *model;
+    return MEM4D_OK;
+}
+
+void mem4d_model_free(mem4d_model *model)
+{
+    free(model);
+}
+
+mem4d_status mem4d_model_set(mem4d_model *model, mem4d_model_param key, uint64_t value)
+{
+    if (!model)
+        return MEM4D_E_INVALID_ARG;
+    return m4d_param_set(m4d_model_params, NP, model->v, (int)key, value);
+}
+
+mem4d_status mem4d_model_get(const mem4d_model *model, mem4d_model_param key, uint64_t *value)
+{
+    if (!model || !value || (unsigned)key >= NP)
+        return MEM4D_E_INVALID_ARG;
+    *value = model->v[key];
+    return MEM4D_OK;
+}
+
+mem4d_status mem4d_model_set_str(mem4d_model *model, const char *name, const char *value)
+{
+    if (!model)
+        return MEM4D_E_INVALID_ARG;
+    return m4d_param_set_str(m4d_model_params, NP, model->v, name, value);
+}
+
+const char *mem4d_model_name(const mem4d_model *model)
+{
+    return model ? model->name : "";
+}
+
+mem4d_status mem4d_model_set_name(mem4d_model *model, const char *name)
+{
+    if (!model || !name)
+        return MEM4D_E_INVALID_ARG;
+    m4d_strlcpy(model->name, name, sizeof model->name);
+    return MEM4D_OK;
+}
+
+size_t mem4d_model_preset_count(void)
+{
+    return m4d_model_preset_n;
+}
+
+const char *mem4d_model_preset_name(size_t index)
+{
+    return index < m4d_model_preset_n ? m4d_model_presets[index].name : NULL;
+}
+
+size_t mem4d_model_param_count(void)
+{
+    return NP;
+}
+
+const char *mem4d_model_param_name(mem4d_model_param key)
+{
+    return (unsigned)key < NP ? m4d_model_params[key].name : NULL;
+}
+
+mem4d_status mem4d_model_param_from_name(const char *name, mem4d_model_param *key)
+{
+    if (!name || !key)
+        return MEM4D_E_INVALID_ARG;
+    int k = m4d_param_lookup(m4d_model_params, NP, name);
+    if (k < 0)
+        return MEM4D_E_UNKNOWN_KEY;
+    *key = (mem4d_model_param)k;
+    return MEM4D_OK;
+}
+
+mem4d_status mem4d_model_param_bounds(mem4d_model_param key, uint64_t *min, uint64_t *max)
+{
+    return m4d_param_bounds(m4d_model_params, NP, (int)key, min, max);
+}
+
+/* Checks that do not depend on the layout. */
+mem4d_status m4d_model_check(const mem4d_model *m, char *why, size_t n)
+{
+    static const mem4d_model_param required[] = {
+        MEM4D_MODEL_HIDDEN_SIZE, MEM4D_MODEL_NUM_LAYERS, MEM4D_MODEL_NUM_HEADS, MEM4D_MODEL_VOCAB_SIZE,
+    };
+    for (size_t i = 0; i < sizeof required / sizeof required[0]; i++) {
+        if (m->v[required[i]] == 0) {
+            m4d_msg(why, n, "model parameter %s is not set", m4d_model_params[required[i]].name);
+            return MEM4D_E_MISSING;
+        }
+    }
+    const uint64_t *v = m->v;
+    uint64_t h = v[MEM4D_MODEL_HIDDEN_SIZE], a = v[MEM4D_MODEL_NUM_HEADS];
+    uint64_t k = v[MEM4D_MODEL_NUM_KV_HEADS] ? v[MEM4D_MODEL_NUM_KV_HEADS] : a;
+    uint64_t experts = v[MEM4D_MODEL_NUM_EXPERTS];
+    if (v[MEM4D_MODEL_FFN_HIDDEN_SIZE] == 0 && (experts == 0 || v[MEM4D_MODEL_EXPERT_FFN_SIZE] == 0)) {
+        m4d_msg(why, n, "model parameter ffn_hidden_size is not set");
+        return MEM4D_E_MISSING;
+    }
+    if (v[MEM4D_MODEL_HEAD_DIM] == 0 && h % a != 0) {
+        m4d_msg(why, n, "hidden size %llu is not divisible by %llu attention heads (set kv_channels)",
+                (unsigned long long)h, (unsigned long long)a);
+        return MEM4D_E_MODEL;
+    }
+    if (k > a || a % k != 0) {
+        m4d_msg(why, n, "%llu attention heads are not a multiple of %llu key/value heads",
+                (unsigned long long)a, (unsigned long long)k);
+        return MEM4D_E_MODEL;
+    }
+    if (experts > 0 && (v[MEM4D_MODEL_EXPERT_TOPK] == 0 || v[MEM4D_MODEL_EXPERT_TOPK] > experts)) {
+        m4d_msg(why, n, "moe_router_topk %llu must be between 1 and num_experts %llu",
+                (unsigned long long)v[MEM4D_MODEL_EXPERT_TOPK], (unsigned long long)experts);
+        return MEM4D_E_MODEL;
+    }
+    if (experts == 0 && v[MEM4D_MODEL_EXPERT_TOPK] != 0) {
+        m4d_msg(why, n, "moe_router_topk %llu is set but num_experts is 0",
+                (unsigned long long)v[MEM4D_MODEL_EXPERT_TOPK]);
+        return MEM4D_E_MODEL;
+    }
+    return MEM4D_OK;
+}
+
+mem4d_status mem4d_model_validate(const mem4d_model *model, char *why, size_t why_size)
+{
+    if (!model)
+        return MEM4D_E_INVALID_ARG;
+    m4d_msg(why, why_size, "%s", "");
+    return m4d_model_check(model, why, why_size);
+}
+
+/* Fill the model half of a context (used for parameter counts without a layout). */
+void m4d_ctx_model(const mem4d_model *m, struct m4d_ctx *x)
+{
+    const uint64_t *v = m->v;
+    x->h = v[MEM4D_MODEL_HIDDEN_SIZE];
+    x->f = v[MEM4D_MODEL_FFN_HIDDEN_SIZE];
+    x->L = v[MEM4D_MODEL_NUM_LAYERS];
+    x->a = v[MEM4D_MODEL_NUM_HEADS];
+    x->k = v[MEM4D_MODEL_NUM_KV_HEADS] ? v[MEM4D_MODEL_NUM_KV_HEADS] : x->a;
+    x->dh = v[MEM4D_MODEL_HEAD_DIM] ? v[MEM4D_MODEL_HEAD_DIM] : x->h / x->a;
+    x->V = x->Vp = v[MEM4D_MODEL_VOCAB_SIZE];
+    x->tied = v[MEM4D_MODEL_TIED_EMBEDDINGS] != 0;
+    x->qkv_bias = v[MEM4D_MODEL_QKV_BIAS] != 0;
+    x->layernorm = v[MEM4D_MODEL_NORM] == 1;
+    x->gated = v[MEM4D_MODEL_GATED_MLP] != 0;
+    x->experts = v[MEM4D_MODEL_NUM_EXPERTS];
+    x->topk = v[MEM4D_MODEL_EXPERT_TOPK];
+    x->fe = v[MEM4D_MODEL_EXPERT_FFN_SIZE] ? v[MEM4D_MODEL_EXPERT_FFN_SIZE] : x->f;
+    x->fs = v[MEM4D_MODEL_SHARED_EXPERT_FFN_SIZE];
+}
+
+/* P_attn = h·a·dh (Q) + 2·h·k·dh (K, V) + a·dh·h (O) [+ (a + 2k)·dh biases];
+ * P_mlp = (3 or 2)·h·f, or for MoE: E·(3 or 2)·h·fe + router h·E + shared
+ * expert (3 or 2)·h·fs; P_norm = 2h (RMSNorm) or 4h (LayerNorm). */
+bool m4d_layer_params(const struct m4d_ctx *x, uint64_t *attn, uint64_t *mlp, uint64_t *norms)
+{
+    uint64_t q, kv, o, bias = 0, mats = x->gated ? 3 : 2, dense;
+    if (!m4d_mul3(x->h, x->a, x->dh, &q) || !m4d_mul3(2 * x->h, x->k, x->dh, &kv) || !m4d_add(q, q, &o))
+        return false;
+    if (x->qkv_bias)
+        bias = (x->a + 2 * x->k) * x->dh;
+    if (!m4d_add(o, kv, attn) || !m4d_add(*attn, bias, attn))
+        return false;
+    if (x->experts == 0) {
+        if (!m4d_mul3(mats, x->h, x->f, mlp))
+            return false;
+    } else {
+        uint64_t shared = 0, router;
+        if (!m4d_mul3(mats, x->h, x->fe, &dense) || !m4d_mul(dense, x->experts, &dense) ||
+            !m4d_mul(x->h, x->experts, &router) || !m4d_mul3(mats, x->h, x->fs, &shared))
+            return false;
+        if (x->fs)
+            shared += x->h; /* shared-expert gate (Qwen-MoE) */
+        if (!m4d_add(dense, router, mlp) || !m4d_add(*mlp, shared, mlp))
+            return false;
+    }
+    *norms = (x->layernorm ? 4 : 2) * x->h;
+    return true;
+}
+
+/* Whole-model count for vocabulary V: L·P_layer + P_final_norm + V·h (+ V·h untied). */
+bool m4d_model_params_total(const struct m4d_ctx *x, uint64_t V, uint64_t *out)
+{
+    uint64_t attn, mlp, norms, layer, emb, total;
+    if (!m4d_layer_params(x, &attn, &mlp, &norms))
+        return false;
+    if (!m4d_add(attn, mlp, &layer) || !m4d_add(layer, norms, &layer) || !m4d_mul(layer, x->L, &total))
+        return false;
+    if (!m4d_mul(V, x->h, &emb) || !m4d_add(total, emb, &total))
+        return false;
+    if (!x->tied && !m4d_add(total, emb, &total))
+        return false;
+    return m4d_add(total, (x->layernorm ? 2 : 1) * x->h, out);
+}
+
+mem4d_status mem4d_model_num_params(const mem4d_model *model, uint64_t *count)
+{
+    if (!model || !count)
+        return MEM4D_E_INVALID_ARG;
+    mem4d_status st = m4d_model_check(model, NULL, 0);
+    if (st != MEM4D_OK)
+        return st;
+    struct m4d_ctx x;
+    memset(&x, 0, sizeof x);
+    m4d_ctx_model(model, &x);
+    return m4d_model_params_total(&x, x.V, count) ? MEM4D_OK : MEM4D_E_RANGE;
+}

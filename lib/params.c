@@ -1,0 +1,146 @@
+/*
+ * Parameter tables: names, aliases, bounds and defaults of every key of the
+ * model, layout and device. One row per enum value, in enum order; rows are
+ * only ever appended.
+ * SPDX-License-Identifier: MIT
+ */
+#include "private.h"
+
+#define GiB (UINT64_C(1) << 30)
+#define MiB (UINT64_C(1) << 20)
+
+static const char *const norm_names[] = {"rmsnorm", "layernorm", NULL};
+static const char *const recompute_names[] = {"none", "selective", "full", NULL};
+static const char *const method_names[] = {"uniform", "block", NULL};
+static const char *const mode_names[] = {"full", "paper", NULL};
+
+#define BOOL_ROW(n, a, a2, def) {n, a, a2, 0, 1, def, NULL, true, 0}
+#define NUM_ROW(n, a, a2, lo, hi, def) {n, a, a2, lo, hi, def, NULL, false, 0}
+#define ENUM_ROW(n, a, a2, names, hi, def) {n, a, a2, 0, hi, def, names, false, 0}
+#define SET_ROW(n, a, a2, lo, hi, def, mask) {n, a, a2, lo, hi, def, NULL, false, mask}
+
+const struct m4d_param_desc m4d_model_params[M4D_MODEL_NPARAM] = {
+    [MEM4D_MODEL_HIDDEN_SIZE] = NUM_ROW("hidden_size", "h", NULL, 1, 1u << 20, 0),
+    [MEM4D_MODEL_FFN_HIDDEN_SIZE] = NUM_ROW("ffn_hidden_size", "intermediate_size", "f", 1, 1u << 22, 0),
+    [MEM4D_MODEL_NUM_LAYERS] = NUM_ROW("num_layers", "num_hidden_layers", "layers", 1, 4096, 0),
+    [MEM4D_MODEL_NUM_HEADS] = NUM_ROW("num_attention_heads", "heads", NULL, 1, 1u << 14, 0),
+    [MEM4D_MODEL_NUM_KV_HEADS] = NUM_ROW("num_query_groups", "num_key_value_heads", "kv_heads", 0, 1u << 14, 0),
+    [MEM4D_MODEL_HEAD_DIM] = NUM_ROW("kv_channels", "head_dim", NULL, 0, 1u << 14, 0),
+    [MEM4D_MODEL_VOCAB_SIZE] = NUM_ROW("vocab_size", "vocab", NULL, 1, 1u << 24, 0),
+    [MEM4D_MODEL_TIED_EMBEDDINGS] = BOOL_ROW("tie_word_embeddings", "tied_embeddings", NULL, 0),
+    [MEM4D_MODEL_QKV_BIAS] = BOOL_ROW("add_qkv_bias", "qkv_bias", NULL, 0),
+    [MEM4D_MODEL_NORM] = ENUM_ROW("normalization", "norm", NULL, norm_names, 1, 0),
+    [MEM4D_MODEL_GATED_MLP] = BOOL_ROW("swiglu", "gated_mlp", NULL, 1),
+    [MEM4D_MODEL_NUM_EXPERTS] = NUM_ROW("num_experts", "num_local_experts", NULL, 0, 4096, 0),
+    [MEM4D_MODEL_EXPERT_TOPK] = NUM_ROW("moe_router_topk", "num_experts_per_tok", NULL, 0, 4096, 0),
+    [MEM4D_MODEL_EXPERT_FFN_SIZE] = NUM_ROW("moe_ffn_hidden_size", "moe_intermediate_size", NULL, 0, 1u << 22, 0),
+    [MEM4D_MODEL_SHARED_EXPERT_FFN_SIZE] = NUM_ROW("moe_shared_expert_intermediate_size",
+                                                   "shared_expert_intermediate_size", NULL, 0, 1u << 22, 0),
+    [MEM4D_MODEL_MAX_POSITION] = NUM_ROW("max_position_embeddings", NULL, NULL, 0, 1u << 26, 0),
+};
+
+const struct m4d_param_desc m4d_layout_params[M4D_LAYOUT_NPARAM] = {
+    [MEM4D_LAYOUT_TP] = NUM_ROW("tp", "tensor_model_parallel_size", NULL, 1, 4096, 1),
+    [MEM4D_LAYOUT_CP] = NUM_ROW("cp", "context_parallel_size", NULL, 1, 4096, 1),
+    [MEM4D_LAYOUT_PP] = NUM_ROW("pp", "pipeline_model_parallel_size", NULL, 1, M4D_MAX_STAGES, 1),
+    [MEM4D_LAYOUT_DP] = NUM_ROW("dp", "data_parallel_size", NULL, 0, 1u << 24, 0),
+    [MEM4D_LAYOUT_WORLD] = NUM_ROW("world", "world_size", NULL, 0, 1u << 24, 0),
+    [MEM4D_LAYOUT_MICRO_BATCH] = NUM_ROW("mbs", "micro_batch_size", NULL, 1, 1u << 16, 1),
+    [MEM4D_LAYOUT_GLOBAL_BATCH] = NUM_ROW("gbs", "global_batch_size", NULL, 0, UINT64_C(1) << 32, 0),
+    [MEM4D_LAYOUT_SEQ_LENGTH] = NUM_ROW("seq", "seq_length", "sequence_length", 1, 1u << 24, 0),
+    [MEM4D_LAYOUT_SEQUENCE_PARALLEL] = BOOL_ROW("sp", "sequence_parallel", NULL, 1),
+    [MEM4D_LAYOUT_DIST_OPT] = BOOL_ROW("dist_opt", "use_distributed_optimizer", NULL, 1),
+    [MEM4D_LAYOUT_MAIN_GRAD_BYTES] = SET_ROW("main_grad_bytes", "grad_bytes", NULL, 2, 4, 4, (1u << 2) | (1u << 4)),
+    [MEM4D_LAYOUT_VPP] = NUM_ROW("vpp", "virtual_pipeline_model_parallel_size", NULL, 1, M4D_MAX_STAGES, 1),
+    [MEM4D_LAYOUT_RECOMPUTE] = ENUM_ROW("recompute", "recompute_granularity", NULL, recompute_names, 2, 0),
+    [MEM4D_LAYOUT_RECOMPUTE_METHOD] = ENUM_ROW("recompute_method", NULL, NULL, method_names, 1, 0),
+    [MEM4D_LAYOUT_RECOMPUTE_LAYERS] = NUM_ROW("recompute_num_layers", NULL, NULL, 0, 4096, 0),
+    [MEM4D_LAYOUT_FLASH_ATTN] = BOOL_ROW("flash_attn", "use_flash_attn", NULL, 1),
+    [MEM4D_LAYOUT_MODE] = ENUM_ROW("mode", NULL, NULL, mode_names, 1, 0),
+    [MEM4D_LAYOUT_VOCAB_DIVISOR] = NUM_ROW("make_vocab_size_divisible_by", "vocab_divisor", NULL, 1, 1u << 20, 128),
+    [MEM4D_LAYOUT_ZERO_STAGE] = NUM_ROW("zero_stage", NULL, NULL, 0, 3, 0),
+    [MEM4D_LAYOUT_PARAM_BYTES] = SET_ROW("param_bytes", NULL, NULL, 2, 4, 2, (1u << 2) | (1u << 4)),
+    [MEM4D_LAYOUT_OPT_STATE_BYTES] = SET_ROW("optimizer_state_bytes", NULL, NULL, 1, 4, 4,
+                                             (1u << 1) | (1u << 2) | (1u << 4)),
+    [MEM4D_LAYOUT_MASTER_WEIGHT_BYTES] = SET_ROW("master_weight_bytes", NULL, NULL, 0, 4, 4,
+                                                 (1u << 0) | (1u << 2) | (1u << 4)),
+    [MEM4D_LAYOUT_FP8] = BOOL_ROW("fp8", NULL, NULL, 0),
+    [MEM4D_LAYOUT_EP] = NUM_ROW("ep", "expert_model_parallel_size", NULL, 1, 4096, 1),
+    [MEM4D_LAYOUT_FIRST_STAGE_LAYERS] = NUM_ROW("decoder_first_pipeline_num_layers", "first_stage_layers", NULL, 0, 4096, 0),
+    [MEM4D_LAYOUT_LAST_STAGE_LAYERS] = NUM_ROW("decoder_last_pipeline_num_layers", "last_stage_layers", NULL, 0, 4096, 0),
+    [MEM4D_LAYOUT_OVERLAP_GRAD_REDUCE] = BOOL_ROW("overlap_grad_reduce", NULL, NULL, 0),
+    [MEM4D_LAYOUT_OVERLAP_PARAM_GATHER] = BOOL_ROW("overlap_param_gather", NULL, NULL, 0),
+    [MEM4D_LAYOUT_BUCKET_SIZE] = NUM_ROW("ddp_bucket_size", "bucket_size", NULL, 0, UINT64_C(1) << 40, 0),
+};
+
+/* Device constants' defaults are documented in doc/formulas.md and
+ * doc/full-model.md; presets override the hardware figures. */
+const struct m4d_param_desc m4d_device_params[M4D_DEVICE_NPARAM] = {
+    [MEM4D_DEVICE_MEMORY_BYTES] = NUM_ROW("memory_bytes", "memory", NULL, 1, UINT64_C(1) << 50, 0),
+    [MEM4D_DEVICE_PEAK_FLOPS] = NUM_ROW("peak_flops", "peak_bf16_flops", NULL, 0, UINT64_C(1) << 60, 0),
+    [MEM4D_DEVICE_PEAK_FP8_FLOPS] = NUM_ROW("peak_fp8_flops", NULL, NULL, 0, UINT64_C(1) << 60, 0),
+    [MEM4D_DEVICE_HBM_BANDWIDTH] = NUM_ROW("hbm_bandwidth", NULL, NULL, 0, UINT64_C(1) << 50, 0),
+    [MEM4D_DEVICE_INTRA_NODE_BANDWIDTH] = NUM_ROW("intra_node_bandwidth", NULL, NULL, 0, UINT64_C(1) << 50, 0),
+    [MEM4D_DEVICE_INTER_NODE_BANDWIDTH] = NUM_ROW("inter_node_bandwidth", NULL, NULL, 0, UINT64_C(1) << 50, 0),
+    [MEM4D_DEVICE_GPUS_PER_NODE] = NUM_ROW("gpus_per_node", NULL, NULL, 1, 1024, 8),
+    [MEM4D_DEVICE_FIT_THRESHOLD_PPM] = NUM_ROW("fit_threshold_ppm", NULL, NULL, 1, 1000000, 800000),
+    [MEM4D_DEVICE_MATMUL_EFFICIENCY_PPM] = NUM_ROW("matmul_efficiency_ppm", NULL, NULL, 1, 1000000, 600000),
+    [MEM4D_DEVICE_COMM_EFFICIENCY_PPM] = NUM_ROW("comm_efficiency_ppm", NULL, NULL, 1, 1000000, 700000),
+    [MEM4D_DEVICE_INTRA_NODE_LATENCY_NS] = NUM_ROW("intra_node_latency_ns", NULL, NULL, 0, UINT64_C(1) << 40, 5000),
+    [MEM4D_DEVICE_INTER_NODE_LATENCY_NS] = NUM_ROW("inter_node_latency_ns", NULL, NULL, 0, UINT64_C(1) << 40, 15000),
+    [MEM4D_DEVICE_CUDA_CONTEXT_BYTES] = NUM_ROW("cuda_context_bytes", NULL, NULL, 0, UINT64_C(1) << 40, 512 * MiB),
+    [MEM4D_DEVICE_NCCL_BYTES_PER_GROUP] = NUM_ROW("nccl_bytes_per_group", NULL, NULL, 0, UINT64_C(1) << 40, 64 * MiB),
+    [MEM4D_DEVICE_ALLOCATOR_OVERHEAD_PPM] = NUM_ROW("allocator_overhead_ppm", NULL, NULL, 0, 1000000, 50000),
+    [MEM4D_DEVICE_WORKSPACE_BYTES] = NUM_ROW("workspace_bytes", NULL, NULL, 0, UINT64_C(1) << 40, 256 * MiB),
+};
+
+static bool allowed(const struct m4d_param_desc *d, uint64_t value)
+{
+    if (value < d->min || value > d->max)
+        return false;
+    return d->allowed == 0 || (value < 32 && (d->allowed >> value) & 1u);
+}
+
+mem4d_status m4d_param_set(const struct m4d_param_desc *table, size_t n, uint64_t *v,
+                           int key, uint64_t value)
+{
+    if (key < 0 || (size_t)key >= n)
+        return MEM4D_E_INVALID_ARG;
+    if (!allowed(&table[key], value))
+        return MEM4D_E_RANGE;
+    v[key] = value;
+    return MEM4D_OK;
+}
+
+mem4d_status m4d_param_set_str(const struct m4d_param_desc *table, size_t n, uint64_t *v,
+                               const char *name, const char *text)
+{
+    if (!name || !text)
+        return MEM4D_E_INVALID_ARG;
+    int key = m4d_param_lookup(table, n, name);
+    if (key < 0)
+        return MEM4D_E_UNKNOWN_KEY;
+    uint64_t value;
+    mem4d_status st = m4d_parse_value(&table[key], text, &value);
+    if (st != MEM4D_OK)
+        return st;
+    return m4d_param_set(table, n, v, key, value);
+}
+
+mem4d_status m4d_param_bounds(const struct m4d_param_desc *table, size_t n, int key,
+                              uint64_t *min, uint64_t *max)
+{
+    if (key < 0 || (size_t)key >= n)
+        return MEM4D_E_INVALID_ARG;
+    if (min)
+        *min = table[key].min;
+    if (max)
+        *max = table[key].max;
+    return MEM4D_OK;
+}
+
+void m4d_param_defaults(const struct m4d_param_desc *table, size_t n, uint64_t *v)
+{
+    for (size_t i = 0; i < n; i++)
+        v[i] = table[i].def;
+}

@@ -1,0 +1,57 @@
+/*
+ * Built-in models and devices: data, not code paths. Sources are in
+ * doc/presets.md; parameter counts are checked against the published ones
+ * in tests/test-model.c.
+ * SPDX-License-Identifier: MIT
+ */
+#include "private.h"
+
+#define GiB (UINT64_C(1) << 30)
+#define T12 UINT64_C(1000000000000) /* tera */
+#define G9 UINT64_C(1000000000)     /* giga */
+
+#define M(name_, h, f, L, a, k, V, ...) \
+    {name_, {[MEM4D_MODEL_HIDDEN_SIZE] = h, [MEM4D_MODEL_FFN_HIDDEN_SIZE] = f, [MEM4D_MODEL_NUM_LAYERS] = L, \
+             [MEM4D_MODEL_NUM_HEADS] = a, [MEM4D_MODEL_NUM_KV_HEADS] = k, [MEM4D_MODEL_VOCAB_SIZE] = V, __VA_ARGS__}}
+
+#define POS(n) [MEM4D_MODEL_MAX_POSITION] = n
+#define TIED [MEM4D_MODEL_TIED_EMBEDDINGS] = 1
+#define QKVB [MEM4D_MODEL_QKV_BIAS] = 1
+#define HD(n) [MEM4D_MODEL_HEAD_DIM] = n
+
+const struct m4d_model_preset m4d_model_presets[] = {
+    M("llama2-7b", 4096, 11008, 32, 32, 32, 32000, POS(4096)),
+    M("llama2-13b", 5120, 13824, 40, 40, 40, 32000, POS(4096)),
+    M("llama2-70b", 8192, 28672, 80, 64, 8, 32000, POS(4096)),
+    M("llama3-8b", 4096, 14336, 32, 32, 8, 128256, POS(8192)),
+    M("llama3-70b", 8192, 28672, 80, 64, 8, 128256, POS(8192)),
+    M("llama3.1-8b", 4096, 14336, 32, 32, 8, 128256, POS(131072)),
+    M("llama3.1-70b", 8192, 28672, 80, 64, 8, 128256, POS(131072)),
+    M("llama3.1-405b", 16384, 53248, 126, 128, 8, 128256, POS(131072)),
+    M("llama3.2-1b", 2048, 8192, 16, 32, 8, 128256, POS(131072), TIED, HD(64)),
+    M("llama3.2-3b", 3072, 8192, 28, 24, 8, 128256, POS(131072), TIED, HD(128)),
+    M("mistral-7b", 4096, 14336, 32, 32, 8, 32000, POS(32768)),
+    M("qwen2.5-7b", 3584, 18944, 28, 28, 4, 152064, POS(131072), QKVB),
+    M("qwen2.5-72b", 8192, 29568, 80, 64, 8, 152064, POS(131072), QKVB),
+};
+const size_t m4d_model_preset_n = sizeof m4d_model_presets / sizeof m4d_model_presets[0];
+
+#define D(name_, gib, bf16_tf, fp8_tf, hbm_gbs, intra_gbs, inter_gbs) \
+    {name_, {[MEM4D_DEVICE_MEMORY_BYTES] = (gib) * GiB, [MEM4D_DEVICE_PEAK_FLOPS] = (bf16_tf) * T12 / 10, \
+             [MEM4D_DEVICE_PEAK_FP8_FLOPS] = (fp8_tf) * T12 / 10, [MEM4D_DEVICE_HBM_BANDWIDTH] = (hbm_gbs) * G9, \
+             [MEM4D_DEVICE_INTRA_NODE_BANDWIDTH] = (intra_gbs) * G9, \
+             [MEM4D_DEVICE_INTER_NODE_BANDWIDTH] = (inter_gbs) * G9}}
+
+/* Memory: the capacity the vendor states, read in GiB (2^30 bytes), the unit
+ * nvidia-smi and rocm-smi report. Peaks are dense (no sparsity), in tenths of
+ * TFLOP/s. Link bandwidths are per GPU, one direction. */
+const struct m4d_device_preset m4d_device_presets[] = {
+    D("a100-40", 40, 3120, 0, 1555, 300, 25),
+    D("a100-80", 80, 3120, 0, 2039, 300, 25),
+    D("h100-80", 80, 9894, 19789, 3350, 450, 50),
+    D("h100-94", 94, 8355, 16710, 3900, 300, 50),
+    D("h200-141", 141, 9894, 19789, 4800, 450, 50),
+    D("b200-180", 180, 22500, 45000, 8000, 900, 50),
+    D("mi300x-192", 192, 13074, 26149, 5300, 448, 50),
+};
+const size_t m4d_device_preset_n = sizeof m4d_device_presets / sizeof m4d_device_presets[0];

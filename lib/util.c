@@ -1,0 +1,143 @@
+/*
+ * Small helpers: messages, parsing, names, status strings.
+ * SPDX-License-Identifier: MIT
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "private.h"
+
+void m4d_msg(char *buf, size_t size, const char *fmt, ...)
+{
+    if (!buf || size == 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, size, fmt, ap);
+    va_end(ap);
+}
+
+void m4d_strlcpy(char *dst, const char *src, size_t size)
+{
+    if (size == 0)
+        return;
+    size_t n = strlen(src);
+    if (n >= size)
+        n = size - 1;
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
+bool m4d_streq_ci(const char *a, const char *b)
+{
+    for (; *a && *b; a++, b++)
+        if (tolower((unsigned char)*a) != tolower((unsigned char)*b))
+            return false;
+    return *a == *b;
+}
+
+/* Parameter names compare case-insensitively with '-' equal to '_', so
+ * "tensor-model-parallel-size" finds "tensor_model_parallel_size". */
+static bool name_eq(const char *a, const char *b)
+{
+    for (; *a && *b; a++, b++) {
+        int ca = *a == '-' ? '_' : tolower((unsigned char)*a);
+        int cb = *b == '-' ? '_' : tolower((unsigned char)*b);
+        if (ca != cb)
+            return false;
+    }
+    return *a == *b;
+}
+
+int m4d_param_lookup(const struct m4d_param_desc *table, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++) {
+        const struct m4d_param_desc *d = &table[i];
+        if (name_eq(name, d->name) || (d->alias && name_eq(name, d->alias)) ||
+            (d->alias2 && name_eq(name, d->alias2)))
+            return (int)i;
+    }
+    return -1;
+}
+
+/* Strict unsigned parse: decimal or 0x hex, no sign, no junk, no overflow. */
+static mem4d_status parse_u64(const char *text, uint64_t *out)
+{
+    if (!isdigit((unsigned char)text[0]))
+        return MEM4D_E_PARSE;
+    errno = 0;
+    char *end = NULL;
+    int base = (text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) ? 16 : 10;
+    unsigned long long v = strtoull(text, &end, base);
+    if (end == text || *end != '\0')
+        return MEM4D_E_PARSE;
+    if (errno == ERANGE)
+        return MEM4D_E_RANGE;
+    *out = (uint64_t)v;
+    return MEM4D_OK;
+}
+
+mem4d_status m4d_parse_value(const struct m4d_param_desc *d, const char *text, uint64_t *out)
+{
+    if (d->boolean) {
+        if (m4d_streq_ci(text, "true") || m4d_streq_ci(text, "yes") || m4d_streq_ci(text, "on")) {
+            *out = 1;
+            return MEM4D_OK;
+        }
+        if (m4d_streq_ci(text, "false") || m4d_streq_ci(text, "no") || m4d_streq_ci(text, "off")) {
+            *out = 0;
+            return MEM4D_OK;
+        }
+    }
+    if (d->values) {
+        for (uint64_t i = 0; d->values[i]; i++) {
+            if (m4d_streq_ci(text, d->values[i])) {
+                *out = i;
+                return MEM4D_OK;
+            }
+        }
+    }
+    return parse_u64(text, out);
+}
+
+const char *mem4d_strerror(mem4d_status status)
+{
+    switch (status) {
+    case MEM4D_OK: return "success";
+    case MEM4D_END: return "no more layouts";
+    case MEM4D_E_INVALID_ARG: return "invalid argument";
+    case MEM4D_E_NOMEM: return "out of memory";
+    case MEM4D_E_RANGE: return "value out of range";
+    case MEM4D_E_UNKNOWN_KEY: return "unknown parameter name";
+    case MEM4D_E_UNKNOWN_PRESET: return "unknown preset";
+    case MEM4D_E_PARSE: return "malformed value";
+    case MEM4D_E_MODEL: return "inconsistent or incomplete model";
+    case MEM4D_E_HEADS_TP: return "attention heads not divisible by tensor-parallel size";
+    case MEM4D_E_KV_HEADS_TP: return "key/value heads not divisible by tensor-parallel size";
+    case MEM4D_E_LAYERS_PP: return "layers not divisible by pipeline-parallel size";
+    case MEM4D_E_WORLD: return "world size is not tp x cp x pp x dp";
+    case MEM4D_E_SEQ: return "sequence length not divisible as parallelism requires";
+    case MEM4D_E_BATCH: return "global batch not divisible by micro-batch x dp";
+    case MEM4D_E_UNSUPPORTED: return "setting not supported";
+    case MEM4D_E_NO_JSON: return "not built with JSON support";
+    case MEM4D_E_IO: return "file could not be read";
+    case MEM4D_E_JSON: return "malformed JSON";
+    case MEM4D_E_MISSING: return "required value missing";
+    case MEM4D_E_CONFLICT: return "contradictory settings";
+    case MEM4D_E_DIM_TP: return "hidden or FFN size not divisible by tensor-parallel size";
+    case MEM4D_E_EXPERTS: return "experts not divisible by expert-parallel size";
+    }
+    return "unknown status";
+}
+
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+const char *mem4d_version(void)
+{
+    return STR(MEM4D_VERSION_MAJOR) "." STR(MEM4D_VERSION_MINOR) "." STR(MEM4D_VERSION_MICRO);
+}

@@ -1,0 +1,51 @@
+/*
+ * Helpers shared by the Check suites.
+ * SPDX-License-Identifier: MIT
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "testutil.h"
+
+int tu_run(Suite *s)
+{
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? 0 : 1;
+}
+
+mem4d_model *tu_model(const char *preset)
+{
+    mem4d_model *m = NULL;
+    ck_assert_int_eq(mem4d_model_new_preset(preset, &m), MEM4D_OK);
+    return m;
+}
+
+mem4d_device *tu_device(const char *preset)
+{
+    mem4d_device *d = NULL;
+    ck_assert_int_eq(mem4d_device_new_preset(preset, &d), MEM4D_OK);
+    return d;
+}
+
+mem4d_layout *tu_layout(const char *first, ...)
+{
+    mem4d_layout *l = NULL;
+    ck_assert_int_eq(mem4d_layout_new(&l), MEM4D_OK);
+    va_list ap;
+    va_start(ap, first);
+    for (const char *kv = first; kv; kv = va_arg(ap, const char *)) {
+        char key[64];
+        const char *eq = strchr(kv, '=');
+        ck_assert_ptr_nonnull(eq);
+        ck_assert_uint_lt((size_t)(eq - kv), sizeof key);
+        memcpy(key, kv, (size_t)(eq - kv));
+        key[eq - kv] = '\0';
+        ck_assert_msg(mem4d_layout_set_str(l, key, eq + 1) == MEM4D_OK, "cannot set %s", kv);
+    }
+    va_end(ap);
+    return l;
+}

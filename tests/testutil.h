@@ -1,0 +1,26 @@
+/*
+ * Helpers shared by the Check suites.
+ * SPDX-License-Identifier: MIT
+ */
+#ifndef MEM4D_TESTUTIL_H
+#define MEM4D_TESTUTIL_H
+
+#include <check.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <mem4d/mem4d.h>
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+/* Run a suite and turn its result into an exit status. */
+int tu_run(Suite *s);
+
+/* Preset handles that abort the test on failure. */
+mem4d_model *tu_model(const char *preset);
+mem4d_device *tu_device(const char *preset);
+
+/* A layout from "key=value" pairs, NULL-terminated. */
+mem4d_layout *tu_layout(const char *first, ...);
+
+#endif
