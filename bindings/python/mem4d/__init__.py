@@ -1,0 +1,36 @@
+# SPDX-License-Identifier: MIT
+"""Python bindings of libmem4d, the GPU memory estimator for 4D-parallel LLM training.
+
+    import mem4d
+    model = mem4d.Model.preset("llama3.1-70b")
+    layout = mem4d.Layout(tp=8, pp=4, dp=2, mbs=1, seq=8192)
+    device = mem4d.Device.preset("h100-80")
+    report = mem4d.estimate(model, layout, device)
+    print(report.verdict, report.peak_gib)
+
+Only the standard library is used (ctypes); see _capi.py for how the shared
+library is found (MEM4D_LIBRARY overrides).
+"""
+
+from ._capi import lib as _lib
+from ._errors import Mem4dError, Status, strerror
+from ._estimate import (GIB, Metrics, Report, ReportBuffer, Stage, estimate,
+                        max_micro_batch, max_seq_length, min_gpus)
+from ._import import Importer, MegatronImport, WorldSource, import_megatron
+from ._objects import Device, Layout, Model
+from ._search import Plan, Search, plan
+
+__version__ = "0.1.0"
+
+
+def library_version():
+    """Version of the loaded libmem4d ("0.1.0")."""
+    return _lib.mem4d_version().decode()
+
+
+__all__ = [
+    "GIB", "Device", "Importer", "Layout", "MegatronImport", "Mem4dError", "Metrics",
+    "Model", "Plan", "Report", "ReportBuffer", "Search", "Stage", "Status", "WorldSource",
+    "estimate", "import_megatron", "library_version", "max_micro_batch",
+    "max_seq_length", "min_gpus", "plan", "strerror",
+]

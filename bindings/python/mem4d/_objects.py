@@ -1,0 +1,236 @@
+# SPDX-License-Identifier: MIT
+"""Model, Layout and Device: owned handles with string-keyed parameters."""
+
+import ctypes
+
+from . import _capi
+from ._capi import lib
+from ._errors import Mem4dError, Status, check
+
+
+class _Handle:
+    """An owned C handle, freed by close(), a with-block or the collector."""
+
+    _free = None  # the C destructor, set by subclasses
+
+    def __init__(self, ptr):
+        self._ptr = ptr
+
+    def close(self):
+        ptr, self._ptr = getattr(self, "_ptr", None), None
+        if ptr:
+            type(self)._free(ptr)
+
+    def __del__(self):
+        self.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    @property
+    def _as_parameter_(self):
+        # Lets a wrapper object be passed straight to a C function.
+        if not self._ptr:
+            raise ValueError(f"{type(self).__name__} is closed")
+        return self._ptr
+
+
+def _new(fn, handle_type, *args):
+    out = handle_type()
+    check(fn(*args, ctypes.byref(out)))
+    return out
+
+
+class _Params(_Handle):
+    """Shared parameter access; _kind is "model", "layout" or "device"."""
+
+    _kind = None
+
+    @classmethod
+    def _fn(cls, verb):
+        return getattr(lib, f"mem4d_{cls._kind}_{verb}")
+
+    @classmethod
+    def key(cls, name):
+        """The enum value of a parameter name or alias."""
+        if isinstance(name, int):
+            return name
+        out = ctypes.c_int()
+        code = cls._fn("param_from_name")(name.encode(), ctypes.byref(out))
+        check(code, f"unknown {cls._kind} parameter '{name}'")
+        return out.value
+
+    @classmethod
+    def keys(cls):
+        """Canonical names of every parameter, in enum order."""
+        count = cls._fn("param_count")()
+        return [cls._fn("param_name")(i).decode() for i in range(count)]
+
+    @classmethod
+    def bounds(cls, name):
+        """(min, max) accepted for a parameter."""
+        lo, hi = ctypes.c_uint64(), ctypes.c_uint64()
+        check(cls._fn("param_bounds")(cls.key(name), ctypes.byref(lo), ctypes.byref(hi)))
+        return lo.value, hi.value
+
+    def set(self, **values):
+        """Set parameters by name: ints, bools, or text ("full", "rmsnorm")."""
+        for name, value in values.items():
+            self[name] = value
+        return self
+
+    def __setitem__(self, name, value):
+        if isinstance(value, str):
+            code = self._fn("set_str")(self, name.encode(), value.encode())
+            check(code, f"{self._kind} parameter '{name}' = '{value}' is not accepted")
+            return
+        key = self.key(name)
+        if isinstance(value, bool):
+            value = int(value)
+        if not isinstance(value, int) or value < 0 or value >= 1 << 64:
+            raise Mem4dError(Status.E_RANGE, f"{self._kind} parameter '{name}' = {value!r} "
+                                              "is not an unsigned 64-bit integer")
+        code = self._fn("set")(self, key, value)
+        if code == Status.E_RANGE:
+            lo, hi = self.bounds(key)
+            check(code, f"{self._kind} parameter '{name}' = {value} is outside [{lo}, {hi}]")
+        check(code)
+
+    def __getitem__(self, name):
+        out = ctypes.c_uint64()
+        check(self._fn("get")(self, self.key(name), ctypes.byref(out)))
+        return out.value
+
+    get = __getitem__
+
+    def as_dict(self):
+        """Every parameter by canonical name."""
+        return {name: self[key] for key, name in enumerate(self.keys())}
+
+    def copy(self):
+        return type(self)(_ptr=_new(self._fn("clone"), self._handle_type, self))
+
+    def __repr__(self):
+        shown = ", ".join(f"{k}={v}" for k, v in self.as_dict().items() if v)
+        return f"{type(self).__name__}({shown})"
+
+
+def _validate_text(fn, *args):
+    why = ctypes.create_string_buffer(512)
+    code = fn(*args, why, ctypes.sizeof(why))
+    check(code, why.value.decode())
+
+
+class Model(_Params):
+    """A transformer architecture: Model.preset("llama3.1-8b"), Model(hidden_size=...)."""
+
+    _kind = "model"
+    _handle_type = _capi.MODEL
+    _free = lib.mem4d_model_free
+
+    def __init__(self, _ptr=None, **values):
+        super().__init__(_ptr or _new(lib.mem4d_model_new, _capi.MODEL))
+        self.set(**values)
+
+    @classmethod
+    def preset(cls, name):
+        code_ptr = _capi.MODEL()
+        code = lib.mem4d_model_new_preset(name.encode(), ctypes.byref(code_ptr))
+        check(code, f"unknown model preset '{name}'")
+        return cls(_ptr=code_ptr)
+
+    @staticmethod
+    def presets():
+        return [lib.mem4d_model_preset_name(i).decode()
+                for i in range(lib.mem4d_model_preset_count())]
+
+    @classmethod
+    def from_hf_config(cls, path, importer=None):
+        """A model read from a Hugging Face config.json file."""
+        from ._import import Importer
+        imp = importer or Importer()
+        model = cls()
+        imp._check(lib.mem4d_import_hf_config(imp, str(path).encode(), model))
+        return model
+
+    @classmethod
+    def from_hf_json(cls, text, importer=None):
+        """A model read from the text of a Hugging Face config.json."""
+        from ._import import Importer
+        imp = importer or Importer()
+        data = text.encode() if isinstance(text, str) else bytes(text)
+        model = cls()
+        imp._check(lib.mem4d_import_hf_config_buffer(imp, data, len(data), model))
+        return model
+
+    @property
+    def name(self):
+        return lib.mem4d_model_name(self).decode()
+
+    @name.setter
+    def name(self, value):
+        check(lib.mem4d_model_set_name(self, value.encode()))
+
+    @property
+    def num_params(self):
+        out = ctypes.c_uint64()
+        check(lib.mem4d_model_num_params(self, ctypes.byref(out)))
+        return out.value
+
+    def validate(self):
+        """Raise Mem4dError saying what is wrong, if anything."""
+        _validate_text(lib.mem4d_model_validate, self)
+
+
+class Layout(_Params):
+    """A training layout: Layout(tp=8, pp=4, dp=2, mbs=1, seq=8192)."""
+
+    _kind = "layout"
+    _handle_type = _capi.LAYOUT
+    _free = lib.mem4d_layout_free
+
+    def __init__(self, _ptr=None, **values):
+        super().__init__(_ptr or _new(lib.mem4d_layout_new, _capi.LAYOUT))
+        self.set(**values)
+
+    def value_name(self, name):
+        """The name of an enumerated parameter's value ("full"), or None."""
+        key = self.key(name)
+        text = lib.mem4d_layout_value_name(key, self[key])
+        return text.decode() if text else None
+
+    def validate(self, model):
+        """Raise Mem4dError naming the first rule this layout breaks for model."""
+        _validate_text(lib.mem4d_validate, model, self)
+
+
+class Device(_Params):
+    """One GPU: Device.preset("h100-80"), Device(memory_bytes=...)."""
+
+    _kind = "device"
+    _handle_type = _capi.DEVICE
+    _free = lib.mem4d_device_free
+
+    def __init__(self, _ptr=None, **values):
+        super().__init__(_ptr or _new(lib.mem4d_device_new, _capi.DEVICE))
+        self.set(**values)
+
+    @classmethod
+    def preset(cls, name):
+        ptr = _capi.DEVICE()
+        code = lib.mem4d_device_new_preset(name.encode(), ctypes.byref(ptr))
+        check(code, f"unknown device preset '{name}'")
+        return cls(_ptr=ptr)
+
+    @staticmethod
+    def presets():
+        return [lib.mem4d_device_preset_name(i).decode()
+                for i in range(lib.mem4d_device_preset_count())]
+
+    @property
+    def name(self):
+        return lib.mem4d_device_name(self).decode()

@@ -1,0 +1,122 @@
+# SPDX-License-Identifier: MIT
+"""plan(): every valid layout for a GPU count, filtered and ranked, as an iterator."""
+
+import ctypes
+import dataclasses
+
+from . import _capi
+from ._capi import lib
+from ._errors import Status, check
+from ._estimate import Report, ReportBuffer, _read_report
+from ._objects import Layout, _Handle, _new
+
+# mem4d_search_option values.
+OPTIONS = {"fits_only": 0, "node_local": 1, "ranked": 2, "max_results": 3}
+# mem4d_search_stat values.
+STATS = ("visited", "pruned", "valid", "yielded")
+# Layout keys the search varies (mem4d_search_bound()).
+SEARCHED = ("tp", "cp", "pp", "dp", "mbs", "vpp", "recompute", "dist_opt")
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """One layout the search yielded, and its estimate."""
+    layout: Layout
+    report: Report
+
+
+class Search(_Handle):
+    """A C search: constrain it, then iterate. Also a context manager."""
+
+    _free = lib.mem4d_search_free
+
+    def __init__(self, model, device, base):
+        super().__init__(_new(lib.mem4d_search_new, _capi.SEARCH, model, device, base))
+        self._layout = Layout()
+        self._report = ReportBuffer()
+
+    def option(self, name, value):
+        code = lib.mem4d_search_set_option(self, OPTIONS[name], int(value))
+        check(code, f"search option {name} = {value!r} is not accepted")
+
+    def constrain(self, name, spec):
+        """spec: a value (exact), a (min, max) tuple, or a list/set of allowed values."""
+        key = Layout.key(name)
+        if isinstance(spec, tuple):
+            lo, hi = spec
+            code = lib.mem4d_search_bound(self, key, lo, hi)
+        elif isinstance(spec, (list, set, frozenset, range)):
+            values = sorted(spec)
+            array = (ctypes.c_uint64 * len(values))(*values)
+            code = lib.mem4d_search_allow(self, key, array, len(values))
+        else:
+            value = _value(name, spec)
+            code = lib.mem4d_search_bound(self, key, value, value)
+        check(code, f"search constraint {name} = {spec!r} is not accepted")
+
+    def reset(self):
+        check(lib.mem4d_search_reset(self))
+
+    @property
+    def stats(self):
+        out = ctypes.c_uint64()
+        result = {}
+        for index, name in enumerate(STATS):
+            check(lib.mem4d_search_stat_get(self, index, ctypes.byref(out)))
+            result[name] = out.value
+        return result
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        code = lib.mem4d_search_next(self, self._layout, self._report)
+        if code == Status.END:
+            raise StopIteration
+        check(code, "the search failed")
+        return Plan(layout=self._layout.copy(), report=_read_report(self._report))
+
+
+def _value(name, spec):
+    """A constraint's single value: an int, or a value name ("full")."""
+    if isinstance(spec, bool):
+        return int(spec)
+    if isinstance(spec, int):
+        return spec
+    probe = Layout()
+    probe[name] = spec  # parses "full", "true", ... the way the library does
+    return probe[name]
+
+
+def plan(model, device, gpus, seq, gbs=0, base=None, **constraints):
+    """Iterate over the layouts of model on gpus devices, fastest first.
+
+    gpus, seq and gbs set the world size, sequence length and global batch of
+    the base layout (a Layout or a dict of further fixed settings, e.g.
+    mode="paper"). Keyword arguments are, by name:
+      - search options: fits_only, node_local, ranked, max_results;
+      - searched knobs (tp, cp, pp, dp, mbs, vpp, recompute, dist_opt): an
+        exact value, a (min, max) tuple, or a list of allowed values;
+      - any other layout parameter: a fixed setting of the base layout.
+    Yields Plan(layout, report). Raises Mem4dError on a bad argument.
+    """
+    fixed = Layout()
+    if isinstance(base, Layout):
+        fixed = base.copy()
+    elif base:
+        fixed.set(**base)
+    knobs, options = {}, {}
+    for name, spec in constraints.items():
+        if name in OPTIONS:
+            options[name] = spec
+        elif Layout.keys()[Layout.key(name)] in SEARCHED:
+            knobs[name] = spec
+        else:
+            fixed[name] = spec
+    fixed.set(world=gpus, seq=seq, gbs=gbs)
+    search = Search(model, device, fixed)
+    for name, value in options.items():
+        search.option(name, value)
+    for name, spec in knobs.items():
+        search.constrain(name, spec)
+    return search

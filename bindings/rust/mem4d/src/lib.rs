@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: MIT
+//! Safe Rust API of libmem4d: how much GPU memory each pipeline stage of a
+//! Megatron-style LLM training job uses, and which 4D layouts fit.
+//!
+//! ```no_run
+//! use mem4d::{estimate, Device, Layout, Model};
+//! let model = Model::preset("llama3.1-70b")?;
+//! let layout = Layout::with(&[("tp", 8), ("pp", 4), ("dp", 2), ("mbs", 1), ("seq", 8192)])?;
+//! let device = Device::preset("h100-80")?;
+//! let report = estimate(&model, &layout, &device)?;
+//! println!("{} GiB, {}", report.peak_bytes() as f64 / mem4d::GIB, report.verdict());
+//! # Ok::<(), mem4d::Error>(())
+//! ```
+//!
+//! Handles own their C objects and free them on drop. Every fallible call
+//! returns [`Result`], whose [`Error`] carries the library's [`Status`] and a
+//! sentence saying what went wrong.
+
+mod describe;
+mod error;
+mod import;
+mod report;
+mod search;
+
+pub use describe::{Device, Layout, Model};
+pub use error::{Error, Result, Status};
+pub use import::{import_megatron, Importer, MegatronImport, WorldSource};
+pub use report::{estimate, Info, Metric, Mode, Report, Stage, Term, Verdict};
+pub use search::{max_micro_batch, max_seq_length, min_gpus, Plan, Search, SearchOption, SearchStat};
+
+pub use mem4d_sys as sys;
+
+/// Bytes in a GiB, for display.
+pub const GIB: f64 = (1u64 << 30) as f64;
+
+/// Version of the loaded library ("0.1.0").
+pub fn library_version() -> String {
+    // SAFETY: mem4d_version returns a static, NUL-terminated string.
+    unsafe { error::owned_str(sys::mem4d_version()) }
+}

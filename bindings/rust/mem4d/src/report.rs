@@ -1,0 +1,297 @@
+// SPDX-License-Identifier: MIT
+//! Estimates: one layout's memory per pipeline stage.
+
+use std::fmt;
+use std::ptr::{self, NonNull};
+
+use mem4d_sys as sys;
+
+use crate::describe::{Device, Layout, Model};
+use crate::error::{check, owned_str, Error, Result, Status};
+
+/// Per-stage quantities (`mem4d_term`): bytes, except Params, Layers and InFlight.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(i32)]
+#[allow(missing_docs)]
+pub enum Term {
+    Weights = sys::MEM4D_TERM_WEIGHTS,
+    Gradients = sys::MEM4D_TERM_GRADIENTS,
+    Optimizer = sys::MEM4D_TERM_OPTIMIZER,
+    Activations = sys::MEM4D_TERM_ACTIVATIONS,
+    Overhead = sys::MEM4D_TERM_OVERHEAD,
+    Total = sys::MEM4D_TERM_TOTAL,
+    Params = sys::MEM4D_TERM_PARAMS,
+    Layers = sys::MEM4D_TERM_LAYERS,
+    InFlight = sys::MEM4D_TERM_IN_FLIGHT,
+    Buffers = sys::MEM4D_TERM_BUFFERS,
+    Fragmentation = sys::MEM4D_TERM_FRAGMENTATION,
+    Fixed = sys::MEM4D_TERM_FIXED,
+    PeakAllocated = sys::MEM4D_TERM_PEAK_ALLOCATED,
+    PeakReserved = sys::MEM4D_TERM_PEAK_RESERVED,
+}
+
+/// Whole-job values (`mem4d_info`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(i32)]
+#[allow(missing_docs)]
+pub enum Info {
+    Dp = sys::MEM4D_INFO_DP,
+    World = sys::MEM4D_INFO_WORLD,
+    Microbatches = sys::MEM4D_INFO_MICROBATCHES,
+    PaddedVocab = sys::MEM4D_INFO_PADDED_VOCAB,
+    ModelParams = sys::MEM4D_INFO_MODEL_PARAMS,
+    ProcessGroups = sys::MEM4D_INFO_PROCESS_GROUPS,
+}
+
+/// Predicted speed figures (`mem4d_metric`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(i32)]
+#[allow(missing_docs)]
+pub enum Metric {
+    StepTimeS = sys::MEM4D_METRIC_STEP_TIME_S,
+    TokensPerS = sys::MEM4D_METRIC_TOKENS_PER_S,
+    TflopsPerGpu = sys::MEM4D_METRIC_TFLOPS_PER_GPU,
+    Mfu = sys::MEM4D_METRIC_MFU,
+    BubbleFraction = sys::MEM4D_METRIC_BUBBLE_FRACTION,
+    ComputeTimeS = sys::MEM4D_METRIC_COMPUTE_TIME_S,
+    ExposedCommS = sys::MEM4D_METRIC_EXPOSED_COMM_S,
+}
+
+/// Which memory model produced a report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Mode {
+    /// Every stage, schedules, buffers and fixed costs.
+    Full,
+    /// arXiv 2411.06465's formula, exactly.
+    Paper,
+    /// A value this crate does not know (a newer library).
+    Other(i32),
+}
+
+/// A report's verdict against the device's memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Verdict {
+    /// At most the fit threshold (default 80%).
+    Fits,
+    /// Between the threshold and 100%.
+    Tight,
+    /// Above 100%.
+    Oom,
+    /// A value this crate does not know.
+    Other(i32),
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let code = match *self {
+            Verdict::Fits => sys::MEM4D_VERDICT_FITS,
+            Verdict::Tight => sys::MEM4D_VERDICT_TIGHT,
+            Verdict::Oom => sys::MEM4D_VERDICT_OOM,
+            Verdict::Other(v) => v,
+        };
+        // SAFETY: accepts any value; returns a static string.
+        f.write_str(&unsafe { owned_str(sys::mem4d_verdict_name(code)) })
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let code = match *self {
+            Mode::Full => sys::MEM4D_MODE_FULL,
+            Mode::Paper => sys::MEM4D_MODE_PAPER,
+            Mode::Other(v) => v,
+        };
+        // SAFETY: accepts any value; returns a static string.
+        f.write_str(&unsafe { owned_str(sys::mem4d_mode_name(code)) })
+    }
+}
+
+/// One pipeline stage, every term copied out.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[allow(missing_docs)]
+pub struct Stage {
+    pub weights: u64,
+    pub gradients: u64,
+    pub optimizer: u64,
+    pub activations: u64,
+    pub overhead: u64,
+    pub total: u64,
+    pub params: u64,
+    pub layers: u64,
+    pub in_flight: u64,
+    pub buffers: u64,
+    pub fragmentation: u64,
+    pub fixed: u64,
+    pub peak_allocated: u64,
+    pub peak_reserved: u64,
+}
+
+/// The result of an estimate; reusable (estimating into it again does not allocate).
+pub struct Report {
+    ptr: NonNull<sys::mem4d_report>,
+}
+
+// SAFETY: no global state; const functions may be shared between threads.
+unsafe impl Send for Report {}
+unsafe impl Sync for Report {}
+
+impl Drop for Report {
+    fn drop(&mut self) {
+        // SAFETY: owned handle, freed once.
+        unsafe { sys::mem4d_report_free(self.ptr.as_ptr()) }
+    }
+}
+
+impl Report {
+    /// An empty report (status E_MISSING until the first estimate).
+    pub fn new() -> Result<Report> {
+        let mut out = ptr::null_mut();
+        // SAFETY: valid out-pointer.
+        check(unsafe { sys::mem4d_report_new(&mut out) }, String::new)?;
+        Ok(Report { ptr: NonNull::new(out).ok_or_else(|| Error::new(Status::E_NOMEM, ""))? })
+    }
+
+    /// Estimate into this report; on failure the error carries the report's sentence.
+    pub fn estimate(&mut self, model: &Model, layout: &Layout, device: &Device) -> Result<()> {
+        // SAFETY: all handles are live; the report is exclusively borrowed.
+        let code = unsafe { sys::mem4d_estimate(model.as_ptr(), layout.as_ptr(), device.as_ptr(), self.as_mut_ptr()) };
+        check(code, || self.message())
+    }
+
+    /// The raw handle.
+    pub fn as_ptr(&self) -> *const sys::mem4d_report {
+        self.ptr.as_ptr()
+    }
+
+    /// The raw handle, mutable.
+    pub fn as_mut_ptr(&mut self) -> *mut sys::mem4d_report {
+        self.ptr.as_ptr()
+    }
+
+    /// Status of the last estimate.
+    pub fn status(&self) -> Status {
+        // SAFETY: live handle.
+        Status(unsafe { sys::mem4d_report_status(self.as_ptr()) })
+    }
+
+    /// Why the last estimate failed, or "".
+    pub fn message(&self) -> String {
+        // SAFETY: live handle; the string is copied at once.
+        unsafe { owned_str(sys::mem4d_report_message(self.as_ptr())) }
+    }
+
+    /// The mode that produced it.
+    pub fn mode(&self) -> Mode {
+        // SAFETY: live handle.
+        match unsafe { sys::mem4d_report_mode(self.as_ptr()) } {
+            sys::MEM4D_MODE_FULL => Mode::Full,
+            sys::MEM4D_MODE_PAPER => Mode::Paper,
+            other => Mode::Other(other),
+        }
+    }
+
+    /// The verdict.
+    pub fn verdict(&self) -> Verdict {
+        // SAFETY: live handle.
+        match unsafe { sys::mem4d_report_verdict(self.as_ptr()) } {
+            sys::MEM4D_VERDICT_FITS => Verdict::Fits,
+            sys::MEM4D_VERDICT_TIGHT => Verdict::Tight,
+            sys::MEM4D_VERDICT_OOM => Verdict::Oom,
+            other => Verdict::Other(other),
+        }
+    }
+
+    /// Number of stages (pp in full mode, 1 in paper mode).
+    pub fn num_stages(&self) -> u32 {
+        // SAFETY: live handle.
+        unsafe { sys::mem4d_report_num_stages(self.as_ptr()) }
+    }
+
+    /// Index of the stage with the largest total.
+    pub fn peak_stage(&self) -> u32 {
+        // SAFETY: live handle.
+        unsafe { sys::mem4d_report_peak_stage(self.as_ptr()) }
+    }
+
+    /// Total bytes of the peak stage.
+    pub fn peak_bytes(&self) -> u64 {
+        // SAFETY: live handle.
+        unsafe { sys::mem4d_report_peak_bytes(self.as_ptr()) }
+    }
+
+    /// The device memory the verdict compared against.
+    pub fn device_bytes(&self) -> u64 {
+        // SAFETY: live handle.
+        unsafe { sys::mem4d_report_device_bytes(self.as_ptr()) }
+    }
+
+    /// One per-stage quantity.
+    pub fn get(&self, stage: u32, term: Term) -> Result<u64> {
+        let mut value = 0;
+        // SAFETY: live handle; valid out-pointer.
+        let code = unsafe { sys::mem4d_report_get(self.as_ptr(), stage, term as i32, &mut value) };
+        check(code, || format!("no stage {stage} in a report of {}", self.num_stages()))?;
+        Ok(value)
+    }
+
+    /// Every term of one stage.
+    pub fn stage(&self, stage: u32) -> Result<Stage> {
+        let t = |term| self.get(stage, term);
+        Ok(Stage {
+            weights: t(Term::Weights)?,
+            gradients: t(Term::Gradients)?,
+            optimizer: t(Term::Optimizer)?,
+            activations: t(Term::Activations)?,
+            overhead: t(Term::Overhead)?,
+            total: t(Term::Total)?,
+            params: t(Term::Params)?,
+            layers: t(Term::Layers)?,
+            in_flight: t(Term::InFlight)?,
+            buffers: t(Term::Buffers)?,
+            fragmentation: t(Term::Fragmentation)?,
+            fixed: t(Term::Fixed)?,
+            peak_allocated: t(Term::PeakAllocated)?,
+            peak_reserved: t(Term::PeakReserved)?,
+        })
+    }
+
+    /// Every stage, in order.
+    pub fn stages(&self) -> Result<Vec<Stage>> {
+        (0..self.num_stages()).map(|s| self.stage(s)).collect()
+    }
+
+    /// One whole-job value.
+    pub fn info(&self, info: Info) -> Result<u64> {
+        let mut value = 0;
+        // SAFETY: live handle; valid out-pointer.
+        check(unsafe { sys::mem4d_report_info(self.as_ptr(), info as i32, &mut value) }, String::new)?;
+        Ok(value)
+    }
+
+    /// A predicted speed figure; None when speed was not predicted.
+    pub fn metric(&self, metric: Metric) -> Result<Option<f64>> {
+        let mut value = 0.0;
+        // SAFETY: live handle; valid out-pointer.
+        let code = unsafe { sys::mem4d_report_metric(self.as_ptr(), metric as i32, &mut value) };
+        if code == sys::MEM4D_E_UNSUPPORTED {
+            return Ok(None);
+        }
+        check(code, String::new)?;
+        Ok(Some(value))
+    }
+}
+
+impl Term {
+    /// The term's JSON name ("weights_bytes").
+    pub fn name(self) -> String {
+        // SAFETY: returns a static string or NULL.
+        unsafe { owned_str(sys::mem4d_term_name(self as i32)) }
+    }
+}
+
+/// Estimate `layout` for `model` on `device` into a new report.
+pub fn estimate(model: &Model, layout: &Layout, device: &Device) -> Result<Report> {
+    let mut report = Report::new()?;
+    report.estimate(model, layout, device)?;
+    Ok(report)
+}
