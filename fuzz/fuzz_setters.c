@@ -1,0 +1,123 @@
+/*
+ * Fuzz the string-keyed setters (model, layout, device), the name lookups,
+ * and the estimate of whatever description they leave behind.
+ *
+ * Input: byte 0 picks the model preset, byte 1 the device preset, byte 2 the
+ * size of the "why" buffers; the rest is split on NUL/newline into name, value
+ * pairs. A name "m:key", "l:key" or "d:key" goes to one handle; a bare name is
+ * tried on all three (every table's lookup sees every name).
+ * SPDX-License-Identifier: MIT
+ */
+#include "fuzz-common.h"
+
+/* A setter that fails must leave the value as it was (header: "value unchanged"). */
+#define CHECK_SET(kind, handle, name, value)                                          \
+    do {                                                                             \
+        mem4d_##kind##_param key_;                                                   \
+        mem4d_status lk_ = mem4d_##kind##_param_from_name(name, &key_);              \
+        uint64_t before_ = 0, after_ = 0, lo_ = 0, hi_ = 0;                          \
+        if (lk_ == MEM4D_OK) {                                                       \
+            const char *canon_ = mem4d_##kind##_param_name(key_);                    \
+            mem4d_##kind##_param rt_;                                                \
+            FUZZ_REQUIRE(canon_ && mem4d_##kind##_param_from_name(canon_, &rt_) == MEM4D_OK \
+                             && rt_ == key_, "canonical name of %s does not map back", name); \
+            FUZZ_REQUIRE(mem4d_##kind##_get(handle, key_, &before_) == MEM4D_OK, "get");     \
+            FUZZ_REQUIRE(mem4d_##kind##_param_bounds(key_, &lo_, &hi_) == MEM4D_OK, "bounds"); \
+        }                                                                            \
+        mem4d_status st_ = mem4d_##kind##_set_str(handle, name, value);              \
+        if (lk_ != MEM4D_OK) {                                                       \
+            FUZZ_REQUIRE(st_ == MEM4D_E_UNKNOWN_KEY, #kind " set_str(%s) gave %d for an unknown key", \
+                         name, (int)st_);                                            \
+            break;                                                                   \
+        }                                                                            \
+        FUZZ_REQUIRE(st_ != MEM4D_E_UNKNOWN_KEY, "lookup and set_str disagree on %s", name); \
+        FUZZ_REQUIRE(mem4d_##kind##_get(handle, key_, &after_) == MEM4D_OK, "get");  \
+        if (st_ == MEM4D_OK)                                                         \
+            FUZZ_REQUIRE(after_ >= lo_ && after_ <= hi_, #kind " %s = %llu outside [%llu, %llu]", \
+                         name, (unsigned long long)after_, (unsigned long long)lo_,  \
+                         (unsigned long long)hi_);                                   \
+        else                                                                         \
+            FUZZ_REQUIRE(after_ == before_ && (st_ == MEM4D_E_PARSE || st_ == MEM4D_E_RANGE), \
+                         #kind " set_str(%s, %s) failed with %d and changed the value", name, \
+                         value, (int)st_);                                           \
+    } while (0)
+
+static void apply(mem4d_model *m, mem4d_layout *l, mem4d_device *d, const char *name, const char *value)
+{
+    if (name[0] && name[1] == ':') {
+        const char *key = name + 2;
+        switch (name[0]) {
+        case 'm': CHECK_SET(model, m, key, value); return;
+        case 'l': CHECK_SET(layout, l, key, value); return;
+        case 'd': CHECK_SET(device, d, key, value); return;
+        default: break;
+        }
+    }
+    CHECK_SET(model, m, name, value);
+    CHECK_SET(layout, l, name, value);
+    CHECK_SET(device, d, name, value);
+}
+
+/* Every query the CLI and bindings make of a finished description. */
+static void exercise(const mem4d_model *m, const mem4d_layout *l, const mem4d_device *d,
+                     mem4d_report *r, size_t why_size)
+{
+    char why[256];
+    if (why_size > sizeof why)
+        why_size = sizeof why;
+    uint64_t n = 0;
+    mem4d_status ms = mem4d_model_validate(m, why, why_size);
+    FUZZ_REQUIRE(why_size == 0 || strlen(why) < why_size, "model why overflows");
+    (void)mem4d_model_num_params(m, &n);
+    mem4d_status vs = mem4d_validate(m, l, why, why_size);
+    FUZZ_REQUIRE(why_size == 0 || strlen(why) < why_size, "layout why overflows");
+    mem4d_status es = mem4d_estimate(m, l, d, r);
+    FUZZ_REQUIRE(es == mem4d_report_status(r), "estimate returned %d, report says %d", (int)es,
+                 (int)mem4d_report_status(r));
+    if (es == MEM4D_OK) {
+        FUZZ_REQUIRE(ms == MEM4D_OK && vs == MEM4D_OK, "estimate OK on a model/layout that fails validation (%d, %d)",
+                     (int)ms, (int)vs);
+        fuzz_check_report(r);
+    } else {
+        FUZZ_REQUIRE(es != MEM4D_END && es != MEM4D_E_INVALID_ARG, "estimate gave %d", (int)es);
+        FUZZ_REQUIRE(mem4d_report_message(r)[0] != '\0', "failed estimate %d without a message", (int)es);
+    }
+    (void)mem4d_strerror(es);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 3)
+        return 0;
+    size_t nm = mem4d_model_preset_count(), nd = mem4d_device_preset_count();
+    mem4d_model *m = NULL;
+    mem4d_layout *l = NULL;
+    mem4d_device *d = NULL;
+    mem4d_report *r = NULL;
+    /* Preset 0xff stands for an empty handle: the setters must then build it. */
+    if (data[0] == 0xff || nm == 0)
+        FUZZ_REQUIRE(mem4d_model_new(&m) == MEM4D_OK, "model_new");
+    else
+        FUZZ_REQUIRE(mem4d_model_new_preset(mem4d_model_preset_name(data[0] % nm), &m) == MEM4D_OK, "preset");
+    if (data[1] == 0xff || nd == 0)
+        FUZZ_REQUIRE(mem4d_device_new(&d) == MEM4D_OK, "device_new");
+    else
+        FUZZ_REQUIRE(mem4d_device_new_preset(mem4d_device_preset_name(data[1] % nd), &d) == MEM4D_OK, "preset");
+    FUZZ_REQUIRE(mem4d_layout_new(&l) == MEM4D_OK && mem4d_report_new(&r) == MEM4D_OK, "new");
+    /* A small job as the starting point, so most inputs reach the estimator. */
+    FUZZ_REQUIRE(mem4d_layout_set(l, MEM4D_LAYOUT_WORLD, 8) == MEM4D_OK, "world");
+    FUZZ_REQUIRE(mem4d_layout_set(l, MEM4D_LAYOUT_SEQ_LENGTH, 4096) == MEM4D_OK, "seq");
+
+    struct fuzz_argv a;
+    fuzz_split(&a, data + 3, size - 3, 1);
+    for (int i = 0; i + 1 < a.argc; i += 2)
+        apply(m, l, d, a.argv[i], a.argv[i + 1]);
+    exercise(m, l, d, r, data[2]);
+
+    fuzz_argv_free(&a);
+    mem4d_report_free(r);
+    mem4d_layout_free(l);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+    return 0;
+}
