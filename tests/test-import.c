@@ -1,0 +1,836 @@
+/*
+ * Import: Megatron-LM argument lists and Hugging Face config.json files.
+ * The data directory (tests/data) is the first argument or $MEM4D_TEST_DATA.
+ * SPDX-License-Identifier: MIT
+ */
+#include <check.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <mem4d/mem4d.h>
+
+#ifndef MEM4D_HAVE_JSON
+#define MEM4D_HAVE_JSON 0
+#endif
+
+static const char *data_dir = "tests/data"; /* set once in main() */
+
+/* ------------------------------------------------------------------------ */
+/* Helpers                                                                   */
+
+static char *slurp(const char *rel, size_t *size)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", data_dir, rel);
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "cannot open %s", path);
+    char *buf = malloc(1 << 20);
+    ck_assert_ptr_nonnull(buf);
+    size_t n = fread(buf, 1, (1 << 20) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    if (size)
+        *size = n;
+    return buf;
+}
+
+/* Split launcher-style text into words as a shell would: blanks separate,
+ * '#' at a word start comments to the end of the line, backslash-newline
+ * joins lines, quotes group. Returns the count; words[] are malloc'ed. */
+static int split_words(const char *s, char **words, int max)
+{
+    int n = 0;
+    while (*s) {
+        while (*s == ' ' || *s == '\t' || *s == '\n' || (*s == '\\' && s[1] == '\n'))
+            s += (*s == '\\') ? 2 : 1;
+        if (*s == '#') {
+            while (*s && *s != '\n')
+                s++;
+            continue;
+        }
+        if (!*s)
+            break;
+        char buf[4096];
+        size_t len = 0;
+        char quote = 0;
+        for (; *s && (quote || (*s != ' ' && *s != '\t' && *s != '\n')); s++) {
+            if (quote && *s == quote) {
+                quote = 0;
+            } else if (!quote && (*s == '\'' || *s == '"')) {
+                quote = *s;
+            } else if (*s == '\\' && quote != '\'' && s[1]) {
+                s++;
+                if (*s != '\n')
+                    buf[len++] = *s;
+            } else {
+                buf[len++] = *s;
+            }
+            ck_assert(len < sizeof buf);
+        }
+        buf[len] = '\0';
+        ck_assert(n < max);
+        words[n++] = strdup(buf);
+    }
+    return n;
+}
+
+struct args {
+    int argc;
+    char *argv[512];
+};
+
+static void load_args(const char *file, struct args *a)
+{
+    char rel[256];
+    snprintf(rel, sizeof rel, "megatron/%s", file);
+    char *text = slurp(rel, NULL);
+    a->argc = split_words(text, a->argv, 512);
+    free(text);
+}
+
+static void free_args(struct args *a)
+{
+    for (int i = 0; i < a->argc; i++)
+        free(a->argv[i]);
+}
+
+static uint64_t mget(const mem4d_model *m, mem4d_model_param k)
+{
+    uint64_t v = UINT64_MAX;
+    ck_assert_int_eq(mem4d_model_get(m, k, &v), MEM4D_OK);
+    return v;
+}
+
+static uint64_t lget(const mem4d_layout *l, mem4d_layout_param k)
+{
+    uint64_t v = UINT64_MAX;
+    ck_assert_int_eq(mem4d_layout_get(l, k, &v), MEM4D_OK);
+    return v;
+}
+
+/* A model key's meaning: 0 for KV heads is "= heads", 0 for the head
+ * dimension is "= h / a"; presets may spell either out. */
+static uint64_t effective(const mem4d_model *m, mem4d_model_param k)
+{
+    uint64_t v = mget(m, k);
+    if (k == MEM4D_MODEL_NUM_KV_HEADS && v == 0)
+        return mget(m, MEM4D_MODEL_NUM_HEADS);
+    if (k == MEM4D_MODEL_HEAD_DIM && v == 0)
+        return mget(m, MEM4D_MODEL_HIDDEN_SIZE) / mget(m, MEM4D_MODEL_NUM_HEADS);
+    return v;
+}
+
+static void assert_model_is_preset(const mem4d_model *m, const char *preset)
+{
+    mem4d_model *p = NULL;
+    ck_assert_int_eq(mem4d_model_new_preset(preset, &p), MEM4D_OK);
+    for (size_t k = 0; k < mem4d_model_param_count(); k++)
+        ck_assert_msg(effective(m, (mem4d_model_param)k) == effective(p, (mem4d_model_param)k),
+                      "%s: %s is %llu, the preset has %llu", preset, mem4d_model_param_name((mem4d_model_param)k),
+                      (unsigned long long)effective(m, (mem4d_model_param)k),
+                      (unsigned long long)effective(p, (mem4d_model_param)k));
+    mem4d_model_free(p);
+}
+
+/* Every key of two models / layouts equal, raw. */
+static void assert_models_same(const mem4d_model *a, const mem4d_model *b)
+{
+    for (size_t k = 0; k < mem4d_model_param_count(); k++)
+        ck_assert_uint_eq(mget(a, (mem4d_model_param)k), mget(b, (mem4d_model_param)k));
+}
+
+static void assert_layouts_same(const mem4d_layout *a, const mem4d_layout *b)
+{
+    for (size_t k = 0; k < mem4d_layout_param_count(); k++)
+        ck_assert_uint_eq(lget(a, (mem4d_layout_param)k), lget(b, (mem4d_layout_param)k));
+}
+
+struct fixture {
+    mem4d_import *imp;
+    mem4d_model *model;
+    mem4d_layout *layout;
+};
+
+static void fx_open(struct fixture *fx)
+{
+    ck_assert_int_eq(mem4d_import_new(&fx->imp), MEM4D_OK);
+    ck_assert_int_eq(mem4d_model_new(&fx->model), MEM4D_OK);
+    ck_assert_int_eq(mem4d_layout_new(&fx->layout), MEM4D_OK);
+}
+
+static void fx_close(struct fixture *fx)
+{
+    mem4d_import_free(fx->imp);
+    mem4d_model_free(fx->model);
+    mem4d_layout_free(fx->layout);
+}
+
+static mem4d_status run_argv(struct fixture *fx, const char *const *argv, uint64_t world)
+{
+    int argc = 0;
+    while (argv[argc])
+        argc++;
+    return mem4d_import_megatron(fx->imp, argc, argv, NULL, world, fx->model, fx->layout);
+}
+
+static bool has_warning(const mem4d_import *imp, const char *needle)
+{
+    for (size_t i = 0; i < mem4d_import_warning_count(imp); i++)
+        if (strstr(mem4d_import_warning(imp, i), needle))
+            return true;
+    return false;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Megatron-LM: launcher-shaped argument files                               */
+
+static const struct launcher_case {
+    const char *file, *preset;
+    uint64_t world;
+    uint64_t tp, pp, cp, vpp, sp, dist_opt, recompute, rc_method, rc_layers, mbs, gbs, seq;
+} launcher_cases[] = {
+    {"llama2-7b-tp2-pp2.args", "llama2-7b", 32, 2, 2, 1, 1, 1, 1, 0, 0, 0, 1, 1024, 4096},
+    {"llama2-7b-equals.args", "llama2-7b", 16, 4, 1, 1, 1, 1, 0, 1, 0, 0, 2, 512, 4096},
+    {"llama3-8b-tp1-cp2.args", "llama3-8b", 8, 1, 1, 2, 1, 0, 1, 2, 0, 1, 1, 128, 8192},
+    {"llama3-70b-tp8-pp4-vpp.args", "llama3-70b", 64, 8, 4, 1, 4, 1, 1, 0, 0, 0, 1, 1024, 8192},
+    {"llama3-70b-tp8-pp8-cp2.args", "llama3-70b", 256, 8, 8, 2, 5, 1, 1, 0, 0, 0, 1, 256, 8192},
+};
+
+START_TEST(launcher_file_matches_preset)
+{
+    const struct launcher_case *c = &launcher_cases[_i];
+    struct fixture fx;
+    struct args a;
+    fx_open(&fx);
+    load_args(c->file, &a);
+    mem4d_status st = mem4d_import_megatron(fx.imp, a.argc, (const char *const *)a.argv, NULL, c->world,
+                                            fx.model, fx.layout);
+    ck_assert_msg(st == MEM4D_OK, "%s: %s", c->file, mem4d_import_message(fx.imp));
+    ck_assert_msg(mem4d_import_warning_count(fx.imp) == 0, "%s: unexpected warning: %s", c->file,
+                  mem4d_import_warning(fx.imp, 0));
+    ck_assert_str_eq(mem4d_import_message(fx.imp), "");
+    ck_assert_int_eq(mem4d_import_world_source(fx.imp), MEM4D_WORLD_EXPLICIT);
+    assert_model_is_preset(fx.model, c->preset);
+
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_TP), c->tp);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_PP), c->pp);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_CP), c->cp);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_VPP), c->vpp);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_SEQUENCE_PARALLEL), c->sp);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_DIST_OPT), c->dist_opt);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_RECOMPUTE), c->recompute);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_RECOMPUTE_METHOD), c->rc_method);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_RECOMPUTE_LAYERS), c->rc_layers);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_MICRO_BATCH), c->mbs);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_GLOBAL_BATCH), c->gbs);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_SEQ_LENGTH), c->seq);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_WORLD), c->world);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_DP), 0);
+    /* bf16 everywhere: bf16 weights, fp32 main gradients and master copy. */
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_PARAM_BYTES), 2);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_MAIN_GRAD_BYTES), 4);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_MASTER_WEIGHT_BYTES), 4);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_FLASH_ATTN), 1);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_VOCAB_DIVISOR), 128);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_ZERO_STAGE), 0);
+
+    char why[256];
+    st = mem4d_validate(fx.model, fx.layout, why, sizeof why);
+    ck_assert_msg(st == MEM4D_OK, "%s does not validate: %s", c->file, why);
+    free_args(&a);
+    fx_close(&fx);
+}
+END_TEST
+
+START_TEST(unknown_flags_warn_and_skip_their_values)
+{
+    struct fixture fx;
+    struct args a;
+    fx_open(&fx);
+    load_args("llama3-8b-unknown-flags.args", &a);
+    mem4d_status st = mem4d_import_megatron(fx.imp, a.argc, (const char *const *)a.argv, NULL, 16,
+                                            fx.model, fx.layout);
+    ck_assert_int_eq(st, MEM4D_OK);
+    ck_assert_uint_eq(mem4d_import_warning_count(fx.imp), 3);
+    ck_assert_str_eq(mem4d_import_warning(fx.imp, 0),
+                     "--frobnicate-the-gradients is not a flag this version knows; it was ignored");
+    ck_assert_str_eq(mem4d_import_warning(fx.imp, 1),
+                     "--tp-comm-overlap allocates user buffers for communication overlap that are not modelled");
+    ck_assert_str_eq(mem4d_import_warning(fx.imp, 2),
+                     "--my-fork-option is not a flag this version knows; it was ignored");
+    ck_assert_ptr_null(mem4d_import_warning(fx.imp, 3));
+    assert_model_is_preset(fx.model, "llama3-8b");
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_TP), 2);
+    free_args(&a);
+    fx_close(&fx);
+}
+END_TEST
+
+/* A failed import names the flag and leaves model and layout untouched. */
+static const struct failing_file {
+    const char *file;
+    mem4d_status status;
+    const char *message;
+} failing_files[] = {
+    {"missing-value.args", MEM4D_E_MISSING, "--num-layers needs a value"},
+    {"non-numeric.args", MEM4D_E_PARSE, "--hidden-size: '4k' is not a whole number"},
+    {"contradictory.args", MEM4D_E_CONFLICT, "--bf16 and --fp16 contradict each other"},
+};
+
+START_TEST(broken_file_fails_naming_the_flag)
+{
+    const struct failing_file *c = &failing_files[_i];
+    struct fixture fx;
+    struct args a;
+    mem4d_model *before_m = NULL;
+    mem4d_layout *before_l = NULL;
+    fx_open(&fx);
+    ck_assert_int_eq(mem4d_model_new_preset("llama3-8b", &before_m), MEM4D_OK);
+    ck_assert_int_eq(mem4d_layout_new(&before_l), MEM4D_OK);
+    ck_assert_int_eq(mem4d_layout_set(before_l, MEM4D_LAYOUT_TP, 4), MEM4D_OK);
+    mem4d_model_free(fx.model);
+    ck_assert_int_eq(mem4d_model_clone(before_m, &fx.model), MEM4D_OK);
+    ck_assert_int_eq(mem4d_layout_copy(fx.layout, before_l), MEM4D_OK);
+    load_args(c->file, &a);
+    mem4d_status st = mem4d_import_megatron(fx.imp, a.argc, (const char *const *)a.argv, NULL, 8,
+                                            fx.model, fx.layout);
+    ck_assert_int_eq(st, c->status);
+    ck_assert_str_eq(mem4d_import_message(fx.imp), c->message);
+    ck_assert_int_eq(mem4d_import_world_source(fx.imp), MEM4D_WORLD_NONE);
+    assert_models_same(fx.model, before_m);
+    assert_layouts_same(fx.layout, before_l);
+    free_args(&a);
+    mem4d_model_free(before_m);
+    mem4d_layout_free(before_l);
+    fx_close(&fx);
+}
+END_TEST
+
+static const struct bad_vector {
+    const char *argv[10];
+    mem4d_status status;
+    const char *message;
+} bad_vectors[] = {
+    {{"--num-layers", NULL}, MEM4D_E_MISSING, "--num-layers needs a value"},
+    {{"--hidden-size=", NULL}, MEM4D_E_MISSING, "--hidden-size has an empty value"},
+    {{"--num-layers", "-4", NULL}, MEM4D_E_RANGE, "--num-layers -4: the value must not be negative"},
+    {{"--num-layers", "99999999999999999999999", NULL}, MEM4D_E_RANGE,
+     "--num-layers 99999999999999999999999 does not fit in 64 bits"},
+    {{"--tensor-model-parallel-size", "0", NULL}, MEM4D_E_RANGE,
+     "--tensor-model-parallel-size 0 is outside the accepted range [1, 4096]"},
+    {{"--num-layers", "32x", NULL}, MEM4D_E_PARSE, "--num-layers: '32x' is not a whole number"},
+    {{"--hidden-dropout", "abc", NULL}, MEM4D_E_PARSE, "--hidden-dropout: 'abc' is not a number"},
+    {{"--hidden-dropout", "1.5", NULL}, MEM4D_E_RANGE, "--hidden-dropout 1.5 is not a probability in [0, 1]"},
+    {{"--bf16=yes", NULL}, MEM4D_E_PARSE, "--bf16 takes no value (got 'yes')"},
+    {{"--normalization", "BatchNorm", NULL}, MEM4D_E_PARSE,
+     "--normalization: 'BatchNorm' is not one of LayerNorm, RMSNorm"},
+    {{"--seq-length", "8192", "--max-position-embeddings", "4096", NULL}, MEM4D_E_CONFLICT,
+     "--seq-length 8192 exceeds --max-position-embeddings 4096"},
+    {{"--seq-length", "4096", "--encoder-seq-length", "4096", NULL}, MEM4D_E_CONFLICT,
+     "--seq-length and --encoder-seq-length are both given"},
+    {{"--recompute-granularity", "full", "--recompute-num-layers", "1", NULL}, MEM4D_E_MISSING,
+     "--recompute-granularity full needs --recompute-method"},
+    {{"--recompute-granularity=full", "--recompute-method=block", NULL}, MEM4D_E_MISSING,
+     "--recompute-granularity full needs --recompute-num-layers"},
+    {{"--recompute-granularity", "selective", "--recompute-num-layers", "2", NULL}, MEM4D_E_CONFLICT,
+     "--recompute-num-layers contradicts --recompute-granularity selective"},
+    {{"--recompute-activations", "--recompute-granularity", "full", NULL}, MEM4D_E_CONFLICT,
+     "--recompute-activations (selective) contradicts --recompute-granularity full"},
+    {{"--bf16", "--grad-reduce-in-bf16", "--accumulate-allreduce-grads-in-fp32", NULL}, MEM4D_E_CONFLICT,
+     "--grad-reduce-in-bf16 and --accumulate-allreduce-grads-in-fp32 contradict each other"},
+    {{"--use-torch-fsdp2", "--use-distributed-optimizer", NULL}, MEM4D_E_CONFLICT,
+     "--use-torch-fsdp2 and --use-distributed-optimizer contradict each other"},
+    {{"--overlap-param-gather", NULL}, MEM4D_E_CONFLICT, "--overlap-param-gather needs --use-distributed-optimizer"},
+    {{"--num-layers", "32", "--pipeline-model-parallel-size", "4", "--num-layers-per-virtual-pipeline-stage", "3",
+      NULL},
+     MEM4D_E_CONFLICT,
+     "--num-layers-per-virtual-pipeline-stage 3 does not divide the 8 layers of each of 4 pipeline stages (32 layers)"},
+    {{"--num-layers", "32", "--num-layers-per-virtual-pipeline-stage", "4", NULL}, MEM4D_E_CONFLICT,
+     "an interleaved (virtual) pipeline needs --pipeline-model-parallel-size above 1"},
+    {{"--pipeline-model-parallel-size", "2", "--num-layers-per-virtual-pipeline-stage", "4", NULL},
+     MEM4D_E_MISSING, "--num-layers-per-virtual-pipeline-stage needs --num-layers"},
+    {{"--num-layers-per-virtual-pipeline-stage", "2", "--num-virtual-stages-per-pipeline-rank", "2", NULL},
+     MEM4D_E_CONFLICT,
+     "--num-layers-per-virtual-pipeline-stage and --num-virtual-stages-per-pipeline-rank are both given"},
+};
+
+START_TEST(bad_vector_fails_with_exact_status)
+{
+    const struct bad_vector *c = &bad_vectors[_i];
+    struct fixture fx;
+    fx_open(&fx);
+    ck_assert_int_eq(run_argv(&fx, c->argv, 8), c->status);
+    ck_assert_str_eq(mem4d_import_message(fx.imp), c->message);
+    fx_close(&fx);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Megatron-LM: semantics                                                    */
+
+START_TEST(megatron_defaults_apply_to_a_described_model)
+{
+    struct fixture fx;
+    fx_open(&fx);
+    const char *argv[] = {"--num-layers", "2", "--hidden-size", "1024", "--num-attention-heads", "16",
+                          "--vocab-size", "1000", NULL};
+    ck_assert_int_eq(run_argv(&fx, argv, 0), MEM4D_OK);
+    /* Megatron without switches: plain 4h MLP, LayerNorm, tied, biases, MHA. */
+    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_GATED_MLP), 0);
+    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_FFN_HIDDEN_SIZE), 4096);
+    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_NORM), 1);
+    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_TIED_EMBEDDINGS), 1);
+    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_QKV_BIAS), 1);
+    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_NUM_KV_HEADS), 0);
+    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_HEAD_DIM), 0);
+    /* fp32 training: no separate master copy; no distributed optimizer. */
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_PARAM_BYTES), 4);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_MASTER_WEIGHT_BYTES), 0);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_MAIN_GRAD_BYTES), 4);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_DIST_OPT), 0);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_SEQUENCE_PARALLEL), 0);
+    ck_assert_int_eq(mem4d_import_world_source(fx.imp), MEM4D_WORLD_NONE);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_GLOBAL_BATCH), 0);
+    /* What Megatron would add that is not modelled is said, not dropped. */
+    ck_assert_uint_eq(mem4d_import_warning_count(fx.imp), 3);
+    ck_assert(has_warning(fx.imp, "--disable-bias-linear"));
+    ck_assert(has_warning(fx.imp, "learned absolute position embeddings"));
+    ck_assert(has_warning(fx.imp, "--hidden-dropout 0.1"));
+    fx_close(&fx);
+}
+END_TEST
+
+START_TEST(swiglu_default_ffn_is_megatrons)
+{
+    struct fixture fx;
+    fx_open(&fx);
+    const char *argv[] = {"--num-layers", "2", "--hidden-size", "4096", "--num-attention-heads", "32",
+                          "--swiglu", NULL};
+    ck_assert_int_eq(run_argv(&fx, argv, 0), MEM4D_OK);
+    /* int(4 * 4096 * 2 / 3 / 64) * 64 */
+    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_FFN_HIDDEN_SIZE), 10880);
+    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_GATED_MLP), 1);
+    ck_assert(has_warning(fx.imp, "no --vocab-size"));
+    fx_close(&fx);
+}
+END_TEST
+
+START_TEST(query_groups_need_gqa_flag)
+{
+    struct fixture fx;
+    fx_open(&fx);
+    const char *without[] = {"--num-layers", "2", "--hidden-size", "1024", "--num-attention-heads", "16",
+                             "--num-query-groups", "4", NULL};
+    ck_assert_int_eq(run_argv(&fx, without, 0), MEM4D_OK);
+    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_NUM_KV_HEADS), 0);
+    ck_assert(has_warning(fx.imp, "--num-query-groups 4 is ignored by Megatron-LM without --group-query-attention"));
+    const char *gqa_only[] = {"--num-layers", "2", "--hidden-size", "1024", "--num-attention-heads", "16",
+                              "--group-query-attention", NULL};
+    ck_assert_int_eq(run_argv(&fx, gqa_only, 0), MEM4D_OK);
+    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_NUM_KV_HEADS), 1); /* Megatron's default: one group */
+    fx_close(&fx);
+}
+END_TEST
+
+static const struct precision_case {
+    const char *argv[4];
+    uint64_t param, grad, master;
+} precision_cases[] = {
+    {{"--bf16", NULL}, 2, 4, 4},
+    {{"--bf16", "--grad-reduce-in-bf16", NULL}, 2, 2, 4},
+    {{"--fp16", NULL}, 2, 2, 4},
+    {{"--fp16", "--accumulate-allreduce-grads-in-fp32", NULL}, 2, 4, 4},
+    {{NULL}, 4, 4, 0},
+};
+
+START_TEST(precision_follows_megatron)
+{
+    const struct precision_case *c = &precision_cases[_i];
+    struct fixture fx;
+    fx_open(&fx);
+    ck_assert_int_eq(run_argv(&fx, c->argv, 0), MEM4D_OK);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_PARAM_BYTES), c->param);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_MAIN_GRAD_BYTES), c->grad);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_MASTER_WEIGHT_BYTES), c->master);
+    fx_close(&fx);
+}
+END_TEST
+
+static const struct layout_case {
+    const char *argv[8];
+    mem4d_layout_param key;
+    uint64_t value;
+} layout_cases[] = {
+    {{NULL}, MEM4D_LAYOUT_FLASH_ATTN, 1}, /* Transformer Engine picks a fused kernel */
+    {{"--transformer-impl", "local", NULL}, MEM4D_LAYOUT_FLASH_ATTN, 0},
+    {{"--transformer-impl", "local", "--use-flash-attn", NULL}, MEM4D_LAYOUT_FLASH_ATTN, 1},
+    {{"--attention-backend", "unfused", NULL}, MEM4D_LAYOUT_FLASH_ATTN, 0},
+    {{"--attention-backend=flash", NULL}, MEM4D_LAYOUT_FLASH_ATTN, 1},
+    {{"--use-torch-fsdp2", NULL}, MEM4D_LAYOUT_ZERO_STAGE, 3},
+    {{"--use-megatron-fsdp", "--data-parallel-sharding-strategy", "optim_grads", NULL}, MEM4D_LAYOUT_ZERO_STAGE, 2},
+    {{"--use-megatron-fsdp", NULL}, MEM4D_LAYOUT_ZERO_STAGE, 3},
+    {{"--sequence-parallel", NULL}, MEM4D_LAYOUT_SEQUENCE_PARALLEL, 0}, /* off at tp = 1 */
+    {{"--sequence-parallel", "--tensor-model-parallel-size", "2", NULL}, MEM4D_LAYOUT_SEQUENCE_PARALLEL, 1},
+    {{"--recompute-activations", NULL}, MEM4D_LAYOUT_RECOMPUTE, 1},
+    {{"--recompute-granularity", "full", "--recompute-method", "block", "--recompute-num-layers", "3"},
+     MEM4D_LAYOUT_RECOMPUTE_METHOD, 1},
+    {{"--fp8-format", "hybrid", NULL}, MEM4D_LAYOUT_FP8, 1},
+    {{"--expert-model-parallel-size", "4", NULL}, MEM4D_LAYOUT_EP, 4},
+    {{"--make-vocab-size-divisible-by", "64", NULL}, MEM4D_LAYOUT_VOCAB_DIVISOR, 64},
+    {{"--decoder-first-pipeline-num-layers", "3", NULL}, MEM4D_LAYOUT_FIRST_STAGE_LAYERS, 3},
+    {{"--ddp-bucket-size", "40000000", NULL}, MEM4D_LAYOUT_BUCKET_SIZE, 40000000},
+    /* Without --global-batch-size Megatron takes one micro-batch per DP rank. */
+    {{"--micro-batch-size", "2", "--tensor-model-parallel-size", "2", NULL}, MEM4D_LAYOUT_GLOBAL_BATCH, 16},
+};
+
+START_TEST(layout_flag_maps)
+{
+    const struct layout_case *c = &layout_cases[_i];
+    struct fixture fx;
+    fx_open(&fx);
+    ck_assert_int_eq(run_argv(&fx, c->argv, 16), MEM4D_OK);
+    ck_assert_uint_eq(lget(fx.layout, c->key), c->value);
+    fx_close(&fx);
+}
+END_TEST
+
+START_TEST(layout_only_vector_leaves_model_alone)
+{
+    struct fixture fx;
+    mem4d_model *preset = NULL;
+    fx_open(&fx);
+    mem4d_model_free(fx.model);
+    ck_assert_int_eq(mem4d_model_new_preset("llama3.1-70b", &fx.model), MEM4D_OK);
+    ck_assert_int_eq(mem4d_model_new_preset("llama3.1-70b", &preset), MEM4D_OK);
+    const char *argv[] = {"--tensor-model-parallel-size", "8", "--seq-length", "8192", "--bf16", NULL};
+    ck_assert_int_eq(run_argv(&fx, argv, 64), MEM4D_OK);
+    assert_models_same(fx.model, preset);
+    ck_assert_str_eq(mem4d_model_name(fx.model), "llama3.1-70b");
+    ck_assert_uint_eq(mem4d_import_warning_count(fx.imp), 0);
+    mem4d_model_free(preset);
+    fx_close(&fx);
+}
+END_TEST
+
+START_TEST(moe_topk_defaults_to_two)
+{
+    struct fixture fx;
+    fx_open(&fx);
+    const char *argv[] = {"--num-experts", "8", "--moe-ffn-hidden-size", "2048", NULL};
+    ck_assert_int_eq(run_argv(&fx, argv, 0), MEM4D_OK);
+    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_NUM_EXPERTS), 8);
+    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_EXPERT_TOPK), 2);
+    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_EXPERT_FFN_SIZE), 2048);
+    fx_close(&fx);
+}
+END_TEST
+
+START_TEST(silent_flags_say_nothing)
+{
+    struct fixture fx;
+    fx_open(&fx);
+    /* From the start, middle and end of the table, with and without values. */
+    const char *argv[] = {"--adam-beta1", "0.9", "--align-grad-reduce", "--ckpt-format=torch_dist",
+                          "--data-path", "0.5", "/a", "0.5", "/b", "--local_rank=0", "--lr", "-1e-4",
+                          "--no-gradient-accumulation-fusion", "--split", "98,2,0", "--use-mcore-models",
+                          "--weight-decay-incr-style", "constant", "--optimizer", "adam", NULL};
+    ck_assert_int_eq(run_argv(&fx, argv, 0), MEM4D_OK);
+    ck_assert_msg(mem4d_import_warning_count(fx.imp) == 0, "unexpected: %s", mem4d_import_warning(fx.imp, 0));
+    fx_close(&fx);
+}
+END_TEST
+
+START_TEST(memory_flags_not_modelled_warn)
+{
+    struct fixture fx;
+    fx_open(&fx);
+    const char *argv[] = {"--moe-grouped-gemm", "--cpu-offloading", "--optimizer", "sgd", "stray", NULL};
+    ck_assert_int_eq(run_argv(&fx, argv, 0), MEM4D_OK);
+    ck_assert_uint_eq(mem4d_import_warning_count(fx.imp), 4);
+    ck_assert_str_eq(mem4d_import_warning(fx.imp, 0),
+                     "--moe-grouped-gemm allocates grouped-GEMM workspaces that are not modelled");
+    ck_assert_str_eq(mem4d_import_warning(fx.imp, 1),
+                     "--cpu-offloading offloads activations to the host; the estimate keeps them on the GPU");
+    ck_assert_str_eq(mem4d_import_warning(fx.imp, 2), "'stray' is not a flag; Megatron-LM would reject it");
+    ck_assert_str_eq(mem4d_import_warning(fx.imp, 3),
+                     "--optimizer sgd: the optimizer state is modelled for Adam (two moments)");
+    fx_close(&fx);
+}
+END_TEST
+
+START_TEST(warnings_are_bounded)
+{
+    struct fixture fx;
+    fx_open(&fx);
+    const char *argv[41];
+    char names[40][32];
+    for (int i = 0; i < 40; i++) {
+        snprintf(names[i], sizeof names[i], "--unknown-%d", i);
+        argv[i] = names[i];
+    }
+    argv[40] = NULL;
+    ck_assert_int_eq(run_argv(&fx, argv, 0), MEM4D_OK);
+    ck_assert_uint_eq(mem4d_import_warning_count(fx.imp), 32);
+    ck_assert_str_eq(mem4d_import_warning(fx.imp, 30), "--unknown-30 is not a flag this version knows; it was ignored");
+    ck_assert_str_eq(mem4d_import_warning(fx.imp, 31), "9 further warnings were not kept");
+    /* The next import starts clean. */
+    const char *clean[] = {"--bf16", NULL};
+    ck_assert_int_eq(run_argv(&fx, clean, 0), MEM4D_OK);
+    ck_assert_uint_eq(mem4d_import_warning_count(fx.imp), 0);
+    fx_close(&fx);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* World size                                                                */
+
+static const struct world_case {
+    const char *env[4];
+    uint64_t explicit_world;
+    mem4d_status status;
+    mem4d_world_source source;
+    uint64_t world;
+} world_cases[] = {
+    {{"WORLD_SIZE=64", NULL}, 16, MEM4D_OK, MEM4D_WORLD_EXPLICIT, 16},
+    {{"PATH=/bin", "WORLD_SIZE=64", "SLURM_NTASKS=32", NULL}, 0, MEM4D_OK, MEM4D_WORLD_ENV_WORLD_SIZE, 64},
+    {{"SLURM_NTASKS=32", "SLURM_JOB_NUM_NODES=8", NULL}, 0, MEM4D_OK, MEM4D_WORLD_ENV_SLURM_NTASKS, 32},
+    {{"SLURM_JOB_NUM_NODES=4", "SLURM_GPUS_ON_NODE=8", NULL}, 0, MEM4D_OK, MEM4D_WORLD_ENV_SLURM_NODES, 32},
+    {{"SLURM_JOB_NUM_NODES=2", "SLURM_NTASKS_PER_NODE=8(x2)", NULL}, 0, MEM4D_OK, MEM4D_WORLD_ENV_SLURM_NODES, 16},
+    {{"SLURM_JOB_NUM_NODES=2", NULL}, 0, MEM4D_OK, MEM4D_WORLD_NONE, 0},
+    {{"WORLD_SIZE_X=4", NULL}, 0, MEM4D_OK, MEM4D_WORLD_NONE, 0},
+    {{"WORLD_SIZE=eight", NULL}, 0, MEM4D_E_PARSE, MEM4D_WORLD_NONE, 0},
+    {{"WORLD_SIZE=0", NULL}, 0, MEM4D_E_RANGE, MEM4D_WORLD_NONE, 0},
+    {{"SLURM_JOB_NUM_NODES=2", "SLURM_GPUS_ON_NODE=8x", NULL}, 0, MEM4D_E_PARSE, MEM4D_WORLD_NONE, 0},
+};
+
+START_TEST(world_size_source)
+{
+    const struct world_case *c = &world_cases[_i];
+    struct fixture fx;
+    fx_open(&fx);
+    const char *argv[] = {"--tensor-model-parallel-size", "2"};
+    mem4d_status st = mem4d_import_megatron(fx.imp, 2, argv, c->env, c->explicit_world, fx.model, fx.layout);
+    ck_assert_int_eq(st, c->status);
+    ck_assert_int_eq(mem4d_import_world_source(fx.imp), c->source);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_WORLD), c->world);
+    if (st != MEM4D_OK)
+        ck_assert(strstr(mem4d_import_message(fx.imp), "WORLD_SIZE") ||
+                  strstr(mem4d_import_message(fx.imp), "SLURM_GPUS_ON_NODE"));
+    fx_close(&fx);
+}
+END_TEST
+
+START_TEST(megatron_rejects_null_arguments)
+{
+    struct fixture fx;
+    fx_open(&fx);
+    const char *argv[] = {"--bf16", NULL, "--fp16"};
+    ck_assert_int_eq(mem4d_import_megatron(NULL, 0, NULL, NULL, 0, fx.model, fx.layout), MEM4D_E_INVALID_ARG);
+    ck_assert_int_eq(mem4d_import_megatron(fx.imp, 1, argv, NULL, 0, NULL, fx.layout), MEM4D_E_INVALID_ARG);
+    ck_assert_int_eq(mem4d_import_megatron(fx.imp, 1, NULL, NULL, 0, fx.model, fx.layout), MEM4D_E_INVALID_ARG);
+    ck_assert_int_eq(mem4d_import_megatron(fx.imp, -1, argv, NULL, 0, fx.model, fx.layout), MEM4D_E_INVALID_ARG);
+    ck_assert_int_eq(mem4d_import_megatron(fx.imp, 3, argv, NULL, 0, fx.model, fx.layout), MEM4D_E_INVALID_ARG);
+    ck_assert_str_eq(mem4d_import_message(fx.imp), "argument 1 is NULL");
+    ck_assert_int_eq(mem4d_import_megatron(fx.imp, 0, NULL, NULL, 0, fx.model, fx.layout), MEM4D_OK);
+    ck_assert_str_eq(mem4d_import_message(NULL), "");
+    ck_assert_uint_eq(mem4d_import_warning_count(NULL), 0);
+    ck_assert_ptr_null(mem4d_import_warning(NULL, 0));
+    ck_assert_int_eq(mem4d_import_world_source(NULL), MEM4D_WORLD_NONE);
+    ck_assert_int_eq(mem4d_import_new(NULL), MEM4D_E_INVALID_ARG);
+    mem4d_import_free(NULL);
+    fx_close(&fx);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Hugging Face config.json                                                  */
+
+static const struct hf_case {
+    const char *file, *preset;
+} hf_cases[] = {
+    {"llama3.1-8b.json", "llama3.1-8b"},
+    {"mistral-7b.json", "mistral-7b"},
+    {"qwen2.5-7b.json", "qwen2.5-7b"},
+};
+
+static mem4d_status hf_file(struct fixture *fx, const char *file)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/hf/%s", data_dir, file);
+    return mem4d_import_hf_config(fx->imp, path, fx->model);
+}
+
+START_TEST(hf_config_matches_preset)
+{
+    const struct hf_case *c = &hf_cases[_i];
+    struct fixture fx;
+    fx_open(&fx);
+    mem4d_status st = hf_file(&fx, c->file);
+    if (!MEM4D_HAVE_JSON) {
+        ck_assert_int_eq(st, MEM4D_E_NO_JSON);
+        ck_assert(strstr(mem4d_import_message(fx.imp), "without JSON support") != NULL);
+        fx_close(&fx);
+        return;
+    }
+    ck_assert_msg(st == MEM4D_OK, "%s: %s", c->file, mem4d_import_message(fx.imp));
+    ck_assert_uint_eq(mem4d_import_warning_count(fx.imp), 0);
+    assert_model_is_preset(fx.model, c->preset);
+    ck_assert_int_eq(mem4d_model_validate(fx.model, NULL, 0), MEM4D_OK);
+    fx_close(&fx);
+}
+END_TEST
+
+static const struct hf_bad {
+    const char *file;
+    mem4d_status status;
+    const char *message; /* a part of it */
+} hf_bad_cases[] = {
+    {"truncated.json", MEM4D_E_JSON, "truncated"},
+    {"not-object.json", MEM4D_E_JSON, "the top level of config.json is a array, not an object"},
+    {"wrong-type.json", MEM4D_E_JSON, "\"hidden_size\" is a string, not a number"},
+    {"missing-key.json", MEM4D_E_MISSING, "config.json has no \"num_hidden_layers\""},
+    {"negative.json", MEM4D_E_RANGE, "\"num_attention_heads\" is negative (-32)"},
+    {"huge.json", MEM4D_E_RANGE, "\"vocab_size\" is too large"},
+    {"wrong-bool.json", MEM4D_E_JSON, "\"tie_word_embeddings\" is a string, not true or false"},
+    {"malformed.json", MEM4D_E_JSON, "malformed JSON"},
+    {"empty.json", MEM4D_E_JSON, "empty"},
+    {"no-such-file.json", MEM4D_E_IO, "cannot open"},
+};
+
+START_TEST(hf_broken_file_fails_cleanly)
+{
+    const struct hf_bad *c = &hf_bad_cases[_i];
+    struct fixture fx;
+    mem4d_model *before = NULL;
+    fx_open(&fx);
+    mem4d_model_free(fx.model);
+    ck_assert_int_eq(mem4d_model_new_preset("llama3-8b", &fx.model), MEM4D_OK);
+    ck_assert_int_eq(mem4d_model_new_preset("llama3-8b", &before), MEM4D_OK);
+    mem4d_status st = hf_file(&fx, c->file);
+    if (!MEM4D_HAVE_JSON) {
+        ck_assert_int_eq(st, MEM4D_E_NO_JSON);
+    } else {
+        ck_assert_msg(st == c->status, "%s: status %d (%s)", c->file, st, mem4d_import_message(fx.imp));
+        ck_assert_msg(strstr(mem4d_import_message(fx.imp), c->message) != NULL, "%s: message '%s'", c->file,
+                      mem4d_import_message(fx.imp));
+    }
+    assert_models_same(fx.model, before);
+    mem4d_model_free(before);
+    fx_close(&fx);
+}
+END_TEST
+
+START_TEST(hf_buffer_edges)
+{
+    struct fixture fx;
+    fx_open(&fx);
+    static const char doc[] = "{\"hidden_size\": 1024, \"intermediate_size\": 4096, \"num_hidden_layers\": 2,"
+                              " \"num_attention_heads\": 16, \"vocab_size\": 1000, \"model_type\": \"llama\"}";
+    if (!MEM4D_HAVE_JSON) {
+        ck_assert_int_eq(mem4d_import_hf_config_buffer(fx.imp, doc, sizeof doc - 1, fx.model), MEM4D_E_NO_JSON);
+        fx_close(&fx);
+        return;
+    }
+    /* Not NUL-terminated: the length alone bounds the document. */
+    char buf[sizeof doc + 8];
+    memcpy(buf, doc, sizeof doc - 1);
+    memset(buf + sizeof doc - 1, 'x', 9);
+    ck_assert_int_eq(mem4d_import_hf_config_buffer(fx.imp, buf, sizeof doc - 1, fx.model), MEM4D_OK);
+    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_NUM_KV_HEADS), 0);   /* default k = a */
+    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_TIED_EMBEDDINGS), 0); /* HF default: untied */
+    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_QKV_BIAS), 0);
+    /* Trailing text after the object. */
+    ck_assert_int_eq(mem4d_import_hf_config_buffer(fx.imp, buf, sizeof doc + 2, fx.model), MEM4D_E_JSON);
+    ck_assert(strstr(mem4d_import_message(fx.imp), "unexpected text after the JSON document") != NULL);
+    /* An integer written as 4096.0 is read; 4096.5 is not an integer. */
+    static const char frac[] = "{\"hidden_size\": 1024.5, \"intermediate_size\": 4096, \"num_hidden_layers\": 2,"
+                               " \"num_attention_heads\": 16, \"vocab_size\": 1000}";
+    ck_assert_int_eq(mem4d_import_hf_config_buffer(fx.imp, frac, sizeof frac - 1, fx.model), MEM4D_E_JSON);
+    ck_assert_str_eq(mem4d_import_message(fx.imp), "\"hidden_size\" is 1024.5, not a whole number");
+    /* Out-of-range values name the key. */
+    static const char zero[] = "{\"hidden_size\": 0, \"intermediate_size\": 4096, \"num_hidden_layers\": 2,"
+                               " \"num_attention_heads\": 16, \"vocab_size\": 1000, \"model_type\": \"llama\"}";
+    ck_assert_int_eq(mem4d_import_hf_config_buffer(fx.imp, zero, sizeof zero - 1, fx.model), MEM4D_E_RANGE);
+    ck_assert_str_eq(mem4d_import_message(fx.imp), "\"hidden_size\" 0 is outside the accepted range [1, 1048576]");
+    /* Unknown families still read, with a warning. */
+    static const char gpt[] = "{\"hidden_size\": 1024, \"intermediate_size\": 4096, \"num_hidden_layers\": 2,"
+                              " \"num_attention_heads\": 16, \"vocab_size\": 1000, \"model_type\": \"gpt2\","
+                              " \"num_key_value_heads\": null}";
+    ck_assert_int_eq(mem4d_import_hf_config_buffer(fx.imp, gpt, sizeof gpt - 1, fx.model), MEM4D_OK);
+    ck_assert_uint_eq(mem4d_import_warning_count(fx.imp), 1);
+    ck_assert(has_warning(fx.imp, "\"gpt2\""));
+    ck_assert_int_eq(mem4d_import_hf_config_buffer(fx.imp, "", 0, fx.model), MEM4D_E_JSON);
+    ck_assert_int_eq(mem4d_import_hf_config_buffer(fx.imp, NULL, 3, fx.model), MEM4D_E_INVALID_ARG);
+    ck_assert_int_eq(mem4d_import_hf_config_buffer(NULL, doc, 3, fx.model), MEM4D_E_INVALID_ARG);
+    ck_assert_int_eq(mem4d_import_hf_config(fx.imp, NULL, fx.model), MEM4D_E_INVALID_ARG);
+    fx_close(&fx);
+}
+END_TEST
+
+START_TEST(hf_deeply_nested_document_is_an_error)
+{
+    struct fixture fx;
+    fx_open(&fx);
+    char doc[4096];
+    size_t n = 0;
+    for (int i = 0; i < 2000; i++)
+        doc[n++] = '[';
+    if (!MEM4D_HAVE_JSON) {
+        ck_assert_int_eq(mem4d_import_hf_config_buffer(fx.imp, doc, n, fx.model), MEM4D_E_NO_JSON);
+    } else {
+        ck_assert_int_eq(mem4d_import_hf_config_buffer(fx.imp, doc, n, fx.model), MEM4D_E_JSON);
+        ck_assert(strstr(mem4d_import_message(fx.imp), "malformed JSON") != NULL);
+    }
+    fx_close(&fx);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+
+#define N(a) (int)(sizeof(a) / sizeof((a)[0]))
+
+static Suite *import_suite(void)
+{
+    Suite *s = suite_create("import");
+    TCase *tc = tcase_create("megatron");
+    tcase_add_loop_test(tc, launcher_file_matches_preset, 0, N(launcher_cases));
+    tcase_add_test(tc, unknown_flags_warn_and_skip_their_values);
+    tcase_add_loop_test(tc, broken_file_fails_naming_the_flag, 0, N(failing_files));
+    tcase_add_loop_test(tc, bad_vector_fails_with_exact_status, 0, N(bad_vectors));
+    tcase_add_test(tc, megatron_defaults_apply_to_a_described_model);
+    tcase_add_test(tc, swiglu_default_ffn_is_megatrons);
+    tcase_add_test(tc, query_groups_need_gqa_flag);
+    tcase_add_loop_test(tc, precision_follows_megatron, 0, N(precision_cases));
+    tcase_add_loop_test(tc, layout_flag_maps, 0, N(layout_cases));
+    tcase_add_test(tc, layout_only_vector_leaves_model_alone);
+    tcase_add_test(tc, moe_topk_defaults_to_two);
+    tcase_add_test(tc, silent_flags_say_nothing);
+    tcase_add_test(tc, memory_flags_not_modelled_warn);
+    tcase_add_test(tc, warnings_are_bounded);
+    tcase_add_loop_test(tc, world_size_source, 0, N(world_cases));
+    tcase_add_test(tc, megatron_rejects_null_arguments);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("hf");
+    tcase_add_loop_test(tc, hf_config_matches_preset, 0, N(hf_cases));
+    tcase_add_loop_test(tc, hf_broken_file_fails_cleanly, 0, N(hf_bad_cases));
+    tcase_add_test(tc, hf_buffer_edges);
+    tcase_add_test(tc, hf_deeply_nested_document_is_an_error);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1)
+        data_dir = argv[1];
+    else if (getenv("MEM4D_TEST_DATA"))
+        data_dir = getenv("MEM4D_TEST_DATA");
+    SRunner *sr = srunner_create(import_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
