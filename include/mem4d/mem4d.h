@@ -436,7 +436,10 @@ MEM4D_API const char *mem4d_layout_param_name(mem4d_layout_param key);
 MEM4D_API mem4d_status mem4d_layout_param_from_name(const char *name, mem4d_layout_param *key);
 
 /**
- * Bounds of a layout parameter.
+ * Bounds of a layout parameter. Keys holding a byte width (main_grad_bytes,
+ * param_bytes, optimizer_state_bytes, master_weight_bytes) accept only the
+ * widths listed in their documentation; every other value in [min, max] is
+ * accepted by mem4d_layout_set().
  * @param key The parameter.
  * @param[out] min Receives the lowest value (may be NULL).
  * @param[out] max Receives the highest value (may be NULL).
