@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+# Exit statuses of `mem4d check`: 0 fits, 1 out of memory (or tight with
+# --strict), 2 invalid input. Standard library only.
+#
+# usage: cli-check.py PATH/TO/mem4d PATH/TO/tests/data
+# SPDX-License-Identifier: MIT
+import json
+import os
+import shlex
+import subprocess
+import sys
+
+MEM4D, DATA = sys.argv[1], sys.argv[2]
+GIB = 1 << 30
+failures = []
+
+
+def args_file(name):
+    with open(os.path.join(DATA, "megatron", name)) as f:
+        return shlex.split(f.read().replace("\\\n", " "), comments=True)
+
+
+def clean_env(**extra):
+    """The caller's environment without any world-size source, plus extra."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("WORLD_SIZE", "SLURM_NTASKS", "SLURM_JOB_NUM_NODES",
+                        "SLURM_GPUS_ON_NODE", "SLURM_NTASKS_PER_NODE")}
+    env.update(extra)
+    return env
+
+
+def check(options, megatron, env=None):
+    cmd = [MEM4D, "check"] + options + ["--"] + megatron
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env or clean_env(), timeout=60)
+    return p.returncode, p.stdout, p.stderr
+
+
+def expect(name, got, want, out="", err=""):
+    if got != want:
+        failures.append(f"{name}: exit {got}, expected {want}\n--- stdout\n{out}--- stderr\n{err}")
+    print(f"{'ok' if got == want else 'FAIL'}: {name} (exit {got})")
+
+
+def expect_in(name, needle, text):
+    if needle not in text:
+        failures.append(f"{name}: '{needle}' not in:\n{text}")
+    print(f"{'ok' if needle in text else 'FAIL'}: {name}")
+
+
+llama2 = args_file("llama2-7b-tp2-pp2.args")
+llama3 = args_file("llama3-8b-tp1-cp2.args")
+
+# Fits: exit 0, the world size from each source.
+rc, out, err = check(["--world-size", "32"], llama2)
+expect("fits with --world-size", rc, 0, out, err)
+expect_in("fits prints the verdict", "check: fits", out)
+expect_in("fits names the world source", "world size 32 (from --world-size)", out)
+rc, out, err = check([], llama2, clean_env(WORLD_SIZE="32"))
+expect("fits with WORLD_SIZE", rc, 0, out, err)
+expect_in("WORLD_SIZE named", "(from WORLD_SIZE)", out)
+rc, out, err = check([], llama2, clean_env(SLURM_JOB_NUM_NODES="4", SLURM_GPUS_ON_NODE="8"))
+expect("fits with SLURM nodes x GPUs", rc, 0, out, err)
+expect_in("SLURM named", "world size 32 (from SLURM_JOB_NUM_NODES", out)
+
+# JSON: parseable, same exit status inside.
+rc, out, err = check(["--world-size", "8", "--json"], llama3)
+doc = json.loads(out)
+expect("json exit_status is the exit status", doc["exit_status"], rc, out, err)
+want = {"fits": 0, "tight": 0, "oom": 1}[doc["report"]["verdict"]]
+expect("json verdict agrees", rc, want, out, err)
+peak = doc["report"]["peak_bytes"]
+expect("json world", doc["world_size"], 8, out, err)
+
+# Out of memory: a GPU far smaller than the peak.
+small = "%.3f" % (peak / 2 / GIB)
+rc, out, err = check(["--world-size", "8", "--gpu-memory-gib", small], llama3)
+expect("oom", rc, 1, out, err)
+expect_in("oom prints the verdict", "check: oom", out)
+
+# Tight: peak at about 90% of memory; exit 0, or 1 with --strict.
+tight = "%.3f" % (peak / 0.9 / GIB)
+rc, out, err = check(["--world-size", "8", "--gpu-memory-gib", tight], llama3)
+expect("tight without --strict", rc, 0, out, err)
+expect_in("tight verdict", "check: tight", out)
+rc, out, err = check(["--world-size", "8", "--gpu-memory-gib", tight, "--strict"], llama3)
+expect("tight with --strict", rc, 1, out, err)
+
+# Warnings go to stderr, the report to stdout.
+rc, out, err = check(["--world-size", "16"], args_file("llama3-8b-unknown-flags.args"))
+expect("unknown flags still check", rc, 0, out, err)
+expect_in("warning on stderr", "mem4d: warning: --frobnicate-the-gradients", err)
+if "warning" in out:
+    failures.append("warnings leaked to stdout")
+
+# Invalid input: exit 2, with the reason on stderr.
+invalid = [
+    ("missing value", ["--world-size", "8"], args_file("missing-value.args"), "--num-layers needs a value"),
+    ("non-numeric", ["--world-size", "8"], args_file("non-numeric.args"), "'4k'"),
+    ("contradictory", ["--world-size", "8"], args_file("contradictory.args"), "--bf16 and --fp16"),
+    ("no world size", [], llama2, "world size is unknown"),
+    ("world not divisible", ["--world-size", "6"], llama2, "not divisible"),
+    ("unknown gpu", ["--gpu", "z80", "--world-size", "32"], llama2, "unknown gpu"),
+    ("unknown option", ["--frobnicate"], llama2, "unknown option"),
+    ("bad world size", ["--world-size", "eight"], llama2, "--world-size"),
+    ("no megatron arguments", ["--world-size", "8"], [], "no Megatron-LM arguments"),
+    ("bad WORLD_SIZE", [], llama2, "WORLD_SIZE"),
+]
+for name, opts, megatron, needle in invalid:
+    env = clean_env(WORLD_SIZE="lots") if name == "bad WORLD_SIZE" else None
+    rc, out, err = check(opts, megatron, env)
+    expect(name, rc, 2, out, err)
+    expect_in(name + " says why", needle, err)
+
+p = subprocess.run([MEM4D, "check", "--help"], capture_output=True, text=True, timeout=60)
+expect("--help", p.returncode, 0, p.stdout, p.stderr)
+
+if failures:
+    print("\n\n".join(failures), file=sys.stderr)
+    sys.exit(1)
