@@ -2,7 +2,9 @@
 # Exit statuses of `mem4d check`: 0 fits, 1 out of memory (or tight with
 # --strict), 2 invalid input. Standard library only.
 #
-# usage: cli-check.py PATH/TO/mem4d PATH/TO/tests/data
+# usage: cli-check.py PATH/TO/mem4d PATH/TO/tests/data [PATH/TO/mem4d-admit]
+# Also runs examples/preflight.sh (--dry-run) and, when given, the admission
+# hook example, whose exit statuses follow the same verdicts.
 # SPDX-License-Identifier: MIT
 import json
 import os
@@ -10,7 +12,9 @@ import shlex
 import subprocess
 import sys
 
-MEM4D, DATA = sys.argv[1], sys.argv[2]
+MEM4D, DATA = os.path.abspath(sys.argv[1]), sys.argv[2]
+ADMIT = sys.argv[3] if len(sys.argv) > 3 else None
+PREFLIGHT = os.path.join(DATA, "..", "..", "examples", "preflight.sh")
 GIB = 1 << 30
 failures = []
 
@@ -113,6 +117,50 @@ for name, opts, megatron, needle in invalid:
 
 p = subprocess.run([MEM4D, "check", "--help"], capture_output=True, text=True, timeout=60)
 expect("--help", p.returncode, 0, p.stdout, p.stderr)
+
+# preflight.sh: launches (here: prints) only when the check passes; the
+# world size comes from torchrun's --nproc-per-node x --nnodes.
+def preflight(opts, megatron):
+    cmd = ["bash", PREFLIGHT, "--dry-run"] + opts + ["--", "torchrun", "--nproc-per-node", "8",
+                                                     "--nnodes=4", "pretrain_gpt.py"] + megatron
+    p = subprocess.run(cmd, capture_output=True, text=True, env=clean_env(MEM4D=MEM4D), timeout=60)
+    return p.returncode, p.stdout, p.stderr
+
+
+rc, out, err = preflight([], llama2)
+expect("preflight launches a job that fits", rc, 0, out, err)
+expect_in("preflight world size from torchrun", "world size 32 (from --world-size)", out)
+expect_in("preflight prints the launch", "would run: torchrun", out)
+rc, out, err = preflight(["--gpu-memory-gib", "4"], llama2)
+expect("preflight refuses an oom job", rc, 1, out, err)
+expect_in("preflight says why", "not launching", err)
+rc, out, err = preflight([], args_file("non-numeric.args"))
+expect("preflight refuses invalid arguments", rc, 2, out, err)
+if "would run" in out:
+    failures.append("preflight launched a refused job")
+
+# The admission hook: admit (0), reject (1), propose (3).
+if ADMIT:
+    def admit(args_name, gpus, *extra):
+        cmd = [ADMIT, "--args", os.path.join(DATA, "megatron", args_name), "--gpu", "h100-80",
+               "--gpus", str(gpus)] + list(extra)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        return p.returncode, p.stdout, p.stderr
+
+    rc, out, err = admit("llama2-7b-tp2-pp2.args", 32)
+    expect("admit a job that fits", rc, 0, out, err)
+    rc, out, err = admit("llama2-7b-tp2-pp2.args", 32, "--gpu-memory-gib")
+    expect("admit usage error", rc, 2, out, err)
+    rc, out, err = admit("non-numeric.args", 8)
+    expect("reject invalid arguments", rc, 1, out, err)
+    expect_in("reject names the flag", "--hidden-size", out)
+    rc, out, err = admit("llama3-70b-tp8-pp4-vpp.args", 64, "--json")
+    doc = json.loads(out)
+    expect("admit json decision", doc["decision"], "admit", out, err)
+    # Out of memory as written; another layout of the same GPUs fits.
+    rc, out, err = admit("llama3-70b-tp4-mbs4.args", 64)
+    expect("propose another layout", rc, 3, out, err)
+    expect_in("proposal is Megatron flags", "propose: --tensor-model-parallel-size", out)
 
 if failures:
     print("\n\n".join(failures), file=sys.stderr)
