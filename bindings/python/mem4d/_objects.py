@@ -17,8 +17,10 @@ class _Handle:
         self._ptr = ptr
 
     def close(self):
-        ptr, self._ptr = getattr(self, "_ptr", None), None
+        ptr = getattr(self, "_ptr", None)
         if ptr:
+            # A typed NULL stays behind, so later calls get MEM4D_E_INVALID_ARG.
+            self._ptr = type(ptr)()
             type(self)._free(ptr)
 
     def __del__(self):
@@ -33,9 +35,9 @@ class _Handle:
 
     @property
     def _as_parameter_(self):
-        # Lets a wrapper object be passed straight to a C function.
-        if not self._ptr:
-            raise ValueError(f"{type(self).__name__} is closed")
+        # Lets a wrapper object be passed straight to a C function. A closed
+        # object passes NULL, which every function refuses with
+        # MEM4D_E_INVALID_ARG (destructors accept it).
         return self._ptr
 
 

@@ -17,20 +17,12 @@ use std::process::Command;
 
 fn pkg_config_dirs() -> Option<Vec<PathBuf>> {
     let program = env::var("PKG_CONFIG").unwrap_or_else(|_| "pkg-config".into());
-    let out = Command::new(program)
-        .args(["--libs-only-L", "mem4d"])
-        .output()
-        .ok()?;
+    let out = Command::new(program).args(["--libs-only-L", "mem4d"]).output().ok()?;
     if !out.status.success() {
         return None;
     }
     let text = String::from_utf8(out.stdout).ok()?;
-    Some(
-        text.split_whitespace()
-            .filter_map(|flag| flag.strip_prefix("-L"))
-            .map(PathBuf::from)
-            .collect(),
-    )
+    Some(text.split_whitespace().filter_map(|flag| flag.strip_prefix("-L")).map(PathBuf::from).collect())
 }
 
 fn main() {

@@ -295,9 +295,11 @@ extern "C" {
     pub fn mem4d_report_peak_stage(report: *const mem4d_report) -> u32;
     pub fn mem4d_report_peak_bytes(report: *const mem4d_report) -> u64;
     pub fn mem4d_report_device_bytes(report: *const mem4d_report) -> u64;
-    pub fn mem4d_report_get(report: *const mem4d_report, stage: u32, term: mem4d_term, value: *mut u64) -> mem4d_status;
+    pub fn mem4d_report_get(report: *const mem4d_report, stage: u32, term: mem4d_term, value: *mut u64)
+        -> mem4d_status;
     pub fn mem4d_report_info(report: *const mem4d_report, info: mem4d_info, value: *mut u64) -> mem4d_status;
-    pub fn mem4d_report_metric(report: *const mem4d_report, metric: mem4d_metric, value: *mut c_double) -> mem4d_status;
+    pub fn mem4d_report_metric(report: *const mem4d_report, metric: mem4d_metric, value: *mut c_double)
+        -> mem4d_status;
     pub fn mem4d_verdict_name(verdict: mem4d_verdict) -> *const c_char;
     pub fn mem4d_mode_name(mode: mem4d_mode) -> *const c_char;
     pub fn mem4d_term_name(term: mem4d_term) -> *const c_char;
@@ -318,9 +320,14 @@ extern "C" {
         values: *const u64,
         count: usize,
     ) -> mem4d_status;
-    pub fn mem4d_search_next(search: *mut mem4d_search, layout: *mut mem4d_layout, report: *mut mem4d_report) -> mem4d_status;
+    pub fn mem4d_search_next(
+        search: *mut mem4d_search,
+        layout: *mut mem4d_layout,
+        report: *mut mem4d_report,
+    ) -> mem4d_status;
     pub fn mem4d_search_reset(search: *mut mem4d_search) -> mem4d_status;
-    pub fn mem4d_search_stat_get(search: *const mem4d_search, stat: mem4d_search_stat, value: *mut u64) -> mem4d_status;
+    pub fn mem4d_search_stat_get(search: *const mem4d_search, stat: mem4d_search_stat, value: *mut u64)
+        -> mem4d_status;
     pub fn mem4d_solve_max_micro_batch(
         model: *const mem4d_model,
         layout: *const mem4d_layout,
@@ -354,7 +361,11 @@ extern "C" {
         model: *mut mem4d_model,
         layout: *mut mem4d_layout,
     ) -> mem4d_status;
-    pub fn mem4d_import_hf_config(import: *mut mem4d_import, path: *const c_char, model: *mut mem4d_model) -> mem4d_status;
+    pub fn mem4d_import_hf_config(
+        import: *mut mem4d_import,
+        path: *const c_char,
+        model: *mut mem4d_model,
+    ) -> mem4d_status;
     pub fn mem4d_import_hf_config_buffer(
         import: *mut mem4d_import,
         json: *const c_char,

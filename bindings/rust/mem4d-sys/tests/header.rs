@@ -48,17 +48,13 @@ fn strip_comments(text: &str) -> String {
 }
 
 fn idents(text: &str) -> Vec<&str> {
-    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-        .filter(|w| !w.is_empty())
-        .collect()
+    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).filter(|w| !w.is_empty()).collect()
 }
 
 /// Split "type name" into (type, name): the name is the last identifier.
 fn split_decl(decl: &str) -> (&str, &str) {
     let decl = decl.trim();
-    let cut = decl
-        .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-        .map_or(0, |i| i + 1);
+    let cut = decl.rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).map_or(0, |i| i + 1);
     (&decl[..cut], &decl[cut..])
 }
 

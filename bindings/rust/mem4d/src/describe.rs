@@ -51,9 +51,7 @@ impl<T> Api<T> {
     fn keys(&self) -> Vec<String> {
         // SAFETY: count and name take no handle; name returns a static string.
         let count = unsafe { (self.count)() };
-        (0..count)
-            .map(|i| unsafe { owned_str((self.name)(i as c_int)) })
-            .collect()
+        (0..count).map(|i| unsafe { owned_str((self.name)(i as c_int)) }).collect()
     }
 
     fn set(&self, h: NonNull<T>, name: &str, value: u64) -> Result<()> {
@@ -261,7 +259,10 @@ described!(
     Device, sys::mem4d_device, DEVICE_API, "device", device
 );
 
-fn preset_names(count: unsafe extern "C" fn() -> usize, name: unsafe extern "C" fn(usize) -> *const c_char) -> Vec<String> {
+fn preset_names(
+    count: unsafe extern "C" fn() -> usize,
+    name: unsafe extern "C" fn(usize) -> *const c_char,
+) -> Vec<String> {
     // SAFETY: both take no handle; names are static strings.
     unsafe { (0..count()).map(|i| owned_str(name(i))).collect() }
 }

@@ -12,10 +12,29 @@ use mem4d_sys as sys;
 pub struct Status(pub i32);
 
 const NAMES: [&str; 23] = [
-    "OK", "END", "E_INVALID_ARG", "E_NOMEM", "E_RANGE", "E_UNKNOWN_KEY", "E_UNKNOWN_PRESET",
-    "E_PARSE", "E_MODEL", "E_HEADS_TP", "E_KV_HEADS_TP", "E_LAYERS_PP", "E_WORLD", "E_SEQ",
-    "E_BATCH", "E_UNSUPPORTED", "E_NO_JSON", "E_IO", "E_JSON", "E_MISSING", "E_CONFLICT",
-    "E_DIM_TP", "E_EXPERTS",
+    "OK",
+    "END",
+    "E_INVALID_ARG",
+    "E_NOMEM",
+    "E_RANGE",
+    "E_UNKNOWN_KEY",
+    "E_UNKNOWN_PRESET",
+    "E_PARSE",
+    "E_MODEL",
+    "E_HEADS_TP",
+    "E_KV_HEADS_TP",
+    "E_LAYERS_PP",
+    "E_WORLD",
+    "E_SEQ",
+    "E_BATCH",
+    "E_UNSUPPORTED",
+    "E_NO_JSON",
+    "E_IO",
+    "E_JSON",
+    "E_MISSING",
+    "E_CONFLICT",
+    "E_DIM_TP",
+    "E_EXPERTS",
 ];
 
 #[allow(missing_docs)]

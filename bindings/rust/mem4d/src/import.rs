@@ -165,3 +165,9 @@ pub fn import_megatron(args: &[&str], env: Option<&[&str]>, world_size: u64) -> 
     importer.megatron(args, env, world_size, &mut model, &mut layout)?;
     Ok(MegatronImport { model, layout, warnings: importer.warnings(), world_source: importer.world_source() })
 }
+
+impl std::fmt::Debug for Importer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Importer").field("message", &self.message()).field("warnings", &self.warnings()).finish()
+    }
+}

@@ -295,3 +295,20 @@ pub fn estimate(model: &Model, layout: &Layout, device: &Device) -> Result<Repor
     report.estimate(model, layout, device)?;
     Ok(report)
 }
+
+impl fmt::Debug for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut s = f.debug_struct("Report");
+        s.field("status", &self.status());
+        if self.status() == Status::OK {
+            s.field("mode", &self.mode())
+                .field("verdict", &self.verdict())
+                .field("peak_stage", &self.peak_stage())
+                .field("peak_bytes", &self.peak_bytes())
+                .field("device_bytes", &self.device_bytes());
+        } else {
+            s.field("message", &self.message());
+        }
+        s.finish()
+    }
+}

@@ -150,7 +150,12 @@ impl Iterator for Search {
 }
 
 fn solve(
-    f: unsafe extern "C" fn(*const sys::mem4d_model, *const sys::mem4d_layout, *const sys::mem4d_device, *mut u64) -> i32,
+    f: unsafe extern "C" fn(
+        *const sys::mem4d_model,
+        *const sys::mem4d_layout,
+        *const sys::mem4d_device,
+        *mut u64,
+    ) -> i32,
     model: &Model,
     layout: &Layout,
     device: &Device,
@@ -180,8 +185,30 @@ pub fn min_gpus(model: &Model, device: &Device, base: &Layout, max_gpus: u64) ->
     let mut layout = Layout::new()?;
     // SAFETY: live handles; valid out-pointers.
     let code = unsafe {
-        sys::mem4d_solve_min_gpus(model.as_ptr(), device.as_ptr(), base.as_ptr(), max_gpus, &mut gpus, layout.as_mut_ptr())
+        sys::mem4d_solve_min_gpus(
+            model.as_ptr(),
+            device.as_ptr(),
+            base.as_ptr(),
+            max_gpus,
+            &mut gpus,
+            layout.as_mut_ptr(),
+        )
     };
     check(code, String::new)?;
     Ok((gpus != 0).then_some((gpus, layout)))
+}
+
+impl std::fmt::Debug for Search {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Search")
+            .field("yielded", &self.stat(SearchStat::Yielded).unwrap_or(0))
+            .field("done", &self.done)
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for Plan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Plan").field("layout", &self.layout).field("report", &self.report).finish()
+    }
 }

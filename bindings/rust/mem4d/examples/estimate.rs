@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: MIT
+//! Print the memory of every pipeline stage of Llama-3.1-70B on H100-80GB,
+//! tp 8 pp 4 dp 2, micro-batch 1, sequence 8192: the same table as
+//!
+//!     mem4d estimate --model llama3.1-70b --gpu h100-80 --tp 8 --pp 4 --dp 2 --mbs 1 --seq 8192
+//!
+//! Run: MEM4D_LIB_DIR=build/lib cargo run --offline --example estimate
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use mem4d::{estimate, Device, Info, Layout, Model, Report, GIB};
+
+fn gib(bytes: u64) -> f64 {
+    bytes as f64 / GIB
+}
+
+/// The CLI's table (examples/mem4d/common.c, cli_print_report).
+fn print_report(
+    out: &mut impl Write,
+    model: &Model,
+    layout: &Layout,
+    device: &Device,
+    r: &Report,
+) -> mem4d::Result<()> {
+    let key = |k: &str| layout.get(k);
+    writeln!(
+        out,
+        "{} on {}, tp {} cp {} pp {} dp {}, micro-batch {}, sequence {}, {} mode",
+        model.name(),
+        device.name(),
+        key("tp")?,
+        key("cp")?,
+        key("pp")?,
+        r.info(Info::Dp)?,
+        key("mbs")?,
+        key("seq")?,
+        r.mode()
+    )
+    .ok();
+    writeln!(
+        out,
+        "{:>5} {:>8} {:>9} {:>9} {:>11} {:>9} {:>9} {:>9}",
+        "stage", "layers", "weights", "grads", "optimizer", "activ.", "overhead", "total"
+    )
+    .ok();
+    for (i, s) in r.stages()?.iter().enumerate() {
+        let peak = if i as u32 == r.peak_stage() { "  <- peak" } else { "" };
+        writeln!(
+            out,
+            "{:5} {:8} {:9.2} {:9.2} {:11.2} {:9.2} {:9.2} {:9.2}{}",
+            i,
+            s.layers,
+            gib(s.weights),
+            gib(s.gradients),
+            gib(s.optimizer),
+            gib(s.activations),
+            gib(s.overhead),
+            gib(s.total),
+            peak
+        )
+        .ok();
+    }
+    let (dev, peak) = (r.device_bytes(), r.peak_bytes());
+    let share = if dev != 0 { 100.0 * peak as f64 / dev as f64 } else { 0.0 };
+    writeln!(out, "GiB. peak {:.2} GiB of {:.2} GiB ({:.1}%): {}", gib(peak), gib(dev), share, r.verdict()).ok();
+    Ok(())
+}
+
+fn run() -> mem4d::Result<()> {
+    let model = Model::preset("llama3.1-70b")?;
+    let layout = Layout::with(&[("tp", 8), ("pp", 4), ("dp", 2), ("mbs", 1), ("seq", 8192)])?;
+    let device = Device::preset("h100-80")?;
+    let report = estimate(&model, &layout, &device)?;
+    print_report(&mut io::stdout().lock(), &model, &layout, &device, &report)
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("estimate: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
