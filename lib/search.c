@@ -1,0 +1,779 @@
+/*
+ * Search: enumerate every valid layout of a model on a GPU count, estimate
+ * each, filter by memory and rank by predicted step time.
+ *
+ * The space is walked as groups (t, c, p, v, dist_opt) — d follows from the
+ * world size — and, inside a group, recompute modes and micro-batch sizes b.
+ * Two facts let whole sub-spaces be skipped without an estimate when only
+ * fitting layouts are wanted (both are checked against brute force by
+ * tests/test-search.c):
+ *  - weights, gradients and optimizer state of a stage do not depend on b or
+ *    on recompute, so a group whose static bytes exceed the fit limit on some
+ *    stage holds no fitting layout;
+ *  - memory never decreases when b grows (activations scale with
+ *    b * min(in-flight, m), and b * m is fixed), so once b does not fit no
+ *    larger b does.
+ * Nothing is allocated per layout: groups, micro-batch lists and ranked
+ * results live in arrays grown geometrically.
+ * SPDX-License-Identifier: MIT
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "private.h"
+
+/* The searched knobs, in loop order from the outside in. */
+enum { K_TP, K_CP, K_PP, K_DP, K_MBS, K_VPP, K_RC, K_DIST, K_N };
+
+static const mem4d_layout_param knob_key[K_N] = {
+    MEM4D_LAYOUT_TP, MEM4D_LAYOUT_CP, MEM4D_LAYOUT_PP, MEM4D_LAYOUT_DP,
+    MEM4D_LAYOUT_MICRO_BATCH, MEM4D_LAYOUT_VPP, MEM4D_LAYOUT_RECOMPUTE, MEM4D_LAYOUT_DIST_OPT,
+};
+
+#define ALLOW_MAX 64
+/* Micro-batch sizes tried when the global batch is unknown and b is not bounded. */
+#define MBS_UNBOUNDED_MAX 64
+
+struct knob {
+    uint64_t lo, hi;
+    uint64_t set[ALLOW_MAX]; /* sorted, unique; used when nset > 0 */
+    size_t nset;
+};
+
+struct group {
+    uint64_t t, c, p, d, v, dist;
+};
+
+/* One ranked result: enough to rebuild the layout and order it. */
+struct cand {
+    double step;      /* predicted seconds; INFINITY without metrics */
+    uint64_t peak;
+    uint32_t gi;      /* index of its group */
+    uint32_t b;
+    uint8_t rc, verdict;
+};
+
+struct mem4d_search {
+    mem4d_model model;
+    mem4d_device dev;
+    mem4d_layout base, work;
+    uint64_t opt[4];
+    struct knob knob[K_N];
+    bool started, built;
+    /* enumeration */
+    struct group *groups;
+    size_t ngroups, gcap;
+    uint64_t *mbs;     /* b values of the current group */
+    size_t nmbs, mcap;
+    uint64_t rcs[3];
+    size_t nrc;
+    size_t gi, ri, bi; /* position: next candidate to evaluate */
+    bool in_group;
+    /* ranking */
+    struct cand *cands;
+    size_t ncand, ccap, ci;
+    bool ranked_done;
+    mem4d_report *scratch;
+    uint64_t stat[4];
+};
+
+static int knob_index(mem4d_layout_param key)
+{
+    for (int i = 0; i < K_N; i++)
+        if (knob_key[i] == key)
+            return i;
+    return -1;
+}
+
+static bool knob_allows(const struct knob *k, uint64_t v)
+{
+    if (v < k->lo || v > k->hi)
+        return false;
+    if (k->nset == 0)
+        return true;
+    for (size_t i = 0; i < k->nset; i++)
+        if (k->set[i] == v)
+            return true;
+    return false;
+}
+
+/* Geometric growth of an array of `size`-byte elements; false on failure. */
+static bool grow(void **arr, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap)
+        return true;
+    size_t n = *cap ? *cap : 64;
+    while (n < need)
+        n *= 2;
+    void *p = realloc(*arr, n * size);
+    if (!p)
+        return false;
+    *arr = p;
+    *cap = n;
+    return true;
+}
+
+static void knobs_default(mem4d_search *s)
+{
+    for (int i = 0; i < K_N; i++) {
+        uint64_t lo, hi;
+        mem4d_layout_param_bounds(knob_key[i], &lo, &hi);
+        s->knob[i].lo = lo;
+        s->knob[i].hi = hi;
+        s->knob[i].nset = 0;
+    }
+    s->knob[K_DP].lo = 1; /* dp 0 means "derive" in a layout, never in a search */
+}
+
+mem4d_status mem4d_search_new(const mem4d_model *model, const mem4d_device *device,
+                              const mem4d_layout *base, mem4d_search **out)
+{
+    if (!out)
+        return MEM4D_E_INVALID_ARG;
+    *out = NULL;
+    if (!model || !device || !base)
+        return MEM4D_E_INVALID_ARG;
+    if (base->v[MEM4D_LAYOUT_WORLD] == 0 || base->v[MEM4D_LAYOUT_SEQ_LENGTH] == 0 ||
+        device->v[MEM4D_DEVICE_MEMORY_BYTES] == 0)
+        return MEM4D_E_MISSING;
+    mem4d_status st = m4d_model_check(model, NULL, 0);
+    if (st != MEM4D_OK)
+        return st;
+    mem4d_search *s = calloc(1, sizeof *s);
+    if (!s)
+        return MEM4D_E_NOMEM;
+    if (mem4d_report_new(&s->scratch) != MEM4D_OK) {
+        free(s);
+        return MEM4D_E_NOMEM;
+    }
+    s->model = *model;
+    s->dev = *device;
+    s->base = *base;
+    s->opt[MEM4D_SEARCH_FITS_ONLY] = 1;
+    s->opt[MEM4D_SEARCH_NODE_LOCAL] = 1;
+    s->opt[MEM4D_SEARCH_RANKED] = 1;
+    s->opt[MEM4D_SEARCH_MAX_RESULTS] = 0;
+    knobs_default(s);
+    *out = s;
+    return MEM4D_OK;
+}
+
+void mem4d_search_free(mem4d_search *search)
+{
+    if (!search)
+        return;
+    free(search->groups);
+    free(search->mbs);
+    free(search->cands);
+    mem4d_report_free(search->scratch);
+    free(search);
+}
+
+mem4d_status mem4d_search_set_option(mem4d_search *search, mem4d_search_option option, uint64_t value)
+{
+    if (!search || (unsigned)option > MEM4D_SEARCH_MAX_RESULTS)
+        return MEM4D_E_INVALID_ARG;
+    if (search->started)
+        return MEM4D_E_CONFLICT;
+    if (option != MEM4D_SEARCH_MAX_RESULTS && value > 1)
+        return MEM4D_E_RANGE;
+    search->opt[option] = value;
+    return MEM4D_OK;
+}
+
+/* Common checks of bound() and allow(); returns the knob or NULL with *st set. */
+static struct knob *knob_for(mem4d_search *search, mem4d_layout_param key, mem4d_status *st)
+{
+    *st = MEM4D_E_INVALID_ARG;
+    if (!search)
+        return NULL;
+    int i = knob_index(key);
+    if (i < 0) {
+        *st = (unsigned)key < M4D_LAYOUT_NPARAM ? MEM4D_E_UNSUPPORTED : MEM4D_E_INVALID_ARG;
+        return NULL;
+    }
+    if (search->started) {
+        *st = MEM4D_E_CONFLICT;
+        return NULL;
+    }
+    *st = MEM4D_OK;
+    return &search->knob[i];
+}
+
+mem4d_status mem4d_search_bound(mem4d_search *search, mem4d_layout_param key, uint64_t min, uint64_t max)
+{
+    mem4d_status st;
+    struct knob *k = knob_for(search, key, &st);
+    if (!k)
+        return st;
+    uint64_t klo, khi;
+    mem4d_layout_param_bounds(key, &klo, &khi);
+    if (min > max || min < klo || max > khi)
+        return MEM4D_E_RANGE;
+    uint64_t lo = min > k->lo ? min : k->lo, hi = max < k->hi ? max : k->hi;
+    if (lo > hi)
+        return MEM4D_E_RANGE;
+    k->lo = lo;
+    k->hi = hi;
+    return MEM4D_OK;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+mem4d_status mem4d_search_allow(mem4d_search *search, mem4d_layout_param key, const uint64_t *values, size_t count)
+{
+    mem4d_status st;
+    struct knob *k = knob_for(search, key, &st);
+    if (!k)
+        return st;
+    if (!values)
+        return MEM4D_E_INVALID_ARG;
+    if (count == 0 || count > ALLOW_MAX)
+        return MEM4D_E_RANGE;
+    uint64_t klo, khi, tmp[ALLOW_MAX];
+    mem4d_layout_param_bounds(key, &klo, &khi);
+    for (size_t i = 0; i < count; i++) {
+        if (values[i] < klo || values[i] > khi)
+            return MEM4D_E_RANGE;
+        tmp[i] = values[i];
+    }
+    qsort(tmp, count, sizeof tmp[0], cmp_u64);
+    size_t n = 0;
+    for (size_t i = 0; i < count; i++)
+        if (n == 0 || tmp[n - 1] != tmp[i])
+            tmp[n++] = tmp[i];
+    memcpy(k->set, tmp, n * sizeof tmp[0]);
+    k->nset = n;
+    return MEM4D_OK;
+}
+
+mem4d_status mem4d_search_reset(mem4d_search *search)
+{
+    if (!search)
+        return MEM4D_E_INVALID_ARG;
+    search->started = false;
+    search->gi = search->ri = search->bi = 0;
+    search->in_group = false;
+    search->ncand = search->ci = 0;
+    search->ranked_done = false;
+    memset(search->stat, 0, sizeof search->stat);
+    return MEM4D_OK;
+}
+
+mem4d_status mem4d_search_stat_get(const mem4d_search *search, mem4d_search_stat stat, uint64_t *value)
+{
+    if (!search || !value || (unsigned)stat > MEM4D_SEARCH_STAT_YIELDED)
+        return MEM4D_E_INVALID_ARG;
+    *value = search->stat[stat];
+    return MEM4D_OK;
+}
+
+/* Sorted divisors of n (at most `cap`; no n <= 2^32 has more than 1536). */
+static size_t divisors(uint64_t n, uint64_t *out, size_t cap)
+{
+    size_t lo = 0, hi = 0;
+    uint64_t big[1536];
+    for (uint64_t i = 1; i * i <= n && lo < cap && hi < 1536; i++) {
+        if (n % i != 0)
+            continue;
+        out[lo++] = i;
+        if (i != n / i)
+            big[hi++] = n / i;
+    }
+    while (hi > 0 && lo < cap)
+        out[lo++] = big[--hi];
+    return lo;
+}
+
+/* Every (t, c, p, v, dist_opt) the constraints allow, in loop order. The
+ * rules that need the model are left to m4d_resolve() at group entry. */
+static bool build_groups(mem4d_search *s)
+{
+    uint64_t world = s->base.v[MEM4D_LAYOUT_WORLD], L = s->model.v[MEM4D_MODEL_NUM_LAYERS];
+    uint64_t gpn = s->dev.v[MEM4D_DEVICE_GPUS_PER_NODE];
+    bool local = s->opt[MEM4D_SEARCH_NODE_LOCAL] != 0;
+    bool uneven = s->base.v[MEM4D_LAYOUT_FIRST_STAGE_LAYERS] || s->base.v[MEM4D_LAYOUT_LAST_STAGE_LAYERS];
+    uint64_t div[1536];
+    size_t nd = divisors(world, div, 1536);
+    s->ngroups = 0;
+    for (size_t i = 0; i < nd; i++) {
+        uint64_t t = div[i];
+        if (!knob_allows(&s->knob[K_TP], t) || (local && t > gpn))
+            continue;
+        for (size_t j = 0; j < nd; j++) {
+            uint64_t c = div[j];
+            if ((world / t) % c != 0 || !knob_allows(&s->knob[K_CP], c) || (local && t * c > gpn))
+                continue;
+            for (size_t k = 0; k < nd; k++) {
+                uint64_t p = div[k];
+                if ((world / t / c) % p != 0 || p > M4D_MAX_STAGES || !knob_allows(&s->knob[K_PP], p))
+                    continue;
+                uint64_t d = world / t / c / p;
+                if (!knob_allows(&s->knob[K_DP], d))
+                    continue;
+                for (uint64_t v = 1; v <= L; v++) {
+                    if (!knob_allows(&s->knob[K_VPP], v) ||
+                        (v > 1 && (p < 2 || uneven || L % (p * v) != 0)))
+                        continue;
+                    for (uint64_t dist = 0; dist <= 1; dist++) {
+                        if (!knob_allows(&s->knob[K_DIST], dist))
+                            continue;
+                        if (!grow((void **)&s->groups, &s->gcap, s->ngroups + 1, sizeof *s->groups))
+                            return false;
+                        s->groups[s->ngroups++] = (struct group){t, c, p, d, v, dist};
+                    }
+                }
+            }
+        }
+    }
+    s->nrc = 0;
+    for (uint64_t rc = 0; rc <= 2; rc++)
+        if (knob_allows(&s->knob[K_RC], rc))
+            s->rcs[s->nrc++] = rc;
+    return true;
+}
+
+/* Micro-batch sizes of a group: divisors b of gbs / d, or, with the global
+ * batch unknown, every allowed b up to the bound (64 unless bounded). */
+static bool fill_mbs(mem4d_search *s, const struct group *g)
+{
+    const struct knob *k = &s->knob[K_MBS];
+    uint64_t gbs = s->base.v[MEM4D_LAYOUT_GLOBAL_BATCH];
+    s->nmbs = 0;
+    if (gbs != 0) {
+        if (gbs % g->d != 0)
+            return true;
+        uint64_t div[1536];
+        size_t nd = divisors(gbs / g->d, div, 1536);
+        if (!grow((void **)&s->mbs, &s->mcap, nd, sizeof *s->mbs))
+            return false;
+        for (size_t i = 0; i < nd; i++)
+            if (knob_allows(k, div[i]))
+                s->mbs[s->nmbs++] = div[i];
+        return true;
+    }
+    uint64_t khi;
+    mem4d_layout_param_bounds(MEM4D_LAYOUT_MICRO_BATCH, NULL, &khi);
+    uint64_t hi = k->hi < khi ? k->hi : (k->lo > MBS_UNBOUNDED_MAX ? k->lo : MBS_UNBOUNDED_MAX);
+    for (uint64_t b = k->lo; b <= hi; b++) {
+        if (!knob_allows(k, b))
+            continue;
+        if (!grow((void **)&s->mbs, &s->mcap, s->nmbs + 1, sizeof *s->mbs))
+            return false;
+        s->mbs[s->nmbs++] = b;
+    }
+    return true;
+}
+
+static void set_work(mem4d_search *s, const struct group *g, uint64_t b, uint64_t rc)
+{
+    uint64_t *v = s->work.v;
+    v[MEM4D_LAYOUT_TP] = g->t;
+    v[MEM4D_LAYOUT_CP] = g->c;
+    v[MEM4D_LAYOUT_PP] = g->p;
+    v[MEM4D_LAYOUT_DP] = g->d;
+    v[MEM4D_LAYOUT_WORLD] = g->t * g->c * g->p * g->d;
+    v[MEM4D_LAYOUT_MICRO_BATCH] = b;
+    v[MEM4D_LAYOUT_VPP] = g->v;
+    v[MEM4D_LAYOUT_RECOMPUTE] = rc;
+    v[MEM4D_LAYOUT_DIST_OPT] = g->dist;
+}
+
+/* A group is dead when its first layout breaks a rule that depends on
+ * neither b nor the recompute mode (heads, layers, world, sequence, ...). */
+static bool group_valid(mem4d_search *s, const struct group *g)
+{
+    struct m4d_ctx x;
+    set_work(s, g, s->mbs[0], s->rcs[0]);
+    mem4d_status st = m4d_resolve(&s->model, &s->work, &x, NULL, 0);
+    switch (st) {
+    case MEM4D_E_HEADS_TP: case MEM4D_E_KV_HEADS_TP: case MEM4D_E_LAYERS_PP: case MEM4D_E_WORLD:
+    case MEM4D_E_SEQ: case MEM4D_E_DIM_TP: case MEM4D_E_EXPERTS:
+        return false;
+    case MEM4D_E_CONFLICT: /* vpp or uneven stages; recompute layers only with full */
+        return s->rcs[0] == 2;
+    default:
+        return true;
+    }
+}
+
+/* Enter the next group that has candidates; false at the end (or on ENOMEM,
+ * reported through *err). */
+static bool enter_group(mem4d_search *s, mem4d_status *err)
+{
+    for (; s->gi < s->ngroups; s->gi++) {
+        const struct group *g = &s->groups[s->gi];
+        if (!fill_mbs(s, g)) {
+            *err = MEM4D_E_NOMEM;
+            return false;
+        }
+        if (s->nmbs > 0 && s->nrc > 0 && group_valid(s, g)) {
+            s->ri = s->bi = 0;
+            s->in_group = true;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Position the work layout on the next candidate; false at the end. */
+static bool next_candidate(mem4d_search *s, mem4d_status *err)
+{
+    for (;;) {
+        if (!s->in_group && !enter_group(s, err))
+            return false;
+        if (s->ri < s->nrc && s->bi < s->nmbs) {
+            set_work(s, &s->groups[s->gi], s->mbs[s->bi], s->rcs[s->ri]);
+            s->bi++;
+            return true;
+        }
+        if (s->ri + 1 < s->nrc) {
+            s->ri++;
+            s->bi = 0;
+            continue;
+        }
+        s->in_group = false;
+        s->gi++;
+    }
+}
+
+/* Skip the larger micro-batches of the current recompute mode. */
+static void prune_mbs(mem4d_search *s)
+{
+    s->stat[MEM4D_SEARCH_STAT_PRUNED] += s->nmbs - s->bi;
+    s->bi = s->nmbs;
+}
+
+/* Skip the rest of the group: every later (recompute, b). */
+static void prune_group(mem4d_search *s)
+{
+    prune_mbs(s);
+    s->stat[MEM4D_SEARCH_STAT_PRUNED] += (uint64_t)(s->nrc - s->ri - 1) * s->nmbs;
+    s->ri = s->nrc;
+}
+
+/* peak * 1e6 > memory * threshold, as m4d_report_finish() decides "fits". */
+static bool over_limit(const mem4d_device *dev, uint64_t bytes)
+{
+    unsigned __int128 limit = (unsigned __int128)dev->v[MEM4D_DEVICE_MEMORY_BYTES]
+                              * dev->v[MEM4D_DEVICE_FIT_THRESHOLD_PPM];
+    return (unsigned __int128)bytes * 1000000u > limit;
+}
+
+/* Do the weights, gradients and optimizer state of some stage alone
+ * exceed the fit limit? They do not depend on b or recompute. */
+static bool static_over_limit(const mem4d_search *s)
+{
+    const mem4d_report *r = s->scratch;
+    for (uint32_t i = 0; i < r->nstages; i++) {
+        const uint64_t *t = r->stages[i].t;
+        unsigned __int128 sum = (unsigned __int128)t[MEM4D_TERM_WEIGHTS] + t[MEM4D_TERM_GRADIENTS]
+                                + t[MEM4D_TERM_OPTIMIZER];
+        if (sum > UINT64_MAX || over_limit(&s->dev, (uint64_t)sum))
+            return true;
+    }
+    return false;
+}
+
+/* Estimate candidates until one passes the filter: 1 found (in work and
+ * scratch), 0 at the end, or a negative-free error status through *err. */
+static bool scan(mem4d_search *s, mem4d_status *err)
+{
+    bool fits_only = s->opt[MEM4D_SEARCH_FITS_ONLY] != 0;
+    while (next_candidate(s, err)) {
+        if (mem4d_estimate(&s->model, &s->work, &s->dev, s->scratch) != MEM4D_OK)
+            continue; /* an invalid layout: not visited */
+        s->stat[MEM4D_SEARCH_STAT_VISITED]++;
+        s->stat[MEM4D_SEARCH_STAT_VALID]++;
+        if (!fits_only || s->scratch->verdict == MEM4D_VERDICT_FITS)
+            return true;
+        if (static_over_limit(s))
+            prune_group(s);
+        else
+            prune_mbs(s);
+    }
+    return false;
+}
+
+static void report_copy(mem4d_report *dst, const mem4d_report *src)
+{
+    dst->status = src->status;
+    dst->mode = src->mode;
+    dst->verdict = src->verdict;
+    dst->nstages = src->nstages;
+    dst->peak_stage = src->peak_stage;
+    dst->device_bytes = src->device_bytes;
+    memcpy(dst->info, src->info, sizeof dst->info);
+    dst->have_metrics = src->have_metrics;
+    memcpy(dst->metric, src->metric, sizeof dst->metric);
+    memcpy(dst->msg, src->msg, sizeof dst->msg);
+    memcpy(dst->stages, src->stages, src->nstages * sizeof dst->stages[0]);
+}
+
+/* Deterministic total order: verdict, step time, peak, then the knobs in
+ * enumeration order. */
+static int cmp_cand(const void *pa, const void *pb)
+{
+    const struct cand *a = pa, *b = pb;
+    if (a->verdict != b->verdict)
+        return a->verdict < b->verdict ? -1 : 1;
+    if (a->step != b->step)
+        return a->step < b->step ? -1 : 1;
+    if (a->peak != b->peak)
+        return a->peak < b->peak ? -1 : 1;
+    if (a->gi != b->gi)
+        return a->gi < b->gi ? -1 : 1;
+    if (a->rc != b->rc)
+        return a->rc < b->rc ? -1 : 1;
+    return (a->b > b->b) - (a->b < b->b);
+}
+
+/* The whole ranked search: every passing layout into the array, sorted. */
+static mem4d_status run_ranked(mem4d_search *s)
+{
+    mem4d_status err = MEM4D_OK;
+    while (scan(s, &err)) {
+        const mem4d_report *r = s->scratch;
+        if (!grow((void **)&s->cands, &s->ccap, s->ncand + 1, sizeof *s->cands))
+            return MEM4D_E_NOMEM;
+        s->cands[s->ncand++] = (struct cand){
+            .step = r->have_metrics ? r->metric[MEM4D_METRIC_STEP_TIME_S] : INFINITY,
+            .peak = r->stages[r->peak_stage].t[MEM4D_TERM_TOTAL],
+            .gi = (uint32_t)s->gi,
+            .b = (uint32_t)s->work.v[MEM4D_LAYOUT_MICRO_BATCH],
+            .rc = (uint8_t)s->work.v[MEM4D_LAYOUT_RECOMPUTE],
+            .verdict = (uint8_t)r->verdict,
+        };
+    }
+    if (err != MEM4D_OK)
+        return err;
+    qsort(s->cands, s->ncand, sizeof *s->cands, cmp_cand);
+    s->ranked_done = true;
+    return MEM4D_OK;
+}
+
+static mem4d_status start(mem4d_search *s)
+{
+    s->work = s->base;
+    if (!build_groups(s))
+        return MEM4D_E_NOMEM;
+    s->started = true;
+    return MEM4D_OK;
+}
+
+mem4d_status mem4d_search_next(mem4d_search *search, mem4d_layout *layout, mem4d_report *report)
+{
+    if (!search)
+        return MEM4D_E_INVALID_ARG;
+    mem4d_search *s = search;
+    mem4d_status st;
+    if (!s->started && (st = start(s)) != MEM4D_OK)
+        return st;
+    uint64_t max = s->opt[MEM4D_SEARCH_MAX_RESULTS];
+    if (max != 0 && s->stat[MEM4D_SEARCH_STAT_YIELDED] >= max)
+        return MEM4D_END;
+    if (s->opt[MEM4D_SEARCH_RANKED]) {
+        if (!s->ranked_done && (st = run_ranked(s)) != MEM4D_OK)
+            return st;
+        if (s->ci >= s->ncand)
+            return MEM4D_END;
+        const struct cand *c = &s->cands[s->ci++];
+        set_work(s, &s->groups[c->gi], c->b, c->rc);
+        if (report)
+            mem4d_estimate(&s->model, &s->work, &s->dev, report);
+    } else {
+        st = MEM4D_OK;
+        if (!scan(s, &st))
+            return st != MEM4D_OK ? st : MEM4D_END;
+        if (report)
+            report_copy(report, s->scratch);
+    }
+    if (layout)
+        *layout = s->work;
+    s->stat[MEM4D_SEARCH_STAT_YIELDED]++;
+    return MEM4D_OK;
+}
+
+/* --- inverse questions ------------------------------------------------------ */
+
+/* Estimate into a stack-free report owned by the caller; "fits"? */
+static mem4d_status fits(const mem4d_model *model, const mem4d_layout *l, const mem4d_device *dev,
+                         mem4d_report *r, bool *ok)
+{
+    mem4d_status st = mem4d_estimate(model, l, dev, r);
+    *ok = st == MEM4D_OK && r->verdict == MEM4D_VERDICT_FITS;
+    return st;
+}
+
+/* Largest x in [1, hi] with pred(x) true, pred monotone (true then false);
+ * 0 when pred(1) is false. Galloping, then bisection. */
+typedef bool (*probe_fn)(void *ctx, uint64_t x);
+static uint64_t last_true(probe_fn pred, void *ctx, uint64_t hi)
+{
+    if (hi == 0 || !pred(ctx, 1))
+        return 0;
+    uint64_t good = 1, bad = 0;
+    for (uint64_t x = 2; x <= hi; x *= 2) {
+        if (!pred(ctx, x)) {
+            bad = x;
+            break;
+        }
+        good = x;
+        if (x > hi / 2)
+            break;
+    }
+    if (bad == 0) {
+        if (good == hi || pred(ctx, hi))
+            return hi;
+        bad = hi;
+    }
+    while (bad - good > 1) {
+        uint64_t mid = good + (bad - good) / 2;
+        if (pred(ctx, mid))
+            good = mid;
+        else
+            bad = mid;
+    }
+    return good;
+}
+
+struct probe {
+    const mem4d_model *model;
+    const mem4d_device *dev;
+    mem4d_layout l;
+    mem4d_layout_param key;
+    uint64_t unit;
+    mem4d_report *r;
+};
+
+static bool probe_fits(void *ctx, uint64_t x)
+{
+    struct probe *p = ctx;
+    bool ok;
+    p->l.v[p->key] = x * p->unit;
+    fits(p->model, &p->l, p->dev, p->r, &ok);
+    return ok;
+}
+
+mem4d_status mem4d_solve_max_micro_batch(const mem4d_model *model, const mem4d_layout *layout,
+                                         const mem4d_device *device, uint64_t *mbs)
+{
+    if (!model || !layout || !device || !mbs)
+        return MEM4D_E_INVALID_ARG;
+    *mbs = 0;
+    struct probe p = {model, device, *layout, MEM4D_LAYOUT_MICRO_BATCH, 1, NULL};
+    struct m4d_ctx x;
+    p.l.v[MEM4D_LAYOUT_MICRO_BATCH] = 1;
+    mem4d_status st = m4d_resolve(model, &p.l, &x, NULL, 0);
+    if (st != MEM4D_OK)
+        return st;
+    if ((st = mem4d_report_new(&p.r)) != MEM4D_OK)
+        return st;
+    uint64_t khi;
+    mem4d_layout_param_bounds(MEM4D_LAYOUT_MICRO_BATCH, NULL, &khi);
+    if (x.gbs != 0) {
+        /* Only divisors of gbs / d keep the batch whole; memory grows with b. */
+        uint64_t div[1536];
+        size_t nd = divisors(x.gbs / x.d, div, 1536);
+        for (size_t i = 0; i < nd && div[i] <= khi && probe_fits(&p, div[i]); i++)
+            *mbs = div[i];
+    } else {
+        *mbs = last_true(probe_fits, &p, khi);
+    }
+    mem4d_report_free(p.r);
+    return MEM4D_OK;
+}
+
+static uint64_t gcd(uint64_t a, uint64_t b)
+{
+    while (b) {
+        uint64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+mem4d_status mem4d_solve_max_seq_length(const mem4d_model *model, const mem4d_layout *layout,
+                                        const mem4d_device *device, uint64_t *seq)
+{
+    if (!model || !layout || !device || !seq)
+        return MEM4D_E_INVALID_ARG;
+    *seq = 0;
+    const uint64_t *v = layout->v;
+    uint64_t t = v[MEM4D_LAYOUT_TP], c = v[MEM4D_LAYOUT_CP];
+    /* The smallest sequence every divisibility rule accepts: 2c for CP load
+     * balancing, times t with sequence parallelism. */
+    uint64_t a = c > 1 ? 2 * c : 1, b = v[MEM4D_LAYOUT_SEQUENCE_PARALLEL] && t > 1 ? t * c : 1;
+    uint64_t unit = a / gcd(a, b) * b;
+    struct probe p = {model, device, *layout, MEM4D_LAYOUT_SEQ_LENGTH, unit, NULL};
+    struct m4d_ctx x;
+    p.l.v[MEM4D_LAYOUT_SEQ_LENGTH] = unit;
+    mem4d_status st = m4d_resolve(model, &p.l, &x, NULL, 0);
+    if (st != MEM4D_OK)
+        return st;
+    if ((st = mem4d_report_new(&p.r)) != MEM4D_OK)
+        return st;
+    uint64_t khi;
+    mem4d_layout_param_bounds(MEM4D_LAYOUT_SEQ_LENGTH, NULL, &khi);
+    *seq = last_true(probe_fits, &p, khi / unit) * unit;
+    mem4d_report_free(p.r);
+    return MEM4D_OK;
+}
+
+/* Does any layout fit on `gpus`? With `ranked`, the fastest into *out. */
+static mem4d_status any_fits(const mem4d_model *model, const mem4d_device *device, const mem4d_layout *base,
+                             uint64_t gpus, bool ranked, mem4d_layout *out, bool *found)
+{
+    mem4d_layout l = *base;
+    l.v[MEM4D_LAYOUT_WORLD] = gpus;
+    l.v[MEM4D_LAYOUT_DP] = 0;
+    mem4d_search *s;
+    mem4d_status st = mem4d_search_new(model, device, &l, &s);
+    if (st != MEM4D_OK)
+        return st;
+    mem4d_search_set_option(s, MEM4D_SEARCH_RANKED, ranked);
+    mem4d_search_set_option(s, MEM4D_SEARCH_MAX_RESULTS, 1);
+    st = mem4d_search_next(s, out, NULL);
+    *found = st == MEM4D_OK;
+    mem4d_search_free(s);
+    return st == MEM4D_END ? MEM4D_OK : st;
+}
+
+mem4d_status mem4d_solve_min_gpus(const mem4d_model *model, const mem4d_device *device,
+                                  const mem4d_layout *base, uint64_t max_gpus,
+                                  uint64_t *gpus, mem4d_layout *layout)
+{
+    if (!model || !device || !base || !gpus)
+        return MEM4D_E_INVALID_ARG;
+    *gpus = 0;
+    uint64_t khi;
+    mem4d_layout_param_bounds(MEM4D_LAYOUT_WORLD, NULL, &khi);
+    if (max_gpus == 0 || max_gpus > khi)
+        return MEM4D_E_RANGE;
+    if (base->v[MEM4D_LAYOUT_SEQ_LENGTH] == 0 || device->v[MEM4D_DEVICE_MEMORY_BYTES] == 0)
+        return MEM4D_E_MISSING;
+    mem4d_status st = m4d_model_check(model, NULL, 0);
+    if (st != MEM4D_OK)
+        return st;
+    /* Existence is an unranked search that stops at its first fit; only the
+     * answer's GPU count pays for a ranked one. */
+    mem4d_layout scratch;
+    for (uint64_t n = 1; n <= max_gpus; n++) {
+        bool found;
+        if ((st = any_fits(model, device, base, n, false, &scratch, &found)) != MEM4D_OK)
+            return st;
+        if (!found)
+            continue;
+        *gpus = n;
+        if (layout)
+            return any_fits(model, device, base, n, true, layout, &found);
+        return MEM4D_OK;
+    }
+    return MEM4D_OK;
+}

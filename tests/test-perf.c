@@ -1,0 +1,229 @@
+/*
+ * Step-time model suite (lib/perf.c through mem4d_estimate()): when speed is
+ * predicted at all, Megatron's throughput definition, how the figures relate,
+ * and how each device constant moves the prediction.
+ * SPDX-License-Identifier: MIT
+ */
+#include <math.h>
+
+#include "testutil.h"
+
+static double metric(const mem4d_report *r, mem4d_metric m)
+{
+    double v = -1;
+    ck_assert_int_eq(mem4d_report_metric(r, m, &v), MEM4D_OK);
+    return v;
+}
+
+/* Estimate and return one metric. */
+static double predict(const mem4d_model *m, const mem4d_layout *l, const mem4d_device *d, mem4d_metric which)
+{
+    mem4d_report *r = NULL;
+    ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
+    ck_assert_int_eq(mem4d_estimate(m, l, d, r), MEM4D_OK);
+    double v = metric(r, which);
+    mem4d_report_free(r);
+    return v;
+}
+
+static void assert_close(double a, double b)
+{
+    ck_assert_msg(fabs(a - b) <= 1e-12 * fabs(b), "%.17g != %.17g", a, b);
+}
+
+START_TEST(no_speed_without_peak_or_batch)
+{
+    mem4d_model *m = tu_model("llama3.1-8b");
+    mem4d_device *d = tu_device("h100-80");
+    mem4d_layout *nogbs = tu_layout("world=8", "tp=2", "seq=4096", NULL);
+    mem4d_report *r = NULL;
+    ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
+    double v;
+    ck_assert_int_eq(mem4d_estimate(m, nogbs, d, r), MEM4D_OK);
+    ck_assert_int_eq(mem4d_report_metric(r, MEM4D_METRIC_STEP_TIME_S, &v), MEM4D_E_UNSUPPORTED);
+    mem4d_layout *l = tu_layout("world=8", "tp=2", "seq=4096", "gbs=64", NULL);
+    ck_assert_int_eq(mem4d_device_set(d, MEM4D_DEVICE_PEAK_FLOPS, 0), MEM4D_OK);
+    ck_assert_int_eq(mem4d_estimate(m, l, d, r), MEM4D_OK);
+    ck_assert_int_eq(mem4d_report_metric(r, MEM4D_METRIC_MFU, &v), MEM4D_E_UNSUPPORTED);
+    ck_assert_int_eq(mem4d_report_metric(r, (mem4d_metric)99, &v), MEM4D_E_INVALID_ARG);
+    mem4d_report_free(r);
+    mem4d_layout_free(l);
+    mem4d_layout_free(nogbs);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
+/* Megatron's num_floating_point_operations() for a Llama (GQA, SwiGLU),
+ * written out independently of lib/perf.c. */
+static double megatron_flops(double B, double s, double L, double h, double f, double a, double k, double V)
+{
+    return 12 * B * s * L * h * h * ((1 + k / a + s / h) + f / h * 1.5 + V / (2 * L * h));
+}
+
+START_TEST(throughput_definitions)
+{
+    mem4d_model *m = tu_model("llama3.1-8b");
+    mem4d_device *d = tu_device("h100-80");
+    /* tp 2: the padded vocabulary stays 128256 (a multiple of 256). */
+    mem4d_layout *l = tu_layout("world=64", "tp=2", "pp=2", "seq=8192", "gbs=256", NULL);
+    mem4d_report *r = NULL;
+    ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
+    ck_assert_int_eq(mem4d_estimate(m, l, d, r), MEM4D_OK);
+    double step = metric(r, MEM4D_METRIC_STEP_TIME_S);
+    ck_assert(step > 0 && isfinite(step));
+    assert_close(metric(r, MEM4D_METRIC_TOKENS_PER_S), 256.0 * 8192 / step);
+    double flops = megatron_flops(256, 8192, 32, 4096, 14336, 32, 8, 128256);
+    assert_close(metric(r, MEM4D_METRIC_TFLOPS_PER_GPU), flops / (step * 1e12 * 64));
+    uint64_t peak;
+    ck_assert_int_eq(mem4d_device_get(d, MEM4D_DEVICE_PEAK_FLOPS, &peak), MEM4D_OK);
+    assert_close(metric(r, MEM4D_METRIC_MFU), metric(r, MEM4D_METRIC_TFLOPS_PER_GPU) * 1e12 / (double)peak);
+    /* The parts never exceed the whole, and the model is never faster than the peak. */
+    ck_assert(metric(r, MEM4D_METRIC_COMPUTE_TIME_S) < step);
+    ck_assert(metric(r, MEM4D_METRIC_EXPOSED_COMM_S) >= 0);
+    ck_assert(metric(r, MEM4D_METRIC_BUBBLE_FRACTION) > 0 && metric(r, MEM4D_METRIC_BUBBLE_FRACTION) < 1);
+    ck_assert(metric(r, MEM4D_METRIC_MFU) > 0.2 && metric(r, MEM4D_METRIC_MFU) < 0.6);
+    mem4d_report_free(r);
+    mem4d_layout_free(l);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
+/* Compute time is FLOPs over peak x efficiency: halving the efficiency
+ * doubles it exactly once the HBM roofline term is switched off. */
+START_TEST(matmul_efficiency_scales_compute)
+{
+    mem4d_model *m = tu_model("llama3.1-8b");
+    mem4d_device *d = tu_device("h100-80");
+    mem4d_layout *l = tu_layout("world=8", "tp=2", "seq=4096", "gbs=64", NULL);
+    ck_assert_int_eq(mem4d_device_set(d, MEM4D_DEVICE_HBM_BANDWIDTH, 0), MEM4D_OK);
+    ck_assert_int_eq(mem4d_device_set(d, MEM4D_DEVICE_MATMUL_EFFICIENCY_PPM, 600000), MEM4D_OK);
+    double c6 = predict(m, l, d, MEM4D_METRIC_COMPUTE_TIME_S);
+    ck_assert_int_eq(mem4d_device_set(d, MEM4D_DEVICE_MATMUL_EFFICIENCY_PPM, 300000), MEM4D_OK);
+    double c3 = predict(m, l, d, MEM4D_METRIC_COMPUTE_TIME_S);
+    assert_close(c3, 2 * c6);
+    /* With HBM streaming modelled, compute only grows. */
+    ck_assert_int_eq(mem4d_device_set(d, MEM4D_DEVICE_HBM_BANDWIDTH, UINT64_C(3350000000000)), MEM4D_OK);
+    ck_assert(predict(m, l, d, MEM4D_METRIC_COMPUTE_TIME_S) > c3);
+    mem4d_layout_free(l);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
+/* A link without bandwidth is not modelled: no exposed communication. */
+START_TEST(communication_links)
+{
+    mem4d_model *m = tu_model("llama3.1-70b");
+    mem4d_device *d = tu_device("h100-80");
+    mem4d_layout *l = tu_layout("world=64", "tp=8", "pp=4", "seq=8192", "gbs=128", NULL);
+    double step8 = predict(m, l, d, MEM4D_METRIC_STEP_TIME_S);
+    double comm8 = predict(m, l, d, MEM4D_METRIC_EXPOSED_COMM_S);
+    ck_assert(comm8 > 0);
+    /* Four GPUs per node: TP now crosses nodes, and costs more. */
+    ck_assert_int_eq(mem4d_device_set(d, MEM4D_DEVICE_GPUS_PER_NODE, 4), MEM4D_OK);
+    ck_assert(predict(m, l, d, MEM4D_METRIC_STEP_TIME_S) > step8);
+    ck_assert(predict(m, l, d, MEM4D_METRIC_EXPOSED_COMM_S) > comm8);
+    ck_assert_int_eq(mem4d_device_set(d, MEM4D_DEVICE_GPUS_PER_NODE, 8), MEM4D_OK);
+    /* Better collectives, less exposed time. */
+    ck_assert_int_eq(mem4d_device_set(d, MEM4D_DEVICE_COMM_EFFICIENCY_PPM, 1000000), MEM4D_OK);
+    ck_assert(predict(m, l, d, MEM4D_METRIC_EXPOSED_COMM_S) < comm8);
+    ck_assert_int_eq(mem4d_device_set(d, MEM4D_DEVICE_INTRA_NODE_BANDWIDTH, 0), MEM4D_OK);
+    ck_assert_int_eq(mem4d_device_set(d, MEM4D_DEVICE_INTER_NODE_BANDWIDTH, 0), MEM4D_OK);
+    ck_assert(predict(m, l, d, MEM4D_METRIC_EXPOSED_COMM_S) == 0);
+    mem4d_layout_free(l);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
+START_TEST(pipeline_bubble)
+{
+    mem4d_model *m = tu_model("llama3.1-70b");
+    mem4d_device *d = tu_device("h100-80");
+    mem4d_layout *l = tu_layout("world=64", "tp=8", "pp=4", "seq=8192", "gbs=32", NULL);
+    /* m = 32 / 2 = 16 micro-batches over 4 stages: the bubble's share of
+     * the pipeline is (p-1)/(m+p-1) for equal stages; the LM head makes the
+     * last stage longer, so it is close to, not equal to, 3/19. */
+    double b1 = predict(m, l, d, MEM4D_METRIC_BUBBLE_FRACTION);
+    ck_assert(b1 > 0.10 && b1 < 3.0 / 19.0 * 1.05);
+    ck_assert_int_eq(mem4d_layout_set(l, MEM4D_LAYOUT_VPP, 2), MEM4D_OK);
+    double b2 = predict(m, l, d, MEM4D_METRIC_BUBBLE_FRACTION);
+    ck_assert(b2 < b1 * 0.6);
+    ck_assert_int_eq(mem4d_layout_set(l, MEM4D_LAYOUT_VPP, 1), MEM4D_OK);
+    ck_assert_int_eq(mem4d_layout_set(l, MEM4D_LAYOUT_GLOBAL_BATCH, 512), MEM4D_OK);
+    ck_assert(predict(m, l, d, MEM4D_METRIC_BUBBLE_FRACTION) < b1 / 8);
+    ck_assert_int_eq(mem4d_layout_set(l, MEM4D_LAYOUT_PP, 1), MEM4D_OK);
+    ck_assert_int_eq(mem4d_layout_set(l, MEM4D_LAYOUT_WORLD, 16), MEM4D_OK);
+    ck_assert(predict(m, l, d, MEM4D_METRIC_BUBBLE_FRACTION) == 0);
+    mem4d_layout_free(l);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
+/* Recompute costs time: full repeats the forward (about 4/3 of the
+ * compute), selective only the attention core; MFU does not count it. */
+START_TEST(recompute_cost)
+{
+    mem4d_model *m = tu_model("llama3.1-8b");
+    mem4d_device *d = tu_device("h100-80");
+    ck_assert_int_eq(mem4d_device_set(d, MEM4D_DEVICE_HBM_BANDWIDTH, 0), MEM4D_OK);
+    mem4d_layout *l = tu_layout("world=8", "tp=2", "seq=4096", "gbs=64", NULL);
+    double none = predict(m, l, d, MEM4D_METRIC_COMPUTE_TIME_S);
+    double mfu = predict(m, l, d, MEM4D_METRIC_MFU);
+    ck_assert_int_eq(mem4d_layout_set(l, MEM4D_LAYOUT_RECOMPUTE, 1), MEM4D_OK);
+    double sel = predict(m, l, d, MEM4D_METRIC_COMPUTE_TIME_S);
+    ck_assert_int_eq(mem4d_layout_set(l, MEM4D_LAYOUT_RECOMPUTE, 2), MEM4D_OK);
+    double full = predict(m, l, d, MEM4D_METRIC_COMPUTE_TIME_S);
+    ck_assert(none < sel && sel < full);
+    ck_assert(full / none > 1.25 && full / none < 4.0 / 3.0);
+    ck_assert(predict(m, l, d, MEM4D_METRIC_MFU) < mfu);
+    mem4d_layout_free(l);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
+/* Data parallelism: per-GPU throughput falls slowly as d grows while the
+ * micro-batches per step hide the gradient traffic, and overlapping the
+ * reduce-scatter and all-gather with compute hides part of it. */
+START_TEST(data_parallel_scaling)
+{
+    mem4d_model *m = tu_model("llama3.1-8b");
+    mem4d_device *d = tu_device("h100-80");
+    mem4d_layout *l = tu_layout("world=16", "tp=2", "seq=8192", "gbs=1024", NULL);
+    double w16 = predict(m, l, d, MEM4D_METRIC_TFLOPS_PER_GPU);
+    ck_assert_int_eq(mem4d_layout_set(l, MEM4D_LAYOUT_WORLD, 64), MEM4D_OK);
+    double w64 = predict(m, l, d, MEM4D_METRIC_TFLOPS_PER_GPU);
+    double comm = predict(m, l, d, MEM4D_METRIC_EXPOSED_COMM_S);
+    ck_assert_int_eq(mem4d_layout_set(l, MEM4D_LAYOUT_WORLD, 256), MEM4D_OK);
+    double w256 = predict(m, l, d, MEM4D_METRIC_TFLOPS_PER_GPU);
+    ck_assert(w16 > w64 && w64 > w256);
+    ck_assert(w64 > 0.9 * w16);
+    ck_assert_int_eq(mem4d_layout_set(l, MEM4D_LAYOUT_WORLD, 64), MEM4D_OK);
+    ck_assert_int_eq(mem4d_layout_set(l, MEM4D_LAYOUT_OVERLAP_GRAD_REDUCE, 1), MEM4D_OK);
+    ck_assert_int_eq(mem4d_layout_set(l, MEM4D_LAYOUT_OVERLAP_PARAM_GATHER, 1), MEM4D_OK);
+    ck_assert(predict(m, l, d, MEM4D_METRIC_EXPOSED_COMM_S) < comm);
+    ck_assert(predict(m, l, d, MEM4D_METRIC_TFLOPS_PER_GPU) > w64);
+    mem4d_layout_free(l);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("perf");
+    TCase *tc = tcase_create("model");
+    tcase_add_test(tc, no_speed_without_peak_or_batch);
+    tcase_add_test(tc, throughput_definitions);
+    tcase_add_test(tc, matmul_efficiency_scales_compute);
+    tcase_add_test(tc, communication_links);
+    tcase_add_test(tc, pipeline_bubble);
+    tcase_add_test(tc, recompute_cost);
+    tcase_add_test(tc, data_parallel_scaling);
+    suite_add_tcase(s, tc);
+    return tu_run(s);
+}

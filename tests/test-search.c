@@ -1,0 +1,818 @@
+/*
+ * Search suite: every yielded layout is valid and carries exactly
+ * mem4d_estimate()'s report; brute force finds nothing the search misses
+ * (so pruning never drops a fitting layout); constraints, options, early
+ * stop, the inverse solvers; and the ranking facts practitioners rely on.
+ * SPDX-License-Identifier: MIT
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+/* The searched knobs of a layout, in a fixed order. */
+#define NKNOB 8
+static const mem4d_layout_param knobs[NKNOB] = {
+    MEM4D_LAYOUT_TP, MEM4D_LAYOUT_CP, MEM4D_LAYOUT_PP, MEM4D_LAYOUT_DP,
+    MEM4D_LAYOUT_MICRO_BATCH, MEM4D_LAYOUT_VPP, MEM4D_LAYOUT_RECOMPUTE, MEM4D_LAYOUT_DIST_OPT,
+};
+enum { T, C, P, D, B, V, RC, DIST };
+
+struct tuple {
+    uint64_t k[NKNOB];
+};
+
+struct tuples {
+    struct tuple *a;
+    size_t n, cap;
+};
+
+static void push(struct tuples *ts, const mem4d_layout *l)
+{
+    if (ts->n == ts->cap) {
+        ts->cap = ts->cap ? ts->cap * 2 : 256;
+        ts->a = realloc(ts->a, ts->cap * sizeof ts->a[0]);
+        if (!ts->a)
+            abort();
+    }
+    for (int i = 0; i < NKNOB; i++)
+        mem4d_layout_get(l, knobs[i], &ts->a[ts->n].k[i]);
+    ts->n++;
+}
+
+static int cmp_tuple(const void *a, const void *b)
+{
+    const struct tuple *x = a, *y = b;
+    for (int i = 0; i < NKNOB; i++)
+        if (x->k[i] != y->k[i])
+            return x->k[i] < y->k[i] ? -1 : 1;
+    return 0;
+}
+
+static uint64_t get(const mem4d_layout *l, mem4d_layout_param key)
+{
+    uint64_t v;
+    ck_assert_int_eq(mem4d_layout_get(l, key, &v), MEM4D_OK);
+    return v;
+}
+
+static double metric(const mem4d_report *r, mem4d_metric m)
+{
+    double v = -1;
+    ck_assert_int_eq(mem4d_report_metric(r, m, &v), MEM4D_OK);
+    return v;
+}
+
+/* Two reports agree on every public field, exactly. Returns the first
+ * difference's name, or NULL. (Plain comparisons: Check's assertions are
+ * slow in loops this long.) */
+static const char *reports_differ(const mem4d_report *a, const mem4d_report *b)
+{
+    if (mem4d_report_status(a) != mem4d_report_status(b) || mem4d_report_mode(a) != mem4d_report_mode(b) ||
+        mem4d_report_verdict(a) != mem4d_report_verdict(b))
+        return "status, mode or verdict";
+    if (mem4d_report_num_stages(a) != mem4d_report_num_stages(b) ||
+        mem4d_report_peak_stage(a) != mem4d_report_peak_stage(b) ||
+        mem4d_report_peak_bytes(a) != mem4d_report_peak_bytes(b) ||
+        mem4d_report_device_bytes(a) != mem4d_report_device_bytes(b))
+        return "stages, peak or device bytes";
+    if (strcmp(mem4d_report_message(a), mem4d_report_message(b)) != 0)
+        return "message";
+    for (uint32_t s = 0; s < mem4d_report_num_stages(a); s++)
+        for (int t = 0; t <= MEM4D_TERM_PEAK_RESERVED; t++) {
+            uint64_t x = 1, y = 2;
+            mem4d_report_get(a, s, (mem4d_term)t, &x);
+            mem4d_report_get(b, s, (mem4d_term)t, &y);
+            if (x != y)
+                return "a stage term";
+        }
+    for (int i = 0; i <= MEM4D_INFO_PROCESS_GROUPS; i++) {
+        uint64_t x = 1, y = 2;
+        mem4d_report_info(a, (mem4d_info)i, &x);
+        mem4d_report_info(b, (mem4d_info)i, &y);
+        if (x != y)
+            return "an info value";
+    }
+    for (int i = 0; i <= MEM4D_METRIC_EXPOSED_COMM_S; i++) {
+        double x = 0, y = 0;
+        if (mem4d_report_metric(a, (mem4d_metric)i, &x) != mem4d_report_metric(b, (mem4d_metric)i, &y) || x != y)
+            return "a metric";
+    }
+    return NULL;
+}
+
+/* Drain a search, checking every layout against a direct estimate. */
+static void drain(mem4d_search *s, const mem4d_model *m, const mem4d_device *d, struct tuples *out)
+{
+    mem4d_layout *l = NULL;
+    mem4d_report *r = NULL, *direct = NULL;
+    ck_assert_int_eq(mem4d_layout_new(&l), MEM4D_OK);
+    ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
+    ck_assert_int_eq(mem4d_report_new(&direct), MEM4D_OK);
+    mem4d_status st;
+    size_t bad = 0;
+    const char *what = NULL;
+    while ((st = mem4d_search_next(s, l, r)) == MEM4D_OK) {
+        if (mem4d_validate(m, l, NULL, 0) != MEM4D_OK || mem4d_estimate(m, l, d, direct) != MEM4D_OK)
+            what = "validity";
+        else
+            what = reports_differ(r, direct);
+        bad += what != NULL;
+        push(out, l);
+    }
+    ck_assert_msg(bad == 0, "%zu yielded layouts disagree with mem4d_estimate (%s)", bad, what);
+    ck_assert_int_eq(st, MEM4D_END);
+    ck_assert_int_eq(mem4d_search_next(s, l, r), MEM4D_END);
+    mem4d_report_free(direct);
+    mem4d_report_free(r);
+    mem4d_layout_free(l);
+}
+
+typedef bool (*tuple_filter)(const struct tuple *t);
+
+/* Every layout brute force accepts: all divisor triples, every b, v,
+ * recompute and dist_opt, each estimated directly. */
+static void brute_force(const mem4d_model *m, const mem4d_device *d, const mem4d_layout *base,
+                        bool fits_only, uint64_t node_gpus, tuple_filter keep, struct tuples *out)
+{
+    uint64_t world = get(base, MEM4D_LAYOUT_WORLD), gbs = get(base, MEM4D_LAYOUT_GLOBAL_BATCH), L;
+    ck_assert_int_eq(mem4d_model_get(m, MEM4D_MODEL_NUM_LAYERS, &L), MEM4D_OK);
+    mem4d_layout *l = NULL;
+    mem4d_report *r = NULL;
+    ck_assert_int_eq(mem4d_layout_clone(base, &l), MEM4D_OK);
+    ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
+    struct tuple x;
+    for (x.k[T] = 1; x.k[T] <= world; x.k[T]++)
+        for (x.k[C] = 1; x.k[T] * x.k[C] <= world; x.k[C]++)
+            for (x.k[P] = 1; x.k[T] * x.k[C] * x.k[P] <= world; x.k[P]++) {
+                if (world % (x.k[T] * x.k[C] * x.k[P]) != 0)
+                    continue;
+                if (node_gpus && x.k[T] * x.k[C] > node_gpus)
+                    continue;
+                x.k[D] = world / (x.k[T] * x.k[C] * x.k[P]);
+                uint64_t bmax = gbs ? gbs / x.k[D] : 64;
+                for (x.k[B] = 1; x.k[B] <= bmax; x.k[B]++)
+                    for (x.k[V] = 1; x.k[V] <= L; x.k[V]++)
+                        for (x.k[RC] = 0; x.k[RC] <= 2; x.k[RC]++)
+                            for (x.k[DIST] = 0; x.k[DIST] <= 1; x.k[DIST]++) {
+                                if (keep && !keep(&x))
+                                    continue;
+                                bool set = true;
+                                for (int i = 0; i < NKNOB; i++)
+                                    set &= mem4d_layout_set(l, knobs[i], x.k[i]) == MEM4D_OK;
+                                if (!set || mem4d_estimate(m, l, d, r) != MEM4D_OK)
+                                    continue;
+                                if (fits_only && mem4d_report_verdict(r) != MEM4D_VERDICT_FITS)
+                                    continue;
+                                push(out, l);
+                            }
+            }
+    mem4d_report_free(r);
+    mem4d_layout_free(l);
+}
+
+static mem4d_layout *base_layout(uint64_t world, uint64_t seq, uint64_t gbs)
+{
+    mem4d_layout *l = NULL;
+    ck_assert_int_eq(mem4d_layout_new(&l), MEM4D_OK);
+    ck_assert_int_eq(mem4d_layout_set(l, MEM4D_LAYOUT_WORLD, world), MEM4D_OK);
+    ck_assert_int_eq(mem4d_layout_set(l, MEM4D_LAYOUT_SEQ_LENGTH, seq), MEM4D_OK);
+    ck_assert_int_eq(mem4d_layout_set(l, MEM4D_LAYOUT_GLOBAL_BATCH, gbs), MEM4D_OK);
+    return l;
+}
+
+static mem4d_search *new_search(const mem4d_model *m, const mem4d_device *d, const mem4d_layout *base,
+                                bool fits_only, bool node_local, bool ranked)
+{
+    mem4d_search *s = NULL;
+    ck_assert_int_eq(mem4d_search_new(m, d, base, &s), MEM4D_OK);
+    ck_assert_int_eq(mem4d_search_set_option(s, MEM4D_SEARCH_FITS_ONLY, fits_only), MEM4D_OK);
+    ck_assert_int_eq(mem4d_search_set_option(s, MEM4D_SEARCH_NODE_LOCAL, node_local), MEM4D_OK);
+    ck_assert_int_eq(mem4d_search_set_option(s, MEM4D_SEARCH_RANKED, ranked), MEM4D_OK);
+    return s;
+}
+
+/* The search (ranked and streamed) yields exactly brute force's set. */
+static void check_complete(const char *model, const char *device, uint64_t mem_gib, const mem4d_layout *base,
+                           bool fits_only, bool node_local)
+{
+    mem4d_model *m = tu_model(model);
+    mem4d_device *d = tu_device(device);
+    if (mem_gib)
+        ck_assert_int_eq(mem4d_device_set(d, MEM4D_DEVICE_MEMORY_BYTES, mem_gib << 30), MEM4D_OK);
+    uint64_t gpn;
+    ck_assert_int_eq(mem4d_device_get(d, MEM4D_DEVICE_GPUS_PER_NODE, &gpn), MEM4D_OK);
+    struct tuples want = {0};
+    brute_force(m, d, base, fits_only, node_local ? gpn : 0, NULL, &want);
+    qsort(want.a, want.n, sizeof want.a[0], cmp_tuple);
+    for (int ranked = 0; ranked <= 1; ranked++) {
+        struct tuples got = {0};
+        mem4d_search *s = new_search(m, d, base, fits_only, node_local, ranked);
+        drain(s, m, d, &got);
+        uint64_t yielded, valid, visited, pruned;
+        mem4d_search_stat_get(s, MEM4D_SEARCH_STAT_YIELDED, &yielded);
+        mem4d_search_stat_get(s, MEM4D_SEARCH_STAT_VALID, &valid);
+        mem4d_search_stat_get(s, MEM4D_SEARCH_STAT_VISITED, &visited);
+        mem4d_search_stat_get(s, MEM4D_SEARCH_STAT_PRUNED, &pruned);
+        ck_assert_uint_eq(yielded, got.n);
+        ck_assert_uint_le(yielded, valid);
+        ck_assert_uint_eq(valid, visited);
+        if (!fits_only)
+            ck_assert_uint_eq(pruned, 0);
+        qsort(got.a, got.n, sizeof got.a[0], cmp_tuple);
+        ck_assert_uint_eq(got.n, want.n);
+        size_t differ = 0;
+        for (size_t i = 0; i < got.n; i++)
+            differ += cmp_tuple(&got.a[i], &want.a[i]) != 0;
+        ck_assert_msg(differ == 0, "%zu layouts differ from brute force", differ);
+        free(got.a);
+        mem4d_search_free(s);
+    }
+    ck_assert_uint_gt(want.n, 0);
+    free(want.a);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+
+START_TEST(complete_8b_fits)
+{
+    mem4d_layout *base = base_layout(8, 4096, 16);
+    check_complete("llama3.1-8b", "h100-80", 0, base, true, true);
+    mem4d_layout_free(base);
+}
+END_TEST
+
+START_TEST(complete_8b_all_valid)
+{
+    mem4d_layout *base = base_layout(8, 4096, 16);
+    check_complete("llama3.1-8b", "h100-80", 0, base, false, true);
+    mem4d_layout_free(base);
+}
+END_TEST
+
+START_TEST(complete_8b_16_gpus_any_tc)
+{
+    mem4d_layout *base = base_layout(16, 8192, 32);
+    check_complete("llama3.1-8b", "h100-80", 0, base, true, false);
+    check_complete("llama3.1-8b", "a100-40", 0, base, true, true);
+    mem4d_layout_free(base);
+}
+END_TEST
+
+START_TEST(complete_unknown_batch)
+{
+    /* No global batch: b runs 1..64, m is unknown. */
+    mem4d_layout *base = base_layout(4, 2048, 0);
+    check_complete("llama3.2-1b", "a100-40", 0, base, true, true);
+    mem4d_layout_free(base);
+}
+END_TEST
+
+START_TEST(complete_paper_mode)
+{
+    mem4d_layout *base = base_layout(8, 8192, 16);
+    ck_assert_int_eq(mem4d_layout_set(base, MEM4D_LAYOUT_MODE, MEM4D_MODE_PAPER), MEM4D_OK);
+    check_complete("llama3.1-8b", "h100-80", 0, base, true, true);
+    mem4d_layout_free(base);
+}
+END_TEST
+
+START_TEST(complete_pruning_heavy)
+{
+    /* 70B on 32 GPUs: most sub-spaces cannot fit and are pruned. */
+    mem4d_layout *base = base_layout(32, 4096, 64);
+    check_complete("llama3.1-70b", "h100-80", 0, base, true, true);
+    mem4d_model *m = tu_model("llama3.1-70b");
+    mem4d_device *d = tu_device("h100-80");
+    mem4d_search *s = new_search(m, d, base, true, true, true);
+    ck_assert_int_eq(mem4d_search_next(s, NULL, NULL), MEM4D_OK);
+    uint64_t pruned, visited;
+    mem4d_search_stat_get(s, MEM4D_SEARCH_STAT_PRUNED, &pruned);
+    mem4d_search_stat_get(s, MEM4D_SEARCH_STAT_VISITED, &visited);
+    ck_assert_uint_gt(pruned, visited);
+    mem4d_search_free(s);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+    mem4d_layout_free(base);
+}
+END_TEST
+
+static bool constrained(const struct tuple *t)
+{
+    return t->k[T] <= 2 && t->k[P] == 1 && (t->k[B] == 1 || t->k[B] == 2 || t->k[B] == 4) && t->k[RC] != 1;
+}
+
+START_TEST(constraints_honoured)
+{
+    mem4d_model *m = tu_model("llama3.1-8b");
+    mem4d_device *d = tu_device("h100-80");
+    mem4d_layout *base = base_layout(16, 4096, 64);
+    mem4d_search *s = new_search(m, d, base, true, true, true);
+    const uint64_t mbs[] = {4, 1, 2, 2};
+    const uint64_t rcs[] = {0, 2};
+    ck_assert_int_eq(mem4d_search_bound(s, MEM4D_LAYOUT_TP, 1, 8), MEM4D_OK);
+    ck_assert_int_eq(mem4d_search_bound(s, MEM4D_LAYOUT_TP, 1, 2), MEM4D_OK); /* bounds intersect */
+    ck_assert_int_eq(mem4d_search_bound(s, MEM4D_LAYOUT_PP, 1, 1), MEM4D_OK);
+    ck_assert_int_eq(mem4d_search_allow(s, MEM4D_LAYOUT_MICRO_BATCH, mbs, 4), MEM4D_OK);
+    ck_assert_int_eq(mem4d_search_allow(s, MEM4D_LAYOUT_RECOMPUTE, rcs, 2), MEM4D_OK);
+    struct tuples got = {0}, want = {0};
+    drain(s, m, d, &got);
+    brute_force(m, d, base, true, 8, constrained, &want);
+    ck_assert_uint_gt(got.n, 0);
+    for (size_t i = 0; i < got.n; i++)
+        ck_assert(constrained(&got.a[i]));
+    qsort(got.a, got.n, sizeof got.a[0], cmp_tuple);
+    qsort(want.a, want.n, sizeof want.a[0], cmp_tuple);
+    ck_assert_uint_eq(got.n, want.n);
+    for (size_t i = 0; i < got.n; i++)
+        ck_assert(cmp_tuple(&got.a[i], &want.a[i]) == 0);
+    free(got.a);
+    free(want.a);
+    mem4d_search_free(s);
+    mem4d_layout_free(base);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
+START_TEST(node_local_rule)
+{
+    mem4d_model *m = tu_model("llama3.1-70b");
+    mem4d_device *d = tu_device("h100-80");
+    ck_assert_int_eq(mem4d_device_set(d, MEM4D_DEVICE_GPUS_PER_NODE, 4), MEM4D_OK);
+    mem4d_layout *base = base_layout(64, 8192, 128);
+    mem4d_search *s = new_search(m, d, base, false, true, false);
+    struct tuples got = {0};
+    drain(s, m, d, &got);
+    ck_assert_uint_gt(got.n, 0);
+    for (size_t i = 0; i < got.n; i++)
+        ck_assert_uint_le(got.a[i].k[T] * got.a[i].k[C], 4);
+    free(got.a);
+    mem4d_search_free(s);
+    mem4d_layout_free(base);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
+START_TEST(early_stop)
+{
+    mem4d_model *m = tu_model("llama3.1-8b");
+    mem4d_device *d = tu_device("h100-80");
+    mem4d_layout *base = base_layout(64, 8192, 512);
+    mem4d_search *full = new_search(m, d, base, true, true, false);
+    struct tuples all = {0};
+    drain(full, m, d, &all);
+    uint64_t full_visited;
+    mem4d_search_stat_get(full, MEM4D_SEARCH_STAT_VISITED, &full_visited);
+    ck_assert_uint_gt(all.n, 3);
+    /* Streaming: one layout costs a fraction of the whole walk. */
+    mem4d_search *s = new_search(m, d, base, true, true, false);
+    ck_assert_int_eq(mem4d_search_next(s, NULL, NULL), MEM4D_OK);
+    uint64_t visited;
+    mem4d_search_stat_get(s, MEM4D_SEARCH_STAT_VISITED, &visited);
+    ck_assert_uint_lt(visited, full_visited);
+    mem4d_search_free(s);
+    /* MAX_RESULTS: exactly that many, then END, in both modes. */
+    for (int ranked = 0; ranked <= 1; ranked++) {
+        s = new_search(m, d, base, true, true, ranked);
+        ck_assert_int_eq(mem4d_search_set_option(s, MEM4D_SEARCH_MAX_RESULTS, 3), MEM4D_OK);
+        struct tuples got = {0};
+        drain(s, m, d, &got);
+        ck_assert_uint_eq(got.n, 3);
+        free(got.a);
+        /* reset keeps options, zeroes counters, replays the same layouts */
+        ck_assert_int_eq(mem4d_search_reset(s), MEM4D_OK);
+        uint64_t y;
+        mem4d_search_stat_get(s, MEM4D_SEARCH_STAT_YIELDED, &y);
+        ck_assert_uint_eq(y, 0);
+        struct tuples again = {0};
+        drain(s, m, d, &again);
+        ck_assert_uint_eq(again.n, 3);
+        free(again.a);
+        mem4d_search_free(s);
+    }
+    free(all.a);
+    mem4d_search_free(full);
+    mem4d_layout_free(base);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
+START_TEST(errors)
+{
+    mem4d_model *m = tu_model("llama3.1-8b");
+    mem4d_device *d = tu_device("h100-80");
+    mem4d_layout *base = base_layout(8, 4096, 16), *noworld = base_layout(0, 4096, 16);
+    mem4d_search *s = NULL;
+    ck_assert_int_eq(mem4d_search_new(NULL, d, base, &s), MEM4D_E_INVALID_ARG);
+    ck_assert_ptr_null(s);
+    ck_assert_int_eq(mem4d_search_new(m, d, base, NULL), MEM4D_E_INVALID_ARG);
+    ck_assert_int_eq(mem4d_search_new(m, d, noworld, &s), MEM4D_E_MISSING);
+    mem4d_model *empty = NULL;
+    ck_assert_int_eq(mem4d_model_new(&empty), MEM4D_OK);
+    ck_assert_int_eq(mem4d_search_new(empty, d, base, &s), MEM4D_E_MISSING);
+    mem4d_model_free(empty);
+    mem4d_model *odd = tu_model("llama3.1-8b");
+    ck_assert_int_eq(mem4d_model_set(odd, MEM4D_MODEL_HIDDEN_SIZE, 4095), MEM4D_OK);
+    ck_assert_int_eq(mem4d_search_new(odd, d, base, &s), MEM4D_E_MODEL);
+    mem4d_model_free(odd);
+    ck_assert_int_eq(mem4d_search_new(m, d, base, &s), MEM4D_OK);
+    ck_assert_int_eq(mem4d_search_set_option(s, MEM4D_SEARCH_FITS_ONLY, 2), MEM4D_E_RANGE);
+    ck_assert_int_eq(mem4d_search_set_option(s, (mem4d_search_option)99, 0), MEM4D_E_INVALID_ARG);
+    ck_assert_int_eq(mem4d_search_bound(s, MEM4D_LAYOUT_SEQ_LENGTH, 1, 2), MEM4D_E_UNSUPPORTED);
+    ck_assert_int_eq(mem4d_search_bound(s, MEM4D_LAYOUT_TP, 4, 2), MEM4D_E_RANGE);
+    ck_assert_int_eq(mem4d_search_bound(s, MEM4D_LAYOUT_TP, 0, 2), MEM4D_E_RANGE);
+    ck_assert_int_eq(mem4d_search_bound(s, MEM4D_LAYOUT_TP, 1, 2), MEM4D_OK);
+    ck_assert_int_eq(mem4d_search_bound(s, MEM4D_LAYOUT_TP, 4, 8), MEM4D_E_RANGE); /* empty intersection */
+    ck_assert_int_eq(mem4d_search_bound(s, MEM4D_LAYOUT_RECOMPUTE, 0, 3), MEM4D_E_RANGE);
+    const uint64_t v[] = {1, 2};
+    ck_assert_int_eq(mem4d_search_allow(s, MEM4D_LAYOUT_MICRO_BATCH, v, 0), MEM4D_E_RANGE);
+    ck_assert_int_eq(mem4d_search_allow(s, MEM4D_LAYOUT_MICRO_BATCH, v, 65), MEM4D_E_RANGE);
+    ck_assert_int_eq(mem4d_search_allow(s, MEM4D_LAYOUT_MICRO_BATCH, NULL, 1), MEM4D_E_INVALID_ARG);
+    ck_assert_int_eq(mem4d_search_allow(s, MEM4D_LAYOUT_FP8, v, 2), MEM4D_E_UNSUPPORTED);
+    ck_assert_int_eq(mem4d_search_next(s, NULL, NULL), MEM4D_OK);
+    ck_assert_int_eq(mem4d_search_set_option(s, MEM4D_SEARCH_RANKED, 0), MEM4D_E_CONFLICT);
+    ck_assert_int_eq(mem4d_search_bound(s, MEM4D_LAYOUT_PP, 1, 1), MEM4D_E_CONFLICT);
+    ck_assert_int_eq(mem4d_search_allow(s, MEM4D_LAYOUT_MICRO_BATCH, v, 2), MEM4D_E_CONFLICT);
+    ck_assert_int_eq(mem4d_search_reset(s), MEM4D_OK);
+    ck_assert_int_eq(mem4d_search_set_option(s, MEM4D_SEARCH_RANKED, 0), MEM4D_OK);
+    uint64_t x;
+    ck_assert_int_eq(mem4d_search_stat_get(s, (mem4d_search_stat)9, &x), MEM4D_E_INVALID_ARG);
+    ck_assert_int_eq(mem4d_search_stat_get(NULL, MEM4D_SEARCH_STAT_VISITED, &x), MEM4D_E_INVALID_ARG);
+    ck_assert_int_eq(mem4d_search_next(NULL, NULL, NULL), MEM4D_E_INVALID_ARG);
+    ck_assert_int_eq(mem4d_search_reset(NULL), MEM4D_E_INVALID_ARG);
+    mem4d_search_free(s);
+    mem4d_search_free(NULL);
+    /* A model that fits nowhere: END at once, no error. */
+    ck_assert_int_eq(mem4d_device_set(d, MEM4D_DEVICE_MEMORY_BYTES, UINT64_C(1) << 30), MEM4D_OK);
+    ck_assert_int_eq(mem4d_search_new(m, d, base, &s), MEM4D_OK);
+    ck_assert_int_eq(mem4d_search_next(s, NULL, NULL), MEM4D_END);
+    mem4d_search_free(s);
+    mem4d_layout_free(noworld);
+    mem4d_layout_free(base);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
+/* --- ranking ----------------------------------------------------------------- */
+
+struct ranked {
+    struct tuples t;
+    double *step, *bubble;
+    uint64_t *peak;
+};
+
+static void collect_ranked(const mem4d_model *m, const mem4d_device *d, const mem4d_layout *base, bool node_local,
+                           struct ranked *out)
+{
+    memset(out, 0, sizeof *out);
+    mem4d_search *s = new_search(m, d, base, true, node_local, true);
+    mem4d_layout *l = NULL;
+    mem4d_report *r = NULL;
+    ck_assert_int_eq(mem4d_layout_new(&l), MEM4D_OK);
+    ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
+    size_t cap = 0;
+    while (mem4d_search_next(s, l, r) == MEM4D_OK) {
+        push(&out->t, l);
+        if (out->t.n > cap) {
+            cap = out->t.cap;
+            out->step = realloc(out->step, cap * sizeof *out->step);
+            out->bubble = realloc(out->bubble, cap * sizeof *out->bubble);
+            out->peak = realloc(out->peak, cap * sizeof *out->peak);
+        }
+        out->step[out->t.n - 1] = metric(r, MEM4D_METRIC_STEP_TIME_S);
+        out->bubble[out->t.n - 1] = metric(r, MEM4D_METRIC_BUBBLE_FRACTION);
+        out->peak[out->t.n - 1] = mem4d_report_peak_bytes(r);
+    }
+    mem4d_report_free(r);
+    mem4d_layout_free(l);
+    mem4d_search_free(s);
+}
+
+static void ranked_free(struct ranked *r)
+{
+    free(r->t.a);
+    free(r->step);
+    free(r->bubble);
+    free(r->peak);
+}
+
+START_TEST(ranked_order_is_total_and_deterministic)
+{
+    mem4d_model *m = tu_model("llama3.1-8b");
+    mem4d_device *d = tu_device("h100-80");
+    mem4d_layout *base = base_layout(32, 8192, 256);
+    struct ranked a, b;
+    collect_ranked(m, d, base, true, &a);
+    collect_ranked(m, d, base, true, &b);
+    ck_assert_uint_gt(a.t.n, 10);
+    ck_assert_uint_eq(a.t.n, b.t.n);
+    for (size_t i = 0; i < a.t.n; i++) {
+        ck_assert(cmp_tuple(&a.t.a[i], &b.t.a[i]) == 0);
+        if (i == 0)
+            continue;
+        ck_assert(a.step[i - 1] <= a.step[i]);
+        if (a.step[i - 1] == a.step[i])
+            ck_assert_uint_le(a.peak[i - 1], a.peak[i]);
+    }
+    ranked_free(&a);
+    ranked_free(&b);
+    mem4d_layout_free(base);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
+/* Keep t*c inside a node: allowed to cross nodes, the best layout still does not. */
+START_TEST(fact_tc_inside_node)
+{
+    static const char *const models[] = {"llama3.1-8b", "llama3.1-70b"};
+    for (int i = 0; i < 2; i++) {
+        mem4d_model *m = tu_model(models[i]);
+        mem4d_device *d = tu_device("h100-80");
+        mem4d_layout *base = base_layout(64, 8192, 512);
+        struct ranked r;
+        collect_ranked(m, d, base, false, &r);
+        ck_assert_uint_gt(r.t.n, 0);
+        ck_assert_uint_le(r.t.a[0].k[T] * r.t.a[0].k[C], 8);
+        /* and the fastest layout that crosses nodes is slower than the best */
+        bool crossing = false;
+        for (size_t j = 0; j < r.t.n; j++)
+            if (r.t.a[j].k[T] * r.t.a[j].k[C] > 8) {
+                ck_assert(r.step[j] > r.step[0]);
+                crossing = true;
+            }
+        ck_assert(crossing);
+        ranked_free(&r);
+        mem4d_layout_free(base);
+        mem4d_device_free(d);
+        mem4d_model_free(m);
+    }
+}
+END_TEST
+
+/* Smallest model-parallel size that fits: among fitting layouts that share
+ * the best layout's (t, c), none has a smaller p; among those sharing its
+ * (c, p), none has a smaller t. (Across axes the model may trade, e.g. a
+ * cheaper t for a small pipeline, as practitioners also do.) */
+START_TEST(fact_smallest_model_parallel)
+{
+    static const char *const models[] = {"llama3.1-8b", "llama3.1-70b"};
+    for (int i = 0; i < 2; i++) {
+        mem4d_model *m = tu_model(models[i]);
+        mem4d_device *d = tu_device("h100-80");
+        mem4d_layout *base = base_layout(64, 8192, 512);
+        struct ranked r;
+        collect_ranked(m, d, base, true, &r);
+        ck_assert_uint_gt(r.t.n, 0);
+        const struct tuple *best = &r.t.a[0];
+        size_t rivals = 0;
+        for (size_t j = 1; j < r.t.n; j++) {
+            const struct tuple *x = &r.t.a[j];
+            if (x->k[C] != best->k[C])
+                continue;
+            if (x->k[T] == best->k[T]) {
+                ck_assert_uint_ge(x->k[P], best->k[P]);
+                rivals++;
+            }
+            if (x->k[P] == best->k[P])
+                ck_assert_uint_ge(x->k[T], best->k[T]);
+        }
+        ck_assert_uint_gt(rivals, 0);
+        ranked_free(&r);
+        mem4d_layout_free(base);
+        mem4d_device_free(d);
+        mem4d_model_free(m);
+    }
+}
+END_TEST
+
+/* Without a pipeline (whose bubble grows as b takes micro-batches away), a
+ * larger micro-batch that fits is faster. 70B needs pp > 1 on 80 GiB at
+ * 64 GPUs, so it is checked on 141 GiB parts. */
+START_TEST(fact_larger_micro_batch)
+{
+    static const char *const models[] = {"llama3.1-8b", "llama3.1-70b"};
+    static const uint64_t gpus[] = {8, 64};
+    static const char *const devices[] = {"h100-80", "h200-141"};
+    for (int i = 0; i < 2; i++) {
+        mem4d_model *m = tu_model(models[i]);
+        mem4d_device *d = tu_device(devices[i]);
+        mem4d_layout *base = base_layout(gpus[i], 2048, 1024);
+        struct ranked r;
+        collect_ranked(m, d, base, true, &r);
+        size_t pairs = 0;
+        for (size_t j = 0; j < r.t.n; j++)
+            for (size_t k = 0; k < r.t.n; k++) {
+                const struct tuple *x = &r.t.a[j], *y = &r.t.a[k];
+                if (x->k[P] != 1 || y->k[B] <= x->k[B])
+                    continue;
+                bool same = true;
+                for (int q = 0; q < NKNOB; q++)
+                    if (q != B && x->k[q] != y->k[q])
+                        same = false;
+                if (!same)
+                    continue;
+                ck_assert_msg(r.step[k] < r.step[j], "b %llu not faster than b %llu",
+                              (unsigned long long)y->k[B], (unsigned long long)x->k[B]);
+                pairs++;
+            }
+        ck_assert_uint_gt(pairs, 0);
+        ranked_free(&r);
+        mem4d_layout_free(base);
+        mem4d_device_free(d);
+        mem4d_model_free(m);
+    }
+}
+END_TEST
+
+/* Pipeline bubbles cost: with few micro-batches, the bubble share is
+ * (p-1)/(m+p-1)-like, interleaving shrinks it, and pp = 1 has none. */
+START_TEST(fact_bubbles_cost)
+{
+    mem4d_model *m = tu_model("llama3.1-70b");
+    mem4d_device *d = tu_device("h100-80");
+    mem4d_layout *small = base_layout(64, 8192, 32), *large = base_layout(64, 8192, 512);
+    struct ranked rs, rl;
+    collect_ranked(m, d, small, true, &rs);
+    collect_ranked(m, d, large, true, &rl);
+    size_t checked = 0;
+    for (size_t j = 0; j < rs.t.n; j++) {
+        const struct tuple *x = &rs.t.a[j];
+        if (x->k[P] == 1)
+            ck_assert(rs.bubble[j] == 0);
+        else
+            ck_assert(rs.bubble[j] > 0);
+        for (size_t k = 0; k < rl.t.n; k++) /* same layout, 16x the micro-batches */
+            if (cmp_tuple(x, &rl.t.a[k]) == 0 && x->k[P] > 1) {
+                ck_assert(rl.bubble[k] < rs.bubble[j]);
+                ck_assert(rl.step[k] / 512 < rs.step[j] / 32); /* seconds per sample */
+                checked++;
+            }
+        for (size_t k = 0; k < rs.t.n; k++) { /* same layout, interleaved */
+            const struct tuple *y = &rs.t.a[k];
+            bool same = y->k[V] > x->k[V];
+            for (int q = 0; q < NKNOB; q++)
+                if (q != V && x->k[q] != y->k[q])
+                    same = false;
+            if (same)
+                ck_assert(rs.bubble[k] < rs.bubble[j]);
+        }
+    }
+    ck_assert_uint_gt(checked, 0);
+    ranked_free(&rs);
+    ranked_free(&rl);
+    mem4d_layout_free(small);
+    mem4d_layout_free(large);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
+/* --- inverse questions ------------------------------------------------------- */
+
+static mem4d_verdict verdict_of(const mem4d_model *m, const mem4d_layout *l, const mem4d_device *d)
+{
+    mem4d_report *r = NULL;
+    ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
+    mem4d_verdict v = mem4d_estimate(m, l, d, r) == MEM4D_OK ? mem4d_report_verdict(r) : MEM4D_VERDICT_OOM;
+    mem4d_report_free(r);
+    return v;
+}
+
+START_TEST(solve_max_micro_batch)
+{
+    mem4d_model *m = tu_model("llama3.1-8b");
+    mem4d_device *d = tu_device("h100-80");
+    mem4d_layout *l = tu_layout("world=8", "tp=2", "seq=2048", "gbs=256", NULL);
+    uint64_t b = 99;
+    ck_assert_int_eq(mem4d_solve_max_micro_batch(m, l, d, &b), MEM4D_OK);
+    ck_assert_uint_gt(b, 0);
+    ck_assert_uint_eq(64 % b, 0); /* gbs / dp = 64 */
+    ck_assert_int_eq(mem4d_layout_set(l, MEM4D_LAYOUT_MICRO_BATCH, b), MEM4D_OK);
+    ck_assert_int_eq(verdict_of(m, l, d), MEM4D_VERDICT_FITS);
+    for (uint64_t nb = b + 1; nb <= 64; nb++)
+        if (64 % nb == 0) {
+            ck_assert_int_eq(mem4d_layout_set(l, MEM4D_LAYOUT_MICRO_BATCH, nb), MEM4D_OK);
+            ck_assert_int_ne(verdict_of(m, l, d), MEM4D_VERDICT_FITS);
+            break;
+        }
+    /* Unknown global batch: any b; the next one up no longer fits. */
+    ck_assert_int_eq(mem4d_layout_set(l, MEM4D_LAYOUT_GLOBAL_BATCH, 0), MEM4D_OK);
+    ck_assert_int_eq(mem4d_solve_max_micro_batch(m, l, d, &b), MEM4D_OK);
+    ck_assert_int_eq(mem4d_layout_set(l, MEM4D_LAYOUT_MICRO_BATCH, b), MEM4D_OK);
+    ck_assert_int_eq(verdict_of(m, l, d), MEM4D_VERDICT_FITS);
+    ck_assert_int_eq(mem4d_layout_set(l, MEM4D_LAYOUT_MICRO_BATCH, b + 1), MEM4D_OK);
+    ck_assert_int_ne(verdict_of(m, l, d), MEM4D_VERDICT_FITS);
+    /* Invalid layouts say why; hopeless ones give 0. */
+    ck_assert_int_eq(mem4d_layout_set(l, MEM4D_LAYOUT_TP, 3), MEM4D_OK);
+    ck_assert_int_eq(mem4d_solve_max_micro_batch(m, l, d, &b), MEM4D_E_WORLD);
+    ck_assert_int_eq(mem4d_layout_set(l, MEM4D_LAYOUT_TP, 1), MEM4D_OK);
+    ck_assert_int_eq(mem4d_device_set(d, MEM4D_DEVICE_MEMORY_BYTES, UINT64_C(1) << 30), MEM4D_OK);
+    ck_assert_int_eq(mem4d_solve_max_micro_batch(m, l, d, &b), MEM4D_OK);
+    ck_assert_uint_eq(b, 0);
+    ck_assert_int_eq(mem4d_solve_max_micro_batch(m, l, d, NULL), MEM4D_E_INVALID_ARG);
+    mem4d_layout_free(l);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
+START_TEST(solve_max_seq_length)
+{
+    mem4d_model *m = tu_model("llama3.1-8b");
+    mem4d_device *d = tu_device("h100-80");
+    mem4d_layout *l = tu_layout("world=8", "tp=2", "cp=2", "seq=8", "gbs=16", NULL);
+    uint64_t s = 0;
+    ck_assert_int_eq(mem4d_solve_max_seq_length(m, l, d, &s), MEM4D_OK);
+    ck_assert_uint_gt(s, 8192);
+    ck_assert_uint_eq(s % 4, 0); /* 2c = 4 and t*c = 4 */
+    ck_assert_int_eq(mem4d_layout_set(l, MEM4D_LAYOUT_SEQ_LENGTH, s), MEM4D_OK);
+    ck_assert_int_eq(verdict_of(m, l, d), MEM4D_VERDICT_FITS);
+    ck_assert_int_eq(mem4d_layout_set(l, MEM4D_LAYOUT_SEQ_LENGTH, s + 4), MEM4D_OK);
+    ck_assert_int_ne(verdict_of(m, l, d), MEM4D_VERDICT_FITS);
+    ck_assert_int_eq(mem4d_layout_set(l, MEM4D_LAYOUT_TP, 3), MEM4D_OK);
+    ck_assert_int_eq(mem4d_solve_max_seq_length(m, l, d, &s), MEM4D_E_WORLD);
+    mem4d_layout_free(l);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
+START_TEST(solve_min_gpus)
+{
+    mem4d_model *m = tu_model("llama3.1-70b");
+    mem4d_device *d = tu_device("h100-80");
+    mem4d_layout *base = tu_layout("seq=4096", "gbs=64", NULL);
+    mem4d_layout *best = NULL;
+    ck_assert_int_eq(mem4d_layout_new(&best), MEM4D_OK);
+    uint64_t n = 0;
+    ck_assert_int_eq(mem4d_solve_min_gpus(m, d, base, 64, &n, best), MEM4D_OK);
+    ck_assert_uint_gt(n, 1);
+    ck_assert_uint_eq(get(best, MEM4D_LAYOUT_WORLD), n);
+    ck_assert_int_eq(verdict_of(m, best, d), MEM4D_VERDICT_FITS);
+    /* n - 1 GPUs: nothing fits (a full search says so). */
+    mem4d_layout *fewer = base_layout(n - 1, 4096, 64);
+    mem4d_search *s = new_search(m, d, fewer, true, true, false);
+    ck_assert_int_eq(mem4d_search_next(s, NULL, NULL), MEM4D_END);
+    mem4d_search_free(s);
+    /* The layout is the fastest of a ranked search on n GPUs. */
+    mem4d_layout *on_n = base_layout(n, 4096, 64), *first = NULL;
+    ck_assert_int_eq(mem4d_layout_new(&first), MEM4D_OK);
+    s = new_search(m, d, on_n, true, true, true);
+    ck_assert_int_eq(mem4d_search_next(s, first, NULL), MEM4D_OK);
+    for (int i = 0; i < NKNOB; i++)
+        ck_assert_uint_eq(get(first, knobs[i]), get(best, knobs[i]));
+    mem4d_search_free(s);
+    ck_assert_int_eq(mem4d_solve_min_gpus(m, d, base, n - 1, &n, NULL), MEM4D_OK);
+    ck_assert_uint_eq(n, 0);
+    ck_assert_int_eq(mem4d_solve_min_gpus(m, d, base, 0, &n, NULL), MEM4D_E_RANGE);
+    mem4d_layout_free(first);
+    mem4d_layout_free(on_n);
+    mem4d_layout_free(fewer);
+    mem4d_layout_free(best);
+    mem4d_layout_free(base);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("search");
+    TCase *tc = tcase_create("complete");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, complete_8b_fits);
+    tcase_add_test(tc, complete_8b_all_valid);
+    tcase_add_test(tc, complete_8b_16_gpus_any_tc);
+    tcase_add_test(tc, complete_unknown_batch);
+    tcase_add_test(tc, complete_paper_mode);
+    tcase_add_test(tc, complete_pruning_heavy);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("options");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, constraints_honoured);
+    tcase_add_test(tc, node_local_rule);
+    tcase_add_test(tc, early_stop);
+    tcase_add_test(tc, errors);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("ranking");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, ranked_order_is_total_and_deterministic);
+    tcase_add_test(tc, fact_tc_inside_node);
+    tcase_add_test(tc, fact_smallest_model_parallel);
+    tcase_add_test(tc, fact_larger_micro_batch);
+    tcase_add_test(tc, fact_bubbles_cost);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("solvers");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, solve_max_micro_batch);
+    tcase_add_test(tc, solve_max_seq_length);
+    tcase_add_test(tc, solve_min_gpus);
+    suite_add_tcase(s, tc);
+    return tu_run(s);
+}
