@@ -36,6 +36,22 @@ def failing_cycle():
     return None
 
 
+def search_cycle():
+    with mem4d.Model.preset("llama3.1-8b") as model, \
+         mem4d.Device.preset("h100-80") as device:
+        search = mem4d.plan(model, device, gpus=16, seq=8192, gbs=512, ranked=False,
+                            max_results=2)
+        with search:
+            return sum(p.report.peak_bytes for p in search)
+
+
+def import_cycle():
+    got = mem4d.import_megatron(["--num-layers", "32", "--hidden-size", "4096",
+                                 "--tensor-model-parallel-size", "2"], world_size=8)
+    with got.model, got.layout:
+        return got.layout["tp"]
+
+
 @unittest.skipUnless(os.path.exists("/proc/self/statm"), "needs /proc to read resident memory")
 class LeakTest(unittest.TestCase):
     def measure(self, fn, cycles):
@@ -60,6 +76,15 @@ class LeakTest(unittest.TestCase):
         growth = self.measure(failing_cycle, CYCLES // 10)
         self.assertLess(growth, ALLOWANCE,
                         f"resident memory grew {growth} bytes over {CYCLES // 10} failures")
+
+    def test_search_and_import_cycles_do_not_leak(self):
+        first = search_cycle()
+        self.assertGreater(first, 0)
+        growth = self.measure(lambda: self.assertEqual(search_cycle(), first), CYCLES // 10)
+        self.assertLess(growth, ALLOWANCE, f"search: grew {growth} bytes")
+        self.assertEqual(import_cycle(), 2)
+        growth = self.measure(import_cycle, CYCLES // 10)
+        self.assertLess(growth, ALLOWANCE, f"import: grew {growth} bytes")
 
     def test_measure_can_see_a_leak(self):
         # The method itself must be able to fail: keeping 2000 reports alive

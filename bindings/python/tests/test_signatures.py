@@ -21,8 +21,12 @@ _BASE = {"void": "void", "int": "i32", "uint32_t": "u32", "uint64_t": "u64",
 
 
 def _strip_comments(text):
+    """The header's code: no comments, no preprocessor lines (so `#define
+    MEM4D_API` is not taken for a declaration), no `extern "C" {`."""
     text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
-    return re.sub(r"//[^\n]*", " ", text)
+    text = re.sub(r"//[^\n]*", " ", text)
+    return "\n".join(line for line in text.splitlines()
+                     if not line.lstrip().startswith("#") and 'extern "C"' not in line)
 
 
 def parse_header(path=support.HEADER):

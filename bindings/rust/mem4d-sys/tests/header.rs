@@ -19,8 +19,12 @@ fn read(rel: &str) -> String {
     fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
+/// The header of this checkout, or MEM4D_HEADER (e.g. an installed one).
 fn header() -> String {
-    read("../../../include/mem4d/mem4d.h")
+    match std::env::var_os("MEM4D_HEADER") {
+        Some(path) => fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.to_string_lossy())),
+        None => read("../../../include/mem4d/mem4d.h"),
+    }
 }
 
 fn binding() -> String {

@@ -8,7 +8,7 @@
 mod common;
 
 use common::rss_bytes;
-use mem4d::{estimate, Device, Layout, Model, Report, Status};
+use mem4d::{estimate, import_megatron, Device, Layout, Model, Report, Search, SearchOption, Status};
 
 const CYCLES: usize = 100_000;
 const ALLOWANCE: u64 = 4 << 20;
@@ -27,6 +27,20 @@ fn failing_cycle() -> Status {
     let layout = Layout::with(&[("tp", 3), ("world", 3), ("seq", 8192)]).unwrap();
     let device = Device::preset("h100-80").unwrap();
     estimate(&model, &layout, &device).unwrap_err().status
+}
+
+fn search_cycle() -> u64 {
+    let model = Model::preset("llama3.1-8b").unwrap();
+    let device = Device::preset("h100-80").unwrap();
+    let base = Layout::with(&[("world", 16), ("seq", 8192), ("gbs", 512)]).unwrap();
+    let mut search = Search::new(&model, &device, &base).unwrap();
+    search.option(SearchOption::Ranked, 0).unwrap().option(SearchOption::MaxResults, 2).unwrap();
+    search.map(|p| p.unwrap().report.peak_bytes()).sum()
+}
+
+fn import_cycle() -> u64 {
+    let args = ["--num-layers", "32", "--hidden-size", "4096", "--tensor-model-parallel-size", "2"];
+    import_megatron(&args, None, 8).unwrap().layout.get("tp").unwrap()
 }
 
 fn growth(cycles: usize, f: impl Fn()) -> u64 {
@@ -50,6 +64,16 @@ fn create_estimate_drop_cycles_do_not_leak() {
     let grew = growth(CYCLES, || assert_eq!(failing_cycle(), Status::E_HEADS_TP));
     println!("resident memory grew {grew} bytes over {CYCLES} failing cycles");
     assert!(grew < ALLOWANCE, "grew {grew} bytes over {CYCLES} failing cycles");
+
+    let first = search_cycle();
+    assert!(first > 0);
+    let grew = growth(CYCLES / 10, || assert_eq!(search_cycle(), first));
+    println!("resident memory grew {grew} bytes over {} search cycles", CYCLES / 10);
+    assert!(grew < ALLOWANCE, "search: grew {grew} bytes");
+
+    let grew = growth(CYCLES / 10, || assert_eq!(import_cycle(), 2));
+    println!("resident memory grew {grew} bytes over {} import cycles", CYCLES / 10);
+    assert!(grew < ALLOWANCE, "import: grew {grew} bytes");
 
     // The measure itself can fail: forgetting 2000 reports is seen.
     let before = rss_bytes();
