@@ -1,15 +1,59 @@
 /*
- * Full mode: every pipeline stage with its own weights, in-flight
- * micro-batches, last-stage logits, buffers and fixed costs. Symbols and the
- * derivation of each term are in doc/formulas.md and doc/full-model.md.
+ * Full mode: every pipeline stage with its own weights, the micro-batches
+ * its schedule keeps in flight, the last stage's logits and cross-entropy
+ * temporaries, recomputation, the buffers Megatron-LM really allocates and
+ * the fixed costs of CUDA and NCCL. Every term, its symbol and where it comes
+ * from is in doc/full-model.md; symbols follow doc/formulas.md.
  * SPDX-License-Identifier: MIT
  */
 #include <string.h>
 
 #include "private.h"
 
-/* Layers held by stage r (uneven first/last stages as Megatron's
- * --decoder-first/last-pipeline-num-layers). */
+/* Sticky checked arithmetic: a step that would overflow clears *ok and
+ * yields 0, so a formula reads like the formula and is checked once. */
+static uint64_t add(bool *ok, uint64_t a, uint64_t b)
+{
+    uint64_t r;
+    if (!m4d_add(a, b, &r)) {
+        *ok = false;
+        return 0;
+    }
+    return r;
+}
+
+static uint64_t mul(bool *ok, uint64_t a, uint64_t b)
+{
+    uint64_t r;
+    if (!m4d_mul(a, b, &r)) {
+        *ok = false;
+        return 0;
+    }
+    return r;
+}
+
+/* ⌈a·b/d⌉ exactly, d > 0. */
+static uint64_t muldiv(bool *ok, uint64_t a, uint64_t b, uint64_t d)
+{
+    uint64_t r;
+    if (!m4d_muldiv_ceil(a, b, d, &r)) {
+        *ok = false;
+        return 0;
+    }
+    return r;
+}
+
+static uint64_t max64(uint64_t a, uint64_t b) { return a > b ? a : b; }
+static uint64_t min64(uint64_t a, uint64_t b) { return a < b ? a : b; }
+
+/* t_sp: what splits the "replicated" half of a layer's activations (norm
+ * inputs and outputs): t with sequence parallelism, else 1. */
+static uint64_t t_sp(const struct m4d_ctx *x) { return x->sp && x->t > 1 ? x->t : 1; }
+
+/* T = s·b/c: tokens of one micro-batch on one context-parallel rank. */
+static uint64_t tokens(bool *ok, const struct m4d_ctx *x) { return mul(ok, x->s / x->c, x->b); }
+
+/* ℓ_r: layers of stage r (Megatron's --decoder-first/last-pipeline-num-layers). */
 static uint64_t stage_layers(const struct m4d_ctx *x, uint64_t r)
 {
     if (!x->first_layers && !x->last_layers)
@@ -22,143 +66,331 @@ static uint64_t stage_layers(const struct m4d_ctx *x, uint64_t r)
     return (x->L - x->first_layers - x->last_layers) / (x->p - ends);
 }
 
-/* Parameters on stage r: transformer layers split by t (norms replicated,
- * experts split by ep·t), the embedding on the first stage, the final norm
- * and LM head on the last (a tied head is a second copy when p > 1). */
-static bool stage_params(const struct m4d_ctx *x, uint64_t r, uint64_t *out)
+/* One layer's parameters on one rank: the linear weights split by t (expert
+ * weights by ep·t, expert tensor parallelism = t), norms and router replicated.
+ * `expert` is the part whose optimizer shards over the expert-data-parallel
+ * group (d·c/ep) instead of d·c. */
+struct layer_share {
+    uint64_t linear, expert, replicated;
+};
+
+static struct layer_share layer_share(bool *ok, const struct m4d_ctx *x)
 {
-    uint64_t attn, mlp, norms, per_layer, n, emb;
-    if (!m4d_layer_params(x, &attn, &mlp, &norms))
-        return false;
-    uint64_t mlp_split = x->experts ? x->t * x->ep : x->t;
-    per_layer = m4d_ceil_div(attn, x->t) + m4d_ceil_div(mlp, mlp_split) + norms;
-    if (!m4d_mul(per_layer, stage_layers(x, r), &n) || !m4d_mul(x->Vp, x->h, &emb))
-        return false;
-    emb = m4d_ceil_div(emb, x->t);
-    if (r == 0 && !m4d_add(n, emb, &n))
-        return false;
+    struct layer_share s = {0, 0, 0};
+    uint64_t attn, mlp, norms, mats = x->gated ? 3 : 2;
+    if (!m4d_layer_params(x, &attn, &mlp, &norms)) {
+        *ok = false;
+        return s;
+    }
+    s.replicated = norms;
+    s.linear = m4d_ceil_div(attn, x->t);
+    if (x->experts == 0) {
+        s.linear = add(ok, s.linear, m4d_ceil_div(mlp, x->t));
+        return s;
+    }
+    uint64_t experts = mul(ok, mul(ok, mats, x->h), mul(ok, x->fe, x->experts));
+    uint64_t shared = mul(ok, mul(ok, mats, x->h), x->fs);
+    s.expert = muldiv(ok, experts, 1, x->ep * x->t);
+    s.linear = add(ok, s.linear, m4d_ceil_div(shared, x->t));
+    s.replicated = add(ok, s.replicated, mul(ok, x->h, x->experts) + (x->fs ? x->h : 0));
+    return s;
+}
+
+/* Parameters of stage r: N (all), N_e (expert part), N_lin (transformer
+ * linear weights, what fp8 caches). The embedding V_p·h/t sits on the first
+ * stage; the final norm and the LM head on the last; a tied head is a
+ * separate copy whenever p > 1 (Megatron keeps one on each end). */
+struct stage_params {
+    uint64_t all, expert, linear;
+};
+
+static struct stage_params stage_params(bool *ok, const struct m4d_ctx *x, uint64_t r)
+{
+    struct layer_share s = layer_share(ok, x);
+    uint64_t l = stage_layers(x, r), emb = muldiv(ok, x->Vp, x->h, x->t);
+    struct stage_params n;
+    n.linear = mul(ok, add(ok, s.linear, s.expert), l);
+    n.expert = mul(ok, s.expert, l);
+    n.all = add(ok, n.linear, mul(ok, s.replicated, l));
+    if (r == 0)
+        n.all = add(ok, n.all, emb);
     if (r == x->p - 1) {
-        n += (x->layernorm ? 2 : 1) * x->h;
-        if ((!x->tied || x->p > 1) && !m4d_add(n, emb, &n))
-            return false;
+        n.all = add(ok, n.all, (x->layernorm ? 2 : 1) * x->h);
+        if (!x->tied || x->p > 1)
+            n.all = add(ok, n.all, emb);
     }
-    *out = n;
-    return true;
+    return n;
 }
 
-/* Bytes per token per layer kept for backward (2-byte elements), before
- * splitting by t·c: 8h of norm/QKV/MLP inputs, 2a·dh + 2k·dh of Q, K, V and
- * the attention output, and 4f (gated) or 2f of MLP intermediates (times
- * top-k for experts). Without sequence parallelism the 8h part is not split
- * by t. */
-static void layer_bytes_per_token(const struct m4d_ctx *x, uint64_t *replicated, uint64_t *split)
+/* WEIGHTS, GRADIENTS and OPTIMIZER of a stage. ZeRO-1 (Megatron's
+ * distributed optimizer) shards master weights and moments over d·c
+ * (experts over d·c/ep); ZeRO-2 adds the gradients, ZeRO-3 the weights.
+ * fp8 keeps an fp8 copy and an fp8 transpose of every linear weight. */
+static void state_terms(bool *ok, const struct m4d_ctx *x, const struct stage_params *n, uint64_t *t)
 {
-    uint64_t inter = x->gated ? 4 : 2;
-    uint64_t mlp = x->experts ? inter * x->fe * x->topk + inter * x->fs : inter * x->f;
-    *replicated = 8 * x->h;
-    *split = 2 * (2 * x->a * x->dh + 2 * x->k * x->dh + mlp);
+    uint64_t dc = x->d * x->c, edc = dc / (x->experts ? x->ep : 1);
+    uint64_t per = x->master_bytes + 2 * x->opt_bytes;
+    t[MEM4D_TERM_WEIGHTS] = mul(ok, n->all, x->param_bytes);
+    if (x->fp8)
+        t[MEM4D_TERM_WEIGHTS] = add(ok, t[MEM4D_TERM_WEIGHTS], mul(ok, n->linear, 2));
+    t[MEM4D_TERM_GRADIENTS] = mul(ok, n->all, x->grad_bytes);
+    t[MEM4D_TERM_OPTIMIZER] = mul(ok, n->all, per);
+    if (x->zero >= 1)
+        t[MEM4D_TERM_OPTIMIZER] = add(ok, muldiv(ok, n->all - n->expert, per, dc), muldiv(ok, n->expert, per, edc));
+    if (x->zero >= 2)
+        t[MEM4D_TERM_GRADIENTS] = muldiv(ok, t[MEM4D_TERM_GRADIENTS], 1, dc);
+    if (x->zero >= 3)
+        t[MEM4D_TERM_WEIGHTS] = muldiv(ok, t[MEM4D_TERM_WEIGHTS], 1, dc);
 }
 
-/* Activations of one layer for one micro-batch on one rank. */
-static bool layer_activation(const struct m4d_ctx *x, uint64_t *out)
+/* Bytes kept for backward per token and layer, in two halves:
+ * repl (split by t_sp): both norms' inputs and outputs, 4h elements of 2 bytes
+ *   (MoE: + router logits and probabilities in fp32, + permuted tokens in and out);
+ * split (split by t): Q, K, V (a+2k)·dh and the attention output a·dh,
+ *   2 bytes; FlashAttention's fp32 log-sum-exp 4a, or without it the
+ *   softmax output 2a·s/c; the MLP's fc1 output and fc2 input, 3f (SwiGLU)
+ *   or 2f elements (experts: top-k of them, plus the shared expert).
+ * Selective recompute drops the attention core's own tensors. */
+static void layer_token_bytes(bool *ok, const struct m4d_ctx *x, uint64_t *repl, uint64_t *split)
 {
-    uint64_t repl, split, tokens, a_split, a_repl;
-    layer_bytes_per_token(x, &repl, &split);
-    if (!m4d_mul(x->s, x->b, &tokens) || !m4d_mul(tokens, split, &a_split) || !m4d_mul(tokens, repl, &a_repl))
-        return false;
-    uint64_t tc = x->t * x->c;
-    a_split = m4d_ceil_div(a_split, tc);
-    a_repl = m4d_ceil_div(a_repl, x->sp ? tc : x->c);
-    if (!x->flash) { /* softmax output a·s·(s/c)·b, 2 bytes, split by t */
-        uint64_t scores;
-        if (!m4d_mul3(2 * x->a, x->s, x->s / x->c, &scores) || !m4d_mul(scores, x->b, &scores))
-            return false;
-        if (!m4d_add(a_split, m4d_ceil_div(scores, x->t * x->c), &a_split))
-            return false;
+    uint64_t inter = x->gated ? 3 : 2, mlp;
+    *repl = 8 * x->h;
+    if (x->experts) {
+        mlp = add(ok, mul(ok, mul(ok, inter, x->fe), x->topk), inter * x->fs);
+        *repl = add(ok, *repl, add(ok, 8 * x->experts, mul(ok, 4 * x->h, x->topk)));
+    } else {
+        mlp = mul(ok, inter, x->f);
     }
-    return m4d_add(a_split, a_repl, out);
+    *split = add(ok, mul(ok, 2 * (2 * x->a + 2 * x->k), x->dh), mul(ok, 2, mlp));
+    if (x->recompute == 1)
+        return;
+    if (x->flash)
+        *split = add(ok, *split, 4 * x->a);
+    else
+        *split = add(ok, *split, mul(ok, 2 * x->a, x->s / x->c));
 }
 
-/* Micro-batches (1F1B) or chunk-micro-batches (interleaved) live on stage r
- * at its peak, and the layers each covers. */
-static void in_flight(const struct m4d_ctx *x, uint64_t r, uint64_t *count, uint64_t *layers_each)
+/* A_layer: one layer, one micro-batch, no full recompute. */
+static uint64_t layer_activation(bool *ok, const struct m4d_ctx *x)
+{
+    uint64_t repl, split, T = tokens(ok, x);
+    layer_token_bytes(ok, x, &repl, &split);
+    return add(ok, muldiv(ok, T, repl, t_sp(x)), muldiv(ok, T, split, x->t));
+}
+
+/* C: a full-recompute checkpoint keeps only the layer input, 2·T·h/t_sp. */
+static uint64_t checkpoint_bytes(bool *ok, const struct m4d_ctx *x)
+{
+    return muldiv(ok, tokens(ok, x), 2 * x->h, t_sp(x));
+}
+
+/* What one micro-batch keeps over `l` consecutive layers, and the extra
+ * live set while one of its recomputed groups runs its backward.
+ * uniform, N per group: ⌈l/N⌉·C kept, N·A_layer live;
+ * block, first N recomputed: N·C + (l−N)·A_layer kept, one A_layer live.
+ * N = 0 means all l layers. */
+static void micro_batch_keep(bool *ok, const struct m4d_ctx *x, uint64_t l, uint64_t *keep, uint64_t *live)
+{
+    uint64_t A = layer_activation(ok, x), C = checkpoint_bytes(ok, x);
+    *live = 0;
+    if (x->recompute != 2 || l == 0) {
+        *keep = mul(ok, A, l);
+        return;
+    }
+    uint64_t N = x->rc_layers ? min64(x->rc_layers, l) : l;
+    if (x->rc_method == 0) {
+        *keep = mul(ok, C, m4d_ceil_div(l, N));
+        *live = mul(ok, A, N);
+    } else {
+        *keep = add(ok, mul(ok, C, N), mul(ok, A, l - N));
+        *live = A;
+    }
+}
+
+/* Micro-batches live on stage r at its peak. 1F1B: min(p − r, m).
+ * Interleaved (v chunks of L/(p·v) layers): Megatron's warm-up
+ * 2(p−r−1) + (v−1)·p chunk-micro-batches plus the one of the first
+ * steady-state step, capped at m·v. m = 0 (unknown) is taken as large. */
+static void in_flight(const struct m4d_ctx *x, uint64_t r, uint64_t *units, uint64_t *layers_each)
 {
     if (x->v > 1) {
-        uint64_t chunks = x->p * (x->v - 1) + 2 * (x->p - r) - 1;
-        if (x->m > 0 && chunks > x->m * x->v)
-            chunks = x->m * x->v;
-        *count = chunks;
+        uint64_t n = 2 * (x->p - r - 1) + (x->v - 1) * x->p + 1;
+        if (x->m > 0 && n > x->m * x->v)
+            n = x->m * x->v;
+        *units = n;
         *layers_each = x->L / (x->p * x->v);
         return;
     }
     uint64_t n = x->p - r;
     if (x->m > 0 && x->m < n)
         n = x->m;
-    *count = n;
+    *units = n;
     *layers_each = stage_layers(x, r);
 }
 
-static bool stage_activations(const struct m4d_ctx *x, uint64_t r, uint64_t *out, uint64_t *count)
+/* The transient of one layer's backward: gradients of the MLP
+ * intermediates and of the hidden state, and the attention kernel's fp32
+ * dq accumulator 4·a·dh. */
+static uint64_t backward_working_set(bool *ok, const struct m4d_ctx *x)
 {
-    uint64_t a_layer, layers_each, act, tokens, tc = x->t * x->c;
-    in_flight(x, r, count, &layers_each);
-    if (!layer_activation(x, &a_layer) || !m4d_mul3(a_layer, layers_each, *count, &act) ||
-        !m4d_mul(x->s, x->b, &tokens))
-        return false;
-    if (r == 0) { /* embedding output per in-flight micro-batch: 8·s·b·h/(t·c) as in the paper */
-        uint64_t emb;
-        uint64_t n0 = x->v > 1 ? m4d_ceil_div(*count, x->v) : *count;
-        if (!m4d_mul3(8 * x->h, tokens, n0, &emb) || !m4d_add(act, m4d_ceil_div(emb, tc), &act))
-            return false;
-    }
-    if (r == x->p - 1) { /* final-norm and head inputs (bf16) + fp32 logits and their gradient */
-        uint64_t head;
-        if (!m4d_mul(4 * x->h + 8 * x->Vp, tokens, &head) || !m4d_add(act, m4d_ceil_div(head, tc), &act))
-            return false;
-    }
-    *out = act;
-    return true;
+    uint64_t inter = x->gated ? 3 : 2, T = tokens(ok, x);
+    uint64_t mlp = x->experts ? add(ok, mul(ok, mul(ok, inter, x->fe), x->topk), inter * x->fs) : mul(ok, inter, x->f);
+    uint64_t split = add(ok, mul(ok, 2, mlp), mul(ok, 4 * x->a, x->dh));
+    return add(ok, muldiv(ok, T, split, x->t), muldiv(ok, T, 2 * x->h, t_sp(x)));
 }
 
-/* Process groups a rank joins whose size exceeds one (each holds NCCL buffers). */
+/* Last stage, one micro-batch: the final norm's input and the head's input
+ * (4h/t_sp bytes per token), and around the loss the bf16 logits with their
+ * fp32 copy (Megatron's vocab_parallel_cross_entropy works in place on the
+ * copy and keeps it as the softmax) or, in backward, that fp32 gradient and
+ * its bf16 cast: 6·T·V_p/t. */
+static void head_bytes(bool *ok, const struct m4d_ctx *x, uint64_t *keep, uint64_t *loss)
+{
+    uint64_t T = tokens(ok, x);
+    *keep = muldiv(ok, T, 4 * x->h, t_sp(x));
+    *loss = muldiv(ok, mul(ok, T, 6), x->Vp, x->t);
+}
+
+/* Activations of stage r at two moments. At the forward/backward peak
+ * (*peak): the in-flight micro-batches' kept tensors, the first stage's
+ * token ids (int64), and the larger of two transients: the loss on the last
+ * stage, or one layer's backward with its recomputed group. When the first
+ * stage's embedding gradient is formed (*at_embedding_grad), one in-flight
+ * micro-batch has just been freed. */
+static void stage_activations(bool *ok, const struct m4d_ctx *x, uint64_t r, uint64_t *reported_in_flight,
+                              uint64_t *peak, uint64_t *at_embedding_grad)
+{
+    uint64_t units, each, keep, live, act;
+    in_flight(x, r, &units, &each);
+    *reported_in_flight = x->v > 1 ? m4d_ceil_div(units, x->v) : units;
+    micro_batch_keep(ok, x, each, &keep, &live);
+    act = mul(ok, keep, units);
+    *at_embedding_grad = mul(ok, keep, units - 1);
+    if (r == 0)
+        act = add(ok, act, mul(ok, mul(ok, tokens(ok, x), 8), *reported_in_flight));
+    uint64_t transient = add(ok, backward_working_set(ok, x), live);
+    if (r == x->p - 1) {
+        uint64_t head_keep, loss;
+        head_bytes(ok, x, &head_keep, &loss);
+        act = add(ok, act, head_keep);
+        transient = max64(transient, loss);
+    }
+    *peak = add(ok, act, transient);
+}
+
+/* The embedding's weight gradient is formed densely in the parameter dtype,
+ * P_bytes·V_p·h/t, before Megatron's gradient hook adds it to the main
+ * gradient (the LM head's is fused into the main gradient instead). */
+static uint64_t embedding_grad_bytes(bool *ok, const struct m4d_ctx *x)
+{
+    return muldiv(ok, mul(ok, x->Vp, x->h), x->param_bytes, x->t);
+}
+
+/* Megatron's default bucket: max(40M, 1M·dp) elements (ddp_bucket_size). */
+static uint64_t bucket_elements(bool *ok, const struct m4d_ctx *x)
+{
+    return x->bucket ? x->bucket : max64(40000000, mul(ok, 1000000, x->d * x->c));
+}
+
+/* BUFFERS during forward/backward: kernel workspaces; the sequence-parallel
+ * all-gather of a full-sequence activation 2·T·h; pipeline receive buffers
+ * for an activation and a gradient 2·(2·T·h/t_sp); with ZeRO-2/3 the
+ * reduce-scatter bucket (two with overlap) and, with ZeRO-3, one layer's
+ * gathered weights (two when prefetching). Megatron's own buckets are views
+ * of the persistent grad/param buffers (counted in GRADIENTS/WEIGHTS). */
+static uint64_t fwd_bwd_buffers(bool *ok, const struct m4d_ctx *x, const mem4d_device *dev)
+{
+    uint64_t T = tokens(ok, x), b = dev->v[MEM4D_DEVICE_WORKSPACE_BYTES];
+    if (x->sp && x->t > 1)
+        b = add(ok, b, mul(ok, T, 2 * x->h));
+    if (x->p > 1)
+        b = add(ok, b, mul(ok, 2, muldiv(ok, T, 2 * x->h, t_sp(x))));
+    if (x->zero >= 2)
+        b = add(ok, b, mul(ok, mul(ok, bucket_elements(ok, x), x->grad_bytes), x->overlap_grad ? 2 : 1));
+    if (x->zero >= 3) {
+        struct layer_share s = layer_share(ok, x);
+        uint64_t layer = add(ok, add(ok, s.linear, s.expert), s.replicated);
+        b = add(ok, b, mul(ok, mul(ok, layer, x->param_bytes), x->overlap_param ? 2 : 1));
+    }
+    return b;
+}
+
+/* BUFFERS at the optimizer step: workspaces, and with gradients below
+ * fp32 the fp32 copy the optimizer makes of its gradient shard
+ * (shard_main_param.grad = shard_model_grad.float()). */
+static uint64_t step_buffers(bool *ok, const struct m4d_ctx *x, const mem4d_device *dev,
+                             const struct stage_params *n)
+{
+    uint64_t b = dev->v[MEM4D_DEVICE_WORKSPACE_BYTES];
+    if (x->grad_bytes < 4 && x->master_bytes == 4)
+        b = add(ok, b, x->zero >= 1 ? muldiv(ok, n->all, 4, x->d * x->c) : mul(ok, n->all, 4));
+    return b;
+}
+
+/* NCCL communicators a rank creates and uses (size > 1): the default world
+ * group; tensor, context and pipeline groups; data-parallel (loss
+ * averaging) and data×context (gradients, distributed optimizer); the
+ * model-parallel group (grad-norm and inf checks); the embedding group of a
+ * tied head split over stages; expert and expert-data-parallel groups. */
 static uint64_t process_groups(const struct m4d_ctx *x)
 {
-    return (x->t > 1) + (x->c > 1) + (x->p > 1) + (x->d > 1) + (x->d * x->c > 1 && x->c > 1) + (x->p > 1);
+    uint64_t dc = x->d * x->c, n = 0;
+    n += x->world > 1;
+    n += x->t > 1;
+    n += x->c > 1;
+    n += x->p > 1;
+    n += x->d > 1;
+    n += x->c > 1 && dc > 1;
+    n += x->t * x->p > 1;
+    n += x->p > 1 && x->tied;
+    if (x->experts) {
+        n += x->ep > 1;
+        n += dc / x->ep > 1;
+    }
+    return n;
+}
+
+/* The stage's peak is the largest of three moments: the forward/backward
+ * peak, the first stage forming its embedding gradient, and the optimizer
+ * step (no activation live). ACTIVATIONS and BUFFERS are those of the
+ * winning moment; ties go to the earlier one. */
+static void pick_moment(bool *ok, const struct m4d_ctx *x, const mem4d_device *dev, uint64_t r,
+                        const struct stage_params *n, uint64_t *t)
+{
+    uint64_t act, act_emb, fb = fwd_bwd_buffers(ok, x, dev);
+    stage_activations(ok, x, r, &t[MEM4D_TERM_IN_FLIGHT], &act, &act_emb);
+    t[MEM4D_TERM_ACTIVATIONS] = act;
+    t[MEM4D_TERM_BUFFERS] = fb;
+    uint64_t best = add(ok, act, fb);
+    if (r == 0) {
+        uint64_t emb = add(ok, fb, embedding_grad_bytes(ok, x));
+        if (add(ok, act_emb, emb) > best) {
+            t[MEM4D_TERM_ACTIVATIONS] = act_emb;
+            t[MEM4D_TERM_BUFFERS] = emb;
+            best = add(ok, act_emb, emb);
+        }
+    }
+    uint64_t step = step_buffers(ok, x, dev, n);
+    if (step > best) {
+        t[MEM4D_TERM_ACTIVATIONS] = 0;
+        t[MEM4D_TERM_BUFFERS] = step;
+    }
 }
 
 static bool stage_memory(const struct m4d_ctx *x, const mem4d_device *dev, uint64_t r, uint64_t *t)
 {
-    uint64_t N, dc = x->d * x->c;
-    if (!stage_params(x, r, &N))
-        return false;
-    uint64_t w_bytes = x->param_bytes + (x->fp8 ? 1 : 0);
-    uint64_t opt_bytes = x->master_bytes + 2 * x->opt_bytes;
-    if (!m4d_mul(N, w_bytes, &t[MEM4D_TERM_WEIGHTS]) || !m4d_mul(N, x->grad_bytes, &t[MEM4D_TERM_GRADIENTS]) ||
-        !m4d_mul(N, opt_bytes, &t[MEM4D_TERM_OPTIMIZER]))
-        return false;
-    if (x->zero >= 1)
-        t[MEM4D_TERM_OPTIMIZER] = m4d_ceil_div(t[MEM4D_TERM_OPTIMIZER], dc);
-    if (x->zero >= 2)
-        t[MEM4D_TERM_GRADIENTS] = m4d_ceil_div(t[MEM4D_TERM_GRADIENTS], dc);
-    if (x->zero >= 3)
-        t[MEM4D_TERM_WEIGHTS] = m4d_ceil_div(t[MEM4D_TERM_WEIGHTS], dc);
-    if (!stage_activations(x, r, &t[MEM4D_TERM_ACTIVATIONS], &t[MEM4D_TERM_IN_FLIGHT]))
-        return false;
-    t[MEM4D_TERM_PARAMS] = N;
+    bool ok = true;
+    struct stage_params n = stage_params(&ok, x, r);
+    state_terms(&ok, x, &n, t);
+    uint64_t state = add(&ok, add(&ok, t[MEM4D_TERM_WEIGHTS], t[MEM4D_TERM_GRADIENTS]), t[MEM4D_TERM_OPTIMIZER]);
+    pick_moment(&ok, x, dev, r, &n, t);
+    uint64_t alloc = add(&ok, add(&ok, state, t[MEM4D_TERM_ACTIVATIONS]), t[MEM4D_TERM_BUFFERS]);
+    t[MEM4D_TERM_FRAGMENTATION] = muldiv(&ok, alloc, dev->v[MEM4D_DEVICE_ALLOCATOR_OVERHEAD_PPM], 1000000);
+    t[MEM4D_TERM_FIXED] = add(&ok, dev->v[MEM4D_DEVICE_CUDA_CONTEXT_BYTES],
+                              mul(&ok, process_groups(x), dev->v[MEM4D_DEVICE_NCCL_BYTES_PER_GROUP]));
+    t[MEM4D_TERM_PARAMS] = n.all;
     t[MEM4D_TERM_LAYERS] = stage_layers(x, r);
-    t[MEM4D_TERM_BUFFERS] = dev->v[MEM4D_DEVICE_WORKSPACE_BYTES];
-    uint64_t alloc = 0;
-    for (int k = MEM4D_TERM_WEIGHTS; k <= MEM4D_TERM_ACTIVATIONS; k++)
-        if (!m4d_add(alloc, t[k], &alloc))
-            return false;
-    if (!m4d_add(alloc, t[MEM4D_TERM_BUFFERS], &alloc) ||
-        !m4d_muldiv_ceil(alloc, dev->v[MEM4D_DEVICE_ALLOCATOR_OVERHEAD_PPM], 1000000, &t[MEM4D_TERM_FRAGMENTATION]))
-        return false;
-    uint64_t nccl;
-    if (!m4d_mul(process_groups(x), dev->v[MEM4D_DEVICE_NCCL_BYTES_PER_GROUP], &nccl) ||
-        !m4d_add(nccl, dev->v[MEM4D_DEVICE_CUDA_CONTEXT_BYTES], &t[MEM4D_TERM_FIXED]))
-        return false;
-    return true;
+    return ok;
 }
 
 mem4d_status m4d_estimate_full(const struct m4d_ctx *x, const mem4d_device *dev, mem4d_report *r)

@@ -89,8 +89,8 @@ const struct m4d_param_desc m4d_device_params[M4D_DEVICE_NPARAM] = {
     [MEM4D_DEVICE_INTRA_NODE_LATENCY_NS] = NUM_ROW("intra_node_latency_ns", NULL, NULL, 0, UINT64_C(1) << 40, 5000),
     [MEM4D_DEVICE_INTER_NODE_LATENCY_NS] = NUM_ROW("inter_node_latency_ns", NULL, NULL, 0, UINT64_C(1) << 40, 15000),
     [MEM4D_DEVICE_CUDA_CONTEXT_BYTES] = NUM_ROW("cuda_context_bytes", NULL, NULL, 0, UINT64_C(1) << 40, 512 * MiB),
-    [MEM4D_DEVICE_NCCL_BYTES_PER_GROUP] = NUM_ROW("nccl_bytes_per_group", NULL, NULL, 0, UINT64_C(1) << 40, 64 * MiB),
-    [MEM4D_DEVICE_ALLOCATOR_OVERHEAD_PPM] = NUM_ROW("allocator_overhead_ppm", NULL, NULL, 0, 1000000, 50000),
+    [MEM4D_DEVICE_NCCL_BYTES_PER_GROUP] = NUM_ROW("nccl_bytes_per_group", NULL, NULL, 0, UINT64_C(1) << 40, 128 * MiB),
+    [MEM4D_DEVICE_ALLOCATOR_OVERHEAD_PPM] = NUM_ROW("allocator_overhead_ppm", NULL, NULL, 0, 1000000, 40000),
     [MEM4D_DEVICE_WORKSPACE_BYTES] = NUM_ROW("workspace_bytes", NULL, NULL, 0, UINT64_C(1) << 40, 256 * MiB),
 };
 

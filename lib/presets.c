@@ -18,6 +18,8 @@
 #define TIED [MEM4D_MODEL_TIED_EMBEDDINGS] = 1
 #define QKVB [MEM4D_MODEL_QKV_BIAS] = 1
 #define HD(n) [MEM4D_MODEL_HEAD_DIM] = n
+#define MOE(e, k, fe, fs) [MEM4D_MODEL_NUM_EXPERTS] = e, [MEM4D_MODEL_EXPERT_TOPK] = k, \
+    [MEM4D_MODEL_EXPERT_FFN_SIZE] = fe, [MEM4D_MODEL_SHARED_EXPERT_FFN_SIZE] = fs
 
 const struct m4d_model_preset m4d_model_presets[] = {
     M("llama2-7b", 4096, 11008, 32, 32, 32, 32000, POS(4096)),
@@ -33,6 +35,10 @@ const struct m4d_model_preset m4d_model_presets[] = {
     M("mistral-7b", 4096, 14336, 32, 32, 8, 32000, POS(32768)),
     M("qwen2.5-7b", 3584, 18944, 28, 28, 4, 152064, POS(131072), QKVB),
     M("qwen2.5-72b", 8192, 29568, 80, 64, 8, 152064, POS(131072), QKVB),
+    /* Mixture of experts (issue 6): experts, top-k, expert FFN, shared-expert FFN. */
+    M("mixtral-8x7b", 4096, 14336, 32, 32, 8, 32000, POS(32768), MOE(8, 2, 14336, 0)),
+    M("qwen1.5-moe-a2.7b", 2048, 5632, 24, 16, 16, 151936, POS(8192), QKVB, MOE(60, 4, 1408, 5632)),
+    M("qwen2-57b-a14b", 3584, 18944, 28, 28, 4, 151936, POS(32768), QKVB, MOE(64, 8, 2560, 20480)),
 };
 const size_t m4d_model_preset_n = sizeof m4d_model_presets / sizeof m4d_model_presets[0];
 

@@ -1,0 +1,417 @@
+/*
+ * Full mode, term by term: every switch moves the terms doc/full-model.md
+ * says it moves, by the amount derived there, and nothing else.
+ * The base case is Llama-3.1-8B, tp 2, pp 4, dp 2, s = 4096, b = 1,
+ * global batch 64 (m = 32) on an H100-80.
+ * SPDX-License-Identifier: MIT
+ */
+#include <stdarg.h>
+#include <string.h>
+
+#include "testutil.h"
+
+#define MiB (UINT64_C(1) << 20)
+
+/* Symbols of the base case (doc/formulas.md). */
+enum {
+    H = 4096, F = 14336, A_HEADS = 32, K_HEADS = 8, DH = 128, V = 128256, TP = 2, S = 4096,
+};
+static const uint64_t T = S;                                   /* tokens per micro-batch, c = 1 */
+static const uint64_t P_LAYER = (2 * H * A_HEADS * DH + 2 * H * K_HEADS * DH) / TP + 3 * H * F / TP + 2 * H;
+static const uint64_t EMB = (uint64_t)V * H / TP;              /* V_p = V: 128256 = 501 x 256 */
+/* A_layer = T·(8h/t_sp + (2(2a+2k)·dh + 2·3f + 4a)/t), t_sp = t with SP. */
+static const uint64_t A_LAYER = T * 8 * H / TP + T * (2 * (2 * A_HEADS + 2 * K_HEADS) * DH + 2 * 3 * F + 4 * A_HEADS) / TP;
+static const uint64_t CKPT = T * 2 * H / TP;                   /* C = 2·T·h/t_sp */
+/* One layer's backward: T·(2·3f + 4a·dh)/t + 2·T·h/t_sp. */
+static const uint64_t WS = T * (2 * 3 * F + 4 * A_HEADS * DH) / TP + T * 2 * H / TP;
+
+static mem4d_model *model;
+static mem4d_device *device;
+
+static void setup(void)
+{
+    model = tu_model("llama3.1-8b");
+    device = tu_device("h100-80");
+}
+
+static void teardown(void)
+{
+    mem4d_model_free(model);
+    mem4d_device_free(device);
+}
+
+static uint64_t dev(mem4d_device_param k)
+{
+    uint64_t v = 0;
+    ck_assert_int_eq(mem4d_device_get(device, k, &v), MEM4D_OK);
+    return v;
+}
+
+/* Estimate the base layout with extra "key=value" settings (NULL-terminated). */
+static mem4d_report *run(const char *first, ...)
+{
+    mem4d_layout *l = tu_layout("tp=2", "pp=4", "dp=2", "seq=4096", "gbs=64", NULL);
+    va_list ap;
+    va_start(ap, first);
+    for (const char *kv = first; kv; kv = va_arg(ap, const char *)) {
+        char key[64];
+        const char *eq = strchr(kv, '=');
+        memcpy(key, kv, (size_t)(eq - kv));
+        key[eq - kv] = '\0';
+        ck_assert_msg(mem4d_layout_set_str(l, key, eq + 1) == MEM4D_OK, "cannot set %s", kv);
+    }
+    va_end(ap);
+    mem4d_report *r = NULL;
+    ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
+    ck_assert_msg(mem4d_estimate(model, l, device, r) == MEM4D_OK, "%s", mem4d_report_message(r));
+    ck_assert_int_eq(mem4d_report_mode(r), MEM4D_MODE_FULL);
+    mem4d_layout_free(l);
+    return r;
+}
+
+static uint64_t get(const mem4d_report *r, uint32_t stage, mem4d_term t)
+{
+    uint64_t v = 0;
+    ck_assert_int_eq(mem4d_report_get(r, stage, t, &v), MEM4D_OK);
+    return v;
+}
+
+static uint64_t info(const mem4d_report *r, mem4d_info i)
+{
+    uint64_t v = 0;
+    ck_assert_int_eq(mem4d_report_info(r, i, &v), MEM4D_OK);
+    return v;
+}
+
+/* The primary terms (not the derived sums) of every stage are equal,
+ * except those in `moved` (a bit mask of mem4d_term). */
+static void same_except(const mem4d_report *a, const mem4d_report *b, unsigned moved)
+{
+    static const mem4d_term primary[] = {MEM4D_TERM_WEIGHTS, MEM4D_TERM_GRADIENTS, MEM4D_TERM_OPTIMIZER,
+                                         MEM4D_TERM_ACTIVATIONS, MEM4D_TERM_BUFFERS, MEM4D_TERM_FIXED,
+                                         MEM4D_TERM_PARAMS, MEM4D_TERM_LAYERS, MEM4D_TERM_IN_FLIGHT};
+    ck_assert_uint_eq(mem4d_report_num_stages(a), mem4d_report_num_stages(b));
+    for (uint32_t s = 0; s < mem4d_report_num_stages(a); s++)
+        for (size_t i = 0; i < sizeof primary / sizeof primary[0]; i++)
+            if (!(moved & (1u << primary[i])))
+                ck_assert_msg(get(a, s, primary[i]) == get(b, s, primary[i]), "stage %u term %s moved", s,
+                              mem4d_term_name(primary[i]));
+}
+
+#define BIT(t) (1u << (t))
+
+START_TEST(stage_parameters)
+{
+    mem4d_report *r = run(NULL);
+    ck_assert_uint_eq(get(r, 0, MEM4D_TERM_PARAMS), 8 * P_LAYER + EMB);
+    ck_assert_uint_eq(get(r, 1, MEM4D_TERM_PARAMS), 8 * P_LAYER);
+    ck_assert_uint_eq(get(r, 2, MEM4D_TERM_PARAMS), 8 * P_LAYER);
+    ck_assert_uint_eq(get(r, 3, MEM4D_TERM_PARAMS), 8 * P_LAYER + H + EMB); /* final norm + LM head */
+    for (uint32_t s = 0; s < 4; s++) {
+        uint64_t n = get(r, s, MEM4D_TERM_PARAMS);
+        ck_assert_uint_eq(get(r, s, MEM4D_TERM_WEIGHTS), 2 * n);
+        ck_assert_uint_eq(get(r, s, MEM4D_TERM_GRADIENTS), 4 * n);
+        ck_assert_uint_eq(get(r, s, MEM4D_TERM_OPTIMIZER), 12 * n / 2); /* sharded over d·c = 2 */
+        ck_assert_uint_eq(get(r, s, MEM4D_TERM_LAYERS), 8);
+    }
+    mem4d_report_free(r);
+}
+END_TEST
+
+START_TEST(one_f_one_b_activations)
+{
+    mem4d_report *r = run(NULL);
+    /* 1F1B: stage r holds p − r micro-batches of 8 layers. */
+    for (uint32_t s = 0; s < 4; s++)
+        ck_assert_uint_eq(get(r, s, MEM4D_TERM_IN_FLIGHT), 4 - s);
+    /* First stage: 4·8·A + int64 token ids of 4 micro-batches + one layer's backward. */
+    ck_assert_uint_eq(get(r, 0, MEM4D_TERM_ACTIVATIONS), 32 * A_LAYER + 8 * T * 4 + WS);
+    ck_assert_uint_eq(get(r, 1, MEM4D_TERM_ACTIVATIONS), 24 * A_LAYER + WS);
+    /* Last stage: 8·A + final-norm and head inputs 4h·T/t + the loss 6·T·V_p/t. */
+    ck_assert_uint_eq(get(r, 3, MEM4D_TERM_ACTIVATIONS), 8 * A_LAYER + T * 4 * H / TP + 6 * T * V / TP);
+    mem4d_report_free(r);
+}
+END_TEST
+
+START_TEST(buffers_and_fixed)
+{
+    mem4d_report *r = run(NULL);
+    /* Workspaces + sequence-parallel gather 2·T·h + two pipeline receive buffers 2·(2·T·h/t). */
+    uint64_t buf = dev(MEM4D_DEVICE_WORKSPACE_BYTES) + 2 * T * H + 2 * (2 * T * H / TP);
+    for (uint32_t s = 0; s < 4; s++)
+        ck_assert_uint_eq(get(r, s, MEM4D_TERM_BUFFERS), buf);
+    /* world, tp, pp, dp and the model-parallel group: 5 communicators. */
+    ck_assert_uint_eq(info(r, MEM4D_INFO_PROCESS_GROUPS), 5);
+    ck_assert_uint_eq(get(r, 0, MEM4D_TERM_FIXED),
+                      dev(MEM4D_DEVICE_CUDA_CONTEXT_BYTES) + 5 * dev(MEM4D_DEVICE_NCCL_BYTES_PER_GROUP));
+    uint64_t alloc = get(r, 0, MEM4D_TERM_PEAK_ALLOCATED);
+    uint64_t ppm = dev(MEM4D_DEVICE_ALLOCATOR_OVERHEAD_PPM);
+    ck_assert_uint_eq(get(r, 0, MEM4D_TERM_FRAGMENTATION), (alloc * ppm + 999999) / 1000000);
+    mem4d_report_free(r);
+}
+END_TEST
+
+START_TEST(device_constants_move_only_their_terms)
+{
+    mem4d_report *a = run(NULL);
+    ck_assert_int_eq(mem4d_device_set(device, MEM4D_DEVICE_WORKSPACE_BYTES, 0), MEM4D_OK);
+    ck_assert_int_eq(mem4d_device_set(device, MEM4D_DEVICE_ALLOCATOR_OVERHEAD_PPM, 0), MEM4D_OK);
+    mem4d_report *b = run(NULL);
+    same_except(a, b, BIT(MEM4D_TERM_BUFFERS));
+    ck_assert_uint_eq(get(a, 0, MEM4D_TERM_BUFFERS) - get(b, 0, MEM4D_TERM_BUFFERS), 256 * MiB);
+    ck_assert_uint_eq(get(b, 0, MEM4D_TERM_FRAGMENTATION), 0);
+    ck_assert_uint_eq(get(b, 0, MEM4D_TERM_PEAK_RESERVED), get(b, 0, MEM4D_TERM_PEAK_ALLOCATED));
+    ck_assert_int_eq(mem4d_device_set(device, MEM4D_DEVICE_CUDA_CONTEXT_BYTES, 0), MEM4D_OK);
+    ck_assert_int_eq(mem4d_device_set(device, MEM4D_DEVICE_NCCL_BYTES_PER_GROUP, 1), MEM4D_OK);
+    mem4d_report *c = run(NULL);
+    same_except(b, c, BIT(MEM4D_TERM_FIXED));
+    ck_assert_uint_eq(get(c, 2, MEM4D_TERM_FIXED), 5);
+    mem4d_report_free(a);
+    mem4d_report_free(b);
+    mem4d_report_free(c);
+}
+END_TEST
+
+START_TEST(distributed_optimizer_and_zero)
+{
+    mem4d_report *z1 = run(NULL), *z0 = run("dist_opt=false", NULL);
+    same_except(z1, z0, BIT(MEM4D_TERM_OPTIMIZER));
+    ck_assert_uint_eq(get(z0, 1, MEM4D_TERM_OPTIMIZER), 12 * 8 * P_LAYER);
+    /* Megatron's buckets are views of the persistent buffers: overlap moves nothing. */
+    mem4d_report *ov = run("overlap_grad_reduce=true", "overlap_param_gather=true", NULL);
+    same_except(z1, ov, 0);
+    /* ZeRO-2: gradients sharded, plus the reduce-scatter bucket max(40M, 1M·dp) of 4-byte elements. */
+    mem4d_report *z2 = run("zero_stage=2", NULL);
+    same_except(z1, z2, BIT(MEM4D_TERM_GRADIENTS) | BIT(MEM4D_TERM_BUFFERS));
+    ck_assert_uint_eq(get(z2, 1, MEM4D_TERM_GRADIENTS), 4 * 8 * P_LAYER / 2);
+    ck_assert_uint_eq(get(z2, 1, MEM4D_TERM_BUFFERS) - get(z1, 1, MEM4D_TERM_BUFFERS), 40000000 * 4);
+    mem4d_report *z2o = run("zero_stage=2", "overlap_grad_reduce=true", NULL);
+    ck_assert_uint_eq(get(z2o, 1, MEM4D_TERM_BUFFERS) - get(z1, 1, MEM4D_TERM_BUFFERS), 2 * 40000000 * 4);
+    /* ZeRO-3: weights sharded, plus one layer's gathered bf16 weights (two when prefetching). */
+    mem4d_report *z3 = run("zero_stage=3", "overlap_param_gather=true", NULL);
+    same_except(z2, z3, BIT(MEM4D_TERM_WEIGHTS) | BIT(MEM4D_TERM_BUFFERS));
+    ck_assert_uint_eq(get(z3, 1, MEM4D_TERM_WEIGHTS), 2 * 8 * P_LAYER / 2);
+    ck_assert_uint_eq(get(z3, 1, MEM4D_TERM_BUFFERS) - get(z2, 1, MEM4D_TERM_BUFFERS), 2 * 2 * P_LAYER);
+    mem4d_report_free(z0);
+    mem4d_report_free(z1);
+    mem4d_report_free(ov);
+    mem4d_report_free(z2);
+    mem4d_report_free(z2o);
+    mem4d_report_free(z3);
+}
+END_TEST
+
+START_TEST(precisions)
+{
+    mem4d_report *base = run(NULL);
+    mem4d_report *bf16 = run("main_grad_bytes=2", NULL);
+    same_except(base, bf16, BIT(MEM4D_TERM_GRADIENTS));
+    ck_assert_uint_eq(get(bf16, 1, MEM4D_TERM_GRADIENTS), 2 * 8 * P_LAYER);
+    mem4d_report *states = run("optimizer_state_bytes=2", "master_weight_bytes=2", NULL);
+    same_except(base, states, BIT(MEM4D_TERM_OPTIMIZER));
+    ck_assert_uint_eq(get(states, 1, MEM4D_TERM_OPTIMIZER), 6 * 8 * P_LAYER / 2);
+    /* fp8 caches an fp8 weight and its transpose: 2 bytes per linear weight (not norms or embeddings). */
+    mem4d_report *fp8 = run("fp8=true", NULL);
+    same_except(base, fp8, BIT(MEM4D_TERM_WEIGHTS));
+    ck_assert_uint_eq(get(fp8, 0, MEM4D_TERM_WEIGHTS) - get(base, 0, MEM4D_TERM_WEIGHTS), 2 * 8 * (P_LAYER - 2 * H));
+    mem4d_report_free(base);
+    mem4d_report_free(bf16);
+    mem4d_report_free(states);
+    mem4d_report_free(fp8);
+}
+END_TEST
+
+/* With bf16 gradients and a tiny sequence, the optimizer step is the peak:
+ * no activation is live and the buffer is the fp32 copy of the gradients. */
+START_TEST(optimizer_step_moment)
+{
+    mem4d_report *r = run("seq=16", "dist_opt=false", "main_grad_bytes=2", NULL);
+    ck_assert_uint_eq(get(r, 1, MEM4D_TERM_ACTIVATIONS), 0);
+    ck_assert_uint_eq(get(r, 1, MEM4D_TERM_BUFFERS), dev(MEM4D_DEVICE_WORKSPACE_BYTES) + 4 * 8 * P_LAYER);
+    mem4d_report_free(r);
+}
+END_TEST
+
+START_TEST(interleaved_schedule)
+{
+    mem4d_report *v1 = run(NULL), *v2 = run("vpp=2", NULL);
+    same_except(v1, v2, BIT(MEM4D_TERM_ACTIVATIONS) | BIT(MEM4D_TERM_IN_FLIGHT));
+    /* Stage 0: 2(p−1) + (v−1)·p + 1 = 11 chunk-micro-batches of L/(p·v) = 4 layers;
+     * IN_FLIGHT reports ⌈11/2⌉ = 6 micro-batches. */
+    ck_assert_uint_eq(get(v2, 0, MEM4D_TERM_IN_FLIGHT), 6);
+    ck_assert_uint_eq(get(v2, 0, MEM4D_TERM_ACTIVATIONS), 44 * A_LAYER + 8 * T * 6 + WS);
+    /* Last stage: (v−1)·p + 1 = 5 chunk-micro-batches. */
+    ck_assert_uint_eq(get(v2, 3, MEM4D_TERM_ACTIVATIONS), 20 * A_LAYER + T * 4 * H / TP + 6 * T * V / TP);
+    mem4d_report_free(v1);
+    mem4d_report_free(v2);
+}
+END_TEST
+
+START_TEST(fewer_micro_batches_than_stages)
+{
+    mem4d_report *r = run("gbs=4", NULL); /* m = 2 < p */
+    ck_assert_uint_eq(info(r, MEM4D_INFO_MICROBATCHES), 2);
+    ck_assert_uint_eq(get(r, 0, MEM4D_TERM_IN_FLIGHT), 2);
+    ck_assert_uint_eq(get(r, 2, MEM4D_TERM_IN_FLIGHT), 2);
+    ck_assert_uint_eq(get(r, 3, MEM4D_TERM_IN_FLIGHT), 1);
+    ck_assert_uint_eq(get(r, 0, MEM4D_TERM_ACTIVATIONS), 16 * A_LAYER + 8 * T * 2 + WS);
+    mem4d_report_free(r);
+}
+END_TEST
+
+START_TEST(recomputation)
+{
+    mem4d_report *none = run(NULL);
+    /* Selective: the attention core's own tensor (FlashAttention's fp32 log-sum-exp) goes. */
+    mem4d_report *sel = run("recompute=selective", NULL);
+    same_except(none, sel, BIT(MEM4D_TERM_ACTIVATIONS));
+    ck_assert_uint_eq(get(none, 0, MEM4D_TERM_ACTIVATIONS) - get(sel, 0, MEM4D_TERM_ACTIVATIONS),
+                      32 * T * 4 * A_HEADS / TP);
+    /* Full, uniform, 1 layer per group: 8 checkpoints per micro-batch, one layer live. */
+    mem4d_report *uni = run("recompute=full", "recompute_method=uniform", "recompute_num_layers=1", NULL);
+    same_except(none, uni, BIT(MEM4D_TERM_ACTIVATIONS));
+    ck_assert_uint_eq(get(uni, 0, MEM4D_TERM_ACTIVATIONS), 4 * 8 * CKPT + 8 * T * 4 + WS + A_LAYER);
+    /* Uniform, 4 layers per group: 2 checkpoints, four layers live. */
+    mem4d_report *uni4 = run("recompute=full", "recompute_method=uniform", "recompute_num_layers=4", NULL);
+    ck_assert_uint_eq(get(uni4, 1, MEM4D_TERM_ACTIVATIONS), 3 * 2 * CKPT + WS + 4 * A_LAYER);
+    /* Block, first 3 layers: 3 checkpoints + 5 full layers per micro-batch, one layer live. */
+    mem4d_report *blk = run("recompute=full", "recompute_method=block", "recompute_num_layers=3", NULL);
+    ck_assert_uint_eq(get(blk, 1, MEM4D_TERM_ACTIVATIONS), 3 * (3 * CKPT + 5 * A_LAYER) + WS + A_LAYER);
+    mem4d_report_free(none);
+    mem4d_report_free(sel);
+    mem4d_report_free(uni);
+    mem4d_report_free(uni4);
+    mem4d_report_free(blk);
+}
+END_TEST
+
+START_TEST(vocabulary_padding)
+{
+    mem4d_report *r = run("tp=4", "dp=1", NULL);
+    ck_assert_uint_eq(info(r, MEM4D_INFO_PADDED_VOCAB), 128512); /* next multiple of 128·4 */
+    uint64_t layer4 = (2 * H * A_HEADS * DH + 2 * H * K_HEADS * DH) / 4 + 3 * H * F / 4 + 2 * H;
+    ck_assert_uint_eq(get(r, 0, MEM4D_TERM_PARAMS), 8 * layer4 + UINT64_C(128512) * H / 4);
+    mem4d_report_free(r);
+}
+END_TEST
+
+START_TEST(uneven_stages_and_tied_head)
+{
+    mem4d_report *r = run("decoder_first_pipeline_num_layers=6", "decoder_last_pipeline_num_layers=6", NULL);
+    static const uint64_t layers[4] = {6, 10, 10, 6};
+    for (uint32_t s = 0; s < 4; s++)
+        ck_assert_uint_eq(get(r, s, MEM4D_TERM_LAYERS), layers[s]);
+    ck_assert_uint_eq(get(r, 0, MEM4D_TERM_PARAMS), 6 * P_LAYER + EMB);
+    mem4d_report_free(r);
+    /* A tied head is still a separate copy on the last stage when p > 1
+     * (plus the embedding group), and one shared matrix when p = 1. */
+    ck_assert_int_eq(mem4d_model_set(model, MEM4D_MODEL_TIED_EMBEDDINGS, 1), MEM4D_OK);
+    mem4d_report *tied = run(NULL);
+    ck_assert_uint_eq(get(tied, 3, MEM4D_TERM_PARAMS), 8 * P_LAYER + H + EMB);
+    ck_assert_uint_eq(info(tied, MEM4D_INFO_PROCESS_GROUPS), 6);
+    mem4d_report *one = run("pp=1", "dp=8", NULL);
+    ck_assert_uint_eq(get(one, 0, MEM4D_TERM_PARAMS), 32 * P_LAYER + H + EMB);
+    mem4d_report_free(tied);
+    mem4d_report_free(one);
+}
+END_TEST
+
+START_TEST(context_parallel_groups_and_tokens)
+{
+    mem4d_report *r = run("cp=2", "dp=1", NULL);
+    /* world, tp, cp, pp, dp×cp, model-parallel; dp = 1 has no group. */
+    ck_assert_uint_eq(info(r, MEM4D_INFO_PROCESS_GROUPS), 6);
+    /* T halves: the last stage's loss is 6·(T/2)·V_p/t. */
+    uint64_t a_half = A_LAYER / 2, head = (T / 2) * 4 * H / TP;
+    ck_assert_uint_eq(get(r, 3, MEM4D_TERM_ACTIVATIONS), 8 * a_half + head + 6 * (T / 2) * V / TP);
+    mem4d_report_free(r);
+}
+END_TEST
+
+/* Qwen1.5-MoE-A2.7B: 60 experts of 1408, top-4, a shared expert of 5632. */
+START_TEST(experts_split_by_ep)
+{
+    mem4d_model *moe = tu_model("qwen1.5-moe-a2.7b");
+    mem4d_layout *l = tu_layout("pp=2", "dp=4", "ep=4", "seq=4096", "gbs=32", NULL);
+    mem4d_report *r = NULL;
+    mem4d_report_new(&r);
+    ck_assert_int_eq(mem4d_estimate(moe, l, device, r), MEM4D_OK);
+    uint64_t attn = 4 * 2048 * 2048 + 3 * 2048, shared = 3 * 2048 * 5632 + 2048, router = 2048 * 60;
+    uint64_t experts = UINT64_C(15) * 3 * 2048 * 1408; /* 60 / ep 4 on this rank */
+    uint64_t dense = attn + shared + router + 2 * 2048;
+    ck_assert_uint_eq(get(r, 1, MEM4D_TERM_PARAMS), 12 * (dense + experts) + 2048 + UINT64_C(151936) * 2048);
+    /* Expert optimizer state shards over d·c/ep = 1, the rest over d·c = 4. */
+    uint64_t n1 = get(r, 1, MEM4D_TERM_PARAMS), ne = 12 * experts;
+    ck_assert_uint_eq(get(r, 1, MEM4D_TERM_OPTIMIZER), 12 * (n1 - ne) / 4 + 12 * ne);
+    /* world, pp, dp, model-parallel, ep (expert-dp = 4/4 = 1 has none). */
+    ck_assert_uint_eq(info(r, MEM4D_INFO_PROCESS_GROUPS), 5);
+    mem4d_report_free(r);
+    mem4d_layout_free(l);
+    mem4d_model_free(moe);
+}
+END_TEST
+
+START_TEST(moe_preset_parameter_counts)
+{
+    static const struct {
+        const char *name;
+        uint64_t params;
+    } cases[] = {
+        {"mixtral-8x7b", UINT64_C(46702792704)},     /* Hugging Face model card: 46.7B */
+        {"qwen1.5-moe-a2.7b", UINT64_C(14315784192)}, /* model card: 14.3B in total */
+        {"qwen2-57b-a14b", UINT64_C(57408658944)},    /* model card: 57B (57.4B) in total */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        mem4d_model *m = tu_model(cases[i].name);
+        uint64_t n = 0;
+        ck_assert_int_eq(mem4d_model_num_params(m, &n), MEM4D_OK);
+        ck_assert_uint_eq(n, cases[i].params);
+        mem4d_model_free(m);
+    }
+}
+END_TEST
+
+START_TEST(overflow_is_range_not_wrap)
+{
+    mem4d_model *m = NULL;
+    ck_assert_int_eq(mem4d_model_new(&m), MEM4D_OK);
+    mem4d_model_set(m, MEM4D_MODEL_HIDDEN_SIZE, 1u << 20);
+    mem4d_model_set(m, MEM4D_MODEL_FFN_HIDDEN_SIZE, 1u << 22);
+    mem4d_model_set(m, MEM4D_MODEL_NUM_LAYERS, 4096);
+    mem4d_model_set(m, MEM4D_MODEL_NUM_HEADS, 1u << 14);
+    mem4d_model_set(m, MEM4D_MODEL_VOCAB_SIZE, 1u << 24);
+    mem4d_layout *l = tu_layout("dp=1", "seq=16777216", "mbs=65536", NULL);
+    mem4d_report *r = NULL;
+    mem4d_report_new(&r);
+    ck_assert_int_eq(mem4d_estimate(m, l, device, r), MEM4D_E_RANGE);
+    ck_assert_uint_eq(mem4d_report_num_stages(r), 0);
+    mem4d_report_free(r);
+    mem4d_layout_free(l);
+    mem4d_model_free(m);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("full");
+    TCase *tc = tcase_create("terms");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, stage_parameters);
+    tcase_add_test(tc, one_f_one_b_activations);
+    tcase_add_test(tc, buffers_and_fixed);
+    tcase_add_test(tc, device_constants_move_only_their_terms);
+    tcase_add_test(tc, distributed_optimizer_and_zero);
+    tcase_add_test(tc, precisions);
+    tcase_add_test(tc, optimizer_step_moment);
+    tcase_add_test(tc, interleaved_schedule);
+    tcase_add_test(tc, fewer_micro_batches_than_stages);
+    tcase_add_test(tc, recomputation);
+    tcase_add_test(tc, vocabulary_padding);
+    tcase_add_test(tc, uneven_stages_and_tied_head);
+    tcase_add_test(tc, context_parallel_groups_and_tokens);
+    tcase_add_test(tc, experts_split_by_ep);
+    tcase_add_test(tc, moe_preset_parameter_counts);
+    tcase_add_test(tc, overflow_is_range_not_wrap);
+    suite_add_tcase(s, tc);
+    return tu_run(s);
+}
