@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""`mem4d plan`: JSON that parses with the promised keys, CSV that agrees
+with it, the built-in default job, constraints, --all, --svg, and one-line
+errors with exit status 2. Usage: cli-plan.py PATH/TO/mem4d"""
+
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import xml.dom.minidom
+
+CLI = sys.argv[1]
+KEYS = ("tp", "cp", "pp", "dp", "mbs", "vpp", "recompute", "dist_opt", "peak_bytes",
+        "verdict", "step_time_s", "tokens_per_s", "tflops_per_gpu")
+JOB = ["--model", "llama3.1-8b", "--gpu", "h100-80", "--gpus", "16", "--seq", "4096", "--gbs", "128"]
+failures = []
+
+
+def run(*args, code=0):
+    p = subprocess.run([CLI, *args], capture_output=True, text=True)
+    if p.returncode != code:
+        failures.append(f"{args}: exit {p.returncode}, wanted {code}; stderr {p.stderr!r}")
+    return p
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+
+
+def plan_json(*extra):
+    p = run("plan", *JOB, "--json", *extra)
+    rows = json.loads(p.stdout)
+    check(isinstance(rows, list), "--json is not an array")
+    return rows
+
+
+# JSON: the keys, their types, world = t*c*p*d, fastest first, fits only.
+rows = plan_json("--top", "0")
+check(len(rows) > 10, f"only {len(rows)} layouts")
+for r in rows:
+    missing = [k for k in KEYS if k not in r]
+    check(not missing, f"missing keys {missing}")
+    check(r["tp"] * r["cp"] * r["pp"] * r["dp"] == 16, f"world of {r}")
+    check(r["verdict"] == "fits", f"verdict {r['verdict']} without --all")
+    check(r["recompute"] in ("none", "selective", "full"), "recompute name")
+    check(isinstance(r["dist_opt"], bool), "dist_opt is a boolean")
+    check(r["tp"] * r["cp"] <= 8, "t*c crosses a node by default")
+    check(r["peak_bytes"] <= 0.8 * r["device_bytes"], "fits above 80%")
+steps = [r["step_time_s"] for r in rows]
+check(steps == sorted(steps), "not fastest first")
+check(len(plan_json("--top", "3")) == 3, "--top 3")
+
+# CSV lists the same layouts in the same order.
+p = run("plan", *JOB, "--csv", "--top", "0")
+table = list(csv.DictReader(io.StringIO(p.stdout)))
+check(len(table) == len(rows), "csv and json lengths differ")
+for c, j in zip(table, rows):
+    check(all(str(j[k]) == c[k] for k in ("tp", "cp", "pp", "dp", "mbs", "vpp", "peak_bytes")), f"csv {c}")
+
+# Constraints: fixed, ranged and listed knobs.
+for r in plan_json("--pp", "1", "--tp", "1-2", "--mbs", "1,2", "--recompute", "none", "--top", "0"):
+    check(r["pp"] == 1 and r["tp"] <= 2 and r["mbs"] in (1, 2) and r["recompute"] == "none", f"constraint {r}")
+
+# --all lists layouts that do not fit too, fitting ones first.
+every = plan_json("--all")
+verdicts = [r["verdict"] for r in every]
+check(len(every) > len(rows) and "oom" in verdicts, "--all lists no oom layout")
+order = {"fits": 0, "tight": 1, "oom": 2}
+check([order[v] for v in verdicts] == sorted(order[v] for v in verdicts), "--all order")
+
+# The built-in default job, with no arguments at all (and `mem4d` alone).
+for argv in (["plan"], []):
+    p = run(*argv)
+    check("llama3.1-70b on 64 x h100-80" in p.stdout and "seq 8192, gbs 512" in p.stdout,
+          f"default job of {argv}: {p.stdout[:200]!r}")
+    check(" fits " in p.stdout, "the default job has a layout that fits")
+
+# --svg draws the landscape as well-formed SVG.
+with tempfile.TemporaryDirectory() as tmp:
+    path = os.path.join(tmp, "plan.svg")
+    run("plan", *JOB, "--svg", path)
+    doc = xml.dom.minidom.parse(path)
+    check(doc.documentElement.tagName == "svg", "not an svg")
+    check(len(doc.getElementsByTagName("rect")) > 10, "svg has no cells")
+
+# Errors: one line on stderr, exit status 2.
+for bad in (["--model", "no-such-model"], ["--gpu", "no-such-gpu"], ["--gpus", "x"], ["--tp", "8-1"],
+            ["--mbs", "1,zero"], ["--bogus"], ["--top"], ["--set", "nokey=1"]):
+    p = run("plan", *bad, code=2)
+    check(p.stdout == "", f"{bad} printed to stdout")
+    check(p.stderr.startswith("mem4d: ") and p.stderr.count("\n") >= 1, f"{bad}: {p.stderr!r}")
+
+# Nothing fits: an empty array and exit status 1.
+p = run("plan", "--model", "llama3.1-405b", "--gpus", "8", "--json", code=1)
+check(json.loads(p.stdout) == [], "no-fit json")
+
+for f in failures:
+    print("FAIL:", f)
+print(f"{'ok' if not failures else 'not ok'}: cli-plan ({len(failures)} failures)")
+sys.exit(1 if failures else 0)
