@@ -90,7 +90,39 @@ def binding_table():
             for name, res, args in _capi.SIGNATURES}
 
 
+def parse_enums(path=support.HEADER):
+    """{enum type: {constant: value}} of every enum of the header."""
+    with open(path, encoding="utf-8") as f:
+        text = _strip_comments(f.read())
+    return {name: {k: int(v) for k, v in re.findall(r"(\w+)\s*=\s*(\d+)", body)}
+            for body, name in re.findall(r"typedef\s+enum\s+\w*\s*\{([^}]*)\}\s*(\w+)\s*;", text)}
+
+
+def binding_enums():
+    """The binding's copies of the header's enums, spelled as C constants."""
+    from mem4d import _estimate, _import, _search
+
+    def seq(prefix, names):
+        return {prefix + n.upper(): i for i, n in enumerate(names)}
+
+    return {
+        "mem4d_status": {"MEM4D_" + s.name: s.value for s in support.mem4d.Status},
+        "mem4d_world_source": {"MEM4D_WORLD_" + s.name: s.value for s in _import.WorldSource},
+        "mem4d_search_option": {"MEM4D_SEARCH_" + k.upper(): v for k, v in _search.OPTIONS.items()},
+        "mem4d_search_stat": seq("MEM4D_SEARCH_STAT_", _search.STATS),
+        "mem4d_term": seq("MEM4D_TERM_", _estimate.TERMS),
+        "mem4d_info": seq("MEM4D_INFO_", _estimate.INFOS),
+        "mem4d_metric": seq("MEM4D_METRIC_", _estimate.METRICS),
+    }
+
+
 class SignatureTest(unittest.TestCase):
+    def test_enum_copies_match_header(self):
+        header = parse_enums()
+        for name, values in binding_enums().items():
+            with self.subTest(enum=name):
+                self.assertEqual(values, header[name])
+
     def test_header_parses_every_declaration(self):
         with open(support.HEADER, encoding="utf-8") as f:
             text = _strip_comments(f.read())

@@ -142,3 +142,43 @@ pub(crate) unsafe fn owned_str(p: *const c_char) -> String {
 pub(crate) fn c_string(what: &str, text: &str) -> Result<CString> {
     CString::new(text).map_err(|_| Error::new(Status::E_PARSE, format!("{what} contains a NUL byte")))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_follow_the_status_values() {
+        macro_rules! check_names {
+            ($($c:ident),*) => {$(
+                assert_eq!(Status::$c.name(), stringify!($c));
+            )*};
+        }
+        check_names!(
+            OK,
+            END,
+            E_INVALID_ARG,
+            E_NOMEM,
+            E_RANGE,
+            E_UNKNOWN_KEY,
+            E_UNKNOWN_PRESET,
+            E_PARSE,
+            E_MODEL,
+            E_HEADS_TP,
+            E_KV_HEADS_TP,
+            E_LAYERS_PP,
+            E_WORLD,
+            E_SEQ,
+            E_BATCH,
+            E_UNSUPPORTED,
+            E_NO_JSON,
+            E_IO,
+            E_JSON,
+            E_MISSING,
+            E_CONFLICT,
+            E_DIM_TP,
+            E_EXPERTS
+        );
+        assert_eq!(NAMES.len(), 23);
+    }
+}
