@@ -35,9 +35,15 @@ step "python unittest" python3 -m unittest discover -s bindings/python/tests -t 
 py_install() {
     local dir
     dir=$(mktemp -d) || return 1
-    python3 -m pip install --quiet --no-index --no-build-isolation --disable-pip-version-check \
-        --target "$dir/site" ./bindings/python 2>&1 | grep -v "Running pip as the 'root' user" || true
-    [ -f "$dir/site/mem4d/_capi.py" ] || { echo "pip install produced no package"; rm -rf "$dir"; return 1; }
+    # Both with and without build isolation; --no-index proves no index is needed.
+    local mode
+    for mode in --no-build-isolation --use-pep517; do
+        rm -rf "$dir/site"
+        python3 -m pip install --quiet --no-index "$mode" --disable-pip-version-check \
+            --target "$dir/site" ./bindings/python 2>&1 | grep -v "Running pip as the 'root' user"
+        [ -f "$dir/site/mem4d/_capi.py" ] ||
+            { echo "pip install $mode produced no package"; rm -rf "$dir"; return 1; }
+    done
     "$cli" estimate --model llama3.1-70b --gpu h100-80 --tp 8 --pp 4 --dp 2 --mbs 1 --seq 8192 > "$dir/cli.txt" &&
         (cd "$dir" && PYTHONPATH="$dir/site" python3 "$OLDPWD/bindings/python/examples/estimate.py") > "$dir/py.txt" &&
         diff -u "$dir/cli.txt" "$dir/py.txt"
