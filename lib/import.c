@@ -369,7 +369,7 @@ struct flag_tok {
     const char *value; /* after '=', or NULL */
 };
 
-static bool split_flag(const char *arg, struct flag_tok *tok)
+static void split_flag(const char *arg, struct flag_tok *tok)
 {
     const char *name = arg + 2;
     const char *eq = strchr(name, '=');
@@ -379,7 +379,6 @@ static bool split_flag(const char *arg, struct flag_tok *tok)
     memcpy(tok->name, name, len);
     tok->name[len] = '\0';
     tok->value = eq ? eq + 1 : NULL;
-    return true;
 }
 
 static bool is_flag(const char *arg)
@@ -958,7 +957,7 @@ static mem4d_status hf_bool(mem4d_import *imp, struct json_object *root, const c
 }
 
 /* The families read here; all are Llama-shaped decoders. */
-enum hf_family { HF_LLAMA, HF_MISTRAL, HF_QWEN2, HF_MIXTRAL, HF_OTHER };
+enum hf_family { HF_LLAMA, HF_MISTRAL, HF_QWEN2, HF_MIXTRAL, HF_QWEN2_MOE, HF_OTHER };
 
 static mem4d_status hf_family_of(mem4d_import *imp, struct json_object *root, enum hf_family *fam)
 {
@@ -974,13 +973,15 @@ static mem4d_status hf_family_of(mem4d_import *imp, struct json_object *root, en
                         json_type_to_name(json_object_get_type(v)));
     const char *t = json_object_get_string(v);
     static const struct { const char *name; enum hf_family fam; } known[] = {
-        {"llama", HF_LLAMA}, {"mistral", HF_MISTRAL}, {"qwen2", HF_QWEN2}, {"mixtral", HF_MIXTRAL},
+        {"llama", HF_LLAMA},     {"mistral", HF_MISTRAL},       {"qwen2", HF_QWEN2},
+        {"mixtral", HF_MIXTRAL}, {"qwen2_moe", HF_QWEN2_MOE},
     };
     for (size_t i = 0; i < sizeof known / sizeof *known; i++)
         if (strcmp(t, known[i].name) == 0)
             *fam = known[i].fam;
     if (*fam == HF_OTHER) {
-        imp_warn(imp, "model_type \"%.64s\" is not llama, mistral, qwen2 or mixtral; read as a Llama-like model", t);
+        imp_warn(imp, "model_type \"%.64s\" is not llama, mistral, qwen2, mixtral or qwen2_moe; "
+                 "read as a Llama-like model", t);
         *fam = HF_LLAMA;
     }
     return MEM4D_OK;
@@ -1000,8 +1001,11 @@ static const struct {
     {"num_key_value_heads", MEM4D_MODEL_NUM_KV_HEADS, false},
     {"head_dim", MEM4D_MODEL_HEAD_DIM, false},
     {"max_position_embeddings", MEM4D_MODEL_MAX_POSITION, false},
-    {"num_local_experts", MEM4D_MODEL_NUM_EXPERTS, false},
+    {"num_local_experts", MEM4D_MODEL_NUM_EXPERTS, false},       /* Mixtral */
+    {"num_experts", MEM4D_MODEL_NUM_EXPERTS, false},             /* Qwen2-MoE */
     {"num_experts_per_tok", MEM4D_MODEL_EXPERT_TOPK, false},
+    {"moe_intermediate_size", MEM4D_MODEL_EXPERT_FFN_SIZE, false},
+    {"shared_expert_intermediate_size", MEM4D_MODEL_SHARED_EXPERT_FFN_SIZE, false},
 };
 
 static mem4d_status hf_apply(mem4d_import *imp, struct json_object *root, mem4d_model *m)
@@ -1034,7 +1038,7 @@ static mem4d_status hf_apply(mem4d_import *imp, struct json_object *root, mem4d_
     if (mlp_bias)
         imp_warn(imp, "\"mlp_bias\" biases are not modelled");
     TRY(SET_M(m, MEM4D_MODEL_TIED_EMBEDDINGS, tied, "\"tie_word_embeddings\""));
-    TRY(SET_M(m, MEM4D_MODEL_QKV_BIAS, fam == HF_QWEN2 || attn_bias, "\"attention_bias\""));
+    TRY(SET_M(m, MEM4D_MODEL_QKV_BIAS, fam == HF_QWEN2 || fam == HF_QWEN2_MOE || attn_bias, "\"attention_bias\""));
     TRY(SET_M(m, MEM4D_MODEL_NORM, 0, "normalization"));
     TRY(SET_M(m, MEM4D_MODEL_GATED_MLP, 1, "gated MLP"));
     m4d_strlcpy(m->name, "custom", sizeof m->name);

@@ -769,6 +769,45 @@ START_TEST(hf_buffer_edges)
 }
 END_TEST
 
+START_TEST(hf_moe_families)
+{
+    struct fixture fx;
+    fx_open(&fx);
+    /* Mixtral-8x7B's keys (abridged) and Qwen2-MoE's naming of the same things. */
+    static const char mixtral[] = "{\"model_type\": \"mixtral\", \"hidden_size\": 4096, \"intermediate_size\": 14336,"
+                                  " \"num_hidden_layers\": 32, \"num_attention_heads\": 32, \"num_key_value_heads\": 8,"
+                                  " \"vocab_size\": 32000, \"num_local_experts\": 8, \"num_experts_per_tok\": 2}";
+    static const char qwen_moe[] = "{\"model_type\": \"qwen2_moe\", \"hidden_size\": 2048, \"intermediate_size\": 5632,"
+                                   " \"num_hidden_layers\": 24, \"num_attention_heads\": 16, \"num_key_value_heads\": 16,"
+                                   " \"vocab_size\": 151936, \"num_experts\": 60, \"num_experts_per_tok\": 4,"
+                                   " \"moe_intermediate_size\": 1408, \"shared_expert_intermediate_size\": 5632}";
+    if (!MEM4D_HAVE_JSON) {
+        ck_assert_int_eq(mem4d_import_hf_config_buffer(fx.imp, mixtral, sizeof mixtral - 1, fx.model), MEM4D_E_NO_JSON);
+        fx_close(&fx);
+        return;
+    }
+    ck_assert_int_eq(mem4d_import_hf_config_buffer(fx.imp, mixtral, sizeof mixtral - 1, fx.model), MEM4D_OK);
+    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_NUM_EXPERTS), 8);
+    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_EXPERT_TOPK), 2);
+    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_EXPERT_FFN_SIZE), 0); /* = intermediate_size */
+    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_QKV_BIAS), 0);
+    ck_assert_uint_eq(mem4d_import_warning_count(fx.imp), 0);
+    ck_assert_int_eq(mem4d_import_hf_config_buffer(fx.imp, qwen_moe, sizeof qwen_moe - 1, fx.model), MEM4D_OK);
+    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_NUM_EXPERTS), 60);
+    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_EXPERT_TOPK), 4);
+    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_EXPERT_FFN_SIZE), 1408);
+    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_SHARED_EXPERT_FFN_SIZE), 5632);
+    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_QKV_BIAS), 1);
+    /* A dense config read afterwards clears the experts. */
+    char path[1024];
+    snprintf(path, sizeof path, "%s/hf/mistral-7b.json", data_dir);
+    ck_assert_int_eq(mem4d_import_hf_config(fx.imp, path, fx.model), MEM4D_OK);
+    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_NUM_EXPERTS), 0);
+    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_SHARED_EXPERT_FFN_SIZE), 0);
+    fx_close(&fx);
+}
+END_TEST
+
 START_TEST(hf_deeply_nested_document_is_an_error)
 {
     struct fixture fx;
@@ -817,6 +856,7 @@ static Suite *import_suite(void)
     tcase_add_loop_test(tc, hf_config_matches_preset, 0, N(hf_cases));
     tcase_add_loop_test(tc, hf_broken_file_fails_cleanly, 0, N(hf_bad_cases));
     tcase_add_test(tc, hf_buffer_edges);
+    tcase_add_test(tc, hf_moe_families);
     tcase_add_test(tc, hf_deeply_nested_document_is_an_error);
     suite_add_tcase(s, tc);
     return s;
