@@ -67,6 +67,14 @@ expect("fits with SLURM nodes x GPUs", rc, 0, out, err)
 expect_in("SLURM named", "world size 32 (from SLURM_JOB_NUM_NODES", out)
 
 # JSON: parseable, same exit status inside.
+# The model from a preset or a config.json when the arguments lack the vocabulary.
+no_vocab = [w for w in llama3 if w not in ("--vocab-size", "128256")]
+rc, out, err = check(["--world-size", "16", "--hf-config", os.path.join(DATA, "hf", "llama3.1-8b.json")], no_vocab)
+expect("model from --hf-config", rc in (0, 1), True, out, err)
+expect_in("model from --hf-config estimates", "check: ", out)
+rc, out, err = check(["--world-size", "16", "--model", "nosuch"], no_vocab)
+expect("unknown --model", rc, 2, out, err)
+
 rc, out, err = check(["--world-size", "8", "--json"], llama3)
 doc = json.loads(out)
 expect("json exit_status is the exit status", doc["exit_status"], rc, out, err)
@@ -108,6 +116,8 @@ invalid = [
     ("bad world size", ["--world-size", "eight"], llama2, "--world-size"),
     ("no megatron arguments", ["--world-size", "8"], [], "no Megatron-LM arguments"),
     ("bad WORLD_SIZE", [], llama2, "WORLD_SIZE"),
+    ("no vocabulary size", ["--world-size", "8"],
+     [w for w in llama3 if w not in ("--vocab-size", "128256")], "vocabulary size is unknown"),
 ]
 for name, opts, megatron, needle in invalid:
     env = clean_env(WORLD_SIZE="lots") if name == "bad WORLD_SIZE" else None

@@ -130,6 +130,14 @@ static bool import_job(const struct check_opts *o, mem4d_import *imp, mem4d_mode
             return false;
         }
     }
+    uint64_t vocab = 0;
+    mem4d_model_get(model, MEM4D_MODEL_VOCAB_SIZE, &vocab);
+    if (vocab == 0) {
+        /* Launch scripts leave it to the tokenizer, which is not at hand here. */
+        cli_error("the vocabulary size is unknown: add --vocab-size N to the Megatron-LM arguments, "
+                  "or give the model with --model NAME or --hf-config FILE");
+        return false;
+    }
     if (o->mode && !cli_layout_set(layout, "--mode", MEM4D_LAYOUT_MODE, o->mode))
         return false;
     return true;
