@@ -294,7 +294,8 @@ static uint64_t bucket_elements(bool *ok, const struct m4d_ctx *x)
 
 /* BUFFERS during forward/backward: kernel workspaces; the sequence-parallel
  * all-gather of a full-sequence activation 2·T·h; pipeline receive buffers
- * for an activation and a gradient 2·(2·T·h/t_sp); with ZeRO-2/3 the
+ * for an activation and a gradient 2·(2·T·h/t_sp); with context
+ * parallelism the ring's send and receive K/V blocks 2·(4·T·k·dh/t); with ZeRO-2/3 the
  * reduce-scatter bucket (two with overlap) and, with ZeRO-3, one layer's
  * gathered weights (two when prefetching). Megatron's own buckets are views
  * of the persistent grad/param buffers (counted in GRADIENTS/WEIGHTS). */
@@ -305,6 +306,8 @@ static uint64_t fwd_bwd_buffers(bool *ok, const struct m4d_ctx *x, const mem4d_d
         b = add(ok, b, mul(ok, T, 2 * x->h));
     if (x->p > 1)
         b = add(ok, b, mul(ok, 2, muldiv(ok, T, 2 * x->h, t_sp(x))));
+    if (x->c > 1)
+        b = add(ok, b, mul(ok, 2, muldiv(ok, T, mul(ok, 4 * x->k, x->dh), x->t)));
     if (x->zero >= 2)
         b = add(ok, b, mul(ok, mul(ok, bucket_elements(ok, x), x->grad_bytes), x->overlap_grad ? 2 : 1));
     if (x->zero >= 3) {

@@ -324,6 +324,10 @@ START_TEST(context_parallel_groups_and_tokens)
     /* T halves: the last stage's loss is 6·(T/2)·V_p/t. */
     uint64_t a_half = A_LAYER / 2, head = (T / 2) * 4 * H / TP;
     ck_assert_uint_eq(get(r, 3, MEM4D_TERM_ACTIVATIONS), 8 * a_half + head + 6 * (T / 2) * V / TP);
+    /* Buffers: workspaces, SP gather 2·T'·h, pipeline 2·(2·T'·h/t), the ring's K/V blocks 2·(4·T'·k·dh/t). */
+    uint64_t t2 = T / 2;
+    ck_assert_uint_eq(get(r, 3, MEM4D_TERM_BUFFERS), dev(MEM4D_DEVICE_WORKSPACE_BYTES) + 2 * t2 * H +
+                                                         2 * (2 * t2 * H / TP) + 2 * (4 * t2 * K_HEADS * DH / TP));
     mem4d_report_free(r);
 }
 END_TEST
