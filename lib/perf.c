@@ -6,8 +6,6 @@
  * default, so a user can calibrate the model to a cluster.
  * SPDX-License-Identifier: MIT
  */
-#include <math.h>
-
 #include "private.h"
 
 /* Link figures of one kind of collective path (intra- or inter-node). */
@@ -33,11 +31,15 @@ struct layer_work {
     double cp_bytes;     /* one CP ring step: K and V of the local chunk */
 };
 
-/* Time of one pipeline stage's work for one micro-batch. */
-struct stage_time {
-    double compute; /* GEMMs, attention, recompute, weight streaming */
-    double comm;    /* exposed TP, CP and pipeline send/recv */
+/* Seconds of one micro-batch's work on one GPU: per layer, and the extra
+ * of the stage that holds the LM head. */
+struct unit_time {
+    double layer_compute; /* GEMMs, attention, recompute, weight streaming */
+    double layer_comm;    /* exposed TP and CP */
+    double head;          /* LM head and loss, forward and backward */
 };
+
+#define MAX0(v) ((v) > 0 ? (v) : 0)
 
 static double ppm(uint64_t v) { return (double)v / 1e6; }
 
@@ -102,9 +104,8 @@ static struct layer_work layer_work_of(const struct m4d_ctx *x)
     return w;
 }
 
-/* One stage with n layers; `last` adds the LM head and the loss. */
-static struct stage_time stage_time_of(const struct m4d_ctx *x, const struct machine *mc,
-                                       const struct layer_work *w, double n, bool last)
+static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct machine *mc,
+                                     const struct layer_work *w)
 {
     /* passes: forward + backward (twice the forward's FLOPs); comm_passes:
      * passes that run TP/CP collectives (forward, backward). Full
@@ -114,34 +115,30 @@ static struct stage_time stage_time_of(const struct m4d_ctx *x, const struct mac
         passes = 4;
         comm_passes = 3;
     }
-    double flops = n * passes * w->fwd;
+    double flops = passes * w->fwd;
     if (x->recompute == 1) /* selective: the attention core runs again */
-        flops += n * w->attn_core;
-    double logit = 2 * (double)x->b * (double)x->s * (double)x->h * (double)x->Vp / (t * c);
-    if (last)
-        flops += 3 * logit;
-    struct stage_time st = {flops / mc->gemm, 0};
+        flops += w->attn_core;
+    struct unit_time u = {flops / mc->gemm, 0, 0};
     /* Weights stream from HBM once per pass; fp32 main gradients are read
      * and written once per micro-batch (roofline terms, not hidden). */
     if (mc->hbm > 0)
-        st.compute += n * w->weight_bytes * (3 + 2.0 * (double)x->grad_bytes / (double)x->param_bytes)
-                      / mc->hbm;
+        u.layer_compute += w->weight_bytes * (3 + 2.0 * (double)x->grad_bytes / (double)x->param_bytes) / mc->hbm;
     /* TP with sequence parallelism: 2 all-gathers + 2 reduce-scatters per
      * layer in each pass (all-reduces without SP move the same bytes);
      * exposed, as Megatron does not overlap them by default. */
-    double tp = ring_time(link_for(mc, t), t, w->tp_bytes, (t - 1) / t, t - 1);
-    st.comm += n * 4 * comm_passes * tp;
+    u.layer_comm = 4 * comm_passes * ring_time(link_for(mc, t), t, w->tp_bytes, (t - 1) / t, t - 1);
     /* CP ring attention: c-1 steps of K,V per forward, K,V and dK,dV per
      * backward. The transfers hide behind the attention core when it is
      * longer; each step's latency is a synchronisation and never hides. */
-    if (c > 1) {
+    if (x->c > 1) {
         const struct link *cl = link_for(mc, t * c);
         double xfer = cl->bw > 0 ? w->cp_bytes / cl->bw : 0, core = w->attn_core / mc->gemm;
-        double cp_fwd = (c - 1) * cl->lat + fmax(0, (c - 1) * xfer - core);
-        double cp_bwd = (c - 1) * cl->lat + fmax(0, 2 * (c - 1) * xfer - 2 * core);
-        st.comm += n * ((comm_passes - 1) * cp_fwd + cp_bwd);
+        double cp_fwd = (c - 1) * cl->lat + MAX0((c - 1) * xfer - core);
+        double cp_bwd = (c - 1) * cl->lat + MAX0(2 * (c - 1) * xfer - 2 * core);
+        u.layer_comm += (comm_passes - 1) * cp_fwd + cp_bwd;
     }
-    return st;
+    u.head = 3 * 2 * (double)x->b * (double)x->s * (double)x->h * (double)x->Vp / (t * c) / mc->gemm;
+    return u;
 }
 
 /* Pipeline send/recv of one micro-batch's activations, forward and backward,
@@ -186,8 +183,9 @@ static double dp_time(const struct m4d_ctx *x, const struct machine *mc, double 
     const struct link *l = link_for(mc, (double)(x->t * x->c * x->d));
     double bucket = (double)x->bucket;
     if (bucket == 0) /* Megatron: max(40M, 1M x dp) elements */
-        bucket = fmax(40e6, 1e6 * n);
-    double colls = ceil(params / bucket), steps = colls * 2 * ceil(log2(fmax(n, 2)));
+        bucket = n > 40 ? 1e6 * n : 40e6;
+    uint64_t ranks = x->d * x->c, lg = ranks > 1 ? 64 - (uint64_t)__builtin_clzll(ranks - 1) : 1;
+    double colls = (double)(uint64_t)(params / bucket) + 1, steps = colls * 2 * (double)lg;
     double g = params * (double)x->grad_bytes, w = params * (double)x->param_bytes;
     double reduce, gather = 0;
     if (x->zero >= 1) {
@@ -197,9 +195,9 @@ static double dp_time(const struct m4d_ctx *x, const struct machine *mc, double 
         reduce = ring_time(l, n, g, 2 * frac, 2 * steps);
     }
     if (x->overlap_grad)
-        reduce = fmax(0, reduce - bwd_window);
+        reduce = MAX0(reduce - bwd_window);
     if (x->overlap_param)
-        gather = fmax(0, gather - fwd_window);
+        gather = MAX0(gather - fwd_window);
     /* Adam is memory-bound: read the gradient, read and write master
      * weights and both moments, write the bf16 weights. */
     double shard = x->zero >= 1 ? params / n : params;
@@ -218,39 +216,48 @@ void m4d_perf(const struct m4d_ctx *x, const mem4d_device *dev, mem4d_report *r)
         return;
     struct machine mc = machine_of(x, dev);
     struct layer_work w = layer_work_of(x);
+    struct unit_time u = unit_time_of(x, &mc, &w);
     double n_first, n_mid, n_last, p = (double)x->p, v = (double)(x->v ? x->v : 1), m = (double)x->m;
     stage_layers(x, &n_first, &n_mid, &n_last);
-    double p2p = p2p_time(x, &mc);
-    struct stage_time sf = stage_time_of(x, &mc, &w, n_first, x->p == 1);
-    struct stage_time sm = stage_time_of(x, &mc, &w, n_mid, false);
-    struct stage_time sl = stage_time_of(x, &mc, &w, n_last, true);
-    double tf = sf.compute + sf.comm + p2p, tm = sm.compute + sm.comm + p2p, tl = sl.compute + sl.comm + p2p;
-    /* The slowest stage sets the pace of the steady state; the others'
-     * warm-up and cool-down form the bubble, cut by v when interleaved. */
-    double tmax = tf, sum = tf, cmax = sf.compute, xmax = sf.comm;
+    double p2p = p2p_time(x, &mc), lt = u.layer_compute + u.layer_comm;
+    /* Stage times per micro-batch: the first stage also holds the head when
+     * p = 1. The slowest stage sets the pace of the steady state; the
+     * others' warm-up and cool-down form the bubble, cut by v. */
+    double hf = x->p == 1 ? u.head : 0;
+    double tf = n_first * lt + hf + p2p, tm = n_mid * lt + p2p, tl = n_last * lt + u.head + p2p;
+    double tmax = tf, sum = tf, cmax = n_first * u.layer_compute + hf, lmax = n_first;
     if (x->p > 1) {
         sum = tf + (p - 2) * tm + tl;
-        if (x->p > 2 && tm > tmax) { tmax = tm; cmax = sm.compute; xmax = sm.comm; }
-        if (tl > tmax) { tmax = tl; cmax = sl.compute; xmax = sl.comm; }
+        if (x->p > 2 && tm > tmax) {
+            tmax = tm;
+            cmax = n_mid * u.layer_compute;
+            lmax = n_mid;
+        }
+        if (tl > tmax) {
+            tmax = tl;
+            cmax = n_last * u.layer_compute + u.head;
+            lmax = n_last;
+        }
     }
     double bubble = (sum - tmax) / v;
     double pipe = m * tmax + bubble;
     /* The DP collectives of the heaviest stage; only the last micro-batch's
-     * backward (two thirds of its compute) can hide the gradient reduce. */
-    double layers_max = fmax(n_first, fmax(n_mid, n_last));
-    double params = layers_max * w.weight_bytes / (double)x->param_bytes
-                    + (double)x->h * (double)x->Vp / (double)x->t;
+     * backward (two thirds of its compute) can hide the gradient reduce,
+     * only the first forward (a third) the parameter gather. */
+    double layers_max = n_first > n_mid ? n_first : n_mid;
+    layers_max = layers_max > n_last ? layers_max : n_last;
+    double embed = (x->p == 1 && !x->tied ? 2.0 : 1.0) * (double)x->h * (double)x->Vp / (double)x->t;
+    double params = layers_max * w.weight_bytes / (double)x->param_bytes + embed;
     double opt_s;
     double dp = dp_time(x, &mc, params, cmax * 2 / 3, cmax / 3, &opt_s);
     double step = pipe + dp + opt_s;
-    double world = (double)x->world;
+    double tflops = model_flops(x) / (step * 1e12 * (double)x->world);
     r->metric[MEM4D_METRIC_STEP_TIME_S] = step;
     r->metric[MEM4D_METRIC_TOKENS_PER_S] = (double)x->gbs * (double)x->s / step;
-    r->metric[MEM4D_METRIC_TFLOPS_PER_GPU] = model_flops(x) / (step * 1e12 * world);
-    r->metric[MEM4D_METRIC_MFU] = r->metric[MEM4D_METRIC_TFLOPS_PER_GPU] * 1e12
-                                  / (double)dev->v[MEM4D_DEVICE_PEAK_FLOPS];
+    r->metric[MEM4D_METRIC_TFLOPS_PER_GPU] = tflops;
+    r->metric[MEM4D_METRIC_MFU] = tflops * 1e12 / (double)dev->v[MEM4D_DEVICE_PEAK_FLOPS];
     r->metric[MEM4D_METRIC_BUBBLE_FRACTION] = bubble / step;
     r->metric[MEM4D_METRIC_COMPUTE_TIME_S] = m * cmax;
-    r->metric[MEM4D_METRIC_EXPOSED_COMM_S] = m * (xmax + p2p) + dp;
+    r->metric[MEM4D_METRIC_EXPOSED_COMM_S] = m * (lmax * u.layer_comm + p2p) + dp;
     r->have_metrics = true;
 }
