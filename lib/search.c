@@ -66,10 +66,14 @@ struct mem4d_search {
     size_t ngroups, gcap;
     uint64_t *mbs;     /* b values of the current group */
     size_t nmbs, mcap;
+    uint64_t *gbs_div; /* divisors of the global batch */
+    size_t ngbs_div, gdcap;
     uint64_t rcs[3];
     size_t nrc;
     size_t gi, ri, bi; /* position: next candidate to evaluate */
     bool in_group;
+    struct m4d_ctx gx; /* the current group's context, resolved once */
+    struct m4d_ctx x;  /* the candidate's */
     /* ranking */
     struct cand *cands;
     size_t ncand, ccap, ci;
@@ -165,6 +169,7 @@ void mem4d_search_free(mem4d_search *search)
         return;
     free(search->groups);
     free(search->mbs);
+    free(search->gbs_div);
     free(search->cands);
     mem4d_report_free(search->scratch);
     free(search);
@@ -314,11 +319,12 @@ static bool build_groups(mem4d_search *s)
                 if ((world / t / c) % p != 0 || p > M4D_MAX_STAGES || !knob_allows(&s->knob[K_PP], p))
                     continue;
                 uint64_t d = world / t / c / p;
-                if (!knob_allows(&s->knob[K_DP], d))
+                if (!knob_allows(&s->knob[K_DP], d) || (!uneven && L % p != 0))
                     continue;
-                for (uint64_t v = 1; v <= L; v++) {
-                    if (!knob_allows(&s->knob[K_VPP], v) ||
-                        (v > 1 && (p < 2 || uneven || L % (p * v) != 0)))
+                /* v > 1 needs p > 1, even stages and L divisible by p*v */
+                uint64_t vmax = p < 2 || uneven ? 1 : L / p;
+                for (uint64_t v = 1; v <= vmax; v++) {
+                    if ((vmax % v) != 0 || !knob_allows(&s->knob[K_VPP], v))
                         continue;
                     for (uint64_t dist = 0; dist <= 1; dist++) {
                         if (!knob_allows(&s->knob[K_DIST], dist))
@@ -348,13 +354,12 @@ static bool fill_mbs(mem4d_search *s, const struct group *g)
     if (gbs != 0) {
         if (gbs % g->d != 0)
             return true;
-        uint64_t div[1536];
-        size_t nd = divisors(gbs / g->d, div, 1536);
-        if (!grow((void **)&s->mbs, &s->mcap, nd, sizeof *s->mbs))
+        uint64_t q = gbs / g->d;
+        if (!grow((void **)&s->mbs, &s->mcap, s->ngbs_div, sizeof *s->mbs))
             return false;
-        for (size_t i = 0; i < nd; i++)
-            if (knob_allows(k, div[i]))
-                s->mbs[s->nmbs++] = div[i];
+        for (size_t i = 0; i < s->ngbs_div && s->gbs_div[i] <= q; i++)
+            if (q % s->gbs_div[i] == 0 && knob_allows(k, s->gbs_div[i]))
+                s->mbs[s->nmbs++] = s->gbs_div[i];
         return true;
     }
     uint64_t khi;
@@ -384,22 +389,53 @@ static void set_work(mem4d_search *s, const struct group *g, uint64_t b, uint64_
     v[MEM4D_LAYOUT_DIST_OPT] = g->dist;
 }
 
-/* A group is dead when its first layout breaks a rule that depends on
- * neither b nor the recompute mode (heads, layers, world, sequence, ...). */
+/* Resolve the group once, with its first b and no recompute: every rule
+ * but the batch split (b divides gbs / d by construction) and the
+ * recompute-layers bound (quick_estimate) depends on the group alone. */
 static bool group_valid(mem4d_search *s, const struct group *g)
 {
-    struct m4d_ctx x;
-    set_work(s, g, s->mbs[0], s->rcs[0]);
-    mem4d_status st = m4d_resolve(&s->model, &s->work, &x, NULL, 0);
-    switch (st) {
-    case MEM4D_E_HEADS_TP: case MEM4D_E_KV_HEADS_TP: case MEM4D_E_LAYERS_PP: case MEM4D_E_WORLD:
-    case MEM4D_E_SEQ: case MEM4D_E_DIM_TP: case MEM4D_E_EXPERTS:
-        return false;
-    case MEM4D_E_CONFLICT: /* vpp or uneven stages; recompute layers only with full */
-        return s->rcs[0] == 2;
-    default:
-        return true;
+    set_work(s, g, s->mbs[0], 0);
+    return m4d_resolve(&s->model, &s->work, &s->gx, NULL, 0) == MEM4D_OK;
+}
+
+/* mem4d_estimate() of the work layout from the group's context: only what
+ * b and the recompute mode change is redone, and the speed metrics wait
+ * until the layout passes the filter (m4d_perf() in scan()). The report is
+ * field for field mem4d_estimate()'s; tests/test-search.c proves it. */
+static mem4d_status quick_estimate(mem4d_search *s, uint64_t b, uint64_t rc)
+{
+    struct m4d_ctx *x = &s->x;
+    mem4d_report *r = s->scratch;
+    *x = s->gx;
+    x->b = b;
+    x->recompute = rc;
+    x->m = x->gbs ? x->gbs / (b * x->d) : 0;
+    r->msg[0] = '\0';
+    r->nstages = 0;
+    r->peak_stage = 0;
+    r->have_metrics = false;
+    r->verdict = MEM4D_VERDICT_OOM;
+    r->device_bytes = s->dev.v[MEM4D_DEVICE_MEMORY_BYTES];
+    memset(r->info, 0, sizeof r->info);
+    mem4d_status st = MEM4D_E_CONFLICT;
+    if (rc != 2 || x->rc_layers <= x->L / x->p) {
+        r->mode = x->mode;
+        st = x->mode == MEM4D_MODE_PAPER ? m4d_estimate_paper(x, r) : m4d_estimate_full(x, &s->dev, r);
     }
+    if (st == MEM4D_OK)
+        st = m4d_report_finish(r, &s->dev);
+    if (st == MEM4D_OK) {
+        r->info[MEM4D_INFO_DP] = x->d;
+        r->info[MEM4D_INFO_WORLD] = x->world;
+        r->info[MEM4D_INFO_MICROBATCHES] = x->m;
+        r->info[MEM4D_INFO_PADDED_VOCAB] = x->Vp;
+        if (!m4d_model_params_total(x, x->Vp, &r->info[MEM4D_INFO_MODEL_PARAMS]))
+            st = MEM4D_E_RANGE;
+    }
+    r->status = st;
+    if (st != MEM4D_OK)
+        r->nstages = 0;
+    return st;
 }
 
 /* Enter the next group that has candidates; false at the end (or on ENOMEM,
@@ -486,12 +522,14 @@ static bool scan(mem4d_search *s, mem4d_status *err)
 {
     bool fits_only = s->opt[MEM4D_SEARCH_FITS_ONLY] != 0;
     while (next_candidate(s, err)) {
-        if (mem4d_estimate(&s->model, &s->work, &s->dev, s->scratch) != MEM4D_OK)
+        if (quick_estimate(s, s->work.v[MEM4D_LAYOUT_MICRO_BATCH], s->work.v[MEM4D_LAYOUT_RECOMPUTE]) != MEM4D_OK)
             continue; /* an invalid layout: not visited */
         s->stat[MEM4D_SEARCH_STAT_VISITED]++;
         s->stat[MEM4D_SEARCH_STAT_VALID]++;
-        if (!fits_only || s->scratch->verdict == MEM4D_VERDICT_FITS)
+        if (!fits_only || s->scratch->verdict == MEM4D_VERDICT_FITS) {
+            m4d_perf(&s->x, &s->dev, s->scratch);
             return true;
+        }
         if (static_over_limit(s))
             prune_group(s);
         else
@@ -560,6 +598,11 @@ static mem4d_status run_ranked(mem4d_search *s)
 static mem4d_status start(mem4d_search *s)
 {
     s->work = s->base;
+    uint64_t div[1536];
+    s->ngbs_div = divisors(s->base.v[MEM4D_LAYOUT_GLOBAL_BATCH], div, 1536);
+    if (!grow((void **)&s->gbs_div, &s->gdcap, s->ngbs_div + 1, sizeof *s->gbs_div))
+        return MEM4D_E_NOMEM;
+    memcpy(s->gbs_div, div, s->ngbs_div * sizeof div[0]);
     if (!build_groups(s))
         return MEM4D_E_NOMEM;
     s->started = true;
