@@ -410,6 +410,58 @@ START_TEST(test_random_corners)
 }
 END_TEST
 
+/* Regression (found by fuzz_cli, input fuzz/corpus/cli/regress-plan-no-candidates:
+ * `mem4d plan --cp 3`): a ranked search with no valid layout at all must end
+ * cleanly. It used to hand qsort() a NULL array, which UBSan reports. */
+START_TEST(test_search_with_nothing_valid)
+{
+    struct job j;
+    job_open(&j);
+    mem4d_search *s = NULL;
+    ck_assert_int_eq(mem4d_search_new(j.m, j.d, j.l, &s), MEM4D_OK);
+    ck_assert_int_eq(mem4d_search_bound(s, MEM4D_LAYOUT_CP, 3, 3), MEM4D_OK); /* 3 does not divide 8 */
+    for (uint64_t ranked = 0; ranked <= 1; ranked++) {
+        ck_assert_int_eq(mem4d_search_reset(s), MEM4D_OK);
+        ck_assert_int_eq(mem4d_search_set_option(s, MEM4D_SEARCH_RANKED, ranked), MEM4D_OK);
+        ck_assert_int_eq(mem4d_search_next(s, j.l, j.r), MEM4D_END);
+        ck_assert_int_eq(mem4d_search_next(s, j.l, j.r), MEM4D_END);
+        uint64_t yielded = 1;
+        ck_assert_int_eq(mem4d_search_stat_get(s, MEM4D_SEARCH_STAT_YIELDED, &yielded), MEM4D_OK);
+        ck_assert_uint_eq(yielded, 0);
+    }
+    mem4d_search_free(s);
+    job_close(&j);
+}
+END_TEST
+
+/* A search over the largest world the bounds allow, streamed and stopped
+ * early: a status, and every yielded layout's report holds together. */
+START_TEST(test_search_world_2_24)
+{
+    struct job j;
+    job_open(&j);
+    ck_assert_int_eq(mem4d_layout_set(j.l, MEM4D_LAYOUT_WORLD, UINT64_C(1) << 24), MEM4D_OK);
+    ck_assert_int_eq(mem4d_layout_set(j.l, MEM4D_LAYOUT_GLOBAL_BATCH, UINT64_C(1) << 24), MEM4D_OK);
+    mem4d_search *s = NULL;
+    ck_assert_int_eq(mem4d_search_new(j.m, j.d, j.l, &s), MEM4D_OK);
+    ck_assert_int_eq(mem4d_search_set_option(s, MEM4D_SEARCH_RANKED, 0), MEM4D_OK);
+    ck_assert_int_eq(mem4d_search_set_option(s, MEM4D_SEARCH_MAX_RESULTS, 16), MEM4D_OK);
+    mem4d_status st;
+    int n = 0;
+    while ((st = mem4d_search_next(s, j.l, j.r)) == MEM4D_OK) {
+        fuzz_check_report(j.r);
+        uint64_t w = 0;
+        ck_assert_int_eq(mem4d_layout_get(j.l, MEM4D_LAYOUT_WORLD, &w), MEM4D_OK);
+        ck_assert_uint_eq(w, UINT64_C(1) << 24);
+        n++;
+    }
+    ck_assert_int_eq(st, MEM4D_END);
+    ck_assert_int_eq(n, 16);
+    mem4d_search_free(s);
+    job_close(&j);
+}
+END_TEST
+
 static Suite *extremes_suite(void)
 {
     Suite *s = suite_create("extremes");
@@ -424,6 +476,8 @@ static Suite *extremes_suite(void)
     tcase_add_test(tc, test_world_2_24);
     tcase_add_test(tc, test_every_parallel_size_at_max);
     tcase_add_test(tc, test_random_corners);
+    tcase_add_test(tc, test_search_with_nothing_valid);
+    tcase_add_test(tc, test_search_world_2_24);
     suite_add_tcase(s, tc);
     return s;
 }
