@@ -5,7 +5,8 @@
  * Input: byte 0 picks the model preset, byte 1 the device preset, byte 2 the
  * size of the "why" buffers; the rest is split on NUL/newline into name, value
  * pairs. A name "m:key", "l:key" or "d:key" goes to one handle; a bare name is
- * tried on all three (every table's lookup sees every name).
+ * tried on all three (every table's lookup sees every name). A short search
+ * from the result checks that search and estimate agree.
  * SPDX-License-Identifier: MIT
  */
 #include "fuzz-common.h"
@@ -85,6 +86,41 @@ static void exercise(const mem4d_model *m, const mem4d_layout *l, const mem4d_de
     (void)mem4d_strerror(es);
 }
 
+/* A short streamed search from the fuzzed description: every layout it
+ * yields must estimate, directly, to exactly the report it came with. */
+static void search_a_little(const mem4d_model *m, const mem4d_layout *base, const mem4d_device *d)
+{
+    uint64_t world = 0;
+    (void)mem4d_layout_get(base, MEM4D_LAYOUT_WORLD, &world);
+    if (world == 0 || world > 512)
+        return; /* keep each input cheap; large worlds are the bench's job */
+    mem4d_search *s = NULL;
+    if (mem4d_search_new(m, d, base, &s) != MEM4D_OK)
+        return;
+    mem4d_layout *l = NULL;
+    mem4d_report *got = NULL, *direct = NULL;
+    FUZZ_REQUIRE(mem4d_layout_new(&l) == MEM4D_OK && mem4d_report_new(&got) == MEM4D_OK
+                     && mem4d_report_new(&direct) == MEM4D_OK, "new");
+    FUZZ_REQUIRE(mem4d_search_set_option(s, MEM4D_SEARCH_RANKED, 0) == MEM4D_OK, "ranked");
+    FUZZ_REQUIRE(mem4d_search_set_option(s, MEM4D_SEARCH_MAX_RESULTS, 4) == MEM4D_OK, "max");
+    mem4d_status st;
+    int n = 0;
+    while ((st = mem4d_search_next(s, l, got)) == MEM4D_OK) {
+        FUZZ_REQUIRE(++n <= 4, "MAX_RESULTS 4 not honoured");
+        fuzz_check_report(got);
+        FUZZ_REQUIRE(mem4d_estimate(m, l, d, direct) == MEM4D_OK, "a yielded layout does not estimate");
+        FUZZ_REQUIRE(mem4d_report_peak_bytes(direct) == mem4d_report_peak_bytes(got),
+                     "search peak %llu, direct estimate %llu",
+                     (unsigned long long)mem4d_report_peak_bytes(got),
+                     (unsigned long long)mem4d_report_peak_bytes(direct));
+    }
+    FUZZ_REQUIRE(st == MEM4D_END, "search ended with %d", (int)st);
+    mem4d_report_free(direct);
+    mem4d_report_free(got);
+    mem4d_layout_free(l);
+    mem4d_search_free(s);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 3)
@@ -113,6 +149,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (int i = 0; i + 1 < a.argc; i += 2)
         apply(m, l, d, a.argv[i], a.argv[i + 1]);
     exercise(m, l, d, r, data[2]);
+    search_a_little(m, l, d);
 
     fuzz_argv_free(&a);
     mem4d_report_free(r);
