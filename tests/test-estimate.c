@@ -12,14 +12,25 @@
 #include "testutil.h"
 
 /* Count allocations made through malloc and friends (the library's calls
- * resolve to these definitions, which forward to glibc's). */
+ * resolve to these definitions, which forward to glibc's). Sanitizers bring
+ * their own allocator, so under them the count is not taken. */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define NO_MALLOC_HOOK 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define NO_MALLOC_HOOK 1
+#endif
+static volatile unsigned long allocations;
+#ifndef NO_MALLOC_HOOK
 extern void *__libc_malloc(size_t);
 extern void *__libc_calloc(size_t, size_t);
 extern void *__libc_realloc(void *, size_t);
-static volatile unsigned long allocations;
 void *malloc(size_t n) { allocations++; return __libc_malloc(n); }
 void *calloc(size_t a, size_t b) { allocations++; return __libc_calloc(a, b); }
 void *realloc(void *p, size_t n) { allocations++; return __libc_realloc(p, n); }
+#endif
 
 static const struct {
     uint64_t t, c, p, b, world;
