@@ -41,23 +41,27 @@ struct unit_time {
 
 #define MAX0(v) ((v) > 0 ? (v) : 0)
 
-static double ppm(uint64_t v) { return (double)v / 1e6; }
+/* Every count here is below 2^62: the signed conversion is one instruction,
+ * the unsigned one a branchy sequence, and this runs per searched layout. */
+static inline double D(uint64_t v) { return (double)(int64_t)v; }
+
+static double ppm(uint64_t v) { return D(v) / 1e6; }
 
 static struct machine machine_of(const struct m4d_ctx *x, const mem4d_device *dev)
 {
     const uint64_t *dv = dev->v;
-    double peak = (double)dv[MEM4D_DEVICE_PEAK_FLOPS];
+    double peak = D(dv[MEM4D_DEVICE_PEAK_FLOPS]);
     if (x->fp8 && dv[MEM4D_DEVICE_PEAK_FP8_FLOPS] != 0)
-        peak = (double)dv[MEM4D_DEVICE_PEAK_FP8_FLOPS];
+        peak = D(dv[MEM4D_DEVICE_PEAK_FP8_FLOPS]);
     double ce = ppm(dv[MEM4D_DEVICE_COMM_EFFICIENCY_PPM]);
     struct machine mc = {
         .gemm = peak * ppm(dv[MEM4D_DEVICE_MATMUL_EFFICIENCY_PPM]),
-        .hbm = (double)dv[MEM4D_DEVICE_HBM_BANDWIDTH],
-        .gpn = (double)(dv[MEM4D_DEVICE_GPUS_PER_NODE] ? dv[MEM4D_DEVICE_GPUS_PER_NODE] : 1),
-        .intra = {(double)dv[MEM4D_DEVICE_INTRA_NODE_BANDWIDTH] * ce,
-                  (double)dv[MEM4D_DEVICE_INTRA_NODE_LATENCY_NS] * 1e-9},
-        .inter = {(double)dv[MEM4D_DEVICE_INTER_NODE_BANDWIDTH] * ce,
-                  (double)dv[MEM4D_DEVICE_INTER_NODE_LATENCY_NS] * 1e-9},
+        .hbm = D(dv[MEM4D_DEVICE_HBM_BANDWIDTH]),
+        .gpn = D(dv[MEM4D_DEVICE_GPUS_PER_NODE] ? dv[MEM4D_DEVICE_GPUS_PER_NODE] : 1),
+        .intra = {D(dv[MEM4D_DEVICE_INTRA_NODE_BANDWIDTH]) * ce,
+                  D(dv[MEM4D_DEVICE_INTRA_NODE_LATENCY_NS]) * 1e-9},
+        .inter = {D(dv[MEM4D_DEVICE_INTER_NODE_BANDWIDTH]) * ce,
+                  D(dv[MEM4D_DEVICE_INTER_NODE_LATENCY_NS]) * 1e-9},
     };
     return mc;
 }
@@ -82,25 +86,25 @@ static double ring_time(const struct link *l, double n, double bytes, double fra
 static double mlp_width(const struct m4d_ctx *x)
 {
     if (x->experts == 0)
-        return (double)x->f;
-    double fe = (double)(x->fe ? x->fe : x->f);
-    return (double)x->topk * fe + (double)x->fs;
+        return D(x->f);
+    double fe = D(x->fe ? x->fe : x->f);
+    return D(x->topk) * fe + D(x->fs);
 }
 
 static struct layer_work layer_work_of(const struct m4d_ctx *x)
 {
-    double T = (double)x->b * (double)x->s;      /* tokens of one micro-batch */
-    double h = (double)x->h, qd = (double)(x->a * x->dh), kvd = (double)(x->k * x->dh);
-    double shard = (double)(x->t * x->c);        /* TP splits weights, CP tokens */
+    double T = D(x->b) * D(x->s);      /* tokens of one micro-batch */
+    double h = D(x->h), qd = D(x->a * x->dh), kvd = D(x->k * x->dh);
+    double shard = D(x->t * x->c);        /* TP splits weights, CP tokens */
     double gm = x->gated ? 3 : 2;                /* MLP matrices */
     double wt = h * (qd + 2 * kvd) + qd * h + gm * h * mlp_width(x);
     struct layer_work w;
     /* Causal attention: flash kernels skip the masked half of s x s. */
-    w.attn_core = 0.5 * 4 * T * (double)x->s * qd / shard;
+    w.attn_core = 0.5 * 4 * T * D(x->s) * qd / shard;
     w.fwd = 2 * T * wt / shard + w.attn_core;
-    w.weight_bytes = wt / (double)x->t * (double)x->param_bytes;
-    w.tp_bytes = T * h * 2 / (double)x->c;
-    w.cp_bytes = 2 * T / (double)x->c * kvd / (double)x->t * 2;
+    w.weight_bytes = wt / D(x->t) * D(x->param_bytes);
+    w.tp_bytes = T * h * 2 / D(x->c);
+    w.cp_bytes = 2 * T / D(x->c) * kvd / D(x->t) * 2;
     return w;
 }
 
@@ -110,7 +114,7 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct machi
     /* passes: forward + backward (twice the forward's FLOPs); comm_passes:
      * passes that run TP/CP collectives (forward, backward). Full
      * recompute runs the forward, and its collectives, once more. */
-    double t = (double)x->t, c = (double)x->c, passes = 3, comm_passes = 2;
+    double t = D(x->t), c = D(x->c), passes = 3, comm_passes = 2;
     if (x->recompute == 2) {
         passes = 4;
         comm_passes = 3;
@@ -122,7 +126,7 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct machi
     /* Weights stream from HBM once per pass; fp32 main gradients are read
      * and written once per micro-batch (roofline terms, not hidden). */
     if (mc->hbm > 0)
-        u.layer_compute += w->weight_bytes * (3 + 2.0 * (double)x->grad_bytes / (double)x->param_bytes) / mc->hbm;
+        u.layer_compute += w->weight_bytes * (3 + 2.0 * D(x->grad_bytes) / D(x->param_bytes)) / mc->hbm;
     /* TP with sequence parallelism: 2 all-gathers + 2 reduce-scatters per
      * layer in each pass (all-reduces without SP move the same bytes);
      * exposed, as Megatron does not overlap them by default. */
@@ -137,7 +141,7 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct machi
         double cp_bwd = (c - 1) * cl->lat + MAX0(2 * (c - 1) * xfer - 2 * core);
         u.layer_comm += (comm_passes - 1) * cp_fwd + cp_bwd;
     }
-    u.head = 3 * 2 * (double)x->b * (double)x->s * (double)x->h * (double)x->Vp / (t * c) / mc->gemm;
+    u.head = 3 * 2 * D(x->b) * D(x->s) * D(x->h) * D(x->Vp) / (t * c) / mc->gemm;
     return u;
 }
 
@@ -147,9 +151,9 @@ static double p2p_time(const struct m4d_ctx *x, const struct machine *mc)
 {
     if (x->p <= 1)
         return 0;
-    double bytes = (double)x->b * (double)x->s * (double)x->h * 2 / (double)(x->t * x->c);
-    double span = (double)(x->t * x->c * x->d * x->p);
-    return 2 * (double)x->v * ring_time(link_for(mc, span), 2, bytes, 1, 1);
+    double bytes = D(x->b) * D(x->s) * D(x->h) * 2 / D(x->t * x->c);
+    double span = D(x->t * x->c * x->d * x->p);
+    return 2 * D(x->v) * ring_time(link_for(mc, span), 2, bytes, 1, 1);
 }
 
 /* Layers of the first, a middle and the last stage (uneven first/last
@@ -158,9 +162,9 @@ static void stage_layers(const struct m4d_ctx *x, double *first, double *mid, do
 {
     uint64_t fl = x->p > 1 ? x->first_layers : 0, ll = x->p > 1 ? x->last_layers : 0;
     uint64_t rest_n = x->p - (fl != 0) - (ll != 0), rest_l = x->L - fl - ll;
-    double per = rest_n ? (double)rest_l / (double)rest_n : 0;
-    *first = fl ? (double)fl : per;
-    *last = ll ? (double)ll : per;
+    double per = rest_n ? D(rest_l) / D(rest_n) : 0;
+    *first = fl ? D(fl) : per;
+    *last = ll ? D(ll) : per;
     *mid = per;
 }
 
@@ -168,10 +172,10 @@ static void stage_layers(const struct m4d_ctx *x, double *first, double *mid, do
  * the --log-throughput figure): 3 passes, full s x s attention, no recompute. */
 static double model_flops(const struct m4d_ctx *x)
 {
-    double s = (double)x->s, h = (double)x->h, qd = (double)(x->a * x->dh), kvd = (double)(x->k * x->dh);
+    double s = D(x->s), h = D(x->h), qd = D(x->a * x->dh), kvd = D(x->k * x->dh);
     double gm = x->gated ? 3 : 2;
     double layer = 2 * s * h * (2 * qd + 2 * kvd) + 4 * s * s * qd + 2 * s * h * gm * mlp_width(x);
-    return 3 * (double)x->gbs * ((double)x->L * layer + 2 * s * h * (double)x->Vp);
+    return 3 * D(x->gbs) * (D(x->L) * layer + 2 * s * h * D(x->Vp));
 }
 
 /* Gradient reduction and parameter gather over the d*c ranks that share
@@ -179,14 +183,14 @@ static double model_flops(const struct m4d_ctx *x)
 static double dp_time(const struct m4d_ctx *x, const struct machine *mc, double params,
                       double bwd_window, double fwd_window, double *opt_s)
 {
-    double n = (double)(x->d * x->c), frac = (n - 1) / n;
-    const struct link *l = link_for(mc, (double)(x->t * x->c * x->d));
-    double bucket = (double)x->bucket;
+    double n = D(x->d * x->c), frac = (n - 1) / n;
+    const struct link *l = link_for(mc, D(x->t * x->c * x->d));
+    double bucket = D(x->bucket);
     if (bucket == 0) /* Megatron: max(40M, 1M x dp) elements */
         bucket = n > 40 ? 1e6 * n : 40e6;
     uint64_t ranks = x->d * x->c, lg = ranks > 1 ? 64 - (uint64_t)__builtin_clzll(ranks - 1) : 1;
-    double colls = (double)(uint64_t)(params / bucket) + 1, steps = colls * 2 * (double)lg;
-    double g = params * (double)x->grad_bytes, w = params * (double)x->param_bytes;
+    double colls = (double)(int64_t)(params / bucket) + 1, steps = colls * 2 * D(lg);
+    double g = params * D(x->grad_bytes), w = params * D(x->param_bytes);
     double reduce, gather = 0;
     if (x->zero >= 1) {
         reduce = ring_time(l, n, g, frac, steps);
@@ -201,8 +205,8 @@ static double dp_time(const struct m4d_ctx *x, const struct machine *mc, double 
     /* Adam is memory-bound: read the gradient, read and write master
      * weights and both moments, write the bf16 weights. */
     double shard = x->zero >= 1 ? params / n : params;
-    double per = (double)x->grad_bytes + 2.0 * (double)x->master_bytes + 4.0 * (double)x->opt_bytes
-                 + (double)x->param_bytes;
+    double per = D(x->grad_bytes) + 2.0 * D(x->master_bytes) + 4.0 * D(x->opt_bytes)
+                 + D(x->param_bytes);
     *opt_s = mc->hbm > 0 ? shard * per / mc->hbm : 0;
     return reduce + gather;
 }
@@ -217,7 +221,7 @@ void m4d_perf(const struct m4d_ctx *x, const mem4d_device *dev, mem4d_report *r)
     struct machine mc = machine_of(x, dev);
     struct layer_work w = layer_work_of(x);
     struct unit_time u = unit_time_of(x, &mc, &w);
-    double n_first, n_mid, n_last, p = (double)x->p, v = (double)(x->v ? x->v : 1), m = (double)x->m;
+    double n_first, n_mid, n_last, p = D(x->p), v = D(x->v ? x->v : 1), m = D(x->m);
     stage_layers(x, &n_first, &n_mid, &n_last);
     double p2p = p2p_time(x, &mc), lt = u.layer_compute + u.layer_comm;
     /* Stage times per micro-batch: the first stage also holds the head when
@@ -246,16 +250,16 @@ void m4d_perf(const struct m4d_ctx *x, const mem4d_device *dev, mem4d_report *r)
      * only the first forward (a third) the parameter gather. */
     double layers_max = n_first > n_mid ? n_first : n_mid;
     layers_max = layers_max > n_last ? layers_max : n_last;
-    double embed = (x->p == 1 && !x->tied ? 2.0 : 1.0) * (double)x->h * (double)x->Vp / (double)x->t;
-    double params = layers_max * w.weight_bytes / (double)x->param_bytes + embed;
+    double embed = (x->p == 1 && !x->tied ? 2.0 : 1.0) * D(x->h) * D(x->Vp) / D(x->t);
+    double params = layers_max * w.weight_bytes / D(x->param_bytes) + embed;
     double opt_s;
     double dp = dp_time(x, &mc, params, cmax * 2 / 3, cmax / 3, &opt_s);
     double step = pipe + dp + opt_s;
-    double tflops = model_flops(x) / (step * 1e12 * (double)x->world);
+    double tflops = model_flops(x) / (step * 1e12 * D(x->world));
     r->metric[MEM4D_METRIC_STEP_TIME_S] = step;
-    r->metric[MEM4D_METRIC_TOKENS_PER_S] = (double)x->gbs * (double)x->s / step;
+    r->metric[MEM4D_METRIC_TOKENS_PER_S] = D(x->gbs) * D(x->s) / step;
     r->metric[MEM4D_METRIC_TFLOPS_PER_GPU] = tflops;
-    r->metric[MEM4D_METRIC_MFU] = tflops * 1e12 / (double)dev->v[MEM4D_DEVICE_PEAK_FLOPS];
+    r->metric[MEM4D_METRIC_MFU] = tflops * 1e12 / D(dev->v[MEM4D_DEVICE_PEAK_FLOPS]);
     r->metric[MEM4D_METRIC_BUBBLE_FRACTION] = bubble / step;
     r->metric[MEM4D_METRIC_COMPUTE_TIME_S] = m * cmax;
     r->metric[MEM4D_METRIC_EXPOSED_COMM_S] = m * (lmax * u.layer_comm + p2p) + dp;

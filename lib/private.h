@@ -135,6 +135,11 @@ static inline uint64_t m4d_ceil_div(uint64_t n, uint64_t d) { return n / d + (n 
  * result exceeds 64 bits. */
 static inline bool m4d_muldiv_ceil(uint64_t a, uint64_t b, uint64_t d, uint64_t *r)
 {
+    uint64_t x64; /* the common case: a 64-bit division is far cheaper than a 128-bit one */
+    if (!__builtin_mul_overflow(a, b, &x64)) {
+        *r = x64 / d + (x64 % d != 0);
+        return true;
+    }
     unsigned __int128 x = (unsigned __int128)a * b;
     unsigned __int128 q = x / d + (x % d != 0);
     if (q > UINT64_MAX)
