@@ -211,6 +211,37 @@ static double dp_time(const struct m4d_ctx *x, const struct machine *mc, double 
     return reduce + gather;
 }
 
+/* The pipeline of one step: the slowest stage's time per micro-batch (and
+ * its compute and layers), the bubble, and the whole. */
+struct pipeline {
+    double tmax, cmax, lmax, layers_max, bubble, total;
+};
+
+/* Stage times per micro-batch: the first stage also holds the head when
+ * p = 1. The slowest stage sets the pace of the steady state; the others'
+ * warm-up and cool-down form the bubble, cut by v. */
+static struct pipeline pipeline_of(const struct m4d_ctx *x, const struct unit_time *u, double p2p)
+{
+    double n_first, n_mid, n_last, p = D(x->p), v = D(x->v ? x->v : 1);
+    stage_layers(x, &n_first, &n_mid, &n_last);
+    double lt = u->layer_compute + u->layer_comm, hf = x->p == 1 ? u->head : 0;
+    double tf = n_first * lt + hf + p2p, tm = n_mid * lt + p2p, tl = n_last * lt + u->head + p2p;
+    struct pipeline pl = {tf, n_first * u->layer_compute + hf, n_first, n_first, 0, 0};
+    double sum = tf;
+    if (x->p > 1) {
+        sum = tf + (p - 2) * tm + tl;
+        if (x->p > 2 && tm > pl.tmax)
+            pl = (struct pipeline){tm, n_mid * u->layer_compute, n_mid, 0, 0, 0};
+        if (tl > pl.tmax)
+            pl = (struct pipeline){tl, n_last * u->layer_compute + u->head, n_last, 0, 0, 0};
+    }
+    pl.layers_max = n_first > n_mid ? n_first : n_mid;
+    pl.layers_max = pl.layers_max > n_last ? pl.layers_max : n_last;
+    pl.bubble = (sum - pl.tmax) / v;
+    pl.total = D(x->m) * pl.tmax + pl.bubble;
+    return pl;
+}
+
 void m4d_perf(const struct m4d_ctx *x, const mem4d_device *dev, mem4d_report *r)
 {
     r->have_metrics = false;
@@ -221,47 +252,23 @@ void m4d_perf(const struct m4d_ctx *x, const mem4d_device *dev, mem4d_report *r)
     struct machine mc = machine_of(x, dev);
     struct layer_work w = layer_work_of(x);
     struct unit_time u = unit_time_of(x, &mc, &w);
-    double n_first, n_mid, n_last, p = D(x->p), v = D(x->v ? x->v : 1), m = D(x->m);
-    stage_layers(x, &n_first, &n_mid, &n_last);
-    double p2p = p2p_time(x, &mc), lt = u.layer_compute + u.layer_comm;
-    /* Stage times per micro-batch: the first stage also holds the head when
-     * p = 1. The slowest stage sets the pace of the steady state; the
-     * others' warm-up and cool-down form the bubble, cut by v. */
-    double hf = x->p == 1 ? u.head : 0;
-    double tf = n_first * lt + hf + p2p, tm = n_mid * lt + p2p, tl = n_last * lt + u.head + p2p;
-    double tmax = tf, sum = tf, cmax = n_first * u.layer_compute + hf, lmax = n_first;
-    if (x->p > 1) {
-        sum = tf + (p - 2) * tm + tl;
-        if (x->p > 2 && tm > tmax) {
-            tmax = tm;
-            cmax = n_mid * u.layer_compute;
-            lmax = n_mid;
-        }
-        if (tl > tmax) {
-            tmax = tl;
-            cmax = n_last * u.layer_compute + u.head;
-            lmax = n_last;
-        }
-    }
-    double bubble = (sum - tmax) / v;
-    double pipe = m * tmax + bubble;
+    double p2p = p2p_time(x, &mc), m = D(x->m);
+    struct pipeline pl = pipeline_of(x, &u, p2p);
     /* The DP collectives of the heaviest stage; only the last micro-batch's
      * backward (two thirds of its compute) can hide the gradient reduce,
      * only the first forward (a third) the parameter gather. */
-    double layers_max = n_first > n_mid ? n_first : n_mid;
-    layers_max = layers_max > n_last ? layers_max : n_last;
     double embed = (x->p == 1 && !x->tied ? 2.0 : 1.0) * D(x->h) * D(x->Vp) / D(x->t);
-    double params = layers_max * w.weight_bytes / D(x->param_bytes) + embed;
+    double params = pl.layers_max * w.weight_bytes / D(x->param_bytes) + embed;
     double opt_s;
-    double dp = dp_time(x, &mc, params, cmax * 2 / 3, cmax / 3, &opt_s);
-    double step = pipe + dp + opt_s;
+    double dp = dp_time(x, &mc, params, pl.cmax * 2 / 3, pl.cmax / 3, &opt_s);
+    double step = pl.total + dp + opt_s;
     double tflops = model_flops(x) / (step * 1e12 * D(x->world));
     r->metric[MEM4D_METRIC_STEP_TIME_S] = step;
     r->metric[MEM4D_METRIC_TOKENS_PER_S] = D(x->gbs) * D(x->s) / step;
     r->metric[MEM4D_METRIC_TFLOPS_PER_GPU] = tflops;
     r->metric[MEM4D_METRIC_MFU] = tflops * 1e12 / D(dev->v[MEM4D_DEVICE_PEAK_FLOPS]);
-    r->metric[MEM4D_METRIC_BUBBLE_FRACTION] = bubble / step;
-    r->metric[MEM4D_METRIC_COMPUTE_TIME_S] = m * cmax;
-    r->metric[MEM4D_METRIC_EXPOSED_COMM_S] = m * (lmax * u.layer_comm + p2p) + dp;
+    r->metric[MEM4D_METRIC_BUBBLE_FRACTION] = pl.bubble / step;
+    r->metric[MEM4D_METRIC_COMPUTE_TIME_S] = m * pl.cmax;
+    r->metric[MEM4D_METRIC_EXPOSED_COMM_S] = m * (pl.lmax * u.layer_comm + p2p) + dp;
     r->have_metrics = true;
 }

@@ -516,8 +516,8 @@ static bool static_over_limit(const mem4d_search *s)
     return false;
 }
 
-/* Estimate candidates until one passes the filter: 1 found (in work and
- * scratch), 0 at the end, or a negative-free error status through *err. */
+/* Estimate candidates until one passes the filter: true with it in work and
+ * scratch; false at the end, or on an error left in *err. */
 static bool scan(mem4d_search *s, mem4d_status *err)
 {
     bool fits_only = s->opt[MEM4D_SEARCH_FITS_ONLY] != 0;
