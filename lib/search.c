@@ -590,7 +590,8 @@ static mem4d_status run_ranked(mem4d_search *s)
     }
     if (err != MEM4D_OK)
         return err;
-    qsort(s->cands, s->ncand, sizeof *s->cands, cmp_cand);
+    if (s->ncand > 1) /* qsort must not see the NULL of an empty array */
+        qsort(s->cands, s->ncand, sizeof *s->cands, cmp_cand);
     s->ranked_done = true;
     return MEM4D_OK;
 }
