@@ -116,3 +116,33 @@ fn max_micro_batch_is_the_edge() {
     layout.set("mbs", best + 1).unwrap();
     assert_ne!(estimate(&model, &layout, &device).unwrap().verdict(), mem4d::Verdict::Fits);
 }
+
+#[test]
+fn iterator_agrees_with_cli_plan_json() {
+    let args = [
+        "plan",
+        "--model",
+        "llama3.1-8b",
+        "--gpu",
+        "h100-80",
+        "--gpus",
+        "16",
+        "--seq",
+        "8192",
+        "--gbs",
+        "512",
+        "--top",
+        "0",
+        "--json",
+    ];
+    let Some(json) = common::run_cli(&args) else { return };
+    let (model, device) = (llama8b(), Device::preset("h100-80").unwrap());
+    let plans: Vec<_> = search(&model, &device).collect::<Result<_, _>>().unwrap();
+    assert!(!plans.is_empty());
+    for key in ["tp", "cp", "pp", "dp", "mbs", "vpp"] {
+        let ours: Vec<u64> = plans.iter().map(|p| p.layout.get(key).unwrap()).collect();
+        assert_eq!(common::json_numbers(&json, key), ours, "{key}");
+    }
+    let peaks: Vec<u64> = plans.iter().map(|p| p.report.peak_bytes()).collect();
+    assert_eq!(common::json_numbers(&json, "peak_bytes"), peaks);
+}
