@@ -7,9 +7,10 @@
  * Two facts let whole sub-spaces be skipped without an estimate when only
  * fitting layouts are wanted (both are checked against brute force by
  * tests/test-search.c):
- *  - weights, gradients and optimizer state of a stage do not depend on b or
- *    on recompute, so a group whose static bytes exceed the fit limit on some
- *    stage holds no fitting layout;
+ *  - weights, gradients and optimizer state of a stage do not depend on b,
+ *    recompute or v, and dist_opt 1 never holds more of them than dist_opt
+ *    0, so once they alone exceed the fit limit on some stage, no layout of
+ *    that (t, c, p) with as little or less sharding fits;
  *  - memory never decreases when b grows (activations scale with
  *    b * min(in-flight, m), and b * m is fixed), so once b does not fit no
  *    larger b does.
@@ -72,6 +73,7 @@ struct mem4d_search {
     size_t nrc;
     size_t gi, ri, bi; /* position: next candidate to evaluate */
     bool in_group;
+    struct group dead; /* the last group whose static bytes cannot fit (p = 0: none) */
     struct m4d_ctx gx; /* the current group's context, resolved once */
     struct m4d_ctx x;  /* the candidate's */
     /* ranking */
@@ -264,6 +266,7 @@ mem4d_status mem4d_search_reset(mem4d_search *search)
     search->started = false;
     search->gi = search->ri = search->bi = 0;
     search->in_group = false;
+    search->dead.p = 0;
     search->ncand = search->ci = 0;
     search->ranked_done = false;
     memset(search->stat, 0, sizeof search->stat);
@@ -326,7 +329,9 @@ static bool build_groups(mem4d_search *s)
                 for (uint64_t v = 1; v <= vmax; v++) {
                     if ((vmax % v) != 0 || !knob_allows(&s->knob[K_VPP], v))
                         continue;
-                    for (uint64_t dist = 0; dist <= 1; dist++) {
+                    /* dist_opt 1 first: when its static bytes cannot fit,
+                     * neither can dist_opt 0's (see dead_block) */
+                    for (uint64_t dist = 2; dist-- > 0;) {
                         if (!knob_allows(&s->knob[K_DIST], dist))
                             continue;
                         if (!grow((void **)&s->groups, &s->gcap, s->ngroups + 1, sizeof *s->groups))
@@ -440,6 +445,15 @@ static mem4d_status quick_estimate(mem4d_search *s, uint64_t b, uint64_t rc)
 
 /* Enter the next group that has candidates; false at the end (or on ENOMEM,
  * reported through *err). */
+/* Weights, gradients and optimizer state do not depend on v, and
+ * dist_opt 1 never holds more of them than dist_opt 0: a group of the same
+ * (t, c, p) as a dead one, and with no more sharding, cannot fit either. */
+static bool dead_block(const mem4d_search *s, const struct group *g)
+{
+    const struct group *d = &s->dead;
+    return d->p != 0 && g->t == d->t && g->c == d->c && g->p == d->p && g->dist <= d->dist;
+}
+
 static bool enter_group(mem4d_search *s, mem4d_status *err)
 {
     for (; s->gi < s->ngroups; s->gi++) {
@@ -447,6 +461,10 @@ static bool enter_group(mem4d_search *s, mem4d_status *err)
         if (!fill_mbs(s, g)) {
             *err = MEM4D_E_NOMEM;
             return false;
+        }
+        if (s->opt[MEM4D_SEARCH_FITS_ONLY] && dead_block(s, g)) {
+            s->stat[MEM4D_SEARCH_STAT_PRUNED] += (uint64_t)s->nrc * s->nmbs;
+            continue;
         }
         if (s->nmbs > 0 && s->nrc > 0 && group_valid(s, g)) {
             s->ri = s->bi = 0;
@@ -530,10 +548,12 @@ static bool scan(mem4d_search *s, mem4d_status *err)
             m4d_perf(&s->x, &s->dev, s->scratch);
             return true;
         }
-        if (static_over_limit(s))
+        if (static_over_limit(s)) {
             prune_group(s);
-        else
+            s->dead = s->groups[s->gi];
+        } else {
             prune_mbs(s);
+        }
     }
     return false;
 }

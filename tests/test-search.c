@@ -298,6 +298,75 @@ START_TEST(complete_pruning_heavy)
 }
 END_TEST
 
+/* The facts the pruning rests on, checked directly: the largest per-stage
+ * weights + gradients + optimizer bytes of a (t, c, p) do not depend on b,
+ * recompute or v, and dist_opt 1 never holds more than dist_opt 0. */
+static uint64_t static_bytes(const mem4d_report *r)
+{
+    uint64_t best = 0;
+    for (uint32_t s = 0; s < mem4d_report_num_stages(r); s++) {
+        uint64_t w = 0, g = 0, o = 0;
+        mem4d_report_get(r, s, MEM4D_TERM_WEIGHTS, &w);
+        mem4d_report_get(r, s, MEM4D_TERM_GRADIENTS, &g);
+        mem4d_report_get(r, s, MEM4D_TERM_OPTIMIZER, &o);
+        if (w + g + o > best)
+            best = w + g + o;
+    }
+    return best;
+}
+
+START_TEST(pruning_invariants)
+{
+    static const char *const models[] = {"llama3.1-8b", "llama3.1-70b", "llama3.2-1b", "qwen2.5-7b"};
+    mem4d_device *d = tu_device("h100-80");
+    mem4d_report *r = NULL;
+    ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
+    size_t checked = 0, broken = 0;
+    for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
+        mem4d_model *m = tu_model(models[i]);
+        uint64_t L;
+        mem4d_model_get(m, MEM4D_MODEL_NUM_LAYERS, &L);
+        for (uint64_t mode = 0; mode <= 1; mode++)
+            for (uint64_t t = 1; t <= 4; t *= 2)
+                for (uint64_t p = 1; p <= 8; p *= 2) {
+                    if (L % p)
+                        continue;
+                    uint64_t ref[2] = {0, 0};
+                    for (uint64_t dist = 0; dist <= 1; dist++)
+                        for (uint64_t v = 1; v <= L / p; v++)
+                            for (uint64_t b = 1; b <= 4; b *= 2)
+                                for (uint64_t rc = 0; rc <= 2; rc++) {
+                                    if ((L / p) % v || (v > 1 && p == 1))
+                                        continue;
+                                    mem4d_layout *l = base_layout(32, 4096, 64);
+                                    mem4d_layout_set(l, MEM4D_LAYOUT_MODE, mode);
+                                    mem4d_layout_set(l, MEM4D_LAYOUT_TP, t);
+                                    mem4d_layout_set(l, MEM4D_LAYOUT_CP, 2);
+                                    mem4d_layout_set(l, MEM4D_LAYOUT_PP, p);
+                                    mem4d_layout_set(l, MEM4D_LAYOUT_VPP, v);
+                                    mem4d_layout_set(l, MEM4D_LAYOUT_MICRO_BATCH, b);
+                                    mem4d_layout_set(l, MEM4D_LAYOUT_RECOMPUTE, rc);
+                                    mem4d_layout_set(l, MEM4D_LAYOUT_DIST_OPT, dist);
+                                    if (mem4d_estimate(m, l, d, r) == MEM4D_OK) {
+                                        uint64_t sb = static_bytes(r);
+                                        if (ref[dist] == 0)
+                                            ref[dist] = sb;
+                                        broken += sb != ref[dist];
+                                        checked++;
+                                    }
+                                    mem4d_layout_free(l);
+                                }
+                    broken += ref[1] > ref[0];
+                }
+        mem4d_model_free(m);
+    }
+    ck_assert_uint_gt(checked, 1000);
+    ck_assert_uint_eq(broken, 0);
+    mem4d_report_free(r);
+    mem4d_device_free(d);
+}
+END_TEST
+
 static bool constrained(const struct tuple *t)
 {
     return t->k[T] <= 2 && t->k[P] == 1 && (t->k[B] == 1 || t->k[B] == 2 || t->k[B] == 4) && t->k[RC] != 1;
@@ -792,6 +861,7 @@ int main(void)
     tcase_add_test(tc, complete_unknown_batch);
     tcase_add_test(tc, complete_paper_mode);
     tcase_add_test(tc, complete_pruning_heavy);
+    tcase_add_test(tc, pruning_invariants);
     suite_add_tcase(s, tc);
     tc = tcase_create("options");
     tcase_set_timeout(tc, 60);
