@@ -236,7 +236,8 @@ MEM4D_API mem4d_status mem4d_model_set_name(mem4d_model *model, const char *name
  * @param model The model.
  * @param why Buffer for a sentence saying what is wrong (may be NULL).
  * @param why_size Size of @p why in bytes; the text is truncated to fit.
- * @return ::MEM4D_OK, ::MEM4D_E_MODEL, ::MEM4D_E_RANGE or ::MEM4D_E_INVALID_ARG.
+ * @return ::MEM4D_OK, ::MEM4D_E_MISSING (a required parameter is unset),
+ *         ::MEM4D_E_MODEL or ::MEM4D_E_INVALID_ARG.
  * @since 0.1
  */
 MEM4D_API mem4d_status mem4d_model_validate(const mem4d_model *model, char *why, size_t why_size);
