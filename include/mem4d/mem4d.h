@@ -247,7 +247,7 @@ MEM4D_API mem4d_status mem4d_model_validate(const mem4d_model *model, char *why,
  * counted unless tied, all experts counted).
  * @param model The model.
  * @param[out] count Receives the parameter count.
- * @return ::MEM4D_OK, ::MEM4D_E_MODEL, ::MEM4D_E_RANGE or ::MEM4D_E_INVALID_ARG.
+ * @return ::MEM4D_OK, ::MEM4D_E_MISSING, ::MEM4D_E_MODEL, ::MEM4D_E_RANGE or ::MEM4D_E_INVALID_ARG.
  * @since 0.1
  */
 MEM4D_API mem4d_status mem4d_model_num_params(const mem4d_model *model, uint64_t *count);
