@@ -128,6 +128,41 @@ static mem4d_status check_args(const mem4d_model *model, const mem4d_layout *lay
     return MEM4D_OK;
 }
 
+void m4d_report_reset(mem4d_report *r, const mem4d_device *dev)
+{
+    r->msg[0] = '\0';
+    r->nstages = 0;
+    r->peak_stage = 0;
+    r->have_metrics = false;
+    r->verdict = MEM4D_VERDICT_OOM;
+    r->device_bytes = dev ? dev->v[MEM4D_DEVICE_MEMORY_BYTES] : 0;
+    memset(r->info, 0, sizeof r->info);
+}
+
+/* The memory half of an estimate, from a resolved context into a reset
+ * report: shared by mem4d_estimate() and the search, which resolves once
+ * per group of layouts. */
+mem4d_status m4d_estimate_ctx(const struct m4d_ctx *x, const mem4d_device *device, mem4d_report *r)
+{
+    r->mode = x->mode;
+    mem4d_status st = x->mode == MEM4D_MODE_PAPER ? m4d_estimate_paper(x, r) : m4d_estimate_full(x, device, r);
+    if (st != MEM4D_OK)
+        return st;
+    if ((st = m4d_report_finish(r, device)) != MEM4D_OK) {
+        m4d_msg(r->msg, sizeof r->msg, "the estimate overflows 64 bits");
+        return st;
+    }
+    r->info[MEM4D_INFO_DP] = x->d;
+    r->info[MEM4D_INFO_WORLD] = x->world;
+    r->info[MEM4D_INFO_MICROBATCHES] = x->m;
+    r->info[MEM4D_INFO_PADDED_VOCAB] = x->Vp;
+    if (!m4d_model_params_total(x, x->Vp, &r->info[MEM4D_INFO_MODEL_PARAMS])) {
+        m4d_msg(r->msg, sizeof r->msg, "the parameter count overflows 64 bits");
+        return MEM4D_E_RANGE;
+    }
+    return MEM4D_OK;
+}
+
 static mem4d_status run(const mem4d_model *model, const mem4d_layout *layout,
                         const mem4d_device *device, mem4d_report *r)
 {
@@ -135,26 +170,11 @@ static mem4d_status run(const mem4d_model *model, const mem4d_layout *layout,
     mem4d_status st = check_args(model, layout, device, r);
     if (st == MEM4D_OK)
         st = m4d_resolve(model, layout, &x, r->msg, sizeof r->msg);
-    if (st != MEM4D_OK)
-        return st;
-    r->mode = x.mode;
-    st = x.mode == MEM4D_MODE_PAPER ? m4d_estimate_paper(&x, r) : m4d_estimate_full(&x, device, r);
-    if (st != MEM4D_OK)
-        return st;
-    if ((st = m4d_report_finish(r, device)) != MEM4D_OK) {
-        m4d_msg(r->msg, sizeof r->msg, "the estimate overflows 64 bits");
-        return st;
-    }
-    r->info[MEM4D_INFO_DP] = x.d;
-    r->info[MEM4D_INFO_WORLD] = x.world;
-    r->info[MEM4D_INFO_MICROBATCHES] = x.m;
-    r->info[MEM4D_INFO_PADDED_VOCAB] = x.Vp;
-    if (!m4d_model_params_total(&x, x.Vp, &r->info[MEM4D_INFO_MODEL_PARAMS])) {
-        m4d_msg(r->msg, sizeof r->msg, "the parameter count overflows 64 bits");
-        return MEM4D_E_RANGE;
-    }
-    m4d_perf(&x, device, r);
-    return MEM4D_OK;
+    if (st == MEM4D_OK)
+        st = m4d_estimate_ctx(&x, device, r);
+    if (st == MEM4D_OK)
+        m4d_perf(&x, device, r);
+    return st;
 }
 
 mem4d_status mem4d_estimate(const mem4d_model *model, const mem4d_layout *layout,
@@ -162,13 +182,7 @@ mem4d_status mem4d_estimate(const mem4d_model *model, const mem4d_layout *layout
 {
     if (!report)
         return MEM4D_E_INVALID_ARG;
-    report->msg[0] = '\0';
-    report->nstages = 0;
-    report->peak_stage = 0;
-    report->have_metrics = false;
-    report->verdict = MEM4D_VERDICT_OOM;
-    report->device_bytes = device ? device->v[MEM4D_DEVICE_MEMORY_BYTES] : 0;
-    memset(report->info, 0, sizeof report->info);
+    m4d_report_reset(report, device);
     report->status = run(model, layout, device, report);
     if (report->status != MEM4D_OK)
         report->nstages = 0;

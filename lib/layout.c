@@ -283,7 +283,8 @@ mem4d_status m4d_resolve(const mem4d_model *model, const mem4d_layout *layout,
                          struct m4d_ctx *x, char *why, size_t n)
 {
     memset(x, 0, sizeof *x);
-    m4d_msg(why, n, "%s", "");
+    if (why && n)
+        why[0] = '\0'; /* cheap: the search resolves once per group */
     mem4d_status st = m4d_model_check(model, why, n);
     if (st != MEM4D_OK)
         return st;

@@ -168,6 +168,12 @@ bool m4d_model_params_total(const struct m4d_ctx *x, uint64_t vocab, uint64_t *o
 mem4d_status m4d_estimate_paper(const struct m4d_ctx *x, mem4d_report *r);
 mem4d_status m4d_estimate_full(const struct m4d_ctx *x, const mem4d_device *dev, mem4d_report *r);
 
+/* Clear a report's results before an estimate. */
+void m4d_report_reset(mem4d_report *r, const mem4d_device *dev);
+
+/* Memory of a resolved context into a reset report (no speed metrics). */
+mem4d_status m4d_estimate_ctx(const struct m4d_ctx *x, const mem4d_device *dev, mem4d_report *r);
+
 /* Sum the parts of every stage into TOTAL, pick the peak stage and the verdict. */
 mem4d_status m4d_report_finish(mem4d_report *r, const mem4d_device *dev);
 

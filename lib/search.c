@@ -415,28 +415,10 @@ static mem4d_status quick_estimate(mem4d_search *s, uint64_t b, uint64_t rc)
     x->b = b;
     x->recompute = rc;
     x->m = x->gbs ? x->gbs / (b * x->d) : 0;
-    r->msg[0] = '\0';
-    r->nstages = 0;
-    r->peak_stage = 0;
-    r->have_metrics = false;
-    r->verdict = MEM4D_VERDICT_OOM;
-    r->device_bytes = s->dev.v[MEM4D_DEVICE_MEMORY_BYTES];
-    memset(r->info, 0, sizeof r->info);
+    m4d_report_reset(r, &s->dev);
     mem4d_status st = MEM4D_E_CONFLICT;
-    if (rc != 2 || x->rc_layers <= x->L / x->p) {
-        r->mode = x->mode;
-        st = x->mode == MEM4D_MODE_PAPER ? m4d_estimate_paper(x, r) : m4d_estimate_full(x, &s->dev, r);
-    }
-    if (st == MEM4D_OK)
-        st = m4d_report_finish(r, &s->dev);
-    if (st == MEM4D_OK) {
-        r->info[MEM4D_INFO_DP] = x->d;
-        r->info[MEM4D_INFO_WORLD] = x->world;
-        r->info[MEM4D_INFO_MICROBATCHES] = x->m;
-        r->info[MEM4D_INFO_PADDED_VOCAB] = x->Vp;
-        if (!m4d_model_params_total(x, x->Vp, &r->info[MEM4D_INFO_MODEL_PARAMS]))
-            st = MEM4D_E_RANGE;
-    }
+    if (rc != 2 || x->rc_layers <= x->L / x->p)
+        st = m4d_estimate_ctx(x, &s->dev, r);
     r->status = st;
     if (st != MEM4D_OK)
         r->nstages = 0;
