@@ -29,6 +29,7 @@ for h in $harnesses; do
     # The first corpus directory receives new inputs; the committed seeds
     # (and regression inputs) are read from the second and never modified.
     if ! "$build/fuzz/fuzz_$h" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
+            -dict="$src/fuzz/$h.dict" \
             -print_final_stats=1 -artifact_prefix="$build/artifacts/$h-" \
             "$run" "$src/fuzz/corpus/$h" > "$build/fuzz_$h.log" 2>&1; then
         echo "FAIL: fuzz_$h (log: $build/fuzz_$h.log)"

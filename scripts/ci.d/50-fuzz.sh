@@ -29,7 +29,7 @@ for h in "${harnesses[@]}"; do
     fi
     # New inputs go to a scratch directory; the committed seeds stay as they are.
     mkdir -p "$scratch/$h"
-    if ! run "$exe" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
+    if ! run "$exe" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -dict="fuzz/$h.dict" \
             -artifact_prefix="$scratch/$h-" "$scratch/$h" "$seeds" >"$log" 2>&1; then
         echo "FAIL: fuzz_$h found a crash; the input:"
         for f in "$scratch/$h"-*; do [ -f "$f" ] && od -c "$f" | head -n 20; done
