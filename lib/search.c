@@ -44,6 +44,7 @@ struct knob {
 
 struct group {
     uint64_t t, c, p, d, v, dist;
+    uint64_t first, last; /* layers of the first and last stage; 0: even split */
 };
 
 /* One ranked result: enough to rebuild the layout and order it. */
@@ -59,7 +60,7 @@ struct mem4d_search {
     mem4d_model model;
     mem4d_device dev;
     mem4d_layout base, work;
-    uint64_t opt[4];
+    uint64_t opt[5];
     struct knob knob[K_N];
     bool started, built;
     /* enumeration */
@@ -160,6 +161,7 @@ mem4d_status mem4d_search_new(const mem4d_model *model, const mem4d_device *devi
     s->opt[MEM4D_SEARCH_NODE_LOCAL] = 1;
     s->opt[MEM4D_SEARCH_RANKED] = 1;
     s->opt[MEM4D_SEARCH_MAX_RESULTS] = 0;
+    s->opt[MEM4D_SEARCH_UNEVEN_STAGES] = 1;
     knobs_default(s);
     *out = s;
     return MEM4D_OK;
@@ -179,7 +181,7 @@ void mem4d_search_free(mem4d_search *search)
 
 mem4d_status mem4d_search_set_option(mem4d_search *search, mem4d_search_option option, uint64_t value)
 {
-    if (!search || (unsigned)option > MEM4D_SEARCH_MAX_RESULTS)
+    if (!search || (unsigned)option > MEM4D_SEARCH_UNEVEN_STAGES)
         return MEM4D_E_INVALID_ARG;
     if (search->started)
         return MEM4D_E_CONFLICT;
@@ -298,6 +300,28 @@ static size_t divisors(uint64_t n, uint64_t *out, size_t cap)
     return lo;
 }
 
+/* Layers of the first and last stage when L does not split evenly over p:
+ * the most balanced split Megatron's --decoder-first/last-pipeline-num-layers
+ * allow with the first and last stages no heavier than the others, since
+ * they also hold the embedding and the LM head (Llama 3 405B on pp 16:
+ * 7 + 14 x 8 + 7). false when there is none. */
+static bool uneven_split(uint64_t L, uint64_t p, uint64_t *first, uint64_t *last)
+{
+    if (p == 2) {
+        *last = L / 2;
+        *first = L - *last;
+        return *last > 0;
+    }
+    for (uint64_t x = p > 2 ? L / p : 0; x >= 1; x--) {
+        uint64_t rest = L - 2 * x;
+        if (rest % (p - 2) == 0 && x <= rest / (p - 2)) {
+            *first = *last = x;
+            return true;
+        }
+    }
+    return false;
+}
+
 /* Every (t, c, p, v, dist_opt) the constraints allow, in loop order. The
  * rules that need the model are left to m4d_resolve() at group entry. */
 static bool build_groups(mem4d_search *s)
@@ -322,10 +346,15 @@ static bool build_groups(mem4d_search *s)
                 if ((world / t / c) % p != 0 || p > M4D_MAX_STAGES || !knob_allows(&s->knob[K_PP], p))
                     continue;
                 uint64_t d = world / t / c / p;
-                if (!knob_allows(&s->knob[K_DP], d) || (!uneven && L % p != 0))
+                uint64_t first = s->base.v[MEM4D_LAYOUT_FIRST_STAGE_LAYERS];
+                uint64_t last = s->base.v[MEM4D_LAYOUT_LAST_STAGE_LAYERS];
+                if (!knob_allows(&s->knob[K_DP], d))
+                    continue;
+                if (!uneven && L % p != 0 &&
+                    (!s->opt[MEM4D_SEARCH_UNEVEN_STAGES] || !uneven_split(L, p, &first, &last)))
                     continue;
                 /* v > 1 needs p > 1, even stages and L divisible by p*v */
-                uint64_t vmax = p < 2 || uneven ? 1 : L / p;
+                uint64_t vmax = p < 2 || first || last ? 1 : L / p;
                 for (uint64_t v = 1; v <= vmax; v++) {
                     if ((vmax % v) != 0 || !knob_allows(&s->knob[K_VPP], v))
                         continue;
@@ -336,7 +365,7 @@ static bool build_groups(mem4d_search *s)
                             continue;
                         if (!grow((void **)&s->groups, &s->gcap, s->ngroups + 1, sizeof *s->groups))
                             return false;
-                        s->groups[s->ngroups++] = (struct group){t, c, p, d, v, dist};
+                        s->groups[s->ngroups++] = (struct group){t, c, p, d, v, dist, first, last};
                     }
                 }
             }
@@ -392,6 +421,8 @@ static void set_work(mem4d_search *s, const struct group *g, uint64_t b, uint64_
     v[MEM4D_LAYOUT_VPP] = g->v;
     v[MEM4D_LAYOUT_RECOMPUTE] = rc;
     v[MEM4D_LAYOUT_DIST_OPT] = g->dist;
+    v[MEM4D_LAYOUT_FIRST_STAGE_LAYERS] = g->first;
+    v[MEM4D_LAYOUT_LAST_STAGE_LAYERS] = g->last;
 }
 
 /* Resolve the group once, with its first b and no recompute: every rule

@@ -131,6 +131,24 @@ static void drain(mem4d_search *s, const mem4d_model *m, const mem4d_device *d, 
 
 typedef bool (*tuple_filter)(const struct tuple *t);
 
+/* The split the search promises when p does not divide L (and the base sets
+ * none): the largest x with first = last = x stages no heavier than a middle
+ * one; p = 2: the halves, the first one larger. Found by scanning, not by
+ * the library's arithmetic. */
+static void expected_split(mem4d_layout *l, uint64_t L, uint64_t p)
+{
+    uint64_t first = 0, last = 0;
+    if (L % p != 0 && p == 2) {
+        first = L - L / 2;
+        last = L / 2;
+    }
+    for (uint64_t x = 1; L % p != 0 && p > 2 && 2 * x < L; x++)
+        if ((L - 2 * x) % (p - 2) == 0 && x <= (L - 2 * x) / (p - 2))
+            first = last = x;
+    ck_assert_int_eq(mem4d_layout_set(l, MEM4D_LAYOUT_FIRST_STAGE_LAYERS, first), MEM4D_OK);
+    ck_assert_int_eq(mem4d_layout_set(l, MEM4D_LAYOUT_LAST_STAGE_LAYERS, last), MEM4D_OK);
+}
+
 /* Every layout brute force accepts: all divisor triples, every b, v,
  * recompute and dist_opt, each estimated directly. */
 static void brute_force(const mem4d_model *m, const mem4d_device *d, const mem4d_layout *base,
@@ -138,6 +156,7 @@ static void brute_force(const mem4d_model *m, const mem4d_device *d, const mem4d
 {
     uint64_t world = get(base, MEM4D_LAYOUT_WORLD), gbs = get(base, MEM4D_LAYOUT_GLOBAL_BATCH), L;
     ck_assert_int_eq(mem4d_model_get(m, MEM4D_MODEL_NUM_LAYERS, &L), MEM4D_OK);
+    bool base_split = get(base, MEM4D_LAYOUT_FIRST_STAGE_LAYERS) || get(base, MEM4D_LAYOUT_LAST_STAGE_LAYERS);
     mem4d_layout *l = NULL;
     mem4d_report *r = NULL;
     ck_assert_int_eq(mem4d_layout_clone(base, &l), MEM4D_OK);
@@ -161,6 +180,8 @@ static void brute_force(const mem4d_model *m, const mem4d_device *d, const mem4d
                                 bool set = true;
                                 for (int i = 0; i < NKNOB; i++)
                                     set &= mem4d_layout_set(l, knobs[i], x.k[i]) == MEM4D_OK;
+                                if (!base_split)
+                                    expected_split(l, L, x.k[P]);
                                 if (!set || mem4d_estimate(m, l, d, r) != MEM4D_OK)
                                     continue;
                                 if (fits_only && mem4d_report_verdict(r) != MEM4D_VERDICT_FITS)
@@ -274,6 +295,42 @@ START_TEST(complete_paper_mode)
     mem4d_layout *base = base_layout(8, 8192, 16);
     ck_assert_int_eq(mem4d_layout_set(base, MEM4D_LAYOUT_MODE, MEM4D_MODE_PAPER), MEM4D_OK);
     check_complete("llama3.1-8b", "h100-80", 0, base, true, true);
+    mem4d_layout_free(base);
+}
+END_TEST
+
+/* Llama-3.2-3B's 28 layers do not split evenly over pp 8: the search also
+ * yields the 2 + 6 x 4 + 2 split, and none with the option off. */
+START_TEST(complete_uneven_stages)
+{
+    mem4d_layout *base = base_layout(16, 4096, 32);
+    check_complete("llama3.2-3b", "h100-80", 0, base, false, true);
+    mem4d_model *m = tu_model("llama3.2-3b");
+    mem4d_device *d = tu_device("h100-80");
+    for (int uneven = 0; uneven <= 1; uneven++) {
+        mem4d_search *s = new_search(m, d, base, false, true, false);
+        ck_assert_int_eq(mem4d_search_set_option(s, MEM4D_SEARCH_UNEVEN_STAGES, (uint64_t)uneven), MEM4D_OK);
+        mem4d_layout *l = NULL;
+        ck_assert_int_eq(mem4d_layout_new(&l), MEM4D_OK);
+        size_t split = 0;
+        while (mem4d_search_next(s, l, NULL) == MEM4D_OK) {
+            uint64_t first = get(l, MEM4D_LAYOUT_FIRST_STAGE_LAYERS), last = get(l, MEM4D_LAYOUT_LAST_STAGE_LAYERS);
+            if (first || last) {
+                ck_assert_uint_eq(get(l, MEM4D_LAYOUT_PP), 8);
+                ck_assert_uint_eq(first, 2);
+                ck_assert_uint_eq(last, 2);
+                split++;
+            }
+        }
+        if (uneven)
+            ck_assert_uint_gt(split, 0);
+        else
+            ck_assert_uint_eq(split, 0);
+        mem4d_layout_free(l);
+        mem4d_search_free(s);
+    }
+    mem4d_device_free(d);
+    mem4d_model_free(m);
     mem4d_layout_free(base);
 }
 END_TEST
@@ -860,6 +917,7 @@ int main(void)
     tcase_add_test(tc, complete_8b_16_gpus_any_tc);
     tcase_add_test(tc, complete_unknown_batch);
     tcase_add_test(tc, complete_paper_mode);
+    tcase_add_test(tc, complete_uneven_stages);
     tcase_add_test(tc, complete_pruning_heavy);
     tcase_add_test(tc, pruning_invariants);
     suite_add_tcase(s, tc);

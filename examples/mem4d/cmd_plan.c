@@ -23,13 +23,16 @@ static void usage(FILE *out)
             "usage: mem4d plan [--model NAME | --hf-config FILE] [--gpu NAME] [--gpu-memory-gib X]\n"
             "                  [--gpus N] [--seq S] [--gbs G] [--gpus-per-node K] [--mode full|paper]\n"
             "                  [--tp SPEC] [--cp SPEC] [--pp SPEC] [--dp SPEC] [--mbs SPEC] [--vpp SPEC]\n"
-            "                  [--recompute SPEC] [--dist-opt SPEC] [--cross-node] [--set KEY=VALUE ...]\n"
+            "                  [--recompute SPEC] [--dist-opt SPEC] [--cross-node] [--even-stages]\n"
+            "                  [--set KEY=VALUE ...]\n"
             "                  [--top K] [--all] [--json | --csv] [--svg FILE]\n"
             "Searches every valid layout (tp, cp, pp, dp, micro-batch, vpp, recompute, distributed\n"
             "optimizer) and lists those that fit in 80%% of GPU memory, fastest first by the\n"
             "step-time model (doc/perf.md). Defaults: %s on %s x %s, seq %s, gbs %s.\n"
             "A SPEC fixes a knob (--pp 1), bounds it (--tp 1-4) or lists values (--mbs 1,2,4).\n"
-            "--cross-node lets tp x cp exceed the GPUs of a node. --top K prints the K fastest\n"
+            "--cross-node lets tp x cp exceed the GPUs of a node. A pp that does not divide the\n"
+            "layers gets lighter first and last stages (pp 16 over 126 layers: 7+14x8+7, shown as\n"
+            "16/7); --even-stages skips such pp. --top K prints the K fastest\n"
             "(default %d, 0 for all); --all also lists layouts that do not fit (then every one\n"
             "unless --top is given). --json prints an array of objects, --csv one row per layout;\n"
             "--svg FILE also draws the landscape: a tp x pp grid per cp and micro-batch, coloured\n"
@@ -63,7 +66,7 @@ struct spec {
 struct opts {
     const char *model, *hf_config, *gpu, *svg;
     uint64_t gpu_bytes, gpus_per_node, top;
-    bool top_set, all, cross_node;
+    bool top_set, all, cross_node, even_stages;
     enum format fmt;
     struct spec spec[NKNOB_FLAGS];
 };
@@ -159,6 +162,8 @@ static bool parse_switch(const char *arg, struct opts *o)
         o->all = true;
     else if (!strcmp(arg, "--cross-node"))
         o->cross_node = true;
+    else if (!strcmp(arg, "--even-stages"))
+        o->even_stages = true;
     else
         return false;
     return true;
@@ -244,6 +249,11 @@ static int parse(int argc, char **argv, struct opts *o, mem4d_layout *base)
 /* Hand the knob constraints to the search; each error names its flag. */
 static bool apply_specs(mem4d_search *s, const struct opts *o)
 {
+    if (mem4d_search_set_option(s, MEM4D_SEARCH_NODE_LOCAL, !o->cross_node) != MEM4D_OK ||
+        mem4d_search_set_option(s, MEM4D_SEARCH_UNEVEN_STAGES, !o->even_stages) != MEM4D_OK) {
+        cli_error("cannot set the search's options");
+        return false;
+    }
     for (size_t k = 0; k < NKNOB_FLAGS; k++) {
         const struct spec *sp = &o->spec[k];
         if (!sp->set)
@@ -264,6 +274,7 @@ static bool apply_specs(mem4d_search *s, const struct opts *o)
 /* One listed layout: the searched knobs and the figures printed. */
 struct row {
     uint64_t tp, cp, pp, dp, mbs, vpp, recompute, dist_opt, peak, device;
+    uint64_t first, last; /* uneven first/last stage layers; 0: even */
     mem4d_verdict verdict;
     bool metrics;
     double step, tokens, tflops, mfu;
@@ -297,6 +308,7 @@ static bool rows_push(struct rows *rs, const mem4d_layout *l, const mem4d_report
         .dp = lget(l, MEM4D_LAYOUT_DP), .mbs = lget(l, MEM4D_LAYOUT_MICRO_BATCH),
         .vpp = lget(l, MEM4D_LAYOUT_VPP), .recompute = lget(l, MEM4D_LAYOUT_RECOMPUTE),
         .dist_opt = lget(l, MEM4D_LAYOUT_DIST_OPT), .peak = mem4d_report_peak_bytes(r),
+        .first = lget(l, MEM4D_LAYOUT_FIRST_STAGE_LAYERS), .last = lget(l, MEM4D_LAYOUT_LAST_STAGE_LAYERS),
         .device = mem4d_report_device_bytes(r), .verdict = mem4d_report_verdict(r),
     };
     w->metrics = mem4d_report_metric(r, MEM4D_METRIC_STEP_TIME_S, &w->step) == MEM4D_OK;
@@ -365,13 +377,18 @@ static void print_table(FILE *out, const struct rows *rs, size_t n, const struct
         fprintf(out, "No layout fits. Try more GPUs, a shorter sequence, or --all to see how far off they are.\n");
         return;
     }
-    fprintf(out, "%4s %4s %3s %4s %5s %4s %4s %-9s %-4s %9s %6s %-7s %8s %6s %9s %10s\n", "#", "tp", "cp", "pp",
+    fprintf(out, "%4s %4s %3s %6s %5s %4s %4s %-9s %-4s %9s %6s %-7s %8s %6s %9s %10s\n", "#", "tp", "cp", "pp",
             "dp", "mbs", "vpp", "recompute", "dopt", "peak GiB", "% mem", "verdict", "TFLOP/s", "MFU",
             "step s", "tokens/s");
     for (size_t i = 0; i < n; i++) {
         const struct row *w = &rs->a[i];
-        fprintf(out, "%4zu %4llu %3llu %4llu %5llu %4llu %4llu %-9s %-4s %9.2f %5.1f%% %-7s", i + 1,
-                (unsigned long long)w->tp, (unsigned long long)w->cp, (unsigned long long)w->pp,
+        char pp[32];
+        if (w->first || w->last)
+            snprintf(pp, sizeof pp, "%llu/%llu", (unsigned long long)w->pp, (unsigned long long)w->first);
+        else
+            snprintf(pp, sizeof pp, "%llu", (unsigned long long)w->pp);
+        fprintf(out, "%4zu %4llu %3llu %6s %5llu %4llu %4llu %-9s %-4s %9.2f %5.1f%% %-7s", i + 1,
+                (unsigned long long)w->tp, (unsigned long long)w->cp, pp,
                 (unsigned long long)w->dp, (unsigned long long)w->mbs, (unsigned long long)w->vpp,
                 rc_name(w->recompute), w->dist_opt ? "yes" : "no", cli_gib(w->peak),
                 w->device ? 100.0 * (double)w->peak / (double)w->device : 0.0, mem4d_verdict_name(w->verdict));
@@ -402,8 +419,10 @@ static void print_json(FILE *out, const struct rows *rs, size_t n)
                 (unsigned long long)w->cp, (unsigned long long)w->pp, (unsigned long long)w->dp,
                 (unsigned long long)w->mbs, (unsigned long long)w->vpp);
         cli_json_string(out, rc_name(w->recompute));
-        fprintf(out, ", \"dist_opt\": %s, \"peak_bytes\": %llu, \"device_bytes\": %llu, \"verdict\": ",
-                w->dist_opt ? "true" : "false", (unsigned long long)w->peak, (unsigned long long)w->device);
+        fprintf(out, ", \"dist_opt\": %s, \"first_stage_layers\": %llu, \"last_stage_layers\": %llu, "
+                "\"peak_bytes\": %llu, \"device_bytes\": %llu, \"verdict\": ", w->dist_opt ? "true" : "false",
+                (unsigned long long)w->first, (unsigned long long)w->last, (unsigned long long)w->peak,
+                (unsigned long long)w->device);
         cli_json_string(out, mem4d_verdict_name(w->verdict));
         fputs(", \"step_time_s\": ", out);
         json_number(out, w->metrics, w->step);
@@ -420,14 +439,16 @@ static void print_json(FILE *out, const struct rows *rs, size_t n)
 
 static void print_csv(FILE *out, const struct rows *rs, size_t n)
 {
-    fputs("rank,tp,cp,pp,dp,mbs,vpp,recompute,dist_opt,peak_bytes,device_bytes,verdict,"
+    fputs("rank,tp,cp,pp,dp,mbs,vpp,recompute,dist_opt,first_stage_layers,last_stage_layers,peak_bytes,"
+          "device_bytes,verdict,"
           "step_time_s,tokens_per_s,tflops_per_gpu,mfu\n", out);
     for (size_t i = 0; i < n; i++) {
         const struct row *w = &rs->a[i];
-        fprintf(out, "%zu,%llu,%llu,%llu,%llu,%llu,%llu,%s,%s,%llu,%llu,%s", i + 1, (unsigned long long)w->tp,
-                (unsigned long long)w->cp, (unsigned long long)w->pp, (unsigned long long)w->dp,
-                (unsigned long long)w->mbs, (unsigned long long)w->vpp, rc_name(w->recompute),
-                w->dist_opt ? "true" : "false", (unsigned long long)w->peak, (unsigned long long)w->device,
+        fprintf(out, "%zu,%llu,%llu,%llu,%llu,%llu,%llu,%s,%s,%llu,%llu,%llu,%llu,%s", i + 1,
+                (unsigned long long)w->tp, (unsigned long long)w->cp, (unsigned long long)w->pp,
+                (unsigned long long)w->dp, (unsigned long long)w->mbs, (unsigned long long)w->vpp,
+                rc_name(w->recompute), w->dist_opt ? "true" : "false", (unsigned long long)w->first,
+                (unsigned long long)w->last, (unsigned long long)w->peak, (unsigned long long)w->device,
                 mem4d_verdict_name(w->verdict));
         if (w->metrics)
             fprintf(out, ",%.9g,%.9g,%.9g,%.9g\n", w->step, w->tokens, w->tflops, w->mfu);
@@ -544,7 +565,6 @@ static bool landscape(const struct opts *o, const mem4d_model *m, const mem4d_de
     bool ok = mem4d_search_new(m, d, base, &s) == MEM4D_OK &&
               mem4d_search_set_option(s, MEM4D_SEARCH_FITS_ONLY, 0) == MEM4D_OK &&
               mem4d_search_set_option(s, MEM4D_SEARCH_RANKED, 0) == MEM4D_OK &&
-              mem4d_search_set_option(s, MEM4D_SEARCH_NODE_LOCAL, !o->cross_node) == MEM4D_OK &&
               apply_specs(s, o) && collect(s, &all, &st) == MEM4D_OK;
     if (ok)
         ok = write_svg(o->svg, &all, title);
@@ -579,8 +599,7 @@ static mem4d_search *open_search(const struct opts *o, const mem4d_model *m, con
         cli_error("cannot search: %s", mem4d_strerror(st));
         return NULL;
     }
-    if (mem4d_search_set_option(s, MEM4D_SEARCH_FITS_ONLY, !o->all) != MEM4D_OK ||
-        mem4d_search_set_option(s, MEM4D_SEARCH_NODE_LOCAL, !o->cross_node) != MEM4D_OK || !apply_specs(s, o)) {
+    if (mem4d_search_set_option(s, MEM4D_SEARCH_FITS_ONLY, !o->all) != MEM4D_OK || !apply_specs(s, o)) {
         mem4d_search_free(s);
         return NULL;
     }

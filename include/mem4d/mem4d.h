@@ -346,7 +346,17 @@ typedef enum mem4d_layout_param {
     MEM4D_LAYOUT_LAST_STAGE_LAYERS = 25,  /**< "decoder_last_pipeline_num_layers"; 0 = even split. */
     MEM4D_LAYOUT_OVERLAP_GRAD_REDUCE = 26,  /**< "overlap_grad_reduce". Default 0. */
     MEM4D_LAYOUT_OVERLAP_PARAM_GATHER = 27, /**< "overlap_param_gather". Default 0. */
-    MEM4D_LAYOUT_BUCKET_SIZE = 28       /**< "ddp_bucket_size" in elements; 0 = Megatron's default. */
+    MEM4D_LAYOUT_BUCKET_SIZE = 28,      /**< "ddp_bucket_size" in elements; 0 = Megatron's default. */
+    /** "hidden_dropout": 1 when hidden dropout is on (Megatron's --hidden-dropout > 0;
+     * Megatron-LM's default is 0.1, Llama-style recipes set 0). Only whether it is on
+     * matters: each dropout keeps a one-byte mask per element for backward (after the
+     * embedding, after attention and after the MLP). Default 0. Paper mode refuses 1. */
+    MEM4D_LAYOUT_HIDDEN_DROPOUT = 29,
+    /** "attention_dropout": 1 when attention dropout is on (--attention-dropout > 0,
+     * Megatron-LM's default 0.1). Without flash attention it keeps an a x s x s mask
+     * and the dropped probabilities; fused attention keeps only its RNG state.
+     * Default 0. Paper mode refuses 1. */
+    MEM4D_LAYOUT_ATTENTION_DROPOUT = 30
 } mem4d_layout_param;
 
 /**
@@ -878,7 +888,10 @@ typedef enum mem4d_search_option {
     MEM4D_SEARCH_FITS_ONLY = 0,   /**< 1 (default): yield only layouts whose verdict is "fits"; 0: every valid layout. */
     MEM4D_SEARCH_NODE_LOCAL = 1,  /**< 1 (default): require tp x cp <= GPUs per node. */
     MEM4D_SEARCH_RANKED = 2,      /**< 1 (default): fastest first (ties: less memory); 0: enumeration order, streamed. */
-    MEM4D_SEARCH_MAX_RESULTS = 3  /**< Stop after this many layouts; 0 (default) for no limit. */
+    MEM4D_SEARCH_MAX_RESULTS = 3, /**< Stop after this many layouts; 0 (default) for no limit. */
+    MEM4D_SEARCH_UNEVEN_STAGES = 4 /**< 1 (default): a pp that does not divide the layers is tried with the
+                                        balanced uneven split (lighter first and last stages, as Megatron's
+                                        decoder_first/last_pipeline_num_layers allow); 0: only even splits. */
 } mem4d_search_option;
 
 /**
@@ -895,8 +908,10 @@ typedef enum mem4d_search_stat {
 /**
  * Start a search over layouts of @p model on @p base's world size of
  * @p device GPUs. The search varies tp, cp, pp, dp, micro-batch, vpp,
- * recompute and the distributed optimizer; every other setting (sequence,
- * global batch, precision, mode, ...) comes from @p base. The handles are
+ * recompute and the distributed optimizer, and for a pp that does not divide
+ * the layers the first and last stages' layers (::MEM4D_SEARCH_UNEVEN_STAGES;
+ * a @p base that sets them keeps its own split); every other setting
+ * (sequence, global batch, precision, mode, ...) comes from @p base. The handles are
  * copied: they may be freed after this call.
  * @param model The model.
  * @param device The device.

@@ -11,7 +11,7 @@ from ._estimate import Report, ReportBuffer, _read_report
 from ._objects import Layout, _Handle, _new
 
 # mem4d_search_option values.
-OPTIONS = {"fits_only": 0, "node_local": 1, "ranked": 2, "max_results": 3}
+OPTIONS = {"fits_only": 0, "node_local": 1, "ranked": 2, "max_results": 3, "uneven_stages": 4}
 # mem4d_search_stat values.
 STATS = ("visited", "pruned", "valid", "yielded")
 # Layout keys the search varies (mem4d_search_bound()).
@@ -94,7 +94,7 @@ def plan(model, device, gpus, seq, gbs=0, base=None, **constraints):
     gpus, seq and gbs set the world size, sequence length and global batch of
     the base layout (a Layout or a dict of further fixed settings, e.g.
     mode="paper"). Keyword arguments are, by name:
-      - search options: fits_only, node_local, ranked, max_results;
+      - search options: fits_only, node_local, ranked, max_results, uneven_stages;
       - searched knobs (tp, cp, pp, dp, mbs, vpp, recompute, dist_opt): an
         exact value, a (min, max) tuple, or a list of allowed values;
       - any other layout parameter: a fixed setting of the base layout.

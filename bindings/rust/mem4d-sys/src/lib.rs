@@ -129,6 +129,8 @@ pub const MEM4D_LAYOUT_LAST_STAGE_LAYERS: mem4d_layout_param = 25;
 pub const MEM4D_LAYOUT_OVERLAP_GRAD_REDUCE: mem4d_layout_param = 26;
 pub const MEM4D_LAYOUT_OVERLAP_PARAM_GATHER: mem4d_layout_param = 27;
 pub const MEM4D_LAYOUT_BUCKET_SIZE: mem4d_layout_param = 28;
+pub const MEM4D_LAYOUT_HIDDEN_DROPOUT: mem4d_layout_param = 29;
+pub const MEM4D_LAYOUT_ATTENTION_DROPOUT: mem4d_layout_param = 30;
 
 /// `mem4d_device_param` (a C enum, passed as `int`).
 pub type mem4d_device_param = c_int;
@@ -202,6 +204,7 @@ pub const MEM4D_SEARCH_FITS_ONLY: mem4d_search_option = 0;
 pub const MEM4D_SEARCH_NODE_LOCAL: mem4d_search_option = 1;
 pub const MEM4D_SEARCH_RANKED: mem4d_search_option = 2;
 pub const MEM4D_SEARCH_MAX_RESULTS: mem4d_search_option = 3;
+pub const MEM4D_SEARCH_UNEVEN_STAGES: mem4d_search_option = 4;
 
 /// `mem4d_search_stat` (a C enum, passed as `int`).
 pub type mem4d_search_stat = c_int;

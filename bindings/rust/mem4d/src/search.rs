@@ -21,6 +21,8 @@ pub enum SearchOption {
     Ranked = sys::MEM4D_SEARCH_RANKED,
     /// Stop after this many layouts; 0 for no limit.
     MaxResults = sys::MEM4D_SEARCH_MAX_RESULTS,
+    /// 1 (default): a pp that does not divide the layers gets lighter first and last stages.
+    UnevenStages = sys::MEM4D_SEARCH_UNEVEN_STAGES,
 }
 
 /// Counters of a search (`mem4d_search_stat`).
