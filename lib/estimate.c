@@ -35,6 +35,8 @@ static const char *paper_unsupported(const struct m4d_ctx *x)
         return "fp8 training";
     if (x->ep > 1)
         return "expert parallelism";
+    if (x->hidden_dropout || x->attn_dropout)
+        return "dropout (the formula assumes none, so no dropout masks)";
     return NULL;
 }
 

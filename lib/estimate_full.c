@@ -150,11 +150,18 @@ static void state_terms(bool *ok, const struct m4d_ctx *x, const struct stage_pa
  *   2 bytes; FlashAttention's fp32 log-sum-exp 4a, or without it the
  *   softmax output 2a·s/c; the MLP's fc1 output and fc2 input, 3f (SwiGLU)
  *   or 2f elements (experts: top-k of them, plus the shared expert).
- * Selective recompute drops the attention core's own tensors. */
+ * Hidden dropout adds two one-byte masks of h elements to repl (after
+ * attention and after the MLP); attention dropout without flash attention
+ * adds an a·s/c one-byte mask and the 2-byte dropped probabilities the
+ * context matmul saves, 3a·s/c (Korthikanti et al. 2022, §4.1: 5as with the
+ * softmax output). Selective recompute drops the attention core's own
+ * tensors, attention dropout included. */
 static void layer_token_bytes(bool *ok, const struct m4d_ctx *x, uint64_t *repl, uint64_t *split)
 {
     uint64_t inter = x->gated ? 3 : 2, mlp;
     *repl = 8 * x->h;
+    if (x->hidden_dropout)
+        *repl = add(ok, *repl, 2 * x->h);
     if (x->experts) {
         mlp = add(ok, mul(ok, mul(ok, inter, x->fe), x->topk), inter * x->fs);
         *repl = add(ok, *repl, add(ok, 8 * x->experts, mul(ok, 4 * x->h, x->topk)));
@@ -167,7 +174,7 @@ static void layer_token_bytes(bool *ok, const struct m4d_ctx *x, uint64_t *repl,
     if (x->flash)
         *split = add(ok, *split, 4 * x->a);
     else
-        *split = add(ok, *split, mul(ok, 2 * x->a, x->s / x->c));
+        *split = add(ok, *split, mul(ok, (x->attn_dropout ? 5 : 2) * x->a, x->s / x->c));
 }
 
 /* A_layer: one layer, one micro-batch, no full recompute. */
@@ -251,6 +258,15 @@ static void head_bytes(bool *ok, const struct m4d_ctx *x, uint64_t *keep, uint64
     *loss = muldiv(ok, mul(ok, T, 6), x->Vp, x->t);
 }
 
+/* First stage, one micro-batch: the int64 token ids 8·T and, with hidden
+ * dropout, the embedding dropout's one-byte mask h·T/t_sp (Megatron-Core's
+ * LanguageModelEmbedding scatters to the sequence-parallel region first). */
+static uint64_t embedding_keep(bool *ok, const struct m4d_ctx *x)
+{
+    uint64_t T = tokens(ok, x), ids = mul(ok, T, 8);
+    return x->hidden_dropout ? add(ok, ids, muldiv(ok, T, x->h, t_sp(x))) : ids;
+}
+
 /* Activations of stage r at two moments. At the forward/backward peak
  * (*peak): the in-flight micro-batches' kept tensors, the first stage's
  * token ids (int64), and the larger of two transients: the loss on the last
@@ -267,7 +283,7 @@ static void stage_activations(bool *ok, const struct m4d_ctx *x, uint64_t r, uin
     act = mul(ok, keep, units);
     *at_embedding_grad = mul(ok, keep, units - 1);
     if (r == 0)
-        act = add(ok, act, mul(ok, mul(ok, tokens(ok, x), 8), *reported_in_flight));
+        act = add(ok, act, mul(ok, embedding_keep(ok, x), *reported_in_flight));
     uint64_t transient = add(ok, backward_working_set(ok, x), live);
     if (r == x->p - 1) {
         uint64_t head_keep, loss;

@@ -162,7 +162,7 @@ enum opt {
     O_FLASH, O_TE_IMPL, O_ATTN_BACKEND, O_NO_BIAS, O_QKV_BIAS, O_POS_TYPE, O_ROPE,
     O_FP8, O_EP, O_EXPERTS, O_TOPK, O_MOE_FFN, O_SHARED_FFN,
     O_FIRST_LAYERS, O_LAST_LAYERS, O_OVERLAP_GRAD, O_OVERLAP_PARAM, O_BUCKET,
-    O_HIDDEN_DROPOUT, O_FSDP2, O_MEGATRON_FSDP, O_CUSTOM_FSDP, O_DP_SHARDING, O_OPTIMIZER,
+    O_HIDDEN_DROPOUT, O_ATTN_DROPOUT, O_FSDP2, O_MEGATRON_FSDP, O_CUSTOM_FSDP, O_DP_SHARDING, O_OPTIMIZER,
     O_COUNT
 };
 
@@ -242,6 +242,7 @@ static const struct opt_desc opts[O_COUNT] = {
     [O_OVERLAP_PARAM] = {"overlap-param-gather", T_FLAG, NULL},
     [O_BUCKET] = {"ddp-bucket-size", T_INT, NULL},
     [O_HIDDEN_DROPOUT] = {"hidden-dropout", T_REAL, NULL},
+    [O_ATTN_DROPOUT] = {"attention-dropout", T_REAL, NULL},
     [O_FSDP2] = {"use-torch-fsdp2", T_FLAG, NULL},
     [O_MEGATRON_FSDP] = {"use-megatron-fsdp", T_FLAG, NULL},
     [O_CUSTOM_FSDP] = {"use-custom-fsdp", T_FLAG, NULL},
@@ -265,7 +266,7 @@ struct opt_val {
 static const char *const silent_flags[] = {
     "adam-beta1", "adam-beta2", "adam-eps", "align-grad-reduce", "align-param-gather",
     "apply-query-key-layer-scaling", "apply-rope-fusion", "async-save",
-    "attention-dropout", "attention-softmax-in-fp32", "auto-detect-ckpt-format",
+    "attention-softmax-in-fp32", "auto-detect-ckpt-format",
     "bias-dropout-fusion", "calculate-per-token-loss", "check-for-nan-in-loss-and-grad",
     "check-weight-hash-across-dp-replicas-interval", "ckpt-assume-constant-structure",
     "ckpt-format", "ckpt-fully-parallel-load", "ckpt-fully-parallel-save", "clip-grad",
@@ -641,10 +642,6 @@ static void warn_model(mem4d_import *imp, const struct opt_val *vals, const mem4
     if (!rope)
         imp_warn(imp, "learned absolute position embeddings (Megatron's default without "
                  "--position-embedding-type rope) are not modelled");
-    if (!GIVEN(O_HIDDEN_DROPOUT))
-        imp_warn(imp, "Megatron's default --hidden-dropout 0.1 keeps dropout masks that are not modelled");
-    else if (vals[O_HIDDEN_DROPOUT].r > 0.0)
-        imp_warn(imp, "--hidden-dropout %g keeps dropout masks that are not modelled", vals[O_HIDDEN_DROPOUT].r);
     if (m->v[MEM4D_MODEL_VOCAB_SIZE] == 0)
         imp_warn(imp, "no --vocab-size: Megatron-LM takes it from the tokenizer; give it for an estimate");
 }
@@ -672,6 +669,11 @@ static mem4d_status apply_layout_basic(mem4d_import *imp, const struct opt_val *
     TRY(SET_L(l, MEM4D_LAYOUT_OVERLAP_GRAD_REDUCE, GIVEN(O_OVERLAP_GRAD), "--overlap-grad-reduce"));
     TRY(SET_L(l, MEM4D_LAYOUT_OVERLAP_PARAM_GATHER, GIVEN(O_OVERLAP_PARAM), "--overlap-param-gather"));
     TRY(set_opt_l(imp, l, MEM4D_LAYOUT_BUCKET_SIZE, O_BUCKET, GIVEN(O_BUCKET) ? U(O_BUCKET) : 0));
+    /* Only whether dropout is on matters (its masks); Megatron-LM defaults both to 0.1. */
+    TRY(SET_L(l, MEM4D_LAYOUT_HIDDEN_DROPOUT, !GIVEN(O_HIDDEN_DROPOUT) || vals[O_HIDDEN_DROPOUT].r > 0.0,
+              "--hidden-dropout"));
+    TRY(SET_L(l, MEM4D_LAYOUT_ATTENTION_DROPOUT, !GIVEN(O_ATTN_DROPOUT) || vals[O_ATTN_DROPOUT].r > 0.0,
+              "--attention-dropout"));
     return MEM4D_OK;
 }
 

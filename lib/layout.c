@@ -137,6 +137,8 @@ static void ctx_layout(const mem4d_layout *l, struct m4d_ctx *x)
     x->overlap_grad = v[MEM4D_LAYOUT_OVERLAP_GRAD_REDUCE] != 0;
     x->overlap_param = v[MEM4D_LAYOUT_OVERLAP_PARAM_GATHER] != 0;
     x->bucket = v[MEM4D_LAYOUT_BUCKET_SIZE];
+    x->hidden_dropout = v[MEM4D_LAYOUT_HIDDEN_DROPOUT] != 0;
+    x->attn_dropout = v[MEM4D_LAYOUT_ATTENTION_DROPOUT] != 0;
     x->first_layers = v[MEM4D_LAYOUT_FIRST_STAGE_LAYERS];
     x->last_layers = v[MEM4D_LAYOUT_LAST_STAGE_LAYERS];
     x->vocab_div = v[MEM4D_LAYOUT_VOCAB_DIVISOR];

@@ -285,6 +285,46 @@ START_TEST(recomputation)
 }
 END_TEST
 
+START_TEST(dropout_masks)
+{
+    mem4d_report *none = run(NULL);
+    /* Hidden dropout: two one-byte masks of h per token and layer, split by
+     * t_sp = t, and the embedding dropout's mask on the first stage for each
+     * of its 4 in-flight micro-batches. */
+    mem4d_report *hid = run("hidden_dropout=1", NULL);
+    same_except(none, hid, BIT(MEM4D_TERM_ACTIVATIONS));
+    uint64_t mask = T * 2 * H / TP;
+    ck_assert_uint_eq(get(hid, 0, MEM4D_TERM_ACTIVATIONS) - get(none, 0, MEM4D_TERM_ACTIVATIONS),
+                      32 * mask + 4 * T * H / TP);
+    ck_assert_uint_eq(get(hid, 1, MEM4D_TERM_ACTIVATIONS) - get(none, 1, MEM4D_TERM_ACTIVATIONS), 24 * mask);
+    ck_assert_uint_eq(get(hid, 3, MEM4D_TERM_ACTIVATIONS) - get(none, 3, MEM4D_TERM_ACTIVATIONS), 8 * mask);
+    /* Full recompute regenerates the layers' masks: only the live group's and the embedding's stay. */
+    mem4d_report *uni = run("recompute=full", "recompute_num_layers=1", NULL);
+    mem4d_report *uni_hid = run("recompute=full", "recompute_num_layers=1", "hidden_dropout=1", NULL);
+    same_except(uni, uni_hid, BIT(MEM4D_TERM_ACTIVATIONS));
+    ck_assert_uint_eq(get(uni_hid, 0, MEM4D_TERM_ACTIVATIONS) - get(uni, 0, MEM4D_TERM_ACTIVATIONS),
+                      mask + 4 * T * H / TP);
+    ck_assert_uint_eq(get(uni_hid, 1, MEM4D_TERM_ACTIVATIONS) - get(uni, 1, MEM4D_TERM_ACTIVATIONS), mask);
+    /* Attention dropout inside fused attention keeps only RNG state: nothing moves. */
+    mem4d_report *att = run("attention_dropout=1", NULL);
+    same_except(none, att, 0);
+    /* Without flash attention: an a·s/c one-byte mask and the 2-byte dropped
+     * probabilities per token, split by t (the 5as of Korthikanti et al. with the softmax). */
+    mem4d_report *unf = run("flash_attn=0", NULL);
+    mem4d_report *unf_att = run("flash_attn=0", "attention_dropout=1", NULL);
+    same_except(unf, unf_att, BIT(MEM4D_TERM_ACTIVATIONS));
+    ck_assert_uint_eq(get(unf_att, 1, MEM4D_TERM_ACTIVATIONS) - get(unf, 1, MEM4D_TERM_ACTIVATIONS),
+                      24 * (T * 3 * A_HEADS * S / TP));
+    /* Selective recompute re-runs the attention core, its dropout included. */
+    mem4d_report *sel = run("flash_attn=0", "recompute=selective", NULL);
+    mem4d_report *sel_att = run("flash_attn=0", "recompute=selective", "attention_dropout=1", NULL);
+    same_except(sel, sel_att, 0);
+    mem4d_report *all[] = {none, hid, uni, uni_hid, att, unf, unf_att, sel, sel_att};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        mem4d_report_free(all[i]);
+}
+END_TEST
+
 START_TEST(vocabulary_padding)
 {
     mem4d_report *r = run("tp=4", "dp=1", NULL);
@@ -410,6 +450,7 @@ int main(void)
     tcase_add_test(tc, interleaved_schedule);
     tcase_add_test(tc, fewer_micro_batches_than_stages);
     tcase_add_test(tc, recomputation);
+    tcase_add_test(tc, dropout_masks);
     tcase_add_test(tc, vocabulary_padding);
     tcase_add_test(tc, uneven_stages_and_tied_head);
     tcase_add_test(tc, context_parallel_groups_and_tokens);

@@ -323,6 +323,7 @@ static const struct bad_vector {
     {{"--num-layers", "32x", NULL}, MEM4D_E_PARSE, "--num-layers: '32x' is not a whole number"},
     {{"--hidden-dropout", "abc", NULL}, MEM4D_E_PARSE, "--hidden-dropout: 'abc' is not a number"},
     {{"--hidden-dropout", "1.5", NULL}, MEM4D_E_RANGE, "--hidden-dropout 1.5 is not a probability in [0, 1]"},
+    {{"--attention-dropout", "-0.1", NULL}, MEM4D_E_RANGE, "--attention-dropout -0.1 is not a probability in [0, 1]"},
     {{"--bf16=yes", NULL}, MEM4D_E_PARSE, "--bf16 takes no value (got 'yes')"},
     {{"--normalization", "BatchNorm", NULL}, MEM4D_E_PARSE,
      "--normalization: 'BatchNorm' is not one of LayerNorm, RMSNorm"},
@@ -394,10 +395,12 @@ START_TEST(megatron_defaults_apply_to_a_described_model)
     ck_assert_int_eq(mem4d_import_world_source(fx.imp), MEM4D_WORLD_NONE);
     ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_GLOBAL_BATCH), 0);
     /* What Megatron would add that is not modelled is said, not dropped. */
-    ck_assert_uint_eq(mem4d_import_warning_count(fx.imp), 3);
+    ck_assert_uint_eq(mem4d_import_warning_count(fx.imp), 2);
     ck_assert(has_warning(fx.imp, "--disable-bias-linear"));
     ck_assert(has_warning(fx.imp, "learned absolute position embeddings"));
-    ck_assert(has_warning(fx.imp, "--hidden-dropout 0.1"));
+    /* Megatron's default dropout 0.1 is modelled: its masks are kept. */
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_HIDDEN_DROPOUT), 1);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_ATTENTION_DROPOUT), 1);
     fx_close(&fx);
 }
 END_TEST
@@ -481,6 +484,13 @@ static const struct layout_case {
     {{"--make-vocab-size-divisible-by", "64", NULL}, MEM4D_LAYOUT_VOCAB_DIVISOR, 64},
     {{"--decoder-first-pipeline-num-layers", "3", NULL}, MEM4D_LAYOUT_FIRST_STAGE_LAYERS, 3},
     {{"--ddp-bucket-size", "40000000", NULL}, MEM4D_LAYOUT_BUCKET_SIZE, 40000000},
+    /* Dropout: on unless set to 0 (Megatron's defaults are 0.1). */
+    {{"--ddp-bucket-size", "40000000", NULL}, MEM4D_LAYOUT_HIDDEN_DROPOUT, 1},
+    {{"--hidden-dropout", "0.0", NULL}, MEM4D_LAYOUT_HIDDEN_DROPOUT, 0},
+    {{"--hidden-dropout", "0.05", NULL}, MEM4D_LAYOUT_HIDDEN_DROPOUT, 1},
+    {{"--hidden-dropout", "0", NULL}, MEM4D_LAYOUT_ATTENTION_DROPOUT, 1},
+    {{"--attention-dropout", "0", NULL}, MEM4D_LAYOUT_ATTENTION_DROPOUT, 0},
+    {{"--attention-dropout=0.1", "--hidden-dropout=0", NULL}, MEM4D_LAYOUT_ATTENTION_DROPOUT, 1},
     /* Without --global-batch-size Megatron takes one micro-batch per DP rank. */
     {{"--micro-batch-size", "2", "--tensor-model-parallel-size", "2", NULL}, MEM4D_LAYOUT_GLOBAL_BATCH, 16},
 };

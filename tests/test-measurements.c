@@ -79,7 +79,8 @@ static const struct {
     {"overlap_grad", MEM4D_LAYOUT_OVERLAP_GRAD_REDUCE}, {"overlap_param", MEM4D_LAYOUT_OVERLAP_PARAM_GATHER},
     {"bucket", MEM4D_LAYOUT_BUCKET_SIZE}, {"flash", MEM4D_LAYOUT_FLASH_ATTN},
     {"first_layers", MEM4D_LAYOUT_FIRST_STAGE_LAYERS}, {"last_layers", MEM4D_LAYOUT_LAST_STAGE_LAYERS},
-    {"ep", MEM4D_LAYOUT_EP},
+    {"ep", MEM4D_LAYOUT_EP}, {"hidden_dropout", MEM4D_LAYOUT_HIDDEN_DROPOUT},
+    {"attention_dropout", MEM4D_LAYOUT_ATTENTION_DROPOUT},
 };
 
 static void parse_row(char **head, int nh, char **f, struct row *r)
