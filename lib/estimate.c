@@ -37,6 +37,8 @@ static const char *paper_unsupported(const struct m4d_ctx *x)
         return "expert parallelism";
     if (x->hidden_dropout || x->attn_dropout)
         return "dropout (the formula assumes none, so no dropout masks)";
+    if (x->ce_fusion)
+        return "the fused cross-entropy's extra logits buffer";
     return NULL;
 }
 

@@ -250,12 +250,15 @@ static uint64_t backward_working_set(bool *ok, const struct m4d_ctx *x)
  * (4h/t_sp bytes per token), and around the loss the bf16 logits with their
  * fp32 copy (Megatron's vocab_parallel_cross_entropy works in place on the
  * copy and keeps it as the softmax) or, in backward, that fp32 gradient and
- * its bf16 cast: 6·T·V_p/t. */
+ * its bf16 cast: 6·T·V_p/t. Megatron-Core's fused cross entropy as compiled
+ * whole by torch.compile (through 0.14) mutates the fp32 copy inside a graph
+ * that also reduces over it, so Inductor builds the new value in a fresh
+ * fp32 buffer and copies it back: 10·T·V_p/t. */
 static void head_bytes(bool *ok, const struct m4d_ctx *x, uint64_t *keep, uint64_t *loss)
 {
     uint64_t T = tokens(ok, x);
     *keep = muldiv(ok, T, 4 * x->h, t_sp(x));
-    *loss = muldiv(ok, mul(ok, T, 6), x->Vp, x->t);
+    *loss = muldiv(ok, mul(ok, T, x->ce_fusion ? 10 : 6), x->Vp, x->t);
 }
 
 /* First stage, one micro-batch: the int64 token ids 8·T and, with hidden

@@ -162,7 +162,7 @@ enum opt {
     O_FLASH, O_TE_IMPL, O_ATTN_BACKEND, O_NO_BIAS, O_QKV_BIAS, O_POS_TYPE, O_ROPE,
     O_FP8, O_EP, O_EXPERTS, O_TOPK, O_MOE_FFN, O_SHARED_FFN,
     O_FIRST_LAYERS, O_LAST_LAYERS, O_OVERLAP_GRAD, O_OVERLAP_PARAM, O_BUCKET,
-    O_HIDDEN_DROPOUT, O_ATTN_DROPOUT, O_FSDP2, O_MEGATRON_FSDP, O_CUSTOM_FSDP, O_DP_SHARDING, O_OPTIMIZER,
+    O_HIDDEN_DROPOUT, O_ATTN_DROPOUT, O_CE_FUSION, O_FSDP2, O_MEGATRON_FSDP, O_CUSTOM_FSDP, O_DP_SHARDING, O_OPTIMIZER,
     O_COUNT
 };
 
@@ -243,6 +243,7 @@ static const struct opt_desc opts[O_COUNT] = {
     [O_BUCKET] = {"ddp-bucket-size", T_INT, NULL},
     [O_HIDDEN_DROPOUT] = {"hidden-dropout", T_REAL, NULL},
     [O_ATTN_DROPOUT] = {"attention-dropout", T_REAL, NULL},
+    [O_CE_FUSION] = {"cross-entropy-loss-fusion", T_FLAG, NULL},
     [O_FSDP2] = {"use-torch-fsdp2", T_FLAG, NULL},
     [O_MEGATRON_FSDP] = {"use-megatron-fsdp", T_FLAG, NULL},
     [O_CUSTOM_FSDP] = {"use-custom-fsdp", T_FLAG, NULL},
@@ -321,7 +322,6 @@ static const struct warn_flag warn_flags[] = {
     {"checkpoint-activations", "is no longer accepted by Megatron-LM (use --recompute-granularity)"},
     {"cpu-offloading", "offloads activations to the host; the estimate keeps them on the GPU"},
     {"cpu-offloading-num-layers", "offloads activations to the host; the estimate keeps them on the GPU"},
-    {"cross-entropy-loss-fusion", "fuses the loss and keeps fewer logits than the estimate assumes"},
     {"distribute-saved-activations", "splits saved activations over tensor-parallel ranks; not modelled"},
     {"exp-avg-dtype", "changes the optimizer state precision; not modelled (see optimizer_state_bytes)"},
     {"exp-avg-sq-dtype", "changes the optimizer state precision; not modelled (see optimizer_state_bytes)"},
@@ -674,6 +674,7 @@ static mem4d_status apply_layout_basic(mem4d_import *imp, const struct opt_val *
               "--hidden-dropout"));
     TRY(SET_L(l, MEM4D_LAYOUT_ATTENTION_DROPOUT, !GIVEN(O_ATTN_DROPOUT) || vals[O_ATTN_DROPOUT].r > 0.0,
               "--attention-dropout"));
+    TRY(SET_L(l, MEM4D_LAYOUT_CROSS_ENTROPY_FUSION, GIVEN(O_CE_FUSION), "--cross-entropy-loss-fusion"));
     return MEM4D_OK;
 }
 

@@ -73,6 +73,7 @@ const struct m4d_param_desc m4d_layout_params[M4D_LAYOUT_NPARAM] = {
     [MEM4D_LAYOUT_BUCKET_SIZE] = NUM_ROW("ddp_bucket_size", "bucket_size", NULL, 0, UINT64_C(1) << 40, 0),
     [MEM4D_LAYOUT_HIDDEN_DROPOUT] = BOOL_ROW("hidden_dropout", NULL, NULL, 0),
     [MEM4D_LAYOUT_ATTENTION_DROPOUT] = BOOL_ROW("attention_dropout", NULL, NULL, 0),
+    [MEM4D_LAYOUT_CROSS_ENTROPY_FUSION] = BOOL_ROW("cross_entropy_fusion", "cross_entropy_loss_fusion", NULL, 0),
 };
 
 /* Device constants' defaults are documented in doc/formulas.md and

@@ -13,7 +13,7 @@
 
 /* Number of keys of each enum; grow only by appending to the tables. */
 #define M4D_MODEL_NPARAM 16
-#define M4D_LAYOUT_NPARAM 31
+#define M4D_LAYOUT_NPARAM 32
 #define M4D_DEVICE_NPARAM 16
 #define M4D_NTERMS 14
 #define M4D_NINFO 6
@@ -96,6 +96,7 @@ struct m4d_ctx {
     uint64_t param_bytes, grad_bytes, opt_bytes, master_bytes;
     bool fp8, overlap_grad, overlap_param;
     bool hidden_dropout, attn_dropout; /* dropout on: masks kept for backward */
+    bool ce_fusion;                    /* Megatron-Core <= 0.14 fused cross entropy */
     uint64_t bucket, first_layers, last_layers, vocab_div;
     mem4d_mode mode;
 };

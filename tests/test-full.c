@@ -325,6 +325,21 @@ START_TEST(dropout_masks)
 }
 END_TEST
 
+START_TEST(fused_cross_entropy)
+{
+    mem4d_report *none = run(NULL);
+    /* Only the last stage's loss transient moves: one more fp32 logits-sized
+     * buffer, 4·T·V_p/t (10 instead of 6 bytes per token and vocabulary entry). */
+    mem4d_report *fused = run("cross_entropy_fusion=1", NULL);
+    same_except(none, fused, BIT(MEM4D_TERM_ACTIVATIONS));
+    for (uint32_t s = 0; s < 3; s++)
+        ck_assert_uint_eq(get(fused, s, MEM4D_TERM_ACTIVATIONS), get(none, s, MEM4D_TERM_ACTIVATIONS));
+    ck_assert_uint_eq(get(fused, 3, MEM4D_TERM_ACTIVATIONS), 8 * A_LAYER + T * 4 * H / TP + 10 * T * V / TP);
+    mem4d_report_free(none);
+    mem4d_report_free(fused);
+}
+END_TEST
+
 START_TEST(vocabulary_padding)
 {
     mem4d_report *r = run("tp=4", "dp=1", NULL);
@@ -451,6 +466,7 @@ int main(void)
     tcase_add_test(tc, fewer_micro_batches_than_stages);
     tcase_add_test(tc, recomputation);
     tcase_add_test(tc, dropout_masks);
+    tcase_add_test(tc, fused_cross_entropy);
     tcase_add_test(tc, vocabulary_padding);
     tcase_add_test(tc, uneven_stages_and_tied_head);
     tcase_add_test(tc, context_parallel_groups_and_tokens);

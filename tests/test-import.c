@@ -491,6 +491,8 @@ static const struct layout_case {
     {{"--hidden-dropout", "0", NULL}, MEM4D_LAYOUT_ATTENTION_DROPOUT, 1},
     {{"--attention-dropout", "0", NULL}, MEM4D_LAYOUT_ATTENTION_DROPOUT, 0},
     {{"--attention-dropout=0.1", "--hidden-dropout=0", NULL}, MEM4D_LAYOUT_ATTENTION_DROPOUT, 1},
+    {{"--cross-entropy-loss-fusion", NULL}, MEM4D_LAYOUT_CROSS_ENTROPY_FUSION, 1},
+    {{"--ddp-bucket-size", "40000000", NULL}, MEM4D_LAYOUT_CROSS_ENTROPY_FUSION, 0},
     /* Without --global-batch-size Megatron takes one micro-batch per DP rank. */
     {{"--micro-batch-size", "2", "--tensor-model-parallel-size", "2", NULL}, MEM4D_LAYOUT_GLOBAL_BATCH, 16},
 };

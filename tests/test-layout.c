@@ -23,6 +23,7 @@ START_TEST(defaults)
         {MEM4D_LAYOUT_PARAM_BYTES, 2}, {MEM4D_LAYOUT_OPT_STATE_BYTES, 4},
         {MEM4D_LAYOUT_MASTER_WEIGHT_BYTES, 4}, {MEM4D_LAYOUT_EP, 1},
         {MEM4D_LAYOUT_HIDDEN_DROPOUT, 0}, {MEM4D_LAYOUT_ATTENTION_DROPOUT, 0},
+        {MEM4D_LAYOUT_CROSS_ENTROPY_FUSION, 0},
     };
     for (size_t i = 0; i < sizeof expect / sizeof expect[0]; i++) {
         uint64_t v = 99;

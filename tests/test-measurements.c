@@ -80,7 +80,7 @@ static const struct {
     {"bucket", MEM4D_LAYOUT_BUCKET_SIZE}, {"flash", MEM4D_LAYOUT_FLASH_ATTN},
     {"first_layers", MEM4D_LAYOUT_FIRST_STAGE_LAYERS}, {"last_layers", MEM4D_LAYOUT_LAST_STAGE_LAYERS},
     {"ep", MEM4D_LAYOUT_EP}, {"hidden_dropout", MEM4D_LAYOUT_HIDDEN_DROPOUT},
-    {"attention_dropout", MEM4D_LAYOUT_ATTENTION_DROPOUT},
+    {"attention_dropout", MEM4D_LAYOUT_ATTENTION_DROPOUT}, {"ce_fusion", MEM4D_LAYOUT_CROSS_ENTROPY_FUSION},
 };
 
 static void parse_row(char **head, int nh, char **f, struct row *r)

@@ -356,7 +356,14 @@ typedef enum mem4d_layout_param {
      * Megatron-LM's default 0.1). Without flash attention it keeps an a x s x s mask
      * and the dropped probabilities; fused attention keeps only its RNG state.
      * Default 0. Paper mode refuses 1. */
-    MEM4D_LAYOUT_ATTENTION_DROPOUT = 30
+    MEM4D_LAYOUT_ATTENTION_DROPOUT = 30,
+    /** "cross_entropy_fusion": 1 for Megatron-Core's --cross-entropy-loss-fusion
+     * (native implementation) as released through Megatron-Core 0.14, where
+     * torch.compile materialises one more fp32 logits-sized buffer around the
+     * loss: 10 instead of 6 bytes per token and vocabulary entry on the last
+     * stage. Later releases that keep it in place are overestimated. Default 0.
+     * Paper mode refuses 1. */
+    MEM4D_LAYOUT_CROSS_ENTROPY_FUSION = 31
 } mem4d_layout_param;
 
 /**

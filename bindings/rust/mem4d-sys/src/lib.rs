@@ -131,6 +131,7 @@ pub const MEM4D_LAYOUT_OVERLAP_PARAM_GATHER: mem4d_layout_param = 27;
 pub const MEM4D_LAYOUT_BUCKET_SIZE: mem4d_layout_param = 28;
 pub const MEM4D_LAYOUT_HIDDEN_DROPOUT: mem4d_layout_param = 29;
 pub const MEM4D_LAYOUT_ATTENTION_DROPOUT: mem4d_layout_param = 30;
+pub const MEM4D_LAYOUT_CROSS_ENTROPY_FUSION: mem4d_layout_param = 31;
 
 /// `mem4d_device_param` (a C enum, passed as `int`).
 pub type mem4d_device_param = c_int;
