@@ -143,19 +143,28 @@ static void state_terms(bool *ok, const struct m4d_ctx *x, const struct stage_pa
         t[MEM4D_TERM_WEIGHTS] = muldiv(ok, t[MEM4D_TERM_WEIGHTS], 1, dc);
 }
 
+/* The attention core's own tensors per token, before the split by t:
+ * FlashAttention's fp32 log-sum-exp 4a; without it the softmax output
+ * 2a·s/c, with attention dropout also its one-byte mask and the 2-byte
+ * dropped probabilities the context matmul saves, 5a·s/c (Korthikanti et
+ * al. 2022, §4.1). Fused attention regenerates its dropout mask. */
+static uint64_t attention_core_bytes(bool *ok, const struct m4d_ctx *x)
+{
+    if (x->flash)
+        return 4 * x->a;
+    return mul(ok, (x->attn_dropout ? 5 : 2) * x->a, x->s / x->c);
+}
+
 /* Bytes kept for backward per token and layer, in two halves:
  * repl (split by t_sp): both norms' inputs and outputs, 4h elements of 2 bytes
  *   (MoE: + router logits and probabilities in fp32, + permuted tokens in and out);
  * split (split by t): Q, K, V (a+2k)·dh and the attention output a·dh,
- *   2 bytes; FlashAttention's fp32 log-sum-exp 4a, or without it the
- *   softmax output 2a·s/c; the MLP's fc1 output and fc2 input, 3f (SwiGLU)
- *   or 2f elements (experts: top-k of them, plus the shared expert).
+ *   2 bytes; the attention core's own tensors; the MLP's fc1 output and fc2
+ *   input, 3f (SwiGLU) or 2f elements (experts: top-k of them, plus the
+ *   shared expert).
  * Hidden dropout adds two one-byte masks of h elements to repl (after
- * attention and after the MLP); attention dropout without flash attention
- * adds an a·s/c one-byte mask and the 2-byte dropped probabilities the
- * context matmul saves, 3a·s/c (Korthikanti et al. 2022, §4.1: 5as with the
- * softmax output). Selective recompute drops the attention core's own
- * tensors, attention dropout included. */
+ * attention and after the MLP). Selective recompute drops the attention
+ * core's own tensors, attention dropout included. */
 static void layer_token_bytes(bool *ok, const struct m4d_ctx *x, uint64_t *repl, uint64_t *split)
 {
     uint64_t inter = x->gated ? 3 : 2, mlp;
@@ -169,12 +178,8 @@ static void layer_token_bytes(bool *ok, const struct m4d_ctx *x, uint64_t *repl,
         mlp = mul(ok, inter, x->f);
     }
     *split = add(ok, mul(ok, 2 * (2 * x->a + 2 * x->k), x->dh), mul(ok, 2, mlp));
-    if (x->recompute == 1)
-        return;
-    if (x->flash)
-        *split = add(ok, *split, 4 * x->a);
-    else
-        *split = add(ok, *split, mul(ok, (x->attn_dropout ? 5 : 2) * x->a, x->s / x->c));
+    if (x->recompute != 1)
+        *split = add(ok, *split, attention_core_bytes(ok, x));
 }
 
 /* A_layer: one layer, one micro-batch, no full recompute. */
@@ -193,6 +198,7 @@ static uint64_t checkpoint_bytes(bool *ok, const struct m4d_ctx *x)
 
 /* What one micro-batch keeps over `l` consecutive layers, and the extra
  * live set while one of its recomputed groups runs its backward.
+ * selective: l·A_layer kept, one layer's re-run attention core live;
  * uniform, N per group: ⌈l/N⌉·C kept, N·A_layer live;
  * block, first N recomputed: N·C + (l−N)·A_layer kept, one A_layer live.
  * N = 0 means all l layers. */
@@ -202,6 +208,8 @@ static void micro_batch_keep(bool *ok, const struct m4d_ctx *x, uint64_t l, uint
     *live = 0;
     if (x->recompute != 2 || l == 0) {
         *keep = mul(ok, A, l);
+        if (x->recompute == 1 && l > 0)
+            *live = muldiv(ok, tokens(ok, x), attention_core_bytes(ok, x), x->t);
         return;
     }
     uint64_t N = x->rc_layers ? min64(x->rc_layers, l) : l;
@@ -236,13 +244,17 @@ static void in_flight(const struct m4d_ctx *x, uint64_t r, uint64_t *units, uint
 }
 
 /* The transient of one layer's backward: gradients of the MLP
- * intermediates and of the hidden state, and the attention kernel's fp32
- * dq accumulator 4·a·dh. */
+ * intermediates and of the hidden state, and in attention the flash
+ * kernel's fp32 dq accumulator 4·a·dh or, without flash attention, the
+ * 2-byte gradient of the probabilities from the context matmul 2a·s/c
+ * (the fused softmax backward then works in place on it), and with
+ * attention dropout the dropout backward's new output beside it, 4a·s/c. */
 static uint64_t backward_working_set(bool *ok, const struct m4d_ctx *x)
 {
     uint64_t inter = x->gated ? 3 : 2, T = tokens(ok, x);
     uint64_t mlp = x->experts ? add(ok, mul(ok, mul(ok, inter, x->fe), x->topk), inter * x->fs) : mul(ok, inter, x->f);
-    uint64_t split = add(ok, mul(ok, 2, mlp), mul(ok, 4 * x->a, x->dh));
+    uint64_t attn = x->flash ? mul(ok, 4 * x->a, x->dh) : mul(ok, (x->attn_dropout ? 4 : 2) * x->a, x->s / x->c);
+    uint64_t split = add(ok, mul(ok, 2, mlp), attn);
     return add(ok, muldiv(ok, T, split, x->t), muldiv(ok, T, 2 * x->h, t_sp(x)));
 }
 

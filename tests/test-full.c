@@ -262,11 +262,12 @@ END_TEST
 START_TEST(recomputation)
 {
     mem4d_report *none = run(NULL);
-    /* Selective: the attention core's own tensor (FlashAttention's fp32 log-sum-exp) goes. */
+    /* Selective: the attention core's own tensor (FlashAttention's fp32 log-sum-exp)
+     * goes from all 32 layer-micro-batches and lives again for the one layer re-run in backward. */
     mem4d_report *sel = run("recompute=selective", NULL);
     same_except(none, sel, BIT(MEM4D_TERM_ACTIVATIONS));
     ck_assert_uint_eq(get(none, 0, MEM4D_TERM_ACTIVATIONS) - get(sel, 0, MEM4D_TERM_ACTIVATIONS),
-                      32 * T * 4 * A_HEADS / TP);
+                      31 * T * 4 * A_HEADS / TP);
     /* Full, uniform, 1 layer per group: 8 checkpoints per micro-batch, one layer live. */
     mem4d_report *uni = run("recompute=full", "recompute_method=uniform", "recompute_num_layers=1", NULL);
     same_except(none, uni, BIT(MEM4D_TERM_ACTIVATIONS));
@@ -308,17 +309,26 @@ START_TEST(dropout_masks)
     /* Attention dropout inside fused attention keeps only RNG state: nothing moves. */
     mem4d_report *att = run("attention_dropout=1", NULL);
     same_except(none, att, 0);
-    /* Without flash attention: an a·s/c one-byte mask and the 2-byte dropped
-     * probabilities per token, split by t (the 5as of Korthikanti et al. with the softmax). */
+    /* Without flash attention each layer keeps the 2a·s/c softmax output instead
+     * of the 4a log-sum-exp, and one layer's backward holds the probabilities'
+     * gradient 2a·s/c instead of flash's fp32 dq accumulator 4a·dh. */
     mem4d_report *unf = run("flash_attn=0", NULL);
+    ck_assert_uint_eq(get(unf, 1, MEM4D_TERM_ACTIVATIONS) - get(none, 1, MEM4D_TERM_ACTIVATIONS),
+                      24 * (T * (2 * A_HEADS * S - 4 * A_HEADS) / TP) + T * (2 * A_HEADS * S - 4 * A_HEADS * DH) / TP);
+    /* Attention dropout adds an a·s/c one-byte mask and the 2-byte dropped
+     * probabilities per token, split by t (the 5as of Korthikanti et al. with the
+     * softmax), and in backward the dropout's gradient beside the probabilities', 2a·s/c. */
     mem4d_report *unf_att = run("flash_attn=0", "attention_dropout=1", NULL);
     same_except(unf, unf_att, BIT(MEM4D_TERM_ACTIVATIONS));
     ck_assert_uint_eq(get(unf_att, 1, MEM4D_TERM_ACTIVATIONS) - get(unf, 1, MEM4D_TERM_ACTIVATIONS),
-                      24 * (T * 3 * A_HEADS * S / TP));
-    /* Selective recompute re-runs the attention core, its dropout included. */
+                      24 * (T * 3 * A_HEADS * S / TP) + T * 2 * A_HEADS * S / TP);
+    /* Selective recompute re-runs the attention core, its dropout included: only
+     * the re-run layer's 3a·s/c and the backward's 2a·s/c remain. */
     mem4d_report *sel = run("flash_attn=0", "recompute=selective", NULL);
     mem4d_report *sel_att = run("flash_attn=0", "recompute=selective", "attention_dropout=1", NULL);
-    same_except(sel, sel_att, 0);
+    same_except(sel, sel_att, BIT(MEM4D_TERM_ACTIVATIONS));
+    ck_assert_uint_eq(get(sel_att, 1, MEM4D_TERM_ACTIVATIONS) - get(sel, 1, MEM4D_TERM_ACTIVATIONS),
+                      T * 5 * A_HEADS * S / TP);
     mem4d_report *all[] = {none, hid, uni, uni_hid, att, unf, unf_att, sel, sel_att};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         mem4d_report_free(all[i]);
