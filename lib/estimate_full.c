@@ -96,6 +96,22 @@ static struct layer_share layer_share(bool *ok, const struct m4d_ctx *x)
     return s;
 }
 
+/* What every stage of one estimate shares, computed once per estimate (the
+ * search calls m4d_estimate_full() millions of times a second). */
+struct shared {
+    struct layer_share share; /* one layer's parameters on a rank */
+    uint64_t emb;             /* V_p·h/t */
+    uint64_t T;               /* tokens of a micro-batch on a rank */
+    uint64_t A, C;            /* A_layer and a full-recompute checkpoint */
+    uint64_t core_live;       /* selective recompute: one re-run attention core */
+    uint64_t backward;        /* one layer's backward working set */
+    uint64_t head_keep, loss; /* last stage (head_bytes) */
+    uint64_t emb_keep;        /* first stage, per micro-batch (embedding_keep) */
+    uint64_t emb_grad;        /* first stage's embedding gradient */
+    uint64_t fb;              /* forward/backward buffers */
+    uint64_t fixed, groups;   /* FIXED and the communicators behind it */
+};
+
 /* Parameters of stage r: N (all), N_e (expert part), N_lin (transformer
  * linear weights, what fp8 caches). The embedding V_p·h/t sits on the first
  * stage; the final norm and the LM head on the last; a tied head is a
@@ -104,10 +120,10 @@ struct stage_params {
     uint64_t all, expert, linear;
 };
 
-static struct stage_params stage_params(bool *ok, const struct m4d_ctx *x, uint64_t r)
+static struct stage_params stage_params(bool *ok, const struct m4d_ctx *x, const struct shared *sh, uint64_t r)
 {
-    struct layer_share s = layer_share(ok, x);
-    uint64_t l = stage_layers(x, r), emb = muldiv(ok, x->Vp, x->h, x->t);
+    const struct layer_share s = sh->share;
+    uint64_t l = stage_layers(x, r), emb = sh->emb;
     struct stage_params n;
     n.linear = mul(ok, add(ok, s.linear, s.expert), l);
     n.expert = mul(ok, s.expert, l);
@@ -202,14 +218,15 @@ static uint64_t checkpoint_bytes(bool *ok, const struct m4d_ctx *x)
  * uniform, N per group: ⌈l/N⌉·C kept, N·A_layer live;
  * block, first N recomputed: N·C + (l−N)·A_layer kept, one A_layer live.
  * N = 0 means all l layers. */
-static void micro_batch_keep(bool *ok, const struct m4d_ctx *x, uint64_t l, uint64_t *keep, uint64_t *live)
+static void micro_batch_keep(bool *ok, const struct m4d_ctx *x, const struct shared *sh, uint64_t l,
+                             uint64_t *keep, uint64_t *live)
 {
-    uint64_t A = layer_activation(ok, x), C = checkpoint_bytes(ok, x);
+    uint64_t A = sh->A, C = sh->C;
     *live = 0;
     if (x->recompute != 2 || l == 0) {
         *keep = mul(ok, A, l);
         if (x->recompute == 1 && l > 0)
-            *live = muldiv(ok, tokens(ok, x), attention_core_bytes(ok, x), x->t);
+            *live = sh->core_live;
         return;
     }
     uint64_t N = x->rc_layers ? min64(x->rc_layers, l) : l;
@@ -288,23 +305,21 @@ static uint64_t embedding_keep(bool *ok, const struct m4d_ctx *x)
  * stage, or one layer's backward with its recomputed group. When the first
  * stage's embedding gradient is formed (*at_embedding_grad), one in-flight
  * micro-batch has just been freed. */
-static void stage_activations(bool *ok, const struct m4d_ctx *x, uint64_t r, uint64_t *reported_in_flight,
-                              uint64_t *peak, uint64_t *at_embedding_grad)
+static void stage_activations(bool *ok, const struct m4d_ctx *x, const struct shared *sh, uint64_t r,
+                              uint64_t *reported_in_flight, uint64_t *peak, uint64_t *at_embedding_grad)
 {
     uint64_t units, each, keep, live, act;
     in_flight(x, r, &units, &each);
     *reported_in_flight = x->v > 1 ? m4d_ceil_div(units, x->v) : units;
-    micro_batch_keep(ok, x, each, &keep, &live);
+    micro_batch_keep(ok, x, sh, each, &keep, &live);
     act = mul(ok, keep, units);
     *at_embedding_grad = mul(ok, keep, units - 1);
     if (r == 0)
-        act = add(ok, act, mul(ok, embedding_keep(ok, x), *reported_in_flight));
-    uint64_t transient = add(ok, backward_working_set(ok, x), live);
+        act = add(ok, act, mul(ok, sh->emb_keep, *reported_in_flight));
+    uint64_t transient = add(ok, sh->backward, live);
     if (r == x->p - 1) {
-        uint64_t head_keep, loss;
-        head_bytes(ok, x, &head_keep, &loss);
-        act = add(ok, act, head_keep);
-        transient = max64(transient, loss);
+        act = add(ok, act, sh->head_keep);
+        transient = max64(transient, sh->loss);
     }
     *peak = add(ok, act, transient);
 }
@@ -388,16 +403,16 @@ static uint64_t process_groups(const struct m4d_ctx *x)
  * peak, the first stage forming its embedding gradient, and the optimizer
  * step (no activation live). ACTIVATIONS and BUFFERS are those of the
  * winning moment; ties go to the earlier one. */
-static void pick_moment(bool *ok, const struct m4d_ctx *x, const mem4d_device *dev, uint64_t r,
-                        const struct stage_params *n, uint64_t *t)
+static void pick_moment(bool *ok, const struct m4d_ctx *x, const mem4d_device *dev, const struct shared *sh,
+                        uint64_t r, const struct stage_params *n, uint64_t *t)
 {
-    uint64_t act, act_emb, fb = fwd_bwd_buffers(ok, x, dev);
-    stage_activations(ok, x, r, &t[MEM4D_TERM_IN_FLIGHT], &act, &act_emb);
+    uint64_t act, act_emb, fb = sh->fb;
+    stage_activations(ok, x, sh, r, &t[MEM4D_TERM_IN_FLIGHT], &act, &act_emb);
     t[MEM4D_TERM_ACTIVATIONS] = act;
     t[MEM4D_TERM_BUFFERS] = fb;
     uint64_t best = add(ok, act, fb);
     if (r == 0) {
-        uint64_t emb = add(ok, fb, embedding_grad_bytes(ok, x));
+        uint64_t emb = add(ok, fb, sh->emb_grad);
         if (add(ok, act_emb, emb) > best) {
             t[MEM4D_TERM_ACTIVATIONS] = act_emb;
             t[MEM4D_TERM_BUFFERS] = emb;
@@ -411,32 +426,85 @@ static void pick_moment(bool *ok, const struct m4d_ctx *x, const mem4d_device *d
     }
 }
 
-static bool stage_memory(const struct m4d_ctx *x, const mem4d_device *dev, uint64_t r, uint64_t *t)
+static void shared_init(bool *ok, const struct m4d_ctx *x, const mem4d_device *dev, struct shared *sh)
+{
+    sh->share = layer_share(ok, x);
+    sh->emb = muldiv(ok, x->Vp, x->h, x->t);
+    sh->T = tokens(ok, x);
+    sh->A = layer_activation(ok, x);
+    sh->C = checkpoint_bytes(ok, x);
+    sh->core_live = muldiv(ok, sh->T, attention_core_bytes(ok, x), x->t);
+    sh->backward = backward_working_set(ok, x);
+    head_bytes(ok, x, &sh->head_keep, &sh->loss);
+    sh->emb_keep = embedding_keep(ok, x);
+    sh->emb_grad = embedding_grad_bytes(ok, x);
+    sh->fb = fwd_bwd_buffers(ok, x, dev);
+    sh->groups = process_groups(x);
+    sh->fixed = add(ok, dev->v[MEM4D_DEVICE_CUDA_CONTEXT_BYTES], mul(ok, sh->groups, dev->v[MEM4D_DEVICE_NCCL_BYTES_PER_GROUP]));
+}
+
+/* A middle stage's parameters and state terms depend on its layer count
+ * alone; consecutive middle stages reuse them. */
+struct middle {
+    uint64_t l; /* 0: nothing cached */
+    struct stage_params n;
+    uint64_t w, g, o;
+};
+
+static bool stage_memory(const struct m4d_ctx *x, const mem4d_device *dev, const struct shared *sh, uint64_t r,
+                         uint64_t *t, struct middle *mid)
 {
     bool ok = true;
-    struct stage_params n = stage_params(&ok, x, r);
-    state_terms(&ok, x, &n, t);
+    bool middle = r != 0 && r != x->p - 1;
+    uint64_t l = stage_layers(x, r);
+    struct stage_params n;
+    if (middle && mid->l == l) {
+        n = mid->n;
+        t[MEM4D_TERM_WEIGHTS] = mid->w;
+        t[MEM4D_TERM_GRADIENTS] = mid->g;
+        t[MEM4D_TERM_OPTIMIZER] = mid->o;
+    } else {
+        n = stage_params(&ok, x, sh, r);
+        state_terms(&ok, x, &n, t);
+        if (middle)
+            *mid = (struct middle){l, n, t[MEM4D_TERM_WEIGHTS], t[MEM4D_TERM_GRADIENTS], t[MEM4D_TERM_OPTIMIZER]};
+    }
     uint64_t state = add(&ok, add(&ok, t[MEM4D_TERM_WEIGHTS], t[MEM4D_TERM_GRADIENTS]), t[MEM4D_TERM_OPTIMIZER]);
-    pick_moment(&ok, x, dev, r, &n, t);
+    pick_moment(&ok, x, dev, sh, r, &n, t);
     uint64_t alloc = add(&ok, add(&ok, state, t[MEM4D_TERM_ACTIVATIONS]), t[MEM4D_TERM_BUFFERS]);
     t[MEM4D_TERM_FRAGMENTATION] = muldiv(&ok, alloc, dev->v[MEM4D_DEVICE_ALLOCATOR_OVERHEAD_PPM], 1000000);
-    t[MEM4D_TERM_FIXED] = add(&ok, dev->v[MEM4D_DEVICE_CUDA_CONTEXT_BYTES],
-                              mul(&ok, process_groups(x), dev->v[MEM4D_DEVICE_NCCL_BYTES_PER_GROUP]));
+    t[MEM4D_TERM_FIXED] = sh->fixed;
     t[MEM4D_TERM_PARAMS] = n.all;
-    t[MEM4D_TERM_LAYERS] = stage_layers(x, r);
+    t[MEM4D_TERM_LAYERS] = l;
     return ok;
 }
 
-mem4d_status m4d_estimate_full(const struct m4d_ctx *x, const mem4d_device *dev, mem4d_report *r)
+/* The middle stages hold the same layers and state as stage 1 and keep
+ * no more micro-batches in flight (min(p - r, m), and the interleaved
+ * warm-up, fall with r), so none exceeds stage 1 in any term: with
+ * peak_only, stages 0, 1 and p - 1 decide the peak (tests/test-search.c
+ * checks this against every stage). */
+mem4d_status m4d_estimate_full(const struct m4d_ctx *x, const mem4d_device *dev, mem4d_report *r, bool peak_only)
 {
-    for (uint64_t i = 0; i < x->p; i++) {
+    bool ok = true;
+    struct shared sh;
+    struct middle mid = {0};
+    shared_init(&ok, x, dev, &sh);
+    r->peak_only = peak_only;
+    for (uint64_t i = 0; ok && i < x->p; i++) {
+        if (peak_only && i > 1 && i + 1 < x->p)
+            continue;
         memset(r->stages[i].t, 0, sizeof r->stages[i].t);
-        if (!stage_memory(x, dev, i, r->stages[i].t)) {
+        if (!stage_memory(x, dev, &sh, i, r->stages[i].t, &mid)) {
             m4d_msg(r->msg, sizeof r->msg, "the estimate of stage %llu overflows 64 bits", (unsigned long long)i);
             return MEM4D_E_RANGE;
         }
     }
+    if (!ok) {
+        m4d_msg(r->msg, sizeof r->msg, "the estimate overflows 64 bits");
+        return MEM4D_E_RANGE;
+    }
     r->nstages = (uint32_t)x->p;
-    r->info[MEM4D_INFO_PROCESS_GROUPS] = process_groups(x);
+    r->info[MEM4D_INFO_PROCESS_GROUPS] = sh.groups;
     return MEM4D_OK;
 }
