@@ -138,6 +138,7 @@ void m4d_report_reset(mem4d_report *r, const mem4d_device *dev)
     r->nstages = 0;
     r->peak_stage = 0;
     r->have_metrics = false;
+    r->peak_only = false;
     r->verdict = MEM4D_VERDICT_OOM;
     r->device_bytes = dev ? dev->v[MEM4D_DEVICE_MEMORY_BYTES] : 0;
     memset(r->info, 0, sizeof r->info);
@@ -146,10 +147,11 @@ void m4d_report_reset(mem4d_report *r, const mem4d_device *dev)
 /* The memory half of an estimate, from a resolved context into a reset
  * report: shared by mem4d_estimate() and the search, which resolves once
  * per group of layouts. */
-mem4d_status m4d_estimate_ctx(const struct m4d_ctx *x, const mem4d_device *device, mem4d_report *r)
+mem4d_status m4d_estimate_ctx(const struct m4d_ctx *x, const mem4d_device *device, mem4d_report *r, bool peak_only)
 {
     r->mode = x->mode;
-    mem4d_status st = x->mode == MEM4D_MODE_PAPER ? m4d_estimate_paper(x, r) : m4d_estimate_full(x, device, r);
+    mem4d_status st = x->mode == MEM4D_MODE_PAPER ? m4d_estimate_paper(x, r)
+                                                  : m4d_estimate_full(x, device, r, peak_only);
     if (st != MEM4D_OK)
         return st;
     if ((st = m4d_report_finish(r, device)) != MEM4D_OK) {
@@ -175,7 +177,7 @@ static mem4d_status run(const mem4d_model *model, const mem4d_layout *layout,
     if (st == MEM4D_OK)
         st = m4d_resolve(model, layout, &x, r->msg, sizeof r->msg);
     if (st == MEM4D_OK)
-        st = m4d_estimate_ctx(&x, device, r);
+        st = m4d_estimate_ctx(&x, device, r, false);
     if (st == MEM4D_OK)
         m4d_perf(&x, device, r);
     return st;

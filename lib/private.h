@@ -76,6 +76,7 @@ struct mem4d_report {
     uint64_t device_bytes;
     uint64_t info[M4D_NINFO];
     bool have_metrics;
+    bool peak_only; /* only stages 0, 1 and nstages-1 are filled (search scratch) */
     double metric[M4D_NMETRICS];
     char msg[M4D_MSG_MAX];
     struct m4d_stage stages[M4D_MAX_STAGES];
@@ -168,13 +169,16 @@ bool m4d_model_params_total(const struct m4d_ctx *x, uint64_t vocab, uint64_t *o
 /* --- estimate.c ------------------------------------------------------------- */
 
 mem4d_status m4d_estimate_paper(const struct m4d_ctx *x, mem4d_report *r);
-mem4d_status m4d_estimate_full(const struct m4d_ctx *x, const mem4d_device *dev, mem4d_report *r);
+/* peak_only: fill only stages 0, 1 and p-1 (enough for the peak and the
+ * verdict: a middle stage never exceeds stage 1, see doc/full-model.md);
+ * the report is then for the search's internal use only. */
+mem4d_status m4d_estimate_full(const struct m4d_ctx *x, const mem4d_device *dev, mem4d_report *r, bool peak_only);
 
 /* Clear a report's results before an estimate. */
 void m4d_report_reset(mem4d_report *r, const mem4d_device *dev);
 
 /* Memory of a resolved context into a reset report (no speed metrics). */
-mem4d_status m4d_estimate_ctx(const struct m4d_ctx *x, const mem4d_device *dev, mem4d_report *r);
+mem4d_status m4d_estimate_ctx(const struct m4d_ctx *x, const mem4d_device *dev, mem4d_report *r, bool peak_only);
 
 /* Sum the parts of every stage into TOTAL, pick the peak stage and the verdict. */
 mem4d_status m4d_report_finish(mem4d_report *r, const mem4d_device *dev);

@@ -438,7 +438,7 @@ static bool group_valid(mem4d_search *s, const struct group *g)
  * b and the recompute mode change is redone, and the speed metrics wait
  * until the layout passes the filter (m4d_perf() in scan()). The report is
  * field for field mem4d_estimate()'s; tests/test-search.c proves it. */
-static mem4d_status quick_estimate(mem4d_search *s, uint64_t b, uint64_t rc)
+static mem4d_status quick_estimate(mem4d_search *s, uint64_t b, uint64_t rc, bool peak_only)
 {
     struct m4d_ctx *x = &s->x;
     mem4d_report *r = s->scratch;
@@ -449,7 +449,7 @@ static mem4d_status quick_estimate(mem4d_search *s, uint64_t b, uint64_t rc)
     m4d_report_reset(r, &s->dev);
     mem4d_status st = MEM4D_E_CONFLICT;
     if (rc != 2 || x->rc_layers <= x->L / x->p)
-        st = m4d_estimate_ctx(x, &s->dev, r);
+        st = m4d_estimate_ctx(x, &s->dev, r, peak_only);
     r->status = st;
     if (st != MEM4D_OK)
         r->nstages = 0;
@@ -538,6 +538,8 @@ static bool static_over_limit(const mem4d_search *s)
 {
     const mem4d_report *r = s->scratch;
     for (uint32_t i = 0; i < r->nstages; i++) {
+        if (r->peak_only && i > 1 && i + 1 < r->nstages)
+            continue; /* not filled: like stage 1 */
         const uint64_t *t = r->stages[i].t;
         unsigned __int128 sum = (unsigned __int128)t[MEM4D_TERM_WEIGHTS] + t[MEM4D_TERM_GRADIENTS]
                                 + t[MEM4D_TERM_OPTIMIZER];
@@ -553,7 +555,8 @@ static bool scan(mem4d_search *s, mem4d_status *err)
 {
     bool fits_only = s->opt[MEM4D_SEARCH_FITS_ONLY] != 0;
     while (next_candidate(s, err)) {
-        if (quick_estimate(s, s->work.v[MEM4D_LAYOUT_MICRO_BATCH], s->work.v[MEM4D_LAYOUT_RECOMPUTE]) != MEM4D_OK)
+        if (quick_estimate(s, s->work.v[MEM4D_LAYOUT_MICRO_BATCH], s->work.v[MEM4D_LAYOUT_RECOMPUTE], true) !=
+            MEM4D_OK)
             continue; /* an invalid layout: not visited */
         s->stat[MEM4D_SEARCH_STAT_VISITED]++;
         s->stat[MEM4D_SEARCH_STAT_VALID]++;
@@ -581,6 +584,7 @@ static void report_copy(mem4d_report *dst, const mem4d_report *src)
     dst->device_bytes = src->device_bytes;
     memcpy(dst->info, src->info, sizeof dst->info);
     dst->have_metrics = src->have_metrics;
+    dst->peak_only = src->peak_only;
     memcpy(dst->metric, src->metric, sizeof dst->metric);
     memcpy(dst->msg, src->msg, sizeof dst->msg);
     memcpy(dst->stages, src->stages, src->nstages * sizeof dst->stages[0]);
@@ -667,8 +671,11 @@ mem4d_status mem4d_search_next(mem4d_search *search, mem4d_layout *layout, mem4d
         st = MEM4D_OK;
         if (!scan(s, &st))
             return st != MEM4D_OK ? st : MEM4D_END;
-        if (report)
+        if (report) { /* the scratch holds only the stages that decide the peak */
+            quick_estimate(s, s->work.v[MEM4D_LAYOUT_MICRO_BATCH], s->work.v[MEM4D_LAYOUT_RECOMPUTE], false);
+            m4d_perf(&s->x, &s->dev, s->scratch);
             report_copy(report, s->scratch);
+        }
     }
     if (layout)
         *layout = s->work;

@@ -335,6 +335,44 @@ START_TEST(complete_uneven_stages)
 }
 END_TEST
 
+/* The search judges a layout by stages 0, 1 and p-1 only: no middle stage
+ * may exceed stage 1 in any memory term, whatever the schedule. */
+START_TEST(middle_stages_never_exceed_stage_one)
+{
+    static const char *const variants[][4] = {
+        {"pp=8", "gbs=512", NULL}, {"pp=8", "gbs=16", NULL}, {"pp=8", "vpp=5", "gbs=512", NULL},
+        {"pp=8", "vpp=2", "gbs=8", NULL}, {"pp=8", "recompute=full", "gbs=512", NULL},
+        {"pp=8", "recompute=full", "recompute_method=block", "recompute_num_layers=3"},
+        {"pp=16", "first_stage_layers=4", "last_stage_layers=6", NULL}, {"pp=4", "recompute=selective", NULL},
+        {"pp=16", "gbs=0", NULL}, {"pp=8", "zero_stage=3", "main_grad_bytes=2", NULL},
+    };
+    static const mem4d_term terms[] = {MEM4D_TERM_WEIGHTS, MEM4D_TERM_GRADIENTS, MEM4D_TERM_OPTIMIZER,
+                                       MEM4D_TERM_ACTIVATIONS, MEM4D_TERM_BUFFERS, MEM4D_TERM_TOTAL};
+    mem4d_model *m = tu_model("llama3.1-70b");
+    mem4d_device *d = tu_device("h100-80");
+    mem4d_report *r = NULL;
+    ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
+    for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++) {
+        mem4d_layout *l = tu_layout("tp=4", "world=256", "seq=8192", variants[i][0], variants[i][1],
+                                    variants[i][2], variants[i][3], NULL);
+        ck_assert_msg(mem4d_estimate(m, l, d, r) == MEM4D_OK, "%s", mem4d_report_message(r));
+        uint32_t p = mem4d_report_num_stages(r), peak = mem4d_report_peak_stage(r);
+        ck_assert_msg(peak <= 1 || peak == p - 1, "variant %zu: peak at middle stage %u", i, peak);
+        for (uint32_t s = 2; s + 1 < p; s++)
+            for (size_t k = 0; k < sizeof terms / sizeof terms[0]; k++) {
+                uint64_t one, mid;
+                mem4d_report_get(r, 1, terms[k], &one);
+                mem4d_report_get(r, s, terms[k], &mid);
+                ck_assert_msg(mid <= one, "variant %zu: stage %u term %d exceeds stage 1", i, s, (int)terms[k]);
+            }
+        mem4d_layout_free(l);
+    }
+    mem4d_report_free(r);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
 START_TEST(complete_pruning_heavy)
 {
     /* 70B on 32 GPUs: most sub-spaces cannot fit and are pruned. */
@@ -918,6 +956,7 @@ int main(void)
     tcase_add_test(tc, complete_unknown_batch);
     tcase_add_test(tc, complete_paper_mode);
     tcase_add_test(tc, complete_uneven_stages);
+    tcase_add_test(tc, middle_stages_never_exceed_stage_one);
     tcase_add_test(tc, complete_pruning_heavy);
     tcase_add_test(tc, pruning_invariants);
     suite_add_tcase(s, tc);
