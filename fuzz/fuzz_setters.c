@@ -92,7 +92,7 @@ static void search_a_little(const mem4d_model *m, const mem4d_layout *base, cons
 {
     uint64_t world = 0;
     (void)mem4d_layout_get(base, MEM4D_LAYOUT_WORLD, &world);
-    if (world == 0 || world > 512)
+    if (world == 0 || world > 64)
         return; /* keep each input cheap; large worlds are the bench's job */
     mem4d_search *s = NULL;
     if (mem4d_search_new(m, d, base, &s) != MEM4D_OK)
