@@ -37,38 +37,7 @@ struct opts {
     bool json;
 };
 
-/* "--flag value" or "--flag=value": returns the value and advances *i. */
-static const char *flag_value(int argc, char **argv, int *i, const char *flag)
-{
-    size_t n = strlen(flag);
-    if (strncmp(argv[*i], flag, n) != 0)
-        return NULL;
-    if (argv[*i][n] == '=')
-        return argv[*i] + n + 1;
-    if (argv[*i][n] != '\0')
-        return NULL;
-    if (*i + 1 >= argc)
-        return "";
-    return argv[++*i];
-}
 
-static bool set_generic(mem4d_layout *layout, const char *kv)
-{
-    const char *eq = strchr(kv, '=');
-    char key[128];
-    if (!eq || (size_t)(eq - kv) >= sizeof key) {
-        cli_error("--set needs KEY=VALUE, got '%s'", kv);
-        return false;
-    }
-    memcpy(key, kv, (size_t)(eq - kv));
-    key[eq - kv] = '\0';
-    mem4d_layout_param p;
-    if (mem4d_layout_param_from_name(key, &p) != MEM4D_OK) {
-        cli_error("--set: unknown layout key '%s'", key);
-        return false;
-    }
-    return cli_layout_set(layout, key, p, eq + 1);
-}
 
 static int parse(int argc, char **argv, struct opts *o, mem4d_layout *layout)
 {
@@ -82,31 +51,31 @@ static int parse(int argc, char **argv, struct opts *o, mem4d_layout *layout)
             o->json = true;
             continue;
         }
-        if ((v = flag_value(argc, argv, &i, "--model"))) {
+        if ((v = cli_flag_value(argc, argv, &i, "--model"))) {
             o->model = v;
             continue;
         }
-        if ((v = flag_value(argc, argv, &i, "--hf-config"))) {
+        if ((v = cli_flag_value(argc, argv, &i, "--hf-config"))) {
             o->hf_config = v;
             continue;
         }
-        if ((v = flag_value(argc, argv, &i, "--gpu"))) {
+        if ((v = cli_flag_value(argc, argv, &i, "--gpu"))) {
             o->gpu = v;
             continue;
         }
-        if ((v = flag_value(argc, argv, &i, "--gpu-memory-gib"))) {
+        if ((v = cli_flag_value(argc, argv, &i, "--gpu-memory-gib"))) {
             if (!cli_parse_gib("--gpu-memory-gib", v, &o->gpu_bytes))
                 return CLI_USAGE;
             continue;
         }
-        if ((v = flag_value(argc, argv, &i, "--set"))) {
-            if (!set_generic(layout, v))
+        if ((v = cli_flag_value(argc, argv, &i, "--set"))) {
+            if (!cli_layout_set_kv(layout, v))
                 return CLI_USAGE;
             continue;
         }
         size_t k = 0;
         for (; k < sizeof layout_flags / sizeof layout_flags[0]; k++)
-            if ((v = flag_value(argc, argv, &i, layout_flags[k].flag)))
+            if ((v = cli_flag_value(argc, argv, &i, layout_flags[k].flag)))
                 break;
         if (k == sizeof layout_flags / sizeof layout_flags[0]) {
             cli_error("estimate: unknown option '%s' (try --help)", argv[i]);

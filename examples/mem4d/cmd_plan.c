@@ -71,21 +71,6 @@ struct opts {
     struct spec spec[NKNOB_FLAGS];
 };
 
-/* "--flag value" or "--flag=value": the value (NULL when argv[*i] is not
- * this flag; "" when the value is missing), advancing *i. */
-static const char *flag_value(int argc, char **argv, int *i, const char *flag)
-{
-    size_t n = strlen(flag);
-    if (strncmp(argv[*i], flag, n) != 0)
-        return NULL;
-    if (argv[*i][n] == '=')
-        return argv[*i] + n + 1;
-    if (argv[*i][n] != '\0')
-        return NULL;
-    if (*i + 1 >= argc)
-        return "";
-    return argv[++*i];
-}
 
 /* One value of a knob, through the layout's own parser (so "full" and
  * "true" work where they mean something). */
@@ -133,23 +118,6 @@ static bool parse_spec(mem4d_layout *scratch, const struct knob_flag *k, const c
     return true;
 }
 
-static bool set_generic(mem4d_layout *layout, const char *kv)
-{
-    const char *eq = strchr(kv, '=');
-    char key[128];
-    if (!eq || (size_t)(eq - kv) >= sizeof key) {
-        cli_error("--set needs KEY=VALUE, got '%s'", kv);
-        return false;
-    }
-    memcpy(key, kv, (size_t)(eq - kv));
-    key[eq - kv] = '\0';
-    mem4d_layout_param p;
-    if (mem4d_layout_param_from_name(key, &p) != MEM4D_OK) {
-        cli_error("--set: unknown layout key '%s'", key);
-        return false;
-    }
-    return cli_layout_set(layout, key, p, eq + 1);
-}
 
 /* Flags that take no value; false when argv[i] is none of them. */
 static bool parse_switch(const char *arg, struct opts *o)
@@ -173,19 +141,19 @@ static bool parse_switch(const char *arg, struct opts *o)
 static int parse_option(int argc, char **argv, int *i, struct opts *o)
 {
     const char *v;
-    if ((v = flag_value(argc, argv, i, "--model")))
+    if ((v = cli_flag_value(argc, argv, i, "--model")))
         o->model = v;
-    else if ((v = flag_value(argc, argv, i, "--hf-config")))
+    else if ((v = cli_flag_value(argc, argv, i, "--hf-config")))
         o->hf_config = v;
-    else if ((v = flag_value(argc, argv, i, "--gpu")))
+    else if ((v = cli_flag_value(argc, argv, i, "--gpu")))
         o->gpu = v;
-    else if ((v = flag_value(argc, argv, i, "--svg")))
+    else if ((v = cli_flag_value(argc, argv, i, "--svg")))
         o->svg = v;
-    else if ((v = flag_value(argc, argv, i, "--gpu-memory-gib")))
+    else if ((v = cli_flag_value(argc, argv, i, "--gpu-memory-gib")))
         return cli_parse_gib("--gpu-memory-gib", v, &o->gpu_bytes) ? 1 : -1;
-    else if ((v = flag_value(argc, argv, i, "--gpus-per-node")))
+    else if ((v = cli_flag_value(argc, argv, i, "--gpus-per-node")))
         return cli_parse_u64("--gpus-per-node", v, &o->gpus_per_node) ? 1 : -1;
-    else if ((v = flag_value(argc, argv, i, "--top"))) {
+    else if ((v = cli_flag_value(argc, argv, i, "--top"))) {
         o->top_set = true;
         return cli_parse_u64("--top", v, &o->top) ? 1 : -1;
     } else
@@ -207,12 +175,12 @@ static int parse_layout_flag(int argc, char **argv, int *i, struct opts *o, mem4
     };
     const char *v;
     for (size_t k = 0; k < sizeof base_flags / sizeof base_flags[0]; k++)
-        if ((v = flag_value(argc, argv, i, base_flags[k].flag)))
+        if ((v = cli_flag_value(argc, argv, i, base_flags[k].flag)))
             return cli_layout_set(base, base_flags[k].flag, base_flags[k].key, v) ? 1 : -1;
-    if ((v = flag_value(argc, argv, i, "--set")))
-        return set_generic(base, v) ? 1 : -1;
+    if ((v = cli_flag_value(argc, argv, i, "--set")))
+        return cli_layout_set_kv(base, v) ? 1 : -1;
     for (size_t k = 0; k < NKNOB_FLAGS; k++)
-        if ((v = flag_value(argc, argv, i, knob_flags[k].flag)))
+        if ((v = cli_flag_value(argc, argv, i, knob_flags[k].flag)))
             return parse_spec(scratch, &knob_flags[k], v, &o->spec[k]) ? 1 : -1;
     return 0;
 }

@@ -123,6 +123,38 @@ bool cli_layout_set(mem4d_layout *layout, const char *flag, mem4d_layout_param k
     return false;
 }
 
+const char *cli_flag_value(int argc, char **argv, int *i, const char *flag)
+{
+    size_t n = strlen(flag);
+    if (strncmp(argv[*i], flag, n) != 0)
+        return NULL;
+    if (argv[*i][n] == '=')
+        return argv[*i] + n + 1;
+    if (argv[*i][n] != '\0')
+        return NULL;
+    if (*i + 1 >= argc)
+        return "";
+    return argv[++*i];
+}
+
+bool cli_layout_set_kv(mem4d_layout *layout, const char *kv)
+{
+    const char *eq = strchr(kv, '=');
+    char key[128];
+    if (!eq || (size_t)(eq - kv) >= sizeof key) {
+        cli_error("--set needs KEY=VALUE, got '%s'", kv);
+        return false;
+    }
+    memcpy(key, kv, (size_t)(eq - kv));
+    key[eq - kv] = '\0';
+    mem4d_layout_param p;
+    if (mem4d_layout_param_from_name(key, &p) != MEM4D_OK) {
+        cli_error("--set: unknown layout key '%s'", key);
+        return false;
+    }
+    return cli_layout_set(layout, key, p, eq + 1);
+}
+
 double cli_gib(uint64_t bytes)
 {
     return (double)bytes / 1073741824.0;

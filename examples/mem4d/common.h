@@ -42,6 +42,13 @@ bool cli_open_device(const char *preset, uint64_t memory_bytes_or_0, mem4d_devic
 /* Set a layout key from a flag's text; prints the error naming the flag. */
 bool cli_layout_set(mem4d_layout *layout, const char *flag, mem4d_layout_param key, const char *text);
 
+/* "--flag value" or "--flag=value": the value (NULL when argv[*i] is not
+ * this flag; "" when the value is missing), advancing *i past it. */
+const char *cli_flag_value(int argc, char **argv, int *i, const char *flag);
+
+/* --set KEY=VALUE: any layout key by name; prints the error. */
+bool cli_layout_set_kv(mem4d_layout *layout, const char *kv);
+
 /* Bytes to GiB for display. */
 double cli_gib(uint64_t bytes);
 
