@@ -7,7 +7,8 @@
  * /dev/null; the sanitizers still report on the real standard error.
  *
  * The tool may open files named on its command line. A fuzzer must never
- * write files or block on a device, so fopen() is wrapped (-Wl,--wrap=fopen):
+ * write files or block on a device, so fopen() is wrapped (-Wl,--wrap=fopen,
+ * and fopen64):
  * every write goes to /dev/null and device or /proc paths read as empty.
  * SPDX-License-Identifier: MIT
  */
@@ -19,14 +20,28 @@
 
 FILE *__real_fopen(const char *path, const char *mode);
 FILE *__wrap_fopen(const char *path, const char *mode);
+FILE *__real_fopen64(const char *path, const char *mode);
+FILE *__wrap_fopen64(const char *path, const char *mode);
 
-FILE *__wrap_fopen(const char *path, const char *mode)
+/* Writes, and reads of anything but plain files, go to /dev/null. */
+static const char *safe_path(const char *path, const char *mode)
 {
     static const char *const special[] = {"/dev/", "/proc/", "/sys/", "/run/"};
     int unsafe = strpbrk(mode, "wa+") != NULL;
     for (size_t i = 0; path && i < sizeof special / sizeof special[0]; i++)
         unsafe |= strncmp(path, special[i], strlen(special[i])) == 0;
-    return __real_fopen(unsafe ? "/dev/null" : path, mode);
+    return unsafe ? "/dev/null" : path;
+}
+
+FILE *__wrap_fopen(const char *path, const char *mode)
+{
+    return __real_fopen(safe_path(path, mode), mode);
+}
+
+/* Meson builds with _FILE_OFFSET_BITS=64, which renames fopen to fopen64. */
+FILE *__wrap_fopen64(const char *path, const char *mode)
+{
+    return __real_fopen64(safe_path(path, mode), mode);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)

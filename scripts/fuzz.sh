@@ -20,7 +20,10 @@ fi
 echo "+ ninja -C $build"
 ninja -C "$build" $(for h in $harnesses; do printf 'fuzz/fuzz_%s ' "$h"; done) >/dev/null
 
-mkdir -p "$build/artifacts"
+build=$(cd "$build" && pwd)
+mkdir -p "$build/artifacts" "$build/fuzz-cwd"
+# Run from a scratch directory: a stray relative write lands there.
+cd "$build/fuzz-cwd"
 status=0
 for h in $harnesses; do
     run="$src/fuzz/corpus-run/$h"

@@ -18,9 +18,14 @@ run ninja -C "$fuzz" "${harnesses[@]/#/fuzz/fuzz_}" >/dev/null
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 status=0
+# The harnesses run in the scratch directory, so a stray relative write of
+# the code under test can never land in the checkout.
+src=$PWD
+fuzz=$(cd "$fuzz" && pwd)
+cd "$scratch"
 for h in "${harnesses[@]}"; do
     exe="$fuzz/fuzz/fuzz_$h"
-    seeds="fuzz/corpus/$h"
+    seeds="$src/fuzz/corpus/$h"
     log="$scratch/$h.log"
     # Replay every committed input once: a regression input that crashes
     # again fails here, whatever the random run below does.
@@ -29,7 +34,7 @@ for h in "${harnesses[@]}"; do
     fi
     # New inputs go to a scratch directory; the committed seeds stay as they are.
     mkdir -p "$scratch/$h"
-    if ! run "$exe" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -dict="fuzz/$h.dict" \
+    if ! run "$exe" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -dict="$src/fuzz/$h.dict" \
             -artifact_prefix="$scratch/$h-" "$scratch/$h" "$seeds" >"$log" 2>&1; then
         echo "FAIL: fuzz_$h found a crash; the input:"
         for f in "$scratch/$h"-*; do [ -f "$f" ] && od -c "$f" | head -n 20; done
