@@ -210,9 +210,9 @@ static mem4d_status check_layers(const struct m4d_ctx *x, char *why, size_t n)
             m4d_msg(why, n, "uneven first/last pipeline stages need pp >= 2 and no vpp");
             return MEM4D_E_CONFLICT;
         }
-        uint64_t rest = x->L - x->first_layers - x->last_layers;
-        if (x->first_layers + x->last_layers > x->L || (x->p > ends && (rest % (x->p - ends) != 0 || rest == 0)) ||
-            (x->p == ends && rest != 0)) {
+        bool fit = x->first_layers + x->last_layers <= x->L;
+        uint64_t rest = fit ? x->L - x->first_layers - x->last_layers : 0;
+        if (!fit || (x->p > ends && (rest % (x->p - ends) != 0 || rest == 0)) || (x->p == ends && rest != 0)) {
             m4d_msg(why, n, "%llu layers minus %llu first-stage and %llu last-stage layers do not split "
                     "evenly over the other %llu stages", U(x->L), U(x->first_layers), U(x->last_layers),
                     U(x->p - ends));
