@@ -76,7 +76,8 @@ class Estimate(unittest.TestCase):
                 self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
                 self.assertEqual(p.stdout, '')
                 lines = p.stderr.strip().splitlines()
-                self.assertTrue(lines and lines[0].startswith('mem4d: '), p.stderr)
+                self.assertEqual(len(lines), 1, p.stderr)
+                self.assertTrue(lines[0].startswith('mem4d: '), p.stderr)
                 self.assertIn(needle, p.stderr)
 
     def test_paper_mode_refusal_is_explained(self):

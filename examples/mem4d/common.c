@@ -50,10 +50,18 @@ bool cli_parse_gib(const char *flag, const char *text, uint64_t *out)
     return true;
 }
 
-static void list_names(FILE *out, size_t (*count)(void), const char *(*name)(size_t))
+/* "a, b, c" into a buffer, for a one-line error. */
+static const char *list_names(char *buf, size_t size, size_t (*count)(void), const char *(*name)(size_t))
 {
-    for (size_t i = 0; i < count(); i++)
-        fprintf(out, "%s%s", i ? ", " : "", name(i));
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < count() && used < size; i++) {
+        int n = snprintf(buf + used, size - used, "%s%s", i ? ", " : "", name(i));
+        if (n < 0)
+            break;
+        used += (size_t)n;
+    }
+    return buf;
 }
 
 bool cli_open_model(const char *preset, const char *hf_config, mem4d_model **out)
@@ -78,9 +86,9 @@ bool cli_open_model(const char *preset, const char *hf_config, mem4d_model **out
         return false;
     }
     if (mem4d_model_new_preset(preset, out) != MEM4D_OK) {
-        cli_error("unknown model '%s'; known models:", preset);
-        list_names(stderr, mem4d_model_preset_count, mem4d_model_preset_name);
-        fputc('\n', stderr);
+        char names[1024];
+        cli_error("unknown model '%s' (known: %s)", preset,
+                  list_names(names, sizeof names, mem4d_model_preset_count, mem4d_model_preset_name));
         return false;
     }
     return true;
@@ -90,9 +98,9 @@ bool cli_open_device(const char *preset, uint64_t memory_bytes, mem4d_device **o
 {
     *out = NULL;
     if (mem4d_device_new_preset(preset, out) != MEM4D_OK) {
-        cli_error("unknown gpu '%s'; known gpus:", preset);
-        list_names(stderr, mem4d_device_preset_count, mem4d_device_preset_name);
-        fputc('\n', stderr);
+        char names[1024];
+        cli_error("unknown gpu '%s' (known: %s)", preset,
+                  list_names(names, sizeof names, mem4d_device_preset_count, mem4d_device_preset_name));
         return false;
     }
     if (memory_bytes && mem4d_device_set(*out, MEM4D_DEVICE_MEMORY_BYTES, memory_bytes) != MEM4D_OK) {
