@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(meson ninja-build pkg-config gcc g++ check libjson-c-dev doxygen
           clang lld libclang-rt-dev abigail-tools valgrind python3 python3-setuptools
-          cargo rustc)
+          python3-pip cargo rustc)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -18,6 +18,7 @@ for p in "${missing[@]}"; do
         cargo|rustc) command -v cargo >/dev/null 2>&1 && command -v rustc >/dev/null 2>&1 && continue ;;
         python3) command -v python3 >/dev/null 2>&1 && continue ;;
         python3-setuptools) python3 -c 'import setuptools' >/dev/null 2>&1 && continue ;;
+        python3-pip) python3 -m pip --version >/dev/null 2>&1 && continue ;;
     esac
     keep+=("$p")
 done

@@ -13,10 +13,12 @@
 //! Linking: `build.rs` takes `MEM4D_LIB_DIR` (the directory holding
 //! `libmem4d.so`), else asks `pkg-config mem4d` when `pkg-config` exists,
 //! else leaves the search to the system linker.
-#![no_std]
+//!
+//! The crate uses `std::os::raw` (not `core::ffi`, stable only since Rust
+//! 1.64) so that Debian 12's rustc 1.63 builds it.
 #![allow(non_camel_case_types)]
 
-use core::ffi::{c_char, c_double, c_int};
+use std::os::raw::{c_char, c_double, c_int};
 use core::marker::{PhantomData, PhantomPinned};
 
 macro_rules! opaque {

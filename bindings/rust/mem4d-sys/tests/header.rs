@@ -113,7 +113,10 @@ fn parse_header(raw: &str) -> CHeader {
     let mut header = CHeader { enums, handles, functions: BTreeMap::new() };
     for stmt in text.split(';') {
         let stmt = stmt.trim();
-        let Some(decl) = stmt.strip_prefix("MEM4D_API") else { continue };
+        let decl = match stmt.strip_prefix("MEM4D_API") {
+            Some(decl) => decl,
+            None => continue,
+        };
         let open = decl.find('(').unwrap();
         let close = decl.rfind(')').unwrap();
         let (ret, name) = split_decl(&decl[..open]);
@@ -175,7 +178,10 @@ fn parse_binding(raw: &str) -> RustDecls {
     let block = &block[..block.find("\n}").expect("end of extern block")];
     let mut decls = RustDecls { aliases, consts, functions: BTreeMap::new() };
     for stmt in block.split(';') {
-        let Some(at) = stmt.find("pub fn ") else { continue };
+        let at = match stmt.find("pub fn ") {
+            Some(at) => at,
+            None => continue,
+        };
         let decl = &stmt[at + 7..];
         let open = decl.find('(').unwrap();
         let close = decl.rfind(')').unwrap();

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 //! Model, Layout and Device: owned handles with string-keyed parameters.
 
-use std::ffi::{c_char, c_int};
+use std::os::raw::{c_char, c_int};
 use std::ptr::{self, NonNull};
 
 use mem4d_sys as sys;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 //! Status codes and the error that carries them.
 
-use std::ffi::{c_char, CStr, CString};
+use std::ffi::{CStr, CString};
+use std::os::raw::c_char;
 use std::fmt;
 
 use mem4d_sys as sys;

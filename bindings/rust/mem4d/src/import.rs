@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 //! Import: Megatron-LM argument lists and Hugging Face configs.
 
-use std::ffi::{c_char, CString};
+use std::ffi::CString;
+use std::os::raw::c_char;
 use std::ptr::{self, NonNull};
 
 use mem4d_sys as sys;

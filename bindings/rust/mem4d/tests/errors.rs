@@ -3,7 +3,7 @@
 
 mod common;
 
-use std::ffi::c_char;
+use std::os::raw::c_char;
 
 use common::llama8b;
 use mem4d::{estimate, sys, Device, Layout, Model, Status};

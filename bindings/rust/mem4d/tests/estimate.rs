@@ -113,7 +113,10 @@ fn agrees_with_cli_json() {
     for (preset, keys, flags) in cases {
         let mut args = vec!["estimate", "--model", preset, "--gpu", "h100-80", "--json"];
         args.extend_from_slice(flags);
-        let Some(json) = run_cli(&args) else { return };
+        let json = match run_cli(&args) {
+        Some(json) => json,
+        None => return,
+    };
         let r = estimate(
             &Model::preset(preset).unwrap(),
             &Layout::with(keys).unwrap(),
@@ -131,7 +134,7 @@ fn agrees_with_cli_json() {
 
 #[test]
 fn example_prints_the_cli_table() {
-    let Some(expected) = run_cli(&[
+    let expected = match run_cli(&[
         "estimate",
         "--model",
         "llama3.1-70b",
@@ -147,8 +150,9 @@ fn example_prints_the_cli_table() {
         "1",
         "--seq",
         "8192",
-    ]) else {
-        return;
+    ]) {
+        Some(expected) => expected,
+        None => return,
     };
     // cargo test builds the examples next to the test executables' deps/ directory.
     let exe = std::env::current_exe().unwrap();

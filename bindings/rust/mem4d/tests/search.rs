@@ -135,7 +135,10 @@ fn iterator_agrees_with_cli_plan_json() {
         "0",
         "--json",
     ];
-    let Some(json) = common::run_cli(&args) else { return };
+    let json = match common::run_cli(&args) {
+        Some(json) => json,
+        None => return,
+    };
     let (model, device) = (llama8b(), Device::preset("h100-80").unwrap());
     let plans: Vec<_> = search(&model, &device).collect::<Result<_, _>>().unwrap();
     assert!(!plans.is_empty());

@@ -23,9 +23,12 @@ pub fn cli() -> Option<PathBuf> {
 
 /// Run the CLI; stdout on success, None (and a note) when it is missing or fails.
 pub fn run_cli(args: &[&str]) -> Option<String> {
-    let Some(cli) = cli() else {
-        eprintln!("skipped: the mem4d CLI was not found (set MEM4D_CLI or MEM4D_LIB_DIR)");
-        return None;
+    let cli = match cli() {
+        Some(cli) => cli,
+        None => {
+            eprintln!("skipped: the mem4d CLI was not found (set MEM4D_CLI or MEM4D_LIB_DIR)");
+            return None;
+        }
     };
     let out = Command::new(&cli).args(args).output().expect("run the CLI");
     if !out.status.success() {
