@@ -345,7 +345,8 @@ static uint64_t bucket_elements(bool *ok, const struct m4d_ctx *x)
  * reduce-scatter bucket (two with overlap) and, with ZeRO-3, one layer's
  * gathered weights (two when prefetching). Megatron's own buckets are views
  * of the persistent grad/param buffers (counted in GRADIENTS/WEIGHTS). */
-static uint64_t fwd_bwd_buffers(bool *ok, const struct m4d_ctx *x, const mem4d_device *dev)
+static uint64_t fwd_bwd_buffers(bool *ok, const struct m4d_ctx *x, const mem4d_device *dev,
+                                const struct layer_share *s)
 {
     uint64_t T = tokens(ok, x), b = dev->v[MEM4D_DEVICE_WORKSPACE_BYTES];
     if (x->sp && x->t > 1)
@@ -357,8 +358,7 @@ static uint64_t fwd_bwd_buffers(bool *ok, const struct m4d_ctx *x, const mem4d_d
     if (x->zero >= 2)
         b = add(ok, b, mul(ok, mul(ok, bucket_elements(ok, x), x->grad_bytes), x->overlap_grad ? 2 : 1));
     if (x->zero >= 3) {
-        struct layer_share s = layer_share(ok, x);
-        uint64_t layer = add(ok, add(ok, s.linear, s.expert), s.replicated);
+        uint64_t layer = add(ok, add(ok, s->linear, s->expert), s->replicated);
         b = add(ok, b, mul(ok, mul(ok, layer, x->param_bytes), x->overlap_param ? 2 : 1));
     }
     return b;
@@ -438,7 +438,7 @@ static void shared_init(bool *ok, const struct m4d_ctx *x, const mem4d_device *d
     head_bytes(ok, x, &sh->head_keep, &sh->loss);
     sh->emb_keep = embedding_keep(ok, x);
     sh->emb_grad = embedding_grad_bytes(ok, x);
-    sh->fb = fwd_bwd_buffers(ok, x, dev);
+    sh->fb = fwd_bwd_buffers(ok, x, dev, &sh->share);
     sh->groups = process_groups(x);
     sh->fixed = add(ok, dev->v[MEM4D_DEVICE_CUDA_CONTEXT_BYTES], mul(ok, sh->groups, dev->v[MEM4D_DEVICE_NCCL_BYTES_PER_GROUP]));
 }
