@@ -492,7 +492,7 @@ mem4d_status m4d_estimate_full(const struct m4d_ctx *x, const mem4d_device *dev,
     shared_init(&ok, x, dev, &sh);
     r->peak_only = peak_only;
     for (uint64_t i = 0; ok && i < x->p; i++) {
-        if (peak_only && i > 1 && i + 1 < x->p)
+        if (!m4d_stage_filled(peak_only, i, x->p))
             continue;
         memset(r->stages[i].t, 0, sizeof r->stages[i].t);
         if (!stage_memory(x, dev, &sh, i, r->stages[i].t, &mid)) {

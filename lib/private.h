@@ -174,6 +174,12 @@ mem4d_status m4d_estimate_paper(const struct m4d_ctx *x, mem4d_report *r);
  * the report is then for the search's internal use only. */
 mem4d_status m4d_estimate_full(const struct m4d_ctx *x, const mem4d_device *dev, mem4d_report *r, bool peak_only);
 
+/* Is stage i of n filled? With peak_only only stages 0, 1 and n-1 are. */
+static inline bool m4d_stage_filled(bool peak_only, uint64_t i, uint64_t n)
+{
+    return !peak_only || i <= 1 || i + 1 == n;
+}
+
 /* Clear a report's results before an estimate. */
 void m4d_report_reset(mem4d_report *r, const mem4d_device *dev);
 

@@ -130,7 +130,7 @@ mem4d_status m4d_report_finish(mem4d_report *r, const mem4d_device *dev)
 {
     r->peak_stage = 0;
     for (uint32_t i = 0; i < r->nstages; i++) {
-        if (r->peak_only && i > 1 && i + 1 < r->nstages)
+        if (!m4d_stage_filled(r->peak_only, i, r->nstages))
             continue;
         uint64_t *t = r->stages[i].t, alloc = 0, over = 0;
         static const mem4d_term main_terms[] = {MEM4D_TERM_WEIGHTS, MEM4D_TERM_GRADIENTS, MEM4D_TERM_OPTIMIZER,

@@ -538,7 +538,7 @@ static bool static_over_limit(const mem4d_search *s)
 {
     const mem4d_report *r = s->scratch;
     for (uint32_t i = 0; i < r->nstages; i++) {
-        if (r->peak_only && i > 1 && i + 1 < r->nstages)
+        if (!m4d_stage_filled(r->peak_only, i, r->nstages))
             continue; /* not filled: like stage 1 */
         const uint64_t *t = r->stages[i].t;
         unsigned __int128 sum = (unsigned __int128)t[MEM4D_TERM_WEIGHTS] + t[MEM4D_TERM_GRADIENTS]
