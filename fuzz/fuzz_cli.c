@@ -1,6 +1,6 @@
 /*
  * Fuzz the mem4d command line: the subcommands' argument parsing, linked in
- * directly (examples/mem4d/cmd_*.c, common.c) and called with fuzzed argv.
+ * directly (cli/cmd_*.c, common.c) and called with fuzzed argv.
  *
  * Input: byte 0 picks the subcommand (estimate, plan, check); the rest is
  * split on NUL/newline into its arguments. The tool's output goes to
@@ -16,7 +16,7 @@
 
 #include <getopt.h>
 
-#include "../examples/mem4d/common.h"
+#include "../cli/common.h"
 
 FILE *__real_fopen(const char *path, const char *mode);
 FILE *__wrap_fopen(const char *path, const char *mode);

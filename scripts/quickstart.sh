@@ -10,4 +10,4 @@ ninja -C build >/dev/null
 if [ $# -eq 0 ]; then
     set -- --model llama3.1-70b --gpu h100-80 --gpus 64 --seq 8192 --gbs 512
 fi
-exec build/examples/mem4d plan "$@"
+exec build/cli/mem4d plan "$@"

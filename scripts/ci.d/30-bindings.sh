@@ -9,7 +9,7 @@ cd "$(dirname "$0")/../.."
 : "${BUILD_DIR:?}"
 
 lib="$BUILD_DIR/lib/libmem4d.so.0"
-cli="$BUILD_DIR/examples/mem4d"
+cli="$BUILD_DIR/cli/mem4d"
 [ -f "$lib" ] || { echo "bindings: $lib not found (build $BUILD_DIR first)"; exit 1; }
 
 export MEM4D_LIBRARY="$lib" MEM4D_CLI="$cli" MEM4D_LIB_DIR="$BUILD_DIR/lib"

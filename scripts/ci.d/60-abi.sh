@@ -51,7 +51,7 @@ fi
 rm -f "$suppr.out"
 
 # --- valgrind on the CLI: no invalid access, no leak ---------------------
-cli="$BUILD_DIR/examples/mem4d"
+cli="$BUILD_DIR/cli/mem4d"
 vg=(valgrind --quiet --error-exitcode=99 --leak-check=full --show-leak-kinds=definite,indirect,possible
     --errors-for-leak-kinds=definite,indirect,possible --track-origins=yes)
 # The CLI's own exit statuses are 0, 1 (oom) and 2 (usage); valgrind reports

@@ -35,7 +35,7 @@ def cli():
         return os.environ["MEM4D_CLI"]
     root = build_dir()
     if root:
-        path = os.path.join(root, "examples", "mem4d")
+        path = os.path.join(root, "cli", "mem4d")
         if os.access(path, os.X_OK):
             return path
     return None

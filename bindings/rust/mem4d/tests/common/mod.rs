@@ -11,13 +11,13 @@ use mem4d::{Layout, Model};
 pub const GIB: f64 = (1u64 << 30) as f64;
 
 /// The mem4d CLI built with the library under test: MEM4D_CLI, or
-/// MEM4D_LIB_DIR/../examples/mem4d. None (the test then says it skipped).
+/// MEM4D_LIB_DIR/../cli/mem4d. None (the test then says it skipped).
 pub fn cli() -> Option<PathBuf> {
     if let Some(path) = std::env::var_os("MEM4D_CLI") {
         return Some(PathBuf::from(path));
     }
     let lib = PathBuf::from(std::env::var_os("MEM4D_LIB_DIR")?);
-    let path = lib.parent()?.join("examples").join("mem4d");
+    let path = lib.parent()?.join("cli").join("mem4d");
     path.is_file().then_some(path)
 }
 
