@@ -132,18 +132,6 @@ static mem4d_status check_args(const mem4d_model *model, const mem4d_layout *lay
     return MEM4D_OK;
 }
 
-void m4d_report_reset(mem4d_report *r, const mem4d_device *dev)
-{
-    r->msg[0] = '\0';
-    r->nstages = 0;
-    r->peak_stage = 0;
-    r->have_metrics = false;
-    r->peak_only = false;
-    r->verdict = MEM4D_VERDICT_OOM;
-    r->device_bytes = dev ? dev->v[MEM4D_DEVICE_MEMORY_BYTES] : 0;
-    memset(r->info, 0, sizeof r->info);
-}
-
 /* The memory half of an estimate, from a resolved context into a reset
  * report: shared by mem4d_estimate() and the search, which resolves once
  * per group of layouts. */
@@ -158,15 +146,7 @@ mem4d_status m4d_estimate_ctx(const struct m4d_ctx *x, const mem4d_device *devic
         m4d_msg(r->msg, sizeof r->msg, "the estimate overflows 64 bits");
         return st;
     }
-    r->info[MEM4D_INFO_DP] = x->d;
-    r->info[MEM4D_INFO_WORLD] = x->world;
-    r->info[MEM4D_INFO_MICROBATCHES] = x->m;
-    r->info[MEM4D_INFO_PADDED_VOCAB] = x->Vp;
-    if (!m4d_model_params_total(x, x->Vp, &r->info[MEM4D_INFO_MODEL_PARAMS])) {
-        m4d_msg(r->msg, sizeof r->msg, "the parameter count overflows 64 bits");
-        return MEM4D_E_RANGE;
-    }
-    return MEM4D_OK;
+    return m4d_report_fill_info(r, x);
 }
 
 static mem4d_status run(const mem4d_model *model, const mem4d_layout *layout,
@@ -189,8 +169,6 @@ mem4d_status mem4d_estimate(const mem4d_model *model, const mem4d_layout *layout
     if (!report)
         return MEM4D_E_INVALID_ARG;
     m4d_report_reset(report, device);
-    report->status = run(model, layout, device, report);
-    if (report->status != MEM4D_OK)
-        report->nstages = 0;
+    m4d_report_done(report, run(model, layout, device, report));
     return report->status;
 }

@@ -162,6 +162,10 @@ bool m4d_layer_params(const struct m4d_ctx *x, uint64_t *attn, uint64_t *mlp, ui
 mem4d_status m4d_resolve(const mem4d_model *model, const mem4d_layout *layout,
                          struct m4d_ctx *x, char *why, size_t why_size);
 
+/* The recompute-layers rule of m4d_resolve() alone, for a context whose
+ * recompute settings changed after it was resolved (the search's). */
+mem4d_status m4d_check_recompute(const struct m4d_ctx *x, char *why, size_t why_size);
+
 mem4d_status m4d_model_check(const mem4d_model *model, char *why, size_t why_size);
 void m4d_ctx_model(const mem4d_model *model, struct m4d_ctx *x);
 bool m4d_model_params_total(const struct m4d_ctx *x, uint64_t vocab, uint64_t *out);
@@ -180,14 +184,32 @@ static inline bool m4d_stage_filled(bool peak_only, uint64_t i, uint64_t n)
     return !peak_only || i <= 1 || i + 1 == n;
 }
 
-/* Clear a report's results before an estimate. */
-void m4d_report_reset(mem4d_report *r, const mem4d_device *dev);
-
 /* Memory of a resolved context into a reset report (no speed metrics). */
 mem4d_status m4d_estimate_ctx(const struct m4d_ctx *x, const mem4d_device *dev, mem4d_report *r, bool peak_only);
 
+
+/* --- report.c --------------------------------------------------------------- */
+
+/* Clear a report's results before an estimate. */
+void m4d_report_reset(mem4d_report *r, const mem4d_device *dev);
+
 /* Sum the parts of every stage into TOTAL, pick the peak stage and the verdict. */
 mem4d_status m4d_report_finish(mem4d_report *r, const mem4d_device *dev);
+
+/* Job-wide infos of a resolved context; MEM4D_E_RANGE (with the message) on overflow. */
+mem4d_status m4d_report_fill_info(mem4d_report *r, const struct m4d_ctx *x);
+
+/* Record an estimate's final status: a failed report has no stages. */
+void m4d_report_done(mem4d_report *r, mem4d_status status);
+
+/* Copy a report's results (only the stages it has). */
+void m4d_report_copy(mem4d_report *dst, const mem4d_report *src);
+
+/* The fit limit: do `bytes` exceed the device's fit threshold? */
+bool m4d_over_fit_limit(const mem4d_device *dev, uint64_t bytes);
+
+/* The verdict rule: oom above the device memory, tight above the fit limit, else fits. */
+mem4d_verdict m4d_verdict_for(const mem4d_device *dev, uint64_t peak);
 
 /* --- perf.c ------------------------------------------------------------------ */
 

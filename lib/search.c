@@ -447,12 +447,10 @@ static mem4d_status quick_estimate(mem4d_search *s, uint64_t b, uint64_t rc, boo
     x->recompute = rc;
     x->m = x->gbs ? x->gbs / (b * x->d) : 0;
     m4d_report_reset(r, &s->dev);
-    mem4d_status st = MEM4D_E_CONFLICT;
-    if (rc != 2 || x->rc_layers <= x->L / x->p)
+    mem4d_status st = m4d_check_recompute(x, NULL, 0);
+    if (st == MEM4D_OK)
         st = m4d_estimate_ctx(x, &s->dev, r, peak_only);
-    r->status = st;
-    if (st != MEM4D_OK)
-        r->nstages = 0;
+    m4d_report_done(r, st);
     return st;
 }
 
@@ -524,14 +522,6 @@ static void prune_group(mem4d_search *s)
     s->ri = s->nrc;
 }
 
-/* peak * 1e6 > memory * threshold, as m4d_report_finish() decides "fits". */
-static bool over_limit(const mem4d_device *dev, uint64_t bytes)
-{
-    unsigned __int128 limit = (unsigned __int128)dev->v[MEM4D_DEVICE_MEMORY_BYTES]
-                              * dev->v[MEM4D_DEVICE_FIT_THRESHOLD_PPM];
-    return (unsigned __int128)bytes * 1000000u > limit;
-}
-
 /* Do the weights, gradients and optimizer state of some stage alone
  * exceed the fit limit? They do not depend on b or recompute. */
 static bool static_over_limit(const mem4d_search *s)
@@ -543,7 +533,7 @@ static bool static_over_limit(const mem4d_search *s)
         const uint64_t *t = r->stages[i].t;
         unsigned __int128 sum = (unsigned __int128)t[MEM4D_TERM_WEIGHTS] + t[MEM4D_TERM_GRADIENTS]
                                 + t[MEM4D_TERM_OPTIMIZER];
-        if (sum > UINT64_MAX || over_limit(&s->dev, (uint64_t)sum))
+        if (sum > UINT64_MAX || m4d_over_fit_limit(&s->dev, (uint64_t)sum))
             return true;
     }
     return false;
@@ -572,22 +562,6 @@ static bool scan(mem4d_search *s, mem4d_status *err)
         }
     }
     return false;
-}
-
-static void report_copy(mem4d_report *dst, const mem4d_report *src)
-{
-    dst->status = src->status;
-    dst->mode = src->mode;
-    dst->verdict = src->verdict;
-    dst->nstages = src->nstages;
-    dst->peak_stage = src->peak_stage;
-    dst->device_bytes = src->device_bytes;
-    memcpy(dst->info, src->info, sizeof dst->info);
-    dst->have_metrics = src->have_metrics;
-    dst->peak_only = src->peak_only;
-    memcpy(dst->metric, src->metric, sizeof dst->metric);
-    memcpy(dst->msg, src->msg, sizeof dst->msg);
-    memcpy(dst->stages, src->stages, src->nstages * sizeof dst->stages[0]);
 }
 
 /* Deterministic total order: verdict, step time, peak, then the knobs in
@@ -674,7 +648,7 @@ mem4d_status mem4d_search_next(mem4d_search *search, mem4d_layout *layout, mem4d
         if (report) { /* the scratch holds only the stages that decide the peak */
             quick_estimate(s, s->work.v[MEM4D_LAYOUT_MICRO_BATCH], s->work.v[MEM4D_LAYOUT_RECOMPUTE], false);
             m4d_perf(&s->x, &s->dev, s->scratch);
-            report_copy(report, s->scratch);
+            m4d_report_copy(report, s->scratch);
         }
     }
     if (layout)
