@@ -123,6 +123,11 @@ bool m4d_streq_ci(const char *a, const char *b);
 /* Copy a string into a fixed buffer, truncating. */
 void m4d_strlcpy(char *dst, const char *src, size_t size);
 
+/* Sorted divisors of n into out (at most `cap` of them); no n <= 2^32 has
+ * more than M4D_MAX_DIVISORS. */
+#define M4D_MAX_DIVISORS 1536
+size_t m4d_divisors(uint64_t n, uint64_t *out, size_t cap);
+
 /* Checked arithmetic: false on overflow (the output is then unspecified). */
 static inline bool m4d_add(uint64_t a, uint64_t b, uint64_t *r) { return !__builtin_add_overflow(a, b, r); }
 static inline bool m4d_mul(uint64_t a, uint64_t b, uint64_t *r) { return !__builtin_mul_overflow(a, b, r); }
@@ -170,7 +175,7 @@ mem4d_status m4d_model_check(const mem4d_model *model, char *why, size_t why_siz
 void m4d_ctx_model(const mem4d_model *model, struct m4d_ctx *x);
 bool m4d_model_params_total(const struct m4d_ctx *x, uint64_t vocab, uint64_t *out);
 
-/* --- estimate.c ------------------------------------------------------------- */
+/* --- estimate.c (dispatch), estimate_paper.c, estimate_full.c ------------- */
 
 mem4d_status m4d_estimate_paper(const struct m4d_ctx *x, mem4d_report *r);
 /* peak_only: fill only stages 0, 1 and p-1 (enough for the peak and the
