@@ -66,6 +66,19 @@ static bool probe_fits(void *ctx, uint64_t x)
     return ok;
 }
 
+/* Set the probed key to its smallest value (one unit), resolve the layout
+ * (an invalid one is refused with its status) and allocate the report;
+ * *khi receives the key's upper bound. */
+static mem4d_status probe_start(struct probe *p, struct m4d_ctx *x, uint64_t *khi)
+{
+    p->l.v[p->key] = p->unit;
+    mem4d_status st = m4d_resolve(p->model, &p->l, x, NULL, 0);
+    if (st != MEM4D_OK)
+        return st;
+    mem4d_layout_param_bounds(p->key, NULL, khi);
+    return mem4d_report_new(&p->r);
+}
+
 mem4d_status mem4d_solve_max_micro_batch(const mem4d_model *model, const mem4d_layout *layout,
                                          const mem4d_device *device, uint64_t *mbs)
 {
@@ -74,14 +87,10 @@ mem4d_status mem4d_solve_max_micro_batch(const mem4d_model *model, const mem4d_l
     *mbs = 0;
     struct probe p = {model, device, *layout, MEM4D_LAYOUT_MICRO_BATCH, 1, NULL};
     struct m4d_ctx x;
-    p.l.v[MEM4D_LAYOUT_MICRO_BATCH] = 1;
-    mem4d_status st = m4d_resolve(model, &p.l, &x, NULL, 0);
+    uint64_t khi;
+    mem4d_status st = probe_start(&p, &x, &khi);
     if (st != MEM4D_OK)
         return st;
-    if ((st = mem4d_report_new(&p.r)) != MEM4D_OK)
-        return st;
-    uint64_t khi;
-    mem4d_layout_param_bounds(MEM4D_LAYOUT_MICRO_BATCH, NULL, &khi);
     if (x.gbs != 0) {
         /* Only divisors of gbs / d keep the batch whole; memory grows with b. */
         uint64_t div[M4D_MAX_DIVISORS];
@@ -119,14 +128,10 @@ mem4d_status mem4d_solve_max_seq_length(const mem4d_model *model, const mem4d_la
     uint64_t unit = a / gcd(a, b) * b;
     struct probe p = {model, device, *layout, MEM4D_LAYOUT_SEQ_LENGTH, unit, NULL};
     struct m4d_ctx x;
-    p.l.v[MEM4D_LAYOUT_SEQ_LENGTH] = unit;
-    mem4d_status st = m4d_resolve(model, &p.l, &x, NULL, 0);
+    uint64_t khi;
+    mem4d_status st = probe_start(&p, &x, &khi);
     if (st != MEM4D_OK)
         return st;
-    if ((st = mem4d_report_new(&p.r)) != MEM4D_OK)
-        return st;
-    uint64_t khi;
-    mem4d_layout_param_bounds(MEM4D_LAYOUT_SEQ_LENGTH, NULL, &khi);
     *seq = last_true(probe_fits, &p, khi / unit) * unit;
     mem4d_report_free(p.r);
     return MEM4D_OK;
