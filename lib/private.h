@@ -11,13 +11,38 @@
 
 #include "mem4d/mem4d.h"
 
-/* Number of keys of each enum; grow only by appending to the tables. */
+/* Compile-time checks that tie tables to the public enums. */
+#define M4D_LEN(a) (sizeof (a) / sizeof (a)[0])
+/* count is the number of values of the enum whose last value is `last`. */
+#define M4D_ENUM_COUNT(count, last) \
+    _Static_assert((count) == (last) + 1, #count " must be " #last " + 1")
+/* table has exactly `count` rows. Tables indexed by an enum are written with
+ * designated initializers ([MEM4D_X] = row), so row i is the row of value i,
+ * and with an unsized [] so that a row appended without raising the count
+ * fails here. */
+#define M4D_TABLE_ROWS(table, count) \
+    _Static_assert(M4D_LEN(table) == (count), #table " must have one row per value (" #count ")")
+
+/* Number of values of each enum; grow only by appending to the enum, then
+ * raise the count, name the new last value and append the table rows. */
 #define M4D_MODEL_NPARAM 16
+M4D_ENUM_COUNT(M4D_MODEL_NPARAM, MEM4D_MODEL_MAX_POSITION);
 #define M4D_LAYOUT_NPARAM 32
+M4D_ENUM_COUNT(M4D_LAYOUT_NPARAM, MEM4D_LAYOUT_CROSS_ENTROPY_FUSION);
 #define M4D_DEVICE_NPARAM 16
+M4D_ENUM_COUNT(M4D_DEVICE_NPARAM, MEM4D_DEVICE_WORKSPACE_BYTES);
 #define M4D_NTERMS 14
+M4D_ENUM_COUNT(M4D_NTERMS, MEM4D_TERM_PEAK_RESERVED);
 #define M4D_NINFO 6
+M4D_ENUM_COUNT(M4D_NINFO, MEM4D_INFO_PROCESS_GROUPS);
 #define M4D_NMETRICS 7
+M4D_ENUM_COUNT(M4D_NMETRICS, MEM4D_METRIC_EXPOSED_COMM_S);
+#define M4D_NSEARCH_OPTIONS 5
+M4D_ENUM_COUNT(M4D_NSEARCH_OPTIONS, MEM4D_SEARCH_UNEVEN_STAGES);
+#define M4D_NSEARCH_STATS 4
+M4D_ENUM_COUNT(M4D_NSEARCH_STATS, MEM4D_SEARCH_STAT_YIELDED);
+#define M4D_NMODES 2
+M4D_ENUM_COUNT(M4D_NMODES, MEM4D_MODE_PAPER);
 
 /* Upper bound of pp (and so of stages in a report). */
 #define M4D_MAX_STAGES 512
@@ -45,9 +70,11 @@ mem4d_status m4d_param_bounds(const struct m4d_param_desc *table, size_t n, int 
                               uint64_t *min, uint64_t *max);
 void m4d_param_defaults(const struct m4d_param_desc *table, size_t n, uint64_t *v);
 
-extern const struct m4d_param_desc m4d_model_params[M4D_MODEL_NPARAM];
-extern const struct m4d_param_desc m4d_layout_params[M4D_LAYOUT_NPARAM];
-extern const struct m4d_param_desc m4d_device_params[M4D_DEVICE_NPARAM];
+/* One row per key, M4D_*_NPARAM rows (checked in params.c; declared unsized
+ * here so that the definition's own row count is what the check sees). */
+extern const struct m4d_param_desc m4d_model_params[];
+extern const struct m4d_param_desc m4d_layout_params[];
+extern const struct m4d_param_desc m4d_device_params[];
 
 struct mem4d_model {
     uint64_t v[M4D_MODEL_NPARAM];

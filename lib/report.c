@@ -219,10 +219,22 @@ const char *mem4d_mode_name(mem4d_mode mode)
 
 const char *mem4d_term_name(mem4d_term term)
 {
-    static const char *const names[M4D_NTERMS] = {
-        "weights_bytes", "gradients_bytes", "optimizer_bytes", "activations_bytes", "overhead_bytes",
-        "total_bytes", "params", "layers", "in_flight", "buffers_bytes", "fragmentation_bytes",
-        "fixed_bytes", "peak_allocated_bytes", "peak_reserved_bytes",
+    static const char *const names[] = {
+        [MEM4D_TERM_WEIGHTS] = "weights_bytes",
+        [MEM4D_TERM_GRADIENTS] = "gradients_bytes",
+        [MEM4D_TERM_OPTIMIZER] = "optimizer_bytes",
+        [MEM4D_TERM_ACTIVATIONS] = "activations_bytes",
+        [MEM4D_TERM_OVERHEAD] = "overhead_bytes",
+        [MEM4D_TERM_TOTAL] = "total_bytes",
+        [MEM4D_TERM_PARAMS] = "params",
+        [MEM4D_TERM_LAYERS] = "layers",
+        [MEM4D_TERM_IN_FLIGHT] = "in_flight",
+        [MEM4D_TERM_BUFFERS] = "buffers_bytes",
+        [MEM4D_TERM_FRAGMENTATION] = "fragmentation_bytes",
+        [MEM4D_TERM_FIXED] = "fixed_bytes",
+        [MEM4D_TERM_PEAK_ALLOCATED] = "peak_allocated_bytes",
+        [MEM4D_TERM_PEAK_RESERVED] = "peak_reserved_bytes",
     };
+    M4D_TABLE_ROWS(names, M4D_NTERMS);
     return (unsigned)term < M4D_NTERMS ? names[term] : NULL;
 }

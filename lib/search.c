@@ -27,10 +27,12 @@
 /* The searched knobs, in loop order from the outside in. */
 enum { K_TP, K_CP, K_PP, K_DP, K_MBS, K_VPP, K_RC, K_DIST, K_N };
 
-static const mem4d_layout_param knob_key[K_N] = {
-    MEM4D_LAYOUT_TP, MEM4D_LAYOUT_CP, MEM4D_LAYOUT_PP, MEM4D_LAYOUT_DP,
-    MEM4D_LAYOUT_MICRO_BATCH, MEM4D_LAYOUT_VPP, MEM4D_LAYOUT_RECOMPUTE, MEM4D_LAYOUT_DIST_OPT,
+static const mem4d_layout_param knob_key[] = {
+    [K_TP] = MEM4D_LAYOUT_TP, [K_CP] = MEM4D_LAYOUT_CP, [K_PP] = MEM4D_LAYOUT_PP, [K_DP] = MEM4D_LAYOUT_DP,
+    [K_MBS] = MEM4D_LAYOUT_MICRO_BATCH, [K_VPP] = MEM4D_LAYOUT_VPP, [K_RC] = MEM4D_LAYOUT_RECOMPUTE,
+    [K_DIST] = MEM4D_LAYOUT_DIST_OPT,
 };
+M4D_TABLE_ROWS(knob_key, K_N);
 
 #define ALLOW_MAX 64
 /* Micro-batch sizes tried when the global batch is unknown and b is not bounded. */
@@ -60,7 +62,7 @@ struct mem4d_search {
     mem4d_model model;
     mem4d_device dev;
     mem4d_layout base, work;
-    uint64_t opt[5];
+    uint64_t opt[M4D_NSEARCH_OPTIONS];
     struct knob knob[K_N];
     bool started, built;
     /* enumeration */
@@ -82,7 +84,7 @@ struct mem4d_search {
     size_t ncand, ccap, ci;
     bool ranked_done;
     mem4d_report *scratch;
-    uint64_t stat[4];
+    uint64_t stat[M4D_NSEARCH_STATS];
 };
 
 static int knob_index(mem4d_layout_param key)
@@ -181,7 +183,7 @@ void mem4d_search_free(mem4d_search *search)
 
 mem4d_status mem4d_search_set_option(mem4d_search *search, mem4d_search_option option, uint64_t value)
 {
-    if (!search || (unsigned)option > MEM4D_SEARCH_UNEVEN_STAGES)
+    if (!search || (unsigned)option >= M4D_NSEARCH_OPTIONS)
         return MEM4D_E_INVALID_ARG;
     if (search->started)
         return MEM4D_E_CONFLICT;
@@ -277,7 +279,7 @@ mem4d_status mem4d_search_reset(mem4d_search *search)
 
 mem4d_status mem4d_search_stat_get(const mem4d_search *search, mem4d_search_stat stat, uint64_t *value)
 {
-    if (!search || !value || (unsigned)stat > MEM4D_SEARCH_STAT_YIELDED)
+    if (!search || !value || (unsigned)stat >= M4D_NSEARCH_STATS)
         return MEM4D_E_INVALID_ARG;
     *value = search->stat[stat];
     return MEM4D_OK;
