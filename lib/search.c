@@ -439,8 +439,6 @@ static mem4d_status quick_estimate(mem4d_search *s, uint64_t b, uint64_t rc, boo
     return st;
 }
 
-/* Enter the next group that has candidates; false at the end (or on ENOMEM,
- * reported through *err). */
 /* Weights, gradients and optimizer state do not depend on v, and
  * dist_opt 1 never holds more of them than dist_opt 0: a group of the same
  * (t, c, p) as a dead one, and with no more sharding, cannot fit either. */
@@ -450,6 +448,8 @@ static bool dead_block(const mem4d_search *s, const struct group *g)
     return d->p != 0 && g->t == d->t && g->c == d->c && g->p == d->p && g->dist <= d->dist;
 }
 
+/* Enter the next group that has candidates; false at the end (or on ENOMEM,
+ * reported through *err). */
 static bool enter_group(mem4d_search *s, mem4d_status *err)
 {
     for (; s->gi < s->ngroups; s->gi++) {

@@ -1,5 +1,5 @@
 /*
- * Small helpers: messages, parsing, names, status strings.
+ * Small helpers: messages, parsing, names, divisors, status strings.
  * SPDX-License-Identifier: MIT
  */
 #include <ctype.h>
@@ -144,7 +144,7 @@ const char *mem4d_strerror(mem4d_status status)
     case MEM4D_E_JSON: return "malformed JSON";
     case MEM4D_E_MISSING: return "required value missing";
     case MEM4D_E_CONFLICT: return "contradictory settings";
-    case MEM4D_E_DIM_TP: return "hidden or FFN size not divisible by tensor-parallel size";
+    case MEM4D_E_DIM_TP: return "FFN size not divisible by tensor-parallel size";
     case MEM4D_E_EXPERTS: return "experts not divisible by expert-parallel size";
     }
     return "unknown status";
