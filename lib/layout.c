@@ -260,19 +260,6 @@ static mem4d_status check_seq_batch(struct m4d_ctx *x, char *why, size_t n)
     return MEM4D_OK;
 }
 
-/* Full recomputation of more layers than a stage holds. The one rule that
- * depends on the recompute mode: the search checks it alone per candidate. */
-mem4d_status m4d_check_recompute(const struct m4d_ctx *x, char *why, size_t n)
-{
-    uint64_t per_stage = x->L / x->p;
-    if (x->recompute == 2 && x->rc_layers > per_stage) {
-        m4d_msg(why, n, "recompute_num_layers %llu exceeds the %llu layers of a pipeline stage",
-                U(x->rc_layers), U(per_stage));
-        return MEM4D_E_CONFLICT;
-    }
-    return MEM4D_OK;
-}
-
 static mem4d_status check_misc(struct m4d_ctx *x, char *why, size_t n)
 {
     if (x->ep > 1 && x->experts == 0) {
@@ -284,9 +271,11 @@ static mem4d_status check_misc(struct m4d_ctx *x, char *why, size_t n)
                 U(x->experts), U(x->ep), U(x->d * x->c));
         return MEM4D_E_EXPERTS;
     }
-    mem4d_status st = m4d_check_recompute(x, why, n);
-    if (st != MEM4D_OK)
-        return st;
+    if (!m4d_recompute_layers_ok(x)) {
+        m4d_msg(why, n, "recompute_num_layers %llu exceeds the %llu layers of a pipeline stage",
+                U(x->rc_layers), U(x->L / x->p));
+        return MEM4D_E_CONFLICT;
+    }
     uint64_t unit = x->vocab_div * x->t;
     x->Vp = x->V;
     if (x->mode == MEM4D_MODE_FULL && !m4d_mul(m4d_ceil_div(x->V, unit), unit, &x->Vp)) {

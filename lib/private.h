@@ -194,9 +194,13 @@ bool m4d_layer_params(const struct m4d_ctx *x, uint64_t *attn, uint64_t *mlp, ui
 mem4d_status m4d_resolve(const mem4d_model *model, const mem4d_layout *layout,
                          struct m4d_ctx *x, char *why, size_t why_size);
 
-/* The recompute-layers rule of m4d_resolve() alone, for a context whose
- * recompute settings changed after it was resolved (the search's). */
-mem4d_status m4d_check_recompute(const struct m4d_ctx *x, char *why, size_t why_size);
+/* The recompute-layers rule of m4d_resolve(): full recomputation of no more
+ * layers than a stage holds. The search checks it alone per candidate, whose
+ * recompute settings change after its group was resolved. */
+static inline bool m4d_recompute_layers_ok(const struct m4d_ctx *x)
+{
+    return x->recompute != 2 || x->rc_layers <= x->L / x->p;
+}
 
 mem4d_status m4d_model_check(const mem4d_model *model, char *why, size_t why_size);
 void m4d_ctx_model(const mem4d_model *model, struct m4d_ctx *x);
@@ -231,8 +235,14 @@ mem4d_status m4d_report_finish(mem4d_report *r, const mem4d_device *dev);
 /* Job-wide infos of a resolved context; MEM4D_E_RANGE (with the message) on overflow. */
 mem4d_status m4d_report_fill_info(mem4d_report *r, const struct m4d_ctx *x);
 
-/* Record an estimate's final status: a failed report has no stages. */
-void m4d_report_done(mem4d_report *r, mem4d_status status);
+/* Record an estimate's final status: a failed report has no stages.
+ * (Inline: the search calls it once per candidate.) */
+static inline void m4d_report_done(mem4d_report *r, mem4d_status status)
+{
+    r->status = status;
+    if (status != MEM4D_OK)
+        r->nstages = 0;
+}
 
 /* Copy a report's results (only the stages it has). */
 void m4d_report_copy(mem4d_report *dst, const mem4d_report *src);

@@ -42,13 +42,6 @@ void m4d_report_reset(mem4d_report *r, const mem4d_device *dev)
     memset(r->info, 0, sizeof r->info);
 }
 
-void m4d_report_done(mem4d_report *r, mem4d_status status)
-{
-    r->status = status;
-    if (status != MEM4D_OK)
-        r->nstages = 0;
-}
-
 void m4d_report_copy(mem4d_report *dst, const mem4d_report *src)
 {
     dst->status = src->status;
