@@ -1,8 +1,9 @@
 /*
  * The report handle's whole lifecycle: creation, reset before an estimate,
  * the fill helpers the estimators share (totals, peak, verdict, job-wide
- * infos, final status), copy, and the public accessors. The fit limit and
- * the verdict rule are defined here once; the search prunes with them.
+ * infos; the final status is m4d_report_done(), inline in private.h), copy,
+ * and the public accessors. The fit limit and the verdict rule are defined
+ * here once; the search prunes with them.
  * SPDX-License-Identifier: MIT
  */
 #include <stdlib.h>
