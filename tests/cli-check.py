@@ -11,6 +11,7 @@ import os
 import shlex
 import subprocess
 import sys
+import tempfile
 
 MEM4D, DATA = os.path.abspath(sys.argv[1]), sys.argv[2]
 ADMIT = sys.argv[3] if len(sys.argv) > 3 else None
@@ -104,6 +105,24 @@ expect_in("warning on stderr", "mem4d: warning: --frobnicate-the-gradients", err
 if "warning" in out:
     failures.append("warnings leaked to stdout")
 
+# The config.json importer's warnings reach stderr too.
+with tempfile.TemporaryDirectory() as tmp:
+    with open(os.path.join(DATA, "hf", "llama3.1-8b.json")) as f:
+        doc = json.load(f)
+    del doc["model_type"]
+    config = os.path.join(tmp, "config.json")
+    with open(config, "w") as f:
+        json.dump(doc, f)
+    rc, out, err = check(["--world-size", "16", "--hf-config", config], no_vocab)
+    expect("hf-config with a warning still checks", rc in (0, 1), True, out, err)
+    expect_in("hf-config warning on stderr", 'mem4d: warning: config.json has no "model_type"', err)
+    # A FIFO with no writer is refused before anything reads it.
+    fifo = os.path.join(tmp, "fifo.json")
+    os.mkfifo(fifo)
+    rc, out, err = check(["--world-size", "16", "--hf-config", fifo], no_vocab)
+    expect("hf-config FIFO", rc, 2, out, err)
+    expect_in("hf-config FIFO says why", "is not a regular file", err)
+
 # Invalid input: exit 2, with the reason on stderr.
 invalid = [
     ("missing value", ["--world-size", "8"], args_file("missing-value.args"), "--num-layers needs a value"),
@@ -114,6 +133,12 @@ invalid = [
     ("unknown gpu", ["--gpu", "z80", "--world-size", "32"], llama2, "unknown gpu"),
     ("unknown option", ["--frobnicate"], llama2, "unknown option"),
     ("bad world size", ["--world-size", "eight"], llama2, "--world-size"),
+    ("hex world size", ["--world-size", "0x20"], llama2, "--world-size needs a non-negative decimal integer"),
+    ("zero world size", ["--world-size", "0"], llama2, "--world-size must be at least 1"),
+    ("world size without value", ["--world-size", "--"], llama2, "--world-size needs a value"),
+    ("model and hf-config", ["--world-size", "8", "--model", "llama3.1-8b", "--hf-config",
+                             os.path.join(DATA, "hf", "llama3.1-8b.json")], llama2, "contradict each other"),
+    ("tiny gpu memory", ["--world-size", "32", "--gpu-memory-gib", "0.0000001"], llama2, "--gpu-memory-gib"),
     ("no megatron arguments", ["--world-size", "8"], [], "no Megatron-LM arguments"),
     ("bad WORLD_SIZE", [], llama2, "WORLD_SIZE"),
     ("no vocabulary size", ["--world-size", "8"],
