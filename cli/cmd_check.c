@@ -69,8 +69,43 @@ static bool import_job(const struct cli_args *o, mem4d_import *imp, mem4d_model 
     return true;
 }
 
+/* When the job does not fit: the fastest layout of the same GPUs, sequence
+ * and batch that does, as the Megatron-LM flags that set it. */
+struct proposal {
+    bool found;
+    char flags[1024];
+    uint64_t peak, device;
+};
+
+static void propose(const mem4d_model *model, const mem4d_device *device, const mem4d_layout *job,
+                    struct proposal *p)
+{
+    mem4d_search *s = NULL;
+    mem4d_layout *best = NULL;
+    mem4d_report *rep = NULL;
+    mem4d_status st = mem4d_search_new(model, device, job, &s);
+    if (st == MEM4D_OK)
+        st = mem4d_search_set_option(s, MEM4D_SEARCH_MAX_RESULTS, 1);
+    if (st == MEM4D_OK)
+        st = mem4d_layout_new(&best);
+    if (st == MEM4D_OK)
+        st = mem4d_report_new(&rep);
+    if (st == MEM4D_OK)
+        st = mem4d_search_next(s, best, rep); /* fits only, fastest first */
+    if (st == MEM4D_OK)
+        st = mem4d_layout_megatron_args(model, best, p->flags, sizeof p->flags, NULL);
+    p->found = st == MEM4D_OK;
+    if (p->found) {
+        p->peak = mem4d_report_peak_bytes(rep);
+        p->device = mem4d_report_device_bytes(rep);
+    }
+    mem4d_report_free(rep);
+    mem4d_layout_free(best);
+    mem4d_search_free(s);
+}
+
 static void print_json(FILE *out, const mem4d_import *imp, const mem4d_layout *layout,
-                       const mem4d_report *report, int status)
+                       const mem4d_report *report, int status, const struct proposal *p)
 {
     uint64_t world = 0;
     mem4d_layout_get(layout, MEM4D_LAYOUT_WORLD, &world);
@@ -82,7 +117,16 @@ static void print_json(FILE *out, const mem4d_import *imp, const mem4d_layout *l
         fputs(i ? ", " : "", out);
         cli_json_string(out, mem4d_import_warning(imp, i));
     }
-    fprintf(out, "], \"report\": ");
+    fprintf(out, "], \"proposal\": ");
+    if (p->found) {
+        fprintf(out, "{\"megatron_flags\": ");
+        cli_json_string(out, p->flags);
+        fprintf(out, ", \"peak_bytes\": %llu, \"device_bytes\": %llu}", (unsigned long long)p->peak,
+                (unsigned long long)p->device);
+    } else {
+        fputs("null", out);
+    }
+    fprintf(out, ", \"report\": ");
     cli_print_report_json(out, report);
     fprintf(out, "}\n");
 }
@@ -114,8 +158,11 @@ static int run_check(const struct cli_args *o, mem4d_model *model, mem4d_device 
     }
     mem4d_verdict v = mem4d_report_verdict(report);
     status = verdict_status(o, v);
+    struct proposal p = {.found = false};
+    if (status != CLI_OK)
+        propose(model, device, layout, &p);
     if (o->format == CLI_FORMAT_JSON) {
-        print_json(stdout, imp, layout, report, status);
+        print_json(stdout, imp, layout, report, status, &p);
     } else {
         uint64_t world = 0;
         mem4d_layout_get(layout, MEM4D_LAYOUT_WORLD, &world);
@@ -126,6 +173,10 @@ static int run_check(const struct cli_args *o, mem4d_model *model, mem4d_device 
                status == CLI_OK ? ", the job may launch"
                                 : (v == MEM4D_VERDICT_OOM ? ", the job would run out of memory"
                                                           : ", too close to the limit (--strict)"));
+        if (p.found)
+            printf("check: propose %s (peak %.1f GiB of %.1f GiB)\n", p.flags, cli_gib(p.peak), cli_gib(p.device));
+        else if (status != CLI_OK)
+            printf("check: no layout of these %llu GPUs fits either\n", (unsigned long long)world);
     }
 out:
     mem4d_report_free(report);

@@ -83,12 +83,33 @@ want = {"fits": 0, "tight": 0, "oom": 1}[doc["report"]["verdict"]]
 expect("json verdict agrees", rc, want, out, err)
 peak = doc["report"]["peak_bytes"]
 expect("json world", doc["world_size"], 8, out, err)
+expect("json has no proposal for a job that fits", doc["proposal"] if rc == 0 else None, None, out, err)
 
 # Out of memory: a GPU far smaller than the peak.
 small = "%.3f" % (peak / 2 / GIB)
 rc, out, err = check(["--world-size", "8", "--gpu-memory-gib", small], llama3)
 expect("oom", rc, 1, out, err)
 expect_in("oom prints the verdict", "check: oom", out)
+
+# Out of memory as written, but another layout of the same 64 GPUs fits: check
+# proposes it as Megatron flags, and those flags, appended to the job's
+# (later flags win), pass the check.
+llama70 = args_file("llama3-70b-tp4-mbs4.args")
+rc, out, err = check(["--world-size", "64"], llama70)
+expect("oom with a proposal", rc, 1, out, err)
+proposal = [l for l in out.splitlines() if l.startswith("check: propose --")]
+expect_in("proposal is Megatron flags", "check: propose --tensor-model-parallel-size", out)
+if proposal:
+    flags = proposal[0][len("check: propose "):proposal[0].rindex(" (peak ")].split()
+    rc, out, err = check(["--world-size", "64"], llama70 + flags)
+    expect("the proposal fits", rc, 0, out, err)
+rc, out, err = check(["--world-size", "64", "--json"], llama70)
+doc = json.loads(out)
+expect("json proposal", doc["proposal"] is not None and doc["proposal"]["megatron_flags"].startswith(
+    "--tensor-model-parallel-size"), True, out, err)
+expect("json proposal fits", doc["proposal"]["peak_bytes"] <= 0.8 * doc["proposal"]["device_bytes"], True, out, err)
+rc, out, err = check(["--world-size", "8", "--gpu-memory-gib", "1"], llama3)
+expect_in("no proposal when nothing fits", "check: no layout of these 8 GPUs fits either", out)
 
 # Tight: peak at about 90% of memory; exit 0, or 1 with --strict.
 tight = "%.3f" % (peak / 0.9 / GIB)
