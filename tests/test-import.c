@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <mem4d/mem4d.h>
 
@@ -838,6 +840,114 @@ START_TEST(hf_deeply_nested_document_is_an_error)
 }
 END_TEST
 
+
+/* ------------------------------------------------------------------------ */
+/* Bad inputs a new user tried (issue 10)                                    */
+
+/* Strict UTF-8 (no overlongs, no surrogates), as Python's decoder. */
+static bool valid_utf8(const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        size_t n = *p < 0x80 ? 1 : (*p & 0xE0) == 0xC0 ? 2 : (*p & 0xF0) == 0xE0 ? 3 : (*p & 0xF8) == 0xF0 ? 4 : 0;
+        if (n == 0 || (n == 2 && *p < 0xC2))
+            return false;
+        uint32_t cp = n == 1 ? *p : *p & (0x7F >> n);
+        for (size_t i = 1; i < n; i++) {
+            if ((p[i] & 0xC0) != 0x80)
+                return false;
+            cp = (cp << 6) | (p[i] & 0x3F);
+        }
+        if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)) || (cp >= 0xD800 && cp <= 0xDFFF))
+            return false;
+        p += n;
+    }
+    return true;
+}
+
+static void assert_texts_utf8(const mem4d_import *imp)
+{
+    ck_assert_msg(valid_utf8(mem4d_import_message(imp)), "message is not UTF-8: %s", mem4d_import_message(imp));
+    for (size_t i = 0; i < mem4d_import_warning_count(imp); i++)
+        ck_assert_msg(valid_utf8(mem4d_import_warning(imp, i)), "warning %zu is not UTF-8", i);
+}
+
+/* Text that puts a two-, three- or four-byte character across every byte
+ * offset near a cut: one of them lands on any fixed-size buffer's edge. */
+static void fill_multibyte(char *buf, size_t len, const char *ch)
+{
+    size_t n = strlen(ch), i = 0;
+    for (; i + n <= len; i += n)
+        memcpy(buf + i, ch, n);
+    buf[i] = '\0';
+}
+
+START_TEST(cut_text_stays_utf8)
+{
+    static const char *const chars[] = {"\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80"}; /* é € 😀 */
+    struct fixture fx;
+    fx_open(&fx);
+    for (size_t c = 0; c < 3; c++) {
+        for (size_t shift = 0; shift < 4; shift++) {
+            char text[600];
+            memset(text, 'a', shift);
+            fill_multibyte(text + shift, sizeof text - shift - 1, chars[c]);
+            /* A long flag name, a stray word and a value that fail or warn. */
+            char flag[700], word[700], value[700];
+            snprintf(flag, sizeof flag, "--%s", text);
+            snprintf(word, sizeof word, "%s", text);
+            snprintf(value, sizeof value, "--normalization=%s", text);
+            const char *warn_argv[] = {word, flag, NULL};
+            ck_assert_int_eq(run_argv(&fx, warn_argv, 0), MEM4D_OK);
+            ck_assert_uint_eq(mem4d_import_warning_count(fx.imp), 2);
+            assert_texts_utf8(fx.imp);
+            const char *fail_argv[] = {value, NULL};
+            ck_assert_int_eq(run_argv(&fx, fail_argv, 0), MEM4D_E_PARSE);
+            assert_texts_utf8(fx.imp);
+            if (!MEM4D_HAVE_JSON)
+                continue;
+            /* A model_type longer than any name buffer. */
+            char doc[1024];
+            snprintf(doc, sizeof doc, "{\"hidden_size\": 1024, \"intermediate_size\": 4096, \"num_hidden_layers\": 2,"
+                     " \"num_attention_heads\": 16, \"vocab_size\": 1000, \"model_type\": \"%s\"}", text);
+            mem4d_import_hf_config_buffer(fx.imp, doc, strlen(doc), fx.model);
+            ck_assert_msg(mem4d_import_warning_count(fx.imp) > 0 || mem4d_import_message(fx.imp)[0],
+                          "an unknown model_type says nothing");
+            assert_texts_utf8(fx.imp);
+        }
+    }
+    fx_close(&fx);
+}
+END_TEST
+
+START_TEST(config_path_must_be_a_regular_file)
+{
+    struct fixture fx;
+    fx_open(&fx);
+    char dir[] = "/tmp/mem4d-test-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char fifo[64];
+    snprintf(fifo, sizeof fifo, "%s/config.json", dir);
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    /* No writer ever opens the FIFO: reading it would block forever. */
+    mem4d_status st = mem4d_import_hf_config(fx.imp, fifo, fx.model);
+    if (!MEM4D_HAVE_JSON) {
+        ck_assert_int_eq(st, MEM4D_E_NO_JSON);
+    } else {
+        ck_assert_int_eq(st, MEM4D_E_IO);
+        ck_assert_msg(strstr(mem4d_import_message(fx.imp), "is a FIFO (named pipe), not a regular file") != NULL,
+                      "message: %s", mem4d_import_message(fx.imp));
+        ck_assert_int_eq(mem4d_import_hf_config(fx.imp, dir, fx.model), MEM4D_E_IO);
+        ck_assert(strstr(mem4d_import_message(fx.imp), "is a directory, not a regular file") != NULL);
+        ck_assert_int_eq(mem4d_import_hf_config(fx.imp, "/dev/null", fx.model), MEM4D_E_IO);
+        ck_assert(strstr(mem4d_import_message(fx.imp), "is a character device") != NULL);
+    }
+    ck_assert_int_eq(unlink(fifo), 0);
+    ck_assert_int_eq(rmdir(dir), 0);
+    fx_close(&fx);
+}
+END_TEST
+
 /* ------------------------------------------------------------------------ */
 
 #define N(a) (int)(sizeof(a) / sizeof((a)[0]))
@@ -870,6 +980,8 @@ static Suite *import_suite(void)
     tcase_add_test(tc, hf_buffer_edges);
     tcase_add_test(tc, hf_moe_families);
     tcase_add_test(tc, hf_deeply_nested_document_is_an_error);
+    tcase_add_test(tc, cut_text_stays_utf8);
+    tcase_add_test(tc, config_path_must_be_a_regular_file);
     suite_add_tcase(s, tc);
     return s;
 }
