@@ -71,6 +71,7 @@ enum m4d_flag_kind {
     M4D_FLAG_SWITCH, /* present or absent, no value */
     M4D_FLAG_WORD,   /* one of the row's choices */
     M4D_FLAG_REAL,   /* a probability in [0, 1] */
+    M4D_FLAG_TEXT,   /* any word, kept as given (a name or a path) */
     M4D_FLAG_SKIP,   /* no effect on per-GPU memory: skipped, with its values */
     M4D_FLAG_WARN,   /* changes memory in a way not modelled: a warning says how */
 };
@@ -88,6 +89,8 @@ enum m4d_mflag {
     MF_FIRST_LAYERS, MF_LAST_LAYERS, MF_OVERLAP_GRAD, MF_OVERLAP_PARAM, MF_BUCKET,
     MF_HIDDEN_DROPOUT, MF_ATTN_DROPOUT, MF_CE_FUSION, MF_FSDP2, MF_MEGATRON_FSDP, MF_CUSTOM_FSDP,
     MF_DP_SHARDING, MF_OPTIMIZER,
+    MF_TOKENIZER, MF_TOKENIZER_MODEL, MF_TOKENIZER_NAME, MF_PATCH_TOKENIZER, MF_EXTRA_VOCAB,
+    MF_PADDED_VOCAB, MF_PAD_VOCAB_TO, MF_VOCAB_EXTRA_IDS,
     MF_COUNT
 };
 
@@ -116,5 +119,50 @@ const struct m4d_megatron_flag *m4d_megatron_flag_find(const char *name);
 
 /* The row of a modelled slot (every slot has one). */
 const struct m4d_megatron_flag *m4d_megatron_flag_of(int slot);
+
+/* Is a row read into a slot (as opposed to skipped or warned about)? */
+static inline bool m4d_flag_is_read(const struct m4d_megatron_flag *row)
+{
+    return row->kind <= M4D_FLAG_TEXT;
+}
+
+/* --- tokenizers.c: vocabulary sizes of named tokenizers -------------------------- */
+
+/* How a tokenizer's name gives the vocabulary. */
+enum m4d_vocab_rule {
+    M4D_VOCAB_FIXED,      /* size, then padded to make_vocab_size_divisible_by x tp */
+    M4D_VOCAB_BERT,       /* size + --vocab-extra-ids, then padded */
+    M4D_VOCAB_NULL,       /* --vocab-size + 1 (end of document), then padded */
+    M4D_VOCAB_TIKTOKEN,   /* --vocab-size, or size when absent, then padded */
+    M4D_VOCAB_HUB_LEN,    /* len(tokenizer) of the hub id, then padded */
+    M4D_VOCAB_HUB_BASE,   /* tokenizer.vocab_size of the hub id, then padded */
+    M4D_VOCAB_FILE,       /* only the tokenizer file knows */
+    M4D_VOCAB_PADDED,     /* the padded vocabulary outright (Pai) */
+    M4D_VOCAB_PLUS_EXTRA, /* size + --extra-vocab-size, the padded vocabulary outright (Pai) */
+};
+
+struct m4d_tokenizer_type {
+    const char *name;
+    enum m4d_vocab_rule rule;
+    uint64_t size;
+};
+
+struct m4d_hub_tokenizer {
+    const char *prefix; /* last path component, up to the model size */
+    uint64_t base, len; /* tokenizer.vocab_size, len(tokenizer) */
+    bool exact;         /* the whole component, not a prefix followed by a digit */
+};
+
+extern const struct m4d_tokenizer_type m4d_tokenizer_types[];       /* --tokenizer-type */
+extern const size_t m4d_tokenizer_type_n;
+extern const struct m4d_tokenizer_type m4d_patch_tokenizer_types[]; /* --patch-tokenizer-type */
+extern const size_t m4d_patch_tokenizer_type_n;
+
+/* A row by name (case-insensitive), or NULL. */
+const struct m4d_tokenizer_type *m4d_tokenizer_find(const struct m4d_tokenizer_type *table, size_t n,
+                                                    const char *name);
+
+/* The tokenizer of a hub id or a local directory named like one, or NULL. */
+const struct m4d_hub_tokenizer *m4d_hub_tokenizer_find(const char *id);
 
 #endif

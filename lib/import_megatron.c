@@ -19,6 +19,7 @@ struct opt_val {
     bool given;
     uint64_t u; /* integer, or index into the choices */
     double r;   /* M4D_FLAG_REAL */
+    const char *s; /* M4D_FLAG_TEXT: the argument itself */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -124,6 +125,7 @@ static mem4d_status read_opt(mem4d_import *imp, const struct m4d_megatron_flag *
     case M4D_FLAG_INT: st = parse_int(imp, d->flag, text, &v->u); break;
     case M4D_FLAG_REAL: st = parse_real(imp, d->flag, text, &v->r); break;
     case M4D_FLAG_WORD: st = parse_word(imp, d, text, &v->u); break;
+    case M4D_FLAG_TEXT: v->s = text; break;
     default: break;
     }
     if (st == MEM4D_OK)
@@ -155,7 +157,7 @@ static mem4d_status scan_args(mem4d_import *imp, int argc, const char *const *ar
         struct flag_tok tok;
         split_flag(arg, &tok);
         const struct m4d_megatron_flag *row = m4d_megatron_flag_find(tok.name);
-        if (row && row->kind <= M4D_FLAG_REAL) {
+        if (row && m4d_flag_is_read(row)) {
             TRY(read_opt(imp, row, &tok, argc, argv, &i, vals));
             continue;
         }
@@ -273,7 +275,7 @@ static mem4d_status apply_model(mem4d_import *imp, const struct opt_val *vals, m
 }
 
 /* Warnings about model defaults whose memory is not modelled. */
-static void warn_model(mem4d_import *imp, const struct opt_val *vals, const mem4d_model *m)
+static void warn_model(mem4d_import *imp, const struct opt_val *vals)
 {
     bool describes = GIVEN(MF_NUM_LAYERS) || GIVEN(MF_HIDDEN) || GIVEN(MF_HEADS);
     if (!describes)
@@ -284,8 +286,145 @@ static void warn_model(mem4d_import *imp, const struct opt_val *vals, const mem4
     if (!rope)
         m4d_imp_warn(imp, "learned absolute position embeddings (Megatron's default without "
                  "--position-embedding-type rope) are not modelled");
-    if (m->v[MEM4D_MODEL_VOCAB_SIZE] == 0)
-        m4d_imp_warn(imp, "no --vocab-size: Megatron-LM takes it from the tokenizer; give it for an estimate");
+}
+
+/* ------------------------------------------------------------------------ */
+/* Vocabulary                                                                */
+
+/* What the flags say about the vocabulary: V, and whether it is the padded
+ * vocabulary itself (exact) or Megatron pads it to a multiple of
+ * make_vocab_size_divisible_by x tp. V = 0 with `unknown` set: only a file
+ * knows, and `unknown` says which. */
+struct vocab {
+    uint64_t V;
+    bool exact;
+    char unknown[160];
+};
+
+/* A tokenizer named by a hub id or a path: its size, if the id is a known one. */
+static void vocab_hub(const struct opt_val *vals, const struct m4d_tokenizer_type *t, struct vocab *out)
+{
+    const char *id = GIVEN(MF_TOKENIZER_MODEL) ? vals[MF_TOKENIZER_MODEL].s
+                     : GIVEN(MF_TOKENIZER_NAME) ? vals[MF_TOKENIZER_NAME].s : NULL;
+    if (!id) {
+        m4d_msg(out->unknown, sizeof out->unknown, "--tokenizer-type %s names no --tokenizer-model", t->name);
+        return;
+    }
+    const struct m4d_hub_tokenizer *hub = m4d_hub_tokenizer_find(id);
+    if (hub)
+        out->V = t->rule == M4D_VOCAB_HUB_BASE ? hub->base : hub->len;
+    else
+        m4d_msg(out->unknown, sizeof out->unknown, "the vocabulary of tokenizer %.96s is in its files", id);
+}
+
+/* Megatron-LM's (and Megatron-DeepSpeed's) --tokenizer-type. */
+static mem4d_status vocab_megatron(mem4d_import *imp, const struct opt_val *vals, struct vocab *out)
+{
+    const char *name = vals[MF_TOKENIZER].s;
+    const struct m4d_tokenizer_type *t = m4d_tokenizer_find(m4d_tokenizer_types, m4d_tokenizer_type_n, name);
+    if (!t) {
+        m4d_msg(out->unknown, sizeof out->unknown, "--tokenizer-type %.64s is not a tokenizer this version knows",
+                name);
+        return MEM4D_OK;
+    }
+    switch (t->rule) {
+    case M4D_VOCAB_FIXED: out->V = t->size; break;
+    case M4D_VOCAB_BERT:
+        if (!m4d_add(t->size, U(MF_VOCAB_EXTRA_IDS), &out->V))
+            return m4d_imp_fail(imp, MEM4D_E_RANGE, "--vocab-extra-ids %llu is too large",
+                                (unsigned long long)U(MF_VOCAB_EXTRA_IDS));
+        break;
+    case M4D_VOCAB_NULL:
+        if (!GIVEN(MF_VOCAB))
+            return m4d_imp_fail(imp, MEM4D_E_MISSING, "--tokenizer-type %s needs --vocab-size", t->name);
+        out->V = U(MF_VOCAB) + 1; /* the end-of-document token; bounds are checked when set */
+        if (out->V == 0)
+            return m4d_imp_fail(imp, MEM4D_E_RANGE, "--vocab-size %llu is too large",
+                                (unsigned long long)U(MF_VOCAB));
+        return MEM4D_OK;
+    case M4D_VOCAB_TIKTOKEN: out->V = GIVEN(MF_VOCAB) ? U(MF_VOCAB) : t->size; return MEM4D_OK;
+    case M4D_VOCAB_HUB_LEN:
+    case M4D_VOCAB_HUB_BASE: vocab_hub(vals, t, out); break;
+    default:
+        m4d_msg(out->unknown, sizeof out->unknown, "the vocabulary of --tokenizer-type %s is in its tokenizer file",
+                t->name);
+        break;
+    }
+    if (out->V && GIVEN(MF_VOCAB) && U(MF_VOCAB) != out->V)
+        m4d_imp_warn(imp, "--vocab-size %llu is ignored by Megatron-LM with --tokenizer-type %s, whose "
+                     "vocabulary is %llu", (unsigned long long)U(MF_VOCAB), t->name, (unsigned long long)out->V);
+    return MEM4D_OK;
+}
+
+/* Pai-Megatron-Patch's --patch-tokenizer-type: most set the padded
+ * vocabulary outright, the tokenizer's size plus --extra-vocab-size. */
+static mem4d_status vocab_pai(mem4d_import *imp, const struct opt_val *vals, struct vocab *out)
+{
+    const char *name = vals[MF_PATCH_TOKENIZER].s;
+    const struct m4d_tokenizer_type *t =
+        m4d_tokenizer_find(m4d_patch_tokenizer_types, m4d_patch_tokenizer_type_n, name);
+    if (!t) {
+        m4d_msg(out->unknown, sizeof out->unknown,
+                "the vocabulary of --patch-tokenizer-type %.64s is in the checkpoint's tokenizer files", name);
+        return MEM4D_OK;
+    }
+    out->exact = t->rule != M4D_VOCAB_FIXED;
+    out->V = t->size;
+    if (t->rule == M4D_VOCAB_PLUS_EXTRA && !m4d_add(t->size, U(MF_EXTRA_VOCAB), &out->V))
+        return m4d_imp_fail(imp, MEM4D_E_RANGE, "--extra-vocab-size %llu is too large",
+                            (unsigned long long)U(MF_EXTRA_VOCAB));
+    return MEM4D_OK;
+}
+
+/* Megatron-DeepSpeed's --pad-vocab-size-to: the padded vocabulary, at
+ * least the tokenizer's. */
+static mem4d_status vocab_pad_to(mem4d_import *imp, const struct opt_val *vals, struct vocab *v)
+{
+    uint64_t to = U(MF_PAD_VOCAB_TO);
+    if (v->V && !v->exact && to < v->V)
+        return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "--pad-vocab-size-to %llu is below the tokenizer's %llu tokens",
+                            (unsigned long long)to, (unsigned long long)v->V);
+    v->V = to;
+    v->exact = true;
+    return MEM4D_OK;
+}
+
+static mem4d_status apply_vocab(mem4d_import *imp, const struct opt_val *vals, mem4d_model *m, mem4d_layout *l)
+{
+    struct vocab v = {0, false, ""};
+    if (GIVEN(MF_PADDED_VOCAB) && U(MF_PADDED_VOCAB) > 0) { /* Pai's default is 0, "not set" */
+        v.V = U(MF_PADDED_VOCAB);
+        v.exact = true;
+    } else if (GIVEN(MF_PATCH_TOKENIZER)) {
+        TRY(vocab_pai(imp, vals, &v));
+    } else if (GIVEN(MF_TOKENIZER)) {
+        TRY(vocab_megatron(imp, vals, &v));
+    }
+    if (!v.V && GIVEN(MF_VOCAB)) {
+        if (v.unknown[0])
+            m4d_imp_warn(imp, "%s; --vocab-size %llu is taken as its size", v.unknown,
+                         (unsigned long long)U(MF_VOCAB));
+        v.V = U(MF_VOCAB);
+        v.unknown[0] = '\0';
+    }
+    if (GIVEN(MF_PAD_VOCAB_TO))
+        TRY(vocab_pad_to(imp, vals, &v));
+    if (v.V == 0) {
+        bool describes = GIVEN(MF_NUM_LAYERS) || GIVEN(MF_HIDDEN) || GIVEN(MF_HEADS);
+        if (m->v[MEM4D_MODEL_VOCAB_SIZE] == 0 && (describes || v.unknown[0]))
+            m4d_imp_warn(imp, "the vocabulary size is unknown: %s; pass `mem4d check --vocab-size N` or "
+                         "`--hf-config FILE`", v.unknown[0] ? v.unknown : "no --tokenizer-type or --vocab-size");
+        return MEM4D_OK;
+    }
+    TRY(set_opt_m(imp, m, MEM4D_MODEL_VOCAB_SIZE, GIVEN(MF_VOCAB) ? MF_VOCAB : MF_TOKENIZER, v.V));
+    if (!v.exact)
+        return MEM4D_OK;
+    /* The padded vocabulary itself: Megatron splits it over tp as it is. */
+    uint64_t t = l->v[MEM4D_LAYOUT_TP];
+    if (v.V % t != 0)
+        return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "the padded vocabulary of %llu tokens does not divide over "
+                            "--tensor-model-parallel-size %llu", (unsigned long long)v.V, (unsigned long long)t);
+    return SET_L(l, MEM4D_LAYOUT_VOCAB_DIVISOR, 1, "the padded vocabulary");
 }
 
 /* Layout settings where Megatron-LM's default applies when the flag is absent. */
@@ -454,6 +593,8 @@ mem4d_status mem4d_import_megatron(mem4d_import *import, int argc, const char *c
     if (st == MEM4D_OK)
         st = apply_layout_basic(imp, vals, &l);
     if (st == MEM4D_OK)
+        st = apply_vocab(imp, vals, &m, &l);
+    if (st == MEM4D_OK)
         st = apply_precision(imp, vals, &l);
     if (st == MEM4D_OK)
         st = apply_sharding(imp, vals, &l);
@@ -472,7 +613,7 @@ mem4d_status mem4d_import_megatron(mem4d_import *import, int argc, const char *c
         m4d_imp_done(imp);
         return st;
     }
-    warn_model(imp, vals, &m);
+    warn_model(imp, vals);
     m4d_imp_done(imp);
     *model = m;
     *layout = l;

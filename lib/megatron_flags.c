@@ -26,6 +26,7 @@ static const char *const c_optimizer[] = {"adam", "sgd", NULL};
 #define SWITCH_ROW(f, slot) {f, M4D_FLAG_SWITCH, slot, -1, NULL, NULL}
 #define WORD_ROW(f, slot, choices) {f, M4D_FLAG_WORD, slot, -1, choices, NULL}
 #define REAL_ROW(f, slot) {f, M4D_FLAG_REAL, slot, -1, NULL, NULL}
+#define TEXT_ROW(f, slot) {f, M4D_FLAG_TEXT, slot, -1, NULL, NULL}
 #define SKIP_ROW(f) {f, M4D_FLAG_SKIP, -1, -1, NULL, NULL}
 #define WARN_ROW(f, why) {f, M4D_FLAG_WARN, -1, -1, NULL, why}
 
@@ -91,6 +92,7 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     WARN_ROW("exp-avg-sq-dtype", "changes the optimizer state precision; not modelled (see optimizer_state_bytes)"),
     INT_ROW("expert-model-parallel-size", MF_EP, -1),
     WARN_ROW("expert-tensor-parallel-size", "shards experts over tensor-parallel ranks differently; not modelled"),
+    INT_ROW("extra-vocab-size", MF_EXTRA_VOCAB, -1),
     INT_ROW("ffn-hidden-size", MF_FFN, MEM4D_MODEL_FFN_HIDDEN_SIZE),
     SKIP_ROW("finetune"),
     SWITCH_ROW("fp16", MF_FP16),
@@ -113,6 +115,7 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     SKIP_ROW("init-method-xavier-uniform"),
     SKIP_ROW("initial-loss-scale"),
     INT_ROW("kv-channels", MF_KV_CHANNELS, MEM4D_MODEL_HEAD_DIM),
+    SKIP_ROW("legacy-tokenizer"),
     SKIP_ROW("load"),
     SKIP_ROW("local-rank"),
     SKIP_ROW("local_rank"),
@@ -198,6 +201,9 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     SKIP_ROW("overlap-p2p-comm"),
     SWITCH_ROW("overlap-param-gather", MF_OVERLAP_PARAM),
     SKIP_ROW("overlap-param-gather-with-optimizer-step"),
+    INT_ROW("pad-vocab-size-to", MF_PAD_VOCAB_TO, -1),
+    INT_ROW("padded-vocab-size", MF_PADDED_VOCAB, -1),
+    TEXT_ROW("patch-tokenizer-type", MF_PATCH_TOKENIZER),
     WARN_ROW("pipeline-model-parallel-layout", "places layers on stages explicitly; the estimate splits them evenly"),
     INT_ROW("pipeline-model-parallel-size", MF_PP, -1),
     WORD_ROW("position-embedding-type", MF_POS_TYPE, c_pos),
@@ -234,15 +240,23 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     SKIP_ROW("tensorboard-log-interval"),
     SKIP_ROW("tensorboard-queue-size"),
     SKIP_ROW("test-data-path"),
+    SKIP_ROW("tiktoken-num-special-tokens"),
+    SKIP_ROW("tiktoken-pattern"),
+    SKIP_ROW("tiktoken-special-tokens"),
     SKIP_ROW("timing-log-level"),
     SKIP_ROW("timing-log-option"),
-    SKIP_ROW("tokenizer-model"),
-    SKIP_ROW("tokenizer-type"),
+    SKIP_ROW("tokenizer-metadata"),
+    TEXT_ROW("tokenizer-model", MF_TOKENIZER_MODEL),
+    TEXT_ROW("tokenizer-name-or-path", MF_TOKENIZER_NAME),
+    SKIP_ROW("tokenizer-prompt-format"),
+    SKIP_ROW("tokenizer-special-tokens"),
+    TEXT_ROW("tokenizer-type", MF_TOKENIZER),
     WARN_ROW("tp-comm-overlap", "allocates user buffers for communication overlap that are not modelled"),
     SKIP_ROW("train-data-path"),
     SKIP_ROW("train-iters"),
     SKIP_ROW("train-samples"),
     WORD_ROW("transformer-impl", MF_TE_IMPL, c_impl),
+    SKIP_ROW("trust-remote-code"),
     SWITCH_ROW("untie-embeddings-and-output-weights", MF_UNTIE),
     WARN_ROW("use-checkpoint-args", "takes the model from a checkpoint the estimate cannot see"),
     SKIP_ROW("use-checkpoint-opt_param-scheduler"),
@@ -261,9 +275,9 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     SWITCH_ROW("use-torch-fsdp2", MF_FSDP2),
     SKIP_ROW("use-tp-pp-dp-mapping"),
     SKIP_ROW("valid-data-path"),
-    SKIP_ROW("vocab-extra-ids"),
+    INT_ROW("vocab-extra-ids", MF_VOCAB_EXTRA_IDS, -1),
     SKIP_ROW("vocab-file"),
-    INT_ROW("vocab-size", MF_VOCAB, MEM4D_MODEL_VOCAB_SIZE),
+    INT_ROW("vocab-size", MF_VOCAB, -1),
     SKIP_ROW("wandb-entity"),
     SKIP_ROW("wandb-exp-name"),
     SKIP_ROW("wandb-project"),
@@ -288,7 +302,7 @@ const struct m4d_megatron_flag *m4d_megatron_flag_find(const char *name)
 const struct m4d_megatron_flag *m4d_megatron_flag_of(int slot)
 {
     for (size_t i = 0; i < m4d_megatron_flag_n; i++)
-        if (m4d_megatron_flags[i].slot == slot && m4d_megatron_flags[i].kind <= M4D_FLAG_REAL)
+        if (m4d_megatron_flags[i].slot == slot && m4d_flag_is_read(&m4d_megatron_flags[i]))
             return &m4d_megatron_flags[i];
     return NULL;
 }

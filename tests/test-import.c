@@ -417,7 +417,8 @@ START_TEST(swiglu_default_ffn_is_megatrons)
     /* int(4 * 4096 * 2 / 3 / 64) * 64 */
     ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_FFN_HIDDEN_SIZE), 10880);
     ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_GATED_MLP), 1);
-    ck_assert(has_warning(fx.imp, "no --vocab-size"));
+    ck_assert(has_warning(fx.imp, "the vocabulary size is unknown: no --tokenizer-type or --vocab-size; "
+                                  "pass `mem4d check --vocab-size N` or `--hf-config FILE`"));
     fx_close(&fx);
 }
 END_TEST
@@ -842,6 +843,111 @@ END_TEST
 
 
 /* ------------------------------------------------------------------------ */
+/* Megatron-LM: the vocabulary from the tokenizer the job names              */
+
+static const struct vocab_case {
+    const char *argv[12];
+    uint64_t vocab, divisor; /* divisor 1: the padded vocabulary itself */
+    const char *warning;     /* a warning that must be there, or NULL for none */
+} vocab_cases[] = {
+    /* Megatron-LM's own tokenizers (megatron/training/tokenizer/tokenizer.py). */
+    {{"--tokenizer-type", "GPT2BPETokenizer", "--vocab-file", "gpt2-vocab.json", "--merge-file", "m.txt"}, 50257, 128, NULL},
+    {{"--tokenizer-type", "Llama2Tokenizer", "--tokenizer-model", "/data/tokenizer.model"}, 32000, 128, NULL},
+    {{"--tokenizer-type", "BertWordPieceLowerCase", "--vocab-file", "v.txt"}, 30524, 128, NULL},
+    {{"--tokenizer-type", "BertWordPieceCase", "--vocab-extra-ids", "100"}, 29098, 128, NULL},
+    {{"--tokenizer-type", "NullTokenizer", "--vocab-size", "131072"}, 131073, 128, NULL},
+    {{"--tokenizer-type", "TikTokenizer", "--tiktoken-pattern", "v2"}, 131072, 128, NULL},
+    {{"--tokenizer-type", "TikTokenizer", "--vocab-size", "200000"}, 200000, 128, NULL},
+    {{"--tokenizer-type", "HuggingFaceTokenizer", "--tokenizer-model", "meta-llama/Meta-Llama-3-8B"}, 128256, 128, NULL},
+    {{"--tokenizer-type", "HuggingFaceTokenizer", "--tokenizer-model", "/ckpt/Llama-3.1-70B-Instruct/"}, 128256, 128, NULL},
+    {{"--tokenizer-type", "HuggingFaceTokenizer", "--tokenizer-model", "Qwen/Qwen2.5-7B", "--make-vocab-size-divisible-by", "64"}, 151665, 64, NULL},
+    {{"--tokenizer-type", "HuggingFaceTokenizer", "--tokenizer-model", "Qwen/Qwen3-30B-A3B"}, 151669, 128, NULL},
+    /* Megatron-DeepSpeed: HFTokenizer counts the base vocabulary; BigScience's
+     * PretrainedFromHF len(tokenizer); --pad-vocab-size-to is the padded size. */
+    {{"--tokenizer-type", "HFTokenizer", "--tokenizer-model", "meta-llama/Meta-Llama-3-8B"}, 128000, 128, NULL},
+    {{"--tokenizer-type", "PretrainedFromHF", "--tokenizer-name-or-path", "gpt2", "--pad-vocab-size-to", "50304"}, 50304, 1, NULL},
+    /* Pai-Megatron-Patch: the padded vocabulary outright. */
+    {{"--patch-tokenizer-type", "Qwen2Tokenizer", "--extra-vocab-size", "421"}, 152064, 1, NULL},
+    {{"--patch-tokenizer-type", "LLama3Tokenizer", "--extra-vocab-size", "256"}, 128256, 1, NULL},
+    {{"--patch-tokenizer-type", "Qwen2Tokenizer", "--padded-vocab-size", "151936"}, 151936, 1, NULL},
+    {{"--patch-tokenizer-type", "BloomTokenizerFromHF"}, 250880, 1, NULL},
+    {{"--tokenizer-type", "GPT2BPETokenizer", "--padded-vocab-size", "50304"}, 50304, 1, NULL},
+    /* Megatron ignores --vocab-size beside a tokenizer that knows its size. */
+    {{"--tokenizer-type", "Llama2Tokenizer", "--vocab-size", "32064"}, 32000, 128,
+     "--vocab-size 32064 is ignored by Megatron-LM with --tokenizer-type Llama2Tokenizer, whose vocabulary is 32000"},
+    /* Only a file knows: --vocab-size stands in for it, with a word. */
+    {{"--tokenizer-type", "SentencePieceTokenizer", "--tokenizer-model", "t.model", "--vocab-size", "64000"}, 64000, 128,
+     "the vocabulary of --tokenizer-type SentencePieceTokenizer is in its tokenizer file; --vocab-size 64000 is taken as its size"},
+    {{"--tokenizer-type", "HuggingFaceTokenizer", "--tokenizer-model", "/ckpt/my-tokenizer"}, 0, 128,
+     "the vocabulary size is unknown: the vocabulary of tokenizer /ckpt/my-tokenizer is in its files; "
+     "pass `mem4d check --vocab-size N` or `--hf-config FILE`"},
+    {{"--patch-tokenizer-type", "DeepSeekV2Tokenizer", "--extra-vocab-size", "2400"}, 0, 128,
+     "the vocabulary of --patch-tokenizer-type DeepSeekV2Tokenizer is in the checkpoint's tokenizer files"},
+    {{"--tokenizer-type", "HuggingFaceTokenizer", "--tokenizer-model", "meta-llama/Llama-3.2-11B-Vision"}, 0, 128,
+     "is in its files"},
+};
+
+START_TEST(vocabulary_from_the_tokenizer)
+{
+    const struct vocab_case *c = &vocab_cases[_i];
+    struct fixture fx;
+    fx_open(&fx);
+    ck_assert_int_eq(run_argv(&fx, c->argv, 0), MEM4D_OK);
+    ck_assert_msg(mget(fx.model, MEM4D_MODEL_VOCAB_SIZE) == c->vocab, "%s %s: vocab %llu, expected %llu",
+                  c->argv[0], c->argv[1], (unsigned long long)mget(fx.model, MEM4D_MODEL_VOCAB_SIZE),
+                  (unsigned long long)c->vocab);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_VOCAB_DIVISOR), c->divisor);
+    if (c->warning)
+        ck_assert_msg(has_warning(fx.imp, c->warning), "%s %s: no warning '%s' (first: %s)", c->argv[0], c->argv[1],
+                      c->warning, mem4d_import_warning(fx.imp, 0));
+    else
+        ck_assert_msg(mem4d_import_warning_count(fx.imp) == 0, "%s %s: unexpected warning %s", c->argv[0], c->argv[1],
+                      mem4d_import_warning(fx.imp, 0));
+    fx_close(&fx);
+}
+END_TEST
+
+static const struct vocab_bad {
+    const char *argv[8];
+    mem4d_status status;
+    const char *message;
+} vocab_bad_cases[] = {
+    {{"--tokenizer-type", "NullTokenizer"}, MEM4D_E_MISSING, "--tokenizer-type NullTokenizer needs --vocab-size"},
+    {{"--tokenizer-type", "GPT2BPETokenizer", "--pad-vocab-size-to", "50000"}, MEM4D_E_CONFLICT,
+     "--pad-vocab-size-to 50000 is below the tokenizer's 50257 tokens"},
+    {{"--padded-vocab-size", "50257", "--tensor-model-parallel-size", "2"}, MEM4D_E_CONFLICT,
+     "the padded vocabulary of 50257 tokens does not divide over --tensor-model-parallel-size 2"},
+    {{"--tokenizer-type", "NullTokenizer", "--vocab-size", "18446744073709551615"}, MEM4D_E_RANGE, "--vocab-size"},
+};
+
+START_TEST(vocabulary_flags_refused)
+{
+    const struct vocab_bad *c = &vocab_bad_cases[_i];
+    struct fixture fx;
+    fx_open(&fx);
+    ck_assert_int_eq(run_argv(&fx, c->argv, 0), c->status);
+    ck_assert_msg(strstr(mem4d_import_message(fx.imp), c->message) != NULL, "message: %s",
+                  mem4d_import_message(fx.imp));
+    fx_close(&fx);
+}
+END_TEST
+
+START_TEST(vocabulary_kept_when_only_a_file_knows)
+{
+    /* `mem4d check --vocab-size N` and --hf-config set the model first. */
+    struct fixture fx;
+    fx_open(&fx);
+    ck_assert_int_eq(mem4d_model_set(fx.model, MEM4D_MODEL_VOCAB_SIZE, 102400), MEM4D_OK);
+    const char *argv[] = {"--num-layers", "2", "--hidden-size", "1024", "--num-attention-heads", "8",
+                          "--tokenizer-type", "SentencePieceTokenizer", "--tokenizer-model", "x.model", NULL};
+    ck_assert_int_eq(run_argv(&fx, argv, 0), MEM4D_OK);
+    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_VOCAB_SIZE), 102400);
+    ck_assert(!has_warning(fx.imp, "vocabulary size is unknown"));
+    fx_close(&fx);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
 /* Bad inputs a new user tried (issue 10)                                    */
 
 /* Strict UTF-8 (no overlongs, no surrogates), as Python's decoder. */
@@ -981,6 +1087,9 @@ static Suite *import_suite(void)
     tcase_add_test(tc, hf_moe_families);
     tcase_add_test(tc, hf_deeply_nested_document_is_an_error);
     tcase_add_test(tc, cut_text_stays_utf8);
+    tcase_add_loop_test(tc, vocabulary_from_the_tokenizer, 0, N(vocab_cases));
+    tcase_add_loop_test(tc, vocabulary_flags_refused, 0, N(vocab_bad_cases));
+    tcase_add_test(tc, vocabulary_kept_when_only_a_file_knows);
     tcase_add_test(tc, config_path_must_be_a_regular_file);
     suite_add_tcase(s, tc);
     return s;
