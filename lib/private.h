@@ -5,6 +5,7 @@
 #ifndef MEM4D_PRIVATE_H
 #define MEM4D_PRIVATE_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -138,6 +139,17 @@ void m4d_msg(char *buf, size_t size, const char *fmt, ...)
 #endif
     ;
 
+/* m4d_msg with a va_list. Both cut a message that does not fit at a UTF-8
+ * character boundary. */
+void m4d_vmsg(char *buf, size_t size, const char *fmt, va_list ap)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 0)))
+#endif
+    ;
+
+/* Length of the first n bytes of s less a UTF-8 character cut at n. */
+size_t m4d_utf8_cut(const char *s, size_t n);
+
 /* Parse the text of a value for a described key: numbers, booleans, value names. */
 mem4d_status m4d_parse_value(const struct m4d_param_desc *d, const char *text, uint64_t *out);
 
@@ -147,7 +159,7 @@ int m4d_param_lookup(const struct m4d_param_desc *table, size_t n, const char *n
 /* Case-insensitive ASCII string equality. */
 bool m4d_streq_ci(const char *a, const char *b);
 
-/* Copy a string into a fixed buffer, truncating. */
+/* Copy a string into a fixed buffer, truncating at a character boundary. */
 void m4d_strlcpy(char *dst, const char *src, size_t size);
 
 /* Sorted divisors of n into out (at most `cap` of them); no n <= 2^32 has
