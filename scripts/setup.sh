@@ -32,4 +32,21 @@ if [ ${#missing[@]} -gt 0 ]; then
     $SUDO apt-get update -qq
     $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+# The browser page (scripts/ci.d/70-web.sh): emscripten, cmake (json-c for
+# wasm), Chromium. Best effort: where a distribution cannot give them (e.g.
+# Ubuntu's chromium is a snap), that stage is skipped, except under CI=true.
+web_packages=(emscripten cmake chromium)
+web_missing=()
+for p in "${web_packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || web_missing+=("$p")
+done
+if [ ${#web_missing[@]} -gt 0 ]; then
+    echo "setup: installing ${web_missing[*]} (the browser page's test)"
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    export DEBIAN_FRONTEND=noninteractive
+    $SUDO apt-get update -qq
+    $SUDO apt-get install -y -qq --no-install-recommends "${web_missing[@]}" >/dev/null ||
+        echo "setup: ${web_missing[*]} could not be installed; the web stage will be skipped (failed under CI=true)"
+fi
 echo "setup: all build and test dependencies present"

@@ -381,7 +381,7 @@ function renderPlan() {
         th.append(b);
         head.append(th);
     }
-    head.append(cell("th", "layout", { scope: "col" }));
+    head.prepend(cell("th", "layout", { scope: "col" }));
     $("plan-table").querySelector("thead").replaceChildren(head);
     const rows = [...planRows].sort((a, b) => {
         const x = a[sortState.key], y = b[sortState.key];
@@ -407,11 +407,12 @@ function renderPlan() {
             if (key === "verdict") c.className = `verdict ${v}`;
             tr.append(c);
         }
+        // "Use" comes first, so that reaching it never scrolls the ranks out of view.
         const use = cell("button", "Use", { type: "button", "aria-label": `Use layout ${row.rank}` });
         use.addEventListener("click", () => choose(row));
         const td = document.createElement("td");
         td.append(use);
-        tr.append(td);
+        tr.prepend(td);
         return tr;
     }));
 }

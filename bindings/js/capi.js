@@ -91,6 +91,7 @@ export const SIGNATURES = Object.freeze([
     ["mem4d_import_warning_count", "size", ["ptr"]],
     ["mem4d_import_warning", "str", ["ptr", "size"]],
     ["mem4d_import_world_source", "int", ["ptr"]],
+    ["mem4d_layout_megatron_args", "int", ["ptr", "ptr", "buf", "size", "ptr"]],
 ]);
 
 export const ENUMS = Object.freeze({

@@ -59,8 +59,11 @@ const origin = `http://127.0.0.1:${server.address().port}`;
 const browser = await puppeteer.launch({
     executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
     headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run"],
+    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+           "--allow-file-access-from-files"],
 });
+await browser.defaultBrowserContext().overridePermissions(origin, ["clipboard-read", "clipboard-write",
+                                                                  "clipboard-sanitized-write"]);
 const page = await browser.newPage();
 await page.setViewport({ width: 1366, height: 900 });  // a laptop screen
 const foreign = [];
@@ -148,8 +151,8 @@ try {
     check(Math.abs(Number(st.activations_bytes.value) / GIB - 22.64453125) < 1e-9, "golden job: activations 22.64453125 GiB");
     check(/tight/.test(shown.line) && /67\.52 GiB of 80\.00 GiB/.test(shown.line), "golden job: the verdict line reads", shown.line);
     const flags = await page.$eval("#estimate-flags", (e) => e.value);
-    check(/--tensor-model-parallel-size 2\b/.test(flags) || /no mem4d_layout_megatron_args/.test(flags),
-          "golden job: the layout's Megatron flags (or why not)", flags);
+    check(/^--tensor-model-parallel-size 2 --context-parallel-size 1 --pipeline-model-parallel-size 1 /.test(flags),
+          "golden job: the layout's Megatron flags", flags);
     await shot("02-golden-estimate");
 
     // --- a plan, against mem4d plan --json --------------------------------------------
@@ -195,8 +198,13 @@ try {
     await page.click('#plan-table button[data-sort="rank"]');
     await page.click('#plan-table tbody tr[data-rank="1"] button');
     const chosenFlags = await page.$eval("#plan-flags", (e) => e.value);
-    check(new RegExp(`--tensor-model-parallel-size ${plan[0].tp}\\b`).test(chosenFlags) ||
-          /no mem4d_layout_megatron_args/.test(chosenFlags), "plan: the chosen layout's Megatron flags", chosenFlags);
+    const p0 = plan[0];
+    check(chosenFlags.startsWith(`--tensor-model-parallel-size ${p0.tp} --context-parallel-size ${p0.cp} ` +
+                                 `--pipeline-model-parallel-size ${p0.pp} --micro-batch-size ${p0.mbs} `),
+          "plan: the chosen layout's Megatron flags", chosenFlags);
+    await page.click("#plan-flags-btn");
+    const copied = await page.evaluate(() => navigator.clipboard.readText());
+    check(copied === chosenFlags, "plan: Copy puts the flags on the clipboard", copied);
     const chosenPeak = await page.$eval("#estimate", (e) => e.dataset.peakBytes);
     check(chosenPeak === String(plan[0].peak_bytes), "plan: the chosen layout's estimate has the plan's peak");
     const cells = await page.$$eval("#landscape td.fits, #landscape td.tight, #landscape td.oom", (c) => c.length);
@@ -314,6 +322,13 @@ try {
     check(binding.freed === "E_INVALID_ARG", "binding: a freed object is refused (E_INVALID_ARG), twice-free is safe");
 
     check(foreign.length === 0, "the page made no request beyond its own files", foreign.join(" "));
+
+    // The same site from file:// (a browser that allows file access).
+    const local = await browser.newPage();
+    await local.goto(`file://${join(site, "index.html")}`);
+    await local.waitForSelector("html[data-ready-ms]", { timeout: 10000 });
+    check((await local.$$eval("#model option", (o) => o.length)) === presets.length, "the page works from file://");
+    await local.close();
     check(consoleErrors.length === 0, "no error in the browser console", consoleErrors.join(" | "));
 } catch (e) {
     failures++;
