@@ -28,9 +28,9 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 set -e
-start=$(date +%s.%N)
+start=$(date +%s)
 scripts/build-web.sh "$WEB_DIR"
-echo "web: wasm build and site in $(printf '%.1f' "$(echo "$(date +%s.%N) - $start" | bc)") s"
+echo "web: wasm build and site in $(( $(date +%s) - start )) s"
 
 # puppeteer-core from npm, into the build folder (never global); v24 is the
 # newest major whose engines accept node 18 and 20.
