@@ -64,14 +64,18 @@ function field(cls, key, value, idPrefix) {
     label.textContent = LABELS[key] || key;
     wrap.append(label);
     const [lo, hi] = cls.bounds(key);
+    // The library says what a value means where it can (newer ones name
+    // every kind); an older one is read from its bounds and value names.
+    let kind = cls.kind(key);
     const names = [];
-    if (cls.valueName && hi - lo < 16n)
+    if ((kind === "choice" || (kind === null && hi - lo < 16n)) && hi - lo < 64n)
         for (let v = lo; v <= hi; v++) names.push(cls.valueName(key, v));
+    if (kind === null) kind = names.length && names.every((n) => n) ? "choice" : lo === 0n && hi === 1n ? "boolean" : "";
     let input;
-    if (names.length && names.every((n) => n)) {
+    if (kind === "choice" && names.every((n) => n)) {
         input = document.createElement("select");
         names.forEach((n, i) => input.append(option(n, n, BigInt(i) + lo === value)));
-    } else if (lo === 0n && hi === 1n) {
+    } else if (kind === "boolean") {
         input = document.createElement("select");
         input.append(option("1", "yes", value === 1n), option("0", "no", value === 0n));
     } else {
@@ -79,12 +83,20 @@ function field(cls, key, value, idPrefix) {
         input.inputMode = "numeric";
         input.value = String(value);
         input.size = 12;
-        input.title = `${key}: ${lo} to ${hi}`;
+        input.title = `${key}: ${lo} to ${hi}${kind ? ` (${kind.replace(/_/g, " ")})` : ""}`;
+        if (kind === "bytes") {
+            // A size is entered in bytes, as the library takes it; the hint reads it in GiB.
+            const hint = cell("span", "", { class: "hint", "aria-live": "off" });
+            const show = () => { hint.textContent = /^\d+$/.test(input.value.trim()) ? `= ${gib(input.value.trim())} GiB` : ""; };
+            input.addEventListener("input", show);
+            queueMicrotask(show);
+            wrap.append(input, hint);
+        }
     }
     input.id = id;
     input.name = key;
     input.dataset.key = key;
-    wrap.append(input);
+    if (!input.parentNode) wrap.append(input);
     return wrap;
 }
 

@@ -286,6 +286,40 @@ function bindClasses(lib) {
                 });
             }
 
+            /**
+             * What a parameter's number means: "integer", "boolean", "choice",
+             * "bytes", ... (mem4d_param_kind_name), or null from a library too
+             * old to say.
+             */
+            static kind(name) {
+                const f = fn("param_kind");
+                if (!f) return null;
+                const key = this.key(name);
+                return lib.withScratch(4, (p) => {
+                    lib.check(f(key, p));
+                    return c.mem4d_param_kind_name(lib.readU32(p));
+                });
+            }
+
+            /** The value a new object holds for a parameter (BigInt), or null from an older library. */
+            static defaultValue(name) {
+                const f = fn("param_default");
+                if (!f) return null;
+                const key = this.key(name);
+                return out((p) => lib.check(f(key, p)));
+            }
+
+            /** The name of a value of an enumerated parameter ("full"), or null. */
+            static valueName(name, value) {
+                const f = fn("value_name");
+                return f ? f(this.key(name), value) : null;
+            }
+
+            /** The name of this object's value of an enumerated parameter, or null. */
+            valueName(name) {
+                return this.constructor.valueName(name, this.get(name));
+            }
+
             /** Set parameters by name: numbers, BigInts, booleans or text ("full", "rmsnorm", "true"). */
             set(values) {
                 for (const [name, value] of Object.entries(values)) this.setOne(name, value);
@@ -372,16 +406,6 @@ function bindClasses(lib) {
     }
 
     class Layout extends params("layout") {
-        /** The name of an enumerated parameter's value ("full"), or null. */
-        valueName(name) {
-            const key = Layout.key(name);
-            return c.mem4d_layout_value_name(key, this.get(key));
-        }
-
-        static valueName(name, value) {
-            return c.mem4d_layout_value_name(Layout.key(name), value);
-        }
-
         /** Throw Mem4dError naming the first rule this layout breaks for model. */
         validate(model) {
             validateText(c.mem4d_validate, model, this);
@@ -702,11 +726,21 @@ function bindClasses(lib) {
         return out((p) => lib.check(f(model, layout, device, p)));
     }
 
+    /** [gpus, Layout] for the fewest GPUs (up to maxGpus) on which some layout fits; [0n, null] if none. */
+    function minGpus(model, device, base, maxGpus) {
+        const layout = new Layout();
+        const gpus = out((p) => lib.check(c.mem4d_solve_min_gpus(model, device, base, BigInt(maxGpus), p, layout)));
+        if (gpus) return [gpus, layout];
+        layout.free();
+        return [0n, null];
+    }
+
     Object.assign(lib, {
         Model, Layout, Device, Importer, ReportBuffer, Search, Mem4dError,
         estimate, plan, importMegatron,
         maxMicroBatch: (m, l, d) => solve(c.mem4d_solve_max_micro_batch, m, l, d),
         maxSeqLength: (m, l, d) => solve(c.mem4d_solve_max_seq_length, m, l, d),
+        minGpus,
         version: c.mem4d_version(),
         TERMS, INFOS, METRICS, STATS, OPTIONS, SEARCHED,
         strerror: (s) => c.mem4d_strerror(s),

@@ -155,6 +155,23 @@ try {
           "golden job: the layout's Megatron flags", flags);
     await shot("02-golden-estimate");
 
+    // The same job on a described GPU: h100-80's settings with 40 GiB of memory.
+    await page.click("#gpu-custom summary");
+    await setField("device-memory_bytes", 40 * GIB);
+    await page.click("#estimate-btn");
+    await page.waitForFunction((b) => document.getElementById("estimate").dataset.deviceBytes === b, {}, String(40 * GIB));
+    const small = JSON.parse(expected("golden40.json"));
+    const got40 = await page.$eval("#estimate", (e) => [e.dataset.verdict, e.dataset.peakBytes]);
+    check(got40[0] === small.verdict && got40[1] === String(small.peak_bytes),
+          "described GPU (40 GiB): verdict and peak as mem4d estimate --gpu-memory-gib 40", got40.join(" "));
+    if (await page.$("#device-fields .hint"))  // where the library says which settings are bytes
+        check(/= 40\.00 GiB/.test(await page.$eval("#device-fields .hint", (e) => e.textContent)),
+              "described GPU: the size reads in GiB");
+    await shot("02b-described-gpu");
+    await setField("gpu", "a100-80");
+    await setField("gpu", "h100-80");  // back to the preset's own settings
+    await page.click("#gpu-custom summary");
+
     // --- a plan, against mem4d plan --json --------------------------------------------
     await setField("model", "llama3.1-70b");
     await setField("layout-world", 64);
