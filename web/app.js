@@ -33,6 +33,7 @@ const sortState = { key: "rank", dir: 1 };
 const gib = (bytes) => (Number(bytes) / GIB).toFixed(2);
 const setText = (id, text) => { $(id).textContent = text; };
 const status = (text) => setText("status", text);
+const gpuName = (device) => `${device.name || "GPU"}${device.described ? " (described)" : ""}`;
 
 function fail(where, e) {
     const message = e && e.name === "Mem4dError" ? e.message : String(e && e.message ? e.message : e);
@@ -81,7 +82,7 @@ function field(cls, key, value, idPrefix) {
     } else {
         input = document.createElement("input");
         input.inputMode = "numeric";
-        input.value = String(value);
+        input.value = input.defaultValue = String(value);
         input.size = 12;
         input.title = `${key}: ${lo} to ${hi}${kind ? ` (${kind.replace(/_/g, " ")})` : ""}`;
         if (kind === "bytes") {
@@ -156,9 +157,13 @@ function formLayout(keys = null) {
 function formDevice() {
     const device = m4.Device.preset($("gpu").value);
     try {
+        // Only the settings the user changed: the rest stay the preset's.
         for (const input of inputs(["device-fields"])) {
             const text = input.value.trim();
-            if (text !== "") device.setOne(input.dataset.key, text);
+            if (text !== "" && text !== input.defaultValue) {
+                device.setOne(input.dataset.key, text);
+                device.described = true;
+            }
         }
         return device;
     } catch (e) {
@@ -350,7 +355,7 @@ function runEstimate() {
     withJob((model, device) => {
         const layout = formLayout();
         try {
-            showEstimate(model, layout, device, `${model.name || "model"} on ${device.name || "GPU"}`);
+            showEstimate(model, layout, device, `${model.name || "model"} on ${gpuName(device)}`);
         } finally {
             layout.free();
         }
@@ -435,7 +440,7 @@ function choose(row) {
         showFlags(model, row.layout, "plan-flags", "plan-flags-btn");
         setText("chosen", `Layout ${row.rank}: tp ${row.tp}, cp ${row.cp}, pp ${row.pp}, dp ${row.dp}, ` +
             `mbs ${row.mbs}, vpp ${row.vpp}, recompute ${row.recompute}. Its memory is shown above.`);
-        showEstimate(model, row.layout, device, `Layout ${row.rank}: ${model.name || "model"} on ${device.name || "GPU"}`);
+        showEstimate(model, row.layout, device, `Layout ${row.rank}: ${model.name || "model"} on ${gpuName(device)}`);
         renderPlan();
     });
 }
@@ -552,7 +557,7 @@ function runCheck(ev) {
         device = formDevice();
         imported.warnings.forEach((w) => $("check-warnings").append(cell("li", w)));
         const r = showEstimate(imported.model, imported.layout, device,
-                               `Megatron command line on ${world} x ${device.name || "GPU"}`);
+                               `Megatron command line on ${world} x ${gpuName(device)}`);
         status(`Checked: ${r.verdict}.`);
         $("estimate").scrollIntoView();
     } catch (e) {
