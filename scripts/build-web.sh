@@ -30,7 +30,7 @@ if [ ! -f "$jsonc/inst/lib/libjson-c.a" ]; then
     # configuration is neither read for sources nor changed.
     echo "deb-src http://deb.debian.org/debian bookworm main" > "$jsonc/sources.list"
     apt=(-o Dir::Etc::SourceList="$jsonc/sources.list" -o Dir::Etc::SourceParts=/nonexistent
-         -o Dir::State::Lists="$jsonc/lists" -o Dir::Cache::srcpkgcache=
+         -o Dir::State::Lists="$jsonc/lists" -o Dir::Cache::srcpkgcache= -o Dir::Cache::pkgcache=
          -o APT::Sandbox::User=root -qq)
     apt-get "${apt[@]}" update
     (cd "$jsonc" && apt-get "${apt[@]}" source --download-only json-c)
@@ -40,7 +40,7 @@ if [ ! -f "$jsonc/inst/lib/libjson-c.a" ]; then
     (cd "$jsonc/build" &&
         emcmake cmake "$jsonc/src" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
             -DBUILD_STATIC_LIBS=ON -DBUILD_TESTING=OFF -DBUILD_APPS=OFF \
-            -DDISABLE_THREAD_LOCAL_STORAGE=ON -DCMAKE_INSTALL_PREFIX="$jsonc/inst" >/dev/null &&
+            -DDISABLE_THREAD_LOCAL_STORAGE=ON -DCMAKE_INSTALL_PREFIX="$jsonc/inst" -Wno-dev >/dev/null &&
         emmake make -s -j"$(nproc)" install >/dev/null)
 fi
 

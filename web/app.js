@@ -199,7 +199,8 @@ async function readConfig(file) {
         status(`Model read from ${file.name}.`);
     } catch (e) {
         setText("model-note", "");
-        fail("model-error", e);
+        // As the CLI says it: the file, then the library's sentence.
+        fail("model-error", { message: `${file.name}: ${e.message}` });
     }
 }
 
