@@ -69,7 +69,8 @@ expect_in("SLURM named", "world size 32 (from SLURM_JOB_NUM_NODES", out)
 
 # JSON: parseable, same exit status inside.
 # The model from a preset or a config.json when the arguments lack the vocabulary.
-no_vocab = [w for w in llama3 if w not in ("--vocab-size", "128256")]
+# (A HuggingFaceTokenizer with no --tokenizer-model: only its files would know.)
+no_vocab = [w for w in llama3 if w not in ("--vocab-size", "128256", "--tokenizer-model", "meta-llama/Meta-Llama-3-8B")]
 rc, out, err = check(["--world-size", "16", "--hf-config", os.path.join(DATA, "hf", "llama3.1-8b.json")], no_vocab)
 expect("model from --hf-config", rc in (0, 1), True, out, err)
 expect_in("model from --hf-config estimates", "check: ", out)
@@ -163,7 +164,7 @@ invalid = [
     ("no megatron arguments", ["--world-size", "8"], [], "no Megatron-LM arguments"),
     ("bad WORLD_SIZE", [], llama2, "WORLD_SIZE"),
     ("no vocabulary size", ["--world-size", "8"],
-     [w for w in llama3 if w not in ("--vocab-size", "128256")], "vocabulary size is unknown"),
+     no_vocab, "vocabulary size is unknown"),
 ]
 for name, opts, megatron, needle in invalid:
     env = clean_env(WORLD_SIZE="lots") if name == "bad WORLD_SIZE" else None
