@@ -101,6 +101,7 @@ enum { CLI_GROUP_MODEL = 1, CLI_GROUP_FORMAT = 2 };
 
 /* At most this many model or device settings, and search constraints, per run. */
 #define CLI_MAX_PENDING 32
+#define CLI_MAX_OPTIONS 96 /* rows of one option table; cli_run() refuses a longer table */
 #define CLI_MAX_SPECS 16
 #define CLI_MAX_LIST 64
 
@@ -140,8 +141,8 @@ struct cli_args {
     /* After "--", for subcommands with rest_usage: */
     int rest_argc;
     char **rest_argv;
-    /* Bit i: row i of the option table was given (rows past 63 are not tracked). */
-    uint64_t given;
+    /* given[i]: row i of the option table was on the command line. */
+    bool given[CLI_MAX_OPTIONS];
 };
 
 /* One subcommand. */
@@ -183,6 +184,10 @@ void cli_error(const char *fmt, ...)
     __attribute__((format(printf, 1, 2)))
 #endif
     ;
+
+/* "FLAG TEXT is out of range (LO to HI)", or, for a value inside the range
+ * that the key does not take, says so. text may be NULL. */
+void cli_range_error(const char *flag, const char *text, uint64_t lo, uint64_t hi);
 
 /* The model from --model (or `fallback` when neither --model nor
  * --hf-config is given; NULL: --model is required) with the pending model
