@@ -19,6 +19,15 @@
  * Layout values are set as they are parsed (so errors come in argv order);
  * model and device values wait in struct cli_args until the subcommand has
  * opened the model and device (cli_open_model(), cli_open_device()).
+ *
+ * Examples of rows (the parser, --help and the fuzzer follow from them):
+ *   a layout key:        CLI_LAYOUT("--ep", MEM4D_LAYOUT_EP, "E", "expert-parallel size"),
+ *   a searched knob:     CLI_SEARCH("--ep", MEM4D_LAYOUT_EP, "expert-parallel sizes searched"),
+ *   a model key:         CLI_MODEL("--vocab-size", CLI_UINT, MEM4D_MODEL_VOCAB_SIZE, "V", "..."),
+ *   any device key:      CLI_ROW("--device-set", CLI_KEYVAL, CLI_TO_DEVICE, 0, "KEY=VALUE", "...",
+ *                                NULL, 0, 0),
+ *   a tool option:       a field in struct cli_args and CLI_ARG("--flag", kind, field, ...).
+ * Rows every estimating subcommand shares are CLI_ROWS_MODEL and CLI_ROWS_DEVICE.
  * SPDX-License-Identifier: MIT
  */
 #ifndef MEM4D_CLI_H
