@@ -411,6 +411,8 @@ function renderPlan() {
     $("plan-table").querySelector("tbody").replaceChildren(...rows.map((row) => {
         const tr = document.createElement("tr");
         tr.dataset.rank = row.rank;
+        tr.dataset.first_stage_layers = row[FIRST];
+        tr.dataset.last_stage_layers = row[LAST];
         if (chosen === row) tr.className = "chosen";
         for (const [key] of cols) {
             const v = row[key];

@@ -181,14 +181,19 @@ try {
     await page.waitForSelector("#plan:not([hidden])");
     await page.waitForFunction(() => document.querySelectorAll("#landscape table").length > 0, { timeout: 10000 });
     const plan = JSON.parse(expected("plan.json"));
-    const rows = await page.$$eval("#plan-table tbody tr", (trs) => trs.map((tr) =>
-        Object.fromEntries([...tr.querySelectorAll("[data-col]")].map((c) => [c.dataset.col, c.dataset.value]))));
+    const rows = await page.$$eval("#plan-table tbody tr", (trs) => trs.map((tr) => ({
+        ...Object.fromEntries([...tr.querySelectorAll("[data-col]")].map((c) => [c.dataset.col, c.dataset.value])),
+        first_stage_layers: tr.dataset.first_stage_layers, last_stage_layers: tr.dataset.last_stage_layers })));
     check(rows.length >= plan.length, `plan: at least ${plan.length} rows`, String(rows.length));
     plan.forEach((cli, i) => {
         const row = rows[i] || {};
         const bad = [];
         for (const [key, value] of Object.entries(cli)) {
-            if (!(key in row)) continue;  // first/last stage layers: shown inside the pp column
+            if (key === "device_bytes") continue;  // the same for every row: in the estimate view
+            if (!(key in row)) {
+                bad.push(`${key} is not on the page`);
+                continue;
+            }
             let ok;
             if (typeof value === "number" && !Number.isInteger(value))
                 ok = Math.abs(Number(row[key]) - value) <= 1e-8 * Math.abs(value);  // the CLI prints %.9g
