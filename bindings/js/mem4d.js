@@ -104,24 +104,33 @@ export class Library {
     #scratch = 0;
     #top = 0;
 
+    // One DataView of wasm memory, renewed when the memory grows (its buffer changes).
+    #view = null;
+
+    view() {
+        const buffer = this.wasm.HEAPU8.buffer;
+        if (!this.#view || this.#view.buffer !== buffer) this.#view = new DataView(buffer);
+        return this.#view;
+    }
+
     readU64(p) {
-        return new BigUint64Array(this.heap().buffer, p, 1)[0];
+        return this.view().getBigUint64(p, true);
     }
 
     readU32(p) {
-        return new Uint32Array(this.heap().buffer, p, 1)[0];
+        return this.view().getUint32(p, true);
     }
 
     readF64(p) {
-        return new Float64Array(this.heap().buffer, p, 1)[0];
+        return this.view().getFloat64(p, true);
     }
 
     writeU64(p, v) {
-        new BigUint64Array(this.heap().buffer, p, 1)[0] = BigInt.asUintN(64, BigInt(v));
+        this.view().setBigUint64(p, BigInt.asUintN(64, BigInt(v)), true);
     }
 
     writeU32(p, v) {
-        new Uint32Array(this.heap().buffer, p, 1)[0] = v;
+        this.view().setUint32(p, v, true);
     }
 
     string(p) {
@@ -175,20 +184,30 @@ export class Library {
             buf: (r) => r,
             ptr: (r) => r,
         }[result];
+        // Handles pass their pointer, null passes NULL; uint64_t takes a BigInt.
+        const plain = (v) => (v === null || v === undefined ? 0 : typeof v === "object" ? v.ptr : v);
+        const u64 = (v) => BigInt.asUintN(64, BigInt(v));
+        const toC = params.map((type) => (type === "u64" ? u64 : plain));
+        const n = params.length;
+        if (!params.includes("str")) {
+            return function (...args) {
+                const cargs = new Array(n);
+                for (let i = 0; i < n; i++) cargs[i] = toC[i](args[i]);
+                return fromC(fn(...cargs));
+            };
+        }
+        // Strings (and byte arrays) are copied into wasm memory for the call.
         return function (...args) {
             const owned = [];
             try {
                 const cargs = params.map((type, i) => {
                     const v = args[i];
-                    if (type === "u64") return BigInt.asUintN(64, BigInt(v));
                     if (type === "str" && (typeof v === "string" || v instanceof Uint8Array)) {
                         const [p] = lib.bytes(v);
                         owned.push(p);
                         return p;
                     }
-                    if (v === null || v === undefined) return 0;
-                    if (typeof v === "object" && "ptr" in v) return v.ptr;  // a handle object
-                    return v;
+                    return toC[i](v);
                 });
                 return fromC(fn(...cargs));
             } finally {
