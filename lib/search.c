@@ -60,7 +60,7 @@ struct mem4d_search {
     mem4d_model model;
     mem4d_device dev;
     mem4d_layout base, work;
-    uint64_t opt[5];
+    uint64_t opt[M4D_NSEARCH_OPTIONS];
     struct knob knob[K_N];
     bool started, built;
     /* enumeration */
@@ -82,7 +82,7 @@ struct mem4d_search {
     size_t ncand, ccap, ci;
     bool ranked_done;
     mem4d_report *scratch;
-    uint64_t stat[4];
+    uint64_t stat[M4D_NSEARCH_STATS];
 };
 
 static int knob_index(mem4d_layout_param key)
@@ -91,6 +91,11 @@ static int knob_index(mem4d_layout_param key)
         if (knob_key[i] == key)
             return i;
     return -1;
+}
+
+int mem4d_search_varies(mem4d_layout_param key)
+{
+    return knob_index(key) >= 0;
 }
 
 static bool knob_allows(const struct knob *k, uint64_t v)
@@ -157,11 +162,8 @@ mem4d_status mem4d_search_new(const mem4d_model *model, const mem4d_device *devi
     s->model = *model;
     s->dev = *device;
     s->base = *base;
-    s->opt[MEM4D_SEARCH_FITS_ONLY] = 1;
-    s->opt[MEM4D_SEARCH_NODE_LOCAL] = 1;
-    s->opt[MEM4D_SEARCH_RANKED] = 1;
-    s->opt[MEM4D_SEARCH_MAX_RESULTS] = 0;
-    s->opt[MEM4D_SEARCH_UNEVEN_STAGES] = 1;
+    for (size_t i = 0; i < M4D_NSEARCH_OPTIONS; i++)
+        s->opt[i] = m4d_search_options[i].def;
     knobs_default(s);
     *out = s;
     return MEM4D_OK;
@@ -181,11 +183,11 @@ void mem4d_search_free(mem4d_search *search)
 
 mem4d_status mem4d_search_set_option(mem4d_search *search, mem4d_search_option option, uint64_t value)
 {
-    if (!search || (unsigned)option > MEM4D_SEARCH_UNEVEN_STAGES)
+    if (!search || (unsigned)option >= M4D_NSEARCH_OPTIONS)
         return MEM4D_E_INVALID_ARG;
     if (search->started)
         return MEM4D_E_CONFLICT;
-    if (option != MEM4D_SEARCH_MAX_RESULTS && value > 1)
+    if (m4d_search_options[option].kind == MEM4D_KIND_BOOLEAN && value > 1)
         return MEM4D_E_RANGE;
     search->opt[option] = value;
     return MEM4D_OK;
@@ -277,7 +279,7 @@ mem4d_status mem4d_search_reset(mem4d_search *search)
 
 mem4d_status mem4d_search_stat_get(const mem4d_search *search, mem4d_search_stat stat, uint64_t *value)
 {
-    if (!search || !value || (unsigned)stat > MEM4D_SEARCH_STAT_YIELDED)
+    if (!search || !value || (unsigned)stat >= M4D_NSEARCH_STATS)
         return MEM4D_E_INVALID_ARG;
     *value = search->stat[stat];
     return MEM4D_OK;

@@ -328,7 +328,7 @@ START_TEST(bad_arguments)
     ck_assert_str_eq(mem4d_term_name(MEM4D_TERM_WEIGHTS), "weights_bytes");
     ck_assert_ptr_null(mem4d_term_name((mem4d_term)100));
     ck_assert_str_eq(mem4d_mode_name(MEM4D_MODE_PAPER), "paper");
-    ck_assert_str_eq(mem4d_version(), "0.1.0");
+    ck_assert_str_eq(mem4d_version(), "0.2.0");
     mem4d_report_free(r);
     mem4d_report_free(NULL);
     mem4d_layout_free(l);

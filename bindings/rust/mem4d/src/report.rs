@@ -8,54 +8,7 @@ use mem4d_sys as sys;
 
 use crate::describe::{Device, Layout, Model};
 use crate::error::{check, owned_str, Error, Result, Status};
-
-/// Per-stage quantities (`mem4d_term`): bytes, except Params, Layers and InFlight.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(i32)]
-#[allow(missing_docs)]
-pub enum Term {
-    Weights = sys::MEM4D_TERM_WEIGHTS,
-    Gradients = sys::MEM4D_TERM_GRADIENTS,
-    Optimizer = sys::MEM4D_TERM_OPTIMIZER,
-    Activations = sys::MEM4D_TERM_ACTIVATIONS,
-    Overhead = sys::MEM4D_TERM_OVERHEAD,
-    Total = sys::MEM4D_TERM_TOTAL,
-    Params = sys::MEM4D_TERM_PARAMS,
-    Layers = sys::MEM4D_TERM_LAYERS,
-    InFlight = sys::MEM4D_TERM_IN_FLIGHT,
-    Buffers = sys::MEM4D_TERM_BUFFERS,
-    Fragmentation = sys::MEM4D_TERM_FRAGMENTATION,
-    Fixed = sys::MEM4D_TERM_FIXED,
-    PeakAllocated = sys::MEM4D_TERM_PEAK_ALLOCATED,
-    PeakReserved = sys::MEM4D_TERM_PEAK_RESERVED,
-}
-
-/// Whole-job values (`mem4d_info`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(i32)]
-#[allow(missing_docs)]
-pub enum Info {
-    Dp = sys::MEM4D_INFO_DP,
-    World = sys::MEM4D_INFO_WORLD,
-    Microbatches = sys::MEM4D_INFO_MICROBATCHES,
-    PaddedVocab = sys::MEM4D_INFO_PADDED_VOCAB,
-    ModelParams = sys::MEM4D_INFO_MODEL_PARAMS,
-    ProcessGroups = sys::MEM4D_INFO_PROCESS_GROUPS,
-}
-
-/// Predicted speed figures (`mem4d_metric`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(i32)]
-#[allow(missing_docs)]
-pub enum Metric {
-    StepTimeS = sys::MEM4D_METRIC_STEP_TIME_S,
-    TokensPerS = sys::MEM4D_METRIC_TOKENS_PER_S,
-    TflopsPerGpu = sys::MEM4D_METRIC_TFLOPS_PER_GPU,
-    Mfu = sys::MEM4D_METRIC_MFU,
-    BubbleFraction = sys::MEM4D_METRIC_BUBBLE_FRACTION,
-    ComputeTimeS = sys::MEM4D_METRIC_COMPUTE_TIME_S,
-    ExposedCommS = sys::MEM4D_METRIC_EXPOSED_COMM_S,
-}
+use crate::generated::{Info, Metric, Stage, Term};
 
 /// Which memory model produced a report.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -104,26 +57,6 @@ impl fmt::Display for Mode {
         // SAFETY: accepts any value; returns a static string.
         f.write_str(&unsafe { owned_str(sys::mem4d_mode_name(code)) })
     }
-}
-
-/// One pipeline stage, every term copied out.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[allow(missing_docs)]
-pub struct Stage {
-    pub weights: u64,
-    pub gradients: u64,
-    pub optimizer: u64,
-    pub activations: u64,
-    pub overhead: u64,
-    pub total: u64,
-    pub params: u64,
-    pub layers: u64,
-    pub in_flight: u64,
-    pub buffers: u64,
-    pub fragmentation: u64,
-    pub fixed: u64,
-    pub peak_allocated: u64,
-    pub peak_reserved: u64,
 }
 
 /// The result of an estimate; reusable (estimating into it again does not allocate).
@@ -236,23 +169,7 @@ impl Report {
 
     /// Every term of one stage.
     pub fn stage(&self, stage: u32) -> Result<Stage> {
-        let t = |term| self.get(stage, term);
-        Ok(Stage {
-            weights: t(Term::Weights)?,
-            gradients: t(Term::Gradients)?,
-            optimizer: t(Term::Optimizer)?,
-            activations: t(Term::Activations)?,
-            overhead: t(Term::Overhead)?,
-            total: t(Term::Total)?,
-            params: t(Term::Params)?,
-            layers: t(Term::Layers)?,
-            in_flight: t(Term::InFlight)?,
-            buffers: t(Term::Buffers)?,
-            fragmentation: t(Term::Fragmentation)?,
-            fixed: t(Term::Fixed)?,
-            peak_allocated: t(Term::PeakAllocated)?,
-            peak_reserved: t(Term::PeakReserved)?,
-        })
+        Stage::from_terms(|term| self.get(stage, term))
     }
 
     /// Every stage, in order.
