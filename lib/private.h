@@ -18,9 +18,10 @@
 #define M4D_NTERMS 14
 #define M4D_NINFO 6
 #define M4D_NMETRICS 7
-#define M4D_NSTATUS 23
-#define M4D_NSEARCH_OPTIONS 5
-#define M4D_NSEARCH_STATS 4
+/* Counts defined by their enum's last value: appending a value moves them. */
+#define M4D_NSTATUS (MEM4D_E_EXPERTS + 1)
+#define M4D_NSEARCH_OPTIONS (MEM4D_SEARCH_UNEVEN_STAGES + 1)
+#define M4D_NSEARCH_STATS (MEM4D_SEARCH_STAT_YIELDED + 1)
 
 /* Upper bound of pp (and so of stages in a report). */
 #define M4D_MAX_STAGES 512
