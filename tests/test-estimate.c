@@ -264,7 +264,7 @@ START_TEST(deterministic_and_allocation_free)
     ck_assert_uint_eq(after, before);
     ck_assert_uint_eq(mem4d_report_num_stages(a), mem4d_report_num_stages(b));
     for (uint32_t s = 0; s < mem4d_report_num_stages(a); s++)
-        for (int t = 0; t <= MEM4D_TERM_PEAK_RESERVED; t++)
+        for (int t = 0; t < (int)mem4d_term_count(); t++)
             ck_assert_uint_eq(get(a, s, (mem4d_term)t), get(b, s, (mem4d_term)t));
     mem4d_report_free(a);
     mem4d_report_free(b);
