@@ -34,6 +34,7 @@ Adding an emitter (e.g. a JavaScript table for bindings/js):
 
 import argparse
 import dataclasses
+import keyword
 import os
 import re
 import sys
@@ -334,7 +335,18 @@ def _py_wrap(text, indent, width=96):
     return lines
 
 
+# Enums whose values' lower-case names become dataclass fields in Python
+# (mem4d/_estimate.py: Stage, Report, Metrics), so they must not be keywords.
+PY_FIELD_ENUMS = ("mem4d_term", "mem4d_info", "mem4d_metric")
+
+
 def emit_python(api, root):
+    for name in PY_FIELD_ENUMS:
+        en = api.enum(name)
+        for value in en.values:
+            if keyword.iskeyword(en.short(value).lower()):
+                raise HeaderError(f"{value.name}: '{en.short(value).lower()}' is a Python keyword and "
+                                  f"cannot be a field of the Python binding's {camel(name)} dataclass")
     out = [header_line("#"), '"""Private: the C signatures of include/mem4d/mem4d.h, for ctypes.',
            "",
            "Every public function of the header appears once in SIGNATURES as (name,",
@@ -399,6 +411,11 @@ RUST_KEYWORDS = {"as", "box", "break", "const", "continue", "crate", "else", "en
                  "unsafe", "use", "where", "while", "async", "await", "dyn", "abstract", "become",
                  "do", "final", "macro", "override", "priv", "typeof", "unsized", "virtual", "yield",
                  "try"}
+
+
+def _rust_ident(name):
+    """A name usable as a Rust identifier (r#static for the keyword static)."""
+    return f"r#{name}" if name in RUST_KEYWORDS else name
 
 
 def _rust_type(ctype, used):
@@ -466,8 +483,7 @@ def emit_rust_sys(api, root):
             body.append(f'    #[deprecated(note = "{fn.deprecated}")]')
         args = []
         for p in fn.params:
-            name = f"r#{p.name}" if p.name in RUST_KEYWORDS else p.name
-            args.append(f"{name}: {_rust_type(p.ctype, used)}")
+            args.append(f"{_rust_ident(p.name)}: {_rust_type(p.ctype, used)}")
         ret = "" if fn.ret.base == "void" and fn.ret.depth == 0 else f" -> {_rust_type(fn.ret, used)}"
         line = f"    pub fn {fn.name}({', '.join(args)}){ret};"
         if len(line) > 120:
@@ -525,12 +541,13 @@ def emit_rust_safe(api, root):
             "#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]", "pub struct Stage {"]
     for value in en.values:
         out += _rust_doc(value.doc, "    ") if value.doc else []
-        out.append(f"    pub {en.short(value).lower()}: u64,")
+        out.append(f"    pub {_rust_ident(en.short(value).lower())}: u64,")
     out += ["}", "", "impl Stage {",
             f"    /// A stage whose every field is `term({rust}::...)`, stopping at the first error.",
             f"    pub(crate) fn from_terms<E>(mut term: impl FnMut({rust}) -> Result<u64, E>) -> Result<Stage, E> {{",
             "        Ok(Stage {"]
-    out += [f"            {en.short(v).lower()}: term({rust}::{camel(en.short(v))})?," for v in en.values]
+    out += [f"            {_rust_ident(en.short(v).lower())}: term({rust}::{camel(en.short(v))})?,"
+            for v in en.values]
     out += ["        })", "    }", "}", ""]
     return {"bindings/rust/mem4d/src/generated.rs": "\n".join(out)}
 

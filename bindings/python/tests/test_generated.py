@@ -130,6 +130,23 @@ class CheckTest(unittest.TestCase):
         for path in ("bindings/python/pyproject.toml", "bindings/rust/Cargo.toml", "bindings/rust/Cargo.lock"):
             self.assertIn(path + " is stale", err)
 
+    def new_term(self, name):
+        self.edit(self.gen.HEADER, "    MEM4D_TERM_PEAK_RESERVED = 13 ",
+                  f"    MEM4D_TERM_PEAK_RESERVED = 13, /**< x. */\n    MEM4D_TERM_{name} = 14 ")
+
+    def test_keyword_names_are_escaped_in_rust(self):
+        self.new_term("STATIC")
+        files = self.gen.generate(self.root)
+        safe = files["bindings/rust/mem4d/src/generated.rs"]
+        self.assertIn("    pub r#static: u64,", safe)
+        self.assertIn("r#static: term(Term::Static)?,", safe)
+
+    def test_python_keyword_field_is_refused(self):
+        self.new_term("IN")
+        code, err = self.check()
+        self.assertEqual(code, 2)
+        self.assertIn("MEM4D_TERM_IN: 'in' is a Python keyword", err)
+
     def test_unreadable_header_is_an_error_not_a_guess(self):
         self.edit(self.gen.HEADER, "MEM4D_KIND_WIDTH = 4,", "MEM4D_KIND_WIDTH,")
         code, err = self.check()
