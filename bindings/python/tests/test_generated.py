@@ -11,6 +11,7 @@ a stale file, and the Python-side rules for text passed to and from C.
 import importlib.util
 import io
 import os
+import re
 import shutil
 import tempfile
 import unittest
@@ -97,12 +98,24 @@ class CheckTest(unittest.TestCase):
         return code, err.getvalue()
 
     def edit(self, path, old, new):
+        """Replace the first match of the regular expression old."""
         full = os.path.join(self.root, path)
         with open(full, encoding="utf-8") as f:
             text = f.read()
-        self.assertIn(old, text)
+        text, count = re.subn(old, new, text, count=1, flags=re.S)
+        self.assertEqual(count, 1, f"{old!r} not in {path}")
         with open(full, "w", encoding="utf-8") as f:
-            f.write(text.replace(old, new, 1))
+            f.write(text)
+
+    def append_value(self, enum, name):
+        """Append a value to the header's enum (after whatever is last today)."""
+        def add(m):
+            last = list(re.finditer(r"^\s*(MEM4D_\w+) = (\d+)", m.group(2), re.M))[-1]
+            body = (m.group(2)[:last.end()] + f", /**< x. */\n    {name} = {int(last.group(2)) + 1}"
+                    + m.group(2)[last.end():])
+            return m.group(1) + body + m.group(3)
+        self.edit(self.gen.HEADER, rf"(typedef enum {enum} \{{)(.*?)(\}} {enum};)",
+                  lambda m: add(m))
 
     def test_fresh_copy_passes(self):
         self.assertEqual(self.check(), (0, ""))
@@ -115,8 +128,7 @@ class CheckTest(unittest.TestCase):
         self.assertNotIn("_signatures.py", err)
 
     def test_header_change_makes_every_copy_stale(self):
-        self.edit(self.gen.HEADER, "    MEM4D_E_EXPERTS = 22 ",
-                  "    MEM4D_E_EXPERTS = 22, /**< x. */\n    MEM4D_E_NEW_THING = 23 ")
+        self.append_value("mem4d_status", "MEM4D_E_NEW_THING")
         code, err = self.check()
         self.assertEqual(code, 1)
         for path in ("bindings/python/mem4d/_enums.py", "bindings/rust/mem4d-sys/src/generated.rs",
@@ -124,31 +136,28 @@ class CheckTest(unittest.TestCase):
             self.assertIn(path + " is stale", err)
 
     def test_version_bump_reaches_the_manifests(self):
-        self.edit(self.gen.HEADER, "#define MEM4D_VERSION_MICRO 0", "#define MEM4D_VERSION_MICRO 7")
+        self.edit(self.gen.HEADER, r"#define MEM4D_VERSION_MICRO (\d+)",
+                  lambda m: f"#define MEM4D_VERSION_MICRO {int(m.group(1)) + 1}")
         code, err = self.check()
         self.assertEqual(code, 1)
         for path in ("bindings/python/pyproject.toml", "bindings/rust/Cargo.toml", "bindings/rust/Cargo.lock"):
             self.assertIn(path + " is stale", err)
 
-    def new_term(self, name):
-        self.edit(self.gen.HEADER, "    MEM4D_TERM_PEAK_RESERVED = 13 ",
-                  f"    MEM4D_TERM_PEAK_RESERVED = 13, /**< x. */\n    MEM4D_TERM_{name} = 14 ")
-
     def test_keyword_names_are_escaped_in_rust(self):
-        self.new_term("STATIC")
+        self.append_value("mem4d_term", "MEM4D_TERM_STATIC")
         files = self.gen.generate(self.root)
         safe = files["bindings/rust/mem4d/src/generated.rs"]
         self.assertIn("    pub r#static: u64,", safe)
         self.assertIn("r#static: term(Term::Static)?,", safe)
 
     def test_python_keyword_field_is_refused(self):
-        self.new_term("IN")
+        self.append_value("mem4d_term", "MEM4D_TERM_IN")
         code, err = self.check()
         self.assertEqual(code, 2)
         self.assertIn("MEM4D_TERM_IN: 'in' is a Python keyword", err)
 
     def test_unreadable_header_is_an_error_not_a_guess(self):
-        self.edit(self.gen.HEADER, "MEM4D_KIND_WIDTH = 4,", "MEM4D_KIND_WIDTH,")
+        self.edit(self.gen.HEADER, r"MEM4D_KIND_WIDTH = 4,", "MEM4D_KIND_WIDTH,")
         code, err = self.check()
         self.assertEqual(code, 2)
         self.assertIn("explicit '= N'", err)
