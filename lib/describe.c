@@ -2,20 +2,15 @@
  * The library describes itself: names of statuses, kinds, report infos and
  * metrics, search options (with kinds and defaults) and search counters; its
  * version as a number. Parameter tables live in params.c, term names beside
- * the report (report.c). Each table here is indexed by its enum and sized by
- * its private count (private.h), which follows the enum's last value.
+ * the report (report.c). Each table here is indexed by its enum, and its
+ * count (private.h) is checked against the enum's last value.
  * SPDX-License-Identifier: MIT
  */
 #include "private.h"
 
-/* The info and metric tables are sized by counts that private.h spells as
- * numbers: appending a value without moving the count fails here. (The
- * status, search option and stat counts are their enums' last value + 1.) */
-_Static_assert(M4D_NINFO == MEM4D_INFO_PROCESS_GROUPS + 1, "M4D_NINFO follows mem4d_info");
-_Static_assert(M4D_NMETRICS == MEM4D_METRIC_EXPOSED_COMM_S + 1, "M4D_NMETRICS follows mem4d_metric");
-
-/* A designated row left out would be a NULL name, which C cannot check at
- * compile time: tests/test-describe.c walks every table for NULLs. */
+/* Each table is checked to have its count's rows (M4D_TABLE_ROWS); a
+ * designated row left out in the middle would be a NULL name, which C cannot
+ * check at compile time: tests/test-describe.c walks every table for NULLs. */
 
 const char *mem4d_status_name(mem4d_status status)
 {
@@ -90,7 +85,7 @@ size_t mem4d_info_count(void)
 
 const char *mem4d_info_name(mem4d_info info)
 {
-    static const char *const names[M4D_NINFO] = {
+    static const char *const names[] = {
         [MEM4D_INFO_DP] = "dp",
         [MEM4D_INFO_WORLD] = "world",
         [MEM4D_INFO_MICROBATCHES] = "microbatches",
@@ -98,6 +93,7 @@ const char *mem4d_info_name(mem4d_info info)
         [MEM4D_INFO_MODEL_PARAMS] = "model_params",
         [MEM4D_INFO_PROCESS_GROUPS] = "process_groups",
     };
+    M4D_TABLE_ROWS(names, M4D_NINFO);
     return (unsigned)info < M4D_NINFO ? names[info] : NULL;
 }
 
@@ -108,7 +104,7 @@ size_t mem4d_metric_count(void)
 
 const char *mem4d_metric_name(mem4d_metric metric)
 {
-    static const char *const names[M4D_NMETRICS] = {
+    static const char *const names[] = {
         [MEM4D_METRIC_STEP_TIME_S] = "step_time_s",
         [MEM4D_METRIC_TOKENS_PER_S] = "tokens_per_s",
         [MEM4D_METRIC_TFLOPS_PER_GPU] = "tflops_per_gpu",
@@ -117,17 +113,19 @@ const char *mem4d_metric_name(mem4d_metric metric)
         [MEM4D_METRIC_COMPUTE_TIME_S] = "compute_time_s",
         [MEM4D_METRIC_EXPOSED_COMM_S] = "exposed_comm_s",
     };
+    M4D_TABLE_ROWS(names, M4D_NMETRICS);
     return (unsigned)metric < M4D_NMETRICS ? names[metric] : NULL;
 }
 
 /* The search's options: search.c takes its defaults and checks from here. */
-const struct m4d_option_desc m4d_search_options[M4D_NSEARCH_OPTIONS] = {
+const struct m4d_option_desc m4d_search_options[] = {
     [MEM4D_SEARCH_FITS_ONLY] = {"fits_only", MEM4D_KIND_BOOLEAN, 1},
     [MEM4D_SEARCH_NODE_LOCAL] = {"node_local", MEM4D_KIND_BOOLEAN, 1},
     [MEM4D_SEARCH_RANKED] = {"ranked", MEM4D_KIND_BOOLEAN, 1},
     [MEM4D_SEARCH_MAX_RESULTS] = {"max_results", MEM4D_KIND_INTEGER, 0},
     [MEM4D_SEARCH_UNEVEN_STAGES] = {"uneven_stages", MEM4D_KIND_BOOLEAN, 1},
 };
+M4D_TABLE_ROWS(m4d_search_options, M4D_NSEARCH_OPTIONS);
 
 size_t mem4d_search_option_count(void)
 {
@@ -162,11 +160,12 @@ size_t mem4d_search_stat_count(void)
 
 const char *mem4d_search_stat_name(mem4d_search_stat stat)
 {
-    static const char *const names[M4D_NSEARCH_STATS] = {
+    static const char *const names[] = {
         [MEM4D_SEARCH_STAT_VISITED] = "visited",
         [MEM4D_SEARCH_STAT_PRUNED] = "pruned",
         [MEM4D_SEARCH_STAT_VALID] = "valid",
         [MEM4D_SEARCH_STAT_YIELDED] = "yielded",
     };
+    M4D_TABLE_ROWS(names, M4D_NSEARCH_STATS);
     return (unsigned)stat < M4D_NSEARCH_STATS ? names[stat] : NULL;
 }

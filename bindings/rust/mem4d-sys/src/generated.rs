@@ -87,7 +87,7 @@ pub const MEM4D_E_MODEL: mem4d_status = 8;
 pub const MEM4D_E_HEADS_TP: mem4d_status = 9;
 /// Key/value heads (query groups) not divisible by the tensor-parallel size.
 pub const MEM4D_E_KV_HEADS_TP: mem4d_status = 10;
-/// Layers not divisible by pipeline size (times virtual chunks).
+/// Layers not divisible by pipeline size (times virtual chunks), or not split by uneven first/last stages.
 pub const MEM4D_E_LAYERS_PP: mem4d_status = 11;
 /// World size is not tp x cp x pp x dp.
 pub const MEM4D_E_WORLD: mem4d_status = 12;
@@ -107,7 +107,7 @@ pub const MEM4D_E_JSON: mem4d_status = 18;
 pub const MEM4D_E_MISSING: mem4d_status = 19;
 /// Two settings contradict each other.
 pub const MEM4D_E_CONFLICT: mem4d_status = 20;
-/// Hidden, FFN or expert size not divisible by the tensor-parallel size.
+/// An FFN size (dense, expert or shared-expert) not divisible by the tensor-parallel size.
 pub const MEM4D_E_DIM_TP: mem4d_status = 21;
 /// Experts not divisible by the expert-parallel size, or EP does not fit the layout.
 pub const MEM4D_E_EXPERTS: mem4d_status = 22;
@@ -527,7 +527,7 @@ extern "C" {
     pub fn mem4d_layout_param_kind(key: mem4d_layout_param, kind: *mut mem4d_param_kind) -> mem4d_status;
     /// The value a new layout (mem4d_layout_new()) holds for a parameter.
     pub fn mem4d_layout_param_default(key: mem4d_layout_param, value: *mut u64) -> mem4d_status;
-    /// Check a layout against a model: every rule of the notes' section 4.
+    /// Check a layout against a model: every rule of doc/formulas.md, section "Valid layouts".
     pub fn mem4d_validate(
         model: *const mem4d_model,
         layout: *const mem4d_layout,
@@ -736,4 +736,18 @@ extern "C" {
     pub fn mem4d_import_warning(import: *const mem4d_import, index: usize) -> *const c_char;
     /// Where the last Megatron import took the world size from.
     pub fn mem4d_import_world_source(import: *const mem4d_import) -> mem4d_world_source;
+    /// The Megatron-LM flags that set a layout, as one line a user can paste into a launch script: the parallel sizes,
+    /// micro-batch (and global batch and sequence length when set), uneven first/last stages, virtual pipeline chunks,
+    /// sequence parallelism, optimizer sharding, gradient/parameter overlap and recompute, e.g.
+    /// "--tensor-model-parallel-size 8 --context-parallel-size 1 --pipeline-model-parallel-size 4 --micro-batch-size 1
+    /// --sequence-parallel --use-distributed-optimizer". Switches that are off are not written, so the line replaces
+    /// the job's parallel, micro-batch, recompute and optimizer flags. Read back by mem4d_import_megatron(), it gives
+    /// the same values for those keys.
+    pub fn mem4d_layout_megatron_args(
+        model: *const mem4d_model,
+        layout: *const mem4d_layout,
+        buf: *mut c_char,
+        size: usize,
+        length: *mut usize,
+    ) -> mem4d_status;
 }

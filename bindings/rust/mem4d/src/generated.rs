@@ -29,7 +29,7 @@ impl Status {
     pub const E_HEADS_TP: Status = Status(sys::MEM4D_E_HEADS_TP);
     /// Key/value heads (query groups) not divisible by the tensor-parallel size.
     pub const E_KV_HEADS_TP: Status = Status(sys::MEM4D_E_KV_HEADS_TP);
-    /// Layers not divisible by pipeline size (times virtual chunks).
+    /// Layers not divisible by pipeline size (times virtual chunks), or not split by uneven first/last stages.
     pub const E_LAYERS_PP: Status = Status(sys::MEM4D_E_LAYERS_PP);
     /// World size is not tp x cp x pp x dp.
     pub const E_WORLD: Status = Status(sys::MEM4D_E_WORLD);
@@ -49,7 +49,7 @@ impl Status {
     pub const E_MISSING: Status = Status(sys::MEM4D_E_MISSING);
     /// Two settings contradict each other.
     pub const E_CONFLICT: Status = Status(sys::MEM4D_E_CONFLICT);
-    /// Hidden, FFN or expert size not divisible by the tensor-parallel size.
+    /// An FFN size (dense, expert or shared-expert) not divisible by the tensor-parallel size.
     pub const E_DIM_TP: Status = Status(sys::MEM4D_E_DIM_TP);
     /// Experts not divisible by the expert-parallel size, or EP does not fit the layout.
     pub const E_EXPERTS: Status = Status(sys::MEM4D_E_EXPERTS);
