@@ -504,6 +504,9 @@ def emit_rust_sys(api, root):
 # C, so a value unknown to this crate cannot arrive), and the one whose
 # values are Stage's fields.
 RUST_SAFE_ENUMS = ("mem4d_term", "mem4d_info", "mem4d_metric", "mem4d_search_option", "mem4d_search_stat")
+# Enums whose values come out of the library: open Rust enums with an
+# Other(i32) variant, since a newer library may return a value unknown here.
+RUST_OPEN_ENUMS = ("mem4d_mode", "mem4d_verdict", "mem4d_world_source", "mem4d_param_kind")
 RUST_STAGE_ENUM = "mem4d_term"
 
 
@@ -511,7 +514,8 @@ def emit_rust_safe(api, root):
     status = api.enum("mem4d_status")
     out = [header_line("//").rstrip(),
            "//! The safe crate's copies of the header's enums: Status constants,",
-           "//! closed enums of the values passed into the library, and Stage.",
+           "//! closed enums of the values passed into the library, open ones (with",
+           "//! Other) of the values it returns, and Stage.",
            "",
            "use mem4d_sys as sys;",
            "",
@@ -534,6 +538,22 @@ def emit_rust_safe(api, root):
                 f"    pub const ALL: [{rust}; {len(en.values)}] = ["]
         out += [f"        {rust}::{camel(en.short(v))}," for v in en.values]
         out += ["    ];", "}", ""]
+    for name in RUST_OPEN_ENUMS:
+        en = api.enum(name)
+        rust = camel(name)
+        out += _rust_doc(f"{en.doc} (`{name}`)")
+        out += ["#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]", f"pub enum {rust} {{"]
+        for value in en.values:
+            out += _rust_doc(value.doc, "    ") if value.doc else []
+            out.append(f"    {camel(en.short(value))},")
+        out += ["    /// A value this crate does not know (from a newer library).", "    Other(i32),", "}", "",
+                f"impl {rust} {{", "    /// The value of a C `int` the library returned.",
+                f"    pub fn from_raw(raw: i32) -> {rust} {{", "        match raw {"]
+        out += [f"            sys::{v.name} => {rust}::{camel(en.short(v))}," for v in en.values]
+        out += [f"            other => {rust}::Other(other),", "        }", "    }", "",
+                "    /// The C value.", "    pub fn raw(self) -> i32 {", "        match self {"]
+        out += [f"            {rust}::{camel(en.short(v))} => sys::{v.name}," for v in en.values]
+        out += [f"            {rust}::Other(raw) => raw,", "        }", "    }", "}", ""]
     en = api.enum(RUST_STAGE_ENUM)
     rust = camel(RUST_STAGE_ENUM)
     out += ["/// One pipeline stage, every term copied out: bytes, except the counts",

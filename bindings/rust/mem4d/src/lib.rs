@@ -25,9 +25,9 @@ mod search;
 
 pub use describe::{Device, Layout, Model};
 pub use error::{Error, Result, Status};
-pub use generated::{Info, Metric, SearchOption, SearchStat, Stage, Term};
-pub use import::{import_megatron, Importer, MegatronImport, WorldSource};
-pub use report::{estimate, Mode, Report, Verdict};
+pub use generated::{Info, Metric, Mode, ParamKind, SearchOption, SearchStat, Stage, Term, Verdict, WorldSource};
+pub use import::{import_megatron, Importer, MegatronImport};
+pub use report::{estimate, Report};
 pub use search::{max_micro_batch, max_seq_length, min_gpus, Plan, Search};
 
 pub use mem4d_sys as sys;

@@ -8,54 +8,19 @@ use mem4d_sys as sys;
 
 use crate::describe::{Device, Layout, Model};
 use crate::error::{check, owned_str, Error, Result, Status};
-use crate::generated::{Info, Metric, Stage, Term};
-
-/// Which memory model produced a report.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Mode {
-    /// Every stage, schedules, buffers and fixed costs.
-    Full,
-    /// arXiv 2411.06465's formula, exactly.
-    Paper,
-    /// A value this crate does not know (a newer library).
-    Other(i32),
-}
-
-/// A report's verdict against the device's memory.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Verdict {
-    /// At most the fit threshold (default 80%).
-    Fits,
-    /// Between the threshold and 100%.
-    Tight,
-    /// Above 100%.
-    Oom,
-    /// A value this crate does not know.
-    Other(i32),
-}
+use crate::generated::{Info, Metric, Mode, Stage, Term, Verdict};
 
 impl fmt::Display for Verdict {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let code = match *self {
-            Verdict::Fits => sys::MEM4D_VERDICT_FITS,
-            Verdict::Tight => sys::MEM4D_VERDICT_TIGHT,
-            Verdict::Oom => sys::MEM4D_VERDICT_OOM,
-            Verdict::Other(v) => v,
-        };
         // SAFETY: accepts any value; returns a static string.
-        f.write_str(&unsafe { owned_str(sys::mem4d_verdict_name(code)) })
+        f.write_str(&unsafe { owned_str(sys::mem4d_verdict_name(self.raw())) })
     }
 }
 
 impl fmt::Display for Mode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let code = match *self {
-            Mode::Full => sys::MEM4D_MODE_FULL,
-            Mode::Paper => sys::MEM4D_MODE_PAPER,
-            Mode::Other(v) => v,
-        };
         // SAFETY: accepts any value; returns a static string.
-        f.write_str(&unsafe { owned_str(sys::mem4d_mode_name(code)) })
+        f.write_str(&unsafe { owned_str(sys::mem4d_mode_name(self.raw())) })
     }
 }
 
@@ -116,22 +81,13 @@ impl Report {
     /// The mode that produced it.
     pub fn mode(&self) -> Mode {
         // SAFETY: live handle.
-        match unsafe { sys::mem4d_report_mode(self.as_ptr()) } {
-            sys::MEM4D_MODE_FULL => Mode::Full,
-            sys::MEM4D_MODE_PAPER => Mode::Paper,
-            other => Mode::Other(other),
-        }
+        Mode::from_raw(unsafe { sys::mem4d_report_mode(self.as_ptr()) })
     }
 
     /// The verdict.
     pub fn verdict(&self) -> Verdict {
         // SAFETY: live handle.
-        match unsafe { sys::mem4d_report_verdict(self.as_ptr()) } {
-            sys::MEM4D_VERDICT_FITS => Verdict::Fits,
-            sys::MEM4D_VERDICT_TIGHT => Verdict::Tight,
-            sys::MEM4D_VERDICT_OOM => Verdict::Oom,
-            other => Verdict::Other(other),
-        }
+        Verdict::from_raw(unsafe { sys::mem4d_report_verdict(self.as_ptr()) })
     }
 
     /// Number of stages (pp in full mode, 1 in paper mode).

@@ -7,7 +7,7 @@
 use std::ffi::CStr;
 use std::os::raw::c_char;
 
-use mem4d::{sys, Info, Metric, SearchOption, SearchStat, Status, Term};
+use mem4d::{sys, Device, Info, Layout, Metric, Mode, Model, ParamKind, SearchOption, SearchStat, Status, Term, Verdict};
 
 fn text(p: *const c_char) -> Option<String> {
     if p.is_null() {
@@ -80,4 +80,37 @@ fn stage_has_every_term() {
     assert_eq!(stage.total, report.get(0, Term::Total).unwrap());
     assert_eq!(stage.peak_reserved, report.get(0, Term::PeakReserved).unwrap());
     assert_eq!(stage.weights, report.get(0, Term::Weights).unwrap());
+}
+
+#[test]
+fn parameters_describe_themselves() {
+    assert_eq!(Layout::param_kind("tp").unwrap(), ParamKind::Integer);
+    assert_eq!(Layout::param_kind("sequence_parallel").unwrap(), ParamKind::Boolean);
+    assert_eq!(Layout::param_kind("recompute").unwrap(), ParamKind::Choice);
+    assert_eq!(Layout::param_kind("main_grad_bytes").unwrap(), ParamKind::Width);
+    assert_eq!(Model::param_kind("normalization").unwrap(), ParamKind::Choice);
+    assert_eq!(Device::param_kind("memory_bytes").unwrap(), ParamKind::Bytes);
+    assert_eq!(Device::param_kind("fit_threshold_ppm").unwrap(), ParamKind::Ppm);
+    assert_eq!(Device::param_kind("peak_flops").unwrap(), ParamKind::Flops);
+    assert_eq!(Device::param_kind("hbm_bandwidth").unwrap(), ParamKind::BytesPerS);
+    assert_eq!(Device::param_kind("intra_node_latency_ns").unwrap(), ParamKind::Nanoseconds);
+    assert_eq!(Layout::param_default("vocab_divisor").unwrap(), 128);
+    assert_eq!(Device::param_default("gpus_per_node").unwrap(), 8);
+    assert_eq!(Layout::param_kind("no_such_key").unwrap_err().status, Status::E_UNKNOWN_KEY);
+    // Every key has a kind this crate knows, and its default is what a new object holds.
+    let fresh = Layout::new().unwrap();
+    for key in Layout::keys() {
+        assert!(!matches!(Layout::param_kind(&key).unwrap(), ParamKind::Other(_)), "{key}");
+        assert_eq!(Layout::param_default(&key).unwrap(), fresh.get(&key).unwrap(), "{key}");
+    }
+}
+
+#[test]
+fn open_enums_keep_unknown_values() {
+    assert_eq!(Mode::from_raw(sys::MEM4D_MODE_PAPER), Mode::Paper);
+    assert_eq!(Mode::from_raw(99), Mode::Other(99));
+    assert_eq!(Mode::Other(99).raw(), 99);
+    assert_eq!(Verdict::Tight.raw(), sys::MEM4D_VERDICT_TIGHT);
+    assert_eq!(Verdict::Oom.to_string(), "oom");
+    assert_eq!(ParamKind::from_raw(sys::MEM4D_KIND_BYTES_PER_S), ParamKind::BytesPerS);
 }
