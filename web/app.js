@@ -22,6 +22,9 @@ const BAR_TERMS = ["weights_bytes", "gradients_bytes", "optimizer_bytes", "activ
 const isBytes = (term) => term.endsWith("_bytes");
 const termLabel = (term) => term.replace(/_bytes$/, "").replace(/_/g, " ");
 const PLAN_ROWS = 500;
+// How a field of each kind (mem4d_param_kind_name) reads in a larger unit: [divisor, unit].
+const UNITS = { bytes: [GIB, "GiB"], flops: [1e12, "TFLOP/s"], bytes_per_s: [1e9, "GB/s"], ppm: [1e4, "%"],
+                nanoseconds: [1e3, "µs"] };
 
 let m4;
 let hfModel = null;            // a Model read from a dropped config.json
@@ -85,10 +88,14 @@ function field(cls, key, value, idPrefix) {
         input.value = input.defaultValue = String(value);
         input.size = 12;
         input.title = `${key}: ${lo} to ${hi}${kind ? ` (${kind.replace(/_/g, " ")})` : ""}`;
-        if (kind === "bytes") {
-            // A size is entered in bytes, as the library takes it; the hint reads it in GiB.
+        const unit = UNITS[kind];
+        if (unit) {
+            // A value is entered as the library takes it (bytes, FLOP/s, ppm); the hint reads it in a larger unit.
             const hint = cell("span", "", { class: "hint", "aria-live": "off" });
-            const show = () => { hint.textContent = /^\d+$/.test(input.value.trim()) ? `= ${gib(input.value.trim())} GiB` : ""; };
+            const show = () => {
+                const text = input.value.trim();
+                hint.textContent = /^\d+$/.test(text) ? `= ${(Number(text) / unit[0]).toFixed(2)} ${unit[1]}` : "";
+            };
             input.addEventListener("input", show);
             queueMicrotask(show);
             wrap.append(input, hint);
