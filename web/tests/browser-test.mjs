@@ -60,7 +60,7 @@ const browser = await puppeteer.launch({
     executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
     headless: true,
     args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-           "--allow-file-access-from-files"],
+           "--allow-file-access-from-files", "--js-flags=--expose-gc"],
 });
 await browser.defaultBrowserContext().overridePermissions(origin, ["clipboard-read", "clipboard-write",
                                                                   "clipboard-sanitized-write"]);
@@ -315,6 +315,19 @@ try {
         const { load, Mem4dError } = await import("./mem4d/mem4d.js");
         const m4 = await load();
         const out = {};
+        // The generated tables and the loaded library agree.
+        const { ENUMS, SIGNATURES } = await import("./mem4d/capi.js");
+        out.missing = m4.missing;
+        out.signatures = SIGNATURES.length;
+        out.counts = [["mem4d_status", "mem4d_status_count"], ["mem4d_term", "mem4d_term_count"],
+                      ["mem4d_info", "mem4d_info_count"], ["mem4d_metric", "mem4d_metric_count"],
+                      ["mem4d_search_option", "mem4d_search_option_count"],
+                      ["mem4d_layout_param", "mem4d_layout_param_count"], ["mem4d_model_param", "mem4d_model_param_count"],
+                      ["mem4d_device_param", "mem4d_device_param_count"]]
+            .filter(([, fn]) => m4.has(fn))
+            .map(([e, fn]) => [e, Object.keys(ENUMS[e]).length, m4.c[fn]()]);
+        out.statusNames = Object.entries(ENUMS.mem4d_status).every(([name, v]) =>
+            !m4.has("mem4d_status_name") || m4.c.mem4d_status_name(v) === name);
         try { m4.Model.preset("no-such-model"); } catch (e) {
             out.preset = [e instanceof Mem4dError, e.statusName, e.message];
         }
@@ -333,14 +346,28 @@ try {
         try { m4.estimate(model, layout, device); } catch (e) { out.freed = e.statusName; }
         layout.free();
         device.free();
+        // Objects dropped without free() are freed by the collector.
+        for (let i = 0; i < 1000; i++) new m4.Layout({ tp: 2 });
+        for (let i = 0; i < 5 && m4.finalized < 1000; i++) {
+            window.gc();
+            await new Promise((ok) => setTimeout(ok, 50));
+        }
+        out.finalized = m4.finalized;
         return out;
     });
+    check(binding.missing.length === 0, `binding: the wasm exports all ${binding.signatures} functions of capi.js`,
+          binding.missing.join(" "));
+    for (const [e, table, lib] of binding.counts)
+        check(table === lib, `binding: ${e} has ${lib} values in the library and in capi.js`, `capi.js ${table}`);
+    check(binding.statusNames, "binding: status names in capi.js are the library's");
     check(binding.preset && binding.preset[0] && binding.preset[1] === "E_UNKNOWN_PRESET",
           "binding: an unknown preset is Mem4dError E_UNKNOWN_PRESET", JSON.stringify(binding.preset));
     check(binding.bigint, "binding: uint64 results are BigInts");
     check(binding.u64[0] === binding.u64[1] && binding.u64[2], "binding: a uint64 beyond 2^53 round-trips",
           JSON.stringify(binding.u64));
     check(binding.negative === "E_RANGE", "binding: a negative value is E_RANGE");
+    check(binding.finalized >= 1000, "binding: 1000 dropped objects were freed by the collector",
+          String(binding.finalized));
     check(binding.freed === "E_INVALID_ARG", "binding: a freed object is refused (E_INVALID_ARG), twice-free is safe");
 
     check(foreign.length === 0, "the page made no request beyond its own files", foreign.join(" "));
