@@ -7,7 +7,8 @@
 #
 # Uses Debian's emscripten (scripts/setup.sh installs it). config.json import
 # needs json-c: its Debian source package (fetched with apt-get source through
-# a private source list, not the system's) is built once for wasm into
+# a private source list, not the system's; apt checks it against Debian's
+# signed index) is built once for wasm into
 # OUT/json-c, so the page reads Hugging Face configs with the library's own
 # reader.
 set -euo pipefail

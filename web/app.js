@@ -216,13 +216,15 @@ function setupDrop() {
     $("config-file").addEventListener("change", (ev) => {
         if (ev.target.files[0]) readConfig(ev.target.files[0]);
     });
+    // A file dropped anywhere on the page is read as config.json (and the
+    // browser does not navigate away to show it).
     for (const type of ["dragenter", "dragover"])
-        zone.addEventListener(type, (ev) => { ev.preventDefault(); zone.classList.add("over"); });
-    zone.addEventListener("dragleave", () => zone.classList.remove("over"));
-    zone.addEventListener("drop", (ev) => {
+        document.addEventListener(type, (ev) => { ev.preventDefault(); zone.classList.add("over"); });
+    document.addEventListener("dragleave", (ev) => { if (!ev.relatedTarget) zone.classList.remove("over"); });
+    document.addEventListener("drop", (ev) => {
         ev.preventDefault();
         zone.classList.remove("over");
-        const file = ev.dataTransfer.files[0];
+        const file = ev.dataTransfer && ev.dataTransfer.files[0];
         if (file) readConfig(file);
     });
 }
