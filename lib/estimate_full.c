@@ -77,7 +77,7 @@ struct layer_share {
 static struct layer_share layer_share(bool *ok, const struct m4d_ctx *x)
 {
     struct layer_share s = {0, 0, 0};
-    uint64_t attn, mlp, norms, mats = x->gated ? 3 : 2;
+    uint64_t attn, mlp, norms;
     if (!m4d_layer_params(x, &attn, &mlp, &norms)) {
         *ok = false;
         return s;
@@ -88,8 +88,10 @@ static struct layer_share layer_share(bool *ok, const struct m4d_ctx *x)
         s.linear = add(ok, s.linear, m4d_ceil_div(mlp, x->t));
         return s;
     }
-    uint64_t experts = mul(ok, mul(ok, mats, x->h), mul(ok, x->fe, x->experts));
-    uint64_t shared = mul(ok, mul(ok, mats, x->h), x->fs);
+    uint64_t one, shared = 0;
+    if (!m4d_expert_params(x, x->fe, &one) || (x->fs && !m4d_expert_params(x, x->fs, &shared)))
+        *ok = false;
+    uint64_t experts = mul(ok, one, x->experts);
     s.expert = muldiv(ok, experts, 1, x->ep * x->t);
     s.linear = add(ok, s.linear, m4d_ceil_div(shared, x->t));
     s.replicated = add(ok, s.replicated, mul(ok, x->h, x->experts) + (x->fs ? x->h : 0));
@@ -112,6 +114,14 @@ struct shared {
     uint64_t fixed, groups;   /* FIXED and the communicators behind it */
 };
 
+/* A learned absolute position table, pos_rows·h, on the first stage and
+ * replicated over t (Megatron-Core's LanguageModelEmbedding keeps a plain
+ * nn.Embedding beside the vocabulary-parallel one). */
+static uint64_t position_table(bool *ok, const struct m4d_ctx *x)
+{
+    return mul(ok, x->pos_rows, x->h);
+}
+
 /* Parameters of stage r: N (all), N_e (expert part), N_lin (transformer
  * linear weights, what fp8 caches). The embedding V_p·h/t sits on the first
  * stage; the final norm and the LM head on the last; a tied head is a
@@ -129,7 +139,7 @@ static struct stage_params stage_params(bool *ok, const struct m4d_ctx *x, const
     n.expert = mul(ok, s.expert, l);
     n.all = add(ok, n.linear, mul(ok, s.replicated, l));
     if (r == 0)
-        n.all = add(ok, n.all, emb);
+        n.all = add(ok, n.all, add(ok, emb, position_table(ok, x)));
     if (r == x->p - 1) {
         n.all = add(ok, n.all, (x->layernorm ? 2 : 1) * x->h);
         if (!x->tied || x->p > 1)
@@ -138,17 +148,28 @@ static struct stage_params stage_params(bool *ok, const struct m4d_ctx *x, const
     return n;
 }
 
+/* WEIGHTS of a stage before any sharding: every parameter in the training
+ * dtype; with fp8 an fp8 copy and an fp8 transpose of every linear weight
+ * beside it (2·N_lin), or with fp8 parameters (--fp8-param-gather) the
+ * linear weights held in fp8 alone, one byte and one for the transpose:
+ * P_bytes·(N − N_lin) + 2·N_lin. */
+static uint64_t weight_bytes(bool *ok, const struct m4d_ctx *x, const struct stage_params *n)
+{
+    if (x->fp8 && x->fp8_params)
+        return add(ok, mul(ok, n->all - n->linear, x->param_bytes), mul(ok, n->linear, 2));
+    uint64_t w = mul(ok, n->all, x->param_bytes);
+    return x->fp8 ? add(ok, w, mul(ok, n->linear, 2)) : w;
+}
+
 /* WEIGHTS, GRADIENTS and OPTIMIZER of a stage. ZeRO-1 (Megatron's
  * distributed optimizer) shards master weights and moments over d·c
  * (experts over d·c/ep); ZeRO-2 adds the gradients, ZeRO-3 the weights.
- * fp8 keeps an fp8 copy and an fp8 transpose of every linear weight. */
+ * Adam's two moments may differ in precision (the precision-aware optimizer). */
 static void state_terms(bool *ok, const struct m4d_ctx *x, const struct stage_params *n, uint64_t *t)
 {
     uint64_t dc = x->d * x->c, edc = dc / (x->experts ? x->ep : 1);
-    uint64_t per = x->master_bytes + 2 * x->opt_bytes;
-    t[MEM4D_TERM_WEIGHTS] = mul(ok, n->all, x->param_bytes);
-    if (x->fp8)
-        t[MEM4D_TERM_WEIGHTS] = add(ok, t[MEM4D_TERM_WEIGHTS], mul(ok, n->linear, 2));
+    uint64_t per = x->master_bytes + x->opt_bytes + x->opt_sq_bytes;
+    t[MEM4D_TERM_WEIGHTS] = weight_bytes(ok, x, n);
     t[MEM4D_TERM_GRADIENTS] = mul(ok, n->all, x->grad_bytes);
     t[MEM4D_TERM_OPTIMIZER] = mul(ok, n->all, per);
     if (x->zero >= 1)
@@ -206,10 +227,12 @@ static uint64_t layer_activation(bool *ok, const struct m4d_ctx *x)
     return add(ok, muldiv(ok, T, repl, t_sp(x)), muldiv(ok, T, split, x->t));
 }
 
-/* C: a full-recompute checkpoint keeps only the layer input, 2·T·h/t_sp. */
+/* C: a full-recompute checkpoint keeps only the layer input, 2·T·h/t_sp;
+ * --distribute-saved-activations splits it over t when sequence
+ * parallelism does not already. */
 static uint64_t checkpoint_bytes(bool *ok, const struct m4d_ctx *x)
 {
-    return muldiv(ok, tokens(ok, x), 2 * x->h, t_sp(x));
+    return muldiv(ok, tokens(ok, x), 2 * x->h, x->distribute_saved ? x->t : t_sp(x));
 }
 
 /* What one micro-batch keeps over `l` consecutive layers, and the extra
@@ -366,12 +389,13 @@ static uint64_t fwd_bwd_buffers(bool *ok, const struct m4d_ctx *x, const mem4d_d
 
 /* BUFFERS at the optimizer step: workspaces, and with gradients below
  * fp32 the fp32 copy the optimizer makes of its gradient shard
- * (shard_main_param.grad = shard_model_grad.float()). */
+ * (shard_main_param.grad = shard_model_grad.float()); the precision-aware
+ * optimizer hands the gradient over as it is (decoupled_grad). */
 static uint64_t step_buffers(bool *ok, const struct m4d_ctx *x, const mem4d_device *dev,
                              const struct stage_params *n)
 {
     uint64_t b = dev->v[MEM4D_DEVICE_WORKSPACE_BYTES];
-    if (x->grad_bytes < 4 && x->master_bytes == 4)
+    if (x->grad_bytes < 4 && x->master_bytes == 4 && !x->precision_aware)
         b = add(ok, b, x->zero >= 1 ? muldiv(ok, n->all, 4, x->d * x->c) : mul(ok, n->all, 4));
     return b;
 }

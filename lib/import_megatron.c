@@ -20,6 +20,7 @@ struct opt_val {
     uint64_t u; /* integer, or index into the choices */
     double r;   /* M4D_FLAG_REAL */
     const char *s; /* M4D_FLAG_TEXT: the argument itself */
+    int at;        /* where in the vector it was last given (argparse: last one wins) */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -109,6 +110,7 @@ static mem4d_status read_opt(mem4d_import *imp, const struct m4d_megatron_flag *
         if (tok->value)
             return m4d_imp_fail(imp, MEM4D_E_PARSE, "--%s takes no value (got '%s')", d->flag, tok->value);
         v->given = true;
+        v->at = *i;
         v->u = 1;
         return MEM4D_OK;
     }
@@ -128,8 +130,10 @@ static mem4d_status read_opt(mem4d_import *imp, const struct m4d_megatron_flag *
     case M4D_FLAG_TEXT: v->s = text; break;
     default: break;
     }
-    if (st == MEM4D_OK)
+    if (st == MEM4D_OK) {
         v->given = true;
+        v->at = *i;
+    }
     return st;
 }
 
@@ -228,6 +232,46 @@ static mem4d_status set_opt_l(mem4d_import *imp, mem4d_layout *l, mem4d_layout_p
     return SET_L(l, key, value, what);
 }
 
+/* Biases: Megatron-LM puts one on every linear layer unless
+ * --disable-bias-linear (--add-bias-linear restores them; the later flag
+ * wins); --add-qkv-bias keeps the QKV bias alone. */
+static mem4d_status apply_biases(mem4d_import *imp, const struct opt_val *vals, bool describes, mem4d_model *m)
+{
+    if (!describes && !GIVEN(MF_QKV_BIAS) && !GIVEN(MF_NO_BIAS) && !GIVEN(MF_ADD_BIAS))
+        return MEM4D_OK;
+    bool linear = !GIVEN(MF_NO_BIAS) || (GIVEN(MF_ADD_BIAS) && vals[MF_ADD_BIAS].at > vals[MF_NO_BIAS].at);
+    TRY(SET_M(m, MEM4D_MODEL_LINEAR_BIAS, linear, "--disable-bias-linear"));
+    return SET_M(m, MEM4D_MODEL_QKV_BIAS, GIVEN(MF_QKV_BIAS) || linear, "--add-qkv-bias");
+}
+
+/* Position embeddings: Megatron-LM's default is a learned absolute table
+ * of --max-position-embeddings rows (BigScience's Megatron-DeepSpeed calls
+ * it "absolute"); rotary embeddings and ALiBi have no parameters. */
+static mem4d_status apply_positions(mem4d_import *imp, const struct opt_val *vals, bool describes, mem4d_model *m)
+{
+    if (!describes && !GIVEN(MF_POS_TYPE) && !GIVEN(MF_ROPE) && !GIVEN(MF_NO_POS))
+        return MEM4D_OK;
+    /* The flag's choices (megatron_flags.c) to the model's values: rope 0,
+     * learned_absolute 1, alibi 2, none 3 (T5's relative bias is a few
+     * hundred parameters, taken as none). */
+    static const uint64_t model_value[] = {1, 0, 0, 3, 3, 1, 0, 2};
+    uint64_t type = GIVEN(MF_POS_TYPE) ? model_value[U(MF_POS_TYPE)] : 1;
+    if (GIVEN(MF_ROPE))
+        type = 0;
+    if (type == 1 && GIVEN(MF_NO_POS))
+        type = 3;
+    if (type == 1 && m->v[MEM4D_MODEL_MAX_POSITION] == 0) {
+        /* Megatron-LM requires the flag; the table is as long as a sequence at least. */
+        uint64_t seq = GIVEN(MF_SEQ) ? U(MF_SEQ) : U(MF_ENC_SEQ);
+        m4d_imp_warn(imp, "learned absolute position embeddings (Megatron-LM's default without "
+                     "--position-embedding-type rope) need --max-position-embeddings; %s", seq ?
+                     "the table is taken as --seq-length rows" : "their table is not counted");
+        if (seq)
+            TRY(SET_M(m, MEM4D_MODEL_MAX_POSITION, seq, "--seq-length"));
+    }
+    return SET_M(m, MEM4D_MODEL_POSITION_EMBEDDING, type, "--position-embedding-type");
+}
+
 /* The architecture. When the vector describes a model (it names layers,
  * hidden size or heads, as Megatron-LM requires), Megatron's defaults apply
  * to every switch it leaves out: LayerNorm, a plain 4h MLP, tied
@@ -265,27 +309,15 @@ static mem4d_status apply_model(mem4d_import *imp, const struct opt_val *vals, m
         TRY(SET_M(m, MEM4D_MODEL_HEAD_DIM, 0, "--kv-channels"));
     if (describes || GIVEN(MF_UNTIE))
         TRY(SET_M(m, MEM4D_MODEL_TIED_EMBEDDINGS, !GIVEN(MF_UNTIE), "--untie-embeddings-and-output-weights"));
-    if (describes || GIVEN(MF_QKV_BIAS) || GIVEN(MF_NO_BIAS))
-        TRY(SET_M(m, MEM4D_MODEL_QKV_BIAS, GIVEN(MF_QKV_BIAS) || !GIVEN(MF_NO_BIAS), "--add-qkv-bias"));
+    TRY(apply_biases(imp, vals, describes, m));
+    TRY(apply_positions(imp, vals, describes, m));
+    if (describes || GIVEN(MF_QK_NORM))
+        TRY(SET_M(m, MEM4D_MODEL_QK_LAYERNORM, GIVEN(MF_QK_NORM), "--qk-layernorm"));
     if (GIVEN(MF_EXPERTS) && !GIVEN(MF_TOPK))
         TRY(SET_M(m, MEM4D_MODEL_EXPERT_TOPK, 2, "--moe-router-topk (Megatron's default)"));
     if (describes)
         m4d_strlcpy(m->name, "custom", sizeof m->name);
     return MEM4D_OK;
-}
-
-/* Warnings about model defaults whose memory is not modelled. */
-static void warn_model(mem4d_import *imp, const struct opt_val *vals)
-{
-    bool describes = GIVEN(MF_NUM_LAYERS) || GIVEN(MF_HIDDEN) || GIVEN(MF_HEADS);
-    if (!describes)
-        return;
-    if (!GIVEN(MF_NO_BIAS))
-        m4d_imp_warn(imp, "without --disable-bias-linear every linear layer has a bias; only the QKV bias is modelled");
-    bool rope = GIVEN(MF_ROPE) || (GIVEN(MF_POS_TYPE) && U(MF_POS_TYPE) != M4D_POS_LEARNED);
-    if (!rope)
-        m4d_imp_warn(imp, "learned absolute position embeddings (Megatron's default without "
-                 "--position-embedding-type rope) are not modelled");
 }
 
 /* ------------------------------------------------------------------------ */
@@ -459,6 +491,44 @@ static mem4d_status apply_layout_basic(mem4d_import *imp, const struct opt_val *
     return MEM4D_OK;
 }
 
+/* Bytes of each dtype name of the precision-aware optimizer's lists
+ * (fp32 first; fp8 is stored as uint8). */
+static uint64_t dtype_bytes(const struct opt_val *vals, int o)
+{
+    if (!GIVEN(o))
+        return 4;
+    const char *name = m4d_megatron_flag_of(o)->choices[U(o)];
+    return strcmp(name, "fp32") == 0 ? 4 : strcmp(name, "fp8") == 0 ? 1 : 2;
+}
+
+/* Megatron's precision-aware optimizer keeps main gradients, main
+ * parameters and each Adam moment in the dtypes named; without it those
+ * flags must stay fp32 (OptimizerConfig refuses otherwise). */
+static mem4d_status apply_precision_aware(mem4d_import *imp, const struct opt_val *vals, mem4d_layout *l)
+{
+    static const int dtypes[] = {MF_MAIN_GRADS_DTYPE, MF_MAIN_PARAMS_DTYPE, MF_EXP_AVG_DTYPE, MF_EXP_AVG_SQ_DTYPE};
+    bool aware = GIVEN(MF_PREC_AWARE);
+    TRY(SET_L(l, MEM4D_LAYOUT_PRECISION_AWARE_OPTIMIZER, aware, "--use-precision-aware-optimizer"));
+    for (size_t i = 0; i < sizeof dtypes / sizeof *dtypes; i++)
+        if (!aware && dtype_bytes(vals, dtypes[i]) != 4)
+            return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "--%s %s needs --use-precision-aware-optimizer",
+                                m4d_megatron_flag_of(dtypes[i])->flag,
+                                m4d_megatron_flag_of(dtypes[i])->choices[U(dtypes[i])]);
+    if (!aware)
+        return MEM4D_OK;
+    if (dtype_bytes(vals, MF_MAIN_GRADS_DTYPE) != 4) {
+        if (GIVEN(MF_ACC_FP32))
+            return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "--main-grads-dtype bf16 contradicts "
+                                "--accumulate-allreduce-grads-in-fp32");
+        TRY(SET_L(l, MEM4D_LAYOUT_MAIN_GRAD_BYTES, 2, "--main-grads-dtype"));
+    }
+    if (l->v[MEM4D_LAYOUT_MASTER_WEIGHT_BYTES] != 0)
+        TRY(SET_L(l, MEM4D_LAYOUT_MASTER_WEIGHT_BYTES, dtype_bytes(vals, MF_MAIN_PARAMS_DTYPE), "--main-params-dtype"));
+    uint64_t m1 = dtype_bytes(vals, MF_EXP_AVG_DTYPE), m2 = dtype_bytes(vals, MF_EXP_AVG_SQ_DTYPE);
+    TRY(SET_L(l, MEM4D_LAYOUT_OPT_STATE_BYTES, m1, "--exp-avg-dtype"));
+    return SET_L(l, MEM4D_LAYOUT_EXP_AVG_SQ_BYTES, m2 == m1 ? 0 : m2, "--exp-avg-sq-dtype");
+}
+
 /* Precision: bf16 forces fp32 gradient accumulation unless
  * --grad-reduce-in-bf16; fp16 accumulates in fp16 unless asked; fp32
  * training keeps no separate master copy. */
@@ -474,6 +544,12 @@ static mem4d_status apply_precision(mem4d_import *imp, const struct opt_val *val
     TRY(SET_L(l, MEM4D_LAYOUT_MASTER_WEIGHT_BYTES, half ? 4 : 0, "--bf16/--fp16"));
     TRY(SET_L(l, MEM4D_LAYOUT_MAIN_GRAD_BYTES, grad, "--accumulate-allreduce-grads-in-fp32"));
     TRY(SET_L(l, MEM4D_LAYOUT_OPT_STATE_BYTES, 4, "--optimizer"));
+    TRY(apply_precision_aware(imp, vals, l));
+    bool sharded = GIVEN(MF_DIST_OPT) || GIVEN(MF_FSDP2) || GIVEN(MF_MEGATRON_FSDP) || GIVEN(MF_CUSTOM_FSDP);
+    if (GIVEN(MF_FP8_PARAM) && (!GIVEN(MF_FP8) || !sharded))
+        return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "--fp8-param-gather needs --fp8-format and the distributed "
+                            "optimizer or FSDP");
+    TRY(SET_L(l, MEM4D_LAYOUT_FP8_PARAM_GATHER, GIVEN(MF_FP8_PARAM), "--fp8-param-gather"));
     if (GIVEN(MF_OPTIMIZER) && U(MF_OPTIMIZER) != M4D_OPT_ADAM)
         m4d_imp_warn(imp, "--optimizer %s: the optimizer state is modelled for Adam (two moments)",
                  m4d_megatron_flag_of(MF_OPTIMIZER)->choices[U(MF_OPTIMIZER)]);
@@ -490,23 +566,61 @@ static mem4d_status apply_sharding(mem4d_import *imp, const struct opt_val *vals
         zero = GIVEN(MF_DP_SHARDING) ? U(MF_DP_SHARDING) : 3; /* choices are in stage order */
     else if (GIVEN(MF_DP_SHARDING))
         m4d_imp_warn(imp, "--data-parallel-sharding-strategy is ignored without --use-megatron-fsdp");
+    if (GIVEN(MF_DEEPSPEED)) {
+        /* Megatron-DeepSpeed: DeepSpeed's ZeRO replaces the distributed optimizer. */
+        if (GIVEN(MF_ZERO_STAGE) && U(MF_ZERO_STAGE) > 3)
+            return m4d_imp_fail(imp, MEM4D_E_RANGE, "--zero-stage %llu is not a ZeRO stage (0 to 3)",
+                                (unsigned long long)U(MF_ZERO_STAGE));
+        zero = GIVEN(MF_ZERO_STAGE) ? U(MF_ZERO_STAGE) : 1; /* Megatron-DeepSpeed's default */
+        if (!GIVEN(MF_ZERO_STAGE))
+            m4d_imp_warn(imp, "--deepspeed without --zero-stage: the ZeRO stage is in the DeepSpeed config file; "
+                         "taken as 1 (Megatron-DeepSpeed's default)");
+        TRY(SET_L(l, MEM4D_LAYOUT_DIST_OPT, 0, "--deepspeed"));
+    } else if (GIVEN(MF_ZERO_STAGE)) {
+        m4d_imp_warn(imp, "--zero-stage is ignored without --deepspeed");
+    }
     return SET_L(l, MEM4D_LAYOUT_ZERO_STAGE, zero, "--data-parallel-sharding-strategy");
+}
+
+/* The legacy spelling of full recomputation (Megatron-LM before 2022, and
+ * Megatron-DeepSpeed today): --checkpoint-activations is uniform over
+ * --checkpoint-num-layers (default 1); Megatron-LM 3.0's
+ * --activations-checkpoint-method/-num-layers (default 1) name it. */
+static bool legacy_recompute(const struct opt_val *vals, uint64_t *method, uint64_t *layers)
+{
+    if (!GIVEN(MF_CKPT_ACT) && !GIVEN(MF_ACT_CKPT_METHOD))
+        return false;
+    *method = GIVEN(MF_ACT_CKPT_METHOD) ? U(MF_ACT_CKPT_METHOD) : 0;
+    *layers = GIVEN(MF_ACT_CKPT_LAYERS) ? U(MF_ACT_CKPT_LAYERS) : GIVEN(MF_CKPT_NUM_LAYERS) ? U(MF_CKPT_NUM_LAYERS) : 1;
+    return true;
 }
 
 static mem4d_status apply_recompute(mem4d_import *imp, const struct opt_val *vals, mem4d_layout *l)
 {
-    uint64_t rc = 0;
+    uint64_t rc = 0, method = 0, layers = 0;
     if (GIVEN(MF_RC_ACT))
         rc = 1;
     else if (GIVEN(MF_RC_GRAN))
         rc = U(MF_RC_GRAN) == M4D_GRAN_FULL ? 2 : 1;
-    TRY(SET_L(l, MEM4D_LAYOUT_RECOMPUTE, rc, "--recompute-granularity"));
-    bool full = rc == 2;
-    if (!full && (GIVEN(MF_RC_METHOD) || GIVEN(MF_RC_LAYERS)))
+    if (rc == 2) {
+        method = U(MF_RC_METHOD);
+        layers = U(MF_RC_LAYERS);
+    } else if (rc == 0 && legacy_recompute(vals, &method, &layers)) {
+        rc = 2;
+    } else if (GIVEN(MF_RC_METHOD) || GIVEN(MF_RC_LAYERS)) {
         m4d_imp_warn(imp, "--recompute-method and --recompute-num-layers are ignored without "
-                 "--recompute-granularity full");
-    TRY(SET_L(l, MEM4D_LAYOUT_RECOMPUTE_METHOD, full ? U(MF_RC_METHOD) : 0, "--recompute-method"));
-    return set_opt_l(imp, l, MEM4D_LAYOUT_RECOMPUTE_LAYERS, MF_RC_LAYERS, full ? U(MF_RC_LAYERS) : 0);
+                     "--recompute-granularity full");
+    }
+    if (rc != 2 && (GIVEN(MF_CKPT_ACT) || GIVEN(MF_ACT_CKPT_METHOD)))
+        m4d_imp_warn(imp, "--checkpoint-activations and --activations-checkpoint-method are ignored beside "
+                     "--recompute-activations or --recompute-granularity");
+    if (GIVEN(MF_DIST_SAVED) && (rc != 2 || l->v[MEM4D_LAYOUT_TP] < 2))
+        return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "--distribute-saved-activations needs full recomputation and "
+                            "--tensor-model-parallel-size above 1");
+    TRY(SET_L(l, MEM4D_LAYOUT_RECOMPUTE, rc, "--recompute-granularity"));
+    TRY(SET_L(l, MEM4D_LAYOUT_RECOMPUTE_METHOD, method, "--recompute-method"));
+    TRY(SET_L(l, MEM4D_LAYOUT_DISTRIBUTE_SAVED_ACTIVATIONS, GIVEN(MF_DIST_SAVED), "--distribute-saved-activations"));
+    return SET_L(l, MEM4D_LAYOUT_RECOMPUTE_LAYERS, layers, "--recompute-num-layers");
 }
 
 /* Flash attention: Transformer Engine (Megatron's default implementation)
@@ -613,7 +727,6 @@ mem4d_status mem4d_import_megatron(mem4d_import *import, int argc, const char *c
         m4d_imp_done(imp);
         return st;
     }
-    warn_model(imp, vals);
     m4d_imp_done(imp);
     *model = m;
     *layout = l;

@@ -140,6 +140,10 @@ static void ctx_layout(const mem4d_layout *l, struct m4d_ctx *x)
     x->hidden_dropout = v[MEM4D_LAYOUT_HIDDEN_DROPOUT] != 0;
     x->attn_dropout = v[MEM4D_LAYOUT_ATTENTION_DROPOUT] != 0;
     x->ce_fusion = v[MEM4D_LAYOUT_CROSS_ENTROPY_FUSION] != 0;
+    x->distribute_saved = v[MEM4D_LAYOUT_DISTRIBUTE_SAVED_ACTIVATIONS] != 0;
+    x->fp8_params = v[MEM4D_LAYOUT_FP8_PARAM_GATHER] != 0;
+    x->opt_sq_bytes = v[MEM4D_LAYOUT_EXP_AVG_SQ_BYTES] ? v[MEM4D_LAYOUT_EXP_AVG_SQ_BYTES] : x->opt_bytes;
+    x->precision_aware = v[MEM4D_LAYOUT_PRECISION_AWARE_OPTIMIZER] != 0;
     x->first_layers = v[MEM4D_LAYOUT_FIRST_STAGE_LAYERS];
     x->last_layers = v[MEM4D_LAYOUT_LAST_STAGE_LAYERS];
     x->vocab_div = v[MEM4D_LAYOUT_VOCAB_DIVISOR];

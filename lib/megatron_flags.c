@@ -17,10 +17,14 @@ static const char *const c_rc_gran[] = {"full", "selective", NULL};
 static const char *const c_rc_method[] = {"uniform", "block", NULL};
 static const char *const c_impl[] = {"local", "transformer_engine", NULL};
 static const char *const c_backend[] = {"flash", "fused", "unfused", "local", "auto", NULL};
-static const char *const c_pos[] = {"learned_absolute", "rope", "mrope", "relative", "none", NULL};
+/* Megatron-LM's names, then BigScience Megatron-DeepSpeed's (absolute, rotary, alibi). */
+static const char *const c_pos[] = {"learned_absolute", "rope", "mrope", "relative", "none", "absolute", "rotary", "alibi", NULL};
 static const char *const c_fp8[] = {"e4m3", "hybrid", NULL};
 static const char *const c_sharding[] = {"no_shard", "optim", "optim_grads", "optim_grads_params", NULL};
 static const char *const c_optimizer[] = {"adam", "sgd", NULL};
+static const char *const c_grad_dtype[] = {"fp32", "bf16", NULL};
+static const char *const c_param_dtype[] = {"fp32", "fp16", NULL};
+static const char *const c_state_dtype[] = {"fp32", "fp16", "bf16", "fp8", NULL};
 
 #define INT_ROW(f, slot, key) {f, M4D_FLAG_INT, slot, key, NULL, NULL}
 #define SWITCH_ROW(f, slot) {f, M4D_FLAG_SWITCH, slot, -1, NULL, NULL}
@@ -34,9 +38,12 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     WARN_ROW("account-for-embedding-in-pipeline-split", "moves layers between pipeline stages in a way the estimate does not follow"),
     WARN_ROW("account-for-loss-in-pipeline-split", "moves layers between pipeline stages in a way the estimate does not follow"),
     SWITCH_ROW("accumulate-allreduce-grads-in-fp32", MF_ACC_FP32),
+    WORD_ROW("activations-checkpoint-method", MF_ACT_CKPT_METHOD, c_rc_method),
+    INT_ROW("activations-checkpoint-num-layers", MF_ACT_CKPT_LAYERS, -1),
     SKIP_ROW("adam-beta1"),
     SKIP_ROW("adam-beta2"),
     SKIP_ROW("adam-eps"),
+    SWITCH_ROW("add-bias-linear", MF_ADD_BIAS),
     SWITCH_ROW("add-qkv-bias", MF_QKV_BIAS),
     SKIP_ROW("align-grad-reduce"),
     SKIP_ROW("align-param-gather"),
@@ -53,7 +60,8 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     SKIP_ROW("calculate-per-token-loss"),
     SKIP_ROW("check-for-nan-in-loss-and-grad"),
     SKIP_ROW("check-weight-hash-across-dp-replicas-interval"),
-    WARN_ROW("checkpoint-activations", "is no longer accepted by Megatron-LM (use --recompute-granularity)"),
+    SWITCH_ROW("checkpoint-activations", MF_CKPT_ACT),
+    INT_ROW("checkpoint-num-layers", MF_CKPT_NUM_LAYERS, -1),
     SKIP_ROW("ckpt-assume-constant-structure"),
     SKIP_ROW("ckpt-format"),
     SKIP_ROW("ckpt-fully-parallel-load"),
@@ -72,10 +80,15 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     INT_ROW("ddp-bucket-size", MF_BUCKET, -1),
     INT_ROW("decoder-first-pipeline-num-layers", MF_FIRST_LAYERS, -1),
     INT_ROW("decoder-last-pipeline-num-layers", MF_LAST_LAYERS, -1),
+    SWITCH_ROW("deepspeed", MF_DEEPSPEED),
+    SWITCH_ROW("deepspeed-activation-checkpointing", MF_DS_ACT_CKPT),
+    TEXT_ROW("deepspeed-config", MF_DS_CONFIG),
+    TEXT_ROW("deepspeed_config", MF_DS_CONFIG),
     SKIP_ROW("deterministic-mode"),
     SWITCH_ROW("disable-bias-linear", MF_NO_BIAS),
     SKIP_ROW("dist-ckpt-format"),
-    WARN_ROW("distribute-saved-activations", "splits saved activations over tensor-parallel ranks; not modelled"),
+    SWITCH_ROW("distribute-checkpointed-activations", MF_DIST_SAVED),
+    SWITCH_ROW("distribute-saved-activations", MF_DIST_SAVED),
     SKIP_ROW("distributed-backend"),
     SKIP_ROW("distributed-timeout-minutes"),
     SKIP_ROW("empty-unused-memory-level"),
@@ -88,8 +101,8 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     SKIP_ROW("exit-interval"),
     SKIP_ROW("exit-on-missing-checkpoint"),
     SKIP_ROW("exit-signal-handler"),
-    WARN_ROW("exp-avg-dtype", "changes the optimizer state precision; not modelled (see optimizer_state_bytes)"),
-    WARN_ROW("exp-avg-sq-dtype", "changes the optimizer state precision; not modelled (see optimizer_state_bytes)"),
+    WORD_ROW("exp-avg-dtype", MF_EXP_AVG_DTYPE, c_state_dtype),
+    WORD_ROW("exp-avg-sq-dtype", MF_EXP_AVG_SQ_DTYPE, c_state_dtype),
     INT_ROW("expert-model-parallel-size", MF_EP, -1),
     WARN_ROW("expert-tensor-parallel-size", "shards experts over tensor-parallel ranks differently; not modelled"),
     INT_ROW("extra-vocab-size", MF_EXTRA_VOCAB, -1),
@@ -103,7 +116,7 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     WORD_ROW("fp8-format", MF_FP8, c_fp8),
     SKIP_ROW("fp8-interval"),
     SKIP_ROW("fp8-margin"),
-    WARN_ROW("fp8-param-gather", "gathers parameters in fp8; not modelled"),
+    SWITCH_ROW("fp8-param-gather", MF_FP8_PARAM),
     SKIP_ROW("fp8-recipe"),
     INT_ROW("global-batch-size", MF_GBS, -1),
     SWITCH_ROW("grad-reduce-in-bf16", MF_GRAD_BF16),
@@ -140,8 +153,8 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     SKIP_ROW("lr-warmup-init"),
     SKIP_ROW("lr-warmup-iters"),
     SKIP_ROW("lr-warmup-samples"),
-    WARN_ROW("main-grads-dtype", "changes the gradient precision; not modelled (see main_grad_bytes)"),
-    WARN_ROW("main-params-dtype", "changes the master weight precision; not modelled (see master_weight_bytes)"),
+    WORD_ROW("main-grads-dtype", MF_MAIN_GRADS_DTYPE, c_grad_dtype),
+    WORD_ROW("main-params-dtype", MF_MAIN_PARAMS_DTYPE, c_param_dtype),
     INT_ROW("make-vocab-size-divisible-by", MF_VOCAB_DIV, -1),
     SKIP_ROW("manual-gc"),
     SKIP_ROW("manual-gc-interval"),
@@ -177,7 +190,7 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     SKIP_ROW("no-load-rng"),
     SKIP_ROW("no-masked-softmax-fusion"),
     SKIP_ROW("no-persist-layer-norm"),
-    SKIP_ROW("no-position-embedding"),
+    SWITCH_ROW("no-position-embedding", MF_NO_POS),
     SKIP_ROW("no-rope-fusion"),
     SKIP_ROW("no-save-optim"),
     SKIP_ROW("no-save-rng"),
@@ -212,7 +225,7 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     SKIP_ROW("profile-ranks"),
     SKIP_ROW("profile-step-end"),
     SKIP_ROW("profile-step-start"),
-    WARN_ROW("qk-layernorm", "adds query/key norms that are not modelled"),
+    SWITCH_ROW("qk-layernorm", MF_QK_NORM),
     SKIP_ROW("rampup-batch-size"),
     SWITCH_ROW("recompute-activations", MF_RC_ACT),
     WORD_ROW("recompute-granularity", MF_RC_GRAN, c_rc_gran),
@@ -268,7 +281,7 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     SKIP_ROW("use-legacy-models"),
     SKIP_ROW("use-mcore-models"),
     SWITCH_ROW("use-megatron-fsdp", MF_MEGATRON_FSDP),
-    WARN_ROW("use-precision-aware-optimizer", "changes optimizer precisions; not modelled"),
+    SWITCH_ROW("use-precision-aware-optimizer", MF_PREC_AWARE),
     SKIP_ROW("use-pytorch-profiler"),
     SKIP_ROW("use-rope-scaling"),
     SWITCH_ROW("use-rotary-position-embeddings", MF_ROPE),
@@ -284,7 +297,9 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     SKIP_ROW("wandb-save-dir"),
     SKIP_ROW("weight-decay"),
     SKIP_ROW("weight-decay-incr-style"),
+    TEXT_ROW("window-size", MF_WINDOW),
     WARN_ROW("yaml-cfg", "reads the configuration from a YAML file the estimate cannot see"),
+    INT_ROW("zero-stage", MF_ZERO_STAGE, -1),
 };
 
 const size_t m4d_megatron_flag_n = sizeof m4d_megatron_flags / sizeof *m4d_megatron_flags;

@@ -209,46 +209,79 @@ void m4d_ctx_model(const mem4d_model *m, struct m4d_ctx *x)
     x->topk = v[MEM4D_MODEL_EXPERT_TOPK];
     x->fe = v[MEM4D_MODEL_EXPERT_FFN_SIZE] ? v[MEM4D_MODEL_EXPERT_FFN_SIZE] : x->f;
     x->fs = v[MEM4D_MODEL_SHARED_EXPERT_FFN_SIZE];
+    x->linear_bias = v[MEM4D_MODEL_LINEAR_BIAS] != 0;
+    x->qk_norm = v[MEM4D_MODEL_QK_LAYERNORM] != 0;
+    x->pos_rows = v[MEM4D_MODEL_POSITION_EMBEDDING] == 1 ? v[MEM4D_MODEL_MAX_POSITION] : 0;
 }
 
-/* P_attn = h·a·dh (Q) + 2·h·k·dh (K, V) + a·dh·h (O) [+ (a + 2k)·dh biases];
- * P_mlp = (3 or 2)·h·f, or for MoE: E·(3 or 2)·h·fe + router h·E + shared
- * expert (3 or 2)·h·fs; P_norm = 2h (RMSNorm) or 4h (LayerNorm). */
-bool m4d_layer_params(const struct m4d_ctx *x, uint64_t *attn, uint64_t *mlp, uint64_t *norms)
+/* Biases of one MLP of width f (or of one expert): the first projection's
+ * (2f when gated, split over t) and the second's h (replicated over t, as
+ * Megatron's row-parallel bias is). */
+static uint64_t mlp_bias_split(const struct m4d_ctx *x, uint64_t f) { return (x->gated ? 2 : 1) * f; }
+
+/* One expert's parameters, with its biases: (3 or 2)·h·fe [+ (2 or 1)·fe + h]. */
+bool m4d_expert_params(const struct m4d_ctx *x, uint64_t fe, uint64_t *out)
+{
+    uint64_t mats = x->gated ? 3 : 2;
+    if (!m4d_mul3(mats, x->h, fe, out))
+        return false;
+    return !x->linear_bias || m4d_add(*out, mlp_bias_split(x, fe) + x->h, out);
+}
+
+/* P_attn = h·a·dh (Q) + 2·h·k·dh (K, V) + a·dh·h (O) [+ (a + 2k)·dh QKV biases];
+ * P_mlp = (3 or 2)·h·f [+ its first projection's bias], or for MoE:
+ * E experts (with their biases) + router h·E + shared expert (3 or 2)·h·fs;
+ * `repl` are the parameters replicated over tensor-parallel ranks: the norms
+ * 2h (RMSNorm) or 4h (LayerNorm), per-head Q/K norms 2·dh (4·dh), and with
+ * biases on every linear layer the attention output's and the MLP's second
+ * projection's h each. */
+bool m4d_layer_params(const struct m4d_ctx *x, uint64_t *attn, uint64_t *mlp, uint64_t *repl)
 {
     uint64_t q, kv, o, bias = 0, mats = x->gated ? 3 : 2, dense;
     if (!m4d_mul3(x->h, x->a, x->dh, &q) || !m4d_mul3(2 * x->h, x->k, x->dh, &kv) || !m4d_add(q, q, &o))
         return false;
-    if (x->qkv_bias)
+    if (x->qkv_bias || x->linear_bias)
         bias = (x->a + 2 * x->k) * x->dh;
     if (!m4d_add(o, kv, attn) || !m4d_add(*attn, bias, attn))
         return false;
+    uint64_t norm = x->layernorm ? 2 : 1;
+    *repl = 2 * norm * x->h + (x->qk_norm ? 2 * norm * x->dh : 0) + (x->linear_bias ? x->h : 0);
     if (x->experts == 0) {
         if (!m4d_mul3(mats, x->h, x->f, mlp))
             return false;
-    } else {
-        uint64_t shared = 0, router;
-        if (!m4d_mul3(mats, x->h, x->fe, &dense) || !m4d_mul(dense, x->experts, &dense) ||
-            !m4d_mul(x->h, x->experts, &router) || !m4d_mul3(mats, x->h, x->fs, &shared))
-            return false;
-        if (x->fs)
-            shared += x->h; /* shared-expert gate (Qwen-MoE) */
-        if (!m4d_add(dense, router, mlp) || !m4d_add(*mlp, shared, mlp))
-            return false;
+        if (x->linear_bias) {
+            *mlp += mlp_bias_split(x, x->f);
+            *repl += x->h;
+        }
+        return true;
     }
-    *norms = (x->layernorm ? 4 : 2) * x->h;
-    return true;
+    uint64_t shared = 0, router;
+    if (!m4d_expert_params(x, x->fe, &dense) || !m4d_mul(dense, x->experts, &dense) ||
+        !m4d_mul(x->h, x->experts, &router))
+        return false;
+    if (x->fs) {
+        if (!m4d_mul3(mats, x->h, x->fs, &shared))
+            return false;
+        shared += x->h; /* shared-expert gate (Qwen-MoE) */
+        if (x->linear_bias) {
+            shared += mlp_bias_split(x, x->fs);
+            *repl += x->h;
+        }
+    }
+    return m4d_add(dense, router, mlp) && m4d_add(*mlp, shared, mlp);
 }
 
-/* Whole-model count for vocabulary V: L·P_layer + P_final_norm + V·h (+ V·h untied). */
+/* Whole-model count for vocabulary V: L·P_layer + P_final_norm + V·h (+ V·h
+ * untied) + a learned position table pos_rows·h. */
 bool m4d_model_params_total(const struct m4d_ctx *x, uint64_t V, uint64_t *out)
 {
-    uint64_t attn, mlp, norms, layer, emb, total;
+    uint64_t attn, mlp, norms, layer, emb, total, pos;
     if (!m4d_layer_params(x, &attn, &mlp, &norms))
         return false;
     if (!m4d_add(attn, mlp, &layer) || !m4d_add(layer, norms, &layer) || !m4d_mul(layer, x->L, &total))
         return false;
-    if (!m4d_mul(V, x->h, &emb) || !m4d_add(total, emb, &total))
+    if (!m4d_mul(V, x->h, &emb) || !m4d_add(total, emb, &total) || !m4d_mul(x->pos_rows, x->h, &pos) ||
+        !m4d_add(total, pos, &total))
         return false;
     if (!x->tied && !m4d_add(total, emb, &total))
         return false;

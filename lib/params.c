@@ -13,6 +13,7 @@ static const char *const norm_names[] = {"rmsnorm", "layernorm", NULL};
 static const char *const recompute_names[] = {"none", "selective", "full", NULL};
 static const char *const method_names[] = {"uniform", "block", NULL};
 static const char *const mode_names[] = {"full", "paper", NULL};
+static const char *const position_names[] = {"rope", "learned_absolute", "alibi", "none", NULL};
 
 #define BOOL_ROW(n, a, a2, def) {n, a, a2, 0, 1, def, NULL, true, 0}
 #define NUM_ROW(n, a, a2, lo, hi, def) {n, a, a2, lo, hi, def, NULL, false, 0}
@@ -37,6 +38,10 @@ const struct m4d_param_desc m4d_model_params[M4D_MODEL_NPARAM] = {
     [MEM4D_MODEL_SHARED_EXPERT_FFN_SIZE] = NUM_ROW("moe_shared_expert_intermediate_size",
                                                    "shared_expert_intermediate_size", NULL, 0, 1u << 22, 0),
     [MEM4D_MODEL_MAX_POSITION] = NUM_ROW("max_position_embeddings", NULL, NULL, 0, 1u << 26, 0),
+    [MEM4D_MODEL_LINEAR_BIAS] = BOOL_ROW("add_bias_linear", "linear_bias", NULL, 0),
+    [MEM4D_MODEL_POSITION_EMBEDDING] = ENUM_ROW("position_embedding_type", "position_embedding", NULL,
+                                                position_names, 3, 0),
+    [MEM4D_MODEL_QK_LAYERNORM] = BOOL_ROW("qk_layernorm", "qk_norm", NULL, 0),
 };
 
 const struct m4d_param_desc m4d_layout_params[M4D_LAYOUT_NPARAM] = {
@@ -74,6 +79,13 @@ const struct m4d_param_desc m4d_layout_params[M4D_LAYOUT_NPARAM] = {
     [MEM4D_LAYOUT_HIDDEN_DROPOUT] = BOOL_ROW("hidden_dropout", NULL, NULL, 0),
     [MEM4D_LAYOUT_ATTENTION_DROPOUT] = BOOL_ROW("attention_dropout", NULL, NULL, 0),
     [MEM4D_LAYOUT_CROSS_ENTROPY_FUSION] = BOOL_ROW("cross_entropy_fusion", "cross_entropy_loss_fusion", NULL, 0),
+    [MEM4D_LAYOUT_DISTRIBUTE_SAVED_ACTIVATIONS] = BOOL_ROW("distribute_saved_activations",
+                                                           "distribute_checkpointed_activations", NULL, 0),
+    [MEM4D_LAYOUT_FP8_PARAM_GATHER] = BOOL_ROW("fp8_param_gather", NULL, NULL, 0),
+    [MEM4D_LAYOUT_EXP_AVG_SQ_BYTES] = SET_ROW("exp_avg_sq_bytes", NULL, NULL, 0, 4, 0,
+                                              (1u << 0) | (1u << 1) | (1u << 2) | (1u << 4)),
+    [MEM4D_LAYOUT_PRECISION_AWARE_OPTIMIZER] = BOOL_ROW("precision_aware_optimizer",
+                                                        "use_precision_aware_optimizer", NULL, 0),
 };
 
 /* Device constants' defaults are documented in doc/formulas.md and

@@ -13,8 +13,8 @@
 #include "mem4d/mem4d.h"
 
 /* Number of keys of each enum; grow only by appending to the tables. */
-#define M4D_MODEL_NPARAM 16
-#define M4D_LAYOUT_NPARAM 32
+#define M4D_MODEL_NPARAM 19
+#define M4D_LAYOUT_NPARAM 36
 #define M4D_DEVICE_NPARAM 16
 #define M4D_NTERMS 14
 #define M4D_NINFO 6
@@ -89,6 +89,8 @@ struct m4d_ctx {
     /* model */
     uint64_t h, f, L, a, k, dh, V, Vp; /* Vp: padded vocabulary (= V in paper mode) */
     bool tied, qkv_bias, layernorm, gated;
+    bool linear_bias, qk_norm;         /* biases on every linear layer; per-head Q/K norms */
+    uint64_t pos_rows;                 /* rows of a learned position table (0: none) */
     uint64_t experts, topk, fe, fs;    /* MoE: experts, top-k, expert ffn, shared-expert ffn */
     /* layout */
     uint64_t t, c, p, d, world, b, gbs, m, s, v; /* m = 0 when gbs unknown */
@@ -99,6 +101,10 @@ struct m4d_ctx {
     bool fp8, overlap_grad, overlap_param;
     bool hidden_dropout, attn_dropout; /* dropout on: masks kept for backward */
     bool ce_fusion;                    /* Megatron-Core <= 0.14 fused cross entropy */
+    bool distribute_saved;             /* full-recompute checkpoints split over t */
+    bool fp8_params;                   /* linear weights kept in fp8 only */
+    uint64_t opt_sq_bytes;             /* Adam's second moment */
+    bool precision_aware;              /* the optimizer takes low-precision gradients as they are */
     uint64_t bucket, first_layers, last_layers, vocab_div;
     mem4d_mode mode;
 };
@@ -165,9 +171,14 @@ static inline bool m4d_muldiv_ceil(uint64_t a, uint64_t b, uint64_t d, uint64_t 
 
 /* --- model.c / layout.c ----------------------------------------------------- */
 
-/* Parameters of one dense transformer layer (attention + MLP + norms), and
- * of its parts; the model must have been validated. false on overflow. */
-bool m4d_layer_params(const struct m4d_ctx *x, uint64_t *attn, uint64_t *mlp, uint64_t *norms);
+/* Parameters of one transformer layer in three parts: attention and MLP
+ * (what tensor parallelism splits) and what every tensor-parallel rank
+ * replicates (norms, row-parallel biases); the model must have been
+ * validated. false on overflow. */
+bool m4d_layer_params(const struct m4d_ctx *x, uint64_t *attn, uint64_t *mlp, uint64_t *repl);
+
+/* One expert's (or the shared expert's) parameters for FFN width fe, biases included. */
+bool m4d_expert_params(const struct m4d_ctx *x, uint64_t fe, uint64_t *out);
 
 /* Validate model + layout and fill the context. The message names the
  * numbers at fault. */

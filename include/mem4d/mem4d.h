@@ -145,7 +145,19 @@ typedef enum mem4d_model_param {
     MEM4D_MODEL_EXPERT_TOPK = 12,     /**< "moe_router_topk": experts each token is routed to. */
     MEM4D_MODEL_EXPERT_FFN_SIZE = 13, /**< "moe_ffn_hidden_size": FFN size of one expert; 0 means f. */
     MEM4D_MODEL_SHARED_EXPERT_FFN_SIZE = 14, /**< "moe_shared_expert_intermediate_size": 0 for none. */
-    MEM4D_MODEL_MAX_POSITION = 15     /**< "max_position_embeddings": informational; rotary has no table. */
+    MEM4D_MODEL_MAX_POSITION = 15,    /**< "max_position_embeddings": rows of a learned position table (see POSITION_EMBEDDING). */
+    /** "add_bias_linear": 1 when every linear layer has a bias (Megatron-LM's default
+     * without --disable-bias-linear; GPT-NeoX, StarCoder 2): QKV, attention output,
+     * and the MLP's (or each expert's) two or three projections. Default 0. @since 0.2 */
+    MEM4D_MODEL_LINEAR_BIAS = 16,
+    /** "position_embedding_type": 0 "rope" (no parameters), 1 "learned_absolute"
+     * (a max_position_embeddings x h table on the first stage), 2 "alibi" and
+     * 3 "none" (no parameters). Default 0. @since 0.2 */
+    MEM4D_MODEL_POSITION_EMBEDDING = 17,
+    /** "qk_layernorm": 1 when queries and keys are normalised per head before
+     * attention (Megatron's --qk-layernorm; Qwen3, Gemma 3): two norms over the head
+     * dimension per layer. Default 0. @since 0.2 */
+    MEM4D_MODEL_QK_LAYERNORM = 18
 } mem4d_model_param;
 
 /**
@@ -363,7 +375,25 @@ typedef enum mem4d_layout_param {
      * loss: 10 instead of 6 bytes per token and vocabulary entry on the last
      * stage. Later releases that keep it in place are overestimated. Default 0.
      * Paper mode refuses 1. */
-    MEM4D_LAYOUT_CROSS_ENTROPY_FUSION = 31
+    MEM4D_LAYOUT_CROSS_ENTROPY_FUSION = 31,
+    /** "distribute_saved_activations": 1 to split each full-recompute checkpoint
+     * (a layer's input) over the tensor-parallel ranks when sequence parallelism
+     * does not already (Megatron's --distribute-saved-activations). Default 0. @since 0.2 */
+    MEM4D_LAYOUT_DISTRIBUTE_SAVED_ACTIVATIONS = 32,
+    /** "fp8_param_gather": 1 when fp8 training keeps the linear weights in fp8
+     * only (Megatron's --fp8-param-gather: Transformer Engine fp8 parameters, no
+     * bf16 copy; one byte per weight and one for its transpose). Needs fp8 = 1.
+     * Default 0. @since 0.2 */
+    MEM4D_LAYOUT_FP8_PARAM_GATHER = 33,
+    /** "exp_avg_sq_bytes": bytes of Adam's second moment when they differ from the
+     * first's (the precision-aware optimizer's --exp-avg-sq-dtype); 0 means
+     * optimizer_state_bytes. Default 0. @since 0.2 */
+    MEM4D_LAYOUT_EXP_AVG_SQ_BYTES = 34,
+    /** "precision_aware_optimizer": 1 for Megatron's --use-precision-aware-optimizer
+     * (Transformer Engine's FusedAdam takes gradients and states in their own
+     * dtypes): no fp32 copy of a bf16 gradient shard at the optimizer step.
+     * Default 0. @since 0.2 */
+    MEM4D_LAYOUT_PRECISION_AWARE_OPTIMIZER = 35
 } mem4d_layout_param;
 
 /**
