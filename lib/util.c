@@ -1,5 +1,5 @@
 /*
- * Small helpers: messages, parsing, names, status strings.
+ * Small helpers: messages, parsing, names, divisors, status strings.
  * SPDX-License-Identifier: MIT
  */
 #include <ctype.h>
@@ -130,6 +130,22 @@ mem4d_status m4d_parse_value(const struct m4d_param_desc *d, const char *text, u
     return parse_u64(text, out);
 }
 
+size_t m4d_divisors(uint64_t n, uint64_t *out, size_t cap)
+{
+    size_t lo = 0, hi = 0;
+    uint64_t big[M4D_MAX_DIVISORS];
+    for (uint64_t i = 1; i * i <= n && lo < cap && hi < M4D_MAX_DIVISORS; i++) {
+        if (n % i != 0)
+            continue;
+        out[lo++] = i;
+        if (i != n / i)
+            big[hi++] = n / i;
+    }
+    while (hi > 0 && lo < cap)
+        out[lo++] = big[--hi];
+    return lo;
+}
+
 const char *mem4d_strerror(mem4d_status status)
 {
     switch (status) {
@@ -154,7 +170,7 @@ const char *mem4d_strerror(mem4d_status status)
     case MEM4D_E_JSON: return "malformed JSON";
     case MEM4D_E_MISSING: return "required value missing";
     case MEM4D_E_CONFLICT: return "contradictory settings";
-    case MEM4D_E_DIM_TP: return "hidden or FFN size not divisible by tensor-parallel size";
+    case MEM4D_E_DIM_TP: return "FFN size not divisible by tensor-parallel size";
     case MEM4D_E_EXPERTS: return "experts not divisible by expert-parallel size";
     }
     return "unknown status";
