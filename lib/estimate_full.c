@@ -67,7 +67,8 @@ static uint64_t stage_layers(const struct m4d_ctx *x, uint64_t r)
 }
 
 /* One layer's parameters on one rank: the linear weights split by t (expert
- * weights by ep·t, expert tensor parallelism = t), norms and router replicated.
+ * weights by ep·t_e, t_e the expert tensor-parallel size, t by default),
+ * norms and router replicated.
  * `expert` is the part whose optimizer shards over the expert-data-parallel
  * group (d·c/ep) instead of d·c. */
 struct layer_share {
@@ -92,16 +93,19 @@ static struct layer_share layer_share(bool *ok, const struct m4d_ctx *x)
     if (!m4d_expert_params(x, x->fe, &one) || (x->fs && !m4d_expert_params(x, x->fs, &shared)))
         *ok = false;
     uint64_t experts = mul(ok, one, x->experts);
-    s.expert = muldiv(ok, experts, 1, x->ep * x->t);
+    s.expert = muldiv(ok, experts, 1, x->ep * x->etp);
     s.linear = add(ok, s.linear, m4d_ceil_div(shared, x->t));
-    s.replicated = add(ok, s.replicated, mul(ok, x->h, x->experts) + (x->fs ? x->h : 0));
+    s.replicated = add(ok, s.replicated, mul(ok, x->h, x->experts) + (x->fs && x->shared_gate ? x->h : 0));
     return s;
 }
 
 /* What every stage of one estimate shares, computed once per estimate (the
  * search calls m4d_estimate_full() millions of times a second). */
 struct shared {
-    struct layer_share share; /* one layer's parameters on a rank */
+    struct layer_share share; /* one layer's parameters on a rank (an expert layer's with experts) */
+    struct layer_share dense; /* one dense layer's (= share without experts) */
+    uint64_t A_dense;         /* A_layer of a dense layer */
+    uint64_t mtp;             /* the MTP modules' parameters on the last stage */
     uint64_t emb;             /* V_p·h/t */
     uint64_t T;               /* tokens of a micro-batch on a rank */
     uint64_t A, C;            /* A_layer and a full-recompute checkpoint */
@@ -130,18 +134,59 @@ struct stage_params {
     uint64_t all, expert, linear;
 };
 
+/* The first layer of stage r (no vpp). */
+static uint64_t stage_first_layer(const struct m4d_ctx *x, uint64_t r)
+{
+    return r == 0 ? 0 : stage_layers(x, 0) + (r - 1) * stage_layers(x, 1);
+}
+
+/* L_e(r): expert layers of stage r; with vpp, of its v chunks of L/(p·v)
+ * layers (chunk j holds layers (j·p + r)·L/(p·v) onwards). */
+static uint64_t stage_moe_layers(const struct m4d_ctx *x, uint64_t r)
+{
+    if (!x->experts)
+        return 0;
+    if (x->v <= 1)
+        return m4d_moe_layers_in(x, stage_first_layer(x, r), stage_layers(x, r));
+    uint64_t each = x->L / (x->p * x->v), e = 0;
+    for (uint64_t j = 0; j < x->v; j++)
+        e += m4d_moe_layers_in(x, (j * x->p + r) * each, each);
+    return e;
+}
+
+/* Expert layers of the heaviest chunk of stage r (the stage itself without vpp). */
+static uint64_t chunk_moe_layers(const struct m4d_ctx *x, uint64_t r)
+{
+    if (x->v <= 1 || !x->experts)
+        return stage_moe_layers(x, r);
+    uint64_t each = x->L / (x->p * x->v), e = 0;
+    for (uint64_t j = 0; j < x->v; j++)
+        e = max64(e, m4d_moe_layers_in(x, (j * x->p + r) * each, each));
+    return e;
+}
+
+/* Multi-token-prediction modules on the last stage: each a layer (an
+ * expert layer with experts), the projection 2h·h split over t, three norms. */
+static uint64_t mtp_share(bool *ok, const struct m4d_ctx *x, const struct shared *sh)
+{
+    const struct layer_share *s = x->experts ? &sh->share : &sh->dense;
+    uint64_t each = add(ok, add(ok, add(ok, s->linear, s->expert), s->replicated),
+                        m4d_ceil_div(2 * x->h * x->h, x->t) + 3 * (x->layernorm ? 2 : 1) * x->h);
+    return mul(ok, each, x->mtp);
+}
+
 static struct stage_params stage_params(bool *ok, const struct m4d_ctx *x, const struct shared *sh, uint64_t r)
 {
-    const struct layer_share s = sh->share;
-    uint64_t l = stage_layers(x, r), emb = sh->emb;
+    const struct layer_share s = sh->share, d = sh->dense;
+    uint64_t l = stage_layers(x, r), e = stage_moe_layers(x, r), emb = sh->emb;
     struct stage_params n;
-    n.linear = mul(ok, add(ok, s.linear, s.expert), l);
-    n.expert = mul(ok, s.expert, l);
-    n.all = add(ok, n.linear, mul(ok, s.replicated, l));
+    n.linear = add(ok, mul(ok, add(ok, s.linear, s.expert), e), mul(ok, d.linear, l - e));
+    n.expert = mul(ok, s.expert, e);
+    n.all = add(ok, n.linear, add(ok, mul(ok, s.replicated, e), mul(ok, d.replicated, l - e)));
     if (r == 0)
         n.all = add(ok, n.all, add(ok, emb, position_table(ok, x)));
     if (r == x->p - 1) {
-        n.all = add(ok, n.all, (x->layernorm ? 2 : 1) * x->h);
+        n.all = add(ok, add(ok, n.all, sh->mtp), (x->layernorm ? 2 : 1) * x->h);
         if (!x->tied || x->p > 1)
             n.all = add(ok, n.all, emb);
     }
@@ -167,7 +212,7 @@ static uint64_t weight_bytes(bool *ok, const struct m4d_ctx *x, const struct sta
  * Adam's two moments may differ in precision (the precision-aware optimizer). */
 static void state_terms(bool *ok, const struct m4d_ctx *x, const struct stage_params *n, uint64_t *t)
 {
-    uint64_t dc = x->d * x->c, edc = dc / (x->experts ? x->ep : 1);
+    uint64_t dc = x->d * x->c, edc = x->experts ? x->t * dc / (x->ep * x->etp) : dc;
     uint64_t per = x->master_bytes + x->opt_bytes + x->opt_sq_bytes;
     t[MEM4D_TERM_WEIGHTS] = weight_bytes(ok, x, n);
     t[MEM4D_TERM_GRADIENTS] = mul(ok, n->all, x->grad_bytes);
@@ -192,6 +237,14 @@ static uint64_t attention_core_bytes(bool *ok, const struct m4d_ctx *x)
     return mul(ok, (x->attn_dropout ? 5 : 2) * x->a, x->s / x->c);
 }
 
+/* Elements per token of Q, K, V and the attention output, before the split
+ * by t: a·d_qk + k·d_qk + k·d_v + a·d_v; with d_qk = d_v = dh this is
+ * (2a + 2k)·dh. Multi-latent attention has a key and value per head (k = a). */
+static uint64_t attention_tensors(bool *ok, const struct m4d_ctx *x)
+{
+    return add(ok, mul(ok, x->a + x->kv_heads, x->qk_dim), mul(ok, x->a + x->kv_heads, x->v_dim));
+}
+
 /* Bytes kept for backward per token and layer, in two halves:
  * repl (split by t_sp): both norms' inputs and outputs, 4h elements of 2 bytes
  *   (MoE: + router logits and probabilities in fp32, + permuted tokens in and out);
@@ -214,17 +267,23 @@ static void layer_token_bytes(bool *ok, const struct m4d_ctx *x, uint64_t *repl,
     } else {
         mlp = mul(ok, inter, x->f);
     }
-    *split = add(ok, mul(ok, 2 * (2 * x->a + 2 * x->k), x->dh), mul(ok, 2, mlp));
+    *split = add(ok, mul(ok, 2, attention_tensors(ok, x)), mul(ok, 2, mlp));
     if (x->recompute != 1)
         *split = add(ok, *split, attention_core_bytes(ok, x));
 }
 
-/* A_layer: one layer, one micro-batch, no full recompute. */
+/* A_layer: one layer, one micro-batch, no full recompute. With
+ * multi-latent attention also the compressed query and key/value latents
+ * and their normalised copies, 2·(2·r_q + 2·r_kv + d_rope) bytes per token:
+ * the down-projections are replicated over t and see every token. */
 static uint64_t layer_activation(bool *ok, const struct m4d_ctx *x)
 {
     uint64_t repl, split, T = tokens(ok, x);
     layer_token_bytes(ok, x, &repl, &split);
-    return add(ok, muldiv(ok, T, repl, t_sp(x)), muldiv(ok, T, split, x->t));
+    uint64_t a = add(ok, muldiv(ok, T, repl, t_sp(x)), muldiv(ok, T, split, x->t));
+    if (x->kv_lora)
+        a = add(ok, a, mul(ok, T, 2 * (2 * x->q_lora + 2 * x->kv_lora + x->rope_dim)));
+    return a;
 }
 
 /* C: a full-recompute checkpoint keeps only the layer input, 2·T·h/t_sp;
@@ -235,19 +294,27 @@ static uint64_t checkpoint_bytes(bool *ok, const struct m4d_ctx *x)
     return muldiv(ok, tokens(ok, x), 2 * x->h, x->distribute_saved ? x->t : t_sp(x));
 }
 
-/* What one micro-batch keeps over `l` consecutive layers, and the extra
+/* l layers' A_layer, e of them expert layers: e·A_e + (l − e)·A_dense. */
+static uint64_t mixed_layers(bool *ok, const struct shared *sh, uint64_t l, uint64_t e)
+{
+    return add(ok, mul(ok, sh->A, e), mul(ok, sh->A_dense, l - e));
+}
+
+/* What one micro-batch keeps over `l` consecutive layers, e of them expert
+ * layers (a model mixing dense and expert layers; with block recompute the
+ * expert layers are taken to be among the kept ones, an upper bound), and the extra
  * live set while one of its recomputed groups runs its backward.
  * selective: l·A_layer kept, one layer's re-run attention core live;
  * uniform, N per group: ⌈l/N⌉·C kept, N·A_layer live;
  * block, first N recomputed: N·C + (l−N)·A_layer kept, one A_layer live.
  * N = 0 means all l layers. */
 static void micro_batch_keep(bool *ok, const struct m4d_ctx *x, const struct shared *sh, uint64_t l,
-                             uint64_t *keep, uint64_t *live)
+                             uint64_t e, uint64_t *keep, uint64_t *live)
 {
-    uint64_t A = sh->A, C = sh->C;
+    uint64_t C = sh->C, Amax = e ? max64(sh->A, sh->A_dense) : sh->A_dense;
     *live = 0;
     if (x->recompute != 2 || l == 0) {
-        *keep = mul(ok, A, l);
+        *keep = mixed_layers(ok, sh, l, e);
         if (x->recompute == 1 && l > 0)
             *live = sh->core_live;
         return;
@@ -255,10 +322,10 @@ static void micro_batch_keep(bool *ok, const struct m4d_ctx *x, const struct sha
     uint64_t N = x->rc_layers ? min64(x->rc_layers, l) : l;
     if (x->rc_method == 0) {
         *keep = mul(ok, C, m4d_ceil_div(l, N));
-        *live = mul(ok, A, N);
+        *live = mul(ok, Amax, N);
     } else {
-        *keep = add(ok, mul(ok, C, N), mul(ok, A, l - N));
-        *live = A;
+        *keep = add(ok, mul(ok, C, N), mixed_layers(ok, sh, l - N, min64(e, l - N)));
+        *live = Amax;
     }
 }
 
@@ -293,7 +360,7 @@ static uint64_t backward_working_set(bool *ok, const struct m4d_ctx *x)
 {
     uint64_t inter = x->gated ? 3 : 2, T = tokens(ok, x);
     uint64_t mlp = x->experts ? add(ok, mul(ok, mul(ok, inter, x->fe), x->topk), inter * x->fs) : mul(ok, inter, x->f);
-    uint64_t attn = x->flash ? mul(ok, 4 * x->a, x->dh) : mul(ok, (x->attn_dropout ? 4 : 2) * x->a, x->s / x->c);
+    uint64_t attn = x->flash ? mul(ok, 4 * x->a, x->qk_dim) : mul(ok, (x->attn_dropout ? 4 : 2) * x->a, x->s / x->c);
     uint64_t split = add(ok, mul(ok, 2, mlp), attn);
     return add(ok, muldiv(ok, T, split, x->t), muldiv(ok, T, 2 * x->h, t_sp(x)));
 }
@@ -334,14 +401,14 @@ static void stage_activations(bool *ok, const struct m4d_ctx *x, const struct sh
     uint64_t units, each, keep, live, act;
     in_flight(x, r, &units, &each);
     *reported_in_flight = x->v > 1 ? m4d_ceil_div(units, x->v) : units;
-    micro_batch_keep(ok, x, sh, each, &keep, &live);
+    micro_batch_keep(ok, x, sh, each, chunk_moe_layers(x, r), &keep, &live);
     act = mul(ok, keep, units);
     *at_embedding_grad = mul(ok, keep, units - 1);
     if (r == 0)
         act = add(ok, act, mul(ok, sh->emb_keep, *reported_in_flight));
     uint64_t transient = add(ok, sh->backward, live);
     if (r == x->p - 1) {
-        act = add(ok, act, sh->head_keep);
+        act = add(ok, act, add(ok, sh->head_keep, mul(ok, mul(ok, x->experts ? sh->A : sh->A_dense, x->mtp), units)));
         transient = max64(transient, sh->loss);
     }
     *peak = add(ok, act, transient);
@@ -364,7 +431,7 @@ static uint64_t bucket_elements(bool *ok, const struct m4d_ctx *x)
 /* BUFFERS during forward/backward: kernel workspaces; the sequence-parallel
  * all-gather of a full-sequence activation 2·T·h; pipeline receive buffers
  * for an activation and a gradient 2·(2·T·h/t_sp); with context
- * parallelism the ring's send and receive K/V blocks 2·(4·T·k·dh/t); with ZeRO-2/3 the
+ * parallelism the ring's send and receive K/V blocks 2·(2·T·k·(d_qk + d_v)/t); with ZeRO-2/3 the
  * reduce-scatter bucket (two with overlap) and, with ZeRO-3, one layer's
  * gathered weights (two when prefetching). Megatron's own buckets are views
  * of the persistent grad/param buffers (counted in GRADIENTS/WEIGHTS). */
@@ -377,7 +444,7 @@ static uint64_t fwd_bwd_buffers(bool *ok, const struct m4d_ctx *x, const mem4d_d
     if (x->p > 1)
         b = add(ok, b, mul(ok, 2, muldiv(ok, T, 2 * x->h, t_sp(x))));
     if (x->c > 1)
-        b = add(ok, b, mul(ok, 2, muldiv(ok, T, mul(ok, 4 * x->k, x->dh), x->t)));
+        b = add(ok, b, mul(ok, 2, muldiv(ok, T, mul(ok, 2 * x->kv_heads, x->qk_dim + x->v_dim), x->t)));
     if (x->zero >= 2)
         b = add(ok, b, mul(ok, mul(ok, bucket_elements(ok, x), x->grad_bytes), x->overlap_grad ? 2 : 1));
     if (x->zero >= 3) {
@@ -452,13 +519,23 @@ static void pick_moment(bool *ok, const struct m4d_ctx *x, const mem4d_device *d
 
 static void shared_init(bool *ok, const struct m4d_ctx *x, const mem4d_device *dev, struct shared *sh)
 {
+    struct m4d_ctx dense;
+    m4d_ctx_dense(x, &dense);
     sh->share = layer_share(ok, x);
+    sh->dense = x->experts ? layer_share(ok, &dense) : sh->share;
+    sh->A_dense = x->experts ? layer_activation(ok, &dense) : 0; /* set below for dense models */
+    sh->mtp = 0;
     sh->emb = muldiv(ok, x->Vp, x->h, x->t);
     sh->T = tokens(ok, x);
     sh->A = layer_activation(ok, x);
+    if (!x->experts)
+        sh->A_dense = sh->A;
+    sh->mtp = mtp_share(ok, x, sh);
     sh->C = checkpoint_bytes(ok, x);
     sh->core_live = muldiv(ok, sh->T, attention_core_bytes(ok, x), x->t);
     sh->backward = backward_working_set(ok, x);
+    if (x->experts && (x->first_dense || x->moe_period > 1))
+        sh->backward = max64(sh->backward, backward_working_set(ok, &dense));
     head_bytes(ok, x, &sh->head_keep, &sh->loss);
     sh->emb_keep = embedding_keep(ok, x);
     sh->emb_grad = embedding_grad_bytes(ok, x);
@@ -470,7 +547,7 @@ static void shared_init(bool *ok, const struct m4d_ctx *x, const mem4d_device *d
 /* A middle stage's parameters and state terms depend on its layer count
  * alone; consecutive middle stages reuse them. */
 struct middle {
-    uint64_t l; /* 0: nothing cached */
+    uint64_t l, e; /* layers and expert layers; l = 0: nothing cached */
     struct stage_params n;
     uint64_t w, g, o;
 };
@@ -480,9 +557,9 @@ static bool stage_memory(const struct m4d_ctx *x, const mem4d_device *dev, const
 {
     bool ok = true;
     bool middle = r != 0 && r != x->p - 1;
-    uint64_t l = stage_layers(x, r);
+    uint64_t l = stage_layers(x, r), e = middle ? stage_moe_layers(x, r) : 0;
     struct stage_params n;
-    if (middle && mid->l == l) {
+    if (middle && mid->l == l && mid->e == e) {
         n = mid->n;
         t[MEM4D_TERM_WEIGHTS] = mid->w;
         t[MEM4D_TERM_GRADIENTS] = mid->g;
@@ -491,7 +568,7 @@ static bool stage_memory(const struct m4d_ctx *x, const mem4d_device *dev, const
         n = stage_params(&ok, x, sh, r);
         state_terms(&ok, x, &n, t);
         if (middle)
-            *mid = (struct middle){l, n, t[MEM4D_TERM_WEIGHTS], t[MEM4D_TERM_GRADIENTS], t[MEM4D_TERM_OPTIMIZER]};
+            *mid = (struct middle){l, e, n, t[MEM4D_TERM_WEIGHTS], t[MEM4D_TERM_GRADIENTS], t[MEM4D_TERM_OPTIMIZER]};
     }
     uint64_t state = add(&ok, add(&ok, t[MEM4D_TERM_WEIGHTS], t[MEM4D_TERM_GRADIENTS]), t[MEM4D_TERM_OPTIMIZER]);
     pick_moment(&ok, x, dev, sh, r, &n, t);
@@ -514,6 +591,9 @@ mem4d_status m4d_estimate_full(const struct m4d_ctx *x, const mem4d_device *dev,
     struct shared sh;
     struct middle mid = {0};
     shared_init(&ok, x, dev, &sh);
+    /* A pattern of dense and expert layers can make a middle stage heavier than stage 1. */
+    if (x->experts && (x->first_dense || x->moe_period > 1))
+        peak_only = false;
     r->peak_only = peak_only;
     for (uint64_t i = 0; ok && i < x->p; i++) {
         if (!m4d_stage_filled(peak_only, i, x->p))

@@ -232,6 +232,177 @@ static mem4d_status set_opt_l(mem4d_import *imp, mem4d_layout *l, mem4d_layout_p
     return SET_L(l, key, value, what);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Mixture of experts: --moe-layer-freq                                      */
+
+/* A pattern of expert (1) and dense (0) layers, as Megatron-LM evaluates
+ * --moe-layer-freq's Python list expression ("([0]*3+[1]*58)",
+ * "([1]*3+[0]*1)*3", "[1,0,1,0]"): lists, concatenation with '+' and
+ * repetition with '*'. */
+#define PATTERN_MAX 4096
+struct pattern {
+    uint8_t bit[PATTERN_MAX];
+    size_t n;
+    const char *p; /* the text still to read */
+    bool bad;
+};
+
+static void pat_space(struct pattern *pt)
+{
+    while (*pt->p == ' ')
+        pt->p++;
+}
+
+static bool pat_number(struct pattern *pt, uint64_t *v)
+{
+    pat_space(pt);
+    if (!isdigit((unsigned char)*pt->p))
+        return false;
+    *v = 0;
+    while (isdigit((unsigned char)*pt->p) && *v <= PATTERN_MAX)
+        *v = *v * 10 + (uint64_t)(*pt->p++ - '0');
+    return *v <= PATTERN_MAX;
+}
+
+static void pat_expr(struct pattern *pt, int depth);
+
+/* The closing bracket, never read past the end of the text. */
+static void pat_close(struct pattern *pt, char c)
+{
+    if (*pt->p == c)
+        pt->p++;
+    else
+        pt->bad = true;
+}
+
+/* atom := '[' bit (',' bit)* ']' | '(' expr ')', then ('*' count)*. */
+static void pat_term(struct pattern *pt, int depth)
+{
+    size_t start = pt->n;
+    uint64_t v;
+    pat_space(pt);
+    if (*pt->p == '[') {
+        pt->p++;
+        do {
+            if (!pat_number(pt, &v) || v > 1 || pt->n >= PATTERN_MAX) {
+                pt->bad = true;
+                return;
+            }
+            pt->bit[pt->n++] = (uint8_t)v;
+            pat_space(pt);
+        } while (*pt->p == ',' && pt->p++);
+        pat_close(pt, ']');
+    } else if (*pt->p == '(' && depth < 8) {
+        pt->p++;
+        pat_expr(pt, depth + 1);
+        pat_space(pt);
+        pat_close(pt, ')');
+    } else {
+        pt->bad = true;
+    }
+    pat_space(pt);
+    while (!pt->bad && *pt->p == '*') {
+        pt->p++;
+        size_t len = pt->n - start;
+        if (!pat_number(pt, &v) || (v > 0 && len * v > PATTERN_MAX - start)) {
+            pt->bad = true;
+            return;
+        }
+        for (uint64_t k = 1; k < v; k++)
+            memcpy(pt->bit + start + k * len, pt->bit + start, len);
+        pt->n = start + (size_t)v * len;
+        pat_space(pt);
+    }
+}
+
+static void pat_expr(struct pattern *pt, int depth)
+{
+    pat_term(pt, depth);
+    pat_space(pt);
+    while (!pt->bad && *pt->p == '+') {
+        pt->p++;
+        pat_term(pt, depth);
+        pat_space(pt);
+    }
+}
+
+/* The model's form of a pattern: `first` dense layers, then a period of at
+ * most 64 layers repeated (the last one possibly cut), the shortest period
+ * first; false if none fits. */
+static bool pattern_fit(const struct pattern *pt, uint64_t *first, uint64_t *period, uint64_t *mask)
+{
+    for (size_t P = 1; P <= 64; P++) {
+        for (size_t k = 0; k + P <= pt->n && (k == 0 || pt->bit[k - 1] == 0); k++) {
+            bool ok = true;
+            for (size_t i = k + P; ok && i < pt->n; i++)
+                ok = pt->bit[i] == pt->bit[k + (i - k) % P];
+            if (!ok)
+                continue;
+            *first = k;
+            *period = P;
+            *mask = 0;
+            for (size_t i = 0; i < P; i++)
+                *mask |= (uint64_t)pt->bit[k + i] << i;
+            return *mask != 0;
+        }
+    }
+    return false;
+}
+
+/* --moe-layer-freq N (every N-th layer, from layer 0) or a pattern of L layers. */
+static mem4d_status apply_moe_pattern(mem4d_import *imp, const struct opt_val *vals, mem4d_model *m)
+{
+    const char *text = vals[MF_MOE_FREQ].s;
+    uint64_t first = 0, period = 1, mask = 1;
+    if (strchr(text, '[')) {
+        static const struct pattern empty;
+        struct pattern pt = empty;
+        pt.p = text;
+        pat_expr(&pt, 0);
+        if (pt.bad || *pt.p != '\0')
+            return m4d_imp_fail(imp, MEM4D_E_PARSE, "--moe-layer-freq '%.64s' is not a list expression of 0 and 1 "
+                                "(like \"([0]*3+[1]*58)\")", text);
+        uint64_t L = m->v[MEM4D_MODEL_NUM_LAYERS];
+        if (L && pt.n != L)
+            return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "--moe-layer-freq names %zu layers but --num-layers is %llu",
+                                pt.n, (unsigned long long)L);
+        if (!pattern_fit(&pt, &first, &period, &mask))
+            return m4d_imp_fail(imp, MEM4D_E_RANGE, "--moe-layer-freq '%.64s' is not dense layers followed by a "
+                                "repeating pattern of at most 64 layers", text);
+    } else {
+        TRY(parse_int(imp, "moe-layer-freq", text, &period));
+    }
+    if (period == 0 || period > 64) {
+        return m4d_imp_fail(imp, MEM4D_E_RANGE, "--moe-layer-freq %llu must be between 1 and 64",
+                            (unsigned long long)period);
+    }
+    TRY(SET_M(m, MEM4D_MODEL_MOE_FIRST_DENSE, first, "--moe-layer-freq"));
+    TRY(SET_M(m, MEM4D_MODEL_MOE_LAYER_FREQ, period, "--moe-layer-freq"));
+    return SET_M(m, MEM4D_MODEL_MOE_LAYER_MASK, mask, "--moe-layer-freq");
+}
+
+/* Multi-latent attention and its dimensions, with Megatron-LM's defaults
+ * (kv_lora_rank 32, qk_head_dim 128, qk_pos_emb_head_dim 64, v_head_dim
+ * 128, no query compression). */
+static mem4d_status apply_mla(mem4d_import *imp, const struct opt_val *vals, bool describes, mem4d_model *m)
+{
+    if (!GIVEN(MF_MLA)) {
+        if (GIVEN(MF_Q_LORA) || GIVEN(MF_KV_LORA))
+            m4d_imp_warn(imp, "--q-lora-rank and --kv-lora-rank are ignored without --multi-latent-attention");
+        return describes ? SET_M(m, MEM4D_MODEL_KV_LORA_RANK, 0, "--multi-latent-attention") : MEM4D_OK;
+    }
+    static const struct { int o; mem4d_model_param key; uint64_t def; } dims[] = {
+        {MF_Q_LORA, MEM4D_MODEL_Q_LORA_RANK, 0}, {MF_KV_LORA, MEM4D_MODEL_KV_LORA_RANK, 32},
+        {MF_QK_HEAD_DIM, MEM4D_MODEL_QK_HEAD_DIM, 128}, {MF_QK_POS_DIM, MEM4D_MODEL_QK_POS_EMB_HEAD_DIM, 64},
+        {MF_V_HEAD_DIM, MEM4D_MODEL_V_HEAD_DIM, 128},
+    };
+    for (size_t i = 0; i < sizeof dims / sizeof *dims; i++)
+        TRY(set_opt_m(imp, m, dims[i].key, dims[i].o, GIVEN(dims[i].o) ? U(dims[i].o) : dims[i].def));
+    if (m->v[MEM4D_MODEL_KV_LORA_RANK] == 0)
+        return m4d_imp_fail(imp, MEM4D_E_RANGE, "--kv-lora-rank must be at least 1 with --multi-latent-attention");
+    return MEM4D_OK;
+}
+
 /* Biases: Megatron-LM puts one on every linear layer unless
  * --disable-bias-linear (--add-bias-linear restores them; the later flag
  * wins); --add-qkv-bias keeps the QKV bias alone. */
@@ -315,6 +486,18 @@ static mem4d_status apply_model(mem4d_import *imp, const struct opt_val *vals, m
         TRY(SET_M(m, MEM4D_MODEL_QK_LAYERNORM, GIVEN(MF_QK_NORM), "--qk-layernorm"));
     if (GIVEN(MF_EXPERTS) && !GIVEN(MF_TOPK))
         TRY(SET_M(m, MEM4D_MODEL_EXPERT_TOPK, 2, "--moe-router-topk (Megatron's default)"));
+    if (GIVEN(MF_MOE_FREQ))
+        TRY(apply_moe_pattern(imp, vals, m));
+    else if (describes) {
+        TRY(SET_M(m, MEM4D_MODEL_MOE_FIRST_DENSE, 0, "--moe-layer-freq"));
+        TRY(SET_M(m, MEM4D_MODEL_MOE_LAYER_FREQ, 1, "--moe-layer-freq"));
+        TRY(SET_M(m, MEM4D_MODEL_MOE_LAYER_MASK, 1, "--moe-layer-freq"));
+    }
+    if (describes && !GIVEN(MF_MTP))
+        TRY(SET_M(m, MEM4D_MODEL_MTP_LAYERS, 0, "--mtp-num-layers"));
+    if (GIVEN(MF_SHARED_FFN) || GIVEN(MF_SHARED_GATE))
+        TRY(SET_M(m, MEM4D_MODEL_SHARED_EXPERT_GATE, GIVEN(MF_SHARED_GATE), "--moe-shared-expert-gate"));
+    TRY(apply_mla(imp, vals, describes, m));
     if (describes)
         m4d_strlcpy(m->name, "custom", sizeof m->name);
     return MEM4D_OK;
@@ -466,6 +649,7 @@ static mem4d_status apply_layout_basic(mem4d_import *imp, const struct opt_val *
     TRY(set_opt_l(imp, l, MEM4D_LAYOUT_PP, MF_PP, GIVEN(MF_PP) ? U(MF_PP) : 1));
     TRY(set_opt_l(imp, l, MEM4D_LAYOUT_CP, MF_CP, GIVEN(MF_CP) ? U(MF_CP) : 1));
     TRY(set_opt_l(imp, l, MEM4D_LAYOUT_EP, MF_EP, GIVEN(MF_EP) ? U(MF_EP) : 1));
+    TRY(set_opt_l(imp, l, MEM4D_LAYOUT_ETP, MF_ETP, GIVEN(MF_ETP) ? U(MF_ETP) : 0));
     if (GIVEN(MF_MBS))
         TRY(set_opt_l(imp, l, MEM4D_LAYOUT_MICRO_BATCH, MF_MBS, U(MF_MBS)));
     if (GIVEN(MF_SEQ))

@@ -123,6 +123,7 @@ static void ctx_layout(const mem4d_layout *l, struct m4d_ctx *x)
     x->sp = v[MEM4D_LAYOUT_SEQUENCE_PARALLEL] != 0;
     x->flash = v[MEM4D_LAYOUT_FLASH_ATTN] != 0;
     x->ep = v[MEM4D_LAYOUT_EP];
+    x->etp = v[MEM4D_LAYOUT_ETP] ? v[MEM4D_LAYOUT_ETP] : v[MEM4D_LAYOUT_TP];
     x->zero = v[MEM4D_LAYOUT_ZERO_STAGE];
     if (x->zero == 0 && v[MEM4D_LAYOUT_DIST_OPT])
         x->zero = 1;
@@ -197,7 +198,7 @@ static mem4d_status check_tp(const struct m4d_ctx *x, char *why, size_t n)
     /* The FFN sizes are the only dimensions checked: h is split only through
      * the heads (checked above), so it need not be divisible by t. */
     const char *what = x->f % x->t ? "FFN" : x->fs % x->t ? "shared-expert FFN"
-                     : x->experts && x->fe % x->t ? "expert FFN" : NULL;
+                     : x->experts && x->fe % x->etp ? "expert FFN" : NULL;
     if (what) {
         m4d_msg(why, n, "%s size %llu is not divisible by tp %llu", what,
                 U(x->f % x->t ? x->f : x->fs % x->t ? x->fs : x->fe), U(x->t));
@@ -270,9 +271,21 @@ static mem4d_status check_misc(struct m4d_ctx *x, char *why, size_t n)
         m4d_msg(why, n, "ep %llu needs a mixture-of-experts model", U(x->ep));
         return MEM4D_E_EXPERTS;
     }
-    if (x->experts && (x->experts % x->ep != 0 || (x->d * x->c) % x->ep != 0)) {
-        m4d_msg(why, n, "%llu experts over ep %llu: ep must divide the experts and dp x cp = %llu",
-                U(x->experts), U(x->ep), U(x->d * x->c));
+    /* The experts fold over the t·d·c ranks of a stage: ep·etp of them hold
+     * distinct expert shards, the others replicate them (expert data
+     * parallelism); with etp = t this is "ep divides dp x cp". */
+    uint64_t tdc = x->t * x->d * x->c;
+    if (x->experts && (x->experts % x->ep != 0 || tdc % (x->ep * x->etp) != 0)) {
+        if (x->etp == x->t)
+            m4d_msg(why, n, "%llu experts over ep %llu: ep must divide the experts and dp x cp = %llu",
+                    U(x->experts), U(x->ep), U(x->d * x->c));
+        else
+            m4d_msg(why, n, "%llu experts over ep %llu x etp %llu: ep must divide the experts and ep x etp "
+                    "tp x dp x cp = %llu", U(x->experts), U(x->ep), U(x->etp), U(tdc));
+        return MEM4D_E_EXPERTS;
+    }
+    if (!x->experts && x->etp != x->t) {
+        m4d_msg(why, n, "etp %llu needs a mixture-of-experts model", U(x->etp));
         return MEM4D_E_EXPERTS;
     }
     if (!m4d_recompute_layers_ok(x)) {

@@ -26,10 +26,10 @@
 
 /* Number of values of each enum; grow only by appending to the enum, then
  * raise the count, name the new last value and append the table rows. */
-#define M4D_MODEL_NPARAM 19
-M4D_ENUM_COUNT(M4D_MODEL_NPARAM, MEM4D_MODEL_QK_LAYERNORM);
-#define M4D_LAYOUT_NPARAM 36
-M4D_ENUM_COUNT(M4D_LAYOUT_NPARAM, MEM4D_LAYOUT_PRECISION_AWARE_OPTIMIZER);
+#define M4D_MODEL_NPARAM 29
+M4D_ENUM_COUNT(M4D_MODEL_NPARAM, MEM4D_MODEL_SHARED_EXPERT_GATE);
+#define M4D_LAYOUT_NPARAM 37
+M4D_ENUM_COUNT(M4D_LAYOUT_NPARAM, MEM4D_LAYOUT_ETP);
 #define M4D_DEVICE_NPARAM 16
 M4D_ENUM_COUNT(M4D_DEVICE_NPARAM, MEM4D_DEVICE_WORKSPACE_BYTES);
 #define M4D_NTERMS 14
@@ -118,11 +118,16 @@ struct m4d_ctx {
     bool tied, qkv_bias, layernorm, gated;
     bool linear_bias, qk_norm;         /* biases on every linear layer; per-head Q/K norms */
     uint64_t pos_rows;                 /* rows of a learned position table (0: none) */
+    uint64_t moe_period, moe_mask, first_dense; /* which layers are expert layers */
+    uint64_t q_lora, kv_lora, rope_dim; /* MLA (kv_lora > 0): compression ranks, rotary head dim */
+    uint64_t qk_dim, v_dim, kv_heads;  /* per head Q/K and V dims, heads of K and V (MLA: qk = nope + rope, kv_heads = a) */
+    uint64_t mtp;                      /* multi-token-prediction layers on the last stage */
+    bool shared_gate;                  /* the shared expert has a gate of h parameters */
     uint64_t experts, topk, fe, fs;    /* MoE: experts, top-k, expert ffn, shared-expert ffn */
     /* layout */
     uint64_t t, c, p, d, world, b, gbs, m, s, v; /* m = 0 when gbs unknown */
     bool sp, flash;
-    uint64_t ep, zero;                 /* effective ZeRO stage: max(zero_stage, dist_opt) */
+    uint64_t ep, etp, zero;            /* etp: experts' tensor parallelism; effective ZeRO stage: max(zero_stage, dist_opt) */
     uint64_t recompute, rc_method, rc_layers;
     uint64_t param_bytes, grad_bytes, opt_bytes, master_bytes;
     bool fp8, overlap_grad, overlap_param;
@@ -208,6 +213,18 @@ static inline bool m4d_muldiv_ceil(uint64_t a, uint64_t b, uint64_t d, uint64_t 
  * replicates (norms, row-parallel biases); the model must have been
  * validated. false on overflow. */
 bool m4d_layer_params(const struct m4d_ctx *x, uint64_t *attn, uint64_t *mlp, uint64_t *repl);
+
+/* Is layer i (0-based) an expert layer? */
+static inline bool m4d_is_moe_layer(const struct m4d_ctx *x, uint64_t i)
+{
+    return x->experts && i >= x->first_dense && ((x->moe_mask >> ((i - x->first_dense) % x->moe_period)) & 1u);
+}
+
+/* Expert layers among layers [first, first + n). */
+uint64_t m4d_moe_layers_in(const struct m4d_ctx *x, uint64_t first, uint64_t n);
+
+/* The same model with every layer dense (an MoE model's dense layers). */
+void m4d_ctx_dense(const struct m4d_ctx *x, struct m4d_ctx *dense);
 
 /* One expert's (or the shared expert's) parameters for FFN width fe, biases included. */
 bool m4d_expert_params(const struct m4d_ctx *x, uint64_t fe, uint64_t *out);

@@ -1087,6 +1087,126 @@ START_TEST(modelled_flags_change_the_estimate)
 }
 END_TEST
 
+/* DeepSeek-V3 as Megatron-LM's recipes write it (MLA, 3 dense layers then 58
+ * expert layers, shared expert, one MTP module). */
+#define DSV3_JOB "--num-layers", "61", "--hidden-size", "7168", "--ffn-hidden-size", "18432", \
+    "--num-attention-heads", "128", "--multi-latent-attention", "--q-lora-rank", "1536", "--kv-lora-rank", "512", \
+    "--qk-head-dim", "128", "--qk-pos-emb-head-dim", "64", "--v-head-dim", "128", "--num-experts", "256", \
+    "--moe-ffn-hidden-size", "2048", "--moe-shared-expert-intermediate-size", "2048", "--moe-router-topk", "8", \
+    "--moe-layer-freq", "([0]*3+[1]*58)", "--mtp-num-layers", "1", "--vocab-size", "129280", \
+    "--untie-embeddings-and-output-weights", "--normalization", "RMSNorm", "--swiglu", "--disable-bias-linear", \
+    "--position-embedding-type", "rope", "--seq-length", "4096", "--max-position-embeddings", "4096"
+
+START_TEST(moe_patterns_mla_and_mtp)
+{
+    struct fixture fx;
+    fx_open(&fx);
+    const char *argv[] = {DSV3_JOB, NULL};
+    ck_assert_msg(run_argv(&fx, argv, 0) == MEM4D_OK, "%s", mem4d_import_message(fx.imp));
+    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_MOE_FIRST_DENSE), 3);
+    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_MOE_LAYER_FREQ), 1);
+    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_KV_LORA_RANK), 512);
+    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_SHARED_EXPERT_GATE), 0);
+    ck_assert_msg(mem4d_import_warning_count(fx.imp) == 0, "%s", mem4d_import_warning(fx.imp, 0));
+    /* The sum of the published weight shapes (deepseek-ai/DeepSeek-V3
+     * model.safetensors.index.json), less each MoE layer's 256 router
+     * correction biases: attention q_a 7168x1536 + norm 1536 + q_b 1536x(128x192)
+     * + kv_a 7168x576 + norm 512 + kv_b 512x(128x256) + o (128x128)x7168;
+     * two norms; dense MLP 3x7168x18432; MoE 257 experts of 3x7168x2048 and
+     * a router 256x7168; MTP: a layer, eh_proj 14336x7168 and three norms. */
+    const uint64_t h = 7168, attn = h * 1536 + 1536 + 1536 * 128 * 192 + h * 576 + 512 + 512 * 128 * 256 + 128 * 128 * h;
+    const uint64_t dense = attn + 2 * h + 3 * h * 18432, moe = attn + 2 * h + 257 * 3 * h * 2048 + 256 * h;
+    const uint64_t mtp = moe + 2 * h * h + 3 * h, emb = 129280 * h;
+    uint64_t n = 0;
+    ck_assert_int_eq(mem4d_model_num_params(fx.model, &n), MEM4D_OK);
+    ck_assert_uint_eq(n, 3 * dense + 58 * moe + mtp + 2 * emb + h);
+    /* 671B without the MTP module, as DeepSeek reports. */
+    ck_assert_uint_eq((n - mtp) / 1000000000, 671);
+    /* Estimated over 2-way expert parallelism and 8 stages (16 GPUs): the first stage
+     * holds the 3 dense layers and 2 expert layers, the others 8 expert layers. */
+    const char *layout[] = {DSV3_JOB, "--pipeline-model-parallel-size", "8", "--decoder-first-pipeline-num-layers", "5",
+                            "--decoder-last-pipeline-num-layers", "8", "--expert-model-parallel-size", "2",
+                            "--use-distributed-optimizer", "--bf16", "--micro-batch-size", "1",
+                            "--global-batch-size", "1024", "--recompute-granularity", "full", "--recompute-method",
+                            "uniform", "--recompute-num-layers", "1", NULL};
+    uint64_t p0 = job_term(layout, MEM4D_TERM_PARAMS, 0), p1 = job_term(layout, MEM4D_TERM_PARAMS, 1);
+    const uint64_t moe_rank = attn + 2 * h + 256 * h + 3 * h * 2048 + 128 * 3 * h * 2048;
+    ck_assert_uint_eq(p0, 3 * dense + 2 * moe_rank + emb);
+    ck_assert_uint_eq(p1, 8 * moe_rank);
+    fx_close(&fx);
+}
+END_TEST
+
+static const struct pattern_case {
+    const char *freq;
+    uint64_t first, period, mask;
+} pattern_cases[] = {
+    {"1", 0, 1, 1},
+    {"2", 0, 2, 1},
+    {"([1]*3+[0]*1)*3", 0, 4, 7},
+    {"([0]+[1]*11)", 1, 1, 1},
+    {"[0, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0]", 1, 2, 2}, /* layer 0 dense, then (dense, expert) */
+};
+
+START_TEST(moe_layer_freq_patterns)
+{
+    const struct pattern_case *c = &pattern_cases[_i];
+    struct fixture fx;
+    fx_open(&fx);
+    const char *argv[] = {"--num-layers", "12", "--hidden-size", "512", "--num-attention-heads", "8", "--vocab-size",
+                          "1000", "--num-experts", "4", "--moe-layer-freq", c->freq, "--max-position-embeddings",
+                          "512", NULL};
+    ck_assert_msg(run_argv(&fx, argv, 0) == MEM4D_OK, "%s", mem4d_import_message(fx.imp));
+    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_MOE_FIRST_DENSE), c->first);
+    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_MOE_LAYER_FREQ), c->period);
+    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_MOE_LAYER_MASK), c->mask);
+    fx_close(&fx);
+}
+END_TEST
+
+static const struct vocab_bad moe_bad[] = {
+    {{"--num-layers", "4", "--moe-layer-freq", "([1]*3)"}, MEM4D_E_CONFLICT,
+     "--moe-layer-freq names 3 layers but --num-layers is 4"},
+    {{"--moe-layer-freq", "[1,2]"}, MEM4D_E_PARSE, "is not a list expression of 0 and 1"},
+    {{"--moe-layer-freq", "([1]*3"}, MEM4D_E_PARSE, "is not a list expression of 0 and 1"},
+    {{"--moe-layer-freq", "([0]*4)"}, MEM4D_E_RANGE, "is not dense layers followed by a repeating pattern"},
+    {{"--moe-layer-freq", "0"}, MEM4D_E_RANGE, "--moe-layer-freq 0 must be between 1 and 64"},
+    {{"--multi-latent-attention", "--kv-lora-rank", "0"}, MEM4D_E_RANGE, "--kv-lora-rank must be at least 1"},
+};
+
+START_TEST(moe_flags_refused)
+{
+    const struct vocab_bad *c = &moe_bad[_i];
+    struct fixture fx;
+    fx_open(&fx);
+    ck_assert_int_eq(run_argv(&fx, c->argv, 8), c->status);
+    ck_assert_msg(strstr(mem4d_import_message(fx.imp), c->message) != NULL, "message: %s", mem4d_import_message(fx.imp));
+    fx_close(&fx);
+}
+END_TEST
+
+START_TEST(expert_tensor_parallel_folding)
+{
+    /* Mixtral-like experts with tp 2 and etp 1: ep 8 folds over tp x dp = 16. */
+    const char *base[] = {"--num-layers", "4", "--hidden-size", "1024", "--num-attention-heads", "16",
+                          "--ffn-hidden-size", "2816", "--num-experts", "8", "--moe-router-topk", "2", "--swiglu",
+                          "--normalization", "RMSNorm", "--disable-bias-linear", "--position-embedding-type", "rope",
+                          "--vocab-size", "32000", "--seq-length", "1024", "--max-position-embeddings", "1024",
+                          "--tensor-model-parallel-size", "2", "--expert-model-parallel-size", "8", "--bf16",
+                          "--expert-tensor-parallel-size", "1", "--use-distributed-optimizer", "--sequence-parallel", NULL};
+    struct fixture fx;
+    fx_open(&fx);
+    ck_assert_msg(run_argv(&fx, base, 16) == MEM4D_OK, "%s", mem4d_import_message(fx.imp));
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_ETP), 1);
+    char why[256];
+    ck_assert_msg(mem4d_validate(fx.model, fx.layout, why, sizeof why) == MEM4D_OK, "%s", why);
+    fx_close(&fx);
+    /* One expert per rank, whole (etp 1): 3 x 1024 x 2816 expert parameters per layer. */
+    uint64_t with_etp = job_term(base, MEM4D_TERM_PARAMS, 0);
+    ck_assert_uint_eq(with_etp % 4, 0);
+}
+END_TEST
+
 /* ------------------------------------------------------------------------ */
 /* Bad inputs a new user tried (issue 10)                                    */
 
@@ -1233,6 +1353,10 @@ static Suite *import_suite(void)
     tcase_add_loop_test(tc, memory_flags_are_modelled, 0, N(modelled_cases));
     tcase_add_loop_test(tc, modelled_flags_refused, 0, N(modelled_bad));
     tcase_add_test(tc, modelled_flags_change_the_estimate);
+    tcase_add_test(tc, moe_patterns_mla_and_mtp);
+    tcase_add_loop_test(tc, moe_layer_freq_patterns, 0, N(pattern_cases));
+    tcase_add_loop_test(tc, moe_flags_refused, 0, N(moe_bad));
+    tcase_add_test(tc, expert_tensor_parallel_folding);
     tcase_add_test(tc, config_path_must_be_a_regular_file);
     suite_add_tcase(s, tc);
     return s;

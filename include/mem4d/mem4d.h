@@ -157,7 +157,40 @@ typedef enum mem4d_model_param {
     /** "qk_layernorm": 1 when queries and keys are normalised per head before
      * attention (Megatron's --qk-layernorm; Qwen3, Gemma 3): two norms over the head
      * dimension per layer. Default 0. @since 0.2 */
-    MEM4D_MODEL_QK_LAYERNORM = 18
+    MEM4D_MODEL_QK_LAYERNORM = 18,
+    /** "moe_layer_freq": with experts, the period of the pattern of expert layers
+     * (Megatron's --moe-layer-freq N: every N-th layer). Default 1. @since 0.2 */
+    MEM4D_MODEL_MOE_LAYER_FREQ = 19,
+    /** "moe_layer_mask": which layers of each period are expert layers, bit i for
+     * the i-th (Megatron's --moe-layer-freq "([1]*3+[0]*1)*8" is period 4, mask 7).
+     * Default 1. @since 0.2 */
+    MEM4D_MODEL_MOE_LAYER_MASK = 20,
+    /** "first_k_dense_replace": with experts, the first layers that are dense
+     * (DeepSeek; the pattern starts after them). Dense layers use ffn_hidden_size.
+     * Default 0. @since 0.2 */
+    MEM4D_MODEL_MOE_FIRST_DENSE = 21,
+    /** "q_lora_rank": multi-latent attention's query compression rank; 0 for a
+     * full-rank query projection. @since 0.2 */
+    MEM4D_MODEL_Q_LORA_RANK = 22,
+    /** "kv_lora_rank": multi-latent attention's key/value compression rank; a
+     * nonzero value turns MLA on (DeepSeek-V2/V3). Default 0. @since 0.2 */
+    MEM4D_MODEL_KV_LORA_RANK = 23,
+    /** "qk_head_dim" ("qk_nope_head_dim"): MLA's per-head query/key dimension without
+     * the rotary part. @since 0.2 */
+    MEM4D_MODEL_QK_HEAD_DIM = 24,
+    /** "qk_pos_emb_head_dim" ("qk_rope_head_dim"): MLA's rotary per-head dimension,
+     * shared by all heads for the keys. @since 0.2 */
+    MEM4D_MODEL_QK_POS_EMB_HEAD_DIM = 25,
+    /** "v_head_dim": MLA's per-head value dimension. @since 0.2 */
+    MEM4D_MODEL_V_HEAD_DIM = 26,
+    /** "mtp_num_layers" ("num_nextn_predict_layers"): multi-token-prediction modules
+     * after the last layer (DeepSeek-V3), each a transformer layer with its own
+     * projection 2h x h and norms, on the last pipeline stage. Default 0. @since 0.2 */
+    MEM4D_MODEL_MTP_LAYERS = 27,
+    /** "moe_shared_expert_gate": 1 when the shared expert's output is scaled by a
+     * learned gate of h parameters (Qwen-MoE; Megatron's --moe-shared-expert-gate),
+     * 0 for DeepSeek's ungated shared experts. Default 1 (0.1's reading). @since 0.2 */
+    MEM4D_MODEL_SHARED_EXPERT_GATE = 28
 } mem4d_model_param;
 
 /**
@@ -393,7 +426,12 @@ typedef enum mem4d_layout_param {
      * (Transformer Engine's FusedAdam takes gradients and states in their own
      * dtypes): no fp32 copy of a bf16 gradient shard at the optimizer step.
      * Default 0. @since 0.2 */
-    MEM4D_LAYOUT_PRECISION_AWARE_OPTIMIZER = 35
+    MEM4D_LAYOUT_PRECISION_AWARE_OPTIMIZER = 35,
+    /** "etp" ("expert_tensor_parallel_size"): tensor-parallel size of the experts;
+     * 0 means tp. With etp != tp the expert layers fold their parallelism over
+     * tp x dp x cp (Megatron-Core's parallel folding): ep x etp must divide
+     * tp x dp x cp. Default 0. @since 0.2 */
+    MEM4D_LAYOUT_ETP = 36
 } mem4d_layout_param;
 
 /**
