@@ -225,6 +225,12 @@ static void state_terms(bool *ok, const struct m4d_ctx *x, const struct stage_pa
         t[MEM4D_TERM_WEIGHTS] = muldiv(ok, t[MEM4D_TERM_WEIGHTS], 1, dc);
 }
 
+/* Does selective recompute re-run this module (a M4D_RC_* bit)? */
+static bool reruns(const struct m4d_ctx *x, uint64_t module)
+{
+    return x->recompute == 1 && (x->rc_modules & module);
+}
+
 /* The attention core's own tensors per token, before the split by t:
  * FlashAttention's fp32 log-sum-exp 4a; without it the softmax output
  * 2a·s/c, with attention dropout also its one-byte mask and the 2-byte
@@ -268,8 +274,37 @@ static void layer_token_bytes(bool *ok, const struct m4d_ctx *x, uint64_t *repl,
         mlp = mul(ok, inter, x->f);
     }
     *split = add(ok, mul(ok, 2, attention_tensors(ok, x)), mul(ok, 2, mlp));
-    if (x->recompute != 1)
+    if (!reruns(x, M4D_RC_CORE_ATTN))
         *split = add(ok, *split, attention_core_bytes(ok, x));
+}
+
+/* What selective recomputation of other modules than the attention core
+ * drops from a layer's kept bytes per token (Megatron-Core's
+ * --recompute-modules; each re-run module keeps only its input, which
+ * another kept tensor already holds): layernorm the two norms' outputs 4h;
+ * mlp a dense MLP's intermediates 2·(3 or 2)·f; moe_act the expert
+ * activation's output 2·topk·fe; shared_experts the shared expert's
+ * intermediates; moe every expert tensor (router, permuted tokens,
+ * intermediates); mla_up_proj the up-projected Q, K and V. Returned in the
+ * two halves of layer_token_bytes(). */
+static void selective_savings(bool *ok, const struct m4d_ctx *x, uint64_t *repl, uint64_t *split)
+{
+    uint64_t inter = x->gated ? 3 : 2, m = x->recompute == 1 ? x->rc_modules : 0;
+    *repl = m & M4D_RC_LAYERNORM ? 4 * x->h : 0;
+    *split = 0;
+    if (!x->experts && (m & M4D_RC_MLP))
+        *split = add(ok, *split, mul(ok, 2 * inter, x->f));
+    if (x->experts && (m & M4D_RC_MOE)) {
+        *repl = add(ok, *repl, add(ok, 8 * x->experts, mul(ok, 4 * x->h, x->topk)));
+        *split = add(ok, *split, mul(ok, 2, add(ok, mul(ok, mul(ok, inter, x->fe), x->topk), inter * x->fs)));
+    } else if (x->experts) {
+        if (m & M4D_RC_MOE_ACT)
+            *split = add(ok, *split, mul(ok, mul(ok, 2, x->fe), x->topk));
+        if (m & M4D_RC_SHARED_EXPERTS)
+            *split = add(ok, *split, mul(ok, 2 * inter, x->fs));
+    }
+    if (x->kv_lora && (m & M4D_RC_MLA_UP_PROJ))
+        *split = add(ok, *split, mul(ok, 2, add(ok, mul(ok, x->a + x->kv_heads, x->qk_dim), mul(ok, x->kv_heads, x->v_dim))));
 }
 
 /* A_layer: one layer, one micro-batch, no full recompute. With
@@ -278,8 +313,11 @@ static void layer_token_bytes(bool *ok, const struct m4d_ctx *x, uint64_t *repl,
  * the down-projections are replicated over t and see every token. */
 static uint64_t layer_activation(bool *ok, const struct m4d_ctx *x)
 {
-    uint64_t repl, split, T = tokens(ok, x);
+    uint64_t repl, split, drop_repl, drop_split, T = tokens(ok, x);
     layer_token_bytes(ok, x, &repl, &split);
+    selective_savings(ok, x, &drop_repl, &drop_split);
+    repl = repl > drop_repl ? repl - drop_repl : 0;
+    split = split > drop_split ? split - drop_split : 0;
     uint64_t a = add(ok, muldiv(ok, T, repl, t_sp(x)), muldiv(ok, T, split, x->t));
     if (x->kv_lora)
         a = add(ok, a, mul(ok, T, 2 * (2 * x->q_lora + 2 * x->kv_lora + x->rope_dim)));
@@ -517,6 +555,17 @@ static void pick_moment(bool *ok, const struct m4d_ctx *x, const mem4d_device *d
     }
 }
 
+/* Selective recompute: while one layer's backward runs, the modules it
+ * re-ran hold their tensors again: the attention core's, and what
+ * selective_savings() dropped. */
+static uint64_t selective_live(bool *ok, const struct m4d_ctx *x)
+{
+    uint64_t T = tokens(ok, x), repl, split;
+    selective_savings(ok, x, &repl, &split);
+    uint64_t core = reruns(x, M4D_RC_CORE_ATTN) ? attention_core_bytes(ok, x) : 0;
+    return add(ok, muldiv(ok, T, add(ok, core, split), x->t), muldiv(ok, T, repl, t_sp(x)));
+}
+
 static void shared_init(bool *ok, const struct m4d_ctx *x, const mem4d_device *dev, struct shared *sh)
 {
     struct m4d_ctx dense;
@@ -532,7 +581,7 @@ static void shared_init(bool *ok, const struct m4d_ctx *x, const mem4d_device *d
         sh->A_dense = sh->A;
     sh->mtp = mtp_share(ok, x, sh);
     sh->C = checkpoint_bytes(ok, x);
-    sh->core_live = muldiv(ok, sh->T, attention_core_bytes(ok, x), x->t);
+    sh->core_live = selective_live(ok, x);
     sh->backward = backward_working_set(ok, x);
     if (x->experts && (x->first_dense || x->moe_period > 1))
         sh->backward = max64(sh->backward, backward_working_set(ok, &dense));

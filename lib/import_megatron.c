@@ -100,6 +100,22 @@ static mem4d_status parse_word(mem4d_import *imp, const struct m4d_megatron_flag
     return m4d_imp_fail(imp, MEM4D_E_PARSE, "--%s: '%s' is not one of %s", d->flag, text, list);
 }
 
+/* A list of choices (nargs='+'): the first word, then every following word
+ * that is not a flag (argc 0: the value came after '=', alone). */
+static mem4d_status parse_bits(mem4d_import *imp, const struct m4d_megatron_flag *d, const char *text, int argc,
+                               const char *const *argv, int *i, uint64_t *out)
+{
+    uint64_t one = 0;
+    *out = 0;
+    for (;;) {
+        TRY(parse_word(imp, d, text, &one));
+        *out |= UINT64_C(1) << one;
+        if (*i + 1 >= argc || !argv[*i + 1] || is_flag(argv[*i + 1]))
+            return MEM4D_OK;
+        text = argv[++*i];
+    }
+}
+
 /* Read one modelled flag at argv[*i]; advances *i past its value. */
 static mem4d_status read_opt(mem4d_import *imp, const struct m4d_megatron_flag *row, const struct flag_tok *tok, int argc,
                              const char *const *argv, int *i, struct opt_val *vals)
@@ -128,6 +144,7 @@ static mem4d_status read_opt(mem4d_import *imp, const struct m4d_megatron_flag *
     case M4D_FLAG_REAL: st = parse_real(imp, d->flag, text, &v->r); break;
     case M4D_FLAG_WORD: st = parse_word(imp, d, text, &v->u); break;
     case M4D_FLAG_TEXT: v->s = text; break;
+    case M4D_FLAG_BITS: st = parse_bits(imp, d, text, tok->value ? 0 : argc, argv, i, &v->u); break;
     default: break;
     }
     if (st == MEM4D_OK) {
@@ -801,6 +818,10 @@ static mem4d_status apply_recompute(mem4d_import *imp, const struct opt_val *val
     if (GIVEN(MF_DIST_SAVED) && (rc != 2 || l->v[MEM4D_LAYOUT_TP] < 2))
         return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "--distribute-saved-activations needs full recomputation and "
                             "--tensor-model-parallel-size above 1");
+    if (GIVEN(MF_RC_MODULES) && rc != 1)
+        m4d_imp_warn(imp, "--recompute-modules is ignored without --recompute-granularity selective");
+    TRY(SET_L(l, MEM4D_LAYOUT_RECOMPUTE_MODULES, GIVEN(MF_RC_MODULES) ? U(MF_RC_MODULES) : M4D_RC_CORE_ATTN,
+              "--recompute-modules"));
     TRY(SET_L(l, MEM4D_LAYOUT_RECOMPUTE, rc, "--recompute-granularity"));
     TRY(SET_L(l, MEM4D_LAYOUT_RECOMPUTE_METHOD, method, "--recompute-method"));
     TRY(SET_L(l, MEM4D_LAYOUT_DISTRIBUTE_SAVED_ACTIVATIONS, GIVEN(MF_DIST_SAVED), "--distribute-saved-activations"));

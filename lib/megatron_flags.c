@@ -22,6 +22,9 @@ static const char *const c_pos[] = {"learned_absolute", "rope", "mrope", "relati
 static const char *const c_fp8[] = {"e4m3", "hybrid", NULL};
 static const char *const c_sharding[] = {"no_shard", "optim", "optim_grads", "optim_grads_params", NULL};
 static const char *const c_optimizer[] = {"adam", "sgd", NULL};
+/* In the order of the recompute_modules bits (lib/private.h M4D_RC_*). */
+static const char *const c_rc_modules[] = {"core_attn", "mlp", "layernorm", "moe_act", "shared_experts",
+                                           "mla_up_proj", "moe", NULL};
 static const char *const c_grad_dtype[] = {"fp32", "bf16", NULL};
 static const char *const c_param_dtype[] = {"fp32", "fp16", NULL};
 static const char *const c_state_dtype[] = {"fp32", "fp16", "bf16", "fp8", NULL};
@@ -31,6 +34,7 @@ static const char *const c_state_dtype[] = {"fp32", "fp16", "bf16", "fp8", NULL}
 #define WORD_ROW(f, slot, choices) {f, M4D_FLAG_WORD, slot, -1, choices, NULL}
 #define REAL_ROW(f, slot) {f, M4D_FLAG_REAL, slot, -1, NULL, NULL}
 #define TEXT_ROW(f, slot) {f, M4D_FLAG_TEXT, slot, -1, NULL, NULL}
+#define BITS_ROW(f, slot, choices) {f, M4D_FLAG_BITS, slot, -1, choices, NULL}
 #define SKIP_ROW(f) {f, M4D_FLAG_SKIP, -1, -1, NULL, NULL}
 #define WARN_ROW(f, why) {f, M4D_FLAG_WARN, -1, -1, NULL, why}
 
@@ -253,7 +257,7 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     SWITCH_ROW("recompute-activations", MF_RC_ACT),
     WORD_ROW("recompute-granularity", MF_RC_GRAN, c_rc_gran),
     WORD_ROW("recompute-method", MF_RC_METHOD, c_rc_method),
-    WARN_ROW("recompute-modules", "chooses modules to recompute; not modelled"),
+    BITS_ROW("recompute-modules", MF_RC_MODULES, c_rc_modules),
     INT_ROW("recompute-num-layers", MF_RC_LAYERS, -1),
     SKIP_ROW("reset-attention-mask"),
     SKIP_ROW("reset-position-ids"),

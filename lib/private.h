@@ -28,8 +28,8 @@
  * raise the count, name the new last value and append the table rows. */
 #define M4D_MODEL_NPARAM 29
 M4D_ENUM_COUNT(M4D_MODEL_NPARAM, MEM4D_MODEL_SHARED_EXPERT_GATE);
-#define M4D_LAYOUT_NPARAM 37
-M4D_ENUM_COUNT(M4D_LAYOUT_NPARAM, MEM4D_LAYOUT_ETP);
+#define M4D_LAYOUT_NPARAM 38
+M4D_ENUM_COUNT(M4D_LAYOUT_NPARAM, MEM4D_LAYOUT_RECOMPUTE_MODULES);
 #define M4D_DEVICE_NPARAM 16
 M4D_ENUM_COUNT(M4D_DEVICE_NPARAM, MEM4D_DEVICE_WORKSPACE_BYTES);
 #define M4D_NTERMS 14
@@ -129,6 +129,7 @@ struct m4d_ctx {
     bool sp, flash;
     uint64_t ep, etp, zero;            /* etp: experts' tensor parallelism; effective ZeRO stage: max(zero_stage, dist_opt) */
     uint64_t recompute, rc_method, rc_layers;
+    uint64_t rc_modules;               /* M4D_RC_* bits of what selective recompute re-runs */
     uint64_t param_bytes, grad_bytes, opt_bytes, master_bytes;
     bool fp8, overlap_grad, overlap_param;
     bool hidden_dropout, attn_dropout; /* dropout on: masks kept for backward */
@@ -139,6 +140,12 @@ struct m4d_ctx {
     bool precision_aware;              /* the optimizer takes low-precision gradients as they are */
     uint64_t bucket, first_layers, last_layers, vocab_div;
     mem4d_mode mode;
+};
+
+/* Bits of recompute_modules, in Megatron's names. */
+enum {
+    M4D_RC_CORE_ATTN = 1, M4D_RC_MLP = 2, M4D_RC_LAYERNORM = 4, M4D_RC_MOE_ACT = 8,
+    M4D_RC_SHARED_EXPERTS = 16, M4D_RC_MLA_UP_PROJ = 32, M4D_RC_MOE = 64,
 };
 
 /* --- util.c --------------------------------------------------------------- */

@@ -965,6 +965,11 @@ static const struct modelled_case {
      -1, MEM4D_LAYOUT_DISTRIBUTE_SAVED_ACTIVATIONS, 1},
     {{BASE_JOB, "--recompute-granularity", "full", "--recompute-method", "uniform", "--recompute-num-layers", "1",
       "--distribute-saved-activations"}, -1, MEM4D_LAYOUT_DISTRIBUTE_SAVED_ACTIVATIONS, 1},
+    /* Selective recomputation of more than the attention core. */
+    {{BASE_JOB, "--recompute-granularity", "selective", "--recompute-modules", "core_attn", "mlp", "layernorm"},
+     -1, MEM4D_LAYOUT_RECOMPUTE_MODULES, 7},
+    {{BASE_JOB, "--recompute-activations", "--recompute-modules=moe"}, -1, MEM4D_LAYOUT_RECOMPUTE_MODULES, 64},
+    {{BASE_JOB, "--recompute-activations"}, -1, MEM4D_LAYOUT_RECOMPUTE_MODULES, 1},
     /* The precision-aware optimizer's dtypes. */
     {{BASE_JOB, "--use-precision-aware-optimizer", "--main-grads-dtype", "bf16"}, -1, MEM4D_LAYOUT_MAIN_GRAD_BYTES, 2},
     {{BASE_JOB, "--use-precision-aware-optimizer", "--main-params-dtype", "fp16"},
@@ -1059,6 +1064,14 @@ START_TEST(modelled_flags_change_the_estimate)
     const char *full[] = {BASE_JOB, "--checkpoint-activations", "--micro-batch-size", "1", NULL};
     const char *dist[] = {BASE_JOB, "--checkpoint-activations", "--distribute-checkpointed-activations", NULL};
     ck_assert_uint_lt(job_term(dist, MEM4D_TERM_ACTIVATIONS, 0), job_term(full, MEM4D_TERM_ACTIVATIONS, 0));
+    /* Re-running the MLP and the norms keeps less than the attention core alone:
+     * per layer and token 2·3f/t + 4h/t bytes fewer (t = 2, no sequence
+     * parallelism: t_sp = 1, so 4h), times 2048 tokens, 4 layers and the micro-batches in flight. */
+    const char *core[] = {BASE_JOB, "--recompute-activations", NULL};
+    const char *more[] = {BASE_JOB, "--recompute-activations", "--recompute-modules", "core_attn", "mlp", "layernorm", NULL};
+    uint64_t a_core = job_term(core, MEM4D_TERM_ACTIVATIONS, 0), a_more = job_term(more, MEM4D_TERM_ACTIVATIONS, 0);
+    ck_assert_uint_gt(a_core, a_more);
+    ck_assert_uint_eq((a_core - a_more) % (2048 * 4 * (6 * f / 2 + 4 * h)), 0);
     /* Biases add parameters: 4 layers x (QKV 3h/t + proj h + fc1 2f/t + fc2 h). */
     const char *bias[] = {BASE_JOB, "--add-bias-linear", NULL};
     ck_assert_uint_eq(job_term(bias, MEM4D_TERM_PARAMS, 0) - job_term(adam, MEM4D_TERM_PARAMS, 0),

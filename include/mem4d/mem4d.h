@@ -431,7 +431,12 @@ typedef enum mem4d_layout_param {
      * 0 means tp. With etp != tp the expert layers fold their parallelism over
      * tp x dp x cp (Megatron-Core's parallel folding): ep x etp must divide
      * tp x dp x cp. Default 0. @since 0.2 */
-    MEM4D_LAYOUT_ETP = 36
+    MEM4D_LAYOUT_ETP = 36,
+    /** "recompute_modules": with recompute = selective, which parts of a layer are
+     * re-run in backward instead of kept (Megatron's --recompute-modules), one bit
+     * each: 1 core_attn, 2 mlp, 4 layernorm, 8 moe_act, 16 shared_experts,
+     * 32 mla_up_proj, 64 moe. Default 1 (core_attn, Megatron's default). @since 0.2 */
+    MEM4D_LAYOUT_RECOMPUTE_MODULES = 37
 } mem4d_layout_param;
 
 /**
