@@ -126,7 +126,7 @@ struct parser {
     size_t err_size;
 };
 
-static int fail(struct parser *p, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static int fail(struct parser *p, const char *fmt, ...)
 {
     int n = snprintf(p->err, p->err_size, "%s:%u: ", p->name, p->line);
     if (n >= 0 && (size_t)n < p->err_size) {

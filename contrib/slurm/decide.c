@@ -37,7 +37,7 @@ struct work {
     mem4d_import *imp;
 };
 
-static void say(struct m4s_decision *d, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static void say(struct m4s_decision *d, const char *fmt, ...)
 {
     size_t used = strlen(d->message);
     if (used + 1 >= sizeof d->message)
@@ -49,7 +49,7 @@ static void say(struct m4s_decision *d, const char *fmt, ...)
 }
 
 /* What cannot be read or computed: the configured policy decides. */
-static void unknown(struct work *w, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static void unknown(struct work *w, const char *fmt, ...)
 {
     struct m4s_decision *d = w->d;
     d->outcome = M4S_UNKNOWN;

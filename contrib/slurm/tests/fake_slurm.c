@@ -5,6 +5,8 @@
  */
 #include "fake_slurm.h"
 
+#include <slurm/spank.h> /* slurm_info() and friends, with their format attributes */
+
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -24,9 +26,6 @@ void slurm_xfree(void **item);
 char *slurm_get_extra_conf_path(char *conf_name);
 void slurm_free_job_desc_msg(job_desc_msg_t *msg);
 job_desc_msg_t *copy_job_record_to_job_desc(struct job_record *job_ptr);
-void slurm_info(const char *fmt, ...);
-void slurm_error(const char *fmt, ...);
-void slurm_debug(const char *fmt, ...);
 
 /* SLURM's blocks: two size_t in front (magic, size), as src/common/xmalloc.c. */
 static void *xalloc(size_t n)
@@ -82,7 +81,7 @@ char *slurm_get_extra_conf_path(char *conf_name)
     return s;
 }
 
-static void vlog(char *into, const char *level, const char *fmt, va_list ap)
+__attribute__((format(printf, 3, 0))) static void vlog(char *into, const char *level, const char *fmt, va_list ap)
 {
     char line[2048];
     vsnprintf(line, sizeof line, fmt, ap);
