@@ -48,12 +48,17 @@ S=$scratch
 pids_to_stop=()
 stop_pidfile() { # stop a daemon by the PID in its pid file: TERM, then KILL
     local f=$1 pid
+    # A daemon started moments ago may not have written its pid file yet.
+    if [ -e "$f.started" ]; then
+        for _ in $(seq 50); do [ -s "$f" ] && break; sleep 0.1; done
+    fi
     [ -s "$f" ] || return 0
     pid=$(cat "$f")
     kill -0 "$pid" 2>/dev/null || return 0
     kill -TERM "$pid" 2>/dev/null || true
     for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
     kill -KILL "$pid" 2>/dev/null || true
+    rm -f "$f.started"
 }
 teardown() {
     local rc=$?
@@ -77,6 +82,7 @@ mkdir -p "$S/state" "$S/spool" "$S/dev" "$S/etc"
 chmod 700 "$S"
 dd if=/dev/urandom of="$S/munge.key" bs=1024 count=1 status=none
 chmod 400 "$S/munge.key"
+touch "$S/munged.pid.started"
 munged --force --key-file="$S/munge.key" --socket="$S/munge.sock" --pid-file="$S/munged.pid" \
     --log-file="$S/munged.log" --seed-file="$S/munged.seed"
 
@@ -131,6 +137,7 @@ export SLURM_CONF=$S/etc/slurm.conf
 
 start_slurmctld() {
     : > "$S/slurmctld.log"
+    touch "$S/slurmctld.pid.started"
     slurmctld -f "$SLURM_CONF" -i
     for _ in $(seq 100); do
         scontrol ping 2>/dev/null | grep -q 'is UP' && return 0
@@ -172,6 +179,7 @@ logged() { # a pattern in slurmctld's log
 # --- 4. start the cluster with the plugin (policy = admit) -----------------
 write_mem4d_conf admit
 start_slurmctld
+touch "$S/slurmd.pid.started"
 slurmd -f "$SLURM_CONF" -N node0
 logged "job_submit/mem4d: libmem4d" "the plugin loaded and read mem4d.conf"
 
