@@ -19,6 +19,7 @@
 #include "batch_script.h"
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,12 +38,18 @@ struct words {
 
 struct var {
     char *name;
+    size_t len;
+    uint32_t hash;
     struct words val;
-    bool known; /* false: assigned something the reader cannot evaluate */
+    size_t cap0; /* capacity of val.w[0] when grown by NAME+=...; 0: its length + 1 */
+    bool known;  /* false: assigned something the reader cannot evaluate */
 };
 
 struct ctx {
-    const char *const *scripts, *const *envp, *const *args;
+    const char *const *scripts, *const *args;
+    const char **env; /* the environment, sorted by name, for bsearch */
+    size_t nenv;
+    size_t refs;      /* expansions done, against M4S_MAX_REFS */
     struct var *vars;
     size_t nvars, vcap;
     size_t budget; /* expansion bytes left */
@@ -129,10 +136,12 @@ static bool words_add(struct ctx *c, struct words *w, const char *s, size_t n, b
 {
     if (c->oom || c->overflow)
         return false;
-    if (w->n >= M4S_MAX_WORDS) {
+    /* A word costs its bytes and its bookkeeping against the budget. */
+    if (w->n >= M4S_MAX_WORDS || n + M4S_WORD_COST > c->budget) {
         c->overflow = true;
         return false;
     }
+    c->budget -= n + M4S_WORD_COST;
     if (w->n + 1 > w->cap) {
         size_t cap = w->cap ? w->cap * 2 : 16;
         char **nw = realloc(w->w, cap * sizeof *nw);
@@ -229,20 +238,70 @@ static bool name_char(char ch)
     return name_start(ch) || (ch >= '0' && ch <= '9');
 }
 
+static uint32_t name_hash(const char *name, size_t n)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)name[i]) * 16777619u;
+    return h;
+}
+
 static struct var *var_find(struct ctx *c, const char *name, size_t n)
 {
+    uint32_t h = name_hash(name, n);
     for (size_t i = c->nvars; i-- > 0;)
-        if (strlen(c->vars[i].name) == n && memcmp(c->vars[i].name, name, n) == 0)
+        if (c->vars[i].hash == h && c->vars[i].len == n && memcmp(c->vars[i].name, name, n) == 0)
             return &c->vars[i];
     return NULL;
 }
 
-static const char *env_find(const char *const *envp, const char *name, size_t n)
+/* Order of "NAME=value" strings by NAME. */
+static int env_cmp(const char *a, size_t an, const char *b)
 {
-    for (; envp && *envp; envp++)
-        if (strncmp(*envp, name, n) == 0 && (*envp)[n] == '=')
-            return *envp + n + 1;
-    return NULL;
+    size_t bn = strcspn(b, "=");
+    int r = memcmp(a, b, an < bn ? an : bn);
+    return r ? r : (an > bn) - (an < bn);
+}
+
+static int env_sort(const void *x, const void *y)
+{
+    const char *a = *(const char *const *)x;
+    return env_cmp(a, strcspn(a, "="), *(const char *const *)y);
+}
+
+struct env_key {
+    const char *name;
+    size_t n;
+};
+
+static int env_search(const void *key, const void *elem)
+{
+    const struct env_key *k = key;
+    return env_cmp(k->name, k->n, *(const char *const *)elem);
+}
+
+static const char *env_find(const struct ctx *c, const char *name, size_t n)
+{
+    struct env_key k = {name, n};
+    const char *const *e = c->nenv ? bsearch(&k, c->env, c->nenv, sizeof *c->env, env_search) : NULL;
+    return e ? *e + n + 1 : NULL;
+}
+
+/* The environment, sorted once: a lookup then costs log(size), whatever
+ * the submitter put in it. Entries past M4S_MAX_ENV are ignored (unset). */
+static void env_index(struct ctx *c, const char *const *envp)
+{
+    size_t n = 0;
+    while (envp && envp[n] && n < M4S_MAX_ENV)
+        n++;
+    if (!n || !(c->env = malloc(n * sizeof *c->env))) {
+        c->oom = n != 0;
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (strchr(envp[i], '='))
+            c->env[c->nenv++] = envp[i];
+    qsort(c->env, c->nenv, sizeof *c->env, env_sort);
 }
 
 /* Set (or append to) a variable. An unknown value makes it unknown. */
@@ -269,11 +328,14 @@ static void var_set(struct ctx *c, const char *name, size_t n, struct words *val
         memset(v, 0, sizeof *v);
         if (!(v->name = xstrndup(c, name, n)))
             return;
+        v->len = n;
+        v->hash = name_hash(name, n);
         c->nvars++;
         append = false;
     }
     if (!append) {
         words_free(&v->val);
+        v->cap0 = 0;
         v->val = *val;
         memset(val, 0, sizeof *val);
         v->known = known;
@@ -284,10 +346,12 @@ static void var_set(struct ctx *c, const char *name, size_t n, struct words *val
     if (array || v->val.n == 0 || val->n == 0) {
         words_copy(c, &v->val, val);
     } else {
+        /* Grown by doubling (sb_put), so repeated appends stay linear. */
         struct sbuf b = {.p = v->val.w[0], .len = strlen(v->val.w[0])};
-        b.cap = b.len + 1;
+        b.cap = v->cap0 ? v->cap0 : b.len + 1;
         sb_put(c, &b, val->w[0], strlen(val->w[0]));
         v->val.w[0] = b.p;
+        v->cap0 = b.cap;
     }
     words_free(val);
 }
@@ -449,7 +513,7 @@ static void expand_braced(struct lex *L, struct fields *f, bool quoted)
     adv(L, 1); /* '}' */
 
     struct var *v = var_find(L->c, name, nlen);
-    const char *env = v ? NULL : env_find(L->c->envp, name, nlen);
+    const char *env = v ? NULL : env_find(L->c, name, nlen);
     bool set = v || env;
     bool empty = v ? (v->known && (v->val.n == 0 || (v->val.n == 1 && !v->val.w[0][0]))) : (env && !*env);
     if (op && (!set || (colon && empty))) {
@@ -469,6 +533,11 @@ static void expand_braced(struct lex *L, struct fields *f, bool quoted)
 static void expand_dollar(struct lex *L, struct fields *f, bool quoted)
 {
     const char *start = L->s;
+    if (++L->c->refs > M4S_MAX_REFS) {
+        L->c->overflow = true;
+        adv(L, 1);
+        return;
+    }
     char n1 = ch(L, 1);
     if (n1 == '{') {
         expand_braced(L, f, quoted);
@@ -483,7 +552,7 @@ static void expand_dollar(struct lex *L, struct fields *f, bool quoted)
             adv(L, 1);
         size_t nlen = (size_t)(L->s - name);
         struct var *v = var_find(L->c, name, nlen);
-        const char *env = v ? NULL : env_find(L->c->envp, name, nlen);
+        const char *env = v ? NULL : env_find(L->c, name, nlen);
         if (v && v->known)
             put_var(f, v, NULL, quoted);
         else if (!v && env)
@@ -1053,9 +1122,9 @@ static int finish(struct ctx *c, struct m4s_script *out)
     if (c->overflow) {
         out->found = M4S_FOUND_UNREADABLE;
         snprintf(out->why, sizeof out->why,
-                 "the script exceeds what the reader follows (%u words a command, %u variables, %u bytes "
-                 "of expansions, %u levels of nesting)",
-                 M4S_MAX_WORDS, M4S_MAX_VARS, M4S_MAX_EXPANSION, M4S_MAX_DEPTH);
+                 "the script exceeds what the reader follows (%u words a command, %u variables, %u "
+                 "expansions, %u bytes of them, %u levels of nesting)",
+                 M4S_MAX_WORDS, M4S_MAX_VARS, M4S_MAX_REFS, M4S_MAX_EXPANSION, M4S_MAX_DEPTH);
         return 0;
     }
     if (c->directive.n) {
@@ -1105,8 +1174,8 @@ int m4s_read_script(const char *text, size_t len, const char *const *scripts, co
                  M4S_MAX_SCRIPT_BYTES);
         return 0;
     }
-    struct ctx c = {.scripts = scripts ? scripts : none, .envp = envp, .args = args,
-                    .budget = M4S_MAX_EXPANSION};
+    struct ctx c = {.scripts = scripts ? scripts : none, .args = args, .budget = M4S_MAX_EXPANSION};
+    env_index(&c, envp);
     struct lex L = {.s = text, .e = text + len, .line = 1, .c = &c};
     while (at(&L, 0) && !c.oom && !c.overflow)
         lex_command(&L);
@@ -1116,6 +1185,7 @@ int m4s_read_script(const char *text, size_t len, const char *const *scripts, co
         words_free(&c.vars[i].val);
     }
     free(c.vars);
+    free(c.env);
     words_free(&c.found);
     words_free(&c.directive);
     if (rc != 0)

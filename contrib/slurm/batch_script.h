@@ -13,10 +13,13 @@
 #include <stddef.h>
 
 /* Bounds on the work per script (each one makes the script "unreadable"). */
-#define M4S_MAX_SCRIPT_BYTES (4u << 20) /* SLURM's own default max_script_size */
+#define M4S_MAX_SCRIPT_BYTES (1u << 20) /* a quarter of SLURM's default max_script_size */
 #define M4S_MAX_WORDS 8192u             /* words of one command or array */
-#define M4S_MAX_VARS 1024u              /* distinct variables assigned */
-#define M4S_MAX_EXPANSION (8u << 20)    /* bytes produced by all expansions */
+#define M4S_MAX_VARS 256u               /* distinct variables assigned */
+#define M4S_MAX_REFS 65536u             /* $-expansions followed */
+#define M4S_MAX_ENV 65536u              /* environment entries looked at (the rest: unset) */
+#define M4S_MAX_EXPANSION (2u << 20)    /* bytes of words produced, M4S_WORD_COST more a word */
+#define M4S_WORD_COST 16u
 #define M4S_MAX_DEPTH 8u                /* nested ${A:-${B}} and bash -c "..." */
 
 typedef enum m4s_found {
