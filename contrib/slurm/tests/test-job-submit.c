@@ -196,6 +196,30 @@ START_TEST(odd_requests)
 }
 END_TEST
 
+START_TEST(configuration_keys)
+{
+    char m[2048];
+    start("gres.h100 = h100-80\nscripts = train_llama.py other.py\npropose = no\nhf_config = no\n");
+    char *s70 = example("llama3-70b.sbatch");
+    /* pretrain_gpt.py is no longer a training script here. */
+    ck_assert_int_eq(submit(s70, "gres:gpu:h100:8", 4, m, sizeof m), SLURM_SUCCESS);
+    char *renamed = strdup(s70);
+    ck_assert_ptr_nonnull(renamed);
+    char *at = strstr(renamed, "pretrain_gpt.py");
+    ck_assert_ptr_nonnull(at);
+    memcpy(at, "train_llama.py ", 15);
+    ck_assert_int_eq(submit(renamed, "gres:gpu:h100:8", 4, m, sizeof m), ESLURM_ACCESS_DENIED);
+    HAS(m, "would run out of GPU memory");
+    ck_assert_ptr_null(strstr(m, "layout fits")); /* propose = no */
+    ck_assert_int_eq(submit("#MEM4D --hf-config /etc/x.json --seq-length 8\n", "gres:gpu:h100:8", 1, m, sizeof m),
+                     SLURM_SUCCESS);
+    HAS(fake_slurm_last_info, "--hf-config is turned off (hf_config = no)");
+    free(renamed);
+    free(s70);
+    stop();
+}
+END_TEST
+
 START_TEST(modify_rechecks_size)
 {
     start(conf_admit);
@@ -268,6 +292,7 @@ int main(int argc, char **argv)
     tcase_add_test(tc, examples_decide);
     tcase_add_test(tc, policy_and_strict);
     tcase_add_test(tc, odd_requests);
+    tcase_add_test(tc, configuration_keys);
     tcase_add_test(tc, modify_rechecks_size);
     tcase_add_test(tc, garbled_configurations);
     suite_add_tcase(s, tc);
