@@ -9,7 +9,7 @@
  * (skipped); assignments NAME=value, NAME+=value, NAME=(array words) and
  * export/declare/readonly/local forms; expansions $NAME, ${NAME},
  * ${NAME[@]}, ${NAME[*]}, ${NAME[i]}, ${NAME:-word}, ${NAME-word},
- * ${NAME:=word}, $0..$9 (the script's arguments), with field splitting of
+ * ${NAME:=word}, ${NAME:+word}, ${NAME+word}, $0..$9 (the script's arguments), with field splitting of
  * unquoted expansions; a word holding a whole command (bash -c "...") is
  * read again as a script. Anything else ($(...), `...`, $((...)), ${#X},
  * a variable assigned from one of them, a variable nobody set) is an
@@ -479,11 +479,11 @@ static void expand_braced(struct lex *L, struct fields *f, bool quoted)
     /* The operator and its word, up to the matching brace. */
     bool colon = false;
     char op = 0;
-    if (nlen && ch(L, 0) == ':' && (ch(L, 1) == '-' || ch(L, 1) == '=')) {
+    if (nlen && ch(L, 0) == ':' && (ch(L, 1) == '-' || ch(L, 1) == '=' || ch(L, 1) == '+')) {
         colon = true;
         op = ch(L, 1);
         adv(L, 2);
-    } else if (nlen && (ch(L, 0) == '-' || ch(L, 0) == '=')) {
+    } else if (nlen && (ch(L, 0) == '-' || ch(L, 0) == '=' || ch(L, 0) == '+')) {
         op = ch(L, 0);
         adv(L, 1);
     }
@@ -516,7 +516,15 @@ static void expand_braced(struct lex *L, struct fields *f, bool quoted)
     const char *env = v ? NULL : env_find(L->c, name, nlen);
     bool set = v || env;
     bool empty = v ? (v->known && (v->val.n == 0 || (v->val.n == 1 && !v->val.w[0][0]))) : (env && !*env);
-    if (op && (!set || (colon && empty))) {
+    bool absent = !set || (colon && empty);
+    if (op == '+') { /* the alternative word when set, else nothing */
+        if (v && !v->known)
+            unresolved(f, start, L->s);
+        else if (!absent)
+            expand_text(L->c, w0, (size_t)(w1 - w0), L->depth + 1, L->line, f, quoted);
+        return;
+    }
+    if (op && absent) {
         /* The default word, expanded as it stands, quoted or not. */
         expand_text(L->c, w0, (size_t)(w1 - w0), L->depth + 1, L->line, f, quoted);
         return;

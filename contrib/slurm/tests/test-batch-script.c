@@ -67,6 +67,23 @@ START_TEST(arrays_and_splitting)
 }
 END_TEST
 
+/* Expected words are bash 5.2's, printed with printf '[%s] '. */
+START_TEST(expansion_as_bash_does)
+{
+    struct m4s_script s = rd("A=\"  lead trail  \"\nE=\"\"\ndeclare -a ARR=(one \"two words\" three)\n"
+                             "export X=1 Y=\"a b\"\n"
+                             "torchrun pretrain_gpt.py pre$A\"post\" $E \"$E\" x${A}y \"${ARR[@]}\" \"p${ARR[@]}q\" "
+                             "${ARR[*]} \"${ARR[*]}\" $X $Y \"$Y\" ${NOPE:-def ault} \"${NOPE:-def ault}\" ${X:+alt} "
+                             "'$X' \\$X a\\ b ${NOPE:+x} \"${NOPE+y}\" ${E:+z} ${E+w}\n",
+                             NULL, NULL);
+    ck_assert_int_eq(s.found, M4S_FOUND_COMMAND);
+    ck_assert_str_eq(joined(&s), "pre|lead|trail|post||x|lead|trail|y|one|two words|three|pone|two words|threeq|"
+                                 "one|two|words|three|one two words three|1|a|b|a b|def|ault|def ault|alt|$X|$X|"
+                                 "a b||w");
+    m4s_script_free(&s);
+}
+END_TEST
+
 START_TEST(directive_wins)
 {
     struct m4s_script s = rd("#!/bin/bash\n"
@@ -241,6 +258,7 @@ int main(void)
     TCase *tc = tcase_create("reader");
     tcase_add_test(tc, continuation_quotes_variables);
     tcase_add_test(tc, arrays_and_splitting);
+    tcase_add_test(tc, expansion_as_bash_does);
     tcase_add_test(tc, directive_wins);
     tcase_add_test(tc, no_training_command);
     tcase_add_test(tc, unresolved_references);
