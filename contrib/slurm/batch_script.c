@@ -916,21 +916,32 @@ static void ref_name(const char *w, char *out, size_t size)
 }
 
 /* Words of a command: is this the training command? */
+/* A word that runs a Python script: an interpreter or a launcher. */
+static bool launcher(const char *w)
+{
+    static const char *const launchers[] = {"torchrun", "deepspeed", "accelerate", "srun", "mpirun", "mpiexec",
+                                            "torch.distributed.run", "torch.distributed.launch", NULL};
+    const char *b = base_name(w);
+    return strncmp(b, "python", 6) == 0 || is_word(b, launchers);
+}
+
 static void check_command(struct lex *L, const struct words *cmd, unsigned line)
 {
-    static const char *const not_launchers[] = {"echo", "printf", "cat", ":", "true", "test", "[",
-                                                 "exit", "export", "declare", "local", NULL};
     struct ctx *c = L->c;
-    if (c->have_found || cmd->n == 0 || is_word(base_name(cmd->w[0]), not_launchers))
+    if (c->have_found || cmd->n == 0)
         return;
+    /* The script run directly, or after a launcher (not "cp pretrain_gpt.py"). */
+    bool launched = false;
     for (size_t i = 0; i < cmd->n; i++) {
-        if (is_word(base_name(cmd->w[i]), c->scripts)) {
-            for (size_t k = i + 1; k < cmd->n; k++)
-                words_add(c, &c->found, cmd->w[k], strlen(cmd->w[k]), cmd->unres[k]);
-            c->have_found = true;
-            c->found_line = line;
-            return;
+        if (!(i == 0 || launched) || !is_word(base_name(cmd->w[i]), c->scripts)) {
+            launched = launched || launcher(cmd->w[i]);
+            continue;
         }
+        for (size_t k = i + 1; k < cmd->n; k++)
+            words_add(c, &c->found, cmd->w[k], strlen(cmd->w[k]), cmd->unres[k]);
+        c->have_found = true;
+        c->found_line = line;
+        return;
     }
     /* bash -c "torchrun ... pretrain_gpt.py ...": read the word again. */
     if (L->depth >= M4S_MAX_DEPTH)

@@ -105,6 +105,8 @@ START_TEST(no_training_command)
     const char *texts[] = {
         "#!/bin/bash\npython preprocess.py --input x\n",
         "echo pretrain_gpt.py --num-layers 2\n",
+        "cp /opt/m/pretrain_gpt.py /tmp/ && ls -l pretrain_gpt.py\n",
+        "for f in pretrain_gpt.py; do :; done\n",
         "# torchrun pretrain_gpt.py --num-layers 2\n",
         "cat <<EOF > run.sh\ntorchrun pretrain_gpt.py --num-layers 2\nEOF\nbash run.sh\n",
         "",
