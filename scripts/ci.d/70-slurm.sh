@@ -135,11 +135,18 @@ EOF
 }
 export SLURM_CONF=$S/etc/slurm.conf
 
+# MEM4D_SLURM_VALGRIND=1 runs slurmctld itself under valgrind (slow: about
+# a minute more); its error summaries are checked at the end.
 start_slurmctld() {
     : > "$S/slurmctld.log"
     touch "$S/slurmctld.pid.started"
-    slurmctld -f "$SLURM_CONF" -i
-    for _ in $(seq 100); do
+    if [ "${MEM4D_SLURM_VALGRIND:-0}" = 1 ]; then
+        (valgrind --log-file="$S/valgrind-slurmctld.%p.log" --leak-check=no \
+            slurmctld -D -f "$SLURM_CONF" -i >/dev/null 2>&1 &)
+    else
+        slurmctld -f "$SLURM_CONF" -i
+    fi
+    for _ in $(seq 600); do
         scontrol ping 2>/dev/null | grep -q 'is UP' && return 0
         sleep 0.1
     done
@@ -229,6 +236,13 @@ fi
 logged "mem4d.conf:2: policy = 'sometimes': the value must be admit or reject" "the garbled line, named"
 
 stop_pidfile "$S/slurmd.pid"
+if [ "${MEM4D_SLURM_VALGRIND:-0}" = 1 ]; then
+    if grep -h 'ERROR SUMMARY' "$S"/valgrind-slurmctld.*.log | grep -qv ' 0 errors'; then
+        fail "slurmctld under valgrind: $(grep -h 'ERROR SUMMARY' "$S"/valgrind-slurmctld.*.log | sort | uniq -c)"
+    else
+        pass "slurmctld under valgrind: $(grep -h 'ERROR SUMMARY' "$S"/valgrind-slurmctld.*.log | sed 's/^==[0-9]*== //' | sort | uniq -c | xargs)"
+    fi
+fi
 t_cluster=$(date +%s.%N)
 echo "live cluster test: $(python3 -c "print(f'{$t_cluster - $t_start:.1f}')") s"
 
