@@ -5,7 +5,8 @@ set -euo pipefail
 
 packages=(meson ninja-build pkg-config gcc g++ check libjson-c-dev doxygen
           clang lld libclang-rt-dev abigail-tools valgrind python3 python3-setuptools
-          python3-pip cargo rustc)
+          python3-pip cargo rustc
+          slurm-wlm libslurm-dev munge)
 
 missing=()
 for p in "${packages[@]}"; do
