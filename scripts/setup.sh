@@ -5,7 +5,8 @@ set -euo pipefail
 
 packages=(meson ninja-build pkg-config gcc g++ check libjson-c-dev doxygen
           clang lld libclang-rt-dev abigail-tools valgrind python3 python3-setuptools
-          python3-pip cargo rustc)
+          python3-pip cargo rustc
+          slurm-wlm libslurm-dev munge)
 
 # not_installed PKG...: those of the packages dpkg does not have.
 not_installed() {
