@@ -40,7 +40,7 @@ if [ ! -f "$jsonc/inst/lib/libjson-c.a" ]; then
     tar -xzf "$orig" -C "$jsonc/src" --strip-components=1
     (cd "$jsonc/build" &&
         emcmake cmake "$jsonc/src" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
-            -DBUILD_STATIC_LIBS=ON -DBUILD_TESTING=OFF -DBUILD_APPS=OFF \
+            -DBUILD_STATIC_LIBS=ON -DBUILD_TESTING=OFF \
             -DDISABLE_THREAD_LOCAL_STORAGE=ON -DCMAKE_INSTALL_PREFIX="$jsonc/inst" -Wno-dev >/dev/null &&
         emmake make -s -j"$(nproc)" install >/dev/null)
 fi
