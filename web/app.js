@@ -370,6 +370,7 @@ function runEstimate() {
             layout.free();
         }
         status(`Estimated: ${$("verdict").textContent}`);
+        $("estimate").scrollIntoView({ block: "start" });
     });
 }
 
@@ -493,6 +494,7 @@ function runPlan() {
             $("plan-flags").value = "";
             $("plan-flags-btn").disabled = true;
             renderPlan();
+            $("plan").scrollIntoView({ block: "start" });
             status(rows.length ? `Plan ready: ${total} layouts, fastest first.` :
                 "No layout fits. Try more GPUs, a shorter sequence, or include layouts that do not fit.");
             landscape(model, device, base);
