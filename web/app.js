@@ -485,6 +485,7 @@ function runPlan() {
             sortState.key = "rank";
             sortState.dir = 1;
             $("plan").hidden = false;
+            $("estimate").hidden = true;  // another job's estimate would mislead; "Use" shows this one's
             $("plan").dataset.ms = ms.toFixed(2);
             const total = rows.length + valid.more;
             setText("plan-summary", `${valid.valid} valid layouts estimated, ${valid.pruned} pruned unseen, in ` +
