@@ -15,6 +15,7 @@ import { createServer } from "node:http";
 import { readFileSync, statSync, mkdirSync, existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import { extname, join, normalize, resolve } from "node:path";
+import { gzipSync } from "node:zlib";
 
 const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) =>
     (a.startsWith("--") ? [...acc, [a.slice(2), all[i + 1]]] : acc), []));
@@ -92,8 +93,8 @@ try {
     await page.waitForSelector("html[data-ready-ms]", { timeout: 10000 });
     const readyMs = Number(await page.$eval("html", (e) => e.dataset.readyMs));
     console.log(`page ready: ${readyMs.toFixed(0)} ms after navigation (target < 1000 ms)`);
-    const wasmBytes = statSync(join(site, "mem4d", "libmem4d.wasm")).size;
-    console.log(`libmem4d.wasm: ${wasmBytes} bytes`);
+    const wasm = readFileSync(join(site, "mem4d", "libmem4d.wasm"));
+    console.log(`libmem4d.wasm: ${wasm.length} bytes (${gzipSync(wasm, { level: 9 }).length} gzipped)`);
     await shot("01-ready");
 
     // Every control is labelled; every button says what it does.
