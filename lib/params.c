@@ -1,5 +1,5 @@
 /*
- * Parameter tables: names, aliases, bounds and defaults of every key of the
+ * Parameter tables: names, aliases, kinds, bounds and defaults of every key of the
  * model, layout and device. One row per enum value, in enum order; rows are
  * only ever appended.
  * SPDX-License-Identifier: MIT
@@ -14,12 +14,22 @@ static const char *const recompute_names[] = {"none", "selective", "full", NULL}
 static const char *const method_names[] = {"uniform", "block", NULL};
 static const char *const mode_names[] = {"full", "paper", NULL};
 M4D_TABLE_ROWS(mode_names, M4D_NMODES + 1); /* mem4d_mode's names, in order, and the NULL */
+static const char *const position_names[] = {"rope", "learned_absolute", "alibi", "none", NULL};
 
-#define BOOL_ROW(n, a, a2, def) {n, a, a2, 0, 1, def, NULL, true, 0}
-#define NUM_ROW(n, a, a2, lo, hi, def) {n, a, a2, lo, hi, def, NULL, false, 0}
+/* Rows by kind (mem4d_param_kind): NUM_ROW is a plain number, UNIT_ROW a
+ * number with a unit (BYTES_ROW, PPM_ROW, FLOPS_ROW, RATE_ROW for bytes/s,
+ * NS_ROW), SET_ROW a byte width limited to the widths of its mask. */
+#define BOOL_ROW(n, a, a2, def) {n, a, a2, 0, 1, def, NULL, MEM4D_KIND_BOOLEAN, 0}
+#define NUM_ROW(n, a, a2, lo, hi, def) {n, a, a2, lo, hi, def, NULL, MEM4D_KIND_INTEGER, 0}
+#define UNIT_ROW(kind, n, a, a2, lo, hi, def) {n, a, a2, lo, hi, def, NULL, kind, 0}
+#define BYTES_ROW(n, a, a2, lo, hi, def) UNIT_ROW(MEM4D_KIND_BYTES, n, a, a2, lo, hi, def)
+#define PPM_ROW(n, a, a2, lo, hi, def) UNIT_ROW(MEM4D_KIND_PPM, n, a, a2, lo, hi, def)
+#define FLOPS_ROW(n, a, a2, lo, hi, def) UNIT_ROW(MEM4D_KIND_FLOPS, n, a, a2, lo, hi, def)
+#define RATE_ROW(n, a, a2, lo, hi, def) UNIT_ROW(MEM4D_KIND_BYTES_PER_S, n, a, a2, lo, hi, def)
+#define NS_ROW(n, a, a2, lo, hi, def) UNIT_ROW(MEM4D_KIND_NANOSECONDS, n, a, a2, lo, hi, def)
 /* An enumerated key's largest value follows from its NULL-terminated names. */
-#define ENUM_ROW(n, a, a2, names, def) {n, a, a2, 0, M4D_LEN(names) - 2, def, names, false, 0}
-#define SET_ROW(n, a, a2, lo, hi, def, mask) {n, a, a2, lo, hi, def, NULL, false, mask}
+#define ENUM_ROW(n, a, a2, names, def) {n, a, a2, 0, M4D_LEN(names) - 2, def, names, MEM4D_KIND_CHOICE, 0}
+#define SET_ROW(n, a, a2, lo, hi, def, mask) {n, a, a2, lo, hi, def, NULL, MEM4D_KIND_WIDTH, mask}
 
 const struct m4d_param_desc m4d_model_params[] = {
     [MEM4D_MODEL_HIDDEN_SIZE] = NUM_ROW("hidden_size", "h", NULL, 1, 1u << 20, 0),
@@ -39,6 +49,20 @@ const struct m4d_param_desc m4d_model_params[] = {
     [MEM4D_MODEL_SHARED_EXPERT_FFN_SIZE] = NUM_ROW("moe_shared_expert_intermediate_size",
                                                    "shared_expert_intermediate_size", NULL, 0, 1u << 22, 0),
     [MEM4D_MODEL_MAX_POSITION] = NUM_ROW("max_position_embeddings", NULL, NULL, 0, 1u << 26, 0),
+    [MEM4D_MODEL_LINEAR_BIAS] = BOOL_ROW("add_bias_linear", "linear_bias", NULL, 0),
+    [MEM4D_MODEL_POSITION_EMBEDDING] = ENUM_ROW("position_embedding_type", "position_embedding", NULL,
+                                                position_names, 0),
+    [MEM4D_MODEL_QK_LAYERNORM] = BOOL_ROW("qk_layernorm", "qk_norm", NULL, 0),
+    [MEM4D_MODEL_MOE_LAYER_FREQ] = NUM_ROW("moe_layer_freq", NULL, NULL, 1, 64, 1),
+    [MEM4D_MODEL_MOE_LAYER_MASK] = NUM_ROW("moe_layer_mask", NULL, NULL, 1, UINT64_MAX, 1),
+    [MEM4D_MODEL_MOE_FIRST_DENSE] = NUM_ROW("first_k_dense_replace", "moe_first_dense_layers", NULL, 0, 4096, 0),
+    [MEM4D_MODEL_Q_LORA_RANK] = NUM_ROW("q_lora_rank", NULL, NULL, 0, 1u << 20, 0),
+    [MEM4D_MODEL_KV_LORA_RANK] = NUM_ROW("kv_lora_rank", NULL, NULL, 0, 1u << 20, 0),
+    [MEM4D_MODEL_QK_HEAD_DIM] = NUM_ROW("qk_head_dim", "qk_nope_head_dim", NULL, 0, 1u << 14, 0),
+    [MEM4D_MODEL_QK_POS_EMB_HEAD_DIM] = NUM_ROW("qk_pos_emb_head_dim", "qk_rope_head_dim", NULL, 0, 1u << 14, 0),
+    [MEM4D_MODEL_V_HEAD_DIM] = NUM_ROW("v_head_dim", NULL, NULL, 0, 1u << 14, 0),
+    [MEM4D_MODEL_MTP_LAYERS] = NUM_ROW("mtp_num_layers", "num_nextn_predict_layers", NULL, 0, 64, 0),
+    [MEM4D_MODEL_SHARED_EXPERT_GATE] = BOOL_ROW("moe_shared_expert_gate", "shared_expert_gate", NULL, 1),
 };
 M4D_TABLE_ROWS(m4d_model_params, M4D_MODEL_NPARAM);
 
@@ -77,28 +101,37 @@ const struct m4d_param_desc m4d_layout_params[] = {
     [MEM4D_LAYOUT_HIDDEN_DROPOUT] = BOOL_ROW("hidden_dropout", NULL, NULL, 0),
     [MEM4D_LAYOUT_ATTENTION_DROPOUT] = BOOL_ROW("attention_dropout", NULL, NULL, 0),
     [MEM4D_LAYOUT_CROSS_ENTROPY_FUSION] = BOOL_ROW("cross_entropy_fusion", "cross_entropy_loss_fusion", NULL, 0),
+    [MEM4D_LAYOUT_DISTRIBUTE_SAVED_ACTIVATIONS] = BOOL_ROW("distribute_saved_activations",
+                                                           "distribute_checkpointed_activations", NULL, 0),
+    [MEM4D_LAYOUT_FP8_PARAM_GATHER] = BOOL_ROW("fp8_param_gather", NULL, NULL, 0),
+    [MEM4D_LAYOUT_EXP_AVG_SQ_BYTES] = SET_ROW("exp_avg_sq_bytes", NULL, NULL, 0, 4, 0,
+                                              (1u << 0) | (1u << 1) | (1u << 2) | (1u << 4)),
+    [MEM4D_LAYOUT_PRECISION_AWARE_OPTIMIZER] = BOOL_ROW("precision_aware_optimizer",
+                                                        "use_precision_aware_optimizer", NULL, 0),
+    [MEM4D_LAYOUT_ETP] = NUM_ROW("etp", "expert_tensor_parallel_size", NULL, 0, 4096, 0),
+    [MEM4D_LAYOUT_RECOMPUTE_MODULES] = NUM_ROW("recompute_modules", NULL, NULL, 0, 127, 1),
 };
 M4D_TABLE_ROWS(m4d_layout_params, M4D_LAYOUT_NPARAM);
 
 /* Device constants' defaults are documented in doc/formulas.md and
  * doc/full-model.md; presets override the hardware figures. */
 const struct m4d_param_desc m4d_device_params[] = {
-    [MEM4D_DEVICE_MEMORY_BYTES] = NUM_ROW("memory_bytes", "memory", NULL, 1, UINT64_C(1) << 50, 0),
-    [MEM4D_DEVICE_PEAK_FLOPS] = NUM_ROW("peak_flops", "peak_bf16_flops", NULL, 0, UINT64_C(1) << 60, 0),
-    [MEM4D_DEVICE_PEAK_FP8_FLOPS] = NUM_ROW("peak_fp8_flops", NULL, NULL, 0, UINT64_C(1) << 60, 0),
-    [MEM4D_DEVICE_HBM_BANDWIDTH] = NUM_ROW("hbm_bandwidth", NULL, NULL, 0, UINT64_C(1) << 50, 0),
-    [MEM4D_DEVICE_INTRA_NODE_BANDWIDTH] = NUM_ROW("intra_node_bandwidth", NULL, NULL, 0, UINT64_C(1) << 50, 0),
-    [MEM4D_DEVICE_INTER_NODE_BANDWIDTH] = NUM_ROW("inter_node_bandwidth", NULL, NULL, 0, UINT64_C(1) << 50, 0),
+    [MEM4D_DEVICE_MEMORY_BYTES] = BYTES_ROW("memory_bytes", "memory", NULL, 1, UINT64_C(1) << 50, 0),
+    [MEM4D_DEVICE_PEAK_FLOPS] = FLOPS_ROW("peak_flops", "peak_bf16_flops", NULL, 0, UINT64_C(1) << 60, 0),
+    [MEM4D_DEVICE_PEAK_FP8_FLOPS] = FLOPS_ROW("peak_fp8_flops", NULL, NULL, 0, UINT64_C(1) << 60, 0),
+    [MEM4D_DEVICE_HBM_BANDWIDTH] = RATE_ROW("hbm_bandwidth", NULL, NULL, 0, UINT64_C(1) << 50, 0),
+    [MEM4D_DEVICE_INTRA_NODE_BANDWIDTH] = RATE_ROW("intra_node_bandwidth", NULL, NULL, 0, UINT64_C(1) << 50, 0),
+    [MEM4D_DEVICE_INTER_NODE_BANDWIDTH] = RATE_ROW("inter_node_bandwidth", NULL, NULL, 0, UINT64_C(1) << 50, 0),
     [MEM4D_DEVICE_GPUS_PER_NODE] = NUM_ROW("gpus_per_node", NULL, NULL, 1, 1024, 8),
-    [MEM4D_DEVICE_FIT_THRESHOLD_PPM] = NUM_ROW("fit_threshold_ppm", NULL, NULL, 1, 1000000, 800000),
-    [MEM4D_DEVICE_MATMUL_EFFICIENCY_PPM] = NUM_ROW("matmul_efficiency_ppm", NULL, NULL, 1, 1000000, 600000),
-    [MEM4D_DEVICE_COMM_EFFICIENCY_PPM] = NUM_ROW("comm_efficiency_ppm", NULL, NULL, 1, 1000000, 700000),
-    [MEM4D_DEVICE_INTRA_NODE_LATENCY_NS] = NUM_ROW("intra_node_latency_ns", NULL, NULL, 0, UINT64_C(1) << 40, 5000),
-    [MEM4D_DEVICE_INTER_NODE_LATENCY_NS] = NUM_ROW("inter_node_latency_ns", NULL, NULL, 0, UINT64_C(1) << 40, 15000),
-    [MEM4D_DEVICE_CUDA_CONTEXT_BYTES] = NUM_ROW("cuda_context_bytes", NULL, NULL, 0, UINT64_C(1) << 40, 512 * MiB),
-    [MEM4D_DEVICE_NCCL_BYTES_PER_GROUP] = NUM_ROW("nccl_bytes_per_group", NULL, NULL, 0, UINT64_C(1) << 40, 128 * MiB),
-    [MEM4D_DEVICE_ALLOCATOR_OVERHEAD_PPM] = NUM_ROW("allocator_overhead_ppm", NULL, NULL, 0, 1000000, 40000),
-    [MEM4D_DEVICE_WORKSPACE_BYTES] = NUM_ROW("workspace_bytes", NULL, NULL, 0, UINT64_C(1) << 40, 256 * MiB),
+    [MEM4D_DEVICE_FIT_THRESHOLD_PPM] = PPM_ROW("fit_threshold_ppm", NULL, NULL, 1, 1000000, 800000),
+    [MEM4D_DEVICE_MATMUL_EFFICIENCY_PPM] = PPM_ROW("matmul_efficiency_ppm", NULL, NULL, 1, 1000000, 600000),
+    [MEM4D_DEVICE_COMM_EFFICIENCY_PPM] = PPM_ROW("comm_efficiency_ppm", NULL, NULL, 1, 1000000, 700000),
+    [MEM4D_DEVICE_INTRA_NODE_LATENCY_NS] = NS_ROW("intra_node_latency_ns", NULL, NULL, 0, UINT64_C(1) << 40, 5000),
+    [MEM4D_DEVICE_INTER_NODE_LATENCY_NS] = NS_ROW("inter_node_latency_ns", NULL, NULL, 0, UINT64_C(1) << 40, 15000),
+    [MEM4D_DEVICE_CUDA_CONTEXT_BYTES] = BYTES_ROW("cuda_context_bytes", NULL, NULL, 0, UINT64_C(1) << 40, 512 * MiB),
+    [MEM4D_DEVICE_NCCL_BYTES_PER_GROUP] = BYTES_ROW("nccl_bytes_per_group", NULL, NULL, 0, UINT64_C(1) << 40, 128 * MiB),
+    [MEM4D_DEVICE_ALLOCATOR_OVERHEAD_PPM] = PPM_ROW("allocator_overhead_ppm", NULL, NULL, 0, 1000000, 40000),
+    [MEM4D_DEVICE_WORKSPACE_BYTES] = BYTES_ROW("workspace_bytes", NULL, NULL, 0, UINT64_C(1) << 40, 256 * MiB),
 };
 M4D_TABLE_ROWS(m4d_device_params, M4D_DEVICE_NPARAM);
 
@@ -151,4 +184,73 @@ void m4d_param_defaults(const struct m4d_param_desc *table, size_t n, uint64_t *
 {
     for (size_t i = 0; i < n; i++)
         v[i] = table[i].def;
+}
+
+mem4d_status m4d_param_kind(const struct m4d_param_desc *table, size_t n, int key, mem4d_param_kind *kind)
+{
+    if (key < 0 || (size_t)key >= n || !kind)
+        return MEM4D_E_INVALID_ARG;
+    *kind = table[key].kind;
+    return MEM4D_OK;
+}
+
+mem4d_status m4d_param_default(const struct m4d_param_desc *table, size_t n, int key, uint64_t *value)
+{
+    if (key < 0 || (size_t)key >= n || !value)
+        return MEM4D_E_INVALID_ARG;
+    *value = table[key].def;
+    return MEM4D_OK;
+}
+
+const char *m4d_param_value_name(const struct m4d_param_desc *table, size_t n, int key, uint64_t value)
+{
+    if (key < 0 || (size_t)key >= n || !table[key].values)
+        return NULL;
+    const char *const *names = table[key].values;
+    for (uint64_t i = 0; names[i]; i++)
+        if (i == value)
+            return names[i];
+    return NULL;
+}
+
+/* --- the tables described to callers (tools and bindings build on these) --- */
+
+mem4d_status mem4d_model_param_kind(mem4d_model_param key, mem4d_param_kind *kind)
+{
+    return m4d_param_kind(m4d_model_params, M4D_MODEL_NPARAM, (int)key, kind);
+}
+
+mem4d_status mem4d_model_param_default(mem4d_model_param key, uint64_t *value)
+{
+    return m4d_param_default(m4d_model_params, M4D_MODEL_NPARAM, (int)key, value);
+}
+
+const char *mem4d_model_value_name(mem4d_model_param key, uint64_t value)
+{
+    return m4d_param_value_name(m4d_model_params, M4D_MODEL_NPARAM, (int)key, value);
+}
+
+mem4d_status mem4d_layout_param_kind(mem4d_layout_param key, mem4d_param_kind *kind)
+{
+    return m4d_param_kind(m4d_layout_params, M4D_LAYOUT_NPARAM, (int)key, kind);
+}
+
+mem4d_status mem4d_layout_param_default(mem4d_layout_param key, uint64_t *value)
+{
+    return m4d_param_default(m4d_layout_params, M4D_LAYOUT_NPARAM, (int)key, value);
+}
+
+mem4d_status mem4d_device_param_kind(mem4d_device_param key, mem4d_param_kind *kind)
+{
+    return m4d_param_kind(m4d_device_params, M4D_DEVICE_NPARAM, (int)key, kind);
+}
+
+mem4d_status mem4d_device_param_default(mem4d_device_param key, uint64_t *value)
+{
+    return m4d_param_default(m4d_device_params, M4D_DEVICE_NPARAM, (int)key, value);
+}
+
+const char *mem4d_device_value_name(mem4d_device_param key, uint64_t value)
+{
+    return m4d_param_value_name(m4d_device_params, M4D_DEVICE_NPARAM, (int)key, value);
 }
