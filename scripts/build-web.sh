@@ -13,7 +13,6 @@
 # reader.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-root=$PWD
 out=$(realpath -m "${1:-build-web}")
 mkdir -p "$out"
 
@@ -35,7 +34,7 @@ if [ ! -f "$jsonc/inst/lib/libjson-c.a" ]; then
          -o APT::Sandbox::User=root -qq)
     apt-get "${apt[@]}" update
     (cd "$jsonc" && apt-get "${apt[@]}" source --download-only json-c)
-    orig=$(ls "$jsonc"/json-c_*.orig.tar.gz | head -n 1)
+    orig=$(find "$jsonc" -maxdepth 1 -name "json-c_*.orig.tar.gz" | head -n 1)
     mkdir -p "$jsonc/src" "$jsonc/build"
     tar -xzf "$orig" -C "$jsonc/src" --strip-components=1
     (cd "$jsonc/build" &&
