@@ -4,9 +4,10 @@
 //   node web/tests/browser-test.mjs --site DIR --expected DIR --artifacts DIR --node-modules DIR
 //
 // --expected holds what scripts/ci.d/70-web.sh had the native CLI print:
-// golden.json (mem4d estimate --json of the paper's golden job), plan.json
-// (mem4d plan --json), check.json (mem4d check --json), broken.txt (the CLI's
-// error line for a truncated config.json), tp3.txt (its error line for tp 3).
+// golden.json (mem4d estimate --json of the paper's golden job), golden40.json
+// (the same on a 40 GiB GPU), plan.json and plan405.json (mem4d plan --json),
+// check.json (mem4d check --json), broken.txt (the CLI's error line for a
+// truncated config.json), tp3.txt (its error line for tp 3).
 // Prints the page's ready time, the time of a Llama-3.1-405B plan on 16,384
 // GPUs in the browser and the .wasm size; saves a screenshot of each state.
 // Exits non-zero at the first difference.
