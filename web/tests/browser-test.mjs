@@ -380,6 +380,18 @@ try {
     await local.waitForSelector("html[data-ready-ms]", { timeout: 10000 });
     check((await local.$$eval("#model option", (o) => o.length)) === presets.length, "the page works from file://");
     await local.close();
+    // Without that permission the page says how to open it, instead of hanging.
+    const strict = await puppeteer.launch({ executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+                                            headless: true, args: ["--no-sandbox", "--disable-gpu"] });
+    try {
+        const blocked = await strict.newPage();
+        await blocked.goto(`file://${join(site, "index.html")}`);
+        await blocked.waitForFunction(() => /allow-file-access-from-files/.test(
+            document.getElementById("status").textContent), { timeout: 10000 });
+        check(true, "from file:// without file access, the page says how to open it");
+    } finally {
+        await strict.close();
+    }
     check(consoleErrors.length === 0, "no error in the browser console", consoleErrors.join(" | "));
 } catch (e) {
     failures++;
