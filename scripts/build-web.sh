@@ -26,10 +26,22 @@ jsonc="$out/json-c"
 if [ ! -f "$jsonc/inst/lib/libjson-c.a" ]; then
     rm -rf "$jsonc"
     mkdir -p "$jsonc/lists/partial"
-    # A private deb-src list and package-list directory: the system's apt
-    # configuration is neither read for sources nor changed.
-    echo "deb-src http://deb.debian.org/debian bookworm main" > "$jsonc/sources.list"
-    apt=(-o Dir::Etc::SourceList="$jsonc/sources.list" -o Dir::Etc::SourceParts=/nonexistent
+    # A private deb-src list and package-list directory, made from the
+    # system's own binary sources (the archive apt already uses): the
+    # system's apt configuration is read but never changed.
+    mkdir -p "$jsonc/sources.list.d"
+    if [ -f /etc/apt/sources.list ]; then
+        sed -n 's/^[[:space:]]*deb[[:space:]]/deb-src /p' /etc/apt/sources.list > "$jsonc/sources.list"
+    else
+        : > "$jsonc/sources.list"
+    fi
+    for f in /etc/apt/sources.list.d/*.sources; do
+        [ -f "$f" ] && sed 's/^Types:.*/Types: deb-src/' "$f" > "$jsonc/sources.list.d/$(basename "$f")"
+    done
+    for f in /etc/apt/sources.list.d/*.list; do
+        [ -f "$f" ] && sed -n 's/^[[:space:]]*deb[[:space:]]/deb-src /p' "$f" > "$jsonc/sources.list.d/$(basename "$f")"
+    done
+    apt=(-o Dir::Etc::SourceList="$jsonc/sources.list" -o Dir::Etc::SourceParts="$jsonc/sources.list.d"
          -o Dir::State::Lists="$jsonc/lists" -o Dir::Cache::srcpkgcache= -o Dir::Cache::pkgcache=
          -o APT::Sandbox::User=root -qq)
     apt-get "${apt[@]}" update

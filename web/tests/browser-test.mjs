@@ -3,7 +3,7 @@
 //
 //   node web/tests/browser-test.mjs --site DIR --expected DIR --artifacts DIR --node-modules DIR
 //
-// --expected holds what scripts/ci.d/70-web.sh had the native CLI print:
+// --expected holds what scripts/ci.d/80-web.sh had the native CLI print:
 // golden.json (mem4d estimate --json of the paper's golden job), golden40.json
 // (the same on a 40 GiB GPU), plan.json and plan405.json (mem4d plan --json),
 // check.json (mem4d check --json), broken.txt (the CLI's error line for a
