@@ -79,6 +79,19 @@ class ModelParam(enum.IntEnum):
     EXPERT_FFN_SIZE = 13
     SHARED_EXPERT_FFN_SIZE = 14
     MAX_POSITION = 15
+    LINEAR_BIAS = 16
+    POSITION_EMBEDDING = 17
+    QK_LAYERNORM = 18
+    MOE_LAYER_FREQ = 19
+    MOE_LAYER_MASK = 20
+    MOE_FIRST_DENSE = 21
+    Q_LORA_RANK = 22
+    KV_LORA_RANK = 23
+    QK_HEAD_DIM = 24
+    QK_POS_EMB_HEAD_DIM = 25
+    V_HEAD_DIM = 26
+    MTP_LAYERS = 27
+    SHARED_EXPERT_GATE = 28
 
 
 class LayoutParam(enum.IntEnum):
@@ -118,6 +131,12 @@ class LayoutParam(enum.IntEnum):
     HIDDEN_DROPOUT = 29
     ATTENTION_DROPOUT = 30
     CROSS_ENTROPY_FUSION = 31
+    DISTRIBUTE_SAVED_ACTIVATIONS = 32
+    FP8_PARAM_GATHER = 33
+    EXP_AVG_SQ_BYTES = 34
+    PRECISION_AWARE_OPTIMIZER = 35
+    ETP = 36
+    RECOMPUTE_MODULES = 37
 
 
 class DeviceParam(enum.IntEnum):
