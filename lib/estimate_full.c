@@ -264,7 +264,7 @@ static uint64_t attention_tensors(bool *ok, const struct m4d_ctx *x)
 static void layer_token_bytes(bool *ok, const struct m4d_ctx *x, uint64_t *repl, uint64_t *split)
 {
     uint64_t inter = x->gated ? 3 : 2, mlp;
-    *repl = 8 * x->h;
+    *repl = 4 * x->norms * x->h; /* each norm keeps its input and hands on its output */
     if (x->hidden_dropout)
         *repl = add(ok, *repl, 2 * x->h);
     if (x->experts) {

@@ -18,6 +18,7 @@ struct mem4d_import {
     size_t nwarn;   /* slots filled */
     size_t dropped; /* warnings that found no free slot */
     mem4d_world_source world_source;
+    bool llama_like; /* read an unknown config.json model_type as Llama (a setting, kept across imports) */
 };
 
 /* --- import.c: the handle ---------------------------------------------------- */

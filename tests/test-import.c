@@ -774,13 +774,19 @@ START_TEST(hf_buffer_edges)
                                " \"num_attention_heads\": 16, \"vocab_size\": 1000, \"model_type\": \"llama\"}";
     ck_assert_int_eq(mem4d_import_hf_config_buffer(fx.imp, zero, sizeof zero - 1, fx.model), MEM4D_E_RANGE);
     ck_assert_str_eq(mem4d_import_message(fx.imp), "\"hidden_size\" 0 is outside the accepted range [1, 1048576]");
-    /* Unknown families still read, with a warning. */
+    /* Unknown families are refused, unless a Llama-like reading is asked for. */
     static const char gpt[] = "{\"hidden_size\": 1024, \"intermediate_size\": 4096, \"num_hidden_layers\": 2,"
                               " \"num_attention_heads\": 16, \"vocab_size\": 1000, \"model_type\": \"gpt2\","
                               " \"num_key_value_heads\": null}";
+    ck_assert_int_eq(mem4d_import_hf_config_buffer(fx.imp, gpt, sizeof gpt - 1, fx.model), MEM4D_E_UNSUPPORTED);
+    ck_assert_str_eq(mem4d_import_message(fx.imp), "model_type \"gpt2\" is not an architecture this version reads; "
+                                                   "ask for a Llama-like reading to read it as one");
+    ck_assert_int_eq(mem4d_import_set_llama_like(fx.imp, 1), MEM4D_OK);
     ck_assert_int_eq(mem4d_import_hf_config_buffer(fx.imp, gpt, sizeof gpt - 1, fx.model), MEM4D_OK);
     ck_assert_uint_eq(mem4d_import_warning_count(fx.imp), 1);
     ck_assert(has_warning(fx.imp, "\"gpt2\""));
+    ck_assert_int_eq(mem4d_import_set_llama_like(NULL, 1), MEM4D_E_INVALID_ARG);
+    ck_assert_int_eq(mem4d_import_set_llama_like(fx.imp, 0), MEM4D_OK);
     ck_assert_int_eq(mem4d_import_hf_config_buffer(fx.imp, "", 0, fx.model), MEM4D_E_JSON);
     ck_assert_int_eq(mem4d_import_hf_config_buffer(fx.imp, NULL, 3, fx.model), MEM4D_E_INVALID_ARG);
     ck_assert_int_eq(mem4d_import_hf_config_buffer(NULL, doc, 3, fx.model), MEM4D_E_INVALID_ARG);
