@@ -1218,6 +1218,41 @@ START_TEST(expert_tensor_parallel_folding)
 END_TEST
 
 /* ------------------------------------------------------------------------ */
+/* Hugging Face: public config.json files against independent counts        */
+
+START_TEST(hf_configs_match_published_counts)
+{
+    if (!MEM4D_HAVE_JSON)
+        return;
+    size_t size;
+    char *csv = slurp("hf/counts.csv", &size);
+    struct fixture fx;
+    fx_open(&fx);
+    int rows = 0;
+    for (char *line = strtok(csv, "\n"); line; line = strtok(NULL, "\n")) {
+        if (line[0] == '#')
+            continue;
+        char file[128], path[1200];
+        unsigned long long want = 0;
+        ck_assert_msg(sscanf(line, "%127[^,],%llu,", file, &want) == 2, "bad row: %s", line);
+        snprintf(path, sizeof path, "%s/hf/%s", data_dir, file);
+        ck_assert_msg(mem4d_import_hf_config(fx.imp, path, fx.model) == MEM4D_OK, "%s: %s", file,
+                      mem4d_import_message(fx.imp));
+        uint64_t n = 0;
+        ck_assert_int_eq(mem4d_model_num_params(fx.model, &n), MEM4D_OK);
+        double err = ((double)n - (double)want) / (double)want;
+        printf("%-32s %15llu %15llu %+.4f%%\n", file, (unsigned long long)n, want, 100 * err);
+        ck_assert_msg(err < 0.0005 && err > -0.0005, "%s: %llu parameters, published %llu (%+.3f%%)", file,
+                      (unsigned long long)n, want, 100 * err);
+        rows++;
+    }
+    ck_assert_int_ge(rows, 10);
+    fx_close(&fx);
+    free(csv);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
 /* Bad inputs a new user tried (issue 10)                                    */
 
 /* Strict UTF-8 (no overlongs, no surrogates), as Python's decoder. */
@@ -1357,6 +1392,7 @@ static Suite *import_suite(void)
     tcase_add_test(tc, hf_moe_families);
     tcase_add_test(tc, hf_deeply_nested_document_is_an_error);
     tcase_add_test(tc, cut_text_stays_utf8);
+    tcase_add_test(tc, hf_configs_match_published_counts);
     tcase_add_loop_test(tc, vocabulary_from_the_tokenizer, 0, N(vocab_cases));
     tcase_add_test(tc, vocabulary_kept_when_only_a_file_knows);
     tcase_add_loop_test(tc, memory_flags_are_modelled, 0, N(modelled_cases));
