@@ -486,7 +486,9 @@ static mem4d_status apply_model(mem4d_import *imp, const struct opt_val *vals, m
         TRY(SET_M(m, MEM4D_MODEL_FFN_HIDDEN_SIZE, GIVEN(MF_SWIGLU) ? h / 24 * 64 : 4 * h,
                   "--ffn-hidden-size (Megatron's default)"));
     }
-    if (GIVEN(MF_GQA))
+    if (GIVEN(MF_KV_HEADS_DS)) /* Megatron-DeepSpeed's spelling, which implies grouped-query attention */
+        TRY(SET_M(m, MEM4D_MODEL_NUM_KV_HEADS, U(MF_KV_HEADS_DS), "--num-key-value-heads"));
+    else if (GIVEN(MF_GQA))
         TRY(SET_M(m, MEM4D_MODEL_NUM_KV_HEADS, GIVEN(MF_GROUPS) ? U(MF_GROUPS) : 1, "--num-query-groups"));
     else if (describes)
         TRY(SET_M(m, MEM4D_MODEL_NUM_KV_HEADS, 0, "--num-query-groups"));
@@ -631,6 +633,9 @@ static mem4d_status apply_vocab(mem4d_import *imp, const struct opt_val *vals, m
         TRY(vocab_pai(imp, vals, &v));
     } else if (GIVEN(MF_TOKENIZER)) {
         TRY(vocab_megatron(imp, vals, &v));
+    } else if (GIVEN(MF_VOCAB_FILE)) {
+        /* pretrain_gpt.py's args_defaults: a vocabulary file is GPT-2's BPE. */
+        v.V = m4d_tokenizer_find(m4d_tokenizer_types, m4d_tokenizer_type_n, "GPT2BPETokenizer")->size;
     }
     if (!v.V && GIVEN(MF_VOCAB)) {
         if (v.unknown[0])

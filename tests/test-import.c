@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -566,11 +567,11 @@ START_TEST(memory_flags_not_modelled_warn)
 {
     struct fixture fx;
     fx_open(&fx);
-    const char *argv[] = {"--moe-grouped-gemm", "--cpu-offloading", "--optimizer", "sgd", "stray", NULL};
+    const char *argv[] = {"--tp-comm-overlap", "--cpu-offloading", "--optimizer", "sgd", "stray", NULL};
     ck_assert_int_eq(run_argv(&fx, argv, 0), MEM4D_OK);
     ck_assert_uint_eq(mem4d_import_warning_count(fx.imp), 4);
     ck_assert_str_eq(mem4d_import_warning(fx.imp, 0),
-                     "--moe-grouped-gemm allocates grouped-GEMM workspaces that are not modelled");
+                     "--tp-comm-overlap allocates user buffers for communication overlap that are not modelled");
     ck_assert_str_eq(mem4d_import_warning(fx.imp, 1),
                      "--cpu-offloading offloads activations to the host; the estimate keeps them on the GPU");
     ck_assert_str_eq(mem4d_import_warning(fx.imp, 2), "'stray' is not a flag; Megatron-LM would reject it");
@@ -1253,6 +1254,92 @@ START_TEST(hf_configs_match_published_counts)
 END_TEST
 
 /* ------------------------------------------------------------------------ */
+/* Published launch recipes (tests/data/megatron/recipes)                    */
+
+static int cmp_names(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* "# key: value" in a recipe's header. */
+static bool header_value(const char *text, const char *key, char *out, size_t size)
+{
+    char pat[32];
+    snprintf(pat, sizeof pat, "# %s: ", key);
+    const char *p = strstr(text, pat);
+    if (!p)
+        return false;
+    p += strlen(pat);
+    size_t n = strcspn(p, "\n");
+    snprintf(out, size, "%.*s", (int)(n < size ? n : size - 1), p);
+    return true;
+}
+
+/* Each recipe is read as written, with no flag that changes memory left
+ * unmodelled (no warning at all), and judged on the hardware it was
+ * written for: a published recipe ran, so it must not be out of memory. */
+START_TEST(published_recipes_fit_their_hardware)
+{
+    char dir[1100];
+    snprintf(dir, sizeof dir, "%s/megatron/recipes", data_dir);
+    DIR *d = opendir(dir);
+    ck_assert_msg(d != NULL, "cannot open %s", dir);
+    char *names[64];
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t len = strlen(e->d_name);
+        if (len > 5 && strcmp(e->d_name + len - 5, ".args") == 0 && n < 64)
+            names[n++] = strdup(e->d_name);
+    }
+    closedir(d);
+    qsort(names, (size_t)n, sizeof *names, cmp_names);
+    ck_assert_int_ge(n, 20);
+    printf("\n%-34s %6s %-9s %9s %9s  %s\n", "recipe", "GPUs", "GPU", "peak GiB", "of GiB", "verdict");
+    for (int i = 0; i < n; i++) {
+        char rel[200], gpus[64], vocab[64], device[32];
+        unsigned long long world = 0, V = 0;
+        snprintf(rel, sizeof rel, "recipes/%.150s", names[i]);
+        char path[1200];
+        snprintf(path, sizeof path, "megatron/%s", rel);
+        char *text = slurp(path, NULL);
+        ck_assert_msg(header_value(text, "gpus", gpus, sizeof gpus) &&
+                      sscanf(gpus, "%llu %31s", &world, device) == 2, "%s: no '# gpus: N device' line", names[i]);
+        if (header_value(text, "vocab", vocab, sizeof vocab))
+            ck_assert_int_eq(sscanf(vocab, "%llu", &V), 1);
+        free(text);
+        struct args a;
+        load_args(rel, &a);
+        struct fixture fx;
+        fx_open(&fx);
+        if (V) /* what `mem4d check --vocab-size N` gives when only the tokenizer file knows */
+            ck_assert_int_eq(mem4d_model_set(fx.model, MEM4D_MODEL_VOCAB_SIZE, V), MEM4D_OK);
+        mem4d_status st = mem4d_import_megatron(fx.imp, a.argc, (const char *const *)a.argv, NULL, world,
+                                                fx.model, fx.layout);
+        ck_assert_msg(st == MEM4D_OK, "%s: %s", names[i], mem4d_import_message(fx.imp));
+        ck_assert_msg(mem4d_import_warning_count(fx.imp) == 0, "%s: %s", names[i], mem4d_import_warning(fx.imp, 0));
+        mem4d_device *dev = NULL;
+        mem4d_report *r = NULL;
+        ck_assert_msg(mem4d_device_new_preset(device, &dev) == MEM4D_OK, "%s: no GPU %s", names[i], device);
+        ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
+        st = mem4d_estimate(fx.model, fx.layout, dev, r);
+        ck_assert_msg(st == MEM4D_OK, "%s: %s", names[i], mem4d_report_message(r));
+        double gib = 1024.0 * 1024.0 * 1024.0;
+        mem4d_verdict v = mem4d_report_verdict(r);
+        printf("%-34s %6llu %-9s %9.2f %9.2f  %s\n", names[i], world, device,
+               (double)mem4d_report_peak_bytes(r) / gib, (double)mem4d_report_device_bytes(r) / gib,
+               mem4d_verdict_name(v));
+        ck_assert_msg(v != MEM4D_VERDICT_OOM, "%s: judged out of memory (%.2f GiB of %.2f)", names[i],
+                      (double)mem4d_report_peak_bytes(r) / gib, (double)mem4d_report_device_bytes(r) / gib);
+        mem4d_report_free(r);
+        mem4d_device_free(dev);
+        fx_close(&fx);
+        free_args(&a);
+        free(names[i]);
+    }
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
 /* Bad inputs a new user tried (issue 10)                                    */
 
 /* Strict UTF-8 (no overlongs, no surrogates), as Python's decoder. */
@@ -1393,6 +1480,7 @@ static Suite *import_suite(void)
     tcase_add_test(tc, hf_deeply_nested_document_is_an_error);
     tcase_add_test(tc, cut_text_stays_utf8);
     tcase_add_test(tc, hf_configs_match_published_counts);
+    tcase_add_test(tc, published_recipes_fit_their_hardware);
     tcase_add_loop_test(tc, vocabulary_from_the_tokenizer, 0, N(vocab_cases));
     tcase_add_test(tc, vocabulary_kept_when_only_a_file_knows);
     tcase_add_loop_test(tc, memory_flags_are_modelled, 0, N(modelled_cases));
