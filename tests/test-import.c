@@ -1254,7 +1254,7 @@ START_TEST(hf_configs_match_published_counts)
 END_TEST
 
 /* ------------------------------------------------------------------------ */
-/* Published launch recipes (tests/data/megatron/recipes)                    */
+/* Published launch recipes (tests/data/megatron/published)                  */
 
 static int cmp_names(const void *a, const void *b)
 {
@@ -1281,7 +1281,7 @@ static bool header_value(const char *text, const char *key, char *out, size_t si
 START_TEST(published_recipes_fit_their_hardware)
 {
     char dir[1100];
-    snprintf(dir, sizeof dir, "%s/megatron/recipes", data_dir);
+    snprintf(dir, sizeof dir, "%s/megatron/published", data_dir);
     DIR *d = opendir(dir);
     ck_assert_msg(d != NULL, "cannot open %s", dir);
     char *names[64];
@@ -1298,7 +1298,7 @@ START_TEST(published_recipes_fit_their_hardware)
     for (int i = 0; i < n; i++) {
         char rel[200], gpus[64], vocab[64], device[32];
         unsigned long long world = 0, V = 0;
-        snprintf(rel, sizeof rel, "recipes/%.150s", names[i]);
+        snprintf(rel, sizeof rel, "published/%.150s", names[i]);
         char path[1200];
         snprintf(path, sizeof path, "megatron/%s", rel);
         char *text = slurp(path, NULL);
