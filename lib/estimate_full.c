@@ -269,7 +269,7 @@ static void layer_token_bytes(bool *ok, const struct m4d_ctx *x, uint64_t *repl,
         *repl = add(ok, *repl, 2 * x->h);
     if (x->experts) {
         mlp = add(ok, mul(ok, mul(ok, inter, x->fe), x->topk), inter * x->fs);
-        *repl = add(ok, *repl, add(ok, 8 * x->experts, mul(ok, 4 * x->h, x->topk)));
+        *repl = add(ok, *repl, add(ok, mul(ok, 2 * x->router_bytes, x->experts), mul(ok, 4 * x->h, x->topk)));
     } else {
         mlp = mul(ok, inter, x->f);
     }
@@ -295,7 +295,7 @@ static void selective_savings(bool *ok, const struct m4d_ctx *x, uint64_t *repl,
     if (!x->experts && (m & M4D_RC_MLP))
         *split = add(ok, *split, mul(ok, 2 * inter, x->f));
     if (x->experts && (m & M4D_RC_MOE)) {
-        *repl = add(ok, *repl, add(ok, 8 * x->experts, mul(ok, 4 * x->h, x->topk)));
+        *repl = add(ok, *repl, add(ok, mul(ok, 2 * x->router_bytes, x->experts), mul(ok, 4 * x->h, x->topk)));
         *split = add(ok, *split, mul(ok, 2, add(ok, mul(ok, mul(ok, inter, x->fe), x->topk), inter * x->fs)));
     } else if (x->experts) {
         if (m & M4D_RC_MOE_ACT)

@@ -1003,6 +1003,14 @@ static const struct modelled_case {
     {{BASE_JOB, "--position-embedding-type", "learned_absolute", "--no-position-embedding"},
      MEM4D_MODEL_POSITION_EMBEDDING, -1, 3},
     {{BASE_JOB, "--qk-layernorm"}, MEM4D_MODEL_QK_LAYERNORM, -1, 1},
+    /* Router precision, the TE cross entropy, a fork's spellings. */
+    {{BASE_JOB, "--moe-router-dtype", "fp64"}, -1, MEM4D_LAYOUT_MOE_ROUTER_BYTES, 8},
+    {{BASE_JOB, "--cross-entropy-loss-fusion", "--cross-entropy-fusion-impl", "te"}, -1,
+     MEM4D_LAYOUT_CROSS_ENTROPY_FUSION, 0},
+    {{BASE_JOB, "--cross-entropy-loss-fusion", "--cross-entropy-fusion-impl", "native"}, -1,
+     MEM4D_LAYOUT_CROSS_ENTROPY_FUSION, 1},
+    {{"--num-layers", "4", "--hidden-size", "1024", "--num-attention-heads", "16", "--max-position-embeddings",
+      "2048", "--RMSNorm", "--overlapped-distributed-optimizer"}, MEM4D_MODEL_NORM, -1, 0},
     /* A sliding window changes no allocation: fused attention's memory is linear in s. */
     {{BASE_JOB, "--window-size", "(4096,0)"}, MEM4D_MODEL_QK_LAYERNORM, -1, 0},
 };
@@ -1221,35 +1229,45 @@ END_TEST
 /* ------------------------------------------------------------------------ */
 /* Hugging Face: public config.json files against independent counts        */
 
-START_TEST(hf_configs_match_published_counts)
+/* Every row of a counts.csv (file,params,...): import the file, compare. */
+static int check_counts(const char *sub, struct fixture *fx)
 {
-    if (!MEM4D_HAVE_JSON)
-        return;
-    size_t size;
-    char *csv = slurp("hf/counts.csv", &size);
-    struct fixture fx;
-    fx_open(&fx);
+    char rel[128];
+    snprintf(rel, sizeof rel, "%s/counts.csv", sub);
+    char *csv = slurp(rel, NULL);
     int rows = 0;
-    for (char *line = strtok(csv, "\n"); line; line = strtok(NULL, "\n")) {
-        if (line[0] == '#')
-            continue;
+    char *save = NULL;
+    for (char *line = strtok_r(csv, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
         char file[128], path[1200];
         unsigned long long want = 0;
-        ck_assert_msg(sscanf(line, "%127[^,],%llu,", file, &want) == 2, "bad row: %s", line);
-        snprintf(path, sizeof path, "%s/hf/%s", data_dir, file);
-        ck_assert_msg(mem4d_import_hf_config(fx.imp, path, fx.model) == MEM4D_OK, "%s: %s", file,
-                      mem4d_import_message(fx.imp));
+        if (line[0] == '#' || sscanf(line, "%127[^,],%llu,", file, &want) != 2)
+            continue; /* a comment or the header */
+        snprintf(path, sizeof path, "%s/%s/%s", data_dir, sub, file);
+        ck_assert_msg(mem4d_import_hf_config(fx->imp, path, fx->model) == MEM4D_OK, "%s: %s", file,
+                      mem4d_import_message(fx->imp));
         uint64_t n = 0;
-        ck_assert_int_eq(mem4d_model_num_params(fx.model, &n), MEM4D_OK);
+        ck_assert_int_eq(mem4d_model_num_params(fx->model, &n), MEM4D_OK);
         double err = ((double)n - (double)want) / (double)want;
-        printf("%-32s %15llu %15llu %+.4f%%\n", file, (unsigned long long)n, want, 100 * err);
+        printf("%-42s %15llu %15llu %+.4f%%\n", file, (unsigned long long)n, want, 100 * err);
         ck_assert_msg(err < 0.0005 && err > -0.0005, "%s: %llu parameters, published %llu (%+.3f%%)", file,
                       (unsigned long long)n, want, 100 * err);
         rows++;
     }
-    ck_assert_int_ge(rows, 10);
-    fx_close(&fx);
     free(csv);
+    return rows;
+}
+
+/* tests/data/hf (shapes of printed module trees) and tests/data/hf/public
+ * (weight indexes): each config's count within 0.05% of the independent one. */
+START_TEST(hf_configs_match_published_counts)
+{
+    if (!MEM4D_HAVE_JSON)
+        return;
+    struct fixture fx;
+    fx_open(&fx);
+    int rows = check_counts("hf", &fx) + check_counts("hf/public", &fx);
+    ck_assert_int_ge(rows, 30);
+    fx_close(&fx);
 }
 END_TEST
 

@@ -230,6 +230,7 @@ export const ENUMS = Object.freeze({
         MEM4D_LAYOUT_PRECISION_AWARE_OPTIMIZER: 35,
         MEM4D_LAYOUT_ETP: 36,
         MEM4D_LAYOUT_RECOMPUTE_MODULES: 37,
+        MEM4D_LAYOUT_MOE_ROUTER_BYTES: 38,
     }),
     mem4d_device_param: Object.freeze({
         MEM4D_DEVICE_MEMORY_BYTES: 0,

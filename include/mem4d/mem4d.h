@@ -564,7 +564,10 @@ typedef enum mem4d_layout_param {
      * re-run in backward instead of kept (Megatron's --recompute-modules), one bit
      * each: 1 core_attn, 2 mlp, 4 layernorm, 8 moe_act, 16 shared_experts,
      * 32 mla_up_proj, 64 moe. Default 1 (core_attn, Megatron's default). @since 0.2 */
-    MEM4D_LAYOUT_RECOMPUTE_MODULES = 37
+    MEM4D_LAYOUT_RECOMPUTE_MODULES = 37,
+    /** "moe_router_bytes": bytes of each router logit and probability kept per token
+     * and expert, 4 (fp32, default) or 8 (Megatron's --moe-router-dtype fp64). @since 0.2 */
+    MEM4D_LAYOUT_MOE_ROUTER_BYTES = 38
 } mem4d_layout_param;
 
 /**

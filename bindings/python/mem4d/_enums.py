@@ -139,6 +139,7 @@ class LayoutParam(enum.IntEnum):
     PRECISION_AWARE_OPTIMIZER = 35
     ETP = 36
     RECOMPUTE_MODULES = 37
+    MOE_ROUTER_BYTES = 38
 
 
 class DeviceParam(enum.IntEnum):

@@ -311,6 +311,9 @@ pub const MEM4D_LAYOUT_ETP: mem4d_layout_param = 36;
 /// (Megatron's --recompute-modules), one bit each: 1 core_attn, 2 mlp, 4 layernorm, 8 moe_act, 16 shared_experts, 32
 /// mla_up_proj, 64 moe. Default 1 (core_attn, Megatron's default). @since 0.2
 pub const MEM4D_LAYOUT_RECOMPUTE_MODULES: mem4d_layout_param = 37;
+/// "moe_router_bytes": bytes of each router logit and probability kept per token and expert, 4 (fp32, default) or 8
+/// (Megatron's --moe-router-dtype fp64). @since 0.2
+pub const MEM4D_LAYOUT_MOE_ROUTER_BYTES: mem4d_layout_param = 38;
 
 /// `mem4d_device_param` (a C enum, passed as `int`): Device parameters. Values are fixed forever; new keys are
 /// appended.
