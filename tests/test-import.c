@@ -1010,7 +1010,7 @@ static const struct modelled_case {
     {{BASE_JOB, "--cross-entropy-loss-fusion", "--cross-entropy-fusion-impl", "native"}, -1,
      MEM4D_LAYOUT_CROSS_ENTROPY_FUSION, 1},
     {{"--num-layers", "4", "--hidden-size", "1024", "--num-attention-heads", "16", "--max-position-embeddings",
-      "2048", "--RMSNorm", "--overlapped-distributed-optimizer"}, MEM4D_MODEL_NORM, -1, 0},
+      "2048", "--RMSNorm", "--overlapped-distributed-optimizer", "--vocab-size", "32000"}, MEM4D_MODEL_NORM, -1, 0},
     /* A sliding window changes no allocation: fused attention's memory is linear in s. */
     {{BASE_JOB, "--window-size", "(4096,0)"}, MEM4D_MODEL_QK_LAYERNORM, -1, 0},
 };
