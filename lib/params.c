@@ -63,6 +63,8 @@ const struct m4d_param_desc m4d_model_params[] = {
     [MEM4D_MODEL_V_HEAD_DIM] = NUM_ROW("v_head_dim", NULL, NULL, 0, 1u << 14, 0),
     [MEM4D_MODEL_MTP_LAYERS] = NUM_ROW("mtp_num_layers", "num_nextn_predict_layers", NULL, 0, 64, 0),
     [MEM4D_MODEL_SHARED_EXPERT_GATE] = BOOL_ROW("moe_shared_expert_gate", "shared_expert_gate", NULL, 1),
+    [MEM4D_MODEL_NORMS_PER_LAYER] = NUM_ROW("norms_per_layer", NULL, NULL, 1, 8, 2),
+    [MEM4D_MODEL_QK_NORM_WHOLE] = BOOL_ROW("qk_norm_whole", NULL, NULL, 0),
 };
 M4D_TABLE_ROWS(m4d_model_params, M4D_MODEL_NPARAM);
 
@@ -110,6 +112,7 @@ const struct m4d_param_desc m4d_layout_params[] = {
                                                         "use_precision_aware_optimizer", NULL, 0),
     [MEM4D_LAYOUT_ETP] = NUM_ROW("etp", "expert_tensor_parallel_size", NULL, 0, 4096, 0),
     [MEM4D_LAYOUT_RECOMPUTE_MODULES] = NUM_ROW("recompute_modules", NULL, NULL, 0, 127, 1),
+    [MEM4D_LAYOUT_MOE_ROUTER_BYTES] = SET_ROW("moe_router_bytes", NULL, NULL, 4, 8, 4, (1u << 4) | (1u << 8)),
 };
 M4D_TABLE_ROWS(m4d_layout_params, M4D_LAYOUT_NPARAM);
 

@@ -26,10 +26,10 @@
 
 /* Number of values of each enum; grow only by appending to the enum, then
  * raise the count, name the new last value and append the table rows. */
-#define M4D_MODEL_NPARAM 29
-M4D_ENUM_COUNT(M4D_MODEL_NPARAM, MEM4D_MODEL_SHARED_EXPERT_GATE);
-#define M4D_LAYOUT_NPARAM 38
-M4D_ENUM_COUNT(M4D_LAYOUT_NPARAM, MEM4D_LAYOUT_RECOMPUTE_MODULES);
+#define M4D_MODEL_NPARAM 31
+M4D_ENUM_COUNT(M4D_MODEL_NPARAM, MEM4D_MODEL_QK_NORM_WHOLE);
+#define M4D_LAYOUT_NPARAM 39
+M4D_ENUM_COUNT(M4D_LAYOUT_NPARAM, MEM4D_LAYOUT_MOE_ROUTER_BYTES);
 #define M4D_DEVICE_NPARAM 16
 M4D_ENUM_COUNT(M4D_DEVICE_NPARAM, MEM4D_DEVICE_WORKSPACE_BYTES);
 #define M4D_NTERMS 14
@@ -129,6 +129,8 @@ struct m4d_ctx {
     uint64_t qk_dim, v_dim, kv_heads;  /* per head Q/K and V dims, heads of K and V (MLA: qk = nope + rope, kv_heads = a) */
     uint64_t mtp;                      /* multi-token-prediction layers on the last stage */
     bool shared_gate;                  /* the shared expert has a gate of h parameters */
+    uint64_t norms;                    /* normalisations per layer (2; Gemma 2/3: 4) */
+    bool qk_whole;                     /* Q/K norms over the whole projections (OLMo 2) */
     uint64_t experts, topk, fe, fs;    /* MoE: experts, top-k, expert ffn, shared-expert ffn */
     /* layout */
     uint64_t t, c, p, d, world, b, gbs, m, s, v; /* m = 0 when gbs unknown */
@@ -136,6 +138,7 @@ struct m4d_ctx {
     uint64_t ep, etp, zero;            /* etp: experts' tensor parallelism; effective ZeRO stage: max(zero_stage, dist_opt) */
     uint64_t recompute, rc_method, rc_layers;
     uint64_t rc_modules;               /* M4D_RC_* bits of what selective recompute re-runs */
+    uint64_t router_bytes;             /* each router logit and probability (fp32 4, fp64 8) */
     uint64_t param_bytes, grad_bytes, opt_bytes, master_bytes;
     bool fp8, overlap_grad, overlap_param;
     bool hidden_dropout, attn_dropout; /* dropout on: masks kept for backward */

@@ -117,6 +117,7 @@ export const SIGNATURES = Object.freeze([
     ["mem4d_import_warning_count", "size", ["ptr"]],
     ["mem4d_import_warning", "str", ["ptr", "size"]],
     ["mem4d_import_world_source", "int", ["ptr"]],
+    ["mem4d_import_set_llama_like", "int", ["ptr", "int"]],
     ["mem4d_layout_megatron_args", "int", ["ptr", "ptr", "buf", "size", "ptr"]],
 ]);
 
@@ -187,6 +188,8 @@ export const ENUMS = Object.freeze({
         MEM4D_MODEL_V_HEAD_DIM: 26,
         MEM4D_MODEL_MTP_LAYERS: 27,
         MEM4D_MODEL_SHARED_EXPERT_GATE: 28,
+        MEM4D_MODEL_NORMS_PER_LAYER: 29,
+        MEM4D_MODEL_QK_NORM_WHOLE: 30,
     }),
     mem4d_layout_param: Object.freeze({
         MEM4D_LAYOUT_TP: 0,
@@ -227,6 +230,7 @@ export const ENUMS = Object.freeze({
         MEM4D_LAYOUT_PRECISION_AWARE_OPTIMIZER: 35,
         MEM4D_LAYOUT_ETP: 36,
         MEM4D_LAYOUT_RECOMPUTE_MODULES: 37,
+        MEM4D_LAYOUT_MOE_ROUTER_BYTES: 38,
     }),
     mem4d_device_param: Object.freeze({
         MEM4D_DEVICE_MEMORY_BYTES: 0,

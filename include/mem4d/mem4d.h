@@ -282,7 +282,14 @@ typedef enum mem4d_model_param {
     /** "moe_shared_expert_gate": 1 when the shared expert's output is scaled by a
      * learned gate of h parameters (Qwen-MoE; Megatron's --moe-shared-expert-gate),
      * 0 for DeepSeek's ungated shared experts. Default 1 (0.1's reading). @since 0.2 */
-    MEM4D_MODEL_SHARED_EXPERT_GATE = 28
+    MEM4D_MODEL_SHARED_EXPERT_GATE = 28,
+    /** "norms_per_layer": normalisations in each layer, 2 (before attention and
+     * before the MLP) by default, 4 with Gemma 2/3's extra post-attention and
+     * post-MLP norms. @since 0.2 */
+    MEM4D_MODEL_NORMS_PER_LAYER = 29,
+    /** "qk_norm_whole": with qk_layernorm, the query and key norms span the whole
+     * projections, a·dh and k·dh (OLMo 2), instead of one head. Default 0. @since 0.2 */
+    MEM4D_MODEL_QK_NORM_WHOLE = 30
 } mem4d_model_param;
 
 /**
@@ -557,7 +564,10 @@ typedef enum mem4d_layout_param {
      * re-run in backward instead of kept (Megatron's --recompute-modules), one bit
      * each: 1 core_attn, 2 mlp, 4 layernorm, 8 moe_act, 16 shared_experts,
      * 32 mla_up_proj, 64 moe. Default 1 (core_attn, Megatron's default). @since 0.2 */
-    MEM4D_LAYOUT_RECOMPUTE_MODULES = 37
+    MEM4D_LAYOUT_RECOMPUTE_MODULES = 37,
+    /** "moe_router_bytes": bytes of each router logit and probability kept per token
+     * and expert, 4 (fp32, default) or 8 (Megatron's --moe-router-dtype fp64). @since 0.2 */
+    MEM4D_LAYOUT_MOE_ROUTER_BYTES = 38
 } mem4d_layout_param;
 
 /**
@@ -1500,6 +1510,19 @@ MEM4D_API const char *mem4d_import_warning(const mem4d_import *import, size_t in
  * @since 0.1
  */
 MEM4D_API mem4d_world_source mem4d_import_world_source(const mem4d_import *import);
+
+/**
+ * Whether mem4d_import_hf_config() reads a config.json whose "model_type" it
+ * does not know (or that has none) as a Llama-like decoder, with a warning.
+ * Off by default: such a config is refused with ::MEM4D_E_UNSUPPORTED, since
+ * reading another architecture as Llama can miscount its parameters by tens
+ * of percent. The setting stays until changed.
+ * @param import The import handle.
+ * @param enable Nonzero to read unknown architectures as Llama-like.
+ * @return ::MEM4D_OK, or ::MEM4D_E_INVALID_ARG for a NULL handle.
+ * @since 0.2
+ */
+MEM4D_API mem4d_status mem4d_import_set_llama_like(mem4d_import *import, int enable);
 
 /**
  * The Megatron-LM flags that set a layout, as one line a user can paste into

@@ -92,6 +92,8 @@ class ModelParam(enum.IntEnum):
     V_HEAD_DIM = 26
     MTP_LAYERS = 27
     SHARED_EXPERT_GATE = 28
+    NORMS_PER_LAYER = 29
+    QK_NORM_WHOLE = 30
 
 
 class LayoutParam(enum.IntEnum):
@@ -137,6 +139,7 @@ class LayoutParam(enum.IntEnum):
     PRECISION_AWARE_OPTIMIZER = 35
     ETP = 36
     RECOMPUTE_MODULES = 37
+    MOE_ROUTER_BYTES = 38
 
 
 class DeviceParam(enum.IntEnum):

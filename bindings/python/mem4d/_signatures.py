@@ -171,5 +171,6 @@ SIGNATURES = (
     ("mem4d_import_warning_count", size, [IMPORT]),
     ("mem4d_import_warning", cstr, [IMPORT, size]),
     ("mem4d_import_world_source", c_enum, [IMPORT]),
+    ("mem4d_import_set_llama_like", c_status, [IMPORT, ctypes.c_int]),
     ("mem4d_layout_megatron_args", c_status, [MODEL, LAYOUT, cstr, size, P(size)]),
 )

@@ -207,6 +207,12 @@ pub const MEM4D_MODEL_MTP_LAYERS: mem4d_model_param = 27;
 /// "moe_shared_expert_gate": 1 when the shared expert's output is scaled by a learned gate of h parameters (Qwen-MoE;
 /// Megatron's --moe-shared-expert-gate), 0 for DeepSeek's ungated shared experts. Default 1 (0.1's reading). @since 0.2
 pub const MEM4D_MODEL_SHARED_EXPERT_GATE: mem4d_model_param = 28;
+/// "norms_per_layer": normalisations in each layer, 2 (before attention and before the MLP) by default, 4 with Gemma
+/// 2/3's extra post-attention and post-MLP norms. @since 0.2
+pub const MEM4D_MODEL_NORMS_PER_LAYER: mem4d_model_param = 29;
+/// "qk_norm_whole": with qk_layernorm, the query and key norms span the whole projections, a·dh and k·dh (OLMo 2),
+/// instead of one head. Default 0. @since 0.2
+pub const MEM4D_MODEL_QK_NORM_WHOLE: mem4d_model_param = 30;
 
 /// `mem4d_layout_param` (a C enum, passed as `int`): Layout parameters. Values are fixed forever; new keys are
 /// appended. The string names are short ("tp"); Megatron-LM's argument names ("tensor_model_parallel_size") are
@@ -305,6 +311,9 @@ pub const MEM4D_LAYOUT_ETP: mem4d_layout_param = 36;
 /// (Megatron's --recompute-modules), one bit each: 1 core_attn, 2 mlp, 4 layernorm, 8 moe_act, 16 shared_experts, 32
 /// mla_up_proj, 64 moe. Default 1 (core_attn, Megatron's default). @since 0.2
 pub const MEM4D_LAYOUT_RECOMPUTE_MODULES: mem4d_layout_param = 37;
+/// "moe_router_bytes": bytes of each router logit and probability kept per token and expert, 4 (fp32, default) or 8
+/// (Megatron's --moe-router-dtype fp64). @since 0.2
+pub const MEM4D_LAYOUT_MOE_ROUTER_BYTES: mem4d_layout_param = 38;
 
 /// `mem4d_device_param` (a C enum, passed as `int`): Device parameters. Values are fixed forever; new keys are
 /// appended.
@@ -795,6 +804,11 @@ extern "C" {
     pub fn mem4d_import_warning(import: *const mem4d_import, index: usize) -> *const c_char;
     /// Where the last Megatron import took the world size from.
     pub fn mem4d_import_world_source(import: *const mem4d_import) -> mem4d_world_source;
+    /// Whether mem4d_import_hf_config() reads a config.json whose "model_type" it does not know (or that has none) as a
+    /// Llama-like decoder, with a warning. Off by default: such a config is refused with MEM4D_E_UNSUPPORTED, since
+    /// reading another architecture as Llama can miscount its parameters by tens of percent. The setting stays until
+    /// changed.
+    pub fn mem4d_import_set_llama_like(import: *mut mem4d_import, enable: c_int) -> mem4d_status;
     /// The Megatron-LM flags that set a layout, as one line a user can paste into a launch script: the parallel sizes,
     /// micro-batch (and global batch and sequence length when set), uneven first/last stages, virtual pipeline chunks,
     /// sequence parallelism, optimizer sharding, gradient/parameter overlap and recompute, e.g.
