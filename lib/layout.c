@@ -140,6 +140,7 @@ static void ctx_layout(const mem4d_layout *l, struct m4d_ctx *x)
     x->hidden_dropout = v[MEM4D_LAYOUT_HIDDEN_DROPOUT] != 0;
     x->attn_dropout = v[MEM4D_LAYOUT_ATTENTION_DROPOUT] != 0;
     x->ce_fusion = v[MEM4D_LAYOUT_CROSS_ENTROPY_FUSION] != 0;
+    x->tp_overlap = v[MEM4D_LAYOUT_TP_COMM_OVERLAP] != 0;
     x->first_layers = v[MEM4D_LAYOUT_FIRST_STAGE_LAYERS];
     x->last_layers = v[MEM4D_LAYOUT_LAST_STAGE_LAYERS];
     x->vocab_div = v[MEM4D_LAYOUT_VOCAB_DIVISOR];

@@ -74,6 +74,7 @@ const struct m4d_param_desc m4d_layout_params[M4D_LAYOUT_NPARAM] = {
     [MEM4D_LAYOUT_HIDDEN_DROPOUT] = BOOL_ROW("hidden_dropout", NULL, NULL, 0),
     [MEM4D_LAYOUT_ATTENTION_DROPOUT] = BOOL_ROW("attention_dropout", NULL, NULL, 0),
     [MEM4D_LAYOUT_CROSS_ENTROPY_FUSION] = BOOL_ROW("cross_entropy_fusion", "cross_entropy_loss_fusion", NULL, 0),
+    [MEM4D_LAYOUT_TP_COMM_OVERLAP] = BOOL_ROW("tp_comm_overlap", "async_tp", NULL, 0),
 };
 
 /* Device constants' defaults are documented in doc/formulas.md and
@@ -95,6 +96,12 @@ const struct m4d_param_desc m4d_device_params[M4D_DEVICE_NPARAM] = {
     [MEM4D_DEVICE_NCCL_BYTES_PER_GROUP] = NUM_ROW("nccl_bytes_per_group", NULL, NULL, 0, UINT64_C(1) << 40, 128 * MiB),
     [MEM4D_DEVICE_ALLOCATOR_OVERHEAD_PPM] = NUM_ROW("allocator_overhead_ppm", NULL, NULL, 0, 1000000, 40000),
     [MEM4D_DEVICE_WORKSPACE_BYTES] = NUM_ROW("workspace_bytes", NULL, NULL, 0, UINT64_C(1) << 40, 256 * MiB),
+    [MEM4D_DEVICE_SM_COUNT] = NUM_ROW("sm_count", "sms", NULL, 0, 1u << 16, 0),
+    [MEM4D_DEVICE_NVLINK_DOMAIN] = NUM_ROW("nvlink_domain", "nvlink_domain_size", NULL, 0, 1u << 20, 0),
+    [MEM4D_DEVICE_NICS_PER_NODE] = NUM_ROW("nics_per_node", NULL, NULL, 0, 1024, 0),
+    [MEM4D_DEVICE_NIC_BANDWIDTH] = NUM_ROW("nic_bandwidth", NULL, NULL, 0, UINT64_C(1) << 50, 0),
+    [MEM4D_DEVICE_KERNEL_OVERHEAD_NS] = NUM_ROW("kernel_overhead_ns", NULL, NULL, 0, UINT64_C(1) << 40, 2000),
+    [MEM4D_DEVICE_FP8_EFFICIENCY_PPM] = NUM_ROW("fp8_efficiency_ppm", NULL, NULL, 1, 1000000, 540000),
 };
 
 static bool allowed(const struct m4d_param_desc *d, uint64_t value)

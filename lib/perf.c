@@ -1,14 +1,45 @@
 /*
- * Step-time model: predicted seconds per optimizer step of a layout, used to
- * rank the layouts a search finds. doc/perf.md, "Step-time model", derives
- * every term; the symbols below are those of doc/formulas.md (t c p d b m s
- * v h f L a k V). Every constant is a device parameter with a documented
- * default, so a user can calibrate the model to a cluster.
+ * Step-time model: predicted seconds per optimizer step of a layout, built
+ * from the operations of one transformer layer (each GEMM from its own shape,
+ * flash attention, memory-bound element-wise work, kernel launches), the
+ * collectives on the links they cross with the overlap the frameworks use,
+ * and the pipeline schedule. doc/perf.md derives every term and gives every
+ * constant's physical meaning and source; symbols are those of
+ * doc/formulas.md (t c p d b m s v h f L a k V). It runs for every layout a
+ * search visits: no libm, no allocation, integer ceilings only.
  * SPDX-License-Identifier: MIT
  */
 #include "private.h"
 
-/* Link figures of one kind of collective path (intra- or inter-node). */
+/* GEMM tile of the Hopper/Ampere cuBLAS and CUTLASS kernels large training
+ * GEMMs run on (M x N per CTA), and the K a tile's pipeline fill and
+ * epilogue cost (4 stages of 64): doc/perf.md, "GEMM efficiency". */
+#define TILE_M 128
+#define TILE_N 256
+#define K_FILL 256.0
+/* Flash attention's query block per CTA (FlashAttention-2/3, cuDNN), and
+ * the fixed work of one query tile (load Q, rescale, write O and the
+ * log-sum-exp) in key/value positions: the FlashAttention-3 causal hd128
+ * forward curve (about 470, 560, 610, 640 TFLOP/s at 2k, 4k, 8k, 16k)
+ * follows kv/(kv + 384) for the mean kv length kv = s/2 of a causal row. */
+#define ATTN_TILE 128
+#define ATTN_FILL 384.0
+/* Flash attention's asymptotic rate as a share of the large-GEMM rate:
+ * forward and backward (FlashAttention-3 paper, H100 bf16 hd128: ~660 and
+ * ~520 TFLOP/s at long sequences, against ~794 for cuBLAS). The backward executes 2.5 forward FLOPs
+ * (recomputes QK^T; dV, dP, dQ, dK). */
+#define ATTN_FWD_SHARE 0.83
+#define ATTN_BWD_SHARE 0.65
+#define ATTN_BWD_WORK 2.5
+/* Kernels per layer and forward pass (norms, GEMMs, RoPE, attention,
+ * activation, residual adds, TP collectives); the backward launches twice
+ * as many. */
+#define KERNELS_FWD 16.0
+/* SMs Transformer Engine's pipelined reduce-scatter overlap occupies
+ * (its userbuffers default, num_sm = 16). */
+#define UB_SMS 16
+
+/* Link figures of one kind of collective path. */
 struct link {
     double bw;  /* bytes/s per GPU reached by collectives; 0: not modelled */
     double lat; /* seconds per collective step */
@@ -16,30 +47,29 @@ struct link {
 
 /* Per-device figures, in SI units, with the efficiencies applied. */
 struct machine {
-    double gemm;        /* FLOP/s reached by large GEMMs */
-    double hbm;         /* bytes/s of HBM; 0: not modelled */
-    double gpn;         /* GPUs per node */
+    double gemm;      /* bf16 FLOP/s reached by large GEMMs */
+    double gemm_lin;  /* FLOP/s of large linear-layer GEMMs (fp8 when on) */
+    double hbm;       /* bytes/s of HBM; 0: not modelled */
+    double domain;    /* GPUs sharing one NVLink domain */
+    double kernel;    /* seconds per kernel launch / dependency */
+    uint64_t sms;     /* SMs for wave quantisation; 0: none */
     struct link intra, inter;
 };
 
-/* Work of one transformer layer for one micro-batch on one GPU. */
-struct layer_work {
-    double fwd;          /* forward FLOPs actually executed (causal attention) */
-    double attn_core;    /* of which the attention core (QK^T and AV) */
-    double weight_bytes; /* bytes of the layer's weights held by the GPU */
-    double tp_bytes;     /* one TP collective's buffer: b*s*h/c activations */
-    double cp_bytes;     /* one CP ring step: K and V of the local chunk */
-};
-
-/* Seconds of one micro-batch's work on one GPU: per layer, and the extra
- * of the stage that holds the LM head. */
+/* Seconds of one micro-batch's work on one GPU. */
 struct unit_time {
-    double layer_compute; /* GEMMs, attention, recompute, weight streaming */
-    double layer_comm;    /* exposed TP and CP */
+    double layer_compute; /* GEMMs, attention, element-wise, launches (+ recompute) */
+    double layer_tp;      /* exposed TP collectives of one layer */
+    double layer_cp;      /* exposed CP ring of one layer */
+    double layer_ep;      /* exposed MoE all-to-all of one layer */
+    double layer_fsdp;    /* exposed ZeRO-3 gathers / reduce-scatters of one layer */
     double head;          /* LM head and loss, forward and backward */
+    double layer_bwd;     /* backward compute of one layer (hides DP collectives) */
+    double layer_fwd;     /* forward compute of one layer */
 };
 
 #define MAX0(v) ((v) > 0 ? (v) : 0)
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
 
 /* Every count here is below 2^62: the signed conversion is one instruction,
  * the unsigned one a branchy sequence, and this runs per searched layout. */
@@ -47,30 +77,39 @@ static inline double D(uint64_t v) { return (double)(int64_t)v; }
 
 static double ppm(uint64_t v) { return D(v) / 1e6; }
 
+static inline uint64_t cdiv(uint64_t n, uint64_t d) { return (n + d - 1) / d; }
+
 static struct machine machine_of(const struct m4d_ctx *x, const mem4d_device *dev)
 {
     const uint64_t *dv = dev->v;
-    double peak = D(dv[MEM4D_DEVICE_PEAK_FLOPS]);
+    double eff = ppm(dv[MEM4D_DEVICE_MATMUL_EFFICIENCY_PPM]), ce = ppm(dv[MEM4D_DEVICE_COMM_EFFICIENCY_PPM]);
+    double peak = D(dv[MEM4D_DEVICE_PEAK_FLOPS]), lin = peak;
     if (x->fp8 && dv[MEM4D_DEVICE_PEAK_FP8_FLOPS] != 0)
-        peak = D(dv[MEM4D_DEVICE_PEAK_FP8_FLOPS]);
-    double ce = ppm(dv[MEM4D_DEVICE_COMM_EFFICIENCY_PPM]);
+        lin = D(dv[MEM4D_DEVICE_PEAK_FP8_FLOPS]) * ppm(dv[MEM4D_DEVICE_FP8_EFFICIENCY_PPM]) / eff;
+    double gpn = D(dv[MEM4D_DEVICE_GPUS_PER_NODE] ? dv[MEM4D_DEVICE_GPUS_PER_NODE] : 1);
+    double inter = D(dv[MEM4D_DEVICE_INTER_NODE_BANDWIDTH]);
+    /* The node's NICs are shared by every GPU whose ring leaves the node. */
+    if (dv[MEM4D_DEVICE_NICS_PER_NODE] && dv[MEM4D_DEVICE_NIC_BANDWIDTH])
+        inter = D(dv[MEM4D_DEVICE_NICS_PER_NODE]) * D(dv[MEM4D_DEVICE_NIC_BANDWIDTH]) / gpn;
     struct machine mc = {
-        .gemm = peak * ppm(dv[MEM4D_DEVICE_MATMUL_EFFICIENCY_PPM]),
+        .gemm = peak * eff,
+        .gemm_lin = lin * eff,
         .hbm = D(dv[MEM4D_DEVICE_HBM_BANDWIDTH]),
-        .gpn = D(dv[MEM4D_DEVICE_GPUS_PER_NODE] ? dv[MEM4D_DEVICE_GPUS_PER_NODE] : 1),
-        .intra = {D(dv[MEM4D_DEVICE_INTRA_NODE_BANDWIDTH]) * ce,
-                  D(dv[MEM4D_DEVICE_INTRA_NODE_LATENCY_NS]) * 1e-9},
-        .inter = {D(dv[MEM4D_DEVICE_INTER_NODE_BANDWIDTH]) * ce,
-                  D(dv[MEM4D_DEVICE_INTER_NODE_LATENCY_NS]) * 1e-9},
+        .domain = dv[MEM4D_DEVICE_NVLINK_DOMAIN] ? D(dv[MEM4D_DEVICE_NVLINK_DOMAIN]) : gpn,
+        .kernel = D(dv[MEM4D_DEVICE_KERNEL_OVERHEAD_NS]) * 1e-9,
+        .sms = dv[MEM4D_DEVICE_SM_COUNT],
+        .intra = {D(dv[MEM4D_DEVICE_INTRA_NODE_BANDWIDTH]) * ce, D(dv[MEM4D_DEVICE_INTRA_NODE_LATENCY_NS]) * 1e-9},
+        .inter = {inter * ce, D(dv[MEM4D_DEVICE_INTER_NODE_LATENCY_NS]) * 1e-9},
     };
     return mc;
 }
 
 /* Megatron orders ranks tp-cp-dp-pp: a group whose members span `span`
- * consecutive ranks stays inside a node when span <= GPUs per node. */
+ * consecutive ranks stays on NVLink when span <= the NVLink domain (a node,
+ * or a whole NVL72 rack). */
 static const struct link *link_for(const struct machine *mc, double span)
 {
-    return span <= mc->gpn ? &mc->intra : &mc->inter;
+    return span <= mc->domain ? &mc->intra : &mc->inter;
 }
 
 /* Ring collective over n ranks moving `frac` of `bytes` per GPU in `steps`
@@ -82,66 +121,205 @@ static double ring_time(const struct link *l, double n, double bytes, double fra
     return steps * l->lat + frac * bytes / l->bw;
 }
 
+/* Share of the SMs busy over the waves of `tiles` equal tiles. Hopper and
+ * later cuBLAS kernels spread a partial last wave over the idle SMs
+ * (stream-K / split-K), recovering about half of the idle time; the
+ * partial-sum fix-up costs the rest. */
+static double wave_eff(const struct machine *mc, uint64_t tiles)
+{
+    if (mc->sms == 0 || tiles == 0)
+        return 1;
+    uint64_t idle = cdiv(tiles, mc->sms) * mc->sms - tiles;
+    return D(tiles) / (D(tiles) + 0.5 * D(idle));
+}
+
+/* One GEMM of M x N x K at `rate` FLOP/s for large shapes, inputs of `eb`
+ * bytes per element: the slower of its compute (wave quantisation over
+ * the SMs, the K pipeline fill) and its HBM traffic (bf16 output). */
+static double gemm_time(const struct machine *mc, uint64_t M, uint64_t N, uint64_t K, double rate, double eb)
+{
+    double m = D(M), n = D(N), k = D(K);
+    double eff = wave_eff(mc, cdiv(M, TILE_M) * cdiv(N, TILE_N)) * k / (k + K_FILL);
+    double compute = 2 * m * n * k / (rate * eff);
+    double mem = mc->hbm > 0 ? (eb * (m * k + k * n) + 2 * m * n) / mc->hbm : 0;
+    return MAX(compute, mem);
+}
+
 /* Active MLP width: dense f, or top-k routed experts plus the shared one. */
-static double mlp_width(const struct m4d_ctx *x)
+static uint64_t mlp_width(const struct m4d_ctx *x)
 {
     if (x->experts == 0)
-        return D(x->f);
-    double fe = D(x->fe ? x->fe : x->f);
-    return D(x->topk) * fe + D(x->fs);
+        return x->f;
+    return x->topk * (x->fe ? x->fe : x->f) + x->fs;
 }
 
-static struct layer_work layer_work_of(const struct m4d_ctx *x)
+/* The four linear layers of a layer and the head, as GEMM shapes on one
+ * GPU: M tokens (CP-local, TP-gathered), N outputs and K inputs after the
+ * TP split. */
+struct shapes {
+    uint64_t M, qkv_n, h, q_k, fc1_n, f_k, head_n;
+};
+
+static struct shapes shapes_of(const struct m4d_ctx *x)
 {
-    double T = D(x->b) * D(x->s);      /* tokens of one micro-batch */
-    double h = D(x->h), qd = D(x->a * x->dh), kvd = D(x->k * x->dh);
-    double shard = D(x->t * x->c);        /* TP splits weights, CP tokens */
-    double gm = x->gated ? 3 : 2;                /* MLP matrices */
-    double wt = h * (qd + 2 * kvd) + qd * h + gm * h * mlp_width(x);
-    struct layer_work w;
-    /* Causal attention: flash kernels skip the masked half of s x s. */
-    w.attn_core = 0.5 * 4 * T * D(x->s) * qd / shard;
-    w.fwd = 2 * T * wt / shard + w.attn_core;
-    w.weight_bytes = wt / D(x->t) * D(x->param_bytes);
-    w.tp_bytes = T * h * 2 / D(x->c);
-    w.cp_bytes = 2 * T / D(x->c) * kvd / D(x->t) * 2;
-    return w;
+    uint64_t q = x->a * x->dh, kv = x->k * x->dh, F = mlp_width(x);
+    struct shapes s = {
+        .M = x->b * x->s / x->c,
+        .qkv_n = (q + 2 * kv) / x->t,
+        .h = x->h,
+        .q_k = q / x->t,
+        .fc1_n = (x->gated ? 2 : 1) * F / x->t,
+        .f_k = F / x->t,
+        .head_n = x->Vp / x->t,
+    };
+    return s;
 }
 
-static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct machine *mc,
-                                     const struct layer_work *w)
+/* Forward seconds of the four linear layers, and the fp8 casts: with fp8
+ * each linear casts its input and weight, and in the backward casts and
+ * transposes the output gradient and transposes the input (Hopper fp8
+ * GEMMs take K-major operands): 5 bytes per input element, 4 per output
+ * element, 5 per weight element, per micro-batch, over HBM. */
+static double linears_fwd(const struct m4d_ctx *x, const struct machine *mc, const struct shapes *g, double *cast)
 {
-    /* passes: forward + backward (twice the forward's FLOPs); comm_passes:
-     * passes that run TP/CP collectives (forward, backward). Full
-     * recompute runs the forward, and its collectives, once more. */
-    double t = D(x->t), c = D(x->c), passes = 3, comm_passes = 2;
-    if (x->recompute == 2) {
-        passes = 4;
-        comm_passes = 3;
+    double eb = x->fp8 ? 1 : 2, r = mc->gemm_lin, rs = r;
+    uint64_t M = g->M, n = 1;
+    if (x->tp_overlap && x->t > 1) {
+        /* Userbuffers overlap runs each GEMM as t chunks of M/t rows, one
+         * per ring step; the reduce-scatter of the row-parallel ones keeps
+         * UB_SMS SMs busy while they run. */
+        n = x->t;
+        M = cdiv(M, n);
+        if (mc->sms > UB_SMS)
+            rs = r * D(mc->sms - UB_SMS) / D(mc->sms);
     }
-    double flops = passes * w->fwd;
+    double tm = D(n) * (gemm_time(mc, M, g->qkv_n, g->h, r, eb) + gemm_time(mc, M, g->h, g->q_k, rs, eb) +
+                        gemm_time(mc, M, g->fc1_n, g->h, r, eb) + gemm_time(mc, M, g->h, g->f_k, rs, eb));
+    *cast = 0;
+    if (x->fp8 && mc->hbm > 0) {
+        double T = D(g->M), in = D(g->h) * 2 + D(g->q_k) + D(g->f_k), out = D(g->qkv_n + g->fc1_n) + 2 * D(g->h);
+        double w = D(g->h) * D(g->qkv_n + g->fc1_n) + D(g->h) * D(g->q_k + g->f_k);
+        *cast = (5 * T * in + 4 * T * out + 5 * w) / mc->hbm;
+    }
+    return tm;
+}
+
+/* Flash attention of one layer: forward and backward seconds. Causal
+ * kernels skip the masked half of s x s; CP's load-balanced chunks give
+ * every rank 1/c of the work. */
+static void attention_time(const struct m4d_ctx *x, const struct machine *mc, double *fwd, double *bwd)
+{
+    double qd = D(x->a * x->dh);
+    double flops = 0.5 * 4 * D(x->b) * D(x->s) * D(x->s) * qd / D(x->t * x->c);
+    uint64_t tiles = x->b * (x->a / x->t) * cdiv(x->s / x->c, ATTN_TILE);
+    double kv = D(x->s) / D(2 * x->c); /* mean keys per query row and CP step */
+    double w = wave_eff(mc, tiles) * kv / (kv + ATTN_FILL);
+    *fwd = flops / (mc->gemm * ATTN_FWD_SHARE * w);
+    *bwd = ATTN_BWD_WORK * flops / (mc->gemm * ATTN_BWD_SHARE * w);
+}
+
+/* Memory-bound element-wise work of one layer's forward, in bytes: two
+ * norms (read, write h), two residual adds (read 2h, write h) on the
+ * TP-sharded sequence with SP, RoPE on q and k and the MLP activation on
+ * the TP-split widths, bf16. The backward moves twice as much. */
+static double elementwise_bytes(const struct m4d_ctx *x, const struct shapes *g)
+{
+    double M = D(g->M), Mh = x->t > 1 && x->sp ? M / D(x->t) : M;
+    double act = (x->gated ? 3 : 2) * D(g->f_k);
+    return 2 * (Mh * 10 * D(x->h) + M * (2 * D(g->q_k + x->k * x->dh / x->t) + act));
+}
+
+/* TP collectives of one layer (SP: all-gather before the column-parallel
+ * linears, reduce-scatter after the row-parallel ones; all-reduces without
+ * SP move the same bytes). Forward: 4 exposed. Backward: the 2 gathers of
+ * the output gradient are exposed; the input re-gathers and the gradient
+ * reduce-scatters run asynchronously under the dgrad and wgrad GEMMs.
+ * With tp_comm_overlap every collective is split into t chunks under its
+ * GEMM: only the first chunk and what the GEMM cannot cover is exposed. */
+static double tp_time(const struct m4d_ctx *x, const struct machine *mc, double gemm_mean, double passes_fwd)
+{
+    double t = D(x->t);
+    double one = ring_time(link_for(mc, t), t, D(x->b * x->s) * D(x->h) * 2 / D(x->c), (t - 1) / t, t - 1);
+    if (one == 0)
+        return 0;
+    double hidden = MAX0(one - gemm_mean);
+    if (x->tp_overlap) {
+        double chunked = one / t + MAX0(one * (t - 1) / t - gemm_mean);
+        return (4 * passes_fwd + 6) * chunked;
+    }
+    return 4 * passes_fwd * one + 2 * one + 4 * hidden;
+}
+
+/* CP ring attention: c-1 steps of K,V per forward, K,V and dK,dV per
+ * backward, each step under the attention of the chunk it brings; each
+ * step's latency is a synchronisation and never hides. */
+static double cp_time(const struct m4d_ctx *x, const struct machine *mc, double attn_f, double attn_b,
+                      double passes_fwd)
+{
+    if (x->c <= 1)
+        return 0;
+    double c = D(x->c);
+    const struct link *cl = link_for(mc, D(x->t * x->c));
+    double bytes = 2 * D(x->b * x->s) / c * D(x->k * x->dh) / D(x->t) * 2;
+    double xfer = cl->bw > 0 ? bytes / cl->bw : 0;
+    double sf = attn_f / c, sb = attn_b / c; /* one step's attention */
+    double fwd = (c - 1) * (cl->lat + MAX0(xfer - sf) + mc->kernel);
+    double bwd = (c - 1) * (cl->lat + MAX0(2 * xfer - sb) + 2 * mc->kernel);
+    return passes_fwd * fwd + bwd;
+}
+
+/* MoE token dispatch and combine: all-to-all over ep ranks (inside the
+ * t*ep span) of every token's hidden vector for each of its top-k experts,
+ * forward and backward, exposed. */
+static double ep_time(const struct m4d_ctx *x, const struct machine *mc, double passes_fwd)
+{
+    if (x->experts == 0 || x->ep <= 1)
+        return 0;
+    double ep = D(x->ep), bytes = D(x->b * x->s / x->c) / D(x->t) * D(x->topk) * D(x->h) * 2;
+    double one = ring_time(link_for(mc, D(x->t * x->ep)), ep, bytes, (ep - 1) / ep, ep - 1);
+    return (passes_fwd + 1) * 2 * one;
+}
+
+static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct machine *mc)
+{
+    /* Full recompute runs the forward, and its collectives, once more. */
+    double pf = x->recompute == 2 ? 2 : 1;
+    struct shapes g = shapes_of(x);
+    double cast, lin = linears_fwd(x, mc, &g, &cast), af, ab;
+    attention_time(x, mc, &af, &ab);
+    double ew = mc->hbm > 0 ? elementwise_bytes(x, &g) / mc->hbm : 0;
+    double fwd = lin + af + ew + KERNELS_FWD * mc->kernel;
+    double bwd = 2 * lin + ab + 2 * ew + 2 * KERNELS_FWD * mc->kernel;
     if (x->recompute == 1) /* selective: the attention core runs again */
-        flops += w->attn_core;
-    struct unit_time u = {flops / mc->gemm, 0, 0};
-    /* Weights stream from HBM once per pass; fp32 main gradients are read
-     * and written once per micro-batch (roofline terms, not hidden). */
-    if (mc->hbm > 0)
-        u.layer_compute += w->weight_bytes * (3 + 2.0 * D(x->grad_bytes) / D(x->param_bytes)) / mc->hbm;
-    /* TP with sequence parallelism: 2 all-gathers + 2 reduce-scatters per
-     * layer in each pass (all-reduces without SP move the same bytes);
-     * exposed, as Megatron does not overlap them by default. */
-    u.layer_comm = 4 * comm_passes * ring_time(link_for(mc, t), t, w->tp_bytes, (t - 1) / t, t - 1);
-    /* CP ring attention: c-1 steps of K,V per forward, K,V and dK,dV per
-     * backward. The transfers hide behind the attention core when it is
-     * longer; each step's latency is a synchronisation and never hides. */
-    if (x->c > 1) {
-        const struct link *cl = link_for(mc, t * c);
-        double xfer = cl->bw > 0 ? w->cp_bytes / cl->bw : 0, core = w->attn_core / mc->gemm;
-        double cp_fwd = (c - 1) * cl->lat + MAX0((c - 1) * xfer - core);
-        double cp_bwd = (c - 1) * cl->lat + MAX0(2 * (c - 1) * xfer - 2 * core);
-        u.layer_comm += (comm_passes - 1) * cp_fwd + cp_bwd;
+        bwd += af;
+    struct unit_time u = {0};
+    u.layer_fwd = fwd;
+    u.layer_bwd = bwd;
+    u.layer_compute = pf * fwd + bwd + cast;
+    u.layer_tp = tp_time(x, mc, lin / 4, pf);
+    u.layer_cp = cp_time(x, mc, af, ab, pf);
+    u.layer_ep = ep_time(x, mc, pf);
+    if (x->zero >= 3) {
+        /* ZeRO-3 / FSDP: the layer's weights are gathered before its
+         * forward and again before its backward, its gradients
+         * reduce-scattered after; prefetch hides them behind the
+         * neighbouring layer's compute. */
+        double n = D(x->d * x->c), w = 0;
+        uint64_t ap, mp, np;
+        if (m4d_layer_params(x, &ap, &mp, &np))
+            w = D(ap + mp + np) / D(x->t);
+        const struct link *l = link_for(mc, D(x->t * x->c * x->d));
+        double ag = ring_time(l, n, w * D(x->param_bytes), (n - 1) / n, n - 1);
+        double rs = ring_time(l, n, w * D(x->grad_bytes), (n - 1) / n, n - 1);
+        u.layer_fsdp = pf * MAX0(ag - fwd) + MAX0(ag + rs - bwd);
     }
-    u.head = 3 * 2 * D(x->b) * D(x->s) * D(x->h) * D(x->Vp) / (t * c) / mc->gemm;
+    double logits = D(g.M) * D(g.head_n);
+    double head = 3 * gemm_time(mc, g.M, g.head_n, g.h, mc->gemm, 2);
+    /* Cross entropy over fp32 logits: about 12 bytes per logit read and
+     * written over forward and backward. */
+    if (mc->hbm > 0)
+        head += 12 * logits / mc->hbm;
+    u.head = head + 6 * mc->kernel;
     return u;
 }
 
@@ -174,45 +352,52 @@ static double model_flops(const struct m4d_ctx *x)
 {
     double s = D(x->s), h = D(x->h), qd = D(x->a * x->dh), kvd = D(x->k * x->dh);
     double gm = x->gated ? 3 : 2;
-    double layer = 2 * s * h * (2 * qd + 2 * kvd) + 4 * s * s * qd + 2 * s * h * gm * mlp_width(x);
+    double layer = 2 * s * h * (2 * qd + 2 * kvd) + 4 * s * s * qd + 2 * s * h * gm * D(mlp_width(x));
     return 3 * D(x->gbs) * (D(x->L) * layer + 2 * s * h * D(x->Vp));
 }
 
 /* Gradient reduction and parameter gather over the d*c ranks that share
- * weights, plus the optimizer step; returns exposed seconds. */
-static double dp_time(const struct m4d_ctx *x, const struct machine *mc, double params,
-                      double bwd_window, double fwd_window, double *opt_s)
+ * weights; returns exposed seconds, and the optimizer step in *opt_s. */
+static double dp_time(const struct m4d_ctx *x, const struct machine *mc, double params, double bwd_stage,
+                      double fwd_stage, double widen, double *opt_s)
 {
     double n = D(x->d * x->c), frac = (n - 1) / n;
     const struct link *l = link_for(mc, D(x->t * x->c * x->d));
     double bucket = D(x->bucket);
     if (bucket == 0) /* Megatron: max(40M, 1M x dp) elements */
         bucket = n > 40 ? 1e6 * n : 40e6;
-    uint64_t ranks = x->d * x->c, lg = ranks > 1 ? 64 - (uint64_t)__builtin_clzll(ranks - 1) : 1;
-    double colls = (double)(int64_t)(params / bucket) + 1, steps = colls * 2 * D(lg);
+    /* NCCL runs bucket-sized reduce-scatters and all-gathers as rings:
+     * n-1 latency-bound steps each. */
+    double colls = (double)(int64_t)(params / bucket) + 1, steps = colls * (n - 1);
     double g = params * D(x->grad_bytes), w = params * D(x->param_bytes);
-    double reduce, gather = 0;
-    if (x->zero >= 1) {
+    double reduce = 0, gather = 0, bwd_window = widen * bwd_stage, fwd_window = widen * fwd_stage;
+    if (x->zero >= 3) {
+        /* gathers and reduce-scatters ran per layer (unit_time_of) */
+    } else if (x->zero >= 1) {
         reduce = ring_time(l, n, g, frac, steps);
         gather = ring_time(l, n, w, frac, steps);
     } else {
         reduce = ring_time(l, n, g, 2 * frac, 2 * steps);
     }
+    /* Buckets are reduced as the backward produces them: all but the last
+     * bucket hide behind the rest of the last micro-batch's backward. With
+     * v chunks the others hide in the cool-down (window), but the first
+     * chunk's 1/v finishes last, behind its own backward only. */
+    double v = D(x->v ? x->v : 1);
     if (x->overlap_grad)
-        reduce = MAX0(reduce - bwd_window);
+        reduce = MAX(MAX(reduce - bwd_window, reduce / colls), MAX0(reduce - bwd_stage) / v);
     if (x->overlap_param)
-        gather = MAX0(gather - fwd_window);
+        gather = MAX(MAX(gather - fwd_window, gather / colls), MAX0(gather - fwd_stage) / v);
     /* Adam is memory-bound: read the gradient, read and write master
      * weights and both moments, write the bf16 weights. */
     double shard = x->zero >= 1 ? params / n : params;
-    double per = D(x->grad_bytes) + 2.0 * D(x->master_bytes) + 4.0 * D(x->opt_bytes)
-                 + D(x->param_bytes);
+    double per = D(x->grad_bytes) + 2.0 * D(x->master_bytes) + 4.0 * D(x->opt_bytes) + D(x->param_bytes);
     *opt_s = mc->hbm > 0 ? shard * per / mc->hbm : 0;
     return reduce + gather;
 }
 
-/* The pipeline of one step: the slowest stage's time per micro-batch (and
- * its compute and layers), the bubble, and the whole. */
+/* The pipeline of one step: the slowest stage's time per micro-batch (its
+ * compute and its layers), the bubble, and the whole. */
 struct pipeline {
     double tmax, cmax, lmax, layers_max, bubble, total;
 };
@@ -224,7 +409,8 @@ static struct pipeline pipeline_of(const struct m4d_ctx *x, const struct unit_ti
 {
     double n_first, n_mid, n_last, p = D(x->p), v = D(x->v ? x->v : 1);
     stage_layers(x, &n_first, &n_mid, &n_last);
-    double lt = u->layer_compute + u->layer_comm, hf = x->p == 1 ? u->head : 0;
+    double lt = u->layer_compute + u->layer_tp + u->layer_cp + u->layer_ep + u->layer_fsdp;
+    double hf = x->p == 1 ? u->head : 0;
     double tf = n_first * lt + hf + p2p, tm = n_mid * lt + p2p, tl = n_last * lt + u->head + p2p;
     struct pipeline pl = {tf, n_first * u->layer_compute + hf, n_first, n_first, 0, 0};
     double sum = tf;
@@ -235,8 +421,7 @@ static struct pipeline pipeline_of(const struct m4d_ctx *x, const struct unit_ti
         if (tl > pl.tmax)
             pl = (struct pipeline){tl, n_last * u->layer_compute + u->head, n_last, 0, 0, 0};
     }
-    pl.layers_max = n_first > n_mid ? n_first : n_mid;
-    pl.layers_max = pl.layers_max > n_last ? pl.layers_max : n_last;
+    pl.layers_max = MAX(MAX(n_first, n_mid), n_last);
     pl.bubble = (sum - pl.tmax) / v;
     pl.total = D(x->m) * pl.tmax + pl.bubble;
     return pl;
@@ -250,25 +435,42 @@ void m4d_perf(const struct m4d_ctx *x, const mem4d_device *dev, mem4d_report *r)
     if (dev->v[MEM4D_DEVICE_PEAK_FLOPS] == 0 || x->m == 0 || x->p == 0 || x->t == 0 || x->c == 0)
         return;
     struct machine mc = machine_of(x, dev);
-    struct layer_work w = layer_work_of(x);
-    struct unit_time u = unit_time_of(x, &mc, &w);
+    struct unit_time u = unit_time_of(x, &mc);
     double p2p = p2p_time(x, &mc), m = D(x->m);
     struct pipeline pl = pipeline_of(x, &u, p2p);
-    /* The DP collectives of the heaviest stage; only the last micro-batch's
-     * backward (two thirds of its compute) can hide the gradient reduce,
-     * only the first forward (a third) the parameter gather. */
+    /* The DP collectives of the heaviest stage hide behind the last
+     * micro-batch's backward (reduce) and the first forward (gather). */
+    double wl = 0;
+    uint64_t ap, mp, np;
+    if (m4d_layer_params(x, &ap, &mp, &np))
+        wl = (D(ap + np) + D(mp) / D(x->experts ? x->ep : 1)) / D(x->t);
     double embed = (x->p == 1 && !x->tied ? 2.0 : 1.0) * D(x->h) * D(x->Vp) / D(x->t);
-    double params = pl.layers_max * w.weight_bytes / D(x->param_bytes) + embed;
-    double opt_s;
-    double dp = dp_time(x, &mc, params, pl.cmax * 2 / 3, pl.cmax / 3, &opt_s);
+    double params = pl.layers_max * wl + embed, opt_s;
+    /* Interleaved, the last v-1 chunks of a rank finish their backward
+     * while the cool-down still runs about min(m, p) micro-batches of the
+     * earlier chunks (and the first forwards of the warm-up likewise). */
+    double v = D(x->v ? x->v : 1), mq = D(x->m < x->p ? x->m : x->p);
+    double widen = 1 + (mq - 1) * (v - 1) / v;
+    double dp = dp_time(x, &mc, params, pl.layers_max * u.layer_bwd, pl.layers_max * u.layer_fwd, widen, &opt_s);
     double step = pl.total + dp + opt_s;
     double tflops = model_flops(x) / (step * 1e12 * D(x->world));
-    r->metric[MEM4D_METRIC_STEP_TIME_S] = step;
-    r->metric[MEM4D_METRIC_TOKENS_PER_S] = D(x->gbs) * D(x->s) / step;
-    r->metric[MEM4D_METRIC_TFLOPS_PER_GPU] = tflops;
-    r->metric[MEM4D_METRIC_MFU] = tflops * 1e12 / D(dev->v[MEM4D_DEVICE_PEAK_FLOPS]);
-    r->metric[MEM4D_METRIC_BUBBLE_FRACTION] = pl.bubble / step;
-    r->metric[MEM4D_METRIC_COMPUTE_TIME_S] = m * pl.cmax;
-    r->metric[MEM4D_METRIC_EXPOSED_COMM_S] = m * (pl.lmax * u.layer_comm + p2p) + dp;
+    double *o = r->metric;
+    o[MEM4D_METRIC_STEP_TIME_S] = step;
+    o[MEM4D_METRIC_TOKENS_PER_S] = D(x->gbs) * D(x->s) / step;
+    o[MEM4D_METRIC_TFLOPS_PER_GPU] = tflops;
+    o[MEM4D_METRIC_MFU] = tflops * 1e12 / D(dev->v[MEM4D_DEVICE_PEAK_FLOPS]);
+    o[MEM4D_METRIC_BUBBLE_FRACTION] = pl.bubble / step;
+    o[MEM4D_METRIC_COMPUTE_TIME_S] = m * pl.cmax;
+    double ml = m * pl.lmax;
+    o[MEM4D_METRIC_TP_COMM_S] = ml * u.layer_tp;
+    o[MEM4D_METRIC_CP_COMM_S] = ml * u.layer_cp;
+    o[MEM4D_METRIC_EP_COMM_S] = ml * u.layer_ep;
+    o[MEM4D_METRIC_PP_COMM_S] = m * p2p;
+    o[MEM4D_METRIC_DP_COMM_S] = dp + ml * u.layer_fsdp;
+    o[MEM4D_METRIC_BUBBLE_S] = pl.bubble;
+    o[MEM4D_METRIC_OPTIMIZER_S] = opt_s;
+    o[MEM4D_METRIC_EXPOSED_COMM_S] = o[MEM4D_METRIC_TP_COMM_S] + o[MEM4D_METRIC_CP_COMM_S] +
+                                     o[MEM4D_METRIC_EP_COMM_S] + o[MEM4D_METRIC_PP_COMM_S] +
+                                     o[MEM4D_METRIC_DP_COMM_S];
     r->have_metrics = true;
 }

@@ -13,11 +13,11 @@
 
 /* Number of keys of each enum; grow only by appending to the tables. */
 #define M4D_MODEL_NPARAM 16
-#define M4D_LAYOUT_NPARAM 32
-#define M4D_DEVICE_NPARAM 16
+#define M4D_LAYOUT_NPARAM 33
+#define M4D_DEVICE_NPARAM 22
 #define M4D_NTERMS 14
 #define M4D_NINFO 6
-#define M4D_NMETRICS 7
+#define M4D_NMETRICS 14
 
 /* Upper bound of pp (and so of stages in a report). */
 #define M4D_MAX_STAGES 512
@@ -98,6 +98,7 @@ struct m4d_ctx {
     bool fp8, overlap_grad, overlap_param;
     bool hidden_dropout, attn_dropout; /* dropout on: masks kept for backward */
     bool ce_fusion;                    /* Megatron-Core <= 0.14 fused cross entropy */
+    bool tp_overlap;                   /* TP collectives chunked under their GEMMs */
     uint64_t bucket, first_layers, last_layers, vocab_div;
     mem4d_mode mode;
 };

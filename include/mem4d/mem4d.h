@@ -363,7 +363,13 @@ typedef enum mem4d_layout_param {
      * loss: 10 instead of 6 bytes per token and vocabulary entry on the last
      * stage. Later releases that keep it in place are overestimated. Default 0.
      * Paper mode refuses 1. */
-    MEM4D_LAYOUT_CROSS_ENTROPY_FUSION = 31
+    MEM4D_LAYOUT_CROSS_ENTROPY_FUSION = 31,
+    /** "tp_comm_overlap": 1 for Megatron's --tp-comm-overlap (Transformer
+     * Engine's userbuffers) or torchtitan's async TP: the TP all-gathers and
+     * reduce-scatters run in chunks under the GEMMs they feed. Only the
+     * step-time model reads it (doc/perf.md). Default 0.
+     * @since 0.2 */
+    MEM4D_LAYOUT_TP_COMM_OVERLAP = 32
 } mem4d_layout_param;
 
 /**
@@ -520,7 +526,30 @@ typedef enum mem4d_device_param {
     MEM4D_DEVICE_CUDA_CONTEXT_BYTES = 12,   /**< "cuda_context_bytes": driver context, kernels, cuBLAS handles. */
     MEM4D_DEVICE_NCCL_BYTES_PER_GROUP = 13, /**< "nccl_bytes_per_group": NCCL buffers per communicator. */
     MEM4D_DEVICE_ALLOCATOR_OVERHEAD_PPM = 14, /**< "allocator_overhead_ppm": reserved over allocated, minus one. */
-    MEM4D_DEVICE_WORKSPACE_BYTES = 15       /**< "workspace_bytes": cuBLAS / attention kernel workspaces. */
+    MEM4D_DEVICE_WORKSPACE_BYTES = 15,      /**< "workspace_bytes": cuBLAS / attention kernel workspaces. */
+    /** "sm_count": streaming multiprocessors (compute units) over which GEMM
+     * and attention tiles are quantised into waves; 0 switches wave
+     * quantisation off. @since 0.2 */
+    MEM4D_DEVICE_SM_COUNT = 16,
+    /** "nvlink_domain": GPUs that reach each other over NVLink (8 in a DGX
+     * node, 72 in a GB200 NVL72 rack that spans 18 nodes, 2 for bridged
+     * H100 NVL pairs); 0 means gpus_per_node. A group whose ranks stay in
+     * one domain uses the intra-node link. @since 0.2 */
+    MEM4D_DEVICE_NVLINK_DOMAIN = 17,
+    /** "nics_per_node": network adapters of one node; with nic_bandwidth
+     * it replaces inter_node_bandwidth by nics x bandwidth / gpus_per_node,
+     * the share of each GPU when all of them cross the network. 0: use
+     * inter_node_bandwidth. @since 0.2 */
+    MEM4D_DEVICE_NICS_PER_NODE = 18,
+    /** "nic_bandwidth": bytes/s of one network adapter, one direction
+     * (400 Gb/s = 50000000000). @since 0.2 */
+    MEM4D_DEVICE_NIC_BANDWIDTH = 19,
+    /** "kernel_overhead_ns": GPU time lost per kernel to launch and
+     * dependency gaps. Default 2000. @since 0.2 */
+    MEM4D_DEVICE_KERNEL_OVERHEAD_NS = 20,
+    /** "fp8_efficiency_ppm": share of the fp8 peak large fp8 GEMMs reach
+     * (the linear layers with fp8 = 1). Default 540000. @since 0.2 */
+    MEM4D_DEVICE_FP8_EFFICIENCY_PPM = 21
 } mem4d_device_param;
 
 /**
@@ -721,7 +750,14 @@ typedef enum mem4d_metric {
     MEM4D_METRIC_MFU = 3,             /**< Model FLOPs utilisation: TFLOP/s per GPU over the device's peak. */
     MEM4D_METRIC_BUBBLE_FRACTION = 4, /**< Share of the step lost to the pipeline bubble. */
     MEM4D_METRIC_COMPUTE_TIME_S = 5,  /**< Seconds of compute per step (recompute included). */
-    MEM4D_METRIC_EXPOSED_COMM_S = 6   /**< Seconds of communication not hidden behind compute. */
+    MEM4D_METRIC_EXPOSED_COMM_S = 6,  /**< Seconds of communication not hidden behind compute (the sum of the next five). */
+    MEM4D_METRIC_TP_COMM_S = 7,       /**< Exposed tensor-parallel collectives per step, slowest stage. @since 0.2 */
+    MEM4D_METRIC_CP_COMM_S = 8,       /**< Exposed context-parallel ring transfers per step. @since 0.2 */
+    MEM4D_METRIC_DP_COMM_S = 9,       /**< Exposed data-parallel gradient reduce / parameter gather (ZeRO-3 per-layer included). @since 0.2 */
+    MEM4D_METRIC_PP_COMM_S = 10,      /**< Pipeline send/receive per step. @since 0.2 */
+    MEM4D_METRIC_EP_COMM_S = 11,      /**< Exposed expert-parallel all-to-all per step. @since 0.2 */
+    MEM4D_METRIC_BUBBLE_S = 12,       /**< Seconds of pipeline bubble per step. @since 0.2 */
+    MEM4D_METRIC_OPTIMIZER_S = 13     /**< Seconds of the optimizer step. @since 0.2 */
 } mem4d_metric;
 
 /**
