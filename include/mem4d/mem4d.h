@@ -1196,6 +1196,31 @@ MEM4D_API const char *mem4d_import_warning(const mem4d_import *import, size_t in
  */
 MEM4D_API mem4d_world_source mem4d_import_world_source(const mem4d_import *import);
 
+/**
+ * The Megatron-LM flags that set a layout, as one line a user can paste into
+ * a launch script: the parallel sizes, micro-batch (and global batch and
+ * sequence length when set), uneven first/last stages, virtual pipeline
+ * chunks, sequence parallelism, optimizer sharding, gradient/parameter
+ * overlap and recompute, e.g. "--tensor-model-parallel-size 8
+ * --context-parallel-size 1 --pipeline-model-parallel-size 4
+ * --micro-batch-size 1 --sequence-parallel --use-distributed-optimizer".
+ * Switches that are off are not written, so the line replaces the job's
+ * parallel, micro-batch, recompute and optimizer flags. Read back by
+ * mem4d_import_megatron(), it gives the same values for those keys.
+ * @param model The model (its layer count sets layers per virtual stage and
+ *        the layers per recompute group).
+ * @param layout The layout.
+ * @param[out] buf Receives the NUL-terminated line; may be NULL when size is 0.
+ * @param size Bytes available at buf.
+ * @param[out] length If not NULL, receives the line's length without the NUL,
+ *        also when buf is too small (call with size 0 to measure).
+ * @return ::MEM4D_OK, ::MEM4D_E_RANGE when size is not more than the length
+ *         (buf then holds "" if size > 0), or ::MEM4D_E_INVALID_ARG.
+ * @since 0.2
+ */
+MEM4D_API mem4d_status mem4d_layout_megatron_args(const mem4d_model *model, const mem4d_layout *layout,
+                                                  char *buf, size_t size, size_t *length);
+
 /** @} */
 
 #ifdef __cplusplus
