@@ -39,22 +39,9 @@
  * (its userbuffers default, num_sm = 16). */
 #define UB_SMS 16
 
-/* Link figures of one kind of collective path. */
-struct link {
-    double bw;  /* bytes/s per GPU reached by collectives; 0: not modelled */
-    double lat; /* seconds per collective step */
-};
-
-/* Per-device figures, in SI units, with the efficiencies applied. */
-struct machine {
-    double gemm;      /* bf16 FLOP/s reached by large GEMMs */
-    double gemm_lin;  /* FLOP/s of large linear-layer GEMMs (fp8 when on) */
-    double hbm;       /* bytes/s of HBM; 0: not modelled */
-    double domain;    /* GPUs sharing one NVLink domain */
-    double kernel;    /* seconds per kernel launch / dependency */
-    uint64_t sms;     /* SMs for wave quantisation; 0: none */
-    struct link intra, inter;
-};
+#define link m4d_link
+#define machine m4d_machine
+#define shapes m4d_shapes
 
 /* Seconds of one micro-batch's work on one GPU. */
 struct unit_time {
@@ -75,9 +62,11 @@ struct unit_time {
  * the unsigned one a branchy sequence, and this runs per searched layout. */
 static inline double D(uint64_t v) { return (double)(int64_t)v; }
 
-static double ppm(uint64_t v) { return D(v) / 1e6; }
+static double ppm(uint64_t v) { return D(v) * 1e-6; }
 
-static inline uint64_t cdiv(uint64_t n, uint64_t d) { return (n + d - 1) / d; }
+/* Ceiling of a positive quotient that is an integer up to rounding error
+ * (no libm, no integer division in the per-layout path). */
+static inline double ceil_q(double q) { return (double)(int64_t)(q + 0.999999); }
 
 static struct machine machine_of(const struct m4d_ctx *x, const mem4d_device *dev)
 {
@@ -97,7 +86,9 @@ static struct machine machine_of(const struct m4d_ctx *x, const mem4d_device *de
         .hbm = D(dv[MEM4D_DEVICE_HBM_BANDWIDTH]),
         .domain = dv[MEM4D_DEVICE_NVLINK_DOMAIN] ? D(dv[MEM4D_DEVICE_NVLINK_DOMAIN]) : gpn,
         .kernel = D(dv[MEM4D_DEVICE_KERNEL_OVERHEAD_NS]) * 1e-9,
-        .sms = dv[MEM4D_DEVICE_SM_COUNT],
+        .sms = D(dv[MEM4D_DEVICE_SM_COUNT]),
+        .inv_sms = dv[MEM4D_DEVICE_SM_COUNT] ? 1 / D(dv[MEM4D_DEVICE_SM_COUNT]) : 0,
+        .inv_hbm = dv[MEM4D_DEVICE_HBM_BANDWIDTH] ? 1 / D(dv[MEM4D_DEVICE_HBM_BANDWIDTH]) : 0,
         .intra = {D(dv[MEM4D_DEVICE_INTRA_NODE_BANDWIDTH]) * ce, D(dv[MEM4D_DEVICE_INTRA_NODE_LATENCY_NS]) * 1e-9},
         .inter = {inter * ce, D(dv[MEM4D_DEVICE_INTER_NODE_LATENCY_NS]) * 1e-9},
     };
@@ -121,27 +112,26 @@ static double ring_time(const struct link *l, double n, double bytes, double fra
     return steps * l->lat + frac * bytes / l->bw;
 }
 
-/* Share of the SMs busy over the waves of `tiles` equal tiles. Hopper and
- * later cuBLAS kernels spread a partial last wave over the idle SMs
- * (stream-K / split-K), recovering about half of the idle time; the
- * partial-sum fix-up costs the rest. */
-static double wave_eff(const struct machine *mc, uint64_t tiles)
+/* Tile-slots lost to wave quantisation over `tiles` equal tiles, as
+ * (tiles + lost) / tiles: the SMs idle in the partial last wave. Hopper and
+ * later cuBLAS kernels spread that wave over the idle SMs (stream-K /
+ * split-K), recovering about half of the idle time; the partial-sum fix-up
+ * costs the rest. */
+static inline double wave_slots(const struct machine *mc, double tiles)
 {
-    if (mc->sms == 0 || tiles == 0)
-        return 1;
-    uint64_t idle = cdiv(tiles, mc->sms) * mc->sms - tiles;
-    return D(tiles) / (D(tiles) + 0.5 * D(idle));
+    if (mc->sms == 0 || tiles <= 0)
+        return tiles;
+    return tiles + 0.5 * (ceil_q(tiles * mc->inv_sms) * mc->sms - tiles);
 }
 
 /* One GEMM of M x N x K at `rate` FLOP/s for large shapes, inputs of `eb`
  * bytes per element: the slower of its compute (wave quantisation over
  * the SMs, the K pipeline fill) and its HBM traffic (bf16 output). */
-static double gemm_time(const struct machine *mc, uint64_t M, uint64_t N, uint64_t K, double rate, double eb)
+static inline __attribute__((always_inline)) double gemm_time(const struct machine *mc, double m, double n, double k, double rate, double eb)
 {
-    double m = D(M), n = D(N), k = D(K);
-    double eff = wave_eff(mc, cdiv(M, TILE_M) * cdiv(N, TILE_N)) * k / (k + K_FILL);
-    double compute = 2 * m * n * k / (rate * eff);
-    double mem = mc->hbm > 0 ? (eb * (m * k + k * n) + 2 * m * n) / mc->hbm : 0;
+    double tiles = ceil_q(m * (1.0 / TILE_M)) * ceil_q(n * (1.0 / TILE_N));
+    double compute = 2 * m * n * (k + K_FILL) * wave_slots(mc, tiles) / (rate * tiles);
+    double mem = (eb * (m * k + k * n) + 2 * m * n) * mc->inv_hbm;
     return MAX(compute, mem);
 }
 
@@ -154,23 +144,19 @@ static uint64_t mlp_width(const struct m4d_ctx *x)
 }
 
 /* The four linear layers of a layer and the head, as GEMM shapes on one
- * GPU: M tokens (CP-local, TP-gathered), N outputs and K inputs after the
- * TP split. */
-struct shapes {
-    uint64_t M, qkv_n, h, q_k, fc1_n, f_k, head_n;
-};
-
+ * GPU (M is set per micro-batch size). */
 static struct shapes shapes_of(const struct m4d_ctx *x)
 {
-    uint64_t q = x->a * x->dh, kv = x->k * x->dh, F = mlp_width(x);
+    double rt = 1 / D(x->t), q = D(x->a * x->dh), kv = D(x->k * x->dh), F = D(mlp_width(x));
     struct shapes s = {
-        .M = x->b * x->s / x->c,
-        .qkv_n = (q + 2 * kv) / x->t,
-        .h = x->h,
-        .q_k = q / x->t,
-        .fc1_n = (x->gated ? 2 : 1) * F / x->t,
-        .f_k = F / x->t,
-        .head_n = x->Vp / x->t,
+        .M = 0,
+        .qkv_n = (q + 2 * kv) * rt,
+        .h = D(x->h),
+        .q_k = q * rt,
+        .kv_k = kv * rt,
+        .fc1_n = (x->gated ? 2 : 1) * F * rt,
+        .f_k = F * rt,
+        .head_n = D(x->Vp) * rt,
     };
     return s;
 }
@@ -182,24 +168,23 @@ static struct shapes shapes_of(const struct m4d_ctx *x)
  * element, 5 per weight element, per micro-batch, over HBM. */
 static double linears_fwd(const struct m4d_ctx *x, const struct machine *mc, const struct shapes *g, double *cast)
 {
-    double eb = x->fp8 ? 1 : 2, r = mc->gemm_lin, rs = r;
-    uint64_t M = g->M, n = 1;
+    double eb = x->fp8 ? 1 : 2, r = mc->gemm_lin, rs = r, M = g->M, n = 1;
     if (x->tp_overlap && x->t > 1) {
         /* Userbuffers overlap runs each GEMM as t chunks of M/t rows, one
          * per ring step; the reduce-scatter of the row-parallel ones keeps
          * UB_SMS SMs busy while they run. */
-        n = x->t;
-        M = cdiv(M, n);
+        n = D(x->t);
+        M = ceil_q(M / n);
         if (mc->sms > UB_SMS)
-            rs = r * D(mc->sms - UB_SMS) / D(mc->sms);
+            rs = r * (mc->sms - UB_SMS) * mc->inv_sms;
     }
-    double tm = D(n) * (gemm_time(mc, M, g->qkv_n, g->h, r, eb) + gemm_time(mc, M, g->h, g->q_k, rs, eb) +
+    double tm = n * (gemm_time(mc, M, g->qkv_n, g->h, r, eb) + gemm_time(mc, M, g->h, g->q_k, rs, eb) +
                         gemm_time(mc, M, g->fc1_n, g->h, r, eb) + gemm_time(mc, M, g->h, g->f_k, rs, eb));
     *cast = 0;
-    if (x->fp8 && mc->hbm > 0) {
-        double T = D(g->M), in = D(g->h) * 2 + D(g->q_k) + D(g->f_k), out = D(g->qkv_n + g->fc1_n) + 2 * D(g->h);
-        double w = D(g->h) * D(g->qkv_n + g->fc1_n) + D(g->h) * D(g->q_k + g->f_k);
-        *cast = (5 * T * in + 4 * T * out + 5 * w) / mc->hbm;
+    if (x->fp8) {
+        double T = g->M, in = g->h * 2 + g->q_k + g->f_k, out = g->qkv_n + g->fc1_n + 2 * g->h;
+        double w = g->h * (g->qkv_n + g->fc1_n + g->q_k + g->f_k);
+        *cast = (5 * T * in + 4 * T * out + 5 * w) * mc->inv_hbm;
     }
     return tm;
 }
@@ -211,11 +196,11 @@ static void attention_time(const struct m4d_ctx *x, const struct machine *mc, do
 {
     double qd = D(x->a * x->dh);
     double flops = 0.5 * 4 * D(x->b) * D(x->s) * D(x->s) * qd / D(x->t * x->c);
-    uint64_t tiles = x->b * (x->a / x->t) * cdiv(x->s / x->c, ATTN_TILE);
-    double kv = D(x->s) / D(2 * x->c); /* mean keys per query row and CP step */
-    double w = wave_eff(mc, tiles) * kv / (kv + ATTN_FILL);
-    *fwd = flops / (mc->gemm * ATTN_FWD_SHARE * w);
-    *bwd = ATTN_BWD_WORK * flops / (mc->gemm * ATTN_BWD_SHARE * w);
+    double sc = D(x->s) / D(x->c), tiles = D(x->b * x->a) / D(x->t) * ceil_q(sc * (1.0 / ATTN_TILE));
+    double kv = 0.5 * sc; /* mean keys per query row and CP step */
+    double cost = flops * wave_slots(mc, tiles) * (kv + ATTN_FILL) / (mc->gemm * tiles * kv);
+    *fwd = cost * (1 / ATTN_FWD_SHARE);
+    *bwd = cost * (ATTN_BWD_WORK / ATTN_BWD_SHARE);
 }
 
 /* Memory-bound element-wise work of one layer's forward, in bytes: two
@@ -224,9 +209,9 @@ static void attention_time(const struct m4d_ctx *x, const struct machine *mc, do
  * the TP-split widths, bf16. The backward moves twice as much. */
 static double elementwise_bytes(const struct m4d_ctx *x, const struct shapes *g)
 {
-    double M = D(g->M), Mh = x->t > 1 && x->sp ? M / D(x->t) : M;
-    double act = (x->gated ? 3 : 2) * D(g->f_k);
-    return 2 * (Mh * 10 * D(x->h) + M * (2 * D(g->q_k + x->k * x->dh / x->t) + act));
+    double M = g->M, Mh = x->t > 1 && x->sp ? M / D(x->t) : M;
+    double act = (x->gated ? 3 : 2) * g->f_k;
+    return 2 * (Mh * 10 * g->h + M * (2 * (g->q_k + g->kv_k) + act));
 }
 
 /* TP collectives of one layer (SP: all-gather before the column-parallel
@@ -280,14 +265,16 @@ static double ep_time(const struct m4d_ctx *x, const struct machine *mc, double 
     return (passes_fwd + 1) * 2 * one;
 }
 
-static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct machine *mc)
+static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_perf_group *pg)
 {
     /* Full recompute runs the forward, and its collectives, once more. */
     double pf = x->recompute == 2 ? 2 : 1;
-    struct shapes g = shapes_of(x);
+    const struct machine *mc = &pg->mc;
+    struct shapes g = pg->g;
+    g.M = D(x->b * x->s) / D(x->c);
     double cast, lin = linears_fwd(x, mc, &g, &cast), af, ab;
     attention_time(x, mc, &af, &ab);
-    double ew = mc->hbm > 0 ? elementwise_bytes(x, &g) / mc->hbm : 0;
+    double ew = elementwise_bytes(x, &g) * mc->inv_hbm;
     double fwd = lin + af + ew + KERNELS_FWD * mc->kernel;
     double bwd = 2 * lin + ab + 2 * ew + 2 * KERNELS_FWD * mc->kernel;
     if (x->recompute == 1) /* selective: the attention core runs again */
@@ -299,26 +286,14 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct machi
     u.layer_tp = tp_time(x, mc, lin / 4, pf);
     u.layer_cp = cp_time(x, mc, af, ab, pf);
     u.layer_ep = ep_time(x, mc, pf);
-    if (x->zero >= 3) {
-        /* ZeRO-3 / FSDP: the layer's weights are gathered before its
-         * forward and again before its backward, its gradients
-         * reduce-scattered after; prefetch hides them behind the
-         * neighbouring layer's compute. */
-        double n = D(x->d * x->c), w = 0;
-        uint64_t ap, mp, np;
-        if (m4d_layer_params(x, &ap, &mp, &np))
-            w = D(ap + mp + np) / D(x->t);
-        const struct link *l = link_for(mc, D(x->t * x->c * x->d));
-        double ag = ring_time(l, n, w * D(x->param_bytes), (n - 1) / n, n - 1);
-        double rs = ring_time(l, n, w * D(x->grad_bytes), (n - 1) / n, n - 1);
-        u.layer_fsdp = pf * MAX0(ag - fwd) + MAX0(ag + rs - bwd);
-    }
-    double logits = D(g.M) * D(g.head_n);
-    double head = 3 * gemm_time(mc, g.M, g.head_n, g.h, mc->gemm, 2);
+    /* ZeRO-3 / FSDP: the layer's weights are gathered before its forward
+     * and again before its backward, its gradients reduce-scattered after;
+     * prefetch hides them behind the neighbouring layer's compute. */
+    if (x->zero >= 3)
+        u.layer_fsdp = pf * MAX0(pg->fsdp_ag - fwd) + MAX0(pg->fsdp_ag + pg->fsdp_rs - bwd);
     /* Cross entropy over fp32 logits: about 12 bytes per logit read and
      * written over forward and backward. */
-    if (mc->hbm > 0)
-        head += 12 * logits / mc->hbm;
+    double head = 3 * gemm_time(mc, g.M, g.head_n, g.h, mc->gemm, 2) + 12 * g.M * g.head_n * mc->inv_hbm;
     u.head = head + 6 * mc->kernel;
     return u;
 }
@@ -346,23 +321,24 @@ static void stage_layers(const struct m4d_ctx *x, double *first, double *mid, do
     *mid = per;
 }
 
-/* Megatron's model FLOPs per step (training.py, num_floating_point_operations,
- * the --log-throughput figure): 3 passes, full s x s attention, no recompute. */
-static double model_flops(const struct m4d_ctx *x)
+/* Megatron's model FLOPs per sequence (training.py,
+ * num_floating_point_operations, the --log-throughput figure): 3 passes,
+ * full s x s attention, no recompute. */
+static double model_flops_per_seq(const struct m4d_ctx *x)
 {
     double s = D(x->s), h = D(x->h), qd = D(x->a * x->dh), kvd = D(x->k * x->dh);
     double gm = x->gated ? 3 : 2;
     double layer = 2 * s * h * (2 * qd + 2 * kvd) + 4 * s * s * qd + 2 * s * h * gm * D(mlp_width(x));
-    return 3 * D(x->gbs) * (D(x->L) * layer + 2 * s * h * D(x->Vp));
+    return 3 * (D(x->L) * layer + 2 * s * h * D(x->Vp));
 }
 
 /* Gradient reduction and parameter gather over the d*c ranks that share
- * weights; returns exposed seconds, and the optimizer step in *opt_s. */
-static double dp_time(const struct m4d_ctx *x, const struct machine *mc, double params, double bwd_stage,
-                      double fwd_stage, double widen, double *opt_s)
+ * the `params` weights of the heaviest stage, before any overlap, and the
+ * optimizer step. */
+static void dp_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg, double params)
 {
     double n = D(x->d * x->c), frac = (n - 1) / n;
-    const struct link *l = link_for(mc, D(x->t * x->c * x->d));
+    const struct link *l = link_for(&pg->mc, D(x->t * x->c * x->d));
     double bucket = D(x->bucket);
     if (bucket == 0) /* Megatron: max(40M, 1M x dp) elements */
         bucket = n > 40 ? 1e6 * n : 40e6;
@@ -370,29 +346,36 @@ static double dp_time(const struct m4d_ctx *x, const struct machine *mc, double 
      * n-1 latency-bound steps each. */
     double colls = (double)(int64_t)(params / bucket) + 1, steps = colls * (n - 1);
     double g = params * D(x->grad_bytes), w = params * D(x->param_bytes);
-    double reduce = 0, gather = 0, bwd_window = widen * bwd_stage, fwd_window = widen * fwd_stage;
+    pg->dp_reduce = pg->dp_gather = 0;
+    pg->dp_colls = colls;
     if (x->zero >= 3) {
-        /* gathers and reduce-scatters ran per layer (unit_time_of) */
+        /* gathers and reduce-scatters run per layer (unit_time_of) */
     } else if (x->zero >= 1) {
-        reduce = ring_time(l, n, g, frac, steps);
-        gather = ring_time(l, n, w, frac, steps);
+        pg->dp_reduce = ring_time(l, n, g, frac, steps);
+        pg->dp_gather = ring_time(l, n, w, frac, steps);
     } else {
-        reduce = ring_time(l, n, g, 2 * frac, 2 * steps);
+        pg->dp_reduce = ring_time(l, n, g, 2 * frac, 2 * steps);
     }
-    /* Buckets are reduced as the backward produces them: all but the last
-     * bucket hide behind the rest of the last micro-batch's backward. With
-     * v chunks the others hide in the cool-down (window), but the first
-     * chunk's 1/v finishes last, behind its own backward only. */
-    double v = D(x->v ? x->v : 1);
-    if (x->overlap_grad)
-        reduce = MAX(MAX(reduce - bwd_window, reduce / colls), MAX0(reduce - bwd_stage) / v);
-    if (x->overlap_param)
-        gather = MAX(MAX(gather - fwd_window, gather / colls), MAX0(gather - fwd_stage) / v);
     /* Adam is memory-bound: read the gradient, read and write master
      * weights and both moments, write the bf16 weights. */
     double shard = x->zero >= 1 ? params / n : params;
     double per = D(x->grad_bytes) + 2.0 * D(x->master_bytes) + 4.0 * D(x->opt_bytes) + D(x->param_bytes);
-    *opt_s = mc->hbm > 0 ? shard * per / mc->hbm : 0;
+    pg->opt_s = shard * per * pg->mc.inv_hbm;
+}
+
+/* Exposed DP seconds. Buckets are reduced as the backward produces them:
+ * all but the last bucket hide behind the rest of the last micro-batch's
+ * backward. With v chunks the others hide in the cool-down (widen), but the
+ * first chunk's 1/v finishes last, behind its own backward only. The
+ * parameter gather is the same against the first forwards. */
+static double dp_exposed(const struct m4d_ctx *x, const struct m4d_perf_group *pg, double bwd_stage,
+                         double fwd_stage, double widen)
+{
+    double reduce = pg->dp_reduce, gather = pg->dp_gather, colls = pg->dp_colls, v = D(x->v ? x->v : 1);
+    if (x->overlap_grad)
+        reduce = MAX(MAX(reduce - widen * bwd_stage, reduce / colls), MAX0(reduce - bwd_stage) / v);
+    if (x->overlap_param)
+        gather = MAX(MAX(gather - widen * fwd_stage, gather / colls), MAX0(gather - fwd_stage) / v);
     return reduce + gather;
 }
 
@@ -405,10 +388,10 @@ struct pipeline {
 /* Stage times per micro-batch: the first stage also holds the head when
  * p = 1. The slowest stage sets the pace of the steady state; the others'
  * warm-up and cool-down form the bubble, cut by v. */
-static struct pipeline pipeline_of(const struct m4d_ctx *x, const struct unit_time *u, double p2p)
+static struct pipeline pipeline_of(const struct m4d_ctx *x, const struct m4d_perf_group *pg,
+                                   const struct unit_time *u, double p2p)
 {
-    double n_first, n_mid, n_last, p = D(x->p), v = D(x->v ? x->v : 1);
-    stage_layers(x, &n_first, &n_mid, &n_last);
+    double n_first = pg->n_first, n_mid = pg->n_mid, n_last = pg->n_last, p = D(x->p), v = D(x->v ? x->v : 1);
     double lt = u->layer_compute + u->layer_tp + u->layer_cp + u->layer_ep + u->layer_fsdp;
     double hf = x->p == 1 ? u->head : 0;
     double tf = n_first * lt + hf + p2p, tm = n_mid * lt + p2p, tl = n_last * lt + u->head + p2p;
@@ -421,44 +404,63 @@ static struct pipeline pipeline_of(const struct m4d_ctx *x, const struct unit_ti
         if (tl > pl.tmax)
             pl = (struct pipeline){tl, n_last * u->layer_compute + u->head, n_last, 0, 0, 0};
     }
-    pl.layers_max = MAX(MAX(n_first, n_mid), n_last);
+    pl.layers_max = pg->layers_max;
     pl.bubble = (sum - pl.tmax) / v;
     pl.total = D(x->m) * pl.tmax + pl.bubble;
     return pl;
 }
 
-void m4d_perf(const struct m4d_ctx *x, const mem4d_device *dev, mem4d_report *r)
+void m4d_perf_prepare(const struct m4d_ctx *x, const mem4d_device *dev, struct m4d_perf_group *pg)
 {
-    r->have_metrics = false;
-    for (int i = 0; i < M4D_NMETRICS; i++)
-        r->metric[i] = 0;
-    if (dev->v[MEM4D_DEVICE_PEAK_FLOPS] == 0 || x->m == 0 || x->p == 0 || x->t == 0 || x->c == 0)
+    pg->ok = dev->v[MEM4D_DEVICE_PEAK_FLOPS] != 0 && x->gbs != 0 && x->p != 0 && x->t != 0 && x->c != 0;
+    if (!pg->ok)
         return;
-    struct machine mc = machine_of(x, dev);
-    struct unit_time u = unit_time_of(x, &mc);
-    double p2p = p2p_time(x, &mc), m = D(x->m);
-    struct pipeline pl = pipeline_of(x, &u, p2p);
-    /* The DP collectives of the heaviest stage hide behind the last
-     * micro-batch's backward (reduce) and the first forward (gather). */
+    pg->mc = machine_of(x, dev);
+    pg->g = shapes_of(x);
+    stage_layers(x, &pg->n_first, &pg->n_mid, &pg->n_last);
+    pg->layers_max = MAX(MAX(pg->n_first, pg->n_mid), pg->n_last);
+    pg->flops_per_seq = model_flops_per_seq(x);
+    pg->peak = D(dev->v[MEM4D_DEVICE_PEAK_FLOPS]);
+    /* Weights of one layer on one GPU (experts split over ep), and of the
+     * heaviest stage with its embedding. */
     double wl = 0;
     uint64_t ap, mp, np;
     if (m4d_layer_params(x, &ap, &mp, &np))
         wl = (D(ap + np) + D(mp) / D(x->experts ? x->ep : 1)) / D(x->t);
     double embed = (x->p == 1 && !x->tied ? 2.0 : 1.0) * D(x->h) * D(x->Vp) / D(x->t);
-    double params = pl.layers_max * wl + embed, opt_s;
-    /* Interleaved, the last v-1 chunks of a rank finish their backward
+    dp_prepare(x, pg, pg->layers_max * wl + embed);
+    pg->fsdp_ag = pg->fsdp_rs = 0;
+    if (x->zero >= 3) {
+        double n = D(x->d * x->c);
+        const struct link *l = link_for(&pg->mc, D(x->t * x->c * x->d));
+        pg->fsdp_ag = ring_time(l, n, wl * D(x->param_bytes), (n - 1) / n, n - 1);
+        pg->fsdp_rs = ring_time(l, n, wl * D(x->grad_bytes), (n - 1) / n, n - 1);
+    }
+}
+
+void m4d_perf_fill(const struct m4d_ctx *x, const struct m4d_perf_group *pg, mem4d_report *r)
+{
+    r->have_metrics = false; /* every metric is written below when true */
+    if (!pg->ok || x->m == 0)
+        return;
+    struct unit_time u = unit_time_of(x, pg);
+    double p2p = p2p_time(x, &pg->mc), m = D(x->m);
+    struct pipeline pl = pipeline_of(x, pg, &u, p2p);
+    /* The DP collectives of the heaviest stage hide behind the last
+     * micro-batch's backward (reduce) and the first forward (gather).
+     * Interleaved, the last v-1 chunks of a rank finish their backward
      * while the cool-down still runs about min(m, p) micro-batches of the
      * earlier chunks (and the first forwards of the warm-up likewise). */
     double v = D(x->v ? x->v : 1), mq = D(x->m < x->p ? x->m : x->p);
     double widen = 1 + (mq - 1) * (v - 1) / v;
-    double dp = dp_time(x, &mc, params, pl.layers_max * u.layer_bwd, pl.layers_max * u.layer_fwd, widen, &opt_s);
-    double step = pl.total + dp + opt_s;
-    double tflops = model_flops(x) / (step * 1e12 * D(x->world));
+    double dp = dp_exposed(x, pg, pl.layers_max * u.layer_bwd, pl.layers_max * u.layer_fwd, widen);
+    double step = pl.total + dp + pg->opt_s;
+    double tflops = pg->flops_per_seq * D(x->gbs) / (step * 1e12 * D(x->world));
     double *o = r->metric;
     o[MEM4D_METRIC_STEP_TIME_S] = step;
     o[MEM4D_METRIC_TOKENS_PER_S] = D(x->gbs) * D(x->s) / step;
     o[MEM4D_METRIC_TFLOPS_PER_GPU] = tflops;
-    o[MEM4D_METRIC_MFU] = tflops * 1e12 / D(dev->v[MEM4D_DEVICE_PEAK_FLOPS]);
+    o[MEM4D_METRIC_MFU] = tflops * 1e12 / pg->peak;
     o[MEM4D_METRIC_BUBBLE_FRACTION] = pl.bubble / step;
     o[MEM4D_METRIC_COMPUTE_TIME_S] = m * pl.cmax;
     double ml = m * pl.lmax;
@@ -468,9 +470,16 @@ void m4d_perf(const struct m4d_ctx *x, const mem4d_device *dev, mem4d_report *r)
     o[MEM4D_METRIC_PP_COMM_S] = m * p2p;
     o[MEM4D_METRIC_DP_COMM_S] = dp + ml * u.layer_fsdp;
     o[MEM4D_METRIC_BUBBLE_S] = pl.bubble;
-    o[MEM4D_METRIC_OPTIMIZER_S] = opt_s;
+    o[MEM4D_METRIC_OPTIMIZER_S] = pg->opt_s;
     o[MEM4D_METRIC_EXPOSED_COMM_S] = o[MEM4D_METRIC_TP_COMM_S] + o[MEM4D_METRIC_CP_COMM_S] +
                                      o[MEM4D_METRIC_EP_COMM_S] + o[MEM4D_METRIC_PP_COMM_S] +
                                      o[MEM4D_METRIC_DP_COMM_S];
     r->have_metrics = true;
+}
+
+void m4d_perf(const struct m4d_ctx *x, const mem4d_device *dev, mem4d_report *r)
+{
+    struct m4d_perf_group pg;
+    m4d_perf_prepare(x, dev, &pg);
+    m4d_perf_fill(x, &pg, r);
 }

@@ -196,6 +196,45 @@ mem4d_status m4d_report_finish(mem4d_report *r, const mem4d_device *dev);
  * device has no peak or the global batch is unknown. */
 void m4d_perf(const struct m4d_ctx *x, const mem4d_device *dev, mem4d_report *r);
 
+/* Link figures of one kind of collective path. */
+struct m4d_link {
+    double bw;  /* bytes/s per GPU reached by collectives; 0: not modelled */
+    double lat; /* seconds per collective step */
+};
+
+/* Per-device figures, in SI units, with the efficiencies applied. */
+struct m4d_machine {
+    double gemm;         /* bf16 FLOP/s reached by large GEMMs */
+    double gemm_lin;     /* FLOP/s of large linear-layer GEMMs (fp8 when on) */
+    double hbm, inv_hbm; /* bytes/s of HBM and its inverse; 0: not modelled */
+    double domain;       /* GPUs sharing one NVLink domain */
+    double kernel;       /* seconds per kernel launch / dependency */
+    double sms, inv_sms; /* SMs for wave quantisation; 0: none */
+    struct m4d_link intra, inter;
+};
+
+/* GEMM shapes of one layer and the head on one GPU: M tokens (CP-local,
+ * TP-gathered), N outputs and K inputs after the TP split. */
+struct m4d_shapes {
+    double M, qkv_n, h, q_k, kv_k, fc1_n, f_k, head_n;
+};
+
+/* What the step time of a layout shares with every layout that differs only
+ * in the micro-batch size and recompute (a search group): the machine, the
+ * shapes but M, the stage split, the data-parallel collectives and the
+ * optimizer step. m4d_perf() = m4d_perf_prepare() + m4d_perf_fill(). */
+struct m4d_perf_group {
+    bool ok; /* false: no speed for this device / layout */
+    struct m4d_machine mc;
+    struct m4d_shapes g;
+    double n_first, n_mid, n_last, layers_max;
+    double dp_reduce, dp_gather, dp_colls, opt_s; /* unhidden DP seconds, buckets, optimizer */
+    double fsdp_ag, fsdp_rs;                       /* one layer's ZeRO-3 gather / reduce-scatter */
+    double flops_per_seq, peak;                    /* Megatron's model FLOPs per sequence; bf16 peak */
+};
+void m4d_perf_prepare(const struct m4d_ctx *x, const mem4d_device *dev, struct m4d_perf_group *pg);
+void m4d_perf_fill(const struct m4d_ctx *x, const struct m4d_perf_group *pg, mem4d_report *r);
+
 /* --- presets.c -------------------------------------------------------------- */
 
 /* In a preset row, 0 means "the default"; M4D_ZERO means an explicit 0. */
