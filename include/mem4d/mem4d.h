@@ -672,6 +672,50 @@ MEM4D_API mem4d_status mem4d_device_param_from_name(const char *name, mem4d_devi
  */
 MEM4D_API mem4d_status mem4d_device_param_bounds(mem4d_device_param key, uint64_t *min, uint64_t *max);
 
+/**
+ * Apply a device file's text to a device. The format is one `KEY = VALUE`
+ * per line, keys and values as for mem4d_device_set_str() (e.g.
+ * `gpus_per_node = 4`, `nic_bandwidth = 50000000000`); `preset = NAME`,
+ * allowed as the first key only, starts from a built-in device;
+ * `name = TEXT` names the device; blank lines and text after `#` are
+ * ignored. A rejected text leaves the device unchanged.
+ * @param device The device to change.
+ * @param text The file's bytes (need not be NUL-terminated).
+ * @param length Bytes of text.
+ * @param[out] why Receives one sentence naming the line at fault (may be NULL).
+ * @param why_size Size of why.
+ * @return ::MEM4D_OK, ::MEM4D_E_INVALID_ARG, ::MEM4D_E_PARSE (not KEY = VALUE,
+ *         a bad value, a line over 511 bytes), ::MEM4D_E_UNKNOWN_KEY,
+ *         ::MEM4D_E_RANGE, ::MEM4D_E_UNKNOWN_PRESET or ::MEM4D_E_CONFLICT
+ *         (preset after another key).
+ * @since 0.2
+ */
+MEM4D_API mem4d_status mem4d_device_parse(mem4d_device *device, const char *text, size_t length, char *why,
+                                          size_t why_size);
+
+/**
+ * Read a device file (at most 1 MiB) and apply it with mem4d_device_parse().
+ * @param device The device to change.
+ * @param path The file.
+ * @param[out] why Receives one sentence naming the file or line at fault (may be NULL).
+ * @param why_size Size of why.
+ * @return as mem4d_device_parse(), or ::MEM4D_E_IO, ::MEM4D_E_NOMEM.
+ * @since 0.2
+ */
+MEM4D_API mem4d_status mem4d_device_load(mem4d_device *device, const char *path, char *why, size_t why_size);
+
+/**
+ * Write a device as a device file: its name and every parameter, which
+ * mem4d_device_parse() reads back to an equal device.
+ * @param device The device.
+ * @param[out] buf Receives the NUL-terminated text ("" when too small).
+ * @param size Size of buf (0 with buf NULL to ask for the length).
+ * @param[out] length Receives the text's length without the NUL (may be NULL).
+ * @return ::MEM4D_OK, ::MEM4D_E_RANGE when buf is too small, ::MEM4D_E_INVALID_ARG.
+ * @since 0.2
+ */
+MEM4D_API mem4d_status mem4d_device_format(const mem4d_device *device, char *buf, size_t size, size_t *length);
+
 /** @} */
 
 /* ------------------------------------------------------------------------ */
