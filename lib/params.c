@@ -13,13 +13,15 @@ static const char *const norm_names[] = {"rmsnorm", "layernorm", NULL};
 static const char *const recompute_names[] = {"none", "selective", "full", NULL};
 static const char *const method_names[] = {"uniform", "block", NULL};
 static const char *const mode_names[] = {"full", "paper", NULL};
+M4D_TABLE_ROWS(mode_names, M4D_NMODES + 1); /* mem4d_mode's names, in order, and the NULL */
 
 #define BOOL_ROW(n, a, a2, def) {n, a, a2, 0, 1, def, NULL, true, 0}
 #define NUM_ROW(n, a, a2, lo, hi, def) {n, a, a2, lo, hi, def, NULL, false, 0}
-#define ENUM_ROW(n, a, a2, names, hi, def) {n, a, a2, 0, hi, def, names, false, 0}
+/* An enumerated key's largest value follows from its NULL-terminated names. */
+#define ENUM_ROW(n, a, a2, names, def) {n, a, a2, 0, M4D_LEN(names) - 2, def, names, false, 0}
 #define SET_ROW(n, a, a2, lo, hi, def, mask) {n, a, a2, lo, hi, def, NULL, false, mask}
 
-const struct m4d_param_desc m4d_model_params[M4D_MODEL_NPARAM] = {
+const struct m4d_param_desc m4d_model_params[] = {
     [MEM4D_MODEL_HIDDEN_SIZE] = NUM_ROW("hidden_size", "h", NULL, 1, 1u << 20, 0),
     [MEM4D_MODEL_FFN_HIDDEN_SIZE] = NUM_ROW("ffn_hidden_size", "intermediate_size", "f", 1, 1u << 22, 0),
     [MEM4D_MODEL_NUM_LAYERS] = NUM_ROW("num_layers", "num_hidden_layers", "layers", 1, 4096, 0),
@@ -29,7 +31,7 @@ const struct m4d_param_desc m4d_model_params[M4D_MODEL_NPARAM] = {
     [MEM4D_MODEL_VOCAB_SIZE] = NUM_ROW("vocab_size", "vocab", NULL, 1, 1u << 24, 0),
     [MEM4D_MODEL_TIED_EMBEDDINGS] = BOOL_ROW("tie_word_embeddings", "tied_embeddings", NULL, 0),
     [MEM4D_MODEL_QKV_BIAS] = BOOL_ROW("add_qkv_bias", "qkv_bias", NULL, 0),
-    [MEM4D_MODEL_NORM] = ENUM_ROW("normalization", "norm", NULL, norm_names, 1, 0),
+    [MEM4D_MODEL_NORM] = ENUM_ROW("normalization", "norm", NULL, norm_names, 0),
     [MEM4D_MODEL_GATED_MLP] = BOOL_ROW("swiglu", "gated_mlp", NULL, 1),
     [MEM4D_MODEL_NUM_EXPERTS] = NUM_ROW("num_experts", "num_local_experts", NULL, 0, 4096, 0),
     [MEM4D_MODEL_EXPERT_TOPK] = NUM_ROW("moe_router_topk", "num_experts_per_tok", NULL, 0, 4096, 0),
@@ -38,8 +40,9 @@ const struct m4d_param_desc m4d_model_params[M4D_MODEL_NPARAM] = {
                                                    "shared_expert_intermediate_size", NULL, 0, 1u << 22, 0),
     [MEM4D_MODEL_MAX_POSITION] = NUM_ROW("max_position_embeddings", NULL, NULL, 0, 1u << 26, 0),
 };
+M4D_TABLE_ROWS(m4d_model_params, M4D_MODEL_NPARAM);
 
-const struct m4d_param_desc m4d_layout_params[M4D_LAYOUT_NPARAM] = {
+const struct m4d_param_desc m4d_layout_params[] = {
     [MEM4D_LAYOUT_TP] = NUM_ROW("tp", "tensor_model_parallel_size", NULL, 1, 4096, 1),
     [MEM4D_LAYOUT_CP] = NUM_ROW("cp", "context_parallel_size", NULL, 1, 4096, 1),
     [MEM4D_LAYOUT_PP] = NUM_ROW("pp", "pipeline_model_parallel_size", NULL, 1, M4D_MAX_STAGES, 1),
@@ -52,11 +55,11 @@ const struct m4d_param_desc m4d_layout_params[M4D_LAYOUT_NPARAM] = {
     [MEM4D_LAYOUT_DIST_OPT] = BOOL_ROW("dist_opt", "use_distributed_optimizer", NULL, 1),
     [MEM4D_LAYOUT_MAIN_GRAD_BYTES] = SET_ROW("main_grad_bytes", "grad_bytes", NULL, 2, 4, 4, (1u << 2) | (1u << 4)),
     [MEM4D_LAYOUT_VPP] = NUM_ROW("vpp", "virtual_pipeline_model_parallel_size", NULL, 1, M4D_MAX_STAGES, 1),
-    [MEM4D_LAYOUT_RECOMPUTE] = ENUM_ROW("recompute", "recompute_granularity", NULL, recompute_names, 2, 0),
-    [MEM4D_LAYOUT_RECOMPUTE_METHOD] = ENUM_ROW("recompute_method", NULL, NULL, method_names, 1, 0),
+    [MEM4D_LAYOUT_RECOMPUTE] = ENUM_ROW("recompute", "recompute_granularity", NULL, recompute_names, 0),
+    [MEM4D_LAYOUT_RECOMPUTE_METHOD] = ENUM_ROW("recompute_method", NULL, NULL, method_names, 0),
     [MEM4D_LAYOUT_RECOMPUTE_LAYERS] = NUM_ROW("recompute_num_layers", NULL, NULL, 0, 4096, 0),
     [MEM4D_LAYOUT_FLASH_ATTN] = BOOL_ROW("flash_attn", "use_flash_attn", NULL, 1),
-    [MEM4D_LAYOUT_MODE] = ENUM_ROW("mode", NULL, NULL, mode_names, 1, 0),
+    [MEM4D_LAYOUT_MODE] = ENUM_ROW("mode", NULL, NULL, mode_names, 0),
     [MEM4D_LAYOUT_VOCAB_DIVISOR] = NUM_ROW("make_vocab_size_divisible_by", "vocab_divisor", NULL, 1, 1u << 20, 128),
     [MEM4D_LAYOUT_ZERO_STAGE] = NUM_ROW("zero_stage", NULL, NULL, 0, 3, 0),
     [MEM4D_LAYOUT_PARAM_BYTES] = SET_ROW("param_bytes", NULL, NULL, 2, 4, 2, (1u << 2) | (1u << 4)),
@@ -76,10 +79,11 @@ const struct m4d_param_desc m4d_layout_params[M4D_LAYOUT_NPARAM] = {
     [MEM4D_LAYOUT_CROSS_ENTROPY_FUSION] = BOOL_ROW("cross_entropy_fusion", "cross_entropy_loss_fusion", NULL, 0),
     [MEM4D_LAYOUT_TP_COMM_OVERLAP] = BOOL_ROW("tp_comm_overlap", "async_tp", NULL, 0),
 };
+M4D_TABLE_ROWS(m4d_layout_params, M4D_LAYOUT_NPARAM);
 
 /* Device constants' defaults are documented in doc/formulas.md and
  * doc/full-model.md; presets override the hardware figures. */
-const struct m4d_param_desc m4d_device_params[M4D_DEVICE_NPARAM] = {
+const struct m4d_param_desc m4d_device_params[] = {
     [MEM4D_DEVICE_MEMORY_BYTES] = NUM_ROW("memory_bytes", "memory", NULL, 1, UINT64_C(1) << 50, 0),
     [MEM4D_DEVICE_PEAK_FLOPS] = NUM_ROW("peak_flops", "peak_bf16_flops", NULL, 0, UINT64_C(1) << 60, 0),
     [MEM4D_DEVICE_PEAK_FP8_FLOPS] = NUM_ROW("peak_fp8_flops", NULL, NULL, 0, UINT64_C(1) << 60, 0),
@@ -103,6 +107,7 @@ const struct m4d_param_desc m4d_device_params[M4D_DEVICE_NPARAM] = {
     [MEM4D_DEVICE_KERNEL_OVERHEAD_NS] = NUM_ROW("kernel_overhead_ns", NULL, NULL, 0, UINT64_C(1) << 40, 2000),
     [MEM4D_DEVICE_FP8_EFFICIENCY_PPM] = NUM_ROW("fp8_efficiency_ppm", NULL, NULL, 1, 1000000, 540000),
 };
+M4D_TABLE_ROWS(m4d_device_params, M4D_DEVICE_NPARAM);
 
 static bool allowed(const struct m4d_param_desc *d, uint64_t value)
 {

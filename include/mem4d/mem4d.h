@@ -81,7 +81,7 @@ typedef enum mem4d_status {
     MEM4D_E_MODEL = 8,          /**< The model is inconsistent or incomplete (e.g. hidden size not divisible by heads). */
     MEM4D_E_HEADS_TP = 9,       /**< Attention heads not divisible by the tensor-parallel size. */
     MEM4D_E_KV_HEADS_TP = 10,   /**< Key/value heads (query groups) not divisible by the tensor-parallel size. */
-    MEM4D_E_LAYERS_PP = 11,     /**< Layers not divisible by pipeline size (times virtual chunks). */
+    MEM4D_E_LAYERS_PP = 11,     /**< Layers not divisible by pipeline size (times virtual chunks), or not split by uneven first/last stages. */
     MEM4D_E_WORLD = 12,         /**< World size is not tp x cp x pp x dp. */
     MEM4D_E_SEQ = 13,           /**< Sequence length not divisible by 2 x cp, or by tp with sequence parallelism. */
     MEM4D_E_BATCH = 14,         /**< Global batch not divisible by micro-batch x dp. */
@@ -91,7 +91,7 @@ typedef enum mem4d_status {
     MEM4D_E_JSON = 18,          /**< A JSON document is malformed or a value has the wrong type. */
     MEM4D_E_MISSING = 19,       /**< A required value is missing (a key, a flag's value, a setting). */
     MEM4D_E_CONFLICT = 20,      /**< Two settings contradict each other. */
-    MEM4D_E_DIM_TP = 21,        /**< Hidden, FFN or expert size not divisible by the tensor-parallel size. */
+    MEM4D_E_DIM_TP = 21,        /**< An FFN size (dense, expert or shared-expert) not divisible by the tensor-parallel size. */
     MEM4D_E_EXPERTS = 22        /**< Experts not divisible by the expert-parallel size, or EP does not fit the layout. */
 } mem4d_status;
 
@@ -483,7 +483,8 @@ MEM4D_API mem4d_status mem4d_layout_param_bounds(mem4d_layout_param key, uint64_
 MEM4D_API const char *mem4d_layout_value_name(mem4d_layout_param key, uint64_t value);
 
 /**
- * Check a layout against a model: every rule of the notes' section 4.
+ * Check a layout against a model: every rule of doc/formulas.md, section
+ * "Valid layouts".
  * @param model The model.
  * @param layout The layout.
  * @param why Buffer for a sentence naming the numbers at fault (may be NULL).
@@ -1092,7 +1093,7 @@ MEM4D_API mem4d_status mem4d_search_stat_get(const mem4d_search *search, mem4d_s
  * @param layout The layout (its micro-batch is ignored).
  * @param device The device.
  * @param[out] mbs Receives the micro-batch size, 0 when not even 1 fits.
- * @return ::MEM4D_OK, a validation status or ::MEM4D_E_INVALID_ARG.
+ * @return ::MEM4D_OK, a validation status, ::MEM4D_E_NOMEM or ::MEM4D_E_INVALID_ARG.
  * @since 0.1
  */
 MEM4D_API mem4d_status mem4d_solve_max_micro_batch(const mem4d_model *model, const mem4d_layout *layout,
@@ -1105,7 +1106,7 @@ MEM4D_API mem4d_status mem4d_solve_max_micro_batch(const mem4d_model *model, con
  * @param layout The layout (its sequence length is ignored).
  * @param device The device.
  * @param[out] seq Receives the sequence length, 0 when none fits.
- * @return ::MEM4D_OK, a validation status or ::MEM4D_E_INVALID_ARG.
+ * @return ::MEM4D_OK, a validation status, ::MEM4D_E_NOMEM or ::MEM4D_E_INVALID_ARG.
  * @since 0.1
  */
 MEM4D_API mem4d_status mem4d_solve_max_seq_length(const mem4d_model *model, const mem4d_layout *layout,
