@@ -1268,6 +1268,119 @@ MEM4D_API mem4d_status mem4d_layout_megatron_args(const mem4d_model *model, cons
 
 /** @} */
 
+/* ------------------------------------------------------------------------ */
+/** @defgroup calibration Calibration: the device fitted to measured runs
+ * A calibration reads Megatron-LM training logs (their arguments block, the
+ * iteration lines with "elapsed time per iteration (ms)" and "throughput per
+ * GPU (TFLOP/s/GPU)", the "[Rank N] ... memory (MB) | allocated: ... | max
+ * allocated: ... | reserved: ... | max reserved: ..." lines), then fits a
+ * device to them: the efficiency that dominates each log's predicted step
+ * (matmul_efficiency_ppm, fp8_efficiency_ppm with fp8, or
+ * comm_efficiency_ppm when exposed communication outweighs compute), and
+ * the memory model's fixed workspace_bytes and allocator_overhead_ppm from
+ * the measured peaks. Several logs fit several constants together. See
+ * doc/perf.md, "Calibration".
+ * @{ */
+
+/** Opaque calibration handle: the logs read so far. @since 0.2 */
+typedef struct mem4d_calibration mem4d_calibration;
+
+/**
+ * Figures of one calibrated log. Values are fixed forever; new ones are appended.
+ * @since 0.2
+ */
+typedef enum mem4d_calibration_figure {
+    MEM4D_CALIBRATION_MEASURED_STEP_S = 0,           /**< Median elapsed time per iteration, first logged line left out (s). */
+    MEM4D_CALIBRATION_PREDICTED_STEP_BEFORE_S = 1,   /**< Step time the device predicted before the fit (s). */
+    MEM4D_CALIBRATION_PREDICTED_STEP_AFTER_S = 2,    /**< Step time the fitted device predicts (s). */
+    MEM4D_CALIBRATION_MEASURED_TFLOPS_PER_GPU = 3,   /**< Median "throughput per GPU (TFLOP/s/GPU)" (with --log-throughput). */
+    MEM4D_CALIBRATION_MEASURED_MAX_ALLOCATED = 4,    /**< "max allocated" of the first rank's last memory line, bytes. */
+    MEM4D_CALIBRATION_PREDICTED_MAX_ALLOCATED_BEFORE = 5, /**< Peak allocated of that rank's stage before the fit, bytes. */
+    MEM4D_CALIBRATION_PREDICTED_MAX_ALLOCATED_AFTER = 6,  /**< The same after the fit. */
+    MEM4D_CALIBRATION_MEASURED_MAX_RESERVED = 7,     /**< "max reserved" of that memory line, bytes. */
+    MEM4D_CALIBRATION_PREDICTED_MAX_RESERVED_BEFORE = 8,  /**< Peak reserved of the stage before the fit, bytes. */
+    MEM4D_CALIBRATION_PREDICTED_MAX_RESERVED_AFTER = 9,   /**< The same after the fit. */
+    MEM4D_CALIBRATION_MEMORY_RANK = 10               /**< The rank whose memory line was read. */
+} mem4d_calibration_figure;
+
+/**
+ * Create an empty calibration.
+ * @param[out] out Receives the handle; NULL on failure.
+ * @return ::MEM4D_OK, ::MEM4D_E_INVALID_ARG or ::MEM4D_E_NOMEM.
+ * @since 0.2
+ */
+MEM4D_API mem4d_status mem4d_calibration_new(mem4d_calibration **out);
+
+/**
+ * Free a calibration. NULL is allowed.
+ * @param cal The handle.
+ * @since 0.2
+ */
+MEM4D_API void mem4d_calibration_free(mem4d_calibration *cal);
+
+/**
+ * Read one Megatron-LM training log. The job is taken from the log's
+ * arguments block (Megatron prints every argument between "arguments" and
+ * "end of arguments" lines); a log without one needs the job's arguments in
+ * @p argv (as given to pretrain_gpt.py). Lines that are not iteration,
+ * memory or argument lines are passed over; a malformed one of those kinds
+ * is refused, and mem4d_calibration_message() names its line.
+ * @param cal The calibration.
+ * @param text The log's bytes (need not be NUL-terminated).
+ * @param length Bytes of text.
+ * @param argc Number of arguments in argv (0 when the log has its block).
+ * @param argv Megatron-LM arguments, used only when the log has no arguments block.
+ * @param world_size GPUs of the job, or 0 to take world_size from the arguments block.
+ * @return ::MEM4D_OK, ::MEM4D_E_PARSE (a line it cannot read), ::MEM4D_E_MISSING
+ *         (no iteration line; no arguments), ::MEM4D_E_RANGE (more than 32 logs),
+ *         an import status for arguments it refuses, or ::MEM4D_E_INVALID_ARG.
+ * @since 0.2
+ */
+MEM4D_API mem4d_status mem4d_calibration_add_megatron_log(mem4d_calibration *cal, const char *text, size_t length,
+                                                          int argc, const char *const *argv, uint64_t world_size);
+
+/**
+ * Fit a device to every log read: see the group's description. The device
+ * is changed only on success.
+ * @param cal The calibration.
+ * @param device The device to start from (a preset, or a device file), changed in place.
+ * @return ::MEM4D_OK, ::MEM4D_E_MISSING (no log), an estimate's status for a
+ *         log the device cannot estimate, or ::MEM4D_E_INVALID_ARG.
+ * @since 0.2
+ */
+MEM4D_API mem4d_status mem4d_calibration_fit(mem4d_calibration *cal, mem4d_device *device);
+
+/**
+ * A figure of one log after mem4d_calibration_fit().
+ * @param cal The calibration.
+ * @param log_index 0 to mem4d_calibration_log_count() - 1, in the order read.
+ * @param figure The figure.
+ * @param[out] value Receives it.
+ * @return ::MEM4D_OK, ::MEM4D_E_UNSUPPORTED (the log has no such line, or
+ *         no fit ran yet) or ::MEM4D_E_INVALID_ARG.
+ * @since 0.2
+ */
+MEM4D_API mem4d_status mem4d_calibration_get(const mem4d_calibration *cal, size_t log_index,
+                                                mem4d_calibration_figure figure, double *value);
+
+/**
+ * Logs read so far.
+ * @param cal The calibration (NULL gives 0).
+ * @return The count.
+ * @since 0.2
+ */
+MEM4D_API size_t mem4d_calibration_log_count(const mem4d_calibration *cal);
+
+/**
+ * Why the last call failed, naming the log line or the argument at fault.
+ * @param cal The calibration.
+ * @return A string owned by the handle ("" after success).
+ * @since 0.2
+ */
+MEM4D_API const char *mem4d_calibration_message(const mem4d_calibration *cal);
+
+/** @} */
+
 #ifdef __cplusplus
 }
 #endif
