@@ -132,7 +132,7 @@ struct cli_args {
     mem4d_layout *layout;  /* CLI_TO_LAYOUT rows, set as parsed */
     mem4d_layout *scratch; /* parses plan's SPEC values */
     /* CLI_TO_ARGS fields: */
-    const char *model, *hf_config, *gpu, *svg, *device_file;
+    const char *model, *hf_config, *gpu, *svg, *device_file, *log, *output;
     uint64_t top, world_size;
     bool strict, all, cross_node, even_stages;
     enum cli_format format;
