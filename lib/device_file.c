@@ -149,9 +149,13 @@ mem4d_status mem4d_device_format(const mem4d_device *device, char *buf, size_t s
     bool fits = true;
     char line[LINE_MAX_LEN];
     for (size_t k = 0; k <= M4D_DEVICE_NPARAM; k++) {
+        /* A key below its bounds was never set (memory_bytes of a new
+         * device): written as a comment, as a setter would refuse it. */
+        const struct m4d_param_desc *d = k ? &m4d_device_params[k - 1] : NULL;
+        uint64_t v = k ? device->v[k - 1] : 0;
         int n = k == 0 ? snprintf(line, sizeof line, "# libmem4d device file\nname = %s\n", device->name)
-                       : snprintf(line, sizeof line, "%s = %llu\n", m4d_device_params[k - 1].name,
-                                  (unsigned long long)device->v[k - 1]);
+                : v < d->min || v > d->max ? snprintf(line, sizeof line, "# %s not set\n", d->name)
+                                           : snprintf(line, sizeof line, "%s = %llu\n", d->name, (unsigned long long)v);
         size_t len = n > 0 ? (size_t)n : 0;
         if (used + len < size)
             memcpy(buf + used, line, len);

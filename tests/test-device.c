@@ -140,6 +140,16 @@ START_TEST(device_files)
     for (size_t k = 0; k < mem4d_device_param_count(); k++)
         ck_assert_uint_eq(get(e, mem4d_device_param_name((mem4d_device_param)k)),
                           get(d, mem4d_device_param_name((mem4d_device_param)k)));
+    /* A new device's unset memory_bytes is written as a comment (found by fuzz_calibrate). */
+    mem4d_device *blank = NULL, *back = NULL;
+    ck_assert_int_eq(mem4d_device_new(&blank), MEM4D_OK);
+    ck_assert_int_eq(mem4d_device_new(&back), MEM4D_OK);
+    ck_assert_int_eq(mem4d_device_format(blank, buf, sizeof buf, &len), MEM4D_OK);
+    ck_assert_ptr_nonnull(strstr(buf, "# memory_bytes not set\n"));
+    ck_assert_int_eq(mem4d_device_parse(back, buf, len, why, sizeof why), MEM4D_OK);
+    ck_assert_uint_eq(get(back, "memory_bytes"), 0);
+    mem4d_device_free(back);
+    mem4d_device_free(blank);
     /* Refusals name the line and leave the device as it was. */
     static const struct {
         const char *text;
