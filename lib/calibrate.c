@@ -156,6 +156,9 @@ static bool argument_line(mem4d_calibration *cal, const char *line, int *argc, u
         *world = strtoull(value, NULL, 10);
         return true;
     }
+    /* Megatron derives this one from the flags it prints beside it. */
+    if (!strcmp(name, "virtual_pipeline_model_parallel_size"))
+        return true;
     if (!strcmp(name, "tp_comm_overlap") && !strcmp(value, "True"))
         *tp_overlap = true;
     /* Python enums print as "AttnBackend.auto": the flag takes "auto". */

@@ -9,6 +9,7 @@
  * SPDX-License-Identifier: MIT
  */
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,10 @@ struct row {
     uint64_t gpus;
     double pred, err;
     double share[7]; /* compute, TP, CP, DP, PP, bubble, optimizer over the step */
+    double step;     /* predicted step time, s */
+    mem4d_model *m;  /* the job, kept for the calibration check */
+    mem4d_layout *l;
+    mem4d_device *d;
     char key[160]; /* everything but the GPU count: a weak-scaling series */
 };
 
@@ -197,6 +202,7 @@ static bool predict_row(const struct table *t, char **f, struct row *r)
     double step = 1, part;
     if (st == MEM4D_OK)
         ck_assert_int_eq(mem4d_report_metric(rep, MEM4D_METRIC_STEP_TIME_S, &step), MEM4D_OK);
+    r->step = step;
     for (int i = 0; i < 7; i++)
         r->share[i] = st == MEM4D_OK && mem4d_report_metric(rep, parts[i], &part) == MEM4D_OK ? part / step : 0;
     r->pred = st != MEM4D_OK ? NAN : r->tflops_only ? v : v / (double)r->gpus;
@@ -206,10 +212,14 @@ static bool predict_row(const struct table *t, char **f, struct row *r)
              col(t, f, "tp"), col(t, f, "cp"), col(t, f, "pp"), val(t, f, "vpp", b, sizeof b),
              col(t, f, "mbs"), col(t, f, "framework"));
     mem4d_report_free(rep);
-    mem4d_device_free(d);
-    mem4d_layout_free(l);
-    mem4d_model_free(m);
-    return st == MEM4D_OK;
+    if (st != MEM4D_OK) {
+        mem4d_device_free(d);
+        mem4d_layout_free(l);
+        mem4d_model_free(m);
+        return false;
+    }
+    r->m = m, r->l = l, r->d = d;
+    return true;
 }
 
 static size_t load(struct row *rows)
@@ -324,6 +334,203 @@ static double series_orders(const struct row *rows, size_t n)
     return worst;
 }
 
+/* Append to a bounded buffer. */
+static void add(char *buf, size_t size, size_t *used, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf + *used, size - *used, fmt, ap);
+    va_end(ap);
+    ck_assert(n >= 0 && (size_t)n < size - *used);
+    *used += (size_t)n;
+}
+
+static uint64_t mget(const mem4d_model *m, mem4d_model_param k)
+{
+    uint64_t v = 0;
+    ck_assert_int_eq(mem4d_model_get(m, k, &v), MEM4D_OK);
+    return v;
+}
+
+static uint64_t lget(const mem4d_layout *l, mem4d_layout_param k)
+{
+    uint64_t v = 0;
+    ck_assert_int_eq(mem4d_layout_get(l, k, &v), MEM4D_OK);
+    return v;
+}
+
+/* A Megatron-LM log of a row's job, as Megatron prints it: the arguments
+ * block (dest names, dots to column 48) and two iteration lines at the
+ * measured step time. */
+static size_t megatron_log(const struct row *r, double step_s, char *buf, size_t size)
+{
+    size_t used = 0;
+    const mem4d_model *m = r->m;
+    const mem4d_layout *l = r->l;
+    char v[64];
+    add(buf, size, &used, "------------------------ arguments ------------------------\n");
+#define ARG(name, ...)                                                          \
+    do {                                                                        \
+        snprintf(v, sizeof v, __VA_ARGS__);                                     \
+        add(buf, size, &used, "  %s %.*s %s\n", name, (int)(48 - strlen(name)), \
+            "................................................", v);             \
+    } while (0)
+    ARG("add_bias_linear", "False");
+    ARG("bf16", "True");
+    uint64_t first = lget(l, MEM4D_LAYOUT_FIRST_STAGE_LAYERS), last = lget(l, MEM4D_LAYOUT_LAST_STAGE_LAYERS);
+    if (first)
+        ARG("decoder_first_pipeline_num_layers", "%llu", (unsigned long long)first);
+    if (last)
+        ARG("decoder_last_pipeline_num_layers", "%llu", (unsigned long long)last);
+    ARG("context_parallel_size", "%llu", (unsigned long long)lget(l, MEM4D_LAYOUT_CP));
+    ARG("ffn_hidden_size", "%llu", (unsigned long long)mget(m, MEM4D_MODEL_FFN_HIDDEN_SIZE));
+    if (lget(l, MEM4D_LAYOUT_FP8))
+        ARG("fp8", "hybrid");
+    ARG("global_batch_size", "%llu", (unsigned long long)lget(l, MEM4D_LAYOUT_GLOBAL_BATCH));
+    uint64_t a = mget(m, MEM4D_MODEL_NUM_HEADS), k = mget(m, MEM4D_MODEL_NUM_KV_HEADS);
+    if (k && k != a)
+        ARG("group_query_attention", "True");
+    ARG("hidden_size", "%llu", (unsigned long long)mget(m, MEM4D_MODEL_HIDDEN_SIZE));
+    ARG("max_position_embeddings", "%llu", (unsigned long long)lget(l, MEM4D_LAYOUT_SEQ_LENGTH));
+    ARG("micro_batch_size", "%llu", (unsigned long long)lget(l, MEM4D_LAYOUT_MICRO_BATCH));
+    ARG("normalization", "%s", mget(m, MEM4D_MODEL_NORM) ? "LayerNorm" : "RMSNorm");
+    ARG("num_attention_heads", "%llu", (unsigned long long)a);
+    ARG("num_layers", "%llu", (unsigned long long)mget(m, MEM4D_MODEL_NUM_LAYERS));
+    if (k && k != a)
+        ARG("num_query_groups", "%llu", (unsigned long long)k);
+    if (lget(l, MEM4D_LAYOUT_OVERLAP_GRAD_REDUCE))
+        ARG("overlap_grad_reduce", "True");
+    if (lget(l, MEM4D_LAYOUT_OVERLAP_PARAM_GATHER) && lget(l, MEM4D_LAYOUT_DIST_OPT) &&
+        lget(l, MEM4D_LAYOUT_ZERO_STAGE) != 3)
+        ARG("overlap_param_gather", "True");
+    ARG("pipeline_model_parallel_size", "%llu", (unsigned long long)lget(l, MEM4D_LAYOUT_PP));
+    ARG("position_embedding_type", "rope");
+    uint64_t rc = lget(l, MEM4D_LAYOUT_RECOMPUTE);
+    if (rc)
+        ARG("recompute_granularity", "%s", rc == 1 ? "selective" : "full");
+    if (rc == 2) {
+        ARG("recompute_method", "uniform");
+        ARG("recompute_num_layers", "1");
+    }
+    ARG("seq_length", "%llu", (unsigned long long)lget(l, MEM4D_LAYOUT_SEQ_LENGTH));
+    uint64_t tp = lget(l, MEM4D_LAYOUT_TP);
+    if (tp > 1)
+        ARG("sequence_parallel", "True");
+    if (mget(m, MEM4D_MODEL_GATED_MLP))
+        ARG("swiglu", "True");
+    ARG("tensor_model_parallel_size", "%llu", (unsigned long long)tp);
+    if (lget(l, MEM4D_LAYOUT_TP_COMM_OVERLAP))
+        ARG("tp_comm_overlap", "True");
+    if (!mget(m, MEM4D_MODEL_TIED_EMBEDDINGS))
+        ARG("untie_embeddings_and_output_weights", "True");
+    if (lget(l, MEM4D_LAYOUT_ZERO_STAGE) == 3)
+        ARG("use_torch_fsdp2", "True");
+    else if (lget(l, MEM4D_LAYOUT_DIST_OPT))
+        ARG("use_distributed_optimizer", "True");
+    ARG("use_flash_attn", "True");
+    uint64_t vpp = lget(l, MEM4D_LAYOUT_VPP);
+    if (vpp > 1)
+        ARG("num_virtual_stages_per_pipeline_rank", "%llu", (unsigned long long)vpp);
+    ARG("vocab_size", "%llu", (unsigned long long)mget(m, MEM4D_MODEL_VOCAB_SIZE));
+    ARG("world_size", "%llu", (unsigned long long)r->gpus);
+#undef ARG
+    add(buf, size, &used, "-------------------- end of arguments ---------------------\n");
+    for (int i = 1; i <= 2; i++)
+        add(buf, size, &used,
+            " [2026-01-01 00:00:0%d.000000] iteration %8d/%8d | consumed samples: %12llu | "
+            "elapsed time per iteration (ms): %.1f | global batch size: %5llu |\n",
+            i, i, 2, (unsigned long long)(i * lget(l, MEM4D_LAYOUT_GLOBAL_BATCH)), step_s * 1000,
+            (unsigned long long)lget(l, MEM4D_LAYOUT_GLOBAL_BATCH));
+    return used;
+}
+
+/* Do rows i and j share a calibration: the same source, GPU and precision
+ * (by_series false), or the same weak-scaling series (by_series true)? */
+static bool same_group(const struct row *a, const struct row *b, bool by_series)
+{
+    if (by_series)
+        return !strcmp(a->key, b->key);
+    return !strcmp(a->source, b->source) && !strcmp(a->gpu, b->gpu) && !strcmp(a->precision, b->precision);
+}
+
+/* Calibrate the device on the first run of each group from a Megatron-LM
+ * log of that run, then predict the group's other runs; returns the largest
+ * per-source median |error| of the exact runs. */
+static double calibrated(struct row *rows, size_t n, bool by_series)
+{
+    static char log[16384];
+    static const char *const sources[] = {"dgxc-benchmarking", "nemo-24.07", "megatron-bridge", "torchtitan",
+                                          "nanotron", "mt-nlg", "llama3-paper"};
+    bool used[MAX_ROWS] = {false};
+    double err[MAX_ROWS];
+    mem4d_report *rep = NULL;
+    ck_assert_int_eq(mem4d_report_new(&rep), MEM4D_OK);
+    for (size_t i = 0; i < n; i++) {
+        if (used[i])
+            continue;
+        mem4d_calibration *c = NULL;
+        ck_assert_int_eq(mem4d_calibration_new(&c), MEM4D_OK);
+        /* The measured step: the prediction scaled by predicted/measured
+         * throughput (tokens/s and TFLOP/s are both inverse to it). */
+        double meas_step = rows[i].step * rows[i].pred / rows[i].meas;
+        size_t len = megatron_log(&rows[i], meas_step, log, sizeof log);
+        ck_assert_msg(mem4d_calibration_add_megatron_log(c, log, len, 0, NULL, 0) == MEM4D_OK, "row %s: %s",
+                      rows[i].id, mem4d_calibration_message(c));
+        mem4d_device *d = NULL;
+        ck_assert_int_eq(mem4d_device_clone(rows[i].d, &d), MEM4D_OK);
+        ck_assert_msg(mem4d_calibration_fit(c, d) == MEM4D_OK, "row %s: %s", rows[i].id,
+                      mem4d_calibration_message(c));
+        used[i] = true;
+        err[i] = NAN; /* the calibration run itself */
+        double before = 0;
+        ck_assert_int_eq(mem4d_calibration_get(c, 0, MEM4D_CALIBRATION_PREDICTED_STEP_BEFORE_S, &before), MEM4D_OK);
+        if (getenv("MEM4D_TRACE_CAL"))
+            printf("  row %s: predicted %.4f s from its log, %.4f s from the CSV\n", rows[i].id, before, rows[i].step);
+        for (size_t j = i + 1; j < n; j++) {
+            if (used[j] || !same_group(&rows[i], &rows[j], by_series))
+                continue;
+            used[j] = true;
+            uint64_t gpn = 0;
+            ck_assert_int_eq(mem4d_device_get(rows[j].d, MEM4D_DEVICE_GPUS_PER_NODE, &gpn), MEM4D_OK);
+            ck_assert_int_eq(mem4d_device_set(d, MEM4D_DEVICE_GPUS_PER_NODE, gpn), MEM4D_OK);
+            ck_assert_int_eq(mem4d_estimate(rows[j].m, rows[j].l, d, rep), MEM4D_OK);
+            double step;
+            ck_assert_int_eq(mem4d_report_metric(rep, MEM4D_METRIC_STEP_TIME_S, &step), MEM4D_OK);
+            err[j] = rows[j].step / step * (1 + rows[j].err) - 1; /* throughput scales as 1/step */
+            if (getenv("MEM4D_TRACE_CAL"))
+                printf("    %s calibrated on %s: %+.1f%% (uncalibrated %+.1f%%)\n", rows[j].id, rows[i].id,
+                       100 * err[j], 100 * rows[j].err);
+        }
+        mem4d_device_free(d);
+        mem4d_calibration_free(c);
+    }
+    mem4d_report_free(rep);
+    printf("\nafter calibrating on the first run of each %s, the other runs:\n",
+           by_series ? "weak-scaling series" : "(source, GPU, precision)");
+    double worst = 0;
+    for (size_t s = 0; s < sizeof sources / sizeof sources[0]; s++) {
+        double e[MAX_ROWS];
+        size_t k = 0, kx = 0;
+        double ex[MAX_ROWS];
+        for (size_t i = 0; i < n; i++)
+            if (!strcmp(rows[i].source, sources[s]) && !isnan(err[i])) {
+                e[k++] = fabs(err[i]);
+                if (!strcmp(rows[i].status, "exact"))
+                    ex[kx++] = fabs(err[i]);
+            }
+        if (!k)
+            continue;
+        double med = median(e, k), medx = kx ? median(ex, kx) : -1;
+        printf("  %-18s median |error| %5.1f%% (%zu runs)", sources[s], 100 * med, k);
+        if (kx)
+            printf(", exact runs %5.1f%% (%zu)", 100 * medx, kx);
+        printf("\n");
+        if (kx && medx > worst)
+            worst = medx;
+    }
+    return worst;
+}
+
 START_TEST(step_time_matches_published_runs)
 {
     static struct row rows[MAX_ROWS];
@@ -360,12 +567,21 @@ START_TEST(step_time_matches_published_runs)
     double bf16 = median_err(rows, n, "exact", "bf1", NULL, &k);
     double fp8 = median_err(rows, n, "exact", "fp8", NULL, &k);
     double rho = series_orders(rows, n);
+    calibrated(rows, n, false);
+    double cal = calibrated(rows, n, true);
     fflush(stdout);
     ck_assert_msg(bf16 <= 0.10, "bf16 exact median |error| %.1f%% > 10%%", 100 * bf16);
     ck_assert_msg(worst_source_bf16 <= 0.15, "a source's bf16 exact median |error| %.1f%% > 15%%",
                   100 * worst_source_bf16);
     ck_assert_msg(fp8 <= 0.12, "fp8 exact median |error| %.1f%% > 12%%", 100 * fp8);
     ck_assert_msg(rho >= 0.85, "a weak-scaling series is ordered with Spearman %.2f < 0.85", rho);
+    ck_assert_msg(cal <= 0.05, "calibrated on one run of a series, a source's other exact runs are off by a median "
+                  "%.1f%% > 5%%", 100 * cal);
+    for (size_t i = 0; i < n; i++) {
+        mem4d_device_free(rows[i].d);
+        mem4d_layout_free(rows[i].l);
+        mem4d_model_free(rows[i].m);
+    }
 }
 END_TEST
 
