@@ -227,10 +227,9 @@ void cli_print_report(FILE *out, const mem4d_model *model, const mem4d_layout *l
 /* The JSON object printed by `estimate --json`. */
 void cli_print_report_json(FILE *out, const mem4d_report *report);
 
-/* The report's speed figures as a JSON object keyed by cli_metric_name(),
+/* The report's speed figures as a JSON object keyed by mem4d_metric_name(),
  * or null when it has none. */
 void cli_print_metrics_json(FILE *out, const mem4d_report *report);
-const char *cli_metric_name(mem4d_metric metric);
 
 /* Write a JSON string literal (quotes and escapes included). */
 void cli_json_string(FILE *out, const char *s);

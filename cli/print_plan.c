@@ -136,7 +136,7 @@ void plan_print_json(FILE *out, const struct plan_rows *rs, size_t n)
         fputs(", \"mfu\": ", out);
         json_number(out, w->metrics, w->mfu);
         for (size_t k = 0; k < sizeof plan_parts / sizeof plan_parts[0]; k++) {
-            fprintf(out, ", \"%s\": ", cli_metric_name(plan_parts[k]));
+            fprintf(out, ", \"%s\": ", mem4d_metric_name(plan_parts[k]));
             json_number(out, w->metrics, w->part[k]);
         }
         fputs("}", out);

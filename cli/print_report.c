@@ -17,18 +17,6 @@ static uint64_t term(const mem4d_report *r, uint32_t stage, mem4d_term t)
     return v;
 }
 
-/* The step-time figures, in mem4d_metric order (JSON keys). */
-static const char *const metric_names[] = {
-    "step_time_s", "tokens_per_s", "tflops_per_gpu", "mfu", "bubble_fraction", "compute_time_s",
-    "exposed_comm_s", "tp_comm_s", "cp_comm_s", "dp_comm_s", "pp_comm_s", "ep_comm_s", "bubble_s",
-    "optimizer_s",
-};
-
-const char *cli_metric_name(mem4d_metric m)
-{
-    return (size_t)m < sizeof metric_names / sizeof metric_names[0] ? metric_names[m] : NULL;
-}
-
 static double metric(const mem4d_report *r, mem4d_metric m)
 {
     double v = 0;
@@ -114,9 +102,9 @@ void cli_print_metrics_json(FILE *out, const mem4d_report *r)
         return;
     }
     fputc('{', out);
-    for (size_t i = 0; i < sizeof metric_names / sizeof metric_names[0]; i++) {
+    for (size_t i = 0; i < mem4d_metric_count(); i++) {
         mem4d_report_metric(r, (mem4d_metric)i, &v);
-        fprintf(out, "%s\"%s\": %.9g", i ? ", " : "", metric_names[i], v);
+        fprintf(out, "%s\"%s\": %.9g", i ? ", " : "", mem4d_metric_name((mem4d_metric)i), v);
     }
     fputc('}', out);
 }
