@@ -336,6 +336,11 @@ static double series_orders(const struct row *rows, size_t n)
 
 /* Append to a bounded buffer. */
 static void add(char *buf, size_t size, size_t *used, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+static void add(char *buf, size_t size, size_t *used, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
