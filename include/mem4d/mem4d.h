@@ -237,7 +237,52 @@ typedef enum mem4d_model_param {
     MEM4D_MODEL_EXPERT_TOPK = 12,     /**< "moe_router_topk": experts each token is routed to. */
     MEM4D_MODEL_EXPERT_FFN_SIZE = 13, /**< "moe_ffn_hidden_size": FFN size of one expert; 0 means f. */
     MEM4D_MODEL_SHARED_EXPERT_FFN_SIZE = 14, /**< "moe_shared_expert_intermediate_size": 0 for none. */
-    MEM4D_MODEL_MAX_POSITION = 15     /**< "max_position_embeddings": informational; rotary has no table. */
+    MEM4D_MODEL_MAX_POSITION = 15,    /**< "max_position_embeddings": rows of a learned position table (see POSITION_EMBEDDING). */
+    /** "add_bias_linear": 1 when every linear layer has a bias (Megatron-LM's default
+     * without --disable-bias-linear; GPT-NeoX, StarCoder 2): QKV, attention output,
+     * and the MLP's (or each expert's) two or three projections. Default 0. @since 0.2 */
+    MEM4D_MODEL_LINEAR_BIAS = 16,
+    /** "position_embedding_type": 0 "rope" (no parameters), 1 "learned_absolute"
+     * (a max_position_embeddings x h table on the first stage), 2 "alibi" and
+     * 3 "none" (no parameters). Default 0. @since 0.2 */
+    MEM4D_MODEL_POSITION_EMBEDDING = 17,
+    /** "qk_layernorm": 1 when queries and keys are normalised per head before
+     * attention (Megatron's --qk-layernorm; Qwen3, Gemma 3): two norms over the head
+     * dimension per layer. Default 0. @since 0.2 */
+    MEM4D_MODEL_QK_LAYERNORM = 18,
+    /** "moe_layer_freq": with experts, the period of the pattern of expert layers
+     * (Megatron's --moe-layer-freq N: every N-th layer). Default 1. @since 0.2 */
+    MEM4D_MODEL_MOE_LAYER_FREQ = 19,
+    /** "moe_layer_mask": which layers of each period are expert layers, bit i for
+     * the i-th (Megatron's --moe-layer-freq "([1]*3+[0]*1)*8" is period 4, mask 7).
+     * Default 1. @since 0.2 */
+    MEM4D_MODEL_MOE_LAYER_MASK = 20,
+    /** "first_k_dense_replace": with experts, the first layers that are dense
+     * (DeepSeek; the pattern starts after them). Dense layers use ffn_hidden_size.
+     * Default 0. @since 0.2 */
+    MEM4D_MODEL_MOE_FIRST_DENSE = 21,
+    /** "q_lora_rank": multi-latent attention's query compression rank; 0 for a
+     * full-rank query projection. @since 0.2 */
+    MEM4D_MODEL_Q_LORA_RANK = 22,
+    /** "kv_lora_rank": multi-latent attention's key/value compression rank; a
+     * nonzero value turns MLA on (DeepSeek-V2/V3). Default 0. @since 0.2 */
+    MEM4D_MODEL_KV_LORA_RANK = 23,
+    /** "qk_head_dim" ("qk_nope_head_dim"): MLA's per-head query/key dimension without
+     * the rotary part. @since 0.2 */
+    MEM4D_MODEL_QK_HEAD_DIM = 24,
+    /** "qk_pos_emb_head_dim" ("qk_rope_head_dim"): MLA's rotary per-head dimension,
+     * shared by all heads for the keys. @since 0.2 */
+    MEM4D_MODEL_QK_POS_EMB_HEAD_DIM = 25,
+    /** "v_head_dim": MLA's per-head value dimension. @since 0.2 */
+    MEM4D_MODEL_V_HEAD_DIM = 26,
+    /** "mtp_num_layers" ("num_nextn_predict_layers"): multi-token-prediction modules
+     * after the last layer (DeepSeek-V3), each a transformer layer with its own
+     * projection 2h x h and norms, on the last pipeline stage. Default 0. @since 0.2 */
+    MEM4D_MODEL_MTP_LAYERS = 27,
+    /** "moe_shared_expert_gate": 1 when the shared expert's output is scaled by a
+     * learned gate of h parameters (Qwen-MoE; Megatron's --moe-shared-expert-gate),
+     * 0 for DeepSeek's ungated shared experts. Default 1 (0.1's reading). @since 0.2 */
+    MEM4D_MODEL_SHARED_EXPERT_GATE = 28
 } mem4d_model_param;
 
 /**
@@ -485,12 +530,40 @@ typedef enum mem4d_layout_param {
      * stage. Later releases that keep it in place are overestimated. Default 0.
      * Paper mode refuses 1. */
     MEM4D_LAYOUT_CROSS_ENTROPY_FUSION = 31,
+    /** "distribute_saved_activations": 1 to split each full-recompute checkpoint
+     * (a layer's input) over the tensor-parallel ranks when sequence parallelism
+     * does not already (Megatron's --distribute-saved-activations). Default 0. @since 0.2 */
+    MEM4D_LAYOUT_DISTRIBUTE_SAVED_ACTIVATIONS = 32,
+    /** "fp8_param_gather": 1 when fp8 training keeps the linear weights in fp8
+     * only (Megatron's --fp8-param-gather: Transformer Engine fp8 parameters, no
+     * bf16 copy; one byte per weight and one for its transpose). Needs fp8 = 1.
+     * Default 0. @since 0.2 */
+    MEM4D_LAYOUT_FP8_PARAM_GATHER = 33,
+    /** "exp_avg_sq_bytes": bytes of Adam's second moment when they differ from the
+     * first's (the precision-aware optimizer's --exp-avg-sq-dtype); 0 means
+     * optimizer_state_bytes. Default 0. @since 0.2 */
+    MEM4D_LAYOUT_EXP_AVG_SQ_BYTES = 34,
+    /** "precision_aware_optimizer": 1 for Megatron's --use-precision-aware-optimizer
+     * (Transformer Engine's FusedAdam takes gradients and states in their own
+     * dtypes): no fp32 copy of a bf16 gradient shard at the optimizer step.
+     * Default 0. @since 0.2 */
+    MEM4D_LAYOUT_PRECISION_AWARE_OPTIMIZER = 35,
+    /** "etp" ("expert_tensor_parallel_size"): tensor-parallel size of the experts;
+     * 0 means tp. With etp != tp the expert layers fold their parallelism over
+     * tp x dp x cp (Megatron-Core's parallel folding): ep x etp must divide
+     * tp x dp x cp. Default 0. @since 0.2 */
+    MEM4D_LAYOUT_ETP = 36,
+    /** "recompute_modules": with recompute = selective, which parts of a layer are
+     * re-run in backward instead of kept (Megatron's --recompute-modules), one bit
+     * each: 1 core_attn, 2 mlp, 4 layernorm, 8 moe_act, 16 shared_experts,
+     * 32 mla_up_proj, 64 moe. Default 1 (core_attn, Megatron's default). @since 0.2 */
+    MEM4D_LAYOUT_RECOMPUTE_MODULES = 37,
     /** "tp_comm_overlap": 1 for Megatron's --tp-comm-overlap (Transformer
      * Engine's userbuffers) or torchtitan's async TP: the TP all-gathers and
      * reduce-scatters run in chunks under the GEMMs they feed. Only the
      * step-time model reads it (doc/perf.md). Default 0.
      * @since 0.2 */
-    MEM4D_LAYOUT_TP_COMM_OVERLAP = 32
+    MEM4D_LAYOUT_TP_COMM_OVERLAP = 38
 } mem4d_layout_param;
 
 /**
