@@ -243,7 +243,7 @@ static mem4d_status scan_line(mem4d_calibration *cal, struct scan *sc, const cha
     if (bad)
         return fail(cal, MEM4D_E_PARSE, lineno, "elapsed time per iteration (ms) is not a number");
     if (strstr(line, "memory (MB) | allocated:")) {
-        double al, mal, res, mres, rank = 0;
+        double al = 0, mal = 0, res = 0, mres = 0, rank = 0;
         bool ok = number_after(line, "| allocated:", &al, &bad) && number_after(line, "| max allocated:", &mal, &bad) &&
                   number_after(line, "| reserved:", &res, &bad) && number_after(line, "| max reserved:", &mres, &bad);
         const char *r = strstr(line, "[Rank ");

@@ -78,6 +78,8 @@ struct mem4d_search {
     bool in_group;
     struct group dead; /* the last group whose static bytes cannot fit (p = 0: none) */
     struct m4d_ctx gx; /* the current group's context, resolved once */
+    struct m4d_perf_group pg; /* the step-time model's share of the group (pg_ready) */
+    bool pg_ready;
     struct m4d_ctx x;  /* the candidate's */
     /* ranking */
     struct cand *cands;
@@ -418,6 +420,7 @@ static void set_work(mem4d_search *s, const struct group *g, uint64_t b, uint64_
 static bool group_valid(mem4d_search *s, const struct group *g)
 {
     set_work(s, g, s->mbs[0], 0);
+    s->pg_ready = false;
     return m4d_resolve(&s->model, &s->work, &s->gx, NULL, 0) == MEM4D_OK;
 }
 
@@ -439,6 +442,17 @@ static mem4d_status quick_estimate(mem4d_search *s, uint64_t b, uint64_t rc, boo
         st = m4d_estimate_ctx(x, &s->dev, r, peak_only);
     m4d_report_done(r, st);
     return st;
+}
+
+/* The speed metrics of the candidate: what its group shares is computed
+ * once, at the group's first layout that needs it. */
+static void search_perf(mem4d_search *s)
+{
+    if (!s->pg_ready) {
+        m4d_perf_prepare(&s->gx, &s->dev, &s->pg);
+        s->pg_ready = true;
+    }
+    m4d_perf_fill(&s->x, &s->pg, s->scratch);
 }
 
 /* Weights, gradients and optimizer state do not depend on v, and
@@ -538,7 +552,7 @@ static bool scan(mem4d_search *s, mem4d_status *err)
         s->stat[MEM4D_SEARCH_STAT_VISITED]++;
         s->stat[MEM4D_SEARCH_STAT_VALID]++;
         if (!fits_only || s->scratch->verdict == MEM4D_VERDICT_FITS) {
-            m4d_perf(&s->x, &s->dev, s->scratch);
+            search_perf(s);
             return true;
         }
         if (static_over_limit(s)) {
@@ -634,7 +648,7 @@ mem4d_status mem4d_search_next(mem4d_search *search, mem4d_layout *layout, mem4d
             return st != MEM4D_OK ? st : MEM4D_END;
         if (report) { /* the scratch holds only the stages that decide the peak */
             quick_estimate(s, s->work.v[MEM4D_LAYOUT_MICRO_BATCH], s->work.v[MEM4D_LAYOUT_RECOMPUTE], false);
-            m4d_perf(&s->x, &s->dev, s->scratch);
+            search_perf(s);
             m4d_report_copy(report, s->scratch);
         }
     }
