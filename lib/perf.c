@@ -41,7 +41,6 @@
 
 #define link m4d_link
 #define machine m4d_machine
-#define shapes m4d_shapes
 
 /* Seconds of one micro-batch's work on one GPU. */
 struct unit_time {
@@ -124,15 +123,25 @@ static inline double wave_slots(const struct machine *mc, double tiles)
     return tiles + 0.5 * (ceil_q(tiles * mc->inv_sms) * mc->sms - tiles);
 }
 
-/* One GEMM of M x N x K at `rate` FLOP/s for large shapes, inputs of `eb`
+/* One GEMM of N x K at `rate` FLOP/s for large shapes, inputs of `eb`
  * bytes per element: the slower of its compute (wave quantisation over
- * the SMs, the K pipeline fill) and its HBM traffic (bf16 output). */
-static inline __attribute__((always_inline)) double gemm_time(const struct machine *mc, double m, double n, double k, double rate, double eb)
+ * the SMs, the K pipeline fill) and its HBM traffic (bf16 output), as the
+ * coefficients gemm_time() takes the M rows of a micro-batch with. */
+static struct m4d_gemm gemm_of(const struct machine *mc, double n, double k, double rate, double eb)
 {
-    double tiles = ceil_q(m * (1.0 / TILE_M)) * ceil_q(n * (1.0 / TILE_N));
-    double compute = 2 * m * n * (k + K_FILL) * wave_slots(mc, tiles) / (rate * tiles);
-    double mem = (eb * (m * k + k * n) + 2 * m * n) * mc->inv_hbm;
-    return MAX(compute, mem);
+    struct m4d_gemm g = {
+        .c = 2 * n * (k + K_FILL) / rate,
+        .a = (eb * k + 2 * n) * mc->inv_hbm,
+        .b = eb * k * n * mc->inv_hbm,
+        .tn = ceil_q(n * (1.0 / TILE_N)),
+    };
+    return g;
+}
+
+static inline double gemm_time(const struct machine *mc, const struct m4d_gemm *g, double m)
+{
+    double tiles = ceil_q(m * (1.0 / TILE_M)) * g->tn;
+    return MAX(m * g->c * wave_slots(mc, tiles) / tiles, m * g->a + g->b);
 }
 
 /* Active MLP width: dense f, or top-k routed experts plus the shared one. */
@@ -143,75 +152,118 @@ static uint64_t mlp_width(const struct m4d_ctx *x)
     return x->topk * (x->fe ? x->fe : x->f) + x->fs;
 }
 
-/* The four linear layers of a layer and the head, as GEMM shapes on one
- * GPU (M is set per micro-batch size). */
-static struct shapes shapes_of(const struct m4d_ctx *x)
-{
-    double rt = 1 / D(x->t), q = D(x->a * x->dh), kv = D(x->k * x->dh), F = D(mlp_width(x));
-    struct shapes s = {
-        .M = 0,
-        .qkv_n = (q + 2 * kv) * rt,
-        .h = D(x->h),
-        .q_k = q * rt,
-        .kv_k = kv * rt,
-        .fc1_n = (x->gated ? 2 : 1) * F * rt,
-        .f_k = F * rt,
-        .head_n = D(x->Vp) * rt,
-    };
-    return s;
-}
-
-/* Forward seconds of the four linear layers, and the fp8 casts: with fp8
+/* The four linear layers and the head as GEMMs on one GPU: N outputs and K
+ * inputs after the TP split. With tp_comm_overlap, userbuffers run each
+ * GEMM as t chunks of M/t rows, one per ring step, and the reduce-scatter
+ * of the row-parallel ones keeps UB_SMS SMs busy while they run. With fp8
  * each linear casts its input and weight, and in the backward casts and
  * transposes the output gradient and transposes the input (Hopper fp8
  * GEMMs take K-major operands): 5 bytes per input element, 4 per output
  * element, 5 per weight element, per micro-batch, over HBM. */
-static double linears_fwd(const struct m4d_ctx *x, const struct machine *mc, const struct shapes *g, double *cast)
+static void gemms_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
 {
-    double eb = x->fp8 ? 1 : 2, r = mc->gemm_lin, rs = r, M = g->M, n = 1;
+    const struct machine *mc = &pg->mc;
+    double rt = 1 / D(x->t), h = D(x->h), q = D(x->a * x->dh) * rt, kv = D(x->k * x->dh) * rt;
+    double F = D(mlp_width(x)) * rt, up = (x->gated ? 2 : 1) * F, qkv = q + 2 * kv;
+    double eb = x->fp8 ? 1 : 2, r = mc->gemm_lin, rs = r;
+    pg->chunks = 1;
     if (x->tp_overlap && x->t > 1) {
-        /* Userbuffers overlap runs each GEMM as t chunks of M/t rows, one
-         * per ring step; the reduce-scatter of the row-parallel ones keeps
-         * UB_SMS SMs busy while they run. */
-        n = D(x->t);
-        M = ceil_q(M / n);
+        pg->chunks = D(x->t);
         if (mc->sms > UB_SMS)
             rs = r * (mc->sms - UB_SMS) * mc->inv_sms;
     }
-    double tm = n * (gemm_time(mc, M, g->qkv_n, g->h, r, eb) + gemm_time(mc, M, g->h, g->q_k, rs, eb) +
-                        gemm_time(mc, M, g->fc1_n, g->h, r, eb) + gemm_time(mc, M, g->h, g->f_k, rs, eb));
-    *cast = 0;
+    pg->lin[0] = gemm_of(mc, qkv, h, r, eb);
+    pg->lin[1] = gemm_of(mc, h, q, rs, eb);
+    pg->lin[2] = gemm_of(mc, up, h, r, eb);
+    pg->lin[3] = gemm_of(mc, h, F, rs, eb);
+    pg->head = gemm_of(mc, D(x->Vp) * rt, h, mc->gemm, 2);
+    pg->rows_per_b = D(x->s) / D(x->c);
+    pg->cast_a = pg->cast_b = 0;
     if (x->fp8) {
-        double T = g->M, in = g->h * 2 + g->q_k + g->f_k, out = g->qkv_n + g->fc1_n + 2 * g->h;
-        double w = g->h * (g->qkv_n + g->fc1_n + g->q_k + g->f_k);
-        *cast = (5 * T * in + 4 * T * out + 5 * w) * mc->inv_hbm;
+        double in = 2 * h + q + F, out = qkv + up + 2 * h, w = h * (qkv + up + q + F);
+        pg->cast_a = (5 * in + 4 * out) * mc->inv_hbm;
+        pg->cast_b = 5 * w * mc->inv_hbm;
     }
-    return tm;
+    /* Memory-bound element-wise work of a forward: two norms (read, write
+     * h) and two residual adds (read 2h, write h) on the TP-sharded
+     * sequence with SP, RoPE on q and k and the MLP activation on the
+     * TP-split widths, bf16. The backward moves twice as much. */
+    double sh = x->t > 1 && x->sp ? rt : 1, act = (x->gated ? 3 : 2) * F;
+    pg->ew_per_b = 2 * pg->rows_per_b * (sh * 10 * h + 2 * (q + kv) + act) * mc->inv_hbm;
+    /* Cross entropy over fp32 logits: about 12 bytes per logit read and
+     * written over forward and backward. */
+    pg->ce_per_b = 12 * pg->rows_per_b * D(x->Vp) * rt * mc->inv_hbm;
 }
 
-/* Flash attention of one layer: forward and backward seconds. Causal
- * kernels skip the masked half of s x s; CP's load-balanced chunks give
- * every rank 1/c of the work. */
-static void attention_time(const struct m4d_ctx *x, const struct machine *mc, double *fwd, double *bwd)
+/* Forward seconds of the four linears for M rows, and the fp8 casts. */
+static double linears_fwd(const struct m4d_perf_group *pg, double M, double *cast)
 {
-    double qd = D(x->a * x->dh);
-    double flops = 0.5 * 4 * D(x->b) * D(x->s) * D(x->s) * qd / D(x->t * x->c);
-    double sc = D(x->s) / D(x->c), tiles = D(x->b * x->a) / D(x->t) * ceil_q(sc * (1.0 / ATTN_TILE));
-    double kv = 0.5 * sc; /* mean keys per query row and CP step */
-    double cost = flops * wave_slots(mc, tiles) * (kv + ATTN_FILL) / (mc->gemm * tiles * kv);
+    const struct machine *mc = &pg->mc;
+    double m = pg->chunks > 1 ? ceil_q(M / pg->chunks) : M;
+    double t = gemm_time(mc, &pg->lin[0], m) + gemm_time(mc, &pg->lin[1], m) + gemm_time(mc, &pg->lin[2], m) +
+               gemm_time(mc, &pg->lin[3], m);
+    *cast = pg->cast_a * M + pg->cast_b;
+    return pg->chunks * t;
+}
+
+/* Flash attention of one layer. Causal kernels skip the masked half of
+ * s x s; CP's load-balanced chunks give every rank 1/c of the work; each
+ * query tile pays ATTN_FILL keys on top of the mean s/(2c) it reads. */
+static void attention_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
+{
+    double qd = D(x->a * x->dh), sc = D(x->s) / D(x->c), kv = 0.5 * sc;
+    double flops = 0.5 * 4 * D(x->s) * D(x->s) * qd / D(x->t * x->c);
+    pg->attn_per_b = flops * (kv + ATTN_FILL) / (pg->mc.gemm * kv);
+    pg->attn_tiles_per_b = D(x->a) / D(x->t) * ceil_q(sc * (1.0 / ATTN_TILE));
+}
+
+static void attention_time(const struct m4d_perf_group *pg, double b, double *fwd, double *bwd)
+{
+    double tiles = b * pg->attn_tiles_per_b;
+    double cost = b * pg->attn_per_b * wave_slots(&pg->mc, tiles) / tiles;
     *fwd = cost * (1 / ATTN_FWD_SHARE);
     *bwd = cost * (ATTN_BWD_WORK / ATTN_BWD_SHARE);
 }
 
-/* Memory-bound element-wise work of one layer's forward, in bytes: two
- * norms (read, write h), two residual adds (read 2h, write h) on the
- * TP-sharded sequence with SP, RoPE on q and k and the MLP activation on
- * the TP-split widths, bf16. The backward moves twice as much. */
-static double elementwise_bytes(const struct m4d_ctx *x, const struct shapes *g)
+/* A ring over n ranks moving `frac` of `per_b` bytes per sample in `steps`
+ * latency-bound steps: its latency and its transfer seconds per sample; a
+ * link without bandwidth is not modelled (both 0). */
+static void ring_coef(const struct link *l, double n, double per_b, double frac, double steps, double *lat,
+                      double *xfer)
 {
-    double M = g->M, Mh = x->t > 1 && x->sp ? M / D(x->t) : M;
-    double act = (x->gated ? 3 : 2) * g->f_k;
-    return 2 * (Mh * 10 * g->h + M * (2 * (g->q_k + g->kv_k) + act));
+    *lat = *xfer = 0;
+    if (n > 1 && l->bw > 0) {
+        *lat = steps * l->lat;
+        *xfer = frac * per_b / l->bw;
+    }
+}
+
+/* Collectives whose bytes grow with the micro-batch: TP (b s h 2 / c per
+ * collective), the CP ring step (K and V of the local chunk), the MoE
+ * all-to-all (each token's h for its top-k experts) and the pipeline
+ * send/recv (one activation, forward and backward, per model chunk). */
+static void comm_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
+{
+    const struct machine *mc = &pg->mc;
+    double t = D(x->t), c = D(x->c), s = D(x->s), h = D(x->h);
+    ring_coef(link_for(mc, t), t, s * h * 2 / c, (t - 1) / t, t - 1, &pg->tp_lat, &pg->tp_per_b);
+    const struct link *cl = link_for(mc, t * c);
+    pg->cp_lat = cl->lat;
+    pg->cp_per_b = cl->bw > 0 ? 2 * s / c * D(x->k * x->dh) / t * 2 / cl->bw : 0;
+    pg->ep_lat = pg->ep_per_b = 0;
+    if (x->experts && x->ep > 1) {
+        double ep = D(x->ep);
+        ring_coef(link_for(mc, t * ep), ep, s / c / t * D(x->topk) * h * 2, (ep - 1) / ep, ep - 1, &pg->ep_lat,
+                  &pg->ep_per_b);
+    }
+    pg->p2p_lat = pg->p2p_per_b = 0;
+    if (x->p > 1) {
+        double chunks = 2 * D(x->v ? x->v : 1);
+        ring_coef(link_for(mc, D(x->t * x->c * x->d * x->p)), 2, s * h * 2 / (t * c), 1, 1, &pg->p2p_lat,
+                  &pg->p2p_per_b);
+        pg->p2p_lat *= chunks;
+        pg->p2p_per_b *= chunks;
+    }
 }
 
 /* TP collectives of one layer (SP: all-gather before the column-parallel
@@ -221,92 +273,60 @@ static double elementwise_bytes(const struct m4d_ctx *x, const struct shapes *g)
  * reduce-scatters run asynchronously under the dgrad and wgrad GEMMs.
  * With tp_comm_overlap every collective is split into t chunks under its
  * GEMM: only the first chunk and what the GEMM cannot cover is exposed. */
-static double tp_time(const struct m4d_ctx *x, const struct machine *mc, double gemm_mean, double passes_fwd)
+static double tp_time(const struct m4d_ctx *x, const struct m4d_perf_group *pg, double b, double gemm_mean,
+                      double passes_fwd)
 {
-    double t = D(x->t);
-    double one = ring_time(link_for(mc, t), t, D(x->b * x->s) * D(x->h) * 2 / D(x->c), (t - 1) / t, t - 1);
-    if (one == 0)
+    if (pg->tp_lat == 0 && pg->tp_per_b == 0)
         return 0;
-    double hidden = MAX0(one - gemm_mean);
+    double t = D(x->t), one = pg->tp_lat + b * pg->tp_per_b;
     if (x->tp_overlap) {
         double chunked = one / t + MAX0(one * (t - 1) / t - gemm_mean);
         return (4 * passes_fwd + 6) * chunked;
     }
-    return 4 * passes_fwd * one + 2 * one + 4 * hidden;
+    return 4 * passes_fwd * one + 2 * one + 4 * MAX0(one - gemm_mean);
 }
 
 /* CP ring attention: c-1 steps of K,V per forward, K,V and dK,dV per
  * backward, each step under the attention of the chunk it brings; each
  * step's latency is a synchronisation and never hides. */
-static double cp_time(const struct m4d_ctx *x, const struct machine *mc, double attn_f, double attn_b,
-                      double passes_fwd)
+static double cp_time(const struct m4d_ctx *x, const struct m4d_perf_group *pg, double b, double attn_f,
+                      double attn_b, double passes_fwd)
 {
     if (x->c <= 1)
         return 0;
-    double c = D(x->c);
-    const struct link *cl = link_for(mc, D(x->t * x->c));
-    double bytes = 2 * D(x->b * x->s) / c * D(x->k * x->dh) / D(x->t) * 2;
-    double xfer = cl->bw > 0 ? bytes / cl->bw : 0;
+    double c = D(x->c), xfer = b * pg->cp_per_b, k = pg->mc.kernel;
     double sf = attn_f / c, sb = attn_b / c; /* one step's attention */
-    double fwd = (c - 1) * (cl->lat + MAX0(xfer - sf) + mc->kernel);
-    double bwd = (c - 1) * (cl->lat + MAX0(2 * xfer - sb) + 2 * mc->kernel);
+    double fwd = (c - 1) * (pg->cp_lat + MAX0(xfer - sf) + k);
+    double bwd = (c - 1) * (pg->cp_lat + MAX0(2 * xfer - sb) + 2 * k);
     return passes_fwd * fwd + bwd;
-}
-
-/* MoE token dispatch and combine: all-to-all over ep ranks (inside the
- * t*ep span) of every token's hidden vector for each of its top-k experts,
- * forward and backward, exposed. */
-static double ep_time(const struct m4d_ctx *x, const struct machine *mc, double passes_fwd)
-{
-    if (x->experts == 0 || x->ep <= 1)
-        return 0;
-    double ep = D(x->ep), bytes = D(x->b * x->s / x->c) / D(x->t) * D(x->topk) * D(x->h) * 2;
-    double one = ring_time(link_for(mc, D(x->t * x->ep)), ep, bytes, (ep - 1) / ep, ep - 1);
-    return (passes_fwd + 1) * 2 * one;
 }
 
 static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_perf_group *pg)
 {
     /* Full recompute runs the forward, and its collectives, once more. */
-    double pf = x->recompute == 2 ? 2 : 1;
-    const struct machine *mc = &pg->mc;
-    struct shapes g = pg->g;
-    g.M = D(x->b * x->s) / D(x->c);
-    double cast, lin = linears_fwd(x, mc, &g, &cast), af, ab;
-    attention_time(x, mc, &af, &ab);
-    double ew = elementwise_bytes(x, &g) * mc->inv_hbm;
-    double fwd = lin + af + ew + KERNELS_FWD * mc->kernel;
-    double bwd = 2 * lin + ab + 2 * ew + 2 * KERNELS_FWD * mc->kernel;
+    double pf = x->recompute == 2 ? 2 : 1, b = D(x->b), M = b * pg->rows_per_b, kern = pg->mc.kernel;
+    double cast, lin = linears_fwd(pg, M, &cast), af, ab;
+    attention_time(pg, b, &af, &ab);
+    double ew = b * pg->ew_per_b;
+    double fwd = lin + af + ew + KERNELS_FWD * kern;
+    double bwd = 2 * lin + ab + 2 * ew + 2 * KERNELS_FWD * kern;
     if (x->recompute == 1) /* selective: the attention core runs again */
         bwd += af;
     struct unit_time u = {0};
     u.layer_fwd = fwd;
     u.layer_bwd = bwd;
     u.layer_compute = pf * fwd + bwd + cast;
-    u.layer_tp = tp_time(x, mc, lin / 4, pf);
-    u.layer_cp = cp_time(x, mc, af, ab, pf);
-    u.layer_ep = ep_time(x, mc, pf);
+    u.layer_tp = tp_time(x, pg, b, lin / 4, pf);
+    u.layer_cp = cp_time(x, pg, b, af, ab, pf);
+    /* MoE dispatch and combine, forward (and recompute) and backward, exposed. */
+    u.layer_ep = (pf + 1) * 2 * (pg->ep_lat + b * pg->ep_per_b);
     /* ZeRO-3 / FSDP: the layer's weights are gathered before its forward
      * and again before its backward, its gradients reduce-scattered after;
      * prefetch hides them behind the neighbouring layer's compute. */
     if (x->zero >= 3)
         u.layer_fsdp = pf * MAX0(pg->fsdp_ag - fwd) + MAX0(pg->fsdp_ag + pg->fsdp_rs - bwd);
-    /* Cross entropy over fp32 logits: about 12 bytes per logit read and
-     * written over forward and backward. */
-    double head = 3 * gemm_time(mc, g.M, g.head_n, g.h, mc->gemm, 2) + 12 * g.M * g.head_n * mc->inv_hbm;
-    u.head = head + 6 * mc->kernel;
+    u.head = 3 * gemm_time(&pg->mc, &pg->head, M) + b * pg->ce_per_b + 6 * kern;
     return u;
-}
-
-/* Pipeline send/recv of one micro-batch's activations, forward and backward,
- * once per model chunk the rank holds. */
-static double p2p_time(const struct m4d_ctx *x, const struct machine *mc)
-{
-    if (x->p <= 1)
-        return 0;
-    double bytes = D(x->b) * D(x->s) * D(x->h) * 2 / D(x->t * x->c);
-    double span = D(x->t * x->c * x->d * x->p);
-    return 2 * D(x->v) * ring_time(link_for(mc, span), 2, bytes, 1, 1);
 }
 
 /* Layers of the first, a middle and the last stage (uneven first/last
@@ -416,7 +436,9 @@ void m4d_perf_prepare(const struct m4d_ctx *x, const mem4d_device *dev, struct m
     if (!pg->ok)
         return;
     pg->mc = machine_of(x, dev);
-    pg->g = shapes_of(x);
+    gemms_prepare(x, pg);
+    attention_prepare(x, pg);
+    comm_prepare(x, pg);
     stage_layers(x, &pg->n_first, &pg->n_mid, &pg->n_last);
     pg->layers_max = MAX(MAX(pg->n_first, pg->n_mid), pg->n_last);
     pg->flops_per_seq = model_flops_per_seq(x);
@@ -444,7 +466,7 @@ void m4d_perf_fill(const struct m4d_ctx *x, const struct m4d_perf_group *pg, mem
     if (!pg->ok || x->m == 0)
         return;
     struct unit_time u = unit_time_of(x, pg);
-    double p2p = p2p_time(x, &pg->mc), m = D(x->m);
+    double p2p = pg->p2p_lat + D(x->b) * pg->p2p_per_b, m = D(x->m);
     struct pipeline pl = pipeline_of(x, pg, &u, p2p);
     /* The DP collectives of the heaviest stage hide behind the last
      * micro-batch's backward (reduce) and the first forward (gather).

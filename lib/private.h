@@ -341,20 +341,34 @@ struct m4d_machine {
     struct m4d_link intra, inter;
 };
 
-/* GEMM shapes of one layer and the head on one GPU: M tokens (CP-local,
- * TP-gathered), N outputs and K inputs after the TP split. */
-struct m4d_shapes {
-    double M, qkv_n, h, q_k, kv_k, fc1_n, f_k, head_n;
+/* One GEMM of a layer with its N and K fixed by the group; M (tokens)
+ * varies with the micro-batch: time(M) = max(M c slots/tiles, M a + b) with
+ * tiles = ceil(M / TILE_M) tn (lib/perf.c, gemm_time()). */
+struct m4d_gemm {
+    double c;  /* compute seconds per row at full waves: 2 N (K + K_FILL) / rate */
+    double a;  /* HBM seconds per row: (e K + 2 N) / B_hbm */
+    double b;  /* HBM seconds of the weight: e K N / B_hbm */
+    double tn; /* tiles along N */
 };
 
 /* What the step time of a layout shares with every layout that differs only
  * in the micro-batch size and recompute (a search group): the machine, the
- * shapes but M, the stage split, the data-parallel collectives and the
+ * GEMMs but M, per-sample coefficients of everything linear in the
+ * micro-batch, the stage split, the data-parallel collectives and the
  * optimizer step. m4d_perf() = m4d_perf_prepare() + m4d_perf_fill(). */
 struct m4d_perf_group {
     bool ok; /* false: no speed for this device / layout */
     struct m4d_machine mc;
-    struct m4d_shapes g;
+    struct m4d_gemm lin[4], head;                  /* QKV, attention out, MLP up(+gate), down; LM head */
+    double chunks;                                 /* t with tp_comm_overlap (chunked GEMMs), else 1 */
+    double rows_per_b;                             /* GEMM rows per sample: s / c */
+    double cast_a, cast_b;                         /* fp8 casts: seconds per row, fixed */
+    double attn_per_b, attn_tiles_per_b;           /* forward attention at full waves, query tiles */
+    double ew_per_b, ce_per_b;                     /* element-wise forward, cross entropy (fwd+bwd) */
+    double tp_lat, tp_per_b;                       /* one TP collective: latency, transfer per sample */
+    double cp_lat, cp_per_b;                       /* one CP ring step */
+    double ep_lat, ep_per_b;                       /* one MoE all-to-all */
+    double p2p_lat, p2p_per_b;                     /* pipeline send/recv of a micro-batch */
     double n_first, n_mid, n_last, layers_max;
     double dp_reduce, dp_gather, dp_colls, opt_s; /* unhidden DP seconds, buckets, optimizer */
     double fsdp_ag, fsdp_rs;                       /* one layer's ZeRO-3 gather / reduce-scatter */
