@@ -316,7 +316,9 @@ static bool uneven_split(uint64_t L, uint64_t p, uint64_t *first, uint64_t *last
 static bool build_groups(mem4d_search *s)
 {
     uint64_t world = s->base.v[MEM4D_LAYOUT_WORLD], L = s->model.v[MEM4D_MODEL_NUM_LAYERS];
-    uint64_t gpn = s->dev.v[MEM4D_DEVICE_GPUS_PER_NODE];
+    /* "Within a node" is within the NVLink domain: a whole NVL72 rack. */
+    uint64_t gpn = s->dev.v[MEM4D_DEVICE_NVLINK_DOMAIN] ? s->dev.v[MEM4D_DEVICE_NVLINK_DOMAIN]
+                                                       : s->dev.v[MEM4D_DEVICE_GPUS_PER_NODE];
     bool local = s->opt[MEM4D_SEARCH_NODE_LOCAL] != 0;
     bool uneven = s->base.v[MEM4D_LAYOUT_FIRST_STAGE_LAYERS] || s->base.v[MEM4D_LAYOUT_LAST_STAGE_LAYERS];
     uint64_t div[M4D_MAX_DIVISORS];

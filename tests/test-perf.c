@@ -292,6 +292,35 @@ START_TEST(fp8_linear_only)
 }
 END_TEST
 
+/* On a GB200 NVL72 (4 GPUs per tray, 72 per NVLink domain) the search's
+ * "within a node" is within the domain: tp x cp of 16 is searched. */
+START_TEST(search_within_the_nvlink_domain)
+{
+    mem4d_model *m = tu_model("llama3.1-70b");
+    mem4d_device *d = tu_device("gb200-186");
+    mem4d_layout *base = tu_layout("world=128", "seq=8192", "gbs=128", NULL);
+    mem4d_search *s = NULL;
+    ck_assert_int_eq(mem4d_search_new(m, d, base, &s), MEM4D_OK);
+    ck_assert_int_eq(mem4d_search_set_option(s, MEM4D_SEARCH_RANKED, 0), MEM4D_OK);
+    mem4d_layout *l = NULL;
+    ck_assert_int_eq(mem4d_layout_new(&l), MEM4D_OK);
+    uint64_t widest = 0;
+    while (mem4d_search_next(s, l, NULL) == MEM4D_OK) {
+        uint64_t t = 0, c = 0;
+        mem4d_layout_get(l, MEM4D_LAYOUT_TP, &t);
+        mem4d_layout_get(l, MEM4D_LAYOUT_CP, &c);
+        ck_assert_uint_le(t * c, 72);
+        widest = t * c > widest ? t * c : widest;
+    }
+    ck_assert_uint_ge(widest, 16);
+    mem4d_layout_free(l);
+    mem4d_search_free(s);
+    mem4d_layout_free(base);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
 /* A node's NICs are shared by its GPUs: fewer NICs, slower DP. */
 START_TEST(nics_shared)
 {
@@ -324,6 +353,7 @@ int main(void)
     tcase_add_test(tc, tp_overlap_and_nvlink_domain);
     tcase_add_test(tc, fp8_linear_only);
     tcase_add_test(tc, nics_shared);
+    tcase_add_test(tc, search_within_the_nvlink_domain);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

@@ -1254,7 +1254,8 @@ typedef struct mem4d_search mem4d_search;
  */
 typedef enum mem4d_search_option {
     MEM4D_SEARCH_FITS_ONLY = 0,   /**< 1 (default): yield only layouts whose verdict is "fits"; 0: every valid layout. */
-    MEM4D_SEARCH_NODE_LOCAL = 1,  /**< 1 (default): require tp x cp <= GPUs per node. */
+    MEM4D_SEARCH_NODE_LOCAL = 1,  /**< 1 (default): require tp x cp <= GPUs per node (per NVLink domain
+                                       when the device sets nvlink_domain, e.g. 72 on GB200 NVL72). */
     MEM4D_SEARCH_RANKED = 2,      /**< 1 (default): fastest first (ties: less memory); 0: enumeration order, streamed. */
     MEM4D_SEARCH_MAX_RESULTS = 3, /**< Stop after this many layouts; 0 (default) for no limit. */
     MEM4D_SEARCH_UNEVEN_STAGES = 4 /**< 1 (default): a pp that does not divide the layers is tried with the

@@ -472,7 +472,8 @@ pub const MEM4D_METRIC_OPTIMIZER_S: mem4d_metric = 13;
 pub type mem4d_search_option = c_int;
 /// 1 (default): yield only layouts whose verdict is "fits"; 0: every valid layout.
 pub const MEM4D_SEARCH_FITS_ONLY: mem4d_search_option = 0;
-/// 1 (default): require tp x cp <= GPUs per node.
+/// 1 (default): require tp x cp <= GPUs per node (per NVLink domain when the device sets nvlink_domain, e.g. 72 on
+/// GB200 NVL72).
 pub const MEM4D_SEARCH_NODE_LOCAL: mem4d_search_option = 1;
 /// 1 (default): fastest first (ties: less memory); 0: enumeration order, streamed.
 pub const MEM4D_SEARCH_RANKED: mem4d_search_option = 2;

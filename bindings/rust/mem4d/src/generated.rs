@@ -202,7 +202,8 @@ impl Metric {
 pub enum SearchOption {
     /// 1 (default): yield only layouts whose verdict is "fits"; 0: every valid layout.
     FitsOnly = sys::MEM4D_SEARCH_FITS_ONLY,
-    /// 1 (default): require tp x cp <= GPUs per node.
+    /// 1 (default): require tp x cp <= GPUs per node (per NVLink domain when the device sets nvlink_domain, e.g. 72 on
+    /// GB200 NVL72).
     NodeLocal = sys::MEM4D_SEARCH_NODE_LOCAL,
     /// 1 (default): fastest first (ties: less memory); 0: enumeration order, streamed.
     Ranked = sys::MEM4D_SEARCH_RANKED,
