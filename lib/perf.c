@@ -6,14 +6,14 @@
  * and the pipeline schedule. doc/perf.md derives every term and gives every
  * constant's physical meaning and source; symbols are those of
  * doc/formulas.md (t c p d b m s v h f L a k V). It runs for every layout a
- * search visits: no libm, no allocation, integer ceilings only.
+ * search visits: no libm, no allocation, no integer division.
  * SPDX-License-Identifier: MIT
  */
 #include "private.h"
 
 /* GEMM tile of the Hopper/Ampere cuBLAS and CUTLASS kernels large training
  * GEMMs run on (M x N per CTA), and the K a tile's pipeline fill and
- * epilogue cost (4 stages of 64): doc/perf.md, "GEMM efficiency". */
+ * epilogue cost (4 stages of 64): doc/perf.md, "Constants". */
 #define TILE_M 128
 #define TILE_N 256
 #define K_FILL 256.0
@@ -26,8 +26,8 @@
 #define ATTN_FILL 384.0
 /* Flash attention's asymptotic rate as a share of the large-GEMM rate:
  * forward and backward (FlashAttention-3 paper, H100 bf16 hd128: ~660 and
- * ~520 TFLOP/s at long sequences, against ~794 for cuBLAS). The backward executes 2.5 forward FLOPs
- * (recomputes QK^T; dV, dP, dQ, dK). */
+ * ~520 TFLOP/s at long sequences, against ~794 for cuBLAS). The backward
+ * executes 2.5 forward FLOPs (recomputes QK^T; dV, dP, dQ, dK). */
 #define ATTN_FWD_SHARE 0.83
 #define ATTN_BWD_SHARE 0.65
 #define ATTN_BWD_WORK 2.5
@@ -38,9 +38,6 @@
 /* SMs Transformer Engine's pipelined reduce-scatter overlap occupies
  * (its userbuffers default, num_sm = 16). */
 #define UB_SMS 16
-
-#define link m4d_link
-#define machine m4d_machine
 
 /* Seconds of one micro-batch's work on one GPU. */
 struct unit_time {
@@ -63,11 +60,11 @@ static inline double D(uint64_t v) { return (double)(int64_t)v; }
 
 static double ppm(uint64_t v) { return D(v) * 1e-6; }
 
-/* Ceiling of a positive quotient that is an integer up to rounding error
- * (no libm, no integer division in the per-layout path). */
+/* Ceiling of a positive quotient; a fraction below 1e-6 is taken for rounding
+ * error (no libm, no integer division in the per-layout path). */
 static inline double ceil_q(double q) { return (double)(int64_t)(q + 0.999999); }
 
-static struct machine machine_of(const struct m4d_ctx *x, const mem4d_device *dev)
+static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device *dev)
 {
     const uint64_t *dv = dev->v;
     double eff = ppm(dv[MEM4D_DEVICE_MATMUL_EFFICIENCY_PPM]), ce = ppm(dv[MEM4D_DEVICE_COMM_EFFICIENCY_PPM]);
@@ -79,7 +76,7 @@ static struct machine machine_of(const struct m4d_ctx *x, const mem4d_device *de
     /* The node's NICs are shared by every GPU whose ring leaves the node. */
     if (dv[MEM4D_DEVICE_NICS_PER_NODE] && dv[MEM4D_DEVICE_NIC_BANDWIDTH])
         inter = D(dv[MEM4D_DEVICE_NICS_PER_NODE]) * D(dv[MEM4D_DEVICE_NIC_BANDWIDTH]) / gpn;
-    struct machine mc = {
+    struct m4d_machine mc = {
         .gemm = peak * eff,
         .gemm_lin = lin * eff,
         .hbm = D(dv[MEM4D_DEVICE_HBM_BANDWIDTH]),
@@ -97,14 +94,14 @@ static struct machine machine_of(const struct m4d_ctx *x, const mem4d_device *de
 /* Megatron orders ranks tp-cp-dp-pp: a group whose members span `span`
  * consecutive ranks stays on NVLink when span <= the NVLink domain (a node,
  * or a whole NVL72 rack). */
-static const struct link *link_for(const struct machine *mc, double span)
+static const struct m4d_link *link_for(const struct m4d_machine *mc, double span)
 {
     return span <= mc->domain ? &mc->intra : &mc->inter;
 }
 
 /* Ring collective over n ranks moving `frac` of `bytes` per GPU in `steps`
  * latency-bound steps. A link without bandwidth is not modelled (0 s). */
-static double ring_time(const struct link *l, double n, double bytes, double frac, double steps)
+static double ring_time(const struct m4d_link *l, double n, double bytes, double frac, double steps)
 {
     if (n <= 1 || l->bw <= 0)
         return 0;
@@ -116,7 +113,7 @@ static double ring_time(const struct link *l, double n, double bytes, double fra
  * later cuBLAS kernels spread that wave over the idle SMs (stream-K /
  * split-K), recovering about half of the idle time; the partial-sum fix-up
  * costs the rest. */
-static inline double wave_slots(const struct machine *mc, double tiles)
+static inline double wave_slots(const struct m4d_machine *mc, double tiles)
 {
     if (mc->sms == 0 || tiles <= 0)
         return tiles;
@@ -127,7 +124,7 @@ static inline double wave_slots(const struct machine *mc, double tiles)
  * bytes per element: the slower of its compute (wave quantisation over
  * the SMs, the K pipeline fill) and its HBM traffic (bf16 output), as the
  * coefficients gemm_time() takes the M rows of a micro-batch with. */
-static struct m4d_gemm gemm_of(const struct machine *mc, double n, double k, double rate, double eb)
+static struct m4d_gemm gemm_of(const struct m4d_machine *mc, double n, double k, double rate, double eb)
 {
     struct m4d_gemm g = {
         .c = 2 * n * (k + K_FILL) / rate,
@@ -138,7 +135,7 @@ static struct m4d_gemm gemm_of(const struct machine *mc, double n, double k, dou
     return g;
 }
 
-static inline double gemm_time(const struct machine *mc, const struct m4d_gemm *g, double m)
+static inline double gemm_time(const struct m4d_machine *mc, const struct m4d_gemm *g, double m)
 {
     double tiles = ceil_q(m * (1.0 / TILE_M)) * g->tn;
     return MAX(m * g->c * wave_slots(mc, tiles) / tiles, m * g->a + g->b);
@@ -162,7 +159,7 @@ static uint64_t mlp_width(const struct m4d_ctx *x)
  * element, 5 per weight element, per micro-batch, over HBM. */
 static void gemms_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
 {
-    const struct machine *mc = &pg->mc;
+    const struct m4d_machine *mc = &pg->mc;
     double rt = 1 / D(x->t), h = D(x->h), q = D(x->a * x->dh) * rt, kv = D(x->k * x->dh) * rt;
     double F = D(mlp_width(x)) * rt, up = (x->gated ? 2 : 1) * F, qkv = q + 2 * kv;
     double eb = x->fp8 ? 1 : 2, r = mc->gemm_lin, rs = r;
@@ -198,7 +195,7 @@ static void gemms_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
 /* Forward seconds of the four linears for M rows, and the fp8 casts. */
 static double linears_fwd(const struct m4d_perf_group *pg, double M, double *cast)
 {
-    const struct machine *mc = &pg->mc;
+    const struct m4d_machine *mc = &pg->mc;
     double m = pg->chunks > 1 ? ceil_q(M / pg->chunks) : M;
     double t = gemm_time(mc, &pg->lin[0], m) + gemm_time(mc, &pg->lin[1], m) + gemm_time(mc, &pg->lin[2], m) +
                gemm_time(mc, &pg->lin[3], m);
@@ -228,7 +225,7 @@ static void attention_time(const struct m4d_perf_group *pg, double b, double *fw
 /* A ring over n ranks moving `frac` of `per_b` bytes per sample in `steps`
  * latency-bound steps: its latency and its transfer seconds per sample; a
  * link without bandwidth is not modelled (both 0). */
-static void ring_coef(const struct link *l, double n, double per_b, double frac, double steps, double *lat,
+static void ring_coef(const struct m4d_link *l, double n, double per_b, double frac, double steps, double *lat,
                       double *xfer)
 {
     *lat = *xfer = 0;
@@ -244,10 +241,10 @@ static void ring_coef(const struct link *l, double n, double per_b, double frac,
  * send/recv (one activation, forward and backward, per model chunk). */
 static void comm_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
 {
-    const struct machine *mc = &pg->mc;
+    const struct m4d_machine *mc = &pg->mc;
     double t = D(x->t), c = D(x->c), s = D(x->s), h = D(x->h);
     ring_coef(link_for(mc, t), t, s * h * 2 / c, (t - 1) / t, t - 1, &pg->tp_lat, &pg->tp_per_b);
-    const struct link *cl = link_for(mc, t * c);
+    const struct m4d_link *cl = link_for(mc, t * c);
     pg->cp_lat = cl->lat;
     pg->cp_per_b = cl->bw > 0 ? 2 * s / c * D(x->k * x->dh) / t * 2 / cl->bw : 0;
     pg->ep_lat = pg->ep_per_b = 0;
@@ -358,7 +355,7 @@ static double model_flops_per_seq(const struct m4d_ctx *x)
 static void dp_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg, double params)
 {
     double n = D(x->d * x->c), frac = (n - 1) / n;
-    const struct link *l = link_for(&pg->mc, D(x->t * x->c * x->d));
+    const struct m4d_link *l = link_for(&pg->mc, D(x->t * x->c * x->d));
     double bucket = D(x->bucket);
     if (bucket == 0) /* Megatron: max(40M, 1M x dp) elements */
         bucket = n > 40 ? 1e6 * n : 40e6;
@@ -454,7 +451,7 @@ void m4d_perf_prepare(const struct m4d_ctx *x, const mem4d_device *dev, struct m
     pg->fsdp_ag = pg->fsdp_rs = 0;
     if (x->zero >= 3) {
         double n = D(x->d * x->c);
-        const struct link *l = link_for(&pg->mc, D(x->t * x->c * x->d));
+        const struct m4d_link *l = link_for(&pg->mc, D(x->t * x->c * x->d));
         pg->fsdp_ag = ring_time(l, n, wl * D(x->param_bytes), (n - 1) / n, n - 1);
         pg->fsdp_rs = ring_time(l, n, wl * D(x->grad_bytes), (n - 1) / n, n - 1);
     }
