@@ -763,6 +763,11 @@ static mem4d_status apply_precision(mem4d_import *imp, const struct opt_val *val
         return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "--fp8-param-gather needs --fp8-format and the distributed "
                             "optimizer or FSDP");
     TRY(SET_L(l, MEM4D_LAYOUT_FP8_PARAM_GATHER, GIVEN(MF_FP8_PARAM), "--fp8-param-gather"));
+    /* Userbuffers overlap of the TP collectives: the step-time model hides
+     * them under their GEMMs; the memory model keeps no user buffers. */
+    TRY(SET_L(l, MEM4D_LAYOUT_TP_COMM_OVERLAP, GIVEN(MF_TP_OVERLAP), "--tp-comm-overlap"));
+    if (GIVEN(MF_TP_OVERLAP))
+        m4d_imp_warn(imp, "--tp-comm-overlap allocates user buffers for communication overlap that are not modelled");
     if (GIVEN(MF_OPTIMIZER) && U(MF_OPTIMIZER) != M4D_OPT_ADAM)
         m4d_imp_warn(imp, "--optimizer %s: the optimizer state is modelled for Adam (two moments)",
                  m4d_megatron_flag_of(MF_OPTIMIZER)->choices[U(MF_OPTIMIZER)]);

@@ -339,7 +339,7 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     SKIP_ROW("tokenizer-prompt-format"),
     SKIP_ROW("tokenizer-special-tokens"),
     TEXT_ROW("tokenizer-type", MF_TOKENIZER),
-    WARN_ROW("tp-comm-overlap", "allocates user buffers for communication overlap that are not modelled"),
+    SWITCH_ROW("tp-comm-overlap", MF_TP_OVERLAP),
     SKIP_ROW("train-data-path"),
     SKIP_ROW("train-iters"),
     SKIP_ROW("train-mode"),
