@@ -66,8 +66,8 @@ END_TEST
 static const char *const round_trips[][12] = {
     {"tp=8", "pp=4", "dp=2", "mbs=1", "gbs=128", "seq=8192", NULL},
     {"tp=4", "cp=2", "pp=8", "vpp=5", "dp=1", "mbs=2", "seq=8192", "tp_comm_overlap=1", NULL},
-    {"tp=8", "pp=16", "first_stage_layers=2", "last_stage_layers=3", "dp=4", "seq=4096", NULL},
-    {"tp=8", "pp=16", "vpp=2", "first_stage_layers=4", "last_stage_layers=6", "dp=1", "seq=4096", NULL},
+    {"tp=8", "pp=16", "first_stage_layers=3", "last_stage_layers=7", "dp=4", "seq=4096", NULL},
+    {"tp=8", "pp=16", "vpp=2", "first_stage_layers=10", "last_stage_layers=14", "dp=1", "seq=4096", NULL},
     {"tp=1", "dp=64", "sp=0", "dist_opt=0", "recompute=selective", "seq=2048", "tp_comm_overlap=1", NULL},
     {"tp=8", "pp=2", "dp=4", "recompute=full", "recompute_method=block", "recompute_num_layers=7",
      "overlap_grad_reduce=1", "overlap_param_gather=1", "seq=8192", NULL},
@@ -98,6 +98,7 @@ START_TEST(reads_back_through_the_importer)
         ck_assert_int_eq(mem4d_layout_set_str(want, kv, eq + 1), MEM4D_OK);
     }
     char line[1024];
+    ck_assert_msg(mem4d_validate(m, want, line, sizeof line) == MEM4D_OK, "round trip %d: %s", _i, line);
     ck_assert_int_eq(mem4d_layout_megatron_args(m, want, line, sizeof line, NULL), MEM4D_OK);
 
     const char *argv[64];
