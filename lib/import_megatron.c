@@ -856,6 +856,37 @@ static mem4d_status apply_attention(mem4d_import *imp, const struct opt_val *val
 }
 
 /* Virtual pipeline: chunks per rank = layers per stage / layers per chunk. */
+/* --account-for-embedding/loss-in-pipeline-split: Megatron-Core counts the
+ * embedding (on the first stage) and the loss (on the last) as one layer
+ * each and splits L + e + l evenly, so those stages build one transformer
+ * layer fewer. Without virtual stages this is the uneven first/last split. */
+static mem4d_status apply_account_split(mem4d_import *imp, const struct opt_val *vals, const mem4d_model *m,
+                                        mem4d_layout *l)
+{
+    uint64_t e = GIVEN(MF_ACCOUNT_EMB), s = GIVEN(MF_ACCOUNT_LOSS), p = l->v[MEM4D_LAYOUT_PP];
+    uint64_t L = m->v[MEM4D_MODEL_NUM_LAYERS];
+    if (!e && !s)
+        return MEM4D_OK;
+    if (GIVEN(MF_FIRST_LAYERS) || GIVEN(MF_LAST_LAYERS))
+        return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "--account-for-embedding/loss-in-pipeline-split contradict "
+                            "--decoder-first/last-pipeline-num-layers");
+    if (p == 1)
+        return MEM4D_OK; /* one stage holds everything */
+    if (l->v[MEM4D_LAYOUT_VPP] > 1) {
+        m4d_imp_warn(imp, "--account-for-embedding/loss-in-pipeline-split with virtual stages moves a layer per "
+                     "end chunk; the estimate splits the layers evenly");
+        return MEM4D_OK;
+    }
+    if (L == 0 || (L + e + s) % p != 0 || (L + e + s) / p <= 1)
+        return m4d_imp_fail(imp, MEM4D_E_LAYERS_PP, "%llu layers plus the embedding and loss counted as layers "
+                            "(%llu) do not split evenly over %llu pipeline stages", (unsigned long long)L,
+                            (unsigned long long)(L + e + s), (unsigned long long)p);
+    uint64_t per = (L + e + s) / p;
+    /* Both ends are given; the one not accounted for keeps a full share. */
+    TRY(SET_L(l, MEM4D_LAYOUT_FIRST_STAGE_LAYERS, per - e, "--account-for-embedding-in-pipeline-split"));
+    return SET_L(l, MEM4D_LAYOUT_LAST_STAGE_LAYERS, per - s, "--account-for-loss-in-pipeline-split");
+}
+
 static mem4d_status apply_vpp(mem4d_import *imp, const struct opt_val *vals, const mem4d_model *m,
                               mem4d_layout *l)
 {
@@ -935,6 +966,8 @@ mem4d_status mem4d_import_megatron(mem4d_import *import, int argc, const char *c
         st = apply_attention(imp, vals, &l);
     if (st == MEM4D_OK)
         st = apply_vpp(imp, vals, &m, &l);
+    if (st == MEM4D_OK)
+        st = apply_account_split(imp, vals, &m, &l);
     if (st == MEM4D_OK)
         st = m4d_imp_world(imp, envp, world_size, &world);
     if (st == MEM4D_OK)

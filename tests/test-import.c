@@ -1011,6 +1011,9 @@ static const struct modelled_case {
      MEM4D_LAYOUT_CROSS_ENTROPY_FUSION, 1},
     {{"--num-layers", "4", "--hidden-size", "1024", "--num-attention-heads", "16", "--max-position-embeddings",
       "2048", "--RMSNorm", "--overlapped-distributed-optimizer", "--vocab-size", "32000"}, MEM4D_MODEL_NORM, -1, 0},
+    /* The embedding and the loss counted as layers: (4 + 2) / 2 stages, one fewer at each end. */
+    {{BASE_JOB, "--pipeline-model-parallel-size", "2", "--account-for-embedding-in-pipeline-split",
+      "--account-for-loss-in-pipeline-split"}, -1, MEM4D_LAYOUT_FIRST_STAGE_LAYERS, 2},
     /* A sliding window changes no allocation: fused attention's memory is linear in s. */
     {{BASE_JOB, "--window-size", "(4096,0)"}, MEM4D_MODEL_QK_LAYERNORM, -1, 0},
 };
@@ -1037,6 +1040,8 @@ static const struct vocab_bad modelled_bad[] = {
     {{"--fp8-param-gather", "--use-distributed-optimizer"}, MEM4D_E_CONFLICT, "--fp8-param-gather needs --fp8-format"},
     {{"--distribute-saved-activations"}, MEM4D_E_CONFLICT, "--distribute-saved-activations needs full recomputation"},
     {{"--deepspeed", "--zero-stage", "4"}, MEM4D_E_RANGE, "--zero-stage 4 is not a ZeRO stage (0 to 3)"},
+    {{"--num-layers", "4", "--pipeline-model-parallel-size", "2", "--account-for-loss-in-pipeline-split"},
+     MEM4D_E_LAYERS_PP, "4 layers plus the embedding and loss counted as layers (5) do not split evenly"},
 };
 
 
