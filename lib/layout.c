@@ -141,6 +141,7 @@ static void ctx_layout(const mem4d_layout *l, struct m4d_ctx *x)
     x->fp8_params = v[MEM4D_LAYOUT_FP8_PARAM_GATHER] != 0;
     x->opt_sq_bytes = v[MEM4D_LAYOUT_EXP_AVG_SQ_BYTES] ? v[MEM4D_LAYOUT_EXP_AVG_SQ_BYTES] : x->opt_bytes;
     x->precision_aware = v[MEM4D_LAYOUT_PRECISION_AWARE_OPTIMIZER] != 0;
+    x->tp_overlap = v[MEM4D_LAYOUT_TP_COMM_OVERLAP] != 0;
     x->first_layers = v[MEM4D_LAYOUT_FIRST_STAGE_LAYERS];
     x->last_layers = v[MEM4D_LAYOUT_LAST_STAGE_LAYERS];
     x->vocab_div = v[MEM4D_LAYOUT_VOCAB_DIVISOR];

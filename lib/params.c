@@ -113,6 +113,7 @@ const struct m4d_param_desc m4d_layout_params[] = {
     [MEM4D_LAYOUT_ETP] = NUM_ROW("etp", "expert_tensor_parallel_size", NULL, 0, 4096, 0),
     [MEM4D_LAYOUT_RECOMPUTE_MODULES] = NUM_ROW("recompute_modules", NULL, NULL, 0, 127, 1),
     [MEM4D_LAYOUT_MOE_ROUTER_BYTES] = SET_ROW("moe_router_bytes", NULL, NULL, 4, 8, 4, (1u << 4) | (1u << 8)),
+    [MEM4D_LAYOUT_TP_COMM_OVERLAP] = BOOL_ROW("tp_comm_overlap", "async_tp", NULL, 0),
 };
 M4D_TABLE_ROWS(m4d_layout_params, M4D_LAYOUT_NPARAM);
 
@@ -135,6 +136,12 @@ const struct m4d_param_desc m4d_device_params[] = {
     [MEM4D_DEVICE_NCCL_BYTES_PER_GROUP] = BYTES_ROW("nccl_bytes_per_group", NULL, NULL, 0, UINT64_C(1) << 40, 128 * MiB),
     [MEM4D_DEVICE_ALLOCATOR_OVERHEAD_PPM] = PPM_ROW("allocator_overhead_ppm", NULL, NULL, 0, 1000000, 40000),
     [MEM4D_DEVICE_WORKSPACE_BYTES] = BYTES_ROW("workspace_bytes", NULL, NULL, 0, UINT64_C(1) << 40, 256 * MiB),
+    [MEM4D_DEVICE_SM_COUNT] = NUM_ROW("sm_count", "sms", NULL, 0, 1u << 16, 0),
+    [MEM4D_DEVICE_NVLINK_DOMAIN] = NUM_ROW("nvlink_domain", "nvlink_domain_size", NULL, 0, 1u << 20, 0),
+    [MEM4D_DEVICE_NICS_PER_NODE] = NUM_ROW("nics_per_node", NULL, NULL, 0, 1024, 0),
+    [MEM4D_DEVICE_NIC_BANDWIDTH] = RATE_ROW("nic_bandwidth", NULL, NULL, 0, UINT64_C(1) << 50, 0),
+    [MEM4D_DEVICE_KERNEL_OVERHEAD_NS] = NS_ROW("kernel_overhead_ns", NULL, NULL, 0, UINT64_C(1) << 40, 2000),
+    [MEM4D_DEVICE_FP8_EFFICIENCY_PPM] = PPM_ROW("fp8_efficiency_ppm", NULL, NULL, 1, 1000000, 540000),
 };
 M4D_TABLE_ROWS(m4d_device_params, M4D_DEVICE_NPARAM);
 

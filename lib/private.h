@@ -28,16 +28,16 @@
  * raise the count, name the new last value and append the table rows. */
 #define M4D_MODEL_NPARAM 31
 M4D_ENUM_COUNT(M4D_MODEL_NPARAM, MEM4D_MODEL_QK_NORM_WHOLE);
-#define M4D_LAYOUT_NPARAM 39
-M4D_ENUM_COUNT(M4D_LAYOUT_NPARAM, MEM4D_LAYOUT_MOE_ROUTER_BYTES);
-#define M4D_DEVICE_NPARAM 16
-M4D_ENUM_COUNT(M4D_DEVICE_NPARAM, MEM4D_DEVICE_WORKSPACE_BYTES);
+#define M4D_LAYOUT_NPARAM 40
+M4D_ENUM_COUNT(M4D_LAYOUT_NPARAM, MEM4D_LAYOUT_TP_COMM_OVERLAP);
+#define M4D_DEVICE_NPARAM 22
+M4D_ENUM_COUNT(M4D_DEVICE_NPARAM, MEM4D_DEVICE_FP8_EFFICIENCY_PPM);
 #define M4D_NTERMS 14
 M4D_ENUM_COUNT(M4D_NTERMS, MEM4D_TERM_PEAK_RESERVED);
 #define M4D_NINFO 6
 M4D_ENUM_COUNT(M4D_NINFO, MEM4D_INFO_PROCESS_GROUPS);
-#define M4D_NMETRICS 7
-M4D_ENUM_COUNT(M4D_NMETRICS, MEM4D_METRIC_EXPOSED_COMM_S);
+#define M4D_NMETRICS 14
+M4D_ENUM_COUNT(M4D_NMETRICS, MEM4D_METRIC_OPTIMIZER_S);
 #define M4D_NSEARCH_OPTIONS 5
 M4D_ENUM_COUNT(M4D_NSEARCH_OPTIONS, MEM4D_SEARCH_UNEVEN_STAGES);
 #define M4D_NSEARCH_STATS 4
@@ -46,6 +46,8 @@ M4D_ENUM_COUNT(M4D_NSEARCH_STATS, MEM4D_SEARCH_STAT_YIELDED);
 M4D_ENUM_COUNT(M4D_NMODES, MEM4D_MODE_PAPER);
 #define M4D_NSTATUS 23
 M4D_ENUM_COUNT(M4D_NSTATUS, MEM4D_E_EXPERTS);
+#define M4D_NCALFIG 11
+M4D_ENUM_COUNT(M4D_NCALFIG, MEM4D_CALIBRATION_MEMORY_RANK);
 
 /* Upper bound of pp (and so of stages in a report). */
 #define M4D_MAX_STAGES 512
@@ -147,6 +149,7 @@ struct m4d_ctx {
     bool fp8_params;                   /* linear weights kept in fp8 only */
     uint64_t opt_sq_bytes;             /* Adam's second moment */
     bool precision_aware;              /* the optimizer takes low-precision gradients as they are */
+    bool tp_overlap;                   /* TP collectives chunked under their GEMMs */
     uint64_t bucket, first_layers, last_layers, vocab_div;
     mem4d_mode mode;
 };
@@ -324,6 +327,58 @@ struct m4d_option_desc {
     uint64_t def;
 };
 extern const struct m4d_option_desc m4d_search_options[]; /* M4D_NSEARCH_OPTIONS rows */
+/* Link figures of one kind of collective path. */
+struct m4d_link {
+    double bw;  /* bytes/s per GPU reached by collectives; 0: not modelled */
+    double lat; /* seconds per collective step */
+};
+
+/* Per-device figures, in SI units, with the efficiencies applied. */
+struct m4d_machine {
+    double gemm;         /* bf16 FLOP/s reached by large GEMMs */
+    double gemm_lin;     /* FLOP/s of large linear-layer GEMMs (fp8 when on) */
+    double hbm, inv_hbm; /* bytes/s of HBM and its inverse; 0: not modelled */
+    double domain;       /* GPUs sharing one NVLink domain */
+    double kernel;       /* seconds per kernel launch / dependency */
+    double sms, inv_sms; /* SMs for wave quantisation; 0: none */
+    struct m4d_link intra, inter;
+};
+
+/* One GEMM of a layer with its N and K fixed by the group; M (tokens)
+ * varies with the micro-batch: time(M) = max(M c slots/tiles, M a + b) with
+ * tiles = ceil(M / TILE_M) tn (lib/perf.c, gemm_time()). */
+struct m4d_gemm {
+    double c;  /* compute seconds per row at full waves: 2 N (K + K_FILL) / rate */
+    double a;  /* HBM seconds per row: (e K + 2 N) / B_hbm */
+    double b;  /* HBM seconds of the weight: e K N / B_hbm */
+    double tn; /* tiles along N */
+};
+
+/* What the step time of a layout shares with every layout that differs only
+ * in the micro-batch size and recompute (a search group): the machine, the
+ * GEMMs but M, per-sample coefficients of everything linear in the
+ * micro-batch, the stage split, the data-parallel collectives and the
+ * optimizer step. m4d_perf() = m4d_perf_prepare() + m4d_perf_fill(). */
+struct m4d_perf_group {
+    bool ok; /* false: no speed for this device / layout */
+    struct m4d_machine mc;
+    struct m4d_gemm lin[4], head;                  /* QKV, attention out, MLP up(+gate), down; LM head */
+    double chunks;                                 /* t with tp_comm_overlap (chunked GEMMs), else 1 */
+    double rows_per_b;                             /* GEMM rows per sample: s / c */
+    double cast_a, cast_b;                         /* fp8 casts: seconds per row, fixed */
+    double attn_per_b, attn_tiles_per_b;           /* forward attention at full waves, query tiles */
+    double ew_per_b, ce_per_b;                     /* element-wise forward, cross entropy (fwd+bwd) */
+    double tp_lat, tp_per_b;                       /* one TP collective: latency, transfer per sample */
+    double cp_lat, cp_per_b;                       /* one CP ring step */
+    double ep_lat, ep_per_b;                       /* one MoE all-to-all */
+    double p2p_lat, p2p_per_b;                     /* pipeline send/recv of a micro-batch */
+    double n_first, n_mid, n_last, layers_max;
+    double dp_reduce, dp_gather, dp_colls, opt_s; /* unhidden DP seconds, buckets, optimizer */
+    double fsdp_ag, fsdp_rs;                       /* one layer's ZeRO-3 gather / reduce-scatter */
+    double flops_per_seq, peak;                    /* Megatron's model FLOPs per sequence; bf16 peak */
+};
+void m4d_perf_prepare(const struct m4d_ctx *x, const mem4d_device *dev, struct m4d_perf_group *pg);
+void m4d_perf_fill(const struct m4d_ctx *x, const struct m4d_perf_group *pg, mem4d_report *r);
 
 /* --- presets.c -------------------------------------------------------------- */
 

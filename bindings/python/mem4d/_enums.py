@@ -140,6 +140,7 @@ class LayoutParam(enum.IntEnum):
     ETP = 36
     RECOMPUTE_MODULES = 37
     MOE_ROUTER_BYTES = 38
+    TP_COMM_OVERLAP = 39
 
 
 class DeviceParam(enum.IntEnum):
@@ -161,6 +162,12 @@ class DeviceParam(enum.IntEnum):
     NCCL_BYTES_PER_GROUP = 13
     ALLOCATOR_OVERHEAD_PPM = 14
     WORKSPACE_BYTES = 15
+    SM_COUNT = 16
+    NVLINK_DOMAIN = 17
+    NICS_PER_NODE = 18
+    NIC_BANDWIDTH = 19
+    KERNEL_OVERHEAD_NS = 20
+    FP8_EFFICIENCY_PPM = 21
 
 
 class Mode(enum.IntEnum):
@@ -221,6 +228,13 @@ class Metric(enum.IntEnum):
     BUBBLE_FRACTION = 4
     COMPUTE_TIME_S = 5
     EXPOSED_COMM_S = 6
+    TP_COMM_S = 7
+    CP_COMM_S = 8
+    DP_COMM_S = 9
+    PP_COMM_S = 10
+    EP_COMM_S = 11
+    BUBBLE_S = 12
+    OPTIMIZER_S = 13
 
 
 class SearchOption(enum.IntEnum):
@@ -250,3 +264,20 @@ class WorldSource(enum.IntEnum):
     ENV_WORLD_SIZE = 2
     ENV_SLURM_NTASKS = 3
     ENV_SLURM_NODES = 4
+
+
+class CalibrationFigure(enum.IntEnum):
+    """mem4d_calibration_figure: Figures of one calibrated log. Values are fixed forever; new
+    ones are appended.
+    """
+    MEASURED_STEP_S = 0
+    PREDICTED_STEP_BEFORE_S = 1
+    PREDICTED_STEP_AFTER_S = 2
+    MEASURED_TFLOPS_PER_GPU = 3
+    MEASURED_MAX_ALLOCATED = 4
+    PREDICTED_MAX_ALLOCATED_BEFORE = 5
+    PREDICTED_MAX_ALLOCATED_AFTER = 6
+    MEASURED_MAX_RESERVED = 7
+    PREDICTED_MAX_RESERVED_BEFORE = 8
+    PREDICTED_MAX_RESERVED_AFTER = 9
+    MEMORY_RANK = 10

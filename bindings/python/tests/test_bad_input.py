@@ -120,6 +120,10 @@ class BoolTest(unittest.TestCase):
         device = mem4d.Device.preset("h100-80")
         with self.assertRaises(TypeError):
             mem4d.plan(model, device, gpus=8, seq=4096, max_results=2.5)
+        with self.assertRaises(TypeError):
+            mem4d.plan(model, device, gpus=8, seq=4096, tp=True)
+        self.assertTrue(all(p.layout["dist_opt"] == 1
+                            for p in mem4d.plan(model, device, gpus=8, seq=4096, dist_opt=True, max_results=3)))
         with self.assertRaises(Mem4dError) as ctx:
             mem4d.plan(model, device, gpus=8, seq=4096, max_results=1 << 64)
         self.assertIs(ctx.exception.status, Status.E_RANGE)

@@ -53,6 +53,14 @@ pub struct mem4d_import {
     _marker: PhantomData<(*mut u8, PhantomPinned)>,
 }
 
+/// Opaque `mem4d_calibration`.
+#[repr(C)]
+pub struct mem4d_calibration {
+    _data: [u8; 0],
+    // Neither Send, Sync nor Unpin: the safe crate decides.
+    _marker: PhantomData<(*mut u8, PhantomPinned)>,
+}
+
 /// `MEM4D_VERSION_MAJOR` of the header these declarations follow.
 pub const MEM4D_VERSION_MAJOR: u32 = 0;
 /// `MEM4D_VERSION_MINOR` of the header these declarations follow.
@@ -314,6 +322,10 @@ pub const MEM4D_LAYOUT_RECOMPUTE_MODULES: mem4d_layout_param = 37;
 /// "moe_router_bytes": bytes of each router logit and probability kept per token and expert, 4 (fp32, default) or 8
 /// (Megatron's --moe-router-dtype fp64). @since 0.2
 pub const MEM4D_LAYOUT_MOE_ROUTER_BYTES: mem4d_layout_param = 38;
+/// "tp_comm_overlap": 1 for Megatron's --tp-comm-overlap (Transformer Engine's userbuffers) or torchtitan's async TP:
+/// the TP all-gathers and reduce-scatters run in chunks under the GEMMs they feed. Only the step-time model reads it
+/// (doc/perf.md). Default 0.
+pub const MEM4D_LAYOUT_TP_COMM_OVERLAP: mem4d_layout_param = 39;
 
 /// `mem4d_device_param` (a C enum, passed as `int`): Device parameters. Values are fixed forever; new keys are
 /// appended.
@@ -350,6 +362,24 @@ pub const MEM4D_DEVICE_NCCL_BYTES_PER_GROUP: mem4d_device_param = 13;
 pub const MEM4D_DEVICE_ALLOCATOR_OVERHEAD_PPM: mem4d_device_param = 14;
 /// "workspace_bytes": cuBLAS / attention kernel workspaces.
 pub const MEM4D_DEVICE_WORKSPACE_BYTES: mem4d_device_param = 15;
+/// "sm_count": streaming multiprocessors (compute units) over which GEMM and attention tiles are quantised into waves;
+/// 0 switches wave quantisation off. @since 0.2
+pub const MEM4D_DEVICE_SM_COUNT: mem4d_device_param = 16;
+/// "nvlink_domain": GPUs that reach each other over NVLink (8 in a DGX node, 72 in a GB200 NVL72 rack that spans 18
+/// nodes, 2 for bridged H100 NVL pairs); 0 means gpus_per_node. A group whose ranks stay in one domain uses the
+/// intra-node link. @since 0.2
+pub const MEM4D_DEVICE_NVLINK_DOMAIN: mem4d_device_param = 17;
+/// "nics_per_node": network adapters of one node; with nic_bandwidth it replaces inter_node_bandwidth by nics x
+/// bandwidth / gpus_per_node, the share of each GPU when all of them cross the network. 0: use inter_node_bandwidth.
+/// @since 0.2
+pub const MEM4D_DEVICE_NICS_PER_NODE: mem4d_device_param = 18;
+/// "nic_bandwidth": bytes/s of one network adapter, one direction (400 Gb/s = 50000000000). @since 0.2
+pub const MEM4D_DEVICE_NIC_BANDWIDTH: mem4d_device_param = 19;
+/// "kernel_overhead_ns": GPU time lost per kernel to launch and dependency gaps. Default 2000. @since 0.2
+pub const MEM4D_DEVICE_KERNEL_OVERHEAD_NS: mem4d_device_param = 20;
+/// "fp8_efficiency_ppm": share of the fp8 peak large fp8 GEMMs reach (the linear layers with fp8 = 1). Default 540000.
+/// @since 0.2
+pub const MEM4D_DEVICE_FP8_EFFICIENCY_PPM: mem4d_device_param = 21;
 
 /// `mem4d_mode` (a C enum, passed as `int`): Which memory model produced a report.
 pub type mem4d_mode = c_int;
@@ -430,14 +460,29 @@ pub const MEM4D_METRIC_MFU: mem4d_metric = 3;
 pub const MEM4D_METRIC_BUBBLE_FRACTION: mem4d_metric = 4;
 /// Seconds of compute per step (recompute included).
 pub const MEM4D_METRIC_COMPUTE_TIME_S: mem4d_metric = 5;
-/// Seconds of communication not hidden behind compute.
+/// Seconds of communication not hidden behind compute (the sum of the next five).
 pub const MEM4D_METRIC_EXPOSED_COMM_S: mem4d_metric = 6;
+/// Exposed tensor-parallel collectives per step, slowest stage. @since 0.2
+pub const MEM4D_METRIC_TP_COMM_S: mem4d_metric = 7;
+/// Exposed context-parallel ring transfers per step. @since 0.2
+pub const MEM4D_METRIC_CP_COMM_S: mem4d_metric = 8;
+/// Exposed data-parallel gradient reduce / parameter gather (ZeRO-3 per-layer included). @since 0.2
+pub const MEM4D_METRIC_DP_COMM_S: mem4d_metric = 9;
+/// Pipeline send/receive per step. @since 0.2
+pub const MEM4D_METRIC_PP_COMM_S: mem4d_metric = 10;
+/// Exposed expert-parallel all-to-all per step. @since 0.2
+pub const MEM4D_METRIC_EP_COMM_S: mem4d_metric = 11;
+/// Seconds of pipeline bubble per step. @since 0.2
+pub const MEM4D_METRIC_BUBBLE_S: mem4d_metric = 12;
+/// Seconds of the optimizer step. @since 0.2
+pub const MEM4D_METRIC_OPTIMIZER_S: mem4d_metric = 13;
 
 /// `mem4d_search_option` (a C enum, passed as `int`): Search options.
 pub type mem4d_search_option = c_int;
 /// 1 (default): yield only layouts whose verdict is "fits"; 0: every valid layout.
 pub const MEM4D_SEARCH_FITS_ONLY: mem4d_search_option = 0;
-/// 1 (default): require tp x cp <= GPUs per node.
+/// 1 (default): require tp x cp <= GPUs per node (per NVLink domain when the device sets nvlink_domain, e.g. 72 on
+/// GB200 NVL72).
 pub const MEM4D_SEARCH_NODE_LOCAL: mem4d_search_option = 1;
 /// 1 (default): fastest first (ties: less memory); 0: enumeration order, streamed.
 pub const MEM4D_SEARCH_RANKED: mem4d_search_option = 2;
@@ -470,6 +515,32 @@ pub const MEM4D_WORLD_ENV_WORLD_SIZE: mem4d_world_source = 2;
 pub const MEM4D_WORLD_ENV_SLURM_NTASKS: mem4d_world_source = 3;
 /// SLURM_JOB_NUM_NODES x SLURM_GPUS_ON_NODE (or SLURM_NTASKS_PER_NODE).
 pub const MEM4D_WORLD_ENV_SLURM_NODES: mem4d_world_source = 4;
+
+/// `mem4d_calibration_figure` (a C enum, passed as `int`): Figures of one calibrated log. Values are fixed forever; new
+/// ones are appended.
+pub type mem4d_calibration_figure = c_int;
+/// Median elapsed time per iteration, first logged line left out (s).
+pub const MEM4D_CALIBRATION_MEASURED_STEP_S: mem4d_calibration_figure = 0;
+/// Step time the device predicted before the fit (s).
+pub const MEM4D_CALIBRATION_PREDICTED_STEP_BEFORE_S: mem4d_calibration_figure = 1;
+/// Step time the fitted device predicts (s).
+pub const MEM4D_CALIBRATION_PREDICTED_STEP_AFTER_S: mem4d_calibration_figure = 2;
+/// Median "throughput per GPU (TFLOP/s/GPU)" (with --log-throughput).
+pub const MEM4D_CALIBRATION_MEASURED_TFLOPS_PER_GPU: mem4d_calibration_figure = 3;
+/// "max allocated" of the first rank's last memory line, bytes.
+pub const MEM4D_CALIBRATION_MEASURED_MAX_ALLOCATED: mem4d_calibration_figure = 4;
+/// Peak allocated of that rank's stage before the fit, bytes.
+pub const MEM4D_CALIBRATION_PREDICTED_MAX_ALLOCATED_BEFORE: mem4d_calibration_figure = 5;
+/// The same after the fit.
+pub const MEM4D_CALIBRATION_PREDICTED_MAX_ALLOCATED_AFTER: mem4d_calibration_figure = 6;
+/// "max reserved" of that memory line, bytes.
+pub const MEM4D_CALIBRATION_MEASURED_MAX_RESERVED: mem4d_calibration_figure = 7;
+/// Peak reserved of the stage before the fit, bytes.
+pub const MEM4D_CALIBRATION_PREDICTED_MAX_RESERVED_BEFORE: mem4d_calibration_figure = 8;
+/// The same after the fit.
+pub const MEM4D_CALIBRATION_PREDICTED_MAX_RESERVED_AFTER: mem4d_calibration_figure = 9;
+/// The rank whose memory line was read.
+pub const MEM4D_CALIBRATION_MEMORY_RANK: mem4d_calibration_figure = 10;
 
 /// The statuses' names as the header spells them, indexed by value.
 pub const MEM4D_STATUS_NAMES: [&str; 23] = [
@@ -638,6 +709,32 @@ extern "C" {
     pub fn mem4d_device_param_default(key: mem4d_device_param, value: *mut u64) -> mem4d_status;
     /// Name of a value of an enumerated (MEM4D_KIND_CHOICE) device parameter.
     pub fn mem4d_device_value_name(key: mem4d_device_param, value: u64) -> *const c_char;
+    /// Apply a device file's text to a device. The format is one `KEY = VALUE` per line, keys and values as for
+    /// mem4d_device_set_str() (e.g. `gpus_per_node = 4`, `nic_bandwidth = 50000000000`); `preset = NAME`, allowed as
+    /// the first key only, starts from a built-in device; `name = TEXT` names the device; blank lines and text after
+    /// `#` are ignored. A rejected text leaves the device unchanged.
+    pub fn mem4d_device_parse(
+        device: *mut mem4d_device,
+        text: *const c_char,
+        length: usize,
+        why: *mut c_char,
+        why_size: usize,
+    ) -> mem4d_status;
+    /// Read a device file (at most 1 MiB) and apply it with mem4d_device_parse().
+    pub fn mem4d_device_load(
+        device: *mut mem4d_device,
+        path: *const c_char,
+        why: *mut c_char,
+        why_size: usize,
+    ) -> mem4d_status;
+    /// Write a device as a device file: its name and every parameter (one that was never set, such as memory_bytes of
+    /// mem4d_device_new(), as a comment), which mem4d_device_parse() reads back into a new device as an equal one.
+    pub fn mem4d_device_format(
+        device: *const mem4d_device,
+        buf: *mut c_char,
+        size: usize,
+        length: *mut usize,
+    ) -> mem4d_status;
 
     // estimate
     /// Create a report. It holds room for every stage, so estimates into it never allocate.
@@ -823,4 +920,33 @@ extern "C" {
         size: usize,
         length: *mut usize,
     ) -> mem4d_status;
+
+    // calibration
+    /// Create an empty calibration.
+    pub fn mem4d_calibration_new(out: *mut *mut mem4d_calibration) -> mem4d_status;
+    /// Free a calibration. NULL is allowed.
+    pub fn mem4d_calibration_free(cal: *mut mem4d_calibration);
+    /// Read one Megatron-LM training log. The job is taken from the log's arguments block (Megatron prints every
+    /// argument between "arguments" and "end of arguments" lines); a log without one needs the job's arguments in
+    pub fn mem4d_calibration_add_megatron_log(
+        cal: *mut mem4d_calibration,
+        text: *const c_char,
+        length: usize,
+        argc: c_int,
+        argv: *const *const c_char,
+        world_size: u64,
+    ) -> mem4d_status;
+    /// Fit a device to every log read: see the group's description. The device is changed only on success.
+    pub fn mem4d_calibration_fit(cal: *mut mem4d_calibration, device: *mut mem4d_device) -> mem4d_status;
+    /// A figure of one log after mem4d_calibration_fit().
+    pub fn mem4d_calibration_get(
+        cal: *const mem4d_calibration,
+        log_index: usize,
+        figure: mem4d_calibration_figure,
+        value: *mut c_double,
+    ) -> mem4d_status;
+    /// Logs read so far.
+    pub fn mem4d_calibration_log_count(cal: *const mem4d_calibration) -> usize;
+    /// Why the last call failed, naming the log line or the argument at fault.
+    pub fn mem4d_calibration_message(cal: *const mem4d_calibration) -> *const c_char;
 }
