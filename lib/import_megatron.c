@@ -885,11 +885,22 @@ static mem4d_status apply_account_split(mem4d_import *imp, const struct opt_val 
                                         mem4d_layout *l)
 {
     uint64_t e = GIVEN(MF_ACCOUNT_EMB), s = GIVEN(MF_ACCOUNT_LOSS), p = l->v[MEM4D_LAYOUT_PP];
+    /* Megatron-DeepSpeed's --pp-partition-method: DeepSpeed's PipelineModule
+     * balances the layers whose type matches; "type:transformer|embedding"
+     * counts the embedding pipes on the first and last stage as layers. */
+    if (GIVEN(MF_PP_PARTITION)) {
+        const char *how = vals[MF_PP_PARTITION].s;
+        if (strcmp(how, "type:transformer|embedding") == 0)
+            e = s = 1;
+        else if (strcmp(how, "type:transformer") != 0 && strcmp(how, "uniform") != 0)
+            m4d_imp_warn(imp, "--pp-partition-method %.64s is not a partition this version knows; the layers are "
+                         "split evenly", how);
+    }
     uint64_t L = m->v[MEM4D_MODEL_NUM_LAYERS];
     if (!e && !s)
         return MEM4D_OK;
     if (GIVEN(MF_FIRST_LAYERS) || GIVEN(MF_LAST_LAYERS))
-        return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "--account-for-embedding/loss-in-pipeline-split contradict "
+        return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "counting the embedding or loss as pipeline layers contradicts "
                             "--decoder-first/last-pipeline-num-layers");
     if (p == 1)
         return MEM4D_OK; /* one stage holds everything */

@@ -114,6 +114,7 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     SWITCH_ROW("distribute-saved-activations", MF_DIST_SAVED),
     SKIP_ROW("distributed-backend"),
     SKIP_ROW("distributed-timeout-minutes"),
+    SKIP_ROW("embed-layernorm"), /* 2h parameters and one h-wide activation: below a megabyte */
     SKIP_ROW("empty-unused-memory-level"),
     SKIP_ROW("enable-experimental"),
     INT_ROW("encoder-seq-length", MF_ENC_SEQ, -1),
@@ -290,6 +291,7 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     WARN_ROW("pipeline-model-parallel-layout", "places layers on stages explicitly; the estimate splits them evenly"),
     INT_ROW("pipeline-model-parallel-size", MF_PP, -1),
     WORD_ROW("position-embedding-type", MF_POS_TYPE, c_pos),
+    TEXT_ROW("pp-partition-method", MF_PP_PARTITION),
     SKIP_ROW("pretrained-checkpoint"),
     SKIP_ROW("profile"),
     SKIP_ROW("profile-ranks"),

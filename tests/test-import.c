@@ -1019,6 +1019,8 @@ static const struct modelled_case {
     /* The embedding and the loss counted as layers: (4 + 2) / 2 stages, one fewer at each end. */
     {{BASE_JOB, "--pipeline-model-parallel-size", "2", "--account-for-embedding-in-pipeline-split",
       "--account-for-loss-in-pipeline-split"}, -1, MEM4D_LAYOUT_FIRST_STAGE_LAYERS, 2},
+    {{BASE_JOB, "--pipeline-model-parallel-size", "2", "--pp-partition-method", "type:transformer|embedding"},
+     -1, MEM4D_LAYOUT_LAST_STAGE_LAYERS, 2},
     /* A sliding window changes no allocation: fused attention's memory is linear in s. */
     {{BASE_JOB, "--window-size", "(4096,0)"}, MEM4D_MODEL_QK_LAYERNORM, -1, 0},
 };
