@@ -369,6 +369,7 @@ struct m4d_perf_group {
     double cast_a, cast_b;                         /* fp8 casts: seconds per row, fixed */
     double attn_per_b, attn_tiles_per_b;           /* forward attention at full waves, query tiles */
     double ew_per_b, ce_per_b;                     /* element-wise forward, cross entropy (fwd+bwd) */
+    double ew_norm_per_b, ew_act_per_b;            /* of the forward: the norms, the MLP activation */
     double tp_lat, tp_per_b;                       /* one TP collective: latency, transfer per sample */
     double cp_lat, cp_per_b;                       /* one CP ring step */
     double ep_lat, ep_per_b;                       /* one MoE all-to-all */
