@@ -28,8 +28,8 @@
  * raise the count, name the new last value and append the table rows. */
 #define M4D_MODEL_NPARAM 31
 M4D_ENUM_COUNT(M4D_MODEL_NPARAM, MEM4D_MODEL_QK_NORM_WHOLE);
-#define M4D_LAYOUT_NPARAM 40
-M4D_ENUM_COUNT(M4D_LAYOUT_NPARAM, MEM4D_LAYOUT_TP_COMM_OVERLAP);
+#define M4D_LAYOUT_NPARAM 41
+M4D_ENUM_COUNT(M4D_LAYOUT_NPARAM, MEM4D_LAYOUT_OPTIMIZER_OFFLOAD_PPM);
 #define M4D_DEVICE_NPARAM 22
 M4D_ENUM_COUNT(M4D_DEVICE_NPARAM, MEM4D_DEVICE_FP8_EFFICIENCY_PPM);
 #define M4D_NTERMS 14
@@ -141,6 +141,7 @@ struct m4d_ctx {
     uint64_t recompute, rc_method, rc_layers;
     uint64_t rc_modules;               /* M4D_RC_* bits of what selective recompute re-runs */
     uint64_t router_bytes;             /* each router logit and probability (fp32 4, fp64 8) */
+    uint64_t opt_offload_ppm;          /* share of the Adam moments on the host */
     uint64_t param_bytes, grad_bytes, opt_bytes, master_bytes;
     bool fp8, overlap_grad, overlap_param;
     bool hidden_dropout, attn_dropout; /* dropout on: masks kept for backward */

@@ -242,6 +242,7 @@ export const ENUMS = Object.freeze({
         MEM4D_LAYOUT_RECOMPUTE_MODULES: 37,
         MEM4D_LAYOUT_MOE_ROUTER_BYTES: 38,
         MEM4D_LAYOUT_TP_COMM_OVERLAP: 39,
+        MEM4D_LAYOUT_OPTIMIZER_OFFLOAD_PPM: 40,
     }),
     mem4d_device_param: Object.freeze({
         MEM4D_DEVICE_MEMORY_BYTES: 0,

@@ -573,7 +573,11 @@ typedef enum mem4d_layout_param {
      * reduce-scatters run in chunks under the GEMMs they feed. Only the
      * step-time model reads it (doc/perf.md). Default 0.
      * @since 0.2 */
-    MEM4D_LAYOUT_TP_COMM_OVERLAP = 39
+    MEM4D_LAYOUT_TP_COMM_OVERLAP = 39,
+    /** "optimizer_offload_ppm": parts per million of the Adam moments kept on the host
+     * (Megatron's --optimizer-cpu-offload with --optimizer-offload-fraction; the
+     * fp32 main parameters stay on the GPU). Default 0. @since 0.2 */
+    MEM4D_LAYOUT_OPTIMIZER_OFFLOAD_PPM = 40
 } mem4d_layout_param;
 
 /**

@@ -141,6 +141,7 @@ class LayoutParam(enum.IntEnum):
     RECOMPUTE_MODULES = 37
     MOE_ROUTER_BYTES = 38
     TP_COMM_OVERLAP = 39
+    OPTIMIZER_OFFLOAD_PPM = 40
 
 
 class DeviceParam(enum.IntEnum):

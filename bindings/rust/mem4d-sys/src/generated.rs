@@ -326,6 +326,9 @@ pub const MEM4D_LAYOUT_MOE_ROUTER_BYTES: mem4d_layout_param = 38;
 /// the TP all-gathers and reduce-scatters run in chunks under the GEMMs they feed. Only the step-time model reads it
 /// (doc/perf.md). Default 0.
 pub const MEM4D_LAYOUT_TP_COMM_OVERLAP: mem4d_layout_param = 39;
+/// "optimizer_offload_ppm": parts per million of the Adam moments kept on the host (Megatron's --optimizer-cpu-offload
+/// with --optimizer-offload-fraction; the fp32 main parameters stay on the GPU). Default 0. @since 0.2
+pub const MEM4D_LAYOUT_OPTIMIZER_OFFLOAD_PPM: mem4d_layout_param = 40;
 
 /// `mem4d_device_param` (a C enum, passed as `int`): Device parameters. Values are fixed forever; new keys are
 /// appended.
