@@ -39,6 +39,12 @@ static const char *paper_unsupported(const struct m4d_ctx *x)
         return "dropout (the formula assumes none, so no dropout masks)";
     if (x->ce_fusion)
         return "the fused cross-entropy's extra logits buffer";
+    if (x->fw != MEM4D_FRAMEWORK_MEGATRON)
+        return "frameworks other than Megatron-LM";
+    if (x->recompute == 3)
+        return "op-selective recomputation";
+    if (x->expandable || x->compile || x->async_tp || x->afab)
+        return "allocator, compiler or schedule settings outside the paper's setup";
     return NULL;
 }
 
@@ -135,6 +141,7 @@ static mem4d_status check_args(const mem4d_model *model, const mem4d_layout *lay
 void m4d_report_reset(mem4d_report *r, const mem4d_device *dev)
 {
     r->msg[0] = '\0';
+    r->nwarn = 0;
     r->nstages = 0;
     r->peak_stage = 0;
     r->have_metrics = false;

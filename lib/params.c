@@ -10,9 +10,14 @@
 #define MiB (UINT64_C(1) << 20)
 
 static const char *const norm_names[] = {"rmsnorm", "layernorm", NULL};
-static const char *const recompute_names[] = {"none", "selective", "full", NULL};
+static const char *const recompute_names[] = {"none", "selective", "full", "op", NULL};
 static const char *const method_names[] = {"uniform", "block", NULL};
 static const char *const mode_names[] = {"full", "paper", NULL};
+static const char *const framework_names[] = {"megatron", "torchtitan", "deepspeed", "nanotron", NULL};
+static const char *const reshard_names[] = {"auto", "always", "never", NULL};
+static const char *const float8_names[] = {"none", "tensorwise", "rowwise", NULL};
+static const char *const offload_names[] = {"none", "optimizer", "optimizer_and_params", NULL};
+static const char *const schedule_names[] = {"1f1b", "afab", NULL};
 
 #define BOOL_ROW(n, a, a2, def) {n, a, a2, 0, 1, def, NULL, true, 0}
 #define NUM_ROW(n, a, a2, lo, hi, def) {n, a, a2, lo, hi, def, NULL, false, 0}
@@ -52,7 +57,7 @@ const struct m4d_param_desc m4d_layout_params[M4D_LAYOUT_NPARAM] = {
     [MEM4D_LAYOUT_DIST_OPT] = BOOL_ROW("dist_opt", "use_distributed_optimizer", NULL, 1),
     [MEM4D_LAYOUT_MAIN_GRAD_BYTES] = SET_ROW("main_grad_bytes", "grad_bytes", NULL, 2, 4, 4, (1u << 2) | (1u << 4)),
     [MEM4D_LAYOUT_VPP] = NUM_ROW("vpp", "virtual_pipeline_model_parallel_size", NULL, 1, M4D_MAX_STAGES, 1),
-    [MEM4D_LAYOUT_RECOMPUTE] = ENUM_ROW("recompute", "recompute_granularity", NULL, recompute_names, 2, 0),
+    [MEM4D_LAYOUT_RECOMPUTE] = ENUM_ROW("recompute", "recompute_granularity", NULL, recompute_names, 3, 0),
     [MEM4D_LAYOUT_RECOMPUTE_METHOD] = ENUM_ROW("recompute_method", NULL, NULL, method_names, 1, 0),
     [MEM4D_LAYOUT_RECOMPUTE_LAYERS] = NUM_ROW("recompute_num_layers", NULL, NULL, 0, 4096, 0),
     [MEM4D_LAYOUT_FLASH_ATTN] = BOOL_ROW("flash_attn", "use_flash_attn", NULL, 1),
@@ -70,10 +75,27 @@ const struct m4d_param_desc m4d_layout_params[M4D_LAYOUT_NPARAM] = {
     [MEM4D_LAYOUT_LAST_STAGE_LAYERS] = NUM_ROW("decoder_last_pipeline_num_layers", "last_stage_layers", NULL, 0, 4096, 0),
     [MEM4D_LAYOUT_OVERLAP_GRAD_REDUCE] = BOOL_ROW("overlap_grad_reduce", NULL, NULL, 0),
     [MEM4D_LAYOUT_OVERLAP_PARAM_GATHER] = BOOL_ROW("overlap_param_gather", NULL, NULL, 0),
-    [MEM4D_LAYOUT_BUCKET_SIZE] = NUM_ROW("ddp_bucket_size", "bucket_size", NULL, 0, UINT64_C(1) << 40, 0),
+    [MEM4D_LAYOUT_BUCKET_SIZE] = NUM_ROW("ddp_bucket_size", "bucket_size", "reduce_bucket_size", 0, UINT64_C(1) << 40, 0),
     [MEM4D_LAYOUT_HIDDEN_DROPOUT] = BOOL_ROW("hidden_dropout", NULL, NULL, 0),
     [MEM4D_LAYOUT_ATTENTION_DROPOUT] = BOOL_ROW("attention_dropout", NULL, NULL, 0),
     [MEM4D_LAYOUT_CROSS_ENTROPY_FUSION] = BOOL_ROW("cross_entropy_fusion", "cross_entropy_loss_fusion", NULL, 0),
+    [MEM4D_LAYOUT_FRAMEWORK] = ENUM_ROW("framework", NULL, NULL, framework_names, 3, 0),
+    [MEM4D_LAYOUT_RESHARD_AFTER_FORWARD] = ENUM_ROW("reshard_after_forward", NULL, NULL, reshard_names, 2, 0),
+    [MEM4D_LAYOUT_DP_REPLICATE] = NUM_ROW("dp_replicate", "data_parallel_replicate_degree", NULL, 1, 1u << 24, 1),
+    [MEM4D_LAYOUT_RECOMPUTE_EVERY] = NUM_ROW("recompute_every", "selective_ac_option", NULL, 0, 4096, 0),
+    [MEM4D_LAYOUT_FLOAT8] = ENUM_ROW("float8", NULL, NULL, float8_names, 2, 0),
+    [MEM4D_LAYOUT_FP8_ALL_GATHER] = BOOL_ROW("fp8_all_gather", "enable_fsdp_float8_all_gather", NULL, 0),
+    [MEM4D_LAYOUT_ALLGATHER_BUCKET_SIZE] = NUM_ROW("allgather_bucket_size", NULL, NULL, 0, UINT64_C(1) << 40, 0),
+    [MEM4D_LAYOUT_PREFETCH_BUCKET_SIZE] = NUM_ROW("stage3_prefetch_bucket_size", "prefetch_bucket_size", NULL, 0,
+                                                  UINT64_C(1) << 40, 0),
+    [MEM4D_LAYOUT_MAX_LIVE_PARAMETERS] = NUM_ROW("stage3_max_live_parameters", "max_live_parameters", NULL, 0,
+                                                 UINT64_C(1) << 40, 0),
+    [MEM4D_LAYOUT_OFFLOAD] = ENUM_ROW("offload", NULL, NULL, offload_names, 2, 0),
+    [MEM4D_LAYOUT_CONTIGUOUS_GRADIENTS] = BOOL_ROW("contiguous_gradients", NULL, NULL, 1),
+    [MEM4D_LAYOUT_PIPELINE_SCHEDULE] = ENUM_ROW("pipeline_schedule", "pp_engine", NULL, schedule_names, 1, 0),
+    [MEM4D_LAYOUT_COMPILE] = BOOL_ROW("compile", "torch_compile", NULL, 0),
+    [MEM4D_LAYOUT_ASYNC_TP] = BOOL_ROW("async_tp", "enable_async_tensor_parallel", NULL, 0),
+    [MEM4D_LAYOUT_EXPANDABLE_SEGMENTS] = BOOL_ROW("expandable_segments", NULL, NULL, 0),
 };
 
 /* Device constants' defaults are documented in doc/formulas.md and
@@ -95,6 +117,7 @@ const struct m4d_param_desc m4d_device_params[M4D_DEVICE_NPARAM] = {
     [MEM4D_DEVICE_NCCL_BYTES_PER_GROUP] = NUM_ROW("nccl_bytes_per_group", NULL, NULL, 0, UINT64_C(1) << 40, 128 * MiB),
     [MEM4D_DEVICE_ALLOCATOR_OVERHEAD_PPM] = NUM_ROW("allocator_overhead_ppm", NULL, NULL, 0, 1000000, 40000),
     [MEM4D_DEVICE_WORKSPACE_BYTES] = NUM_ROW("workspace_bytes", NULL, NULL, 0, UINT64_C(1) << 40, 256 * MiB),
+    [MEM4D_DEVICE_FULL_FIT_THRESHOLD_PPM] = NUM_ROW("full_fit_threshold_ppm", NULL, NULL, 1, 1000000, 900000),
 };
 
 static bool allowed(const struct m4d_param_desc *d, uint64_t value)

@@ -363,8 +363,70 @@ typedef enum mem4d_layout_param {
      * loss: 10 instead of 6 bytes per token and vocabulary entry on the last
      * stage. Later releases that keep it in place are overestimated. Default 0.
      * Paper mode refuses 1. */
-    MEM4D_LAYOUT_CROSS_ENTROPY_FUSION = 31
+    MEM4D_LAYOUT_CROSS_ENTROPY_FUSION = 31,
+    /** "framework": the training stack whose conventions and buffers apply:
+     * 0 "megatron" (default; Megatron-LM / Megatron-Core), 1 "torchtitan" (FSDP2 over
+     * dp x cp with fp32 sharded parameters, bf16 compute, fp32 loss), 2 "deepspeed"
+     * (ZeRO stage zero_stage with its buckets), 3 "nanotron" (fp32 gradient
+     * accumulation buffers, ZeRO-0/1). See doc/full-model.md, "Frameworks".
+     * Paper mode refuses anything but megatron. @since 0.2 */
+    MEM4D_LAYOUT_FRAMEWORK = 32,
+    /** "reshard_after_forward" (torchtitan / FSDP2): 0 "auto" (torchtitan's rule: every
+     * transformer block but the last reshards, none under pipeline parallelism, the
+     * root module never), 1 "always", 2 "never". @since 0.2 */
+    MEM4D_LAYOUT_RESHARD_AFTER_FORWARD = 33,
+    /** "dp_replicate": HSDP replicate degree (torchtitan data_parallel_replicate_degree);
+     * FSDP shards over dp / dp_replicate x cp. Must divide dp. Default 1. @since 0.2 */
+    MEM4D_LAYOUT_DP_REPLICATE = 34,
+    /** "recompute_every": with recompute = full, checkpoint only every N-th transformer
+     * block and keep the others whole (torchtitan's layer-selective AC,
+     * selective_ac_option = N). 0 or 1 = every block. @since 0.2 */
+    MEM4D_LAYOUT_RECOMPUTE_EVERY = 35,
+    /** "float8" (torchtitan / torchao float8 linears): 0 "none", 1 "tensorwise",
+     * 2 "rowwise". @since 0.2 */
+    MEM4D_LAYOUT_FLOAT8 = 36,
+    /** "fp8_all_gather": FSDP all-gathers float8 weights (enable_fsdp_float8_all_gather,
+     * tensorwise only). Default 0. @since 0.2 */
+    MEM4D_LAYOUT_FP8_ALL_GATHER = 37,
+    /** "allgather_bucket_size" (DeepSpeed ZeRO-1/2) in elements; 0 = DeepSpeed's 5e8.
+     * The reduce bucket is ddp_bucket_size (alias "reduce_bucket_size"; 0 = 5e8 with
+     * framework deepspeed). @since 0.2 */
+    MEM4D_LAYOUT_ALLGATHER_BUCKET_SIZE = 38,
+    /** "stage3_prefetch_bucket_size" (DeepSpeed ZeRO-3) in elements; 0 = 5e7. @since 0.2 */
+    MEM4D_LAYOUT_PREFETCH_BUCKET_SIZE = 39,
+    /** "stage3_max_live_parameters" (DeepSpeed ZeRO-3) in elements; 0 = 1e9. @since 0.2 */
+    MEM4D_LAYOUT_MAX_LIVE_PARAMETERS = 40,
+    /** "offload": 0 "none", 1 "optimizer" (master weights and moments in CPU memory),
+     * 2 "optimizer_and_params" (ZeRO-3 parameters too). DeepSpeed only. @since 0.2 */
+    MEM4D_LAYOUT_OFFLOAD = 41,
+    /** "contiguous_gradients" (DeepSpeed): copy reduced gradients into one contiguous
+     * buffer. Default 1. @since 0.2 */
+    MEM4D_LAYOUT_CONTIGUOUS_GRADIENTS = 42,
+    /** "pipeline_schedule": 0 "1f1b" (default), 1 "afab" (all forward, all backward:
+     * nanotron's AllForwardAllBackward engine keeps every micro-batch). @since 0.2 */
+    MEM4D_LAYOUT_PIPELINE_SCHEDULE = 43,
+    /** "compile": torch.compile of the transformer blocks. Its effect on memory is not
+     * modelled: an estimate with it set carries a warning. Default 0. @since 0.2 */
+    MEM4D_LAYOUT_COMPILE = 44,
+    /** "async_tp": torchtitan's asynchronous tensor parallelism (symmetric-memory
+     * buffers). Not modelled: an estimate with it set carries a warning. @since 0.2 */
+    MEM4D_LAYOUT_ASYNC_TP = 45,
+    /** "expandable_segments": PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True; freed
+     * blocks no longer strand whole segments (see doc/full-model.md, "The allocator").
+     * Default 0. @since 0.2 */
+    MEM4D_LAYOUT_EXPANDABLE_SEGMENTS = 46
 } mem4d_layout_param;
+
+/**
+ * Values of ::MEM4D_LAYOUT_FRAMEWORK.
+ * @since 0.2
+ */
+typedef enum mem4d_framework {
+    MEM4D_FRAMEWORK_MEGATRON = 0,   /**< Megatron-LM / Megatron-Core (and Megatron-Bridge, ms-swift). */
+    MEM4D_FRAMEWORK_TORCHTITAN = 1, /**< torchtitan: FSDP2, torch-native TP, op-selective AC, torchao float8. */
+    MEM4D_FRAMEWORK_DEEPSPEED = 2,  /**< DeepSpeed ZeRO-1/2/3. */
+    MEM4D_FRAMEWORK_NANOTRON = 3    /**< nanotron: ZeRO-0/1, fp32 gradient accumulation. */
+} mem4d_framework;
 
 /**
  * Create a layout with every parameter at its default.
@@ -520,7 +582,13 @@ typedef enum mem4d_device_param {
     MEM4D_DEVICE_CUDA_CONTEXT_BYTES = 12,   /**< "cuda_context_bytes": driver context, kernels, cuBLAS handles. */
     MEM4D_DEVICE_NCCL_BYTES_PER_GROUP = 13, /**< "nccl_bytes_per_group": NCCL buffers per communicator. */
     MEM4D_DEVICE_ALLOCATOR_OVERHEAD_PPM = 14, /**< "allocator_overhead_ppm": reserved over allocated, minus one. */
-    MEM4D_DEVICE_WORKSPACE_BYTES = 15       /**< "workspace_bytes": cuBLAS / attention kernel workspaces. */
+    MEM4D_DEVICE_WORKSPACE_BYTES = 15,      /**< "workspace_bytes": cuBLAS / attention kernel workspaces. */
+    /** "full_fit_threshold_ppm": full mode's verdict is "fits" while reserved memory plus
+     * the CUDA context and NCCL (TOTAL) stays within this share of memory. Default
+     * 900000: the largest under-prediction full mode shows on the published peaks
+     * (tests/data/memory-peaks.csv) is below 10%. Paper mode keeps fit_threshold_ppm.
+     * @since 0.2 */
+    MEM4D_DEVICE_FULL_FIT_THRESHOLD_PPM = 16
 } mem4d_device_param;
 
 /**
@@ -832,6 +900,25 @@ MEM4D_API uint64_t mem4d_report_device_bytes(const mem4d_report *report);
  */
 MEM4D_API mem4d_status mem4d_report_get(const mem4d_report *report, uint32_t stage,
                                         mem4d_term term, uint64_t *value);
+
+/**
+ * Number of warnings of the last estimate: settings of the layout that
+ * change memory but that the estimate does not model (e.g. "compile").
+ * @param report The report.
+ * @return The count; 0 after a failed estimate.
+ * @since 0.2
+ */
+MEM4D_API size_t mem4d_report_warning_count(const mem4d_report *report);
+
+/**
+ * One warning of the last estimate, one sentence naming the setting.
+ * @param report The report.
+ * @param index 0 to mem4d_report_warning_count() - 1.
+ * @return A string owned by the report (valid until its next estimate), or NULL
+ *         when @p index is out of range.
+ * @since 0.2
+ */
+MEM4D_API const char *mem4d_report_warning(const mem4d_report *report, size_t index);
 
 /**
  * One whole-job value.
