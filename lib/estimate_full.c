@@ -209,18 +209,22 @@ static void fsdp_state_terms(bool *ok, const struct m4d_ctx *x, const struct sha
     }
 }
 
-/* nanotron: bf16 parameters; with fp32 gradient accumulation (G_b = 4) the
- * FP32GradientAccumulator's contiguous fp32 parameter and gradient buffers
- * over every parameter (not sharded by ZeRO-1), and DDP's bf16 gradient
- * buckets when dp > 1; Adam's moments sharded over dp with ZeRO-1. Without
- * fp32 accumulation the bf16 gradients are the main gradients. */
+/* nanotron (parallel/parameters + optim/gradient_accumulator.py,
+ * FP32GradientAccumulator): bf16 parameters; with fp32 gradient
+ * accumulation (G_b = 4) a contiguous fp32 gradient buffer over every
+ * parameter ("independently of ZeRO sharding") and the fp32 master copy of
+ * the parameters this rank updates (its ZeRO-1 shard over dp); Adam's
+ * moments over the same shard. Without fp32 accumulation the bf16 gradients
+ * are the main gradients. The bf16 .grad of every parameter exists until
+ * backward ends (_accumulate_grad then frees it): nanotron_grads_moment(). */
 static void nanotron_state_terms(bool *ok, const struct m4d_ctx *x, const struct stage_params *n, uint64_t *t)
 {
     bool acc = x->grad_bytes == 4;
-    t[MEM4D_TERM_WEIGHTS] = mul(ok, n->all, x->param_bytes + (acc ? x->master_bytes : 0));
-    t[MEM4D_TERM_GRADIENTS] = mul(ok, n->all, (acc ? 4 : 0) + (x->d > 1 || !acc ? x->param_bytes : 0));
-    t[MEM4D_TERM_OPTIMIZER] = muldiv(ok, n->all, 2 * x->opt_bytes + (acc ? 0 : x->master_bytes),
-                                     x->zero >= 1 ? x->d * x->c : 1);
+    uint64_t shard = x->zero >= 1 ? x->d * x->c : 1;
+    t[MEM4D_TERM_WEIGHTS] = add(ok, mul(ok, n->all, x->param_bytes),
+                                acc ? muldiv(ok, n->all, x->master_bytes, shard) : 0);
+    t[MEM4D_TERM_GRADIENTS] = mul(ok, n->all, acc ? 4 : x->param_bytes);
+    t[MEM4D_TERM_OPTIMIZER] = muldiv(ok, n->all, 2 * x->opt_bytes + (acc ? 0 : x->master_bytes), shard);
 }
 
 /* DeepSpeed ZeRO (stage_1_and_2.py, stage3.py) in bf16: the fp32 master
@@ -272,9 +276,21 @@ static uint64_t attention_core_bytes(bool *ok, const struct m4d_ctx *x)
  * Hidden dropout adds two one-byte masks of h elements to repl (after
  * attention and after the MLP). Selective recompute drops the attention
  * core's own tensors, attention dropout included. */
+/* MLP intermediates a layer keeps per token, in units of f: Megatron's
+ * fused bias_swiglu saves its 2f input and fc2 its f input, 3; eager
+ * PyTorch's SwiGLU (torchtitan, nanotron, HF models under DeepSpeed) keeps
+ * w1's output (for silu), silu's output and w3's output (for the product)
+ * and the product (for w2), 4; a plain MLP 2. */
+static uint64_t mlp_saved(const struct m4d_ctx *x)
+{
+    if (!x->gated)
+        return 2;
+    return x->fw == MEM4D_FRAMEWORK_MEGATRON ? 3 : 4;
+}
+
 static void layer_token_bytes(bool *ok, const struct m4d_ctx *x, uint64_t *repl, uint64_t *split)
 {
-    uint64_t inter = x->gated ? 3 : 2, mlp;
+    uint64_t inter = mlp_saved(x), mlp;
     *repl = 8 * x->h;
     if (x->hidden_dropout)
         *repl = add(ok, *repl, 2 * x->h);
@@ -289,12 +305,23 @@ static void layer_token_bytes(bool *ok, const struct m4d_ctx *x, uint64_t *repl,
         *split = add(ok, *split, attention_core_bytes(ok, x));
 }
 
+/* torch-native tensor parallelism (torchtitan): ColwiseParallel's input
+ * redistribution (the sequence-parallel all-gather) runs before the
+ * matmul, so autograd saves the gathered input, 2h bytes per token not
+ * split by t, where Megatron saves its shard and gathers again in backward.
+ * A block has two (attention's wq/wk/wv and the MLP's w1/w3); the head one. */
+static uint64_t gathered_inputs(const struct m4d_ctx *x)
+{
+    return x->fw == MEM4D_FRAMEWORK_TORCHTITAN && x->t > 1 ? 4 * x->h : 0;
+}
+
 /* A_layer: one layer, one micro-batch, no full recompute. */
 static uint64_t layer_activation(bool *ok, const struct m4d_ctx *x)
 {
     uint64_t repl, split, T = tokens(ok, x);
     layer_token_bytes(ok, x, &repl, &split);
-    return add(ok, muldiv(ok, T, repl, t_sp(x)), muldiv(ok, T, split, x->t));
+    uint64_t a = add(ok, muldiv(ok, T, repl, t_sp(x)), muldiv(ok, T, split, x->t));
+    return add(ok, a, mul(ok, T, gathered_inputs(x)));
 }
 
 /* C: a full-recompute checkpoint keeps only the layer input, 2·T·h/t_sp. */
@@ -412,11 +439,18 @@ static uint64_t backward_working_set(bool *ok, const struct m4d_ctx *x)
  *   block stranded.
  * - torchtitan with t > 1 (loss parallel, torch.distributed.tensor.parallel
  *   loss.py: _log_softmax makes the fp32 copy, the shifted copy and its exp
- *   before the result): forward 2 + 3·4; backward reuses those blocks. */
+ *   before the result): forward 2 + 3·4; backward reuses those blocks.
+ * - a compiled loss (compile = blocks_and_loss; torchtitan's
+ *   components/loss.py wraps cross_entropy_loss in torch.compile): Inductor
+ *   computes the upcast, log-softmax and loss in fused kernels and its
+ *   partitioner saves the bf16 logits rather than an fp32 tensor; backward
+ *   writes the bf16 gradient directly: 2 + 2. */
 static void loss_blocks(const struct m4d_ctx *x, uint64_t *n2, uint64_t *n4, uint64_t *stranded)
 {
     if (x->fw == MEM4D_FRAMEWORK_NANOTRON) {
         *n2 = 1, *n4 = 2;
+    } else if (x->compile == 2) {
+        *n2 = 2, *n4 = 0;
     } else if (x->fw == MEM4D_FRAMEWORK_TORCHTITAN && x->t > 1) {
         *n2 = 1, *n4 = 3;
     } else if (x->fw != MEM4D_FRAMEWORK_MEGATRON) { /* PyTorch's cross_entropy on one rank */
@@ -436,6 +470,8 @@ static void head_bytes(bool *ok, const struct m4d_ctx *x, uint64_t *keep, uint64
 {
     uint64_t T = tokens(ok, x), E = muldiv(ok, T, x->Vp, x->t), n2 = 1, n4 = x->ce_fusion ? 2 : 1, ns = 0;
     *keep = muldiv(ok, T, 4 * x->h, t_sp(x));
+    if (gathered_inputs(x)) /* the head's input is saved gathered (gathered_inputs) */
+        *keep = add(ok, muldiv(ok, T, 2 * x->h, t_sp(x)), mul(ok, T, 2 * x->h));
     loss_blocks(x, &n2, &n4, &ns);
     *loss = muldiv(ok, mul(ok, T, 2 * n2 + 4 * n4), x->Vp, x->t);
     /* reserved beyond allocated: the stranded blocks' segments, and each live
@@ -569,9 +605,11 @@ static uint64_t fwd_bwd_buffers(bool *ok, const struct m4d_ctx *x, const mem4d_d
     return b;
 }
 
-/* BUFFERS at the optimizer step: workspaces, and with gradients below
- * fp32 the fp32 copy the optimizer makes of its gradient shard
- * (shard_main_param.grad = shard_model_grad.float()). */
+/* BUFFERS at the optimizer step (no activation live): workspaces, and with
+ * gradients below fp32 the fp32 copy the optimizer makes of its gradient
+ * shard (shard_main_param.grad = shard_model_grad.float()); nanotron's
+ * moment is the end of backward, with every bf16 gradient before the
+ * accumulator frees them; DeepSpeed's below. */
 static uint64_t step_buffers(bool *ok, const struct m4d_ctx *x, const mem4d_device *dev,
                              const struct stage_params *n)
 {
@@ -586,6 +624,8 @@ static uint64_t step_buffers(bool *ok, const struct m4d_ctx *x, const mem4d_devi
         b = add(ok, b, muldiv(ok, n->all, 4, x->zero >= 1 ? x->d * x->c : 1));
         return add(ok, b, mul(ok, min64(ag, n->all), x->param_bytes));
     }
+    if (x->fw == MEM4D_FRAMEWORK_NANOTRON && x->grad_bytes == 4) /* end of backward: every bf16 .grad */
+        return add(ok, b, mul(ok, n->all, x->param_bytes));
     if (x->fw != MEM4D_FRAMEWORK_MEGATRON)
         return b;
     if (x->grad_bytes < 4 && x->master_bytes == 4)
@@ -726,8 +766,8 @@ static void warn(mem4d_report *r, const char *text)
 static void unmodelled_warnings(const struct m4d_ctx *x, mem4d_report *r)
 {
     if (x->compile)
-        warn(r, "compile: torch.compile's effect on memory (fused elementwise kernels, "
-                "Inductor's saved tensors) is not modelled; measured peaks are lower");
+        warn(r, "compile: torch.compile's effect on the transformer blocks' memory (fused "
+                "elementwise kernels, Inductor's saved tensors) is not modelled; measured peaks are lower");
     if (x->async_tp)
         warn(r, "async_tp: asynchronous tensor parallelism's symmetric-memory buffers and "
                 "micro-pipelined matmuls are not modelled");

@@ -156,7 +156,7 @@ static void ctx_layout(const mem4d_layout *l, struct m4d_ctx *x)
     x->offload = v[MEM4D_LAYOUT_OFFLOAD];
     x->contiguous_grads = v[MEM4D_LAYOUT_CONTIGUOUS_GRADIENTS] != 0;
     x->afab = v[MEM4D_LAYOUT_PIPELINE_SCHEDULE] == 1;
-    x->compile = v[MEM4D_LAYOUT_COMPILE] != 0;
+    x->compile = v[MEM4D_LAYOUT_COMPILE];
     x->async_tp = v[MEM4D_LAYOUT_ASYNC_TP] != 0;
     x->expandable = v[MEM4D_LAYOUT_EXPANDABLE_SEGMENTS] != 0;
     /* torchtitan always shards with FSDP2 (over dp_shard x cp); nanotron offers
@@ -339,7 +339,9 @@ static mem4d_status check_misc(struct m4d_ctx *x, char *why, size_t n)
                 U(x->rc_layers), U(per_stage));
         return MEM4D_E_CONFLICT;
     }
-    uint64_t unit = x->vocab_div * x->t;
+    /* Megatron pads the vocabulary (_vocab_size_with_padding); torchtitan,
+     * DeepSpeed's HF models and nanotron's Llama use it as it is. */
+    uint64_t unit = x->fw == MEM4D_FRAMEWORK_MEGATRON ? x->vocab_div * x->t : 1;
     x->Vp = x->V;
     if (x->mode == MEM4D_MODE_FULL && !m4d_mul(m4d_ceil_div(x->V, unit), unit, &x->Vp)) {
         m4d_msg(why, n, "padded vocabulary overflows");

@@ -18,6 +18,7 @@ static const char *const reshard_names[] = {"auto", "always", "never", NULL};
 static const char *const float8_names[] = {"none", "tensorwise", "rowwise", NULL};
 static const char *const offload_names[] = {"none", "optimizer", "optimizer_and_params", NULL};
 static const char *const schedule_names[] = {"1f1b", "afab", NULL};
+static const char *const compile_names[] = {"none", "blocks", "blocks_and_loss", NULL};
 
 #define BOOL_ROW(n, a, a2, def) {n, a, a2, 0, 1, def, NULL, true, 0}
 #define NUM_ROW(n, a, a2, lo, hi, def) {n, a, a2, lo, hi, def, NULL, false, 0}
@@ -93,7 +94,7 @@ const struct m4d_param_desc m4d_layout_params[M4D_LAYOUT_NPARAM] = {
     [MEM4D_LAYOUT_OFFLOAD] = ENUM_ROW("offload", NULL, NULL, offload_names, 2, 0),
     [MEM4D_LAYOUT_CONTIGUOUS_GRADIENTS] = BOOL_ROW("contiguous_gradients", NULL, NULL, 1),
     [MEM4D_LAYOUT_PIPELINE_SCHEDULE] = ENUM_ROW("pipeline_schedule", "pp_engine", NULL, schedule_names, 1, 0),
-    [MEM4D_LAYOUT_COMPILE] = BOOL_ROW("compile", "torch_compile", NULL, 0),
+    [MEM4D_LAYOUT_COMPILE] = ENUM_ROW("compile", "torch_compile", NULL, compile_names, 2, 0),
     [MEM4D_LAYOUT_ASYNC_TP] = BOOL_ROW("async_tp", "enable_async_tensor_parallel", NULL, 0),
     [MEM4D_LAYOUT_EXPANDABLE_SEGMENTS] = BOOL_ROW("expandable_segments", NULL, NULL, 0),
 };
@@ -117,7 +118,7 @@ const struct m4d_param_desc m4d_device_params[M4D_DEVICE_NPARAM] = {
     [MEM4D_DEVICE_NCCL_BYTES_PER_GROUP] = NUM_ROW("nccl_bytes_per_group", NULL, NULL, 0, UINT64_C(1) << 40, 128 * MiB),
     [MEM4D_DEVICE_ALLOCATOR_OVERHEAD_PPM] = NUM_ROW("allocator_overhead_ppm", NULL, NULL, 0, 1000000, 40000),
     [MEM4D_DEVICE_WORKSPACE_BYTES] = NUM_ROW("workspace_bytes", NULL, NULL, 0, UINT64_C(1) << 40, 256 * MiB),
-    [MEM4D_DEVICE_FULL_FIT_THRESHOLD_PPM] = NUM_ROW("full_fit_threshold_ppm", NULL, NULL, 1, 1000000, 900000),
+    [MEM4D_DEVICE_FULL_FIT_THRESHOLD_PPM] = NUM_ROW("full_fit_threshold_ppm", NULL, NULL, 1, 1000000, 850000),
 };
 
 static bool allowed(const struct m4d_param_desc *d, uint64_t value)

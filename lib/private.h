@@ -109,7 +109,8 @@ struct m4d_ctx {
     uint64_t dp_rep;                   /* HSDP replicate degree (divides d) */
     uint64_t rc_every;                 /* full recompute of every N-th block only (0/1: all) */
     uint64_t float8;                   /* 0 none, 1 tensorwise, 2 rowwise */
-    bool fp8_all_gather, contiguous_grads, afab, compile, async_tp, expandable;
+    bool fp8_all_gather, contiguous_grads, afab, async_tp, expandable;
+    uint64_t compile;                  /* 0 none, 1 blocks, 2 blocks and loss */
     uint64_t ag_bucket, prefetch, max_live, offload; /* DeepSpeed; 0 = its default */
 };
 

@@ -731,7 +731,7 @@ START_TEST(fact_smallest_model_parallel)
         mem4d_device *d = tu_device("h100-80");
         mem4d_layout *base = base_layout(64, 8192, 512);
         struct ranked r;
-        /* The fact holds with the 80% margin: with full mode's 90%, 70B's
+        /* The fact holds with the 80% margin: with full mode's 85%, 70B's
          * t 2 x c 2 x p 4 fits only with full recompute and is then slower
          * than the best t 4 layout with the same (c, p). */
         ck_assert_int_eq(mem4d_device_set(d, MEM4D_DEVICE_FULL_FIT_THRESHOLD_PPM, 800000), MEM4D_OK);

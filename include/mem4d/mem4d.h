@@ -405,8 +405,11 @@ typedef enum mem4d_layout_param {
     /** "pipeline_schedule": 0 "1f1b" (default), 1 "afab" (all forward, all backward:
      * nanotron's AllForwardAllBackward engine keeps every micro-batch). @since 0.2 */
     MEM4D_LAYOUT_PIPELINE_SCHEDULE = 43,
-    /** "compile": torch.compile of the transformer blocks. Its effect on memory is not
-     * modelled: an estimate with it set carries a warning. Default 0. @since 0.2 */
+    /** "compile": torch.compile (torchtitan): 0 "none", 1 "blocks" (each transformer
+     * block, torchtitan through 2024: not modelled, the estimate warns), 2
+     * "blocks_and_loss" (torchtitan since 2025 also compiles the loss: Inductor fuses
+     * the fp32 upcast, softmax and loss, so only the bf16 logits and their bf16
+     * gradient are logits-sized). Default 0. @since 0.2 */
     MEM4D_LAYOUT_COMPILE = 44,
     /** "async_tp": torchtitan's asynchronous tensor parallelism (symmetric-memory
      * buffers). Not modelled: an estimate with it set carries a warning. @since 0.2 */
@@ -585,9 +588,9 @@ typedef enum mem4d_device_param {
     MEM4D_DEVICE_WORKSPACE_BYTES = 15,      /**< "workspace_bytes": cuBLAS / attention kernel workspaces. */
     /** "full_fit_threshold_ppm": full mode's verdict is "fits" while reserved memory plus
      * the CUDA context and NCCL (TOTAL) stays within this share of memory. Default
-     * 900000: the largest under-prediction full mode shows on the published peaks
-     * (tests/data/memory-peaks.csv) is below 10%. Paper mode keeps fit_threshold_ppm.
-     * @since 0.2 */
+     * 850000 = 1/(1 + 16.8%), the worst under-prediction of a measured peak that
+     * full mode models (tier-A rows of tests/data/memory-peaks.csv; doc/full-model.md,
+     * "The verdict"). Paper mode keeps fit_threshold_ppm. @since 0.2 */
     MEM4D_DEVICE_FULL_FIT_THRESHOLD_PPM = 16
 } mem4d_device_param;
 
