@@ -42,20 +42,6 @@ struct row {
     mem4d_device *device;
 };
 
-static int split(char *line, char **f)
-{
-    int n = 0;
-    line[strcspn(line, "\r\n")] = '\0';
-    for (char *p = line; n < MAX_FIELDS; n++) {
-        f[n] = p;
-        p = strchr(p, ',');
-        if (!p)
-            return n + 1;
-        *p++ = '\0';
-    }
-    return n;
-}
-
 struct cols {
     char *head[MAX_FIELDS];
     int n;
@@ -233,10 +219,10 @@ static size_t load(struct row *rows)
     while (fgets(line, sizeof line, fp)) {
         if (c.n == 0) {
             memcpy(head_line, line, sizeof line);
-            c.n = split(head_line, c.head);
+            c.n = tu_csv_split(head_line, c.head, MAX_FIELDS);
             continue;
         }
-        ck_assert_msg(split(line, f) == c.n, "row %zu has a different number of fields", n + 1);
+        ck_assert_msg(tu_csv_split(line, f, MAX_FIELDS) == c.n, "row %zu has a different number of fields", n + 1);
         ck_assert_uint_lt(n, MAX_ROWS);
         struct row *r = &rows[n++];
         memset(r, 0, sizeof *r);
@@ -290,18 +276,6 @@ static double row_error(const struct row *r, double alloc, double resv)
     if (ea <= 0 && er >= 0)
         return 0;
     return fabs(ea) < fabs(er) ? ea : er;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, size_t n)
-{
-    qsort(v, n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 struct stats {
@@ -385,7 +359,7 @@ START_TEST(full_mode_matches_published_peaks)
         struct stats *s = &st[k];
         if (s->n == 0 && s->unexpressed == 0)
             continue;
-        double med = s->n ? median(s->abs_err, s->n) : 0;
+        double med = s->n ? tu_median(s->abs_err, s->n) : 0;
         printf("%-11s %5zu %13.2f%% %17.2f%% %12zu\n", fw_name[k], s->n, 100 * med, 100 * s->worst, s->unexpressed);
         fflush(stdout);
         meds[k] = med;
