@@ -3,100 +3,28 @@
  * runs it before `torchrun pretrain_gpt.py ...` and launches only on exit 0.
  * SPDX-License-Identifier: MIT
  */
-#include <stdlib.h>
-#include <string.h>
-
-#include "common.h"
+#include "cli.h"
 
 extern char **environ;
 
-static void usage(FILE *out)
-{
-    fprintf(out,
-            "usage: mem4d check [--gpu NAME] [--gpu-memory-gib X] [--world-size N] [--strict]\n"
-            "                   [--mode paper|full] [--model NAME | --hf-config FILE] [--json]\n"
-            "                   -- MEGATRON-ARGS...\n"
-            "Reads the arguments given to pretrain_gpt.py, prints the memory of every pipeline\n"
-            "stage and the verdict. The world size comes from --world-size, else WORLD_SIZE,\n"
-            "else SLURM_NTASKS, else SLURM_JOB_NUM_NODES x SLURM_GPUS_ON_NODE. --model or\n"
-            "--hf-config give the model when the arguments do not (Megatron flags override it).\n"
-            "Exit status: 0 fits, 1 out of memory (or tight, with --strict), 2 invalid input.\n"
-            "--gpu defaults to h100-80.\n");
-}
+CLI_COMMAND(check);
 
-struct check_opts {
-    const char *gpu, *model, *hf_config;
-    uint64_t gpu_bytes, world;
-    bool strict, json, help;
-    const char *mode;
-    int margc;           /* Megatron arguments */
-    const char *const *margv;
+const struct cli_option cmd_check_options[] = {
+    CLI_ROWS_DEVICE,
+    CLI_ROW("--world-size", CLI_UINT, CLI_TO_ARGS, CLI_FIELD(world_size), "N",
+            "GPUs in the job (else WORLD_SIZE, SLURM_NTASKS, SLURM_JOB_NUM_NODES x SLURM_GPUS_ON_NODE)",
+            NULL, 1, 0),
+    CLI_ARG("--strict", CLI_SWITCH, strict, NULL, "exit 1 when the verdict is tight too"),
+    CLI_LAYOUT("--mode", MEM4D_LAYOUT_MODE, NULL, "the full model, or the paper's formula exactly"),
+    CLI_ROWS_MODEL("the model when the arguments do not give it (Megatron flags override it)", NULL),
+    CLI_FORMAT("--json", CLI_FORMAT_JSON, "print a JSON object"),
+    CLI_END,
 };
 
-/* "--flag value" or "--flag=value"; NULL when argv[*i] is not this flag. */
-static const char *opt_value(int argc, char **argv, int *i, const char *flag, bool *missing)
-{
-    size_t n = strlen(flag);
-    if (strncmp(argv[*i], flag, n) != 0 || (argv[*i][n] != '\0' && argv[*i][n] != '='))
-        return NULL;
-    if (argv[*i][n] == '=')
-        return argv[*i] + n + 1;
-    if (*i + 1 >= argc || !strcmp(argv[*i + 1], "--")) {
-        *missing = true;
-        return NULL;
-    }
-    return argv[++*i];
-}
-
-static bool parse_opts(int argc, char **argv, struct check_opts *o)
-{
-    int i;
-    for (i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
-        const char *a = argv[i], *v;
-        bool missing = false;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            o->help = true;
-            return true;
-        } else if (!strcmp(a, "--strict")) {
-            o->strict = true;
-        } else if (!strcmp(a, "--json")) {
-            o->json = true;
-        } else if ((v = opt_value(argc, argv, &i, "--gpu", &missing))) {
-            o->gpu = v;
-        } else if ((v = opt_value(argc, argv, &i, "--model", &missing))) {
-            o->model = v;
-        } else if ((v = opt_value(argc, argv, &i, "--hf-config", &missing))) {
-            o->hf_config = v;
-        } else if ((v = opt_value(argc, argv, &i, "--mode", &missing))) {
-            o->mode = v;
-        } else if ((v = opt_value(argc, argv, &i, "--gpu-memory-gib", &missing))) {
-            if (!cli_parse_gib("--gpu-memory-gib", v, &o->gpu_bytes))
-                return false;
-        } else if ((v = opt_value(argc, argv, &i, "--world-size", &missing))) {
-            if (!cli_parse_u64("--world-size", v, &o->world))
-                return false;
-            if (o->world == 0) {
-                cli_error("--world-size must be at least 1");
-                return false;
-            }
-        } else {
-            if (missing)
-                cli_error("%s needs a value", a);
-            else
-                cli_error("unknown option '%s' (Megatron-LM arguments go after --)", a);
-            return false;
-        }
-    }
-    if (o->model && o->hf_config) {
-        cli_error("--model and --hf-config contradict each other");
-        return false;
-    }
-    if (i < argc)
-        i++; /* the "--" */
-    o->margc = argc - i;
-    o->margv = (const char *const *)argv + i;
-    return true;
-}
+const char cmd_check_about[] =
+    "Reads the arguments given to pretrain_gpt.py, prints the memory of every pipeline\n"
+    "stage and the verdict. Exit status: 0 fits, 1 out of memory (or tight, with --strict),\n"
+    "2 invalid input.";
 
 static const char *world_source_text(mem4d_world_source src)
 {
@@ -111,12 +39,12 @@ static const char *world_source_text(mem4d_world_source src)
 }
 
 /* Import the Megatron arguments over the model; warnings go to stderr. */
-static bool import_job(const struct check_opts *o, mem4d_import *imp, mem4d_model *model, mem4d_layout *layout)
+static bool import_job(const struct cli_args *o, mem4d_import *imp, mem4d_model *model)
 {
-    mem4d_status st = mem4d_import_megatron(imp, o->margc, o->margv, (const char *const *)environ, o->world,
-                                            model, layout);
-    for (size_t i = 0; i < mem4d_import_warning_count(imp); i++)
-        fprintf(stderr, "mem4d: warning: %s\n", mem4d_import_warning(imp, i));
+    mem4d_layout *layout = o->layout;
+    mem4d_status st = mem4d_import_megatron(imp, o->rest_argc, (const char *const *)o->rest_argv,
+                                            (const char *const *)environ, o->world_size, model, layout);
+    cli_print_warnings(imp);
     if (st != MEM4D_OK) {
         const char *msg = mem4d_import_message(imp);
         cli_error("%s", *msg ? msg : mem4d_strerror(st));
@@ -138,13 +66,46 @@ static bool import_job(const struct check_opts *o, mem4d_import *imp, mem4d_mode
                   "or give the model with --model NAME or --hf-config FILE");
         return false;
     }
-    if (o->mode && !cli_layout_set(layout, "--mode", MEM4D_LAYOUT_MODE, o->mode))
-        return false;
     return true;
 }
 
+/* When the job does not fit: the fastest layout of the same GPUs, sequence
+ * and batch that does, as the Megatron-LM flags that set it. */
+struct proposal {
+    bool found;
+    char flags[1024];
+    uint64_t peak, device;
+};
+
+static void propose(const mem4d_model *model, const mem4d_device *device, const mem4d_layout *job,
+                    struct proposal *p)
+{
+    mem4d_search *s = NULL;
+    mem4d_layout *best = NULL;
+    mem4d_report *rep = NULL;
+    mem4d_status st = mem4d_search_new(model, device, job, &s);
+    if (st == MEM4D_OK)
+        st = mem4d_search_set_option(s, MEM4D_SEARCH_MAX_RESULTS, 1);
+    if (st == MEM4D_OK)
+        st = mem4d_layout_new(&best);
+    if (st == MEM4D_OK)
+        st = mem4d_report_new(&rep);
+    if (st == MEM4D_OK)
+        st = mem4d_search_next(s, best, rep); /* fits only, fastest first */
+    if (st == MEM4D_OK)
+        st = mem4d_layout_megatron_args(model, best, p->flags, sizeof p->flags, NULL);
+    p->found = st == MEM4D_OK;
+    if (p->found) {
+        p->peak = mem4d_report_peak_bytes(rep);
+        p->device = mem4d_report_device_bytes(rep);
+    }
+    mem4d_report_free(rep);
+    mem4d_layout_free(best);
+    mem4d_search_free(s);
+}
+
 static void print_json(FILE *out, const mem4d_import *imp, const mem4d_layout *layout,
-                       const mem4d_report *report, int status)
+                       const mem4d_report *report, int status, const struct proposal *p)
 {
     uint64_t world = 0;
     mem4d_layout_get(layout, MEM4D_LAYOUT_WORLD, &world);
@@ -156,30 +117,38 @@ static void print_json(FILE *out, const mem4d_import *imp, const mem4d_layout *l
         fputs(i ? ", " : "", out);
         cli_json_string(out, mem4d_import_warning(imp, i));
     }
-    fprintf(out, "], \"report\": ");
+    fprintf(out, "], \"proposal\": ");
+    if (p->found) {
+        fprintf(out, "{\"megatron_flags\": ");
+        cli_json_string(out, p->flags);
+        fprintf(out, ", \"peak_bytes\": %llu, \"device_bytes\": %llu}", (unsigned long long)p->peak,
+                (unsigned long long)p->device);
+    } else {
+        fputs("null", out);
+    }
+    fprintf(out, ", \"report\": ");
     cli_print_report_json(out, report);
     fprintf(out, "}\n");
 }
 
-static int verdict_status(const struct check_opts *o, mem4d_verdict v)
+static int verdict_status(const struct cli_args *o, mem4d_verdict v)
 {
     if (v == MEM4D_VERDICT_OOM || (v == MEM4D_VERDICT_TIGHT && o->strict))
         return CLI_FAIL;
     return CLI_OK;
 }
 
-static int run_check(const struct check_opts *o, mem4d_model *model, mem4d_device *device)
+static int run_check(const struct cli_args *o, mem4d_model *model, mem4d_device *device)
 {
     mem4d_import *imp = NULL;
-    mem4d_layout *layout = NULL;
+    mem4d_layout *layout = o->layout;
     mem4d_report *report = NULL;
     int status = CLI_USAGE;
-    if (mem4d_import_new(&imp) != MEM4D_OK || mem4d_layout_new(&layout) != MEM4D_OK ||
-        mem4d_report_new(&report) != MEM4D_OK) {
+    if (mem4d_import_new(&imp) != MEM4D_OK || mem4d_report_new(&report) != MEM4D_OK) {
         cli_error("out of memory");
         goto out;
     }
-    if (!import_job(o, imp, model, layout))
+    if (!import_job(o, imp, model))
         goto out;
     mem4d_status st = mem4d_estimate(model, layout, device, report);
     if (st != MEM4D_OK) {
@@ -189,8 +158,11 @@ static int run_check(const struct check_opts *o, mem4d_model *model, mem4d_devic
     }
     mem4d_verdict v = mem4d_report_verdict(report);
     status = verdict_status(o, v);
-    if (o->json) {
-        print_json(stdout, imp, layout, report, status);
+    struct proposal p = {.found = false};
+    if (status != CLI_OK)
+        propose(model, device, layout, &p);
+    if (o->format == CLI_FORMAT_JSON) {
+        print_json(stdout, imp, layout, report, status, &p);
     } else {
         uint64_t world = 0;
         mem4d_layout_get(layout, MEM4D_LAYOUT_WORLD, &world);
@@ -201,35 +173,30 @@ static int run_check(const struct check_opts *o, mem4d_model *model, mem4d_devic
                status == CLI_OK ? ", the job may launch"
                                 : (v == MEM4D_VERDICT_OOM ? ", the job would run out of memory"
                                                           : ", too close to the limit (--strict)"));
+        if (p.found)
+            printf("check: propose %s (peak %.1f GiB of %.1f GiB)\n", p.flags, cli_gib(p.peak), cli_gib(p.device));
+        else if (status != CLI_OK)
+            printf("check: no layout of these %llu GPUs fits either\n", (unsigned long long)world);
     }
 out:
     mem4d_report_free(report);
-    mem4d_layout_free(layout);
     mem4d_import_free(imp);
     return status;
 }
 
-int cmd_check(int argc, char **argv)
+int cmd_check(struct cli_args *o)
 {
-    struct check_opts o = {.gpu = "h100-80"};
-    if (!parse_opts(argc, argv, &o))
-        return CLI_USAGE;
-    if (o.help) {
-        usage(stdout);
-        return CLI_OK;
-    }
-    if (o.margc == 0) {
+    if (o->rest_argc == 0) {
         cli_error("no Megatron-LM arguments (give them after --)");
-        usage(stderr);
         return CLI_USAGE;
     }
     mem4d_device *device = NULL;
     mem4d_model *model = NULL;
-    if (!cli_open_device(o.gpu, o.gpu_bytes, &device))
+    if (!cli_open_device(o, &device))
         return CLI_USAGE;
-    bool ok = (o.model || o.hf_config) ? cli_open_model(o.model, o.hf_config, &model)
-                                       : mem4d_model_new(&model) == MEM4D_OK;
-    int status = ok ? run_check(&o, model, device) : CLI_USAGE;
+    bool ok = (o->model || o->hf_config) ? cli_open_model(o, NULL, &model)
+                                         : mem4d_model_new(&model) == MEM4D_OK && cli_apply_model_settings(o, model);
+    int status = ok ? run_check(o, model, device) : CLI_USAGE;
     mem4d_model_free(model);
     mem4d_device_free(device);
     return status;

@@ -2,126 +2,61 @@
  * mem4d estimate: the per-stage memory of one layout.
  * SPDX-License-Identifier: MIT
  */
-#include <stdlib.h>
-#include <string.h>
+#include "cli.h"
 
-#include "common.h"
+CLI_COMMAND(estimate);
 
-static const struct {
-    const char *flag;
-    mem4d_layout_param key;
-} layout_flags[] = {
-    {"--tp", MEM4D_LAYOUT_TP},         {"--cp", MEM4D_LAYOUT_CP},
-    {"--pp", MEM4D_LAYOUT_PP},         {"--dp", MEM4D_LAYOUT_DP},
-    {"--world", MEM4D_LAYOUT_WORLD},   {"--mbs", MEM4D_LAYOUT_MICRO_BATCH},
-    {"--gbs", MEM4D_LAYOUT_GLOBAL_BATCH}, {"--seq", MEM4D_LAYOUT_SEQ_LENGTH},
-    {"--vpp", MEM4D_LAYOUT_VPP},       {"--mode", MEM4D_LAYOUT_MODE},
-    {"--recompute", MEM4D_LAYOUT_RECOMPUTE}, {"--dist-opt", MEM4D_LAYOUT_DIST_OPT},
+const struct cli_option cmd_estimate_options[] = {
+    CLI_ROWS_MODEL("the model, a built-in preset (mem4d presets)", NULL),
+    CLI_ROWS_DEVICE,
+    CLI_LAYOUT("--tp", MEM4D_LAYOUT_TP, "T", "tensor-parallel size"),
+    CLI_LAYOUT("--cp", MEM4D_LAYOUT_CP, "C", "context-parallel size"),
+    CLI_LAYOUT("--pp", MEM4D_LAYOUT_PP, "P", "pipeline-parallel size"),
+    CLI_LAYOUT("--dp", MEM4D_LAYOUT_DP, "D", "data-parallel size (or give --world)"),
+    CLI_LAYOUT("--world", MEM4D_LAYOUT_WORLD, "W", "GPUs in the job (or give --dp)"),
+    CLI_LAYOUT("--mbs", MEM4D_LAYOUT_MICRO_BATCH, "B", "micro-batch size"),
+    CLI_LAYOUT("--gbs", MEM4D_LAYOUT_GLOBAL_BATCH, "G", "global batch size (0: unknown)"),
+    CLI_LAYOUT("--seq", MEM4D_LAYOUT_SEQ_LENGTH, "S", "sequence length, tokens per sample"),
+    CLI_LAYOUT("--vpp", MEM4D_LAYOUT_VPP, "V", "virtual pipeline chunks per rank"),
+    CLI_LAYOUT("--mode", MEM4D_LAYOUT_MODE, NULL, "the full model, or the paper's formula exactly"),
+    CLI_LAYOUT("--recompute", MEM4D_LAYOUT_RECOMPUTE, NULL, "activation recomputation"),
+    CLI_LAYOUT("--dist-opt", MEM4D_LAYOUT_DIST_OPT, "true|false", "Megatron's distributed optimizer"),
+    CLI_ROW("--set", CLI_KEYVAL, CLI_TO_LAYOUT, 0, "KEY=VALUE",
+            "any layout key, by its name or its Megatron name (--set main_grad_bytes=2)", NULL, 0, 0),
+    CLI_FORMAT("--json", CLI_FORMAT_JSON, "print a JSON object"),
+    CLI_END,
 };
 
-static void usage(FILE *out)
+const char cmd_estimate_about[] =
+    "Prints the memory of every pipeline stage (GiB) and the verdict against the GPU\n"
+    "(fits: <= 80% of memory, tight: <= 100%, oom). Give --tp, --cp, --pp, --dp or --world,\n"
+    "--mbs and --seq.";
+
+int cmd_estimate(struct cli_args *a)
 {
-    fprintf(out,
-            "usage: mem4d estimate --model NAME | --hf-config FILE  [--gpu NAME] [--gpu-memory-gib X]\n"
-            "                      --tp T --cp C --pp P (--dp D | --world W) --mbs B --seq S [--gbs G]\n"
-            "                      [--vpp V] [--recompute none|selective|full] [--dist-opt true|false]\n"
-            "                      [--mode full|paper] [--set KEY=VALUE ...] [--json]\n"
-            "Prints the memory of every pipeline stage (GiB) and the verdict against the GPU\n"
-            "(fits: <= 80%% of memory, tight: <= 100%%, oom). --set takes any layout key, by its\n"
-            "name or its Megatron name (e.g. --set main_grad_bytes=2). --gpu defaults to h100-80.\n");
-}
-
-struct opts {
-    const char *model, *hf_config, *gpu;
-    uint64_t gpu_bytes;
-    bool json;
-};
-
-
-
-static int parse(int argc, char **argv, struct opts *o, mem4d_layout *layout)
-{
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage(stdout);
-            return -1;
-        }
-        if (!strcmp(argv[i], "--json")) {
-            o->json = true;
-            continue;
-        }
-        if ((v = cli_flag_value(argc, argv, &i, "--model"))) {
-            o->model = v;
-            continue;
-        }
-        if ((v = cli_flag_value(argc, argv, &i, "--hf-config"))) {
-            o->hf_config = v;
-            continue;
-        }
-        if ((v = cli_flag_value(argc, argv, &i, "--gpu"))) {
-            o->gpu = v;
-            continue;
-        }
-        if ((v = cli_flag_value(argc, argv, &i, "--gpu-memory-gib"))) {
-            if (!cli_parse_gib("--gpu-memory-gib", v, &o->gpu_bytes))
-                return CLI_USAGE;
-            continue;
-        }
-        if ((v = cli_flag_value(argc, argv, &i, "--set"))) {
-            if (!cli_layout_set_kv(layout, v))
-                return CLI_USAGE;
-            continue;
-        }
-        size_t k = 0;
-        for (; k < sizeof layout_flags / sizeof layout_flags[0]; k++)
-            if ((v = cli_flag_value(argc, argv, &i, layout_flags[k].flag)))
-                break;
-        if (k == sizeof layout_flags / sizeof layout_flags[0]) {
-            cli_error("estimate: unknown option '%s' (try --help)", argv[i]);
-            return CLI_USAGE;
-        }
-        if (!cli_layout_set(layout, layout_flags[k].flag, layout_flags[k].key, v))
-            return CLI_USAGE;
-    }
-    return CLI_OK;
-}
-
-int cmd_estimate(int argc, char **argv)
-{
-    struct opts o = {.gpu = "h100-80"};
-    mem4d_layout *layout = NULL;
     mem4d_model *model = NULL;
     mem4d_device *device = NULL;
     mem4d_report *report = NULL;
     int rc = CLI_USAGE;
-    if (mem4d_layout_new(&layout) != MEM4D_OK || mem4d_report_new(&report) != MEM4D_OK) {
+    if (mem4d_report_new(&report) != MEM4D_OK) {
         cli_error("out of memory");
-        rc = CLI_FAIL;
-        goto out;
+        return CLI_FAIL;
     }
-    rc = parse(argc, argv, &o, layout);
-    if (rc != CLI_OK) {
-        rc = rc < 0 ? CLI_OK : rc;
+    if (!cli_open_model(a, NULL, &model) || !cli_open_device(a, &device))
         goto out;
-    }
-    rc = CLI_USAGE;
-    if (!cli_open_model(o.model, o.hf_config, &model) || !cli_open_device(o.gpu, o.gpu_bytes, &device))
-        goto out;
-    mem4d_status st = mem4d_estimate(model, layout, device, report);
+    mem4d_status st = mem4d_estimate(model, a->layout, device, report);
     if (st != MEM4D_OK) {
         cli_error("%s (%s)", mem4d_report_message(report), mem4d_strerror(st));
         goto out;
     }
-    if (o.json)
+    if (a->format == CLI_FORMAT_JSON)
         cli_print_report_json(stdout, report);
     else
-        cli_print_report(stdout, model, layout, device, report);
+        cli_print_report(stdout, model, a->layout, device, report);
     rc = CLI_OK;
 out:
     mem4d_report_free(report);
     mem4d_device_free(device);
     mem4d_model_free(model);
-    mem4d_layout_free(layout);
     return rc;
 }

@@ -195,56 +195,13 @@ static void job_free(struct job *j)
 struct decision {
     int code;
     char reason[512];
-    char flags[512]; /* Megatron flags of a proposal */
+    char flags[1024]; /* Megatron flags of a proposal (mem4d_layout_megatron_args) */
     uint64_t peak, device_bytes;
 };
-
-static uint64_t lv(const mem4d_layout *l, mem4d_layout_param k)
-{
-    uint64_t v = 0;
-    mem4d_layout_get(l, k, &v);
-    return v;
-}
 
 static bool acceptable(const struct hook_opts *o, mem4d_verdict v)
 {
     return v == MEM4D_VERDICT_FITS || (v == MEM4D_VERDICT_TIGHT && !o->strict);
-}
-
-/* The Megatron flags that turn the submitted layout into the proposed one. */
-static void proposal_flags(const mem4d_model *model, const mem4d_layout *p, char *out, size_t size)
-{
-    uint64_t L = 0, pp = lv(p, MEM4D_LAYOUT_PP), v = lv(p, MEM4D_LAYOUT_VPP);
-    mem4d_model_get(model, MEM4D_MODEL_NUM_LAYERS, &L);
-    int n = snprintf(out, size,
-                     "--tensor-model-parallel-size %llu --context-parallel-size %llu "
-                     "--pipeline-model-parallel-size %llu --micro-batch-size %llu",
-                     (unsigned long long)lv(p, MEM4D_LAYOUT_TP), (unsigned long long)lv(p, MEM4D_LAYOUT_CP),
-                     (unsigned long long)pp, (unsigned long long)lv(p, MEM4D_LAYOUT_MICRO_BATCH));
-    size_t used = n > 0 ? (size_t)n : 0;
-#define ADD(...)                                                              \
-    do {                                                                      \
-        if (used < size) {                                                    \
-            int k_ = snprintf(out + used, size - used, __VA_ARGS__);          \
-            used += k_ > 0 ? (size_t)k_ : 0;                                  \
-        }                                                                     \
-    } while (0)
-    if (v > 1 && pp && L % (pp * v) == 0)
-        ADD(" --num-layers-per-virtual-pipeline-stage %llu", (unsigned long long)(L / pp / v));
-    if (lv(p, MEM4D_LAYOUT_TP) > 1 && lv(p, MEM4D_LAYOUT_SEQUENCE_PARALLEL))
-        ADD(" --sequence-parallel");
-    if (lv(p, MEM4D_LAYOUT_DIST_OPT))
-        ADD(" --use-distributed-optimizer");
-    if (lv(p, MEM4D_LAYOUT_RECOMPUTE) == 1)
-        ADD(" --recompute-granularity selective");
-    else if (lv(p, MEM4D_LAYOUT_RECOMPUTE) == 2) {
-        uint64_t layers = lv(p, MEM4D_LAYOUT_RECOMPUTE_LAYERS);
-        if (layers == 0 && pp && v)
-            layers = L / pp / v; /* every layer of a chunk */
-        ADD(" --recompute-granularity full --recompute-method %s --recompute-num-layers %llu",
-            lv(p, MEM4D_LAYOUT_RECOMPUTE_METHOD) ? "block" : "uniform", (unsigned long long)layers);
-    }
-#undef ADD
 }
 
 /* Search the same GPUs for the fastest layout that fits. */
@@ -262,9 +219,12 @@ static void propose(const struct hook_opts *o, struct job *j, struct decision *d
         st = mem4d_report_new(&rep);
     if (st == MEM4D_OK)
         st = mem4d_search_next(s, best, rep);
-    if (st == MEM4D_OK && acceptable(o, mem4d_report_verdict(rep))) {
+    bool fits = st == MEM4D_OK && acceptable(o, mem4d_report_verdict(rep));
+    /* The flags that turn the submitted layout into the proposed one. */
+    if (fits)
+        st = mem4d_layout_megatron_args(j->model, best, d->flags, sizeof d->flags, NULL);
+    if (fits && st == MEM4D_OK) {
         d->code = PROPOSE;
-        proposal_flags(j->model, best, d->flags, sizeof d->flags);
         d->peak = mem4d_report_peak_bytes(rep);
         d->device_bytes = mem4d_report_device_bytes(rep);
     } else if (st == MEM4D_OK || st == MEM4D_END) {

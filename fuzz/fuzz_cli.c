@@ -1,8 +1,9 @@
 /*
  * Fuzz the mem4d command line: the subcommands' argument parsing, linked in
- * directly (cli/cmd_*.c, common.c) and called with fuzzed argv.
+ * directly (everything in cli/ but main.c) and called with fuzzed argv.
  *
- * Input: byte 0 picks the subcommand (estimate, plan, check); the rest is
+ * Input: byte 0 picks the subcommand from the CLI's own command table
+ * (cli/commands.c: estimate, plan, check, then the rest); the rest is
  * split on NUL/newline into its arguments. The tool's output goes to
  * /dev/null; the sanitizers still report on the real standard error.
  *
@@ -14,9 +15,7 @@
  */
 #include "fuzz-common.h"
 
-#include <getopt.h>
-
-#include "../cli/common.h"
+#include "../cli/cli.h"
 
 FILE *__real_fopen(const char *path, const char *mode);
 FILE *__wrap_fopen(const char *path, const char *mode);
@@ -61,26 +60,23 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static int (*const cmds[])(int, char **) = {cmd_estimate, cmd_plan, cmd_check};
-    static const char *const names[] = {"estimate", "plan", "check"};
     if (size < 1)
         return 0;
-    size_t which = data[0] % 3;
+    const struct cli_command *cmd = &cli_commands[data[0] % cli_command_count];
 
     struct fuzz_argv a;
     fuzz_split(&a, data + 1, size - 1, 1);
     /* argv[0] is the subcommand's name; shift the pieces up by one. */
     char *argv[FUZZ_MAX_ARGS + 2];
-    char name[16];
-    snprintf(name, sizeof name, "%s", names[which]);
+    char name[32];
+    snprintf(name, sizeof name, "%s", cmd->name);
     argv[0] = name;
     for (int i = 0; i < a.argc; i++)
         argv[i + 1] = a.argv[i];
     argv[a.argc + 1] = NULL;
 
-    optind = 0; /* glibc: 0 re-initialises getopt's hidden state between runs */
-    int rc = cmds[which](a.argc + 1, argv);
-    FUZZ_REQUIRE(rc == CLI_OK || rc == CLI_FAIL || rc == CLI_USAGE, "%s exited %d", names[which], rc);
+    int rc = cli_run(cmd, a.argc + 1, argv);
+    FUZZ_REQUIRE(rc == CLI_OK || rc == CLI_FAIL || rc == CLI_USAGE, "%s exited %d", cmd->name, rc);
     fflush(stdout);
     fuzz_argv_free(&a);
     return 0;

@@ -209,8 +209,12 @@ static mem4d_status check_tp(const struct m4d_ctx *x, char *why, size_t n)
                 "(Megatron does not replicate key/value heads)", U(x->k), U(x->t));
         return MEM4D_E_KV_HEADS_TP;
     }
-    if (x->f % x->t != 0 || (x->experts && x->fe % x->t != 0) || x->fs % x->t != 0) {
-        m4d_msg(why, n, "FFN size %llu is not divisible by tp %llu",
+    /* The FFN sizes are the only dimensions checked: h is split only through
+     * the heads (checked above), so it need not be divisible by t. */
+    const char *what = x->f % x->t ? "FFN" : x->fs % x->t ? "shared-expert FFN"
+                     : x->experts && x->fe % x->t ? "expert FFN" : NULL;
+    if (what) {
+        m4d_msg(why, n, "%s size %llu is not divisible by tp %llu", what,
                 U(x->f % x->t ? x->f : x->fs % x->t ? x->fs : x->fe), U(x->t));
         return MEM4D_E_DIM_TP;
     }
@@ -333,10 +337,9 @@ static mem4d_status check_misc(struct m4d_ctx *x, char *why, size_t n)
     }
     if ((st = check_framework(x, why, n)) != MEM4D_OK)
         return st;
-    uint64_t per_stage = x->L / x->p;
-    if (x->recompute == 2 && x->rc_layers > per_stage) {
+    if (!m4d_recompute_layers_ok(x)) {
         m4d_msg(why, n, "recompute_num_layers %llu exceeds the %llu layers of a pipeline stage",
-                U(x->rc_layers), U(per_stage));
+                U(x->rc_layers), U(x->L / x->p));
         return MEM4D_E_CONFLICT;
     }
     /* Megatron pads the vocabulary (_vocab_size_with_padding); torchtitan,

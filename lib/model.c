@@ -190,7 +190,8 @@ mem4d_status mem4d_model_validate(const mem4d_model *model, char *why, size_t wh
     return m4d_model_check(model, why, why_size);
 }
 
-/* Fill the model half of a context (used for parameter counts without a layout). */
+/* Fill the model half of a context: for m4d_resolve(), and alone for
+ * parameter counts without a layout. */
 void m4d_ctx_model(const mem4d_model *m, struct m4d_ctx *x)
 {
     const uint64_t *v = m->v;

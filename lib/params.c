@@ -13,6 +13,7 @@ static const char *const norm_names[] = {"rmsnorm", "layernorm", NULL};
 static const char *const recompute_names[] = {"none", "selective", "full", "op", NULL};
 static const char *const method_names[] = {"uniform", "block", NULL};
 static const char *const mode_names[] = {"full", "paper", NULL};
+M4D_TABLE_ROWS(mode_names, M4D_NMODES + 1); /* mem4d_mode's names, in order, and the NULL */
 static const char *const framework_names[] = {"megatron", "torchtitan", "deepspeed", "nanotron", NULL};
 static const char *const reshard_names[] = {"auto", "always", "never", NULL};
 static const char *const float8_names[] = {"none", "tensorwise", "rowwise", NULL};
@@ -22,10 +23,11 @@ static const char *const compile_names[] = {"none", "blocks", "blocks_and_loss",
 
 #define BOOL_ROW(n, a, a2, def) {n, a, a2, 0, 1, def, NULL, true, 0}
 #define NUM_ROW(n, a, a2, lo, hi, def) {n, a, a2, lo, hi, def, NULL, false, 0}
-#define ENUM_ROW(n, a, a2, names, hi, def) {n, a, a2, 0, hi, def, names, false, 0}
+/* An enumerated key's largest value follows from its NULL-terminated names. */
+#define ENUM_ROW(n, a, a2, names, def) {n, a, a2, 0, M4D_LEN(names) - 2, def, names, false, 0}
 #define SET_ROW(n, a, a2, lo, hi, def, mask) {n, a, a2, lo, hi, def, NULL, false, mask}
 
-const struct m4d_param_desc m4d_model_params[M4D_MODEL_NPARAM] = {
+const struct m4d_param_desc m4d_model_params[] = {
     [MEM4D_MODEL_HIDDEN_SIZE] = NUM_ROW("hidden_size", "h", NULL, 1, 1u << 20, 0),
     [MEM4D_MODEL_FFN_HIDDEN_SIZE] = NUM_ROW("ffn_hidden_size", "intermediate_size", "f", 1, 1u << 22, 0),
     [MEM4D_MODEL_NUM_LAYERS] = NUM_ROW("num_layers", "num_hidden_layers", "layers", 1, 4096, 0),
@@ -35,7 +37,7 @@ const struct m4d_param_desc m4d_model_params[M4D_MODEL_NPARAM] = {
     [MEM4D_MODEL_VOCAB_SIZE] = NUM_ROW("vocab_size", "vocab", NULL, 1, 1u << 24, 0),
     [MEM4D_MODEL_TIED_EMBEDDINGS] = BOOL_ROW("tie_word_embeddings", "tied_embeddings", NULL, 0),
     [MEM4D_MODEL_QKV_BIAS] = BOOL_ROW("add_qkv_bias", "qkv_bias", NULL, 0),
-    [MEM4D_MODEL_NORM] = ENUM_ROW("normalization", "norm", NULL, norm_names, 1, 0),
+    [MEM4D_MODEL_NORM] = ENUM_ROW("normalization", "norm", NULL, norm_names, 0),
     [MEM4D_MODEL_GATED_MLP] = BOOL_ROW("swiglu", "gated_mlp", NULL, 1),
     [MEM4D_MODEL_NUM_EXPERTS] = NUM_ROW("num_experts", "num_local_experts", NULL, 0, 4096, 0),
     [MEM4D_MODEL_EXPERT_TOPK] = NUM_ROW("moe_router_topk", "num_experts_per_tok", NULL, 0, 4096, 0),
@@ -44,8 +46,9 @@ const struct m4d_param_desc m4d_model_params[M4D_MODEL_NPARAM] = {
                                                    "shared_expert_intermediate_size", NULL, 0, 1u << 22, 0),
     [MEM4D_MODEL_MAX_POSITION] = NUM_ROW("max_position_embeddings", NULL, NULL, 0, 1u << 26, 0),
 };
+M4D_TABLE_ROWS(m4d_model_params, M4D_MODEL_NPARAM);
 
-const struct m4d_param_desc m4d_layout_params[M4D_LAYOUT_NPARAM] = {
+const struct m4d_param_desc m4d_layout_params[] = {
     [MEM4D_LAYOUT_TP] = NUM_ROW("tp", "tensor_model_parallel_size", NULL, 1, 4096, 1),
     [MEM4D_LAYOUT_CP] = NUM_ROW("cp", "context_parallel_size", NULL, 1, 4096, 1),
     [MEM4D_LAYOUT_PP] = NUM_ROW("pp", "pipeline_model_parallel_size", NULL, 1, M4D_MAX_STAGES, 1),
@@ -58,11 +61,11 @@ const struct m4d_param_desc m4d_layout_params[M4D_LAYOUT_NPARAM] = {
     [MEM4D_LAYOUT_DIST_OPT] = BOOL_ROW("dist_opt", "use_distributed_optimizer", NULL, 1),
     [MEM4D_LAYOUT_MAIN_GRAD_BYTES] = SET_ROW("main_grad_bytes", "grad_bytes", NULL, 2, 4, 4, (1u << 2) | (1u << 4)),
     [MEM4D_LAYOUT_VPP] = NUM_ROW("vpp", "virtual_pipeline_model_parallel_size", NULL, 1, M4D_MAX_STAGES, 1),
-    [MEM4D_LAYOUT_RECOMPUTE] = ENUM_ROW("recompute", "recompute_granularity", NULL, recompute_names, 3, 0),
-    [MEM4D_LAYOUT_RECOMPUTE_METHOD] = ENUM_ROW("recompute_method", NULL, NULL, method_names, 1, 0),
+    [MEM4D_LAYOUT_RECOMPUTE] = ENUM_ROW("recompute", "recompute_granularity", NULL, recompute_names, 0),
+    [MEM4D_LAYOUT_RECOMPUTE_METHOD] = ENUM_ROW("recompute_method", NULL, NULL, method_names, 0),
     [MEM4D_LAYOUT_RECOMPUTE_LAYERS] = NUM_ROW("recompute_num_layers", NULL, NULL, 0, 4096, 0),
     [MEM4D_LAYOUT_FLASH_ATTN] = BOOL_ROW("flash_attn", "use_flash_attn", NULL, 1),
-    [MEM4D_LAYOUT_MODE] = ENUM_ROW("mode", NULL, NULL, mode_names, 1, 0),
+    [MEM4D_LAYOUT_MODE] = ENUM_ROW("mode", NULL, NULL, mode_names, 0),
     [MEM4D_LAYOUT_VOCAB_DIVISOR] = NUM_ROW("make_vocab_size_divisible_by", "vocab_divisor", NULL, 1, 1u << 20, 128),
     [MEM4D_LAYOUT_ZERO_STAGE] = NUM_ROW("zero_stage", NULL, NULL, 0, 3, 0),
     [MEM4D_LAYOUT_PARAM_BYTES] = SET_ROW("param_bytes", NULL, NULL, 2, 4, 2, (1u << 2) | (1u << 4)),
@@ -80,28 +83,29 @@ const struct m4d_param_desc m4d_layout_params[M4D_LAYOUT_NPARAM] = {
     [MEM4D_LAYOUT_HIDDEN_DROPOUT] = BOOL_ROW("hidden_dropout", NULL, NULL, 0),
     [MEM4D_LAYOUT_ATTENTION_DROPOUT] = BOOL_ROW("attention_dropout", NULL, NULL, 0),
     [MEM4D_LAYOUT_CROSS_ENTROPY_FUSION] = BOOL_ROW("cross_entropy_fusion", "cross_entropy_loss_fusion", NULL, 0),
-    [MEM4D_LAYOUT_FRAMEWORK] = ENUM_ROW("framework", NULL, NULL, framework_names, 3, 0),
-    [MEM4D_LAYOUT_RESHARD_AFTER_FORWARD] = ENUM_ROW("reshard_after_forward", NULL, NULL, reshard_names, 2, 0),
+    [MEM4D_LAYOUT_FRAMEWORK] = ENUM_ROW("framework", NULL, NULL, framework_names, 0),
+    [MEM4D_LAYOUT_RESHARD_AFTER_FORWARD] = ENUM_ROW("reshard_after_forward", NULL, NULL, reshard_names, 0),
     [MEM4D_LAYOUT_DP_REPLICATE] = NUM_ROW("dp_replicate", "data_parallel_replicate_degree", NULL, 1, 1u << 24, 1),
     [MEM4D_LAYOUT_RECOMPUTE_EVERY] = NUM_ROW("recompute_every", "selective_ac_option", NULL, 0, 4096, 0),
-    [MEM4D_LAYOUT_FLOAT8] = ENUM_ROW("float8", NULL, NULL, float8_names, 2, 0),
+    [MEM4D_LAYOUT_FLOAT8] = ENUM_ROW("float8", NULL, NULL, float8_names, 0),
     [MEM4D_LAYOUT_FP8_ALL_GATHER] = BOOL_ROW("fp8_all_gather", "enable_fsdp_float8_all_gather", NULL, 0),
     [MEM4D_LAYOUT_ALLGATHER_BUCKET_SIZE] = NUM_ROW("allgather_bucket_size", NULL, NULL, 0, UINT64_C(1) << 40, 0),
     [MEM4D_LAYOUT_PREFETCH_BUCKET_SIZE] = NUM_ROW("stage3_prefetch_bucket_size", "prefetch_bucket_size", NULL, 0,
                                                   UINT64_C(1) << 40, 0),
     [MEM4D_LAYOUT_MAX_LIVE_PARAMETERS] = NUM_ROW("stage3_max_live_parameters", "max_live_parameters", NULL, 0,
                                                  UINT64_C(1) << 40, 0),
-    [MEM4D_LAYOUT_OFFLOAD] = ENUM_ROW("offload", NULL, NULL, offload_names, 2, 0),
+    [MEM4D_LAYOUT_OFFLOAD] = ENUM_ROW("offload", NULL, NULL, offload_names, 0),
     [MEM4D_LAYOUT_CONTIGUOUS_GRADIENTS] = BOOL_ROW("contiguous_gradients", NULL, NULL, 1),
-    [MEM4D_LAYOUT_PIPELINE_SCHEDULE] = ENUM_ROW("pipeline_schedule", "pp_engine", NULL, schedule_names, 1, 0),
-    [MEM4D_LAYOUT_COMPILE] = ENUM_ROW("compile", "torch_compile", NULL, compile_names, 2, 0),
+    [MEM4D_LAYOUT_PIPELINE_SCHEDULE] = ENUM_ROW("pipeline_schedule", "pp_engine", NULL, schedule_names, 0),
+    [MEM4D_LAYOUT_COMPILE] = ENUM_ROW("compile", "torch_compile", NULL, compile_names, 0),
     [MEM4D_LAYOUT_ASYNC_TP] = BOOL_ROW("async_tp", "enable_async_tensor_parallel", NULL, 0),
     [MEM4D_LAYOUT_EXPANDABLE_SEGMENTS] = BOOL_ROW("expandable_segments", NULL, NULL, 0),
 };
+M4D_TABLE_ROWS(m4d_layout_params, M4D_LAYOUT_NPARAM);
 
 /* Device constants' defaults are documented in doc/formulas.md and
  * doc/full-model.md; presets override the hardware figures. */
-const struct m4d_param_desc m4d_device_params[M4D_DEVICE_NPARAM] = {
+const struct m4d_param_desc m4d_device_params[] = {
     [MEM4D_DEVICE_MEMORY_BYTES] = NUM_ROW("memory_bytes", "memory", NULL, 1, UINT64_C(1) << 50, 0),
     [MEM4D_DEVICE_PEAK_FLOPS] = NUM_ROW("peak_flops", "peak_bf16_flops", NULL, 0, UINT64_C(1) << 60, 0),
     [MEM4D_DEVICE_PEAK_FP8_FLOPS] = NUM_ROW("peak_fp8_flops", NULL, NULL, 0, UINT64_C(1) << 60, 0),
@@ -120,6 +124,7 @@ const struct m4d_param_desc m4d_device_params[M4D_DEVICE_NPARAM] = {
     [MEM4D_DEVICE_WORKSPACE_BYTES] = NUM_ROW("workspace_bytes", NULL, NULL, 0, UINT64_C(1) << 40, 256 * MiB),
     [MEM4D_DEVICE_FULL_FIT_THRESHOLD_PPM] = NUM_ROW("full_fit_threshold_ppm", NULL, NULL, 1, 1000000, 850000),
 };
+M4D_TABLE_ROWS(m4d_device_params, M4D_DEVICE_NPARAM);
 
 static bool allowed(const struct m4d_param_desc *d, uint64_t value)
 {

@@ -5,19 +5,45 @@
 #ifndef MEM4D_PRIVATE_H
 #define MEM4D_PRIVATE_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "mem4d/mem4d.h"
 
-/* Number of keys of each enum; grow only by appending to the tables. */
+/* Compile-time checks that tie tables to the public enums. */
+#define M4D_LEN(a) (sizeof (a) / sizeof (a)[0])
+/* count is the number of values of the enum whose last value is `last`. */
+#define M4D_ENUM_COUNT(count, last) \
+    _Static_assert((count) == (last) + 1, #count " must be " #last " + 1")
+/* table has exactly `count` rows. Tables indexed by an enum are written with
+ * designated initializers ([MEM4D_X] = row), so row i is the row of value i,
+ * and with an unsized [] so that a row appended without raising the count
+ * fails here. */
+#define M4D_TABLE_ROWS(table, count) \
+    _Static_assert(M4D_LEN(table) == (count), #table " must have one row per value (" #count ")")
+
+/* Number of values of each enum; grow only by appending to the enum, then
+ * raise the count, name the new last value and append the table rows. */
 #define M4D_MODEL_NPARAM 16
+M4D_ENUM_COUNT(M4D_MODEL_NPARAM, MEM4D_MODEL_MAX_POSITION);
 #define M4D_LAYOUT_NPARAM 47
+M4D_ENUM_COUNT(M4D_LAYOUT_NPARAM, MEM4D_LAYOUT_EXPANDABLE_SEGMENTS);
 #define M4D_DEVICE_NPARAM 17
+M4D_ENUM_COUNT(M4D_DEVICE_NPARAM, MEM4D_DEVICE_FULL_FIT_THRESHOLD_PPM);
 #define M4D_NTERMS 14
+M4D_ENUM_COUNT(M4D_NTERMS, MEM4D_TERM_PEAK_RESERVED);
 #define M4D_NINFO 6
+M4D_ENUM_COUNT(M4D_NINFO, MEM4D_INFO_PROCESS_GROUPS);
 #define M4D_NMETRICS 7
+M4D_ENUM_COUNT(M4D_NMETRICS, MEM4D_METRIC_EXPOSED_COMM_S);
+#define M4D_NSEARCH_OPTIONS 5
+M4D_ENUM_COUNT(M4D_NSEARCH_OPTIONS, MEM4D_SEARCH_UNEVEN_STAGES);
+#define M4D_NSEARCH_STATS 4
+M4D_ENUM_COUNT(M4D_NSEARCH_STATS, MEM4D_SEARCH_STAT_YIELDED);
+#define M4D_NMODES 2
+M4D_ENUM_COUNT(M4D_NMODES, MEM4D_MODE_PAPER);
 
 /* Upper bound of pp (and so of stages in a report). */
 #define M4D_MAX_STAGES 512
@@ -46,9 +72,11 @@ mem4d_status m4d_param_bounds(const struct m4d_param_desc *table, size_t n, int 
                               uint64_t *min, uint64_t *max);
 void m4d_param_defaults(const struct m4d_param_desc *table, size_t n, uint64_t *v);
 
-extern const struct m4d_param_desc m4d_model_params[M4D_MODEL_NPARAM];
-extern const struct m4d_param_desc m4d_layout_params[M4D_LAYOUT_NPARAM];
-extern const struct m4d_param_desc m4d_device_params[M4D_DEVICE_NPARAM];
+/* One row per key, M4D_*_NPARAM rows (checked in params.c; declared unsized
+ * here so that the definition's own row count is what the check sees). */
+extern const struct m4d_param_desc m4d_model_params[];
+extern const struct m4d_param_desc m4d_layout_params[];
+extern const struct m4d_param_desc m4d_device_params[];
 
 struct mem4d_model {
     uint64_t v[M4D_MODEL_NPARAM];
@@ -123,6 +151,17 @@ void m4d_msg(char *buf, size_t size, const char *fmt, ...)
 #endif
     ;
 
+/* m4d_msg with a va_list. Both cut a message that does not fit at a UTF-8
+ * character boundary. */
+void m4d_vmsg(char *buf, size_t size, const char *fmt, va_list ap)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 0)))
+#endif
+    ;
+
+/* Length of the first n bytes of s less a UTF-8 character cut at n. */
+size_t m4d_utf8_cut(const char *s, size_t n);
+
 /* Parse the text of a value for a described key: numbers, booleans, value names. */
 mem4d_status m4d_parse_value(const struct m4d_param_desc *d, const char *text, uint64_t *out);
 
@@ -132,8 +171,13 @@ int m4d_param_lookup(const struct m4d_param_desc *table, size_t n, const char *n
 /* Case-insensitive ASCII string equality. */
 bool m4d_streq_ci(const char *a, const char *b);
 
-/* Copy a string into a fixed buffer, truncating. */
+/* Copy a string into a fixed buffer, truncating at a character boundary. */
 void m4d_strlcpy(char *dst, const char *src, size_t size);
+
+/* Sorted divisors of n into out (at most `cap` of them); no n <= 2^32 has
+ * more than M4D_MAX_DIVISORS. */
+#define M4D_MAX_DIVISORS 1536
+size_t m4d_divisors(uint64_t n, uint64_t *out, size_t cap);
 
 /* Checked arithmetic: false on overflow (the output is then unspecified). */
 static inline bool m4d_add(uint64_t a, uint64_t b, uint64_t *r) { return !__builtin_add_overflow(a, b, r); }
@@ -206,11 +250,19 @@ bool m4d_layer_params(const struct m4d_ctx *x, uint64_t *attn, uint64_t *mlp, ui
 mem4d_status m4d_resolve(const mem4d_model *model, const mem4d_layout *layout,
                          struct m4d_ctx *x, char *why, size_t why_size);
 
+/* The recompute-layers rule of m4d_resolve(): full recomputation of no more
+ * layers than a stage holds. The search checks it alone per candidate, whose
+ * recompute settings change after its group was resolved. */
+static inline bool m4d_recompute_layers_ok(const struct m4d_ctx *x)
+{
+    return x->recompute != 2 || x->rc_layers <= x->L / x->p;
+}
+
 mem4d_status m4d_model_check(const mem4d_model *model, char *why, size_t why_size);
 void m4d_ctx_model(const mem4d_model *model, struct m4d_ctx *x);
 bool m4d_model_params_total(const struct m4d_ctx *x, uint64_t vocab, uint64_t *out);
 
-/* --- estimate.c ------------------------------------------------------------- */
+/* --- estimate.c (dispatch), estimate_paper.c, estimate_full.c ------------- */
 
 mem4d_status m4d_estimate_paper(const struct m4d_ctx *x, mem4d_report *r);
 /* peak_only: fill only stages 0, 1 and p-1 (enough for the peak and the
@@ -224,14 +276,38 @@ static inline bool m4d_stage_filled(bool peak_only, uint64_t i, uint64_t n)
     return !peak_only || i <= 1 || i + 1 == n;
 }
 
-/* Clear a report's results before an estimate. */
-void m4d_report_reset(mem4d_report *r, const mem4d_device *dev);
-
 /* Memory of a resolved context into a reset report (no speed metrics). */
 mem4d_status m4d_estimate_ctx(const struct m4d_ctx *x, const mem4d_device *dev, mem4d_report *r, bool peak_only);
 
+
+/* --- report.c --------------------------------------------------------------- */
+
+/* Clear a report's results before an estimate. */
+void m4d_report_reset(mem4d_report *r, const mem4d_device *dev);
+
 /* Sum the parts of every stage into TOTAL, pick the peak stage and the verdict. */
 mem4d_status m4d_report_finish(mem4d_report *r, const mem4d_device *dev);
+
+/* Job-wide infos of a resolved context; MEM4D_E_RANGE (with the message) on overflow. */
+mem4d_status m4d_report_fill_info(mem4d_report *r, const struct m4d_ctx *x);
+
+/* Record an estimate's final status: a failed report has no stages.
+ * (Inline: the search calls it once per candidate.) */
+static inline void m4d_report_done(mem4d_report *r, mem4d_status status)
+{
+    r->status = status;
+    if (status != MEM4D_OK)
+        r->nstages = 0;
+}
+
+/* Copy a report's results (only the stages it has). */
+void m4d_report_copy(mem4d_report *dst, const mem4d_report *src);
+
+/* The fit limit: do `bytes` exceed the device's fit threshold? */
+bool m4d_over_fit_limit(const mem4d_device *dev, mem4d_mode mode, uint64_t bytes);
+
+/* The verdict rule: oom above the device memory, tight above the fit limit, else fits. */
+mem4d_verdict m4d_verdict_for(const mem4d_device *dev, mem4d_mode mode, uint64_t peak);
 
 /* --- perf.c ------------------------------------------------------------------ */
 

@@ -1,11 +1,17 @@
 /*
- * The report handle: per-stage results of an estimate and their accessors.
+ * The report handle's whole lifecycle: creation, reset before an estimate,
+ * the fill helpers the estimators share (totals, peak, verdict, job-wide
+ * infos; the final status is m4d_report_done(), inline in private.h), copy,
+ * and the public accessors. The fit limit and the verdict rule are defined
+ * here once; the search prunes with them.
  * SPDX-License-Identifier: MIT
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "private.h"
+
+/* --- lifecycle ----------------------------------------------------------- */
 
 mem4d_status mem4d_report_new(mem4d_report **out)
 {
@@ -24,6 +30,106 @@ void mem4d_report_free(mem4d_report *report)
 {
     free(report);
 }
+
+void m4d_report_reset(mem4d_report *r, const mem4d_device *dev)
+{
+    r->msg[0] = '\0';
+    r->nwarn = 0;
+    r->nstages = 0;
+    r->peak_stage = 0;
+    r->have_metrics = false;
+    r->peak_only = false;
+    r->verdict = MEM4D_VERDICT_OOM;
+    r->device_bytes = dev ? dev->v[MEM4D_DEVICE_MEMORY_BYTES] : 0;
+    memset(r->info, 0, sizeof r->info);
+}
+
+void m4d_report_copy(mem4d_report *dst, const mem4d_report *src)
+{
+    dst->status = src->status;
+    dst->mode = src->mode;
+    dst->verdict = src->verdict;
+    dst->nstages = src->nstages;
+    dst->peak_stage = src->peak_stage;
+    dst->device_bytes = src->device_bytes;
+    memcpy(dst->info, src->info, sizeof dst->info);
+    dst->have_metrics = src->have_metrics;
+    dst->peak_only = src->peak_only;
+    memcpy(dst->metric, src->metric, sizeof dst->metric);
+    memcpy(dst->msg, src->msg, sizeof dst->msg);
+    dst->nwarn = src->nwarn;
+    memcpy(dst->warn, src->warn, src->nwarn * sizeof dst->warn[0]);
+    memcpy(dst->stages, src->stages, src->nstages * sizeof dst->stages[0]);
+}
+
+/* --- fit limit, verdict and fill helpers ----------------------------------- */
+
+/* bytes * 1e6 > memory * threshold, exact in 128 bits. Paper mode keeps the
+ * paper's margin (fit_threshold_ppm, 80%); full mode models the overheads
+ * that margin stood for, so its margin is what its measured residuals leave
+ * (full_fit_threshold_ppm, doc/full-model.md "The verdict"). */
+bool m4d_over_fit_limit(const mem4d_device *dev, mem4d_mode mode, uint64_t bytes)
+{
+    mem4d_device_param th = mode == MEM4D_MODE_FULL ? MEM4D_DEVICE_FULL_FIT_THRESHOLD_PPM
+                                                    : MEM4D_DEVICE_FIT_THRESHOLD_PPM;
+    unsigned __int128 limit = (unsigned __int128)dev->v[MEM4D_DEVICE_MEMORY_BYTES] * dev->v[th];
+    return (unsigned __int128)bytes * 1000000u > limit;
+}
+
+mem4d_verdict m4d_verdict_for(const mem4d_device *dev, mem4d_mode mode, uint64_t peak)
+{
+    if (peak > dev->v[MEM4D_DEVICE_MEMORY_BYTES])
+        return MEM4D_VERDICT_OOM;
+    return m4d_over_fit_limit(dev, mode, peak) ? MEM4D_VERDICT_TIGHT : MEM4D_VERDICT_FITS;
+}
+
+/* OVERHEAD = BUFFERS + FRAGMENTATION + FIXED; TOTAL = the four main terms +
+ * OVERHEAD; PEAK_ALLOCATED = TOTAL - FRAGMENTATION - FIXED;
+ * PEAK_RESERVED = PEAK_ALLOCATED + FRAGMENTATION. The verdict is
+ * m4d_verdict_for() of the peak TOTAL. */
+mem4d_status m4d_report_finish(mem4d_report *r, const mem4d_device *dev)
+{
+    r->peak_stage = 0;
+    for (uint32_t i = 0; i < r->nstages; i++) {
+        if (!m4d_stage_filled(r->peak_only, i, r->nstages))
+            continue;
+        uint64_t *t = r->stages[i].t, alloc = 0, over = 0;
+        static const mem4d_term main_terms[] = {MEM4D_TERM_WEIGHTS, MEM4D_TERM_GRADIENTS, MEM4D_TERM_OPTIMIZER,
+                                                 MEM4D_TERM_ACTIVATIONS, MEM4D_TERM_BUFFERS};
+        for (size_t k = 0; k < sizeof main_terms / sizeof main_terms[0]; k++)
+            if (!m4d_add(alloc, t[main_terms[k]], &alloc))
+                return MEM4D_E_RANGE;
+        if (!m4d_add(t[MEM4D_TERM_BUFFERS], t[MEM4D_TERM_FRAGMENTATION], &over) ||
+            !m4d_add(over, t[MEM4D_TERM_FIXED], &over))
+            return MEM4D_E_RANGE;
+        t[MEM4D_TERM_OVERHEAD] = over;
+        t[MEM4D_TERM_PEAK_ALLOCATED] = alloc;
+        if (!m4d_add(alloc, t[MEM4D_TERM_FRAGMENTATION], &t[MEM4D_TERM_PEAK_RESERVED]) ||
+            !m4d_add(t[MEM4D_TERM_PEAK_RESERVED], t[MEM4D_TERM_FIXED], &t[MEM4D_TERM_TOTAL]))
+            return MEM4D_E_RANGE;
+        if (t[MEM4D_TERM_TOTAL] > r->stages[r->peak_stage].t[MEM4D_TERM_TOTAL])
+            r->peak_stage = i;
+    }
+    r->device_bytes = dev->v[MEM4D_DEVICE_MEMORY_BYTES];
+    r->verdict = m4d_verdict_for(dev, r->mode, r->stages[r->peak_stage].t[MEM4D_TERM_TOTAL]);
+    return MEM4D_OK;
+}
+
+/* The job-wide values of a resolved context. */
+mem4d_status m4d_report_fill_info(mem4d_report *r, const struct m4d_ctx *x)
+{
+    r->info[MEM4D_INFO_DP] = x->d;
+    r->info[MEM4D_INFO_WORLD] = x->world;
+    r->info[MEM4D_INFO_MICROBATCHES] = x->m;
+    r->info[MEM4D_INFO_PADDED_VOCAB] = x->Vp;
+    if (!m4d_model_params_total(x, x->Vp, &r->info[MEM4D_INFO_MODEL_PARAMS])) {
+        m4d_msg(r->msg, sizeof r->msg, "the parameter count overflows 64 bits");
+        return MEM4D_E_RANGE;
+    }
+    return MEM4D_OK;
+}
+
+/* --- accessors -------------------------------------------------------------- */
 
 mem4d_status mem4d_report_status(const mem4d_report *r)
 {
@@ -124,55 +230,22 @@ const char *mem4d_mode_name(mem4d_mode mode)
 
 const char *mem4d_term_name(mem4d_term term)
 {
-    static const char *const names[M4D_NTERMS] = {
-        "weights_bytes", "gradients_bytes", "optimizer_bytes", "activations_bytes", "overhead_bytes",
-        "total_bytes", "params", "layers", "in_flight", "buffers_bytes", "fragmentation_bytes",
-        "fixed_bytes", "peak_allocated_bytes", "peak_reserved_bytes",
+    static const char *const names[] = {
+        [MEM4D_TERM_WEIGHTS] = "weights_bytes",
+        [MEM4D_TERM_GRADIENTS] = "gradients_bytes",
+        [MEM4D_TERM_OPTIMIZER] = "optimizer_bytes",
+        [MEM4D_TERM_ACTIVATIONS] = "activations_bytes",
+        [MEM4D_TERM_OVERHEAD] = "overhead_bytes",
+        [MEM4D_TERM_TOTAL] = "total_bytes",
+        [MEM4D_TERM_PARAMS] = "params",
+        [MEM4D_TERM_LAYERS] = "layers",
+        [MEM4D_TERM_IN_FLIGHT] = "in_flight",
+        [MEM4D_TERM_BUFFERS] = "buffers_bytes",
+        [MEM4D_TERM_FRAGMENTATION] = "fragmentation_bytes",
+        [MEM4D_TERM_FIXED] = "fixed_bytes",
+        [MEM4D_TERM_PEAK_ALLOCATED] = "peak_allocated_bytes",
+        [MEM4D_TERM_PEAK_RESERVED] = "peak_reserved_bytes",
     };
+    M4D_TABLE_ROWS(names, M4D_NTERMS);
     return (unsigned)term < M4D_NTERMS ? names[term] : NULL;
-}
-
-/* OVERHEAD = BUFFERS + FRAGMENTATION + FIXED; TOTAL = the four main terms +
- * OVERHEAD; PEAK_ALLOCATED = TOTAL - FRAGMENTATION - FIXED;
- * PEAK_RESERVED = PEAK_ALLOCATED + FRAGMENTATION. The verdict compares the
- * peak TOTAL (reserved + what lives outside PyTorch) with the device: fits up
- * to the mode's threshold, tight up to 100%. */
-mem4d_status m4d_report_finish(mem4d_report *r, const mem4d_device *dev)
-{
-    r->peak_stage = 0;
-    for (uint32_t i = 0; i < r->nstages; i++) {
-        if (!m4d_stage_filled(r->peak_only, i, r->nstages))
-            continue;
-        uint64_t *t = r->stages[i].t, alloc = 0, over = 0;
-        static const mem4d_term main_terms[] = {MEM4D_TERM_WEIGHTS, MEM4D_TERM_GRADIENTS, MEM4D_TERM_OPTIMIZER,
-                                                 MEM4D_TERM_ACTIVATIONS, MEM4D_TERM_BUFFERS};
-        for (size_t k = 0; k < sizeof main_terms / sizeof main_terms[0]; k++)
-            if (!m4d_add(alloc, t[main_terms[k]], &alloc))
-                return MEM4D_E_RANGE;
-        if (!m4d_add(t[MEM4D_TERM_BUFFERS], t[MEM4D_TERM_FRAGMENTATION], &over) ||
-            !m4d_add(over, t[MEM4D_TERM_FIXED], &over))
-            return MEM4D_E_RANGE;
-        t[MEM4D_TERM_OVERHEAD] = over;
-        t[MEM4D_TERM_PEAK_ALLOCATED] = alloc;
-        if (!m4d_add(alloc, t[MEM4D_TERM_FRAGMENTATION], &t[MEM4D_TERM_PEAK_RESERVED]) ||
-            !m4d_add(t[MEM4D_TERM_PEAK_RESERVED], t[MEM4D_TERM_FIXED], &t[MEM4D_TERM_TOTAL]))
-            return MEM4D_E_RANGE;
-        if (t[MEM4D_TERM_TOTAL] > r->stages[r->peak_stage].t[MEM4D_TERM_TOTAL])
-            r->peak_stage = i;
-    }
-    uint64_t peak = r->stages[r->peak_stage].t[MEM4D_TERM_TOTAL];
-    uint64_t mem = dev->v[MEM4D_DEVICE_MEMORY_BYTES];
-    /* Full mode models the overheads the paper's 80% margin stood for; its
-     * margin is what its measured residuals leave (full_fit_threshold_ppm). */
-    mem4d_device_param th = r->mode == MEM4D_MODE_FULL ? MEM4D_DEVICE_FULL_FIT_THRESHOLD_PPM
-                                                       : MEM4D_DEVICE_FIT_THRESHOLD_PPM;
-    unsigned __int128 limit = (unsigned __int128)mem * dev->v[th];
-    r->device_bytes = mem;
-    if (peak > mem)
-        r->verdict = MEM4D_VERDICT_OOM;
-    else if ((unsigned __int128)peak * 1000000u > limit)
-        r->verdict = MEM4D_VERDICT_TIGHT;
-    else
-        r->verdict = MEM4D_VERDICT_FITS;
-    return MEM4D_OK;
 }

@@ -27,10 +27,12 @@
 /* The searched knobs, in loop order from the outside in. */
 enum { K_TP, K_CP, K_PP, K_DP, K_MBS, K_VPP, K_RC, K_DIST, K_N };
 
-static const mem4d_layout_param knob_key[K_N] = {
-    MEM4D_LAYOUT_TP, MEM4D_LAYOUT_CP, MEM4D_LAYOUT_PP, MEM4D_LAYOUT_DP,
-    MEM4D_LAYOUT_MICRO_BATCH, MEM4D_LAYOUT_VPP, MEM4D_LAYOUT_RECOMPUTE, MEM4D_LAYOUT_DIST_OPT,
+static const mem4d_layout_param knob_key[] = {
+    [K_TP] = MEM4D_LAYOUT_TP, [K_CP] = MEM4D_LAYOUT_CP, [K_PP] = MEM4D_LAYOUT_PP, [K_DP] = MEM4D_LAYOUT_DP,
+    [K_MBS] = MEM4D_LAYOUT_MICRO_BATCH, [K_VPP] = MEM4D_LAYOUT_VPP, [K_RC] = MEM4D_LAYOUT_RECOMPUTE,
+    [K_DIST] = MEM4D_LAYOUT_DIST_OPT,
 };
+M4D_TABLE_ROWS(knob_key, K_N);
 
 #define ALLOW_MAX 64
 /* Micro-batch sizes tried when the global batch is unknown and b is not bounded. */
@@ -60,7 +62,7 @@ struct mem4d_search {
     mem4d_model model;
     mem4d_device dev;
     mem4d_layout base, work;
-    uint64_t opt[5];
+    uint64_t opt[M4D_NSEARCH_OPTIONS];
     struct knob knob[K_N];
     bool started, built;
     /* enumeration */
@@ -82,7 +84,7 @@ struct mem4d_search {
     size_t ncand, ccap, ci;
     bool ranked_done;
     mem4d_report *scratch;
-    uint64_t stat[4];
+    uint64_t stat[M4D_NSEARCH_STATS];
 };
 
 static int knob_index(mem4d_layout_param key)
@@ -181,7 +183,7 @@ void mem4d_search_free(mem4d_search *search)
 
 mem4d_status mem4d_search_set_option(mem4d_search *search, mem4d_search_option option, uint64_t value)
 {
-    if (!search || (unsigned)option > MEM4D_SEARCH_UNEVEN_STAGES)
+    if (!search || (unsigned)option >= M4D_NSEARCH_OPTIONS)
         return MEM4D_E_INVALID_ARG;
     if (search->started)
         return MEM4D_E_CONFLICT;
@@ -277,27 +279,10 @@ mem4d_status mem4d_search_reset(mem4d_search *search)
 
 mem4d_status mem4d_search_stat_get(const mem4d_search *search, mem4d_search_stat stat, uint64_t *value)
 {
-    if (!search || !value || (unsigned)stat > MEM4D_SEARCH_STAT_YIELDED)
+    if (!search || !value || (unsigned)stat >= M4D_NSEARCH_STATS)
         return MEM4D_E_INVALID_ARG;
     *value = search->stat[stat];
     return MEM4D_OK;
-}
-
-/* Sorted divisors of n (at most `cap`; no n <= 2^32 has more than 1536). */
-static size_t divisors(uint64_t n, uint64_t *out, size_t cap)
-{
-    size_t lo = 0, hi = 0;
-    uint64_t big[1536];
-    for (uint64_t i = 1; i * i <= n && lo < cap && hi < 1536; i++) {
-        if (n % i != 0)
-            continue;
-        out[lo++] = i;
-        if (i != n / i)
-            big[hi++] = n / i;
-    }
-    while (hi > 0 && lo < cap)
-        out[lo++] = big[--hi];
-    return lo;
 }
 
 /* Layers of the first and last stage when L does not split evenly over p:
@@ -330,8 +315,8 @@ static bool build_groups(mem4d_search *s)
     uint64_t gpn = s->dev.v[MEM4D_DEVICE_GPUS_PER_NODE];
     bool local = s->opt[MEM4D_SEARCH_NODE_LOCAL] != 0;
     bool uneven = s->base.v[MEM4D_LAYOUT_FIRST_STAGE_LAYERS] || s->base.v[MEM4D_LAYOUT_LAST_STAGE_LAYERS];
-    uint64_t div[1536];
-    size_t nd = divisors(world, div, 1536);
+    uint64_t div[M4D_MAX_DIVISORS];
+    size_t nd = m4d_divisors(world, div, M4D_MAX_DIVISORS);
     s->ngroups = 0;
     for (size_t i = 0; i < nd; i++) {
         uint64_t t = div[i];
@@ -447,17 +432,13 @@ static mem4d_status quick_estimate(mem4d_search *s, uint64_t b, uint64_t rc, boo
     x->recompute = rc;
     x->m = x->gbs ? x->gbs / (b * x->d) : 0;
     m4d_report_reset(r, &s->dev);
-    mem4d_status st = MEM4D_E_CONFLICT;
-    if (rc != 2 || x->rc_layers <= x->L / x->p)
+    mem4d_status st = MEM4D_E_CONFLICT; /* m4d_resolve()'s status for the rule */
+    if (m4d_recompute_layers_ok(x))
         st = m4d_estimate_ctx(x, &s->dev, r, peak_only);
-    r->status = st;
-    if (st != MEM4D_OK)
-        r->nstages = 0;
+    m4d_report_done(r, st);
     return st;
 }
 
-/* Enter the next group that has candidates; false at the end (or on ENOMEM,
- * reported through *err). */
 /* Weights, gradients and optimizer state do not depend on v, and
  * dist_opt 1 never holds more of them than dist_opt 0: a group of the same
  * (t, c, p) as a dead one, and with no more sharding, cannot fit either. */
@@ -467,6 +448,8 @@ static bool dead_block(const mem4d_search *s, const struct group *g)
     return d->p != 0 && g->t == d->t && g->c == d->c && g->p == d->p && g->dist <= d->dist;
 }
 
+/* Enter the next group that has candidates; false at the end (or on ENOMEM,
+ * reported through *err). */
 static bool enter_group(mem4d_search *s, mem4d_status *err)
 {
     for (; s->gi < s->ngroups; s->gi++) {
@@ -524,14 +507,6 @@ static void prune_group(mem4d_search *s)
     s->ri = s->nrc;
 }
 
-/* peak * 1e6 > memory * threshold, as m4d_report_finish() decides "fits". */
-static bool over_limit(const mem4d_device *dev, uint64_t bytes)
-{
-    unsigned __int128 limit = (unsigned __int128)dev->v[MEM4D_DEVICE_MEMORY_BYTES]
-                              * dev->v[MEM4D_DEVICE_FIT_THRESHOLD_PPM];
-    return (unsigned __int128)bytes * 1000000u > limit;
-}
-
 /* Do the weights, gradients and optimizer state of some stage alone
  * exceed the fit limit? They do not depend on b or recompute. */
 static bool static_over_limit(const mem4d_search *s)
@@ -543,7 +518,7 @@ static bool static_over_limit(const mem4d_search *s)
         const uint64_t *t = r->stages[i].t;
         unsigned __int128 sum = (unsigned __int128)t[MEM4D_TERM_WEIGHTS] + t[MEM4D_TERM_GRADIENTS]
                                 + t[MEM4D_TERM_OPTIMIZER];
-        if (sum > UINT64_MAX || over_limit(&s->dev, (uint64_t)sum))
+        if (sum > UINT64_MAX || m4d_over_fit_limit(&s->dev, r->mode, (uint64_t)sum))
             return true;
     }
     return false;
@@ -572,22 +547,6 @@ static bool scan(mem4d_search *s, mem4d_status *err)
         }
     }
     return false;
-}
-
-static void report_copy(mem4d_report *dst, const mem4d_report *src)
-{
-    dst->status = src->status;
-    dst->mode = src->mode;
-    dst->verdict = src->verdict;
-    dst->nstages = src->nstages;
-    dst->peak_stage = src->peak_stage;
-    dst->device_bytes = src->device_bytes;
-    memcpy(dst->info, src->info, sizeof dst->info);
-    dst->have_metrics = src->have_metrics;
-    dst->peak_only = src->peak_only;
-    memcpy(dst->metric, src->metric, sizeof dst->metric);
-    memcpy(dst->msg, src->msg, sizeof dst->msg);
-    memcpy(dst->stages, src->stages, src->nstages * sizeof dst->stages[0]);
 }
 
 /* Deterministic total order: verdict, step time, peak, then the knobs in
@@ -636,8 +595,8 @@ static mem4d_status run_ranked(mem4d_search *s)
 static mem4d_status start(mem4d_search *s)
 {
     s->work = s->base;
-    uint64_t div[1536];
-    s->ngbs_div = divisors(s->base.v[MEM4D_LAYOUT_GLOBAL_BATCH], div, 1536);
+    uint64_t div[M4D_MAX_DIVISORS];
+    s->ngbs_div = m4d_divisors(s->base.v[MEM4D_LAYOUT_GLOBAL_BATCH], div, M4D_MAX_DIVISORS);
     if (!grow((void **)&s->gbs_div, &s->gdcap, s->ngbs_div + 1, sizeof *s->gbs_div))
         return MEM4D_E_NOMEM;
     memcpy(s->gbs_div, div, s->ngbs_div * sizeof div[0]);
@@ -674,190 +633,11 @@ mem4d_status mem4d_search_next(mem4d_search *search, mem4d_layout *layout, mem4d
         if (report) { /* the scratch holds only the stages that decide the peak */
             quick_estimate(s, s->work.v[MEM4D_LAYOUT_MICRO_BATCH], s->work.v[MEM4D_LAYOUT_RECOMPUTE], false);
             m4d_perf(&s->x, &s->dev, s->scratch);
-            report_copy(report, s->scratch);
+            m4d_report_copy(report, s->scratch);
         }
     }
     if (layout)
         *layout = s->work;
     s->stat[MEM4D_SEARCH_STAT_YIELDED]++;
-    return MEM4D_OK;
-}
-
-/* --- inverse questions ------------------------------------------------------ */
-
-/* Estimate into a stack-free report owned by the caller; "fits"? */
-static mem4d_status fits(const mem4d_model *model, const mem4d_layout *l, const mem4d_device *dev,
-                         mem4d_report *r, bool *ok)
-{
-    mem4d_status st = mem4d_estimate(model, l, dev, r);
-    *ok = st == MEM4D_OK && r->verdict == MEM4D_VERDICT_FITS;
-    return st;
-}
-
-/* Largest x in [1, hi] with pred(x) true, pred monotone (true then false);
- * 0 when pred(1) is false. Galloping, then bisection. */
-typedef bool (*probe_fn)(void *ctx, uint64_t x);
-static uint64_t last_true(probe_fn pred, void *ctx, uint64_t hi)
-{
-    if (hi == 0 || !pred(ctx, 1))
-        return 0;
-    uint64_t good = 1, bad = 0;
-    for (uint64_t x = 2; x <= hi; x *= 2) {
-        if (!pred(ctx, x)) {
-            bad = x;
-            break;
-        }
-        good = x;
-        if (x > hi / 2)
-            break;
-    }
-    if (bad == 0) {
-        if (good == hi || pred(ctx, hi))
-            return hi;
-        bad = hi;
-    }
-    while (bad - good > 1) {
-        uint64_t mid = good + (bad - good) / 2;
-        if (pred(ctx, mid))
-            good = mid;
-        else
-            bad = mid;
-    }
-    return good;
-}
-
-struct probe {
-    const mem4d_model *model;
-    const mem4d_device *dev;
-    mem4d_layout l;
-    mem4d_layout_param key;
-    uint64_t unit;
-    mem4d_report *r;
-};
-
-static bool probe_fits(void *ctx, uint64_t x)
-{
-    struct probe *p = ctx;
-    bool ok;
-    p->l.v[p->key] = x * p->unit;
-    fits(p->model, &p->l, p->dev, p->r, &ok);
-    return ok;
-}
-
-mem4d_status mem4d_solve_max_micro_batch(const mem4d_model *model, const mem4d_layout *layout,
-                                         const mem4d_device *device, uint64_t *mbs)
-{
-    if (!model || !layout || !device || !mbs)
-        return MEM4D_E_INVALID_ARG;
-    *mbs = 0;
-    struct probe p = {model, device, *layout, MEM4D_LAYOUT_MICRO_BATCH, 1, NULL};
-    struct m4d_ctx x;
-    p.l.v[MEM4D_LAYOUT_MICRO_BATCH] = 1;
-    mem4d_status st = m4d_resolve(model, &p.l, &x, NULL, 0);
-    if (st != MEM4D_OK)
-        return st;
-    if ((st = mem4d_report_new(&p.r)) != MEM4D_OK)
-        return st;
-    uint64_t khi;
-    mem4d_layout_param_bounds(MEM4D_LAYOUT_MICRO_BATCH, NULL, &khi);
-    if (x.gbs != 0) {
-        /* Only divisors of gbs / d keep the batch whole; memory grows with b. */
-        uint64_t div[1536];
-        size_t nd = divisors(x.gbs / x.d, div, 1536);
-        for (size_t i = 0; i < nd && div[i] <= khi && probe_fits(&p, div[i]); i++)
-            *mbs = div[i];
-    } else {
-        *mbs = last_true(probe_fits, &p, khi);
-    }
-    mem4d_report_free(p.r);
-    return MEM4D_OK;
-}
-
-static uint64_t gcd(uint64_t a, uint64_t b)
-{
-    while (b) {
-        uint64_t t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
-}
-
-mem4d_status mem4d_solve_max_seq_length(const mem4d_model *model, const mem4d_layout *layout,
-                                        const mem4d_device *device, uint64_t *seq)
-{
-    if (!model || !layout || !device || !seq)
-        return MEM4D_E_INVALID_ARG;
-    *seq = 0;
-    const uint64_t *v = layout->v;
-    uint64_t t = v[MEM4D_LAYOUT_TP], c = v[MEM4D_LAYOUT_CP];
-    /* The smallest sequence every divisibility rule accepts: 2c for CP load
-     * balancing, times t with sequence parallelism. */
-    uint64_t a = c > 1 ? 2 * c : 1, b = v[MEM4D_LAYOUT_SEQUENCE_PARALLEL] && t > 1 ? t * c : 1;
-    uint64_t unit = a / gcd(a, b) * b;
-    struct probe p = {model, device, *layout, MEM4D_LAYOUT_SEQ_LENGTH, unit, NULL};
-    struct m4d_ctx x;
-    p.l.v[MEM4D_LAYOUT_SEQ_LENGTH] = unit;
-    mem4d_status st = m4d_resolve(model, &p.l, &x, NULL, 0);
-    if (st != MEM4D_OK)
-        return st;
-    if ((st = mem4d_report_new(&p.r)) != MEM4D_OK)
-        return st;
-    uint64_t khi;
-    mem4d_layout_param_bounds(MEM4D_LAYOUT_SEQ_LENGTH, NULL, &khi);
-    *seq = last_true(probe_fits, &p, khi / unit) * unit;
-    mem4d_report_free(p.r);
-    return MEM4D_OK;
-}
-
-/* Does any layout fit on `gpus`? With `ranked`, the fastest into *out. */
-static mem4d_status any_fits(const mem4d_model *model, const mem4d_device *device, const mem4d_layout *base,
-                             uint64_t gpus, bool ranked, mem4d_layout *out, bool *found)
-{
-    mem4d_layout l = *base;
-    l.v[MEM4D_LAYOUT_WORLD] = gpus;
-    l.v[MEM4D_LAYOUT_DP] = 0;
-    mem4d_search *s;
-    mem4d_status st = mem4d_search_new(model, device, &l, &s);
-    if (st != MEM4D_OK)
-        return st;
-    mem4d_search_set_option(s, MEM4D_SEARCH_RANKED, ranked);
-    mem4d_search_set_option(s, MEM4D_SEARCH_MAX_RESULTS, 1);
-    st = mem4d_search_next(s, out, NULL);
-    *found = st == MEM4D_OK;
-    mem4d_search_free(s);
-    return st == MEM4D_END ? MEM4D_OK : st;
-}
-
-mem4d_status mem4d_solve_min_gpus(const mem4d_model *model, const mem4d_device *device,
-                                  const mem4d_layout *base, uint64_t max_gpus,
-                                  uint64_t *gpus, mem4d_layout *layout)
-{
-    if (!model || !device || !base || !gpus)
-        return MEM4D_E_INVALID_ARG;
-    *gpus = 0;
-    uint64_t khi;
-    mem4d_layout_param_bounds(MEM4D_LAYOUT_WORLD, NULL, &khi);
-    if (max_gpus == 0 || max_gpus > khi)
-        return MEM4D_E_RANGE;
-    if (base->v[MEM4D_LAYOUT_SEQ_LENGTH] == 0 || device->v[MEM4D_DEVICE_MEMORY_BYTES] == 0)
-        return MEM4D_E_MISSING;
-    mem4d_status st = m4d_model_check(model, NULL, 0);
-    if (st != MEM4D_OK)
-        return st;
-    /* Existence is an unranked search that stops at its first fit; only the
-     * answer's GPU count pays for a ranked one. */
-    mem4d_layout scratch;
-    for (uint64_t n = 1; n <= max_gpus; n++) {
-        bool found;
-        if ((st = any_fits(model, device, base, n, false, &scratch, &found)) != MEM4D_OK)
-            return st;
-        if (!found)
-            continue;
-        *gpus = n;
-        if (layout)
-            return any_fits(model, device, base, n, true, layout, &found);
-        return MEM4D_OK;
-    }
     return MEM4D_OK;
 }

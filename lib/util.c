@@ -1,5 +1,5 @@
 /*
- * Small helpers: messages, parsing, names, status strings.
+ * Small helpers: messages, parsing, names, divisors, status strings.
  * SPDX-License-Identifier: MIT
  */
 #include <ctype.h>
@@ -11,13 +11,39 @@
 
 #include "private.h"
 
-void m4d_msg(char *buf, size_t size, const char *fmt, ...)
+/* Length of s[0..n) without a UTF-8 sequence that the cut at n left
+ * incomplete, so that truncated text stays valid UTF-8 (Python decodes
+ * messages and names strictly). Only the last character can be cut. */
+size_t m4d_utf8_cut(const char *s, size_t n)
+{
+    size_t i = n, back = 0;
+    while (i > 0 && back < 4 && ((unsigned char)s[i - 1] & 0xC0) == 0x80) {
+        i--;
+        back++;
+    }
+    if (i == 0)
+        return n;
+    unsigned char lead = (unsigned char)s[i - 1];
+    size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+    if (need > 1 && back + 1 < need)
+        return i - 1; /* the lead byte and its continuations are dropped */
+    return n;
+}
+
+void m4d_vmsg(char *buf, size_t size, const char *fmt, va_list ap)
 {
     if (!buf || size == 0)
         return;
+    int n = vsnprintf(buf, size, fmt, ap);
+    if (n > 0 && (size_t)n >= size)
+        buf[m4d_utf8_cut(buf, size - 1)] = '\0';
+}
+
+void m4d_msg(char *buf, size_t size, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(buf, size, fmt, ap);
+    m4d_vmsg(buf, size, fmt, ap);
     va_end(ap);
 }
 
@@ -27,7 +53,7 @@ void m4d_strlcpy(char *dst, const char *src, size_t size)
         return;
     size_t n = strlen(src);
     if (n >= size)
-        n = size - 1;
+        n = m4d_utf8_cut(src, size - 1);
     memcpy(dst, src, n);
     dst[n] = '\0';
 }
@@ -104,6 +130,22 @@ mem4d_status m4d_parse_value(const struct m4d_param_desc *d, const char *text, u
     return parse_u64(text, out);
 }
 
+size_t m4d_divisors(uint64_t n, uint64_t *out, size_t cap)
+{
+    size_t lo = 0, hi = 0;
+    uint64_t big[M4D_MAX_DIVISORS];
+    for (uint64_t i = 1; i * i <= n && lo < cap && hi < M4D_MAX_DIVISORS; i++) {
+        if (n % i != 0)
+            continue;
+        out[lo++] = i;
+        if (i != n / i)
+            big[hi++] = n / i;
+    }
+    while (hi > 0 && lo < cap)
+        out[lo++] = big[--hi];
+    return lo;
+}
+
 const char *mem4d_strerror(mem4d_status status)
 {
     switch (status) {
@@ -128,7 +170,7 @@ const char *mem4d_strerror(mem4d_status status)
     case MEM4D_E_JSON: return "malformed JSON";
     case MEM4D_E_MISSING: return "required value missing";
     case MEM4D_E_CONFLICT: return "contradictory settings";
-    case MEM4D_E_DIM_TP: return "hidden or FFN size not divisible by tensor-parallel size";
+    case MEM4D_E_DIM_TP: return "FFN size not divisible by tensor-parallel size";
     case MEM4D_E_EXPERTS: return "experts not divisible by expert-parallel size";
     }
     return "unknown status";

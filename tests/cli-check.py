@@ -11,6 +11,7 @@ import os
 import shlex
 import subprocess
 import sys
+import tempfile
 
 MEM4D, DATA = os.path.abspath(sys.argv[1]), sys.argv[2]
 ADMIT = sys.argv[3] if len(sys.argv) > 3 else None
@@ -68,7 +69,8 @@ expect_in("SLURM named", "world size 32 (from SLURM_JOB_NUM_NODES", out)
 
 # JSON: parseable, same exit status inside.
 # The model from a preset or a config.json when the arguments lack the vocabulary.
-no_vocab = [w for w in llama3 if w not in ("--vocab-size", "128256")]
+# (A HuggingFaceTokenizer with no --tokenizer-model: only its files would know.)
+no_vocab = [w for w in llama3 if w not in ("--vocab-size", "128256", "--tokenizer-model", "meta-llama/Meta-Llama-3-8B")]
 rc, out, err = check(["--world-size", "16", "--hf-config", os.path.join(DATA, "hf", "llama3.1-8b.json")], no_vocab)
 expect("model from --hf-config", rc in (0, 1), True, out, err)
 expect_in("model from --hf-config estimates", "check: ", out)
@@ -82,12 +84,33 @@ want = {"fits": 0, "tight": 0, "oom": 1}[doc["report"]["verdict"]]
 expect("json verdict agrees", rc, want, out, err)
 peak = doc["report"]["peak_bytes"]
 expect("json world", doc["world_size"], 8, out, err)
+expect("json has no proposal for a job that fits", doc["proposal"] if rc == 0 else None, None, out, err)
 
 # Out of memory: a GPU far smaller than the peak.
 small = "%.3f" % (peak / 2 / GIB)
 rc, out, err = check(["--world-size", "8", "--gpu-memory-gib", small], llama3)
 expect("oom", rc, 1, out, err)
 expect_in("oom prints the verdict", "check: oom", out)
+
+# Out of memory as written, but another layout of the same 64 GPUs fits: check
+# proposes it as Megatron flags, and those flags, appended to the job's
+# (later flags win), pass the check.
+llama70 = args_file("llama3-70b-tp4-mbs4.args")
+rc, out, err = check(["--world-size", "64"], llama70)
+expect("oom with a proposal", rc, 1, out, err)
+proposal = [l for l in out.splitlines() if l.startswith("check: propose --")]
+expect_in("proposal is Megatron flags", "check: propose --tensor-model-parallel-size", out)
+if proposal:
+    flags = proposal[0][len("check: propose "):proposal[0].rindex(" (peak ")].split()
+    rc, out, err = check(["--world-size", "64"], llama70 + flags)
+    expect("the proposal fits", rc, 0, out, err)
+rc, out, err = check(["--world-size", "64", "--json"], llama70)
+doc = json.loads(out)
+expect("json proposal", doc["proposal"] is not None and doc["proposal"]["megatron_flags"].startswith(
+    "--tensor-model-parallel-size"), True, out, err)
+expect("json proposal fits", doc["proposal"]["peak_bytes"] <= 0.8 * doc["proposal"]["device_bytes"], True, out, err)
+rc, out, err = check(["--world-size", "8", "--gpu-memory-gib", "1"], llama3)
+expect_in("no proposal when nothing fits", "check: no layout of these 8 GPUs fits either", out)
 
 # Tight: peak at about 90% of memory; exit 0, or 1 with --strict.
 tight = "%.3f" % (peak / 0.9 / GIB)
@@ -104,6 +127,24 @@ expect_in("warning on stderr", "mem4d: warning: --frobnicate-the-gradients", err
 if "warning" in out:
     failures.append("warnings leaked to stdout")
 
+# The config.json importer's warnings reach stderr too.
+with tempfile.TemporaryDirectory() as tmp:
+    with open(os.path.join(DATA, "hf", "llama3.1-8b.json")) as f:
+        doc = json.load(f)
+    del doc["model_type"]
+    config = os.path.join(tmp, "config.json")
+    with open(config, "w") as f:
+        json.dump(doc, f)
+    rc, out, err = check(["--world-size", "16", "--hf-config", config], no_vocab)
+    expect("hf-config with a warning still checks", rc in (0, 1), True, out, err)
+    expect_in("hf-config warning on stderr", 'mem4d: warning: config.json has no "model_type"', err)
+    # A FIFO with no writer is refused before anything reads it.
+    fifo = os.path.join(tmp, "fifo.json")
+    os.mkfifo(fifo)
+    rc, out, err = check(["--world-size", "16", "--hf-config", fifo], no_vocab)
+    expect("hf-config FIFO", rc, 2, out, err)
+    expect_in("hf-config FIFO says why", "is not a regular file", err)
+
 # Invalid input: exit 2, with the reason on stderr.
 invalid = [
     ("missing value", ["--world-size", "8"], args_file("missing-value.args"), "--num-layers needs a value"),
@@ -114,10 +155,16 @@ invalid = [
     ("unknown gpu", ["--gpu", "z80", "--world-size", "32"], llama2, "unknown gpu"),
     ("unknown option", ["--frobnicate"], llama2, "unknown option"),
     ("bad world size", ["--world-size", "eight"], llama2, "--world-size"),
+    ("hex world size", ["--world-size", "0x20"], llama2, "--world-size needs a non-negative decimal integer"),
+    ("zero world size", ["--world-size", "0"], llama2, "--world-size must be at least 1"),
+    ("world size without value", ["--world-size", "--"], llama2, "--world-size needs a value"),
+    ("model and hf-config", ["--world-size", "8", "--model", "llama3.1-8b", "--hf-config",
+                             os.path.join(DATA, "hf", "llama3.1-8b.json")], llama2, "contradict each other"),
+    ("tiny gpu memory", ["--world-size", "32", "--gpu-memory-gib", "0.0000001"], llama2, "--gpu-memory-gib"),
     ("no megatron arguments", ["--world-size", "8"], [], "no Megatron-LM arguments"),
     ("bad WORLD_SIZE", [], llama2, "WORLD_SIZE"),
     ("no vocabulary size", ["--world-size", "8"],
-     [w for w in llama3 if w not in ("--vocab-size", "128256")], "vocabulary size is unknown"),
+     no_vocab, "vocabulary size is unknown"),
 ]
 for name, opts, megatron, needle in invalid:
     env = clean_env(WORLD_SIZE="lots") if name == "bad WORLD_SIZE" else None

@@ -2,8 +2,10 @@
 """`mem4d estimate`: the table, the JSON keys and values, and exit status 2
 with one line on stderr for every kind of bad input. Usage: cli-estimate.py MEM4D"""
 import json
+import os
 import subprocess
 import sys
+import tempfile
 import unittest
 
 MEM4D = None
@@ -11,8 +13,21 @@ GOLDEN = ['--model', 'llama3.1-8b', '--gpu', 'h100-80', '--tp', '2', '--cp', '1'
           '--world', '4', '--mbs', '1', '--seq', '8192', '--mode', 'paper']
 
 
-def run(*args):
-    return subprocess.run([MEM4D, *args], capture_output=True, text=True, timeout=30)
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data')
+
+
+def run(*args, stdout=subprocess.PIPE):
+    return subprocess.run([MEM4D, *args], stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=30)
+
+
+def one_error_line(test, p, needle, status=2):
+    """Exit status 2, nothing on stdout, one 'mem4d: ' line naming the fault."""
+    test.assertEqual(p.returncode, status, (p.stdout or '') + p.stderr)
+    test.assertFalse(p.stdout, p.stdout)
+    lines = p.stderr.strip().splitlines()
+    test.assertEqual(len(lines), 1, p.stderr)
+    test.assertTrue(lines[0].startswith('mem4d: '), p.stderr)
+    test.assertIn(needle, p.stderr)
 
 
 class Estimate(unittest.TestCase):
@@ -69,16 +84,62 @@ class Estimate(unittest.TestCase):
             (['--seq'], '--seq'),
             (['--world', '5'], 'world size 5'),
             (['--set', 'nonsense=1'], 'unknown layout key'),
+            # Decimal only: the library also reads 0x hex, a command line should not.
+            (['--seq', '0x1000'], "--seq needs a decimal number, got '0x1000'"),
+            (['--set', 'seq=0x1000'], "--set seq needs a decimal number"),
+            # Below a MiB is a unit mix-up, not a GPU.
+            (['--gpu-memory-gib', '0.0000001'], '--gpu-memory-gib needs a size in GiB'),
+            (['--gpu-memory-gib', '0x50'], '--gpu-memory-gib'),
+            (['--gpu-memory-gib', '1e3'], '--gpu-memory-gib'),
+            (['--gpu-memory-gib', ''], '--gpu-memory-gib needs a value'),
+            (['--hf-config', os.path.join(DATA, 'hf', 'llama3.1-8b.json')],
+             '--model and --hf-config contradict each other'),
+            (['--json=yes'], '--json takes no value'),
         ]
         for extra, needle in cases:
             with self.subTest(extra=extra):
-                p = run('estimate', *GOLDEN, *extra)
-                self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
-                self.assertEqual(p.stdout, '')
-                lines = p.stderr.strip().splitlines()
-                self.assertEqual(len(lines), 1, p.stderr)
-                self.assertTrue(lines[0].startswith('mem4d: '), p.stderr)
-                self.assertIn(needle, p.stderr)
+                one_error_line(self, run('estimate', *GOLDEN, *extra), needle)
+
+    def test_subcommands_without_options_refuse_them(self):
+        for cmd in ('presets', 'version'):
+            with self.subTest(cmd=cmd):
+                one_error_line(self, run(cmd, '--foo'), "unknown option '--foo'")
+                self.assertEqual(run(cmd).returncode, 0)
+
+    def test_write_error_on_stdout_is_an_error(self):
+        if not os.path.exists('/dev/full'):
+            self.skipTest('no /dev/full')
+        for fmt in ([], ['--json']):
+            with open('/dev/full', 'w') as full, self.subTest(fmt=fmt):
+                p = run('estimate', *GOLDEN, *fmt, stdout=full)
+                self.assertEqual(p.returncode, 2, p.stderr)
+                self.assertIn('mem4d: cannot write the output', p.stderr)
+        with open('/dev/full', 'w') as full:
+            p = run('presets', stdout=full)
+        self.assertEqual(p.returncode, 2, p.stderr)
+
+    def test_config_that_is_not_a_regular_file_is_refused(self):
+        # A FIFO with no writer would block the reader for ever.
+        with tempfile.TemporaryDirectory() as tmp:
+            fifo = os.path.join(tmp, 'config.json')
+            os.mkfifo(fifo)
+            p = run('estimate', '--hf-config', fifo, '--tp', '2', '--world', '4', '--seq', '8192')
+            one_error_line(self, p, f"--hf-config: '{fifo}' is not a regular file")
+        one_error_line(self, run('estimate', '--hf-config', tempfile.gettempdir(), '--world', '4', '--seq', '8'),
+                       'is not a regular file')
+
+    def test_import_warnings_reach_stderr(self):
+        with open(os.path.join(DATA, 'hf', 'llama3.1-8b.json')) as f:
+            doc = json.load(f)
+        del doc['model_type']
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, 'config.json')
+            with open(path, 'w') as f:
+                json.dump(doc, f)
+            p = run('estimate', '--hf-config', path, '--tp', '2', '--world', '4', '--seq', '8192')
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stderr, 'mem4d: warning: config.json has no "model_type"; read as a Llama-like model\n')
+        self.assertNotIn('warning', p.stdout)
 
     def test_paper_mode_refusal_is_explained(self):
         p = run('estimate', *GOLDEN, '--vpp', '2', '--pp', '2')

@@ -20,8 +20,11 @@ JOB = ["--model", "llama3.1-8b", "--gpu", "h100-80", "--gpus", "16", "--seq", "4
 failures = []
 
 
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+
+
 def run(*args, code=0):
-    p = subprocess.run([CLI, *args], capture_output=True, text=True)
+    p = subprocess.run([CLI, *args], capture_output=True, text=True, timeout=60)
     if p.returncode != code:
         failures.append(f"{args}: exit {p.returncode}, wanted {code}; stderr {p.stderr!r}")
     return p
@@ -95,6 +98,38 @@ for bad in (["--model", "no-such-model"], ["--gpu", "no-such-gpu"], ["--gpus", "
     p = run("plan", *bad, code=2)
     check(p.stdout == "", f"{bad} printed to stdout")
     check(p.stderr.startswith("mem4d: ") and p.stderr.count("\n") >= 1, f"{bad}: {p.stderr!r}")
+
+# Refused with one line naming the flag (each once accepted or unexplained).
+hf = os.path.join(DATA, "hf", "llama3.1-8b.json")
+for bad, needle in (
+        (["--svg", ""], "mem4d: --svg needs a value"),
+        (["--gbs", "0"], "mem4d: --gbs must be at least 1"),  # no step time: "Fastest first" with no speeds
+        (["--gpus", "0"], "mem4d: --gpus must be at least 1"),
+        (["--seq", "0x1000"], "mem4d: --seq needs a decimal number"),
+        (["--tp", "0x2"], "mem4d: --tp: '0x2' is not a valid value"),
+        (["--json", "--csv"], "mem4d: --json and --csv contradict each other"),
+        (["--csv", "--json"], "mem4d: --csv and --json contradict each other"),
+        (["--hf-config", hf], "mem4d: --model and --hf-config contradict each other"),  # JOB has --model
+        (["--gpu-memory-gib", "0.0000001"], "mem4d: --gpu-memory-gib needs a size in GiB"),
+        (["--gpus-per-node", "0"], "mem4d: --gpus-per-node is out of range (1 to 1024)")):
+    p = run("plan", *JOB, *bad, code=2)
+    check(p.stdout == "" and p.stderr.startswith(needle) and p.stderr.count("\n") == 1, f"{bad}: {p.stderr!r}")
+
+# A failed write of the landscape is an error that says so.
+if os.path.exists("/dev/full"):
+    p = run("plan", *JOB, "--svg", "/dev/full", code=2)
+    check("mem4d: --svg: cannot write '/dev/full'" in p.stderr, f"--svg /dev/full: {p.stderr!r}")
+
+# The importer's warnings reach stderr ("model_type" missing: read as Llama).
+with tempfile.TemporaryDirectory() as tmp, open(hf) as f:
+    doc = json.load(f)
+    del doc["model_type"]
+    path = os.path.join(tmp, "config.json")
+    with open(path, "w") as out:
+        json.dump(doc, out)
+    p = run("plan", "--hf-config", path, "--gpus", "8", "--top", "1")
+    check(p.stderr == 'mem4d: warning: config.json has no "model_type"; read as a Llama-like model\n',
+          f"hf-config warning: {p.stderr!r}")
 
 # Nothing fits: an empty array and exit status 1.
 p = run("plan", "--model", "llama3.1-405b", "--gpus", "8", "--json", code=1)

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <mem4d/mem4d.h>
 
@@ -415,7 +417,8 @@ START_TEST(swiglu_default_ffn_is_megatrons)
     /* int(4 * 4096 * 2 / 3 / 64) * 64 */
     ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_FFN_HIDDEN_SIZE), 10880);
     ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_GATED_MLP), 1);
-    ck_assert(has_warning(fx.imp, "no --vocab-size"));
+    ck_assert(has_warning(fx.imp, "the vocabulary size is unknown: no --tokenizer-type or --vocab-size; "
+                                  "pass `mem4d check --vocab-size N` or `--hf-config FILE`"));
     fx_close(&fx);
 }
 END_TEST
@@ -838,6 +841,219 @@ START_TEST(hf_deeply_nested_document_is_an_error)
 }
 END_TEST
 
+
+/* ------------------------------------------------------------------------ */
+/* Megatron-LM: the vocabulary from the tokenizer the job names              */
+
+static const struct vocab_case {
+    const char *argv[12];
+    uint64_t vocab, divisor; /* divisor 1: the padded vocabulary itself */
+    const char *warning;     /* a warning that must be there, or NULL for none */
+} vocab_cases[] = {
+    /* Megatron-LM's own tokenizers (megatron/training/tokenizer/tokenizer.py). */
+    {{"--tokenizer-type", "GPT2BPETokenizer", "--vocab-file", "gpt2-vocab.json", "--merge-file", "m.txt"}, 50257, 128, NULL},
+    {{"--tokenizer-type", "Llama2Tokenizer", "--tokenizer-model", "/data/tokenizer.model"}, 32000, 128, NULL},
+    {{"--tokenizer-type", "BertWordPieceLowerCase", "--vocab-file", "v.txt"}, 30524, 128, NULL},
+    {{"--tokenizer-type", "BertWordPieceCase", "--vocab-extra-ids", "100"}, 29098, 128, NULL},
+    {{"--tokenizer-type", "NullTokenizer", "--vocab-size", "131072"}, 131073, 128, NULL},
+    {{"--tokenizer-type", "TikTokenizer", "--tiktoken-pattern", "v2"}, 131072, 128, NULL},
+    {{"--tokenizer-type", "TikTokenizer", "--vocab-size", "200000"}, 200000, 128, NULL},
+    {{"--tokenizer-type", "HuggingFaceTokenizer", "--tokenizer-model", "meta-llama/Meta-Llama-3-8B"}, 128256, 128, NULL},
+    {{"--tokenizer-type", "HuggingFaceTokenizer", "--tokenizer-model", "/ckpt/Llama-3.1-70B-Instruct/"}, 128256, 128, NULL},
+    {{"--tokenizer-type", "HuggingFaceTokenizer", "--tokenizer-model", "Qwen/Qwen2.5-7B", "--make-vocab-size-divisible-by", "64"}, 151665, 64, NULL},
+    {{"--tokenizer-type", "HuggingFaceTokenizer", "--tokenizer-model", "Qwen/Qwen3-30B-A3B"}, 151669, 128, NULL},
+    /* Megatron-DeepSpeed: HFTokenizer counts the base vocabulary; BigScience's
+     * PretrainedFromHF len(tokenizer); --pad-vocab-size-to is the padded size. */
+    {{"--tokenizer-type", "HFTokenizer", "--tokenizer-model", "meta-llama/Meta-Llama-3-8B"}, 128000, 128, NULL},
+    {{"--tokenizer-type", "PretrainedFromHF", "--tokenizer-name-or-path", "gpt2", "--pad-vocab-size-to", "50304"}, 50304, 1, NULL},
+    /* Pai-Megatron-Patch: the padded vocabulary outright. */
+    {{"--patch-tokenizer-type", "Qwen2Tokenizer", "--extra-vocab-size", "421"}, 152064, 1, NULL},
+    {{"--patch-tokenizer-type", "LLama3Tokenizer", "--extra-vocab-size", "256"}, 128256, 1, NULL},
+    {{"--patch-tokenizer-type", "Qwen2Tokenizer", "--padded-vocab-size", "151936"}, 151936, 1, NULL},
+    {{"--patch-tokenizer-type", "BloomTokenizerFromHF"}, 250880, 1, NULL},
+    {{"--tokenizer-type", "GPT2BPETokenizer", "--padded-vocab-size", "50304"}, 50304, 1, NULL},
+    /* Megatron ignores --vocab-size beside a tokenizer that knows its size. */
+    {{"--tokenizer-type", "Llama2Tokenizer", "--vocab-size", "32064"}, 32000, 128,
+     "--vocab-size 32064 is ignored by Megatron-LM with --tokenizer-type Llama2Tokenizer, whose vocabulary is 32000"},
+    /* Only a file knows: --vocab-size stands in for it, with a word. */
+    {{"--tokenizer-type", "SentencePieceTokenizer", "--tokenizer-model", "t.model", "--vocab-size", "64000"}, 64000, 128,
+     "the vocabulary of --tokenizer-type SentencePieceTokenizer is in its tokenizer file; --vocab-size 64000 is taken as its size"},
+    {{"--tokenizer-type", "HuggingFaceTokenizer", "--tokenizer-model", "/ckpt/my-tokenizer"}, 0, 128,
+     "the vocabulary size is unknown: the vocabulary of tokenizer /ckpt/my-tokenizer is in its files; "
+     "pass `mem4d check --vocab-size N` or `--hf-config FILE`"},
+    {{"--patch-tokenizer-type", "DeepSeekV2Tokenizer", "--extra-vocab-size", "2400"}, 0, 128,
+     "the vocabulary of --patch-tokenizer-type DeepSeekV2Tokenizer is in the checkpoint's tokenizer files"},
+    {{"--tokenizer-type", "HuggingFaceTokenizer", "--tokenizer-model", "meta-llama/Llama-3.2-11B-Vision"}, 0, 128,
+     "is in its files"},
+};
+
+START_TEST(vocabulary_from_the_tokenizer)
+{
+    const struct vocab_case *c = &vocab_cases[_i];
+    struct fixture fx;
+    fx_open(&fx);
+    ck_assert_int_eq(run_argv(&fx, c->argv, 0), MEM4D_OK);
+    ck_assert_msg(mget(fx.model, MEM4D_MODEL_VOCAB_SIZE) == c->vocab, "%s %s: vocab %llu, expected %llu",
+                  c->argv[0], c->argv[1], (unsigned long long)mget(fx.model, MEM4D_MODEL_VOCAB_SIZE),
+                  (unsigned long long)c->vocab);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_VOCAB_DIVISOR), c->divisor);
+    if (c->warning)
+        ck_assert_msg(has_warning(fx.imp, c->warning), "%s %s: no warning '%s' (first: %s)", c->argv[0], c->argv[1],
+                      c->warning, mem4d_import_warning(fx.imp, 0));
+    else
+        ck_assert_msg(mem4d_import_warning_count(fx.imp) == 0, "%s %s: unexpected warning %s", c->argv[0], c->argv[1],
+                      mem4d_import_warning(fx.imp, 0));
+    fx_close(&fx);
+}
+END_TEST
+
+static const struct vocab_bad {
+    const char *argv[8];
+    mem4d_status status;
+    const char *message;
+} vocab_bad_cases[] = {
+    {{"--tokenizer-type", "NullTokenizer"}, MEM4D_E_MISSING, "--tokenizer-type NullTokenizer needs --vocab-size"},
+    {{"--tokenizer-type", "GPT2BPETokenizer", "--pad-vocab-size-to", "50000"}, MEM4D_E_CONFLICT,
+     "--pad-vocab-size-to 50000 is below the tokenizer's 50257 tokens"},
+    {{"--padded-vocab-size", "50257", "--tensor-model-parallel-size", "2"}, MEM4D_E_CONFLICT,
+     "the padded vocabulary of 50257 tokens does not divide over --tensor-model-parallel-size 2"},
+    {{"--tokenizer-type", "NullTokenizer", "--vocab-size", "18446744073709551615"}, MEM4D_E_RANGE, "--vocab-size"},
+};
+
+START_TEST(vocabulary_flags_refused)
+{
+    const struct vocab_bad *c = &vocab_bad_cases[_i];
+    struct fixture fx;
+    fx_open(&fx);
+    ck_assert_int_eq(run_argv(&fx, c->argv, 0), c->status);
+    ck_assert_msg(strstr(mem4d_import_message(fx.imp), c->message) != NULL, "message: %s",
+                  mem4d_import_message(fx.imp));
+    fx_close(&fx);
+}
+END_TEST
+
+START_TEST(vocabulary_kept_when_only_a_file_knows)
+{
+    /* `mem4d check --vocab-size N` and --hf-config set the model first. */
+    struct fixture fx;
+    fx_open(&fx);
+    ck_assert_int_eq(mem4d_model_set(fx.model, MEM4D_MODEL_VOCAB_SIZE, 102400), MEM4D_OK);
+    const char *argv[] = {"--num-layers", "2", "--hidden-size", "1024", "--num-attention-heads", "8",
+                          "--tokenizer-type", "SentencePieceTokenizer", "--tokenizer-model", "x.model", NULL};
+    ck_assert_int_eq(run_argv(&fx, argv, 0), MEM4D_OK);
+    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_VOCAB_SIZE), 102400);
+    ck_assert(!has_warning(fx.imp, "vocabulary size is unknown"));
+    fx_close(&fx);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Bad inputs a new user tried (issue 10)                                    */
+
+/* Strict UTF-8 (no overlongs, no surrogates), as Python's decoder. */
+static bool valid_utf8(const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        size_t n = *p < 0x80 ? 1 : (*p & 0xE0) == 0xC0 ? 2 : (*p & 0xF0) == 0xE0 ? 3 : (*p & 0xF8) == 0xF0 ? 4 : 0;
+        if (n == 0 || (n == 2 && *p < 0xC2))
+            return false;
+        uint32_t cp = n == 1 ? *p : *p & (0x7F >> n);
+        for (size_t i = 1; i < n; i++) {
+            if ((p[i] & 0xC0) != 0x80)
+                return false;
+            cp = (cp << 6) | (p[i] & 0x3F);
+        }
+        if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)) || (cp >= 0xD800 && cp <= 0xDFFF))
+            return false;
+        p += n;
+    }
+    return true;
+}
+
+static void assert_texts_utf8(const mem4d_import *imp)
+{
+    ck_assert_msg(valid_utf8(mem4d_import_message(imp)), "message is not UTF-8: %s", mem4d_import_message(imp));
+    for (size_t i = 0; i < mem4d_import_warning_count(imp); i++)
+        ck_assert_msg(valid_utf8(mem4d_import_warning(imp, i)), "warning %zu is not UTF-8", i);
+}
+
+/* Text that puts a two-, three- or four-byte character across every byte
+ * offset near a cut: one of them lands on any fixed-size buffer's edge. */
+static void fill_multibyte(char *buf, size_t len, const char *ch)
+{
+    size_t n = strlen(ch), i = 0;
+    for (; i + n <= len; i += n)
+        memcpy(buf + i, ch, n);
+    buf[i] = '\0';
+}
+
+START_TEST(cut_text_stays_utf8)
+{
+    static const char *const chars[] = {"\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80"}; /* é € 😀 */
+    struct fixture fx;
+    fx_open(&fx);
+    for (size_t c = 0; c < 3; c++) {
+        for (size_t shift = 0; shift < 4; shift++) {
+            char text[600];
+            memset(text, 'a', shift);
+            fill_multibyte(text + shift, sizeof text - shift - 1, chars[c]);
+            /* A long flag name, a stray word and a value that fail or warn. */
+            char flag[700], word[700], value[700];
+            snprintf(flag, sizeof flag, "--%s", text);
+            snprintf(word, sizeof word, "%s", text);
+            snprintf(value, sizeof value, "--normalization=%s", text);
+            const char *warn_argv[] = {word, flag, NULL};
+            ck_assert_int_eq(run_argv(&fx, warn_argv, 0), MEM4D_OK);
+            ck_assert_uint_eq(mem4d_import_warning_count(fx.imp), 2);
+            assert_texts_utf8(fx.imp);
+            const char *fail_argv[] = {value, NULL};
+            ck_assert_int_eq(run_argv(&fx, fail_argv, 0), MEM4D_E_PARSE);
+            assert_texts_utf8(fx.imp);
+            if (!MEM4D_HAVE_JSON)
+                continue;
+            /* A model_type longer than any name buffer. */
+            char doc[1024];
+            snprintf(doc, sizeof doc, "{\"hidden_size\": 1024, \"intermediate_size\": 4096, \"num_hidden_layers\": 2,"
+                     " \"num_attention_heads\": 16, \"vocab_size\": 1000, \"model_type\": \"%s\"}", text);
+            mem4d_import_hf_config_buffer(fx.imp, doc, strlen(doc), fx.model);
+            ck_assert_msg(mem4d_import_warning_count(fx.imp) > 0 || mem4d_import_message(fx.imp)[0],
+                          "an unknown model_type says nothing");
+            assert_texts_utf8(fx.imp);
+        }
+    }
+    fx_close(&fx);
+}
+END_TEST
+
+START_TEST(config_path_must_be_a_regular_file)
+{
+    struct fixture fx;
+    fx_open(&fx);
+    char dir[] = "/tmp/mem4d-test-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char fifo[64];
+    snprintf(fifo, sizeof fifo, "%s/config.json", dir);
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    /* No writer ever opens the FIFO: reading it would block forever. */
+    mem4d_status st = mem4d_import_hf_config(fx.imp, fifo, fx.model);
+    if (!MEM4D_HAVE_JSON) {
+        ck_assert_int_eq(st, MEM4D_E_NO_JSON);
+    } else {
+        ck_assert_int_eq(st, MEM4D_E_IO);
+        ck_assert_msg(strstr(mem4d_import_message(fx.imp), "is a FIFO (named pipe), not a regular file") != NULL,
+                      "message: %s", mem4d_import_message(fx.imp));
+        ck_assert_int_eq(mem4d_import_hf_config(fx.imp, dir, fx.model), MEM4D_E_IO);
+        ck_assert(strstr(mem4d_import_message(fx.imp), "is a directory, not a regular file") != NULL);
+        ck_assert_int_eq(mem4d_import_hf_config(fx.imp, "/dev/null", fx.model), MEM4D_E_IO);
+        ck_assert(strstr(mem4d_import_message(fx.imp), "is a character device") != NULL);
+    }
+    ck_assert_int_eq(unlink(fifo), 0);
+    ck_assert_int_eq(rmdir(dir), 0);
+    fx_close(&fx);
+}
+END_TEST
+
 /* ------------------------------------------------------------------------ */
 
 #define N(a) (int)(sizeof(a) / sizeof((a)[0]))
@@ -870,6 +1086,11 @@ static Suite *import_suite(void)
     tcase_add_test(tc, hf_buffer_edges);
     tcase_add_test(tc, hf_moe_families);
     tcase_add_test(tc, hf_deeply_nested_document_is_an_error);
+    tcase_add_test(tc, cut_text_stays_utf8);
+    tcase_add_loop_test(tc, vocabulary_from_the_tokenizer, 0, N(vocab_cases));
+    tcase_add_loop_test(tc, vocabulary_flags_refused, 0, N(vocab_bad_cases));
+    tcase_add_test(tc, vocabulary_kept_when_only_a_file_knows);
+    tcase_add_test(tc, config_path_must_be_a_regular_file);
     suite_add_tcase(s, tc);
     return s;
 }

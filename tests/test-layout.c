@@ -158,6 +158,16 @@ START_TEST(ffn_not_divisible)
     ck_assert_int_eq(mem4d_validate(m, l, why, sizeof why), MEM4D_E_DIM_TP);
     ck_assert_str_eq(why, "FFN size 14335 is not divisible by tp 2");
     ck_assert_int_eq(mem4d_validate(NULL, l, why, sizeof why), MEM4D_E_INVALID_ARG);
+    /* The message names which FFN is at fault: the experts', then the shared expert's. */
+    ck_assert_int_eq(mem4d_model_set(m, MEM4D_MODEL_FFN_HIDDEN_SIZE, 14336), MEM4D_OK);
+    ck_assert_int_eq(mem4d_model_set(m, MEM4D_MODEL_NUM_EXPERTS, 8), MEM4D_OK);
+    ck_assert_int_eq(mem4d_model_set(m, MEM4D_MODEL_EXPERT_TOPK, 2), MEM4D_OK);
+    ck_assert_int_eq(mem4d_model_set(m, MEM4D_MODEL_EXPERT_FFN_SIZE, 1407), MEM4D_OK);
+    ck_assert_int_eq(mem4d_validate(m, l, why, sizeof why), MEM4D_E_DIM_TP);
+    ck_assert_str_eq(why, "expert FFN size 1407 is not divisible by tp 2");
+    ck_assert_int_eq(mem4d_model_set(m, MEM4D_MODEL_SHARED_EXPERT_FFN_SIZE, 5633), MEM4D_OK);
+    ck_assert_int_eq(mem4d_validate(m, l, why, sizeof why), MEM4D_E_DIM_TP);
+    ck_assert_str_eq(why, "shared-expert FFN size 5633 is not divisible by tp 2");
     mem4d_layout_free(l);
     mem4d_model_free(m);
 }

@@ -81,7 +81,7 @@ typedef enum mem4d_status {
     MEM4D_E_MODEL = 8,          /**< The model is inconsistent or incomplete (e.g. hidden size not divisible by heads). */
     MEM4D_E_HEADS_TP = 9,       /**< Attention heads not divisible by the tensor-parallel size. */
     MEM4D_E_KV_HEADS_TP = 10,   /**< Key/value heads (query groups) not divisible by the tensor-parallel size. */
-    MEM4D_E_LAYERS_PP = 11,     /**< Layers not divisible by pipeline size (times virtual chunks). */
+    MEM4D_E_LAYERS_PP = 11,     /**< Layers not divisible by pipeline size (times virtual chunks), or not split by uneven first/last stages. */
     MEM4D_E_WORLD = 12,         /**< World size is not tp x cp x pp x dp. */
     MEM4D_E_SEQ = 13,           /**< Sequence length not divisible by 2 x cp, or by tp with sequence parallelism. */
     MEM4D_E_BATCH = 14,         /**< Global batch not divisible by micro-batch x dp. */
@@ -91,7 +91,7 @@ typedef enum mem4d_status {
     MEM4D_E_JSON = 18,          /**< A JSON document is malformed or a value has the wrong type. */
     MEM4D_E_MISSING = 19,       /**< A required value is missing (a key, a flag's value, a setting). */
     MEM4D_E_CONFLICT = 20,      /**< Two settings contradict each other. */
-    MEM4D_E_DIM_TP = 21,        /**< Hidden, FFN or expert size not divisible by the tensor-parallel size. */
+    MEM4D_E_DIM_TP = 21,        /**< An FFN size (dense, expert or shared-expert) not divisible by the tensor-parallel size. */
     MEM4D_E_EXPERTS = 22        /**< Experts not divisible by the expert-parallel size, or EP does not fit the layout. */
 } mem4d_status;
 
@@ -542,7 +542,8 @@ MEM4D_API mem4d_status mem4d_layout_param_bounds(mem4d_layout_param key, uint64_
 MEM4D_API const char *mem4d_layout_value_name(mem4d_layout_param key, uint64_t value);
 
 /**
- * Check a layout against a model: every rule of the notes' section 4.
+ * Check a layout against a model: every rule of doc/formulas.md, section
+ * "Valid layouts".
  * @param model The model.
  * @param layout The layout.
  * @param why Buffer for a sentence naming the numbers at fault (may be NULL).
@@ -1102,7 +1103,7 @@ MEM4D_API mem4d_status mem4d_search_stat_get(const mem4d_search *search, mem4d_s
  * @param layout The layout (its micro-batch is ignored).
  * @param device The device.
  * @param[out] mbs Receives the micro-batch size, 0 when not even 1 fits.
- * @return ::MEM4D_OK, a validation status or ::MEM4D_E_INVALID_ARG.
+ * @return ::MEM4D_OK, a validation status, ::MEM4D_E_NOMEM or ::MEM4D_E_INVALID_ARG.
  * @since 0.1
  */
 MEM4D_API mem4d_status mem4d_solve_max_micro_batch(const mem4d_model *model, const mem4d_layout *layout,
@@ -1115,7 +1116,7 @@ MEM4D_API mem4d_status mem4d_solve_max_micro_batch(const mem4d_model *model, con
  * @param layout The layout (its sequence length is ignored).
  * @param device The device.
  * @param[out] seq Receives the sequence length, 0 when none fits.
- * @return ::MEM4D_OK, a validation status or ::MEM4D_E_INVALID_ARG.
+ * @return ::MEM4D_OK, a validation status, ::MEM4D_E_NOMEM or ::MEM4D_E_INVALID_ARG.
  * @since 0.1
  */
 MEM4D_API mem4d_status mem4d_solve_max_seq_length(const mem4d_model *model, const mem4d_layout *layout,
@@ -1249,6 +1250,31 @@ MEM4D_API const char *mem4d_import_warning(const mem4d_import *import, size_t in
  * @since 0.1
  */
 MEM4D_API mem4d_world_source mem4d_import_world_source(const mem4d_import *import);
+
+/**
+ * The Megatron-LM flags that set a layout, as one line a user can paste into
+ * a launch script: the parallel sizes, micro-batch (and global batch and
+ * sequence length when set), uneven first/last stages, virtual pipeline
+ * chunks, sequence parallelism, optimizer sharding, gradient/parameter
+ * overlap and recompute, e.g. "--tensor-model-parallel-size 8
+ * --context-parallel-size 1 --pipeline-model-parallel-size 4
+ * --micro-batch-size 1 --sequence-parallel --use-distributed-optimizer".
+ * Switches that are off are not written, so the line replaces the job's
+ * parallel, micro-batch, recompute and optimizer flags. Read back by
+ * mem4d_import_megatron(), it gives the same values for those keys.
+ * @param model The model (its layer count sets layers per virtual stage and
+ *        the layers per recompute group).
+ * @param layout The layout.
+ * @param[out] buf Receives the NUL-terminated line; may be NULL when size is 0.
+ * @param size Bytes available at buf.
+ * @param[out] length If not NULL, receives the line's length without the NUL,
+ *        also when buf is too small (call with size 0 to measure).
+ * @return ::MEM4D_OK, ::MEM4D_E_RANGE when size is not more than the length
+ *         (buf then holds "" if size > 0), or ::MEM4D_E_INVALID_ARG.
+ * @since 0.2
+ */
+MEM4D_API mem4d_status mem4d_layout_megatron_args(const mem4d_model *model, const mem4d_layout *layout,
+                                                  char *buf, size_t size, size_t *length);
 
 /** @} */
 

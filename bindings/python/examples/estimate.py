@@ -24,7 +24,7 @@ def gib(n):
 
 
 def print_report(model, layout, device, report, out=sys.stdout):
-    """The CLI's table (cli/common.c, cli_print_report)."""
+    """The CLI's table (cli/print_report.c, cli_print_report)."""
     print(f"{model.name} on {device.name}, tp {layout['tp']} cp {layout['cp']} pp {layout['pp']} "
           f"dp {report.dp}, micro-batch {layout['mbs']}, sequence {layout['seq']}, "
           f"{report.mode} mode", file=out)

@@ -154,6 +154,8 @@ SIGNATURES = (
     ("mem4d_import_warning_count", size, [IMPORT]),
     ("mem4d_import_warning", cstr, [IMPORT, size]),
     ("mem4d_import_world_source", c_enum, [IMPORT]),
+    # layout -> Megatron-LM flags (0.2)
+    ("mem4d_layout_megatron_args", c_status, [MODEL, LAYOUT, cstr, size, P(size)]),
 )
 
 

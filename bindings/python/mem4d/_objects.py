@@ -209,6 +209,14 @@ class Layout(_Params):
         """Raise Mem4dError naming the first rule this layout breaks for model."""
         _validate_text(lib.mem4d_validate, model, self)
 
+    def megatron_args(self, model):
+        """The Megatron-LM flags that set this layout, as one line (str)."""
+        need = ctypes.c_size_t(0)
+        lib.mem4d_layout_megatron_args(model, self, None, 0, ctypes.byref(need))
+        buf = ctypes.create_string_buffer(need.value + 1)
+        check(lib.mem4d_layout_megatron_args(model, self, buf, ctypes.sizeof(buf), None), "")
+        return buf.value.decode()
+
 
 class Device(_Params):
     """One GPU: Device.preset("h100-80"), Device(memory_bytes=...)."""

@@ -8,6 +8,14 @@ from support import mem4d
 
 
 class ParamsTest(unittest.TestCase):
+    def test_megatron_args_of_a_layout(self):
+        model = mem4d.Model.preset("llama3.1-70b")
+        layout = mem4d.Layout(tp=8, pp=4, dp=2, seq=8192)
+        self.assertEqual(layout.megatron_args(model),
+                         "--tensor-model-parallel-size 8 --context-parallel-size 1 "
+                         "--pipeline-model-parallel-size 4 --micro-batch-size 1 --seq-length 8192 "
+                         "--sequence-parallel --use-distributed-optimizer")
+
     def test_keys_come_from_the_library(self):
         self.assertEqual(mem4d.Layout.keys()[:4], ["tp", "cp", "pp", "dp"])
         self.assertEqual(mem4d.Model.keys()[0], "hidden_size")

@@ -382,4 +382,11 @@ extern "C" {
     pub fn mem4d_import_warning_count(import: *const mem4d_import) -> usize;
     pub fn mem4d_import_warning(import: *const mem4d_import, index: usize) -> *const c_char;
     pub fn mem4d_import_world_source(import: *const mem4d_import) -> mem4d_world_source;
+    pub fn mem4d_layout_megatron_args(
+        model: *const mem4d_model,
+        layout: *const mem4d_layout,
+        buf: *mut c_char,
+        size: usize,
+        length: *mut usize,
+    ) -> mem4d_status;
 }

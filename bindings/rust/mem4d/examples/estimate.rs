@@ -15,7 +15,7 @@ fn gib(bytes: u64) -> f64 {
     bytes as f64 / GIB
 }
 
-/// The CLI's table (cli/common.c, cli_print_report).
+/// The CLI's table (cli/print_report.c, cli_print_report).
 fn print_report(
     out: &mut impl Write,
     model: &Model,

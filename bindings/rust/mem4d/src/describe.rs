@@ -345,6 +345,21 @@ impl Layout {
         check(code, || unsafe { owned_str(why.as_ptr()) })
     }
 
+    /// The Megatron-LM flags that set this layout, as one line.
+    pub fn megatron_args(&self, model: &Model) -> Result<String> {
+        let mut need = 0usize;
+        // SAFETY: live handles; a NULL buffer of size 0 only measures.
+        unsafe { sys::mem4d_layout_megatron_args(model.as_ptr(), self.as_ptr(), ptr::null_mut(), 0, &mut need) };
+        let mut buf = vec![0 as c_char; need + 1];
+        // SAFETY: live handles; buf is writable for buf.len() bytes.
+        let code = unsafe {
+            sys::mem4d_layout_megatron_args(model.as_ptr(), self.as_ptr(), buf.as_mut_ptr(), buf.len(), ptr::null_mut())
+        };
+        check(code, String::new)?;
+        // SAFETY: the library wrote a NUL-terminated line into buf.
+        Ok(unsafe { owned_str(buf.as_ptr()) })
+    }
+
     /// Overwrite this layout with `other` without allocating.
     pub fn copy_from(&mut self, other: &Layout) -> Result<()> {
         // SAFETY: both handles are live and distinct (&mut vs &).

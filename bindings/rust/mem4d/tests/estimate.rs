@@ -161,3 +161,14 @@ fn example_prints_the_cli_table() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(String::from_utf8(out.stdout).unwrap(), expected);
 }
+
+#[test]
+fn megatron_args_of_a_layout() {
+    let model = Model::preset("llama3.1-70b").unwrap();
+    let layout = Layout::with(&[("tp", 8), ("pp", 4), ("dp", 2), ("seq", 8192)]).unwrap();
+    assert_eq!(
+        layout.megatron_args(&model).unwrap(),
+        "--tensor-model-parallel-size 8 --context-parallel-size 1 --pipeline-model-parallel-size 4 \
+         --micro-batch-size 1 --seq-length 8192 --sequence-parallel --use-distributed-optimizer"
+    );
+}

@@ -1,0 +1,450 @@
+/*
+ * The one option parser and the one usage printer of the mem4d tool, both
+ * driven by a subcommand's table of struct cli_option rows (cli.h).
+ * SPDX-License-Identifier: MIT
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+
+void cli_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("mem4d: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+/* --- values ----------------------------------------------------------------- */
+
+static bool all_digits(const char *s)
+{
+    if (!*s)
+        return false;
+    for (; *s; s++)
+        if (*s < '0' || *s > '9')
+            return false;
+    return true;
+}
+
+/* Decimal only: "0x10", "+1", " 1" and "1e3" are refused. */
+static bool parse_uint(const char *flag, const char *text, uint64_t min, uint64_t *out)
+{
+    errno = 0;
+    unsigned long long v = all_digits(text) ? strtoull(text, NULL, 10) : 0;
+    if (!all_digits(text) || errno == ERANGE) {
+        cli_error("%s needs a non-negative decimal integer, got '%s'", flag, text);
+        return false;
+    }
+    if (v < min) {
+        cli_error("%s must be at least %llu, got %s", flag, (unsigned long long)min, text);
+        return false;
+    }
+    *out = (uint64_t)v;
+    return true;
+}
+
+/* The smallest and largest GPU memory, in GiB, the tool accepts: below a
+ * MiB is a unit mix-up (bytes or MiB given as GiB), above 2^20 GiB is the
+ * library's own bound on memory_bytes. */
+#define GIB_MIN (1.0 / 1024.0)
+#define GIB_MAX 1048576.0
+
+/* "80", "79.5": digits with at most one decimal point; no sign, exponent or hex. */
+static bool parse_gib(const char *flag, const char *text, uint64_t *out)
+{
+    size_t whole = strspn(text, "0123456789"), frac = 0;
+    bool dot = text[whole] == '.';
+    if (dot)
+        frac = strspn(text + whole + 1, "0123456789");
+    bool decimal = whole + frac > 0 && text[whole + (dot ? 1 + frac : 0)] == '\0';
+    double v = decimal ? strtod(text, NULL) : -1.0;
+    if (!(v >= GIB_MIN && v <= GIB_MAX)) {
+        cli_error("%s needs a size in GiB from 1/1024 (one MiB) to %.0f, got '%s'", flag, GIB_MAX, text);
+        return false;
+    }
+    *out = (uint64_t)llround(v * 1073741824.0);
+    return true;
+}
+
+/* A layout key from text: decimal numbers only, else one of the key's names. */
+static bool layout_set(mem4d_layout *layout, const char *flag, mem4d_layout_param key, const char *text,
+                       uint64_t min)
+{
+    if (text[0] >= '0' && text[0] <= '9' && !all_digits(text)) {
+        cli_error("%s needs a decimal number, got '%s'", flag, text);
+        return false;
+    }
+    mem4d_status st = mem4d_layout_set_str(layout, mem4d_layout_param_name(key), text);
+    uint64_t v = 0, lo = 0, hi = 0;
+    if (st == MEM4D_OK && mem4d_layout_get(layout, key, &v) == MEM4D_OK && v >= min)
+        return true;
+    mem4d_layout_param_bounds(key, &lo, &hi);
+    if (st == MEM4D_OK)
+        cli_error("%s must be at least %llu, got %s", flag, (unsigned long long)min, text);
+    else if (st == MEM4D_E_RANGE)
+        cli_error("%s %s is out of range (%llu to %llu)", flag, text, (unsigned long long)lo,
+                  (unsigned long long)hi);
+    else
+        cli_error("%s: '%s' is not a valid value", flag, text);
+    return false;
+}
+
+/* --- plan's SPEC: "V", "LO-HI" or "A,B,C" ------------------------------------ */
+
+/* One value, through the layout's own parser (so "full" and "true" work). */
+static bool spec_value(mem4d_layout *scratch, const char *flag, mem4d_layout_param key, const char *text,
+                       uint64_t *v)
+{
+    if (!*text || (text[0] >= '0' && text[0] <= '9' && !all_digits(text)) ||
+        mem4d_layout_set_str(scratch, mem4d_layout_param_name(key), text) != MEM4D_OK ||
+        mem4d_layout_get(scratch, key, v) != MEM4D_OK) {
+        cli_error("%s: '%s' is not a valid value", flag, text);
+        return false;
+    }
+    return true;
+}
+
+static bool parse_spec(struct cli_args *a, const char *flag, mem4d_layout_param key, const char *text)
+{
+    char buf[512];
+    if (strlen(text) >= sizeof buf) {
+        cli_error("%s needs a value, a range LO-HI or a list A,B,C", flag);
+        return false;
+    }
+    size_t k = 0;
+    while (k < a->n_spec && a->spec[k].key != key)
+        k++;
+    if (k == CLI_MAX_SPECS) {
+        cli_error("%s: too many constraints", flag);
+        return false;
+    }
+    struct cli_spec *s = &a->spec[k];
+    memset(s, 0, sizeof *s);
+    s->flag = flag;
+    s->key = key;
+    if (k == a->n_spec)
+        a->n_spec++;
+    strcpy(buf, text);
+    char *dash = strchr(buf, '-');
+    if (strchr(buf, ',')) {
+        s->is_list = true;
+        for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+            if (s->n == CLI_MAX_LIST) {
+                cli_error("%s: at most %d values", flag, CLI_MAX_LIST);
+                return false;
+            }
+            if (!spec_value(a->scratch, flag, key, tok, &s->list[s->n++]))
+                return false;
+        }
+        return true;
+    }
+    if (dash && dash != buf) {
+        *dash = '\0';
+        return spec_value(a->scratch, flag, key, buf, &s->lo) && spec_value(a->scratch, flag, key, dash + 1, &s->hi);
+    }
+    if (!spec_value(a->scratch, flag, key, buf, &s->lo))
+        return false;
+    s->hi = s->lo;
+    return true;
+}
+
+/* --- model and device settings, applied once their objects exist ------------ */
+
+static bool pend(struct cli_pending *list, size_t *n, const char *flag, size_t key, const char *text,
+                 uint64_t value)
+{
+    if (*n == CLI_MAX_PENDING) {
+        cli_error("%s: more than %d settings", flag, CLI_MAX_PENDING);
+        return false;
+    }
+    list[(*n)++] = (struct cli_pending){flag, key, text, value};
+    return true;
+}
+
+/* KEY=VALUE: the key by its library name. */
+static bool parse_keyval(struct cli_args *a, const struct cli_option *o, const char *kv)
+{
+    const char *eq = strchr(kv, '=');
+    char key[128];
+    if (!eq || eq == kv || (size_t)(eq - kv) >= sizeof key) {
+        cli_error("%s needs KEY=VALUE, got '%s'", o->name, kv);
+        return false;
+    }
+    memcpy(key, kv, (size_t)(eq - kv));
+    key[eq - kv] = '\0';
+    const char *val = eq + 1;
+    if (val[0] >= '0' && val[0] <= '9' && !all_digits(val)) {
+        cli_error("%s %s needs a decimal number, got '%s'", o->name, key, val);
+        return false;
+    }
+    if (o->dest == CLI_TO_LAYOUT) {
+        mem4d_layout_param p;
+        if (mem4d_layout_param_from_name(key, &p) != MEM4D_OK) {
+            cli_error("%s: unknown layout key '%s'", o->name, key);
+            return false;
+        }
+        return layout_set(a->layout, mem4d_layout_param_name(p), p, val, 0);
+    }
+    if (o->dest == CLI_TO_MODEL) {
+        mem4d_model_param p;
+        if (mem4d_model_param_from_name(key, &p) != MEM4D_OK) {
+            cli_error("%s: unknown model key '%s'", o->name, key);
+            return false;
+        }
+        return pend(a->model_set, &a->n_model_set, mem4d_model_param_name(p), p, val, 0);
+    }
+    mem4d_device_param p;
+    if (o->dest != CLI_TO_DEVICE || mem4d_device_param_from_name(key, &p) != MEM4D_OK) {
+        cli_error("%s: unknown device key '%s'", o->name, key);
+        return false;
+    }
+    return pend(a->device_set, &a->n_device_set, mem4d_device_param_name(p), p, val, 0);
+}
+
+/* --- one row, one value ------------------------------------------------------- */
+
+static void *field(struct cli_args *a, const struct cli_option *o)
+{
+    return (char *)a + o->key;
+}
+
+/* Store a number (CLI_UINT, CLI_GIB) where the row says. */
+static bool store_number(struct cli_args *a, const struct cli_option *o, const char *text, uint64_t v)
+{
+    switch (o->dest) {
+    case CLI_TO_ARGS:
+        *(uint64_t *)field(a, o) = v;
+        return true;
+    case CLI_TO_MODEL:
+        return pend(a->model_set, &a->n_model_set, o->name, o->key, NULL, v);
+    case CLI_TO_DEVICE:
+        return pend(a->device_set, &a->n_device_set, o->name, o->key, NULL, v);
+    case CLI_TO_LAYOUT:
+        return layout_set(a->layout, o->name, (mem4d_layout_param)o->key, text, o->min);
+    case CLI_TO_FORMAT:
+    case CLI_TO_SEARCH:
+        break;
+    }
+    cli_error("%s: internal error: a number cannot go there", o->name);
+    return false;
+}
+
+static bool set_option(struct cli_args *a, const struct cli_option *o, const char *text)
+{
+    uint64_t v = 0;
+    struct stat sb;
+    if (o->kind != CLI_SWITCH && o->kind != CLI_KEYVAL && !*text) {
+        cli_error("%s needs a value", o->name);
+        return false;
+    }
+    switch (o->kind) {
+    case CLI_SWITCH:
+        if (o->dest == CLI_TO_FORMAT)
+            a->format = (enum cli_format)o->key;
+        else
+            *(bool *)field(a, o) = true;
+        return true;
+    case CLI_UINT:
+        return parse_uint(o->name, text, o->min, &v) && store_number(a, o, text, v);
+    case CLI_GIB:
+        return parse_gib(o->name, text, &v) && store_number(a, o, text, v);
+    case CLI_PATH:
+        /* A FIFO or a device would block or never end: only regular files are
+         * read. A missing file is left to the reader, which names it. */
+        if (stat(text, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+            cli_error("%s: '%s' is not a regular file", o->name, text);
+            return false;
+        }
+        /* fall through */
+    case CLI_NAME:
+    case CLI_OUTPUT:
+        *(const char **)field(a, o) = text;
+        return true;
+    case CLI_VALUE:
+        if (o->dest == CLI_TO_LAYOUT)
+            return layout_set(a->layout, o->name, (mem4d_layout_param)o->key, text, o->min);
+        if (text[0] >= '0' && text[0] <= '9' && !all_digits(text)) {
+            cli_error("%s needs a decimal number, got '%s'", o->name, text);
+            return false;
+        }
+        if (o->dest == CLI_TO_MODEL)
+            return pend(a->model_set, &a->n_model_set, o->name, o->key, text, 0);
+        return pend(a->device_set, &a->n_device_set, o->name, o->key, text, 0);
+    case CLI_SPEC:
+        return parse_spec(a, o->name, (mem4d_layout_param)o->key, text);
+    case CLI_KEYVAL:
+        return parse_keyval(a, o, text);
+    }
+    return false;
+}
+
+/* --- the command line ----------------------------------------------------------- */
+
+static const struct cli_option *find(const struct cli_option *opts, const char *arg, size_t len)
+{
+    for (const struct cli_option *o = opts; o->name; o++)
+        if (strlen(o->name) == len && !strncmp(o->name, arg, len))
+            return o;
+    return NULL;
+}
+
+bool cli_given(const struct cli_args *a, const char *name)
+{
+    const struct cli_option *o = find(a->cmd->options, name, strlen(name));
+    size_t i = o ? (size_t)(o - a->cmd->options) : 64;
+    return i < 64 && (a->given >> i & 1u);
+}
+
+/* The flag of the same group given earlier, if any. */
+static const struct cli_option *conflict(const struct cli_args *a, const struct cli_option *o)
+{
+    if (!o->group)
+        return NULL;
+    for (const struct cli_option *p = a->cmd->options; p->name; p++) {
+        size_t i = (size_t)(p - a->cmd->options);
+        if (p != o && p->group == o->group && i < 64 && (a->given >> i & 1u))
+            return p;
+    }
+    return NULL;
+}
+
+static bool is_help(const char *arg)
+{
+    return !strcmp(arg, "-h") || !strcmp(arg, "--help");
+}
+
+/* CLI_OK, CLI_USAGE, or -1 after --help. */
+static int parse(struct cli_args *a, int argc, char **argv)
+{
+    const struct cli_command *cmd = a->cmd;
+    for (const struct cli_option *o = cmd->options; o->name; o++)
+        if (o->def && !set_option(a, o, o->def))
+            return CLI_FAIL; /* a table error: tests catch it */
+    int i;
+    for (i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (cmd->rest_usage && !strcmp(arg, "--"))
+            break;
+        if (is_help(arg)) {
+            cli_usage(stdout, cmd);
+            return -1;
+        }
+        const char *eq = strchr(arg, '=');
+        size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
+        const struct cli_option *o = strncmp(arg, "--", 2) ? NULL : find(cmd->options, arg, len);
+        if (!o) {
+            cli_error("%s: unknown option '%s' (%s)", cmd->name, arg,
+                      cmd->rest_usage ? "Megatron-LM arguments go after --" : "try --help");
+            return CLI_USAGE;
+        }
+        const struct cli_option *other = conflict(a, o);
+        if (other) {
+            cli_error("%s and %s contradict each other", other->name, o->name);
+            return CLI_USAGE;
+        }
+        const char *value = NULL;
+        if (o->kind == CLI_SWITCH) {
+            if (eq) {
+                cli_error("%s takes no value", o->name);
+                return CLI_USAGE;
+            }
+        } else if (eq) {
+            value = eq + 1;
+        } else if (i + 1 < argc && !(cmd->rest_usage && !strcmp(argv[i + 1], "--"))) {
+            value = argv[++i];
+        } else {
+            cli_error("%s needs a value", o->name);
+            return CLI_USAGE;
+        }
+        if (!set_option(a, o, value))
+            return CLI_USAGE;
+        size_t row = (size_t)(o - cmd->options);
+        if (row < 64)
+            a->given |= UINT64_C(1) << row;
+    }
+    if (i < argc) {
+        a->rest_argc = argc - i - 1;
+        a->rest_argv = argv + i + 1;
+    }
+    return CLI_OK;
+}
+
+int cli_run(const struct cli_command *cmd, int argc, char **argv)
+{
+    struct cli_args *a = calloc(1, sizeof *a);
+    int rc = CLI_FAIL;
+    if (!a || mem4d_layout_new(&a->layout) != MEM4D_OK || mem4d_layout_new(&a->scratch) != MEM4D_OK) {
+        cli_error("out of memory");
+        goto out;
+    }
+    a->cmd = cmd;
+    rc = parse(a, argc, argv);
+    if (rc == CLI_OK)
+        rc = cmd->run(a);
+    else if (rc < 0)
+        rc = CLI_OK;
+out:
+    if (a) {
+        mem4d_layout_free(a->scratch);
+        mem4d_layout_free(a->layout);
+    }
+    free(a);
+    return rc;
+}
+
+/* --- usage ---------------------------------------------------------------------- */
+
+/* "none|selective|full" for a layout key with value names; "" when none. */
+static const char *value_names(const struct cli_option *o, char *buf, size_t size)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    if (o->dest != CLI_TO_LAYOUT && o->dest != CLI_TO_SEARCH)
+        return buf;
+    for (uint64_t v = 0; v < 16; v++) {
+        const char *n = mem4d_layout_value_name((mem4d_layout_param)o->key, v);
+        if (!n)
+            break;
+        int k = snprintf(buf + used, size - used, "%s%s", v ? "|" : "", n);
+        if (k < 0 || (size_t)k >= size - used)
+            break;
+        used += (size_t)k;
+    }
+    return buf;
+}
+
+void cli_usage(FILE *out, const struct cli_command *cmd)
+{
+    fprintf(out, "usage: mem4d %s%s%s%s\n%s\n", cmd->name, cmd->options->name ? " [OPTIONS]" : "",
+            cmd->rest_usage ? " -- " : "",
+            cmd->rest_usage ? cmd->rest_usage : "", cmd->about ? cmd->about : cmd->summary);
+    if (!cmd->options->name)
+        return;
+    fprintf(out, "\noptions:\n");
+    for (const struct cli_option *o = cmd->options; o->name; o++) {
+        char names[128], left[192];
+        const char *meta = o->metavar;
+        if (!meta && o->kind != CLI_SWITCH)
+            meta = *value_names(o, names, sizeof names) ? names : "VALUE";
+        snprintf(left, sizeof left, "%s%s%s", o->name, meta ? " " : "", meta ? meta : "");
+        if (strlen(left) > 22)
+            fprintf(out, "  %s\n  %-22s %s", left, "", o->help);
+        else
+            fprintf(out, "  %-22s %s", left, o->help);
+        if (o->def)
+            fprintf(out, " (default %s)", o->def);
+        for (const struct cli_option *p = cmd->options; o->group && p->name; p++)
+            if (p != o && p->group == o->group)
+                fprintf(out, "; not with %s", p->name);
+        fputc('\n', out);
+    }
+    fprintf(out, "  %-22s %s\n", "-h, --help", "this help");
+}

@@ -1,0 +1,257 @@
+/*
+ * The printers of `mem4d plan`: the ranked table, JSON, CSV, and the SVG
+ * landscape (a tp x pp grid per cp and micro-batch).
+ * SPDX-License-Identifier: MIT
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "print_plan.h"
+
+static uint64_t lget(const mem4d_layout *l, mem4d_layout_param k)
+{
+    uint64_t v = 0;
+    mem4d_layout_get(l, k, &v);
+    return v;
+}
+
+bool plan_rows_push(struct plan_rows *rs, const mem4d_layout *l, const mem4d_report *r)
+{
+    if (rs->n == rs->cap) {
+        size_t cap = rs->cap ? rs->cap * 2 : 256;
+        struct plan_row *a = realloc(rs->a, cap * sizeof *a);
+        if (!a)
+            return false;
+        rs->a = a;
+        rs->cap = cap;
+    }
+    struct plan_row *w = &rs->a[rs->n++];
+    *w = (struct plan_row){
+        .tp = lget(l, MEM4D_LAYOUT_TP), .cp = lget(l, MEM4D_LAYOUT_CP), .pp = lget(l, MEM4D_LAYOUT_PP),
+        .dp = lget(l, MEM4D_LAYOUT_DP), .mbs = lget(l, MEM4D_LAYOUT_MICRO_BATCH),
+        .vpp = lget(l, MEM4D_LAYOUT_VPP), .recompute = lget(l, MEM4D_LAYOUT_RECOMPUTE),
+        .dist_opt = lget(l, MEM4D_LAYOUT_DIST_OPT), .peak = mem4d_report_peak_bytes(r),
+        .first = lget(l, MEM4D_LAYOUT_FIRST_STAGE_LAYERS), .last = lget(l, MEM4D_LAYOUT_LAST_STAGE_LAYERS),
+        .device = mem4d_report_device_bytes(r), .verdict = mem4d_report_verdict(r),
+    };
+    w->metrics = mem4d_report_metric(r, MEM4D_METRIC_STEP_TIME_S, &w->step) == MEM4D_OK;
+    if (w->metrics) {
+        mem4d_report_metric(r, MEM4D_METRIC_TOKENS_PER_S, &w->tokens);
+        mem4d_report_metric(r, MEM4D_METRIC_TFLOPS_PER_GPU, &w->tflops);
+        mem4d_report_metric(r, MEM4D_METRIC_MFU, &w->mfu);
+    }
+    return true;
+}
+
+static const char *rc_name(uint64_t v)
+{
+    const char *n = mem4d_layout_value_name(MEM4D_LAYOUT_RECOMPUTE, v);
+    return n ? n : "?";
+}
+
+void plan_print_table(FILE *out, const struct plan_rows *rs, size_t n, const struct plan_stats *st,
+                      const char *model, const char *gpu, const mem4d_layout *base, const mem4d_device *dev,
+                      bool all)
+{
+    uint64_t gpn = 0, mem = 0, thr = 0;
+    mem4d_device_get(dev, MEM4D_DEVICE_GPUS_PER_NODE, &gpn);
+    mem4d_device_get(dev, MEM4D_DEVICE_MEMORY_BYTES, &mem);
+    mem4d_device_get(dev, MEM4D_DEVICE_FIT_THRESHOLD_PPM, &thr);
+    fprintf(out, "mem4d plan: %s on %llu x %s (%.1f GiB, %llu per node), seq %llu, gbs %llu, %s mode\n",
+            model, (unsigned long long)lget(base, MEM4D_LAYOUT_WORLD), gpu, cli_gib(mem),
+            (unsigned long long)gpn, (unsigned long long)lget(base, MEM4D_LAYOUT_SEQ_LENGTH),
+            (unsigned long long)lget(base, MEM4D_LAYOUT_GLOBAL_BATCH),
+            mem4d_mode_name(lget(base, MEM4D_LAYOUT_MODE) ? MEM4D_MODE_PAPER : MEM4D_MODE_FULL));
+    fprintf(out, "%llu valid layouts estimated, %llu pruned unseen, in %.2f ms; %zu %s %.0f%% of memory. "
+            "%s first:\n\n", (unsigned long long)st->valid, (unsigned long long)st->pruned, st->seconds * 1e3,
+            rs->n, all ? "listed; fits means at most" : "fit in", (double)thr / 1e4,
+            all ? "Fitting, fastest" : "Fastest");
+    if (rs->n == 0) {
+        fprintf(out, "No layout fits. Try more GPUs, a shorter sequence, or --all to see how far off they are.\n");
+        return;
+    }
+    fprintf(out, "%4s %4s %3s %6s %5s %4s %4s %-9s %-4s %9s %6s %-7s %8s %6s %9s %10s\n", "#", "tp", "cp", "pp",
+            "dp", "mbs", "vpp", "recompute", "dopt", "peak GiB", "% mem", "verdict", "TFLOP/s", "MFU",
+            "step s", "tokens/s");
+    for (size_t i = 0; i < n; i++) {
+        const struct plan_row *w = &rs->a[i];
+        char pp[32];
+        if (w->first || w->last)
+            snprintf(pp, sizeof pp, "%llu/%llu", (unsigned long long)w->pp, (unsigned long long)w->first);
+        else
+            snprintf(pp, sizeof pp, "%llu", (unsigned long long)w->pp);
+        fprintf(out, "%4zu %4llu %3llu %6s %5llu %4llu %4llu %-9s %-4s %9.2f %5.1f%% %-7s", i + 1,
+                (unsigned long long)w->tp, (unsigned long long)w->cp, pp,
+                (unsigned long long)w->dp, (unsigned long long)w->mbs, (unsigned long long)w->vpp,
+                rc_name(w->recompute), w->dist_opt ? "yes" : "no", cli_gib(w->peak),
+                w->device ? 100.0 * (double)w->peak / (double)w->device : 0.0, mem4d_verdict_name(w->verdict));
+        if (w->metrics)
+            fprintf(out, " %8.1f %6.3f %9.3f %10.0f\n", w->tflops, w->mfu, w->step, w->tokens);
+        else
+            fprintf(out, " %8s %6s %9s %10s\n", "-", "-", "-", "-");
+    }
+    if (n < rs->n)
+        fprintf(out, "... %zu more (--top 0 lists all)\n", rs->n - n);
+}
+
+static void json_number(FILE *out, bool have, double v)
+{
+    if (have)
+        fprintf(out, "%.9g", v);
+    else
+        fputs("null", out);
+}
+
+void plan_print_json(FILE *out, const struct plan_rows *rs, size_t n)
+{
+    fputs("[", out);
+    for (size_t i = 0; i < n; i++) {
+        const struct plan_row *w = &rs->a[i];
+        fprintf(out, "%s\n  {\"rank\": %zu, \"tp\": %llu, \"cp\": %llu, \"pp\": %llu, \"dp\": %llu, \"mbs\": %llu, "
+                "\"vpp\": %llu, \"recompute\": ", i ? "," : "", i + 1, (unsigned long long)w->tp,
+                (unsigned long long)w->cp, (unsigned long long)w->pp, (unsigned long long)w->dp,
+                (unsigned long long)w->mbs, (unsigned long long)w->vpp);
+        cli_json_string(out, rc_name(w->recompute));
+        fprintf(out, ", \"dist_opt\": %s, \"first_stage_layers\": %llu, \"last_stage_layers\": %llu, "
+                "\"peak_bytes\": %llu, \"device_bytes\": %llu, \"verdict\": ", w->dist_opt ? "true" : "false",
+                (unsigned long long)w->first, (unsigned long long)w->last, (unsigned long long)w->peak,
+                (unsigned long long)w->device);
+        cli_json_string(out, mem4d_verdict_name(w->verdict));
+        fputs(", \"step_time_s\": ", out);
+        json_number(out, w->metrics, w->step);
+        fputs(", \"tokens_per_s\": ", out);
+        json_number(out, w->metrics, w->tokens);
+        fputs(", \"tflops_per_gpu\": ", out);
+        json_number(out, w->metrics, w->tflops);
+        fputs(", \"mfu\": ", out);
+        json_number(out, w->metrics, w->mfu);
+        fputs("}", out);
+    }
+    fputs(n ? "\n]\n" : "]\n", out);
+}
+
+void plan_print_csv(FILE *out, const struct plan_rows *rs, size_t n)
+{
+    fputs("rank,tp,cp,pp,dp,mbs,vpp,recompute,dist_opt,first_stage_layers,last_stage_layers,peak_bytes,"
+          "device_bytes,verdict,"
+          "step_time_s,tokens_per_s,tflops_per_gpu,mfu\n", out);
+    for (size_t i = 0; i < n; i++) {
+        const struct plan_row *w = &rs->a[i];
+        fprintf(out, "%zu,%llu,%llu,%llu,%llu,%llu,%llu,%s,%s,%llu,%llu,%llu,%llu,%s", i + 1,
+                (unsigned long long)w->tp, (unsigned long long)w->cp, (unsigned long long)w->pp,
+                (unsigned long long)w->dp, (unsigned long long)w->mbs, (unsigned long long)w->vpp,
+                rc_name(w->recompute), w->dist_opt ? "true" : "false", (unsigned long long)w->first,
+                (unsigned long long)w->last, (unsigned long long)w->peak, (unsigned long long)w->device,
+                mem4d_verdict_name(w->verdict));
+        if (w->metrics)
+            fprintf(out, ",%.9g,%.9g,%.9g,%.9g\n", w->step, w->tokens, w->tflops, w->mfu);
+        else
+            fputs(",,,,\n", out);
+    }
+}
+
+/* --- the landscape (SVG) ---------------------------------------------------- */
+
+/* Sorted unique values of one field over the rows. */
+static size_t uniq(const struct plan_rows *rs, size_t off, uint64_t *out, size_t cap)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < rs->n; i++) {
+        uint64_t v = *(const uint64_t *)((const char *)&rs->a[i] + off);
+        size_t j = 0;
+        while (j < n && out[j] < v)
+            j++;
+        if (j < n && out[j] == v)
+            continue;
+        if (n == cap)
+            continue;
+        memmove(out + j + 1, out + j, (n - j) * sizeof *out);
+        out[j] = v;
+        n++;
+    }
+    return n;
+}
+
+/* The best of the rows in one cell: best verdict, then most TFLOP/s. */
+static const struct plan_row *cell_best(const struct plan_rows *rs, uint64_t c, uint64_t b, uint64_t t, uint64_t p)
+{
+    const struct plan_row *best = NULL;
+    for (size_t i = 0; i < rs->n; i++) {
+        const struct plan_row *w = &rs->a[i];
+        if (w->cp != c || w->mbs != b || w->tp != t || w->pp != p)
+            continue;
+        if (!best || w->verdict < best->verdict ||
+            (w->verdict == best->verdict && w->metrics && (!best->metrics || w->tflops > best->tflops)))
+            best = w;
+    }
+    return best;
+}
+
+#define SVG_CELL 46
+#define SVG_PANEL_GAP 36
+#define SVG_MAX_AXIS 16
+
+static void svg_panel(FILE *f, const struct plan_rows *rs, uint64_t c, uint64_t b, const uint64_t *ts, size_t nt,
+                      const uint64_t *ps, size_t np, int x0, int y0)
+{
+    static const char *const fill[] = {"#4caf50", "#ffb300", "#e53935"};
+    fprintf(f, "<text x='%d' y='%d' font-weight='bold'>cp %llu, mbs %llu</text>\n", x0, y0 - 22,
+            (unsigned long long)c, (unsigned long long)b);
+    for (size_t j = 0; j < nt; j++)
+        fprintf(f, "<text x='%d' y='%d' text-anchor='middle' font-size='10'>tp %llu</text>\n",
+                x0 + 30 + (int)j * SVG_CELL + SVG_CELL / 2, y0 - 6, (unsigned long long)ts[j]);
+    for (size_t i = 0; i < np; i++) {
+        int y = y0 + (int)i * SVG_CELL;
+        fprintf(f, "<text x='%d' y='%d' font-size='10'>pp %llu</text>\n", x0, y + SVG_CELL / 2 + 4,
+                (unsigned long long)ps[i]);
+        for (size_t j = 0; j < nt; j++) {
+            int x = x0 + 30 + (int)j * SVG_CELL;
+            const struct plan_row *w = cell_best(rs, c, b, ts[j], ps[i]);
+            fprintf(f, "<rect x='%d' y='%d' width='%d' height='%d' fill='%s' stroke='white'/>\n", x, y, SVG_CELL,
+                    SVG_CELL, w ? fill[w->verdict <= 2 ? w->verdict : 2] : "#e0e0e0");
+            if (w && w->verdict != MEM4D_VERDICT_OOM && w->metrics)
+                fprintf(f, "<text x='%d' y='%d' text-anchor='middle' font-size='11'>%.0f</text>\n",
+                        x + SVG_CELL / 2, y + SVG_CELL / 2 + 4, w->tflops);
+            else if (w)
+                fprintf(f, "<text x='%d' y='%d' text-anchor='middle' font-size='9'>%.0fG</text>\n",
+                        x + SVG_CELL / 2, y + SVG_CELL / 2 + 4, cli_gib(w->peak));
+        }
+    }
+}
+
+/* Panels: one per (cp, mbs), in rows of cp; cells: tp across, pp down. */
+bool plan_write_svg(const char *path, const struct plan_rows *rs, const char *title)
+{
+    uint64_t cs[SVG_MAX_AXIS], bs[SVG_MAX_AXIS], ts[SVG_MAX_AXIS], ps[SVG_MAX_AXIS];
+    size_t nc = uniq(rs, offsetof(struct plan_row, cp), cs, SVG_MAX_AXIS);
+    size_t nb = uniq(rs, offsetof(struct plan_row, mbs), bs, 6);
+    size_t nt = uniq(rs, offsetof(struct plan_row, tp), ts, SVG_MAX_AXIS);
+    size_t np = uniq(rs, offsetof(struct plan_row, pp), ps, SVG_MAX_AXIS);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        cli_error("--svg: cannot write '%s': %s", path, strerror(errno));
+        return false;
+    }
+    int pw = 30 + (int)nt * SVG_CELL + SVG_PANEL_GAP, ph = (int)np * SVG_CELL + SVG_PANEL_GAP + 24;
+    int w = 20 + (int)(nb ? nb : 1) * pw, h = 80 + (int)(nc ? nc : 1) * ph;
+    fprintf(f, "<svg xmlns='http://www.w3.org/2000/svg' width='%d' height='%d' font-family='sans-serif' "
+            "font-size='12'>\n<rect width='100%%' height='100%%' fill='white'/>\n", w, h);
+    fprintf(f, "<text x='20' y='24' font-size='15' font-weight='bold'>");
+    for (const char *s = title; *s; s++)
+        fputs(*s == '<' ? "&lt;" : *s == '&' ? "&amp;" : (char[2]){*s, 0}, f);
+    fprintf(f, "</text>\n<text x='20' y='44'>best layout per cell (over vpp, recompute, dist_opt): "
+            "TFLOP/s per GPU; green fits, amber tight, red oom (peak GiB), grey invalid</text>\n");
+    for (size_t i = 0; i < nc; i++)
+        for (size_t j = 0; j < nb; j++)
+            svg_panel(f, rs, cs[i], bs[j], ts, nt, ps, np, 20 + (int)j * pw, 90 + (int)i * ph);
+    fputs("</svg>\n", f);
+    /* A full disk shows at the last flush: fclose's status, or the stream's error. */
+    errno = 0;
+    bool failed = ferror(f) != 0;
+    if (fclose(f) != 0 || failed) {
+        cli_error("--svg: cannot write '%s': %s", path, errno ? strerror(errno) : "write error");
+        return false;
+    }
+    return true;
+}

@@ -1,0 +1,43 @@
+/*
+ * The rows `mem4d plan` lists and their printers (print_plan.c): the table,
+ * JSON, CSV and the SVG landscape.
+ * SPDX-License-Identifier: MIT
+ */
+#ifndef MEM4D_CLI_PRINT_PLAN_H
+#define MEM4D_CLI_PRINT_PLAN_H
+
+#include "cli.h"
+
+/* One listed layout: the searched knobs and the figures printed. */
+struct plan_row {
+    uint64_t tp, cp, pp, dp, mbs, vpp, recompute, dist_opt, peak, device;
+    uint64_t first, last; /* uneven first/last stage layers; 0: even */
+    mem4d_verdict verdict;
+    bool metrics;
+    double step, tokens, tflops, mfu;
+};
+
+struct plan_rows {
+    struct plan_row *a;
+    size_t n, cap;
+};
+
+struct plan_stats {
+    uint64_t visited, pruned, valid;
+    double seconds;
+};
+
+/* Append the layout and its report; false when out of memory. */
+bool plan_rows_push(struct plan_rows *rs, const mem4d_layout *l, const mem4d_report *r);
+
+/* The first n rows as a table (with the job's header line), JSON or CSV. */
+void plan_print_table(FILE *out, const struct plan_rows *rs, size_t n, const struct plan_stats *st,
+                      const char *model, const char *gpu, const mem4d_layout *base, const mem4d_device *dev,
+                      bool all);
+void plan_print_json(FILE *out, const struct plan_rows *rs, size_t n);
+void plan_print_csv(FILE *out, const struct plan_rows *rs, size_t n);
+
+/* The landscape of all rows; prints the error naming --svg. */
+bool plan_write_svg(const char *path, const struct plan_rows *rs, const char *title);
+
+#endif

@@ -1,0 +1,79 @@
+/*
+ * The report printers of `estimate` and `check`: the per-stage table and
+ * the JSON object.
+ * SPDX-License-Identifier: MIT
+ */
+#include "cli.h"
+
+double cli_gib(uint64_t bytes)
+{
+    return (double)bytes / 1073741824.0;
+}
+
+static uint64_t term(const mem4d_report *r, uint32_t stage, mem4d_term t)
+{
+    uint64_t v = 0;
+    mem4d_report_get(r, stage, t, &v);
+    return v;
+}
+
+void cli_print_report(FILE *out, const mem4d_model *model, const mem4d_layout *layout,
+                      const mem4d_device *device, const mem4d_report *r)
+{
+    uint64_t v[6] = {0};
+    static const mem4d_layout_param keys[] = {MEM4D_LAYOUT_TP, MEM4D_LAYOUT_CP, MEM4D_LAYOUT_PP,
+                                               MEM4D_LAYOUT_MICRO_BATCH, MEM4D_LAYOUT_SEQ_LENGTH};
+    for (size_t i = 0; i < 5; i++)
+        mem4d_layout_get(layout, keys[i], &v[i]);
+    mem4d_report_info(r, MEM4D_INFO_DP, &v[5]);
+    fprintf(out, "%s on %s, tp %llu cp %llu pp %llu dp %llu, micro-batch %llu, sequence %llu, %s mode\n",
+            mem4d_model_name(model), mem4d_device_name(device), (unsigned long long)v[0],
+            (unsigned long long)v[1], (unsigned long long)v[2], (unsigned long long)v[5],
+            (unsigned long long)v[3], (unsigned long long)v[4], mem4d_mode_name(mem4d_report_mode(r)));
+    fprintf(out, "%5s %8s %9s %9s %11s %9s %9s %9s\n", "stage", "layers", "weights", "grads", "optimizer",
+            "activ.", "overhead", "total");
+    for (uint32_t s = 0; s < mem4d_report_num_stages(r); s++)
+        fprintf(out, "%5u %8llu %9.2f %9.2f %11.2f %9.2f %9.2f %9.2f%s\n", s,
+                (unsigned long long)term(r, s, MEM4D_TERM_LAYERS), cli_gib(term(r, s, MEM4D_TERM_WEIGHTS)),
+                cli_gib(term(r, s, MEM4D_TERM_GRADIENTS)), cli_gib(term(r, s, MEM4D_TERM_OPTIMIZER)),
+                cli_gib(term(r, s, MEM4D_TERM_ACTIVATIONS)), cli_gib(term(r, s, MEM4D_TERM_OVERHEAD)),
+                cli_gib(term(r, s, MEM4D_TERM_TOTAL)), s == mem4d_report_peak_stage(r) ? "  <- peak" : "");
+    uint64_t dev = mem4d_report_device_bytes(r), peak = mem4d_report_peak_bytes(r);
+    fprintf(out, "GiB. peak %.2f GiB of %.2f GiB (%.1f%%): %s\n", cli_gib(peak), cli_gib(dev),
+            dev ? 100.0 * (double)peak / (double)dev : 0.0, mem4d_verdict_name(mem4d_report_verdict(r)));
+}
+
+void cli_json_string(FILE *out, const char *s)
+{
+    fputc('"', out);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(out, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(out, "\\u%04x", c);
+        else
+            fputc(c, out);
+    }
+    fputc('"', out);
+}
+
+void cli_print_report_json(FILE *out, const mem4d_report *r)
+{
+    static const mem4d_term terms[] = {MEM4D_TERM_WEIGHTS, MEM4D_TERM_GRADIENTS, MEM4D_TERM_OPTIMIZER,
+                                       MEM4D_TERM_ACTIVATIONS, MEM4D_TERM_OVERHEAD, MEM4D_TERM_TOTAL,
+                                       MEM4D_TERM_PARAMS, MEM4D_TERM_LAYERS, MEM4D_TERM_IN_FLIGHT,
+                                       MEM4D_TERM_PEAK_ALLOCATED, MEM4D_TERM_PEAK_RESERVED};
+    fprintf(out, "{\"mode\": \"%s\", \"verdict\": \"%s\", \"device_bytes\": %llu, \"peak_bytes\": %llu, "
+                 "\"peak_stage\": %u, \"stages\": [",
+            mem4d_mode_name(mem4d_report_mode(r)), mem4d_verdict_name(mem4d_report_verdict(r)),
+            (unsigned long long)mem4d_report_device_bytes(r), (unsigned long long)mem4d_report_peak_bytes(r),
+            mem4d_report_peak_stage(r));
+    for (uint32_t s = 0; s < mem4d_report_num_stages(r); s++) {
+        fprintf(out, "%s{\"stage\": %u", s ? ", " : "", s);
+        for (size_t i = 0; i < sizeof terms / sizeof terms[0]; i++)
+            fprintf(out, ", \"%s\": %llu", mem4d_term_name(terms[i]), (unsigned long long)term(r, s, terms[i]));
+        fputc('}', out);
+    }
+    fprintf(out, "]}\n");
+}

@@ -1,0 +1,168 @@
+/*
+ * Private declarations of the importers: the mem4d_import handle (import.c),
+ * the readers (import_megatron.c, import_hf.c) and the Megatron-LM flag
+ * table (megatron_flags.c).
+ * SPDX-License-Identifier: MIT
+ */
+#ifndef MEM4D_IMPORT_H
+#define MEM4D_IMPORT_H
+
+#include "private.h"
+
+/* Warnings kept per import; further ones are counted into the last slot. */
+#define M4D_IMP_MAX_WARN 32
+
+struct mem4d_import {
+    char msg[M4D_MSG_MAX];
+    char warn[M4D_IMP_MAX_WARN][M4D_MSG_MAX];
+    size_t nwarn;   /* slots filled */
+    size_t dropped; /* warnings that found no free slot */
+    mem4d_world_source world_source;
+};
+
+/* --- import.c: the handle ---------------------------------------------------- */
+
+/* Forget the previous import's message, warnings and world source. */
+void m4d_imp_reset(mem4d_import *imp);
+
+/* Set the message and return st. */
+mem4d_status m4d_imp_fail(mem4d_import *imp, mem4d_status st, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* Add a warning (bounded; the overflow is summarised by m4d_imp_done). */
+void m4d_imp_warn(mem4d_import *imp, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Close an import: write the "n further warnings" summary if any. */
+void m4d_imp_done(mem4d_import *imp);
+
+/* Set a key of a described array, naming the source (a flag or a JSON key)
+ * when the value is out of bounds. */
+mem4d_status m4d_imp_set(mem4d_import *imp, const struct m4d_param_desc *table, size_t n,
+                         uint64_t *v, int key, uint64_t value, const char *what);
+
+/* The world size: explicit_world if non-zero, else WORLD_SIZE, SLURM_NTASKS
+ * or SLURM_JOB_NUM_NODES x GPUs per node from envp; 0 when none says. */
+mem4d_status m4d_imp_world(mem4d_import *imp, const char *const *envp, uint64_t explicit_world,
+                           uint64_t *world);
+
+#define SET_M(m, key, val, what) \
+    m4d_imp_set(imp, m4d_model_params, M4D_MODEL_NPARAM, (m)->v, (key), (val), (what))
+#define SET_L(l, key, val, what) \
+    m4d_imp_set(imp, m4d_layout_params, M4D_LAYOUT_NPARAM, (l)->v, (key), (val), (what))
+#define TRY(expr)                          \
+    do {                                   \
+        mem4d_status st_ = (expr);         \
+        if (st_ != MEM4D_OK)               \
+            return st_;                    \
+    } while (0)
+
+/* --- megatron_flags.c: the flag table ----------------------------------------- */
+
+/* How a flag is read. */
+enum m4d_flag_kind {
+    M4D_FLAG_INT,    /* a whole number */
+    M4D_FLAG_SWITCH, /* present or absent, no value */
+    M4D_FLAG_WORD,   /* one of the row's choices */
+    M4D_FLAG_REAL,   /* a probability in [0, 1] */
+    M4D_FLAG_TEXT,   /* any word, kept as given (a name or a path) */
+    M4D_FLAG_SKIP,   /* no effect on per-GPU memory: skipped, with its values */
+    M4D_FLAG_WARN,   /* changes memory in a way not modelled: a warning says how */
+};
+
+/* The modelled flags: the reader's slots (import_megatron.c gives each its meaning). */
+enum m4d_mflag {
+    MF_NUM_LAYERS, MF_HIDDEN, MF_FFN, MF_HEADS, MF_GQA, MF_GROUPS, MF_KV_CHANNELS,
+    MF_SEQ, MF_ENC_SEQ, MF_MAX_POS, MF_MBS, MF_GBS, MF_TP, MF_PP, MF_CP,
+    MF_VPP_LAYERS, MF_VPP_STAGES, MF_SP, MF_DIST_OPT,
+    MF_RC_GRAN, MF_RC_METHOD, MF_RC_LAYERS, MF_RC_ACT,
+    MF_UNTIE, MF_VOCAB, MF_VOCAB_DIV, MF_SWIGLU, MF_NORM,
+    MF_BF16, MF_FP16, MF_ACC_FP32, MF_GRAD_BF16,
+    MF_FLASH, MF_TE_IMPL, MF_ATTN_BACKEND, MF_NO_BIAS, MF_QKV_BIAS, MF_POS_TYPE, MF_ROPE,
+    MF_FP8, MF_EP, MF_EXPERTS, MF_TOPK, MF_MOE_FFN, MF_SHARED_FFN,
+    MF_FIRST_LAYERS, MF_LAST_LAYERS, MF_OVERLAP_GRAD, MF_OVERLAP_PARAM, MF_BUCKET,
+    MF_HIDDEN_DROPOUT, MF_ATTN_DROPOUT, MF_CE_FUSION, MF_FSDP2, MF_MEGATRON_FSDP, MF_CUSTOM_FSDP,
+    MF_DP_SHARDING, MF_OPTIMIZER,
+    MF_TOKENIZER, MF_TOKENIZER_MODEL, MF_TOKENIZER_NAME, MF_PATCH_TOKENIZER, MF_EXTRA_VOCAB,
+    MF_PADDED_VOCAB, MF_PAD_VOCAB_TO, MF_VOCAB_EXTRA_IDS,
+    MF_COUNT
+};
+
+/* Indices into the choice lists of WORD flags, in the table's order. */
+enum { M4D_NORM_LAYER = 0, M4D_NORM_RMS = 1 };
+enum { M4D_GRAN_FULL = 0, M4D_GRAN_SELECTIVE = 1 };
+enum { M4D_IMPL_LOCAL = 0 };
+enum { M4D_BACKEND_UNFUSED = 2, M4D_BACKEND_LOCAL = 3 };
+enum { M4D_POS_LEARNED = 0 };
+enum { M4D_OPT_ADAM = 0 };
+
+struct m4d_megatron_flag {
+    const char *flag;           /* without the leading "--" */
+    enum m4d_flag_kind kind;
+    int slot;                   /* enum m4d_mflag for read kinds; -1 for SKIP and WARN */
+    int model_key;              /* model key an INT flag sets as given, or -1 */
+    const char *const *choices; /* WORD: accepted values, NULL-terminated */
+    const char *why;            /* WARN: how the memory changes */
+};
+
+extern const struct m4d_megatron_flag m4d_megatron_flags[];
+extern const size_t m4d_megatron_flag_n;
+
+/* The row of a flag name (without "--"), or NULL. */
+const struct m4d_megatron_flag *m4d_megatron_flag_find(const char *name);
+
+/* The row of a modelled slot (every slot has one). */
+const struct m4d_megatron_flag *m4d_megatron_flag_of(int slot);
+
+/* Is a row read into a slot (as opposed to skipped or warned about)? */
+static inline bool m4d_flag_is_read(const struct m4d_megatron_flag *row)
+{
+    return row->kind <= M4D_FLAG_TEXT;
+}
+
+/* --- tokenizers.c: vocabulary sizes of named tokenizers -------------------------- */
+
+/* How a tokenizer's name gives the vocabulary. */
+enum m4d_vocab_rule {
+    M4D_VOCAB_FIXED,      /* size, then padded to make_vocab_size_divisible_by x tp */
+    M4D_VOCAB_BERT,       /* size + --vocab-extra-ids, then padded */
+    M4D_VOCAB_NULL,       /* --vocab-size + 1 (end of document), then padded */
+    M4D_VOCAB_TIKTOKEN,   /* --vocab-size, or size when absent, then padded */
+    M4D_VOCAB_HUB_LEN,    /* len(tokenizer) of the hub id, then padded */
+    M4D_VOCAB_HUB_BASE,   /* tokenizer.vocab_size of the hub id, then padded */
+    M4D_VOCAB_FILE,       /* only the tokenizer file knows */
+    M4D_VOCAB_PADDED,     /* the padded vocabulary outright (Pai) */
+    M4D_VOCAB_PLUS_EXTRA, /* size + --extra-vocab-size, the padded vocabulary outright (Pai) */
+};
+
+struct m4d_tokenizer_type {
+    const char *name;
+    enum m4d_vocab_rule rule;
+    uint64_t size;
+};
+
+struct m4d_hub_tokenizer {
+    const char *prefix; /* last path component, up to the model size */
+    uint64_t base, len; /* tokenizer.vocab_size, len(tokenizer) */
+    bool exact;         /* the whole component, not a prefix followed by a digit */
+};
+
+extern const struct m4d_tokenizer_type m4d_tokenizer_types[];       /* --tokenizer-type */
+extern const size_t m4d_tokenizer_type_n;
+extern const struct m4d_tokenizer_type m4d_patch_tokenizer_types[]; /* --patch-tokenizer-type */
+extern const size_t m4d_patch_tokenizer_type_n;
+
+/* A row by name (case-insensitive), or NULL. */
+const struct m4d_tokenizer_type *m4d_tokenizer_find(const struct m4d_tokenizer_type *table, size_t n,
+                                                    const char *name);
+
+/* The tokenizer of a hub id or a local directory named like one, or NULL. */
+const struct m4d_hub_tokenizer *m4d_hub_tokenizer_find(const char *id);
+
+#endif

@@ -1,0 +1,624 @@
+/*
+ * Import: Megatron-LM argument vectors (pretrain_gpt.py's command line).
+ * Which flags exist and how each is read is data in megatron_flags.c; this
+ * file gives the modelled ones their meaning, with Megatron-LM's defaults
+ * for the flags a vector leaves out.
+ * SPDX-License-Identifier: MIT
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "import.h"
+
+/* What the command line said about one modelled flag (last one wins, as in argparse). */
+struct opt_val {
+    bool given;
+    uint64_t u; /* integer, or index into the choices */
+    double r;   /* M4D_FLAG_REAL */
+    const char *s; /* M4D_FLAG_TEXT: the argument itself */
+};
+
+/* ------------------------------------------------------------------------ */
+/* Reading the vector                                                        */
+
+/* A flag's name without "--" and "=value", copied so it can be looked up. */
+struct flag_tok {
+    char name[96];
+    const char *value; /* after '=', or NULL */
+};
+
+static void split_flag(const char *arg, struct flag_tok *tok)
+{
+    const char *name = arg + 2;
+    const char *eq = strchr(name, '=');
+    size_t len = eq ? (size_t)(eq - name) : strlen(name);
+    if (len >= sizeof tok->name)
+        len = m4d_utf8_cut(name, sizeof tok->name - 1); /* long unknown flags are only ever warned about */
+    memcpy(tok->name, name, len);
+    tok->name[len] = '\0';
+    tok->value = eq ? eq + 1 : NULL;
+}
+
+static bool is_flag(const char *arg)
+{
+    return arg[0] == '-' && arg[1] == '-' && arg[2] != '\0';
+}
+
+/* Integer value of a flag: digits only; a sign or junk names the flag. */
+static mem4d_status parse_int(mem4d_import *imp, const char *flag, const char *text, uint64_t *out)
+{
+    if (text[0] == '-' && isdigit((unsigned char)text[1]))
+        return m4d_imp_fail(imp, MEM4D_E_RANGE, "--%s %s: the value must not be negative", flag, text);
+    if (!isdigit((unsigned char)text[0]))
+        return m4d_imp_fail(imp, MEM4D_E_PARSE, "--%s: '%s' is not a whole number", flag, text);
+    errno = 0;
+    char *end = NULL;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (*end != '\0')
+        return m4d_imp_fail(imp, MEM4D_E_PARSE, "--%s: '%s' is not a whole number", flag, text);
+    if (errno == ERANGE)
+        return m4d_imp_fail(imp, MEM4D_E_RANGE, "--%s %s does not fit in 64 bits", flag, text);
+    *out = (uint64_t)v;
+    return MEM4D_OK;
+}
+
+static mem4d_status parse_real(mem4d_import *imp, const char *flag, const char *text, double *out)
+{
+    char *end = NULL;
+    errno = 0;
+    double r = strtod(text, &end);
+    if (end == text || *end != '\0' || errno == ERANGE || !isfinite(r))
+        return m4d_imp_fail(imp, MEM4D_E_PARSE, "--%s: '%s' is not a number", flag, text);
+    if (r < 0.0 || r > 1.0)
+        return m4d_imp_fail(imp, MEM4D_E_RANGE, "--%s %s is not a probability in [0, 1]", flag, text);
+    *out = r;
+    return MEM4D_OK;
+}
+
+static mem4d_status parse_word(mem4d_import *imp, const struct m4d_megatron_flag *d, const char *text,
+                               uint64_t *out)
+{
+    for (uint64_t i = 0; d->choices[i]; i++) {
+        if (m4d_streq_ci(text, d->choices[i])) {
+            *out = i;
+            return MEM4D_OK;
+        }
+    }
+    char list[160] = "";
+    size_t used = 0;
+    for (size_t i = 0; d->choices[i] && used < sizeof list; i++) {
+        int n = snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", d->choices[i]);
+        if (n < 0)
+            break;
+        used += (size_t)n;
+    }
+    return m4d_imp_fail(imp, MEM4D_E_PARSE, "--%s: '%s' is not one of %s", d->flag, text, list);
+}
+
+/* Read one modelled flag at argv[*i]; advances *i past its value. */
+static mem4d_status read_opt(mem4d_import *imp, const struct m4d_megatron_flag *row, const struct flag_tok *tok, int argc,
+                             const char *const *argv, int *i, struct opt_val *vals)
+{
+    const struct m4d_megatron_flag *d = row;
+    struct opt_val *v = &vals[d->slot];
+    if (d->kind == M4D_FLAG_SWITCH) {
+        if (tok->value)
+            return m4d_imp_fail(imp, MEM4D_E_PARSE, "--%s takes no value (got '%s')", d->flag, tok->value);
+        v->given = true;
+        v->u = 1;
+        return MEM4D_OK;
+    }
+    const char *text = tok->value;
+    if (!text) {
+        if (*i + 1 >= argc || !argv[*i + 1] || is_flag(argv[*i + 1]))
+            return m4d_imp_fail(imp, MEM4D_E_MISSING, "--%s needs a value", d->flag);
+        text = argv[++*i];
+    }
+    if (text[0] == '\0')
+        return m4d_imp_fail(imp, MEM4D_E_MISSING, "--%s has an empty value", d->flag);
+    mem4d_status st = MEM4D_OK;
+    switch (d->kind) {
+    case M4D_FLAG_INT: st = parse_int(imp, d->flag, text, &v->u); break;
+    case M4D_FLAG_REAL: st = parse_real(imp, d->flag, text, &v->r); break;
+    case M4D_FLAG_WORD: st = parse_word(imp, d, text, &v->u); break;
+    case M4D_FLAG_TEXT: v->s = text; break;
+    default: break;
+    }
+    if (st == MEM4D_OK)
+        v->given = true;
+    return st;
+}
+
+/* Skip a flag that is not modelled and the values after it (Megatron has
+ * no positional arguments, so every following non-flag word is its value). */
+static void skip_values(const struct flag_tok *tok, int argc, const char *const *argv, int *i)
+{
+    if (tok->value)
+        return;
+    while (*i + 1 < argc && argv[*i + 1] && !is_flag(argv[*i + 1]))
+        ++*i;
+}
+
+static mem4d_status scan_args(mem4d_import *imp, int argc, const char *const *argv,
+                              struct opt_val *vals)
+{
+    for (int i = 0; i < argc; i++) {
+        const char *arg = argv[i];
+        if (!arg)
+            return m4d_imp_fail(imp, MEM4D_E_INVALID_ARG, "argument %d is NULL", i);
+        if (!is_flag(arg)) {
+            m4d_imp_warn(imp, "'%s' is not a flag; Megatron-LM would reject it", arg);
+            continue;
+        }
+        struct flag_tok tok;
+        split_flag(arg, &tok);
+        const struct m4d_megatron_flag *row = m4d_megatron_flag_find(tok.name);
+        if (row && m4d_flag_is_read(row)) {
+            TRY(read_opt(imp, row, &tok, argc, argv, &i, vals));
+            continue;
+        }
+        if (row && row->kind == M4D_FLAG_WARN)
+            m4d_imp_warn(imp, "--%s %s", row->flag, row->why);
+        else if (!row)
+            m4d_imp_warn(imp, "--%s is not a flag this version knows; it was ignored", tok.name);
+        skip_values(&tok, argc, argv, &i);
+    }
+    return MEM4D_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Meaning                                                                  */
+
+#define GIVEN(o) (vals[o].given)
+#define U(o) (vals[o].u)
+
+/* Contradictions that make Megatron-LM refuse to start. */
+static mem4d_status check_conflicts(mem4d_import *imp, const struct opt_val *vals)
+{
+    if (GIVEN(MF_BF16) && GIVEN(MF_FP16))
+        return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "--bf16 and --fp16 contradict each other");
+    if (GIVEN(MF_GRAD_BF16) && GIVEN(MF_ACC_FP32))
+        return m4d_imp_fail(imp, MEM4D_E_CONFLICT,
+                        "--grad-reduce-in-bf16 and --accumulate-allreduce-grads-in-fp32 contradict each other");
+    if (GIVEN(MF_SEQ) && GIVEN(MF_ENC_SEQ))
+        return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "--seq-length and --encoder-seq-length are both given");
+    if (GIVEN(MF_VPP_LAYERS) && GIVEN(MF_VPP_STAGES))
+        return m4d_imp_fail(imp, MEM4D_E_CONFLICT,
+                        "--num-layers-per-virtual-pipeline-stage and --num-virtual-stages-per-pipeline-rank are both given");
+    if (GIVEN(MF_RC_ACT) && GIVEN(MF_RC_GRAN) && U(MF_RC_GRAN) == M4D_GRAN_FULL)
+        return m4d_imp_fail(imp, MEM4D_E_CONFLICT,
+                        "--recompute-activations (selective) contradicts --recompute-granularity full");
+    if (GIVEN(MF_RC_GRAN) && U(MF_RC_GRAN) == M4D_GRAN_SELECTIVE && GIVEN(MF_RC_LAYERS))
+        return m4d_imp_fail(imp, MEM4D_E_CONFLICT,
+                        "--recompute-num-layers contradicts --recompute-granularity selective");
+    if (GIVEN(MF_FSDP2) && GIVEN(MF_DIST_OPT))
+        return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "--use-torch-fsdp2 and --use-distributed-optimizer contradict each other");
+    if (GIVEN(MF_OVERLAP_PARAM) && !GIVEN(MF_DIST_OPT))
+        return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "--overlap-param-gather needs --use-distributed-optimizer");
+    uint64_t seq = GIVEN(MF_SEQ) ? U(MF_SEQ) : U(MF_ENC_SEQ);
+    if (GIVEN(MF_MAX_POS) && (GIVEN(MF_SEQ) || GIVEN(MF_ENC_SEQ)) && seq > U(MF_MAX_POS))
+        return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "--seq-length %llu exceeds --max-position-embeddings %llu",
+                        (unsigned long long)seq, (unsigned long long)U(MF_MAX_POS));
+    if (GIVEN(MF_RC_GRAN) && U(MF_RC_GRAN) == M4D_GRAN_FULL) {
+        if (!GIVEN(MF_RC_METHOD))
+            return m4d_imp_fail(imp, MEM4D_E_MISSING, "--recompute-granularity full needs --recompute-method");
+        if (!GIVEN(MF_RC_LAYERS))
+            return m4d_imp_fail(imp, MEM4D_E_MISSING, "--recompute-granularity full needs --recompute-num-layers");
+    }
+    return MEM4D_OK;
+}
+
+static mem4d_status set_opt_m(mem4d_import *imp, mem4d_model *m, mem4d_model_param key, int o,
+                              uint64_t value)
+{
+    char what[96];
+    m4d_msg(what, sizeof what, "--%s", m4d_megatron_flag_of(o)->flag);
+    return SET_M(m, key, value, what);
+}
+
+static mem4d_status set_opt_l(mem4d_import *imp, mem4d_layout *l, mem4d_layout_param key, int o,
+                              uint64_t value)
+{
+    char what[96];
+    m4d_msg(what, sizeof what, "--%s", m4d_megatron_flag_of(o)->flag);
+    return SET_L(l, key, value, what);
+}
+
+/* The architecture. When the vector describes a model (it names layers,
+ * hidden size or heads, as Megatron-LM requires), Megatron's defaults apply
+ * to every switch it leaves out: LayerNorm, a plain 4h MLP, tied
+ * embeddings, biases on. Otherwise only the flags given change the model. */
+static mem4d_status apply_model(mem4d_import *imp, const struct opt_val *vals, mem4d_model *m)
+{
+    bool describes = GIVEN(MF_NUM_LAYERS) || GIVEN(MF_HIDDEN) || GIVEN(MF_HEADS);
+    /* Flags with a direct counterpart: the table names the model key. */
+    for (size_t i = 0; i < m4d_megatron_flag_n; i++) {
+        const struct m4d_megatron_flag *row = &m4d_megatron_flags[i];
+        if (row->kind == M4D_FLAG_INT && row->model_key >= 0 && GIVEN(row->slot))
+            TRY(set_opt_m(imp, m, (mem4d_model_param)row->model_key, row->slot, U(row->slot)));
+    }
+
+    if (describes || GIVEN(MF_SWIGLU))
+        TRY(SET_M(m, MEM4D_MODEL_GATED_MLP, GIVEN(MF_SWIGLU), "--swiglu"));
+    if (GIVEN(MF_NORM))
+        TRY(SET_M(m, MEM4D_MODEL_NORM, U(MF_NORM) == M4D_NORM_LAYER ? 1 : 0, "--normalization"));
+    else if (describes)
+        TRY(SET_M(m, MEM4D_MODEL_NORM, 1, "--normalization"));
+    if (!GIVEN(MF_FFN) && GIVEN(MF_HIDDEN)) {
+        /* Megatron: 4h, or with SwiGLU int(4h * 2/3 / 64) * 64 = (h / 24) * 64. */
+        uint64_t h = U(MF_HIDDEN);
+        TRY(SET_M(m, MEM4D_MODEL_FFN_HIDDEN_SIZE, GIVEN(MF_SWIGLU) ? h / 24 * 64 : 4 * h,
+                  "--ffn-hidden-size (Megatron's default)"));
+    }
+    if (GIVEN(MF_GQA))
+        TRY(SET_M(m, MEM4D_MODEL_NUM_KV_HEADS, GIVEN(MF_GROUPS) ? U(MF_GROUPS) : 1, "--num-query-groups"));
+    else if (describes)
+        TRY(SET_M(m, MEM4D_MODEL_NUM_KV_HEADS, 0, "--num-query-groups"));
+    if (GIVEN(MF_GROUPS) && !GIVEN(MF_GQA))
+        m4d_imp_warn(imp, "--num-query-groups %llu is ignored by Megatron-LM without --group-query-attention; "
+                 "every head keeps its own keys and values", (unsigned long long)U(MF_GROUPS));
+    if (!GIVEN(MF_KV_CHANNELS) && describes)
+        TRY(SET_M(m, MEM4D_MODEL_HEAD_DIM, 0, "--kv-channels"));
+    if (describes || GIVEN(MF_UNTIE))
+        TRY(SET_M(m, MEM4D_MODEL_TIED_EMBEDDINGS, !GIVEN(MF_UNTIE), "--untie-embeddings-and-output-weights"));
+    if (describes || GIVEN(MF_QKV_BIAS) || GIVEN(MF_NO_BIAS))
+        TRY(SET_M(m, MEM4D_MODEL_QKV_BIAS, GIVEN(MF_QKV_BIAS) || !GIVEN(MF_NO_BIAS), "--add-qkv-bias"));
+    if (GIVEN(MF_EXPERTS) && !GIVEN(MF_TOPK))
+        TRY(SET_M(m, MEM4D_MODEL_EXPERT_TOPK, 2, "--moe-router-topk (Megatron's default)"));
+    if (describes)
+        m4d_strlcpy(m->name, "custom", sizeof m->name);
+    return MEM4D_OK;
+}
+
+/* Warnings about model defaults whose memory is not modelled. */
+static void warn_model(mem4d_import *imp, const struct opt_val *vals)
+{
+    bool describes = GIVEN(MF_NUM_LAYERS) || GIVEN(MF_HIDDEN) || GIVEN(MF_HEADS);
+    if (!describes)
+        return;
+    if (!GIVEN(MF_NO_BIAS))
+        m4d_imp_warn(imp, "without --disable-bias-linear every linear layer has a bias; only the QKV bias is modelled");
+    bool rope = GIVEN(MF_ROPE) || (GIVEN(MF_POS_TYPE) && U(MF_POS_TYPE) != M4D_POS_LEARNED);
+    if (!rope)
+        m4d_imp_warn(imp, "learned absolute position embeddings (Megatron's default without "
+                 "--position-embedding-type rope) are not modelled");
+}
+
+/* ------------------------------------------------------------------------ */
+/* Vocabulary                                                                */
+
+/* What the flags say about the vocabulary: V, and whether it is the padded
+ * vocabulary itself (exact) or Megatron pads it to a multiple of
+ * make_vocab_size_divisible_by x tp. V = 0 with `unknown` set: only a file
+ * knows, and `unknown` says which. */
+struct vocab {
+    uint64_t V;
+    bool exact;
+    char unknown[160];
+};
+
+/* A tokenizer named by a hub id or a path: its size, if the id is a known one. */
+static void vocab_hub(const struct opt_val *vals, const struct m4d_tokenizer_type *t, struct vocab *out)
+{
+    const char *id = GIVEN(MF_TOKENIZER_MODEL) ? vals[MF_TOKENIZER_MODEL].s
+                     : GIVEN(MF_TOKENIZER_NAME) ? vals[MF_TOKENIZER_NAME].s : NULL;
+    if (!id) {
+        m4d_msg(out->unknown, sizeof out->unknown, "--tokenizer-type %s names no --tokenizer-model", t->name);
+        return;
+    }
+    const struct m4d_hub_tokenizer *hub = m4d_hub_tokenizer_find(id);
+    if (hub)
+        out->V = t->rule == M4D_VOCAB_HUB_BASE ? hub->base : hub->len;
+    else
+        m4d_msg(out->unknown, sizeof out->unknown, "the vocabulary of tokenizer %.96s is in its files", id);
+}
+
+/* Megatron-LM's (and Megatron-DeepSpeed's) --tokenizer-type. */
+static mem4d_status vocab_megatron(mem4d_import *imp, const struct opt_val *vals, struct vocab *out)
+{
+    const char *name = vals[MF_TOKENIZER].s;
+    const struct m4d_tokenizer_type *t = m4d_tokenizer_find(m4d_tokenizer_types, m4d_tokenizer_type_n, name);
+    if (!t) {
+        m4d_msg(out->unknown, sizeof out->unknown, "--tokenizer-type %.64s is not a tokenizer this version knows",
+                name);
+        return MEM4D_OK;
+    }
+    switch (t->rule) {
+    case M4D_VOCAB_FIXED: out->V = t->size; break;
+    case M4D_VOCAB_BERT:
+        if (!m4d_add(t->size, U(MF_VOCAB_EXTRA_IDS), &out->V))
+            return m4d_imp_fail(imp, MEM4D_E_RANGE, "--vocab-extra-ids %llu is too large",
+                                (unsigned long long)U(MF_VOCAB_EXTRA_IDS));
+        break;
+    case M4D_VOCAB_NULL:
+        if (!GIVEN(MF_VOCAB))
+            return m4d_imp_fail(imp, MEM4D_E_MISSING, "--tokenizer-type %s needs --vocab-size", t->name);
+        out->V = U(MF_VOCAB) + 1; /* the end-of-document token; bounds are checked when set */
+        if (out->V == 0)
+            return m4d_imp_fail(imp, MEM4D_E_RANGE, "--vocab-size %llu is too large",
+                                (unsigned long long)U(MF_VOCAB));
+        return MEM4D_OK;
+    case M4D_VOCAB_TIKTOKEN: out->V = GIVEN(MF_VOCAB) ? U(MF_VOCAB) : t->size; return MEM4D_OK;
+    case M4D_VOCAB_HUB_LEN:
+    case M4D_VOCAB_HUB_BASE: vocab_hub(vals, t, out); break;
+    default:
+        m4d_msg(out->unknown, sizeof out->unknown, "the vocabulary of --tokenizer-type %s is in its tokenizer file",
+                t->name);
+        break;
+    }
+    if (out->V && GIVEN(MF_VOCAB) && U(MF_VOCAB) != out->V)
+        m4d_imp_warn(imp, "--vocab-size %llu is ignored by Megatron-LM with --tokenizer-type %s, whose "
+                     "vocabulary is %llu", (unsigned long long)U(MF_VOCAB), t->name, (unsigned long long)out->V);
+    return MEM4D_OK;
+}
+
+/* Pai-Megatron-Patch's --patch-tokenizer-type: most set the padded
+ * vocabulary outright, the tokenizer's size plus --extra-vocab-size. */
+static mem4d_status vocab_pai(mem4d_import *imp, const struct opt_val *vals, struct vocab *out)
+{
+    const char *name = vals[MF_PATCH_TOKENIZER].s;
+    const struct m4d_tokenizer_type *t =
+        m4d_tokenizer_find(m4d_patch_tokenizer_types, m4d_patch_tokenizer_type_n, name);
+    if (!t) {
+        m4d_msg(out->unknown, sizeof out->unknown,
+                "the vocabulary of --patch-tokenizer-type %.64s is in the checkpoint's tokenizer files", name);
+        return MEM4D_OK;
+    }
+    out->exact = t->rule != M4D_VOCAB_FIXED;
+    out->V = t->size;
+    if (t->rule == M4D_VOCAB_PLUS_EXTRA && !m4d_add(t->size, U(MF_EXTRA_VOCAB), &out->V))
+        return m4d_imp_fail(imp, MEM4D_E_RANGE, "--extra-vocab-size %llu is too large",
+                            (unsigned long long)U(MF_EXTRA_VOCAB));
+    return MEM4D_OK;
+}
+
+/* Megatron-DeepSpeed's --pad-vocab-size-to: the padded vocabulary, at
+ * least the tokenizer's. */
+static mem4d_status vocab_pad_to(mem4d_import *imp, const struct opt_val *vals, struct vocab *v)
+{
+    uint64_t to = U(MF_PAD_VOCAB_TO);
+    if (v->V && !v->exact && to < v->V)
+        return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "--pad-vocab-size-to %llu is below the tokenizer's %llu tokens",
+                            (unsigned long long)to, (unsigned long long)v->V);
+    v->V = to;
+    v->exact = true;
+    return MEM4D_OK;
+}
+
+static mem4d_status apply_vocab(mem4d_import *imp, const struct opt_val *vals, mem4d_model *m, mem4d_layout *l)
+{
+    struct vocab v = {0, false, ""};
+    if (GIVEN(MF_PADDED_VOCAB) && U(MF_PADDED_VOCAB) > 0) { /* Pai's default is 0, "not set" */
+        v.V = U(MF_PADDED_VOCAB);
+        v.exact = true;
+    } else if (GIVEN(MF_PATCH_TOKENIZER)) {
+        TRY(vocab_pai(imp, vals, &v));
+    } else if (GIVEN(MF_TOKENIZER)) {
+        TRY(vocab_megatron(imp, vals, &v));
+    }
+    if (!v.V && GIVEN(MF_VOCAB)) {
+        if (v.unknown[0])
+            m4d_imp_warn(imp, "%s; --vocab-size %llu is taken as its size", v.unknown,
+                         (unsigned long long)U(MF_VOCAB));
+        v.V = U(MF_VOCAB);
+        v.unknown[0] = '\0';
+    }
+    if (GIVEN(MF_PAD_VOCAB_TO))
+        TRY(vocab_pad_to(imp, vals, &v));
+    if (v.V == 0) {
+        bool describes = GIVEN(MF_NUM_LAYERS) || GIVEN(MF_HIDDEN) || GIVEN(MF_HEADS);
+        if (m->v[MEM4D_MODEL_VOCAB_SIZE] == 0 && (describes || v.unknown[0]))
+            m4d_imp_warn(imp, "the vocabulary size is unknown: %s; pass `mem4d check --vocab-size N` or "
+                         "`--hf-config FILE`", v.unknown[0] ? v.unknown : "no --tokenizer-type or --vocab-size");
+        return MEM4D_OK;
+    }
+    TRY(set_opt_m(imp, m, MEM4D_MODEL_VOCAB_SIZE, GIVEN(MF_VOCAB) ? MF_VOCAB : MF_TOKENIZER, v.V));
+    if (!v.exact)
+        return MEM4D_OK;
+    /* The padded vocabulary itself: Megatron splits it over tp as it is. */
+    uint64_t t = l->v[MEM4D_LAYOUT_TP];
+    if (v.V % t != 0)
+        return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "the padded vocabulary of %llu tokens does not divide over "
+                            "--tensor-model-parallel-size %llu", (unsigned long long)v.V, (unsigned long long)t);
+    return SET_L(l, MEM4D_LAYOUT_VOCAB_DIVISOR, 1, "the padded vocabulary");
+}
+
+/* Layout settings where Megatron-LM's default applies when the flag is absent. */
+static mem4d_status apply_layout_basic(mem4d_import *imp, const struct opt_val *vals, mem4d_layout *l)
+{
+    TRY(set_opt_l(imp, l, MEM4D_LAYOUT_TP, MF_TP, GIVEN(MF_TP) ? U(MF_TP) : 1));
+    TRY(set_opt_l(imp, l, MEM4D_LAYOUT_PP, MF_PP, GIVEN(MF_PP) ? U(MF_PP) : 1));
+    TRY(set_opt_l(imp, l, MEM4D_LAYOUT_CP, MF_CP, GIVEN(MF_CP) ? U(MF_CP) : 1));
+    TRY(set_opt_l(imp, l, MEM4D_LAYOUT_EP, MF_EP, GIVEN(MF_EP) ? U(MF_EP) : 1));
+    if (GIVEN(MF_MBS))
+        TRY(set_opt_l(imp, l, MEM4D_LAYOUT_MICRO_BATCH, MF_MBS, U(MF_MBS)));
+    if (GIVEN(MF_SEQ))
+        TRY(set_opt_l(imp, l, MEM4D_LAYOUT_SEQ_LENGTH, MF_SEQ, U(MF_SEQ)));
+    if (GIVEN(MF_ENC_SEQ))
+        TRY(set_opt_l(imp, l, MEM4D_LAYOUT_SEQ_LENGTH, MF_ENC_SEQ, U(MF_ENC_SEQ)));
+    /* Megatron turns sequence parallelism off at tp = 1. */
+    TRY(SET_L(l, MEM4D_LAYOUT_SEQUENCE_PARALLEL, GIVEN(MF_SP) && l->v[MEM4D_LAYOUT_TP] > 1, "--sequence-parallel"));
+    TRY(SET_L(l, MEM4D_LAYOUT_DIST_OPT, GIVEN(MF_DIST_OPT), "--use-distributed-optimizer"));
+    TRY(set_opt_l(imp, l, MEM4D_LAYOUT_VOCAB_DIVISOR, MF_VOCAB_DIV, GIVEN(MF_VOCAB_DIV) ? U(MF_VOCAB_DIV) : 128));
+    TRY(SET_L(l, MEM4D_LAYOUT_FP8, GIVEN(MF_FP8), "--fp8-format"));
+    TRY(set_opt_l(imp, l, MEM4D_LAYOUT_FIRST_STAGE_LAYERS, MF_FIRST_LAYERS, GIVEN(MF_FIRST_LAYERS) ? U(MF_FIRST_LAYERS) : 0));
+    TRY(set_opt_l(imp, l, MEM4D_LAYOUT_LAST_STAGE_LAYERS, MF_LAST_LAYERS, GIVEN(MF_LAST_LAYERS) ? U(MF_LAST_LAYERS) : 0));
+    TRY(SET_L(l, MEM4D_LAYOUT_OVERLAP_GRAD_REDUCE, GIVEN(MF_OVERLAP_GRAD), "--overlap-grad-reduce"));
+    TRY(SET_L(l, MEM4D_LAYOUT_OVERLAP_PARAM_GATHER, GIVEN(MF_OVERLAP_PARAM), "--overlap-param-gather"));
+    TRY(set_opt_l(imp, l, MEM4D_LAYOUT_BUCKET_SIZE, MF_BUCKET, GIVEN(MF_BUCKET) ? U(MF_BUCKET) : 0));
+    /* Only whether dropout is on matters (its masks); Megatron-LM defaults both to 0.1. */
+    TRY(SET_L(l, MEM4D_LAYOUT_HIDDEN_DROPOUT, !GIVEN(MF_HIDDEN_DROPOUT) || vals[MF_HIDDEN_DROPOUT].r > 0.0,
+              "--hidden-dropout"));
+    TRY(SET_L(l, MEM4D_LAYOUT_ATTENTION_DROPOUT, !GIVEN(MF_ATTN_DROPOUT) || vals[MF_ATTN_DROPOUT].r > 0.0,
+              "--attention-dropout"));
+    TRY(SET_L(l, MEM4D_LAYOUT_CROSS_ENTROPY_FUSION, GIVEN(MF_CE_FUSION), "--cross-entropy-loss-fusion"));
+    return MEM4D_OK;
+}
+
+/* Precision: bf16 forces fp32 gradient accumulation unless
+ * --grad-reduce-in-bf16; fp16 accumulates in fp16 unless asked; fp32
+ * training keeps no separate master copy. */
+static mem4d_status apply_precision(mem4d_import *imp, const struct opt_val *vals, mem4d_layout *l)
+{
+    bool half = GIVEN(MF_BF16) || GIVEN(MF_FP16);
+    uint64_t grad = 4;
+    if (GIVEN(MF_BF16) && GIVEN(MF_GRAD_BF16))
+        grad = 2;
+    else if (GIVEN(MF_FP16) && !GIVEN(MF_ACC_FP32))
+        grad = 2;
+    TRY(SET_L(l, MEM4D_LAYOUT_PARAM_BYTES, half ? 2 : 4, "--bf16/--fp16"));
+    TRY(SET_L(l, MEM4D_LAYOUT_MASTER_WEIGHT_BYTES, half ? 4 : 0, "--bf16/--fp16"));
+    TRY(SET_L(l, MEM4D_LAYOUT_MAIN_GRAD_BYTES, grad, "--accumulate-allreduce-grads-in-fp32"));
+    TRY(SET_L(l, MEM4D_LAYOUT_OPT_STATE_BYTES, 4, "--optimizer"));
+    if (GIVEN(MF_OPTIMIZER) && U(MF_OPTIMIZER) != M4D_OPT_ADAM)
+        m4d_imp_warn(imp, "--optimizer %s: the optimizer state is modelled for Adam (two moments)",
+                 m4d_megatron_flag_of(MF_OPTIMIZER)->choices[U(MF_OPTIMIZER)]);
+    return MEM4D_OK;
+}
+
+/* Sharding of parameters, gradients and optimizer state beyond ZeRO-1. */
+static mem4d_status apply_sharding(mem4d_import *imp, const struct opt_val *vals, mem4d_layout *l)
+{
+    uint64_t zero = 0;
+    if (GIVEN(MF_FSDP2))
+        zero = 3;
+    else if (GIVEN(MF_MEGATRON_FSDP) || GIVEN(MF_CUSTOM_FSDP))
+        zero = GIVEN(MF_DP_SHARDING) ? U(MF_DP_SHARDING) : 3; /* choices are in stage order */
+    else if (GIVEN(MF_DP_SHARDING))
+        m4d_imp_warn(imp, "--data-parallel-sharding-strategy is ignored without --use-megatron-fsdp");
+    return SET_L(l, MEM4D_LAYOUT_ZERO_STAGE, zero, "--data-parallel-sharding-strategy");
+}
+
+static mem4d_status apply_recompute(mem4d_import *imp, const struct opt_val *vals, mem4d_layout *l)
+{
+    uint64_t rc = 0;
+    if (GIVEN(MF_RC_ACT))
+        rc = 1;
+    else if (GIVEN(MF_RC_GRAN))
+        rc = U(MF_RC_GRAN) == M4D_GRAN_FULL ? 2 : 1;
+    TRY(SET_L(l, MEM4D_LAYOUT_RECOMPUTE, rc, "--recompute-granularity"));
+    bool full = rc == 2;
+    if (!full && (GIVEN(MF_RC_METHOD) || GIVEN(MF_RC_LAYERS)))
+        m4d_imp_warn(imp, "--recompute-method and --recompute-num-layers are ignored without "
+                 "--recompute-granularity full");
+    TRY(SET_L(l, MEM4D_LAYOUT_RECOMPUTE_METHOD, full ? U(MF_RC_METHOD) : 0, "--recompute-method"));
+    return set_opt_l(imp, l, MEM4D_LAYOUT_RECOMPUTE_LAYERS, MF_RC_LAYERS, full ? U(MF_RC_LAYERS) : 0);
+}
+
+/* Flash attention: Transformer Engine (Megatron's default implementation)
+ * picks a fused kernel unless told otherwise; the local implementation
+ * needs --use-flash-attn. */
+static mem4d_status apply_attention(mem4d_import *imp, const struct opt_val *vals, mem4d_layout *l)
+{
+    bool flash = true;
+    if (GIVEN(MF_ATTN_BACKEND))
+        flash = U(MF_ATTN_BACKEND) != M4D_BACKEND_UNFUSED && U(MF_ATTN_BACKEND) != M4D_BACKEND_LOCAL;
+    else if (GIVEN(MF_TE_IMPL) && U(MF_TE_IMPL) == M4D_IMPL_LOCAL)
+        flash = GIVEN(MF_FLASH);
+    if (GIVEN(MF_FLASH))
+        flash = true;
+    return SET_L(l, MEM4D_LAYOUT_FLASH_ATTN, flash, "--use-flash-attn");
+}
+
+/* Virtual pipeline: chunks per rank = layers per stage / layers per chunk. */
+static mem4d_status apply_vpp(mem4d_import *imp, const struct opt_val *vals, const mem4d_model *m,
+                              mem4d_layout *l)
+{
+    uint64_t p = l->v[MEM4D_LAYOUT_PP], vpp = 1;
+    if (GIVEN(MF_VPP_STAGES))
+        vpp = U(MF_VPP_STAGES);
+    if (GIVEN(MF_VPP_LAYERS)) {
+        uint64_t L = m->v[MEM4D_MODEL_NUM_LAYERS], per = U(MF_VPP_LAYERS);
+        if (L == 0)
+            return m4d_imp_fail(imp, MEM4D_E_MISSING, "--num-layers-per-virtual-pipeline-stage needs --num-layers");
+        if (per == 0)
+            return m4d_imp_fail(imp, MEM4D_E_RANGE, "--num-layers-per-virtual-pipeline-stage must be at least 1");
+        if (L % p != 0 || (L / p) % per != 0)
+            return m4d_imp_fail(imp, MEM4D_E_CONFLICT,
+                            "--num-layers-per-virtual-pipeline-stage %llu does not divide the %llu layers "
+                            "of each of %llu pipeline stages (%llu layers)",
+                            (unsigned long long)per, (unsigned long long)(L / p), (unsigned long long)p,
+                            (unsigned long long)L);
+        vpp = L / p / per;
+    }
+    if ((GIVEN(MF_VPP_LAYERS) || GIVEN(MF_VPP_STAGES)) && p == 1)
+        return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "an interleaved (virtual) pipeline needs "
+                        "--pipeline-model-parallel-size above 1");
+    return set_opt_l(imp, l, MEM4D_LAYOUT_VPP, GIVEN(MF_VPP_LAYERS) ? MF_VPP_LAYERS : MF_VPP_STAGES, vpp);
+}
+
+/* World size and, as Megatron-LM does without --global-batch-size, a
+ * global batch of one micro-batch per data-parallel rank. */
+static mem4d_status apply_world(mem4d_import *imp, const struct opt_val *vals, uint64_t world,
+                                mem4d_layout *l)
+{
+    if (world) {
+        TRY(SET_L(l, MEM4D_LAYOUT_WORLD, world, "world size"));
+        TRY(SET_L(l, MEM4D_LAYOUT_DP, 0, "world size"));
+    }
+    if (GIVEN(MF_GBS))
+        return set_opt_l(imp, l, MEM4D_LAYOUT_GLOBAL_BATCH, MF_GBS, U(MF_GBS));
+    uint64_t mp, gbs;
+    if (!world || !m4d_mul3(l->v[MEM4D_LAYOUT_TP], l->v[MEM4D_LAYOUT_CP], l->v[MEM4D_LAYOUT_PP], &mp) ||
+        world % mp != 0 || !m4d_mul(l->v[MEM4D_LAYOUT_MICRO_BATCH], world / mp, &gbs))
+        return SET_L(l, MEM4D_LAYOUT_GLOBAL_BATCH, 0, "--global-batch-size");
+    return SET_L(l, MEM4D_LAYOUT_GLOBAL_BATCH, gbs, "--global-batch-size (Megatron's default)");
+}
+
+mem4d_status mem4d_import_megatron(mem4d_import *import, int argc, const char *const *argv,
+                                   const char *const *envp, uint64_t world_size,
+                                   mem4d_model *model, mem4d_layout *layout)
+{
+    if (!import)
+        return MEM4D_E_INVALID_ARG;
+    mem4d_import *imp = import;
+    m4d_imp_reset(imp);
+    if (argc < 0 || (argc > 0 && !argv) || !model || !layout)
+        return m4d_imp_fail(imp, MEM4D_E_INVALID_ARG, "NULL argument vector, model or layout");
+
+    struct opt_val vals[MF_COUNT];
+    memset(vals, 0, sizeof vals);
+    mem4d_model m = *model;
+    mem4d_layout l = *layout;
+    uint64_t world = 0;
+    mem4d_status st = scan_args(imp, argc, argv, vals);
+    if (st == MEM4D_OK)
+        st = check_conflicts(imp, vals);
+    if (st == MEM4D_OK)
+        st = apply_model(imp, vals, &m);
+    if (st == MEM4D_OK)
+        st = apply_layout_basic(imp, vals, &l);
+    if (st == MEM4D_OK)
+        st = apply_vocab(imp, vals, &m, &l);
+    if (st == MEM4D_OK)
+        st = apply_precision(imp, vals, &l);
+    if (st == MEM4D_OK)
+        st = apply_sharding(imp, vals, &l);
+    if (st == MEM4D_OK)
+        st = apply_recompute(imp, vals, &l);
+    if (st == MEM4D_OK)
+        st = apply_attention(imp, vals, &l);
+    if (st == MEM4D_OK)
+        st = apply_vpp(imp, vals, &m, &l);
+    if (st == MEM4D_OK)
+        st = m4d_imp_world(imp, envp, world_size, &world);
+    if (st == MEM4D_OK)
+        st = apply_world(imp, vals, world, &l);
+    if (st != MEM4D_OK) {
+        imp->world_source = MEM4D_WORLD_NONE;
+        m4d_imp_done(imp);
+        return st;
+    }
+    warn_model(imp, vals);
+    m4d_imp_done(imp);
+    *model = m;
+    *layout = l;
+    return MEM4D_OK;
+}
+
+#undef GIVEN
+#undef U
