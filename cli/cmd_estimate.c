@@ -28,9 +28,11 @@ const struct cli_option cmd_estimate_options[] = {
 };
 
 const char cmd_estimate_about[] =
-    "Prints the memory of every pipeline stage (GiB) and the verdict against the GPU\n"
-    "(fits: <= 80% of memory, tight: <= 100%, oom). Give --tp, --cp, --pp, --dp or --world,\n"
-    "--mbs and --seq.";
+    "Prints the memory of every pipeline stage (GiB): peak allocated and reserved as PyTorch\n"
+    "reports them, and the total with the CUDA context and NCCL, and the verdict against the\n"
+    "GPU (fits: total <= 85% of memory in full mode, 80% in paper mode; tight: <= 100%; oom).\n"
+    "Give --tp, --cp, --pp, --dp or --world, --mbs and --seq. --set framework=torchtitan (or\n"
+    "deepspeed, nanotron) selects another training stack.";
 
 int cmd_estimate(struct cli_args *a)
 {

@@ -43,8 +43,8 @@ const struct cli_option cmd_plan_options[] = {
 
 const char cmd_plan_about[] =
     "Searches every valid layout (tp, cp, pp, dp, micro-batch, vpp, recompute, distributed\n"
-    "optimizer) and lists those that fit in 80% of GPU memory, fastest first by the\n"
-    "step-time model (doc/perf.md).\n"
+    "optimizer) and lists those that fit (total <= 85% of GPU memory in full mode, 80% in\n"
+    "paper mode), fastest first by the step-time model (doc/perf.md).\n"
     "A SPEC fixes a knob (--pp 1), bounds it (--tp 1-4) or lists values (--mbs 1,2,4).\n"
     "A pp that does not divide the layers gets lighter first and last stages (pp 16 over\n"
     "126 layers: 7+14x8+7, shown as 16/7). The SVG is a tp x pp grid per cp and\n"
