@@ -1219,6 +1219,37 @@ MEM4D_API mem4d_status mem4d_import_hf_config_buffer(mem4d_import *import, const
                                                      mem4d_model *model);
 
 /**
+ * Read a DeepSpeed `ds_config.json` into a layout: framework deepspeed, the ZeRO
+ * stage, reduce and all-gather bucket sizes, stage-3 prefetch bucket and max live
+ * parameters, overlap_comm, contiguous_gradients, CPU/NVMe offload of the optimizer
+ * and of parameters, bf16/fp16 (else fp32 parameters), micro-batch and global batch.
+ * Keys DeepSpeed leaves to its Hugging Face integration ("auto") keep libmem4d's
+ * default, with a warning; activation-checkpoint partitioning and CPU checkpointing
+ * are warnings (not modelled). Parallel sizes are not in the file: set them on the
+ * layout. All or nothing: on failure the layout is unchanged.
+ * @param import The import handle (receives messages and warnings).
+ * @param path The file (a regular file of at most 16 MiB).
+ * @param layout Receives the settings.
+ * @return ::MEM4D_OK, ::MEM4D_E_IO, ::MEM4D_E_JSON, ::MEM4D_E_RANGE,
+ *         ::MEM4D_E_CONFLICT (offload_param below stage 3), ::MEM4D_E_NO_JSON
+ *         (built without json-c) or ::MEM4D_E_INVALID_ARG.
+ * @since 0.2
+ */
+MEM4D_API mem4d_status mem4d_import_deepspeed_config(mem4d_import *import, const char *path, mem4d_layout *layout);
+
+/**
+ * Like mem4d_import_deepspeed_config(), from a buffer.
+ * @param import The import handle.
+ * @param json The document (need not be NUL-terminated).
+ * @param size Its length in bytes.
+ * @param layout Receives the settings.
+ * @return As mem4d_import_deepspeed_config(), without ::MEM4D_E_IO.
+ * @since 0.2
+ */
+MEM4D_API mem4d_status mem4d_import_deepspeed_config_buffer(mem4d_import *import, const char *json, size_t size,
+                                                            mem4d_layout *layout);
+
+/**
  * The sentence explaining the last import's failure, or "".
  * @param import The import handle.
  * @return A string owned by the handle, valid until its next import.
