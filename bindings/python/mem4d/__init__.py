@@ -16,9 +16,10 @@ from ._capi import lib as _lib
 from ._errors import Mem4dError, Status, strerror
 from ._estimate import (GIB, Metrics, Report, ReportBuffer, Stage, estimate,
                         max_micro_batch, max_seq_length, min_gpus)
-from ._import import Importer, MegatronImport, WorldSource, import_megatron
+from ._import import Importer, MegatronImport, WorldSource, import_deepspeed, import_megatron
 from ._objects import Device, Layout, Model
 from ._search import Plan, Search, plan
+from ._torchtitan import torchtitan_layout
 
 __version__ = "0.1.0"
 
@@ -31,6 +32,6 @@ def library_version():
 __all__ = [
     "GIB", "Device", "Importer", "Layout", "MegatronImport", "Mem4dError", "Metrics",
     "Model", "Plan", "Report", "ReportBuffer", "Search", "Stage", "Status", "WorldSource",
-    "estimate", "import_megatron", "library_version", "max_micro_batch",
-    "max_seq_length", "min_gpus", "plan", "strerror",
+    "estimate", "import_deepspeed", "import_megatron", "library_version", "max_micro_batch",
+    "max_seq_length", "min_gpus", "plan", "strerror", "torchtitan_layout",
 ]

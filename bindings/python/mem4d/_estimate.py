@@ -75,10 +75,22 @@ class Report:
     model_params: int
     process_groups: int
     metrics: typing.Optional[Metrics]
+    # settings that change memory but are not modelled (e.g. "compile: ...")
+    warnings: typing.Tuple[str, ...] = ()
 
     @property
     def peak(self):
         return self.stages[self.peak_stage]
+
+    @property
+    def peak_allocated_bytes(self):
+        """The peak stage's torch.cuda.max_memory_allocated counterpart."""
+        return self.peak.peak_allocated
+
+    @property
+    def peak_reserved_bytes(self):
+        """The peak stage's torch.cuda.max_memory_reserved counterpart."""
+        return self.peak.peak_reserved
 
     @property
     def peak_gib(self):
@@ -109,7 +121,9 @@ def _read_report(handle):
         device_bytes=lib.mem4d_report_device_bytes(handle),
         dp=infos[0], world=infos[1], microbatches=infos[2], padded_vocab=infos[3],
         model_params=infos[4], process_groups=infos[5],
-        metrics=metrics)
+        metrics=metrics,
+        warnings=tuple(lib.mem4d_report_warning(handle, i).decode()
+                       for i in range(lib.mem4d_report_warning_count(handle))))
 
 
 def _read_metrics(handle):

@@ -134,6 +134,27 @@ pub const MEM4D_LAYOUT_BUCKET_SIZE: mem4d_layout_param = 28;
 pub const MEM4D_LAYOUT_HIDDEN_DROPOUT: mem4d_layout_param = 29;
 pub const MEM4D_LAYOUT_ATTENTION_DROPOUT: mem4d_layout_param = 30;
 pub const MEM4D_LAYOUT_CROSS_ENTROPY_FUSION: mem4d_layout_param = 31;
+pub const MEM4D_LAYOUT_FRAMEWORK: mem4d_layout_param = 32;
+pub const MEM4D_LAYOUT_RESHARD_AFTER_FORWARD: mem4d_layout_param = 33;
+pub const MEM4D_LAYOUT_DP_REPLICATE: mem4d_layout_param = 34;
+pub const MEM4D_LAYOUT_RECOMPUTE_EVERY: mem4d_layout_param = 35;
+pub const MEM4D_LAYOUT_FLOAT8: mem4d_layout_param = 36;
+pub const MEM4D_LAYOUT_FP8_ALL_GATHER: mem4d_layout_param = 37;
+pub const MEM4D_LAYOUT_ALLGATHER_BUCKET_SIZE: mem4d_layout_param = 38;
+pub const MEM4D_LAYOUT_PREFETCH_BUCKET_SIZE: mem4d_layout_param = 39;
+pub const MEM4D_LAYOUT_MAX_LIVE_PARAMETERS: mem4d_layout_param = 40;
+pub const MEM4D_LAYOUT_OFFLOAD: mem4d_layout_param = 41;
+pub const MEM4D_LAYOUT_CONTIGUOUS_GRADIENTS: mem4d_layout_param = 42;
+pub const MEM4D_LAYOUT_PIPELINE_SCHEDULE: mem4d_layout_param = 43;
+pub const MEM4D_LAYOUT_COMPILE: mem4d_layout_param = 44;
+pub const MEM4D_LAYOUT_ASYNC_TP: mem4d_layout_param = 45;
+pub const MEM4D_LAYOUT_EXPANDABLE_SEGMENTS: mem4d_layout_param = 46;
+/// `mem4d_framework` (a C enum, passed as `int`): values of MEM4D_LAYOUT_FRAMEWORK.
+pub type mem4d_framework = c_int;
+pub const MEM4D_FRAMEWORK_MEGATRON: mem4d_framework = 0;
+pub const MEM4D_FRAMEWORK_TORCHTITAN: mem4d_framework = 1;
+pub const MEM4D_FRAMEWORK_DEEPSPEED: mem4d_framework = 2;
+pub const MEM4D_FRAMEWORK_NANOTRON: mem4d_framework = 3;
 
 /// `mem4d_device_param` (a C enum, passed as `int`).
 pub type mem4d_device_param = c_int;
@@ -153,6 +174,7 @@ pub const MEM4D_DEVICE_CUDA_CONTEXT_BYTES: mem4d_device_param = 12;
 pub const MEM4D_DEVICE_NCCL_BYTES_PER_GROUP: mem4d_device_param = 13;
 pub const MEM4D_DEVICE_ALLOCATOR_OVERHEAD_PPM: mem4d_device_param = 14;
 pub const MEM4D_DEVICE_WORKSPACE_BYTES: mem4d_device_param = 15;
+pub const MEM4D_DEVICE_FULL_FIT_THRESHOLD_PPM: mem4d_device_param = 16;
 
 /// `mem4d_mode` (a C enum, passed as `int`).
 pub type mem4d_mode = c_int;
@@ -306,6 +328,8 @@ extern "C" {
     pub fn mem4d_report_info(report: *const mem4d_report, info: mem4d_info, value: *mut u64) -> mem4d_status;
     pub fn mem4d_report_metric(report: *const mem4d_report, metric: mem4d_metric, value: *mut c_double)
         -> mem4d_status;
+    pub fn mem4d_report_warning_count(report: *const mem4d_report) -> usize;
+    pub fn mem4d_report_warning(report: *const mem4d_report, index: usize) -> *const c_char;
     pub fn mem4d_verdict_name(verdict: mem4d_verdict) -> *const c_char;
     pub fn mem4d_mode_name(mode: mem4d_mode) -> *const c_char;
     pub fn mem4d_term_name(term: mem4d_term) -> *const c_char;
@@ -377,6 +401,17 @@ extern "C" {
         json: *const c_char,
         size: usize,
         model: *mut mem4d_model,
+    ) -> mem4d_status;
+    pub fn mem4d_import_deepspeed_config(
+        import: *mut mem4d_import,
+        path: *const c_char,
+        layout: *mut mem4d_layout,
+    ) -> mem4d_status;
+    pub fn mem4d_import_deepspeed_config_buffer(
+        import: *mut mem4d_import,
+        json: *const c_char,
+        size: usize,
+        layout: *mut mem4d_layout,
     ) -> mem4d_status;
     pub fn mem4d_import_message(import: *const mem4d_import) -> *const c_char;
     pub fn mem4d_import_warning_count(import: *const mem4d_import) -> usize;
