@@ -19,6 +19,15 @@
  * Layout values are set as they are parsed (so errors come in argv order);
  * model and device values wait in struct cli_args until the subcommand has
  * opened the model and device (cli_open_model(), cli_open_device()).
+ *
+ * Examples of rows (the parser, --help and the fuzzer follow from them):
+ *   a layout key:        CLI_LAYOUT("--ep", MEM4D_LAYOUT_EP, "E", "expert-parallel size"),
+ *   a searched knob:     CLI_SEARCH("--ep", MEM4D_LAYOUT_EP, "expert-parallel sizes searched"),
+ *   a model key:         CLI_MODEL("--vocab-size", CLI_UINT, MEM4D_MODEL_VOCAB_SIZE, "V", "..."),
+ *   any device key:      CLI_ROW("--device-set", CLI_KEYVAL, CLI_TO_DEVICE, 0, "KEY=VALUE", "...",
+ *                                NULL, 0, 0),
+ *   a tool option:       a field in struct cli_args and CLI_ARG("--flag", kind, field, ...).
+ * Rows every estimating subcommand shares are CLI_ROWS_MODEL and CLI_ROWS_DEVICE.
  * SPDX-License-Identifier: MIT
  */
 #ifndef MEM4D_CLI_H
@@ -101,6 +110,7 @@ enum { CLI_GROUP_MODEL = 1, CLI_GROUP_FORMAT = 2 };
 
 /* At most this many model or device settings, and search constraints, per run. */
 #define CLI_MAX_PENDING 32
+#define CLI_MAX_OPTIONS 96 /* rows of one option table; cli_run() refuses a longer table */
 #define CLI_MAX_SPECS 16
 #define CLI_MAX_LIST 64
 
@@ -140,8 +150,8 @@ struct cli_args {
     /* After "--", for subcommands with rest_usage: */
     int rest_argc;
     char **rest_argv;
-    /* Bit i: row i of the option table was given (rows past 63 are not tracked). */
-    uint64_t given;
+    /* given[i]: row i of the option table was on the command line. */
+    bool given[CLI_MAX_OPTIONS];
 };
 
 /* One subcommand. */
@@ -183,6 +193,10 @@ void cli_error(const char *fmt, ...)
     __attribute__((format(printf, 1, 2)))
 #endif
     ;
+
+/* "FLAG TEXT is out of range (LO to HI)", or, for a value inside the range
+ * that the key does not take, says so. text may be NULL. */
+void cli_range_error(const char *flag, const char *text, uint64_t lo, uint64_t hi);
 
 /* The model from --model (or `fallback` when neither --model nor
  * --hf-config is given; NULL: --model is required) with the pending model

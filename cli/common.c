@@ -32,11 +32,10 @@ static bool apply(const struct cli_pending *p, mem4d_status st, uint64_t lo, uin
 {
     if (st == MEM4D_OK)
         return true;
-    if (st == MEM4D_E_RANGE && p->text)
-        cli_error("%s %s is out of range (%llu to %llu)", p->flag, p->text, (unsigned long long)lo,
-                  (unsigned long long)hi);
-    else if (st == MEM4D_E_RANGE)
-        cli_error("%s is out of range (%llu to %llu)", p->flag, (unsigned long long)lo, (unsigned long long)hi);
+    char num[24];
+    snprintf(num, sizeof num, "%llu", (unsigned long long)p->value);
+    if (st == MEM4D_E_RANGE)
+        cli_range_error(p->flag, p->text ? p->text : num, lo, hi);
     else
         cli_error("%s: '%s' is not a valid value", p->flag, p->text ? p->text : "");
     return false;

@@ -90,11 +90,23 @@ static bool layout_set(mem4d_layout *layout, const char *flag, mem4d_layout_para
     if (st == MEM4D_OK)
         cli_error("%s must be at least %llu, got %s", flag, (unsigned long long)min, text);
     else if (st == MEM4D_E_RANGE)
-        cli_error("%s %s is out of range (%llu to %llu)", flag, text, (unsigned long long)lo,
-                  (unsigned long long)hi);
+        cli_range_error(flag, text, lo, hi);
     else
         cli_error("%s: '%s' is not a valid value", flag, text);
     return false;
+}
+
+void cli_range_error(const char *flag, const char *text, uint64_t lo, uint64_t hi)
+{
+    uint64_t v = 0;
+    /* Some keys take only some values of their range (main_grad_bytes: 2 or 4). */
+    if (text && all_digits(text) && (v = strtoull(text, NULL, 10)) >= lo && v <= hi)
+        cli_error("%s %s is not a value this key takes (it lies in %llu to %llu, but not every value does)", flag,
+                  text, (unsigned long long)lo, (unsigned long long)hi);
+    else if (text)
+        cli_error("%s %s is out of range (%llu to %llu)", flag, text, (unsigned long long)lo, (unsigned long long)hi);
+    else
+        cli_error("%s is out of range (%llu to %llu)", flag, (unsigned long long)lo, (unsigned long long)hi);
 }
 
 /* --- plan's SPEC: "V", "LO-HI" or "A,B,C" ------------------------------------ */
@@ -191,7 +203,9 @@ static bool parse_keyval(struct cli_args *a, const struct cli_option *o, const c
             cli_error("%s: unknown layout key '%s'", o->name, key);
             return false;
         }
-        return layout_set(a->layout, mem4d_layout_param_name(p), p, val, 0);
+        char flag[sizeof key + 16];
+        snprintf(flag, sizeof flag, "%s %s", o->name, key);
+        return layout_set(a->layout, flag, p, val, 0);
     }
     if (o->dest == CLI_TO_MODEL) {
         mem4d_model_param p;
@@ -299,8 +313,7 @@ static const struct cli_option *find(const struct cli_option *opts, const char *
 bool cli_given(const struct cli_args *a, const char *name)
 {
     const struct cli_option *o = find(a->cmd->options, name, strlen(name));
-    size_t i = o ? (size_t)(o - a->cmd->options) : 64;
-    return i < 64 && (a->given >> i & 1u);
+    return o && a->given[o - a->cmd->options];
 }
 
 /* The flag of the same group given earlier, if any. */
@@ -308,11 +321,9 @@ static const struct cli_option *conflict(const struct cli_args *a, const struct 
 {
     if (!o->group)
         return NULL;
-    for (const struct cli_option *p = a->cmd->options; p->name; p++) {
-        size_t i = (size_t)(p - a->cmd->options);
-        if (p != o && p->group == o->group && i < 64 && (a->given >> i & 1u))
+    for (const struct cli_option *p = a->cmd->options; p->name; p++)
+        if (p != o && p->group == o->group && a->given[p - a->cmd->options])
             return p;
-    }
     return NULL;
 }
 
@@ -325,6 +336,13 @@ static bool is_help(const char *arg)
 static int parse(struct cli_args *a, int argc, char **argv)
 {
     const struct cli_command *cmd = a->cmd;
+    size_t rows = 0;
+    while (cmd->options[rows].name)
+        rows++;
+    if (rows > CLI_MAX_OPTIONS) {
+        cli_error("%s: internal error: more than %d options", cmd->name, CLI_MAX_OPTIONS);
+        return CLI_FAIL;
+    }
     for (const struct cli_option *o = cmd->options; o->name; o++)
         if (o->def && !set_option(a, o, o->def))
             return CLI_FAIL; /* a table error: tests catch it */
@@ -366,9 +384,7 @@ static int parse(struct cli_args *a, int argc, char **argv)
         }
         if (!set_option(a, o, value))
             return CLI_USAGE;
-        size_t row = (size_t)(o - cmd->options);
-        if (row < 64)
-            a->given |= UINT64_C(1) << row;
+        a->given[o - cmd->options] = true;
     }
     if (i < argc) {
         a->rest_argc = argc - i - 1;

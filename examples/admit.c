@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <mem4d/mem4d.h>
 
@@ -92,8 +93,22 @@ static bool split_words(const char *s, struct words *ws)
     return true;
 }
 
+/* Opening a FIFO blocks until something writes to it, and a device may never
+ * end: only regular files are read (a missing one is left to fopen). */
+static bool regular_file(const char *path)
+{
+    struct stat sb;
+    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+        fprintf(stderr, "admit: %s is not a regular file\n", path);
+        return false;
+    }
+    return true;
+}
+
 static bool read_args_file(const char *path, struct words *ws)
 {
+    if (!regular_file(path))
+        return false;
     FILE *f = fopen(path, "rb");
     if (!f) {
         fprintf(stderr, "admit: cannot open %s: %s\n", path, strerror(errno));
@@ -254,7 +269,9 @@ static bool open_job(const struct hook_opts *o, struct job *j)
         fprintf(stderr, "admit: unknown model '%s'\n", o->model);
     if (st == MEM4D_OK && !j->model)
         st = mem4d_model_new(&j->model);
-    if (st == MEM4D_OK && o->hf_config && (st = mem4d_import_hf_config(j->imp, o->hf_config, j->model)) != MEM4D_OK)
+    if (st == MEM4D_OK && o->hf_config && !regular_file(o->hf_config))
+        st = MEM4D_E_IO;
+    else if (st == MEM4D_OK && o->hf_config && (st = mem4d_import_hf_config(j->imp, o->hf_config, j->model)) != MEM4D_OK)
         fprintf(stderr, "admit: %s: %s\n", o->hf_config, mem4d_import_message(j->imp));
     return st == MEM4D_OK;
 }

@@ -115,7 +115,7 @@ static void search_a_little(const mem4d_model *m, const mem4d_layout *base, cons
                      mem4d_report_num_stages(got), ns);
         FUZZ_REQUIRE(mem4d_report_verdict(got) == mem4d_report_verdict(direct), "verdicts differ");
         for (uint32_t st_i = 0; st_i < ns; st_i++)
-            for (int t = 0; t <= MEM4D_TERM_PEAK_RESERVED; t++)
+            for (int t = 0; t < (int)mem4d_term_count(); t++)
                 FUZZ_REQUIRE(fuzz_term(got, st_i, (mem4d_term)t) == fuzz_term(direct, st_i, (mem4d_term)t),
                              "stage %u term %d: search %llu, direct estimate %llu", st_i, t,
                              (unsigned long long)fuzz_term(got, st_i, (mem4d_term)t),

@@ -99,13 +99,7 @@ mem4d_status mem4d_layout_param_bounds(mem4d_layout_param key, uint64_t *min, ui
 
 const char *mem4d_layout_value_name(mem4d_layout_param key, uint64_t value)
 {
-    if ((unsigned)key >= NP || !m4d_layout_params[key].values)
-        return NULL;
-    const char *const *names = m4d_layout_params[key].values;
-    for (uint64_t i = 0; names[i]; i++)
-        if (i == value)
-            return names[i];
-    return NULL;
+    return m4d_param_value_name(m4d_layout_params, NP, (int)key, value);
 }
 
 static void ctx_layout(const mem4d_layout *l, struct m4d_ctx *x)

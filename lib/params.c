@@ -1,5 +1,5 @@
 /*
- * Parameter tables: names, aliases, bounds and defaults of every key of the
+ * Parameter tables: names, aliases, kinds, bounds and defaults of every key of the
  * model, layout and device. One row per enum value, in enum order; rows are
  * only ever appended.
  * SPDX-License-Identifier: MIT
@@ -21,11 +21,20 @@ static const char *const offload_names[] = {"none", "optimizer", "optimizer_and_
 static const char *const schedule_names[] = {"1f1b", "afab", NULL};
 static const char *const compile_names[] = {"none", "blocks", "blocks_and_loss", NULL};
 
-#define BOOL_ROW(n, a, a2, def) {n, a, a2, 0, 1, def, NULL, true, 0}
-#define NUM_ROW(n, a, a2, lo, hi, def) {n, a, a2, lo, hi, def, NULL, false, 0}
+/* Rows by kind (mem4d_param_kind): NUM_ROW is a plain number, UNIT_ROW a
+ * number with a unit (BYTES_ROW, PPM_ROW, FLOPS_ROW, RATE_ROW for bytes/s,
+ * NS_ROW), SET_ROW a byte width limited to the widths of its mask. */
+#define BOOL_ROW(n, a, a2, def) {n, a, a2, 0, 1, def, NULL, MEM4D_KIND_BOOLEAN, 0}
+#define NUM_ROW(n, a, a2, lo, hi, def) {n, a, a2, lo, hi, def, NULL, MEM4D_KIND_INTEGER, 0}
+#define UNIT_ROW(kind, n, a, a2, lo, hi, def) {n, a, a2, lo, hi, def, NULL, kind, 0}
+#define BYTES_ROW(n, a, a2, lo, hi, def) UNIT_ROW(MEM4D_KIND_BYTES, n, a, a2, lo, hi, def)
+#define PPM_ROW(n, a, a2, lo, hi, def) UNIT_ROW(MEM4D_KIND_PPM, n, a, a2, lo, hi, def)
+#define FLOPS_ROW(n, a, a2, lo, hi, def) UNIT_ROW(MEM4D_KIND_FLOPS, n, a, a2, lo, hi, def)
+#define RATE_ROW(n, a, a2, lo, hi, def) UNIT_ROW(MEM4D_KIND_BYTES_PER_S, n, a, a2, lo, hi, def)
+#define NS_ROW(n, a, a2, lo, hi, def) UNIT_ROW(MEM4D_KIND_NANOSECONDS, n, a, a2, lo, hi, def)
 /* An enumerated key's largest value follows from its NULL-terminated names. */
-#define ENUM_ROW(n, a, a2, names, def) {n, a, a2, 0, M4D_LEN(names) - 2, def, names, false, 0}
-#define SET_ROW(n, a, a2, lo, hi, def, mask) {n, a, a2, lo, hi, def, NULL, false, mask}
+#define ENUM_ROW(n, a, a2, names, def) {n, a, a2, 0, M4D_LEN(names) - 2, def, names, MEM4D_KIND_CHOICE, 0}
+#define SET_ROW(n, a, a2, lo, hi, def, mask) {n, a, a2, lo, hi, def, NULL, MEM4D_KIND_WIDTH, mask}
 
 const struct m4d_param_desc m4d_model_params[] = {
     [MEM4D_MODEL_HIDDEN_SIZE] = NUM_ROW("hidden_size", "h", NULL, 1, 1u << 20, 0),
@@ -106,23 +115,23 @@ M4D_TABLE_ROWS(m4d_layout_params, M4D_LAYOUT_NPARAM);
 /* Device constants' defaults are documented in doc/formulas.md and
  * doc/full-model.md; presets override the hardware figures. */
 const struct m4d_param_desc m4d_device_params[] = {
-    [MEM4D_DEVICE_MEMORY_BYTES] = NUM_ROW("memory_bytes", "memory", NULL, 1, UINT64_C(1) << 50, 0),
-    [MEM4D_DEVICE_PEAK_FLOPS] = NUM_ROW("peak_flops", "peak_bf16_flops", NULL, 0, UINT64_C(1) << 60, 0),
-    [MEM4D_DEVICE_PEAK_FP8_FLOPS] = NUM_ROW("peak_fp8_flops", NULL, NULL, 0, UINT64_C(1) << 60, 0),
-    [MEM4D_DEVICE_HBM_BANDWIDTH] = NUM_ROW("hbm_bandwidth", NULL, NULL, 0, UINT64_C(1) << 50, 0),
-    [MEM4D_DEVICE_INTRA_NODE_BANDWIDTH] = NUM_ROW("intra_node_bandwidth", NULL, NULL, 0, UINT64_C(1) << 50, 0),
-    [MEM4D_DEVICE_INTER_NODE_BANDWIDTH] = NUM_ROW("inter_node_bandwidth", NULL, NULL, 0, UINT64_C(1) << 50, 0),
+    [MEM4D_DEVICE_MEMORY_BYTES] = BYTES_ROW("memory_bytes", "memory", NULL, 1, UINT64_C(1) << 50, 0),
+    [MEM4D_DEVICE_PEAK_FLOPS] = FLOPS_ROW("peak_flops", "peak_bf16_flops", NULL, 0, UINT64_C(1) << 60, 0),
+    [MEM4D_DEVICE_PEAK_FP8_FLOPS] = FLOPS_ROW("peak_fp8_flops", NULL, NULL, 0, UINT64_C(1) << 60, 0),
+    [MEM4D_DEVICE_HBM_BANDWIDTH] = RATE_ROW("hbm_bandwidth", NULL, NULL, 0, UINT64_C(1) << 50, 0),
+    [MEM4D_DEVICE_INTRA_NODE_BANDWIDTH] = RATE_ROW("intra_node_bandwidth", NULL, NULL, 0, UINT64_C(1) << 50, 0),
+    [MEM4D_DEVICE_INTER_NODE_BANDWIDTH] = RATE_ROW("inter_node_bandwidth", NULL, NULL, 0, UINT64_C(1) << 50, 0),
     [MEM4D_DEVICE_GPUS_PER_NODE] = NUM_ROW("gpus_per_node", NULL, NULL, 1, 1024, 8),
-    [MEM4D_DEVICE_FIT_THRESHOLD_PPM] = NUM_ROW("fit_threshold_ppm", NULL, NULL, 1, 1000000, 800000),
-    [MEM4D_DEVICE_MATMUL_EFFICIENCY_PPM] = NUM_ROW("matmul_efficiency_ppm", NULL, NULL, 1, 1000000, 600000),
-    [MEM4D_DEVICE_COMM_EFFICIENCY_PPM] = NUM_ROW("comm_efficiency_ppm", NULL, NULL, 1, 1000000, 700000),
-    [MEM4D_DEVICE_INTRA_NODE_LATENCY_NS] = NUM_ROW("intra_node_latency_ns", NULL, NULL, 0, UINT64_C(1) << 40, 5000),
-    [MEM4D_DEVICE_INTER_NODE_LATENCY_NS] = NUM_ROW("inter_node_latency_ns", NULL, NULL, 0, UINT64_C(1) << 40, 15000),
-    [MEM4D_DEVICE_CUDA_CONTEXT_BYTES] = NUM_ROW("cuda_context_bytes", NULL, NULL, 0, UINT64_C(1) << 40, 512 * MiB),
-    [MEM4D_DEVICE_NCCL_BYTES_PER_GROUP] = NUM_ROW("nccl_bytes_per_group", NULL, NULL, 0, UINT64_C(1) << 40, 128 * MiB),
-    [MEM4D_DEVICE_ALLOCATOR_OVERHEAD_PPM] = NUM_ROW("allocator_overhead_ppm", NULL, NULL, 0, 1000000, 40000),
-    [MEM4D_DEVICE_WORKSPACE_BYTES] = NUM_ROW("workspace_bytes", NULL, NULL, 0, UINT64_C(1) << 40, 256 * MiB),
-    [MEM4D_DEVICE_FULL_FIT_THRESHOLD_PPM] = NUM_ROW("full_fit_threshold_ppm", NULL, NULL, 1, 1000000, 850000),
+    [MEM4D_DEVICE_FIT_THRESHOLD_PPM] = PPM_ROW("fit_threshold_ppm", NULL, NULL, 1, 1000000, 800000),
+    [MEM4D_DEVICE_MATMUL_EFFICIENCY_PPM] = PPM_ROW("matmul_efficiency_ppm", NULL, NULL, 1, 1000000, 600000),
+    [MEM4D_DEVICE_COMM_EFFICIENCY_PPM] = PPM_ROW("comm_efficiency_ppm", NULL, NULL, 1, 1000000, 700000),
+    [MEM4D_DEVICE_INTRA_NODE_LATENCY_NS] = NS_ROW("intra_node_latency_ns", NULL, NULL, 0, UINT64_C(1) << 40, 5000),
+    [MEM4D_DEVICE_INTER_NODE_LATENCY_NS] = NS_ROW("inter_node_latency_ns", NULL, NULL, 0, UINT64_C(1) << 40, 15000),
+    [MEM4D_DEVICE_CUDA_CONTEXT_BYTES] = BYTES_ROW("cuda_context_bytes", NULL, NULL, 0, UINT64_C(1) << 40, 512 * MiB),
+    [MEM4D_DEVICE_NCCL_BYTES_PER_GROUP] = BYTES_ROW("nccl_bytes_per_group", NULL, NULL, 0, UINT64_C(1) << 40, 128 * MiB),
+    [MEM4D_DEVICE_ALLOCATOR_OVERHEAD_PPM] = PPM_ROW("allocator_overhead_ppm", NULL, NULL, 0, 1000000, 40000),
+    [MEM4D_DEVICE_WORKSPACE_BYTES] = BYTES_ROW("workspace_bytes", NULL, NULL, 0, UINT64_C(1) << 40, 256 * MiB),
+    [MEM4D_DEVICE_FULL_FIT_THRESHOLD_PPM] = PPM_ROW("full_fit_threshold_ppm", NULL, NULL, 1, 1000000, 850000),
 };
 M4D_TABLE_ROWS(m4d_device_params, M4D_DEVICE_NPARAM);
 
@@ -175,4 +184,73 @@ void m4d_param_defaults(const struct m4d_param_desc *table, size_t n, uint64_t *
 {
     for (size_t i = 0; i < n; i++)
         v[i] = table[i].def;
+}
+
+mem4d_status m4d_param_kind(const struct m4d_param_desc *table, size_t n, int key, mem4d_param_kind *kind)
+{
+    if (key < 0 || (size_t)key >= n || !kind)
+        return MEM4D_E_INVALID_ARG;
+    *kind = table[key].kind;
+    return MEM4D_OK;
+}
+
+mem4d_status m4d_param_default(const struct m4d_param_desc *table, size_t n, int key, uint64_t *value)
+{
+    if (key < 0 || (size_t)key >= n || !value)
+        return MEM4D_E_INVALID_ARG;
+    *value = table[key].def;
+    return MEM4D_OK;
+}
+
+const char *m4d_param_value_name(const struct m4d_param_desc *table, size_t n, int key, uint64_t value)
+{
+    if (key < 0 || (size_t)key >= n || !table[key].values)
+        return NULL;
+    const char *const *names = table[key].values;
+    for (uint64_t i = 0; names[i]; i++)
+        if (i == value)
+            return names[i];
+    return NULL;
+}
+
+/* --- the tables described to callers (tools and bindings build on these) --- */
+
+mem4d_status mem4d_model_param_kind(mem4d_model_param key, mem4d_param_kind *kind)
+{
+    return m4d_param_kind(m4d_model_params, M4D_MODEL_NPARAM, (int)key, kind);
+}
+
+mem4d_status mem4d_model_param_default(mem4d_model_param key, uint64_t *value)
+{
+    return m4d_param_default(m4d_model_params, M4D_MODEL_NPARAM, (int)key, value);
+}
+
+const char *mem4d_model_value_name(mem4d_model_param key, uint64_t value)
+{
+    return m4d_param_value_name(m4d_model_params, M4D_MODEL_NPARAM, (int)key, value);
+}
+
+mem4d_status mem4d_layout_param_kind(mem4d_layout_param key, mem4d_param_kind *kind)
+{
+    return m4d_param_kind(m4d_layout_params, M4D_LAYOUT_NPARAM, (int)key, kind);
+}
+
+mem4d_status mem4d_layout_param_default(mem4d_layout_param key, uint64_t *value)
+{
+    return m4d_param_default(m4d_layout_params, M4D_LAYOUT_NPARAM, (int)key, value);
+}
+
+mem4d_status mem4d_device_param_kind(mem4d_device_param key, mem4d_param_kind *kind)
+{
+    return m4d_param_kind(m4d_device_params, M4D_DEVICE_NPARAM, (int)key, kind);
+}
+
+mem4d_status mem4d_device_param_default(mem4d_device_param key, uint64_t *value)
+{
+    return m4d_param_default(m4d_device_params, M4D_DEVICE_NPARAM, (int)key, value);
+}
+
+const char *mem4d_device_value_name(mem4d_device_param key, uint64_t value)
+{
+    return m4d_param_value_name(m4d_device_params, M4D_DEVICE_NPARAM, (int)key, value);
 }

@@ -44,6 +44,8 @@ M4D_ENUM_COUNT(M4D_NSEARCH_OPTIONS, MEM4D_SEARCH_UNEVEN_STAGES);
 M4D_ENUM_COUNT(M4D_NSEARCH_STATS, MEM4D_SEARCH_STAT_YIELDED);
 #define M4D_NMODES 2
 M4D_ENUM_COUNT(M4D_NMODES, MEM4D_MODE_PAPER);
+#define M4D_NSTATUS 23
+M4D_ENUM_COUNT(M4D_NSTATUS, MEM4D_E_EXPERTS);
 
 /* Upper bound of pp (and so of stages in a report). */
 #define M4D_MAX_STAGES 512
@@ -59,7 +61,7 @@ struct m4d_param_desc {
     const char *alias2;         /* third accepted name, or NULL */
     uint64_t min, max, def;
     const char *const *values;  /* names of values 0..n-1 for enumerated keys, NULL-terminated; else NULL */
-    bool boolean;               /* accepts true/false */
+    mem4d_param_kind kind;      /* what the number means; BOOLEAN accepts true/false */
     uint32_t allowed;           /* bit v set: value v allowed (small keys); 0: all of [min, max] */
 };
 
@@ -71,6 +73,10 @@ mem4d_status m4d_param_set_str(const struct m4d_param_desc *table, size_t n, uin
 mem4d_status m4d_param_bounds(const struct m4d_param_desc *table, size_t n, int key,
                               uint64_t *min, uint64_t *max);
 void m4d_param_defaults(const struct m4d_param_desc *table, size_t n, uint64_t *v);
+mem4d_status m4d_param_kind(const struct m4d_param_desc *table, size_t n, int key, mem4d_param_kind *kind);
+mem4d_status m4d_param_default(const struct m4d_param_desc *table, size_t n, int key, uint64_t *value);
+/* Name of value `value` of an enumerated key; NULL when not enumerated or unknown. */
+const char *m4d_param_value_name(const struct m4d_param_desc *table, size_t n, int key, uint64_t value);
 
 /* One row per key, M4D_*_NPARAM rows (checked in params.c; declared unsized
  * here so that the definition's own row count is what the check sees). */
@@ -314,6 +320,16 @@ mem4d_verdict m4d_verdict_for(const mem4d_device *dev, mem4d_mode mode, uint64_t
 /* Fill the report's speed metrics; leaves have_metrics false when the
  * device has no peak or the global batch is unknown. */
 void m4d_perf(const struct m4d_ctx *x, const mem4d_device *dev, mem4d_report *r);
+
+/* --- describe.c -------------------------------------------------------------- */
+
+/* One search option: its name, kind (BOOLEAN or INTEGER) and default. */
+struct m4d_option_desc {
+    const char *name;
+    mem4d_param_kind kind;
+    uint64_t def;
+};
+extern const struct m4d_option_desc m4d_search_options[]; /* M4D_NSEARCH_OPTIONS rows */
 
 /* --- presets.c -------------------------------------------------------------- */
 

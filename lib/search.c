@@ -95,6 +95,11 @@ static int knob_index(mem4d_layout_param key)
     return -1;
 }
 
+int mem4d_search_varies(mem4d_layout_param key)
+{
+    return knob_index(key) >= 0;
+}
+
 static bool knob_allows(const struct knob *k, uint64_t v)
 {
     if (v < k->lo || v > k->hi)
@@ -159,11 +164,8 @@ mem4d_status mem4d_search_new(const mem4d_model *model, const mem4d_device *devi
     s->model = *model;
     s->dev = *device;
     s->base = *base;
-    s->opt[MEM4D_SEARCH_FITS_ONLY] = 1;
-    s->opt[MEM4D_SEARCH_NODE_LOCAL] = 1;
-    s->opt[MEM4D_SEARCH_RANKED] = 1;
-    s->opt[MEM4D_SEARCH_MAX_RESULTS] = 0;
-    s->opt[MEM4D_SEARCH_UNEVEN_STAGES] = 1;
+    for (size_t i = 0; i < M4D_NSEARCH_OPTIONS; i++)
+        s->opt[i] = m4d_search_options[i].def;
     knobs_default(s);
     *out = s;
     return MEM4D_OK;
@@ -187,7 +189,7 @@ mem4d_status mem4d_search_set_option(mem4d_search *search, mem4d_search_option o
         return MEM4D_E_INVALID_ARG;
     if (search->started)
         return MEM4D_E_CONFLICT;
-    if (option != MEM4D_SEARCH_MAX_RESULTS && value > 1)
+    if (m4d_search_options[option].kind == MEM4D_KIND_BOOLEAN && value > 1)
         return MEM4D_E_RANGE;
     search->opt[option] = value;
     return MEM4D_OK;

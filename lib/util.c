@@ -109,7 +109,7 @@ static mem4d_status parse_u64(const char *text, uint64_t *out)
 
 mem4d_status m4d_parse_value(const struct m4d_param_desc *d, const char *text, uint64_t *out)
 {
-    if (d->boolean) {
+    if (d->kind == MEM4D_KIND_BOOLEAN) {
         if (m4d_streq_ci(text, "true") || m4d_streq_ci(text, "yes") || m4d_streq_ci(text, "on")) {
             *out = 1;
             return MEM4D_OK;

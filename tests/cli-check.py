@@ -208,6 +208,16 @@ if ADMIT:
     expect("admit a job that fits", rc, 0, out, err)
     rc, out, err = admit("llama2-7b-tp2-pp2.args", 32, "--gpu-memory-gib")
     expect("admit usage error", rc, 2, out, err)
+    with tempfile.TemporaryDirectory() as tmp:  # a FIFO with no writer would block the hook
+        fifo = os.path.join(tmp, "job.args")
+        os.mkfifo(fifo)
+        p = subprocess.run([ADMIT, "--args", fifo, "--gpu", "h100-80", "--gpus", "8"], capture_output=True,
+                           text=True, timeout=60)
+        expect("admit refuses a FIFO as the argument file", p.returncode, 2, p.stdout, p.stderr)
+        expect_in("admit says why", "is not a regular file", p.stderr)
+        p = subprocess.run([ADMIT, "--args", os.path.join(DATA, "megatron", "llama2-7b-tp2-pp2.args"), "--gpu",
+                            "h100-80", "--gpus", "8", "--hf-config", fifo], capture_output=True, text=True, timeout=60)
+        expect("admit refuses a FIFO as the config", p.returncode, 2, p.stdout, p.stderr)
     rc, out, err = admit("non-numeric.args", 8)
     expect("reject invalid arguments", rc, 1, out, err)
     expect_in("reject names the flag", "--hidden-size", out)

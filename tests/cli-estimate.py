@@ -95,6 +95,8 @@ class Estimate(unittest.TestCase):
             (['--hf-config', os.path.join(DATA, 'hf', 'llama3.1-8b.json')],
              '--model and --hf-config contradict each other'),
             (['--json=yes'], '--json takes no value'),
+            # In the key's range but not a value it takes (2 or 4).
+            (['--set', 'main_grad_bytes=3'], '--set main_grad_bytes 3 is not a value this key takes'),
         ]
         for extra, needle in cases:
             with self.subTest(extra=extra):

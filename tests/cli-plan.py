@@ -111,7 +111,7 @@ for bad, needle in (
         (["--csv", "--json"], "mem4d: --csv and --json contradict each other"),
         (["--hf-config", hf], "mem4d: --model and --hf-config contradict each other"),  # JOB has --model
         (["--gpu-memory-gib", "0.0000001"], "mem4d: --gpu-memory-gib needs a size in GiB"),
-        (["--gpus-per-node", "0"], "mem4d: --gpus-per-node is out of range (1 to 1024)")):
+        (["--gpus-per-node", "0"], "mem4d: --gpus-per-node 0 is out of range (1 to 1024)")):
     p = run("plan", *JOB, *bad, code=2)
     check(p.stdout == "" and p.stderr.startswith(needle) and p.stderr.count("\n") == 1, f"{bad}: {p.stderr!r}")
 

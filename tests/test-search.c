@@ -80,7 +80,7 @@ static const char *reports_differ(const mem4d_report *a, const mem4d_report *b)
     if (strcmp(mem4d_report_message(a), mem4d_report_message(b)) != 0)
         return "message";
     for (uint32_t s = 0; s < mem4d_report_num_stages(a); s++)
-        for (int t = 0; t <= MEM4D_TERM_PEAK_RESERVED; t++) {
+        for (int t = 0; t < (int)mem4d_term_count(); t++) {
             uint64_t x = 1, y = 2;
             mem4d_report_get(a, s, (mem4d_term)t, &x);
             mem4d_report_get(b, s, (mem4d_term)t, &y);

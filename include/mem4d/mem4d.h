@@ -53,12 +53,43 @@ extern "C" {
 #endif
 /** @endcond */
 
+/* The version below is the project's one source of its version: meson.build
+ * reads these three lines (scripts/version.sh), and so does
+ * scripts/gen-bindings.py for the bindings. */
 /** Major version of the header; see mem4d_version(). @since 0.1 */
 #define MEM4D_VERSION_MAJOR 0
 /** Minor version of the header. @since 0.1 */
-#define MEM4D_VERSION_MINOR 1
+#define MEM4D_VERSION_MINOR 2
 /** Micro version of the header. @since 0.1 */
 #define MEM4D_VERSION_MICRO 0
+
+/**
+ * The header's version as one number, (MAJOR << 16) | (MINOR << 8) | MICRO:
+ * 0.2.0 is 0x000200. Compare it with mem4d_version_number() (the library
+ * loaded at run time), or test it in the preprocessor:
+ * `#if MEM4D_VERSION_NUMBER >= 0x000200`.
+ * @since 0.2
+ */
+#define MEM4D_VERSION_NUMBER ((MEM4D_VERSION_MAJOR << 16) | (MEM4D_VERSION_MINOR << 8) | MEM4D_VERSION_MICRO)
+
+/**
+ * Marks a declaration deprecated, with a message saying what to use instead;
+ * it comes first, before the declaration's `MEM4D_API`:
+ * `MEM4D_DEPRECATED("use mem4d_new_thing()")`.
+ * Calls then warn under GCC, Clang and MSVC (and C++14); other compilers
+ * ignore it. Deprecated functions stay exported until the soname changes.
+ * @param msg A string literal.
+ * @since 0.2
+ */
+#if defined(__cplusplus) && __cplusplus >= 201402L
+#define MEM4D_DEPRECATED(msg) [[deprecated(msg)]]
+#elif defined(__GNUC__)
+#define MEM4D_DEPRECATED(msg) __attribute__((deprecated(msg)))
+#elif defined(_MSC_VER)
+#define MEM4D_DEPRECATED(msg) __declspec(deprecated(msg))
+#else
+#define MEM4D_DEPRECATED(msg)
+#endif
 
 /* ------------------------------------------------------------------------ */
 /** @defgroup status Status codes
@@ -110,6 +141,67 @@ MEM4D_API const char *mem4d_strerror(mem4d_status status);
  * @since 0.1
  */
 MEM4D_API const char *mem4d_version(void);
+
+/**
+ * The name of a status as this header spells it ("MEM4D_E_RANGE"), for logs
+ * and for bindings that mirror the enum.
+ * @param status Any value.
+ * @return A static string, or NULL for a value this library does not know.
+ * @since 0.2
+ */
+MEM4D_API const char *mem4d_status_name(mem4d_status status);
+
+/**
+ * Number of statuses this library knows: they are 0 to count-1.
+ * @return The count.
+ * @since 0.2
+ */
+MEM4D_API size_t mem4d_status_count(void);
+
+/**
+ * The library's version as one number, (MAJOR << 16) | (MINOR << 8) | MICRO,
+ * of the library loaded at run time: compare with ::MEM4D_VERSION_NUMBER.
+ * @return The number (0x000200 for 0.2.0).
+ * @since 0.2
+ */
+MEM4D_API uint32_t mem4d_version_number(void);
+
+/** @} */
+
+/* ------------------------------------------------------------------------ */
+/** @defgroup kinds Parameter kinds: how to read and show a value
+ * Every parameter of a model, layout or device (and every search option) is a
+ * `uint64_t`; its kind says what the number means, so that tools and bindings
+ * can parse, check and print it without a table of their own
+ * (mem4d_model_param_kind(), mem4d_layout_param_kind(),
+ * mem4d_device_param_kind(), mem4d_search_option_kind()).
+ * @{ */
+
+/**
+ * What a parameter's number means. Values are fixed forever; new kinds are
+ * appended (a binding treats an unknown kind as ::MEM4D_KIND_INTEGER).
+ * @since 0.2
+ */
+typedef enum mem4d_param_kind {
+    MEM4D_KIND_INTEGER = 0,    /**< A plain number: a count, a size in elements, a divisor. */
+    MEM4D_KIND_BOOLEAN = 1,    /**< 0 or 1; the text setters also take "true"/"false". */
+    MEM4D_KIND_CHOICE = 2,     /**< One of the named values 0 to max of its bounds (see mem4d_layout_value_name()). */
+    MEM4D_KIND_BYTES = 3,      /**< A size in bytes. */
+    MEM4D_KIND_WIDTH = 4,      /**< Bytes per element: only the widths its documentation lists (e.g. 2 or 4). */
+    MEM4D_KIND_PPM = 5,        /**< A fraction in parts per million (800000 is 80%). */
+    MEM4D_KIND_FLOPS = 6,      /**< A rate in floating-point operations per second. */
+    MEM4D_KIND_BYTES_PER_S = 7,/**< A bandwidth in bytes per second. */
+    MEM4D_KIND_NANOSECONDS = 8 /**< A duration in nanoseconds. */
+} mem4d_param_kind;
+
+/**
+ * Name of a kind: "integer", "boolean", "choice", "bytes", "width", "ppm",
+ * "flops", "bytes_per_s" or "nanoseconds".
+ * @param kind The kind.
+ * @return A static string, or NULL for an unknown kind.
+ * @since 0.2
+ */
+MEM4D_API const char *mem4d_param_kind_name(mem4d_param_kind kind);
 
 /** @} */
 
@@ -301,6 +393,35 @@ MEM4D_API mem4d_status mem4d_model_param_from_name(const char *name, mem4d_model
  * @since 0.1
  */
 MEM4D_API mem4d_status mem4d_model_param_bounds(mem4d_model_param key, uint64_t *min, uint64_t *max);
+
+/**
+ * What a model parameter's number means.
+ * @param key The parameter.
+ * @param[out] kind Receives the kind.
+ * @return ::MEM4D_OK or ::MEM4D_E_INVALID_ARG (unknown key, NULL @p kind).
+ * @since 0.2
+ */
+MEM4D_API mem4d_status mem4d_model_param_kind(mem4d_model_param key, mem4d_param_kind *kind);
+
+/**
+ * The value a new model (mem4d_model_new()) holds for a parameter; 0 for the
+ * required ones (unset) and for those whose 0 means "derived".
+ * @param key The parameter.
+ * @param[out] value Receives the default.
+ * @return ::MEM4D_OK or ::MEM4D_E_INVALID_ARG.
+ * @since 0.2
+ */
+MEM4D_API mem4d_status mem4d_model_param_default(mem4d_model_param key, uint64_t *value);
+
+/**
+ * Name of a value of an enumerated (::MEM4D_KIND_CHOICE) model parameter
+ * ("layernorm" for ::MEM4D_MODEL_NORM = 1).
+ * @param key The parameter.
+ * @param value The value.
+ * @return A static string, or NULL when the key is not enumerated or the value unknown.
+ * @since 0.2
+ */
+MEM4D_API const char *mem4d_model_value_name(mem4d_model_param key, uint64_t value);
 
 /** @} */
 
@@ -542,6 +663,24 @@ MEM4D_API mem4d_status mem4d_layout_param_bounds(mem4d_layout_param key, uint64_
 MEM4D_API const char *mem4d_layout_value_name(mem4d_layout_param key, uint64_t value);
 
 /**
+ * What a layout parameter's number means.
+ * @param key The parameter.
+ * @param[out] kind Receives the kind.
+ * @return ::MEM4D_OK or ::MEM4D_E_INVALID_ARG (unknown key, NULL @p kind).
+ * @since 0.2
+ */
+MEM4D_API mem4d_status mem4d_layout_param_kind(mem4d_layout_param key, mem4d_param_kind *kind);
+
+/**
+ * The value a new layout (mem4d_layout_new()) holds for a parameter.
+ * @param key The parameter.
+ * @param[out] value Receives the default.
+ * @return ::MEM4D_OK or ::MEM4D_E_INVALID_ARG.
+ * @since 0.2
+ */
+MEM4D_API mem4d_status mem4d_layout_param_default(mem4d_layout_param key, uint64_t *value);
+
+/**
  * Check a layout against a model: every rule of doc/formulas.md, section
  * "Valid layouts".
  * @param model The model.
@@ -714,6 +853,34 @@ MEM4D_API mem4d_status mem4d_device_param_from_name(const char *name, mem4d_devi
  * @since 0.1
  */
 MEM4D_API mem4d_status mem4d_device_param_bounds(mem4d_device_param key, uint64_t *min, uint64_t *max);
+
+/**
+ * What a device parameter's number means.
+ * @param key The parameter.
+ * @param[out] kind Receives the kind.
+ * @return ::MEM4D_OK or ::MEM4D_E_INVALID_ARG (unknown key, NULL @p kind).
+ * @since 0.2
+ */
+MEM4D_API mem4d_status mem4d_device_param_kind(mem4d_device_param key, mem4d_param_kind *kind);
+
+/**
+ * The value a new device (mem4d_device_new()) holds for a parameter; presets
+ * override the hardware figures.
+ * @param key The parameter.
+ * @param[out] value Receives the default.
+ * @return ::MEM4D_OK or ::MEM4D_E_INVALID_ARG.
+ * @since 0.2
+ */
+MEM4D_API mem4d_status mem4d_device_param_default(mem4d_device_param key, uint64_t *value);
+
+/**
+ * Name of a value of an enumerated (::MEM4D_KIND_CHOICE) device parameter.
+ * @param key The parameter.
+ * @param value The value.
+ * @return A static string, or NULL when the key is not enumerated or the value unknown.
+ * @since 0.2
+ */
+MEM4D_API const char *mem4d_device_value_name(mem4d_device_param key, uint64_t value);
 
 /** @} */
 
@@ -969,6 +1136,45 @@ MEM4D_API const char *mem4d_mode_name(mem4d_mode mode);
  */
 MEM4D_API const char *mem4d_term_name(mem4d_term term);
 
+/**
+ * Number of per-stage terms this library knows: they are 0 to count-1.
+ * @return The count.
+ * @since 0.2
+ */
+MEM4D_API size_t mem4d_term_count(void);
+
+/**
+ * Number of whole-job values this library knows: they are 0 to count-1.
+ * @return The count.
+ * @since 0.2
+ */
+MEM4D_API size_t mem4d_info_count(void);
+
+/**
+ * Name of a whole-job value ("dp", "world", "microbatches", ...): the enum
+ * name without its prefix, in lower case.
+ * @param info The value.
+ * @return A static string, or NULL for an unknown value.
+ * @since 0.2
+ */
+MEM4D_API const char *mem4d_info_name(mem4d_info info);
+
+/**
+ * Number of speed figures this library knows: they are 0 to count-1.
+ * @return The count.
+ * @since 0.2
+ */
+MEM4D_API size_t mem4d_metric_count(void);
+
+/**
+ * Name of a speed figure ("step_time_s", "tokens_per_s", ...): the enum name
+ * without its prefix, in lower case.
+ * @param metric The figure.
+ * @return A static string, or NULL for an unknown figure.
+ * @since 0.2
+ */
+MEM4D_API const char *mem4d_metric_name(mem4d_metric metric);
+
 /** @} */
 
 /* ------------------------------------------------------------------------ */
@@ -1095,6 +1301,67 @@ MEM4D_API mem4d_status mem4d_search_reset(mem4d_search *search);
  * @since 0.1
  */
 MEM4D_API mem4d_status mem4d_search_stat_get(const mem4d_search *search, mem4d_search_stat stat, uint64_t *value);
+
+/**
+ * Number of search options this library knows: they are 0 to count-1.
+ * @return The count.
+ * @since 0.2
+ */
+MEM4D_API size_t mem4d_search_option_count(void);
+
+/**
+ * Name of a search option ("fits_only", "node_local", ...): the enum name
+ * without its prefix, in lower case.
+ * @param option The option.
+ * @return A static string, or NULL for an unknown option.
+ * @since 0.2
+ */
+MEM4D_API const char *mem4d_search_option_name(mem4d_search_option option);
+
+/**
+ * What a search option's number means: ::MEM4D_KIND_BOOLEAN (0 or 1) or
+ * ::MEM4D_KIND_INTEGER (any value).
+ * @param option The option.
+ * @param[out] kind Receives the kind.
+ * @return ::MEM4D_OK or ::MEM4D_E_INVALID_ARG.
+ * @since 0.2
+ */
+MEM4D_API mem4d_status mem4d_search_option_kind(mem4d_search_option option, mem4d_param_kind *kind);
+
+/**
+ * The value a new search (mem4d_search_new()) holds for an option.
+ * @param option The option.
+ * @param[out] value Receives the default.
+ * @return ::MEM4D_OK or ::MEM4D_E_INVALID_ARG.
+ * @since 0.2
+ */
+MEM4D_API mem4d_status mem4d_search_option_default(mem4d_search_option option, uint64_t *value);
+
+/**
+ * Number of search counters this library knows: they are 0 to count-1.
+ * @return The count.
+ * @since 0.2
+ */
+MEM4D_API size_t mem4d_search_stat_count(void);
+
+/**
+ * Name of a search counter ("visited", "pruned", "valid", "yielded").
+ * @param stat The counter.
+ * @return A static string, or NULL for an unknown counter.
+ * @since 0.2
+ */
+MEM4D_API const char *mem4d_search_stat_name(mem4d_search_stat stat);
+
+/**
+ * Whether a search varies a layout key (so mem4d_search_bound() and
+ * mem4d_search_allow() accept it): tp, cp, pp, dp, micro-batch, vpp,
+ * recompute and the distributed optimizer. Every other key comes from the
+ * search's base layout.
+ * @param key A layout parameter.
+ * @return 1 when searched; 0 when not, and for an unknown key.
+ * @since 0.2
+ */
+MEM4D_API int mem4d_search_varies(mem4d_layout_param key);
 
 /**
  * Largest micro-batch size with which @p layout still fits (verdict "fits").

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Python and Rust bindings against the library of $BUILD_DIR (already built
-# and tested by 10-core): the Python unittest suite (signature check against
-# the header, golden values, error mapping, 100k-cycle leak check, search
-# agreement), an offline `pip install` of the package whose example must print
-# the CLI's table, and `cargo test --offline` for mem4d-sys and mem4d.
+# and tested by 10-core): the generated tables are fresh
+# (scripts/gen-bindings.py --check), the Python unittest suite (the library
+# agrees with the generated copies, golden values, error mapping, 100k-cycle
+# leak check, search agreement), an offline `pip install` of the package whose
+# example must print the CLI's table, and `cargo test --offline` for mem4d-sys
+# and mem4d.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 : "${BUILD_DIR:?}"
@@ -28,6 +30,7 @@ step() {  # step NAME COMMAND...: run, remember the outcome, keep going
     fi
 }
 
+step "generated bindings fresh" python3 scripts/gen-bindings.py --check
 step "python unittest" python3 -m unittest discover -s bindings/python/tests -t bindings/python/tests
 
 # The package installs with no network (in-tree stdlib build backend), and the

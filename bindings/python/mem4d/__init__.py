@@ -12,7 +12,10 @@ Only the standard library is used (ctypes); see _capi.py for how the shared
 library is found (MEM4D_LIBRARY overrides).
 """
 
+from ._capi import from_c as _from_c
 from ._capi import lib as _lib
+from ._enums import VERSION as __version__
+from ._enums import Framework, Info, Metric, ParamKind, SearchOption, SearchStat, Term
 from ._errors import Mem4dError, Status, strerror
 from ._estimate import (GIB, Metrics, Report, ReportBuffer, Stage, estimate,
                         max_micro_batch, max_seq_length, min_gpus)
@@ -21,17 +24,17 @@ from ._objects import Device, Layout, Model
 from ._search import Plan, Search, plan
 from ._torchtitan import torchtitan_layout
 
-__version__ = "0.1.0"
-
 
 def library_version():
-    """Version of the loaded libmem4d ("0.1.0")."""
-    return _lib.mem4d_version().decode()
+    """Version of the loaded libmem4d ("0.2.0"); __version__ is the header's
+    these bindings were generated from."""
+    return _from_c(_lib.mem4d_version())
 
 
 __all__ = [
-    "GIB", "Device", "Importer", "Layout", "MegatronImport", "Mem4dError", "Metrics",
-    "Model", "Plan", "Report", "ReportBuffer", "Search", "Stage", "Status", "WorldSource",
+    "GIB", "Device", "Framework", "Importer", "Info", "Layout", "MegatronImport", "Mem4dError", "Metric",
+    "Metrics", "Model", "ParamKind", "Plan", "Report", "ReportBuffer", "Search", "SearchOption",
+    "SearchStat", "Stage", "Status", "Term", "WorldSource",
     "estimate", "import_deepspeed", "import_megatron", "library_version", "max_micro_batch",
     "max_seq_length", "min_gpus", "plan", "strerror", "torchtitan_layout",
 ]

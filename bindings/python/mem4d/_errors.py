@@ -1,41 +1,17 @@
 # SPDX-License-Identifier: MIT
 """Status codes and the exception that carries them."""
 
-import enum
-
 from ._capi import lib
+from ._enums import Status
 
 
-class Status(enum.IntEnum):
-    """mem4d_status: values are fixed forever (see mem4d.h)."""
-    OK = 0
-    END = 1
-    E_INVALID_ARG = 2
-    E_NOMEM = 3
-    E_RANGE = 4
-    E_UNKNOWN_KEY = 5
-    E_UNKNOWN_PRESET = 6
-    E_PARSE = 7
-    E_MODEL = 8
-    E_HEADS_TP = 9
-    E_KV_HEADS_TP = 10
-    E_LAYERS_PP = 11
-    E_WORLD = 12
-    E_SEQ = 13
-    E_BATCH = 14
-    E_UNSUPPORTED = 15
-    E_NO_JSON = 16
-    E_IO = 17
-    E_JSON = 18
-    E_MISSING = 19
-    E_CONFLICT = 20
-    E_DIM_TP = 21
-    E_EXPERTS = 22
+def _description(self):
+    """The library's short description (mem4d_strerror)."""
+    return strerror(self)
 
-    @property
-    def description(self):
-        """The library's short description (mem4d_strerror)."""
-        return strerror(self)
+
+# Status (mem4d_status, values fixed forever) is generated from the header.
+Status.description = property(_description)
 
 
 def strerror(status):

@@ -6,95 +6,74 @@ import dataclasses
 import typing
 
 from . import _capi
-from ._capi import lib
+from ._capi import from_c, lib
+from ._enums import Info, Metric, Term
 from ._errors import Status, check
 from ._objects import _Handle, _new
 
 GIB = float(1 << 30)
 
-# mem4d_term values, in enum order (fixed forever; new ones are appended).
-TERMS = ("weights", "gradients", "optimizer", "activations", "overhead", "total",
-         "params", "layers", "in_flight", "buffers", "fragmentation", "fixed",
-         "peak_allocated", "peak_reserved")
-# mem4d_info values.
-INFOS = ("dp", "world", "microbatches", "padded_vocab", "model_params", "process_groups")
-# mem4d_metric values.
-METRICS = ("step_time_s", "tokens_per_s", "tflops_per_gpu", "mfu", "bubble_fraction",
-           "compute_time_s", "exposed_comm_s")
+# Names of the per-stage terms, whole-job values and speed figures, in enum
+# order: the generated enums' member names in lower case ("weights",
+# "padded_vocab", "step_time_s"). A value appended to the header appears here,
+# in Stage, Report and Metrics, without an edit.
+TERMS = tuple(t.name.lower() for t in Term)
+INFOS = tuple(i.name.lower() for i in Info)
+METRICS = tuple(m.name.lower() for m in Metric)
 
 
-@dataclasses.dataclass(frozen=True)
-class Stage:
-    """One pipeline stage: bytes, except params, layers and in_flight (counts)."""
-    weights: int
-    gradients: int
-    optimizer: int
-    activations: int
-    overhead: int
-    total: int
-    params: int
-    layers: int
-    in_flight: int
-    buffers: int
-    fragmentation: int
-    fixed: int
-    peak_allocated: int
-    peak_reserved: int
-
-    @property
-    def weights_and_optimizer(self):
-        """The paper's "weights + optimizer" column: weights, gradients, optimizer."""
-        return self.weights + self.gradients + self.optimizer
+def _weights_and_optimizer(self):
+    """The paper's "weights + optimizer" column: weights, gradients, optimizer."""
+    return self.weights + self.gradients + self.optimizer
 
 
-@dataclasses.dataclass(frozen=True)
-class Metrics:
-    """Predicted speed (present when the device has a peak and the layout a global batch)."""
-    step_time_s: float
-    tokens_per_s: float
-    tflops_per_gpu: float
-    mfu: float
-    bubble_fraction: float
-    compute_time_s: float
-    exposed_comm_s: float
+Stage = dataclasses.make_dataclass(
+    "Stage", [(name, int) for name in TERMS], frozen=True,
+    namespace={"weights_and_optimizer": property(_weights_and_optimizer),
+               "__doc__": "One pipeline stage: bytes, except params, layers and in_flight (counts)."})
+Stage.__module__ = __name__
+
+Metrics = dataclasses.make_dataclass(
+    "Metrics", [(name, float) for name in METRICS], frozen=True,
+    namespace={"__doc__": "Predicted speed (present when the device has a peak and the layout "
+                          "a global batch)."})
+Metrics.__module__ = __name__
 
 
-@dataclasses.dataclass(frozen=True)
-class Report:
-    """A successful estimate, copied out of the library (holds no C memory)."""
-    mode: str                  # "full" or "paper"
-    verdict: str               # "fits", "tight" or "oom"
-    stages: typing.Tuple[Stage, ...]
-    peak_stage: int
-    peak_bytes: int
-    device_bytes: int
-    dp: int
-    world: int
-    microbatches: int
-    padded_vocab: int
-    model_params: int
-    process_groups: int
-    metrics: typing.Optional[Metrics]
-    # settings that change memory but are not modelled (e.g. "compile: ...")
-    warnings: typing.Tuple[str, ...] = ()
+def _peak(self):
+    return self.stages[self.peak_stage]
 
-    @property
-    def peak(self):
-        return self.stages[self.peak_stage]
 
-    @property
-    def peak_allocated_bytes(self):
-        """The peak stage's torch.cuda.max_memory_allocated counterpart."""
-        return self.peak.peak_allocated
+def _peak_gib(self):
+    return self.peak_bytes / GIB
 
-    @property
-    def peak_reserved_bytes(self):
-        """The peak stage's torch.cuda.max_memory_reserved counterpart."""
-        return self.peak.peak_reserved
 
-    @property
-    def peak_gib(self):
-        return self.peak_bytes / GIB
+def _peak_allocated_bytes(self):
+    """The peak stage's torch.cuda.max_memory_allocated counterpart."""
+    return self.stages[self.peak_stage].peak_allocated
+
+
+def _peak_reserved_bytes(self):
+    """The peak stage's torch.cuda.max_memory_reserved counterpart."""
+    return self.stages[self.peak_stage].peak_reserved
+
+
+Report = dataclasses.make_dataclass(
+    "Report",
+    [("mode", str),                   # "full" or "paper"
+     ("verdict", str),                # "fits", "tight" or "oom"
+     ("stages", typing.Tuple[Stage, ...]),
+     ("peak_stage", int), ("peak_bytes", int), ("device_bytes", int)]
+    + [(name, int) for name in INFOS]  # dp, world, microbatches, ...
+    + [("metrics", typing.Optional[Metrics]),
+       # settings that change memory but are not modelled ("compile: ...")
+       ("warnings", typing.Tuple[str, ...], dataclasses.field(default=()))],
+    frozen=True,
+    namespace={"peak": property(_peak), "peak_gib": property(_peak_gib),
+               "peak_allocated_bytes": property(_peak_allocated_bytes),
+               "peak_reserved_bytes": property(_peak_reserved_bytes),
+               "__doc__": "A successful estimate, copied out of the library (holds no C memory)."})
+Report.__module__ = __name__
 
 
 def _read_report(handle):
@@ -113,17 +92,16 @@ def _read_report(handle):
         infos.append(value.value)
     metrics = _read_metrics(handle)
     return Report(
-        mode=lib.mem4d_mode_name(lib.mem4d_report_mode(handle)).decode(),
-        verdict=lib.mem4d_verdict_name(lib.mem4d_report_verdict(handle)).decode(),
+        mode=from_c(lib.mem4d_mode_name(lib.mem4d_report_mode(handle))),
+        verdict=from_c(lib.mem4d_verdict_name(lib.mem4d_report_verdict(handle))),
         stages=tuple(stages),
         peak_stage=lib.mem4d_report_peak_stage(handle),
         peak_bytes=lib.mem4d_report_peak_bytes(handle),
         device_bytes=lib.mem4d_report_device_bytes(handle),
-        dp=infos[0], world=infos[1], microbatches=infos[2], padded_vocab=infos[3],
-        model_params=infos[4], process_groups=infos[5],
         metrics=metrics,
-        warnings=tuple(lib.mem4d_report_warning(handle, i).decode()
-                       for i in range(lib.mem4d_report_warning_count(handle))))
+        warnings=tuple(from_c(lib.mem4d_report_warning(handle, i))
+                       for i in range(lib.mem4d_report_warning_count(handle))),
+        **dict(zip(INFOS, infos)))
 
 
 def _read_metrics(handle):
@@ -148,7 +126,7 @@ class ReportBuffer(_Handle):
 
     def estimate(self, model, layout, device):
         code = lib.mem4d_estimate(model, layout, device, self)
-        check(code, lib.mem4d_report_message(self).decode())
+        check(code, from_c(lib.mem4d_report_message(self)))
         return _read_report(self)
 
 

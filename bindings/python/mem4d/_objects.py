@@ -4,7 +4,8 @@
 import ctypes
 
 from . import _capi
-from ._capi import lib
+from ._capi import from_c, lib, to_c
+from ._enums import ParamKind
 from ._errors import Mem4dError, Status, check
 
 
@@ -59,10 +60,10 @@ class _Params(_Handle):
     @classmethod
     def key(cls, name):
         """The enum value of a parameter name or alias."""
-        if isinstance(name, int):
+        if isinstance(name, int) and not isinstance(name, bool):
             return name
         out = ctypes.c_int()
-        code = cls._fn("param_from_name")(name.encode(), ctypes.byref(out))
+        code = cls._fn("param_from_name")(to_c(name, f"{cls._kind} parameter name"), ctypes.byref(out))
         check(code, f"unknown {cls._kind} parameter '{name}'")
         return out.value
 
@@ -70,7 +71,7 @@ class _Params(_Handle):
     def keys(cls):
         """Canonical names of every parameter, in enum order."""
         count = cls._fn("param_count")()
-        return [cls._fn("param_name")(i).decode() for i in range(count)]
+        return [from_c(cls._fn("param_name")(i)) for i in range(count)]
 
     @classmethod
     def bounds(cls, name):
@@ -78,6 +79,32 @@ class _Params(_Handle):
         lo, hi = ctypes.c_uint64(), ctypes.c_uint64()
         check(cls._fn("param_bounds")(cls.key(name), ctypes.byref(lo), ctypes.byref(hi)))
         return lo.value, hi.value
+
+    @classmethod
+    def kind(cls, name):
+        """What a parameter's number means: a ParamKind (INTEGER, BOOLEAN, CHOICE, BYTES, ...)."""
+        out = ctypes.c_int()
+        check(cls._fn("param_kind")(cls.key(name), ctypes.byref(out)))
+        try:
+            return ParamKind(out.value)
+        except ValueError:  # a kind newer than this binding: a plain number
+            return ParamKind.INTEGER
+
+    @classmethod
+    def default(cls, name):
+        """The value a new object holds for a parameter."""
+        out = ctypes.c_uint64()
+        check(cls._fn("param_default")(cls.key(name), ctypes.byref(out)))
+        return out.value
+
+    @classmethod
+    def value_names(cls, name):
+        """Names of the values 0, 1, ... of an enumerated (CHOICE) parameter; [] for others."""
+        key = cls.key(name)
+        if cls.kind(key) != ParamKind.CHOICE:
+            return []
+        _, hi = cls.bounds(key)
+        return [from_c(cls._fn("value_name")(key, v)) for v in range(hi + 1)]
 
     def set(self, **values):
         """Set parameters by name: ints, bools, or text ("full", "rmsnorm")."""
@@ -87,13 +114,22 @@ class _Params(_Handle):
 
     def __setitem__(self, name, value):
         if isinstance(value, str):
-            code = self._fn("set_str")(self, name.encode(), value.encode())
+            code = self._fn("set_str")(self, to_c(name, f"{self._kind} parameter name"),
+                                       to_c(value, f"{self._kind} parameter '{name}'"))
             check(code, f"{self._kind} parameter '{name}' = '{value}' is not accepted")
             return
         key = self.key(name)
         if isinstance(value, bool):
+            # True is an int to Python, but tp=True is a mistake, not tp=1.
+            kind = self.kind(key)
+            if kind != ParamKind.BOOLEAN:
+                raise TypeError(f"{self._kind} parameter '{name}' is {kind.name.lower()}, "
+                                f"not a boolean: {value!r} is refused")
             value = int(value)
-        if not isinstance(value, int) or value < 0 or value >= 1 << 64:
+        if not isinstance(value, int):
+            raise TypeError(f"{self._kind} parameter '{name}' takes an int or a str, "
+                            f"not {type(value).__name__} {value!r}")
+        if value < 0 or value >= 1 << 64:
             raise Mem4dError(Status.E_RANGE, f"{self._kind} parameter '{name}' = {value!r} "
                                               "is not an unsigned 64-bit integer")
         code = self._fn("set")(self, key, value)
@@ -124,7 +160,7 @@ class _Params(_Handle):
 def _validate_text(fn, *args):
     why = ctypes.create_string_buffer(512)
     code = fn(*args, why, ctypes.sizeof(why))
-    check(code, why.value.decode())
+    check(code, from_c(why.value))
 
 
 class Model(_Params):
@@ -141,13 +177,13 @@ class Model(_Params):
     @classmethod
     def preset(cls, name):
         code_ptr = _capi.MODEL()
-        code = lib.mem4d_model_new_preset(name.encode(), ctypes.byref(code_ptr))
+        code = lib.mem4d_model_new_preset(to_c(name, "model preset"), ctypes.byref(code_ptr))
         check(code, f"unknown model preset '{name}'")
         return cls(_ptr=code_ptr)
 
     @staticmethod
     def presets():
-        return [lib.mem4d_model_preset_name(i).decode()
+        return [from_c(lib.mem4d_model_preset_name(i))
                 for i in range(lib.mem4d_model_preset_count())]
 
     @classmethod
@@ -156,7 +192,7 @@ class Model(_Params):
         from ._import import Importer
         imp = importer or Importer()
         model = cls()
-        imp._check(lib.mem4d_import_hf_config(imp, str(path).encode(), model))
+        imp._check(lib.mem4d_import_hf_config(imp, to_c(path, "config path"), model))
         return model
 
     @classmethod
@@ -171,11 +207,11 @@ class Model(_Params):
 
     @property
     def name(self):
-        return lib.mem4d_model_name(self).decode()
+        return from_c(lib.mem4d_model_name(self))
 
     @name.setter
     def name(self, value):
-        check(lib.mem4d_model_set_name(self, value.encode()))
+        check(lib.mem4d_model_set_name(self, to_c(value, "model name")))
 
     @property
     def num_params(self):
@@ -203,7 +239,7 @@ class Layout(_Params):
         """The name of an enumerated parameter's value ("full"), or None."""
         key = self.key(name)
         text = lib.mem4d_layout_value_name(key, self[key])
-        return text.decode() if text else None
+        return from_c(text) if text else None
 
     def validate(self, model):
         """Raise Mem4dError naming the first rule this layout breaks for model."""
@@ -215,7 +251,7 @@ class Layout(_Params):
         lib.mem4d_layout_megatron_args(model, self, None, 0, ctypes.byref(need))
         buf = ctypes.create_string_buffer(need.value + 1)
         check(lib.mem4d_layout_megatron_args(model, self, buf, ctypes.sizeof(buf), None), "")
-        return buf.value.decode()
+        return from_c(buf.value)
 
 
 class Device(_Params):
@@ -232,15 +268,15 @@ class Device(_Params):
     @classmethod
     def preset(cls, name):
         ptr = _capi.DEVICE()
-        code = lib.mem4d_device_new_preset(name.encode(), ctypes.byref(ptr))
+        code = lib.mem4d_device_new_preset(to_c(name, "device preset"), ctypes.byref(ptr))
         check(code, f"unknown device preset '{name}'")
         return cls(_ptr=ptr)
 
     @staticmethod
     def presets():
-        return [lib.mem4d_device_preset_name(i).decode()
+        return [from_c(lib.mem4d_device_preset_name(i))
                 for i in range(lib.mem4d_device_preset_count())]
 
     @property
     def name(self):
-        return lib.mem4d_device_name(self).decode()
+        return from_c(lib.mem4d_device_name(self))

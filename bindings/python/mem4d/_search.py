@@ -6,16 +6,18 @@ import dataclasses
 
 from . import _capi
 from ._capi import lib
-from ._errors import Status, check
+from ._enums import SearchOption, SearchStat
+from ._errors import Mem4dError, Status, check
 from ._estimate import Report, ReportBuffer, _read_report
 from ._objects import Layout, _Handle, _new
 
-# mem4d_search_option values.
-OPTIONS = {"fits_only": 0, "node_local": 1, "ranked": 2, "max_results": 3, "uneven_stages": 4}
-# mem4d_search_stat values.
-STATS = ("visited", "pruned", "valid", "yielded")
-# Layout keys the search varies (mem4d_search_bound()).
-SEARCHED = ("tp", "cp", "pp", "dp", "mbs", "vpp", "recompute", "dist_opt")
+# mem4d_search_option values by name ("fits_only": SearchOption.FITS_ONLY).
+OPTIONS = {o.name.lower(): o for o in SearchOption}
+# mem4d_search_stat names, in enum order.
+STATS = tuple(s.name.lower() for s in SearchStat)
+# Layout keys the search varies (mem4d_search_bound() takes them), as the
+# loaded library says.
+SEARCHED = tuple(name for key, name in enumerate(Layout.keys()) if lib.mem4d_search_varies(key))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,7 +38,13 @@ class Search(_Handle):
         self._report = ReportBuffer()
 
     def option(self, name, value):
-        code = lib.mem4d_search_set_option(self, OPTIONS[name], int(value))
+        if isinstance(value, bool):
+            value = int(value)
+        if not isinstance(value, int):
+            raise TypeError(f"search option {name} takes an int or a bool, not {value!r}")
+        if not 0 <= value < 1 << 64:
+            raise Mem4dError(Status.E_RANGE, f"search option {name} = {value} is outside [0, 2**64 - 1]")
+        code = lib.mem4d_search_set_option(self, OPTIONS[name], value)
         check(code, f"search option {name} = {value!r} is not accepted")
 
     def constrain(self, name, spec):
@@ -82,6 +90,8 @@ def _value(name, spec):
     if isinstance(spec, bool):
         return int(spec)
     if isinstance(spec, int):
+        if not 0 <= spec < 1 << 64:
+            raise Mem4dError(Status.E_RANGE, f"search constraint {name} = {spec} is outside [0, 2**64 - 1]")
         return spec
     probe = Layout()
     probe[name] = spec  # parses "full", "true", ... the way the library does

@@ -59,7 +59,9 @@ class ParamsTest(unittest.TestCase):
         self.assertIs(ctx.exception.status, mem4d.Status.E_WORLD)
 
     def test_library_version(self):
-        self.assertEqual(mem4d.library_version(), "0.1.0")
+        # The library under test is the one the bindings were generated for.
+        self.assertEqual(mem4d.library_version(), mem4d.__version__)
+        self.assertEqual(mem4d.__version__, "0.2.0")
 
 
 class SolveTest(unittest.TestCase):

@@ -7,6 +7,7 @@ use std::ptr::{self, NonNull};
 use mem4d_sys as sys;
 
 use crate::error::{c_string, check, owned_str, Error, Result, Status};
+use crate::generated::ParamKind;
 
 /// The functions of one described kind ("model", "layout", "device").
 struct Api<T> {
@@ -21,6 +22,8 @@ struct Api<T> {
     name: unsafe extern "C" fn(c_int) -> *const c_char,
     from_name: unsafe extern "C" fn(*const c_char, *mut c_int) -> c_int,
     bounds: unsafe extern "C" fn(c_int, *mut u64, *mut u64) -> c_int,
+    kind_of: unsafe extern "C" fn(c_int, *mut c_int) -> c_int,
+    default_of: unsafe extern "C" fn(c_int, *mut u64) -> c_int,
 }
 
 impl<T> Api<T> {
@@ -46,6 +49,22 @@ impl<T> Api<T> {
         // SAFETY: valid out-pointers.
         check(unsafe { (self.bounds)(key, &mut lo, &mut hi) }, String::new)?;
         Ok((lo, hi))
+    }
+
+    fn kind_of(&self, name: &str) -> Result<ParamKind> {
+        let key = self.key(name)?;
+        let mut kind = 0;
+        // SAFETY: a valid out-pointer.
+        check(unsafe { (self.kind_of)(key, &mut kind) }, String::new)?;
+        Ok(ParamKind::from_raw(kind))
+    }
+
+    fn default_of(&self, name: &str) -> Result<u64> {
+        let key = self.key(name)?;
+        let mut value = 0;
+        // SAFETY: a valid out-pointer.
+        check(unsafe { (self.default_of)(key, &mut value) }, String::new)?;
+        Ok(value)
     }
 
     fn keys(&self) -> Vec<String> {
@@ -146,6 +165,16 @@ macro_rules! described {
                 $api.bounds(name)
             }
 
+            /// What a parameter's number means (integer, boolean, choice, bytes, ...).
+            pub fn param_kind(name: &str) -> Result<ParamKind> {
+                $api.kind_of(name)
+            }
+
+            /// The value a new object holds for a parameter.
+            pub fn param_default(name: &str) -> Result<u64> {
+                $api.default_of(name)
+            }
+
             /// Every parameter with its value, in key order.
             pub fn values(&self) -> Vec<(String, u64)> {
                 $ty::keys()
@@ -212,6 +241,8 @@ macro_rules! paste_api {
             name: sys::mem4d_model_param_name,
             from_name: sys::mem4d_model_param_from_name,
             bounds: sys::mem4d_model_param_bounds,
+            kind_of: sys::mem4d_model_param_kind,
+            default_of: sys::mem4d_model_param_default,
         };
     };
     ($api:ident, $raw:ty, $kind:literal, layout) => {
@@ -227,6 +258,8 @@ macro_rules! paste_api {
             name: sys::mem4d_layout_param_name,
             from_name: sys::mem4d_layout_param_from_name,
             bounds: sys::mem4d_layout_param_bounds,
+            kind_of: sys::mem4d_layout_param_kind,
+            default_of: sys::mem4d_layout_param_default,
         };
     };
     ($api:ident, $raw:ty, $kind:literal, device) => {
@@ -242,6 +275,8 @@ macro_rules! paste_api {
             name: sys::mem4d_device_param_name,
             from_name: sys::mem4d_device_param_from_name,
             bounds: sys::mem4d_device_param_bounds,
+            kind_of: sys::mem4d_device_param_kind,
+            default_of: sys::mem4d_device_param_default,
         };
     };
 }

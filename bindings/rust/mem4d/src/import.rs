@@ -9,19 +9,7 @@ use mem4d_sys as sys;
 
 use crate::describe::{Layout, Model};
 use crate::error::{c_string, check, owned_str, Error, Result, Status};
-
-/// Where a Megatron import took the world size from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[allow(missing_docs)]
-pub enum WorldSource {
-    None,
-    Explicit,
-    EnvWorldSize,
-    EnvSlurmNtasks,
-    EnvSlurmNodes,
-    /// A value this crate does not know.
-    Other(i32),
-}
+use crate::generated::WorldSource;
 
 /// An import handle: keeps the message and warnings of its last import.
 pub struct Importer {
@@ -159,14 +147,7 @@ impl Importer {
     /// Where the last Megatron import took the world size from.
     pub fn world_source(&self) -> WorldSource {
         // SAFETY: live handle.
-        match unsafe { sys::mem4d_import_world_source(self.ptr.as_ptr()) } {
-            sys::MEM4D_WORLD_NONE => WorldSource::None,
-            sys::MEM4D_WORLD_EXPLICIT => WorldSource::Explicit,
-            sys::MEM4D_WORLD_ENV_WORLD_SIZE => WorldSource::EnvWorldSize,
-            sys::MEM4D_WORLD_ENV_SLURM_NTASKS => WorldSource::EnvSlurmNtasks,
-            sys::MEM4D_WORLD_ENV_SLURM_NODES => WorldSource::EnvSlurmNodes,
-            other => WorldSource::Other(other),
-        }
+        WorldSource::from_raw(unsafe { sys::mem4d_import_world_source(self.ptr.as_ptr()) })
     }
 }
 

@@ -18,22 +18,24 @@
 
 mod describe;
 mod error;
+mod generated;
 mod import;
 mod report;
 mod search;
 
 pub use describe::{Device, Layout, Model};
 pub use error::{Error, Result, Status};
-pub use import::{import_megatron, Importer, MegatronImport, WorldSource};
-pub use report::{estimate, Info, Metric, Mode, Report, Stage, Term, Verdict};
-pub use search::{max_micro_batch, max_seq_length, min_gpus, Plan, Search, SearchOption, SearchStat};
+pub use generated::{Info, Metric, Mode, ParamKind, SearchOption, SearchStat, Stage, Term, Verdict, WorldSource};
+pub use import::{import_megatron, Importer, MegatronImport};
+pub use report::{estimate, Report};
+pub use search::{max_micro_batch, max_seq_length, min_gpus, Plan, Search};
 
 pub use mem4d_sys as sys;
 
 /// Bytes in a GiB, for display.
 pub const GIB: f64 = (1u64 << 30) as f64;
 
-/// Version of the loaded library ("0.1.0").
+/// Version of the loaded library ("0.2.0").
 pub fn library_version() -> String {
     // SAFETY: mem4d_version returns a static, NUL-terminated string.
     unsafe { error::owned_str(sys::mem4d_version()) }

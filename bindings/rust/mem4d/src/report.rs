@@ -8,122 +8,20 @@ use mem4d_sys as sys;
 
 use crate::describe::{Device, Layout, Model};
 use crate::error::{check, owned_str, Error, Result, Status};
-
-/// Per-stage quantities (`mem4d_term`): bytes, except Params, Layers and InFlight.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(i32)]
-#[allow(missing_docs)]
-pub enum Term {
-    Weights = sys::MEM4D_TERM_WEIGHTS,
-    Gradients = sys::MEM4D_TERM_GRADIENTS,
-    Optimizer = sys::MEM4D_TERM_OPTIMIZER,
-    Activations = sys::MEM4D_TERM_ACTIVATIONS,
-    Overhead = sys::MEM4D_TERM_OVERHEAD,
-    Total = sys::MEM4D_TERM_TOTAL,
-    Params = sys::MEM4D_TERM_PARAMS,
-    Layers = sys::MEM4D_TERM_LAYERS,
-    InFlight = sys::MEM4D_TERM_IN_FLIGHT,
-    Buffers = sys::MEM4D_TERM_BUFFERS,
-    Fragmentation = sys::MEM4D_TERM_FRAGMENTATION,
-    Fixed = sys::MEM4D_TERM_FIXED,
-    PeakAllocated = sys::MEM4D_TERM_PEAK_ALLOCATED,
-    PeakReserved = sys::MEM4D_TERM_PEAK_RESERVED,
-}
-
-/// Whole-job values (`mem4d_info`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(i32)]
-#[allow(missing_docs)]
-pub enum Info {
-    Dp = sys::MEM4D_INFO_DP,
-    World = sys::MEM4D_INFO_WORLD,
-    Microbatches = sys::MEM4D_INFO_MICROBATCHES,
-    PaddedVocab = sys::MEM4D_INFO_PADDED_VOCAB,
-    ModelParams = sys::MEM4D_INFO_MODEL_PARAMS,
-    ProcessGroups = sys::MEM4D_INFO_PROCESS_GROUPS,
-}
-
-/// Predicted speed figures (`mem4d_metric`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(i32)]
-#[allow(missing_docs)]
-pub enum Metric {
-    StepTimeS = sys::MEM4D_METRIC_STEP_TIME_S,
-    TokensPerS = sys::MEM4D_METRIC_TOKENS_PER_S,
-    TflopsPerGpu = sys::MEM4D_METRIC_TFLOPS_PER_GPU,
-    Mfu = sys::MEM4D_METRIC_MFU,
-    BubbleFraction = sys::MEM4D_METRIC_BUBBLE_FRACTION,
-    ComputeTimeS = sys::MEM4D_METRIC_COMPUTE_TIME_S,
-    ExposedCommS = sys::MEM4D_METRIC_EXPOSED_COMM_S,
-}
-
-/// Which memory model produced a report.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Mode {
-    /// Every stage, schedules, buffers and fixed costs.
-    Full,
-    /// arXiv 2411.06465's formula, exactly.
-    Paper,
-    /// A value this crate does not know (a newer library).
-    Other(i32),
-}
-
-/// A report's verdict against the device's memory.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Verdict {
-    /// At most the fit threshold (default 80%).
-    Fits,
-    /// Between the threshold and 100%.
-    Tight,
-    /// Above 100%.
-    Oom,
-    /// A value this crate does not know.
-    Other(i32),
-}
+use crate::generated::{Info, Metric, Mode, Stage, Term, Verdict};
 
 impl fmt::Display for Verdict {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let code = match *self {
-            Verdict::Fits => sys::MEM4D_VERDICT_FITS,
-            Verdict::Tight => sys::MEM4D_VERDICT_TIGHT,
-            Verdict::Oom => sys::MEM4D_VERDICT_OOM,
-            Verdict::Other(v) => v,
-        };
         // SAFETY: accepts any value; returns a static string.
-        f.write_str(&unsafe { owned_str(sys::mem4d_verdict_name(code)) })
+        f.write_str(&unsafe { owned_str(sys::mem4d_verdict_name(self.raw())) })
     }
 }
 
 impl fmt::Display for Mode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let code = match *self {
-            Mode::Full => sys::MEM4D_MODE_FULL,
-            Mode::Paper => sys::MEM4D_MODE_PAPER,
-            Mode::Other(v) => v,
-        };
         // SAFETY: accepts any value; returns a static string.
-        f.write_str(&unsafe { owned_str(sys::mem4d_mode_name(code)) })
+        f.write_str(&unsafe { owned_str(sys::mem4d_mode_name(self.raw())) })
     }
-}
-
-/// One pipeline stage, every term copied out.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[allow(missing_docs)]
-pub struct Stage {
-    pub weights: u64,
-    pub gradients: u64,
-    pub optimizer: u64,
-    pub activations: u64,
-    pub overhead: u64,
-    pub total: u64,
-    pub params: u64,
-    pub layers: u64,
-    pub in_flight: u64,
-    pub buffers: u64,
-    pub fragmentation: u64,
-    pub fixed: u64,
-    pub peak_allocated: u64,
-    pub peak_reserved: u64,
 }
 
 /// The result of an estimate; reusable (estimating into it again does not allocate).
@@ -183,22 +81,13 @@ impl Report {
     /// The mode that produced it.
     pub fn mode(&self) -> Mode {
         // SAFETY: live handle.
-        match unsafe { sys::mem4d_report_mode(self.as_ptr()) } {
-            sys::MEM4D_MODE_FULL => Mode::Full,
-            sys::MEM4D_MODE_PAPER => Mode::Paper,
-            other => Mode::Other(other),
-        }
+        Mode::from_raw(unsafe { sys::mem4d_report_mode(self.as_ptr()) })
     }
 
     /// The verdict.
     pub fn verdict(&self) -> Verdict {
         // SAFETY: live handle.
-        match unsafe { sys::mem4d_report_verdict(self.as_ptr()) } {
-            sys::MEM4D_VERDICT_FITS => Verdict::Fits,
-            sys::MEM4D_VERDICT_TIGHT => Verdict::Tight,
-            sys::MEM4D_VERDICT_OOM => Verdict::Oom,
-            other => Verdict::Other(other),
-        }
+        Verdict::from_raw(unsafe { sys::mem4d_report_verdict(self.as_ptr()) })
     }
 
     /// Number of stages (pp in full mode, 1 in paper mode).
@@ -236,23 +125,7 @@ impl Report {
 
     /// Every term of one stage.
     pub fn stage(&self, stage: u32) -> Result<Stage> {
-        let t = |term| self.get(stage, term);
-        Ok(Stage {
-            weights: t(Term::Weights)?,
-            gradients: t(Term::Gradients)?,
-            optimizer: t(Term::Optimizer)?,
-            activations: t(Term::Activations)?,
-            overhead: t(Term::Overhead)?,
-            total: t(Term::Total)?,
-            params: t(Term::Params)?,
-            layers: t(Term::Layers)?,
-            in_flight: t(Term::InFlight)?,
-            buffers: t(Term::Buffers)?,
-            fragmentation: t(Term::Fragmentation)?,
-            fixed: t(Term::Fixed)?,
-            peak_allocated: t(Term::PeakAllocated)?,
-            peak_reserved: t(Term::PeakReserved)?,
-        })
+        Stage::from_terms(|term| self.get(stage, term))
     }
 
     /// Every stage, in order.

@@ -7,34 +7,8 @@ use mem4d_sys as sys;
 
 use crate::describe::{Device, Layout, Model};
 use crate::error::{check, Error, Result, Status};
+use crate::generated::{SearchOption, SearchStat};
 use crate::report::Report;
-
-/// Search options (`mem4d_search_option`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(i32)]
-pub enum SearchOption {
-    /// 1 (default): only layouts that fit; 0: every valid layout.
-    FitsOnly = sys::MEM4D_SEARCH_FITS_ONLY,
-    /// 1 (default): tp x cp within one node.
-    NodeLocal = sys::MEM4D_SEARCH_NODE_LOCAL,
-    /// 1 (default): fastest first; 0: enumeration order, streamed.
-    Ranked = sys::MEM4D_SEARCH_RANKED,
-    /// Stop after this many layouts; 0 for no limit.
-    MaxResults = sys::MEM4D_SEARCH_MAX_RESULTS,
-    /// 1 (default): a pp that does not divide the layers gets lighter first and last stages.
-    UnevenStages = sys::MEM4D_SEARCH_UNEVEN_STAGES,
-}
-
-/// Counters of a search (`mem4d_search_stat`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(i32)]
-#[allow(missing_docs)]
-pub enum SearchStat {
-    Visited = sys::MEM4D_SEARCH_STAT_VISITED,
-    Pruned = sys::MEM4D_SEARCH_STAT_PRUNED,
-    Valid = sys::MEM4D_SEARCH_STAT_VALID,
-    Yielded = sys::MEM4D_SEARCH_STAT_YIELDED,
-}
 
 /// One layout a search yielded, with its estimate.
 pub struct Plan {
