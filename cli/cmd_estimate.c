@@ -20,6 +20,7 @@ const struct cli_option cmd_estimate_options[] = {
     CLI_LAYOUT("--vpp", MEM4D_LAYOUT_VPP, "V", "virtual pipeline chunks per rank"),
     CLI_LAYOUT("--mode", MEM4D_LAYOUT_MODE, NULL, "the full model, or the paper's formula exactly"),
     CLI_LAYOUT("--recompute", MEM4D_LAYOUT_RECOMPUTE, NULL, "activation recomputation"),
+    CLI_LAYOUT("--framework", MEM4D_LAYOUT_FRAMEWORK, NULL, "the training stack whose buffers and defaults apply"),
     CLI_LAYOUT("--dist-opt", MEM4D_LAYOUT_DIST_OPT, "true|false", "Megatron's distributed optimizer"),
     CLI_ROW("--set", CLI_KEYVAL, CLI_TO_LAYOUT, 0, "KEY=VALUE",
             "any layout key, by its name or its Megatron name (--set main_grad_bytes=2)", NULL, 0, 0),
