@@ -288,6 +288,19 @@ static uint64_t mlp_saved(const struct m4d_ctx *x)
     return x->fw == MEM4D_FRAMEWORK_MEGATRON ? 3 : 4;
 }
 
+/* nanotron's CausalSelfAttention (models/llama.py, training path) keeps two
+ * more copies per token: K and V are concatenated and made contiguous for
+ * the rotary kernel (2·k·dh, saved by flash attention while the qkv
+ * projection's output stays alive through the query view), and with b > 1
+ * o_proj's input is the transposed attention output, which the matmul
+ * copies to a contiguous tensor it saves (a·dh). 2 bytes each, split by t. */
+static uint64_t nanotron_attention_copies(bool *ok, const struct m4d_ctx *x)
+{
+    if (x->fw != MEM4D_FRAMEWORK_NANOTRON)
+        return 0;
+    return mul(ok, 2 * (2 * x->k + (x->b > 1 ? x->a : 0)), x->dh);
+}
+
 static void layer_token_bytes(bool *ok, const struct m4d_ctx *x, uint64_t *repl, uint64_t *split)
 {
     uint64_t inter = mlp_saved(x), mlp;
@@ -301,6 +314,7 @@ static void layer_token_bytes(bool *ok, const struct m4d_ctx *x, uint64_t *repl,
         mlp = mul(ok, inter, x->f);
     }
     *split = add(ok, mul(ok, 2 * (2 * x->a + 2 * x->k), x->dh), mul(ok, 2, mlp));
+    *split = add(ok, *split, nanotron_attention_copies(ok, x));
     if (x->recompute != 1)
         *split = add(ok, *split, attention_core_bytes(ok, x));
 }

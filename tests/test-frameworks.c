@@ -170,6 +170,28 @@ START_TEST(nanotron_state)
 }
 END_TEST
 
+/* A layer without recompute keeps per token (b 1, t 1): both norms' inputs
+ * and outputs 8h = 8192; Q, K, V and the attention output 2·(2a + 2k)·dh =
+ * 8192; the eager SwiGLU's 4f intermediates, 2·4f = 32768; the LSE 4a = 32:
+ * 49184 bytes. nanotron's attention also keeps the contiguous K/V copy
+ * 2·2k·dh = 4096. Two more layers add 2·T times that. */
+START_TEST(eager_layer_bytes)
+{
+    mem4d_report *ds2 = run(2, tu_layout("framework=deepspeed", "dp=4", "seq=1024", NULL));
+    mem4d_report *ds4 = run(4, tu_layout("framework=deepspeed", "dp=4", "seq=1024", NULL));
+    mem4d_report *nt2 = run(2, tu_layout("framework=nanotron", "dp=4", "seq=1024", NULL));
+    mem4d_report *nt4 = run(4, tu_layout("framework=nanotron", "dp=4", "seq=1024", NULL));
+    ck_assert_uint_eq(get(ds4, 0, MEM4D_TERM_ACTIVATIONS) - get(ds2, 0, MEM4D_TERM_ACTIVATIONS),
+                      UINT64_C(2) * 1024 * 49184);
+    ck_assert_uint_eq(get(nt4, 0, MEM4D_TERM_ACTIVATIONS) - get(nt2, 0, MEM4D_TERM_ACTIVATIONS),
+                      UINT64_C(2) * 1024 * (49184 + 4096));
+    mem4d_report_free(ds2);
+    mem4d_report_free(ds4);
+    mem4d_report_free(nt2);
+    mem4d_report_free(nt4);
+}
+END_TEST
+
 /* All-forward-all-backward keeps every micro-batch (m = 16/(1·2) = 8) on
  * stage 0; 1F1B keeps p - r = 2. */
 START_TEST(afab_keeps_every_micro_batch)
@@ -441,6 +463,7 @@ int main(void)
     tcase_add_test(tc, op_selective_keeps_every_other_mm);
     tcase_add_test(tc, layer_selective_every_n);
     tcase_add_test(tc, nanotron_state);
+    tcase_add_test(tc, eager_layer_bytes);
     tcase_add_test(tc, afab_keeps_every_micro_batch);
     tcase_add_test(tc, deepspeed_state_and_buckets);
     tcase_add_test(tc, stranded_logits_segment);
