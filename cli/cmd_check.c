@@ -17,6 +17,8 @@ const struct cli_option cmd_check_options[] = {
     CLI_ARG("--strict", CLI_SWITCH, strict, NULL, "exit 1 when the verdict is tight too"),
     CLI_LAYOUT("--mode", MEM4D_LAYOUT_MODE, NULL, "the full model, or the paper's formula exactly"),
     CLI_ROWS_MODEL("the model when the arguments do not give it (Megatron flags override it)", NULL),
+    CLI_MODEL("--vocab-size", CLI_UINT, MEM4D_MODEL_VOCAB_SIZE, "N",
+              "the vocabulary when only the tokenizer's files know it"),
     CLI_FORMAT("--json", CLI_FORMAT_JSON, "print a JSON object"),
     CLI_END,
 };
@@ -62,8 +64,8 @@ static bool import_job(const struct cli_args *o, mem4d_import *imp, mem4d_model 
     mem4d_model_get(model, MEM4D_MODEL_VOCAB_SIZE, &vocab);
     if (vocab == 0) {
         /* Launch scripts leave it to the tokenizer, which is not at hand here. */
-        cli_error("the vocabulary size is unknown: add --vocab-size N to the Megatron-LM arguments, "
-                  "or give the model with --model NAME or --hf-config FILE");
+        cli_error("the vocabulary size is unknown: give `mem4d check --vocab-size N`, "
+                  "or the model with --model NAME or --hf-config FILE");
         return false;
     }
     return true;

@@ -67,7 +67,8 @@ static uint64_t stage_layers(const struct m4d_ctx *x, uint64_t r)
 }
 
 /* One layer's parameters on one rank: the linear weights split by t (expert
- * weights by ep·t, expert tensor parallelism = t), norms and router replicated.
+ * weights by ep·t_e, t_e the expert tensor-parallel size, t by default),
+ * norms and router replicated.
  * `expert` is the part whose optimizer shards over the expert-data-parallel
  * group (d·c/ep) instead of d·c. */
 struct layer_share {
@@ -77,7 +78,7 @@ struct layer_share {
 static struct layer_share layer_share(bool *ok, const struct m4d_ctx *x)
 {
     struct layer_share s = {0, 0, 0};
-    uint64_t attn, mlp, norms, mats = x->gated ? 3 : 2;
+    uint64_t attn, mlp, norms;
     if (!m4d_layer_params(x, &attn, &mlp, &norms)) {
         *ok = false;
         return s;
@@ -88,18 +89,23 @@ static struct layer_share layer_share(bool *ok, const struct m4d_ctx *x)
         s.linear = add(ok, s.linear, m4d_ceil_div(mlp, x->t));
         return s;
     }
-    uint64_t experts = mul(ok, mul(ok, mats, x->h), mul(ok, x->fe, x->experts));
-    uint64_t shared = mul(ok, mul(ok, mats, x->h), x->fs);
-    s.expert = muldiv(ok, experts, 1, x->ep * x->t);
+    uint64_t one, shared = 0;
+    if (!m4d_expert_params(x, x->fe, &one) || (x->fs && !m4d_expert_params(x, x->fs, &shared)))
+        *ok = false;
+    uint64_t experts = mul(ok, one, x->experts);
+    s.expert = muldiv(ok, experts, 1, x->ep * x->etp);
     s.linear = add(ok, s.linear, m4d_ceil_div(shared, x->t));
-    s.replicated = add(ok, s.replicated, mul(ok, x->h, x->experts) + (x->fs ? x->h : 0));
+    s.replicated = add(ok, s.replicated, mul(ok, x->h, x->experts) + (x->fs && x->shared_gate ? x->h : 0));
     return s;
 }
 
 /* What every stage of one estimate shares, computed once per estimate (the
  * search calls m4d_estimate_full() millions of times a second). */
 struct shared {
-    struct layer_share share; /* one layer's parameters on a rank */
+    struct layer_share share; /* one layer's parameters on a rank (an expert layer's with experts) */
+    struct layer_share dense; /* one dense layer's (= share without experts) */
+    uint64_t A_dense;         /* A_layer of a dense layer */
+    uint64_t mtp;             /* the MTP modules' parameters on the last stage */
     uint64_t emb;             /* V_p·h/t */
     uint64_t T;               /* tokens of a micro-batch on a rank */
     uint64_t A, C;            /* A_layer and a full-recompute checkpoint */
@@ -115,6 +121,14 @@ struct shared {
     uint64_t stranded;        /* last stage: cached blocks the loss cannot reuse */
 };
 
+/* A learned absolute position table, pos_rows·h, on the first stage and
+ * replicated over t (Megatron-Core's LanguageModelEmbedding keeps a plain
+ * nn.Embedding beside the vocabulary-parallel one). */
+static uint64_t position_table(bool *ok, const struct m4d_ctx *x)
+{
+    return mul(ok, x->pos_rows, x->h);
+}
+
 /* Parameters of stage r: N (all), N_e (expert part), N_lin (transformer
  * linear weights, what fp8 caches). The embedding V_p·h/t sits on the first
  * stage; the final norm and the LM head on the last; a tied head is a
@@ -123,35 +137,87 @@ struct stage_params {
     uint64_t all, expert, linear;
 };
 
+/* The first layer of stage r (no vpp). */
+static uint64_t stage_first_layer(const struct m4d_ctx *x, uint64_t r)
+{
+    return r == 0 ? 0 : stage_layers(x, 0) + (r - 1) * stage_layers(x, 1);
+}
+
+/* L_e(r): expert layers of stage r; with vpp, of its v chunks of L/(p·v)
+ * layers (chunk j holds layers (j·p + r)·L/(p·v) onwards). */
+static uint64_t stage_moe_layers(const struct m4d_ctx *x, uint64_t r)
+{
+    if (!x->experts)
+        return 0;
+    if (x->v <= 1)
+        return m4d_moe_layers_in(x, stage_first_layer(x, r), stage_layers(x, r));
+    uint64_t each = x->L / (x->p * x->v), e = 0;
+    for (uint64_t j = 0; j < x->v; j++)
+        e += m4d_moe_layers_in(x, (j * x->p + r) * each, each);
+    return e;
+}
+
+/* Expert layers of the heaviest chunk of stage r (the stage itself without vpp). */
+static uint64_t chunk_moe_layers(const struct m4d_ctx *x, uint64_t r)
+{
+    if (x->v <= 1 || !x->experts)
+        return stage_moe_layers(x, r);
+    uint64_t each = x->L / (x->p * x->v), e = 0;
+    for (uint64_t j = 0; j < x->v; j++)
+        e = max64(e, m4d_moe_layers_in(x, (j * x->p + r) * each, each));
+    return e;
+}
+
+/* Multi-token-prediction modules on the last stage: each a layer (an
+ * expert layer with experts), the projection 2h·h split over t, three norms. */
+static uint64_t mtp_share(bool *ok, const struct m4d_ctx *x, const struct shared *sh)
+{
+    const struct layer_share *s = x->experts ? &sh->share : &sh->dense;
+    uint64_t each = add(ok, add(ok, add(ok, s->linear, s->expert), s->replicated),
+                        m4d_ceil_div(2 * x->h * x->h, x->t) + 3 * (x->layernorm ? 2 : 1) * x->h);
+    return mul(ok, each, x->mtp);
+}
+
 static struct stage_params stage_params(bool *ok, const struct m4d_ctx *x, const struct shared *sh, uint64_t r)
 {
-    const struct layer_share s = sh->share;
-    uint64_t l = stage_layers(x, r), emb = sh->emb;
+    const struct layer_share s = sh->share, d = sh->dense;
+    uint64_t l = stage_layers(x, r), e = stage_moe_layers(x, r), emb = sh->emb;
     struct stage_params n;
-    n.linear = mul(ok, add(ok, s.linear, s.expert), l);
-    n.expert = mul(ok, s.expert, l);
-    n.all = add(ok, n.linear, mul(ok, s.replicated, l));
+    n.linear = add(ok, mul(ok, add(ok, s.linear, s.expert), e), mul(ok, d.linear, l - e));
+    n.expert = mul(ok, s.expert, e);
+    n.all = add(ok, n.linear, add(ok, mul(ok, s.replicated, e), mul(ok, d.replicated, l - e)));
     if (r == 0)
-        n.all = add(ok, n.all, emb);
+        n.all = add(ok, n.all, add(ok, emb, position_table(ok, x)));
     if (r == x->p - 1) {
-        n.all = add(ok, n.all, (x->layernorm ? 2 : 1) * x->h);
+        n.all = add(ok, add(ok, n.all, sh->mtp), (x->layernorm ? 2 : 1) * x->h);
         if (!x->tied || x->p > 1)
             n.all = add(ok, n.all, emb);
     }
     return n;
 }
 
+/* WEIGHTS of a stage before any sharding: every parameter in the training
+ * dtype; with fp8 an fp8 copy and an fp8 transpose of every linear weight
+ * beside it (2·N_lin), or with fp8 parameters (--fp8-param-gather) the
+ * linear weights held in fp8 alone, one byte and one for the transpose:
+ * P_bytes·(N − N_lin) + 2·N_lin. */
+static uint64_t weight_bytes(bool *ok, const struct m4d_ctx *x, const struct stage_params *n)
+{
+    if (x->fp8 && x->fp8_params)
+        return add(ok, mul(ok, n->all - n->linear, x->param_bytes), mul(ok, n->linear, 2));
+    uint64_t w = mul(ok, n->all, x->param_bytes);
+    return x->fp8 ? add(ok, w, mul(ok, n->linear, 2)) : w;
+}
+
 /* WEIGHTS, GRADIENTS and OPTIMIZER of a stage. ZeRO-1 (Megatron's
  * distributed optimizer) shards master weights and moments over d·c
  * (experts over d·c/ep); ZeRO-2 adds the gradients, ZeRO-3 the weights.
- * fp8 keeps an fp8 copy and an fp8 transpose of every linear weight. */
+ * Adam's two moments may differ in precision (the precision-aware optimizer). */
 static void megatron_state_terms(bool *ok, const struct m4d_ctx *x, const struct stage_params *n, uint64_t *t)
 {
-    uint64_t dc = x->d * x->c, edc = dc / (x->experts ? x->ep : 1);
-    uint64_t per = x->master_bytes + 2 * x->opt_bytes;
-    t[MEM4D_TERM_WEIGHTS] = mul(ok, n->all, x->param_bytes);
-    if (x->fp8)
-        t[MEM4D_TERM_WEIGHTS] = add(ok, t[MEM4D_TERM_WEIGHTS], mul(ok, n->linear, 2));
+    uint64_t dc = x->d * x->c, edc = x->experts ? x->t * dc / (x->ep * x->etp) : dc;
+    uint64_t per = x->master_bytes + x->opt_bytes + x->opt_sq_bytes;
+    t[MEM4D_TERM_WEIGHTS] = weight_bytes(ok, x, n);
     t[MEM4D_TERM_GRADIENTS] = mul(ok, n->all, x->grad_bytes);
     t[MEM4D_TERM_OPTIMIZER] = mul(ok, n->all, per);
     if (x->zero >= 1)
@@ -254,6 +320,12 @@ static void state_terms(bool *ok, const struct m4d_ctx *x, const struct shared *
     megatron_state_terms(ok, x, n, t);
 }
 
+/* Does selective recompute re-run this module (a M4D_RC_* bit)? */
+static bool reruns(const struct m4d_ctx *x, uint64_t module)
+{
+    return x->recompute == 1 && (x->rc_modules & module);
+}
+
 /* The attention core's own tensors per token, before the split by t:
  * FlashAttention's fp32 log-sum-exp 4a; without it the softmax output
  * 2a·s/c, with attention dropout also its one-byte mask and the 2-byte
@@ -264,6 +336,14 @@ static uint64_t attention_core_bytes(bool *ok, const struct m4d_ctx *x)
     if (x->flash)
         return 4 * x->a;
     return mul(ok, (x->attn_dropout ? 5 : 2) * x->a, x->s / x->c);
+}
+
+/* Elements per token of Q, K, V and the attention output, before the split
+ * by t: a·d_qk + k·d_qk + k·d_v + a·d_v; with d_qk = d_v = dh this is
+ * (2a + 2k)·dh. Multi-latent attention has a key and value per head (k = a). */
+static uint64_t attention_tensors(bool *ok, const struct m4d_ctx *x)
+{
+    return add(ok, mul(ok, x->a + x->kv_heads, x->qk_dim), mul(ok, x->a + x->kv_heads, x->v_dim));
 }
 
 /* Bytes kept for backward per token and layer, in two halves:
@@ -313,9 +393,9 @@ static void layer_token_bytes(bool *ok, const struct m4d_ctx *x, uint64_t *repl,
     } else {
         mlp = mul(ok, inter, x->f);
     }
-    *split = add(ok, mul(ok, 2 * (2 * x->a + 2 * x->k), x->dh), mul(ok, 2, mlp));
+    *split = add(ok, mul(ok, 2, attention_tensors(ok, x)), mul(ok, 2, mlp));
     *split = add(ok, *split, nanotron_attention_copies(ok, x));
-    if (x->recompute != 1)
+    if (!reruns(x, M4D_RC_CORE_ATTN))
         *split = add(ok, *split, attention_core_bytes(ok, x));
 }
 
@@ -329,19 +409,58 @@ static uint64_t gathered_inputs(const struct m4d_ctx *x)
     return x->fw == MEM4D_FRAMEWORK_TORCHTITAN && x->t > 1 ? 4 * x->h : 0;
 }
 
-/* A_layer: one layer, one micro-batch, no full recompute. */
+/* What selective recomputation of other modules than the attention core
+ * drops from a layer's kept bytes per token (Megatron-Core's
+ * --recompute-modules; each re-run module keeps only its input, which
+ * another kept tensor already holds): layernorm the two norms' outputs 4h;
+ * mlp a dense MLP's intermediates 2·(3 or 2)·f; moe_act the expert
+ * activation's output 2·topk·fe; shared_experts the shared expert's
+ * intermediates; moe every expert tensor (router, permuted tokens,
+ * intermediates); mla_up_proj the up-projected Q, K and V. Returned in the
+ * two halves of layer_token_bytes(). */
+static void selective_savings(bool *ok, const struct m4d_ctx *x, uint64_t *repl, uint64_t *split)
+{
+    uint64_t inter = x->gated ? 3 : 2, m = x->recompute == 1 ? x->rc_modules : 0;
+    *repl = m & M4D_RC_LAYERNORM ? 4 * x->h : 0;
+    *split = 0;
+    if (!x->experts && (m & M4D_RC_MLP))
+        *split = add(ok, *split, mul(ok, 2 * inter, x->f));
+    if (x->experts && (m & M4D_RC_MOE)) {
+        *repl = add(ok, *repl, add(ok, 8 * x->experts, mul(ok, 4 * x->h, x->topk)));
+        *split = add(ok, *split, mul(ok, 2, add(ok, mul(ok, mul(ok, inter, x->fe), x->topk), inter * x->fs)));
+    } else if (x->experts) {
+        if (m & M4D_RC_MOE_ACT)
+            *split = add(ok, *split, mul(ok, mul(ok, 2, x->fe), x->topk));
+        if (m & M4D_RC_SHARED_EXPERTS)
+            *split = add(ok, *split, mul(ok, 2 * inter, x->fs));
+    }
+    if (x->kv_lora && (m & M4D_RC_MLA_UP_PROJ))
+        *split = add(ok, *split, mul(ok, 2, add(ok, mul(ok, x->a + x->kv_heads, x->qk_dim), mul(ok, x->kv_heads, x->v_dim))));
+}
+
+/* A_layer: one layer, one micro-batch, no full recompute. With
+ * multi-latent attention also the compressed query and key/value latents
+ * and their normalised copies, 2·(2·r_q + 2·r_kv + d_rope) bytes per token:
+ * the down-projections are replicated over t and see every token. */
 static uint64_t layer_activation(bool *ok, const struct m4d_ctx *x)
 {
-    uint64_t repl, split, T = tokens(ok, x);
+    uint64_t repl, split, drop_repl, drop_split, T = tokens(ok, x);
     layer_token_bytes(ok, x, &repl, &split);
+    selective_savings(ok, x, &drop_repl, &drop_split);
+    repl = repl > drop_repl ? repl - drop_repl : 0;
+    split = split > drop_split ? split - drop_split : 0;
     uint64_t a = add(ok, muldiv(ok, T, repl, t_sp(x)), muldiv(ok, T, split, x->t));
+    if (x->kv_lora)
+        a = add(ok, a, mul(ok, T, 2 * (2 * x->q_lora + 2 * x->kv_lora + x->rope_dim)));
     return add(ok, a, mul(ok, T, gathered_inputs(x)));
 }
 
-/* C: a full-recompute checkpoint keeps only the layer input, 2·T·h/t_sp. */
+/* C: a full-recompute checkpoint keeps only the layer input, 2·T·h/t_sp;
+ * --distribute-saved-activations splits it over t when sequence
+ * parallelism does not already. */
 static uint64_t checkpoint_bytes(bool *ok, const struct m4d_ctx *x)
 {
-    return muldiv(ok, tokens(ok, x), 2 * x->h, t_sp(x));
+    return muldiv(ok, tokens(ok, x), 2 * x->h, x->distribute_saved ? x->t : t_sp(x));
 }
 
 /* torchtitan's op-selective activation checkpointing (_save_list in
@@ -363,31 +482,39 @@ static uint64_t op_sac_layer_keep(bool *ok, const struct m4d_ctx *x)
     return x->gated ? add(ok, keep, mul(ok, T, 2 * x->h)) : keep;
 }
 
-/* What one micro-batch keeps over `l` consecutive layers, and the extra
+/* l layers' A_layer, e of them expert layers: e·A_e + (l − e)·A_dense. */
+static uint64_t mixed_layers(bool *ok, const struct shared *sh, uint64_t l, uint64_t e)
+{
+    return add(ok, mul(ok, sh->A, e), mul(ok, sh->A_dense, l - e));
+}
+
+/* What one micro-batch keeps over `l` consecutive layers, e of them expert
+ * layers (a model mixing dense and expert layers; with block recompute the
+ * expert layers are taken to be among the kept ones, an upper bound), and the extra
  * live set while one of its recomputed groups runs its backward.
  * selective: l·A_layer kept, one layer's re-run attention core live;
  * uniform, N per group: ⌈l/N⌉·C kept, N·A_layer live;
  * block, first N recomputed: N·C + (l−N)·A_layer kept, one A_layer live.
  * N = 0 means all l layers. */
 static void micro_batch_keep(bool *ok, const struct m4d_ctx *x, const struct shared *sh, uint64_t l,
-                             uint64_t *keep, uint64_t *live)
+                             uint64_t e, uint64_t *keep, uint64_t *live)
 {
-    uint64_t A = sh->A, C = sh->C;
+    uint64_t C = sh->C, Amax = e ? max64(sh->A, sh->A_dense) : sh->A_dense;
     *live = 0;
     if (x->recompute == 3 && l > 0) { /* op-selective: the block re-run in backward completes A */
         *keep = mul(ok, sh->sac, l);
-        *live = A > sh->sac ? A - sh->sac : 0;
+        *live = Amax > sh->sac ? Amax - sh->sac : 0;
         return;
     }
     if (x->recompute == 2 && x->fw == MEM4D_FRAMEWORK_TORCHTITAN && l > 0) {
         /* every block checkpointed on its own, or only every N-th (layer-selective) */
         uint64_t ck = x->rc_every > 1 ? l / x->rc_every : l;
-        *keep = add(ok, mul(ok, C, ck), mul(ok, A, l - ck));
-        *live = A;
+        *keep = add(ok, mul(ok, C, ck), mul(ok, Amax, l - ck));
+        *live = Amax;
         return;
     }
     if (x->recompute != 2 || l == 0) {
-        *keep = mul(ok, A, l);
+        *keep = mixed_layers(ok, sh, l, e);
         if (x->recompute == 1 && l > 0)
             *live = sh->core_live;
         return;
@@ -395,10 +522,10 @@ static void micro_batch_keep(bool *ok, const struct m4d_ctx *x, const struct sha
     uint64_t N = x->rc_layers ? min64(x->rc_layers, l) : l;
     if (x->rc_method == 0) {
         *keep = mul(ok, C, m4d_ceil_div(l, N));
-        *live = mul(ok, A, N);
+        *live = mul(ok, Amax, N);
     } else {
-        *keep = add(ok, mul(ok, C, N), mul(ok, A, l - N));
-        *live = A;
+        *keep = add(ok, mul(ok, C, N), mixed_layers(ok, sh, l - N, min64(e, l - N)));
+        *live = Amax;
     }
 }
 
@@ -435,7 +562,7 @@ static uint64_t backward_working_set(bool *ok, const struct m4d_ctx *x)
 {
     uint64_t inter = x->gated ? 3 : 2, T = tokens(ok, x);
     uint64_t mlp = x->experts ? add(ok, mul(ok, mul(ok, inter, x->fe), x->topk), inter * x->fs) : mul(ok, inter, x->f);
-    uint64_t attn = x->flash ? mul(ok, 4 * x->a, x->dh) : mul(ok, (x->attn_dropout ? 4 : 2) * x->a, x->s / x->c);
+    uint64_t attn = x->flash ? mul(ok, 4 * x->a, x->qk_dim) : mul(ok, (x->attn_dropout ? 4 : 2) * x->a, x->s / x->c);
     uint64_t split = add(ok, mul(ok, 2, mlp), attn);
     return add(ok, muldiv(ok, T, split, x->t), muldiv(ok, T, 2 * x->h, t_sp(x)));
 }
@@ -517,7 +644,7 @@ static void stage_activations(bool *ok, const struct m4d_ctx *x, const struct sh
     uint64_t units, each, keep, live, act;
     in_flight(x, r, &units, &each);
     *reported_in_flight = x->v > 1 ? m4d_ceil_div(units, x->v) : units;
-    micro_batch_keep(ok, x, sh, each, &keep, &live);
+    micro_batch_keep(ok, x, sh, each, chunk_moe_layers(x, r), &keep, &live);
     act = mul(ok, keep, units);
     *at_embedding_grad = mul(ok, keep, units - 1);
     if (r == 0)
@@ -525,7 +652,7 @@ static void stage_activations(bool *ok, const struct m4d_ctx *x, const struct sh
     uint64_t transient = add(ok, sh->backward, live);
     *stranded = 0;
     if (r == x->p - 1) {
-        act = add(ok, act, sh->head_keep);
+        act = add(ok, act, add(ok, sh->head_keep, mul(ok, mul(ok, x->experts ? sh->A : sh->A_dense, x->mtp), units)));
         if (sh->loss > transient) {
             transient = sh->loss;
             *stranded = sh->stranded;
@@ -590,7 +717,7 @@ static uint64_t deepspeed_buffers(bool *ok, const struct m4d_ctx *x, const struc
 /* BUFFERS during forward/backward: kernel workspaces; the sequence-parallel
  * all-gather of a full-sequence activation 2·T·h; pipeline receive buffers
  * for an activation and a gradient 2·(2·T·h/t_sp); with context
- * parallelism the ring's send and receive K/V blocks 2·(4·T·k·dh/t); with ZeRO-2/3 the
+ * parallelism the ring's send and receive K/V blocks 2·(2·T·k·(d_qk + d_v)/t); with ZeRO-2/3 the
  * reduce-scatter bucket (two with overlap) and, with ZeRO-3, one layer's
  * gathered weights (two when prefetching). Megatron's own buckets are views
  * of the persistent grad/param buffers (counted in GRADIENTS/WEIGHTS). */
@@ -603,7 +730,7 @@ static uint64_t fwd_bwd_buffers(bool *ok, const struct m4d_ctx *x, const mem4d_d
     if (x->p > 1)
         b = add(ok, b, mul(ok, 2, muldiv(ok, T, 2 * x->h, t_sp(x))));
     if (x->c > 1)
-        b = add(ok, b, mul(ok, 2, muldiv(ok, T, mul(ok, 4 * x->k, x->dh), x->t)));
+        b = add(ok, b, mul(ok, 2, muldiv(ok, T, mul(ok, 2 * x->kv_heads, x->qk_dim + x->v_dim), x->t)));
     switch (x->fw) {
     case MEM4D_FRAMEWORK_TORCHTITAN: return add(ok, b, fsdp_buffers(ok, x, s));
     case MEM4D_FRAMEWORK_DEEPSPEED: return add(ok, b, deepspeed_buffers(ok, x, s));
@@ -621,9 +748,10 @@ static uint64_t fwd_bwd_buffers(bool *ok, const struct m4d_ctx *x, const mem4d_d
 
 /* BUFFERS at the optimizer step (no activation live): workspaces, and with
  * gradients below fp32 the fp32 copy the optimizer makes of its gradient
- * shard (shard_main_param.grad = shard_model_grad.float()); nanotron's
- * moment is the end of backward, with every bf16 gradient before the
- * accumulator frees them; DeepSpeed's below. */
+ * shard (shard_main_param.grad = shard_model_grad.float()); the
+ * precision-aware optimizer hands the gradient over as it is
+ * (decoupled_grad). nanotron's moment is the end of backward, with every
+ * bf16 gradient before the accumulator frees them; DeepSpeed's below. */
 static uint64_t step_buffers(bool *ok, const struct m4d_ctx *x, const mem4d_device *dev,
                              const struct stage_params *n)
 {
@@ -642,7 +770,7 @@ static uint64_t step_buffers(bool *ok, const struct m4d_ctx *x, const mem4d_devi
         return add(ok, b, mul(ok, n->all, x->param_bytes));
     if (x->fw != MEM4D_FRAMEWORK_MEGATRON)
         return b;
-    if (x->grad_bytes < 4 && x->master_bytes == 4)
+    if (x->grad_bytes < 4 && x->master_bytes == 4 && !x->precision_aware)
         b = add(ok, b, x->zero >= 1 ? muldiv(ok, n->all, 4, x->d * x->c) : mul(ok, n->all, 4));
     return b;
 }
@@ -714,15 +842,36 @@ static uint64_t fragmentation(bool *ok, const struct m4d_ctx *x, const mem4d_dev
     return muldiv(ok, alloc, dev->v[MEM4D_DEVICE_ALLOCATOR_OVERHEAD_PPM], 1000000);
 }
 
+/* Selective recompute: while one layer's backward runs, the modules it
+ * re-ran hold their tensors again: the attention core's, and what
+ * selective_savings() dropped. */
+static uint64_t selective_live(bool *ok, const struct m4d_ctx *x)
+{
+    uint64_t T = tokens(ok, x), repl, split;
+    selective_savings(ok, x, &repl, &split);
+    uint64_t core = reruns(x, M4D_RC_CORE_ATTN) ? attention_core_bytes(ok, x) : 0;
+    return add(ok, muldiv(ok, T, add(ok, core, split), x->t), muldiv(ok, T, repl, t_sp(x)));
+}
+
 static void shared_init(bool *ok, const struct m4d_ctx *x, const mem4d_device *dev, struct shared *sh)
 {
+    struct m4d_ctx dense;
+    m4d_ctx_dense(x, &dense);
     sh->share = layer_share(ok, x);
+    sh->dense = x->experts ? layer_share(ok, &dense) : sh->share;
+    sh->A_dense = x->experts ? layer_activation(ok, &dense) : 0; /* set below for dense models */
+    sh->mtp = 0;
     sh->emb = muldiv(ok, x->Vp, x->h, x->t);
     sh->T = tokens(ok, x);
     sh->A = layer_activation(ok, x);
+    if (!x->experts)
+        sh->A_dense = sh->A;
+    sh->mtp = mtp_share(ok, x, sh);
     sh->C = checkpoint_bytes(ok, x);
-    sh->core_live = muldiv(ok, sh->T, attention_core_bytes(ok, x), x->t);
+    sh->core_live = selective_live(ok, x);
     sh->backward = backward_working_set(ok, x);
+    if (x->experts && (x->first_dense || x->moe_period > 1))
+        sh->backward = max64(sh->backward, backward_working_set(ok, &dense));
     head_bytes(ok, x, &sh->head_keep, &sh->loss, &sh->stranded);
     sh->emb_keep = embedding_keep(ok, x);
     sh->emb_grad = embedding_grad_bytes(ok, x);
@@ -736,7 +885,7 @@ static void shared_init(bool *ok, const struct m4d_ctx *x, const mem4d_device *d
 /* A middle stage's parameters and state terms depend on its layer count
  * alone; consecutive middle stages reuse them. */
 struct middle {
-    uint64_t l; /* 0: nothing cached */
+    uint64_t l, e; /* layers and expert layers; l = 0: nothing cached */
     struct stage_params n;
     uint64_t w, g, o;
 };
@@ -746,9 +895,9 @@ static bool stage_memory(const struct m4d_ctx *x, const mem4d_device *dev, const
 {
     bool ok = true;
     bool middle = r != 0 && r != x->p - 1;
-    uint64_t l = stage_layers(x, r);
+    uint64_t l = stage_layers(x, r), e = middle ? stage_moe_layers(x, r) : 0;
     struct stage_params n;
-    if (middle && mid->l == l) {
+    if (middle && mid->l == l && mid->e == e) {
         n = mid->n;
         t[MEM4D_TERM_WEIGHTS] = mid->w;
         t[MEM4D_TERM_GRADIENTS] = mid->g;
@@ -757,7 +906,7 @@ static bool stage_memory(const struct m4d_ctx *x, const mem4d_device *dev, const
         n = stage_params(&ok, x, sh, r);
         state_terms(&ok, x, sh, r, &n, t);
         if (middle)
-            *mid = (struct middle){l, n, t[MEM4D_TERM_WEIGHTS], t[MEM4D_TERM_GRADIENTS], t[MEM4D_TERM_OPTIMIZER]};
+            *mid = (struct middle){l, e, n, t[MEM4D_TERM_WEIGHTS], t[MEM4D_TERM_GRADIENTS], t[MEM4D_TERM_OPTIMIZER]};
     }
     uint64_t state = add(&ok, add(&ok, t[MEM4D_TERM_WEIGHTS], t[MEM4D_TERM_GRADIENTS]), t[MEM4D_TERM_OPTIMIZER]);
     uint64_t stranded = pick_moment(&ok, x, dev, sh, r, &n, t);
@@ -800,6 +949,9 @@ mem4d_status m4d_estimate_full(const struct m4d_ctx *x, const mem4d_device *dev,
     struct shared sh;
     struct middle mid = {0};
     shared_init(&ok, x, dev, &sh);
+    /* A pattern of dense and expert layers can make a middle stage heavier than stage 1. */
+    if (x->experts && (x->first_dense || x->moe_period > 1))
+        peak_only = false;
     r->peak_only = peak_only;
     for (uint64_t i = 0; ok && i < x->p; i++) {
         if (!m4d_stage_filled(peak_only, i, x->p))

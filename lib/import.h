@@ -85,6 +85,7 @@ enum m4d_flag_kind {
     M4D_FLAG_WORD,   /* one of the row's choices */
     M4D_FLAG_REAL,   /* a probability in [0, 1] */
     M4D_FLAG_TEXT,   /* any word, kept as given (a name or a path) */
+    M4D_FLAG_BITS,   /* one or more of the row's choices (nargs='+'): bit i for choice i */
     M4D_FLAG_SKIP,   /* no effect on per-GPU memory: skipped, with its values */
     M4D_FLAG_WARN,   /* changes memory in a way not modelled: a warning says how */
 };
@@ -104,6 +105,10 @@ enum m4d_mflag {
     MF_DP_SHARDING, MF_OPTIMIZER,
     MF_TOKENIZER, MF_TOKENIZER_MODEL, MF_TOKENIZER_NAME, MF_PATCH_TOKENIZER, MF_EXTRA_VOCAB,
     MF_PADDED_VOCAB, MF_PAD_VOCAB_TO, MF_VOCAB_EXTRA_IDS,
+    MF_CKPT_ACT, MF_DS_ACT_CKPT, MF_DIST_SAVED, MF_ACT_CKPT_METHOD, MF_ACT_CKPT_LAYERS, MF_CKPT_NUM_LAYERS,
+    MF_PREC_AWARE, MF_MAIN_GRADS_DTYPE, MF_MAIN_PARAMS_DTYPE, MF_EXP_AVG_DTYPE, MF_EXP_AVG_SQ_DTYPE,
+    MF_FP8_PARAM, MF_ADD_BIAS, MF_NO_POS, MF_QK_NORM, MF_WINDOW, MF_DEEPSPEED, MF_ZERO_STAGE, MF_DS_CONFIG,
+    MF_ETP, MF_MOE_FREQ, MF_MTP, MF_MLA, MF_Q_LORA, MF_KV_LORA, MF_QK_HEAD_DIM, MF_QK_POS_DIM, MF_V_HEAD_DIM, MF_SHARED_GATE, MF_RC_MODULES,
     MF_COUNT
 };
 
@@ -112,7 +117,7 @@ enum { M4D_NORM_LAYER = 0, M4D_NORM_RMS = 1 };
 enum { M4D_GRAN_FULL = 0, M4D_GRAN_SELECTIVE = 1 };
 enum { M4D_IMPL_LOCAL = 0 };
 enum { M4D_BACKEND_UNFUSED = 2, M4D_BACKEND_LOCAL = 3 };
-enum { M4D_POS_LEARNED = 0 };
+enum { M4D_DTYPE_FP32 = 0 }; /* first of every dtype list */
 enum { M4D_OPT_ADAM = 0 };
 
 struct m4d_megatron_flag {
@@ -136,7 +141,7 @@ const struct m4d_megatron_flag *m4d_megatron_flag_of(int slot);
 /* Is a row read into a slot (as opposed to skipped or warned about)? */
 static inline bool m4d_flag_is_read(const struct m4d_megatron_flag *row)
 {
-    return row->kind <= M4D_FLAG_TEXT;
+    return row->kind <= M4D_FLAG_BITS;
 }
 
 /* --- tokenizers.c: vocabulary sizes of named tokenizers -------------------------- */

@@ -20,6 +20,7 @@ struct opt_val {
     uint64_t u; /* integer, or index into the choices */
     double r;   /* M4D_FLAG_REAL */
     const char *s; /* M4D_FLAG_TEXT: the argument itself */
+    int at;        /* where in the vector it was last given (argparse: last one wins) */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -99,6 +100,22 @@ static mem4d_status parse_word(mem4d_import *imp, const struct m4d_megatron_flag
     return m4d_imp_fail(imp, MEM4D_E_PARSE, "--%s: '%s' is not one of %s", d->flag, text, list);
 }
 
+/* A list of choices (nargs='+'): the first word, then every following word
+ * that is not a flag (argc 0: the value came after '=', alone). */
+static mem4d_status parse_bits(mem4d_import *imp, const struct m4d_megatron_flag *d, const char *text, int argc,
+                               const char *const *argv, int *i, uint64_t *out)
+{
+    uint64_t one = 0;
+    *out = 0;
+    for (;;) {
+        TRY(parse_word(imp, d, text, &one));
+        *out |= UINT64_C(1) << one;
+        if (*i + 1 >= argc || !argv[*i + 1] || is_flag(argv[*i + 1]))
+            return MEM4D_OK;
+        text = argv[++*i];
+    }
+}
+
 /* Read one modelled flag at argv[*i]; advances *i past its value. */
 static mem4d_status read_opt(mem4d_import *imp, const struct m4d_megatron_flag *row, const struct flag_tok *tok, int argc,
                              const char *const *argv, int *i, struct opt_val *vals)
@@ -109,6 +126,7 @@ static mem4d_status read_opt(mem4d_import *imp, const struct m4d_megatron_flag *
         if (tok->value)
             return m4d_imp_fail(imp, MEM4D_E_PARSE, "--%s takes no value (got '%s')", d->flag, tok->value);
         v->given = true;
+        v->at = *i;
         v->u = 1;
         return MEM4D_OK;
     }
@@ -126,10 +144,13 @@ static mem4d_status read_opt(mem4d_import *imp, const struct m4d_megatron_flag *
     case M4D_FLAG_REAL: st = parse_real(imp, d->flag, text, &v->r); break;
     case M4D_FLAG_WORD: st = parse_word(imp, d, text, &v->u); break;
     case M4D_FLAG_TEXT: v->s = text; break;
+    case M4D_FLAG_BITS: st = parse_bits(imp, d, text, tok->value ? 0 : argc, argv, i, &v->u); break;
     default: break;
     }
-    if (st == MEM4D_OK)
+    if (st == MEM4D_OK) {
         v->given = true;
+        v->at = *i;
+    }
     return st;
 }
 
@@ -228,6 +249,217 @@ static mem4d_status set_opt_l(mem4d_import *imp, mem4d_layout *l, mem4d_layout_p
     return SET_L(l, key, value, what);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Mixture of experts: --moe-layer-freq                                      */
+
+/* A pattern of expert (1) and dense (0) layers, as Megatron-LM evaluates
+ * --moe-layer-freq's Python list expression ("([0]*3+[1]*58)",
+ * "([1]*3+[0]*1)*3", "[1,0,1,0]"): lists, concatenation with '+' and
+ * repetition with '*'. */
+#define PATTERN_MAX 4096
+struct pattern {
+    uint8_t bit[PATTERN_MAX];
+    size_t n;
+    const char *p; /* the text still to read */
+    bool bad;
+};
+
+static void pat_space(struct pattern *pt)
+{
+    while (*pt->p == ' ')
+        pt->p++;
+}
+
+static bool pat_number(struct pattern *pt, uint64_t *v)
+{
+    pat_space(pt);
+    if (!isdigit((unsigned char)*pt->p))
+        return false;
+    *v = 0;
+    while (isdigit((unsigned char)*pt->p) && *v <= PATTERN_MAX)
+        *v = *v * 10 + (uint64_t)(*pt->p++ - '0');
+    return *v <= PATTERN_MAX;
+}
+
+static void pat_expr(struct pattern *pt, int depth);
+
+/* The closing bracket, never read past the end of the text. */
+static void pat_close(struct pattern *pt, char c)
+{
+    if (*pt->p == c)
+        pt->p++;
+    else
+        pt->bad = true;
+}
+
+/* atom := '[' bit (',' bit)* ']' | '(' expr ')', then ('*' count)*. */
+static void pat_term(struct pattern *pt, int depth)
+{
+    size_t start = pt->n;
+    uint64_t v;
+    pat_space(pt);
+    if (*pt->p == '[') {
+        pt->p++;
+        do {
+            if (!pat_number(pt, &v) || v > 1 || pt->n >= PATTERN_MAX) {
+                pt->bad = true;
+                return;
+            }
+            pt->bit[pt->n++] = (uint8_t)v;
+            pat_space(pt);
+        } while (*pt->p == ',' && pt->p++);
+        pat_close(pt, ']');
+    } else if (*pt->p == '(' && depth < 8) {
+        pt->p++;
+        pat_expr(pt, depth + 1);
+        pat_space(pt);
+        pat_close(pt, ')');
+    } else {
+        pt->bad = true;
+    }
+    pat_space(pt);
+    while (!pt->bad && *pt->p == '*') {
+        pt->p++;
+        size_t len = pt->n - start;
+        if (!pat_number(pt, &v) || (v > 0 && len * v > PATTERN_MAX - start)) {
+            pt->bad = true;
+            return;
+        }
+        for (uint64_t k = 1; k < v; k++)
+            memcpy(pt->bit + start + k * len, pt->bit + start, len);
+        pt->n = start + (size_t)v * len;
+        pat_space(pt);
+    }
+}
+
+static void pat_expr(struct pattern *pt, int depth)
+{
+    pat_term(pt, depth);
+    pat_space(pt);
+    while (!pt->bad && *pt->p == '+') {
+        pt->p++;
+        pat_term(pt, depth);
+        pat_space(pt);
+    }
+}
+
+/* The model's form of a pattern: `first` dense layers, then a period of at
+ * most 64 layers repeated (the last one possibly cut), the shortest period
+ * first; false if none fits. */
+static bool pattern_fit(const struct pattern *pt, uint64_t *first, uint64_t *period, uint64_t *mask)
+{
+    for (size_t P = 1; P <= 64; P++) {
+        for (size_t k = 0; k + P <= pt->n && (k == 0 || pt->bit[k - 1] == 0); k++) {
+            bool ok = true;
+            for (size_t i = k + P; ok && i < pt->n; i++)
+                ok = pt->bit[i] == pt->bit[k + (i - k) % P];
+            if (!ok)
+                continue;
+            *first = k;
+            *period = P;
+            *mask = 0;
+            for (size_t i = 0; i < P; i++)
+                *mask |= (uint64_t)pt->bit[k + i] << i;
+            return *mask != 0;
+        }
+    }
+    return false;
+}
+
+/* --moe-layer-freq N (every N-th layer, from layer 0) or a pattern of L layers. */
+static mem4d_status apply_moe_pattern(mem4d_import *imp, const struct opt_val *vals, mem4d_model *m)
+{
+    const char *text = vals[MF_MOE_FREQ].s;
+    uint64_t first = 0, period = 1, mask = 1;
+    if (strchr(text, '[')) {
+        static const struct pattern empty;
+        struct pattern pt = empty;
+        pt.p = text;
+        pat_expr(&pt, 0);
+        if (pt.bad || *pt.p != '\0')
+            return m4d_imp_fail(imp, MEM4D_E_PARSE, "--moe-layer-freq '%.64s' is not a list expression of 0 and 1 "
+                                "(like \"([0]*3+[1]*58)\")", text);
+        uint64_t L = m->v[MEM4D_MODEL_NUM_LAYERS];
+        if (L && pt.n != L)
+            return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "--moe-layer-freq names %zu layers but --num-layers is %llu",
+                                pt.n, (unsigned long long)L);
+        if (!pattern_fit(&pt, &first, &period, &mask))
+            return m4d_imp_fail(imp, MEM4D_E_RANGE, "--moe-layer-freq '%.64s' is not dense layers followed by a "
+                                "repeating pattern of at most 64 layers", text);
+    } else {
+        TRY(parse_int(imp, "moe-layer-freq", text, &period));
+    }
+    if (period == 0 || period > 64) {
+        return m4d_imp_fail(imp, MEM4D_E_RANGE, "--moe-layer-freq %llu must be between 1 and 64",
+                            (unsigned long long)period);
+    }
+    TRY(SET_M(m, MEM4D_MODEL_MOE_FIRST_DENSE, first, "--moe-layer-freq"));
+    TRY(SET_M(m, MEM4D_MODEL_MOE_LAYER_FREQ, period, "--moe-layer-freq"));
+    return SET_M(m, MEM4D_MODEL_MOE_LAYER_MASK, mask, "--moe-layer-freq");
+}
+
+/* Multi-latent attention and its dimensions, with Megatron-LM's defaults
+ * (kv_lora_rank 32, qk_head_dim 128, qk_pos_emb_head_dim 64, v_head_dim
+ * 128, no query compression). */
+static mem4d_status apply_mla(mem4d_import *imp, const struct opt_val *vals, bool describes, mem4d_model *m)
+{
+    if (!GIVEN(MF_MLA)) {
+        if (GIVEN(MF_Q_LORA) || GIVEN(MF_KV_LORA))
+            m4d_imp_warn(imp, "--q-lora-rank and --kv-lora-rank are ignored without --multi-latent-attention");
+        return describes ? SET_M(m, MEM4D_MODEL_KV_LORA_RANK, 0, "--multi-latent-attention") : MEM4D_OK;
+    }
+    static const struct { int o; mem4d_model_param key; uint64_t def; } dims[] = {
+        {MF_Q_LORA, MEM4D_MODEL_Q_LORA_RANK, 0}, {MF_KV_LORA, MEM4D_MODEL_KV_LORA_RANK, 32},
+        {MF_QK_HEAD_DIM, MEM4D_MODEL_QK_HEAD_DIM, 128}, {MF_QK_POS_DIM, MEM4D_MODEL_QK_POS_EMB_HEAD_DIM, 64},
+        {MF_V_HEAD_DIM, MEM4D_MODEL_V_HEAD_DIM, 128},
+    };
+    for (size_t i = 0; i < sizeof dims / sizeof *dims; i++)
+        TRY(set_opt_m(imp, m, dims[i].key, dims[i].o, GIVEN(dims[i].o) ? U(dims[i].o) : dims[i].def));
+    if (m->v[MEM4D_MODEL_KV_LORA_RANK] == 0)
+        return m4d_imp_fail(imp, MEM4D_E_RANGE, "--kv-lora-rank must be at least 1 with --multi-latent-attention");
+    return MEM4D_OK;
+}
+
+/* Biases: Megatron-LM puts one on every linear layer unless
+ * --disable-bias-linear (--add-bias-linear restores them; the later flag
+ * wins); --add-qkv-bias keeps the QKV bias alone. */
+static mem4d_status apply_biases(mem4d_import *imp, const struct opt_val *vals, bool describes, mem4d_model *m)
+{
+    if (!describes && !GIVEN(MF_QKV_BIAS) && !GIVEN(MF_NO_BIAS) && !GIVEN(MF_ADD_BIAS))
+        return MEM4D_OK;
+    bool linear = !GIVEN(MF_NO_BIAS) || (GIVEN(MF_ADD_BIAS) && vals[MF_ADD_BIAS].at > vals[MF_NO_BIAS].at);
+    TRY(SET_M(m, MEM4D_MODEL_LINEAR_BIAS, linear, "--disable-bias-linear"));
+    return SET_M(m, MEM4D_MODEL_QKV_BIAS, GIVEN(MF_QKV_BIAS) || linear, "--add-qkv-bias");
+}
+
+/* Position embeddings: Megatron-LM's default is a learned absolute table
+ * of --max-position-embeddings rows (BigScience's Megatron-DeepSpeed calls
+ * it "absolute"); rotary embeddings and ALiBi have no parameters. */
+static mem4d_status apply_positions(mem4d_import *imp, const struct opt_val *vals, bool describes, mem4d_model *m)
+{
+    if (!describes && !GIVEN(MF_POS_TYPE) && !GIVEN(MF_ROPE) && !GIVEN(MF_NO_POS))
+        return MEM4D_OK;
+    /* The flag's choices (megatron_flags.c) to the model's values: rope 0,
+     * learned_absolute 1, alibi 2, none 3 (T5's relative bias is a few
+     * hundred parameters, taken as none). */
+    static const uint64_t model_value[] = {1, 0, 0, 3, 3, 1, 0, 2};
+    uint64_t type = GIVEN(MF_POS_TYPE) ? model_value[U(MF_POS_TYPE)] : 1;
+    if (GIVEN(MF_ROPE))
+        type = 0;
+    if (type == 1 && GIVEN(MF_NO_POS))
+        type = 3;
+    if (type == 1 && m->v[MEM4D_MODEL_MAX_POSITION] == 0) {
+        /* Megatron-LM requires the flag; the table is as long as a sequence at least. */
+        uint64_t seq = GIVEN(MF_SEQ) ? U(MF_SEQ) : U(MF_ENC_SEQ);
+        m4d_imp_warn(imp, "learned absolute position embeddings (Megatron-LM's default without "
+                     "--position-embedding-type rope) need --max-position-embeddings; %s", seq ?
+                     "the table is taken as --seq-length rows" : "their table is not counted");
+        if (seq)
+            TRY(SET_M(m, MEM4D_MODEL_MAX_POSITION, seq, "--seq-length"));
+    }
+    return SET_M(m, MEM4D_MODEL_POSITION_EMBEDDING, type, "--position-embedding-type");
+}
+
 /* The architecture. When the vector describes a model (it names layers,
  * hidden size or heads, as Megatron-LM requires), Megatron's defaults apply
  * to every switch it leaves out: LayerNorm, a plain 4h MLP, tied
@@ -265,27 +497,27 @@ static mem4d_status apply_model(mem4d_import *imp, const struct opt_val *vals, m
         TRY(SET_M(m, MEM4D_MODEL_HEAD_DIM, 0, "--kv-channels"));
     if (describes || GIVEN(MF_UNTIE))
         TRY(SET_M(m, MEM4D_MODEL_TIED_EMBEDDINGS, !GIVEN(MF_UNTIE), "--untie-embeddings-and-output-weights"));
-    if (describes || GIVEN(MF_QKV_BIAS) || GIVEN(MF_NO_BIAS))
-        TRY(SET_M(m, MEM4D_MODEL_QKV_BIAS, GIVEN(MF_QKV_BIAS) || !GIVEN(MF_NO_BIAS), "--add-qkv-bias"));
+    TRY(apply_biases(imp, vals, describes, m));
+    TRY(apply_positions(imp, vals, describes, m));
+    if (describes || GIVEN(MF_QK_NORM))
+        TRY(SET_M(m, MEM4D_MODEL_QK_LAYERNORM, GIVEN(MF_QK_NORM), "--qk-layernorm"));
     if (GIVEN(MF_EXPERTS) && !GIVEN(MF_TOPK))
         TRY(SET_M(m, MEM4D_MODEL_EXPERT_TOPK, 2, "--moe-router-topk (Megatron's default)"));
+    if (GIVEN(MF_MOE_FREQ))
+        TRY(apply_moe_pattern(imp, vals, m));
+    else if (describes) {
+        TRY(SET_M(m, MEM4D_MODEL_MOE_FIRST_DENSE, 0, "--moe-layer-freq"));
+        TRY(SET_M(m, MEM4D_MODEL_MOE_LAYER_FREQ, 1, "--moe-layer-freq"));
+        TRY(SET_M(m, MEM4D_MODEL_MOE_LAYER_MASK, 1, "--moe-layer-freq"));
+    }
+    if (describes && !GIVEN(MF_MTP))
+        TRY(SET_M(m, MEM4D_MODEL_MTP_LAYERS, 0, "--mtp-num-layers"));
+    if (GIVEN(MF_SHARED_FFN) || GIVEN(MF_SHARED_GATE))
+        TRY(SET_M(m, MEM4D_MODEL_SHARED_EXPERT_GATE, GIVEN(MF_SHARED_GATE), "--moe-shared-expert-gate"));
+    TRY(apply_mla(imp, vals, describes, m));
     if (describes)
         m4d_strlcpy(m->name, "custom", sizeof m->name);
     return MEM4D_OK;
-}
-
-/* Warnings about model defaults whose memory is not modelled. */
-static void warn_model(mem4d_import *imp, const struct opt_val *vals)
-{
-    bool describes = GIVEN(MF_NUM_LAYERS) || GIVEN(MF_HIDDEN) || GIVEN(MF_HEADS);
-    if (!describes)
-        return;
-    if (!GIVEN(MF_NO_BIAS))
-        m4d_imp_warn(imp, "without --disable-bias-linear every linear layer has a bias; only the QKV bias is modelled");
-    bool rope = GIVEN(MF_ROPE) || (GIVEN(MF_POS_TYPE) && U(MF_POS_TYPE) != M4D_POS_LEARNED);
-    if (!rope)
-        m4d_imp_warn(imp, "learned absolute position embeddings (Megatron's default without "
-                 "--position-embedding-type rope) are not modelled");
 }
 
 /* ------------------------------------------------------------------------ */
@@ -434,6 +666,7 @@ static mem4d_status apply_layout_basic(mem4d_import *imp, const struct opt_val *
     TRY(set_opt_l(imp, l, MEM4D_LAYOUT_PP, MF_PP, GIVEN(MF_PP) ? U(MF_PP) : 1));
     TRY(set_opt_l(imp, l, MEM4D_LAYOUT_CP, MF_CP, GIVEN(MF_CP) ? U(MF_CP) : 1));
     TRY(set_opt_l(imp, l, MEM4D_LAYOUT_EP, MF_EP, GIVEN(MF_EP) ? U(MF_EP) : 1));
+    TRY(set_opt_l(imp, l, MEM4D_LAYOUT_ETP, MF_ETP, GIVEN(MF_ETP) ? U(MF_ETP) : 0));
     if (GIVEN(MF_MBS))
         TRY(set_opt_l(imp, l, MEM4D_LAYOUT_MICRO_BATCH, MF_MBS, U(MF_MBS)));
     if (GIVEN(MF_SEQ))
@@ -459,6 +692,44 @@ static mem4d_status apply_layout_basic(mem4d_import *imp, const struct opt_val *
     return MEM4D_OK;
 }
 
+/* Bytes of each dtype name of the precision-aware optimizer's lists
+ * (fp32 first; fp8 is stored as uint8). */
+static uint64_t dtype_bytes(const struct opt_val *vals, int o)
+{
+    if (!GIVEN(o))
+        return 4;
+    const char *name = m4d_megatron_flag_of(o)->choices[U(o)];
+    return strcmp(name, "fp32") == 0 ? 4 : strcmp(name, "fp8") == 0 ? 1 : 2;
+}
+
+/* Megatron's precision-aware optimizer keeps main gradients, main
+ * parameters and each Adam moment in the dtypes named; without it those
+ * flags must stay fp32 (OptimizerConfig refuses otherwise). */
+static mem4d_status apply_precision_aware(mem4d_import *imp, const struct opt_val *vals, mem4d_layout *l)
+{
+    static const int dtypes[] = {MF_MAIN_GRADS_DTYPE, MF_MAIN_PARAMS_DTYPE, MF_EXP_AVG_DTYPE, MF_EXP_AVG_SQ_DTYPE};
+    bool aware = GIVEN(MF_PREC_AWARE);
+    TRY(SET_L(l, MEM4D_LAYOUT_PRECISION_AWARE_OPTIMIZER, aware, "--use-precision-aware-optimizer"));
+    for (size_t i = 0; i < sizeof dtypes / sizeof *dtypes; i++)
+        if (!aware && dtype_bytes(vals, dtypes[i]) != 4)
+            return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "--%s %s needs --use-precision-aware-optimizer",
+                                m4d_megatron_flag_of(dtypes[i])->flag,
+                                m4d_megatron_flag_of(dtypes[i])->choices[U(dtypes[i])]);
+    if (!aware)
+        return MEM4D_OK;
+    if (dtype_bytes(vals, MF_MAIN_GRADS_DTYPE) != 4) {
+        if (GIVEN(MF_ACC_FP32))
+            return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "--main-grads-dtype bf16 contradicts "
+                                "--accumulate-allreduce-grads-in-fp32");
+        TRY(SET_L(l, MEM4D_LAYOUT_MAIN_GRAD_BYTES, 2, "--main-grads-dtype"));
+    }
+    if (l->v[MEM4D_LAYOUT_MASTER_WEIGHT_BYTES] != 0)
+        TRY(SET_L(l, MEM4D_LAYOUT_MASTER_WEIGHT_BYTES, dtype_bytes(vals, MF_MAIN_PARAMS_DTYPE), "--main-params-dtype"));
+    uint64_t m1 = dtype_bytes(vals, MF_EXP_AVG_DTYPE), m2 = dtype_bytes(vals, MF_EXP_AVG_SQ_DTYPE);
+    TRY(SET_L(l, MEM4D_LAYOUT_OPT_STATE_BYTES, m1, "--exp-avg-dtype"));
+    return SET_L(l, MEM4D_LAYOUT_EXP_AVG_SQ_BYTES, m2 == m1 ? 0 : m2, "--exp-avg-sq-dtype");
+}
+
 /* Precision: bf16 forces fp32 gradient accumulation unless
  * --grad-reduce-in-bf16; fp16 accumulates in fp16 unless asked; fp32
  * training keeps no separate master copy. */
@@ -474,6 +745,12 @@ static mem4d_status apply_precision(mem4d_import *imp, const struct opt_val *val
     TRY(SET_L(l, MEM4D_LAYOUT_MASTER_WEIGHT_BYTES, half ? 4 : 0, "--bf16/--fp16"));
     TRY(SET_L(l, MEM4D_LAYOUT_MAIN_GRAD_BYTES, grad, "--accumulate-allreduce-grads-in-fp32"));
     TRY(SET_L(l, MEM4D_LAYOUT_OPT_STATE_BYTES, 4, "--optimizer"));
+    TRY(apply_precision_aware(imp, vals, l));
+    bool sharded = GIVEN(MF_DIST_OPT) || GIVEN(MF_FSDP2) || GIVEN(MF_MEGATRON_FSDP) || GIVEN(MF_CUSTOM_FSDP);
+    if (GIVEN(MF_FP8_PARAM) && (!GIVEN(MF_FP8) || !sharded))
+        return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "--fp8-param-gather needs --fp8-format and the distributed "
+                            "optimizer or FSDP");
+    TRY(SET_L(l, MEM4D_LAYOUT_FP8_PARAM_GATHER, GIVEN(MF_FP8_PARAM), "--fp8-param-gather"));
     if (GIVEN(MF_OPTIMIZER) && U(MF_OPTIMIZER) != M4D_OPT_ADAM)
         m4d_imp_warn(imp, "--optimizer %s: the optimizer state is modelled for Adam (two moments)",
                  m4d_megatron_flag_of(MF_OPTIMIZER)->choices[U(MF_OPTIMIZER)]);
@@ -490,23 +767,65 @@ static mem4d_status apply_sharding(mem4d_import *imp, const struct opt_val *vals
         zero = GIVEN(MF_DP_SHARDING) ? U(MF_DP_SHARDING) : 3; /* choices are in stage order */
     else if (GIVEN(MF_DP_SHARDING))
         m4d_imp_warn(imp, "--data-parallel-sharding-strategy is ignored without --use-megatron-fsdp");
+    if (GIVEN(MF_DEEPSPEED)) {
+        /* Megatron-DeepSpeed: DeepSpeed's ZeRO replaces the distributed optimizer. */
+        if (GIVEN(MF_ZERO_STAGE) && U(MF_ZERO_STAGE) > 3)
+            return m4d_imp_fail(imp, MEM4D_E_RANGE, "--zero-stage %llu is not a ZeRO stage (0 to 3)",
+                                (unsigned long long)U(MF_ZERO_STAGE));
+        zero = GIVEN(MF_ZERO_STAGE) ? U(MF_ZERO_STAGE) : 1; /* Megatron-DeepSpeed's default */
+        if (!GIVEN(MF_ZERO_STAGE))
+            m4d_imp_warn(imp, "--deepspeed without --zero-stage: the ZeRO stage is in the DeepSpeed config file; "
+                         "taken as 1 (Megatron-DeepSpeed's default)");
+        TRY(SET_L(l, MEM4D_LAYOUT_DIST_OPT, 0, "--deepspeed"));
+    } else if (GIVEN(MF_ZERO_STAGE)) {
+        m4d_imp_warn(imp, "--zero-stage is ignored without --deepspeed");
+    }
     return SET_L(l, MEM4D_LAYOUT_ZERO_STAGE, zero, "--data-parallel-sharding-strategy");
+}
+
+/* The legacy spelling of full recomputation (Megatron-LM before 2022, and
+ * Megatron-DeepSpeed today): --checkpoint-activations is uniform over
+ * --checkpoint-num-layers (default 1); Megatron-LM 3.0's
+ * --activations-checkpoint-method/-num-layers (default 1) name it. */
+static bool legacy_recompute(const struct opt_val *vals, uint64_t *method, uint64_t *layers)
+{
+    if (!GIVEN(MF_CKPT_ACT) && !GIVEN(MF_ACT_CKPT_METHOD))
+        return false;
+    *method = GIVEN(MF_ACT_CKPT_METHOD) ? U(MF_ACT_CKPT_METHOD) : 0;
+    *layers = GIVEN(MF_ACT_CKPT_LAYERS) ? U(MF_ACT_CKPT_LAYERS) : GIVEN(MF_CKPT_NUM_LAYERS) ? U(MF_CKPT_NUM_LAYERS) : 1;
+    return true;
 }
 
 static mem4d_status apply_recompute(mem4d_import *imp, const struct opt_val *vals, mem4d_layout *l)
 {
-    uint64_t rc = 0;
+    uint64_t rc = 0, method = 0, layers = 0;
     if (GIVEN(MF_RC_ACT))
         rc = 1;
     else if (GIVEN(MF_RC_GRAN))
         rc = U(MF_RC_GRAN) == M4D_GRAN_FULL ? 2 : 1;
-    TRY(SET_L(l, MEM4D_LAYOUT_RECOMPUTE, rc, "--recompute-granularity"));
-    bool full = rc == 2;
-    if (!full && (GIVEN(MF_RC_METHOD) || GIVEN(MF_RC_LAYERS)))
+    if (rc == 2) {
+        method = U(MF_RC_METHOD);
+        layers = U(MF_RC_LAYERS);
+    } else if (rc == 0 && legacy_recompute(vals, &method, &layers)) {
+        rc = 2;
+    } else if (GIVEN(MF_RC_METHOD) || GIVEN(MF_RC_LAYERS)) {
         m4d_imp_warn(imp, "--recompute-method and --recompute-num-layers are ignored without "
-                 "--recompute-granularity full");
-    TRY(SET_L(l, MEM4D_LAYOUT_RECOMPUTE_METHOD, full ? U(MF_RC_METHOD) : 0, "--recompute-method"));
-    return set_opt_l(imp, l, MEM4D_LAYOUT_RECOMPUTE_LAYERS, MF_RC_LAYERS, full ? U(MF_RC_LAYERS) : 0);
+                     "--recompute-granularity full");
+    }
+    if (rc != 2 && (GIVEN(MF_CKPT_ACT) || GIVEN(MF_ACT_CKPT_METHOD)))
+        m4d_imp_warn(imp, "--checkpoint-activations and --activations-checkpoint-method are ignored beside "
+                     "--recompute-activations or --recompute-granularity");
+    if (GIVEN(MF_DIST_SAVED) && (rc != 2 || l->v[MEM4D_LAYOUT_TP] < 2))
+        return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "--distribute-saved-activations needs full recomputation and "
+                            "--tensor-model-parallel-size above 1");
+    if (GIVEN(MF_RC_MODULES) && rc != 1)
+        m4d_imp_warn(imp, "--recompute-modules is ignored without --recompute-granularity selective");
+    TRY(SET_L(l, MEM4D_LAYOUT_RECOMPUTE_MODULES, GIVEN(MF_RC_MODULES) ? U(MF_RC_MODULES) : M4D_RC_CORE_ATTN,
+              "--recompute-modules"));
+    TRY(SET_L(l, MEM4D_LAYOUT_RECOMPUTE, rc, "--recompute-granularity"));
+    TRY(SET_L(l, MEM4D_LAYOUT_RECOMPUTE_METHOD, method, "--recompute-method"));
+    TRY(SET_L(l, MEM4D_LAYOUT_DISTRIBUTE_SAVED_ACTIVATIONS, GIVEN(MF_DIST_SAVED), "--distribute-saved-activations"));
+    return SET_L(l, MEM4D_LAYOUT_RECOMPUTE_LAYERS, layers, "--recompute-num-layers");
 }
 
 /* Flash attention: Transformer Engine (Megatron's default implementation)
@@ -613,7 +932,6 @@ mem4d_status mem4d_import_megatron(mem4d_import *import, int argc, const char *c
         m4d_imp_done(imp);
         return st;
     }
-    warn_model(imp, vals);
     m4d_imp_done(imp);
     *model = m;
     *layout = l;

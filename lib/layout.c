@@ -117,12 +117,14 @@ static void ctx_layout(const mem4d_layout *l, struct m4d_ctx *x)
     x->sp = v[MEM4D_LAYOUT_SEQUENCE_PARALLEL] != 0;
     x->flash = v[MEM4D_LAYOUT_FLASH_ATTN] != 0;
     x->ep = v[MEM4D_LAYOUT_EP];
+    x->etp = v[MEM4D_LAYOUT_ETP] ? v[MEM4D_LAYOUT_ETP] : v[MEM4D_LAYOUT_TP];
     x->zero = v[MEM4D_LAYOUT_ZERO_STAGE];
     if (x->zero == 0 && v[MEM4D_LAYOUT_DIST_OPT])
         x->zero = 1;
     x->recompute = v[MEM4D_LAYOUT_RECOMPUTE];
     x->rc_method = v[MEM4D_LAYOUT_RECOMPUTE_METHOD];
     x->rc_layers = v[MEM4D_LAYOUT_RECOMPUTE_LAYERS];
+    x->rc_modules = v[MEM4D_LAYOUT_RECOMPUTE_MODULES];
     x->param_bytes = v[MEM4D_LAYOUT_PARAM_BYTES];
     x->grad_bytes = v[MEM4D_LAYOUT_MAIN_GRAD_BYTES];
     x->opt_bytes = v[MEM4D_LAYOUT_OPT_STATE_BYTES];
@@ -134,6 +136,10 @@ static void ctx_layout(const mem4d_layout *l, struct m4d_ctx *x)
     x->hidden_dropout = v[MEM4D_LAYOUT_HIDDEN_DROPOUT] != 0;
     x->attn_dropout = v[MEM4D_LAYOUT_ATTENTION_DROPOUT] != 0;
     x->ce_fusion = v[MEM4D_LAYOUT_CROSS_ENTROPY_FUSION] != 0;
+    x->distribute_saved = v[MEM4D_LAYOUT_DISTRIBUTE_SAVED_ACTIVATIONS] != 0;
+    x->fp8_params = v[MEM4D_LAYOUT_FP8_PARAM_GATHER] != 0;
+    x->opt_sq_bytes = v[MEM4D_LAYOUT_EXP_AVG_SQ_BYTES] ? v[MEM4D_LAYOUT_EXP_AVG_SQ_BYTES] : x->opt_bytes;
+    x->precision_aware = v[MEM4D_LAYOUT_PRECISION_AWARE_OPTIMIZER] != 0;
     x->first_layers = v[MEM4D_LAYOUT_FIRST_STAGE_LAYERS];
     x->last_layers = v[MEM4D_LAYOUT_LAST_STAGE_LAYERS];
     x->vocab_div = v[MEM4D_LAYOUT_VOCAB_DIVISOR];
@@ -206,7 +212,7 @@ static mem4d_status check_tp(const struct m4d_ctx *x, char *why, size_t n)
     /* The FFN sizes are the only dimensions checked: h is split only through
      * the heads (checked above), so it need not be divisible by t. */
     const char *what = x->f % x->t ? "FFN" : x->fs % x->t ? "shared-expert FFN"
-                     : x->experts && x->fe % x->t ? "expert FFN" : NULL;
+                     : x->experts && x->fe % x->etp ? "expert FFN" : NULL;
     if (what) {
         m4d_msg(why, n, "%s size %llu is not divisible by tp %llu", what,
                 U(x->f % x->t ? x->f : x->fs % x->t ? x->fs : x->fe), U(x->t));
@@ -324,9 +330,21 @@ static mem4d_status check_misc(struct m4d_ctx *x, char *why, size_t n)
         m4d_msg(why, n, "ep %llu needs a mixture-of-experts model", U(x->ep));
         return MEM4D_E_EXPERTS;
     }
-    if (x->experts && (x->experts % x->ep != 0 || (x->d * x->c) % x->ep != 0)) {
-        m4d_msg(why, n, "%llu experts over ep %llu: ep must divide the experts and dp x cp = %llu",
-                U(x->experts), U(x->ep), U(x->d * x->c));
+    /* The experts fold over the t·d·c ranks of a stage: ep·etp of them hold
+     * distinct expert shards, the others replicate them (expert data
+     * parallelism); with etp = t this is "ep divides dp x cp". */
+    uint64_t tdc = x->t * x->d * x->c;
+    if (x->experts && (x->experts % x->ep != 0 || tdc % (x->ep * x->etp) != 0)) {
+        if (x->etp == x->t)
+            m4d_msg(why, n, "%llu experts over ep %llu: ep must divide the experts and dp x cp = %llu",
+                    U(x->experts), U(x->ep), U(x->d * x->c));
+        else
+            m4d_msg(why, n, "%llu experts over ep %llu x etp %llu: ep must divide the experts and ep x etp "
+                    "tp x dp x cp = %llu", U(x->experts), U(x->ep), U(x->etp), U(tdc));
+        return MEM4D_E_EXPERTS;
+    }
+    if (!x->experts && x->etp != x->t) {
+        m4d_msg(why, n, "etp %llu needs a mixture-of-experts model", U(x->etp));
         return MEM4D_E_EXPERTS;
     }
     if ((st = check_framework(x, why, n)) != MEM4D_OK)

@@ -174,6 +174,22 @@ mem4d_status m4d_model_check(const mem4d_model *m, char *why, size_t n)
                 (unsigned long long)v[MEM4D_MODEL_EXPERT_TOPK], (unsigned long long)experts);
         return MEM4D_E_MODEL;
     }
+    uint64_t period = v[MEM4D_MODEL_MOE_LAYER_FREQ];
+    if (period < 64 && (v[MEM4D_MODEL_MOE_LAYER_MASK] >> period) != 0) {
+        m4d_msg(why, n, "moe_layer_mask %#llx has bits beyond its period of %llu layers",
+                (unsigned long long)v[MEM4D_MODEL_MOE_LAYER_MASK], (unsigned long long)period);
+        return MEM4D_E_MODEL;
+    }
+    if (v[MEM4D_MODEL_KV_LORA_RANK] && (v[MEM4D_MODEL_QK_HEAD_DIM] == 0 || v[MEM4D_MODEL_V_HEAD_DIM] == 0)) {
+        m4d_msg(why, n, "multi-latent attention (kv_lora_rank %llu) needs qk_head_dim and v_head_dim",
+                (unsigned long long)v[MEM4D_MODEL_KV_LORA_RANK]);
+        return MEM4D_E_MODEL;
+    }
+    if (experts > 0 && v[MEM4D_MODEL_MOE_FIRST_DENSE] > 0 && v[MEM4D_MODEL_FFN_HIDDEN_SIZE] == 0) {
+        m4d_msg(why, n, "%llu dense layers (first_k_dense_replace) need ffn_hidden_size",
+                (unsigned long long)v[MEM4D_MODEL_MOE_FIRST_DENSE]);
+        return MEM4D_E_MISSING;
+    }
     if (experts == 0 && v[MEM4D_MODEL_EXPERT_TOPK] != 0) {
         m4d_msg(why, n, "moe_router_topk %llu is set but num_experts is 0",
                 (unsigned long long)v[MEM4D_MODEL_EXPERT_TOPK]);
@@ -210,46 +226,171 @@ void m4d_ctx_model(const mem4d_model *m, struct m4d_ctx *x)
     x->topk = v[MEM4D_MODEL_EXPERT_TOPK];
     x->fe = v[MEM4D_MODEL_EXPERT_FFN_SIZE] ? v[MEM4D_MODEL_EXPERT_FFN_SIZE] : x->f;
     x->fs = v[MEM4D_MODEL_SHARED_EXPERT_FFN_SIZE];
+    x->linear_bias = v[MEM4D_MODEL_LINEAR_BIAS] != 0;
+    x->qk_norm = v[MEM4D_MODEL_QK_LAYERNORM] != 0;
+    x->pos_rows = v[MEM4D_MODEL_POSITION_EMBEDDING] == 1 ? v[MEM4D_MODEL_MAX_POSITION] : 0;
+    x->moe_period = v[MEM4D_MODEL_MOE_LAYER_FREQ] ? v[MEM4D_MODEL_MOE_LAYER_FREQ] : 1;
+    x->moe_mask = v[MEM4D_MODEL_MOE_LAYER_MASK];
+    x->first_dense = v[MEM4D_MODEL_MOE_FIRST_DENSE];
+    x->q_lora = v[MEM4D_MODEL_Q_LORA_RANK];
+    x->kv_lora = v[MEM4D_MODEL_KV_LORA_RANK];
+    x->rope_dim = x->kv_lora ? v[MEM4D_MODEL_QK_POS_EMB_HEAD_DIM] : 0;
+    x->qk_dim = x->kv_lora ? v[MEM4D_MODEL_QK_HEAD_DIM] + x->rope_dim : x->dh;
+    x->v_dim = x->kv_lora ? v[MEM4D_MODEL_V_HEAD_DIM] : x->dh;
+    x->kv_heads = x->kv_lora ? x->a : x->k;
+    x->mtp = v[MEM4D_MODEL_MTP_LAYERS];
+    x->shared_gate = v[MEM4D_MODEL_SHARED_EXPERT_GATE] != 0;
 }
 
-/* P_attn = h·a·dh (Q) + 2·h·k·dh (K, V) + a·dh·h (O) [+ (a + 2k)·dh biases];
- * P_mlp = (3 or 2)·h·f, or for MoE: E·(3 or 2)·h·fe + router h·E + shared
- * expert (3 or 2)·h·fs; P_norm = 2h (RMSNorm) or 4h (LayerNorm). */
-bool m4d_layer_params(const struct m4d_ctx *x, uint64_t *attn, uint64_t *mlp, uint64_t *norms)
+void m4d_ctx_dense(const struct m4d_ctx *x, struct m4d_ctx *dense)
 {
-    uint64_t q, kv, o, bias = 0, mats = x->gated ? 3 : 2, dense;
-    if (!m4d_mul3(x->h, x->a, x->dh, &q) || !m4d_mul3(2 * x->h, x->k, x->dh, &kv) || !m4d_add(q, q, &o))
+    *dense = *x;
+    dense->experts = 0;
+    dense->topk = 0;
+    dense->fs = 0;
+}
+
+uint64_t m4d_moe_layers_in(const struct m4d_ctx *x, uint64_t first, uint64_t n)
+{
+    if (!x->experts)
+        return 0;
+    uint64_t end = first + n, count = 0;
+    if (first < x->first_dense)
+        first = x->first_dense < end ? x->first_dense : end;
+    if (x->moe_period == 1)
+        return end - first; /* the mask of a period of one is 1 */
+    /* Whole periods by their population, the rest one by one (period <= 64). */
+    uint64_t whole = (end - first) / x->moe_period;
+    count = whole * (uint64_t)__builtin_popcountll(x->moe_mask);
+    for (uint64_t i = first + whole * x->moe_period; i < end; i++)
+        count += m4d_is_moe_layer(x, i);
+    return count;
+}
+
+/* Biases of one MLP of width f (or of one expert): the first projection's
+ * (2f when gated, split over t) and the second's h (replicated over t, as
+ * Megatron's row-parallel bias is). */
+static uint64_t mlp_bias_split(const struct m4d_ctx *x, uint64_t f) { return (x->gated ? 2 : 1) * f; }
+
+/* One expert's parameters, with its biases: (3 or 2)·h·fe [+ (2 or 1)·fe + h]. */
+bool m4d_expert_params(const struct m4d_ctx *x, uint64_t fe, uint64_t *out)
+{
+    uint64_t mats = x->gated ? 3 : 2;
+    if (!m4d_mul3(mats, x->h, fe, out))
         return false;
-    if (x->qkv_bias)
-        bias = (x->a + 2 * x->k) * x->dh;
-    if (!m4d_add(o, kv, attn) || !m4d_add(*attn, bias, attn))
+    return !x->linear_bias || m4d_add(*out, mlp_bias_split(x, fe) + x->h, out);
+}
+
+/* P_attn = h·a·dh (Q) + 2·h·k·dh (K, V) + a·dh·h (O) [+ (a + 2k)·dh QKV biases];
+ * P_mlp = (3 or 2)·h·f [+ its first projection's bias], or for MoE:
+ * E experts (with their biases) + router h·E + shared expert (3 or 2)·h·fs;
+ * `repl` are the parameters replicated over tensor-parallel ranks: the norms
+ * 2h (RMSNorm) or 4h (LayerNorm), per-head Q/K norms 2·dh (4·dh), and with
+ * biases on every linear layer the attention output's and the MLP's second
+ * projection's h each. */
+/* Multi-latent attention (DeepSeek-V2/V3; Megatron-Core's MLASelfAttention):
+ * split over t, the up-projections q_b r_q·a·d_qk (or a full-rank query
+ * projection h·a·d_qk), kv_b r_kv·a·(d_nope + d_v) and the output
+ * a·d_v·h; replicated, the down-projections h·r_q and h·(r_kv + d_rope)
+ * and their norms r_q + r_kv. d_qk = d_nope + d_rope. */
+static bool mla_params(const struct m4d_ctx *x, uint64_t *attn, uint64_t *repl)
+{
+    uint64_t q, kv, o, down, norm = x->layernorm ? 2 : 1;
+    uint64_t q_in = x->q_lora ? x->q_lora : x->h, nope = x->qk_dim - x->rope_dim;
+    if (!m4d_mul3(q_in, x->a, x->qk_dim, &q) || !m4d_mul3(x->kv_lora, x->a, nope + x->v_dim, &kv) ||
+        !m4d_mul3(x->a, x->v_dim, x->h, &o) || !m4d_mul(x->h, x->q_lora + x->kv_lora + x->rope_dim, &down))
         return false;
+    *attn = q + kv + o;
+    *repl = down + norm * (x->q_lora + x->kv_lora);
+    return *attn >= q;
+}
+
+bool m4d_layer_params(const struct m4d_ctx *x, uint64_t *attn, uint64_t *mlp, uint64_t *repl)
+{
+    uint64_t q, kv, o, bias = 0, mats = x->gated ? 3 : 2, dense, mla_repl = 0;
+    uint64_t norm = x->layernorm ? 2 : 1;
+    if (x->kv_lora) {
+        if (!mla_params(x, attn, &mla_repl))
+            return false;
+    } else {
+        if (!m4d_mul3(x->h, x->a, x->dh, &q) || !m4d_mul3(2 * x->h, x->k, x->dh, &kv) || !m4d_add(q, q, &o))
+            return false;
+        if (x->qkv_bias || x->linear_bias)
+            bias = (x->a + 2 * x->k) * x->dh;
+        if (!m4d_add(o, kv, attn) || !m4d_add(*attn, bias, attn))
+            return false;
+    }
+    *repl = 2 * norm * x->h + (x->qk_norm ? 2 * norm * x->dh : 0) + (x->linear_bias ? x->h : 0) + mla_repl;
     if (x->experts == 0) {
         if (!m4d_mul3(mats, x->h, x->f, mlp))
             return false;
-    } else {
-        uint64_t shared = 0, router;
-        if (!m4d_mul3(mats, x->h, x->fe, &dense) || !m4d_mul(dense, x->experts, &dense) ||
-            !m4d_mul(x->h, x->experts, &router) || !m4d_mul3(mats, x->h, x->fs, &shared))
-            return false;
-        if (x->fs)
-            shared += x->h; /* shared-expert gate (Qwen-MoE) */
-        if (!m4d_add(dense, router, mlp) || !m4d_add(*mlp, shared, mlp))
-            return false;
+        if (x->linear_bias) {
+            *mlp += mlp_bias_split(x, x->f);
+            *repl += x->h;
+        }
+        return true;
     }
-    *norms = (x->layernorm ? 4 : 2) * x->h;
-    return true;
+    uint64_t shared = 0, router;
+    if (!m4d_expert_params(x, x->fe, &dense) || !m4d_mul(dense, x->experts, &dense) ||
+        !m4d_mul(x->h, x->experts, &router))
+        return false;
+    if (x->fs) {
+        if (!m4d_mul3(mats, x->h, x->fs, &shared))
+            return false;
+        if (x->shared_gate)
+            shared += x->h; /* shared-expert gate (Qwen-MoE) */
+        if (x->linear_bias) {
+            shared += mlp_bias_split(x, x->fs);
+            *repl += x->h;
+        }
+    }
+    return m4d_add(dense, router, mlp) && m4d_add(*mlp, shared, mlp);
 }
 
-/* Whole-model count for vocabulary V: L·P_layer + P_final_norm + V·h (+ V·h untied). */
+/* Whole-model count for vocabulary V: L·P_layer + P_final_norm + V·h (+ V·h
+ * untied) + a learned position table pos_rows·h. */
+static bool one_layer(const struct m4d_ctx *x, uint64_t *out)
+{
+    uint64_t attn, mlp, repl;
+    return m4d_layer_params(x, &attn, &mlp, &repl) && m4d_add(attn, mlp, out) && m4d_add(*out, repl, out);
+}
+
+/* A multi-token-prediction module (DeepSeek-V3; Megatron-Core's
+ * MultiTokenPredictionLayer): a transformer layer, the projection eh_proj
+ * 2h x h and three norms (of the embedding, of the hidden state, before the
+ * shared head); the embedding and the head are the model's own. */
+static bool mtp_params(const struct m4d_ctx *x, uint64_t layer, uint64_t *out)
+{
+    uint64_t each;
+    if (!m4d_mul(2 * x->h, x->h, &each) || !m4d_add(each, layer, &each) ||
+        !m4d_add(each, 3 * (x->layernorm ? 2 : 1) * x->h, &each))
+        return false;
+    return m4d_mul(each, x->mtp, out);
+}
+
+/* L_e expert layers and L - L_e dense ones (of width f), and the MTP modules
+ * (expert layers when the model has experts). */
+static bool layers_total(const struct m4d_ctx *x, uint64_t *out)
+{
+    struct m4d_ctx dense;
+    uint64_t moe = 0, each_moe = 0, each_dense = 0, le = m4d_moe_layers_in(x, 0, x->L), a, b, mtp = 0;
+    m4d_ctx_dense(x, &dense);
+    if ((le && !one_layer(x, &each_moe)) || (le < x->L && !one_layer(&dense, &each_dense)))
+        return false;
+    if (!m4d_mul(each_moe, le, &moe) || !m4d_mul(each_dense, x->L - le, &a) || !m4d_add(moe, a, &b))
+        return false;
+    if (x->mtp && !mtp_params(x, x->experts ? each_moe : each_dense, &mtp))
+        return false;
+    return m4d_add(b, mtp, out);
+}
+
 bool m4d_model_params_total(const struct m4d_ctx *x, uint64_t V, uint64_t *out)
 {
-    uint64_t attn, mlp, norms, layer, emb, total;
-    if (!m4d_layer_params(x, &attn, &mlp, &norms))
+    uint64_t emb, total, pos;
+    if (!layers_total(x, &total))
         return false;
-    if (!m4d_add(attn, mlp, &layer) || !m4d_add(layer, norms, &layer) || !m4d_mul(layer, x->L, &total))
-        return false;
-    if (!m4d_mul(V, x->h, &emb) || !m4d_add(total, emb, &total))
+    if (!m4d_mul(V, x->h, &emb) || !m4d_add(total, emb, &total) || !m4d_mul(x->pos_rows, x->h, &pos) ||
+        !m4d_add(total, pos, &total))
         return false;
     if (!x->tied && !m4d_add(total, emb, &total))
         return false;

@@ -14,6 +14,7 @@ static const char *const recompute_names[] = {"none", "selective", "full", "op",
 static const char *const method_names[] = {"uniform", "block", NULL};
 static const char *const mode_names[] = {"full", "paper", NULL};
 M4D_TABLE_ROWS(mode_names, M4D_NMODES + 1); /* mem4d_mode's names, in order, and the NULL */
+static const char *const position_names[] = {"rope", "learned_absolute", "alibi", "none", NULL};
 static const char *const framework_names[] = {"megatron", "torchtitan", "deepspeed", "nanotron", NULL};
 static const char *const reshard_names[] = {"auto", "always", "never", NULL};
 static const char *const float8_names[] = {"none", "tensorwise", "rowwise", NULL};
@@ -54,6 +55,20 @@ const struct m4d_param_desc m4d_model_params[] = {
     [MEM4D_MODEL_SHARED_EXPERT_FFN_SIZE] = NUM_ROW("moe_shared_expert_intermediate_size",
                                                    "shared_expert_intermediate_size", NULL, 0, 1u << 22, 0),
     [MEM4D_MODEL_MAX_POSITION] = NUM_ROW("max_position_embeddings", NULL, NULL, 0, 1u << 26, 0),
+    [MEM4D_MODEL_LINEAR_BIAS] = BOOL_ROW("add_bias_linear", "linear_bias", NULL, 0),
+    [MEM4D_MODEL_POSITION_EMBEDDING] = ENUM_ROW("position_embedding_type", "position_embedding", NULL,
+                                                position_names, 0),
+    [MEM4D_MODEL_QK_LAYERNORM] = BOOL_ROW("qk_layernorm", "qk_norm", NULL, 0),
+    [MEM4D_MODEL_MOE_LAYER_FREQ] = NUM_ROW("moe_layer_freq", NULL, NULL, 1, 64, 1),
+    [MEM4D_MODEL_MOE_LAYER_MASK] = NUM_ROW("moe_layer_mask", NULL, NULL, 1, UINT64_MAX, 1),
+    [MEM4D_MODEL_MOE_FIRST_DENSE] = NUM_ROW("first_k_dense_replace", "moe_first_dense_layers", NULL, 0, 4096, 0),
+    [MEM4D_MODEL_Q_LORA_RANK] = NUM_ROW("q_lora_rank", NULL, NULL, 0, 1u << 20, 0),
+    [MEM4D_MODEL_KV_LORA_RANK] = NUM_ROW("kv_lora_rank", NULL, NULL, 0, 1u << 20, 0),
+    [MEM4D_MODEL_QK_HEAD_DIM] = NUM_ROW("qk_head_dim", "qk_nope_head_dim", NULL, 0, 1u << 14, 0),
+    [MEM4D_MODEL_QK_POS_EMB_HEAD_DIM] = NUM_ROW("qk_pos_emb_head_dim", "qk_rope_head_dim", NULL, 0, 1u << 14, 0),
+    [MEM4D_MODEL_V_HEAD_DIM] = NUM_ROW("v_head_dim", NULL, NULL, 0, 1u << 14, 0),
+    [MEM4D_MODEL_MTP_LAYERS] = NUM_ROW("mtp_num_layers", "num_nextn_predict_layers", NULL, 0, 64, 0),
+    [MEM4D_MODEL_SHARED_EXPERT_GATE] = BOOL_ROW("moe_shared_expert_gate", "shared_expert_gate", NULL, 1),
 };
 M4D_TABLE_ROWS(m4d_model_params, M4D_MODEL_NPARAM);
 
@@ -92,6 +107,15 @@ const struct m4d_param_desc m4d_layout_params[] = {
     [MEM4D_LAYOUT_HIDDEN_DROPOUT] = BOOL_ROW("hidden_dropout", NULL, NULL, 0),
     [MEM4D_LAYOUT_ATTENTION_DROPOUT] = BOOL_ROW("attention_dropout", NULL, NULL, 0),
     [MEM4D_LAYOUT_CROSS_ENTROPY_FUSION] = BOOL_ROW("cross_entropy_fusion", "cross_entropy_loss_fusion", NULL, 0),
+    [MEM4D_LAYOUT_DISTRIBUTE_SAVED_ACTIVATIONS] = BOOL_ROW("distribute_saved_activations",
+                                                           "distribute_checkpointed_activations", NULL, 0),
+    [MEM4D_LAYOUT_FP8_PARAM_GATHER] = BOOL_ROW("fp8_param_gather", NULL, NULL, 0),
+    [MEM4D_LAYOUT_EXP_AVG_SQ_BYTES] = SET_ROW("exp_avg_sq_bytes", NULL, NULL, 0, 4, 0,
+                                              (1u << 0) | (1u << 1) | (1u << 2) | (1u << 4)),
+    [MEM4D_LAYOUT_PRECISION_AWARE_OPTIMIZER] = BOOL_ROW("precision_aware_optimizer",
+                                                        "use_precision_aware_optimizer", NULL, 0),
+    [MEM4D_LAYOUT_ETP] = NUM_ROW("etp", "expert_tensor_parallel_size", NULL, 0, 4096, 0),
+    [MEM4D_LAYOUT_RECOMPUTE_MODULES] = NUM_ROW("recompute_modules", NULL, NULL, 0, 127, 1),
     [MEM4D_LAYOUT_FRAMEWORK] = ENUM_ROW("framework", NULL, NULL, framework_names, 0),
     [MEM4D_LAYOUT_RESHARD_AFTER_FORWARD] = ENUM_ROW("reshard_after_forward", NULL, NULL, reshard_names, 0),
     [MEM4D_LAYOUT_DP_REPLICATE] = NUM_ROW("dp_replicate", "data_parallel_replicate_degree", NULL, 1, 1u << 24, 1),

@@ -26,9 +26,9 @@
 
 /* Number of values of each enum; grow only by appending to the enum, then
  * raise the count, name the new last value and append the table rows. */
-#define M4D_MODEL_NPARAM 16
-M4D_ENUM_COUNT(M4D_MODEL_NPARAM, MEM4D_MODEL_MAX_POSITION);
-#define M4D_LAYOUT_NPARAM 47
+#define M4D_MODEL_NPARAM 29
+M4D_ENUM_COUNT(M4D_MODEL_NPARAM, MEM4D_MODEL_SHARED_EXPERT_GATE);
+#define M4D_LAYOUT_NPARAM 53
 M4D_ENUM_COUNT(M4D_LAYOUT_NPARAM, MEM4D_LAYOUT_EXPANDABLE_SEGMENTS);
 #define M4D_DEVICE_NPARAM 17
 M4D_ENUM_COUNT(M4D_DEVICE_NPARAM, MEM4D_DEVICE_FULL_FIT_THRESHOLD_PPM);
@@ -125,16 +125,28 @@ struct m4d_ctx {
     /* model */
     uint64_t h, f, L, a, k, dh, V, Vp; /* Vp: padded vocabulary (= V in paper mode) */
     bool tied, qkv_bias, layernorm, gated;
+    bool linear_bias, qk_norm;         /* biases on every linear layer; per-head Q/K norms */
+    uint64_t pos_rows;                 /* rows of a learned position table (0: none) */
+    uint64_t moe_period, moe_mask, first_dense; /* which layers are expert layers */
+    uint64_t q_lora, kv_lora, rope_dim; /* MLA (kv_lora > 0): compression ranks, rotary head dim */
+    uint64_t qk_dim, v_dim, kv_heads;  /* per head Q/K and V dims, heads of K and V (MLA: qk = nope + rope, kv_heads = a) */
+    uint64_t mtp;                      /* multi-token-prediction layers on the last stage */
+    bool shared_gate;                  /* the shared expert has a gate of h parameters */
     uint64_t experts, topk, fe, fs;    /* MoE: experts, top-k, expert ffn, shared-expert ffn */
     /* layout */
     uint64_t t, c, p, d, world, b, gbs, m, s, v; /* m = 0 when gbs unknown */
     bool sp, flash;
-    uint64_t ep, zero;                 /* effective ZeRO stage: max(zero_stage, dist_opt) */
+    uint64_t ep, etp, zero;            /* etp: experts' tensor parallelism; effective ZeRO stage: max(zero_stage, dist_opt) */
     uint64_t recompute, rc_method, rc_layers;
+    uint64_t rc_modules;               /* M4D_RC_* bits of what selective recompute re-runs */
     uint64_t param_bytes, grad_bytes, opt_bytes, master_bytes;
     bool fp8, overlap_grad, overlap_param;
     bool hidden_dropout, attn_dropout; /* dropout on: masks kept for backward */
     bool ce_fusion;                    /* Megatron-Core <= 0.14 fused cross entropy */
+    bool distribute_saved;             /* full-recompute checkpoints split over t */
+    bool fp8_params;                   /* linear weights kept in fp8 only */
+    uint64_t opt_sq_bytes;             /* Adam's second moment */
+    bool precision_aware;              /* the optimizer takes low-precision gradients as they are */
     uint64_t bucket, first_layers, last_layers, vocab_div;
     mem4d_mode mode;
     /* frameworks (doc/full-model.md, "Frameworks") */
@@ -146,6 +158,12 @@ struct m4d_ctx {
     bool fp8_all_gather, contiguous_grads, afab, async_tp, expandable;
     uint64_t compile;                  /* 0 none, 1 blocks, 2 blocks and loss */
     uint64_t ag_bucket, prefetch, max_live, offload; /* DeepSpeed; 0 = its default */
+};
+
+/* Bits of recompute_modules, in Megatron's names. */
+enum {
+    M4D_RC_CORE_ATTN = 1, M4D_RC_MLP = 2, M4D_RC_LAYERNORM = 4, M4D_RC_MOE_ACT = 8,
+    M4D_RC_SHARED_EXPERTS = 16, M4D_RC_MLA_UP_PROJ = 32, M4D_RC_MOE = 64,
 };
 
 /* --- util.c --------------------------------------------------------------- */
@@ -247,9 +265,26 @@ static inline uint64_t m4d_alloc_size(uint64_t bytes)
 
 /* --- model.c / layout.c ----------------------------------------------------- */
 
-/* Parameters of one dense transformer layer (attention + MLP + norms), and
- * of its parts; the model must have been validated. false on overflow. */
-bool m4d_layer_params(const struct m4d_ctx *x, uint64_t *attn, uint64_t *mlp, uint64_t *norms);
+/* Parameters of one transformer layer in three parts: attention and MLP
+ * (what tensor parallelism splits) and what every tensor-parallel rank
+ * replicates (norms, row-parallel biases); the model must have been
+ * validated. false on overflow. */
+bool m4d_layer_params(const struct m4d_ctx *x, uint64_t *attn, uint64_t *mlp, uint64_t *repl);
+
+/* Is layer i (0-based) an expert layer? */
+static inline bool m4d_is_moe_layer(const struct m4d_ctx *x, uint64_t i)
+{
+    return x->experts && i >= x->first_dense && ((x->moe_mask >> ((i - x->first_dense) % x->moe_period)) & 1u);
+}
+
+/* Expert layers among layers [first, first + n). */
+uint64_t m4d_moe_layers_in(const struct m4d_ctx *x, uint64_t first, uint64_t n);
+
+/* The same model with every layer dense (an MoE model's dense layers). */
+void m4d_ctx_dense(const struct m4d_ctx *x, struct m4d_ctx *dense);
+
+/* One expert's (or the shared expert's) parameters for FFN width fe, biases included. */
+bool m4d_expert_params(const struct m4d_ctx *x, uint64_t fe, uint64_t *out);
 
 /* Validate model + layout and fill the context. The message names the
  * numbers at fault. */

@@ -9,7 +9,7 @@ set -eu
 
 secs=${1:-60}
 [ $# -gt 0 ] && shift
-harnesses=${*:-setters megatron hf_config deepspeed cli}
+harnesses=${*:-setters megatron hf_config deepspeed cli batch_script}
 src=$(cd "$(dirname "$0")/.." && pwd)
 build=${FUZZ_BUILD_DIR:-$src/build-fuzz}
 

@@ -23,9 +23,9 @@ Standard library only. The script has two halves:
    Every owned file starts with the GENERATED line below. They are listed in
    EMITTERS; `--check` covers every emitter there.
 
-Adding an emitter (e.g. a JavaScript table for bindings/js):
-  - write `def emit_js(api, root):` returning
-    `{"bindings/js/mem4d-capi.js": text}`, with `header_line("//")` first;
+Adding an emitter (emit_js, the shortest, is one to copy):
+  - write `def emit_x(api, root):` returning `{"path/of/file": text}`, with
+    `header_line(...)` in the language's comment syntax first;
   - map C types with `CType` (`.base`, `.pointers`, `.is_char_pointer()`,
     `api.is_enum(...)`, `api.is_handle(...)`), never by re-parsing text;
   - add it to EMITTERS. `--check` (meson test `bindings-fresh`, CI stage
@@ -599,7 +599,57 @@ def emit_versions(api, root):
     }
 
 
-EMITTERS = [emit_python, emit_rust_sys, emit_rust_safe, emit_versions]
+
+
+# --------------------------------------------------------------------------
+# JavaScript (bindings/js, the WebAssembly build)
+
+# wasm32 value kinds of the JS layer's marshalling (bindings/js/mem4d.js).
+_JS_SCALARS = {"void": "void", "uint64_t": "u64", "uint32_t": "u32", "size_t": "size",
+               "double": "f64", "int": "int"}
+
+
+def _js_type(api, ctype):
+    """A C type as the JS layer passes it: "str" is a const char * (a JS
+    string in, a string or null out), "buf" a char * buffer the caller owns,
+    "ptr" any other pointer (a handle, an out-parameter: a wasm address)."""
+    if ctype.depth == 0:
+        if api.is_enum(ctype.base):
+            return "int"
+        if ctype.base in _JS_SCALARS:
+            return _JS_SCALARS[ctype.base]
+        raise HeaderError(f"no JavaScript type for '{ctype.spelled()}'")
+    if ctype.depth == 1 and ctype.is_char_pointer():
+        return "str" if ctype.base_const else "buf"
+    return "ptr"
+
+
+def emit_js(api, root):
+    lines = [header_line("//"),
+             "// SPDX-License-Identifier: MIT\n",
+             "//\n",
+             "// SIGNATURES: every public function as [name, result, [parameters]], where a\n",
+             "// type is \"void\", \"int\" (int, enums, statuses), \"u32\", \"u64\" (a BigInt),\n",
+             "// \"size\" (size_t), \"f64\", \"str\" (const char *: a JS string in, a string or\n",
+             "// null out), \"buf\" (char *: a caller's buffer) or \"ptr\" (any other pointer).\n",
+             "// ENUMS: every enum of the header, name -> value.\n",
+             "\n",
+             f"export const VERSION = \"{api.version_text}\";\n",
+             "\n",
+             "export const SIGNATURES = Object.freeze([\n"]
+    for fn in api.functions:
+        params = ", ".join(f'"{_js_type(api, p.ctype)}"' for p in fn.params)
+        lines.append(f'    ["{fn.name}", "{_js_type(api, fn.ret)}", [{params}]],\n')
+    lines += ["]);\n", "\n", "export const ENUMS = Object.freeze({\n"]
+    for enum in api.enums:
+        lines.append(f"    {enum.name}: Object.freeze({{\n")
+        lines += [f"        {v.name}: {v.value},\n" for v in enum.values]
+        lines.append("    }),\n")
+    lines.append("});\n")
+    return {"bindings/js/capi.js": "".join(lines)}
+
+
+EMITTERS = [emit_python, emit_rust_sys, emit_rust_safe, emit_js, emit_versions]
 
 
 def generate(root):

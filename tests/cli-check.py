@@ -74,6 +74,9 @@ no_vocab = [w for w in llama3 if w not in ("--vocab-size", "128256", "--tokenize
 rc, out, err = check(["--world-size", "16", "--hf-config", os.path.join(DATA, "hf", "llama3.1-8b.json")], no_vocab)
 expect("model from --hf-config", rc in (0, 1), True, out, err)
 expect_in("model from --hf-config estimates", "check: ", out)
+rc, out, err = check(["--world-size", "16", "--vocab-size", "128256"], no_vocab)
+expect("vocabulary from check --vocab-size", rc in (0, 1), True, out, err)
+expect_in("check --vocab-size estimates", "check: ", out)
 rc, out, err = check(["--world-size", "16", "--model", "nosuch"], no_vocab)
 expect("unknown --model", rc, 2, out, err)
 

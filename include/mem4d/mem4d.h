@@ -237,7 +237,52 @@ typedef enum mem4d_model_param {
     MEM4D_MODEL_EXPERT_TOPK = 12,     /**< "moe_router_topk": experts each token is routed to. */
     MEM4D_MODEL_EXPERT_FFN_SIZE = 13, /**< "moe_ffn_hidden_size": FFN size of one expert; 0 means f. */
     MEM4D_MODEL_SHARED_EXPERT_FFN_SIZE = 14, /**< "moe_shared_expert_intermediate_size": 0 for none. */
-    MEM4D_MODEL_MAX_POSITION = 15     /**< "max_position_embeddings": informational; rotary has no table. */
+    MEM4D_MODEL_MAX_POSITION = 15,    /**< "max_position_embeddings": rows of a learned position table (see POSITION_EMBEDDING). */
+    /** "add_bias_linear": 1 when every linear layer has a bias (Megatron-LM's default
+     * without --disable-bias-linear; GPT-NeoX, StarCoder 2): QKV, attention output,
+     * and the MLP's (or each expert's) two or three projections. Default 0. @since 0.2 */
+    MEM4D_MODEL_LINEAR_BIAS = 16,
+    /** "position_embedding_type": 0 "rope" (no parameters), 1 "learned_absolute"
+     * (a max_position_embeddings x h table on the first stage), 2 "alibi" and
+     * 3 "none" (no parameters). Default 0. @since 0.2 */
+    MEM4D_MODEL_POSITION_EMBEDDING = 17,
+    /** "qk_layernorm": 1 when queries and keys are normalised per head before
+     * attention (Megatron's --qk-layernorm; Qwen3, Gemma 3): two norms over the head
+     * dimension per layer. Default 0. @since 0.2 */
+    MEM4D_MODEL_QK_LAYERNORM = 18,
+    /** "moe_layer_freq": with experts, the period of the pattern of expert layers
+     * (Megatron's --moe-layer-freq N: every N-th layer). Default 1. @since 0.2 */
+    MEM4D_MODEL_MOE_LAYER_FREQ = 19,
+    /** "moe_layer_mask": which layers of each period are expert layers, bit i for
+     * the i-th (Megatron's --moe-layer-freq "([1]*3+[0]*1)*8" is period 4, mask 7).
+     * Default 1. @since 0.2 */
+    MEM4D_MODEL_MOE_LAYER_MASK = 20,
+    /** "first_k_dense_replace": with experts, the first layers that are dense
+     * (DeepSeek; the pattern starts after them). Dense layers use ffn_hidden_size.
+     * Default 0. @since 0.2 */
+    MEM4D_MODEL_MOE_FIRST_DENSE = 21,
+    /** "q_lora_rank": multi-latent attention's query compression rank; 0 for a
+     * full-rank query projection. @since 0.2 */
+    MEM4D_MODEL_Q_LORA_RANK = 22,
+    /** "kv_lora_rank": multi-latent attention's key/value compression rank; a
+     * nonzero value turns MLA on (DeepSeek-V2/V3). Default 0. @since 0.2 */
+    MEM4D_MODEL_KV_LORA_RANK = 23,
+    /** "qk_head_dim" ("qk_nope_head_dim"): MLA's per-head query/key dimension without
+     * the rotary part. @since 0.2 */
+    MEM4D_MODEL_QK_HEAD_DIM = 24,
+    /** "qk_pos_emb_head_dim" ("qk_rope_head_dim"): MLA's rotary per-head dimension,
+     * shared by all heads for the keys. @since 0.2 */
+    MEM4D_MODEL_QK_POS_EMB_HEAD_DIM = 25,
+    /** "v_head_dim": MLA's per-head value dimension. @since 0.2 */
+    MEM4D_MODEL_V_HEAD_DIM = 26,
+    /** "mtp_num_layers" ("num_nextn_predict_layers"): multi-token-prediction modules
+     * after the last layer (DeepSeek-V3), each a transformer layer with its own
+     * projection 2h x h and norms, on the last pipeline stage. Default 0. @since 0.2 */
+    MEM4D_MODEL_MTP_LAYERS = 27,
+    /** "moe_shared_expert_gate": 1 when the shared expert's output is scaled by a
+     * learned gate of h parameters (Qwen-MoE; Megatron's --moe-shared-expert-gate),
+     * 0 for DeepSeek's ungated shared experts. Default 1 (0.1's reading). @since 0.2 */
+    MEM4D_MODEL_SHARED_EXPERT_GATE = 28
 } mem4d_model_param;
 
 /**
@@ -485,60 +530,88 @@ typedef enum mem4d_layout_param {
      * stage. Later releases that keep it in place are overestimated. Default 0.
      * Paper mode refuses 1. */
     MEM4D_LAYOUT_CROSS_ENTROPY_FUSION = 31,
+    /** "distribute_saved_activations": 1 to split each full-recompute checkpoint
+     * (a layer's input) over the tensor-parallel ranks when sequence parallelism
+     * does not already (Megatron's --distribute-saved-activations). Default 0. @since 0.2 */
+    MEM4D_LAYOUT_DISTRIBUTE_SAVED_ACTIVATIONS = 32,
+    /** "fp8_param_gather": 1 when fp8 training keeps the linear weights in fp8
+     * only (Megatron's --fp8-param-gather: Transformer Engine fp8 parameters, no
+     * bf16 copy; one byte per weight and one for its transpose). Needs fp8 = 1.
+     * Default 0. @since 0.2 */
+    MEM4D_LAYOUT_FP8_PARAM_GATHER = 33,
+    /** "exp_avg_sq_bytes": bytes of Adam's second moment when they differ from the
+     * first's (the precision-aware optimizer's --exp-avg-sq-dtype); 0 means
+     * optimizer_state_bytes. Default 0. @since 0.2 */
+    MEM4D_LAYOUT_EXP_AVG_SQ_BYTES = 34,
+    /** "precision_aware_optimizer": 1 for Megatron's --use-precision-aware-optimizer
+     * (Transformer Engine's FusedAdam takes gradients and states in their own
+     * dtypes): no fp32 copy of a bf16 gradient shard at the optimizer step.
+     * Default 0. @since 0.2 */
+    MEM4D_LAYOUT_PRECISION_AWARE_OPTIMIZER = 35,
+    /** "etp" ("expert_tensor_parallel_size"): tensor-parallel size of the experts;
+     * 0 means tp. With etp != tp the expert layers fold their parallelism over
+     * tp x dp x cp (Megatron-Core's parallel folding): ep x etp must divide
+     * tp x dp x cp. Default 0. @since 0.2 */
+    MEM4D_LAYOUT_ETP = 36,
+    /** "recompute_modules": with recompute = selective, which parts of a layer are
+     * re-run in backward instead of kept (Megatron's --recompute-modules), one bit
+     * each: 1 core_attn, 2 mlp, 4 layernorm, 8 moe_act, 16 shared_experts,
+     * 32 mla_up_proj, 64 moe. Default 1 (core_attn, Megatron's default). @since 0.2 */
+    MEM4D_LAYOUT_RECOMPUTE_MODULES = 37,
     /** "framework": the training stack whose conventions and buffers apply:
      * 0 "megatron" (default; Megatron-LM / Megatron-Core), 1 "torchtitan" (FSDP2 over
      * dp x cp with fp32 sharded parameters, bf16 compute, fp32 loss), 2 "deepspeed"
      * (ZeRO stage zero_stage with its buckets), 3 "nanotron" (fp32 gradient
      * accumulation buffers, ZeRO-0/1). See doc/full-model.md, "Frameworks".
      * Paper mode refuses anything but megatron. @since 0.2 */
-    MEM4D_LAYOUT_FRAMEWORK = 32,
+    MEM4D_LAYOUT_FRAMEWORK = 38,
     /** "reshard_after_forward" (torchtitan / FSDP2): 0 "auto" (torchtitan's rule: every
      * transformer block but the last reshards, none under pipeline parallelism, the
      * root module never), 1 "always", 2 "never". @since 0.2 */
-    MEM4D_LAYOUT_RESHARD_AFTER_FORWARD = 33,
+    MEM4D_LAYOUT_RESHARD_AFTER_FORWARD = 39,
     /** "dp_replicate": HSDP replicate degree (torchtitan data_parallel_replicate_degree);
      * FSDP shards over dp / dp_replicate x cp. Must divide dp. Default 1. @since 0.2 */
-    MEM4D_LAYOUT_DP_REPLICATE = 34,
+    MEM4D_LAYOUT_DP_REPLICATE = 40,
     /** "recompute_every": with recompute = full, checkpoint only every N-th transformer
      * block and keep the others whole (torchtitan's layer-selective AC,
      * selective_ac_option = N). 0 or 1 = every block. @since 0.2 */
-    MEM4D_LAYOUT_RECOMPUTE_EVERY = 35,
+    MEM4D_LAYOUT_RECOMPUTE_EVERY = 41,
     /** "float8" (torchtitan / torchao float8 linears): 0 "none", 1 "tensorwise",
      * 2 "rowwise". @since 0.2 */
-    MEM4D_LAYOUT_FLOAT8 = 36,
+    MEM4D_LAYOUT_FLOAT8 = 42,
     /** "fp8_all_gather": FSDP all-gathers float8 weights (enable_fsdp_float8_all_gather,
      * tensorwise only). Default 0. @since 0.2 */
-    MEM4D_LAYOUT_FP8_ALL_GATHER = 37,
+    MEM4D_LAYOUT_FP8_ALL_GATHER = 43,
     /** "allgather_bucket_size" (DeepSpeed ZeRO-1/2) in elements; 0 = DeepSpeed's 5e8.
      * The reduce bucket is ddp_bucket_size (alias "reduce_bucket_size"; 0 = 5e8 with
      * framework deepspeed). @since 0.2 */
-    MEM4D_LAYOUT_ALLGATHER_BUCKET_SIZE = 38,
+    MEM4D_LAYOUT_ALLGATHER_BUCKET_SIZE = 44,
     /** "stage3_prefetch_bucket_size" (DeepSpeed ZeRO-3) in elements; 0 = 5e7. @since 0.2 */
-    MEM4D_LAYOUT_PREFETCH_BUCKET_SIZE = 39,
+    MEM4D_LAYOUT_PREFETCH_BUCKET_SIZE = 45,
     /** "stage3_max_live_parameters" (DeepSpeed ZeRO-3) in elements; 0 = 1e9. @since 0.2 */
-    MEM4D_LAYOUT_MAX_LIVE_PARAMETERS = 40,
+    MEM4D_LAYOUT_MAX_LIVE_PARAMETERS = 46,
     /** "offload": 0 "none", 1 "optimizer" (master weights and moments in CPU memory),
      * 2 "optimizer_and_params" (ZeRO-3 parameters too). DeepSpeed only. @since 0.2 */
-    MEM4D_LAYOUT_OFFLOAD = 41,
+    MEM4D_LAYOUT_OFFLOAD = 47,
     /** "contiguous_gradients" (DeepSpeed): copy reduced gradients into one contiguous
      * buffer. Default 1. @since 0.2 */
-    MEM4D_LAYOUT_CONTIGUOUS_GRADIENTS = 42,
+    MEM4D_LAYOUT_CONTIGUOUS_GRADIENTS = 48,
     /** "pipeline_schedule": 0 "1f1b" (default), 1 "afab" (all forward, all backward:
      * nanotron's AllForwardAllBackward engine keeps every micro-batch). @since 0.2 */
-    MEM4D_LAYOUT_PIPELINE_SCHEDULE = 43,
+    MEM4D_LAYOUT_PIPELINE_SCHEDULE = 49,
     /** "compile": torch.compile (torchtitan): 0 "none", 1 "blocks" (each transformer
      * block, torchtitan through 2024: not modelled, the estimate warns), 2
      * "blocks_and_loss" (torchtitan since 2025 also compiles the loss: Inductor fuses
      * the fp32 upcast, softmax and loss, so only the bf16 logits and their bf16
      * gradient are logits-sized). Default 0. @since 0.2 */
-    MEM4D_LAYOUT_COMPILE = 44,
+    MEM4D_LAYOUT_COMPILE = 50,
     /** "async_tp": torchtitan's asynchronous tensor parallelism (symmetric-memory
      * buffers). Not modelled: an estimate with it set carries a warning. @since 0.2 */
-    MEM4D_LAYOUT_ASYNC_TP = 45,
+    MEM4D_LAYOUT_ASYNC_TP = 51,
     /** "expandable_segments": PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True; freed
      * blocks no longer strand whole segments (see doc/full-model.md, "The allocator").
      * Default 0. @since 0.2 */
-    MEM4D_LAYOUT_EXPANDABLE_SEGMENTS = 46
+    MEM4D_LAYOUT_EXPANDABLE_SEGMENTS = 52
 } mem4d_layout_param;
 
 /**

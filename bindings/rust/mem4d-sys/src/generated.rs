@@ -168,8 +168,45 @@ pub const MEM4D_MODEL_EXPERT_TOPK: mem4d_model_param = 12;
 pub const MEM4D_MODEL_EXPERT_FFN_SIZE: mem4d_model_param = 13;
 /// "moe_shared_expert_intermediate_size": 0 for none.
 pub const MEM4D_MODEL_SHARED_EXPERT_FFN_SIZE: mem4d_model_param = 14;
-/// "max_position_embeddings": informational; rotary has no table.
+/// "max_position_embeddings": rows of a learned position table (see POSITION_EMBEDDING).
 pub const MEM4D_MODEL_MAX_POSITION: mem4d_model_param = 15;
+/// "add_bias_linear": 1 when every linear layer has a bias (Megatron-LM's default without --disable-bias-linear;
+/// GPT-NeoX, StarCoder 2): QKV, attention output, and the MLP's (or each expert's) two or three projections. Default 0.
+/// @since 0.2
+pub const MEM4D_MODEL_LINEAR_BIAS: mem4d_model_param = 16;
+/// "position_embedding_type": 0 "rope" (no parameters), 1 "learned_absolute" (a max_position_embeddings x h table on
+/// the first stage), 2 "alibi" and 3 "none" (no parameters). Default 0. @since 0.2
+pub const MEM4D_MODEL_POSITION_EMBEDDING: mem4d_model_param = 17;
+/// "qk_layernorm": 1 when queries and keys are normalised per head before attention (Megatron's --qk-layernorm; Qwen3,
+/// Gemma 3): two norms over the head dimension per layer. Default 0. @since 0.2
+pub const MEM4D_MODEL_QK_LAYERNORM: mem4d_model_param = 18;
+/// "moe_layer_freq": with experts, the period of the pattern of expert layers (Megatron's --moe-layer-freq N: every
+/// N-th layer). Default 1. @since 0.2
+pub const MEM4D_MODEL_MOE_LAYER_FREQ: mem4d_model_param = 19;
+/// "moe_layer_mask": which layers of each period are expert layers, bit i for the i-th (Megatron's --moe-layer-freq
+/// "([1]*3+[0]*1)*8" is period 4, mask 7). Default 1. @since 0.2
+pub const MEM4D_MODEL_MOE_LAYER_MASK: mem4d_model_param = 20;
+/// "first_k_dense_replace": with experts, the first layers that are dense (DeepSeek; the pattern starts after them).
+/// Dense layers use ffn_hidden_size. Default 0. @since 0.2
+pub const MEM4D_MODEL_MOE_FIRST_DENSE: mem4d_model_param = 21;
+/// "q_lora_rank": multi-latent attention's query compression rank; 0 for a full-rank query projection. @since 0.2
+pub const MEM4D_MODEL_Q_LORA_RANK: mem4d_model_param = 22;
+/// "kv_lora_rank": multi-latent attention's key/value compression rank; a nonzero value turns MLA on (DeepSeek-V2/V3).
+/// Default 0. @since 0.2
+pub const MEM4D_MODEL_KV_LORA_RANK: mem4d_model_param = 23;
+/// "qk_head_dim" ("qk_nope_head_dim"): MLA's per-head query/key dimension without the rotary part. @since 0.2
+pub const MEM4D_MODEL_QK_HEAD_DIM: mem4d_model_param = 24;
+/// "qk_pos_emb_head_dim" ("qk_rope_head_dim"): MLA's rotary per-head dimension, shared by all heads for the keys.
+/// @since 0.2
+pub const MEM4D_MODEL_QK_POS_EMB_HEAD_DIM: mem4d_model_param = 25;
+/// "v_head_dim": MLA's per-head value dimension. @since 0.2
+pub const MEM4D_MODEL_V_HEAD_DIM: mem4d_model_param = 26;
+/// "mtp_num_layers" ("num_nextn_predict_layers"): multi-token-prediction modules after the last layer (DeepSeek-V3),
+/// each a transformer layer with its own projection 2h x h and norms, on the last pipeline stage. Default 0. @since 0.2
+pub const MEM4D_MODEL_MTP_LAYERS: mem4d_model_param = 27;
+/// "moe_shared_expert_gate": 1 when the shared expert's output is scaled by a learned gate of h parameters (Qwen-MoE;
+/// Megatron's --moe-shared-expert-gate), 0 for DeepSeek's ungated shared experts. Default 1 (0.1's reading). @since 0.2
+pub const MEM4D_MODEL_SHARED_EXPERT_GATE: mem4d_model_param = 28;
 
 /// `mem4d_layout_param` (a C enum, passed as `int`): Layout parameters. Values are fixed forever; new keys are
 /// appended. The string names are short ("tp"); Megatron-LM's argument names ("tensor_model_parallel_size") are
@@ -246,51 +283,73 @@ pub const MEM4D_LAYOUT_ATTENTION_DROPOUT: mem4d_layout_param = 30;
 /// instead of 6 bytes per token and vocabulary entry on the last stage. Later releases that keep it in place are
 /// overestimated. Default 0. Paper mode refuses 1.
 pub const MEM4D_LAYOUT_CROSS_ENTROPY_FUSION: mem4d_layout_param = 31;
+/// "distribute_saved_activations": 1 to split each full-recompute checkpoint (a layer's input) over the tensor-parallel
+/// ranks when sequence parallelism does not already (Megatron's --distribute-saved-activations). Default 0. @since 0.2
+pub const MEM4D_LAYOUT_DISTRIBUTE_SAVED_ACTIVATIONS: mem4d_layout_param = 32;
+/// "fp8_param_gather": 1 when fp8 training keeps the linear weights in fp8 only (Megatron's --fp8-param-gather:
+/// Transformer Engine fp8 parameters, no bf16 copy; one byte per weight and one for its transpose). Needs fp8 = 1.
+/// Default 0. @since 0.2
+pub const MEM4D_LAYOUT_FP8_PARAM_GATHER: mem4d_layout_param = 33;
+/// "exp_avg_sq_bytes": bytes of Adam's second moment when they differ from the first's (the precision-aware optimizer's
+/// --exp-avg-sq-dtype); 0 means optimizer_state_bytes. Default 0. @since 0.2
+pub const MEM4D_LAYOUT_EXP_AVG_SQ_BYTES: mem4d_layout_param = 34;
+/// "precision_aware_optimizer": 1 for Megatron's --use-precision-aware-optimizer (Transformer Engine's FusedAdam takes
+/// gradients and states in their own dtypes): no fp32 copy of a bf16 gradient shard at the optimizer step. Default 0.
+/// @since 0.2
+pub const MEM4D_LAYOUT_PRECISION_AWARE_OPTIMIZER: mem4d_layout_param = 35;
+/// "etp" ("expert_tensor_parallel_size"): tensor-parallel size of the experts; 0 means tp. With etp != tp the expert
+/// layers fold their parallelism over tp x dp x cp (Megatron-Core's parallel folding): ep x etp must divide tp x dp x
+/// cp. Default 0. @since 0.2
+pub const MEM4D_LAYOUT_ETP: mem4d_layout_param = 36;
+/// "recompute_modules": with recompute = selective, which parts of a layer are re-run in backward instead of kept
+/// (Megatron's --recompute-modules), one bit each: 1 core_attn, 2 mlp, 4 layernorm, 8 moe_act, 16 shared_experts, 32
+/// mla_up_proj, 64 moe. Default 1 (core_attn, Megatron's default). @since 0.2
+pub const MEM4D_LAYOUT_RECOMPUTE_MODULES: mem4d_layout_param = 37;
 /// "framework": the training stack whose conventions and buffers apply: 0 "megatron" (default; Megatron-LM /
 /// Megatron-Core), 1 "torchtitan" (FSDP2 over dp x cp with fp32 sharded parameters, bf16 compute, fp32 loss), 2
 /// "deepspeed" (ZeRO stage zero_stage with its buckets), 3 "nanotron" (fp32 gradient accumulation buffers, ZeRO-0/1).
 /// See doc/full-model.md, "Frameworks". Paper mode refuses anything but megatron. @since 0.2
-pub const MEM4D_LAYOUT_FRAMEWORK: mem4d_layout_param = 32;
+pub const MEM4D_LAYOUT_FRAMEWORK: mem4d_layout_param = 38;
 /// "reshard_after_forward" (torchtitan / FSDP2): 0 "auto" (torchtitan's rule: every transformer block but the last
 /// reshards, none under pipeline parallelism, the root module never), 1 "always", 2 "never". @since 0.2
-pub const MEM4D_LAYOUT_RESHARD_AFTER_FORWARD: mem4d_layout_param = 33;
+pub const MEM4D_LAYOUT_RESHARD_AFTER_FORWARD: mem4d_layout_param = 39;
 /// "dp_replicate": HSDP replicate degree (torchtitan data_parallel_replicate_degree); FSDP shards over dp /
 /// dp_replicate x cp. Must divide dp. Default 1. @since 0.2
-pub const MEM4D_LAYOUT_DP_REPLICATE: mem4d_layout_param = 34;
+pub const MEM4D_LAYOUT_DP_REPLICATE: mem4d_layout_param = 40;
 /// "recompute_every": with recompute = full, checkpoint only every N-th transformer block and keep the others whole
 /// (torchtitan's layer-selective AC, selective_ac_option = N). 0 or 1 = every block. @since 0.2
-pub const MEM4D_LAYOUT_RECOMPUTE_EVERY: mem4d_layout_param = 35;
+pub const MEM4D_LAYOUT_RECOMPUTE_EVERY: mem4d_layout_param = 41;
 /// "float8" (torchtitan / torchao float8 linears): 0 "none", 1 "tensorwise", 2 "rowwise". @since 0.2
-pub const MEM4D_LAYOUT_FLOAT8: mem4d_layout_param = 36;
+pub const MEM4D_LAYOUT_FLOAT8: mem4d_layout_param = 42;
 /// "fp8_all_gather": FSDP all-gathers float8 weights (enable_fsdp_float8_all_gather, tensorwise only). Default 0.
 /// @since 0.2
-pub const MEM4D_LAYOUT_FP8_ALL_GATHER: mem4d_layout_param = 37;
+pub const MEM4D_LAYOUT_FP8_ALL_GATHER: mem4d_layout_param = 43;
 /// "allgather_bucket_size" (DeepSpeed ZeRO-1/2) in elements; 0 = DeepSpeed's 5e8. The reduce bucket is ddp_bucket_size
 /// (alias "reduce_bucket_size"; 0 = 5e8 with framework deepspeed). @since 0.2
-pub const MEM4D_LAYOUT_ALLGATHER_BUCKET_SIZE: mem4d_layout_param = 38;
+pub const MEM4D_LAYOUT_ALLGATHER_BUCKET_SIZE: mem4d_layout_param = 44;
 /// "stage3_prefetch_bucket_size" (DeepSpeed ZeRO-3) in elements; 0 = 5e7. @since 0.2
-pub const MEM4D_LAYOUT_PREFETCH_BUCKET_SIZE: mem4d_layout_param = 39;
+pub const MEM4D_LAYOUT_PREFETCH_BUCKET_SIZE: mem4d_layout_param = 45;
 /// "stage3_max_live_parameters" (DeepSpeed ZeRO-3) in elements; 0 = 1e9. @since 0.2
-pub const MEM4D_LAYOUT_MAX_LIVE_PARAMETERS: mem4d_layout_param = 40;
+pub const MEM4D_LAYOUT_MAX_LIVE_PARAMETERS: mem4d_layout_param = 46;
 /// "offload": 0 "none", 1 "optimizer" (master weights and moments in CPU memory), 2 "optimizer_and_params" (ZeRO-3
 /// parameters too). DeepSpeed only. @since 0.2
-pub const MEM4D_LAYOUT_OFFLOAD: mem4d_layout_param = 41;
+pub const MEM4D_LAYOUT_OFFLOAD: mem4d_layout_param = 47;
 /// "contiguous_gradients" (DeepSpeed): copy reduced gradients into one contiguous buffer. Default 1. @since 0.2
-pub const MEM4D_LAYOUT_CONTIGUOUS_GRADIENTS: mem4d_layout_param = 42;
+pub const MEM4D_LAYOUT_CONTIGUOUS_GRADIENTS: mem4d_layout_param = 48;
 /// "pipeline_schedule": 0 "1f1b" (default), 1 "afab" (all forward, all backward: nanotron's AllForwardAllBackward
 /// engine keeps every micro-batch). @since 0.2
-pub const MEM4D_LAYOUT_PIPELINE_SCHEDULE: mem4d_layout_param = 43;
+pub const MEM4D_LAYOUT_PIPELINE_SCHEDULE: mem4d_layout_param = 49;
 /// "compile": torch.compile (torchtitan): 0 "none", 1 "blocks" (each transformer block, torchtitan through 2024: not
 /// modelled, the estimate warns), 2 "blocks_and_loss" (torchtitan since 2025 also compiles the loss: Inductor fuses the
 /// fp32 upcast, softmax and loss, so only the bf16 logits and their bf16 gradient are logits-sized). Default 0. @since
 /// 0.2
-pub const MEM4D_LAYOUT_COMPILE: mem4d_layout_param = 44;
+pub const MEM4D_LAYOUT_COMPILE: mem4d_layout_param = 50;
 /// "async_tp": torchtitan's asynchronous tensor parallelism (symmetric-memory buffers). Not modelled: an estimate with
 /// it set carries a warning. @since 0.2
-pub const MEM4D_LAYOUT_ASYNC_TP: mem4d_layout_param = 45;
+pub const MEM4D_LAYOUT_ASYNC_TP: mem4d_layout_param = 51;
 /// "expandable_segments": PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True; freed blocks no longer strand whole
 /// segments (see doc/full-model.md, "The allocator"). Default 0. @since 0.2
-pub const MEM4D_LAYOUT_EXPANDABLE_SEGMENTS: mem4d_layout_param = 46;
+pub const MEM4D_LAYOUT_EXPANDABLE_SEGMENTS: mem4d_layout_param = 52;
 
 /// `mem4d_framework` (a C enum, passed as `int`): Values of MEM4D_LAYOUT_FRAMEWORK.
 pub type mem4d_framework = c_int;
