@@ -579,8 +579,11 @@ static uint64_t backward_working_set(bool *ok, const struct m4d_ctx *x)
  *   nll_loss gradient and the log_softmax gradient, 3·4, with the freed bf16
  *   block stranded.
  * - torchtitan with t > 1 (loss parallel, torch.distributed.tensor.parallel
- *   loss.py: _log_softmax makes the fp32 copy, the shifted copy and its exp
- *   before the result): forward 2 + 3·4; backward reuses those blocks.
+ *   loss.py): forward, _log_softmax keeps the bf16 logits, the fp32 copy and
+ *   the shifted copy while it makes the result (2 + 3·4); backward,
+ *   _nll_loss_and_log_softmax_backward computes (grad_input + exp(x)) *
+ *   grad_output beside the saved result: 4·4 live, the bf16 block stranded
+ *   (the fp32 blocks reuse the forward's freed ones, one more is new).
  * - a compiled loss (compile = blocks_and_loss; torchtitan's
  *   components/loss.py wraps cross_entropy_loss in torch.compile): Inductor
  *   computes the upcast, log-softmax and loss in fused kernels and its
@@ -593,7 +596,7 @@ static void loss_blocks(const struct m4d_ctx *x, uint64_t *n2, uint64_t *n4, uin
     } else if (x->compile == 2) {
         *n2 = 2, *n4 = 0;
     } else if (x->fw == MEM4D_FRAMEWORK_TORCHTITAN && x->t > 1) {
-        *n2 = 1, *n4 = 3;
+        *n2 = 0, *n4 = 4, *stranded = 1;
     } else if (x->fw != MEM4D_FRAMEWORK_MEGATRON) { /* PyTorch's cross_entropy on one rank */
         *n2 = 0, *n4 = 3, *stranded = 1;
     }

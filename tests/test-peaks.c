@@ -292,15 +292,15 @@ static const char *const fw_name[NFW] = {"megatron", "torchtitan", "deepspeed", 
 
 /* Per framework: the median |error| must not exceed max_median, and no row
  * be under-predicted by more than max_under (fractions). Issue 13 asks for
- * 5% and 10% everywhere; Megatron meets it. torchtitan and nanotron assert
- * what full mode reaches today (doc/full-model.md says what is missing):
- * torchtitan's 70B/405B tensor-parallel rows and nanotron's pipeline rows
- * stay under-predicted. */
+ * 5% and 10% everywhere; Megatron meets both and torchtitan the median.
+ * The rest asserts what full mode reaches today (doc/full-model.md says what
+ * is missing): torchtitan's 405B pipeline rows and nanotron's rows stay
+ * under-predicted. */
 static const struct {
     double max_median, max_under;
 } targets[NFW] = {
     [MEM4D_FRAMEWORK_MEGATRON] = {0.05, 0.10},
-    [MEM4D_FRAMEWORK_TORCHTITAN] = {0.055, 0.175},
+    [MEM4D_FRAMEWORK_TORCHTITAN] = {0.05, 0.16},
     [MEM4D_FRAMEWORK_DEEPSPEED] = {0.05, 0.10}, /* no published DeepSpeed peak in the set yet */
     [MEM4D_FRAMEWORK_NANOTRON] = {0.14, 0.33},
 };

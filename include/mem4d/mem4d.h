@@ -801,9 +801,10 @@ typedef enum mem4d_device_param {
     MEM4D_DEVICE_WORKSPACE_BYTES = 15,      /**< "workspace_bytes": cuBLAS / attention kernel workspaces. */
     /** "full_fit_threshold_ppm": full mode's verdict is "fits" while reserved memory plus
      * the CUDA context and NCCL (TOTAL) stays within this share of memory. Default
-     * 850000 = 1/(1 + 16.8%), the worst under-prediction of a measured peak that
-     * full mode models (tier-A rows of tests/data/memory-peaks.csv; doc/full-model.md,
-     * "The verdict"). Paper mode keeps fit_threshold_ppm. @since 0.2 */
+     * 850000: 1/(1 + 15.5%) = 86.6%, with 15.5% the worst under-prediction of a
+     * measured peak that full mode models (tier-A rows of tests/data/memory-peaks.csv),
+     * rounded down to a 5% step (doc/full-model.md, "The verdict"). Paper mode keeps
+     * fit_threshold_ppm. @since 0.2 */
     MEM4D_DEVICE_FULL_FIT_THRESHOLD_PPM = 16
 } mem4d_device_param;
 
