@@ -106,7 +106,11 @@ enum { CLI_GROUP_MODEL = 1, CLI_GROUP_FORMAT = 2 };
     CLI_ROW("--gpu", CLI_NAME, CLI_TO_ARGS, CLI_FIELD(gpu), "NAME", "the GPU, a built-in preset",      \
             "h100-80", 0, 0),                                                                          \
         CLI_DEVICE("--gpu-memory-gib", CLI_GIB, MEM4D_DEVICE_MEMORY_BYTES, "X",                         \
-                   "the GPU's memory in GiB, instead of the preset's")
+                   "the GPU's memory in GiB, instead of the preset's"),                                \
+        CLI_ROW("--device-file", CLI_PATH, CLI_TO_ARGS, CLI_FIELD(device_file), "FILE",                \
+                "a device file (KEY = VALUE lines, see doc/perf.md), applied over --gpu", NULL, 0, 0), \
+        CLI_ROW("--device-set", CLI_KEYVAL, CLI_TO_DEVICE, 0, "KEY=VALUE",                             \
+                "any device key, by name, applied after --device-file", NULL, 0, 0)
 
 /* At most this many model or device settings, and search constraints, per run. */
 #define CLI_MAX_PENDING 32
@@ -138,7 +142,7 @@ struct cli_args {
     mem4d_layout *layout;  /* CLI_TO_LAYOUT rows, set as parsed */
     mem4d_layout *scratch; /* parses plan's SPEC values */
     /* CLI_TO_ARGS fields: */
-    const char *model, *hf_config, *gpu, *svg;
+    const char *model, *hf_config, *gpu, *svg, *device_file, *log, *output;
     uint64_t top, world_size;
     bool strict, all, cross_node, even_stages;
     enum cli_format format;
@@ -206,7 +210,8 @@ bool cli_open_model(const struct cli_args *args, const char *fallback, mem4d_mod
 /* Apply the pending model settings to a model opened elsewhere. */
 bool cli_apply_model_settings(const struct cli_args *args, mem4d_model *model);
 
-/* The device from --gpu with the pending device settings; prints the error. */
+/* The device from --gpu, then --device-file, then the pending device
+ * settings; prints the error. */
 bool cli_open_device(const struct cli_args *args, mem4d_device **out);
 
 /* Each import warning as "mem4d: warning: ..." on stderr. */
@@ -221,6 +226,10 @@ void cli_print_report(FILE *out, const mem4d_model *model, const mem4d_layout *l
 
 /* The JSON object printed by `estimate --json`. */
 void cli_print_report_json(FILE *out, const mem4d_report *report);
+
+/* The report's speed figures as a JSON object keyed by mem4d_metric_name(),
+ * or null when it has none. */
+void cli_print_metrics_json(FILE *out, const mem4d_report *report);
 
 /* Write a JSON string literal (quotes and escapes included). */
 void cli_json_string(FILE *out, const char *s);

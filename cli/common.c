@@ -107,6 +107,13 @@ bool cli_open_device(const struct cli_args *a, mem4d_device **out)
                   list_names(names, sizeof names, mem4d_device_preset_count, mem4d_device_preset_name));
         return false;
     }
+    char why[256];
+    if (a->device_file && mem4d_device_load(*out, a->device_file, why, sizeof why) != MEM4D_OK) {
+        cli_error("--device-file %s: %s", a->device_file, why);
+        mem4d_device_free(*out);
+        *out = NULL;
+        return false;
+    }
     for (size_t i = 0; i < a->n_device_set; i++) {
         const struct cli_pending *p = &a->device_set[i];
         mem4d_device_param key = (mem4d_device_param)p->key;

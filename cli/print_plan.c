@@ -16,6 +16,13 @@ static uint64_t lget(const mem4d_layout *l, mem4d_layout_param k)
     return v;
 }
 
+/* Where a row's step goes, as plan --json prints it. */
+static const mem4d_metric plan_parts[10] = {
+    MEM4D_METRIC_COMPUTE_TIME_S, MEM4D_METRIC_EXPOSED_COMM_S, MEM4D_METRIC_TP_COMM_S, MEM4D_METRIC_CP_COMM_S,
+    MEM4D_METRIC_DP_COMM_S,      MEM4D_METRIC_PP_COMM_S,      MEM4D_METRIC_EP_COMM_S, MEM4D_METRIC_BUBBLE_S,
+    MEM4D_METRIC_BUBBLE_FRACTION, MEM4D_METRIC_OPTIMIZER_S,
+};
+
 bool plan_rows_push(struct plan_rows *rs, const mem4d_layout *l, const mem4d_report *r)
 {
     if (rs->n == rs->cap) {
@@ -42,6 +49,8 @@ bool plan_rows_push(struct plan_rows *rs, const mem4d_layout *l, const mem4d_rep
         mem4d_report_metric(r, MEM4D_METRIC_TOKENS_PER_S, &w->tokens);
         mem4d_report_metric(r, MEM4D_METRIC_TFLOPS_PER_GPU, &w->tflops);
         mem4d_report_metric(r, MEM4D_METRIC_MFU, &w->mfu);
+        for (size_t i = 0; i < sizeof plan_parts / sizeof plan_parts[0]; i++)
+            mem4d_report_metric(r, plan_parts[i], &w->part[i]);
     }
     return true;
 }
@@ -130,6 +139,10 @@ void plan_print_json(FILE *out, const struct plan_rows *rs, size_t n)
         json_number(out, w->metrics, w->tflops);
         fputs(", \"mfu\": ", out);
         json_number(out, w->metrics, w->mfu);
+        for (size_t k = 0; k < sizeof plan_parts / sizeof plan_parts[0]; k++) {
+            fprintf(out, ", \"%s\": ", mem4d_metric_name(plan_parts[k]));
+            json_number(out, w->metrics, w->part[k]);
+        }
         fputs("}", out);
     }
     fputs(n ? "\n]\n" : "]\n", out);

@@ -16,6 +16,7 @@ struct plan_row {
     mem4d_verdict verdict;
     bool metrics;
     double step, tokens, tflops, mfu;
+    double part[10]; /* the step's breakdown: plan_parts[] */
 };
 
 struct plan_rows {

@@ -17,6 +17,39 @@ static uint64_t term(const mem4d_report *r, uint32_t stage, mem4d_term t)
     return v;
 }
 
+static double metric(const mem4d_report *r, mem4d_metric m)
+{
+    double v = 0;
+    mem4d_report_metric(r, m, &v);
+    return v;
+}
+
+/* Speed and where the step goes, when the report has them. */
+static void print_speed(FILE *out, const mem4d_report *r, uint64_t world)
+{
+    double step;
+    if (mem4d_report_metric(r, MEM4D_METRIC_STEP_TIME_S, &step) != MEM4D_OK)
+        return;
+    fprintf(out, "speed: step %.3f s, %.0f tokens/s (%.0f per GPU), %.1f TFLOP/s per GPU, MFU %.1f%%\n", step,
+            metric(r, MEM4D_METRIC_TOKENS_PER_S), metric(r, MEM4D_METRIC_TOKENS_PER_S) / (double)(world ? world : 1),
+            metric(r, MEM4D_METRIC_TFLOPS_PER_GPU), 100 * metric(r, MEM4D_METRIC_MFU));
+    static const struct {
+        const char *label;
+        mem4d_metric m;
+    } parts[] = {
+        {"compute", MEM4D_METRIC_COMPUTE_TIME_S}, {"TP", MEM4D_METRIC_TP_COMM_S},
+        {"CP", MEM4D_METRIC_CP_COMM_S},           {"DP", MEM4D_METRIC_DP_COMM_S},
+        {"PP", MEM4D_METRIC_PP_COMM_S},           {"EP", MEM4D_METRIC_EP_COMM_S},
+        {"bubble", MEM4D_METRIC_BUBBLE_S},        {"optimizer", MEM4D_METRIC_OPTIMIZER_S},
+    };
+    fputs("step:", out);
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        double v = metric(r, parts[i].m);
+        fprintf(out, "%s %s %.3f s (%.1f%%)", i ? "," : "", parts[i].label, v, 100 * v / step);
+    }
+    fputs(" - communication is what compute does not hide\n", out);
+}
+
 void cli_print_report(FILE *out, const mem4d_model *model, const mem4d_layout *layout,
                       const mem4d_device *device, const mem4d_report *r)
 {
@@ -46,6 +79,9 @@ void cli_print_report(FILE *out, const mem4d_model *model, const mem4d_layout *l
             cli_gib(peak), cli_gib(term(r, ps, MEM4D_TERM_PEAK_ALLOCATED)),
             cli_gib(term(r, ps, MEM4D_TERM_PEAK_RESERVED)), cli_gib(dev),
             dev ? 100.0 * (double)peak / (double)dev : 0.0, mem4d_verdict_name(mem4d_report_verdict(r)));
+    uint64_t world = 0;
+    mem4d_report_info(r, MEM4D_INFO_WORLD, &world);
+    print_speed(out, r, world);
     for (size_t i = 0; i < mem4d_report_warning_count(r); i++)
         fprintf(out, "warning: %s\n", mem4d_report_warning(r, i));
 }
@@ -63,6 +99,21 @@ void cli_json_string(FILE *out, const char *s)
             fputc(c, out);
     }
     fputc('"', out);
+}
+
+void cli_print_metrics_json(FILE *out, const mem4d_report *r)
+{
+    double v;
+    if (mem4d_report_metric(r, MEM4D_METRIC_STEP_TIME_S, &v) != MEM4D_OK) {
+        fputs("null", out);
+        return;
+    }
+    fputc('{', out);
+    for (size_t i = 0; i < mem4d_metric_count(); i++) {
+        mem4d_report_metric(r, (mem4d_metric)i, &v);
+        fprintf(out, "%s\"%s\": %.9g", i ? ", " : "", mem4d_metric_name((mem4d_metric)i), v);
+    }
+    fputc('}', out);
 }
 
 void cli_print_report_json(FILE *out, const mem4d_report *r)
@@ -89,5 +140,7 @@ void cli_print_report_json(FILE *out, const mem4d_report *r)
             fprintf(out, ", \"%s\": %llu", mem4d_term_name(terms[i]), (unsigned long long)term(r, s, terms[i]));
         fputc('}', out);
     }
-    fprintf(out, "]}\n");
+    fprintf(out, "], \"speed\": ");
+    cli_print_metrics_json(out, r);
+    fprintf(out, "}\n");
 }

@@ -20,6 +20,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     mem4d_import *imp = NULL;
     mem4d_model *m = NULL;
     FUZZ_REQUIRE(mem4d_import_new(&imp) == MEM4D_OK && mem4d_model_new(&m) == MEM4D_OK, "new");
+    /* Odd sizes also read unknown architectures as Llama-like (mem4d_import_set_llama_like). */
+    FUZZ_REQUIRE(mem4d_import_set_llama_like(imp, (int)(size & 1)) == MEM4D_OK, "llama-like");
     mem4d_status st = mem4d_import_hf_config_buffer(imp, json, size, m);
     FUZZ_REQUIRE(st != MEM4D_E_IO && st != MEM4D_END, "buffer import gave %d", (int)st);
     FUZZ_REQUIRE(mem4d_import_message(imp) != NULL, "NULL message");

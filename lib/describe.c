@@ -112,6 +112,13 @@ const char *mem4d_metric_name(mem4d_metric metric)
         [MEM4D_METRIC_BUBBLE_FRACTION] = "bubble_fraction",
         [MEM4D_METRIC_COMPUTE_TIME_S] = "compute_time_s",
         [MEM4D_METRIC_EXPOSED_COMM_S] = "exposed_comm_s",
+        [MEM4D_METRIC_TP_COMM_S] = "tp_comm_s",
+        [MEM4D_METRIC_CP_COMM_S] = "cp_comm_s",
+        [MEM4D_METRIC_DP_COMM_S] = "dp_comm_s",
+        [MEM4D_METRIC_PP_COMM_S] = "pp_comm_s",
+        [MEM4D_METRIC_EP_COMM_S] = "ep_comm_s",
+        [MEM4D_METRIC_BUBBLE_S] = "bubble_s",
+        [MEM4D_METRIC_OPTIMIZER_S] = "optimizer_s",
     };
     M4D_TABLE_ROWS(names, M4D_NMETRICS);
     return (unsigned)metric < M4D_NMETRICS ? names[metric] : NULL;

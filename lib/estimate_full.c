@@ -384,12 +384,12 @@ static uint64_t nanotron_attention_copies(bool *ok, const struct m4d_ctx *x)
 static void layer_token_bytes(bool *ok, const struct m4d_ctx *x, uint64_t *repl, uint64_t *split)
 {
     uint64_t inter = mlp_saved(x), mlp;
-    *repl = 8 * x->h;
+    *repl = 4 * x->norms * x->h; /* each norm keeps its input and hands on its output */
     if (x->hidden_dropout)
         *repl = add(ok, *repl, 2 * x->h);
     if (x->experts) {
         mlp = add(ok, mul(ok, mul(ok, inter, x->fe), x->topk), inter * x->fs);
-        *repl = add(ok, *repl, add(ok, 8 * x->experts, mul(ok, 4 * x->h, x->topk)));
+        *repl = add(ok, *repl, add(ok, mul(ok, 2 * x->router_bytes, x->experts), mul(ok, 4 * x->h, x->topk)));
     } else {
         mlp = mul(ok, inter, x->f);
     }
@@ -426,7 +426,7 @@ static void selective_savings(bool *ok, const struct m4d_ctx *x, uint64_t *repl,
     if (!x->experts && (m & M4D_RC_MLP))
         *split = add(ok, *split, mul(ok, 2 * inter, x->f));
     if (x->experts && (m & M4D_RC_MOE)) {
-        *repl = add(ok, *repl, add(ok, 8 * x->experts, mul(ok, 4 * x->h, x->topk)));
+        *repl = add(ok, *repl, add(ok, mul(ok, 2 * x->router_bytes, x->experts), mul(ok, 4 * x->h, x->topk)));
         *split = add(ok, *split, mul(ok, 2, add(ok, mul(ok, mul(ok, inter, x->fe), x->topk), inter * x->fs)));
     } else if (x->experts) {
         if (m & M4D_RC_MOE_ACT)
@@ -438,15 +438,48 @@ static void selective_savings(bool *ok, const struct m4d_ctx *x, uint64_t *repl,
         *split = add(ok, *split, mul(ok, 2, add(ok, mul(ok, x->a + x->kv_heads, x->qk_dim), mul(ok, x->kv_heads, x->v_dim))));
 }
 
+/* fp8 training: Transformer Engine's linear layers keep their input for
+ * the weight gradient as the fp8 tensor the forward GEMM used, one byte per
+ * element (te.pytorch Linear / LayerNormLinear save the quantized input).
+ * Where that input was kept only for the linear layer, a byte per element is
+ * saved: the two norm outputs before the QKV and first MLP projections (h
+ * each, replicated half) and the activation output before the second MLP
+ * projection (f, or topk·fe + fs with experts). The attention output is
+ * also kept in bf16 by the attention backward, so its fp8 copy for the
+ * output projection is an extra a·d_v byte per token. What selective
+ * recompute already dropped is not counted. */
+static void fp8_savings(bool *ok, const struct m4d_ctx *x, uint64_t *repl, uint64_t *split, uint64_t *extra)
+{
+    uint64_t m = x->recompute == 1 ? x->rc_modules : 0;
+    *repl = *split = *extra = 0;
+    if (!x->fp8)
+        return;
+    *repl = m & M4D_RC_LAYERNORM ? 0 : 2 * x->h;
+    *extra = mul(ok, x->a, x->v_dim);
+    if (!x->experts) {
+        if (!(m & M4D_RC_MLP))
+            *split = x->f;
+    } else if (!(m & M4D_RC_MOE)) {
+        if (!(m & M4D_RC_MOE_ACT))
+            *split = mul(ok, x->topk, x->fe);
+        if (!(m & M4D_RC_SHARED_EXPERTS))
+            *split = add(ok, *split, x->fs);
+    }
+}
+
 /* A_layer: one layer, one micro-batch, no full recompute. With
  * multi-latent attention also the compressed query and key/value latents
  * and their normalised copies, 2·(2·r_q + 2·r_kv + d_rope) bytes per token:
  * the down-projections are replicated over t and see every token. */
 static uint64_t layer_activation(bool *ok, const struct m4d_ctx *x)
 {
-    uint64_t repl, split, drop_repl, drop_split, T = tokens(ok, x);
+    uint64_t repl, split, drop_repl, drop_split, fp8_repl, fp8_split, fp8_extra, T = tokens(ok, x);
     layer_token_bytes(ok, x, &repl, &split);
     selective_savings(ok, x, &drop_repl, &drop_split);
+    fp8_savings(ok, x, &fp8_repl, &fp8_split, &fp8_extra);
+    split = add(ok, split, fp8_extra);
+    drop_repl = add(ok, drop_repl, fp8_repl);
+    drop_split = add(ok, drop_split, fp8_split);
     repl = repl > drop_repl ? repl - drop_repl : 0;
     split = split > drop_split ? split - drop_split : 0;
     uint64_t a = add(ok, muldiv(ok, T, repl, t_sp(x)), muldiv(ok, T, split, x->t));
@@ -934,7 +967,7 @@ static void unmodelled_warnings(const struct m4d_ctx *x, mem4d_report *r)
     if (x->compile)
         warn(r, "compile: torch.compile's effect on the transformer blocks' memory (fused "
                 "elementwise kernels, Inductor's saved tensors) is not modelled; measured peaks are lower");
-    if (x->async_tp)
+    if (x->tp_overlap && x->fw == MEM4D_FRAMEWORK_TORCHTITAN)
         warn(r, "async_tp: asynchronous tensor parallelism's symmetric-memory buffers and "
                 "micro-pipelined matmuls are not modelled");
     if (x->float8 == 2)

@@ -38,7 +38,7 @@ static const char *paper_unsupported(const struct m4d_ctx *x)
         return "dropout (the formula assumes none, so no dropout masks)";
     if (x->ce_fusion)
         return "the fused cross-entropy's extra logits buffer";
-    if (x->linear_bias || x->pos_rows || x->qk_norm)
+    if (x->linear_bias || x->pos_rows || x->qk_norm || x->norms != 2 || x->kv_lora || x->mtp)
         return "linear biases, learned position tables or query/key norms (the formula's layer has none)";
     if (x->distribute_saved || x->fp8_params || x->opt_sq_bytes != x->opt_bytes || x->precision_aware)
         return "distributed checkpoints, fp8 parameters or mixed Adam moment precisions";
@@ -46,7 +46,7 @@ static const char *paper_unsupported(const struct m4d_ctx *x)
         return "frameworks other than Megatron-LM";
     if (x->recompute == 3)
         return "op-selective recomputation";
-    if (x->expandable || x->compile || x->async_tp || x->afab)
+    if (x->expandable || x->compile || x->afab)
         return "allocator, compiler or schedule settings outside the paper's setup";
     return NULL;
 }

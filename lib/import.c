@@ -90,6 +90,14 @@ const char *mem4d_import_warning(const mem4d_import *import, size_t index)
     return import->warn[index];
 }
 
+mem4d_status mem4d_import_set_llama_like(mem4d_import *import, int enable)
+{
+    if (!import)
+        return MEM4D_E_INVALID_ARG;
+    import->llama_like = enable != 0;
+    return MEM4D_OK;
+}
+
 mem4d_world_source mem4d_import_world_source(const mem4d_import *import)
 {
     return import ? import->world_source : MEM4D_WORLD_NONE;

@@ -18,6 +18,7 @@ struct mem4d_import {
     size_t nwarn;   /* slots filled */
     size_t dropped; /* warnings that found no free slot */
     mem4d_world_source world_source;
+    bool llama_like; /* read an unknown config.json model_type as Llama (a setting, kept across imports) */
 };
 
 /* --- import.c: the handle ---------------------------------------------------- */
@@ -108,7 +109,8 @@ enum m4d_mflag {
     MF_CKPT_ACT, MF_DS_ACT_CKPT, MF_DIST_SAVED, MF_ACT_CKPT_METHOD, MF_ACT_CKPT_LAYERS, MF_CKPT_NUM_LAYERS,
     MF_PREC_AWARE, MF_MAIN_GRADS_DTYPE, MF_MAIN_PARAMS_DTYPE, MF_EXP_AVG_DTYPE, MF_EXP_AVG_SQ_DTYPE,
     MF_FP8_PARAM, MF_ADD_BIAS, MF_NO_POS, MF_QK_NORM, MF_WINDOW, MF_DEEPSPEED, MF_ZERO_STAGE, MF_DS_CONFIG,
-    MF_ETP, MF_MOE_FREQ, MF_MTP, MF_MLA, MF_Q_LORA, MF_KV_LORA, MF_QK_HEAD_DIM, MF_QK_POS_DIM, MF_V_HEAD_DIM, MF_SHARED_GATE, MF_RC_MODULES,
+    MF_ETP, MF_MOE_FREQ, MF_MTP, MF_MLA, MF_Q_LORA, MF_KV_LORA, MF_QK_HEAD_DIM, MF_QK_POS_DIM, MF_V_HEAD_DIM, MF_SHARED_GATE, MF_RC_MODULES, MF_VOCAB_FILE, MF_KV_HEADS_DS,
+    MF_ROUTER_DTYPE, MF_CE_IMPL, MF_RMSNORM_FORK, MF_ODO,
     MF_COUNT
 };
 

@@ -87,40 +87,80 @@ static mem4d_status hf_bool(mem4d_import *imp, struct json_object *root, const c
     return MEM4D_OK;
 }
 
-/* The families read here; all are Llama-shaped decoders. */
-enum hf_family { HF_LLAMA, HF_MISTRAL, HF_QWEN2, HF_MIXTRAL, HF_QWEN2_MOE, HF_OTHER };
+/* The architectures read, as data: what a family's layers are made of when
+ * config.json does not say (transformers' modeling_*.py for each), and the
+ * keys it names things with. A family with `extra` reads more keys there. */
+struct hf_family {
+    const char *model_type;
+    bool gated, layernorm, tied; /* gated MLP, LayerNorm (else RMSNorm), tied embeddings by default */
+    bool qkv_bias, linear_bias;  /* QKV biases; biases on every linear layer (by default) */
+    bool qk_norm;                /* per-head query/key norms */
+    uint8_t norms;               /* norms per layer */
+    bool shared_gate;            /* Qwen-MoE's gated shared expert */
+    mem4d_status (*extra)(mem4d_import *imp, struct json_object *root, mem4d_model *m);
+};
 
-static mem4d_status hf_family_of(mem4d_import *imp, struct json_object *root, enum hf_family *fam)
+static mem4d_status hf_deepseek(mem4d_import *imp, struct json_object *root, mem4d_model *m);
+static mem4d_status hf_qwen1(mem4d_import *imp, struct json_object *root, mem4d_model *m);
+static mem4d_status hf_qwen_moe(mem4d_import *imp, struct json_object *root, mem4d_model *m);
+static mem4d_status hf_olmo2(mem4d_import *imp, struct json_object *root, mem4d_model *m);
+static mem4d_status hf_biases(mem4d_import *imp, struct json_object *root, mem4d_model *m);
+
+static const struct hf_family hf_families[] = {
+    /* type             gated  LN     tied   qkvb   bias   qknorm norms gate   extra */
+    {"llama",           true,  false, false, false, false, false, 2, false, hf_biases},
+    {"mistral",         true,  false, false, false, false, false, 2, false, hf_biases},
+    {"mixtral",         true,  false, false, false, false, false, 2, false, NULL},
+    {"qwen2",           true,  false, false, true,  false, false, 2, false, NULL},
+    {"qwen2_moe",       true,  false, false, true,  false, false, 2, true,  hf_qwen_moe},
+    {"qwen3",           true,  false, false, false, false, true,  2, false, hf_biases},
+    {"qwen3_moe",       true,  false, false, false, false, true,  2, false, hf_qwen_moe},
+    {"qwen",            true,  false, false, true,  false, false, 2, false, hf_qwen1},
+    {"gemma",           true,  false, true,  false, false, false, 2, false, hf_biases},
+    {"gemma2",          true,  false, true,  false, false, false, 4, false, hf_biases},
+    {"gemma3_text",     true,  false, true,  false, false, true,  4, false, hf_biases},
+    {"phi3",            true,  false, false, false, false, false, 2, false, NULL},
+    {"deepseek",        true,  false, false, false, false, false, 2, false, hf_deepseek},
+    {"deepseek_v2",     true,  false, false, false, false, false, 2, false, hf_deepseek},
+    {"deepseek_v3",     true,  false, false, false, false, false, 2, false, hf_deepseek},
+    {"olmo2",           true,  false, false, false, false, true,  2, false, hf_olmo2},
+    {"internlm2",       true,  false, false, false, false, false, 2, false, hf_biases},
+    {"starcoder2",      false, true,  true,  true,  true,  false, 2, false, hf_biases},
+    {"gpt_neox",        false, true,  false, true,  true,  false, 2, false, NULL},
+};
+
+/* The family of model_type; unknown ones only when the caller asked for a
+ * Llama-like reading (mem4d_import_set_llama_like()), none as Llama. */
+static mem4d_status hf_family_of(mem4d_import *imp, struct json_object *root, const struct hf_family **fam)
 {
     struct json_object *v = NULL;
-    *fam = HF_OTHER;
+    *fam = &hf_families[0];
     if (!json_object_object_get_ex(root, "model_type", &v)) {
+        /* Hand-written configs often omit it; what they name is Llama's vocabulary. */
         m4d_imp_warn(imp, "config.json has no \"model_type\"; read as a Llama-like model");
-        *fam = HF_LLAMA;
         return MEM4D_OK;
     }
     if (json_object_get_type(v) != json_type_string)
         return m4d_imp_fail(imp, MEM4D_E_JSON, "\"model_type\" is a %s, not a string",
-                        json_type_to_name(json_object_get_type(v)));
+                            json_type_to_name(json_object_get_type(v)));
     const char *t = json_object_get_string(v);
-    static const struct { const char *name; enum hf_family fam; } known[] = {
-        {"llama", HF_LLAMA},     {"mistral", HF_MISTRAL},       {"qwen2", HF_QWEN2},
-        {"mixtral", HF_MIXTRAL}, {"qwen2_moe", HF_QWEN2_MOE},
-    };
-    for (size_t i = 0; i < sizeof known / sizeof *known; i++)
-        if (strcmp(t, known[i].name) == 0)
-            *fam = known[i].fam;
-    if (*fam == HF_OTHER) {
-        char shown[65]; /* a long name is cut, at a character boundary */
-        m4d_strlcpy(shown, t, sizeof shown);
-        m4d_imp_warn(imp, "model_type \"%s\" is not llama, mistral, qwen2, mixtral or qwen2_moe; "
-                     "read as a Llama-like model", shown);
-        *fam = HF_LLAMA;
+    for (size_t i = 0; i < sizeof hf_families / sizeof *hf_families; i++) {
+        if (strcmp(t, hf_families[i].model_type) == 0) {
+            *fam = &hf_families[i];
+            return MEM4D_OK;
+        }
     }
+    char shown[65]; /* a long name is cut, at a character boundary */
+    m4d_strlcpy(shown, t, sizeof shown);
+    if (!imp->llama_like)
+        return m4d_imp_fail(imp, MEM4D_E_UNSUPPORTED, "model_type \"%s\" is not an architecture this version "
+                            "reads; ask for a Llama-like reading to read it as one", shown);
+    m4d_imp_warn(imp, "model_type \"%s\" is not an architecture this version reads; read as a Llama-like model",
+                 shown);
     return MEM4D_OK;
 }
 
-/* The integer keys and where they go. */
+/* The integer keys every family shares, and where they go. */
 static const struct {
     const char *key;
     mem4d_model_param param;
@@ -135,45 +175,151 @@ static const struct {
     {"head_dim", MEM4D_MODEL_HEAD_DIM, false},
     {"max_position_embeddings", MEM4D_MODEL_MAX_POSITION, false},
     {"num_local_experts", MEM4D_MODEL_NUM_EXPERTS, false},       /* Mixtral */
-    {"num_experts", MEM4D_MODEL_NUM_EXPERTS, false},             /* Qwen2-MoE */
+    {"num_experts", MEM4D_MODEL_NUM_EXPERTS, false},             /* Qwen-MoE */
+    {"n_routed_experts", MEM4D_MODEL_NUM_EXPERTS, false},        /* DeepSeek */
     {"num_experts_per_tok", MEM4D_MODEL_EXPERT_TOPK, false},
     {"moe_intermediate_size", MEM4D_MODEL_EXPERT_FFN_SIZE, false},
     {"shared_expert_intermediate_size", MEM4D_MODEL_SHARED_EXPERT_FFN_SIZE, false},
 };
 
+static mem4d_status hf_set(mem4d_import *imp, struct json_object *root, const char *key, mem4d_model *m,
+                           mem4d_model_param param, bool *given)
+{
+    uint64_t v = 0;
+    char what[64];
+    TRY(hf_uint(imp, root, key, false, &v, given));
+    m4d_msg(what, sizeof what, "\"%s\"", key);
+    return *given ? SET_M(m, param, v, what) : MEM4D_OK;
+}
+
+/* "attention_bias" (QKV and output projection), "mlp_bias", and the
+ * single switches of InternLM 2 ("bias") and StarCoder 2 ("use_bias"). */
+static mem4d_status hf_biases(mem4d_import *imp, struct json_object *root, mem4d_model *m)
+{
+    bool attn = m->v[MEM4D_MODEL_QKV_BIAS] != 0, mlp = m->v[MEM4D_MODEL_LINEAR_BIAS] != 0, all = mlp;
+    TRY(hf_bool(imp, root, "attention_bias", &attn));
+    TRY(hf_bool(imp, root, "mlp_bias", &mlp));
+    TRY(hf_bool(imp, root, "bias", &all));
+    TRY(hf_bool(imp, root, "use_bias", &all));
+    if (attn != mlp && attn != all)
+        m4d_imp_warn(imp, "\"attention_bias\" without \"mlp_bias\": read as biases on every linear layer");
+    bool linear = all || (attn && mlp);
+    TRY(SET_M(m, MEM4D_MODEL_LINEAR_BIAS, linear || mlp, "\"mlp_bias\""));
+    return SET_M(m, MEM4D_MODEL_QKV_BIAS, linear || attn, "\"attention_bias\"");
+}
+
+/* Qwen-MoE: an expert layer every "decoder_sparse_step" layers (the
+ * (i + 1)-th is one when divisible) unless listed in "mlp_only_layers". */
+static mem4d_status hf_qwen_moe(mem4d_import *imp, struct json_object *root, mem4d_model *m)
+{
+    uint64_t step = 1;
+    bool given;
+    TRY(hf_uint(imp, root, "decoder_sparse_step", false, &step, &given));
+    struct json_object *v = NULL;
+    if (json_object_object_get_ex(root, "mlp_only_layers", &v) && json_object_get_type(v) == json_type_array &&
+        json_object_array_length(v) > 0)
+        return m4d_imp_fail(imp, MEM4D_E_UNSUPPORTED, "\"mlp_only_layers\" lists dense layers; only a regular "
+                            "pattern of expert layers is read");
+    if (step == 0 || step > 64)
+        return m4d_imp_fail(imp, MEM4D_E_RANGE, "\"decoder_sparse_step\" %llu must be between 1 and 64",
+                            (unsigned long long)step);
+    TRY(SET_M(m, MEM4D_MODEL_MOE_LAYER_FREQ, step, "\"decoder_sparse_step\""));
+    return SET_M(m, MEM4D_MODEL_MOE_LAYER_MASK, UINT64_C(1) << (step - 1), "\"decoder_sparse_step\"");
+}
+
+/* DeepSeek (MoE, V2, V3): shared experts as n_shared_experts x
+ * moe_intermediate_size, the first first_k_dense_replace layers dense, then
+ * every moe_layer_freq-th; V2/V3 multi-latent attention; V3's MTP modules. */
+static mem4d_status hf_deepseek(mem4d_import *imp, struct json_object *root, mem4d_model *m)
+{
+    static const struct { const char *key; mem4d_model_param param; } keys[] = {
+        {"first_k_dense_replace", MEM4D_MODEL_MOE_FIRST_DENSE}, {"q_lora_rank", MEM4D_MODEL_Q_LORA_RANK},
+        {"kv_lora_rank", MEM4D_MODEL_KV_LORA_RANK}, {"qk_nope_head_dim", MEM4D_MODEL_QK_HEAD_DIM},
+        {"qk_rope_head_dim", MEM4D_MODEL_QK_POS_EMB_HEAD_DIM}, {"v_head_dim", MEM4D_MODEL_V_HEAD_DIM},
+        {"num_nextn_predict_layers", MEM4D_MODEL_MTP_LAYERS}, {"moe_layer_freq", MEM4D_MODEL_MOE_LAYER_FREQ},
+    };
+    bool given;
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
+        TRY(hf_set(imp, root, keys[i].key, m, keys[i].param, &given));
+    uint64_t shared = 0;
+    TRY(hf_uint(imp, root, "n_shared_experts", false, &shared, &given));
+    uint64_t fs;
+    if (!m4d_mul(shared, m->v[MEM4D_MODEL_EXPERT_FFN_SIZE], &fs))
+        return m4d_imp_fail(imp, MEM4D_E_RANGE, "\"n_shared_experts\" x \"moe_intermediate_size\" overflows");
+    return SET_M(m, MEM4D_MODEL_SHARED_EXPERT_FFN_SIZE, fs, "\"n_shared_experts\"");
+}
+
+/* Qwen (1): "intermediate_size" counts both halves of the gated MLP
+ * (w1 and w2 are intermediate_size / 2 wide); only c_attn has a bias
+ * unless "no_bias" is false. */
+static mem4d_status hf_qwen1(mem4d_import *imp, struct json_object *root, mem4d_model *m)
+{
+    bool no_bias = true, given;
+    TRY(hf_bool(imp, root, "no_bias", &no_bias));
+    TRY(hf_set(imp, root, "kv_channels", m, MEM4D_MODEL_HEAD_DIM, &given));
+    TRY(SET_M(m, MEM4D_MODEL_LINEAR_BIAS, !no_bias, "\"no_bias\""));
+    return SET_M(m, MEM4D_MODEL_FFN_HIDDEN_SIZE, m->v[MEM4D_MODEL_FFN_HIDDEN_SIZE] / 2, "\"intermediate_size\" / 2");
+}
+
+/* OLMo 2: norms after attention and after the MLP (two per layer, as
+ * before), and query/key norms over the whole projections. */
+static mem4d_status hf_olmo2(mem4d_import *imp, struct json_object *root, mem4d_model *m)
+{
+    TRY(SET_M(m, MEM4D_MODEL_QK_NORM_WHOLE, 1, "q_norm/k_norm"));
+    return hf_biases(imp, root, m);
+}
+
+/* The keys a config may leave out take the family's values, not whatever
+ * the handle held. */
+static mem4d_status hf_defaults(mem4d_import *imp, const struct hf_family *f, mem4d_model *m)
+{
+    static const mem4d_model_param zero[] = {
+        MEM4D_MODEL_NUM_KV_HEADS, MEM4D_MODEL_HEAD_DIM, MEM4D_MODEL_NUM_EXPERTS, MEM4D_MODEL_EXPERT_TOPK,
+        MEM4D_MODEL_EXPERT_FFN_SIZE, MEM4D_MODEL_SHARED_EXPERT_FFN_SIZE, MEM4D_MODEL_MOE_FIRST_DENSE,
+        MEM4D_MODEL_Q_LORA_RANK, MEM4D_MODEL_KV_LORA_RANK, MEM4D_MODEL_QK_HEAD_DIM,
+        MEM4D_MODEL_QK_POS_EMB_HEAD_DIM, MEM4D_MODEL_V_HEAD_DIM, MEM4D_MODEL_MTP_LAYERS,
+        MEM4D_MODEL_POSITION_EMBEDDING, MEM4D_MODEL_QK_NORM_WHOLE,
+    };
+    for (size_t i = 0; i < sizeof zero / sizeof *zero; i++)
+        m->v[zero[i]] = 0;
+    m->v[MEM4D_MODEL_MOE_LAYER_FREQ] = 1;
+    m->v[MEM4D_MODEL_MOE_LAYER_MASK] = 1;
+    TRY(SET_M(m, MEM4D_MODEL_GATED_MLP, f->gated, "the MLP"));
+    TRY(SET_M(m, MEM4D_MODEL_NORM, f->layernorm, "the normalization"));
+    TRY(SET_M(m, MEM4D_MODEL_TIED_EMBEDDINGS, f->tied, "\"tie_word_embeddings\""));
+    TRY(SET_M(m, MEM4D_MODEL_QKV_BIAS, f->qkv_bias, "the QKV bias"));
+    TRY(SET_M(m, MEM4D_MODEL_LINEAR_BIAS, f->linear_bias, "the linear biases"));
+    TRY(SET_M(m, MEM4D_MODEL_QK_LAYERNORM, f->qk_norm, "the query/key norms"));
+    TRY(SET_M(m, MEM4D_MODEL_NORMS_PER_LAYER, f->norms, "the norms"));
+    /* Dense families leave the gate at its default; it only counts with a shared expert. */
+    uint64_t gate = f->extra == hf_qwen_moe || f->extra == hf_deepseek ? f->shared_gate
+                  : m4d_model_params[MEM4D_MODEL_SHARED_EXPERT_GATE].def;
+    return SET_M(m, MEM4D_MODEL_SHARED_EXPERT_GATE, gate, "the shared-expert gate");
+}
+
 static mem4d_status hf_apply(mem4d_import *imp, struct json_object *root, mem4d_model *m)
 {
-    enum hf_family fam;
-    TRY(hf_family_of(imp, root, &fam));
-    /* Start from the Llama shape: keys a config leaves out take HF defaults
-     * (k = a, head_dim = h / a, untied), not whatever the handle held. */
-    m->v[MEM4D_MODEL_NUM_KV_HEADS] = 0;
-    m->v[MEM4D_MODEL_HEAD_DIM] = 0;
-    m->v[MEM4D_MODEL_NUM_EXPERTS] = 0;
-    m->v[MEM4D_MODEL_EXPERT_TOPK] = 0;
-    m->v[MEM4D_MODEL_EXPERT_FFN_SIZE] = 0;
-    m->v[MEM4D_MODEL_SHARED_EXPERT_FFN_SIZE] = 0;
-    for (size_t i = 0; i < sizeof hf_keys / sizeof *hf_keys; i++) {
-        uint64_t v = 0;
-        bool given;
+    /* The shared keys are checked first: a malformed number is the error to
+     * report, whatever the architecture. */
+    enum { NKEYS = sizeof hf_keys / sizeof *hf_keys };
+    uint64_t val[NKEYS];
+    bool given[NKEYS];
+    for (size_t i = 0; i < NKEYS; i++)
+        TRY(hf_uint(imp, root, hf_keys[i].key, hf_keys[i].required, &val[i], &given[i]));
+    const struct hf_family *f;
+    TRY(hf_family_of(imp, root, &f));
+    TRY(hf_defaults(imp, f, m));
+    for (size_t i = 0; i < NKEYS; i++) {
         char what[64];
-        TRY(hf_uint(imp, root, hf_keys[i].key, hf_keys[i].required, &v, &given));
         m4d_msg(what, sizeof what, "\"%s\"", hf_keys[i].key);
-        if (given)
-            TRY(SET_M(m, hf_keys[i].param, v, what));
+        if (given[i])
+            TRY(SET_M(m, hf_keys[i].param, val[i], what));
     }
-    bool tied = false, attn_bias = false, mlp_bias = false;
+    bool tied = f->tied;
     TRY(hf_bool(imp, root, "tie_word_embeddings", &tied));
-    TRY(hf_bool(imp, root, "attention_bias", &attn_bias));
-    TRY(hf_bool(imp, root, "mlp_bias", &mlp_bias));
-    if (attn_bias)
-        m4d_imp_warn(imp, "\"attention_bias\" also puts a bias on the output projection; only the QKV bias is modelled");
-    if (mlp_bias)
-        m4d_imp_warn(imp, "\"mlp_bias\" biases are not modelled");
     TRY(SET_M(m, MEM4D_MODEL_TIED_EMBEDDINGS, tied, "\"tie_word_embeddings\""));
-    TRY(SET_M(m, MEM4D_MODEL_QKV_BIAS, fam == HF_QWEN2 || fam == HF_QWEN2_MOE || attn_bias, "\"attention_bias\""));
-    TRY(SET_M(m, MEM4D_MODEL_NORM, 0, "normalization"));
-    TRY(SET_M(m, MEM4D_MODEL_GATED_MLP, 1, "gated MLP"));
+    if (f->extra)
+        TRY(f->extra(imp, root, m));
     m4d_strlcpy(m->name, "custom", sizeof m->name);
     return MEM4D_OK;
 }

@@ -478,6 +478,8 @@ static mem4d_status apply_model(mem4d_import *imp, const struct opt_val *vals, m
         TRY(SET_M(m, MEM4D_MODEL_GATED_MLP, GIVEN(MF_SWIGLU), "--swiglu"));
     if (GIVEN(MF_NORM))
         TRY(SET_M(m, MEM4D_MODEL_NORM, U(MF_NORM) == M4D_NORM_LAYER ? 1 : 0, "--normalization"));
+    else if (GIVEN(MF_RMSNORM_FORK)) /* Megatron-LLaMA's switch for RMSNorm */
+        TRY(SET_M(m, MEM4D_MODEL_NORM, 0, "--RMSNorm"));
     else if (describes)
         TRY(SET_M(m, MEM4D_MODEL_NORM, 1, "--normalization"));
     if (!GIVEN(MF_FFN) && GIVEN(MF_HIDDEN)) {
@@ -486,7 +488,9 @@ static mem4d_status apply_model(mem4d_import *imp, const struct opt_val *vals, m
         TRY(SET_M(m, MEM4D_MODEL_FFN_HIDDEN_SIZE, GIVEN(MF_SWIGLU) ? h / 24 * 64 : 4 * h,
                   "--ffn-hidden-size (Megatron's default)"));
     }
-    if (GIVEN(MF_GQA))
+    if (GIVEN(MF_KV_HEADS_DS)) /* Megatron-DeepSpeed's spelling, which implies grouped-query attention */
+        TRY(SET_M(m, MEM4D_MODEL_NUM_KV_HEADS, U(MF_KV_HEADS_DS), "--num-key-value-heads"));
+    else if (GIVEN(MF_GQA))
         TRY(SET_M(m, MEM4D_MODEL_NUM_KV_HEADS, GIVEN(MF_GROUPS) ? U(MF_GROUPS) : 1, "--num-query-groups"));
     else if (describes)
         TRY(SET_M(m, MEM4D_MODEL_NUM_KV_HEADS, 0, "--num-query-groups"));
@@ -631,6 +635,9 @@ static mem4d_status apply_vocab(mem4d_import *imp, const struct opt_val *vals, m
         TRY(vocab_pai(imp, vals, &v));
     } else if (GIVEN(MF_TOKENIZER)) {
         TRY(vocab_megatron(imp, vals, &v));
+    } else if (GIVEN(MF_VOCAB_FILE)) {
+        /* pretrain_gpt.py's args_defaults: a vocabulary file is GPT-2's BPE. */
+        v.V = m4d_tokenizer_find(m4d_tokenizer_types, m4d_tokenizer_type_n, "GPT2BPETokenizer")->size;
     }
     if (!v.V && GIVEN(MF_VOCAB)) {
         if (v.unknown[0])
@@ -675,7 +682,8 @@ static mem4d_status apply_layout_basic(mem4d_import *imp, const struct opt_val *
         TRY(set_opt_l(imp, l, MEM4D_LAYOUT_SEQ_LENGTH, MF_ENC_SEQ, U(MF_ENC_SEQ)));
     /* Megatron turns sequence parallelism off at tp = 1. */
     TRY(SET_L(l, MEM4D_LAYOUT_SEQUENCE_PARALLEL, GIVEN(MF_SP) && l->v[MEM4D_LAYOUT_TP] > 1, "--sequence-parallel"));
-    TRY(SET_L(l, MEM4D_LAYOUT_DIST_OPT, GIVEN(MF_DIST_OPT), "--use-distributed-optimizer"));
+    /* Megatron-LLaMA's overlapped distributed optimizer shards the same state as Megatron's. */
+    TRY(SET_L(l, MEM4D_LAYOUT_DIST_OPT, GIVEN(MF_DIST_OPT) || GIVEN(MF_ODO), "--use-distributed-optimizer"));
     TRY(set_opt_l(imp, l, MEM4D_LAYOUT_VOCAB_DIVISOR, MF_VOCAB_DIV, GIVEN(MF_VOCAB_DIV) ? U(MF_VOCAB_DIV) : 128));
     TRY(SET_L(l, MEM4D_LAYOUT_FP8, GIVEN(MF_FP8), "--fp8-format"));
     TRY(set_opt_l(imp, l, MEM4D_LAYOUT_FIRST_STAGE_LAYERS, MF_FIRST_LAYERS, GIVEN(MF_FIRST_LAYERS) ? U(MF_FIRST_LAYERS) : 0));
@@ -688,7 +696,11 @@ static mem4d_status apply_layout_basic(mem4d_import *imp, const struct opt_val *
               "--hidden-dropout"));
     TRY(SET_L(l, MEM4D_LAYOUT_ATTENTION_DROPOUT, !GIVEN(MF_ATTN_DROPOUT) || vals[MF_ATTN_DROPOUT].r > 0.0,
               "--attention-dropout"));
-    TRY(SET_L(l, MEM4D_LAYOUT_CROSS_ENTROPY_FUSION, GIVEN(MF_CE_FUSION), "--cross-entropy-loss-fusion"));
+    /* Transformer Engine's fused cross entropy (--cross-entropy-fusion-impl te) works in place. */
+    bool te_ce = GIVEN(MF_CE_IMPL) && strcmp(m4d_megatron_flag_of(MF_CE_IMPL)->choices[U(MF_CE_IMPL)], "te") == 0;
+    TRY(SET_L(l, MEM4D_LAYOUT_CROSS_ENTROPY_FUSION, GIVEN(MF_CE_FUSION) && !te_ce, "--cross-entropy-loss-fusion"));
+    TRY(SET_L(l, MEM4D_LAYOUT_MOE_ROUTER_BYTES, GIVEN(MF_ROUTER_DTYPE) && U(MF_ROUTER_DTYPE) == 1 ? 8 : 4,
+              "--moe-router-dtype"));
     return MEM4D_OK;
 }
 

@@ -125,6 +125,7 @@ static void ctx_layout(const mem4d_layout *l, struct m4d_ctx *x)
     x->rc_method = v[MEM4D_LAYOUT_RECOMPUTE_METHOD];
     x->rc_layers = v[MEM4D_LAYOUT_RECOMPUTE_LAYERS];
     x->rc_modules = v[MEM4D_LAYOUT_RECOMPUTE_MODULES];
+    x->router_bytes = v[MEM4D_LAYOUT_MOE_ROUTER_BYTES];
     x->param_bytes = v[MEM4D_LAYOUT_PARAM_BYTES];
     x->grad_bytes = v[MEM4D_LAYOUT_MAIN_GRAD_BYTES];
     x->opt_bytes = v[MEM4D_LAYOUT_OPT_STATE_BYTES];
@@ -140,6 +141,7 @@ static void ctx_layout(const mem4d_layout *l, struct m4d_ctx *x)
     x->fp8_params = v[MEM4D_LAYOUT_FP8_PARAM_GATHER] != 0;
     x->opt_sq_bytes = v[MEM4D_LAYOUT_EXP_AVG_SQ_BYTES] ? v[MEM4D_LAYOUT_EXP_AVG_SQ_BYTES] : x->opt_bytes;
     x->precision_aware = v[MEM4D_LAYOUT_PRECISION_AWARE_OPTIMIZER] != 0;
+    x->tp_overlap = v[MEM4D_LAYOUT_TP_COMM_OVERLAP] != 0;
     x->first_layers = v[MEM4D_LAYOUT_FIRST_STAGE_LAYERS];
     x->last_layers = v[MEM4D_LAYOUT_LAST_STAGE_LAYERS];
     x->vocab_div = v[MEM4D_LAYOUT_VOCAB_DIVISOR];
@@ -157,7 +159,6 @@ static void ctx_layout(const mem4d_layout *l, struct m4d_ctx *x)
     x->contiguous_grads = v[MEM4D_LAYOUT_CONTIGUOUS_GRADIENTS] != 0;
     x->afab = v[MEM4D_LAYOUT_PIPELINE_SCHEDULE] == 1;
     x->compile = v[MEM4D_LAYOUT_COMPILE];
-    x->async_tp = v[MEM4D_LAYOUT_ASYNC_TP] != 0;
     x->expandable = v[MEM4D_LAYOUT_EXPANDABLE_SEGMENTS] != 0;
     /* torchtitan always shards with FSDP2 (over dp_shard x cp); nanotron offers
      * ZeRO-0 and ZeRO-1 only. */

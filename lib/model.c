@@ -240,6 +240,8 @@ void m4d_ctx_model(const mem4d_model *m, struct m4d_ctx *x)
     x->kv_heads = x->kv_lora ? x->a : x->k;
     x->mtp = v[MEM4D_MODEL_MTP_LAYERS];
     x->shared_gate = v[MEM4D_MODEL_SHARED_EXPERT_GATE] != 0;
+    x->norms = v[MEM4D_MODEL_NORMS_PER_LAYER] ? v[MEM4D_MODEL_NORMS_PER_LAYER] : 2;
+    x->qk_whole = v[MEM4D_MODEL_QK_NORM_WHOLE] != 0;
 }
 
 void m4d_ctx_dense(const struct m4d_ctx *x, struct m4d_ctx *dense)
@@ -285,7 +287,8 @@ bool m4d_expert_params(const struct m4d_ctx *x, uint64_t fe, uint64_t *out)
  * P_mlp = (3 or 2)·h·f [+ its first projection's bias], or for MoE:
  * E experts (with their biases) + router h·E + shared expert (3 or 2)·h·fs;
  * `repl` are the parameters replicated over tensor-parallel ranks: the norms
- * 2h (RMSNorm) or 4h (LayerNorm), per-head Q/K norms 2·dh (4·dh), and with
+ * n·h (RMSNorm) or 2n·h (LayerNorm), n = 2 or Gemma's 4, per-head Q/K norms
+ * 2·dh (4·dh) or OLMo 2's whole-projection ones (a + k)·dh, and with
  * biases on every linear layer the attention output's and the MLP's second
  * projection's h each. */
 /* Multi-latent attention (DeepSeek-V2/V3; Megatron-Core's MLASelfAttention):
@@ -320,7 +323,8 @@ bool m4d_layer_params(const struct m4d_ctx *x, uint64_t *attn, uint64_t *mlp, ui
         if (!m4d_add(o, kv, attn) || !m4d_add(*attn, bias, attn))
             return false;
     }
-    *repl = 2 * norm * x->h + (x->qk_norm ? 2 * norm * x->dh : 0) + (x->linear_bias ? x->h : 0) + mla_repl;
+    uint64_t qk = !x->qk_norm ? 0 : x->qk_whole ? (x->a + x->k) * x->dh : 2 * x->dh;
+    *repl = x->norms * norm * x->h + norm * qk + (x->linear_bias ? x->h : 0) + mla_repl;
     if (x->experts == 0) {
         if (!m4d_mul3(mats, x->h, x->f, mlp))
             return false;

@@ -69,6 +69,8 @@ const struct m4d_param_desc m4d_model_params[] = {
     [MEM4D_MODEL_V_HEAD_DIM] = NUM_ROW("v_head_dim", NULL, NULL, 0, 1u << 14, 0),
     [MEM4D_MODEL_MTP_LAYERS] = NUM_ROW("mtp_num_layers", "num_nextn_predict_layers", NULL, 0, 64, 0),
     [MEM4D_MODEL_SHARED_EXPERT_GATE] = BOOL_ROW("moe_shared_expert_gate", "shared_expert_gate", NULL, 1),
+    [MEM4D_MODEL_NORMS_PER_LAYER] = NUM_ROW("norms_per_layer", NULL, NULL, 1, 8, 2),
+    [MEM4D_MODEL_QK_NORM_WHOLE] = BOOL_ROW("qk_norm_whole", NULL, NULL, 0),
 };
 M4D_TABLE_ROWS(m4d_model_params, M4D_MODEL_NPARAM);
 
@@ -116,6 +118,8 @@ const struct m4d_param_desc m4d_layout_params[] = {
                                                         "use_precision_aware_optimizer", NULL, 0),
     [MEM4D_LAYOUT_ETP] = NUM_ROW("etp", "expert_tensor_parallel_size", NULL, 0, 4096, 0),
     [MEM4D_LAYOUT_RECOMPUTE_MODULES] = NUM_ROW("recompute_modules", NULL, NULL, 0, 127, 1),
+    [MEM4D_LAYOUT_MOE_ROUTER_BYTES] = SET_ROW("moe_router_bytes", NULL, NULL, 4, 8, 4, (1u << 4) | (1u << 8)),
+    [MEM4D_LAYOUT_TP_COMM_OVERLAP] = BOOL_ROW("tp_comm_overlap", "async_tp", NULL, 0),
     [MEM4D_LAYOUT_FRAMEWORK] = ENUM_ROW("framework", NULL, NULL, framework_names, 0),
     [MEM4D_LAYOUT_RESHARD_AFTER_FORWARD] = ENUM_ROW("reshard_after_forward", NULL, NULL, reshard_names, 0),
     [MEM4D_LAYOUT_DP_REPLICATE] = NUM_ROW("dp_replicate", "data_parallel_replicate_degree", NULL, 1, 1u << 24, 1),
@@ -131,7 +135,6 @@ const struct m4d_param_desc m4d_layout_params[] = {
     [MEM4D_LAYOUT_CONTIGUOUS_GRADIENTS] = BOOL_ROW("contiguous_gradients", NULL, NULL, 1),
     [MEM4D_LAYOUT_PIPELINE_SCHEDULE] = ENUM_ROW("pipeline_schedule", "pp_engine", NULL, schedule_names, 0),
     [MEM4D_LAYOUT_COMPILE] = ENUM_ROW("compile", "torch_compile", NULL, compile_names, 0),
-    [MEM4D_LAYOUT_ASYNC_TP] = BOOL_ROW("async_tp", "enable_async_tensor_parallel", NULL, 0),
     [MEM4D_LAYOUT_EXPANDABLE_SEGMENTS] = BOOL_ROW("expandable_segments", NULL, NULL, 0),
 };
 M4D_TABLE_ROWS(m4d_layout_params, M4D_LAYOUT_NPARAM);
@@ -155,6 +158,12 @@ const struct m4d_param_desc m4d_device_params[] = {
     [MEM4D_DEVICE_NCCL_BYTES_PER_GROUP] = BYTES_ROW("nccl_bytes_per_group", NULL, NULL, 0, UINT64_C(1) << 40, 128 * MiB),
     [MEM4D_DEVICE_ALLOCATOR_OVERHEAD_PPM] = PPM_ROW("allocator_overhead_ppm", NULL, NULL, 0, 1000000, 40000),
     [MEM4D_DEVICE_WORKSPACE_BYTES] = BYTES_ROW("workspace_bytes", NULL, NULL, 0, UINT64_C(1) << 40, 256 * MiB),
+    [MEM4D_DEVICE_SM_COUNT] = NUM_ROW("sm_count", "sms", NULL, 0, 1u << 16, 0),
+    [MEM4D_DEVICE_NVLINK_DOMAIN] = NUM_ROW("nvlink_domain", "nvlink_domain_size", NULL, 0, 1u << 20, 0),
+    [MEM4D_DEVICE_NICS_PER_NODE] = NUM_ROW("nics_per_node", NULL, NULL, 0, 1024, 0),
+    [MEM4D_DEVICE_NIC_BANDWIDTH] = RATE_ROW("nic_bandwidth", NULL, NULL, 0, UINT64_C(1) << 50, 0),
+    [MEM4D_DEVICE_KERNEL_OVERHEAD_NS] = NS_ROW("kernel_overhead_ns", NULL, NULL, 0, UINT64_C(1) << 40, 2000),
+    [MEM4D_DEVICE_FP8_EFFICIENCY_PPM] = PPM_ROW("fp8_efficiency_ppm", NULL, NULL, 1, 1000000, 540000),
     [MEM4D_DEVICE_FULL_FIT_THRESHOLD_PPM] = PPM_ROW("full_fit_threshold_ppm", NULL, NULL, 1, 1000000, 850000),
 };
 M4D_TABLE_ROWS(m4d_device_params, M4D_DEVICE_NPARAM);

@@ -1,159 +1,329 @@
 /*
- * Step-time model: predicted seconds per optimizer step of a layout, used to
- * rank the layouts a search finds. doc/perf.md, "Step-time model", derives
- * every term; the symbols below are those of doc/formulas.md (t c p d b m s
- * v h f L a k V). Every constant is a device parameter with a documented
- * default, so a user can calibrate the model to a cluster.
+ * Step-time model: predicted seconds per optimizer step of a layout, built
+ * from the operations of one transformer layer (each GEMM from its own shape,
+ * flash attention, memory-bound element-wise work, kernel launches), the
+ * collectives on the links they cross with the overlap the frameworks use,
+ * and the pipeline schedule. doc/perf.md derives every term and gives every
+ * constant's physical meaning and source; symbols are those of
+ * doc/formulas.md (t c p d b m s v h f L a k V). It runs for every layout a
+ * search visits: no libm, no allocation, no integer division.
  * SPDX-License-Identifier: MIT
  */
 #include "private.h"
 
-/* Link figures of one kind of collective path (intra- or inter-node). */
-struct link {
-    double bw;  /* bytes/s per GPU reached by collectives; 0: not modelled */
-    double lat; /* seconds per collective step */
-};
+/* GEMM tile of the Hopper/Ampere cuBLAS and CUTLASS kernels large training
+ * GEMMs run on (M x N per CTA), and the K a tile's pipeline fill and
+ * epilogue cost (4 stages of 64): doc/perf.md, "Constants". */
+#define TILE_M 128
+#define TILE_N 256
+#define K_FILL 256.0
+/* Flash attention's query block per CTA (FlashAttention-2/3, cuDNN), and
+ * the fixed work of one query tile (load Q, rescale, write O and the
+ * log-sum-exp) in key/value positions: the FlashAttention-3 causal hd128
+ * forward curve (about 470, 560, 610, 640 TFLOP/s at 2k, 4k, 8k, 16k)
+ * follows kv/(kv + 384) for the mean kv length kv = s/2 of a causal row. */
+#define ATTN_TILE 128
+#define ATTN_FILL 384.0
+/* Flash attention's asymptotic rate as a share of the large-GEMM rate:
+ * forward and backward (FlashAttention-3 paper, H100 bf16 hd128: ~660 and
+ * ~520 TFLOP/s at long sequences, against ~794 for cuBLAS). The backward
+ * executes 2.5 forward FLOPs (recomputes QK^T; dV, dP, dQ, dK). */
+#define ATTN_FWD_SHARE 0.83
+#define ATTN_BWD_SHARE 0.65
+#define ATTN_BWD_WORK 2.5
+/* Kernels per layer and forward pass (norms, GEMMs, RoPE, attention,
+ * activation, residual adds, TP collectives); the backward launches twice
+ * as many. */
+#define KERNELS_FWD 16.0
+/* SMs Transformer Engine's pipelined reduce-scatter overlap occupies
+ * (its userbuffers default, num_sm = 16). */
+#define UB_SMS 16
 
-/* Per-device figures, in SI units, with the efficiencies applied. */
-struct machine {
-    double gemm;        /* FLOP/s reached by large GEMMs */
-    double hbm;         /* bytes/s of HBM; 0: not modelled */
-    double gpn;         /* GPUs per node */
-    struct link intra, inter;
-};
-
-/* Work of one transformer layer for one micro-batch on one GPU. */
-struct layer_work {
-    double fwd;          /* forward FLOPs actually executed (causal attention) */
-    double attn_core;    /* of which the attention core (QK^T and AV) */
-    double weight_bytes; /* bytes of the layer's weights held by the GPU */
-    double tp_bytes;     /* one TP collective's buffer: b*s*h/c activations */
-    double cp_bytes;     /* one CP ring step: K and V of the local chunk */
-};
-
-/* Seconds of one micro-batch's work on one GPU: per layer, and the extra
- * of the stage that holds the LM head. */
+/* Seconds of one micro-batch's work on one GPU. */
 struct unit_time {
-    double layer_compute; /* GEMMs, attention, recompute, weight streaming */
-    double layer_comm;    /* exposed TP and CP */
+    double layer_compute; /* GEMMs, attention, element-wise, launches (+ recompute) */
+    double layer_tp;      /* exposed TP collectives of one layer */
+    double layer_cp;      /* exposed CP ring of one layer */
+    double layer_ep;      /* exposed MoE all-to-all of one layer */
+    double layer_fsdp;    /* exposed ZeRO-3 gathers / reduce-scatters of one layer */
     double head;          /* LM head and loss, forward and backward */
+    double layer_bwd;     /* backward compute of one layer (hides DP collectives) */
+    double layer_fwd;     /* forward compute of one layer */
 };
 
 #define MAX0(v) ((v) > 0 ? (v) : 0)
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
 
 /* Every count here is below 2^62: the signed conversion is one instruction,
  * the unsigned one a branchy sequence, and this runs per searched layout. */
 static inline double D(uint64_t v) { return (double)(int64_t)v; }
 
-static double ppm(uint64_t v) { return D(v) / 1e6; }
+static double ppm(uint64_t v) { return D(v) * 1e-6; }
 
-static struct machine machine_of(const struct m4d_ctx *x, const mem4d_device *dev)
+/* Ceiling of a positive quotient; a fraction below 1e-6 is taken for rounding
+ * error (no libm, no integer division in the per-layout path). */
+static inline double ceil_q(double q) { return (double)(int64_t)(q + 0.999999); }
+
+static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device *dev)
 {
     const uint64_t *dv = dev->v;
-    double peak = D(dv[MEM4D_DEVICE_PEAK_FLOPS]);
+    double eff = ppm(dv[MEM4D_DEVICE_MATMUL_EFFICIENCY_PPM]), ce = ppm(dv[MEM4D_DEVICE_COMM_EFFICIENCY_PPM]);
+    double peak = D(dv[MEM4D_DEVICE_PEAK_FLOPS]), lin = peak;
     if (x->fp8 && dv[MEM4D_DEVICE_PEAK_FP8_FLOPS] != 0)
-        peak = D(dv[MEM4D_DEVICE_PEAK_FP8_FLOPS]);
-    double ce = ppm(dv[MEM4D_DEVICE_COMM_EFFICIENCY_PPM]);
-    struct machine mc = {
-        .gemm = peak * ppm(dv[MEM4D_DEVICE_MATMUL_EFFICIENCY_PPM]),
+        lin = D(dv[MEM4D_DEVICE_PEAK_FP8_FLOPS]) * ppm(dv[MEM4D_DEVICE_FP8_EFFICIENCY_PPM]) / eff;
+    double gpn = D(dv[MEM4D_DEVICE_GPUS_PER_NODE] ? dv[MEM4D_DEVICE_GPUS_PER_NODE] : 1);
+    double inter = D(dv[MEM4D_DEVICE_INTER_NODE_BANDWIDTH]);
+    /* The node's NICs are shared by every GPU whose ring leaves the node. */
+    if (dv[MEM4D_DEVICE_NICS_PER_NODE] && dv[MEM4D_DEVICE_NIC_BANDWIDTH])
+        inter = D(dv[MEM4D_DEVICE_NICS_PER_NODE]) * D(dv[MEM4D_DEVICE_NIC_BANDWIDTH]) / gpn;
+    struct m4d_machine mc = {
+        .gemm = peak * eff,
+        .gemm_lin = lin * eff,
         .hbm = D(dv[MEM4D_DEVICE_HBM_BANDWIDTH]),
-        .gpn = D(dv[MEM4D_DEVICE_GPUS_PER_NODE] ? dv[MEM4D_DEVICE_GPUS_PER_NODE] : 1),
-        .intra = {D(dv[MEM4D_DEVICE_INTRA_NODE_BANDWIDTH]) * ce,
-                  D(dv[MEM4D_DEVICE_INTRA_NODE_LATENCY_NS]) * 1e-9},
-        .inter = {D(dv[MEM4D_DEVICE_INTER_NODE_BANDWIDTH]) * ce,
-                  D(dv[MEM4D_DEVICE_INTER_NODE_LATENCY_NS]) * 1e-9},
+        .domain = dv[MEM4D_DEVICE_NVLINK_DOMAIN] ? D(dv[MEM4D_DEVICE_NVLINK_DOMAIN]) : gpn,
+        .kernel = D(dv[MEM4D_DEVICE_KERNEL_OVERHEAD_NS]) * 1e-9,
+        .sms = D(dv[MEM4D_DEVICE_SM_COUNT]),
+        .inv_sms = dv[MEM4D_DEVICE_SM_COUNT] ? 1 / D(dv[MEM4D_DEVICE_SM_COUNT]) : 0,
+        .inv_hbm = dv[MEM4D_DEVICE_HBM_BANDWIDTH] ? 1 / D(dv[MEM4D_DEVICE_HBM_BANDWIDTH]) : 0,
+        .intra = {D(dv[MEM4D_DEVICE_INTRA_NODE_BANDWIDTH]) * ce, D(dv[MEM4D_DEVICE_INTRA_NODE_LATENCY_NS]) * 1e-9},
+        .inter = {inter * ce, D(dv[MEM4D_DEVICE_INTER_NODE_LATENCY_NS]) * 1e-9},
     };
     return mc;
 }
 
 /* Megatron orders ranks tp-cp-dp-pp: a group whose members span `span`
- * consecutive ranks stays inside a node when span <= GPUs per node. */
-static const struct link *link_for(const struct machine *mc, double span)
+ * consecutive ranks stays on NVLink when span <= the NVLink domain (a node,
+ * or a whole NVL72 rack). */
+static const struct m4d_link *link_for(const struct m4d_machine *mc, double span)
 {
-    return span <= mc->gpn ? &mc->intra : &mc->inter;
+    return span <= mc->domain ? &mc->intra : &mc->inter;
 }
 
 /* Ring collective over n ranks moving `frac` of `bytes` per GPU in `steps`
  * latency-bound steps. A link without bandwidth is not modelled (0 s). */
-static double ring_time(const struct link *l, double n, double bytes, double frac, double steps)
+static double ring_time(const struct m4d_link *l, double n, double bytes, double frac, double steps)
 {
     if (n <= 1 || l->bw <= 0)
         return 0;
     return steps * l->lat + frac * bytes / l->bw;
 }
 
+/* Tile-slots lost to wave quantisation over `tiles` equal tiles, as
+ * (tiles + lost) / tiles: the SMs idle in the partial last wave. Hopper and
+ * later cuBLAS kernels spread that wave over the idle SMs (stream-K /
+ * split-K), recovering about half of the idle time; the partial-sum fix-up
+ * costs the rest. */
+static inline double wave_slots(const struct m4d_machine *mc, double tiles)
+{
+    if (mc->sms == 0 || tiles <= 0)
+        return tiles;
+    return tiles + 0.5 * (ceil_q(tiles * mc->inv_sms) * mc->sms - tiles);
+}
+
+/* One GEMM of N x K at `rate` FLOP/s for large shapes, inputs of `eb`
+ * bytes per element: the slower of its compute (wave quantisation over
+ * the SMs, the K pipeline fill) and its HBM traffic (bf16 output), as the
+ * coefficients gemm_time() takes the M rows of a micro-batch with. */
+static struct m4d_gemm gemm_of(const struct m4d_machine *mc, double n, double k, double rate, double eb)
+{
+    struct m4d_gemm g = {
+        .c = 2 * n * (k + K_FILL) / rate,
+        .a = (eb * k + 2 * n) * mc->inv_hbm,
+        .b = eb * k * n * mc->inv_hbm,
+        .tn = ceil_q(n * (1.0 / TILE_N)),
+    };
+    return g;
+}
+
+static inline double gemm_time(const struct m4d_machine *mc, const struct m4d_gemm *g, double m)
+{
+    double tiles = ceil_q(m * (1.0 / TILE_M)) * g->tn;
+    return MAX(m * g->c * wave_slots(mc, tiles) / tiles, m * g->a + g->b);
+}
+
 /* Active MLP width: dense f, or top-k routed experts plus the shared one. */
-static double mlp_width(const struct m4d_ctx *x)
+static uint64_t mlp_width(const struct m4d_ctx *x)
 {
     if (x->experts == 0)
-        return D(x->f);
-    double fe = D(x->fe ? x->fe : x->f);
-    return D(x->topk) * fe + D(x->fs);
+        return x->f;
+    return x->topk * (x->fe ? x->fe : x->f) + x->fs;
 }
 
-static struct layer_work layer_work_of(const struct m4d_ctx *x)
+/* The four linear layers and the head as GEMMs on one GPU: N outputs and K
+ * inputs after the TP split. With tp_comm_overlap, userbuffers run each
+ * GEMM as t chunks of M/t rows, one per ring step, and the reduce-scatter
+ * of the row-parallel ones keeps UB_SMS SMs busy while they run. With fp8
+ * each linear casts its input and weight, and in the backward casts and
+ * transposes the output gradient and transposes the input (Hopper fp8
+ * GEMMs take K-major operands): 5 bytes per input element, 4 per output
+ * element, 5 per weight element, per micro-batch, over HBM. */
+static void gemms_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
 {
-    double T = D(x->b) * D(x->s);      /* tokens of one micro-batch */
-    double h = D(x->h), qd = D(x->a * x->dh), kvd = D(x->k * x->dh);
-    double shard = D(x->t * x->c);        /* TP splits weights, CP tokens */
-    double gm = x->gated ? 3 : 2;                /* MLP matrices */
-    double wt = h * (qd + 2 * kvd) + qd * h + gm * h * mlp_width(x);
-    struct layer_work w;
-    /* Causal attention: flash kernels skip the masked half of s x s. */
-    w.attn_core = 0.5 * 4 * T * D(x->s) * qd / shard;
-    w.fwd = 2 * T * wt / shard + w.attn_core;
-    w.weight_bytes = wt / D(x->t) * D(x->param_bytes);
-    w.tp_bytes = T * h * 2 / D(x->c);
-    w.cp_bytes = 2 * T / D(x->c) * kvd / D(x->t) * 2;
-    return w;
-}
-
-static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct machine *mc,
-                                     const struct layer_work *w)
-{
-    /* passes: forward + backward (twice the forward's FLOPs); comm_passes:
-     * passes that run TP/CP collectives (forward, backward). Full
-     * recompute runs the forward, and its collectives, once more. */
-    double t = D(x->t), c = D(x->c), passes = 3, comm_passes = 2;
-    if (x->recompute == 2) {
-        passes = 4;
-        comm_passes = 3;
+    const struct m4d_machine *mc = &pg->mc;
+    double rt = 1 / D(x->t), h = D(x->h), q = D(x->a * x->dh) * rt, kv = D(x->k * x->dh) * rt;
+    double F = D(mlp_width(x)) * rt, up = (x->gated ? 2 : 1) * F, qkv = q + 2 * kv;
+    double eb = x->fp8 ? 1 : 2, r = mc->gemm_lin, rs = r;
+    pg->chunks = 1;
+    if (x->tp_overlap && x->t > 1) {
+        pg->chunks = D(x->t);
+        if (mc->sms > UB_SMS)
+            rs = r * (mc->sms - UB_SMS) * mc->inv_sms;
     }
-    double flops = passes * w->fwd;
-    if (x->recompute == 1) /* selective: the attention core runs again */
-        flops += w->attn_core;
-    struct unit_time u = {flops / mc->gemm, 0, 0};
-    /* Weights stream from HBM once per pass; fp32 main gradients are read
-     * and written once per micro-batch (roofline terms, not hidden). */
-    if (mc->hbm > 0)
-        u.layer_compute += w->weight_bytes * (3 + 2.0 * D(x->grad_bytes) / D(x->param_bytes)) / mc->hbm;
-    /* TP with sequence parallelism: 2 all-gathers + 2 reduce-scatters per
-     * layer in each pass (all-reduces without SP move the same bytes);
-     * exposed, as Megatron does not overlap them by default. */
-    u.layer_comm = 4 * comm_passes * ring_time(link_for(mc, t), t, w->tp_bytes, (t - 1) / t, t - 1);
-    /* CP ring attention: c-1 steps of K,V per forward, K,V and dK,dV per
-     * backward. The transfers hide behind the attention core when it is
-     * longer; each step's latency is a synchronisation and never hides. */
-    if (x->c > 1) {
-        const struct link *cl = link_for(mc, t * c);
-        double xfer = cl->bw > 0 ? w->cp_bytes / cl->bw : 0, core = w->attn_core / mc->gemm;
-        double cp_fwd = (c - 1) * cl->lat + MAX0((c - 1) * xfer - core);
-        double cp_bwd = (c - 1) * cl->lat + MAX0(2 * (c - 1) * xfer - 2 * core);
-        u.layer_comm += (comm_passes - 1) * cp_fwd + cp_bwd;
+    pg->lin[0] = gemm_of(mc, qkv, h, r, eb);
+    pg->lin[1] = gemm_of(mc, h, q, rs, eb);
+    pg->lin[2] = gemm_of(mc, up, h, r, eb);
+    pg->lin[3] = gemm_of(mc, h, F, rs, eb);
+    pg->head = gemm_of(mc, D(x->Vp) * rt, h, mc->gemm, 2);
+    pg->rows_per_b = D(x->s) / D(x->c);
+    pg->cast_a = pg->cast_b = 0;
+    if (x->fp8) {
+        double in = 2 * h + q + F, out = qkv + up + 2 * h, w = h * (qkv + up + q + F);
+        pg->cast_a = (5 * in + 4 * out) * mc->inv_hbm;
+        pg->cast_b = 5 * w * mc->inv_hbm;
     }
-    u.head = 3 * 2 * D(x->b) * D(x->s) * D(x->h) * D(x->Vp) / (t * c) / mc->gemm;
-    return u;
+    /* Memory-bound element-wise work of a forward: two norms (read, write
+     * h) and two residual adds (read 2h, write h) on the TP-sharded
+     * sequence with SP, RoPE on q and k and the MLP activation on the
+     * TP-split widths, bf16. The backward moves twice as much. */
+    double sh = x->t > 1 && x->sp ? rt : 1, act = (x->gated ? 3 : 2) * F;
+    pg->ew_per_b = 2 * pg->rows_per_b * (sh * 10 * h + 2 * (q + kv) + act) * mc->inv_hbm;
+    /* Cross entropy over fp32 logits: about 12 bytes per logit read and
+     * written over forward and backward. */
+    pg->ce_per_b = 12 * pg->rows_per_b * D(x->Vp) * rt * mc->inv_hbm;
 }
 
-/* Pipeline send/recv of one micro-batch's activations, forward and backward,
- * once per model chunk the rank holds. */
-static double p2p_time(const struct m4d_ctx *x, const struct machine *mc)
+/* Forward seconds of the four linears for M rows, and the fp8 casts. */
+static double linears_fwd(const struct m4d_perf_group *pg, double M, double *cast)
 {
-    if (x->p <= 1)
+    const struct m4d_machine *mc = &pg->mc;
+    double m = pg->chunks > 1 ? ceil_q(M / pg->chunks) : M;
+    double t = gemm_time(mc, &pg->lin[0], m) + gemm_time(mc, &pg->lin[1], m) + gemm_time(mc, &pg->lin[2], m) +
+               gemm_time(mc, &pg->lin[3], m);
+    *cast = pg->cast_a * M + pg->cast_b;
+    return pg->chunks * t;
+}
+
+/* Flash attention of one layer. Causal kernels skip the masked half of
+ * s x s; CP's load-balanced chunks give every rank 1/c of the work; each
+ * query tile pays ATTN_FILL keys on top of the mean s/(2c) it reads. */
+static void attention_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
+{
+    double qd = D(x->a * x->dh), sc = D(x->s) / D(x->c), kv = 0.5 * sc;
+    double flops = 0.5 * 4 * D(x->s) * D(x->s) * qd / D(x->t * x->c);
+    pg->attn_per_b = flops * (kv + ATTN_FILL) / (pg->mc.gemm * kv);
+    pg->attn_tiles_per_b = D(x->a) / D(x->t) * ceil_q(sc * (1.0 / ATTN_TILE));
+}
+
+static void attention_time(const struct m4d_perf_group *pg, double b, double *fwd, double *bwd)
+{
+    double tiles = b * pg->attn_tiles_per_b;
+    double cost = b * pg->attn_per_b * wave_slots(&pg->mc, tiles) / tiles;
+    *fwd = cost * (1 / ATTN_FWD_SHARE);
+    *bwd = cost * (ATTN_BWD_WORK / ATTN_BWD_SHARE);
+}
+
+/* A ring over n ranks moving `frac` of `per_b` bytes per sample in `steps`
+ * latency-bound steps: its latency and its transfer seconds per sample; a
+ * link without bandwidth is not modelled (both 0). */
+static void ring_coef(const struct m4d_link *l, double n, double per_b, double frac, double steps, double *lat,
+                      double *xfer)
+{
+    *lat = *xfer = 0;
+    if (n > 1 && l->bw > 0) {
+        *lat = steps * l->lat;
+        *xfer = frac * per_b / l->bw;
+    }
+}
+
+/* Collectives whose bytes grow with the micro-batch: TP (b s h 2 / c per
+ * collective), the CP ring step (K and V of the local chunk), the MoE
+ * all-to-all (each token's h for its top-k experts) and the pipeline
+ * send/recv (one activation, forward and backward, per model chunk). */
+static void comm_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
+{
+    const struct m4d_machine *mc = &pg->mc;
+    double t = D(x->t), c = D(x->c), s = D(x->s), h = D(x->h);
+    ring_coef(link_for(mc, t), t, s * h * 2 / c, (t - 1) / t, t - 1, &pg->tp_lat, &pg->tp_per_b);
+    const struct m4d_link *cl = link_for(mc, t * c);
+    pg->cp_lat = cl->lat;
+    pg->cp_per_b = cl->bw > 0 ? 2 * s / c * D(x->k * x->dh) / t * 2 / cl->bw : 0;
+    pg->ep_lat = pg->ep_per_b = 0;
+    if (x->experts && x->ep > 1) {
+        double ep = D(x->ep);
+        ring_coef(link_for(mc, t * ep), ep, s / c / t * D(x->topk) * h * 2, (ep - 1) / ep, ep - 1, &pg->ep_lat,
+                  &pg->ep_per_b);
+    }
+    pg->p2p_lat = pg->p2p_per_b = 0;
+    if (x->p > 1) {
+        double chunks = 2 * D(x->v ? x->v : 1);
+        ring_coef(link_for(mc, D(x->t * x->c * x->d * x->p)), 2, s * h * 2 / (t * c), 1, 1, &pg->p2p_lat,
+                  &pg->p2p_per_b);
+        pg->p2p_lat *= chunks;
+        pg->p2p_per_b *= chunks;
+    }
+}
+
+/* TP collectives of one layer (SP: all-gather before the column-parallel
+ * linears, reduce-scatter after the row-parallel ones; all-reduces without
+ * SP move the same bytes). Forward: 4 exposed. Backward: the 2 gathers of
+ * the output gradient are exposed; the input re-gathers and the gradient
+ * reduce-scatters run asynchronously under the dgrad and wgrad GEMMs.
+ * With tp_comm_overlap every collective is split into t chunks under its
+ * GEMM: only the first chunk and what the GEMM cannot cover is exposed. */
+static double tp_time(const struct m4d_ctx *x, const struct m4d_perf_group *pg, double b, double gemm_mean,
+                      double passes_fwd)
+{
+    if (pg->tp_lat == 0 && pg->tp_per_b == 0)
         return 0;
-    double bytes = D(x->b) * D(x->s) * D(x->h) * 2 / D(x->t * x->c);
-    double span = D(x->t * x->c * x->d * x->p);
-    return 2 * D(x->v) * ring_time(link_for(mc, span), 2, bytes, 1, 1);
+    double t = D(x->t), one = pg->tp_lat + b * pg->tp_per_b;
+    if (x->tp_overlap) {
+        double chunked = one / t + MAX0(one * (t - 1) / t - gemm_mean);
+        return (4 * passes_fwd + 6) * chunked;
+    }
+    return 4 * passes_fwd * one + 2 * one + 4 * MAX0(one - gemm_mean);
+}
+
+/* CP ring attention: c-1 steps of K,V per forward, K,V and dK,dV per
+ * backward, each step under the attention of the chunk it brings; each
+ * step's latency is a synchronisation and never hides. */
+static double cp_time(const struct m4d_ctx *x, const struct m4d_perf_group *pg, double b, double attn_f,
+                      double attn_b, double passes_fwd)
+{
+    if (x->c <= 1)
+        return 0;
+    double c = D(x->c), xfer = b * pg->cp_per_b, k = pg->mc.kernel;
+    double sf = attn_f / c, sb = attn_b / c; /* one step's attention */
+    double fwd = (c - 1) * (pg->cp_lat + MAX0(xfer - sf) + k);
+    double bwd = (c - 1) * (pg->cp_lat + MAX0(2 * xfer - sb) + 2 * k);
+    return passes_fwd * fwd + bwd;
+}
+
+static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_perf_group *pg)
+{
+    /* Full recompute runs the forward, and its collectives, once more. */
+    double pf = x->recompute == 2 ? 2 : 1, b = D(x->b), M = b * pg->rows_per_b, kern = pg->mc.kernel;
+    double cast, lin = linears_fwd(pg, M, &cast), af, ab;
+    attention_time(pg, b, &af, &ab);
+    double ew = b * pg->ew_per_b;
+    double fwd = lin + af + ew + KERNELS_FWD * kern;
+    double bwd = 2 * lin + ab + 2 * ew + 2 * KERNELS_FWD * kern;
+    if (x->recompute == 1) /* selective: the attention core runs again */
+        bwd += af;
+    struct unit_time u = {0};
+    u.layer_fwd = fwd;
+    u.layer_bwd = bwd;
+    u.layer_compute = pf * fwd + bwd + cast;
+    u.layer_tp = tp_time(x, pg, b, lin / 4, pf);
+    u.layer_cp = cp_time(x, pg, b, af, ab, pf);
+    /* MoE dispatch and combine, forward (and recompute) and backward, exposed. */
+    u.layer_ep = (pf + 1) * 2 * (pg->ep_lat + b * pg->ep_per_b);
+    /* ZeRO-3 / FSDP: the layer's weights are gathered before its forward
+     * and again before its backward, its gradients reduce-scattered after;
+     * prefetch hides them behind the neighbouring layer's compute. */
+    if (x->zero >= 3)
+        u.layer_fsdp = pf * MAX0(pg->fsdp_ag - fwd) + MAX0(pg->fsdp_ag + pg->fsdp_rs - bwd);
+    u.head = 3 * gemm_time(&pg->mc, &pg->head, M) + b * pg->ce_per_b + 6 * kern;
+    return u;
 }
 
 /* Layers of the first, a middle and the last stage (uneven first/last
@@ -168,51 +338,66 @@ static void stage_layers(const struct m4d_ctx *x, double *first, double *mid, do
     *mid = per;
 }
 
-/* Megatron's model FLOPs per step (training.py, num_floating_point_operations,
- * the --log-throughput figure): 3 passes, full s x s attention, no recompute. */
-static double model_flops(const struct m4d_ctx *x)
+/* Megatron's model FLOPs per sequence (training.py,
+ * num_floating_point_operations, the --log-throughput figure): 3 passes,
+ * full s x s attention, no recompute. */
+static double model_flops_per_seq(const struct m4d_ctx *x)
 {
     double s = D(x->s), h = D(x->h), qd = D(x->a * x->dh), kvd = D(x->k * x->dh);
     double gm = x->gated ? 3 : 2;
-    double layer = 2 * s * h * (2 * qd + 2 * kvd) + 4 * s * s * qd + 2 * s * h * gm * mlp_width(x);
-    return 3 * D(x->gbs) * (D(x->L) * layer + 2 * s * h * D(x->Vp));
+    double layer = 2 * s * h * (2 * qd + 2 * kvd) + 4 * s * s * qd + 2 * s * h * gm * D(mlp_width(x));
+    return 3 * (D(x->L) * layer + 2 * s * h * D(x->Vp));
 }
 
 /* Gradient reduction and parameter gather over the d*c ranks that share
- * weights, plus the optimizer step; returns exposed seconds. */
-static double dp_time(const struct m4d_ctx *x, const struct machine *mc, double params,
-                      double bwd_window, double fwd_window, double *opt_s)
+ * the `params` weights of the heaviest stage, before any overlap, and the
+ * optimizer step. */
+static void dp_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg, double params)
 {
     double n = D(x->d * x->c), frac = (n - 1) / n;
-    const struct link *l = link_for(mc, D(x->t * x->c * x->d));
+    const struct m4d_link *l = link_for(&pg->mc, D(x->t * x->c * x->d));
     double bucket = D(x->bucket);
     if (bucket == 0) /* Megatron: max(40M, 1M x dp) elements */
         bucket = n > 40 ? 1e6 * n : 40e6;
-    uint64_t ranks = x->d * x->c, lg = ranks > 1 ? 64 - (uint64_t)__builtin_clzll(ranks - 1) : 1;
-    double colls = (double)(int64_t)(params / bucket) + 1, steps = colls * 2 * D(lg);
+    /* NCCL runs bucket-sized reduce-scatters and all-gathers as rings:
+     * n-1 latency-bound steps each. */
+    double colls = (double)(int64_t)(params / bucket) + 1, steps = colls * (n - 1);
     double g = params * D(x->grad_bytes), w = params * D(x->param_bytes);
-    double reduce, gather = 0;
-    if (x->zero >= 1) {
-        reduce = ring_time(l, n, g, frac, steps);
-        gather = ring_time(l, n, w, frac, steps);
+    pg->dp_reduce = pg->dp_gather = 0;
+    pg->dp_colls = colls;
+    if (x->zero >= 3) {
+        /* gathers and reduce-scatters run per layer (unit_time_of) */
+    } else if (x->zero >= 1) {
+        pg->dp_reduce = ring_time(l, n, g, frac, steps);
+        pg->dp_gather = ring_time(l, n, w, frac, steps);
     } else {
-        reduce = ring_time(l, n, g, 2 * frac, 2 * steps);
+        pg->dp_reduce = ring_time(l, n, g, 2 * frac, 2 * steps);
     }
-    if (x->overlap_grad)
-        reduce = MAX0(reduce - bwd_window);
-    if (x->overlap_param)
-        gather = MAX0(gather - fwd_window);
     /* Adam is memory-bound: read the gradient, read and write master
      * weights and both moments, write the bf16 weights. */
     double shard = x->zero >= 1 ? params / n : params;
-    double per = D(x->grad_bytes) + 2.0 * D(x->master_bytes) + 4.0 * D(x->opt_bytes)
-                 + D(x->param_bytes);
-    *opt_s = mc->hbm > 0 ? shard * per / mc->hbm : 0;
+    double per = D(x->grad_bytes) + 2.0 * D(x->master_bytes) + 4.0 * D(x->opt_bytes) + D(x->param_bytes);
+    pg->opt_s = shard * per * pg->mc.inv_hbm;
+}
+
+/* Exposed DP seconds. Buckets are reduced as the backward produces them:
+ * all but the last bucket hide behind the rest of the last micro-batch's
+ * backward. With v chunks the others hide in the cool-down (widen), but the
+ * first chunk's 1/v finishes last, behind its own backward only. The
+ * parameter gather is the same against the first forwards. */
+static double dp_exposed(const struct m4d_ctx *x, const struct m4d_perf_group *pg, double bwd_stage,
+                         double fwd_stage, double widen)
+{
+    double reduce = pg->dp_reduce, gather = pg->dp_gather, colls = pg->dp_colls, v = D(x->v ? x->v : 1);
+    if (x->overlap_grad)
+        reduce = MAX(MAX(reduce - widen * bwd_stage, reduce / colls), MAX0(reduce - bwd_stage) / v);
+    if (x->overlap_param)
+        gather = MAX(MAX(gather - widen * fwd_stage, gather / colls), MAX0(gather - fwd_stage) / v);
     return reduce + gather;
 }
 
-/* The pipeline of one step: the slowest stage's time per micro-batch (and
- * its compute and layers), the bubble, and the whole. */
+/* The pipeline of one step: the slowest stage's time per micro-batch (its
+ * compute and its layers), the bubble, and the whole. */
 struct pipeline {
     double tmax, cmax, lmax, layers_max, bubble, total;
 };
@@ -220,11 +405,12 @@ struct pipeline {
 /* Stage times per micro-batch: the first stage also holds the head when
  * p = 1. The slowest stage sets the pace of the steady state; the others'
  * warm-up and cool-down form the bubble, cut by v. */
-static struct pipeline pipeline_of(const struct m4d_ctx *x, const struct unit_time *u, double p2p)
+static struct pipeline pipeline_of(const struct m4d_ctx *x, const struct m4d_perf_group *pg,
+                                   const struct unit_time *u, double p2p)
 {
-    double n_first, n_mid, n_last, p = D(x->p), v = D(x->v ? x->v : 1);
-    stage_layers(x, &n_first, &n_mid, &n_last);
-    double lt = u->layer_compute + u->layer_comm, hf = x->p == 1 ? u->head : 0;
+    double n_first = pg->n_first, n_mid = pg->n_mid, n_last = pg->n_last, p = D(x->p), v = D(x->v ? x->v : 1);
+    double lt = u->layer_compute + u->layer_tp + u->layer_cp + u->layer_ep + u->layer_fsdp;
+    double hf = x->p == 1 ? u->head : 0;
     double tf = n_first * lt + hf + p2p, tm = n_mid * lt + p2p, tl = n_last * lt + u->head + p2p;
     struct pipeline pl = {tf, n_first * u->layer_compute + hf, n_first, n_first, 0, 0};
     double sum = tf;
@@ -235,40 +421,84 @@ static struct pipeline pipeline_of(const struct m4d_ctx *x, const struct unit_ti
         if (tl > pl.tmax)
             pl = (struct pipeline){tl, n_last * u->layer_compute + u->head, n_last, 0, 0, 0};
     }
-    pl.layers_max = n_first > n_mid ? n_first : n_mid;
-    pl.layers_max = pl.layers_max > n_last ? pl.layers_max : n_last;
+    pl.layers_max = pg->layers_max;
     pl.bubble = (sum - pl.tmax) / v;
     pl.total = D(x->m) * pl.tmax + pl.bubble;
     return pl;
 }
 
+void m4d_perf_prepare(const struct m4d_ctx *x, const mem4d_device *dev, struct m4d_perf_group *pg)
+{
+    pg->ok = dev->v[MEM4D_DEVICE_PEAK_FLOPS] != 0 && x->gbs != 0 && x->p != 0 && x->t != 0 && x->c != 0;
+    if (!pg->ok)
+        return;
+    pg->mc = machine_of(x, dev);
+    gemms_prepare(x, pg);
+    attention_prepare(x, pg);
+    comm_prepare(x, pg);
+    stage_layers(x, &pg->n_first, &pg->n_mid, &pg->n_last);
+    pg->layers_max = MAX(MAX(pg->n_first, pg->n_mid), pg->n_last);
+    pg->flops_per_seq = model_flops_per_seq(x);
+    pg->peak = D(dev->v[MEM4D_DEVICE_PEAK_FLOPS]);
+    /* Weights of one layer on one GPU (experts split over ep), and of the
+     * heaviest stage with its embedding. */
+    double wl = 0;
+    uint64_t ap, mp, np;
+    if (m4d_layer_params(x, &ap, &mp, &np))
+        wl = (D(ap + np) + D(mp) / D(x->experts ? x->ep : 1)) / D(x->t);
+    double embed = (x->p == 1 && !x->tied ? 2.0 : 1.0) * D(x->h) * D(x->Vp) / D(x->t);
+    dp_prepare(x, pg, pg->layers_max * wl + embed);
+    pg->fsdp_ag = pg->fsdp_rs = 0;
+    if (x->zero >= 3) {
+        double n = D(x->d * x->c);
+        const struct m4d_link *l = link_for(&pg->mc, D(x->t * x->c * x->d));
+        pg->fsdp_ag = ring_time(l, n, wl * D(x->param_bytes), (n - 1) / n, n - 1);
+        pg->fsdp_rs = ring_time(l, n, wl * D(x->grad_bytes), (n - 1) / n, n - 1);
+    }
+}
+
+void m4d_perf_fill(const struct m4d_ctx *x, const struct m4d_perf_group *pg, mem4d_report *r)
+{
+    r->have_metrics = false; /* every metric is written below when true */
+    if (!pg->ok || x->m == 0)
+        return;
+    struct unit_time u = unit_time_of(x, pg);
+    double p2p = pg->p2p_lat + D(x->b) * pg->p2p_per_b, m = D(x->m);
+    struct pipeline pl = pipeline_of(x, pg, &u, p2p);
+    /* The DP collectives of the heaviest stage hide behind the last
+     * micro-batch's backward (reduce) and the first forward (gather).
+     * Interleaved, the last v-1 chunks of a rank finish their backward
+     * while the cool-down still runs about min(m, p) micro-batches of the
+     * earlier chunks (and the first forwards of the warm-up likewise). */
+    double v = D(x->v ? x->v : 1), mq = D(x->m < x->p ? x->m : x->p);
+    double widen = 1 + (mq - 1) * (v - 1) / v;
+    double dp = dp_exposed(x, pg, pl.layers_max * u.layer_bwd, pl.layers_max * u.layer_fwd, widen);
+    double step = pl.total + dp + pg->opt_s;
+    double tflops = pg->flops_per_seq * D(x->gbs) / (step * 1e12 * D(x->world));
+    double *o = r->metric;
+    o[MEM4D_METRIC_STEP_TIME_S] = step;
+    o[MEM4D_METRIC_TOKENS_PER_S] = D(x->gbs) * D(x->s) / step;
+    o[MEM4D_METRIC_TFLOPS_PER_GPU] = tflops;
+    o[MEM4D_METRIC_MFU] = tflops * 1e12 / pg->peak;
+    o[MEM4D_METRIC_BUBBLE_FRACTION] = pl.bubble / step;
+    o[MEM4D_METRIC_COMPUTE_TIME_S] = m * pl.cmax;
+    double ml = m * pl.lmax;
+    o[MEM4D_METRIC_TP_COMM_S] = ml * u.layer_tp;
+    o[MEM4D_METRIC_CP_COMM_S] = ml * u.layer_cp;
+    o[MEM4D_METRIC_EP_COMM_S] = ml * u.layer_ep;
+    o[MEM4D_METRIC_PP_COMM_S] = m * p2p;
+    o[MEM4D_METRIC_DP_COMM_S] = dp + ml * u.layer_fsdp;
+    o[MEM4D_METRIC_BUBBLE_S] = pl.bubble;
+    o[MEM4D_METRIC_OPTIMIZER_S] = pg->opt_s;
+    o[MEM4D_METRIC_EXPOSED_COMM_S] = o[MEM4D_METRIC_TP_COMM_S] + o[MEM4D_METRIC_CP_COMM_S] +
+                                     o[MEM4D_METRIC_EP_COMM_S] + o[MEM4D_METRIC_PP_COMM_S] +
+                                     o[MEM4D_METRIC_DP_COMM_S];
+    r->have_metrics = true;
+}
+
 void m4d_perf(const struct m4d_ctx *x, const mem4d_device *dev, mem4d_report *r)
 {
-    r->have_metrics = false;
-    for (int i = 0; i < M4D_NMETRICS; i++)
-        r->metric[i] = 0;
-    if (dev->v[MEM4D_DEVICE_PEAK_FLOPS] == 0 || x->m == 0 || x->p == 0 || x->t == 0 || x->c == 0)
-        return;
-    struct machine mc = machine_of(x, dev);
-    struct layer_work w = layer_work_of(x);
-    struct unit_time u = unit_time_of(x, &mc, &w);
-    double p2p = p2p_time(x, &mc), m = D(x->m);
-    struct pipeline pl = pipeline_of(x, &u, p2p);
-    /* The DP collectives of the heaviest stage; only the last micro-batch's
-     * backward (two thirds of its compute) can hide the gradient reduce,
-     * only the first forward (a third) the parameter gather. */
-    double embed = (x->p == 1 && !x->tied ? 2.0 : 1.0) * D(x->h) * D(x->Vp) / D(x->t);
-    double params = pl.layers_max * w.weight_bytes / D(x->param_bytes) + embed;
-    double opt_s;
-    double dp = dp_time(x, &mc, params, pl.cmax * 2 / 3, pl.cmax / 3, &opt_s);
-    double step = pl.total + dp + opt_s;
-    double tflops = model_flops(x) / (step * 1e12 * D(x->world));
-    r->metric[MEM4D_METRIC_STEP_TIME_S] = step;
-    r->metric[MEM4D_METRIC_TOKENS_PER_S] = D(x->gbs) * D(x->s) / step;
-    r->metric[MEM4D_METRIC_TFLOPS_PER_GPU] = tflops;
-    r->metric[MEM4D_METRIC_MFU] = tflops * 1e12 / D(dev->v[MEM4D_DEVICE_PEAK_FLOPS]);
-    r->metric[MEM4D_METRIC_BUBBLE_FRACTION] = pl.bubble / step;
-    r->metric[MEM4D_METRIC_COMPUTE_TIME_S] = m * pl.cmax;
-    r->metric[MEM4D_METRIC_EXPOSED_COMM_S] = m * (pl.lmax * u.layer_comm + p2p) + dp;
-    r->have_metrics = true;
+    struct m4d_perf_group pg;
+    m4d_perf_prepare(x, dev, &pg);
+    m4d_perf_fill(x, &pg, r);
 }

@@ -42,22 +42,35 @@ const struct m4d_model_preset m4d_model_presets[] = {
 };
 const size_t m4d_model_preset_n = sizeof m4d_model_presets / sizeof m4d_model_presets[0];
 
-#define D(name_, gib, bf16_tf, fp8_tf, hbm_gbs, intra_gbs, inter_gbs) \
+#define D(name_, gib, bf16_tf, fp8_tf, hbm_gbs, intra_gbs, inter_gbs, sms, eff, fp8eff, ...) \
     {name_, {[MEM4D_DEVICE_MEMORY_BYTES] = (gib) * GiB, [MEM4D_DEVICE_PEAK_FLOPS] = (bf16_tf) * T12 / 10, \
              [MEM4D_DEVICE_PEAK_FP8_FLOPS] = (fp8_tf) * T12 / 10, [MEM4D_DEVICE_HBM_BANDWIDTH] = (hbm_gbs) * G9, \
              [MEM4D_DEVICE_INTRA_NODE_BANDWIDTH] = (intra_gbs) * G9, \
-             [MEM4D_DEVICE_INTER_NODE_BANDWIDTH] = (inter_gbs) * G9}}
+             [MEM4D_DEVICE_INTER_NODE_BANDWIDTH] = (inter_gbs) * G9, [MEM4D_DEVICE_SM_COUNT] = sms, \
+             [MEM4D_DEVICE_MATMUL_EFFICIENCY_PPM] = (eff) * 1000, [MEM4D_DEVICE_FP8_EFFICIENCY_PPM] = (fp8eff) * 1000, \
+             __VA_ARGS__}}
 
 /* Memory: the capacity the vendor states, read in GiB (2^30 bytes), the unit
  * nvidia-smi and rocm-smi report. Peaks are dense (no sparsity), in tenths of
- * TFLOP/s. Link bandwidths are per GPU, one direction. */
+ * TFLOP/s. Link bandwidths are per GPU, one direction. Efficiencies (per
+ * mille) are the measured Maximum Achievable Matmul FLOPS over the peak, bf16
+ * and fp8 (stas00/ml-engineering, compute/accelerator/README.md); every
+ * figure's source is in doc/presets.md. */
+#define H100_NVL(name_) D(name_, 94, 8355, 16710, 3900, 300, 50, 132, 803, 709, [MEM4D_DEVICE_NVLINK_DOMAIN] = 2)
 const struct m4d_device_preset m4d_device_presets[] = {
-    D("a100-40", 40, 3120, 0, 1555, 300, 25),
-    D("a100-80", 80, 3120, 0, 2039, 300, 25),
-    D("h100-80", 80, 9894, 19789, 3350, 450, 50),
-    D("h100-94", 94, 8355, 16710, 3900, 300, 50),
-    D("h200-141", 141, 9894, 19789, 4800, 450, 50),
-    D("b200-180", 180, 22500, 45000, 8000, 900, 50),
-    D("mi300x-192", 192, 13074, 26149, 5300, 448, 50),
+    D("a100-40", 40, 3120, 0, 1555, 300, 25, 108, 869, 1),
+    D("a100-80", 80, 3120, 0, 2039, 300, 25, 108, 869, 1),
+    D("h100-80", 80, 9894, 19789, 3350, 450, 50, 132, 803, 709),
+    /* h100-94 keeps the figures it always had, the H100 NVL's. */
+    H100_NVL("h100-94"),
+    D("h100-sxm-94", 94, 9894, 19789, 3350, 450, 50, 132, 803, 709),
+    H100_NVL("h100-nvl-94"),
+    D("h200-141", 141, 9894, 19789, 4800, 450, 50, 132, 803, 734),
+    D("b200-180", 180, 22500, 45000, 8000, 900, 50, 148, 776, 763),
+    /* One GPU of a GB200 NVL72 rack: 18 trays of 4 GPUs in one NVLink
+     * domain, one 400 Gb/s ConnectX-7 per GPU. */
+    D("gb200-186", 186, 25000, 50000, 8000, 900, 50, 148, 729, 723, [MEM4D_DEVICE_GPUS_PER_NODE] = 4,
+      [MEM4D_DEVICE_NVLINK_DOMAIN] = 72, [MEM4D_DEVICE_NICS_PER_NODE] = 4, [MEM4D_DEVICE_NIC_BANDWIDTH] = 50 * G9),
+    D("mi300x-192", 192, 13074, 26149, 5300, 448, 50, 304, 514, 1),
 };
 const size_t m4d_device_preset_n = sizeof m4d_device_presets / sizeof m4d_device_presets[0];

@@ -26,18 +26,18 @@
 
 /* Number of values of each enum; grow only by appending to the enum, then
  * raise the count, name the new last value and append the table rows. */
-#define M4D_MODEL_NPARAM 29
-M4D_ENUM_COUNT(M4D_MODEL_NPARAM, MEM4D_MODEL_SHARED_EXPERT_GATE);
-#define M4D_LAYOUT_NPARAM 53
+#define M4D_MODEL_NPARAM 31
+M4D_ENUM_COUNT(M4D_MODEL_NPARAM, MEM4D_MODEL_QK_NORM_WHOLE);
+#define M4D_LAYOUT_NPARAM 54
 M4D_ENUM_COUNT(M4D_LAYOUT_NPARAM, MEM4D_LAYOUT_EXPANDABLE_SEGMENTS);
-#define M4D_DEVICE_NPARAM 17
+#define M4D_DEVICE_NPARAM 23
 M4D_ENUM_COUNT(M4D_DEVICE_NPARAM, MEM4D_DEVICE_FULL_FIT_THRESHOLD_PPM);
 #define M4D_NTERMS 14
 M4D_ENUM_COUNT(M4D_NTERMS, MEM4D_TERM_PEAK_RESERVED);
 #define M4D_NINFO 6
 M4D_ENUM_COUNT(M4D_NINFO, MEM4D_INFO_PROCESS_GROUPS);
-#define M4D_NMETRICS 7
-M4D_ENUM_COUNT(M4D_NMETRICS, MEM4D_METRIC_EXPOSED_COMM_S);
+#define M4D_NMETRICS 14
+M4D_ENUM_COUNT(M4D_NMETRICS, MEM4D_METRIC_OPTIMIZER_S);
 #define M4D_NSEARCH_OPTIONS 5
 M4D_ENUM_COUNT(M4D_NSEARCH_OPTIONS, MEM4D_SEARCH_UNEVEN_STAGES);
 #define M4D_NSEARCH_STATS 4
@@ -46,6 +46,8 @@ M4D_ENUM_COUNT(M4D_NSEARCH_STATS, MEM4D_SEARCH_STAT_YIELDED);
 M4D_ENUM_COUNT(M4D_NMODES, MEM4D_MODE_PAPER);
 #define M4D_NSTATUS 23
 M4D_ENUM_COUNT(M4D_NSTATUS, MEM4D_E_EXPERTS);
+#define M4D_NCALFIG 11
+M4D_ENUM_COUNT(M4D_NCALFIG, MEM4D_CALIBRATION_MEMORY_RANK);
 
 /* Upper bound of pp (and so of stages in a report). */
 #define M4D_MAX_STAGES 512
@@ -132,6 +134,8 @@ struct m4d_ctx {
     uint64_t qk_dim, v_dim, kv_heads;  /* per head Q/K and V dims, heads of K and V (MLA: qk = nope + rope, kv_heads = a) */
     uint64_t mtp;                      /* multi-token-prediction layers on the last stage */
     bool shared_gate;                  /* the shared expert has a gate of h parameters */
+    uint64_t norms;                    /* normalisations per layer (2; Gemma 2/3: 4) */
+    bool qk_whole;                     /* Q/K norms over the whole projections (OLMo 2) */
     uint64_t experts, topk, fe, fs;    /* MoE: experts, top-k, expert ffn, shared-expert ffn */
     /* layout */
     uint64_t t, c, p, d, world, b, gbs, m, s, v; /* m = 0 when gbs unknown */
@@ -139,6 +143,7 @@ struct m4d_ctx {
     uint64_t ep, etp, zero;            /* etp: experts' tensor parallelism; effective ZeRO stage: max(zero_stage, dist_opt) */
     uint64_t recompute, rc_method, rc_layers;
     uint64_t rc_modules;               /* M4D_RC_* bits of what selective recompute re-runs */
+    uint64_t router_bytes;             /* each router logit and probability (fp32 4, fp64 8) */
     uint64_t param_bytes, grad_bytes, opt_bytes, master_bytes;
     bool fp8, overlap_grad, overlap_param;
     bool hidden_dropout, attn_dropout; /* dropout on: masks kept for backward */
@@ -147,6 +152,7 @@ struct m4d_ctx {
     bool fp8_params;                   /* linear weights kept in fp8 only */
     uint64_t opt_sq_bytes;             /* Adam's second moment */
     bool precision_aware;              /* the optimizer takes low-precision gradients as they are */
+    bool tp_overlap;                   /* TP collectives chunked under their GEMMs */
     uint64_t bucket, first_layers, last_layers, vocab_div;
     mem4d_mode mode;
     /* frameworks (doc/full-model.md, "Frameworks") */
@@ -155,7 +161,7 @@ struct m4d_ctx {
     uint64_t dp_rep;                   /* HSDP replicate degree (divides d) */
     uint64_t rc_every;                 /* full recompute of every N-th block only (0/1: all) */
     uint64_t float8;                   /* 0 none, 1 tensorwise, 2 rowwise */
-    bool fp8_all_gather, contiguous_grads, afab, async_tp, expandable;
+    bool fp8_all_gather, contiguous_grads, afab, expandable;
     uint64_t compile;                  /* 0 none, 1 blocks, 2 blocks and loss */
     uint64_t ag_bucket, prefetch, max_live, offload; /* DeepSpeed; 0 = its default */
 };
@@ -365,6 +371,58 @@ struct m4d_option_desc {
     uint64_t def;
 };
 extern const struct m4d_option_desc m4d_search_options[]; /* M4D_NSEARCH_OPTIONS rows */
+/* Link figures of one kind of collective path. */
+struct m4d_link {
+    double bw;  /* bytes/s per GPU reached by collectives; 0: not modelled */
+    double lat; /* seconds per collective step */
+};
+
+/* Per-device figures, in SI units, with the efficiencies applied. */
+struct m4d_machine {
+    double gemm;         /* bf16 FLOP/s reached by large GEMMs */
+    double gemm_lin;     /* FLOP/s of large linear-layer GEMMs (fp8 when on) */
+    double hbm, inv_hbm; /* bytes/s of HBM and its inverse; 0: not modelled */
+    double domain;       /* GPUs sharing one NVLink domain */
+    double kernel;       /* seconds per kernel launch / dependency */
+    double sms, inv_sms; /* SMs for wave quantisation; 0: none */
+    struct m4d_link intra, inter;
+};
+
+/* One GEMM of a layer with its N and K fixed by the group; M (tokens)
+ * varies with the micro-batch: time(M) = max(M c slots/tiles, M a + b) with
+ * tiles = ceil(M / TILE_M) tn (lib/perf.c, gemm_time()). */
+struct m4d_gemm {
+    double c;  /* compute seconds per row at full waves: 2 N (K + K_FILL) / rate */
+    double a;  /* HBM seconds per row: (e K + 2 N) / B_hbm */
+    double b;  /* HBM seconds of the weight: e K N / B_hbm */
+    double tn; /* tiles along N */
+};
+
+/* What the step time of a layout shares with every layout that differs only
+ * in the micro-batch size and recompute (a search group): the machine, the
+ * GEMMs but M, per-sample coefficients of everything linear in the
+ * micro-batch, the stage split, the data-parallel collectives and the
+ * optimizer step. m4d_perf() = m4d_perf_prepare() + m4d_perf_fill(). */
+struct m4d_perf_group {
+    bool ok; /* false: no speed for this device / layout */
+    struct m4d_machine mc;
+    struct m4d_gemm lin[4], head;                  /* QKV, attention out, MLP up(+gate), down; LM head */
+    double chunks;                                 /* t with tp_comm_overlap (chunked GEMMs), else 1 */
+    double rows_per_b;                             /* GEMM rows per sample: s / c */
+    double cast_a, cast_b;                         /* fp8 casts: seconds per row, fixed */
+    double attn_per_b, attn_tiles_per_b;           /* forward attention at full waves, query tiles */
+    double ew_per_b, ce_per_b;                     /* element-wise forward, cross entropy (fwd+bwd) */
+    double tp_lat, tp_per_b;                       /* one TP collective: latency, transfer per sample */
+    double cp_lat, cp_per_b;                       /* one CP ring step */
+    double ep_lat, ep_per_b;                       /* one MoE all-to-all */
+    double p2p_lat, p2p_per_b;                     /* pipeline send/recv of a micro-batch */
+    double n_first, n_mid, n_last, layers_max;
+    double dp_reduce, dp_gather, dp_colls, opt_s; /* unhidden DP seconds, buckets, optimizer */
+    double fsdp_ag, fsdp_rs;                       /* one layer's ZeRO-3 gather / reduce-scatter */
+    double flops_per_seq, peak;                    /* Megatron's model FLOPs per sequence; bf16 peak */
+};
+void m4d_perf_prepare(const struct m4d_ctx *x, const mem4d_device *dev, struct m4d_perf_group *pg);
+void m4d_perf_fill(const struct m4d_ctx *x, const struct m4d_perf_group *pg, mem4d_report *r);
 
 /* --- presets.c -------------------------------------------------------------- */
 

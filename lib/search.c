@@ -78,6 +78,8 @@ struct mem4d_search {
     bool in_group;
     struct group dead; /* the last group whose static bytes cannot fit (p = 0: none) */
     struct m4d_ctx gx; /* the current group's context, resolved once */
+    struct m4d_perf_group pg; /* the step-time model's share of the group (pg_ready) */
+    bool pg_ready;
     struct m4d_ctx x;  /* the candidate's */
     /* ranking */
     struct cand *cands;
@@ -314,7 +316,9 @@ static bool uneven_split(uint64_t L, uint64_t p, uint64_t *first, uint64_t *last
 static bool build_groups(mem4d_search *s)
 {
     uint64_t world = s->base.v[MEM4D_LAYOUT_WORLD], L = s->model.v[MEM4D_MODEL_NUM_LAYERS];
-    uint64_t gpn = s->dev.v[MEM4D_DEVICE_GPUS_PER_NODE];
+    /* "Within a node" is within the NVLink domain: a whole NVL72 rack. */
+    uint64_t gpn = s->dev.v[MEM4D_DEVICE_NVLINK_DOMAIN] ? s->dev.v[MEM4D_DEVICE_NVLINK_DOMAIN]
+                                                       : s->dev.v[MEM4D_DEVICE_GPUS_PER_NODE];
     bool local = s->opt[MEM4D_SEARCH_NODE_LOCAL] != 0;
     bool uneven = s->base.v[MEM4D_LAYOUT_FIRST_STAGE_LAYERS] || s->base.v[MEM4D_LAYOUT_LAST_STAGE_LAYERS];
     uint64_t div[M4D_MAX_DIVISORS];
@@ -418,6 +422,7 @@ static void set_work(mem4d_search *s, const struct group *g, uint64_t b, uint64_
 static bool group_valid(mem4d_search *s, const struct group *g)
 {
     set_work(s, g, s->mbs[0], 0);
+    s->pg_ready = false;
     return m4d_resolve(&s->model, &s->work, &s->gx, NULL, 0) == MEM4D_OK;
 }
 
@@ -439,6 +444,17 @@ static mem4d_status quick_estimate(mem4d_search *s, uint64_t b, uint64_t rc, boo
         st = m4d_estimate_ctx(x, &s->dev, r, peak_only);
     m4d_report_done(r, st);
     return st;
+}
+
+/* The speed metrics of the candidate: what its group shares is computed
+ * once, at the group's first layout that needs it. */
+static void search_perf(mem4d_search *s)
+{
+    if (!s->pg_ready) {
+        m4d_perf_prepare(&s->gx, &s->dev, &s->pg);
+        s->pg_ready = true;
+    }
+    m4d_perf_fill(&s->x, &s->pg, s->scratch);
 }
 
 /* Weights, gradients and optimizer state do not depend on v, and
@@ -538,7 +554,7 @@ static bool scan(mem4d_search *s, mem4d_status *err)
         s->stat[MEM4D_SEARCH_STAT_VISITED]++;
         s->stat[MEM4D_SEARCH_STAT_VALID]++;
         if (!fits_only || s->scratch->verdict == MEM4D_VERDICT_FITS) {
-            m4d_perf(&s->x, &s->dev, s->scratch);
+            search_perf(s);
             return true;
         }
         if (static_over_limit(s)) {
@@ -634,7 +650,7 @@ mem4d_status mem4d_search_next(mem4d_search *search, mem4d_layout *layout, mem4d
             return st != MEM4D_OK ? st : MEM4D_END;
         if (report) { /* the scratch holds only the stages that decide the peak */
             quick_estimate(s, s->work.v[MEM4D_LAYOUT_MICRO_BATCH], s->work.v[MEM4D_LAYOUT_RECOMPUTE], false);
-            m4d_perf(&s->x, &s->dev, s->scratch);
+            search_perf(s);
             m4d_report_copy(report, s->scratch);
         }
     }

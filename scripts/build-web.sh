@@ -7,12 +7,12 @@
 #
 # Uses Debian's emscripten (scripts/setup.sh installs it). config.json import
 # needs json-c: its Debian source package (fetched with apt-get source through
-# a private source list, not the system's) is built once for wasm into
+# a private source list, not the system's; apt checks it against Debian's
+# signed index) is built once for wasm into
 # OUT/json-c, so the page reads Hugging Face configs with the library's own
 # reader.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-root=$PWD
 out=$(realpath -m "${1:-build-web}")
 mkdir -p "$out"
 
@@ -26,20 +26,32 @@ jsonc="$out/json-c"
 if [ ! -f "$jsonc/inst/lib/libjson-c.a" ]; then
     rm -rf "$jsonc"
     mkdir -p "$jsonc/lists/partial"
-    # A private deb-src list and package-list directory: the system's apt
-    # configuration is neither read for sources nor changed.
-    echo "deb-src http://deb.debian.org/debian bookworm main" > "$jsonc/sources.list"
-    apt=(-o Dir::Etc::SourceList="$jsonc/sources.list" -o Dir::Etc::SourceParts=/nonexistent
+    # A private deb-src list and package-list directory, made from the
+    # system's own binary sources (the archive apt already uses): the
+    # system's apt configuration is read but never changed.
+    mkdir -p "$jsonc/sources.list.d"
+    if [ -f /etc/apt/sources.list ]; then
+        sed -n 's/^[[:space:]]*deb[[:space:]]/deb-src /p' /etc/apt/sources.list > "$jsonc/sources.list"
+    else
+        : > "$jsonc/sources.list"
+    fi
+    for f in /etc/apt/sources.list.d/*.sources; do
+        [ -f "$f" ] && sed 's/^Types:.*/Types: deb-src/' "$f" > "$jsonc/sources.list.d/$(basename "$f")"
+    done
+    for f in /etc/apt/sources.list.d/*.list; do
+        [ -f "$f" ] && sed -n 's/^[[:space:]]*deb[[:space:]]/deb-src /p' "$f" > "$jsonc/sources.list.d/$(basename "$f")"
+    done
+    apt=(-o Dir::Etc::SourceList="$jsonc/sources.list" -o Dir::Etc::SourceParts="$jsonc/sources.list.d"
          -o Dir::State::Lists="$jsonc/lists" -o Dir::Cache::srcpkgcache= -o Dir::Cache::pkgcache=
          -o APT::Sandbox::User=root -qq)
     apt-get "${apt[@]}" update
     (cd "$jsonc" && apt-get "${apt[@]}" source --download-only json-c)
-    orig=$(ls "$jsonc"/json-c_*.orig.tar.gz | head -n 1)
+    orig=$(find "$jsonc" -maxdepth 1 -name "json-c_*.orig.tar.gz" | head -n 1)
     mkdir -p "$jsonc/src" "$jsonc/build"
     tar -xzf "$orig" -C "$jsonc/src" --strip-components=1
     (cd "$jsonc/build" &&
         emcmake cmake "$jsonc/src" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
-            -DBUILD_STATIC_LIBS=ON -DBUILD_TESTING=OFF -DBUILD_APPS=OFF \
+            -DBUILD_STATIC_LIBS=ON -DBUILD_TESTING=OFF \
             -DDISABLE_THREAD_LOCAL_STORAGE=ON -DCMAKE_INSTALL_PREFIX="$jsonc/inst" -Wno-dev >/dev/null &&
         emmake make -s -j"$(nproc)" install >/dev/null)
 fi

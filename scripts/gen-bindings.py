@@ -6,6 +6,8 @@
     scripts/gen-bindings.py --check    regenerate in memory; exit 1 naming each
                                        file that differs from what is committed
     scripts/gen-bindings.py --root DIR work on another checkout (tests use it)
+    scripts/gen-bindings.py --model    print the parsed model as JSON (to inspect
+                                       it, or for a tool outside Python)
 
 Standard library only. The script has two halves:
 
@@ -34,6 +36,7 @@ Adding an emitter (emit_js, the shortest, is one to copy):
 
 import argparse
 import dataclasses
+import json
 import keyword
 import os
 import re
@@ -652,9 +655,13 @@ def emit_js(api, root):
 EMITTERS = [emit_python, emit_rust_sys, emit_rust_safe, emit_js, emit_versions]
 
 
-def generate(root):
+def read_api(root):
     with open(os.path.join(root, HEADER), encoding="utf-8") as f:
-        api = parse_header(f.read())
+        return parse_header(f.read())
+
+
+def generate(root):
+    api = read_api(root)
     files = {}
     for emit in EMITTERS:
         for path, text in emit(api, root).items():
@@ -670,8 +677,12 @@ def main(argv=None):
                         help="exit 1 when a committed file differs from what the header gives")
     parser.add_argument("--root", default=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                         help="the checkout (default: the one holding this script)")
+    parser.add_argument("--model", action="store_true", help="print the parsed header as JSON and exit")
     args = parser.parse_args(argv)
     try:
+        if args.model:
+            print(json.dumps(dataclasses.asdict(read_api(args.root)), indent=1))
+            return 0
         files = generate(args.root)
     except (HeaderError, OSError) as exc:
         print(f"gen-bindings: {exc}", file=sys.stderr)

@@ -42,7 +42,7 @@ if [ ${#missing[@]} -gt 0 ]; then
     echo "setup: installing ${missing[*]}"
     apt_install "${missing[@]}"
 fi
-# The browser page (scripts/ci.d/70-web.sh): emscripten, cmake (json-c for
+# The browser page (scripts/ci.d/80-web.sh): emscripten, cmake (json-c for
 # wasm), Chromium. Best effort: where a distribution cannot give them (e.g.
 # Ubuntu's chromium is a snap), that stage is skipped, except under CI=true.
 mapfile -t web_missing < <(not_installed emscripten cmake chromium)

@@ -2,17 +2,22 @@
  * Device handle: presets with their published figures, keys, bounds.
  * SPDX-License-Identifier: MIT
  */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "testutil.h"
 
 #define GiB (UINT64_C(1) << 30)
 
 static const struct {
     const char *name;
-    uint64_t memory, peak_tflops10;
+    uint64_t memory, peak_tflops10, gpus_per_node;
 } published[] = {
-    {"a100-40", 40 * GiB, 3120},   {"a100-80", 80 * GiB, 3120},   {"h100-80", 80 * GiB, 9894},
-    {"h100-94", 94 * GiB, 8355},   {"h200-141", 141 * GiB, 9894}, {"b200-180", 180 * GiB, 22500},
-    {"mi300x-192", 192 * GiB, 13074},
+    {"a100-40", 40 * GiB, 3120, 8},      {"a100-80", 80 * GiB, 3120, 8},      {"h100-80", 80 * GiB, 9894, 8},
+    {"h100-94", 94 * GiB, 8355, 8},      {"h100-nvl-94", 94 * GiB, 8355, 8},  {"h100-sxm-94", 94 * GiB, 9894, 8},
+    {"h200-141", 141 * GiB, 9894, 8},    {"b200-180", 180 * GiB, 22500, 8},   {"gb200-186", 186 * GiB, 25000, 4},
+    {"mi300x-192", 192 * GiB, 13074, 8},
 };
 
 START_TEST(presets)
@@ -24,7 +29,9 @@ START_TEST(presets)
     ck_assert_int_eq(mem4d_device_get(d, MEM4D_DEVICE_PEAK_FLOPS, &v), MEM4D_OK);
     ck_assert_uint_eq(v, published[_i].peak_tflops10 * UINT64_C(100000000000));
     mem4d_device_get(d, MEM4D_DEVICE_GPUS_PER_NODE, &v);
-    ck_assert_uint_eq(v, 8);
+    ck_assert_uint_eq(v, published[_i].gpus_per_node);
+    mem4d_device_get(d, MEM4D_DEVICE_SM_COUNT, &v);
+    ck_assert_uint_gt(v, 100);
     mem4d_device_get(d, MEM4D_DEVICE_FIT_THRESHOLD_PPM, &v);
     ck_assert_uint_eq(v, 800000);
     static const mem4d_device_param nonzero[] = {MEM4D_DEVICE_HBM_BANDWIDTH, MEM4D_DEVICE_INTRA_NODE_BANDWIDTH,
@@ -76,12 +83,122 @@ START_TEST(keys)
 }
 END_TEST
 
+/* h100-94 keeps the H100 NVL's figures: it is h100-nvl-94 by another name. */
+START_TEST(h100_94_is_the_nvl)
+{
+    mem4d_device *a = tu_device("h100-94"), *b = tu_device("h100-nvl-94");
+    for (size_t k = 0; k < mem4d_device_param_count(); k++) {
+        uint64_t x, y;
+        ck_assert_int_eq(mem4d_device_get(a, (mem4d_device_param)k, &x), MEM4D_OK);
+        ck_assert_int_eq(mem4d_device_get(b, (mem4d_device_param)k, &y), MEM4D_OK);
+        ck_assert_uint_eq(x, y);
+    }
+    mem4d_device_free(a);
+    mem4d_device_free(b);
+}
+END_TEST
+
+static uint64_t get(const mem4d_device *d, const char *key)
+{
+    mem4d_device_param k;
+    uint64_t v = 0;
+    ck_assert_int_eq(mem4d_device_param_from_name(key, &k), MEM4D_OK);
+    ck_assert_int_eq(mem4d_device_get(d, k, &v), MEM4D_OK);
+    return v;
+}
+
+START_TEST(device_files)
+{
+    mem4d_device *d = NULL;
+    char why[256];
+    ck_assert_int_eq(mem4d_device_new(&d), MEM4D_OK);
+    static const char text[] = "# a power-capped cluster\n"
+                               "preset = h100-80   # start from the SXM5 figures\n"
+                               "\n"
+                               "name = grand-teton-500w\n"
+                               "  peak_flops = 800000000000000\r\n"
+                               "nics_per_node=8\n"
+                               "nic_bandwidth = 50000000000";
+    ck_assert_int_eq(mem4d_device_parse(d, text, sizeof text - 1, why, sizeof why), MEM4D_OK);
+    ck_assert_str_eq(mem4d_device_name(d), "grand-teton-500w");
+    ck_assert_uint_eq(get(d, "peak_flops"), UINT64_C(800000000000000));
+    ck_assert_uint_eq(get(d, "memory_bytes"), 80 * GiB);
+    ck_assert_uint_eq(get(d, "nics_per_node"), 8);
+    /* format, then parse into a blank device: the same device. */
+    size_t len = 0;
+    ck_assert_int_eq(mem4d_device_format(d, NULL, 0, &len), MEM4D_E_RANGE);
+    char buf[4096];
+    ck_assert_uint_lt(len, sizeof buf);
+    ck_assert_int_eq(mem4d_device_format(d, buf, 8, NULL), MEM4D_E_RANGE);
+    ck_assert_str_eq(buf, "");
+    ck_assert_int_eq(mem4d_device_format(d, buf, sizeof buf, &len), MEM4D_OK);
+    ck_assert_uint_eq(strlen(buf), len);
+    mem4d_device *e = NULL;
+    ck_assert_int_eq(mem4d_device_new(&e), MEM4D_OK);
+    ck_assert_int_eq(mem4d_device_parse(e, buf, len, why, sizeof why), MEM4D_OK);
+    ck_assert_str_eq(mem4d_device_name(e), "grand-teton-500w");
+    for (size_t k = 0; k < mem4d_device_param_count(); k++)
+        ck_assert_uint_eq(get(e, mem4d_device_param_name((mem4d_device_param)k)),
+                          get(d, mem4d_device_param_name((mem4d_device_param)k)));
+    /* A new device's unset memory_bytes is written as a comment (found by fuzz_calibrate). */
+    mem4d_device *blank = NULL, *back = NULL;
+    ck_assert_int_eq(mem4d_device_new(&blank), MEM4D_OK);
+    ck_assert_int_eq(mem4d_device_new(&back), MEM4D_OK);
+    ck_assert_int_eq(mem4d_device_format(blank, buf, sizeof buf, &len), MEM4D_OK);
+    ck_assert_ptr_nonnull(strstr(buf, "# memory_bytes not set\n"));
+    ck_assert_int_eq(mem4d_device_parse(back, buf, len, why, sizeof why), MEM4D_OK);
+    ck_assert_uint_eq(get(back, "memory_bytes"), 0);
+    mem4d_device_free(back);
+    mem4d_device_free(blank);
+    /* Refusals name the line and leave the device as it was. */
+    static const struct {
+        const char *text;
+        mem4d_status st;
+        const char *why;
+    } bad[] = {
+        {"gpus_per_node = 4\nnvlink = 72\n", MEM4D_E_UNKNOWN_KEY, "line 2: unknown device key \"nvlink\""},
+        {"gpus_per_node 4\n", MEM4D_E_PARSE, "line 1: \"gpus_per_node 4\" is not KEY = VALUE"},
+        {"gpus_per_node =\n", MEM4D_E_PARSE, "line 1: \"gpus_per_node =\" needs a key and a value"},
+        {"gpus_per_node = 0\n", MEM4D_E_RANGE, "line 1: gpus_per_node = 0 is out of range"},
+        {"# c\ngpus_per_node = four\n", MEM4D_E_PARSE, "line 2: gpus_per_node = \"four\" is not a valid value"},
+        {"sm_count = 132\npreset = h100-80\n", MEM4D_E_CONFLICT,
+         "line 2: preset must be the first key (it resets every other)"},
+        {"preset = tpu\n", MEM4D_E_UNKNOWN_PRESET, "line 1: unknown device preset \"tpu\""},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ck_assert_int_eq(mem4d_device_parse(e, bad[i].text, strlen(bad[i].text), why, sizeof why), bad[i].st);
+        ck_assert_str_eq(why, bad[i].why);
+        ck_assert_uint_eq(get(e, "gpus_per_node"), 8);
+    }
+    ck_assert_int_eq(mem4d_device_parse(e, "a\0b = 1", 7, why, sizeof why), MEM4D_E_PARSE);
+    ck_assert_int_eq(mem4d_device_parse(NULL, "", 0, NULL, 0), MEM4D_E_INVALID_ARG);
+    ck_assert_int_eq(mem4d_device_load(e, "/nonexistent/x.device", why, sizeof why), MEM4D_E_IO);
+    char path[] = "/tmp/mem4d-device-XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    FILE *fp = fdopen(fd, "w");
+    ck_assert_ptr_nonnull(fp);
+    fputs("preset = gb200-186\nnics_per_node = 2\n", fp);
+    fclose(fp);
+    ck_assert_int_eq(mem4d_device_load(e, path, why, sizeof why), MEM4D_OK);
+    remove(path);
+    ck_assert_str_eq(mem4d_device_name(e), "gb200-186");
+    ck_assert_uint_eq(get(e, "nvlink_domain"), 72);
+    ck_assert_uint_eq(get(e, "nics_per_node"), 2);
+    ck_assert_int_eq(mem4d_device_format(NULL, buf, sizeof buf, NULL), MEM4D_E_INVALID_ARG);
+    mem4d_device_free(e);
+    mem4d_device_free(d);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("device");
     TCase *tc = tcase_create("core");
     tcase_add_loop_test(tc, presets, 0, (int)(sizeof published / sizeof published[0]));
     tcase_add_test(tc, keys);
+    tcase_add_test(tc, h100_94_is_the_nvl);
+    tcase_add_test(tc, device_files);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

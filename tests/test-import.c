@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -566,11 +567,11 @@ START_TEST(memory_flags_not_modelled_warn)
 {
     struct fixture fx;
     fx_open(&fx);
-    const char *argv[] = {"--moe-grouped-gemm", "--cpu-offloading", "--optimizer", "sgd", "stray", NULL};
+    const char *argv[] = {"--tp-comm-overlap", "--cpu-offloading", "--optimizer", "sgd", "stray", NULL};
     ck_assert_int_eq(run_argv(&fx, argv, 0), MEM4D_OK);
     ck_assert_uint_eq(mem4d_import_warning_count(fx.imp), 4);
     ck_assert_str_eq(mem4d_import_warning(fx.imp, 0),
-                     "--moe-grouped-gemm allocates grouped-GEMM workspaces that are not modelled");
+                     "--tp-comm-overlap allocates user buffers for communication overlap that are not modelled");
     ck_assert_str_eq(mem4d_import_warning(fx.imp, 1),
                      "--cpu-offloading offloads activations to the host; the estimate keeps them on the GPU");
     ck_assert_str_eq(mem4d_import_warning(fx.imp, 2), "'stray' is not a flag; Megatron-LM would reject it");
@@ -774,13 +775,19 @@ START_TEST(hf_buffer_edges)
                                " \"num_attention_heads\": 16, \"vocab_size\": 1000, \"model_type\": \"llama\"}";
     ck_assert_int_eq(mem4d_import_hf_config_buffer(fx.imp, zero, sizeof zero - 1, fx.model), MEM4D_E_RANGE);
     ck_assert_str_eq(mem4d_import_message(fx.imp), "\"hidden_size\" 0 is outside the accepted range [1, 1048576]");
-    /* Unknown families still read, with a warning. */
+    /* Unknown families are refused, unless a Llama-like reading is asked for. */
     static const char gpt[] = "{\"hidden_size\": 1024, \"intermediate_size\": 4096, \"num_hidden_layers\": 2,"
                               " \"num_attention_heads\": 16, \"vocab_size\": 1000, \"model_type\": \"gpt2\","
                               " \"num_key_value_heads\": null}";
+    ck_assert_int_eq(mem4d_import_hf_config_buffer(fx.imp, gpt, sizeof gpt - 1, fx.model), MEM4D_E_UNSUPPORTED);
+    ck_assert_str_eq(mem4d_import_message(fx.imp), "model_type \"gpt2\" is not an architecture this version reads; "
+                                                   "ask for a Llama-like reading to read it as one");
+    ck_assert_int_eq(mem4d_import_set_llama_like(fx.imp, 1), MEM4D_OK);
     ck_assert_int_eq(mem4d_import_hf_config_buffer(fx.imp, gpt, sizeof gpt - 1, fx.model), MEM4D_OK);
     ck_assert_uint_eq(mem4d_import_warning_count(fx.imp), 1);
     ck_assert(has_warning(fx.imp, "\"gpt2\""));
+    ck_assert_int_eq(mem4d_import_set_llama_like(NULL, 1), MEM4D_E_INVALID_ARG);
+    ck_assert_int_eq(mem4d_import_set_llama_like(fx.imp, 0), MEM4D_OK);
     ck_assert_int_eq(mem4d_import_hf_config_buffer(fx.imp, "", 0, fx.model), MEM4D_E_JSON);
     ck_assert_int_eq(mem4d_import_hf_config_buffer(fx.imp, NULL, 3, fx.model), MEM4D_E_INVALID_ARG);
     ck_assert_int_eq(mem4d_import_hf_config_buffer(NULL, doc, 3, fx.model), MEM4D_E_INVALID_ARG);
@@ -996,6 +1003,14 @@ static const struct modelled_case {
     {{BASE_JOB, "--position-embedding-type", "learned_absolute", "--no-position-embedding"},
      MEM4D_MODEL_POSITION_EMBEDDING, -1, 3},
     {{BASE_JOB, "--qk-layernorm"}, MEM4D_MODEL_QK_LAYERNORM, -1, 1},
+    /* Router precision, the TE cross entropy, a fork's spellings. */
+    {{BASE_JOB, "--moe-router-dtype", "fp64"}, -1, MEM4D_LAYOUT_MOE_ROUTER_BYTES, 8},
+    {{BASE_JOB, "--cross-entropy-loss-fusion", "--cross-entropy-fusion-impl", "te"}, -1,
+     MEM4D_LAYOUT_CROSS_ENTROPY_FUSION, 0},
+    {{BASE_JOB, "--cross-entropy-loss-fusion", "--cross-entropy-fusion-impl", "native"}, -1,
+     MEM4D_LAYOUT_CROSS_ENTROPY_FUSION, 1},
+    {{"--num-layers", "4", "--hidden-size", "1024", "--num-attention-heads", "16", "--max-position-embeddings",
+      "2048", "--RMSNorm", "--overlapped-distributed-optimizer", "--vocab-size", "32000"}, MEM4D_MODEL_NORM, -1, 0},
     /* A sliding window changes no allocation: fused attention's memory is linear in s. */
     {{BASE_JOB, "--window-size", "(4096,0)"}, MEM4D_MODEL_QK_LAYERNORM, -1, 0},
 };
@@ -1212,6 +1227,137 @@ START_TEST(expert_tensor_parallel_folding)
 END_TEST
 
 /* ------------------------------------------------------------------------ */
+/* Hugging Face: public config.json files against independent counts        */
+
+/* Every row of a counts.csv (file,params,...): import the file, compare. */
+static int check_counts(const char *sub, struct fixture *fx)
+{
+    char rel[128];
+    snprintf(rel, sizeof rel, "%s/counts.csv", sub);
+    char *csv = slurp(rel, NULL);
+    int rows = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(csv, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        char file[128], path[1200];
+        unsigned long long want = 0;
+        if (line[0] == '#' || sscanf(line, "%127[^,],%llu,", file, &want) != 2)
+            continue; /* a comment or the header */
+        snprintf(path, sizeof path, "%s/%s/%s", data_dir, sub, file);
+        ck_assert_msg(mem4d_import_hf_config(fx->imp, path, fx->model) == MEM4D_OK, "%s: %s", file,
+                      mem4d_import_message(fx->imp));
+        uint64_t n = 0;
+        ck_assert_int_eq(mem4d_model_num_params(fx->model, &n), MEM4D_OK);
+        double err = ((double)n - (double)want) / (double)want;
+        printf("%-42s %15llu %15llu %+.4f%%\n", file, (unsigned long long)n, want, 100 * err);
+        ck_assert_msg(err < 0.0005 && err > -0.0005, "%s: %llu parameters, published %llu (%+.3f%%)", file,
+                      (unsigned long long)n, want, 100 * err);
+        rows++;
+    }
+    free(csv);
+    return rows;
+}
+
+/* tests/data/hf (shapes of printed module trees) and tests/data/hf/public
+ * (weight indexes): each config's count within 0.05% of the independent one. */
+START_TEST(hf_configs_match_published_counts)
+{
+    if (!MEM4D_HAVE_JSON)
+        return;
+    struct fixture fx;
+    fx_open(&fx);
+    int rows = check_counts("hf", &fx) + check_counts("hf/public", &fx);
+    ck_assert_int_ge(rows, 30);
+    fx_close(&fx);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Published launch recipes (tests/data/megatron/published)                  */
+
+static int cmp_names(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* "# key: value" in a recipe's header. */
+static bool header_value(const char *text, const char *key, char *out, size_t size)
+{
+    char pat[32];
+    snprintf(pat, sizeof pat, "# %s: ", key);
+    const char *p = strstr(text, pat);
+    if (!p)
+        return false;
+    p += strlen(pat);
+    size_t n = strcspn(p, "\n");
+    snprintf(out, size, "%.*s", (int)(n < size ? n : size - 1), p);
+    return true;
+}
+
+/* Each recipe is read as written, with no flag that changes memory left
+ * unmodelled (no warning at all), and judged on the hardware it was
+ * written for: a published recipe ran, so it must not be out of memory. */
+START_TEST(published_recipes_fit_their_hardware)
+{
+    char dir[1100];
+    snprintf(dir, sizeof dir, "%s/megatron/published", data_dir);
+    DIR *d = opendir(dir);
+    ck_assert_msg(d != NULL, "cannot open %s", dir);
+    char *names[64];
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t len = strlen(e->d_name);
+        if (len > 5 && strcmp(e->d_name + len - 5, ".args") == 0 && n < 64)
+            names[n++] = strdup(e->d_name);
+    }
+    closedir(d);
+    qsort(names, (size_t)n, sizeof *names, cmp_names);
+    ck_assert_int_ge(n, 20);
+    printf("\n%-34s %6s %-9s %9s %9s  %s\n", "recipe", "GPUs", "GPU", "peak GiB", "of GiB", "verdict");
+    for (int i = 0; i < n; i++) {
+        char rel[200], gpus[64], vocab[64], device[32];
+        unsigned long long world = 0, V = 0;
+        snprintf(rel, sizeof rel, "published/%.150s", names[i]);
+        char path[1200];
+        snprintf(path, sizeof path, "megatron/%s", rel);
+        char *text = slurp(path, NULL);
+        ck_assert_msg(header_value(text, "gpus", gpus, sizeof gpus) &&
+                      sscanf(gpus, "%llu %31s", &world, device) == 2, "%s: no '# gpus: N device' line", names[i]);
+        if (header_value(text, "vocab", vocab, sizeof vocab))
+            ck_assert_int_eq(sscanf(vocab, "%llu", &V), 1);
+        free(text);
+        struct args a;
+        load_args(rel, &a);
+        struct fixture fx;
+        fx_open(&fx);
+        if (V) /* what `mem4d check --vocab-size N` gives when only the tokenizer file knows */
+            ck_assert_int_eq(mem4d_model_set(fx.model, MEM4D_MODEL_VOCAB_SIZE, V), MEM4D_OK);
+        mem4d_status st = mem4d_import_megatron(fx.imp, a.argc, (const char *const *)a.argv, NULL, world,
+                                                fx.model, fx.layout);
+        ck_assert_msg(st == MEM4D_OK, "%s: %s", names[i], mem4d_import_message(fx.imp));
+        ck_assert_msg(mem4d_import_warning_count(fx.imp) == 0, "%s: %s", names[i], mem4d_import_warning(fx.imp, 0));
+        mem4d_device *dev = NULL;
+        mem4d_report *r = NULL;
+        ck_assert_msg(mem4d_device_new_preset(device, &dev) == MEM4D_OK, "%s: no GPU %s", names[i], device);
+        ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
+        st = mem4d_estimate(fx.model, fx.layout, dev, r);
+        ck_assert_msg(st == MEM4D_OK, "%s: %s", names[i], mem4d_report_message(r));
+        double gib = 1024.0 * 1024.0 * 1024.0;
+        mem4d_verdict v = mem4d_report_verdict(r);
+        printf("%-34s %6llu %-9s %9.2f %9.2f  %s\n", names[i], world, device,
+               (double)mem4d_report_peak_bytes(r) / gib, (double)mem4d_report_device_bytes(r) / gib,
+               mem4d_verdict_name(v));
+        ck_assert_msg(v != MEM4D_VERDICT_OOM, "%s: judged out of memory (%.2f GiB of %.2f)", names[i],
+                      (double)mem4d_report_peak_bytes(r) / gib, (double)mem4d_report_device_bytes(r) / gib);
+        mem4d_report_free(r);
+        mem4d_device_free(dev);
+        fx_close(&fx);
+        free_args(&a);
+        free(names[i]);
+    }
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
 /* Bad inputs a new user tried (issue 10)                                    */
 
 /* Strict UTF-8 (no overlongs, no surrogates), as Python's decoder. */
@@ -1351,6 +1497,8 @@ static Suite *import_suite(void)
     tcase_add_test(tc, hf_moe_families);
     tcase_add_test(tc, hf_deeply_nested_document_is_an_error);
     tcase_add_test(tc, cut_text_stays_utf8);
+    tcase_add_test(tc, hf_configs_match_published_counts);
+    tcase_add_test(tc, published_recipes_fit_their_hardware);
     tcase_add_loop_test(tc, vocabulary_from_the_tokenizer, 0, N(vocab_cases));
     tcase_add_test(tc, vocabulary_kept_when_only_a_file_knows);
     tcase_add_loop_test(tc, memory_flags_are_modelled, 0, N(modelled_cases));

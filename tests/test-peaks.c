@@ -191,7 +191,7 @@ static void read_layout(const struct cols *c, char **f, struct row *r)
     if (has(notes, "compile"))
         set(r, MEM4D_LAYOUT_COMPILE, has(notes, "e7c0cae") ? 2 : 1);
     if (has(notes, "AsyncTP"))
-        set(r, MEM4D_LAYOUT_ASYNC_TP, 1);
+        set(r, MEM4D_LAYOUT_TP_COMM_OVERLAP, 1);
 }
 
 static void read_measurement(const struct cols *c, char **f, struct row *r)

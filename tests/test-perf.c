@@ -20,7 +20,7 @@ static double predict(const mem4d_model *m, const mem4d_layout *l, const mem4d_d
 {
     mem4d_report *r = NULL;
     ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
-    ck_assert_int_eq(mem4d_estimate(m, l, d, r), MEM4D_OK);
+    ck_assert_msg(mem4d_estimate(m, l, d, r) == MEM4D_OK, "%s", mem4d_report_message(r));
     double v = metric(r, which);
     mem4d_report_free(r);
     return v;
@@ -98,6 +98,7 @@ START_TEST(matmul_efficiency_scales_compute)
     mem4d_device *d = tu_device("h100-80");
     mem4d_layout *l = tu_layout("world=8", "tp=2", "seq=4096", "gbs=64", NULL);
     ck_assert_int_eq(mem4d_device_set(d, MEM4D_DEVICE_HBM_BANDWIDTH, 0), MEM4D_OK);
+    ck_assert_int_eq(mem4d_device_set(d, MEM4D_DEVICE_KERNEL_OVERHEAD_NS, 0), MEM4D_OK);
     ck_assert_int_eq(mem4d_device_set(d, MEM4D_DEVICE_MATMUL_EFFICIENCY_PPM, 600000), MEM4D_OK);
     double c6 = predict(m, l, d, MEM4D_METRIC_COMPUTE_TIME_S);
     ck_assert_int_eq(mem4d_device_set(d, MEM4D_DEVICE_MATMUL_EFFICIENCY_PPM, 300000), MEM4D_OK);
@@ -213,6 +214,130 @@ START_TEST(data_parallel_scaling)
 }
 END_TEST
 
+/* The step's parts: exposed communication is the sum of its kinds, and
+ * every part is a share of the step. */
+START_TEST(breakdown_adds_up)
+{
+    mem4d_model *m = tu_model("llama3.1-70b");
+    mem4d_device *d = tu_device("h100-80");
+    mem4d_layout *l = tu_layout("world=256", "tp=8", "cp=2", "pp=4", "vpp=5", "seq=8192", "gbs=256", NULL);
+    mem4d_report *r = NULL;
+    ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
+    ck_assert_int_eq(mem4d_estimate(m, l, d, r), MEM4D_OK);
+    double sum = 0, whole = metric(r, MEM4D_METRIC_EXPOSED_COMM_S), step = metric(r, MEM4D_METRIC_STEP_TIME_S);
+    static const mem4d_metric kinds[] = {MEM4D_METRIC_TP_COMM_S, MEM4D_METRIC_CP_COMM_S, MEM4D_METRIC_DP_COMM_S,
+                                         MEM4D_METRIC_PP_COMM_S, MEM4D_METRIC_EP_COMM_S};
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+        double v = metric(r, kinds[i]);
+        ck_assert(v >= 0 && v < step);
+        sum += v;
+    }
+    assert_close(sum, whole);
+    ck_assert(metric(r, MEM4D_METRIC_TP_COMM_S) > 0 && metric(r, MEM4D_METRIC_CP_COMM_S) > 0);
+    ck_assert(metric(r, MEM4D_METRIC_BUBBLE_S) > 0 && metric(r, MEM4D_METRIC_OPTIMIZER_S) > 0);
+    ck_assert(metric(r, MEM4D_METRIC_COMPUTE_TIME_S) + whole + metric(r, MEM4D_METRIC_BUBBLE_S) +
+                  metric(r, MEM4D_METRIC_OPTIMIZER_S) <=
+              step * (1 + 1e-12));
+    mem4d_report_free(r);
+    mem4d_layout_free(l);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
+/* TP communication overlap hides most of the TP collectives; an NVLink
+ * domain larger than a node keeps a TP group that spans nodes on NVLink. */
+START_TEST(tp_overlap_and_nvlink_domain)
+{
+    mem4d_model *m = tu_model("llama3.1-8b"); /* TP 8 on a small model: TP traffic matters */
+    mem4d_device *d = tu_device("h100-80");
+    mem4d_layout *l = tu_layout("world=64", "tp=8", "seq=8192", "gbs=64", NULL);
+    double tp = predict(m, l, d, MEM4D_METRIC_TP_COMM_S), step = predict(m, l, d, MEM4D_METRIC_STEP_TIME_S);
+    ck_assert_int_eq(mem4d_layout_set_str(l, "tp_comm_overlap", "1"), MEM4D_OK);
+    ck_assert(predict(m, l, d, MEM4D_METRIC_TP_COMM_S) < tp / 3);
+    ck_assert(predict(m, l, d, MEM4D_METRIC_STEP_TIME_S) < step);
+    mem4d_layout_free(l);
+    mem4d_model_free(m);
+    m = tu_model("llama2-7b"); /* 32 KV heads: tp 16 spans two nodes of 8 */
+    l = tu_layout("world=128", "tp=16", "seq=4096", "gbs=64", NULL);
+    double across = predict(m, l, d, MEM4D_METRIC_TP_COMM_S);
+    mem4d_device *gb = tu_device("gb200-186");
+    uint64_t dom = 0;
+    ck_assert_int_eq(mem4d_device_get(gb, MEM4D_DEVICE_NVLINK_DOMAIN, &dom), MEM4D_OK);
+    ck_assert_uint_eq(dom, 72);
+    /* Same links as the H100 preset but a 72-GPU NVLink domain. */
+    ck_assert_int_eq(mem4d_device_set(d, MEM4D_DEVICE_NVLINK_DOMAIN, 72), MEM4D_OK);
+    ck_assert(predict(m, l, d, MEM4D_METRIC_TP_COMM_S) < across / 5);
+    mem4d_device_free(gb);
+    mem4d_layout_free(l);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
+/* fp8 speeds up the linear layers only, and pays for its casts: far less
+ * than the 2x of its peak for a model of 8B. */
+START_TEST(fp8_linear_only)
+{
+    mem4d_model *m = tu_model("llama3.1-8b");
+    mem4d_device *d = tu_device("h100-80");
+    mem4d_layout *l = tu_layout("world=8", "cp=2", "seq=8192", "gbs=128", NULL);
+    double bf16 = predict(m, l, d, MEM4D_METRIC_TOKENS_PER_S);
+    ck_assert_int_eq(mem4d_layout_set(l, MEM4D_LAYOUT_FP8, 1), MEM4D_OK);
+    double fp8 = predict(m, l, d, MEM4D_METRIC_TOKENS_PER_S);
+    ck_assert(fp8 > 1.1 * bf16 && fp8 < 1.5 * bf16);
+    mem4d_layout_free(l);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
+/* On a GB200 NVL72 (4 GPUs per tray, 72 per NVLink domain) the search's
+ * "within a node" is within the domain: tp x cp of 16 is searched. */
+START_TEST(search_within_the_nvlink_domain)
+{
+    mem4d_model *m = tu_model("llama3.1-70b");
+    mem4d_device *d = tu_device("gb200-186");
+    mem4d_layout *base = tu_layout("world=128", "seq=8192", "gbs=128", NULL);
+    mem4d_search *s = NULL;
+    ck_assert_int_eq(mem4d_search_new(m, d, base, &s), MEM4D_OK);
+    ck_assert_int_eq(mem4d_search_set_option(s, MEM4D_SEARCH_RANKED, 0), MEM4D_OK);
+    mem4d_layout *l = NULL;
+    ck_assert_int_eq(mem4d_layout_new(&l), MEM4D_OK);
+    uint64_t widest = 0;
+    while (mem4d_search_next(s, l, NULL) == MEM4D_OK) {
+        uint64_t t = 0, c = 0;
+        mem4d_layout_get(l, MEM4D_LAYOUT_TP, &t);
+        mem4d_layout_get(l, MEM4D_LAYOUT_CP, &c);
+        ck_assert_uint_le(t * c, 72);
+        widest = t * c > widest ? t * c : widest;
+    }
+    ck_assert_uint_ge(widest, 16);
+    mem4d_layout_free(l);
+    mem4d_search_free(s);
+    mem4d_layout_free(base);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
+/* A node's NICs are shared by its GPUs: fewer NICs, slower DP. */
+START_TEST(nics_shared)
+{
+    mem4d_model *m = tu_model("llama3.1-8b");
+    mem4d_device *d = tu_device("h100-80");
+    mem4d_layout *l = tu_layout("world=64", "seq=8192", "gbs=64", NULL);
+    ck_assert_int_eq(mem4d_device_set_str(d, "nic_bandwidth", "50000000000"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_device_set_str(d, "nics_per_node", "8"), MEM4D_OK);
+    double eight = predict(m, l, d, MEM4D_METRIC_DP_COMM_S);
+    ck_assert_int_eq(mem4d_device_set_str(d, "nics_per_node", "2"), MEM4D_OK);
+    ck_assert(predict(m, l, d, MEM4D_METRIC_DP_COMM_S) > 3 * eight);
+    mem4d_layout_free(l);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("perf");
@@ -224,6 +349,11 @@ int main(void)
     tcase_add_test(tc, pipeline_bubble);
     tcase_add_test(tc, recompute_cost);
     tcase_add_test(tc, data_parallel_scaling);
+    tcase_add_test(tc, breakdown_adds_up);
+    tcase_add_test(tc, tp_overlap_and_nvlink_domain);
+    tcase_add_test(tc, fp8_linear_only);
+    tcase_add_test(tc, nics_shared);
+    tcase_add_test(tc, search_within_the_nvlink_domain);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

@@ -22,6 +22,9 @@ const BAR_TERMS = ["weights_bytes", "gradients_bytes", "optimizer_bytes", "activ
 const isBytes = (term) => term.endsWith("_bytes");
 const termLabel = (term) => term.replace(/_bytes$/, "").replace(/_/g, " ");
 const PLAN_ROWS = 500;
+// How a field of each kind (mem4d_param_kind_name) reads in a larger unit: [divisor, unit].
+const UNITS = { bytes: [GIB, "GiB"], flops: [1e12, "TFLOP/s"], bytes_per_s: [1e9, "GB/s"], ppm: [1e4, "%"],
+                nanoseconds: [1e3, "µs"] };
 
 let m4;
 let hfModel = null;            // a Model read from a dropped config.json
@@ -85,10 +88,14 @@ function field(cls, key, value, idPrefix) {
         input.value = input.defaultValue = String(value);
         input.size = 12;
         input.title = `${key}: ${lo} to ${hi}${kind ? ` (${kind.replace(/_/g, " ")})` : ""}`;
-        if (kind === "bytes") {
-            // A size is entered in bytes, as the library takes it; the hint reads it in GiB.
+        const unit = UNITS[kind];
+        if (unit) {
+            // A value is entered as the library takes it (bytes, FLOP/s, ppm); the hint reads it in a larger unit.
             const hint = cell("span", "", { class: "hint", "aria-live": "off" });
-            const show = () => { hint.textContent = /^\d+$/.test(input.value.trim()) ? `= ${gib(input.value.trim())} GiB` : ""; };
+            const show = () => {
+                const text = input.value.trim();
+                hint.textContent = /^\d+$/.test(text) ? `= ${(Number(text) / unit[0]).toFixed(2)} ${unit[1]}` : "";
+            };
             input.addEventListener("input", show);
             queueMicrotask(show);
             wrap.append(input, hint);
@@ -209,13 +216,15 @@ function setupDrop() {
     $("config-file").addEventListener("change", (ev) => {
         if (ev.target.files[0]) readConfig(ev.target.files[0]);
     });
+    // A file dropped anywhere on the page is read as config.json (and the
+    // browser does not navigate away to show it).
     for (const type of ["dragenter", "dragover"])
-        zone.addEventListener(type, (ev) => { ev.preventDefault(); zone.classList.add("over"); });
-    zone.addEventListener("dragleave", () => zone.classList.remove("over"));
-    zone.addEventListener("drop", (ev) => {
+        document.addEventListener(type, (ev) => { ev.preventDefault(); zone.classList.add("over"); });
+    document.addEventListener("dragleave", (ev) => { if (!ev.relatedTarget) zone.classList.remove("over"); });
+    document.addEventListener("drop", (ev) => {
         ev.preventDefault();
         zone.classList.remove("over");
-        const file = ev.dataTransfer.files[0];
+        const file = ev.dataTransfer && ev.dataTransfer.files[0];
         if (file) readConfig(file);
     });
 }
@@ -361,6 +370,7 @@ function runEstimate() {
             layout.free();
         }
         status(`Estimated: ${$("verdict").textContent}`);
+        $("estimate").scrollIntoView({ block: "start" });
     });
 }
 
@@ -475,6 +485,7 @@ function runPlan() {
             sortState.key = "rank";
             sortState.dir = 1;
             $("plan").hidden = false;
+            $("estimate").hidden = true;  // another job's estimate would mislead; "Use" shows this one's
             $("plan").dataset.ms = ms.toFixed(2);
             const total = rows.length + valid.more;
             setText("plan-summary", `${valid.valid} valid layouts estimated, ${valid.pruned} pruned unseen, in ` +
@@ -484,6 +495,7 @@ function runPlan() {
             $("plan-flags").value = "";
             $("plan-flags-btn").disabled = true;
             renderPlan();
+            $("plan").scrollIntoView({ block: "start" });
             status(rows.length ? `Plan ready: ${total} layouts, fastest first.` :
                 "No layout fits. Try more GPUs, a shorter sequence, or include layouts that do not fit.");
             landscape(model, device, base);

@@ -59,6 +59,7 @@ export class Library {
         this.wasm = wasm;
         this.c = {};
         this.missing = [];
+        this.finalized = 0;  // handles the collector freed (dropped without free())
         for (const [name, result, params] of SIGNATURES) {
             const fn = wasm["_" + name];
             if (typeof fn !== "function") {
@@ -68,7 +69,10 @@ export class Library {
             this.c[name] = this.#wrap(fn, result, params);
         }
         this.#scratch = wasm._malloc(SCRATCH_BYTES);
-        this.#registry = new FinalizationRegistry(({ free, ptr }) => free(ptr));
+        this.#registry = new FinalizationRegistry(({ free, ptr }) => {
+            free(ptr);
+            this.finalized++;
+        });
         bindClasses(this);
     }
 

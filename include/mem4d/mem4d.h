@@ -282,7 +282,14 @@ typedef enum mem4d_model_param {
     /** "moe_shared_expert_gate": 1 when the shared expert's output is scaled by a
      * learned gate of h parameters (Qwen-MoE; Megatron's --moe-shared-expert-gate),
      * 0 for DeepSeek's ungated shared experts. Default 1 (0.1's reading). @since 0.2 */
-    MEM4D_MODEL_SHARED_EXPERT_GATE = 28
+    MEM4D_MODEL_SHARED_EXPERT_GATE = 28,
+    /** "norms_per_layer": normalisations in each layer, 2 (before attention and
+     * before the MLP) by default, 4 with Gemma 2/3's extra post-attention and
+     * post-MLP norms. @since 0.2 */
+    MEM4D_MODEL_NORMS_PER_LAYER = 29,
+    /** "qk_norm_whole": with qk_layernorm, the query and key norms span the whole
+     * projections, a·dh and k·dh (OLMo 2), instead of one head. Default 0. @since 0.2 */
+    MEM4D_MODEL_QK_NORM_WHOLE = 30
 } mem4d_model_param;
 
 /**
@@ -558,60 +565,66 @@ typedef enum mem4d_layout_param {
      * each: 1 core_attn, 2 mlp, 4 layernorm, 8 moe_act, 16 shared_experts,
      * 32 mla_up_proj, 64 moe. Default 1 (core_attn, Megatron's default). @since 0.2 */
     MEM4D_LAYOUT_RECOMPUTE_MODULES = 37,
+    /** "moe_router_bytes": bytes of each router logit and probability kept per token
+     * and expert, 4 (fp32, default) or 8 (Megatron's --moe-router-dtype fp64). @since 0.2 */
+    MEM4D_LAYOUT_MOE_ROUTER_BYTES = 38,
+    /** "tp_comm_overlap": 1 for Megatron's --tp-comm-overlap (Transformer
+     * Engine's userbuffers) or torchtitan's async TP: the TP all-gathers and
+     * reduce-scatters run in chunks under the GEMMs they feed. Only the
+     * step-time model reads it (doc/perf.md). Default 0.
+     * @since 0.2 */
+    MEM4D_LAYOUT_TP_COMM_OVERLAP = 39,
     /** "framework": the training stack whose conventions and buffers apply:
      * 0 "megatron" (default; Megatron-LM / Megatron-Core), 1 "torchtitan" (FSDP2 over
      * dp x cp with fp32 sharded parameters, bf16 compute, fp32 loss), 2 "deepspeed"
      * (ZeRO stage zero_stage with its buckets), 3 "nanotron" (fp32 gradient
      * accumulation buffers, ZeRO-0/1). See doc/full-model.md, "Frameworks".
      * Paper mode refuses anything but megatron. @since 0.2 */
-    MEM4D_LAYOUT_FRAMEWORK = 38,
+    MEM4D_LAYOUT_FRAMEWORK = 40,
     /** "reshard_after_forward" (torchtitan / FSDP2): 0 "auto" (torchtitan's rule: every
      * transformer block but the last reshards, none under pipeline parallelism, the
      * root module never), 1 "always", 2 "never". @since 0.2 */
-    MEM4D_LAYOUT_RESHARD_AFTER_FORWARD = 39,
+    MEM4D_LAYOUT_RESHARD_AFTER_FORWARD = 41,
     /** "dp_replicate": HSDP replicate degree (torchtitan data_parallel_replicate_degree);
      * FSDP shards over dp / dp_replicate x cp. Must divide dp. Default 1. @since 0.2 */
-    MEM4D_LAYOUT_DP_REPLICATE = 40,
+    MEM4D_LAYOUT_DP_REPLICATE = 42,
     /** "recompute_every": with recompute = full, checkpoint only every N-th transformer
      * block and keep the others whole (torchtitan's layer-selective AC,
      * selective_ac_option = N). 0 or 1 = every block. @since 0.2 */
-    MEM4D_LAYOUT_RECOMPUTE_EVERY = 41,
+    MEM4D_LAYOUT_RECOMPUTE_EVERY = 43,
     /** "float8" (torchtitan / torchao float8 linears): 0 "none", 1 "tensorwise",
      * 2 "rowwise". @since 0.2 */
-    MEM4D_LAYOUT_FLOAT8 = 42,
+    MEM4D_LAYOUT_FLOAT8 = 44,
     /** "fp8_all_gather": FSDP all-gathers float8 weights (enable_fsdp_float8_all_gather,
      * tensorwise only). Default 0. @since 0.2 */
-    MEM4D_LAYOUT_FP8_ALL_GATHER = 43,
+    MEM4D_LAYOUT_FP8_ALL_GATHER = 45,
     /** "allgather_bucket_size" (DeepSpeed ZeRO-1/2) in elements; 0 = DeepSpeed's 5e8.
      * The reduce bucket is ddp_bucket_size (alias "reduce_bucket_size"; 0 = 5e8 with
      * framework deepspeed). @since 0.2 */
-    MEM4D_LAYOUT_ALLGATHER_BUCKET_SIZE = 44,
+    MEM4D_LAYOUT_ALLGATHER_BUCKET_SIZE = 46,
     /** "stage3_prefetch_bucket_size" (DeepSpeed ZeRO-3) in elements; 0 = 5e7. @since 0.2 */
-    MEM4D_LAYOUT_PREFETCH_BUCKET_SIZE = 45,
+    MEM4D_LAYOUT_PREFETCH_BUCKET_SIZE = 47,
     /** "stage3_max_live_parameters" (DeepSpeed ZeRO-3) in elements; 0 = 1e9. @since 0.2 */
-    MEM4D_LAYOUT_MAX_LIVE_PARAMETERS = 46,
+    MEM4D_LAYOUT_MAX_LIVE_PARAMETERS = 48,
     /** "offload": 0 "none", 1 "optimizer" (master weights and moments in CPU memory),
      * 2 "optimizer_and_params" (ZeRO-3 parameters too). DeepSpeed only. @since 0.2 */
-    MEM4D_LAYOUT_OFFLOAD = 47,
+    MEM4D_LAYOUT_OFFLOAD = 49,
     /** "contiguous_gradients" (DeepSpeed): copy reduced gradients into one contiguous
      * buffer. Default 1. @since 0.2 */
-    MEM4D_LAYOUT_CONTIGUOUS_GRADIENTS = 48,
+    MEM4D_LAYOUT_CONTIGUOUS_GRADIENTS = 50,
     /** "pipeline_schedule": 0 "1f1b" (default), 1 "afab" (all forward, all backward:
      * nanotron's AllForwardAllBackward engine keeps every micro-batch). @since 0.2 */
-    MEM4D_LAYOUT_PIPELINE_SCHEDULE = 49,
+    MEM4D_LAYOUT_PIPELINE_SCHEDULE = 51,
     /** "compile": torch.compile (torchtitan): 0 "none", 1 "blocks" (each transformer
      * block, torchtitan through 2024: not modelled, the estimate warns), 2
      * "blocks_and_loss" (torchtitan since 2025 also compiles the loss: Inductor fuses
      * the fp32 upcast, softmax and loss, so only the bf16 logits and their bf16
      * gradient are logits-sized). Default 0. @since 0.2 */
-    MEM4D_LAYOUT_COMPILE = 50,
-    /** "async_tp": torchtitan's asynchronous tensor parallelism (symmetric-memory
-     * buffers). Not modelled: an estimate with it set carries a warning. @since 0.2 */
-    MEM4D_LAYOUT_ASYNC_TP = 51,
+    MEM4D_LAYOUT_COMPILE = 52,
     /** "expandable_segments": PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True; freed
      * blocks no longer strand whole segments (see doc/full-model.md, "The allocator").
      * Default 0. @since 0.2 */
-    MEM4D_LAYOUT_EXPANDABLE_SEGMENTS = 52
+    MEM4D_LAYOUT_EXPANDABLE_SEGMENTS = 53
 } mem4d_layout_param;
 
 /**
@@ -799,13 +812,36 @@ typedef enum mem4d_device_param {
     MEM4D_DEVICE_NCCL_BYTES_PER_GROUP = 13, /**< "nccl_bytes_per_group": NCCL buffers per communicator. */
     MEM4D_DEVICE_ALLOCATOR_OVERHEAD_PPM = 14, /**< "allocator_overhead_ppm": reserved over allocated, minus one. */
     MEM4D_DEVICE_WORKSPACE_BYTES = 15,      /**< "workspace_bytes": cuBLAS / attention kernel workspaces. */
+    /** "sm_count": streaming multiprocessors (compute units) over which GEMM
+     * and attention tiles are quantised into waves; 0 switches wave
+     * quantisation off. @since 0.2 */
+    MEM4D_DEVICE_SM_COUNT = 16,
+    /** "nvlink_domain": GPUs that reach each other over NVLink (8 in a DGX
+     * node, 72 in a GB200 NVL72 rack that spans 18 nodes, 2 for bridged
+     * H100 NVL pairs); 0 means gpus_per_node. A group whose ranks stay in
+     * one domain uses the intra-node link. @since 0.2 */
+    MEM4D_DEVICE_NVLINK_DOMAIN = 17,
+    /** "nics_per_node": network adapters of one node; with nic_bandwidth
+     * it replaces inter_node_bandwidth by nics x bandwidth / gpus_per_node,
+     * the share of each GPU when all of them cross the network. 0: use
+     * inter_node_bandwidth. @since 0.2 */
+    MEM4D_DEVICE_NICS_PER_NODE = 18,
+    /** "nic_bandwidth": bytes/s of one network adapter, one direction
+     * (400 Gb/s = 50000000000). @since 0.2 */
+    MEM4D_DEVICE_NIC_BANDWIDTH = 19,
+    /** "kernel_overhead_ns": GPU time lost per kernel to launch and
+     * dependency gaps. Default 2000. @since 0.2 */
+    MEM4D_DEVICE_KERNEL_OVERHEAD_NS = 20,
+    /** "fp8_efficiency_ppm": share of the fp8 peak large fp8 GEMMs reach
+     * (the linear layers with fp8 = 1). Default 540000. @since 0.2 */
+    MEM4D_DEVICE_FP8_EFFICIENCY_PPM = 21,
     /** "full_fit_threshold_ppm": full mode's verdict is "fits" while reserved memory plus
      * the CUDA context and NCCL (TOTAL) stays within this share of memory. Default
      * 850000: 1/(1 + 15.5%) = 86.6%, with 15.5% the worst under-prediction of a
      * measured peak that full mode models (tier-A rows of tests/data/memory-peaks.csv),
      * rounded down to a 5% step (doc/full-model.md, "The verdict"). Paper mode keeps
      * fit_threshold_ppm. @since 0.2 */
-    MEM4D_DEVICE_FULL_FIT_THRESHOLD_PPM = 16
+    MEM4D_DEVICE_FULL_FIT_THRESHOLD_PPM = 22
 } mem4d_device_param;
 
 /**
@@ -956,6 +992,51 @@ MEM4D_API mem4d_status mem4d_device_param_default(mem4d_device_param key, uint64
  */
 MEM4D_API const char *mem4d_device_value_name(mem4d_device_param key, uint64_t value);
 
+/**
+ * Apply a device file's text to a device. The format is one `KEY = VALUE`
+ * per line, keys and values as for mem4d_device_set_str() (e.g.
+ * `gpus_per_node = 4`, `nic_bandwidth = 50000000000`); `preset = NAME`,
+ * allowed as the first key only, starts from a built-in device;
+ * `name = TEXT` names the device; blank lines and text after `#` are
+ * ignored. A rejected text leaves the device unchanged.
+ * @param device The device to change.
+ * @param text The file's bytes (need not be NUL-terminated).
+ * @param length Bytes of text.
+ * @param[out] why Receives one sentence naming the line at fault (may be NULL).
+ * @param why_size Size of why.
+ * @return ::MEM4D_OK, ::MEM4D_E_INVALID_ARG, ::MEM4D_E_PARSE (not KEY = VALUE,
+ *         a bad value, a line over 511 bytes), ::MEM4D_E_UNKNOWN_KEY,
+ *         ::MEM4D_E_RANGE, ::MEM4D_E_UNKNOWN_PRESET or ::MEM4D_E_CONFLICT
+ *         (preset after another key).
+ * @since 0.2
+ */
+MEM4D_API mem4d_status mem4d_device_parse(mem4d_device *device, const char *text, size_t length, char *why,
+                                          size_t why_size);
+
+/**
+ * Read a device file (at most 1 MiB) and apply it with mem4d_device_parse().
+ * @param device The device to change.
+ * @param path The file.
+ * @param[out] why Receives one sentence naming the file or line at fault (may be NULL).
+ * @param why_size Size of why.
+ * @return as mem4d_device_parse(), or ::MEM4D_E_IO, ::MEM4D_E_NOMEM.
+ * @since 0.2
+ */
+MEM4D_API mem4d_status mem4d_device_load(mem4d_device *device, const char *path, char *why, size_t why_size);
+
+/**
+ * Write a device as a device file: its name and every parameter (one that
+ * was never set, such as memory_bytes of mem4d_device_new(), as a comment),
+ * which mem4d_device_parse() reads back into a new device as an equal one.
+ * @param device The device.
+ * @param[out] buf Receives the NUL-terminated text ("" when too small).
+ * @param size Size of buf (0 with buf NULL to ask for the length).
+ * @param[out] length Receives the text's length without the NUL (may be NULL).
+ * @return ::MEM4D_OK, ::MEM4D_E_RANGE when buf is too small, ::MEM4D_E_INVALID_ARG.
+ * @since 0.2
+ */
+MEM4D_API mem4d_status mem4d_device_format(const mem4d_device *device, char *buf, size_t size, size_t *length);
+
 /** @} */
 
 /* ------------------------------------------------------------------------ */
@@ -1034,7 +1115,14 @@ typedef enum mem4d_metric {
     MEM4D_METRIC_MFU = 3,             /**< Model FLOPs utilisation: TFLOP/s per GPU over the device's peak. */
     MEM4D_METRIC_BUBBLE_FRACTION = 4, /**< Share of the step lost to the pipeline bubble. */
     MEM4D_METRIC_COMPUTE_TIME_S = 5,  /**< Seconds of compute per step (recompute included). */
-    MEM4D_METRIC_EXPOSED_COMM_S = 6   /**< Seconds of communication not hidden behind compute. */
+    MEM4D_METRIC_EXPOSED_COMM_S = 6,  /**< Seconds of communication not hidden behind compute (the sum of the next five). */
+    MEM4D_METRIC_TP_COMM_S = 7,       /**< Exposed tensor-parallel collectives per step, slowest stage. @since 0.2 */
+    MEM4D_METRIC_CP_COMM_S = 8,       /**< Exposed context-parallel ring transfers per step. @since 0.2 */
+    MEM4D_METRIC_DP_COMM_S = 9,       /**< Exposed data-parallel gradient reduce / parameter gather (ZeRO-3 per-layer included). @since 0.2 */
+    MEM4D_METRIC_PP_COMM_S = 10,      /**< Pipeline send/receive per step. @since 0.2 */
+    MEM4D_METRIC_EP_COMM_S = 11,      /**< Exposed expert-parallel all-to-all per step. @since 0.2 */
+    MEM4D_METRIC_BUBBLE_S = 12,       /**< Seconds of pipeline bubble per step. @since 0.2 */
+    MEM4D_METRIC_OPTIMIZER_S = 13     /**< Seconds of the optimizer step. @since 0.2 */
 } mem4d_metric;
 
 /**
@@ -1264,7 +1352,8 @@ typedef struct mem4d_search mem4d_search;
  */
 typedef enum mem4d_search_option {
     MEM4D_SEARCH_FITS_ONLY = 0,   /**< 1 (default): yield only layouts whose verdict is "fits"; 0: every valid layout. */
-    MEM4D_SEARCH_NODE_LOCAL = 1,  /**< 1 (default): require tp x cp <= GPUs per node. */
+    MEM4D_SEARCH_NODE_LOCAL = 1,  /**< 1 (default): require tp x cp <= GPUs per node (per NVLink domain
+                                       when the device sets nvlink_domain, e.g. 72 on GB200 NVL72). */
     MEM4D_SEARCH_RANKED = 2,      /**< 1 (default): fastest first (ties: less memory); 0: enumeration order, streamed. */
     MEM4D_SEARCH_MAX_RESULTS = 3, /**< Stop after this many layouts; 0 (default) for no limit. */
     MEM4D_SEARCH_UNEVEN_STAGES = 4 /**< 1 (default): a pp that does not divide the layers is tried with the
@@ -1624,6 +1713,19 @@ MEM4D_API const char *mem4d_import_warning(const mem4d_import *import, size_t in
 MEM4D_API mem4d_world_source mem4d_import_world_source(const mem4d_import *import);
 
 /**
+ * Whether mem4d_import_hf_config() reads a config.json whose "model_type" it
+ * does not know (or that has none) as a Llama-like decoder, with a warning.
+ * Off by default: such a config is refused with ::MEM4D_E_UNSUPPORTED, since
+ * reading another architecture as Llama can miscount its parameters by tens
+ * of percent. The setting stays until changed.
+ * @param import The import handle.
+ * @param enable Nonzero to read unknown architectures as Llama-like.
+ * @return ::MEM4D_OK, or ::MEM4D_E_INVALID_ARG for a NULL handle.
+ * @since 0.2
+ */
+MEM4D_API mem4d_status mem4d_import_set_llama_like(mem4d_import *import, int enable);
+
+/**
  * The Megatron-LM flags that set a layout, as one line a user can paste into
  * a launch script: the parallel sizes, micro-batch (and global batch and
  * sequence length when set), uneven first/last stages, virtual pipeline
@@ -1647,6 +1749,119 @@ MEM4D_API mem4d_world_source mem4d_import_world_source(const mem4d_import *impor
  */
 MEM4D_API mem4d_status mem4d_layout_megatron_args(const mem4d_model *model, const mem4d_layout *layout,
                                                   char *buf, size_t size, size_t *length);
+
+/** @} */
+
+/* ------------------------------------------------------------------------ */
+/** @defgroup calibration Calibration: the device fitted to measured runs
+ * A calibration reads Megatron-LM training logs (their arguments block, the
+ * iteration lines with "elapsed time per iteration (ms)" and "throughput per
+ * GPU (TFLOP/s/GPU)", the "[Rank N] ... memory (MB) | allocated: ... | max
+ * allocated: ... | reserved: ... | max reserved: ..." lines), then fits a
+ * device to them: the efficiency that dominates each log's predicted step
+ * (matmul_efficiency_ppm, fp8_efficiency_ppm with fp8, or
+ * comm_efficiency_ppm when exposed communication outweighs compute), and
+ * the memory model's fixed workspace_bytes and allocator_overhead_ppm from
+ * the measured peaks. Several logs fit several constants together. See
+ * doc/perf.md, "Calibration".
+ * @{ */
+
+/** Opaque calibration handle: the logs read so far. @since 0.2 */
+typedef struct mem4d_calibration mem4d_calibration;
+
+/**
+ * Figures of one calibrated log. Values are fixed forever; new ones are appended.
+ * @since 0.2
+ */
+typedef enum mem4d_calibration_figure {
+    MEM4D_CALIBRATION_MEASURED_STEP_S = 0,           /**< Median elapsed time per iteration, first logged line left out (s). */
+    MEM4D_CALIBRATION_PREDICTED_STEP_BEFORE_S = 1,   /**< Step time the device predicted before the fit (s). */
+    MEM4D_CALIBRATION_PREDICTED_STEP_AFTER_S = 2,    /**< Step time the fitted device predicts (s). */
+    MEM4D_CALIBRATION_MEASURED_TFLOPS_PER_GPU = 3,   /**< Median "throughput per GPU (TFLOP/s/GPU)" (with --log-throughput). */
+    MEM4D_CALIBRATION_MEASURED_MAX_ALLOCATED = 4,    /**< "max allocated" of the first rank's last memory line, bytes. */
+    MEM4D_CALIBRATION_PREDICTED_MAX_ALLOCATED_BEFORE = 5, /**< Peak allocated of that rank's stage before the fit, bytes. */
+    MEM4D_CALIBRATION_PREDICTED_MAX_ALLOCATED_AFTER = 6,  /**< The same after the fit. */
+    MEM4D_CALIBRATION_MEASURED_MAX_RESERVED = 7,     /**< "max reserved" of that memory line, bytes. */
+    MEM4D_CALIBRATION_PREDICTED_MAX_RESERVED_BEFORE = 8,  /**< Peak reserved of the stage before the fit, bytes. */
+    MEM4D_CALIBRATION_PREDICTED_MAX_RESERVED_AFTER = 9,   /**< The same after the fit. */
+    MEM4D_CALIBRATION_MEMORY_RANK = 10               /**< The rank whose memory line was read. */
+} mem4d_calibration_figure;
+
+/**
+ * Create an empty calibration.
+ * @param[out] out Receives the handle; NULL on failure.
+ * @return ::MEM4D_OK, ::MEM4D_E_INVALID_ARG or ::MEM4D_E_NOMEM.
+ * @since 0.2
+ */
+MEM4D_API mem4d_status mem4d_calibration_new(mem4d_calibration **out);
+
+/**
+ * Free a calibration. NULL is allowed.
+ * @param cal The handle.
+ * @since 0.2
+ */
+MEM4D_API void mem4d_calibration_free(mem4d_calibration *cal);
+
+/**
+ * Read one Megatron-LM training log. The job is taken from the log's
+ * arguments block (Megatron prints every argument between "arguments" and
+ * "end of arguments" lines); a log without one needs the job's arguments in
+ * @p argv (as given to pretrain_gpt.py). Lines that are not iteration,
+ * memory or argument lines are passed over; a malformed one of those kinds
+ * is refused, and mem4d_calibration_message() names its line.
+ * @param cal The calibration.
+ * @param text The log's bytes (need not be NUL-terminated).
+ * @param length Bytes of text.
+ * @param argc Number of arguments in argv (0 when the log has its block).
+ * @param argv Megatron-LM arguments, used only when the log has no arguments block.
+ * @param world_size GPUs of the job, or 0 to take world_size from the arguments block.
+ * @return ::MEM4D_OK, ::MEM4D_E_PARSE (a line it cannot read), ::MEM4D_E_MISSING
+ *         (no iteration line; no arguments), ::MEM4D_E_RANGE (more than 32 logs),
+ *         an import status for arguments it refuses, or ::MEM4D_E_INVALID_ARG.
+ * @since 0.2
+ */
+MEM4D_API mem4d_status mem4d_calibration_add_megatron_log(mem4d_calibration *cal, const char *text, size_t length,
+                                                          int argc, const char *const *argv, uint64_t world_size);
+
+/**
+ * Fit a device to every log read: see the group's description. The device
+ * is changed only on success.
+ * @param cal The calibration.
+ * @param device The device to start from (a preset, or a device file), changed in place.
+ * @return ::MEM4D_OK, ::MEM4D_E_MISSING (no log), an estimate's status for a
+ *         log the device cannot estimate, or ::MEM4D_E_INVALID_ARG.
+ * @since 0.2
+ */
+MEM4D_API mem4d_status mem4d_calibration_fit(mem4d_calibration *cal, mem4d_device *device);
+
+/**
+ * A figure of one log after mem4d_calibration_fit().
+ * @param cal The calibration.
+ * @param log_index 0 to mem4d_calibration_log_count() - 1, in the order read.
+ * @param figure The figure.
+ * @param[out] value Receives it.
+ * @return ::MEM4D_OK, ::MEM4D_E_UNSUPPORTED (the log has no such line, or
+ *         no fit ran yet) or ::MEM4D_E_INVALID_ARG.
+ * @since 0.2
+ */
+MEM4D_API mem4d_status mem4d_calibration_get(const mem4d_calibration *cal, size_t log_index,
+                                                mem4d_calibration_figure figure, double *value);
+
+/**
+ * Logs read so far.
+ * @param cal The calibration (NULL gives 0).
+ * @return The count.
+ * @since 0.2
+ */
+MEM4D_API size_t mem4d_calibration_log_count(const mem4d_calibration *cal);
+
+/**
+ * Why the last call failed, naming the log line or the argument at fault.
+ * @param cal The calibration.
+ * @return A string owned by the handle ("" after success).
+ * @since 0.2
+ */
+MEM4D_API const char *mem4d_calibration_message(const mem4d_calibration *cal);
 
 /** @} */
 

@@ -3,10 +3,11 @@
 //
 //   node web/tests/browser-test.mjs --site DIR --expected DIR --artifacts DIR --node-modules DIR
 //
-// --expected holds what scripts/ci.d/70-web.sh had the native CLI print:
-// golden.json (mem4d estimate --json of the paper's golden job), plan.json
-// (mem4d plan --json), check.json (mem4d check --json), broken.txt (the CLI's
-// error line for a truncated config.json), tp3.txt (its error line for tp 3).
+// --expected holds what scripts/ci.d/80-web.sh had the native CLI print:
+// golden.json (mem4d estimate --json of the paper's golden job), golden40.json
+// (the same on a 40 GiB GPU), plan.json and plan405.json (mem4d plan --json),
+// check.json (mem4d check --json), broken.txt (the CLI's error line for a
+// truncated config.json), tp3.txt (its error line for tp 3).
 // Prints the page's ready time, the time of a Llama-3.1-405B plan on 16,384
 // GPUs in the browser and the .wasm size; saves a screenshot of each state.
 // Exits non-zero at the first difference.
@@ -15,6 +16,7 @@ import { createServer } from "node:http";
 import { readFileSync, statSync, mkdirSync, existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import { extname, join, normalize, resolve } from "node:path";
+import { gzipSync } from "node:zlib";
 
 const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) =>
     (a.startsWith("--") ? [...acc, [a.slice(2), all[i + 1]]] : acc), []));
@@ -60,7 +62,7 @@ const browser = await puppeteer.launch({
     executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
     headless: true,
     args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-           "--allow-file-access-from-files"],
+           "--allow-file-access-from-files", "--js-flags=--expose-gc"],
 });
 await browser.defaultBrowserContext().overridePermissions(origin, ["clipboard-read", "clipboard-write",
                                                                   "clipboard-sanitized-write"]);
@@ -92,8 +94,8 @@ try {
     await page.waitForSelector("html[data-ready-ms]", { timeout: 10000 });
     const readyMs = Number(await page.$eval("html", (e) => e.dataset.readyMs));
     console.log(`page ready: ${readyMs.toFixed(0)} ms after navigation (target < 1000 ms)`);
-    const wasmBytes = statSync(join(site, "mem4d", "libmem4d.wasm")).size;
-    console.log(`libmem4d.wasm: ${wasmBytes} bytes`);
+    const wasm = readFileSync(join(site, "mem4d", "libmem4d.wasm"));
+    console.log(`libmem4d.wasm: ${wasm.length} bytes (${gzipSync(wasm, { level: 9 }).length} gzipped)`);
     await shot("01-ready");
 
     // Every control is labelled; every button says what it does.
@@ -315,6 +317,19 @@ try {
         const { load, Mem4dError } = await import("./mem4d/mem4d.js");
         const m4 = await load();
         const out = {};
+        // The generated tables and the loaded library agree.
+        const { ENUMS, SIGNATURES } = await import("./mem4d/capi.js");
+        out.missing = m4.missing;
+        out.signatures = SIGNATURES.length;
+        out.counts = [["mem4d_status", "mem4d_status_count"], ["mem4d_term", "mem4d_term_count"],
+                      ["mem4d_info", "mem4d_info_count"], ["mem4d_metric", "mem4d_metric_count"],
+                      ["mem4d_search_option", "mem4d_search_option_count"],
+                      ["mem4d_layout_param", "mem4d_layout_param_count"], ["mem4d_model_param", "mem4d_model_param_count"],
+                      ["mem4d_device_param", "mem4d_device_param_count"]]
+            .filter(([, fn]) => m4.has(fn))
+            .map(([e, fn]) => [e, Object.keys(ENUMS[e]).length, m4.c[fn]()]);
+        out.statusNames = Object.entries(ENUMS.mem4d_status).every(([name, v]) =>
+            !m4.has("mem4d_status_name") || m4.c.mem4d_status_name(v) === name);
         try { m4.Model.preset("no-such-model"); } catch (e) {
             out.preset = [e instanceof Mem4dError, e.statusName, e.message];
         }
@@ -333,14 +348,28 @@ try {
         try { m4.estimate(model, layout, device); } catch (e) { out.freed = e.statusName; }
         layout.free();
         device.free();
+        // Objects dropped without free() are freed by the collector.
+        for (let i = 0; i < 1000; i++) new m4.Layout({ tp: 2 });
+        for (let i = 0; i < 5 && m4.finalized < 1000; i++) {
+            window.gc();
+            await new Promise((ok) => setTimeout(ok, 50));
+        }
+        out.finalized = m4.finalized;
         return out;
     });
+    check(binding.missing.length === 0, `binding: the wasm exports all ${binding.signatures} functions of capi.js`,
+          binding.missing.join(" "));
+    for (const [e, table, lib] of binding.counts)
+        check(table === lib, `binding: ${e} has ${lib} values in the library and in capi.js`, `capi.js ${table}`);
+    check(binding.statusNames, "binding: status names in capi.js are the library's");
     check(binding.preset && binding.preset[0] && binding.preset[1] === "E_UNKNOWN_PRESET",
           "binding: an unknown preset is Mem4dError E_UNKNOWN_PRESET", JSON.stringify(binding.preset));
     check(binding.bigint, "binding: uint64 results are BigInts");
     check(binding.u64[0] === binding.u64[1] && binding.u64[2], "binding: a uint64 beyond 2^53 round-trips",
           JSON.stringify(binding.u64));
     check(binding.negative === "E_RANGE", "binding: a negative value is E_RANGE");
+    check(binding.finalized >= 1000, "binding: 1000 dropped objects were freed by the collector",
+          String(binding.finalized));
     check(binding.freed === "E_INVALID_ARG", "binding: a freed object is refused (E_INVALID_ARG), twice-free is safe");
 
     check(foreign.length === 0, "the page made no request beyond its own files", foreign.join(" "));
@@ -351,6 +380,18 @@ try {
     await local.waitForSelector("html[data-ready-ms]", { timeout: 10000 });
     check((await local.$$eval("#model option", (o) => o.length)) === presets.length, "the page works from file://");
     await local.close();
+    // Without that permission the page says how to open it, instead of hanging.
+    const strict = await puppeteer.launch({ executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+                                            headless: true, args: ["--no-sandbox", "--disable-gpu"] });
+    try {
+        const blocked = await strict.newPage();
+        await blocked.goto(`file://${join(site, "index.html")}`);
+        await blocked.waitForFunction(() => /allow-file-access-from-files/.test(
+            document.getElementById("status").textContent), { timeout: 10000 });
+        check(true, "from file:// without file access, the page says how to open it");
+    } finally {
+        await strict.close();
+    }
     check(consoleErrors.length === 0, "no error in the browser console", consoleErrors.join(" | "));
 } catch (e) {
     failures++;

@@ -15,7 +15,8 @@ library is found (MEM4D_LIBRARY overrides).
 from ._capi import from_c as _from_c
 from ._capi import lib as _lib
 from ._enums import VERSION as __version__
-from ._enums import Framework, Info, Metric, ParamKind, SearchOption, SearchStat, Term
+from ._calibrate import Calibration
+from ._enums import CalibrationFigure, Framework, Info, Metric, ParamKind, SearchOption, SearchStat, Term
 from ._errors import Mem4dError, Status, strerror
 from ._estimate import (GIB, Metrics, Report, ReportBuffer, Stage, estimate,
                         max_micro_batch, max_seq_length, min_gpus)
@@ -32,7 +33,7 @@ def library_version():
 
 
 __all__ = [
-    "GIB", "Device", "Framework", "Importer", "Info", "Layout", "MegatronImport", "Mem4dError", "Metric",
+    "GIB", "Calibration", "CalibrationFigure", "Device", "Framework", "Importer", "Info", "Layout", "MegatronImport", "Mem4dError", "Metric",
     "Metrics", "Model", "ParamKind", "Plan", "Report", "ReportBuffer", "Search", "SearchOption",
     "SearchStat", "Stage", "Status", "Term", "WorldSource",
     "estimate", "import_deepspeed", "import_megatron", "library_version", "max_micro_batch",

@@ -92,6 +92,8 @@ class ModelParam(enum.IntEnum):
     V_HEAD_DIM = 26
     MTP_LAYERS = 27
     SHARED_EXPERT_GATE = 28
+    NORMS_PER_LAYER = 29
+    QK_NORM_WHOLE = 30
 
 
 class LayoutParam(enum.IntEnum):
@@ -137,21 +139,22 @@ class LayoutParam(enum.IntEnum):
     PRECISION_AWARE_OPTIMIZER = 35
     ETP = 36
     RECOMPUTE_MODULES = 37
-    FRAMEWORK = 38
-    RESHARD_AFTER_FORWARD = 39
-    DP_REPLICATE = 40
-    RECOMPUTE_EVERY = 41
-    FLOAT8 = 42
-    FP8_ALL_GATHER = 43
-    ALLGATHER_BUCKET_SIZE = 44
-    PREFETCH_BUCKET_SIZE = 45
-    MAX_LIVE_PARAMETERS = 46
-    OFFLOAD = 47
-    CONTIGUOUS_GRADIENTS = 48
-    PIPELINE_SCHEDULE = 49
-    COMPILE = 50
-    ASYNC_TP = 51
-    EXPANDABLE_SEGMENTS = 52
+    MOE_ROUTER_BYTES = 38
+    TP_COMM_OVERLAP = 39
+    FRAMEWORK = 40
+    RESHARD_AFTER_FORWARD = 41
+    DP_REPLICATE = 42
+    RECOMPUTE_EVERY = 43
+    FLOAT8 = 44
+    FP8_ALL_GATHER = 45
+    ALLGATHER_BUCKET_SIZE = 46
+    PREFETCH_BUCKET_SIZE = 47
+    MAX_LIVE_PARAMETERS = 48
+    OFFLOAD = 49
+    CONTIGUOUS_GRADIENTS = 50
+    PIPELINE_SCHEDULE = 51
+    COMPILE = 52
+    EXPANDABLE_SEGMENTS = 53
 
 
 class Framework(enum.IntEnum):
@@ -182,7 +185,13 @@ class DeviceParam(enum.IntEnum):
     NCCL_BYTES_PER_GROUP = 13
     ALLOCATOR_OVERHEAD_PPM = 14
     WORKSPACE_BYTES = 15
-    FULL_FIT_THRESHOLD_PPM = 16
+    SM_COUNT = 16
+    NVLINK_DOMAIN = 17
+    NICS_PER_NODE = 18
+    NIC_BANDWIDTH = 19
+    KERNEL_OVERHEAD_NS = 20
+    FP8_EFFICIENCY_PPM = 21
+    FULL_FIT_THRESHOLD_PPM = 22
 
 
 class Mode(enum.IntEnum):
@@ -243,6 +252,13 @@ class Metric(enum.IntEnum):
     BUBBLE_FRACTION = 4
     COMPUTE_TIME_S = 5
     EXPOSED_COMM_S = 6
+    TP_COMM_S = 7
+    CP_COMM_S = 8
+    DP_COMM_S = 9
+    PP_COMM_S = 10
+    EP_COMM_S = 11
+    BUBBLE_S = 12
+    OPTIMIZER_S = 13
 
 
 class SearchOption(enum.IntEnum):
@@ -272,3 +288,20 @@ class WorldSource(enum.IntEnum):
     ENV_WORLD_SIZE = 2
     ENV_SLURM_NTASKS = 3
     ENV_SLURM_NODES = 4
+
+
+class CalibrationFigure(enum.IntEnum):
+    """mem4d_calibration_figure: Figures of one calibrated log. Values are fixed forever; new
+    ones are appended.
+    """
+    MEASURED_STEP_S = 0
+    PREDICTED_STEP_BEFORE_S = 1
+    PREDICTED_STEP_AFTER_S = 2
+    MEASURED_TFLOPS_PER_GPU = 3
+    MEASURED_MAX_ALLOCATED = 4
+    PREDICTED_MAX_ALLOCATED_BEFORE = 5
+    PREDICTED_MAX_ALLOCATED_AFTER = 6
+    MEASURED_MAX_RESERVED = 7
+    PREDICTED_MAX_RESERVED_BEFORE = 8
+    PREDICTED_MAX_RESERVED_AFTER = 9
+    MEMORY_RANK = 10

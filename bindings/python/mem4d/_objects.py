@@ -280,3 +280,33 @@ class Device(_Params):
     @property
     def name(self):
         return from_c(lib.mem4d_device_name(self))
+
+    @classmethod
+    def from_file(cls, path):
+        """A device from a device file (KEY = VALUE lines; see doc/perf.md)."""
+        device = cls()
+        device.load(path)
+        return device
+
+    def load(self, path):
+        """Apply a device file to this device; Mem4dError names the line at fault."""
+        why = ctypes.create_string_buffer(256)
+        code = lib.mem4d_device_load(self, to_c(path, "device file"), why, len(why))
+        check(code, from_c(why.value))
+        return self
+
+    def parse(self, text):
+        """Apply a device file's text to this device."""
+        data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
+        why = ctypes.create_string_buffer(256)
+        code = lib.mem4d_device_parse(self, data, len(data), why, len(why))
+        check(code, from_c(why.value))
+        return self
+
+    def to_text(self):
+        """This device as a device file's text."""
+        length = ctypes.c_size_t()
+        lib.mem4d_device_format(self, None, 0, ctypes.byref(length))
+        buf = ctypes.create_string_buffer(length.value + 1)
+        check(lib.mem4d_device_format(self, buf, len(buf), None))
+        return from_c(buf.value)

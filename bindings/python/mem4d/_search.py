@@ -6,7 +6,7 @@ import dataclasses
 
 from . import _capi
 from ._capi import lib
-from ._enums import SearchOption, SearchStat
+from ._enums import ParamKind, SearchOption, SearchStat
 from ._errors import Mem4dError, Status, check
 from ._estimate import Report, ReportBuffer, _read_report
 from ._objects import Layout, _Handle, _new
@@ -88,6 +88,8 @@ class Search(_Handle):
 def _value(name, spec):
     """A constraint's single value: an int, or a value name ("full")."""
     if isinstance(spec, bool):
+        if Layout.kind(name) != ParamKind.BOOLEAN:
+            raise TypeError(f"search constraint {name} is not a boolean: {spec!r} is refused")
         return int(spec)
     if isinstance(spec, int):
         if not 0 <= spec < 1 << 64:

@@ -35,6 +35,10 @@ class Import(ctypes.Structure):
     """Opaque mem4d_import."""
 
 
+class Calibration(ctypes.Structure):
+    """Opaque mem4d_calibration."""
+
+
 # C enums are passed as int (their values are small and non-negative).
 c_enum = ctypes.c_int
 c_status = ctypes.c_int
@@ -52,6 +56,7 @@ DEVICE = P(Device)
 REPORT = P(Report)
 SEARCH = P(Search)
 IMPORT = P(Import)
+CALIBRATION = P(Calibration)
 
 # (name, restype, argtypes); restype None is void.
 SIGNATURES = (
@@ -118,6 +123,9 @@ SIGNATURES = (
     ("mem4d_device_param_kind", c_status, [c_enum, P(c_enum)]),
     ("mem4d_device_param_default", c_status, [c_enum, P(u64)]),
     ("mem4d_device_value_name", cstr, [c_enum, u64]),
+    ("mem4d_device_parse", c_status, [DEVICE, cstr, size, cstr, size]),
+    ("mem4d_device_load", c_status, [DEVICE, cstr, cstr, size]),
+    ("mem4d_device_format", c_status, [DEVICE, cstr, size, P(size)]),
     # estimate
     ("mem4d_report_new", c_status, [P(REPORT)]),
     ("mem4d_report_free", None, [REPORT]),
@@ -175,5 +183,15 @@ SIGNATURES = (
     ("mem4d_import_warning_count", size, [IMPORT]),
     ("mem4d_import_warning", cstr, [IMPORT, size]),
     ("mem4d_import_world_source", c_enum, [IMPORT]),
+    ("mem4d_import_set_llama_like", c_status, [IMPORT, ctypes.c_int]),
     ("mem4d_layout_megatron_args", c_status, [MODEL, LAYOUT, cstr, size, P(size)]),
+    # calibration
+    ("mem4d_calibration_new", c_status, [P(CALIBRATION)]),
+    ("mem4d_calibration_free", None, [CALIBRATION]),
+    ("mem4d_calibration_add_megatron_log", c_status,
+     [CALIBRATION, cstr, size, ctypes.c_int, P(cstr), u64]),
+    ("mem4d_calibration_fit", c_status, [CALIBRATION, DEVICE]),
+    ("mem4d_calibration_get", c_status, [CALIBRATION, size, c_enum, P(f64)]),
+    ("mem4d_calibration_log_count", size, [CALIBRATION]),
+    ("mem4d_calibration_message", cstr, [CALIBRATION]),
 )

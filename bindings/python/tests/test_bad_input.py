@@ -120,6 +120,10 @@ class BoolTest(unittest.TestCase):
         device = mem4d.Device.preset("h100-80")
         with self.assertRaises(TypeError):
             mem4d.plan(model, device, gpus=8, seq=4096, max_results=2.5)
+        with self.assertRaises(TypeError):
+            mem4d.plan(model, device, gpus=8, seq=4096, tp=True)
+        self.assertTrue(all(p.layout["dist_opt"] == 1
+                            for p in mem4d.plan(model, device, gpus=8, seq=4096, dist_opt=True, max_results=3)))
         with self.assertRaises(Mem4dError) as ctx:
             mem4d.plan(model, device, gpus=8, seq=4096, max_results=1 << 64)
         self.assertIs(ctx.exception.status, Status.E_RANGE)
@@ -148,11 +152,13 @@ class Utf8Test(unittest.TestCase):
             json.dump(config, f, ensure_ascii=False)
         self.addCleanup(os.unlink, f.name)
         imp = mem4d.Importer()
-        mem4d.Model.from_hf_config(f.name, importer=imp)
-        warnings = imp.warnings  # raised UnicodeDecodeError before
-        self.assertEqual(len(warnings), 1)
-        self.assertIn("a" * 63, warnings[0])
-        self.assertIn("is not llama", warnings[0])
+        # An unknown model_type is refused (issue 12); the message quotes it,
+        # cut at a character boundary, and must decode.
+        with self.assertRaises(mem4d.Mem4dError) as caught:
+            mem4d.Model.from_hf_config(f.name, importer=imp)
+        self.assertIn("a" * 63, str(caught.exception))
+        self.assertIn("is not an architecture this version reads", str(caught.exception))
+        self.assertEqual(imp.warnings, [])
 
 
 if __name__ == "__main__":

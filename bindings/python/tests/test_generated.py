@@ -10,6 +10,7 @@ a stale file, and the Python-side rules for text passed to and from C.
 
 import importlib.util
 import io
+import json
 import os
 import re
 import shutil
@@ -116,6 +117,16 @@ class CheckTest(unittest.TestCase):
             return m.group(1) + body + m.group(3)
         self.edit(self.gen.HEADER, rf"(typedef enum {enum} \{{)(.*?)(\}} {enum};)",
                   lambda m: add(m))
+
+    def test_model_as_json(self):
+        out = io.StringIO()
+        with redirect_stdout(out):
+            self.assertEqual(self.gen.main(["--model", "--root", self.root]), 0)
+        model = json.loads(out.getvalue())
+        self.assertEqual([f["name"] for f in model["functions"]], [name for name, _, _ in _capi.SIGNATURES])
+        self.assertEqual(model["version"], [_enums.VERSION_MAJOR, _enums.VERSION_MINOR, _enums.VERSION_MICRO])
+        status = next(e for e in model["enums"] if e["name"] == "mem4d_status")
+        self.assertEqual(len(status["values"]), len(mem4d.Status))
 
     def test_fresh_copy_passes(self):
         self.assertEqual(self.check(), (0, ""))

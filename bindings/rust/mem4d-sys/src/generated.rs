@@ -53,6 +53,14 @@ pub struct mem4d_import {
     _marker: PhantomData<(*mut u8, PhantomPinned)>,
 }
 
+/// Opaque `mem4d_calibration`.
+#[repr(C)]
+pub struct mem4d_calibration {
+    _data: [u8; 0],
+    // Neither Send, Sync nor Unpin: the safe crate decides.
+    _marker: PhantomData<(*mut u8, PhantomPinned)>,
+}
+
 /// `MEM4D_VERSION_MAJOR` of the header these declarations follow.
 pub const MEM4D_VERSION_MAJOR: u32 = 0;
 /// `MEM4D_VERSION_MINOR` of the header these declarations follow.
@@ -207,6 +215,12 @@ pub const MEM4D_MODEL_MTP_LAYERS: mem4d_model_param = 27;
 /// "moe_shared_expert_gate": 1 when the shared expert's output is scaled by a learned gate of h parameters (Qwen-MoE;
 /// Megatron's --moe-shared-expert-gate), 0 for DeepSeek's ungated shared experts. Default 1 (0.1's reading). @since 0.2
 pub const MEM4D_MODEL_SHARED_EXPERT_GATE: mem4d_model_param = 28;
+/// "norms_per_layer": normalisations in each layer, 2 (before attention and before the MLP) by default, 4 with Gemma
+/// 2/3's extra post-attention and post-MLP norms. @since 0.2
+pub const MEM4D_MODEL_NORMS_PER_LAYER: mem4d_model_param = 29;
+/// "qk_norm_whole": with qk_layernorm, the query and key norms span the whole projections, a·dh and k·dh (OLMo 2),
+/// instead of one head. Default 0. @since 0.2
+pub const MEM4D_MODEL_QK_NORM_WHOLE: mem4d_model_param = 30;
 
 /// `mem4d_layout_param` (a C enum, passed as `int`): Layout parameters. Values are fixed forever; new keys are
 /// appended. The string names are short ("tp"); Megatron-LM's argument names ("tensor_model_parallel_size") are
@@ -305,51 +319,55 @@ pub const MEM4D_LAYOUT_ETP: mem4d_layout_param = 36;
 /// (Megatron's --recompute-modules), one bit each: 1 core_attn, 2 mlp, 4 layernorm, 8 moe_act, 16 shared_experts, 32
 /// mla_up_proj, 64 moe. Default 1 (core_attn, Megatron's default). @since 0.2
 pub const MEM4D_LAYOUT_RECOMPUTE_MODULES: mem4d_layout_param = 37;
+/// "moe_router_bytes": bytes of each router logit and probability kept per token and expert, 4 (fp32, default) or 8
+/// (Megatron's --moe-router-dtype fp64). @since 0.2
+pub const MEM4D_LAYOUT_MOE_ROUTER_BYTES: mem4d_layout_param = 38;
+/// "tp_comm_overlap": 1 for Megatron's --tp-comm-overlap (Transformer Engine's userbuffers) or torchtitan's async TP:
+/// the TP all-gathers and reduce-scatters run in chunks under the GEMMs they feed. Only the step-time model reads it
+/// (doc/perf.md). Default 0.
+pub const MEM4D_LAYOUT_TP_COMM_OVERLAP: mem4d_layout_param = 39;
 /// "framework": the training stack whose conventions and buffers apply: 0 "megatron" (default; Megatron-LM /
 /// Megatron-Core), 1 "torchtitan" (FSDP2 over dp x cp with fp32 sharded parameters, bf16 compute, fp32 loss), 2
 /// "deepspeed" (ZeRO stage zero_stage with its buckets), 3 "nanotron" (fp32 gradient accumulation buffers, ZeRO-0/1).
 /// See doc/full-model.md, "Frameworks". Paper mode refuses anything but megatron. @since 0.2
-pub const MEM4D_LAYOUT_FRAMEWORK: mem4d_layout_param = 38;
+pub const MEM4D_LAYOUT_FRAMEWORK: mem4d_layout_param = 40;
 /// "reshard_after_forward" (torchtitan / FSDP2): 0 "auto" (torchtitan's rule: every transformer block but the last
 /// reshards, none under pipeline parallelism, the root module never), 1 "always", 2 "never". @since 0.2
-pub const MEM4D_LAYOUT_RESHARD_AFTER_FORWARD: mem4d_layout_param = 39;
+pub const MEM4D_LAYOUT_RESHARD_AFTER_FORWARD: mem4d_layout_param = 41;
 /// "dp_replicate": HSDP replicate degree (torchtitan data_parallel_replicate_degree); FSDP shards over dp /
 /// dp_replicate x cp. Must divide dp. Default 1. @since 0.2
-pub const MEM4D_LAYOUT_DP_REPLICATE: mem4d_layout_param = 40;
+pub const MEM4D_LAYOUT_DP_REPLICATE: mem4d_layout_param = 42;
 /// "recompute_every": with recompute = full, checkpoint only every N-th transformer block and keep the others whole
 /// (torchtitan's layer-selective AC, selective_ac_option = N). 0 or 1 = every block. @since 0.2
-pub const MEM4D_LAYOUT_RECOMPUTE_EVERY: mem4d_layout_param = 41;
+pub const MEM4D_LAYOUT_RECOMPUTE_EVERY: mem4d_layout_param = 43;
 /// "float8" (torchtitan / torchao float8 linears): 0 "none", 1 "tensorwise", 2 "rowwise". @since 0.2
-pub const MEM4D_LAYOUT_FLOAT8: mem4d_layout_param = 42;
+pub const MEM4D_LAYOUT_FLOAT8: mem4d_layout_param = 44;
 /// "fp8_all_gather": FSDP all-gathers float8 weights (enable_fsdp_float8_all_gather, tensorwise only). Default 0.
 /// @since 0.2
-pub const MEM4D_LAYOUT_FP8_ALL_GATHER: mem4d_layout_param = 43;
+pub const MEM4D_LAYOUT_FP8_ALL_GATHER: mem4d_layout_param = 45;
 /// "allgather_bucket_size" (DeepSpeed ZeRO-1/2) in elements; 0 = DeepSpeed's 5e8. The reduce bucket is ddp_bucket_size
 /// (alias "reduce_bucket_size"; 0 = 5e8 with framework deepspeed). @since 0.2
-pub const MEM4D_LAYOUT_ALLGATHER_BUCKET_SIZE: mem4d_layout_param = 44;
+pub const MEM4D_LAYOUT_ALLGATHER_BUCKET_SIZE: mem4d_layout_param = 46;
 /// "stage3_prefetch_bucket_size" (DeepSpeed ZeRO-3) in elements; 0 = 5e7. @since 0.2
-pub const MEM4D_LAYOUT_PREFETCH_BUCKET_SIZE: mem4d_layout_param = 45;
+pub const MEM4D_LAYOUT_PREFETCH_BUCKET_SIZE: mem4d_layout_param = 47;
 /// "stage3_max_live_parameters" (DeepSpeed ZeRO-3) in elements; 0 = 1e9. @since 0.2
-pub const MEM4D_LAYOUT_MAX_LIVE_PARAMETERS: mem4d_layout_param = 46;
+pub const MEM4D_LAYOUT_MAX_LIVE_PARAMETERS: mem4d_layout_param = 48;
 /// "offload": 0 "none", 1 "optimizer" (master weights and moments in CPU memory), 2 "optimizer_and_params" (ZeRO-3
 /// parameters too). DeepSpeed only. @since 0.2
-pub const MEM4D_LAYOUT_OFFLOAD: mem4d_layout_param = 47;
+pub const MEM4D_LAYOUT_OFFLOAD: mem4d_layout_param = 49;
 /// "contiguous_gradients" (DeepSpeed): copy reduced gradients into one contiguous buffer. Default 1. @since 0.2
-pub const MEM4D_LAYOUT_CONTIGUOUS_GRADIENTS: mem4d_layout_param = 48;
+pub const MEM4D_LAYOUT_CONTIGUOUS_GRADIENTS: mem4d_layout_param = 50;
 /// "pipeline_schedule": 0 "1f1b" (default), 1 "afab" (all forward, all backward: nanotron's AllForwardAllBackward
 /// engine keeps every micro-batch). @since 0.2
-pub const MEM4D_LAYOUT_PIPELINE_SCHEDULE: mem4d_layout_param = 49;
+pub const MEM4D_LAYOUT_PIPELINE_SCHEDULE: mem4d_layout_param = 51;
 /// "compile": torch.compile (torchtitan): 0 "none", 1 "blocks" (each transformer block, torchtitan through 2024: not
 /// modelled, the estimate warns), 2 "blocks_and_loss" (torchtitan since 2025 also compiles the loss: Inductor fuses the
 /// fp32 upcast, softmax and loss, so only the bf16 logits and their bf16 gradient are logits-sized). Default 0. @since
 /// 0.2
-pub const MEM4D_LAYOUT_COMPILE: mem4d_layout_param = 50;
-/// "async_tp": torchtitan's asynchronous tensor parallelism (symmetric-memory buffers). Not modelled: an estimate with
-/// it set carries a warning. @since 0.2
-pub const MEM4D_LAYOUT_ASYNC_TP: mem4d_layout_param = 51;
+pub const MEM4D_LAYOUT_COMPILE: mem4d_layout_param = 52;
 /// "expandable_segments": PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True; freed blocks no longer strand whole
 /// segments (see doc/full-model.md, "The allocator"). Default 0. @since 0.2
-pub const MEM4D_LAYOUT_EXPANDABLE_SEGMENTS: mem4d_layout_param = 52;
+pub const MEM4D_LAYOUT_EXPANDABLE_SEGMENTS: mem4d_layout_param = 53;
 
 /// `mem4d_framework` (a C enum, passed as `int`): Values of MEM4D_LAYOUT_FRAMEWORK.
 pub type mem4d_framework = c_int;
@@ -397,11 +415,29 @@ pub const MEM4D_DEVICE_NCCL_BYTES_PER_GROUP: mem4d_device_param = 13;
 pub const MEM4D_DEVICE_ALLOCATOR_OVERHEAD_PPM: mem4d_device_param = 14;
 /// "workspace_bytes": cuBLAS / attention kernel workspaces.
 pub const MEM4D_DEVICE_WORKSPACE_BYTES: mem4d_device_param = 15;
+/// "sm_count": streaming multiprocessors (compute units) over which GEMM and attention tiles are quantised into waves;
+/// 0 switches wave quantisation off. @since 0.2
+pub const MEM4D_DEVICE_SM_COUNT: mem4d_device_param = 16;
+/// "nvlink_domain": GPUs that reach each other over NVLink (8 in a DGX node, 72 in a GB200 NVL72 rack that spans 18
+/// nodes, 2 for bridged H100 NVL pairs); 0 means gpus_per_node. A group whose ranks stay in one domain uses the
+/// intra-node link. @since 0.2
+pub const MEM4D_DEVICE_NVLINK_DOMAIN: mem4d_device_param = 17;
+/// "nics_per_node": network adapters of one node; with nic_bandwidth it replaces inter_node_bandwidth by nics x
+/// bandwidth / gpus_per_node, the share of each GPU when all of them cross the network. 0: use inter_node_bandwidth.
+/// @since 0.2
+pub const MEM4D_DEVICE_NICS_PER_NODE: mem4d_device_param = 18;
+/// "nic_bandwidth": bytes/s of one network adapter, one direction (400 Gb/s = 50000000000). @since 0.2
+pub const MEM4D_DEVICE_NIC_BANDWIDTH: mem4d_device_param = 19;
+/// "kernel_overhead_ns": GPU time lost per kernel to launch and dependency gaps. Default 2000. @since 0.2
+pub const MEM4D_DEVICE_KERNEL_OVERHEAD_NS: mem4d_device_param = 20;
+/// "fp8_efficiency_ppm": share of the fp8 peak large fp8 GEMMs reach (the linear layers with fp8 = 1). Default 540000.
+/// @since 0.2
+pub const MEM4D_DEVICE_FP8_EFFICIENCY_PPM: mem4d_device_param = 21;
 /// "full_fit_threshold_ppm": full mode's verdict is "fits" while reserved memory plus the CUDA context and NCCL (TOTAL)
 /// stays within this share of memory. Default 850000: 1/(1 + 15.5%) = 86.6%, with 15.5% the worst under-prediction of a
 /// measured peak that full mode models (tier-A rows of tests/data/memory-peaks.csv), rounded down to a 5% step
 /// (doc/full-model.md, "The verdict"). Paper mode keeps fit_threshold_ppm. @since 0.2
-pub const MEM4D_DEVICE_FULL_FIT_THRESHOLD_PPM: mem4d_device_param = 16;
+pub const MEM4D_DEVICE_FULL_FIT_THRESHOLD_PPM: mem4d_device_param = 22;
 
 /// `mem4d_mode` (a C enum, passed as `int`): Which memory model produced a report.
 pub type mem4d_mode = c_int;
@@ -482,14 +518,29 @@ pub const MEM4D_METRIC_MFU: mem4d_metric = 3;
 pub const MEM4D_METRIC_BUBBLE_FRACTION: mem4d_metric = 4;
 /// Seconds of compute per step (recompute included).
 pub const MEM4D_METRIC_COMPUTE_TIME_S: mem4d_metric = 5;
-/// Seconds of communication not hidden behind compute.
+/// Seconds of communication not hidden behind compute (the sum of the next five).
 pub const MEM4D_METRIC_EXPOSED_COMM_S: mem4d_metric = 6;
+/// Exposed tensor-parallel collectives per step, slowest stage. @since 0.2
+pub const MEM4D_METRIC_TP_COMM_S: mem4d_metric = 7;
+/// Exposed context-parallel ring transfers per step. @since 0.2
+pub const MEM4D_METRIC_CP_COMM_S: mem4d_metric = 8;
+/// Exposed data-parallel gradient reduce / parameter gather (ZeRO-3 per-layer included). @since 0.2
+pub const MEM4D_METRIC_DP_COMM_S: mem4d_metric = 9;
+/// Pipeline send/receive per step. @since 0.2
+pub const MEM4D_METRIC_PP_COMM_S: mem4d_metric = 10;
+/// Exposed expert-parallel all-to-all per step. @since 0.2
+pub const MEM4D_METRIC_EP_COMM_S: mem4d_metric = 11;
+/// Seconds of pipeline bubble per step. @since 0.2
+pub const MEM4D_METRIC_BUBBLE_S: mem4d_metric = 12;
+/// Seconds of the optimizer step. @since 0.2
+pub const MEM4D_METRIC_OPTIMIZER_S: mem4d_metric = 13;
 
 /// `mem4d_search_option` (a C enum, passed as `int`): Search options.
 pub type mem4d_search_option = c_int;
 /// 1 (default): yield only layouts whose verdict is "fits"; 0: every valid layout.
 pub const MEM4D_SEARCH_FITS_ONLY: mem4d_search_option = 0;
-/// 1 (default): require tp x cp <= GPUs per node.
+/// 1 (default): require tp x cp <= GPUs per node (per NVLink domain when the device sets nvlink_domain, e.g. 72 on
+/// GB200 NVL72).
 pub const MEM4D_SEARCH_NODE_LOCAL: mem4d_search_option = 1;
 /// 1 (default): fastest first (ties: less memory); 0: enumeration order, streamed.
 pub const MEM4D_SEARCH_RANKED: mem4d_search_option = 2;
@@ -522,6 +573,32 @@ pub const MEM4D_WORLD_ENV_WORLD_SIZE: mem4d_world_source = 2;
 pub const MEM4D_WORLD_ENV_SLURM_NTASKS: mem4d_world_source = 3;
 /// SLURM_JOB_NUM_NODES x SLURM_GPUS_ON_NODE (or SLURM_NTASKS_PER_NODE).
 pub const MEM4D_WORLD_ENV_SLURM_NODES: mem4d_world_source = 4;
+
+/// `mem4d_calibration_figure` (a C enum, passed as `int`): Figures of one calibrated log. Values are fixed forever; new
+/// ones are appended.
+pub type mem4d_calibration_figure = c_int;
+/// Median elapsed time per iteration, first logged line left out (s).
+pub const MEM4D_CALIBRATION_MEASURED_STEP_S: mem4d_calibration_figure = 0;
+/// Step time the device predicted before the fit (s).
+pub const MEM4D_CALIBRATION_PREDICTED_STEP_BEFORE_S: mem4d_calibration_figure = 1;
+/// Step time the fitted device predicts (s).
+pub const MEM4D_CALIBRATION_PREDICTED_STEP_AFTER_S: mem4d_calibration_figure = 2;
+/// Median "throughput per GPU (TFLOP/s/GPU)" (with --log-throughput).
+pub const MEM4D_CALIBRATION_MEASURED_TFLOPS_PER_GPU: mem4d_calibration_figure = 3;
+/// "max allocated" of the first rank's last memory line, bytes.
+pub const MEM4D_CALIBRATION_MEASURED_MAX_ALLOCATED: mem4d_calibration_figure = 4;
+/// Peak allocated of that rank's stage before the fit, bytes.
+pub const MEM4D_CALIBRATION_PREDICTED_MAX_ALLOCATED_BEFORE: mem4d_calibration_figure = 5;
+/// The same after the fit.
+pub const MEM4D_CALIBRATION_PREDICTED_MAX_ALLOCATED_AFTER: mem4d_calibration_figure = 6;
+/// "max reserved" of that memory line, bytes.
+pub const MEM4D_CALIBRATION_MEASURED_MAX_RESERVED: mem4d_calibration_figure = 7;
+/// Peak reserved of the stage before the fit, bytes.
+pub const MEM4D_CALIBRATION_PREDICTED_MAX_RESERVED_BEFORE: mem4d_calibration_figure = 8;
+/// The same after the fit.
+pub const MEM4D_CALIBRATION_PREDICTED_MAX_RESERVED_AFTER: mem4d_calibration_figure = 9;
+/// The rank whose memory line was read.
+pub const MEM4D_CALIBRATION_MEMORY_RANK: mem4d_calibration_figure = 10;
 
 /// The statuses' names as the header spells them, indexed by value.
 pub const MEM4D_STATUS_NAMES: [&str; 23] = [
@@ -690,6 +767,32 @@ extern "C" {
     pub fn mem4d_device_param_default(key: mem4d_device_param, value: *mut u64) -> mem4d_status;
     /// Name of a value of an enumerated (MEM4D_KIND_CHOICE) device parameter.
     pub fn mem4d_device_value_name(key: mem4d_device_param, value: u64) -> *const c_char;
+    /// Apply a device file's text to a device. The format is one `KEY = VALUE` per line, keys and values as for
+    /// mem4d_device_set_str() (e.g. `gpus_per_node = 4`, `nic_bandwidth = 50000000000`); `preset = NAME`, allowed as
+    /// the first key only, starts from a built-in device; `name = TEXT` names the device; blank lines and text after
+    /// `#` are ignored. A rejected text leaves the device unchanged.
+    pub fn mem4d_device_parse(
+        device: *mut mem4d_device,
+        text: *const c_char,
+        length: usize,
+        why: *mut c_char,
+        why_size: usize,
+    ) -> mem4d_status;
+    /// Read a device file (at most 1 MiB) and apply it with mem4d_device_parse().
+    pub fn mem4d_device_load(
+        device: *mut mem4d_device,
+        path: *const c_char,
+        why: *mut c_char,
+        why_size: usize,
+    ) -> mem4d_status;
+    /// Write a device as a device file: its name and every parameter (one that was never set, such as memory_bytes of
+    /// mem4d_device_new(), as a comment), which mem4d_device_parse() reads back into a new device as an equal one.
+    pub fn mem4d_device_format(
+        device: *const mem4d_device,
+        buf: *mut c_char,
+        size: usize,
+        length: *mut usize,
+    ) -> mem4d_status;
 
     // estimate
     /// Create a report. It holds room for every stage, so estimates into it never allocate.
@@ -879,6 +982,11 @@ extern "C" {
     pub fn mem4d_import_warning(import: *const mem4d_import, index: usize) -> *const c_char;
     /// Where the last Megatron import took the world size from.
     pub fn mem4d_import_world_source(import: *const mem4d_import) -> mem4d_world_source;
+    /// Whether mem4d_import_hf_config() reads a config.json whose "model_type" it does not know (or that has none) as a
+    /// Llama-like decoder, with a warning. Off by default: such a config is refused with MEM4D_E_UNSUPPORTED, since
+    /// reading another architecture as Llama can miscount its parameters by tens of percent. The setting stays until
+    /// changed.
+    pub fn mem4d_import_set_llama_like(import: *mut mem4d_import, enable: c_int) -> mem4d_status;
     /// The Megatron-LM flags that set a layout, as one line a user can paste into a launch script: the parallel sizes,
     /// micro-batch (and global batch and sequence length when set), uneven first/last stages, virtual pipeline chunks,
     /// sequence parallelism, optimizer sharding, gradient/parameter overlap and recompute, e.g.
@@ -893,4 +1001,33 @@ extern "C" {
         size: usize,
         length: *mut usize,
     ) -> mem4d_status;
+
+    // calibration
+    /// Create an empty calibration.
+    pub fn mem4d_calibration_new(out: *mut *mut mem4d_calibration) -> mem4d_status;
+    /// Free a calibration. NULL is allowed.
+    pub fn mem4d_calibration_free(cal: *mut mem4d_calibration);
+    /// Read one Megatron-LM training log. The job is taken from the log's arguments block (Megatron prints every
+    /// argument between "arguments" and "end of arguments" lines); a log without one needs the job's arguments in
+    pub fn mem4d_calibration_add_megatron_log(
+        cal: *mut mem4d_calibration,
+        text: *const c_char,
+        length: usize,
+        argc: c_int,
+        argv: *const *const c_char,
+        world_size: u64,
+    ) -> mem4d_status;
+    /// Fit a device to every log read: see the group's description. The device is changed only on success.
+    pub fn mem4d_calibration_fit(cal: *mut mem4d_calibration, device: *mut mem4d_device) -> mem4d_status;
+    /// A figure of one log after mem4d_calibration_fit().
+    pub fn mem4d_calibration_get(
+        cal: *const mem4d_calibration,
+        log_index: usize,
+        figure: mem4d_calibration_figure,
+        value: *mut c_double,
+    ) -> mem4d_status;
+    /// Logs read so far.
+    pub fn mem4d_calibration_log_count(cal: *const mem4d_calibration) -> usize;
+    /// Why the last call failed, naming the log line or the argument at fault.
+    pub fn mem4d_calibration_message(cal: *const mem4d_calibration) -> *const c_char;
 }

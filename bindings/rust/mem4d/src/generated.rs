@@ -158,13 +158,27 @@ pub enum Metric {
     BubbleFraction = sys::MEM4D_METRIC_BUBBLE_FRACTION,
     /// Seconds of compute per step (recompute included).
     ComputeTimeS = sys::MEM4D_METRIC_COMPUTE_TIME_S,
-    /// Seconds of communication not hidden behind compute.
+    /// Seconds of communication not hidden behind compute (the sum of the next five).
     ExposedCommS = sys::MEM4D_METRIC_EXPOSED_COMM_S,
+    /// Exposed tensor-parallel collectives per step, slowest stage. @since 0.2
+    TpCommS = sys::MEM4D_METRIC_TP_COMM_S,
+    /// Exposed context-parallel ring transfers per step. @since 0.2
+    CpCommS = sys::MEM4D_METRIC_CP_COMM_S,
+    /// Exposed data-parallel gradient reduce / parameter gather (ZeRO-3 per-layer included). @since 0.2
+    DpCommS = sys::MEM4D_METRIC_DP_COMM_S,
+    /// Pipeline send/receive per step. @since 0.2
+    PpCommS = sys::MEM4D_METRIC_PP_COMM_S,
+    /// Exposed expert-parallel all-to-all per step. @since 0.2
+    EpCommS = sys::MEM4D_METRIC_EP_COMM_S,
+    /// Seconds of pipeline bubble per step. @since 0.2
+    BubbleS = sys::MEM4D_METRIC_BUBBLE_S,
+    /// Seconds of the optimizer step. @since 0.2
+    OptimizerS = sys::MEM4D_METRIC_OPTIMIZER_S,
 }
 
 impl Metric {
     /// Every value, in the header's order.
-    pub const ALL: [Metric; 7] = [
+    pub const ALL: [Metric; 14] = [
         Metric::StepTimeS,
         Metric::TokensPerS,
         Metric::TflopsPerGpu,
@@ -172,6 +186,13 @@ impl Metric {
         Metric::BubbleFraction,
         Metric::ComputeTimeS,
         Metric::ExposedCommS,
+        Metric::TpCommS,
+        Metric::CpCommS,
+        Metric::DpCommS,
+        Metric::PpCommS,
+        Metric::EpCommS,
+        Metric::BubbleS,
+        Metric::OptimizerS,
     ];
 }
 
@@ -181,7 +202,8 @@ impl Metric {
 pub enum SearchOption {
     /// 1 (default): yield only layouts whose verdict is "fits"; 0: every valid layout.
     FitsOnly = sys::MEM4D_SEARCH_FITS_ONLY,
-    /// 1 (default): require tp x cp <= GPUs per node.
+    /// 1 (default): require tp x cp <= GPUs per node (per NVLink domain when the device sets nvlink_domain, e.g. 72 on
+    /// GB200 NVL72).
     NodeLocal = sys::MEM4D_SEARCH_NODE_LOCAL,
     /// 1 (default): fastest first (ties: less memory); 0: enumeration order, streamed.
     Ranked = sys::MEM4D_SEARCH_RANKED,

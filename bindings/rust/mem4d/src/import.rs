@@ -27,13 +27,13 @@ impl Drop for Importer {
 }
 
 /// A NULL-terminated array of C strings, and the strings it points into.
-struct CArgv {
+pub(crate) struct CArgv {
     _strings: Vec<CString>,
-    pointers: Vec<*const c_char>,
+    pub(crate) pointers: Vec<*const c_char>,
 }
 
 impl CArgv {
-    fn new(items: &[&str]) -> Result<CArgv> {
+    pub(crate) fn new(items: &[&str]) -> Result<CArgv> {
         let strings = items.iter().map(|s| c_string("an argument", s)).collect::<Result<Vec<_>>>()?;
         let mut pointers: Vec<*const c_char> = strings.iter().map(|s| s.as_ptr()).collect();
         pointers.push(ptr::null());

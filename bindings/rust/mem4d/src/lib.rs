@@ -16,6 +16,7 @@
 //! returns [`Result`], whose [`Error`] carries the library's [`Status`] and a
 //! sentence saying what went wrong.
 
+mod calibrate;
 mod describe;
 mod error;
 mod generated;
@@ -23,6 +24,7 @@ mod import;
 mod report;
 mod search;
 
+pub use calibrate::Calibration;
 pub use describe::{Device, Layout, Model};
 pub use error::{Error, Result, Status};
 pub use generated::{Info, Metric, Mode, ParamKind, SearchOption, SearchStat, Stage, Term, Verdict, WorldSource};

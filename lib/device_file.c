@@ -1,0 +1,175 @@
+/*
+ * Device files: a device described as text, one KEY = VALUE per line, so a
+ * user describes a cluster without recompiling and `mem4d calibrate` can
+ * write what it fitted. Keys are those of mem4d_device_set_str(), plus
+ * "preset" (start from a built-in device; first key only) and "name".
+ * Text after '#' is a comment. doc/perf.md, "Device files".
+ * SPDX-License-Identifier: MIT
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "private.h"
+
+#define LINE_MAX_LEN 512
+#define FILE_MAX_BYTES (1u << 20)
+
+static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r'; }
+
+/* Trim [*b, *e) of blanks on both sides. */
+static void trim(const char **b, const char **e)
+{
+    while (*b < *e && is_space(**b))
+        (*b)++;
+    while (*e > *b && is_space((*e)[-1]))
+        (*e)--;
+}
+
+/* Apply one non-empty line "key = value" (already without its comment). */
+static mem4d_status apply_line(mem4d_device *device, const char *b, const char *e, size_t lineno, bool first,
+                               char *why, size_t why_size)
+{
+    const char *eq = memchr(b, '=', (size_t)(e - b));
+    if (!eq) {
+        m4d_msg(why, why_size, "line %zu: \"%.*s\" is not KEY = VALUE", lineno, (int)(e - b), b);
+        return MEM4D_E_PARSE;
+    }
+    const char *kb = b, *ke = eq, *vb = eq + 1, *ve = e;
+    trim(&kb, &ke);
+    trim(&vb, &ve);
+    char key[M4D_NAME_MAX], val[LINE_MAX_LEN];
+    if (ke == kb || vb == ve || (size_t)(ke - kb) >= sizeof key) {
+        m4d_msg(why, why_size, "line %zu: \"%.*s\" needs a key and a value", lineno, (int)(e - b), b);
+        return MEM4D_E_PARSE;
+    }
+    memcpy(key, kb, (size_t)(ke - kb));
+    key[ke - kb] = '\0';
+    memcpy(val, vb, (size_t)(ve - vb));
+    val[ve - vb] = '\0';
+    if (strcmp(key, "name") == 0) {
+        m4d_strlcpy(device->name, val, sizeof device->name);
+        return MEM4D_OK;
+    }
+    if (strcmp(key, "preset") == 0) {
+        mem4d_device *p = NULL;
+        if (!first) {
+            m4d_msg(why, why_size, "line %zu: preset must be the first key (it resets every other)", lineno);
+            return MEM4D_E_CONFLICT;
+        }
+        if (mem4d_device_new_preset(val, &p) != MEM4D_OK) {
+            m4d_msg(why, why_size, "line %zu: unknown device preset \"%s\"", lineno, val);
+            return MEM4D_E_UNKNOWN_PRESET;
+        }
+        *device = *p;
+        mem4d_device_free(p);
+        return MEM4D_OK;
+    }
+    mem4d_status st = mem4d_device_set_str(device, key, val);
+    if (st == MEM4D_E_UNKNOWN_KEY)
+        m4d_msg(why, why_size, "line %zu: unknown device key \"%s\"", lineno, key);
+    else if (st == MEM4D_E_RANGE)
+        m4d_msg(why, why_size, "line %zu: %s = %s is out of range", lineno, key, val);
+    else if (st != MEM4D_OK)
+        m4d_msg(why, why_size, "line %zu: %s = \"%s\" is not a valid value", lineno, key, val);
+    return st;
+}
+
+mem4d_status mem4d_device_parse(mem4d_device *device, const char *text, size_t length, char *why, size_t why_size)
+{
+    m4d_msg(why, why_size, "%s", "");
+    if (!device || (!text && length))
+        return MEM4D_E_INVALID_ARG;
+    /* Work on a copy: a rejected file leaves the device as it was. */
+    mem4d_device work = *device;
+    const char *p = text, *end = text + length;
+    bool first = true;
+    for (size_t lineno = 1; p < end; lineno++) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p)), *le = nl ? nl : end;
+        const char *hash = memchr(p, '#', (size_t)(le - p)), *b = p, *e = hash ? hash : le;
+        if (memchr(p, '\0', (size_t)(le - p))) {
+            m4d_msg(why, why_size, "line %zu: a NUL byte in a device file", lineno);
+            return MEM4D_E_PARSE;
+        }
+        if (le - p >= LINE_MAX_LEN) {
+            m4d_msg(why, why_size, "line %zu is longer than %d bytes", lineno, LINE_MAX_LEN - 1);
+            return MEM4D_E_PARSE;
+        }
+        trim(&b, &e);
+        if (b < e) {
+            mem4d_status st = apply_line(&work, b, e, lineno, first, why, why_size);
+            if (st != MEM4D_OK)
+                return st;
+            first = false;
+        }
+        p = nl ? nl + 1 : end;
+    }
+    *device = work;
+    return MEM4D_OK;
+}
+
+mem4d_status mem4d_device_load(mem4d_device *device, const char *path, char *why, size_t why_size)
+{
+    m4d_msg(why, why_size, "%s", "");
+    if (!device || !path)
+        return MEM4D_E_INVALID_ARG;
+    FILE *fp = fopen(path, "rb");
+    if (!fp) {
+        m4d_msg(why, why_size, "cannot open %s: %s", path, strerror(errno));
+        return MEM4D_E_IO;
+    }
+    char *buf = malloc(FILE_MAX_BYTES);
+    if (!buf) {
+        fclose(fp);
+        return MEM4D_E_NOMEM;
+    }
+    size_t n = fread(buf, 1, FILE_MAX_BYTES, fp);
+    bool more = n == FILE_MAX_BYTES && fgetc(fp) != EOF, err = ferror(fp) != 0;
+    fclose(fp);
+    mem4d_status st;
+    if (err) {
+        m4d_msg(why, why_size, "cannot read %s", path);
+        st = MEM4D_E_IO;
+    } else if (more) {
+        m4d_msg(why, why_size, "%s is larger than %u bytes: not a device file", path, FILE_MAX_BYTES);
+        st = MEM4D_E_PARSE;
+    } else {
+        st = mem4d_device_parse(device, buf, n, why, why_size);
+    }
+    free(buf);
+    return st;
+}
+
+mem4d_status mem4d_device_format(const mem4d_device *device, char *buf, size_t size, size_t *length)
+{
+    if (!device || (!buf && size))
+        return MEM4D_E_INVALID_ARG;
+    size_t used = 0;
+    bool fits = true;
+    char line[LINE_MAX_LEN];
+    for (size_t k = 0; k <= M4D_DEVICE_NPARAM; k++) {
+        /* A key below its bounds was never set (memory_bytes of a new
+         * device): written as a comment, as a setter would refuse it. */
+        const struct m4d_param_desc *d = k ? &m4d_device_params[k - 1] : NULL;
+        uint64_t v = k ? device->v[k - 1] : 0;
+        int n = k == 0 ? snprintf(line, sizeof line, "# libmem4d device file\nname = %s\n", device->name)
+                : v < d->min || v > d->max ? snprintf(line, sizeof line, "# %s not set\n", d->name)
+                                           : snprintf(line, sizeof line, "%s = %llu\n", d->name, (unsigned long long)v);
+        size_t len = n > 0 ? (size_t)n : 0;
+        if (used + len < size)
+            memcpy(buf + used, line, len);
+        else
+            fits = false;
+        used += len;
+    }
+    if (length)
+        *length = used;
+    if (!fits) {
+        if (size)
+            buf[0] = '\0';
+        return MEM4D_E_RANGE;
+    }
+    buf[used] = '\0';
+    return MEM4D_OK;
+}

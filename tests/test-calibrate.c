@@ -1,0 +1,235 @@
+/*
+ * Calibration suite (lib/calibrate.c): Megatron-LM logs in
+ * tests/data/megatron-logs are read (arguments block, iteration and memory
+ * lines), the fit brings the predicted step time and memory peaks onto the
+ * measured ones, the fitted device survives a device file, and logs it
+ * cannot read are refused naming the line.
+ * SPDX-License-Identifier: MIT
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+static const char *data_dir; /* argv[1]; read-only after main() starts */
+
+static char *slurp(const char *name, size_t *len)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", data_dir, name);
+    FILE *fp = fopen(path, "rb");
+    ck_assert_msg(fp != NULL, "cannot open %s", path);
+    static char buf[1 << 20];
+    *len = fread(buf, 1, sizeof buf - 1, fp);
+    fclose(fp);
+    buf[*len] = '\0';
+    return buf;
+}
+
+static double fig(const mem4d_calibration *c, size_t log, mem4d_calibration_figure f)
+{
+    double v = -1;
+    ck_assert_int_eq(mem4d_calibration_get(c, log, f, &v), MEM4D_OK);
+    return v;
+}
+
+static uint64_t dget(const mem4d_device *d, mem4d_device_param k)
+{
+    uint64_t v = 0;
+    ck_assert_int_eq(mem4d_device_get(d, k, &v), MEM4D_OK);
+    return v;
+}
+
+/* One log: the measured median (first iteration left out), the log's own
+ * TFLOP/s, and after the fit a step within 0.5%. */
+START_TEST(one_log_fits_its_step)
+{
+    mem4d_calibration *c = NULL;
+    ck_assert_int_eq(mem4d_calibration_new(&c), MEM4D_OK);
+    size_t len;
+    const char *text = slurp("llama31-8b-cp2-16gpu.log", &len);
+    ck_assert_msg(mem4d_calibration_add_megatron_log(c, text, len, 0, NULL, 0) == MEM4D_OK, "%s",
+                  mem4d_calibration_message(c));
+    ck_assert_uint_eq(mem4d_calibration_log_count(c), 1);
+    ck_assert_int_eq(mem4d_calibration_get(c, 0, MEM4D_CALIBRATION_MEASURED_STEP_S, &(double){0}),
+                     MEM4D_E_UNSUPPORTED); /* no fit yet */
+    mem4d_device *d = tu_device("h100-80");
+    uint64_t before = dget(d, MEM4D_DEVICE_MATMUL_EFFICIENCY_PPM);
+    ck_assert_msg(mem4d_calibration_fit(c, d) == MEM4D_OK, "%s", mem4d_calibration_message(c));
+    /* median of 12311.7 12298.2 12304.9 12295.0 12300.3 12302.6 ms (19210.4, the
+     * first, is left out) */
+    ck_assert_double_eq_tol(fig(c, 0, MEM4D_CALIBRATION_MEASURED_STEP_S), 12.30145, 1e-9);
+    ck_assert_double_eq_tol(fig(c, 0, MEM4D_CALIBRATION_MEASURED_TFLOPS_PER_GPU), 616.5, 0.1);
+    double after = fig(c, 0, MEM4D_CALIBRATION_PREDICTED_STEP_AFTER_S);
+    ck_assert_msg(fabs(after / 12.30145 - 1) < 0.005, "after the fit %.4f s", after);
+    ck_assert(fig(c, 0, MEM4D_CALIBRATION_PREDICTED_STEP_BEFORE_S) > 0);
+    /* compute dominates an 8B model on 16 GPUs: the matmul efficiency moved */
+    ck_assert_uint_ne(dget(d, MEM4D_DEVICE_MATMUL_EFFICIENCY_PPM), before);
+    /* no memory line in this log */
+    double v;
+    ck_assert_int_eq(mem4d_calibration_get(c, 0, MEM4D_CALIBRATION_MEASURED_MAX_ALLOCATED, &v), MEM4D_E_UNSUPPORTED);
+    /* The fitted device as a file, read back: the same prediction. */
+    char buf[4096];
+    ck_assert_int_eq(mem4d_device_format(d, buf, sizeof buf, NULL), MEM4D_OK);
+    mem4d_device *e = NULL;
+    ck_assert_int_eq(mem4d_device_new(&e), MEM4D_OK);
+    ck_assert_int_eq(mem4d_device_parse(e, buf, strlen(buf), NULL, 0), MEM4D_OK);
+    mem4d_model *m = tu_model("llama3.1-8b");
+    mem4d_layout *l = tu_layout("world=16", "cp=2", "seq=8192", "gbs=256", "tp_comm_overlap=1",
+                                "overlap_grad_reduce=1", "overlap_param_gather=1", NULL);
+    mem4d_report *r = NULL;
+    ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
+    double step_d, step_e;
+    ck_assert_int_eq(mem4d_estimate(m, l, d, r), MEM4D_OK);
+    ck_assert_int_eq(mem4d_report_metric(r, MEM4D_METRIC_STEP_TIME_S, &step_d), MEM4D_OK);
+    ck_assert_int_eq(mem4d_estimate(m, l, e, r), MEM4D_OK);
+    ck_assert_int_eq(mem4d_report_metric(r, MEM4D_METRIC_STEP_TIME_S, &step_e), MEM4D_OK);
+    ck_assert(step_d == step_e);
+    ck_assert(fabs(step_e / after - 1) < 1e-3); /* the same job, written by hand */
+    mem4d_report_free(r);
+    mem4d_layout_free(l);
+    mem4d_model_free(m);
+    mem4d_device_free(e);
+    mem4d_device_free(d);
+    mem4d_calibration_free(c);
+}
+END_TEST
+
+/* A memory line: the fixed workspace and the allocator overhead take the
+ * measured peaks exactly; two logs fit together. */
+START_TEST(memory_offsets_and_two_logs)
+{
+    mem4d_calibration *c = NULL;
+    ck_assert_int_eq(mem4d_calibration_new(&c), MEM4D_OK);
+    static const char *const logs[] = {"llama32-1b-dp8.log", "llama31-8b-cp2-16gpu.log"};
+    for (size_t i = 0; i < 2; i++) {
+        size_t len;
+        const char *text = slurp(logs[i], &len);
+        ck_assert_msg(mem4d_calibration_add_megatron_log(c, text, len, 0, NULL, 0) == MEM4D_OK, "%s: %s", logs[i],
+                      mem4d_calibration_message(c));
+    }
+    mem4d_device *d = tu_device("h100-80");
+    ck_assert_msg(mem4d_calibration_fit(c, d) == MEM4D_OK, "%s", mem4d_calibration_message(c));
+    double mib = 1048576.0;
+    ck_assert_double_eq_tol(fig(c, 0, MEM4D_CALIBRATION_MEASURED_MAX_ALLOCATED), 12003.60 * mib, 1);
+    ck_assert_double_eq_tol(fig(c, 0, MEM4D_CALIBRATION_MEASURED_MAX_RESERVED), 12232.00 * mib, 1);
+    ck_assert(fig(c, 0, MEM4D_CALIBRATION_MEMORY_RANK) == 0);
+    ck_assert_double_eq_tol(fig(c, 0, MEM4D_CALIBRATION_PREDICTED_MAX_ALLOCATED_AFTER), 12003.60 * mib, 2);
+    ck_assert_double_eq_tol(fig(c, 0, MEM4D_CALIBRATION_PREDICTED_MAX_RESERVED_AFTER), 12232.00 * mib,
+                            12232.00 * mib * 2e-6);
+    /* One constant (compute dominates both) for two jobs: the fit lowers
+     * the summed squared log error, it cannot zero both. */
+    double e_before = 0, e_after = 0;
+    for (size_t i = 0; i < 2; i++) {
+        double meas = fig(c, i, MEM4D_CALIBRATION_MEASURED_STEP_S);
+        double before = fig(c, i, MEM4D_CALIBRATION_PREDICTED_STEP_BEFORE_S);
+        double after = fig(c, i, MEM4D_CALIBRATION_PREDICTED_STEP_AFTER_S);
+        printf("%-26s measured %.3f s, predicted %.3f s before (%+.1f%%), %.3f s after (%+.1f%%)\n", logs[i], meas,
+               before, 100 * (before / meas - 1), after, 100 * (after / meas - 1));
+        e_before += log(before / meas) * log(before / meas);
+        e_after += log(after / meas) * log(after / meas);
+    }
+    ck_assert(e_after < e_before);
+    mem4d_device_free(d);
+    mem4d_calibration_free(c);
+}
+END_TEST
+
+/* Without an arguments block the job comes from argv. */
+START_TEST(arguments_from_argv)
+{
+    static const char log[] =
+        " [2025-01-01 00:00:00.000000] iteration        1/      10 | consumed samples:          128 | "
+        "elapsed time per iteration (ms): 20000.0 | global batch size:   128 |\n"
+        " [2025-01-01 00:00:12.000000] iteration        2/      10 | consumed samples:          256 | "
+        "elapsed time per iteration (ms): 12000.0 | global batch size:   128 |\n";
+    static const char *const argv[] = {
+        "--num-layers", "32", "--hidden-size", "4096", "--ffn-hidden-size", "14336", "--num-attention-heads", "32",
+        "--group-query-attention", "--num-query-groups", "8", "--seq-length", "8192", "--max-position-embeddings",
+        "8192", "--vocab-size", "128256", "--swiglu", "--normalization", "RMSNorm", "--position-embedding-type",
+        "rope", "--disable-bias-linear", "--untie-embeddings-and-output-weights", "--micro-batch-size", "1",
+        "--global-batch-size", "128", "--bf16", "--use-distributed-optimizer", "--context-parallel-size", "2",
+        "--tp-comm-overlap"};
+    mem4d_calibration *c = NULL;
+    ck_assert_int_eq(mem4d_calibration_new(&c), MEM4D_OK);
+    ck_assert_int_eq(mem4d_calibration_add_megatron_log(c, log, sizeof log - 1, 0, NULL, 8), MEM4D_E_MISSING);
+    ck_assert_str_eq(mem4d_calibration_message(c), "the log has no arguments block and no arguments were given");
+    ck_assert_msg(mem4d_calibration_add_megatron_log(c, log, sizeof log - 1, (int)(sizeof argv / sizeof argv[0]),
+                                                     argv, 8) == MEM4D_OK,
+                  "%s", mem4d_calibration_message(c));
+    mem4d_device *d = tu_device("h100-80");
+    ck_assert_int_eq(mem4d_calibration_fit(c, d), MEM4D_OK);
+    ck_assert_double_eq_tol(fig(c, 0, MEM4D_CALIBRATION_MEASURED_STEP_S), 12.0, 1e-12);
+    ck_assert(fabs(fig(c, 0, MEM4D_CALIBRATION_PREDICTED_STEP_AFTER_S) / 12.0 - 1) < 0.005);
+    mem4d_device_free(d);
+    mem4d_calibration_free(c);
+}
+END_TEST
+
+/* Logs it cannot read: one sentence naming the line. */
+START_TEST(refusals_name_the_line)
+{
+    static const struct {
+        const char *text, *why;
+        mem4d_status st;
+    } bad[] = {
+        {"hello\nworld\n", "no iteration line with \"elapsed time per iteration (ms)\": not a Megatron-LM training log",
+         MEM4D_E_MISSING},
+        {"x\n iteration 1/ 2 | elapsed time per iteration (ms): fast |\n",
+         "line 2: elapsed time per iteration (ms) is not a number", MEM4D_E_PARSE},
+        {" iteration 1/ 2 | elapsed time per iteration (ms): 0.0 |\n",
+         "line 1: elapsed time per iteration is not a positive number of ms", MEM4D_E_PARSE},
+        {" iteration 1/ 2 | elapsed time per iteration (ms): 10.0 | throughput per GPU (TFLOP/s/GPU): nan? |\n",
+         "line 1: throughput per GPU (TFLOP/s/GPU) is not a number", MEM4D_E_PARSE},
+        {"a\nb\n[Rank 0] (after 1 iterations) memory (MB) | allocated: 1 | max allocated: 9 | reserved: 2\n",
+         "line 3: a memory line needs allocated, max allocated, reserved and max reserved (MB), max reserved >= "
+         "max allocated",
+         MEM4D_E_PARSE},
+        {"------------------------ arguments ------------------------\n  tensor_model_parallel_size 8\n",
+         "line 2: not a \"name .... value\" line inside the arguments block", MEM4D_E_PARSE},
+        {"------------------------ arguments ------------------------\n"
+         "  num_layers ...................................... 2\n"
+         " iteration 1/ 2 | elapsed time per iteration (ms): 10.0 |\n",
+         "line 3: not a \"name .... value\" line inside the arguments block", MEM4D_E_PARSE},
+        {"------------------------ arguments ------------------------\n"
+         "  num_layers ...................................... 2\n",
+         "the arguments block has no \"end of arguments\" line", MEM4D_E_PARSE},
+    };
+    mem4d_calibration *c = NULL;
+    ck_assert_int_eq(mem4d_calibration_new(&c), MEM4D_OK);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ck_assert_int_eq(mem4d_calibration_add_megatron_log(c, bad[i].text, strlen(bad[i].text), 0, NULL, 8),
+                         bad[i].st);
+        ck_assert_str_eq(mem4d_calibration_message(c), bad[i].why);
+    }
+    ck_assert_int_eq(mem4d_calibration_add_megatron_log(c, "a\0b", 3, 0, NULL, 0), MEM4D_E_PARSE);
+    ck_assert_str_eq(mem4d_calibration_message(c), "line 1: a NUL byte: not a text log");
+    ck_assert_uint_eq(mem4d_calibration_log_count(c), 0);
+    mem4d_device *d = tu_device("h100-80");
+    ck_assert_int_eq(mem4d_calibration_fit(c, d), MEM4D_E_MISSING);
+    ck_assert_int_eq(mem4d_calibration_fit(NULL, d), MEM4D_E_INVALID_ARG);
+    ck_assert_int_eq(mem4d_calibration_add_megatron_log(NULL, "", 0, 0, NULL, 0), MEM4D_E_INVALID_ARG);
+    ck_assert_int_eq(mem4d_calibration_get(c, 0, MEM4D_CALIBRATION_MEASURED_STEP_S, &(double){0}),
+                     MEM4D_E_INVALID_ARG);
+    ck_assert_int_eq(mem4d_calibration_new(NULL), MEM4D_E_INVALID_ARG);
+    mem4d_calibration_free(NULL);
+    mem4d_device_free(d);
+    mem4d_calibration_free(c);
+}
+END_TEST
+
+int main(int argc, char **argv)
+{
+    data_dir = argc > 1 ? argv[1] : "tests/data/megatron-logs";
+    Suite *s = suite_create("calibrate");
+    TCase *tc = tcase_create("megatron-logs");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, one_log_fits_its_step);
+    tcase_add_test(tc, memory_offsets_and_two_logs);
+    tcase_add_test(tc, arguments_from_argv);
+    tcase_add_test(tc, refusals_name_the_line);
+    suite_add_tcase(s, tc);
+    return tu_run(s);
+}
