@@ -158,7 +158,7 @@ def torchtitan_layout(toml: typing.Union[str, bytes, dict], world: int = 0,
     keys.update(_float8(cfg))
     keys["compile"] = _compile(cfg)
     if _first((par, exp), "enable_async_tensor_parallel", False):
-        keys["async_tp"] = 1
+        keys["tp_comm_overlap"] = 1  # torchtitan's async TP
     schedule = str(_first((par, exp), "pipeline_parallel_schedule", "1F1B"))
     if pp > 1 and schedule.lower() in ("gpipe",):
         keys["pipeline_schedule"] = "afab"
