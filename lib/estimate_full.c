@@ -209,6 +209,17 @@ static uint64_t weight_bytes(bool *ok, const struct m4d_ctx *x, const struct sta
     return x->fp8 ? add(ok, w, mul(ok, n->linear, 2)) : w;
 }
 
+/* Optimizer bytes per parameter on the GPU, in millionths: the main
+ * (master) copy, and Adam's two moments less the share Megatron's
+ * HybridDeviceOptimizer keeps on the host (--optimizer-cpu-offload: the
+ * CPU optimizer updates host copies; the GPU keeps the main parameters to
+ * copy back). */
+static uint64_t optimizer_bytes_ppm(bool *ok, const struct m4d_ctx *x)
+{
+    uint64_t M = 1000000, moments = x->opt_bytes + x->opt_sq_bytes;
+    return add(ok, mul(ok, x->master_bytes, M), mul(ok, moments, M - x->opt_offload_ppm));
+}
+
 /* WEIGHTS, GRADIENTS and OPTIMIZER of a stage. ZeRO-1 (Megatron's
  * distributed optimizer) shards master weights and moments over d·c
  * (experts over d·c/ep); ZeRO-2 adds the gradients, ZeRO-3 the weights.
@@ -216,12 +227,13 @@ static uint64_t weight_bytes(bool *ok, const struct m4d_ctx *x, const struct sta
 static void megatron_state_terms(bool *ok, const struct m4d_ctx *x, const struct stage_params *n, uint64_t *t)
 {
     uint64_t dc = x->d * x->c, edc = x->experts ? x->t * dc / (x->ep * x->etp) : dc;
-    uint64_t per = x->master_bytes + x->opt_bytes + x->opt_sq_bytes;
+    uint64_t per = optimizer_bytes_ppm(ok, x), M = 1000000;
     t[MEM4D_TERM_WEIGHTS] = weight_bytes(ok, x, n);
     t[MEM4D_TERM_GRADIENTS] = mul(ok, n->all, x->grad_bytes);
-    t[MEM4D_TERM_OPTIMIZER] = mul(ok, n->all, per);
+    t[MEM4D_TERM_OPTIMIZER] = muldiv(ok, n->all, per, M);
     if (x->zero >= 1)
-        t[MEM4D_TERM_OPTIMIZER] = add(ok, muldiv(ok, n->all - n->expert, per, dc), muldiv(ok, n->expert, per, edc));
+        t[MEM4D_TERM_OPTIMIZER] = add(ok, muldiv(ok, n->all - n->expert, per, mul(ok, dc, M)),
+                                      muldiv(ok, n->expert, per, mul(ok, edc, M)));
     if (x->zero >= 2)
         t[MEM4D_TERM_GRADIENTS] = muldiv(ok, t[MEM4D_TERM_GRADIENTS], 1, dc);
     if (x->zero >= 3)

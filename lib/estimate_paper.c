@@ -40,7 +40,8 @@ static const char *paper_unsupported(const struct m4d_ctx *x)
         return "the fused cross-entropy's extra logits buffer";
     if (x->linear_bias || x->pos_rows || x->qk_norm || x->norms != 2 || x->kv_lora || x->mtp)
         return "linear biases, learned position tables or query/key norms (the formula's layer has none)";
-    if (x->distribute_saved || x->fp8_params || x->opt_sq_bytes != x->opt_bytes || x->precision_aware)
+    if (x->distribute_saved || x->fp8_params || x->opt_sq_bytes != x->opt_bytes || x->precision_aware ||
+        x->opt_offload_ppm)
         return "distributed checkpoints, fp8 parameters or mixed Adam moment precisions";
     if (x->fw != MEM4D_FRAMEWORK_MEGATRON)
         return "frameworks other than Megatron-LM";

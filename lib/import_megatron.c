@@ -698,6 +698,10 @@ static mem4d_status apply_layout_basic(mem4d_import *imp, const struct opt_val *
               "--attention-dropout"));
     /* Transformer Engine's fused cross entropy (--cross-entropy-fusion-impl te) works in place. */
     bool te_ce = GIVEN(MF_CE_IMPL) && strcmp(m4d_megatron_flag_of(MF_CE_IMPL)->choices[U(MF_CE_IMPL)], "te") == 0;
+    /* Userbuffers overlap: the step-time model reads it; their memory is not modelled. */
+    TRY(SET_L(l, MEM4D_LAYOUT_TP_COMM_OVERLAP, GIVEN(MF_TP_OVERLAP), "--tp-comm-overlap"));
+    if (GIVEN(MF_TP_OVERLAP))
+        m4d_imp_warn(imp, "--tp-comm-overlap allocates user buffers for communication overlap that are not modelled");
     TRY(SET_L(l, MEM4D_LAYOUT_CROSS_ENTROPY_FUSION, GIVEN(MF_CE_FUSION) && !te_ce, "--cross-entropy-loss-fusion"));
     TRY(SET_L(l, MEM4D_LAYOUT_MOE_ROUTER_BYTES, GIVEN(MF_ROUTER_DTYPE) && U(MF_ROUTER_DTYPE) == 1 ? 8 : 4,
               "--moe-router-dtype"));
@@ -742,6 +746,22 @@ static mem4d_status apply_precision_aware(mem4d_import *imp, const struct opt_va
     return SET_L(l, MEM4D_LAYOUT_EXP_AVG_SQ_BYTES, m2 == m1 ? 0 : m2, "--exp-avg-sq-dtype");
 }
 
+/* --optimizer-cpu-offload keeps --optimizer-offload-fraction (default 1)
+ * of the optimizer state on the host; Megatron requires the
+ * precision-aware optimizer for it. */
+static mem4d_status apply_optimizer_offload(mem4d_import *imp, const struct opt_val *vals, mem4d_layout *l)
+{
+    if (!GIVEN(MF_OPT_OFFLOAD)) {
+        if (GIVEN(MF_OPT_OFFLOAD_FRACTION))
+            m4d_imp_warn(imp, "--optimizer-offload-fraction is ignored without --optimizer-cpu-offload");
+        return SET_L(l, MEM4D_LAYOUT_OPTIMIZER_OFFLOAD_PPM, 0, "--optimizer-cpu-offload");
+    }
+    if (!GIVEN(MF_PREC_AWARE))
+        return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "--optimizer-cpu-offload needs --use-precision-aware-optimizer");
+    double f = GIVEN(MF_OPT_OFFLOAD_FRACTION) ? vals[MF_OPT_OFFLOAD_FRACTION].r : 1.0;
+    return SET_L(l, MEM4D_LAYOUT_OPTIMIZER_OFFLOAD_PPM, (uint64_t)llround(f * 1e6), "--optimizer-offload-fraction");
+}
+
 /* Precision: bf16 forces fp32 gradient accumulation unless
  * --grad-reduce-in-bf16; fp16 accumulates in fp16 unless asked; fp32
  * training keeps no separate master copy. */
@@ -758,6 +778,7 @@ static mem4d_status apply_precision(mem4d_import *imp, const struct opt_val *val
     TRY(SET_L(l, MEM4D_LAYOUT_MAIN_GRAD_BYTES, grad, "--accumulate-allreduce-grads-in-fp32"));
     TRY(SET_L(l, MEM4D_LAYOUT_OPT_STATE_BYTES, 4, "--optimizer"));
     TRY(apply_precision_aware(imp, vals, l));
+    TRY(apply_optimizer_offload(imp, vals, l));
     bool sharded = GIVEN(MF_DIST_OPT) || GIVEN(MF_FSDP2) || GIVEN(MF_MEGATRON_FSDP) || GIVEN(MF_CUSTOM_FSDP);
     if (GIVEN(MF_FP8_PARAM) && (!GIVEN(MF_FP8) || !sharded))
         return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "--fp8-param-gather needs --fp8-format and the distributed "
@@ -856,6 +877,48 @@ static mem4d_status apply_attention(mem4d_import *imp, const struct opt_val *val
 }
 
 /* Virtual pipeline: chunks per rank = layers per stage / layers per chunk. */
+/* --account-for-embedding/loss-in-pipeline-split: Megatron-Core counts the
+ * embedding (on the first stage) and the loss (on the last) as one layer
+ * each and splits L + e + l evenly, so those stages build one transformer
+ * layer fewer. Without virtual stages this is the uneven first/last split. */
+static mem4d_status apply_account_split(mem4d_import *imp, const struct opt_val *vals, const mem4d_model *m,
+                                        mem4d_layout *l)
+{
+    uint64_t e = GIVEN(MF_ACCOUNT_EMB), s = GIVEN(MF_ACCOUNT_LOSS), p = l->v[MEM4D_LAYOUT_PP];
+    /* Megatron-DeepSpeed's --pp-partition-method: DeepSpeed's PipelineModule
+     * balances the layers whose type matches; "type:transformer|embedding"
+     * counts the embedding pipes on the first and last stage as layers. */
+    if (GIVEN(MF_PP_PARTITION)) {
+        const char *how = vals[MF_PP_PARTITION].s;
+        if (strcmp(how, "type:transformer|embedding") == 0)
+            e = s = 1;
+        else if (strcmp(how, "type:transformer") != 0 && strcmp(how, "uniform") != 0)
+            m4d_imp_warn(imp, "--pp-partition-method %.64s is not a partition this version knows; the layers are "
+                         "split evenly", how);
+    }
+    uint64_t L = m->v[MEM4D_MODEL_NUM_LAYERS];
+    if (!e && !s)
+        return MEM4D_OK;
+    if (GIVEN(MF_FIRST_LAYERS) || GIVEN(MF_LAST_LAYERS))
+        return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "counting the embedding or loss as pipeline layers contradicts "
+                            "--decoder-first/last-pipeline-num-layers");
+    if (p == 1)
+        return MEM4D_OK; /* one stage holds everything */
+    if (l->v[MEM4D_LAYOUT_VPP] > 1) {
+        m4d_imp_warn(imp, "--account-for-embedding/loss-in-pipeline-split with virtual stages moves a layer per "
+                     "end chunk; the estimate splits the layers evenly");
+        return MEM4D_OK;
+    }
+    if (L == 0 || (L + e + s) % p != 0 || (L + e + s) / p <= 1)
+        return m4d_imp_fail(imp, MEM4D_E_LAYERS_PP, "%llu layers plus the embedding and loss counted as layers "
+                            "(%llu) do not split evenly over %llu pipeline stages", (unsigned long long)L,
+                            (unsigned long long)(L + e + s), (unsigned long long)p);
+    uint64_t per = (L + e + s) / p;
+    /* Both ends are given; the one not accounted for keeps a full share. */
+    TRY(SET_L(l, MEM4D_LAYOUT_FIRST_STAGE_LAYERS, per - e, "--account-for-embedding-in-pipeline-split"));
+    return SET_L(l, MEM4D_LAYOUT_LAST_STAGE_LAYERS, per - s, "--account-for-loss-in-pipeline-split");
+}
+
 static mem4d_status apply_vpp(mem4d_import *imp, const struct opt_val *vals, const mem4d_model *m,
                               mem4d_layout *l)
 {
@@ -935,6 +998,8 @@ mem4d_status mem4d_import_megatron(mem4d_import *import, int argc, const char *c
         st = apply_attention(imp, vals, &l);
     if (st == MEM4D_OK)
         st = apply_vpp(imp, vals, &m, &l);
+    if (st == MEM4D_OK)
+        st = apply_account_split(imp, vals, &m, &l);
     if (st == MEM4D_OK)
         st = m4d_imp_world(imp, envp, world_size, &world);
     if (st == MEM4D_OK)

@@ -126,6 +126,7 @@ static void ctx_layout(const mem4d_layout *l, struct m4d_ctx *x)
     x->rc_layers = v[MEM4D_LAYOUT_RECOMPUTE_LAYERS];
     x->rc_modules = v[MEM4D_LAYOUT_RECOMPUTE_MODULES];
     x->router_bytes = v[MEM4D_LAYOUT_MOE_ROUTER_BYTES];
+    x->opt_offload_ppm = v[MEM4D_LAYOUT_OPTIMIZER_OFFLOAD_PPM];
     x->param_bytes = v[MEM4D_LAYOUT_PARAM_BYTES];
     x->grad_bytes = v[MEM4D_LAYOUT_MAIN_GRAD_BYTES];
     x->opt_bytes = v[MEM4D_LAYOUT_OPT_STATE_BYTES];

@@ -187,20 +187,23 @@ static void gemms_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
      * TP-split widths, bf16. The backward moves twice as much. */
     double sh = x->t > 1 && x->sp ? rt : 1, act = (x->gated ? 3 : 2) * F;
     pg->ew_per_b = 2 * pg->rows_per_b * (sh * 10 * h + 2 * (q + kv) + act) * mc->inv_hbm;
+    pg->ew_norm_per_b = 2 * pg->rows_per_b * sh * 4 * h * mc->inv_hbm;
+    pg->ew_act_per_b = 2 * pg->rows_per_b * act * mc->inv_hbm;
     /* Cross entropy over fp32 logits: about 12 bytes per logit read and
      * written over forward and backward. */
     pg->ce_per_b = 12 * pg->rows_per_b * D(x->Vp) * rt * mc->inv_hbm;
 }
 
-/* Forward seconds of the four linears for M rows, and the fp8 casts. */
-static double linears_fwd(const struct m4d_perf_group *pg, double M, double *cast)
+/* Forward seconds of the four linears for M rows (*mlp: of which the MLP's
+ * two), and the fp8 casts. */
+static double linears_fwd(const struct m4d_perf_group *pg, double M, double *mlp, double *cast)
 {
     const struct m4d_machine *mc = &pg->mc;
     double m = pg->chunks > 1 ? ceil_q(M / pg->chunks) : M;
-    double t = gemm_time(mc, &pg->lin[0], m) + gemm_time(mc, &pg->lin[1], m) + gemm_time(mc, &pg->lin[2], m) +
-               gemm_time(mc, &pg->lin[3], m);
+    double attn = gemm_time(mc, &pg->lin[0], m) + gemm_time(mc, &pg->lin[1], m);
+    *mlp = pg->chunks * (gemm_time(mc, &pg->lin[2], m) + gemm_time(mc, &pg->lin[3], m));
     *cast = pg->cast_a * M + pg->cast_b;
-    return pg->chunks * t;
+    return pg->chunks * attn + *mlp;
 }
 
 /* Flash attention of one layer. Causal kernels skip the masked half of
@@ -298,17 +301,37 @@ static double cp_time(const struct m4d_ctx *x, const struct m4d_perf_group *pg, 
     return passes_fwd * fwd + bwd;
 }
 
+/* Selective recompute runs the forward of the modules it keeps no
+ * activations of again (Megatron's --recompute-modules; core_attn alone by
+ * default): the attention core, the MLP's linears (mlp, moe,
+ * shared_experts), the norms, the MLP activation. */
+static double selective_time(const struct m4d_ctx *x, const struct m4d_perf_group *pg, double b, double attn,
+                             double mlp)
+{
+    uint64_t m = x->rc_modules;
+    double t = 0;
+    if (m & M4D_RC_CORE_ATTN)
+        t += attn;
+    if (m & (M4D_RC_MLP | M4D_RC_MOE | M4D_RC_SHARED_EXPERTS))
+        t += mlp;
+    if (m & M4D_RC_LAYERNORM)
+        t += b * pg->ew_norm_per_b;
+    if (m & M4D_RC_MOE_ACT)
+        t += b * pg->ew_act_per_b;
+    return t;
+}
+
 static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_perf_group *pg)
 {
     /* Full recompute runs the forward, and its collectives, once more. */
     double pf = x->recompute == 2 ? 2 : 1, b = D(x->b), M = b * pg->rows_per_b, kern = pg->mc.kernel;
-    double cast, lin = linears_fwd(pg, M, &cast), af, ab;
+    double cast, mlp, lin = linears_fwd(pg, M, &mlp, &cast), af, ab;
     attention_time(pg, b, &af, &ab);
     double ew = b * pg->ew_per_b;
     double fwd = lin + af + ew + KERNELS_FWD * kern;
     double bwd = 2 * lin + ab + 2 * ew + 2 * KERNELS_FWD * kern;
-    if (x->recompute == 1) /* selective: the attention core runs again */
-        bwd += af;
+    if (x->recompute == 1) /* selective: the modules re-run in the backward */
+        bwd += selective_time(x, pg, b, af, mlp);
     struct unit_time u = {0};
     u.layer_fwd = fwd;
     u.layer_bwd = bwd;

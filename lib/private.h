@@ -28,7 +28,7 @@
  * raise the count, name the new last value and append the table rows. */
 #define M4D_MODEL_NPARAM 31
 M4D_ENUM_COUNT(M4D_MODEL_NPARAM, MEM4D_MODEL_QK_NORM_WHOLE);
-#define M4D_LAYOUT_NPARAM 54
+#define M4D_LAYOUT_NPARAM 55
 M4D_ENUM_COUNT(M4D_LAYOUT_NPARAM, MEM4D_LAYOUT_EXPANDABLE_SEGMENTS);
 #define M4D_DEVICE_NPARAM 23
 M4D_ENUM_COUNT(M4D_DEVICE_NPARAM, MEM4D_DEVICE_FULL_FIT_THRESHOLD_PPM);
@@ -144,6 +144,7 @@ struct m4d_ctx {
     uint64_t recompute, rc_method, rc_layers;
     uint64_t rc_modules;               /* M4D_RC_* bits of what selective recompute re-runs */
     uint64_t router_bytes;             /* each router logit and probability (fp32 4, fp64 8) */
+    uint64_t opt_offload_ppm;          /* share of the Adam moments on the host */
     uint64_t param_bytes, grad_bytes, opt_bytes, master_bytes;
     bool fp8, overlap_grad, overlap_param;
     bool hidden_dropout, attn_dropout; /* dropout on: masks kept for backward */
@@ -412,6 +413,7 @@ struct m4d_perf_group {
     double cast_a, cast_b;                         /* fp8 casts: seconds per row, fixed */
     double attn_per_b, attn_tiles_per_b;           /* forward attention at full waves, query tiles */
     double ew_per_b, ce_per_b;                     /* element-wise forward, cross entropy (fwd+bwd) */
+    double ew_norm_per_b, ew_act_per_b;            /* of the forward: the norms, the MLP activation */
     double tp_lat, tp_per_b;                       /* one TP collective: latency, transfer per sample */
     double cp_lat, cp_per_b;                       /* one CP ring step */
     double ep_lat, ep_per_b;                       /* one MoE all-to-all */

@@ -179,6 +179,13 @@ START_TEST(recompute_cost)
     ck_assert_int_eq(mem4d_layout_set(l, MEM4D_LAYOUT_RECOMPUTE, 2), MEM4D_OK);
     double full = predict(m, l, d, MEM4D_METRIC_COMPUTE_TIME_S);
     ck_assert(none < sel && sel < full);
+    /* Re-running the MLP too (recompute_modules core_attn + mlp) costs more. */
+    ck_assert_int_eq(mem4d_layout_set(l, MEM4D_LAYOUT_RECOMPUTE, 1), MEM4D_OK);
+    ck_assert_int_eq(mem4d_layout_set_str(l, "recompute_modules", "3"), MEM4D_OK);
+    double sel_mlp = predict(m, l, d, MEM4D_METRIC_COMPUTE_TIME_S);
+    ck_assert(sel < sel_mlp && sel_mlp < full);
+    ck_assert_int_eq(mem4d_layout_set_str(l, "recompute_modules", "1"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_layout_set(l, MEM4D_LAYOUT_RECOMPUTE, 2), MEM4D_OK);
     ck_assert(full / none > 1.25 && full / none < 4.0 / 3.0);
     ck_assert(predict(m, l, d, MEM4D_METRIC_MFU) < mfu);
     mem4d_layout_free(l);

@@ -574,57 +574,61 @@ typedef enum mem4d_layout_param {
      * step-time model reads it (doc/perf.md). Default 0.
      * @since 0.2 */
     MEM4D_LAYOUT_TP_COMM_OVERLAP = 39,
+    /** "optimizer_offload_ppm": parts per million of the Adam moments kept on the host
+     * (Megatron's --optimizer-cpu-offload with --optimizer-offload-fraction; the
+     * fp32 main parameters stay on the GPU). Default 0. @since 0.2 */
+    MEM4D_LAYOUT_OPTIMIZER_OFFLOAD_PPM = 40,
     /** "framework": the training stack whose conventions and buffers apply:
      * 0 "megatron" (default; Megatron-LM / Megatron-Core), 1 "torchtitan" (FSDP2 over
      * dp x cp with fp32 sharded parameters, bf16 compute, fp32 loss), 2 "deepspeed"
      * (ZeRO stage zero_stage with its buckets), 3 "nanotron" (fp32 gradient
      * accumulation buffers, ZeRO-0/1). See doc/full-model.md, "Frameworks".
      * Paper mode refuses anything but megatron. @since 0.2 */
-    MEM4D_LAYOUT_FRAMEWORK = 40,
+    MEM4D_LAYOUT_FRAMEWORK = 41,
     /** "reshard_after_forward" (torchtitan / FSDP2): 0 "auto" (torchtitan's rule: every
      * transformer block but the last reshards, none under pipeline parallelism, the
      * root module never), 1 "always", 2 "never". @since 0.2 */
-    MEM4D_LAYOUT_RESHARD_AFTER_FORWARD = 41,
+    MEM4D_LAYOUT_RESHARD_AFTER_FORWARD = 42,
     /** "dp_replicate": HSDP replicate degree (torchtitan data_parallel_replicate_degree);
      * FSDP shards over dp / dp_replicate x cp. Must divide dp. Default 1. @since 0.2 */
-    MEM4D_LAYOUT_DP_REPLICATE = 42,
+    MEM4D_LAYOUT_DP_REPLICATE = 43,
     /** "recompute_every": with recompute = full, checkpoint only every N-th transformer
      * block and keep the others whole (torchtitan's layer-selective AC,
      * selective_ac_option = N). 0 or 1 = every block. @since 0.2 */
-    MEM4D_LAYOUT_RECOMPUTE_EVERY = 43,
+    MEM4D_LAYOUT_RECOMPUTE_EVERY = 44,
     /** "float8" (torchtitan / torchao float8 linears): 0 "none", 1 "tensorwise",
      * 2 "rowwise". @since 0.2 */
-    MEM4D_LAYOUT_FLOAT8 = 44,
+    MEM4D_LAYOUT_FLOAT8 = 45,
     /** "fp8_all_gather": FSDP all-gathers float8 weights (enable_fsdp_float8_all_gather,
      * tensorwise only). Default 0. @since 0.2 */
-    MEM4D_LAYOUT_FP8_ALL_GATHER = 45,
+    MEM4D_LAYOUT_FP8_ALL_GATHER = 46,
     /** "allgather_bucket_size" (DeepSpeed ZeRO-1/2) in elements; 0 = DeepSpeed's 5e8.
      * The reduce bucket is ddp_bucket_size (alias "reduce_bucket_size"; 0 = 5e8 with
      * framework deepspeed). @since 0.2 */
-    MEM4D_LAYOUT_ALLGATHER_BUCKET_SIZE = 46,
+    MEM4D_LAYOUT_ALLGATHER_BUCKET_SIZE = 47,
     /** "stage3_prefetch_bucket_size" (DeepSpeed ZeRO-3) in elements; 0 = 5e7. @since 0.2 */
-    MEM4D_LAYOUT_PREFETCH_BUCKET_SIZE = 47,
+    MEM4D_LAYOUT_PREFETCH_BUCKET_SIZE = 48,
     /** "stage3_max_live_parameters" (DeepSpeed ZeRO-3) in elements; 0 = 1e9. @since 0.2 */
-    MEM4D_LAYOUT_MAX_LIVE_PARAMETERS = 48,
+    MEM4D_LAYOUT_MAX_LIVE_PARAMETERS = 49,
     /** "offload": 0 "none", 1 "optimizer" (master weights and moments in CPU memory),
      * 2 "optimizer_and_params" (ZeRO-3 parameters too). DeepSpeed only. @since 0.2 */
-    MEM4D_LAYOUT_OFFLOAD = 49,
+    MEM4D_LAYOUT_OFFLOAD = 50,
     /** "contiguous_gradients" (DeepSpeed): copy reduced gradients into one contiguous
      * buffer. Default 1. @since 0.2 */
-    MEM4D_LAYOUT_CONTIGUOUS_GRADIENTS = 50,
+    MEM4D_LAYOUT_CONTIGUOUS_GRADIENTS = 51,
     /** "pipeline_schedule": 0 "1f1b" (default), 1 "afab" (all forward, all backward:
      * nanotron's AllForwardAllBackward engine keeps every micro-batch). @since 0.2 */
-    MEM4D_LAYOUT_PIPELINE_SCHEDULE = 51,
+    MEM4D_LAYOUT_PIPELINE_SCHEDULE = 52,
     /** "compile": torch.compile (torchtitan): 0 "none", 1 "blocks" (each transformer
      * block, torchtitan through 2024: not modelled, the estimate warns), 2
      * "blocks_and_loss" (torchtitan since 2025 also compiles the loss: Inductor fuses
      * the fp32 upcast, softmax and loss, so only the bf16 logits and their bf16
      * gradient are logits-sized). Default 0. @since 0.2 */
-    MEM4D_LAYOUT_COMPILE = 52,
+    MEM4D_LAYOUT_COMPILE = 53,
     /** "expandable_segments": PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True; freed
      * blocks no longer strand whole segments (see doc/full-model.md, "The allocator").
      * Default 0. @since 0.2 */
-    MEM4D_LAYOUT_EXPANDABLE_SEGMENTS = 53
+    MEM4D_LAYOUT_EXPANDABLE_SEGMENTS = 54
 } mem4d_layout_param;
 
 /**
