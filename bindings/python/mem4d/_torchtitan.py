@@ -82,8 +82,11 @@ def _activation_checkpoint(cfg):
 def _float8(cfg):
     old = cfg.get("float8", {})
     new = cfg.get("quantize", {}).get("linear", {}).get("float8")
+    converters = cfg.get("model", {}).get("converters", [])
+    if isinstance(converters, str):  # "float8" or "float8,other"
+        converters = [c.strip() for c in converters.split(",")]
     keys = {}
-    if new is not None or old.get("enable_float8_linear", False):
+    if new is not None or old.get("enable_float8_linear", False) or "float8" in converters:
         recipe = (new or old).get("recipe_name", "tensorwise") or "tensorwise"
         if recipe not in ("tensorwise", "rowwise", "rowwise_with_gw_hp"):
             _fail(f"torchtitan TOML: float8 recipe_name = {recipe!r} is not tensorwise or rowwise")

@@ -59,6 +59,34 @@ selective_ac_option = "2"
 """
 
 
+# torchtitan's llama3_8b.toml of 2025 (float8 through [model] converters)
+TOML_CONVERTERS = """
+[model]
+name = "llama3"
+flavor = "8B"
+converters = "float8"
+
+[training]
+batch_size = 1
+seq_len = 8192
+compile = false
+
+[parallelism]
+data_parallel_replicate_degree = 1
+data_parallel_shard_degree = -1
+tensor_parallel_degree = 1
+pipeline_parallel_degree = 1
+context_parallel_degree = 1
+
+[activation_checkpoint]
+mode = 'selective'
+selective_ac_option = 'op'
+
+[float8]
+enable_fsdp_float8_all_gather = false
+"""
+
+
 @unittest.skipIf(sys.version_info < (3, 11), "tomllib needs Python 3.11")
 class TorchtitanTomlTest(unittest.TestCase):
     def test_2024_layout(self):
@@ -76,6 +104,11 @@ class TorchtitanTomlTest(unittest.TestCase):
         self.assertEqual((l["recompute"], l["recompute_every"]), (2, 2))
         self.assertEqual(l["compile"], 2)  # blocks and loss
         self.assertEqual((l["async_tp"], l["pipeline_schedule"]), (1, 1))
+
+    def test_converters_layout(self):
+        l = mem4d.torchtitan_layout(TOML_CONVERTERS, world=64)
+        self.assertEqual((l["dp"], l["mbs"], l["gbs"], l["recompute"]), (64, 1, 64, 3))
+        self.assertEqual((l["float8"], l["fp8_all_gather"], l["compile"]), (1, 0, 0))
 
     def test_estimates(self):
         model = mem4d.Model.preset("llama3.1-8b")
