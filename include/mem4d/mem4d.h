@@ -1064,7 +1064,7 @@ typedef enum mem4d_mode {
  * @since 0.1
  */
 typedef enum mem4d_verdict {
-    MEM4D_VERDICT_FITS = 0,  /**< Peak at most the fit threshold (default 80%) of memory. */
+    MEM4D_VERDICT_FITS = 0,  /**< Peak at most the fit threshold of memory: full_fit_threshold_ppm (85%) in full mode, fit_threshold_ppm (80%) in paper mode. */
     MEM4D_VERDICT_TIGHT = 1, /**< Between the threshold and 100%. */
     MEM4D_VERDICT_OOM = 2    /**< Above 100%. */
 } mem4d_verdict;
@@ -1091,8 +1091,8 @@ typedef enum mem4d_term {
     MEM4D_TERM_BUFFERS = 9,        /**< Temporary buffers: communication buckets, step copies, workspaces. */
     MEM4D_TERM_FRAGMENTATION = 10, /**< Reserved minus allocated (caching allocator). */
     MEM4D_TERM_FIXED = 11,         /**< CUDA context and NCCL communicator buffers. */
-    MEM4D_TERM_PEAK_ALLOCATED = 12,/**< Peak bytes allocated by tensors. */
-    MEM4D_TERM_PEAK_RESERVED = 13  /**< Peak bytes reserved by the allocator. */
+    MEM4D_TERM_PEAK_ALLOCATED = 12,/**< Peak bytes allocated by tensors (what torch.cuda.max_memory_allocated shows). */
+    MEM4D_TERM_PEAK_RESERVED = 13  /**< Peak bytes reserved by PyTorch's caching allocator (torch.cuda.max_memory_reserved). */
 } mem4d_term;
 
 /**

@@ -451,7 +451,8 @@ pub const MEM4D_MODE_PAPER: mem4d_mode = 1;
 
 /// `mem4d_verdict` (a C enum, passed as `int`): Verdict of a report against the device's memory.
 pub type mem4d_verdict = c_int;
-/// Peak at most the fit threshold (default 80%) of memory.
+/// Peak at most the fit threshold of memory: full_fit_threshold_ppm (85%) in full mode, fit_threshold_ppm (80%) in
+/// paper mode.
 pub const MEM4D_VERDICT_FITS: mem4d_verdict = 0;
 /// Between the threshold and 100%.
 pub const MEM4D_VERDICT_TIGHT: mem4d_verdict = 1;
@@ -487,9 +488,9 @@ pub const MEM4D_TERM_BUFFERS: mem4d_term = 9;
 pub const MEM4D_TERM_FRAGMENTATION: mem4d_term = 10;
 /// CUDA context and NCCL communicator buffers.
 pub const MEM4D_TERM_FIXED: mem4d_term = 11;
-/// Peak bytes allocated by tensors.
+/// Peak bytes allocated by tensors (what torch.cuda.max_memory_allocated shows).
 pub const MEM4D_TERM_PEAK_ALLOCATED: mem4d_term = 12;
-/// Peak bytes reserved by the allocator.
+/// Peak bytes reserved by PyTorch's caching allocator (torch.cuda.max_memory_reserved).
 pub const MEM4D_TERM_PEAK_RESERVED: mem4d_term = 13;
 
 /// `mem4d_info` (a C enum, passed as `int`): Whole-job values derived while estimating.
