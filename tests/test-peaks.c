@@ -384,7 +384,9 @@ START_TEST(full_mode_matches_published_peaks)
         /* every row is a run that ran */
         if (mem4d_report_verdict(rep) == MEM4D_VERDICT_OOM)
             oom_rows++;
-        if (r->unmodelled[0]) {
+        if (r->unmodelled[0]) { /* estimated without the knob it needs: the report must say so */
+            ck_assert_msg(mem4d_report_warning_count(rep) > 0, "%s: needs %s but the estimate does not warn", r->what,
+                          r->unmodelled);
             s->unexpressed++;
             continue;
         }
