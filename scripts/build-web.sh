@@ -69,10 +69,15 @@ symbols=$(sed -n 's/^[[:space:]]*\(mem4d_[a-z0-9_]*\);.*/_\1/p' lib/libmem4d.map
 site="$out/site"
 rm -rf "$site"
 mkdir -p "$site/mem4d"
+# emscripten's in-memory file system stays in: json-c seeds its hash tables
+# from /dev/urandom on the first key it hashes, and without the file system
+# that read throws in the browser ("SYSCALLS.getStreamFromFD is not a
+# function") instead of failing over to json-c's other seeds. The page itself
+# reads no file: dropped configs reach the library as buffers.
 emcc -O2 "$out/meson/lib/libmem4d.a" "$jsonc/inst/lib/libjson-c.a" \
     -o "$site/mem4d/libmem4d.mjs" \
     -sMODULARIZE=1 -sEXPORT_ES6=1 -sEXPORT_NAME=createMem4d -sENVIRONMENT=web \
-    -sWASM_BIGINT=1 -sALLOW_MEMORY_GROWTH=1 -sFILESYSTEM=0 \
+    -sWASM_BIGINT=1 -sALLOW_MEMORY_GROWTH=1 \
     -sEXPORTED_FUNCTIONS="[$symbols,_malloc,_free]" \
     -sEXPORTED_RUNTIME_METHODS="[UTF8ToString,stringToUTF8,lengthBytesUTF8]"
 
