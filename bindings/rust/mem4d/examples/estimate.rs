@@ -64,6 +64,24 @@ fn print_report(
     let (dev, peak) = (r.device_bytes(), r.peak_bytes());
     let share = if dev != 0 { 100.0 * peak as f64 / dev as f64 } else { 0.0 };
     writeln!(out, "GiB. peak {:.2} GiB of {:.2} GiB ({:.1}%): {}", gib(peak), gib(dev), share, r.verdict()).ok();
+    let params = r.info(Info::ModelParams)?;
+    write!(out, "model: {} parameters ({:.2} B). stages peak at:", params, params as f64 / 1e9).ok();
+    // Consecutive stages of one moment as a range.
+    let stages = r.stages()?;
+    let mut first = 0;
+    for (i, s) in stages.iter().enumerate() {
+        if i + 1 < stages.len() && stages[i + 1].peak_moment == s.peak_moment {
+            continue;
+        }
+        let sep = if first > 0 { "," } else { "" };
+        if first == i {
+            write!(out, "{} stage {} {}", sep, i, s.peak_moment_name()).ok();
+        } else {
+            write!(out, "{} stages {}-{} {}", sep, first, i, s.peak_moment_name()).ok();
+        }
+        first = i + 1;
+    }
+    writeln!(out).ok();
     Ok(())
 }
 
