@@ -22,6 +22,7 @@ const struct cli_option cmd_plan_options[] = {
             "global batch size (the step time needs it)", "512", 1, 0),
     CLI_DEVICE("--gpus-per-node", CLI_UINT, MEM4D_DEVICE_GPUS_PER_NODE, "K", "GPUs per node, instead of the preset's"),
     CLI_LAYOUT("--mode", MEM4D_LAYOUT_MODE, NULL, "the full model, or the paper's formula exactly"),
+    CLI_LAYOUT("--framework", MEM4D_LAYOUT_FRAMEWORK, NULL, "the training stack whose buffers and defaults apply"),
     CLI_SEARCH("--tp", MEM4D_LAYOUT_TP, "tensor-parallel sizes searched"),
     CLI_SEARCH("--cp", MEM4D_LAYOUT_CP, "context-parallel sizes searched"),
     CLI_SEARCH("--pp", MEM4D_LAYOUT_PP, "pipeline-parallel sizes searched"),
@@ -43,8 +44,8 @@ const struct cli_option cmd_plan_options[] = {
 
 const char cmd_plan_about[] =
     "Searches every valid layout (tp, cp, pp, dp, micro-batch, vpp, recompute, distributed\n"
-    "optimizer) and lists those that fit in 80% of GPU memory, fastest first by the\n"
-    "step-time model (doc/perf.md).\n"
+    "optimizer) and lists those that fit (total <= 85% of GPU memory in full mode, 80% in\n"
+    "paper mode), fastest first by the step-time model (doc/perf.md).\n"
     "A SPEC fixes a knob (--pp 1), bounds it (--tp 1-4) or lists values (--mbs 1,2,4).\n"
     "A pp that does not divide the layers gets lighter first and last stages (pp 16 over\n"
     "126 layers: 7+14x8+7, shown as 16/7). The SVG is a tp x pp grid per cp and\n"

@@ -42,6 +42,8 @@ bool plan_rows_push(struct plan_rows *rs, const mem4d_layout *l, const mem4d_rep
         .first = lget(l, MEM4D_LAYOUT_FIRST_STAGE_LAYERS), .last = lget(l, MEM4D_LAYOUT_LAST_STAGE_LAYERS),
         .device = mem4d_report_device_bytes(r), .verdict = mem4d_report_verdict(r),
     };
+    mem4d_report_get(r, mem4d_report_peak_stage(r), MEM4D_TERM_PEAK_ALLOCATED, &w->allocated);
+    mem4d_report_get(r, mem4d_report_peak_stage(r), MEM4D_TERM_PEAK_RESERVED, &w->reserved);
     w->metrics = mem4d_report_metric(r, MEM4D_METRIC_STEP_TIME_S, &w->step) == MEM4D_OK;
     if (w->metrics) {
         mem4d_report_metric(r, MEM4D_METRIC_TOKENS_PER_S, &w->tokens);
@@ -66,7 +68,8 @@ void plan_print_table(FILE *out, const struct plan_rows *rs, size_t n, const str
     uint64_t gpn = 0, mem = 0, thr = 0;
     mem4d_device_get(dev, MEM4D_DEVICE_GPUS_PER_NODE, &gpn);
     mem4d_device_get(dev, MEM4D_DEVICE_MEMORY_BYTES, &mem);
-    mem4d_device_get(dev, MEM4D_DEVICE_FIT_THRESHOLD_PPM, &thr);
+    bool paper = lget(base, MEM4D_LAYOUT_MODE) != 0;
+    mem4d_device_get(dev, paper ? MEM4D_DEVICE_FIT_THRESHOLD_PPM : MEM4D_DEVICE_FULL_FIT_THRESHOLD_PPM, &thr);
     fprintf(out, "mem4d plan: %s on %llu x %s (%.1f GiB, %llu per node), seq %llu, gbs %llu, %s mode\n",
             model, (unsigned long long)lget(base, MEM4D_LAYOUT_WORLD), gpu, cli_gib(mem),
             (unsigned long long)gpn, (unsigned long long)lget(base, MEM4D_LAYOUT_SEQ_LENGTH),
@@ -123,9 +126,10 @@ void plan_print_json(FILE *out, const struct plan_rows *rs, size_t n)
                 (unsigned long long)w->mbs, (unsigned long long)w->vpp);
         cli_json_string(out, rc_name(w->recompute));
         fprintf(out, ", \"dist_opt\": %s, \"first_stage_layers\": %llu, \"last_stage_layers\": %llu, "
-                "\"peak_bytes\": %llu, \"device_bytes\": %llu, \"verdict\": ", w->dist_opt ? "true" : "false",
+                "\"peak_bytes\": %llu, \"peak_allocated_bytes\": %llu, \"peak_reserved_bytes\": %llu, "
+                "\"device_bytes\": %llu, \"verdict\": ", w->dist_opt ? "true" : "false",
                 (unsigned long long)w->first, (unsigned long long)w->last, (unsigned long long)w->peak,
-                (unsigned long long)w->device);
+                (unsigned long long)w->allocated, (unsigned long long)w->reserved, (unsigned long long)w->device);
         cli_json_string(out, mem4d_verdict_name(w->verdict));
         fputs(", \"step_time_s\": ", out);
         json_number(out, w->metrics, w->step);

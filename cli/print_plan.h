@@ -12,6 +12,7 @@
 struct plan_row {
     uint64_t tp, cp, pp, dp, mbs, vpp, recompute, dist_opt, peak, device;
     uint64_t first, last; /* uneven first/last stage layers; 0: even */
+    uint64_t allocated, reserved; /* the peak stage's PEAK_ALLOCATED and PEAK_RESERVED */
     mem4d_verdict verdict;
     bool metrics;
     double step, tokens, tflops, mfu;

@@ -85,21 +85,28 @@ void cli_print_report(FILE *out, const mem4d_model *model, const mem4d_layout *l
             mem4d_model_name(model), mem4d_device_name(device), (unsigned long long)v[0],
             (unsigned long long)v[1], (unsigned long long)v[2], (unsigned long long)v[5],
             (unsigned long long)v[3], (unsigned long long)v[4], mem4d_mode_name(mem4d_report_mode(r)));
-    fprintf(out, "%5s %8s %9s %9s %11s %9s %9s %9s\n", "stage", "layers", "weights", "grads", "optimizer",
-            "activ.", "overhead", "total");
+    fprintf(out, "%5s %8s %9s %9s %11s %9s %9s %9s %9s %9s\n", "stage", "layers", "weights", "grads", "optimizer",
+            "activ.", "overhead", "allocated", "reserved", "total");
     for (uint32_t s = 0; s < mem4d_report_num_stages(r); s++)
-        fprintf(out, "%5u %8llu %9.2f %9.2f %11.2f %9.2f %9.2f %9.2f%s\n", s,
+        fprintf(out, "%5u %8llu %9.2f %9.2f %11.2f %9.2f %9.2f %9.2f %9.2f %9.2f%s\n", s,
                 (unsigned long long)term(r, s, MEM4D_TERM_LAYERS), cli_gib(term(r, s, MEM4D_TERM_WEIGHTS)),
                 cli_gib(term(r, s, MEM4D_TERM_GRADIENTS)), cli_gib(term(r, s, MEM4D_TERM_OPTIMIZER)),
                 cli_gib(term(r, s, MEM4D_TERM_ACTIVATIONS)), cli_gib(term(r, s, MEM4D_TERM_OVERHEAD)),
+                cli_gib(term(r, s, MEM4D_TERM_PEAK_ALLOCATED)), cli_gib(term(r, s, MEM4D_TERM_PEAK_RESERVED)),
                 cli_gib(term(r, s, MEM4D_TERM_TOTAL)), s == mem4d_report_peak_stage(r) ? "  <- peak" : "");
     uint64_t dev = mem4d_report_device_bytes(r), peak = mem4d_report_peak_bytes(r);
-    fprintf(out, "GiB. peak %.2f GiB of %.2f GiB (%.1f%%): %s\n", cli_gib(peak), cli_gib(dev),
+    uint32_t ps = mem4d_report_peak_stage(r);
+    fprintf(out, "GiB. allocated = torch.cuda.max_memory_allocated, reserved = max_memory_reserved; total adds the\n"
+                 "CUDA context and NCCL. peak %.2f GiB (allocated %.2f, reserved %.2f) of %.2f GiB (%.1f%%): %s\n",
+            cli_gib(peak), cli_gib(term(r, ps, MEM4D_TERM_PEAK_ALLOCATED)),
+            cli_gib(term(r, ps, MEM4D_TERM_PEAK_RESERVED)), cli_gib(dev),
             dev ? 100.0 * (double)peak / (double)dev : 0.0, mem4d_verdict_name(mem4d_report_verdict(r)));
     uint64_t world = 0;
     mem4d_report_info(r, MEM4D_INFO_WORLD, &world);
     print_moments(out, r);
     print_speed(out, r, world);
+    for (size_t i = 0; i < mem4d_report_warning_count(r); i++)
+        fprintf(out, "warning: %s\n", mem4d_report_warning(r, i));
 }
 
 void cli_json_string(FILE *out, const char *s)
@@ -139,11 +146,18 @@ void cli_print_report_json(FILE *out, const mem4d_report *r)
                                        MEM4D_TERM_PARAMS, MEM4D_TERM_LAYERS, MEM4D_TERM_IN_FLIGHT,
                                        MEM4D_TERM_PEAK_ALLOCATED, MEM4D_TERM_PEAK_RESERVED,
                                        MEM4D_TERM_BUFFERS, MEM4D_TERM_FRAGMENTATION, MEM4D_TERM_FIXED};
+    uint32_t ps = mem4d_report_peak_stage(r);
     fprintf(out, "{\"mode\": \"%s\", \"verdict\": \"%s\", \"device_bytes\": %llu, \"peak_bytes\": %llu, "
-                 "\"peak_stage\": %u, \"stages\": [",
+                 "\"peak_allocated_bytes\": %llu, \"peak_reserved_bytes\": %llu, \"peak_stage\": %u, \"warnings\": [",
             mem4d_mode_name(mem4d_report_mode(r)), mem4d_verdict_name(mem4d_report_verdict(r)),
             (unsigned long long)mem4d_report_device_bytes(r), (unsigned long long)mem4d_report_peak_bytes(r),
-            mem4d_report_peak_stage(r));
+            (unsigned long long)term(r, ps, MEM4D_TERM_PEAK_ALLOCATED),
+            (unsigned long long)term(r, ps, MEM4D_TERM_PEAK_RESERVED), ps);
+    for (size_t i = 0; i < mem4d_report_warning_count(r); i++) {
+        fputs(i ? ", " : "", out);
+        cli_json_string(out, mem4d_report_warning(r, i));
+    }
+    fputs("], \"stages\": [", out);
     for (uint32_t s = 0; s < mem4d_report_num_stages(r); s++) {
         fprintf(out, "%s{\"stage\": %u", s ? ", " : "", s);
         for (size_t i = 0; i < sizeof terms / sizeof terms[0]; i++)

@@ -445,7 +445,12 @@ mem4d_status mem4d_calibration_fit(mem4d_calibration *cal, mem4d_device *device)
             set_fig(lg, MEM4D_CALIBRATION_PREDICTED_MAX_RESERVED_BEFORE, r);
             set_fig(lg, MEM4D_CALIBRATION_MEMORY_RANK, (double)lg->mem_rank);
             dalloc += lg->max_alloc - a;
-            ratio += lg->max_alloc > 0 ? lg->max_res / lg->max_alloc - 1 : 0;
+            /* The estimate's reserved-over-allocated has a structural part
+             * (stranded and rounded segments, doc/full-model.md "The
+             * allocator") besides allocator_overhead_ppm x allocated; the
+             * constant takes only what the structure leaves. */
+            double ppm0 = (double)dev.v[MEM4D_DEVICE_ALLOCATOR_OVERHEAD_PPM] / 1e6, structural = r - a - a * ppm0;
+            ratio += lg->max_alloc > 0 ? (lg->max_res - lg->max_alloc - structural) / lg->max_alloc : 0;
             nmem++;
         }
     }

@@ -116,6 +116,9 @@ struct shared {
     uint64_t emb_grad;        /* first stage's embedding gradient */
     uint64_t fb;              /* forward/backward buffers */
     uint64_t fixed, groups;   /* FIXED and the communicators behind it */
+    uint64_t block;           /* torchtitan: one block's unsharded compute copy */
+    uint64_t sac;             /* torchtitan op-selective: kept per block and micro-batch */
+    uint64_t stranded;        /* last stage: cached blocks the loss cannot reuse */
 };
 
 /* A learned absolute position table, pos_rows·h, on the first stage and
@@ -221,7 +224,7 @@ static uint64_t optimizer_bytes_ppm(bool *ok, const struct m4d_ctx *x)
  * distributed optimizer) shards master weights and moments over d·c
  * (experts over d·c/ep); ZeRO-2 adds the gradients, ZeRO-3 the weights.
  * Adam's two moments may differ in precision (the precision-aware optimizer). */
-static void state_terms(bool *ok, const struct m4d_ctx *x, const struct stage_params *n, uint64_t *t)
+static void megatron_state_terms(bool *ok, const struct m4d_ctx *x, const struct stage_params *n, uint64_t *t)
 {
     uint64_t dc = x->d * x->c, edc = x->experts ? x->t * dc / (x->ep * x->etp) : dc;
     uint64_t per = optimizer_bytes_ppm(ok, x), M = 1000000;
@@ -235,6 +238,98 @@ static void state_terms(bool *ok, const struct m4d_ctx *x, const struct stage_pa
         t[MEM4D_TERM_GRADIENTS] = muldiv(ok, t[MEM4D_TERM_GRADIENTS], 1, dc);
     if (x->zero >= 3)
         t[MEM4D_TERM_WEIGHTS] = muldiv(ok, t[MEM4D_TERM_WEIGHTS], 1, dc);
+}
+
+/* FSDP2's shard group: dp_shard x cp (torchtitan's dp_shard_cp mesh), dp
+ * divided by the HSDP replicate degree. */
+static uint64_t fsdp_shard(const struct m4d_ctx *x) { return x->d / x->dp_rep * x->c; }
+
+/* Does torchtitan keep the stage's transformer blocks unsharded from their
+ * forward to their backward? auto: only under pipeline parallelism
+ * (apply_fsdp: reshard_after_forward = False with PP). */
+static bool fsdp_keeps_blocks(const struct m4d_ctx *x)
+{
+    return x->reshard == 2 || (x->reshard == 0 && x->p > 1);
+}
+
+/* Bytes of one transformer block's unsharded compute copy: P_b per parameter,
+ * 1 for the linear weights when FSDP all-gathers float8 (torchao
+ * enable_fsdp_float8_all_gather). */
+static uint64_t fsdp_block_bytes(bool *ok, const struct m4d_ctx *x, const struct layer_share *s)
+{
+    uint64_t lin = add(ok, s->linear, s->expert);
+    return add(ok, mul(ok, lin, x->fp8_all_gather ? 1 : x->param_bytes), mul(ok, s->replicated, x->param_bytes));
+}
+
+/* torchtitan (FSDP2, MixedPrecisionPolicy(param_dtype = P_b, reduce_dtype =
+ * G_b)): the sharded parameters are the fp32 master copy (M_b), their
+ * gradients G_b and Adam's moments are sharded over dp_shard x cp. Held
+ * unsharded besides: the root module (embedding, final norm, head: the root
+ * never reshards after forward) in P_b; with reshard_after_forward off (the
+ * default under PP) every block of the stage in P_b, plus - since the
+ * pipeline schedule turns gradient sync off for all but the last
+ * micro-batch - their unsharded gradients accumulated in reduce_dtype; with
+ * resharding, the last block (not resharded: FSDP would prefetch it at once). */
+static void fsdp_state_terms(bool *ok, const struct m4d_ctx *x, const struct shared *sh, uint64_t r,
+                             const struct stage_params *n, uint64_t *t)
+{
+    uint64_t shard = fsdp_shard(x), blocks = mul(ok, sh->block, stage_layers(x, r));
+    uint64_t root = n->all - add(ok, n->linear, mul(ok, sh->share.replicated, stage_layers(x, r)));
+    t[MEM4D_TERM_WEIGHTS] = add(ok, muldiv(ok, n->all, x->master_bytes, shard), mul(ok, root, x->param_bytes));
+    t[MEM4D_TERM_GRADIENTS] = muldiv(ok, n->all, x->grad_bytes, shard);
+    t[MEM4D_TERM_OPTIMIZER] = muldiv(ok, n->all, 2 * x->opt_bytes, shard);
+    if (fsdp_keeps_blocks(x)) {
+        t[MEM4D_TERM_WEIGHTS] = add(ok, t[MEM4D_TERM_WEIGHTS], blocks);
+        if (x->p > 1 && x->m != 1)
+            t[MEM4D_TERM_GRADIENTS] = add(ok, t[MEM4D_TERM_GRADIENTS], mul(ok, n->all, x->grad_bytes));
+    } else if (x->reshard == 0 && r == x->p - 1 && stage_layers(x, r) > 0) {
+        t[MEM4D_TERM_WEIGHTS] = add(ok, t[MEM4D_TERM_WEIGHTS], sh->block);
+    }
+}
+
+/* nanotron (parallel/parameters + optim/gradient_accumulator.py,
+ * FP32GradientAccumulator): bf16 parameters; with fp32 gradient
+ * accumulation (G_b = 4) a contiguous fp32 gradient buffer over every
+ * parameter ("independently of ZeRO sharding") and the fp32 master copy of
+ * the parameters this rank updates (its ZeRO-1 shard over dp); Adam's
+ * moments over the same shard. Without fp32 accumulation the bf16 gradients
+ * are the main gradients. The bf16 .grad of every parameter exists until
+ * backward ends (_accumulate_grad then frees it): nanotron_grads_moment(). */
+static void nanotron_state_terms(bool *ok, const struct m4d_ctx *x, const struct stage_params *n, uint64_t *t)
+{
+    bool acc = x->grad_bytes == 4;
+    uint64_t shard = x->zero >= 1 ? x->d * x->c : 1;
+    t[MEM4D_TERM_WEIGHTS] = add(ok, mul(ok, n->all, x->param_bytes),
+                                acc ? muldiv(ok, n->all, x->master_bytes, shard) : 0);
+    t[MEM4D_TERM_GRADIENTS] = mul(ok, n->all, acc ? 4 : x->param_bytes);
+    t[MEM4D_TERM_OPTIMIZER] = muldiv(ok, n->all, 2 * x->opt_bytes + (acc ? 0 : x->master_bytes), shard);
+}
+
+/* DeepSpeed ZeRO (stage_1_and_2.py, stage3.py) in bf16: the fp32 master
+ * partition and Adam's moments sharded over dp (on the CPU with offload);
+ * stages 0-1 keep every bf16 gradient; stage 2 keeps the gradient partition
+ * (contiguous_gradients: the grads_in_partition buffer); stage 3 also shards
+ * the bf16 parameters (on the CPU with offload of parameters). */
+static void deepspeed_state_terms(bool *ok, const struct m4d_ctx *x, const struct stage_params *n, uint64_t *t)
+{
+    uint64_t dc = x->d * x->c, z = x->zero;
+    t[MEM4D_TERM_WEIGHTS] = z >= 3 ? (x->offload == 2 ? 0 : muldiv(ok, n->all, x->param_bytes, dc))
+                                   : mul(ok, n->all, x->param_bytes);
+    t[MEM4D_TERM_GRADIENTS] = z >= 2 ? muldiv(ok, n->all, x->param_bytes, dc) : mul(ok, n->all, x->param_bytes);
+    t[MEM4D_TERM_OPTIMIZER] = x->offload ? 0 : muldiv(ok, n->all, x->master_bytes + 2 * x->opt_bytes, z >= 1 ? dc : 1);
+}
+
+/* WEIGHTS, GRADIENTS and OPTIMIZER of stage r, by framework. */
+static void state_terms(bool *ok, const struct m4d_ctx *x, const struct shared *sh, uint64_t r,
+                        const struct stage_params *n, uint64_t *t)
+{
+    switch (x->fw) {
+    case MEM4D_FRAMEWORK_TORCHTITAN: fsdp_state_terms(ok, x, sh, r, n, t); return;
+    case MEM4D_FRAMEWORK_NANOTRON: nanotron_state_terms(ok, x, n, t); return;
+    case MEM4D_FRAMEWORK_DEEPSPEED: deepspeed_state_terms(ok, x, n, t); return;
+    case MEM4D_FRAMEWORK_MEGATRON: break;
+    }
+    megatron_state_terms(ok, x, n, t);
 }
 
 /* Does selective recompute re-run this module (a M4D_RC_* bit)? */
@@ -273,9 +368,34 @@ static uint64_t attention_tensors(bool *ok, const struct m4d_ctx *x)
  * Hidden dropout adds two one-byte masks of h elements to repl (after
  * attention and after the MLP). Selective recompute drops the attention
  * core's own tensors, attention dropout included. */
+/* MLP intermediates a layer keeps per token, in units of f: Megatron's
+ * fused bias_swiglu saves its 2f input and fc2 its f input, 3; eager
+ * PyTorch's SwiGLU (torchtitan, nanotron, HF models under DeepSpeed) keeps
+ * w1's output (for silu), silu's output and w3's output (for the product)
+ * and the product (for w2), 4; a plain MLP 2. */
+static uint64_t mlp_saved(const struct m4d_ctx *x)
+{
+    if (!x->gated)
+        return 2;
+    return x->fw == MEM4D_FRAMEWORK_MEGATRON ? 3 : 4;
+}
+
+/* nanotron's CausalSelfAttention (models/llama.py, training path) keeps two
+ * more copies per token: K and V are concatenated and made contiguous for
+ * the rotary kernel (2·k·dh, saved by flash attention while the qkv
+ * projection's output stays alive through the query view), and with b > 1
+ * o_proj's input is the transposed attention output, which the matmul
+ * copies to a contiguous tensor it saves (a·dh). 2 bytes each, split by t. */
+static uint64_t nanotron_attention_copies(bool *ok, const struct m4d_ctx *x)
+{
+    if (x->fw != MEM4D_FRAMEWORK_NANOTRON)
+        return 0;
+    return mul(ok, 2 * (2 * x->k + (x->b > 1 ? x->a : 0)), x->dh);
+}
+
 static void layer_token_bytes(bool *ok, const struct m4d_ctx *x, uint64_t *repl, uint64_t *split)
 {
-    uint64_t inter = x->gated ? 3 : 2, mlp;
+    uint64_t inter = mlp_saved(x), mlp;
     *repl = 4 * x->norms * x->h; /* each norm keeps its input and hands on its output */
     if (x->hidden_dropout)
         *repl = add(ok, *repl, 2 * x->h);
@@ -286,8 +406,19 @@ static void layer_token_bytes(bool *ok, const struct m4d_ctx *x, uint64_t *repl,
         mlp = mul(ok, inter, x->f);
     }
     *split = add(ok, mul(ok, 2, attention_tensors(ok, x)), mul(ok, 2, mlp));
+    *split = add(ok, *split, nanotron_attention_copies(ok, x));
     if (!reruns(x, M4D_RC_CORE_ATTN))
         *split = add(ok, *split, attention_core_bytes(ok, x));
+}
+
+/* torch-native tensor parallelism (torchtitan): ColwiseParallel's input
+ * redistribution (the sequence-parallel all-gather) runs before the
+ * matmul, so autograd saves the gathered input, 2h bytes per token not
+ * split by t, where Megatron saves its shard and gathers again in backward.
+ * A block has two (attention's wq/wk/wv and the MLP's w1/w3); the head one. */
+static uint64_t gathered_inputs(const struct m4d_ctx *x)
+{
+    return x->fw == MEM4D_FRAMEWORK_TORCHTITAN && x->t > 1 ? 4 * x->h : 0;
 }
 
 /* What selective recomputation of other modules than the attention core
@@ -366,7 +497,7 @@ static uint64_t layer_activation(bool *ok, const struct m4d_ctx *x)
     uint64_t a = add(ok, muldiv(ok, T, repl, t_sp(x)), muldiv(ok, T, split, x->t));
     if (x->kv_lora)
         a = add(ok, a, mul(ok, T, 2 * (2 * x->q_lora + 2 * x->kv_lora + x->rope_dim)));
-    return a;
+    return add(ok, a, mul(ok, T, gathered_inputs(x)));
 }
 
 /* C: a full-recompute checkpoint keeps only the layer input, 2·T·h/t_sp;
@@ -375,6 +506,25 @@ static uint64_t layer_activation(bool *ok, const struct m4d_ctx *x)
 static uint64_t checkpoint_bytes(bool *ok, const struct m4d_ctx *x)
 {
     return muldiv(ok, tokens(ok, x), 2 * x->h, x->distribute_saved ? x->t : t_sp(x));
+}
+
+/* torchtitan's op-selective activation checkpointing (_save_list in
+ * parallelize_llama.py): inside a block the outputs of every aten.mm except
+ * each second one, of the attention kernel and of the tensor-parallel
+ * reduce-scatters are saved; everything else is recomputed. The block's
+ * matmuls run wq, wk, wv, wo, w1, w3, w2 (SwiGLU; fc1, fc2 without a gate),
+ * so wq (a·dh), wv (k·dh), w1 (f) and w2 are saved; w2's output is the full
+ * hidden state h before its reduce-scatter. Per micro-batch and block: the
+ * block input 2h/t_sp, those 2-byte outputs, the attention output a·dh and
+ * its fp32 log-sum-exp 4a (split by t), and with t > 1 the two
+ * reduce-scattered outputs of wo and w2, 2·2h/t_sp. */
+static uint64_t op_sac_layer_keep(bool *ok, const struct m4d_ctx *x)
+{
+    uint64_t T = tokens(ok, x), f = x->experts ? mul(ok, x->fe, x->topk) : x->f;
+    uint64_t split = add(ok, mul(ok, 2 * (2 * x->a + x->k), x->dh), add(ok, 4 * x->a, mul(ok, 2, f)));
+    uint64_t repl = 2 * x->h + (x->t > 1 ? 4 * x->h : 0);
+    uint64_t keep = add(ok, muldiv(ok, T, repl, t_sp(x)), muldiv(ok, T, split, x->t));
+    return x->gated ? add(ok, keep, mul(ok, T, 2 * x->h)) : keep;
 }
 
 /* l layers' A_layer, e of them expert layers: e·A_e + (l − e)·A_dense. */
@@ -396,6 +546,18 @@ static void micro_batch_keep(bool *ok, const struct m4d_ctx *x, const struct sha
 {
     uint64_t C = sh->C, Amax = e ? max64(sh->A, sh->A_dense) : sh->A_dense;
     *live = 0;
+    if (x->recompute == 3 && l > 0) { /* op-selective: the block re-run in backward completes A */
+        *keep = mul(ok, sh->sac, l);
+        *live = Amax > sh->sac ? Amax - sh->sac : 0;
+        return;
+    }
+    if (x->recompute == 2 && x->fw == MEM4D_FRAMEWORK_TORCHTITAN && l > 0) {
+        /* every block checkpointed on its own, or only every N-th (layer-selective) */
+        uint64_t ck = x->rc_every > 1 ? l / x->rc_every : l;
+        *keep = add(ok, mul(ok, C, ck), mul(ok, Amax, l - ck));
+        *live = Amax;
+        return;
+    }
     if (x->recompute != 2 || l == 0) {
         *keep = mixed_layers(ok, sh, l, e);
         if (x->recompute == 1 && l > 0)
@@ -427,6 +589,8 @@ static void in_flight(const struct m4d_ctx *x, uint64_t r, uint64_t *units, uint
         return;
     }
     uint64_t n = x->p - r;
+    if (x->afab && x->m > n) /* all forward, all backward: every micro-batch */
+        n = x->m;
     if (x->m > 0 && x->m < n)
         n = x->m;
     *units = n;
@@ -448,6 +612,41 @@ static uint64_t backward_working_set(bool *ok, const struct m4d_ctx *x)
     return add(ok, muldiv(ok, T, split, x->t), muldiv(ok, T, 2 * x->h, t_sp(x)));
 }
 
+/* The logits-sized blocks live around the loss besides Megatron's (below):
+ * n2 two-byte and n4 four-byte blocks of T·V_p/t elements, and the two-byte
+ * blocks already freed that the allocator cannot hand to the larger fp32
+ * requests (they stay reserved).
+ * - nanotron (sharded_cross_entropy, dtype fp32): the bf16 logits the caller
+ *   holds, their fp32 copy and the max-shifted fp32 copy: 2 + 4 + 4.
+ * - torchtitan and DeepSpeed (HF models) with PyTorch's cross_entropy on
+ *   logits.float(): forward bf16 + fp32 copy + log_softmax output; the bf16
+ *   logits are then freed (`del pred`); backward the saved output, the
+ *   nll_loss gradient and the log_softmax gradient, 3·4, with the freed bf16
+ *   block stranded.
+ * - torchtitan with t > 1 (loss parallel, torch.distributed.tensor.parallel
+ *   loss.py): forward, _log_softmax keeps the bf16 logits, the fp32 copy and
+ *   the shifted copy while it makes the result (2 + 3·4); backward,
+ *   _nll_loss_and_log_softmax_backward computes (grad_input + exp(x)) *
+ *   grad_output beside the saved result: 4·4 live, the bf16 block stranded
+ *   (the fp32 blocks reuse the forward's freed ones, one more is new).
+ * - a compiled loss (compile = blocks_and_loss; torchtitan's
+ *   components/loss.py wraps cross_entropy_loss in torch.compile): Inductor
+ *   computes the upcast, log-softmax and loss in fused kernels and its
+ *   partitioner saves the bf16 logits rather than an fp32 tensor; backward
+ *   writes the bf16 gradient directly: 2 + 2. */
+static void loss_blocks(const struct m4d_ctx *x, uint64_t *n2, uint64_t *n4, uint64_t *stranded)
+{
+    if (x->fw == MEM4D_FRAMEWORK_NANOTRON) {
+        *n2 = 1, *n4 = 2;
+    } else if (x->compile == 2) {
+        *n2 = 2, *n4 = 0;
+    } else if (x->fw == MEM4D_FRAMEWORK_TORCHTITAN && x->t > 1) {
+        *n2 = 0, *n4 = 4, *stranded = 1;
+    } else if (x->fw != MEM4D_FRAMEWORK_MEGATRON) { /* PyTorch's cross_entropy on one rank */
+        *n2 = 0, *n4 = 3, *stranded = 1;
+    }
+}
+
 /* Last stage, one micro-batch: the final norm's input and the head's input
  * (4h/t_sp bytes per token), and around the loss the bf16 logits with their
  * fp32 copy (Megatron's vocab_parallel_cross_entropy works in place on the
@@ -456,11 +655,19 @@ static uint64_t backward_working_set(bool *ok, const struct m4d_ctx *x)
  * whole by torch.compile (through 0.14) mutates the fp32 copy inside a graph
  * that also reduces over it, so Inductor builds the new value in a fresh
  * fp32 buffer and copies it back: 10·T·V_p/t. */
-static void head_bytes(bool *ok, const struct m4d_ctx *x, uint64_t *keep, uint64_t *loss)
+static void head_bytes(bool *ok, const struct m4d_ctx *x, uint64_t *keep, uint64_t *loss, uint64_t *stranded)
 {
-    uint64_t T = tokens(ok, x);
+    uint64_t T = tokens(ok, x), E = muldiv(ok, T, x->Vp, x->t), n2 = 1, n4 = x->ce_fusion ? 2 : 1, ns = 0;
     *keep = muldiv(ok, T, 4 * x->h, t_sp(x));
-    *loss = muldiv(ok, mul(ok, T, x->ce_fusion ? 10 : 6), x->Vp, x->t);
+    if (gathered_inputs(x)) /* the head's input is saved gathered (gathered_inputs) */
+        *keep = add(ok, muldiv(ok, T, 2 * x->h, t_sp(x)), mul(ok, T, 2 * x->h));
+    loss_blocks(x, &n2, &n4, &ns);
+    *loss = muldiv(ok, mul(ok, T, 2 * n2 + 4 * n4), x->Vp, x->t);
+    /* reserved beyond allocated: the stranded blocks' segments, and each live
+     * block's segment rounding (m4d_alloc_size) */
+    uint64_t e2 = mul(ok, E, 2), e4 = mul(ok, E, 4);
+    uint64_t round = add(ok, mul(ok, n2, m4d_alloc_size(e2) - e2), mul(ok, n4, m4d_alloc_size(e4) - e4));
+    *stranded = x->expandable ? round : add(ok, round, mul(ok, ns, m4d_alloc_size(e2)));
 }
 
 /* First stage, one micro-batch: the int64 token ids 8·T and, with hidden
@@ -479,7 +686,8 @@ static uint64_t embedding_keep(bool *ok, const struct m4d_ctx *x)
  * stage's embedding gradient is formed (*at_embedding_grad), one in-flight
  * micro-batch has just been freed. */
 static void stage_activations(bool *ok, const struct m4d_ctx *x, const struct shared *sh, uint64_t r,
-                              uint64_t *reported_in_flight, uint64_t *peak, uint64_t *at_embedding_grad)
+                              uint64_t *reported_in_flight, uint64_t *peak, uint64_t *at_embedding_grad,
+                              uint64_t *stranded)
 {
     uint64_t units, each, keep, live, act;
     in_flight(x, r, &units, &each);
@@ -490,9 +698,13 @@ static void stage_activations(bool *ok, const struct m4d_ctx *x, const struct sh
     if (r == 0)
         act = add(ok, act, mul(ok, sh->emb_keep, *reported_in_flight));
     uint64_t transient = add(ok, sh->backward, live);
+    *stranded = 0;
     if (r == x->p - 1) {
         act = add(ok, act, add(ok, sh->head_keep, mul(ok, mul(ok, x->experts ? sh->A : sh->A_dense, x->mtp), units)));
-        transient = max64(transient, sh->loss);
+        if (sh->loss > transient) {
+            transient = sh->loss;
+            *stranded = sh->stranded;
+        }
     }
     *peak = add(ok, act, transient);
 }
@@ -509,6 +721,45 @@ static uint64_t embedding_grad_bytes(bool *ok, const struct m4d_ctx *x)
 static uint64_t bucket_elements(bool *ok, const struct m4d_ctx *x)
 {
     return x->bucket ? x->bucket : max64(40000000, mul(ok, 1000000, x->d * x->c));
+}
+
+/* torchtitan's FSDP2 buffers during forward/backward, when blocks reshard:
+ * the block being computed and the one prefetched (unsharded compute
+ * copies, fsdp_block_bytes), and in backward the reduce-scatter input of
+ * one block in reduce_dtype (foreach_reduce copies the unsharded gradients
+ * into one flat G_b buffer). */
+static uint64_t fsdp_buffers(bool *ok, const struct m4d_ctx *x, const struct layer_share *s)
+{
+    if (fsdp_keeps_blocks(x) || fsdp_shard(x) == 1)
+        return 0;
+    uint64_t params = add(ok, add(ok, s->linear, s->expert), s->replicated);
+    return add(ok, mul(ok, 2, fsdp_block_bytes(ok, x, s)), mul(ok, params, x->grad_bytes));
+}
+
+/* DeepSpeed's defaults (deepspeed/runtime/zero/config.py): reduce and
+ * all-gather buckets 5·10^8 elements, stage-3 prefetch bucket 5·10^7 and
+ * at most 10^9 live parameters. */
+#define DS_BUCKET_DEFAULT UINT64_C(500000000)
+#define DS_PREFETCH_DEFAULT UINT64_C(50000000)
+#define DS_MAX_LIVE_DEFAULT UINT64_C(1000000000)
+
+/* DeepSpeed during forward/backward: the gradient reduction bucket
+ * (reduce_bucket_size elements of P_b; with contiguous_gradients the ipg
+ * buffer, two of them with overlap_comm = overlap_grad_reduce), and with
+ * ZeRO-3 the gathered parameters: the layer being computed plus the
+ * prefetch bucket, at most stage3_max_live_parameters. */
+static uint64_t deepspeed_buffers(bool *ok, const struct m4d_ctx *x, const struct layer_share *s)
+{
+    uint64_t b = 0, bucket = x->bucket ? x->bucket : DS_BUCKET_DEFAULT;
+    if (x->zero >= 1)
+        b = mul(ok, mul(ok, bucket, x->param_bytes), x->contiguous_grads && x->overlap_grad ? 2 : 1);
+    if (x->zero >= 3) {
+        uint64_t layer = add(ok, add(ok, s->linear, s->expert), s->replicated);
+        uint64_t live = add(ok, layer, x->prefetch ? x->prefetch : DS_PREFETCH_DEFAULT);
+        live = min64(live, x->max_live ? x->max_live : DS_MAX_LIVE_DEFAULT);
+        b = add(ok, b, mul(ok, max64(live, layer), x->param_bytes));
+    }
+    return b;
 }
 
 /* BUFFERS during forward/backward: kernel workspaces; the sequence-parallel
@@ -528,6 +779,12 @@ static uint64_t fwd_bwd_buffers(bool *ok, const struct m4d_ctx *x, const mem4d_d
         b = add(ok, b, mul(ok, 2, muldiv(ok, T, 2 * x->h, t_sp(x))));
     if (x->c > 1)
         b = add(ok, b, mul(ok, 2, muldiv(ok, T, mul(ok, 2 * x->kv_heads, x->qk_dim + x->v_dim), x->t)));
+    switch (x->fw) {
+    case MEM4D_FRAMEWORK_TORCHTITAN: return add(ok, b, fsdp_buffers(ok, x, s));
+    case MEM4D_FRAMEWORK_DEEPSPEED: return add(ok, b, deepspeed_buffers(ok, x, s));
+    case MEM4D_FRAMEWORK_NANOTRON: return b;
+    case MEM4D_FRAMEWORK_MEGATRON: break;
+    }
     if (x->zero >= 2)
         b = add(ok, b, mul(ok, mul(ok, bucket_elements(ok, x), x->grad_bytes), x->overlap_grad ? 2 : 1));
     if (x->zero >= 3) {
@@ -537,14 +794,30 @@ static uint64_t fwd_bwd_buffers(bool *ok, const struct m4d_ctx *x, const mem4d_d
     return b;
 }
 
-/* BUFFERS at the optimizer step: workspaces, and with gradients below
- * fp32 the fp32 copy the optimizer makes of its gradient shard
- * (shard_main_param.grad = shard_model_grad.float()); the precision-aware
- * optimizer hands the gradient over as it is (decoupled_grad). */
+/* BUFFERS at the optimizer step (no activation live): workspaces, and with
+ * gradients below fp32 the fp32 copy the optimizer makes of its gradient
+ * shard (shard_main_param.grad = shard_model_grad.float()); the
+ * precision-aware optimizer hands the gradient over as it is
+ * (decoupled_grad). nanotron's moment is the end of backward, with every
+ * bf16 gradient before the accumulator frees them; DeepSpeed's below. */
 static uint64_t step_buffers(bool *ok, const struct m4d_ctx *x, const mem4d_device *dev,
                              const struct stage_params *n)
 {
     uint64_t b = dev->v[MEM4D_DEVICE_WORKSPACE_BYTES];
+    if (x->fw == MEM4D_FRAMEWORK_DEEPSPEED) {
+        /* ZeRO-1/2: the fp32 copy of the gradient partition
+         * (single_grad_partition) and the all-gather bucket of updated
+         * parameters; nothing on the GPU when the optimizer is offloaded. */
+        if (x->zero >= 3 || x->offload)
+            return b;
+        uint64_t ag = x->ag_bucket ? x->ag_bucket : DS_BUCKET_DEFAULT;
+        b = add(ok, b, muldiv(ok, n->all, 4, x->zero >= 1 ? x->d * x->c : 1));
+        return add(ok, b, mul(ok, min64(ag, n->all), x->param_bytes));
+    }
+    if (x->fw == MEM4D_FRAMEWORK_NANOTRON && x->grad_bytes == 4) /* end of backward: every bf16 .grad */
+        return add(ok, b, mul(ok, n->all, x->param_bytes));
+    if (x->fw != MEM4D_FRAMEWORK_MEGATRON)
+        return b;
     if (x->grad_bytes < 4 && x->master_bytes == 4 && !x->precision_aware)
         b = add(ok, b, x->zero >= 1 ? muldiv(ok, n->all, 4, x->d * x->c) : mul(ok, n->all, 4));
     return b;
@@ -577,11 +850,12 @@ static uint64_t process_groups(const struct m4d_ctx *x)
  * peak, the first stage forming its embedding gradient, and the optimizer
  * step (no activation live). ACTIVATIONS and BUFFERS are those of the
  * winning moment; ties go to the earlier one. */
-static void pick_moment(bool *ok, const struct m4d_ctx *x, const mem4d_device *dev, const struct shared *sh,
-                        uint64_t r, const struct stage_params *n, uint64_t *t)
+static uint64_t pick_moment(bool *ok, const struct m4d_ctx *x, const mem4d_device *dev, const struct shared *sh,
+                            uint64_t r, const struct stage_params *n, uint64_t *t)
 {
-    uint64_t act, act_emb, fb = sh->fb;
-    stage_activations(ok, x, sh, r, &t[MEM4D_TERM_IN_FLIGHT], &act, &act_emb);
+    uint64_t act, act_emb, fb = sh->fb, stranded, extra;
+    stage_activations(ok, x, sh, r, &t[MEM4D_TERM_IN_FLIGHT], &act, &act_emb, &stranded);
+    extra = stranded;
     t[MEM4D_TERM_ACTIVATIONS] = act;
     t[MEM4D_TERM_BUFFERS] = fb;
     t[MEM4D_TERM_PEAK_MOMENT] = MEM4D_MOMENT_FORWARD_BACKWARD;
@@ -593,6 +867,7 @@ static void pick_moment(bool *ok, const struct m4d_ctx *x, const mem4d_device *d
             t[MEM4D_TERM_BUFFERS] = emb;
             t[MEM4D_TERM_PEAK_MOMENT] = MEM4D_MOMENT_EMBEDDING_GRAD;
             best = add(ok, act_emb, emb);
+            extra = 0;
         }
     }
     uint64_t step = step_buffers(ok, x, dev, n);
@@ -600,7 +875,22 @@ static void pick_moment(bool *ok, const struct m4d_ctx *x, const mem4d_device *d
         t[MEM4D_TERM_ACTIVATIONS] = 0;
         t[MEM4D_TERM_BUFFERS] = step;
         t[MEM4D_TERM_PEAK_MOMENT] = MEM4D_MOMENT_OPTIMIZER_STEP;
+        extra = 0;
     }
+    return extra;
+}
+
+/* The caching allocator's reserved-but-unallocated bytes at the peak,
+ * besides the stranded blocks the moment names: allocator_overhead_ppm of
+ * the allocated peak (blocks split and cached across sizes; measured
+ * reserved/allocated ratios, doc/full-model.md). With expandable segments
+ * the allocator maps and unmaps 2 MiB pages within one growing segment per
+ * stream, so only the page rounding of the peak remains. */
+static uint64_t fragmentation(bool *ok, const struct m4d_ctx *x, const mem4d_device *dev, uint64_t alloc)
+{
+    if (x->expandable)
+        return m4d_alloc_size(alloc) - alloc;
+    return muldiv(ok, alloc, dev->v[MEM4D_DEVICE_ALLOCATOR_OVERHEAD_PPM], 1000000);
 }
 
 /* Selective recompute: while one layer's backward runs, the modules it
@@ -633,9 +923,11 @@ static void shared_init(bool *ok, const struct m4d_ctx *x, const mem4d_device *d
     sh->backward = backward_working_set(ok, x);
     if (x->experts && (x->first_dense || x->moe_period > 1))
         sh->backward = max64(sh->backward, backward_working_set(ok, &dense));
-    head_bytes(ok, x, &sh->head_keep, &sh->loss);
+    head_bytes(ok, x, &sh->head_keep, &sh->loss, &sh->stranded);
     sh->emb_keep = embedding_keep(ok, x);
     sh->emb_grad = embedding_grad_bytes(ok, x);
+    sh->block = fsdp_block_bytes(ok, x, &sh->share);
+    sh->sac = op_sac_layer_keep(ok, x);
     sh->fb = fwd_bwd_buffers(ok, x, dev, &sh->share);
     sh->groups = process_groups(x);
     sh->fixed = add(ok, dev->v[MEM4D_DEVICE_CUDA_CONTEXT_BYTES], mul(ok, sh->groups, dev->v[MEM4D_DEVICE_NCCL_BYTES_PER_GROUP]));
@@ -663,18 +955,38 @@ static bool stage_memory(const struct m4d_ctx *x, const mem4d_device *dev, const
         t[MEM4D_TERM_OPTIMIZER] = mid->o;
     } else {
         n = stage_params(&ok, x, sh, r);
-        state_terms(&ok, x, &n, t);
+        state_terms(&ok, x, sh, r, &n, t);
         if (middle)
             *mid = (struct middle){l, e, n, t[MEM4D_TERM_WEIGHTS], t[MEM4D_TERM_GRADIENTS], t[MEM4D_TERM_OPTIMIZER]};
     }
     uint64_t state = add(&ok, add(&ok, t[MEM4D_TERM_WEIGHTS], t[MEM4D_TERM_GRADIENTS]), t[MEM4D_TERM_OPTIMIZER]);
-    pick_moment(&ok, x, dev, sh, r, &n, t);
+    uint64_t stranded = pick_moment(&ok, x, dev, sh, r, &n, t);
     uint64_t alloc = add(&ok, add(&ok, state, t[MEM4D_TERM_ACTIVATIONS]), t[MEM4D_TERM_BUFFERS]);
-    t[MEM4D_TERM_FRAGMENTATION] = muldiv(&ok, alloc, dev->v[MEM4D_DEVICE_ALLOCATOR_OVERHEAD_PPM], 1000000);
+    t[MEM4D_TERM_FRAGMENTATION] = add(&ok, fragmentation(&ok, x, dev, alloc), stranded);
     t[MEM4D_TERM_FIXED] = sh->fixed;
     t[MEM4D_TERM_PARAMS] = n.all;
     t[MEM4D_TERM_LAYERS] = l;
     return ok;
+}
+
+static void warn(mem4d_report *r, const char *text)
+{
+    if (r->nwarn < M4D_MAX_WARN)
+        m4d_strlcpy(r->warn[r->nwarn++], text, sizeof r->warn[0]);
+}
+
+/* Settings that change memory in ways the model does not follow: the
+ * estimate stands, with a warning naming each. */
+static void unmodelled_warnings(const struct m4d_ctx *x, mem4d_report *r)
+{
+    if (x->compile)
+        warn(r, "compile: torch.compile's effect on the transformer blocks' memory (fused "
+                "elementwise kernels, Inductor's saved tensors) is not modelled; measured peaks are lower");
+    if (x->tp_overlap && x->fw == MEM4D_FRAMEWORK_TORCHTITAN)
+        warn(r, "async_tp: asynchronous tensor parallelism's symmetric-memory buffers and "
+                "micro-pipelined matmuls are not modelled");
+    if (x->float8 == 2)
+        warn(r, "float8 rowwise: modelled as tensorwise (no float8 all-gather, no weight cache)");
 }
 
 /* The middle stages hold the same layers and state as stage 1 and keep
@@ -707,5 +1019,6 @@ mem4d_status m4d_estimate_full(const struct m4d_ctx *x, const mem4d_device *dev,
     }
     r->nstages = (uint32_t)x->p;
     r->info[MEM4D_INFO_PROCESS_GROUPS] = sh.groups;
+    unmodelled_warnings(x, r);
     return MEM4D_OK;
 }

@@ -43,6 +43,12 @@ static const char *paper_unsupported(const struct m4d_ctx *x)
     if (x->distribute_saved || x->fp8_params || x->opt_sq_bytes != x->opt_bytes || x->precision_aware ||
         x->opt_offload_ppm)
         return "distributed checkpoints, fp8 parameters or mixed Adam moment precisions";
+    if (x->fw != MEM4D_FRAMEWORK_MEGATRON)
+        return "frameworks other than Megatron-LM";
+    if (x->recompute == 3)
+        return "op-selective recomputation";
+    if (x->expandable || x->compile || x->afab)
+        return "allocator, compiler or schedule settings outside the paper's setup";
     return NULL;
 }
 

@@ -53,6 +53,19 @@ mem4d_status m4d_imp_set(mem4d_import *imp, const struct m4d_param_desc *table, 
 mem4d_status m4d_imp_world(mem4d_import *imp, const char *const *envp, uint64_t explicit_world,
                            uint64_t *world);
 
+/* --- import_hf.c: shared by the JSON readers (built with json-c only) ------------ */
+
+struct json_object;
+
+/* Read a whole regular file of at most 16 MiB into a malloc'ed buffer; doc
+ * names the expected document in messages ("config.json"). */
+mem4d_status m4d_imp_read_file(mem4d_import *imp, const char *path, const char *doc, char **buf, size_t *size);
+
+/* Parse a JSON document whose top level must be an object; *out is then a
+ * new reference (json_object_put it). */
+mem4d_status m4d_imp_parse_object(mem4d_import *imp, const char *json, size_t size, const char *doc,
+                                  struct json_object **out);
+
 #define SET_M(m, key, val, what) \
     m4d_imp_set(imp, m4d_model_params, M4D_MODEL_NPARAM, (m)->v, (key), (val), (what))
 #define SET_L(l, key, val, what) \

@@ -324,8 +324,10 @@ static mem4d_status hf_apply(mem4d_import *imp, struct json_object *root, mem4d_
     return MEM4D_OK;
 }
 
-static mem4d_status hf_parse(mem4d_import *imp, const char *json, size_t size, mem4d_model *model)
+mem4d_status m4d_imp_parse_object(mem4d_import *imp, const char *json, size_t size, const char *doc,
+                                  struct json_object **out)
 {
+    *out = NULL;
     if (size > INT_MAX)
         return m4d_imp_fail(imp, MEM4D_E_RANGE, "the document is too large (%zu bytes)", size);
     struct json_tokener *tok = json_tokener_new();
@@ -346,15 +348,27 @@ static mem4d_status hf_parse(mem4d_import *imp, const char *json, size_t size, m
         if (end < size)
             st = m4d_imp_fail(imp, MEM4D_E_JSON, "unexpected text after the JSON document at byte %zu", end);
         else if (json_object_get_type(root) != json_type_object)
-            st = m4d_imp_fail(imp, MEM4D_E_JSON, "the top level of config.json is a %s, not an object",
+            st = m4d_imp_fail(imp, MEM4D_E_JSON, "the top level of %s is a %s, not an object", doc,
                           json_type_to_name(json_object_get_type(root)));
     }
-    if (st == MEM4D_OK) {
-        mem4d_model m = *model;
-        st = hf_apply(imp, root, &m);
-        if (st == MEM4D_OK)
-            *model = m;
+    if (st != MEM4D_OK) {
+        json_object_put(root);
+        return st;
     }
+    *out = root;
+    return MEM4D_OK;
+}
+
+static mem4d_status hf_parse(mem4d_import *imp, const char *json, size_t size, mem4d_model *model)
+{
+    struct json_object *root = NULL;
+    mem4d_status st = m4d_imp_parse_object(imp, json, size, "config.json", &root);
+    if (st != MEM4D_OK)
+        return st;
+    mem4d_model m = *model;
+    st = hf_apply(imp, root, &m);
+    if (st == MEM4D_OK)
+        *model = m;
     json_object_put(root);
     return st;
 }
@@ -378,7 +392,7 @@ mem4d_status mem4d_import_hf_config_buffer(mem4d_import *import, const char *jso
 /* Read a whole small file; *buf is malloc'ed. Only a regular file is read:
  * a FIFO or a terminal could block forever and a directory is not a
  * document, so the file is opened without blocking and checked first. */
-static mem4d_status read_file(mem4d_import *imp, const char *path, char **buf, size_t *size)
+mem4d_status m4d_imp_read_file(mem4d_import *imp, const char *path, const char *doc, char **buf, size_t *size)
 {
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
     if (fd < 0)
@@ -391,13 +405,13 @@ static mem4d_status read_file(mem4d_import *imp, const char *path, char **buf, s
     }
     if (!S_ISREG(sb.st_mode)) {
         close(fd);
-        return m4d_imp_fail(imp, MEM4D_E_IO, "%s is %s, not a regular file; give the path of a config.json",
-                            path, file_kind(sb.st_mode));
+        return m4d_imp_fail(imp, MEM4D_E_IO, "%s is %s, not a regular file; give the path of a %s",
+                            path, file_kind(sb.st_mode), doc);
     }
     if (sb.st_size > (off_t)HF_MAX_BYTES) {
         close(fd);
-        return m4d_imp_fail(imp, MEM4D_E_RANGE, "%s is larger than %u bytes; not a config.json", path,
-                            HF_MAX_BYTES);
+        return m4d_imp_fail(imp, MEM4D_E_RANGE, "%s is larger than %u bytes; not a %s", path,
+                            HF_MAX_BYTES, doc);
     }
     char *b = malloc(HF_MAX_BYTES + 1);
     if (!b) {
@@ -423,8 +437,8 @@ static mem4d_status read_file(mem4d_import *imp, const char *path, char **buf, s
     close(fd);
     if (n > HF_MAX_BYTES) {
         free(b);
-        return m4d_imp_fail(imp, MEM4D_E_RANGE, "%s is larger than %u bytes; not a config.json", path,
-                            HF_MAX_BYTES);
+        return m4d_imp_fail(imp, MEM4D_E_RANGE, "%s is larger than %u bytes; not a %s", path,
+                            HF_MAX_BYTES, doc);
     }
     *buf = b;
     *size = n;
@@ -439,7 +453,7 @@ mem4d_status mem4d_import_hf_config(mem4d_import *import, const char *path, mem4
         return m4d_imp_fail(import, MEM4D_E_INVALID_ARG, "NULL path or model");
     char *buf = NULL;
     size_t size = 0;
-    mem4d_status st = read_file(import, path, &buf, &size);
+    mem4d_status st = m4d_imp_read_file(import, path, "config.json", &buf, &size);
     if (st != MEM4D_OK)
         return st;
     st = mem4d_import_hf_config_buffer(import, buf, size, model);

@@ -147,6 +147,24 @@ static void ctx_layout(const mem4d_layout *l, struct m4d_ctx *x)
     x->last_layers = v[MEM4D_LAYOUT_LAST_STAGE_LAYERS];
     x->vocab_div = v[MEM4D_LAYOUT_VOCAB_DIVISOR];
     x->mode = v[MEM4D_LAYOUT_MODE] == 1 ? MEM4D_MODE_PAPER : MEM4D_MODE_FULL;
+    x->fw = (mem4d_framework)v[MEM4D_LAYOUT_FRAMEWORK];
+    x->reshard = v[MEM4D_LAYOUT_RESHARD_AFTER_FORWARD];
+    x->dp_rep = v[MEM4D_LAYOUT_DP_REPLICATE];
+    x->rc_every = v[MEM4D_LAYOUT_RECOMPUTE_EVERY];
+    x->float8 = v[MEM4D_LAYOUT_FLOAT8];
+    x->fp8_all_gather = v[MEM4D_LAYOUT_FP8_ALL_GATHER] != 0;
+    x->ag_bucket = v[MEM4D_LAYOUT_ALLGATHER_BUCKET_SIZE];
+    x->prefetch = v[MEM4D_LAYOUT_PREFETCH_BUCKET_SIZE];
+    x->max_live = v[MEM4D_LAYOUT_MAX_LIVE_PARAMETERS];
+    x->offload = v[MEM4D_LAYOUT_OFFLOAD];
+    x->contiguous_grads = v[MEM4D_LAYOUT_CONTIGUOUS_GRADIENTS] != 0;
+    x->afab = v[MEM4D_LAYOUT_PIPELINE_SCHEDULE] == 1;
+    x->compile = v[MEM4D_LAYOUT_COMPILE];
+    x->expandable = v[MEM4D_LAYOUT_EXPANDABLE_SEGMENTS] != 0;
+    /* torchtitan always shards with FSDP2 (over dp_shard x cp); nanotron offers
+     * ZeRO-0 and ZeRO-1 only. */
+    if (x->fw == MEM4D_FRAMEWORK_TORCHTITAN)
+        x->zero = 3;
 }
 
 /* world = t·c·p·d, from whichever of dp and world is given (both must agree). */
@@ -263,8 +281,53 @@ static mem4d_status check_seq_batch(struct m4d_ctx *x, char *why, size_t n)
     return MEM4D_OK;
 }
 
+/* Settings that belong to one framework, or contradict it. */
+static mem4d_status check_framework(const struct m4d_ctx *x, char *why, size_t n)
+{
+    static const char *const fw_names[] = {"megatron", "torchtitan", "deepspeed", "nanotron"};
+    const char *fw = fw_names[x->fw];
+    if (x->d % x->dp_rep != 0) {
+        m4d_msg(why, n, "dp_replicate %llu does not divide dp %llu", U(x->dp_rep), U(x->d));
+        return MEM4D_E_CONFLICT;
+    }
+    if (x->dp_rep > 1 && x->fw != MEM4D_FRAMEWORK_TORCHTITAN) {
+        m4d_msg(why, n, "dp_replicate %llu (HSDP) needs framework torchtitan, not %s", U(x->dp_rep), fw);
+        return MEM4D_E_CONFLICT;
+    }
+    if (x->fw == MEM4D_FRAMEWORK_NANOTRON && x->zero > 1) {
+        m4d_msg(why, n, "nanotron offers ZeRO-0 and ZeRO-1 only, not zero_stage %llu", U(x->zero));
+        return MEM4D_E_CONFLICT;
+    }
+    if (x->offload && x->fw != MEM4D_FRAMEWORK_DEEPSPEED) {
+        m4d_msg(why, n, "offload needs framework deepspeed, not %s", fw);
+        return MEM4D_E_CONFLICT;
+    }
+    if (x->offload == 2 && x->zero < 3) {
+        m4d_msg(why, n, "offloading parameters needs zero_stage 3 (it is %llu)", U(x->zero));
+        return MEM4D_E_CONFLICT;
+    }
+    if (x->recompute == 3 && x->fw != MEM4D_FRAMEWORK_TORCHTITAN) {
+        m4d_msg(why, n, "op-selective recompute is torchtitan's (framework is %s)", fw);
+        return MEM4D_E_CONFLICT;
+    }
+    if (x->rc_every > 1 && x->recompute != 2) {
+        m4d_msg(why, n, "recompute_every %llu needs recompute full", U(x->rc_every));
+        return MEM4D_E_CONFLICT;
+    }
+    if ((x->float8 || x->fp8_all_gather) && x->fw != MEM4D_FRAMEWORK_TORCHTITAN) {
+        m4d_msg(why, n, "float8 and fp8_all_gather are torchtitan's (torchao) settings; use fp8 for %s", fw);
+        return MEM4D_E_CONFLICT;
+    }
+    if (x->fp8_all_gather && x->float8 != 1) {
+        m4d_msg(why, n, "fp8_all_gather needs float8 tensorwise");
+        return MEM4D_E_CONFLICT;
+    }
+    return MEM4D_OK;
+}
+
 static mem4d_status check_misc(struct m4d_ctx *x, char *why, size_t n)
 {
+    mem4d_status st;
     if (x->ep > 1 && x->experts == 0) {
         m4d_msg(why, n, "ep %llu needs a mixture-of-experts model", U(x->ep));
         return MEM4D_E_EXPERTS;
@@ -286,12 +349,16 @@ static mem4d_status check_misc(struct m4d_ctx *x, char *why, size_t n)
         m4d_msg(why, n, "etp %llu needs a mixture-of-experts model", U(x->etp));
         return MEM4D_E_EXPERTS;
     }
+    if ((st = check_framework(x, why, n)) != MEM4D_OK)
+        return st;
     if (!m4d_recompute_layers_ok(x)) {
         m4d_msg(why, n, "recompute_num_layers %llu exceeds the %llu layers of a pipeline stage",
                 U(x->rc_layers), U(x->L / x->p));
         return MEM4D_E_CONFLICT;
     }
-    uint64_t unit = x->vocab_div * x->t;
+    /* Megatron pads the vocabulary (_vocab_size_with_padding); torchtitan,
+     * DeepSpeed's HF models and nanotron's Llama use it as it is. */
+    uint64_t unit = x->fw == MEM4D_FRAMEWORK_MEGATRON ? x->vocab_div * x->t : 1;
     x->Vp = x->V;
     if (x->mode == MEM4D_MODE_FULL && !m4d_mul(m4d_ceil_div(x->V, unit), unit, &x->Vp)) {
         m4d_msg(why, n, "padded vocabulary overflows");

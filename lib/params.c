@@ -10,11 +10,17 @@
 #define MiB (UINT64_C(1) << 20)
 
 static const char *const norm_names[] = {"rmsnorm", "layernorm", NULL};
-static const char *const recompute_names[] = {"none", "selective", "full", NULL};
+static const char *const recompute_names[] = {"none", "selective", "full", "op", NULL};
 static const char *const method_names[] = {"uniform", "block", NULL};
 static const char *const mode_names[] = {"full", "paper", NULL};
 M4D_TABLE_ROWS(mode_names, M4D_NMODES + 1); /* mem4d_mode's names, in order, and the NULL */
 static const char *const position_names[] = {"rope", "learned_absolute", "alibi", "none", NULL};
+static const char *const framework_names[] = {"megatron", "torchtitan", "deepspeed", "nanotron", NULL};
+static const char *const reshard_names[] = {"auto", "always", "never", NULL};
+static const char *const float8_names[] = {"none", "tensorwise", "rowwise", NULL};
+static const char *const offload_names[] = {"none", "optimizer", "optimizer_and_params", NULL};
+static const char *const schedule_names[] = {"1f1b", "afab", NULL};
+static const char *const compile_names[] = {"none", "blocks", "blocks_and_loss", NULL};
 
 /* Rows by kind (mem4d_param_kind): NUM_ROW is a plain number, UNIT_ROW a
  * number with a unit (BYTES_ROW, PPM_ROW, FLOPS_ROW, RATE_ROW for bytes/s,
@@ -99,7 +105,7 @@ const struct m4d_param_desc m4d_layout_params[] = {
     [MEM4D_LAYOUT_LAST_STAGE_LAYERS] = NUM_ROW("decoder_last_pipeline_num_layers", "last_stage_layers", NULL, 0, 4096, 0),
     [MEM4D_LAYOUT_OVERLAP_GRAD_REDUCE] = BOOL_ROW("overlap_grad_reduce", NULL, NULL, 0),
     [MEM4D_LAYOUT_OVERLAP_PARAM_GATHER] = BOOL_ROW("overlap_param_gather", NULL, NULL, 0),
-    [MEM4D_LAYOUT_BUCKET_SIZE] = NUM_ROW("ddp_bucket_size", "bucket_size", NULL, 0, UINT64_C(1) << 40, 0),
+    [MEM4D_LAYOUT_BUCKET_SIZE] = NUM_ROW("ddp_bucket_size", "bucket_size", "reduce_bucket_size", 0, UINT64_C(1) << 40, 0),
     [MEM4D_LAYOUT_HIDDEN_DROPOUT] = BOOL_ROW("hidden_dropout", NULL, NULL, 0),
     [MEM4D_LAYOUT_ATTENTION_DROPOUT] = BOOL_ROW("attention_dropout", NULL, NULL, 0),
     [MEM4D_LAYOUT_CROSS_ENTROPY_FUSION] = BOOL_ROW("cross_entropy_fusion", "cross_entropy_loss_fusion", NULL, 0),
@@ -115,6 +121,22 @@ const struct m4d_param_desc m4d_layout_params[] = {
     [MEM4D_LAYOUT_MOE_ROUTER_BYTES] = SET_ROW("moe_router_bytes", NULL, NULL, 4, 8, 4, (1u << 4) | (1u << 8)),
     [MEM4D_LAYOUT_TP_COMM_OVERLAP] = BOOL_ROW("tp_comm_overlap", "async_tp", NULL, 0),
     [MEM4D_LAYOUT_OPTIMIZER_OFFLOAD_PPM] = NUM_ROW("optimizer_offload_ppm", NULL, NULL, 0, 1000000, 0),
+    [MEM4D_LAYOUT_FRAMEWORK] = ENUM_ROW("framework", NULL, NULL, framework_names, 0),
+    [MEM4D_LAYOUT_RESHARD_AFTER_FORWARD] = ENUM_ROW("reshard_after_forward", NULL, NULL, reshard_names, 0),
+    [MEM4D_LAYOUT_DP_REPLICATE] = NUM_ROW("dp_replicate", "data_parallel_replicate_degree", NULL, 1, 1u << 24, 1),
+    [MEM4D_LAYOUT_RECOMPUTE_EVERY] = NUM_ROW("recompute_every", "selective_ac_option", NULL, 0, 4096, 0),
+    [MEM4D_LAYOUT_FLOAT8] = ENUM_ROW("float8", NULL, NULL, float8_names, 0),
+    [MEM4D_LAYOUT_FP8_ALL_GATHER] = BOOL_ROW("fp8_all_gather", "enable_fsdp_float8_all_gather", NULL, 0),
+    [MEM4D_LAYOUT_ALLGATHER_BUCKET_SIZE] = NUM_ROW("allgather_bucket_size", NULL, NULL, 0, UINT64_C(1) << 40, 0),
+    [MEM4D_LAYOUT_PREFETCH_BUCKET_SIZE] = NUM_ROW("stage3_prefetch_bucket_size", "prefetch_bucket_size", NULL, 0,
+                                                  UINT64_C(1) << 40, 0),
+    [MEM4D_LAYOUT_MAX_LIVE_PARAMETERS] = NUM_ROW("stage3_max_live_parameters", "max_live_parameters", NULL, 0,
+                                                 UINT64_C(1) << 40, 0),
+    [MEM4D_LAYOUT_OFFLOAD] = ENUM_ROW("offload", NULL, NULL, offload_names, 0),
+    [MEM4D_LAYOUT_CONTIGUOUS_GRADIENTS] = BOOL_ROW("contiguous_gradients", NULL, NULL, 1),
+    [MEM4D_LAYOUT_PIPELINE_SCHEDULE] = ENUM_ROW("pipeline_schedule", "pp_engine", NULL, schedule_names, 0),
+    [MEM4D_LAYOUT_COMPILE] = ENUM_ROW("compile", "torch_compile", NULL, compile_names, 0),
+    [MEM4D_LAYOUT_EXPANDABLE_SEGMENTS] = BOOL_ROW("expandable_segments", NULL, NULL, 0),
 };
 M4D_TABLE_ROWS(m4d_layout_params, M4D_LAYOUT_NPARAM);
 
@@ -143,6 +165,7 @@ const struct m4d_param_desc m4d_device_params[] = {
     [MEM4D_DEVICE_NIC_BANDWIDTH] = RATE_ROW("nic_bandwidth", NULL, NULL, 0, UINT64_C(1) << 50, 0),
     [MEM4D_DEVICE_KERNEL_OVERHEAD_NS] = NS_ROW("kernel_overhead_ns", NULL, NULL, 0, UINT64_C(1) << 40, 2000),
     [MEM4D_DEVICE_FP8_EFFICIENCY_PPM] = PPM_ROW("fp8_efficiency_ppm", NULL, NULL, 1, 1000000, 540000),
+    [MEM4D_DEVICE_FULL_FIT_THRESHOLD_PPM] = PPM_ROW("full_fit_threshold_ppm", NULL, NULL, 1, 1000000, 850000),
 };
 M4D_TABLE_ROWS(m4d_device_params, M4D_DEVICE_NPARAM);
 

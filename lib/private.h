@@ -28,10 +28,10 @@
  * raise the count, name the new last value and append the table rows. */
 #define M4D_MODEL_NPARAM 31
 M4D_ENUM_COUNT(M4D_MODEL_NPARAM, MEM4D_MODEL_QK_NORM_WHOLE);
-#define M4D_LAYOUT_NPARAM 41
-M4D_ENUM_COUNT(M4D_LAYOUT_NPARAM, MEM4D_LAYOUT_OPTIMIZER_OFFLOAD_PPM);
-#define M4D_DEVICE_NPARAM 22
-M4D_ENUM_COUNT(M4D_DEVICE_NPARAM, MEM4D_DEVICE_FP8_EFFICIENCY_PPM);
+#define M4D_LAYOUT_NPARAM 55
+M4D_ENUM_COUNT(M4D_LAYOUT_NPARAM, MEM4D_LAYOUT_EXPANDABLE_SEGMENTS);
+#define M4D_DEVICE_NPARAM 23
+M4D_ENUM_COUNT(M4D_DEVICE_NPARAM, MEM4D_DEVICE_FULL_FIT_THRESHOLD_PPM);
 #define M4D_NTERMS 15
 M4D_ENUM_COUNT(M4D_NTERMS, MEM4D_TERM_PEAK_MOMENT);
 #define M4D_NINFO 6
@@ -53,6 +53,7 @@ M4D_ENUM_COUNT(M4D_NCALFIG, MEM4D_CALIBRATION_MEMORY_RANK);
 #define M4D_MAX_STAGES 512
 #define M4D_NAME_MAX 64
 #define M4D_MSG_MAX 256
+#define M4D_MAX_WARN 4   /* warnings kept per report */
 
 /* One row of a parameter table: the single source of names, bounds and
  * defaults for the generic setters, the CLI and the bindings. */
@@ -115,6 +116,8 @@ struct mem4d_report {
     bool peak_only; /* only stages 0, 1 and nstages-1 are filled (search scratch) */
     double metric[M4D_NMETRICS];
     char msg[M4D_MSG_MAX];
+    uint32_t nwarn;                      /* settings the estimate does not model */
+    char warn[M4D_MAX_WARN][M4D_MSG_MAX];
     struct m4d_stage stages[M4D_MAX_STAGES];
 };
 
@@ -153,6 +156,15 @@ struct m4d_ctx {
     bool tp_overlap;                   /* TP collectives chunked under their GEMMs */
     uint64_t bucket, first_layers, last_layers, vocab_div;
     mem4d_mode mode;
+    /* frameworks (doc/full-model.md, "Frameworks") */
+    mem4d_framework fw;
+    uint64_t reshard;                  /* reshard_after_forward: 0 auto, 1 always, 2 never */
+    uint64_t dp_rep;                   /* HSDP replicate degree (divides d) */
+    uint64_t rc_every;                 /* full recompute of every N-th block only (0/1: all) */
+    uint64_t float8;                   /* 0 none, 1 tensorwise, 2 rowwise */
+    bool fp8_all_gather, contiguous_grads, afab, expandable;
+    uint64_t compile;                  /* 0 none, 1 blocks, 2 blocks and loss */
+    uint64_t ag_bucket, prefetch, max_live, offload; /* DeepSpeed; 0 = its default */
 };
 
 /* Bits of recompute_modules, in Megatron's names. */
@@ -224,6 +236,38 @@ static inline bool m4d_muldiv_ceil(uint64_t a, uint64_t b, uint64_t d, uint64_t 
         return false;
     *r = (uint64_t)q;
     return true;
+}
+
+/* PyTorch's CUDA caching allocator (c10/cuda/CUDACachingAllocator.cpp):
+ * a request is rounded up to a block of 512-byte multiples (round_size,
+ * kMinBlockSize); a new segment is 2 MiB (kSmallBuffer) for blocks up to
+ * 1 MiB (kSmallSize), 20 MiB (kLargeBuffer) below 10 MiB (kMinLargeAlloc)
+ * and otherwise the block rounded up to 2 MiB (kRoundLarge). */
+#define M4D_ALLOC_MIN_BLOCK UINT64_C(512)
+#define M4D_ALLOC_SMALL_SIZE (UINT64_C(1) << 20)
+#define M4D_ALLOC_SMALL_BUFFER (UINT64_C(2) << 20)
+#define M4D_ALLOC_LARGE_BUFFER (UINT64_C(20) << 20)
+#define M4D_ALLOC_MIN_LARGE_ALLOC (UINT64_C(10) << 20)
+#define M4D_ALLOC_ROUND_LARGE (UINT64_C(2) << 20)
+
+/* Bytes of the block a request of `bytes` occupies (what max_memory_allocated counts). */
+static inline uint64_t m4d_alloc_block(uint64_t bytes)
+{
+    if (bytes < M4D_ALLOC_MIN_BLOCK)
+        return M4D_ALLOC_MIN_BLOCK;
+    return bytes > UINT64_MAX - M4D_ALLOC_MIN_BLOCK ? bytes : (bytes + M4D_ALLOC_MIN_BLOCK - 1) / M4D_ALLOC_MIN_BLOCK * M4D_ALLOC_MIN_BLOCK;
+}
+
+/* Bytes of the segment cudaMalloc'ed for a request no cached block can serve
+ * (what max_memory_reserved counts). */
+static inline uint64_t m4d_alloc_size(uint64_t bytes)
+{
+    uint64_t b = m4d_alloc_block(bytes);
+    if (b <= M4D_ALLOC_SMALL_SIZE)
+        return M4D_ALLOC_SMALL_BUFFER;
+    if (b < M4D_ALLOC_MIN_LARGE_ALLOC)
+        return M4D_ALLOC_LARGE_BUFFER;
+    return b > UINT64_MAX - M4D_ALLOC_ROUND_LARGE ? b : (b + M4D_ALLOC_ROUND_LARGE - 1) / M4D_ALLOC_ROUND_LARGE * M4D_ALLOC_ROUND_LARGE;
 }
 
 /* --- model.c / layout.c ----------------------------------------------------- */
@@ -308,10 +352,10 @@ static inline void m4d_report_done(mem4d_report *r, mem4d_status status)
 void m4d_report_copy(mem4d_report *dst, const mem4d_report *src);
 
 /* The fit limit: do `bytes` exceed the device's fit threshold? */
-bool m4d_over_fit_limit(const mem4d_device *dev, uint64_t bytes);
+bool m4d_over_fit_limit(const mem4d_device *dev, mem4d_mode mode, uint64_t bytes);
 
 /* The verdict rule: oom above the device memory, tight above the fit limit, else fits. */
-mem4d_verdict m4d_verdict_for(const mem4d_device *dev, uint64_t peak);
+mem4d_verdict m4d_verdict_for(const mem4d_device *dev, mem4d_mode mode, uint64_t peak);
 
 /* --- perf.c ------------------------------------------------------------------ */
 

@@ -34,6 +34,7 @@ void mem4d_report_free(mem4d_report *report)
 void m4d_report_reset(mem4d_report *r, const mem4d_device *dev)
 {
     r->msg[0] = '\0';
+    r->nwarn = 0;
     r->nstages = 0;
     r->peak_stage = 0;
     r->have_metrics = false;
@@ -56,24 +57,30 @@ void m4d_report_copy(mem4d_report *dst, const mem4d_report *src)
     dst->peak_only = src->peak_only;
     memcpy(dst->metric, src->metric, sizeof dst->metric);
     memcpy(dst->msg, src->msg, sizeof dst->msg);
+    dst->nwarn = src->nwarn;
+    memcpy(dst->warn, src->warn, src->nwarn * sizeof dst->warn[0]);
     memcpy(dst->stages, src->stages, src->nstages * sizeof dst->stages[0]);
 }
 
 /* --- fit limit, verdict and fill helpers ----------------------------------- */
 
-/* bytes * 1e6 > memory * threshold, exact in 128 bits. */
-bool m4d_over_fit_limit(const mem4d_device *dev, uint64_t bytes)
+/* bytes * 1e6 > memory * threshold, exact in 128 bits. Paper mode keeps the
+ * paper's margin (fit_threshold_ppm, 80%); full mode models the overheads
+ * that margin stood for, so its margin is what its measured residuals leave
+ * (full_fit_threshold_ppm, doc/full-model.md "The verdict"). */
+bool m4d_over_fit_limit(const mem4d_device *dev, mem4d_mode mode, uint64_t bytes)
 {
-    unsigned __int128 limit = (unsigned __int128)dev->v[MEM4D_DEVICE_MEMORY_BYTES]
-                              * dev->v[MEM4D_DEVICE_FIT_THRESHOLD_PPM];
+    mem4d_device_param th = mode == MEM4D_MODE_FULL ? MEM4D_DEVICE_FULL_FIT_THRESHOLD_PPM
+                                                    : MEM4D_DEVICE_FIT_THRESHOLD_PPM;
+    unsigned __int128 limit = (unsigned __int128)dev->v[MEM4D_DEVICE_MEMORY_BYTES] * dev->v[th];
     return (unsigned __int128)bytes * 1000000u > limit;
 }
 
-mem4d_verdict m4d_verdict_for(const mem4d_device *dev, uint64_t peak)
+mem4d_verdict m4d_verdict_for(const mem4d_device *dev, mem4d_mode mode, uint64_t peak)
 {
     if (peak > dev->v[MEM4D_DEVICE_MEMORY_BYTES])
         return MEM4D_VERDICT_OOM;
-    return m4d_over_fit_limit(dev, peak) ? MEM4D_VERDICT_TIGHT : MEM4D_VERDICT_FITS;
+    return m4d_over_fit_limit(dev, mode, peak) ? MEM4D_VERDICT_TIGHT : MEM4D_VERDICT_FITS;
 }
 
 /* OVERHEAD = BUFFERS + FRAGMENTATION + FIXED; TOTAL = the four main terms +
@@ -104,7 +111,7 @@ mem4d_status m4d_report_finish(mem4d_report *r, const mem4d_device *dev)
             r->peak_stage = i;
     }
     r->device_bytes = dev->v[MEM4D_DEVICE_MEMORY_BYTES];
-    r->verdict = m4d_verdict_for(dev, r->stages[r->peak_stage].t[MEM4D_TERM_TOTAL]);
+    r->verdict = m4d_verdict_for(dev, r->mode, r->stages[r->peak_stage].t[MEM4D_TERM_TOTAL]);
     return MEM4D_OK;
 }
 
@@ -172,6 +179,16 @@ mem4d_status mem4d_report_get(const mem4d_report *r, uint32_t stage, mem4d_term 
         return MEM4D_E_RANGE;
     *value = r->stages[stage].t[term];
     return MEM4D_OK;
+}
+
+size_t mem4d_report_warning_count(const mem4d_report *r)
+{
+    return r && r->status == MEM4D_OK ? r->nwarn : 0;
+}
+
+const char *mem4d_report_warning(const mem4d_report *r, size_t index)
+{
+    return r && r->status == MEM4D_OK && index < r->nwarn ? r->warn[index] : NULL;
 }
 
 mem4d_status mem4d_report_info(const mem4d_report *r, mem4d_info info, uint64_t *value)

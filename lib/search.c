@@ -536,7 +536,7 @@ static bool static_over_limit(const mem4d_search *s)
         const uint64_t *t = r->stages[i].t;
         unsigned __int128 sum = (unsigned __int128)t[MEM4D_TERM_WEIGHTS] + t[MEM4D_TERM_GRADIENTS]
                                 + t[MEM4D_TERM_OPTIMIZER];
-        if (sum > UINT64_MAX || m4d_over_fit_limit(&s->dev, (uint64_t)sum))
+        if (sum > UINT64_MAX || m4d_over_fit_limit(&s->dev, r->mode, (uint64_t)sum))
             return true;
     }
     return false;

@@ -26,21 +26,6 @@ struct row {
     mem4d_layout *layout;
 };
 
-/* Split a line in place at commas (the file has no quoted fields). */
-static int split(char *line, char **f)
-{
-    int n = 0;
-    line[strcspn(line, "\r\n")] = '\0';
-    for (char *p = line; n < MAX_FIELDS; n++) {
-        f[n] = p;
-        p = strchr(p, ',');
-        if (!p)
-            return n + 1;
-        *p++ = '\0';
-    }
-    return n;
-}
-
 static int column(char **head, int n, const char *name)
 {
     for (int i = 0; i < n; i++)
@@ -118,10 +103,10 @@ static size_t load(struct row *rows)
             continue;
         if (nh == 0) {
             memcpy(head_line, line, sizeof line);
-            nh = split(head_line, head);
+            nh = tu_csv_split(head_line, head, MAX_FIELDS);
             continue;
         }
-        ck_assert_msg(split(line, f) == nh, "row %zu has a different number of fields", n + 1);
+        ck_assert_msg(tu_csv_split(line, f, MAX_FIELDS) == nh, "row %zu has a different number of fields", n + 1);
         ck_assert_uint_lt(n, MAX_ROWS);
         parse_row(head, nh, f, &rows[n++]);
     }
@@ -188,18 +173,6 @@ static bool paper_error(const struct row *r, const mem4d_device *dev, double mea
     return ok;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, size_t n)
-{
-    qsort(v, n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 START_TEST(full_mode_matches_measurements)
 {
     static struct row rows[MAX_ROWS];
@@ -241,7 +214,7 @@ START_TEST(full_mode_matches_measurements)
             style[nstyle++] = fabs(err);
     }
     ck_assert_uint_gt(nstyle, 0);
-    double med_style = median(style, nstyle), med_all = median(all, nall);
+    double med_style = tu_median(style, nstyle), med_all = tu_median(all, nall);
     printf("median |error|: %.2f%% over %zu Megatron-style modelled exact rows; %.2f%% over all %zu measured rows\n",
            100 * med_style, nstyle, 100 * med_all, nall);
     ck_assert_msg(med_style <= 0.05, "median |error| %.2f%% exceeds 5%%", 100 * med_style);

@@ -591,7 +591,7 @@ START_TEST(errors)
     ck_assert_int_eq(mem4d_search_bound(s, MEM4D_LAYOUT_TP, 0, 2), MEM4D_E_RANGE);
     ck_assert_int_eq(mem4d_search_bound(s, MEM4D_LAYOUT_TP, 1, 2), MEM4D_OK);
     ck_assert_int_eq(mem4d_search_bound(s, MEM4D_LAYOUT_TP, 4, 8), MEM4D_E_RANGE); /* empty intersection */
-    ck_assert_int_eq(mem4d_search_bound(s, MEM4D_LAYOUT_RECOMPUTE, 0, 3), MEM4D_E_RANGE);
+    ck_assert_int_eq(mem4d_search_bound(s, MEM4D_LAYOUT_RECOMPUTE, 0, 4), MEM4D_E_RANGE); /* 3 is "op" */
     const uint64_t v[] = {1, 2};
     ck_assert_int_eq(mem4d_search_allow(s, MEM4D_LAYOUT_MICRO_BATCH, v, 0), MEM4D_E_RANGE);
     ck_assert_int_eq(mem4d_search_allow(s, MEM4D_LAYOUT_MICRO_BATCH, v, 65), MEM4D_E_RANGE);
@@ -731,6 +731,10 @@ START_TEST(fact_smallest_model_parallel)
         mem4d_device *d = tu_device("h100-80");
         mem4d_layout *base = base_layout(64, 8192, 512);
         struct ranked r;
+        /* The fact holds with the 80% margin: with full mode's 85%, 70B's
+         * t 2 x c 2 x p 4 fits only with full recompute and is then slower
+         * than the best t 4 layout with the same (c, p). */
+        ck_assert_int_eq(mem4d_device_set(d, MEM4D_DEVICE_FULL_FIT_THRESHOLD_PPM, 800000), MEM4D_OK);
         collect_ranked(m, d, base, true, &r);
         ck_assert_uint_gt(r.t.n, 0);
         const struct tuple *best = &r.t.a[0];

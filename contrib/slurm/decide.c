@@ -247,7 +247,11 @@ static void estimate(struct work *w)
         say(d, "mem4d: this job would run out of GPU memory: ");
     } else {
         uint64_t ppm = 0;
-        mem4d_device_get(w->dev->device, MEM4D_DEVICE_FIT_THRESHOLD_PPM, &ppm);
+        /* the margin of the report's mode: full mode's own, paper mode's 80% */
+        mem4d_device_get(w->dev->device,
+                         mem4d_report_mode(w->report) == MEM4D_MODE_FULL ? MEM4D_DEVICE_FULL_FIT_THRESHOLD_PPM
+                                                                         : MEM4D_DEVICE_FIT_THRESHOLD_PPM,
+                         &ppm);
         d->outcome = M4S_TIGHT;
         say(d, "mem4d: this job's GPU memory is above the %.0f%% safety margin (strict = yes): ",
             (double)ppm / 1e4);

@@ -577,8 +577,70 @@ typedef enum mem4d_layout_param {
     /** "optimizer_offload_ppm": parts per million of the Adam moments kept on the host
      * (Megatron's --optimizer-cpu-offload with --optimizer-offload-fraction; the
      * fp32 main parameters stay on the GPU). Default 0. @since 0.2 */
-    MEM4D_LAYOUT_OPTIMIZER_OFFLOAD_PPM = 40
+    MEM4D_LAYOUT_OPTIMIZER_OFFLOAD_PPM = 40,
+    /** "framework": the training stack whose conventions and buffers apply:
+     * 0 "megatron" (default; Megatron-LM / Megatron-Core), 1 "torchtitan" (FSDP2 over
+     * dp x cp with fp32 sharded parameters, bf16 compute, fp32 loss), 2 "deepspeed"
+     * (ZeRO stage zero_stage with its buckets), 3 "nanotron" (fp32 gradient
+     * accumulation buffers, ZeRO-0/1). See doc/full-model.md, "Frameworks".
+     * Paper mode refuses anything but megatron. @since 0.2 */
+    MEM4D_LAYOUT_FRAMEWORK = 41,
+    /** "reshard_after_forward" (torchtitan / FSDP2): 0 "auto" (torchtitan's rule: every
+     * transformer block but the last reshards, none under pipeline parallelism, the
+     * root module never), 1 "always", 2 "never". @since 0.2 */
+    MEM4D_LAYOUT_RESHARD_AFTER_FORWARD = 42,
+    /** "dp_replicate": HSDP replicate degree (torchtitan data_parallel_replicate_degree);
+     * FSDP shards over dp / dp_replicate x cp. Must divide dp. Default 1. @since 0.2 */
+    MEM4D_LAYOUT_DP_REPLICATE = 43,
+    /** "recompute_every": with recompute = full, checkpoint only every N-th transformer
+     * block and keep the others whole (torchtitan's layer-selective AC,
+     * selective_ac_option = N). 0 or 1 = every block. @since 0.2 */
+    MEM4D_LAYOUT_RECOMPUTE_EVERY = 44,
+    /** "float8" (torchtitan / torchao float8 linears): 0 "none", 1 "tensorwise",
+     * 2 "rowwise". @since 0.2 */
+    MEM4D_LAYOUT_FLOAT8 = 45,
+    /** "fp8_all_gather": FSDP all-gathers float8 weights (enable_fsdp_float8_all_gather,
+     * tensorwise only). Default 0. @since 0.2 */
+    MEM4D_LAYOUT_FP8_ALL_GATHER = 46,
+    /** "allgather_bucket_size" (DeepSpeed ZeRO-1/2) in elements; 0 = DeepSpeed's 5e8.
+     * The reduce bucket is ddp_bucket_size (alias "reduce_bucket_size"; 0 = 5e8 with
+     * framework deepspeed). @since 0.2 */
+    MEM4D_LAYOUT_ALLGATHER_BUCKET_SIZE = 47,
+    /** "stage3_prefetch_bucket_size" (DeepSpeed ZeRO-3) in elements; 0 = 5e7. @since 0.2 */
+    MEM4D_LAYOUT_PREFETCH_BUCKET_SIZE = 48,
+    /** "stage3_max_live_parameters" (DeepSpeed ZeRO-3) in elements; 0 = 1e9. @since 0.2 */
+    MEM4D_LAYOUT_MAX_LIVE_PARAMETERS = 49,
+    /** "offload": 0 "none", 1 "optimizer" (master weights and moments in CPU memory),
+     * 2 "optimizer_and_params" (ZeRO-3 parameters too). DeepSpeed only. @since 0.2 */
+    MEM4D_LAYOUT_OFFLOAD = 50,
+    /** "contiguous_gradients" (DeepSpeed): copy reduced gradients into one contiguous
+     * buffer. Default 1. @since 0.2 */
+    MEM4D_LAYOUT_CONTIGUOUS_GRADIENTS = 51,
+    /** "pipeline_schedule": 0 "1f1b" (default), 1 "afab" (all forward, all backward:
+     * nanotron's AllForwardAllBackward engine keeps every micro-batch). @since 0.2 */
+    MEM4D_LAYOUT_PIPELINE_SCHEDULE = 52,
+    /** "compile": torch.compile (torchtitan): 0 "none", 1 "blocks" (each transformer
+     * block, torchtitan through 2024: not modelled, the estimate warns), 2
+     * "blocks_and_loss" (torchtitan since 2025 also compiles the loss: Inductor fuses
+     * the fp32 upcast, softmax and loss, so only the bf16 logits and their bf16
+     * gradient are logits-sized). Default 0. @since 0.2 */
+    MEM4D_LAYOUT_COMPILE = 53,
+    /** "expandable_segments": PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True; freed
+     * blocks no longer strand whole segments (see doc/full-model.md, "The allocator").
+     * Default 0. @since 0.2 */
+    MEM4D_LAYOUT_EXPANDABLE_SEGMENTS = 54
 } mem4d_layout_param;
+
+/**
+ * Values of ::MEM4D_LAYOUT_FRAMEWORK.
+ * @since 0.2
+ */
+typedef enum mem4d_framework {
+    MEM4D_FRAMEWORK_MEGATRON = 0,   /**< Megatron-LM / Megatron-Core (and Megatron-Bridge, ms-swift). */
+    MEM4D_FRAMEWORK_TORCHTITAN = 1, /**< torchtitan: FSDP2, torch-native TP, op-selective AC, torchao float8. */
+    MEM4D_FRAMEWORK_DEEPSPEED = 2,  /**< DeepSpeed ZeRO-1/2/3. */
+    MEM4D_FRAMEWORK_NANOTRON = 3    /**< nanotron: ZeRO-0/1, fp32 gradient accumulation. */
+} mem4d_framework;
 
 /**
  * Create a layout with every parameter at its default.
@@ -776,7 +838,14 @@ typedef enum mem4d_device_param {
     MEM4D_DEVICE_KERNEL_OVERHEAD_NS = 20,
     /** "fp8_efficiency_ppm": share of the fp8 peak large fp8 GEMMs reach
      * (the linear layers with fp8 = 1). Default 540000. @since 0.2 */
-    MEM4D_DEVICE_FP8_EFFICIENCY_PPM = 21
+    MEM4D_DEVICE_FP8_EFFICIENCY_PPM = 21,
+    /** "full_fit_threshold_ppm": full mode's verdict is "fits" while reserved memory plus
+     * the CUDA context and NCCL (TOTAL) stays within this share of memory. Default
+     * 850000: 1/(1 + 15.5%) = 86.6%, with 15.5% the worst under-prediction of a
+     * measured peak that full mode models (tier-A rows of tests/data/memory-peaks.csv),
+     * rounded down to a 5% step (doc/full-model.md, "The verdict"). Paper mode keeps
+     * fit_threshold_ppm. @since 0.2 */
+    MEM4D_DEVICE_FULL_FIT_THRESHOLD_PPM = 22
 } mem4d_device_param;
 
 /**
@@ -995,7 +1064,7 @@ typedef enum mem4d_mode {
  * @since 0.1
  */
 typedef enum mem4d_verdict {
-    MEM4D_VERDICT_FITS = 0,  /**< Peak at most the fit threshold (default 80%) of memory. */
+    MEM4D_VERDICT_FITS = 0,  /**< Peak at most the fit threshold of memory: full_fit_threshold_ppm (85%) in full mode, fit_threshold_ppm (80%) in paper mode. */
     MEM4D_VERDICT_TIGHT = 1, /**< Between the threshold and 100%. */
     MEM4D_VERDICT_OOM = 2    /**< Above 100%. */
 } mem4d_verdict;
@@ -1022,8 +1091,8 @@ typedef enum mem4d_term {
     MEM4D_TERM_BUFFERS = 9,        /**< Temporary buffers: communication buckets, step copies, workspaces. */
     MEM4D_TERM_FRAGMENTATION = 10, /**< Reserved minus allocated (caching allocator). */
     MEM4D_TERM_FIXED = 11,         /**< CUDA context and NCCL communicator buffers. */
-    MEM4D_TERM_PEAK_ALLOCATED = 12,/**< Peak bytes allocated by tensors. */
-    MEM4D_TERM_PEAK_RESERVED = 13, /**< Peak bytes reserved by the allocator. */
+    MEM4D_TERM_PEAK_ALLOCATED = 12,/**< Peak bytes allocated by tensors (what torch.cuda.max_memory_allocated shows). */
+    MEM4D_TERM_PEAK_RESERVED = 13, /**< Peak bytes reserved by PyTorch's caching allocator (torch.cuda.max_memory_reserved). */
     /** The moment of the step at which the stage peaks (not bytes): a ::mem4d_moment,
      * named by mem4d_moment_name(). ACTIVATIONS and BUFFERS are those of this moment.
      * Always ::MEM4D_MOMENT_FORWARD_BACKWARD in paper mode. @since 0.2 */
@@ -1189,6 +1258,25 @@ MEM4D_API uint64_t mem4d_report_device_bytes(const mem4d_report *report);
  */
 MEM4D_API mem4d_status mem4d_report_get(const mem4d_report *report, uint32_t stage,
                                         mem4d_term term, uint64_t *value);
+
+/**
+ * Number of warnings of the last estimate: settings of the layout that
+ * change memory but that the estimate does not model (e.g. "compile").
+ * @param report The report.
+ * @return The count; 0 after a failed estimate.
+ * @since 0.2
+ */
+MEM4D_API size_t mem4d_report_warning_count(const mem4d_report *report);
+
+/**
+ * One warning of the last estimate, one sentence naming the setting.
+ * @param report The report.
+ * @param index 0 to mem4d_report_warning_count() - 1.
+ * @return A string owned by the report (valid until its next estimate), or NULL
+ *         when @p index is out of range.
+ * @since 0.2
+ */
+MEM4D_API const char *mem4d_report_warning(const mem4d_report *report, size_t index);
 
 /**
  * One whole-job value.
@@ -1593,6 +1681,37 @@ MEM4D_API mem4d_status mem4d_import_hf_config(mem4d_import *import, const char *
  */
 MEM4D_API mem4d_status mem4d_import_hf_config_buffer(mem4d_import *import, const char *json, size_t size,
                                                      mem4d_model *model);
+
+/**
+ * Read a DeepSpeed `ds_config.json` into a layout: framework deepspeed, the ZeRO
+ * stage, reduce and all-gather bucket sizes, stage-3 prefetch bucket and max live
+ * parameters, overlap_comm, contiguous_gradients, CPU/NVMe offload of the optimizer
+ * and of parameters, bf16/fp16 (else fp32 parameters), micro-batch and global batch.
+ * Keys DeepSpeed leaves to its Hugging Face integration ("auto") keep libmem4d's
+ * default, with a warning; activation-checkpoint partitioning and CPU checkpointing
+ * are warnings (not modelled). Parallel sizes are not in the file: set them on the
+ * layout. All or nothing: on failure the layout is unchanged.
+ * @param import The import handle (receives messages and warnings).
+ * @param path The file (a regular file of at most 16 MiB).
+ * @param layout Receives the settings.
+ * @return ::MEM4D_OK, ::MEM4D_E_IO, ::MEM4D_E_JSON, ::MEM4D_E_RANGE,
+ *         ::MEM4D_E_CONFLICT (offload_param below stage 3), ::MEM4D_E_NO_JSON
+ *         (built without json-c) or ::MEM4D_E_INVALID_ARG.
+ * @since 0.2
+ */
+MEM4D_API mem4d_status mem4d_import_deepspeed_config(mem4d_import *import, const char *path, mem4d_layout *layout);
+
+/**
+ * Like mem4d_import_deepspeed_config(), from a buffer.
+ * @param import The import handle.
+ * @param json The document (need not be NUL-terminated).
+ * @param size Its length in bytes.
+ * @param layout Receives the settings.
+ * @return As mem4d_import_deepspeed_config(), without ::MEM4D_E_IO.
+ * @since 0.2
+ */
+MEM4D_API mem4d_status mem4d_import_deepspeed_config_buffer(mem4d_import *import, const char *json, size_t size,
+                                                            mem4d_layout *layout);
 
 /**
  * The sentence explaining the last import's failure, or "".

@@ -29,15 +29,19 @@ def print_report(model, layout, device, report, out=sys.stdout):
           f"dp {report.dp}, micro-batch {layout['mbs']}, sequence {layout['seq']}, "
           f"{report.mode} mode", file=out)
     print(f"{'stage':>5} {'layers':>8} {'weights':>9} {'grads':>9} {'optimizer':>11} "
-          f"{'activ.':>9} {'overhead':>9} {'total':>9}", file=out)
+          f"{'activ.':>9} {'overhead':>9} {'allocated':>9} {'reserved':>9} {'total':>9}", file=out)
     for index, s in enumerate(report.stages):
         peak = "  <- peak" if index == report.peak_stage else ""
         print(f"{index:5d} {s.layers:8d} {gib(s.weights):9.2f} {gib(s.gradients):9.2f} "
               f"{gib(s.optimizer):11.2f} {gib(s.activations):9.2f} {gib(s.overhead):9.2f} "
+              f"{gib(s.peak_allocated):9.2f} {gib(s.peak_reserved):9.2f} "
               f"{gib(s.total):9.2f}{peak}", file=out)
     share = 100.0 * report.peak_bytes / report.device_bytes if report.device_bytes else 0.0
-    print(f"GiB. peak {gib(report.peak_bytes):.2f} GiB of {gib(report.device_bytes):.2f} GiB "
-          f"({share:.1f}%): {report.verdict}", file=out)
+    print("GiB. allocated = torch.cuda.max_memory_allocated, reserved = max_memory_reserved; "
+          "total adds the", file=out)
+    print(f"CUDA context and NCCL. peak {gib(report.peak_bytes):.2f} GiB "
+          f"(allocated {gib(report.peak_allocated_bytes):.2f}, reserved {gib(report.peak_reserved_bytes):.2f}) "
+          f"of {gib(report.device_bytes):.2f} GiB ({share:.1f}%): {report.verdict}", file=out)
     # The moment each stage peaks at, consecutive stages of one moment as a range.
     parts, first = [], 0
     for index, s in enumerate(report.stages):
@@ -48,6 +52,8 @@ def print_report(model, layout, device, report, out=sys.stdout):
         first = index + 1
     print(f"model: {report.model_params} parameters ({report.model_params / 1e9:.2f} B). "
           f"stages peak at: {', '.join(parts)}", file=out)
+    for warning in report.warnings:
+        print(f"warning: {warning}", file=out)
 
 
 def main():

@@ -16,13 +16,14 @@ from ._capi import from_c as _from_c
 from ._capi import lib as _lib
 from ._enums import VERSION as __version__
 from ._calibrate import Calibration
-from ._enums import CalibrationFigure, Info, Metric, Moment, ParamKind, SearchOption, SearchStat, Term
+from ._enums import CalibrationFigure, Framework, Info, Metric, Moment, ParamKind, SearchOption, SearchStat, Term
 from ._errors import Mem4dError, Status, strerror
 from ._estimate import (GIB, Metrics, Report, ReportBuffer, Stage, estimate,
                         max_micro_batch, max_seq_length, min_gpus)
-from ._import import Importer, MegatronImport, WorldSource, import_megatron
+from ._import import Importer, MegatronImport, WorldSource, import_deepspeed, import_megatron
 from ._objects import Device, Layout, Model
 from ._search import Plan, Search, plan
+from ._torchtitan import torchtitan_layout
 
 
 def library_version():
@@ -32,9 +33,9 @@ def library_version():
 
 
 __all__ = [
-    "GIB", "Calibration", "CalibrationFigure", "Device", "Importer", "Info", "Layout", "MegatronImport", "Mem4dError", "Metric",
+    "GIB", "Calibration", "CalibrationFigure", "Device", "Framework", "Importer", "Info", "Layout", "MegatronImport", "Mem4dError", "Metric",
     "Metrics", "Model", "Moment", "ParamKind", "Plan", "Report", "ReportBuffer", "Search", "SearchOption",
     "SearchStat", "Stage", "Status", "Term", "WorldSource",
-    "estimate", "import_megatron", "library_version", "max_micro_batch",
-    "max_seq_length", "min_gpus", "plan", "strerror",
+    "estimate", "import_deepspeed", "import_megatron", "library_version", "max_micro_batch",
+    "max_seq_length", "min_gpus", "plan", "strerror", "torchtitan_layout",
 ]

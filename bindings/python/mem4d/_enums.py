@@ -142,6 +142,29 @@ class LayoutParam(enum.IntEnum):
     MOE_ROUTER_BYTES = 38
     TP_COMM_OVERLAP = 39
     OPTIMIZER_OFFLOAD_PPM = 40
+    FRAMEWORK = 41
+    RESHARD_AFTER_FORWARD = 42
+    DP_REPLICATE = 43
+    RECOMPUTE_EVERY = 44
+    FLOAT8 = 45
+    FP8_ALL_GATHER = 46
+    ALLGATHER_BUCKET_SIZE = 47
+    PREFETCH_BUCKET_SIZE = 48
+    MAX_LIVE_PARAMETERS = 49
+    OFFLOAD = 50
+    CONTIGUOUS_GRADIENTS = 51
+    PIPELINE_SCHEDULE = 52
+    COMPILE = 53
+    EXPANDABLE_SEGMENTS = 54
+
+
+class Framework(enum.IntEnum):
+    """mem4d_framework: Values of MEM4D_LAYOUT_FRAMEWORK.
+    """
+    MEGATRON = 0
+    TORCHTITAN = 1
+    DEEPSPEED = 2
+    NANOTRON = 3
 
 
 class DeviceParam(enum.IntEnum):
@@ -169,6 +192,7 @@ class DeviceParam(enum.IntEnum):
     NIC_BANDWIDTH = 19
     KERNEL_OVERHEAD_NS = 20
     FP8_EFFICIENCY_PPM = 21
+    FULL_FIT_THRESHOLD_PPM = 22
 
 
 class Mode(enum.IntEnum):

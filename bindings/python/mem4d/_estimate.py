@@ -48,6 +48,16 @@ def _peak_gib(self):
     return self.peak_bytes / GIB
 
 
+def _peak_allocated_bytes(self):
+    """The peak stage's torch.cuda.max_memory_allocated counterpart."""
+    return self.stages[self.peak_stage].peak_allocated
+
+
+def _peak_reserved_bytes(self):
+    """The peak stage's torch.cuda.max_memory_reserved counterpart."""
+    return self.stages[self.peak_stage].peak_reserved
+
+
 Report = dataclasses.make_dataclass(
     "Report",
     [("mode", str),                   # "full" or "paper"
@@ -55,9 +65,13 @@ Report = dataclasses.make_dataclass(
      ("stages", typing.Tuple[Stage, ...]),
      ("peak_stage", int), ("peak_bytes", int), ("device_bytes", int)]
     + [(name, int) for name in INFOS]  # dp, world, microbatches, ...
-    + [("metrics", typing.Optional[Metrics])],
+    + [("metrics", typing.Optional[Metrics]),
+       # settings that change memory but are not modelled ("compile: ...")
+       ("warnings", typing.Tuple[str, ...], dataclasses.field(default=()))],
     frozen=True,
     namespace={"peak": property(_peak), "peak_gib": property(_peak_gib),
+               "peak_allocated_bytes": property(_peak_allocated_bytes),
+               "peak_reserved_bytes": property(_peak_reserved_bytes),
                "__doc__": "A successful estimate, copied out of the library (holds no C memory)."})
 Report.__module__ = __name__
 
@@ -85,6 +99,8 @@ def _read_report(handle):
         peak_bytes=lib.mem4d_report_peak_bytes(handle),
         device_bytes=lib.mem4d_report_device_bytes(handle),
         metrics=metrics,
+        warnings=tuple(from_c(lib.mem4d_report_warning(handle, i))
+                       for i in range(lib.mem4d_report_warning_count(handle))),
         **dict(zip(INFOS, infos)))
 
 

@@ -86,3 +86,20 @@ def import_megatron(argv, env=None, world_size=0, model=None, layout=None):
     imp._check(lib.mem4d_import_megatron(imp, argc, args, envp, world_size, model, layout))
     return MegatronImport(model, layout, imp.warnings, imp.world_source)
 
+
+def import_deepspeed(path=None, layout=None, text=None):
+    """Read a DeepSpeed ds_config.json (a path, or its text) into a layout.
+
+    Sets framework deepspeed, the ZeRO stage and its buckets, offload and
+    precision (mem4d_import_deepspeed_config). The parallel sizes are not in
+    the file: set them on the layout. Returns (layout, warnings); raises
+    Mem4dError naming the key at fault.
+    """
+    layout = layout if layout is not None else Layout()
+    imp = Importer()
+    if text is not None:
+        data = text.encode() if isinstance(text, str) else bytes(text)
+        imp._check(lib.mem4d_import_deepspeed_config_buffer(imp, data, len(data), layout))
+    else:
+        imp._check(lib.mem4d_import_deepspeed_config(imp, to_c(path, "ds_config.json path"), layout))
+    return layout, imp.warnings

@@ -329,6 +329,59 @@ pub const MEM4D_LAYOUT_TP_COMM_OVERLAP: mem4d_layout_param = 39;
 /// "optimizer_offload_ppm": parts per million of the Adam moments kept on the host (Megatron's --optimizer-cpu-offload
 /// with --optimizer-offload-fraction; the fp32 main parameters stay on the GPU). Default 0. @since 0.2
 pub const MEM4D_LAYOUT_OPTIMIZER_OFFLOAD_PPM: mem4d_layout_param = 40;
+/// "framework": the training stack whose conventions and buffers apply: 0 "megatron" (default; Megatron-LM /
+/// Megatron-Core), 1 "torchtitan" (FSDP2 over dp x cp with fp32 sharded parameters, bf16 compute, fp32 loss), 2
+/// "deepspeed" (ZeRO stage zero_stage with its buckets), 3 "nanotron" (fp32 gradient accumulation buffers, ZeRO-0/1).
+/// See doc/full-model.md, "Frameworks". Paper mode refuses anything but megatron. @since 0.2
+pub const MEM4D_LAYOUT_FRAMEWORK: mem4d_layout_param = 41;
+/// "reshard_after_forward" (torchtitan / FSDP2): 0 "auto" (torchtitan's rule: every transformer block but the last
+/// reshards, none under pipeline parallelism, the root module never), 1 "always", 2 "never". @since 0.2
+pub const MEM4D_LAYOUT_RESHARD_AFTER_FORWARD: mem4d_layout_param = 42;
+/// "dp_replicate": HSDP replicate degree (torchtitan data_parallel_replicate_degree); FSDP shards over dp /
+/// dp_replicate x cp. Must divide dp. Default 1. @since 0.2
+pub const MEM4D_LAYOUT_DP_REPLICATE: mem4d_layout_param = 43;
+/// "recompute_every": with recompute = full, checkpoint only every N-th transformer block and keep the others whole
+/// (torchtitan's layer-selective AC, selective_ac_option = N). 0 or 1 = every block. @since 0.2
+pub const MEM4D_LAYOUT_RECOMPUTE_EVERY: mem4d_layout_param = 44;
+/// "float8" (torchtitan / torchao float8 linears): 0 "none", 1 "tensorwise", 2 "rowwise". @since 0.2
+pub const MEM4D_LAYOUT_FLOAT8: mem4d_layout_param = 45;
+/// "fp8_all_gather": FSDP all-gathers float8 weights (enable_fsdp_float8_all_gather, tensorwise only). Default 0.
+/// @since 0.2
+pub const MEM4D_LAYOUT_FP8_ALL_GATHER: mem4d_layout_param = 46;
+/// "allgather_bucket_size" (DeepSpeed ZeRO-1/2) in elements; 0 = DeepSpeed's 5e8. The reduce bucket is ddp_bucket_size
+/// (alias "reduce_bucket_size"; 0 = 5e8 with framework deepspeed). @since 0.2
+pub const MEM4D_LAYOUT_ALLGATHER_BUCKET_SIZE: mem4d_layout_param = 47;
+/// "stage3_prefetch_bucket_size" (DeepSpeed ZeRO-3) in elements; 0 = 5e7. @since 0.2
+pub const MEM4D_LAYOUT_PREFETCH_BUCKET_SIZE: mem4d_layout_param = 48;
+/// "stage3_max_live_parameters" (DeepSpeed ZeRO-3) in elements; 0 = 1e9. @since 0.2
+pub const MEM4D_LAYOUT_MAX_LIVE_PARAMETERS: mem4d_layout_param = 49;
+/// "offload": 0 "none", 1 "optimizer" (master weights and moments in CPU memory), 2 "optimizer_and_params" (ZeRO-3
+/// parameters too). DeepSpeed only. @since 0.2
+pub const MEM4D_LAYOUT_OFFLOAD: mem4d_layout_param = 50;
+/// "contiguous_gradients" (DeepSpeed): copy reduced gradients into one contiguous buffer. Default 1. @since 0.2
+pub const MEM4D_LAYOUT_CONTIGUOUS_GRADIENTS: mem4d_layout_param = 51;
+/// "pipeline_schedule": 0 "1f1b" (default), 1 "afab" (all forward, all backward: nanotron's AllForwardAllBackward
+/// engine keeps every micro-batch). @since 0.2
+pub const MEM4D_LAYOUT_PIPELINE_SCHEDULE: mem4d_layout_param = 52;
+/// "compile": torch.compile (torchtitan): 0 "none", 1 "blocks" (each transformer block, torchtitan through 2024: not
+/// modelled, the estimate warns), 2 "blocks_and_loss" (torchtitan since 2025 also compiles the loss: Inductor fuses the
+/// fp32 upcast, softmax and loss, so only the bf16 logits and their bf16 gradient are logits-sized). Default 0. @since
+/// 0.2
+pub const MEM4D_LAYOUT_COMPILE: mem4d_layout_param = 53;
+/// "expandable_segments": PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True; freed blocks no longer strand whole
+/// segments (see doc/full-model.md, "The allocator"). Default 0. @since 0.2
+pub const MEM4D_LAYOUT_EXPANDABLE_SEGMENTS: mem4d_layout_param = 54;
+
+/// `mem4d_framework` (a C enum, passed as `int`): Values of MEM4D_LAYOUT_FRAMEWORK.
+pub type mem4d_framework = c_int;
+/// Megatron-LM / Megatron-Core (and Megatron-Bridge, ms-swift).
+pub const MEM4D_FRAMEWORK_MEGATRON: mem4d_framework = 0;
+/// torchtitan: FSDP2, torch-native TP, op-selective AC, torchao float8.
+pub const MEM4D_FRAMEWORK_TORCHTITAN: mem4d_framework = 1;
+/// DeepSpeed ZeRO-1/2/3.
+pub const MEM4D_FRAMEWORK_DEEPSPEED: mem4d_framework = 2;
+/// nanotron: ZeRO-0/1, fp32 gradient accumulation.
+pub const MEM4D_FRAMEWORK_NANOTRON: mem4d_framework = 3;
 
 /// `mem4d_device_param` (a C enum, passed as `int`): Device parameters. Values are fixed forever; new keys are
 /// appended.
@@ -383,6 +436,11 @@ pub const MEM4D_DEVICE_KERNEL_OVERHEAD_NS: mem4d_device_param = 20;
 /// "fp8_efficiency_ppm": share of the fp8 peak large fp8 GEMMs reach (the linear layers with fp8 = 1). Default 540000.
 /// @since 0.2
 pub const MEM4D_DEVICE_FP8_EFFICIENCY_PPM: mem4d_device_param = 21;
+/// "full_fit_threshold_ppm": full mode's verdict is "fits" while reserved memory plus the CUDA context and NCCL (TOTAL)
+/// stays within this share of memory. Default 850000: 1/(1 + 15.5%) = 86.6%, with 15.5% the worst under-prediction of a
+/// measured peak that full mode models (tier-A rows of tests/data/memory-peaks.csv), rounded down to a 5% step
+/// (doc/full-model.md, "The verdict"). Paper mode keeps fit_threshold_ppm. @since 0.2
+pub const MEM4D_DEVICE_FULL_FIT_THRESHOLD_PPM: mem4d_device_param = 22;
 
 /// `mem4d_mode` (a C enum, passed as `int`): Which memory model produced a report.
 pub type mem4d_mode = c_int;
@@ -393,7 +451,8 @@ pub const MEM4D_MODE_PAPER: mem4d_mode = 1;
 
 /// `mem4d_verdict` (a C enum, passed as `int`): Verdict of a report against the device's memory.
 pub type mem4d_verdict = c_int;
-/// Peak at most the fit threshold (default 80%) of memory.
+/// Peak at most the fit threshold of memory: full_fit_threshold_ppm (85%) in full mode, fit_threshold_ppm (80%) in
+/// paper mode.
 pub const MEM4D_VERDICT_FITS: mem4d_verdict = 0;
 /// Between the threshold and 100%.
 pub const MEM4D_VERDICT_TIGHT: mem4d_verdict = 1;
@@ -429,9 +488,9 @@ pub const MEM4D_TERM_BUFFERS: mem4d_term = 9;
 pub const MEM4D_TERM_FRAGMENTATION: mem4d_term = 10;
 /// CUDA context and NCCL communicator buffers.
 pub const MEM4D_TERM_FIXED: mem4d_term = 11;
-/// Peak bytes allocated by tensors.
+/// Peak bytes allocated by tensors (what torch.cuda.max_memory_allocated shows).
 pub const MEM4D_TERM_PEAK_ALLOCATED: mem4d_term = 12;
-/// Peak bytes reserved by the allocator.
+/// Peak bytes reserved by PyTorch's caching allocator (torch.cuda.max_memory_reserved).
 pub const MEM4D_TERM_PEAK_RESERVED: mem4d_term = 13;
 /// The moment of the step at which the stage peaks (not bytes): a mem4d_moment, named by mem4d_moment_name().
 /// ACTIVATIONS and BUFFERS are those of this moment. Always MEM4D_MOMENT_FORWARD_BACKWARD in paper mode. @since 0.2
@@ -786,6 +845,11 @@ extern "C" {
     pub fn mem4d_report_device_bytes(report: *const mem4d_report) -> u64;
     /// One per-stage quantity.
     pub fn mem4d_report_get(report: *const mem4d_report, stage: u32, term: mem4d_term, value: *mut u64) -> mem4d_status;
+    /// Number of warnings of the last estimate: settings of the layout that change memory but that the estimate does
+    /// not model (e.g. "compile").
+    pub fn mem4d_report_warning_count(report: *const mem4d_report) -> usize;
+    /// One warning of the last estimate, one sentence naming the setting.
+    pub fn mem4d_report_warning(report: *const mem4d_report, index: usize) -> *const c_char;
     /// One whole-job value.
     pub fn mem4d_report_info(report: *const mem4d_report, info: mem4d_info, value: *mut u64) -> mem4d_status;
     /// One predicted speed figure.
@@ -914,6 +978,24 @@ extern "C" {
         json: *const c_char,
         size: usize,
         model: *mut mem4d_model,
+    ) -> mem4d_status;
+    /// Read a DeepSpeed `ds_config.json` into a layout: framework deepspeed, the ZeRO stage, reduce and all-gather
+    /// bucket sizes, stage-3 prefetch bucket and max live parameters, overlap_comm, contiguous_gradients, CPU/NVMe
+    /// offload of the optimizer and of parameters, bf16/fp16 (else fp32 parameters), micro-batch and global batch. Keys
+    /// DeepSpeed leaves to its Hugging Face integration ("auto") keep libmem4d's default, with a warning;
+    /// activation-checkpoint partitioning and CPU checkpointing are warnings (not modelled). Parallel sizes are not in
+    /// the file: set them on the layout. All or nothing: on failure the layout is unchanged.
+    pub fn mem4d_import_deepspeed_config(
+        import: *mut mem4d_import,
+        path: *const c_char,
+        layout: *mut mem4d_layout,
+    ) -> mem4d_status;
+    /// Like mem4d_import_deepspeed_config(), from a buffer.
+    pub fn mem4d_import_deepspeed_config_buffer(
+        import: *mut mem4d_import,
+        json: *const c_char,
+        size: usize,
+        layout: *mut mem4d_layout,
     ) -> mem4d_status;
     /// The sentence explaining the last import's failure, or "".
     pub fn mem4d_import_message(import: *const mem4d_import) -> *const c_char;

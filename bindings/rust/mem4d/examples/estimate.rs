@@ -40,15 +40,15 @@ fn print_report(
     .ok();
     writeln!(
         out,
-        "{:>5} {:>8} {:>9} {:>9} {:>11} {:>9} {:>9} {:>9}",
-        "stage", "layers", "weights", "grads", "optimizer", "activ.", "overhead", "total"
+        "{:>5} {:>8} {:>9} {:>9} {:>11} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "stage", "layers", "weights", "grads", "optimizer", "activ.", "overhead", "allocated", "reserved", "total"
     )
     .ok();
     for (i, s) in r.stages()?.iter().enumerate() {
         let peak = if i as u32 == r.peak_stage() { "  <- peak" } else { "" };
         writeln!(
             out,
-            "{:5} {:8} {:9.2} {:9.2} {:11.2} {:9.2} {:9.2} {:9.2}{}",
+            "{:5} {:8} {:9.2} {:9.2} {:11.2} {:9.2} {:9.2} {:9.2} {:9.2} {:9.2}{}",
             i,
             s.layers,
             gib(s.weights),
@@ -56,6 +56,8 @@ fn print_report(
             gib(s.optimizer),
             gib(s.activations),
             gib(s.overhead),
+            gib(s.peak_allocated),
+            gib(s.peak_reserved),
             gib(s.total),
             peak
         )
@@ -63,7 +65,20 @@ fn print_report(
     }
     let (dev, peak) = (r.device_bytes(), r.peak_bytes());
     let share = if dev != 0 { 100.0 * peak as f64 / dev as f64 } else { 0.0 };
-    writeln!(out, "GiB. peak {:.2} GiB of {:.2} GiB ({:.1}%): {}", gib(peak), gib(dev), share, r.verdict()).ok();
+    let (alloc, resv) = r.peak_allocated_reserved()?;
+    writeln!(out, "GiB. allocated = torch.cuda.max_memory_allocated, reserved = max_memory_reserved; total adds the")
+        .ok();
+    writeln!(
+        out,
+        "CUDA context and NCCL. peak {:.2} GiB (allocated {:.2}, reserved {:.2}) of {:.2} GiB ({:.1}%): {}",
+        gib(peak),
+        gib(alloc),
+        gib(resv),
+        gib(dev),
+        share,
+        r.verdict()
+    )
+    .ok();
     let params = r.info(Info::ModelParams)?;
     write!(out, "model: {} parameters ({:.2} B). stages peak at:", params, params as f64 / 1e9).ok();
     // Consecutive stages of one moment as a range.
@@ -82,6 +97,9 @@ fn print_report(
         first = i + 1;
     }
     writeln!(out).ok();
+    for w in r.warnings() {
+        writeln!(out, "warning: {}", w).ok();
+    }
     Ok(())
 }
 

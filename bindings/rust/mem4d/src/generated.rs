@@ -86,9 +86,9 @@ pub enum Term {
     Fragmentation = sys::MEM4D_TERM_FRAGMENTATION,
     /// CUDA context and NCCL communicator buffers.
     Fixed = sys::MEM4D_TERM_FIXED,
-    /// Peak bytes allocated by tensors.
+    /// Peak bytes allocated by tensors (what torch.cuda.max_memory_allocated shows).
     PeakAllocated = sys::MEM4D_TERM_PEAK_ALLOCATED,
-    /// Peak bytes reserved by the allocator.
+    /// Peak bytes reserved by PyTorch's caching allocator (torch.cuda.max_memory_reserved).
     PeakReserved = sys::MEM4D_TERM_PEAK_RESERVED,
     /// The moment of the step at which the stage peaks (not bytes): a mem4d_moment, named by mem4d_moment_name().
     /// ACTIVATIONS and BUFFERS are those of this moment. Always MEM4D_MOMENT_FORWARD_BACKWARD in paper mode. @since 0.2
@@ -287,7 +287,8 @@ impl Mode {
 /// Verdict of a report against the device's memory. (`mem4d_verdict`)
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Verdict {
-    /// Peak at most the fit threshold (default 80%) of memory.
+    /// Peak at most the fit threshold of memory: full_fit_threshold_ppm (85%) in full mode, fit_threshold_ppm (80%) in
+    /// paper mode.
     Fits,
     /// Between the threshold and 100%.
     Tight,
@@ -450,9 +451,9 @@ pub struct Stage {
     pub fragmentation: u64,
     /// CUDA context and NCCL communicator buffers.
     pub fixed: u64,
-    /// Peak bytes allocated by tensors.
+    /// Peak bytes allocated by tensors (what torch.cuda.max_memory_allocated shows).
     pub peak_allocated: u64,
-    /// Peak bytes reserved by the allocator.
+    /// Peak bytes reserved by PyTorch's caching allocator (torch.cuda.max_memory_reserved).
     pub peak_reserved: u64,
     /// The moment of the step at which the stage peaks (not bytes): a mem4d_moment, named by mem4d_moment_name().
     /// ACTIVATIONS and BUFFERS are those of this moment. Always MEM4D_MOMENT_FORWARD_BACKWARD in paper mode. @since 0.2

@@ -103,6 +103,31 @@ impl Importer {
         self.result(code)
     }
 
+    /// Read a DeepSpeed ds_config.json file into `layout` (framework
+    /// deepspeed, ZeRO stage, buckets, offload, precision; all or nothing).
+    pub fn deepspeed_config(&mut self, path: impl AsRef<std::path::Path>, layout: &mut Layout) -> Result<()> {
+        let path = path.as_ref();
+        let text = c_string("a path", &path.to_string_lossy())?;
+        // SAFETY: live handles; NUL-terminated path.
+        let code =
+            unsafe { sys::mem4d_import_deepspeed_config(self.ptr.as_ptr(), text.as_ptr(), layout.as_mut_ptr()) };
+        self.result(code)
+    }
+
+    /// Read the text of a DeepSpeed ds_config.json into `layout`.
+    pub fn deepspeed_json(&mut self, json: &str, layout: &mut Layout) -> Result<()> {
+        // SAFETY: live handles; json points to json.len() bytes (no NUL needed).
+        let code = unsafe {
+            sys::mem4d_import_deepspeed_config_buffer(
+                self.ptr.as_ptr(),
+                json.as_ptr().cast(),
+                json.len(),
+                layout.as_mut_ptr(),
+            )
+        };
+        self.result(code)
+    }
+
     /// Why the last import failed, or "".
     pub fn message(&self) -> String {
         // SAFETY: live handle; copied at once.

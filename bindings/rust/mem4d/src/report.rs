@@ -151,6 +151,21 @@ impl Report {
         Ok(value)
     }
 
+    /// Settings of the estimated layout that change memory but are not
+    /// modelled (e.g. "compile: ..."); empty after a failed estimate.
+    pub fn warnings(&self) -> Vec<String> {
+        // SAFETY: live handle; each string is copied at once.
+        let n = unsafe { sys::mem4d_report_warning_count(self.as_ptr()) };
+        (0..n).map(|i| unsafe { owned_str(sys::mem4d_report_warning(self.as_ptr(), i)) }).collect()
+    }
+
+    /// The peak stage's allocated and reserved peaks (torch.cuda.max_memory_allocated
+    /// and max_memory_reserved counterparts), bytes.
+    pub fn peak_allocated_reserved(&self) -> Result<(u64, u64)> {
+        let s = self.stage(self.peak_stage())?;
+        Ok((s.peak_allocated, s.peak_reserved))
+    }
+
     /// A predicted speed figure; None when speed was not predicted.
     pub fn metric(&self, metric: Metric) -> Result<Option<f64>> {
         let mut value = 0.0;
