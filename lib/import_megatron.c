@@ -790,6 +790,18 @@ static mem4d_status apply_precision(mem4d_import *imp, const struct opt_val *val
     return MEM4D_OK;
 }
 
+/* DeepSpeed's BF16_Optimizer (deepspeed/runtime/bf16_optimizer.py, used by
+ * the engine for bf16 at ZeRO stage 0, written for BLOOM's training) keeps
+ * the bf16 weights and one fp32 gradient accumulation buffer whole, but
+ * clones only this rank's 1/dp partition of the flat weights to fp32 and
+ * hands the optimizer that partition: the fp32 master weights and Adam's
+ * moments are partitioned over data parallelism even at stage 0. That is
+ * what ZeRO stage 1 with fp32 main gradients holds. */
+static uint64_t deepspeed_bf16_optimizer_stage(const struct opt_val *vals, uint64_t stage)
+{
+    return stage == 0 && GIVEN(MF_BF16) ? 1 : stage;
+}
+
 /* Sharding of parameters, gradients and optimizer state beyond ZeRO-1. */
 static mem4d_status apply_sharding(mem4d_import *imp, const struct opt_val *vals, mem4d_layout *l)
 {
@@ -805,7 +817,7 @@ static mem4d_status apply_sharding(mem4d_import *imp, const struct opt_val *vals
         if (GIVEN(MF_ZERO_STAGE) && U(MF_ZERO_STAGE) > 3)
             return m4d_imp_fail(imp, MEM4D_E_RANGE, "--zero-stage %llu is not a ZeRO stage (0 to 3)",
                                 (unsigned long long)U(MF_ZERO_STAGE));
-        zero = GIVEN(MF_ZERO_STAGE) ? U(MF_ZERO_STAGE) : 1; /* Megatron-DeepSpeed's default */
+        zero = deepspeed_bf16_optimizer_stage(vals, GIVEN(MF_ZERO_STAGE) ? U(MF_ZERO_STAGE) : 1); /* default 1 */
         if (!GIVEN(MF_ZERO_STAGE))
             m4d_imp_warn(imp, "--deepspeed without --zero-stage: the ZeRO stage is in the DeepSpeed config file; "
                          "taken as 1 (Megatron-DeepSpeed's default)");

@@ -998,6 +998,8 @@ static const struct modelled_case {
     {{BASE_JOB, "--deepspeed", "--zero-stage", "2"}, -1, MEM4D_LAYOUT_ZERO_STAGE, 2},
     {{BASE_JOB, "--deepspeed", "--zero-stage", "2"}, -1, MEM4D_LAYOUT_DIST_OPT, 0},
     {{BASE_JOB, "--deepspeed", "--zero-stage=3", "--deepspeed_config", "ds.json"}, -1, MEM4D_LAYOUT_ZERO_STAGE, 3},
+    /* bf16 at stage 0 is DeepSpeed's BF16_Optimizer: fp32 master weights and moments partitioned over dp. */
+    {{BASE_JOB, "--deepspeed", "--zero-stage", "0"}, -1, MEM4D_LAYOUT_ZERO_STAGE, 1},
     /* The architecture: biases, positions, query/key norms. */
     {{BASE_JOB, "--add-bias-linear"}, MEM4D_MODEL_LINEAR_BIAS, -1, 1},
     {{BASE_JOB}, MEM4D_MODEL_LINEAR_BIAS, -1, 0},
