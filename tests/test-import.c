@@ -998,6 +998,15 @@ static const struct modelled_case {
     {{BASE_JOB, "--deepspeed", "--zero-stage", "2"}, -1, MEM4D_LAYOUT_ZERO_STAGE, 2},
     {{BASE_JOB, "--deepspeed", "--zero-stage", "2"}, -1, MEM4D_LAYOUT_DIST_OPT, 0},
     {{BASE_JOB, "--deepspeed", "--zero-stage=3", "--deepspeed_config", "ds.json"}, -1, MEM4D_LAYOUT_ZERO_STAGE, 3},
+    /* Megatron-Core's explicit layout: uneven ends, an even split, even virtual stages. */
+    {{BASE_JOB, "--pipeline-model-parallel-size", "2", "--pipeline-model-parallel-layout", "Et|tttL"},
+     -1, MEM4D_LAYOUT_FIRST_STAGE_LAYERS, 1},
+    {{BASE_JOB, "--pipeline-model-parallel-size", "2", "--pipeline-model-parallel-layout", "Et|tttL"},
+     -1, MEM4D_LAYOUT_LAST_STAGE_LAYERS, 3},
+    {{BASE_JOB, "--pipeline-model-parallel-size", "4", "--pipeline-model-parallel-layout", "E(t|)*3,tL"},
+     -1, MEM4D_LAYOUT_FIRST_STAGE_LAYERS, 0},
+    {{BASE_JOB, "--pipeline-model-parallel-size", "2", "--pipeline-model-parallel-layout", "Et|t*1|(t|)*1tL"},
+     -1, MEM4D_LAYOUT_VPP, 2},
     /* bf16 at stage 0 is DeepSpeed's BF16_Optimizer: fp32 master weights and moments partitioned over dp. */
     {{BASE_JOB, "--deepspeed", "--zero-stage", "0"}, -1, MEM4D_LAYOUT_ZERO_STAGE, 1},
     /* The architecture: biases, positions, query/key norms. */
@@ -1052,6 +1061,16 @@ static const struct vocab_bad modelled_bad[] = {
     {{"--optimizer-cpu-offload"}, MEM4D_E_CONFLICT, "--optimizer-cpu-offload needs --use-precision-aware-optimizer"},
     {{"--num-layers", "4", "--pipeline-model-parallel-size", "2", "--account-for-loss-in-pipeline-split"},
      MEM4D_E_LAYERS_PP, "4 layers plus the embedding and loss counted as layers (5) do not split evenly"},
+    {{"--num-layers", "4", "--pipeline-model-parallel-size", "2", "--pipeline-model-parallel-layout", "Et|t|tt|L"},
+     MEM4D_E_UNSUPPORTED, "--pipeline-model-parallel-layout gives 2 virtual stages per rank with uneven layer counts"},
+    {{"--num-layers", "4", "--pipeline-model-parallel-size", "2", "--pipeline-model-parallel-layout", "Ex|tttL"},
+     MEM4D_E_PARSE, "--pipeline-model-parallel-layout: 'x' is not a layer"},
+    {{"--num-layers", "4", "--pipeline-model-parallel-size", "2", "--pipeline-model-parallel-layout", "Et|ttL"},
+     MEM4D_E_LAYERS_PP, "--pipeline-model-parallel-layout places 3 transformer layers; --num-layers is 4"},
+    {{"--num-layers", "4", "--pipeline-model-parallel-size", "2", "--pipeline-model-parallel-layout", "E|ttttL"},
+     MEM4D_E_UNSUPPORTED, "leaves the first stage without a transformer layer"},
+    {{"--num-layers", "4", "--pipeline-model-parallel-size", "2", "--pipeline-model-parallel-layout", "(t)*99999999"},
+     MEM4D_E_RANGE, "--pipeline-model-parallel-layout expands to more than 4096 layers and stages"},
 };
 
 
@@ -1441,9 +1460,9 @@ static const struct {
     const char *name;
     const char *refused; /* NULL: judged; "oom": judged out of memory (an open question); else the reason */
 } recipes_expected[] = {
-    {"deepseek-v3-b200-256gpu-mxfp8", "--moe-flex-dispatcher-backend is not a flag this version knows"},
-    {"deepseek-v3-h100-1024gpu-fp8", "--moe-flex-dispatcher-backend is not a flag this version knows"},
-    {"deepseek-v3-h100-256gpu-16k-offload", "--moe-flex-dispatcher-backend is not a flag this version knows"},
+    {"deepseek-v3-b200-256gpu-mxfp8", "--pipeline-model-parallel-layout gives 4 virtual stages per rank with uneven layer counts"},
+    {"deepseek-v3-h100-1024gpu-fp8", "--pipeline-model-parallel-layout gives 4 virtual stages per rank with uneven layer counts"},
+    {"deepseek-v3-h100-256gpu-16k-offload", "--pipeline-model-parallel-layout gives 4 virtual stages per rank with uneven layer counts"},
     {"llama3-8b-h100-8gpu-fp8-mock", "oom"},
     {"megatron-llama-13b-a100-8gpu", "--reduce-bucket-size is not a flag this version knows"},
     {"mixtral-8x22b-h100-128gpu", "--tp-comm-overlap allocates user buffers for communication overlap that are not modelled"},
