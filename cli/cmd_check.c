@@ -82,18 +82,13 @@ struct proposal {
 static void propose(const mem4d_model *model, const mem4d_device *device, const mem4d_layout *job,
                     struct proposal *p)
 {
-    mem4d_search *s = NULL;
     mem4d_layout *best = NULL;
     mem4d_report *rep = NULL;
-    mem4d_status st = mem4d_search_new(model, device, job, &s);
-    if (st == MEM4D_OK)
-        st = mem4d_search_set_option(s, MEM4D_SEARCH_MAX_RESULTS, 1);
-    if (st == MEM4D_OK)
-        st = mem4d_layout_new(&best);
+    mem4d_status st = mem4d_layout_new(&best);
     if (st == MEM4D_OK)
         st = mem4d_report_new(&rep);
     if (st == MEM4D_OK)
-        st = mem4d_search_next(s, best, rep); /* fits only, fastest first */
+        st = mem4d_solve_best_layout(model, device, job, best, rep);
     if (st == MEM4D_OK)
         st = mem4d_layout_megatron_args(model, best, p->flags, sizeof p->flags, NULL);
     p->found = st == MEM4D_OK;
@@ -103,7 +98,6 @@ static void propose(const mem4d_model *model, const mem4d_device *device, const 
     }
     mem4d_report_free(rep);
     mem4d_layout_free(best);
-    mem4d_search_free(s);
 }
 
 static void print_json(FILE *out, const mem4d_import *imp, const mem4d_layout *layout,

@@ -222,18 +222,13 @@ static bool acceptable(const struct hook_opts *o, mem4d_verdict v)
 /* Search the same GPUs for the fastest layout that fits. */
 static void propose(const struct hook_opts *o, struct job *j, struct decision *d)
 {
-    mem4d_search *s = NULL;
     mem4d_layout *best = NULL;
     mem4d_report *rep = NULL;
-    mem4d_status st = mem4d_search_new(j->model, j->device, j->layout, &s);
-    if (st == MEM4D_OK)
-        st = mem4d_search_set_option(s, MEM4D_SEARCH_MAX_RESULTS, 1);
-    if (st == MEM4D_OK)
-        st = mem4d_layout_new(&best);
+    mem4d_status st = mem4d_layout_new(&best);
     if (st == MEM4D_OK)
         st = mem4d_report_new(&rep);
     if (st == MEM4D_OK)
-        st = mem4d_search_next(s, best, rep);
+        st = mem4d_solve_best_layout(j->model, j->device, j->layout, best, rep);
     bool fits = st == MEM4D_OK && acceptable(o, mem4d_report_verdict(rep));
     /* The flags that turn the submitted layout into the proposed one. */
     if (fits)
@@ -253,7 +248,6 @@ static void propose(const struct hook_opts *o, struct job *j, struct decision *d
     }
     mem4d_report_free(rep);
     mem4d_layout_free(best);
-    mem4d_search_free(s);
 }
 
 static bool open_job(const struct hook_opts *o, struct job *j)

@@ -143,17 +143,26 @@ static uint64_t stage_first_layer(const struct m4d_ctx *x, uint64_t r)
     return r == 0 ? 0 : stage_layers(x, 0) + (r - 1) * stage_layers(x, 1);
 }
 
-/* L_e(r): expert layers of stage r; with vpp, of its v chunks of L/(p·v)
- * layers (chunk j holds layers (j·p + r)·L/(p·v) onwards). */
+/* The first layer of chunk j of stage r with vpp: Megatron-Core gives each
+ * of a stage's v chunks 1/v of its layers (uneven first/last stages
+ * included, each divisible by v), and chunk j of every stage follows chunk
+ * j of the stage before it: j·L/v + (the layers of stages < r)/v. Even
+ * stages: (j·p + r)·L/(p·v). */
+static uint64_t chunk_first_layer(const struct m4d_ctx *x, uint64_t r, uint64_t j)
+{
+    return j * (x->L / x->v) + stage_first_layer(x, r) / x->v;
+}
+
+/* L_e(r): expert layers of stage r; with vpp, of its v chunks of ℓ_r/v layers. */
 static uint64_t stage_moe_layers(const struct m4d_ctx *x, uint64_t r)
 {
     if (!x->experts)
         return 0;
     if (x->v <= 1)
         return m4d_moe_layers_in(x, stage_first_layer(x, r), stage_layers(x, r));
-    uint64_t each = x->L / (x->p * x->v), e = 0;
+    uint64_t each = stage_layers(x, r) / x->v, e = 0;
     for (uint64_t j = 0; j < x->v; j++)
-        e += m4d_moe_layers_in(x, (j * x->p + r) * each, each);
+        e += m4d_moe_layers_in(x, chunk_first_layer(x, r, j), each);
     return e;
 }
 
@@ -162,9 +171,9 @@ static uint64_t chunk_moe_layers(const struct m4d_ctx *x, uint64_t r)
 {
     if (x->v <= 1 || !x->experts)
         return stage_moe_layers(x, r);
-    uint64_t each = x->L / (x->p * x->v), e = 0;
+    uint64_t each = stage_layers(x, r) / x->v, e = 0;
     for (uint64_t j = 0; j < x->v; j++)
-        e = max64(e, m4d_moe_layers_in(x, (j * x->p + r) * each, each));
+        e = max64(e, m4d_moe_layers_in(x, chunk_first_layer(x, r, j), each));
     return e;
 }
 
@@ -575,7 +584,7 @@ static void micro_batch_keep(bool *ok, const struct m4d_ctx *x, const struct sha
 }
 
 /* Micro-batches live on stage r at its peak. 1F1B: min(p − r, m).
- * Interleaved (v chunks of L/(p·v) layers): Megatron's warm-up
+ * Interleaved (v chunks of ℓ_r/v layers): Megatron's warm-up
  * 2(p−r−1) + (v−1)·p chunk-micro-batches plus the one of the first
  * steady-state step, capped at m·v. m = 0 (unknown) is taken as large. */
 static void in_flight(const struct m4d_ctx *x, uint64_t r, uint64_t *units, uint64_t *layers_each)
@@ -585,7 +594,7 @@ static void in_flight(const struct m4d_ctx *x, uint64_t r, uint64_t *units, uint
         if (x->m > 0 && n > x->m * x->v)
             n = x->m * x->v;
         *units = n;
-        *layers_each = x->L / (x->p * x->v);
+        *layers_each = stage_layers(x, r) / x->v;
         return;
     }
     uint64_t n = x->p - r;

@@ -231,8 +231,8 @@ static mem4d_status check_layers(const struct m4d_ctx *x, char *why, size_t n)
     }
     uint64_t ends = (x->first_layers > 0) + (x->last_layers > 0);
     if (ends > 0) {
-        if (x->p < 2 || x->v > 1) {
-            m4d_msg(why, n, "uneven first/last pipeline stages need pp >= 2 and no vpp");
+        if (x->p < 2) {
+            m4d_msg(why, n, "uneven first/last pipeline stages need pp >= 2");
             return MEM4D_E_CONFLICT;
         }
         bool fit = x->first_layers + x->last_layers <= x->L;
@@ -241,6 +241,15 @@ static mem4d_status check_layers(const struct m4d_ctx *x, char *why, size_t n)
             m4d_msg(why, n, "%llu layers minus %llu first-stage and %llu last-stage layers do not split "
                     "evenly over the other %llu stages", U(x->L), U(x->first_layers), U(x->last_layers),
                     U(x->p - ends));
+            return MEM4D_E_LAYERS_PP;
+        }
+        /* Interleaved: Megatron-Core gives each of a stage's v chunks 1/v of
+         * its layers, the first, last and middle stages alike
+         * (TransformerConfig.__post_init__, "Uneven PP"). */
+        uint64_t mid = x->p > ends ? rest / (x->p - ends) : 0;
+        if (x->v > 1 && (x->first_layers % x->v || x->last_layers % x->v || mid % x->v)) {
+            m4d_msg(why, n, "vpp %llu does not divide the %llu first-stage, %llu last-stage and %llu middle-stage "
+                    "layers", U(x->v), U(x->first_layers), U(x->last_layers), U(mid));
             return MEM4D_E_LAYERS_PP;
         }
         return MEM4D_OK;

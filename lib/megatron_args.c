@@ -87,6 +87,8 @@ static void put_memory_switches(struct out *o, const mem4d_model *m, const mem4d
         put(o, " --overlap-grad-reduce");
     if (lv(l, MEM4D_LAYOUT_OVERLAP_PARAM_GATHER))
         put(o, " --overlap-param-gather");
+    if (lv(l, MEM4D_LAYOUT_TP_COMM_OVERLAP) && lv(l, MEM4D_LAYOUT_TP) > 1)
+        put(o, " --tp-comm-overlap");
     if (lv(l, MEM4D_LAYOUT_RECOMPUTE) == 1) {
         put(o, " --recompute-granularity selective");
     } else if (lv(l, MEM4D_LAYOUT_RECOMPUTE) == 2) {

@@ -311,6 +311,19 @@ static bool uneven_split(uint64_t L, uint64_t p, uint64_t *first, uint64_t *last
     return false;
 }
 
+/* The layers of the lightest stage and of a middle one (0 when the
+ * uneven split does not divide): vpp must divide every stage's layers. */
+static void stage_sizes(uint64_t L, uint64_t p, uint64_t first, uint64_t last, uint64_t *least, uint64_t *mid)
+{
+    uint64_t ends = (first > 0) + (last > 0);
+    *mid = p > ends && first + last < L && (L - first - last) % (p - ends) == 0 ? (L - first - last) / (p - ends) : 0;
+    *least = *mid;
+    if (first && (first < *least || !*least))
+        *least = first;
+    if (last && (last < *least || !*least))
+        *least = last;
+}
+
 /* Every (t, c, p, v, dist_opt) the constraints allow, in loop order. The
  * rules that need the model are left to m4d_resolve() at group entry. */
 static bool build_groups(mem4d_search *s)
@@ -344,10 +357,15 @@ static bool build_groups(mem4d_search *s)
                 if (!uneven && L % p != 0 &&
                     (!s->opt[MEM4D_SEARCH_UNEVEN_STAGES] || !uneven_split(L, p, &first, &last)))
                     continue;
-                /* v > 1 needs p > 1, even stages and L divisible by p*v */
-                uint64_t vmax = p < 2 || first || last ? 1 : L / p;
+                /* v > 1 needs p > 1 and v dividing every stage's layers
+                 * (uneven first/last stages included, as Megatron-Core) */
+                uint64_t vmax = L / p, mid = vmax;
+                if (first || last)
+                    stage_sizes(L, p, first, last, &vmax, &mid);
+                if (p < 2)
+                    vmax = 1;
                 for (uint64_t v = 1; v <= vmax; v++) {
-                    if ((vmax % v) != 0 || !knob_allows(&s->knob[K_VPP], v))
+                    if (mid % v || first % v || last % v || !knob_allows(&s->knob[K_VPP], v))
                         continue;
                     /* dist_opt 1 first: when its static bytes cannot fit,
                      * neither can dist_opt 0's (see dead_block) */

@@ -188,3 +188,19 @@ mem4d_status mem4d_solve_min_gpus(const mem4d_model *model, const mem4d_device *
     }
     return MEM4D_OK;
 }
+
+mem4d_status mem4d_solve_best_layout(const mem4d_model *model, const mem4d_device *device,
+                                     const mem4d_layout *base, mem4d_layout *layout, mem4d_report *report)
+{
+    if (!model || !device || !base || !layout)
+        return MEM4D_E_INVALID_ARG;
+    mem4d_search *s;
+    mem4d_status st = mem4d_search_new(model, device, base, &s);
+    if (st != MEM4D_OK)
+        return st;
+    st = mem4d_search_set_option(s, MEM4D_SEARCH_MAX_RESULTS, 1);
+    if (st == MEM4D_OK)
+        st = mem4d_search_next(s, layout, report); /* fits only, fastest first: the defaults */
+    mem4d_search_free(s);
+    return st;
+}

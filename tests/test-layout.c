@@ -104,7 +104,7 @@ END_TEST
 /* Each invalid layout of Llama-3.1-8B (32 heads, 8 KV heads, 32 layers):
  * exact status and exact sentence. */
 static const struct {
-    const char *kv[6];
+    const char *kv[7];
     mem4d_status status;
     const char *why;
 } invalid[] = {
@@ -133,6 +133,9 @@ static const struct {
     {{"tp=4096", "cp=4096", "pp=2", "dp=1", "seq=4096"}, MEM4D_E_RANGE, "tp 4096 x cp 4096 x pp 2 exceeds 2^24 GPUs"},
     {{"pp=4", "first_stage_layers=10", "last_stage_layers=9", "dp=1", "seq=4096"}, MEM4D_E_LAYERS_PP,
      "32 layers minus 10 first-stage and 9 last-stage layers do not split evenly over the other 2 stages"},
+    {{"pp=4", "vpp=2", "first_stage_layers=6", "last_stage_layers=6", "dp=1", "seq=4096"}, MEM4D_OK, ""},
+    {{"pp=4", "vpp=2", "first_stage_layers=7", "last_stage_layers=7", "dp=1", "seq=4096"}, MEM4D_E_LAYERS_PP,
+     "vpp 2 does not divide the 7 first-stage, 7 last-stage and 9 middle-stage layers"},
     {{"sp=false", "tp=2", "seq=4095", "dp=1"}, MEM4D_OK, ""},
 };
 
@@ -140,7 +143,7 @@ START_TEST(invalid_layouts)
 {
     mem4d_model *m = tu_model("llama3.1-8b");
     mem4d_layout *l = tu_layout(invalid[_i].kv[0], invalid[_i].kv[1], invalid[_i].kv[2], invalid[_i].kv[3],
-                                invalid[_i].kv[4], invalid[_i].kv[5]);
+                                invalid[_i].kv[4], invalid[_i].kv[5], invalid[_i].kv[6]);
     char why[256];
     ck_assert_int_eq(mem4d_validate(m, l, why, sizeof why), invalid[_i].status);
     ck_assert_str_eq(why, invalid[_i].why);

@@ -65,10 +65,10 @@ END_TEST
 /* Layouts whose written flags must read back to the same keys. */
 static const char *const round_trips[][12] = {
     {"tp=8", "pp=4", "dp=2", "mbs=1", "gbs=128", "seq=8192", NULL},
-    {"tp=4", "cp=2", "pp=8", "vpp=5", "dp=1", "mbs=2", "seq=8192", NULL},
-    {"tp=8", "pp=16", "first_stage_layers=2", "last_stage_layers=3", "dp=4", "seq=4096", NULL},
-    {"tp=8", "pp=16", "vpp=2", "first_stage_layers=4", "last_stage_layers=6", "dp=1", "seq=4096", NULL},
-    {"tp=1", "dp=64", "sp=0", "dist_opt=0", "recompute=selective", "seq=2048", NULL},
+    {"tp=4", "cp=2", "pp=8", "vpp=5", "dp=1", "mbs=2", "seq=8192", "tp_comm_overlap=1", NULL},
+    {"tp=8", "pp=16", "first_stage_layers=3", "last_stage_layers=7", "dp=4", "seq=4096", NULL},
+    {"tp=8", "pp=16", "vpp=2", "first_stage_layers=10", "last_stage_layers=14", "dp=1", "seq=4096", NULL},
+    {"tp=1", "dp=64", "sp=0", "dist_opt=0", "recompute=selective", "seq=2048", "tp_comm_overlap=1", NULL},
     {"tp=8", "pp=2", "dp=4", "recompute=full", "recompute_method=block", "recompute_num_layers=7",
      "overlap_grad_reduce=1", "overlap_param_gather=1", "seq=8192", NULL},
     {"tp=2", "dp=8", "zero_stage=3", "seq=8192", NULL},
@@ -81,6 +81,7 @@ static const mem4d_layout_param compared[] = {
     MEM4D_LAYOUT_FIRST_STAGE_LAYERS, MEM4D_LAYOUT_LAST_STAGE_LAYERS, MEM4D_LAYOUT_SEQUENCE_PARALLEL,
     MEM4D_LAYOUT_ZERO_STAGE, MEM4D_LAYOUT_OVERLAP_GRAD_REDUCE, MEM4D_LAYOUT_OVERLAP_PARAM_GATHER,
     MEM4D_LAYOUT_RECOMPUTE, MEM4D_LAYOUT_RECOMPUTE_METHOD, MEM4D_LAYOUT_RECOMPUTE_LAYERS,
+    MEM4D_LAYOUT_TP_COMM_OVERLAP,
 };
 
 START_TEST(reads_back_through_the_importer)
@@ -97,6 +98,7 @@ START_TEST(reads_back_through_the_importer)
         ck_assert_int_eq(mem4d_layout_set_str(want, kv, eq + 1), MEM4D_OK);
     }
     char line[1024];
+    ck_assert_msg(mem4d_validate(m, want, line, sizeof line) == MEM4D_OK, "round trip %d: %s", _i, line);
     ck_assert_int_eq(mem4d_layout_megatron_args(m, want, line, sizeof line, NULL), MEM4D_OK);
 
     const char *argv[64];
@@ -125,10 +127,10 @@ START_TEST(reads_back_through_the_importer)
             continue; /* "every layer" is written as the layers of one chunk */
         if (compared[i] == MEM4D_LAYOUT_GLOBAL_BATCH && a == 0)
             continue; /* unknown: not written, and Megatron then takes mbs x dp */
-        if (compared[i] == MEM4D_LAYOUT_SEQUENCE_PARALLEL) {
+        if (compared[i] == MEM4D_LAYOUT_SEQUENCE_PARALLEL || compared[i] == MEM4D_LAYOUT_TP_COMM_OVERLAP) {
             uint64_t tp = 0;
             mem4d_layout_get(want, MEM4D_LAYOUT_TP, &tp);
-            a = a && tp > 1; /* Megatron turns it off at tp 1 */
+            a = a && tp > 1; /* Megatron turns both off at tp 1; --tp-comm-overlap is not written there */
         }
         ck_assert_msg(a == b, "%s: %s wrote %llu, read back %llu", line,
                       mem4d_layout_param_name(compared[i]), (unsigned long long)a, (unsigned long long)b);

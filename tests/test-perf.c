@@ -164,6 +164,46 @@ START_TEST(pipeline_bubble)
 }
 END_TEST
 
+/* Interleaving over uneven first/last stages (Megatron-Core: every stage's
+ * layers split evenly over its v chunks): the bubble shrinks as with even
+ * stages, and stage 0 keeps the activations of its chunks of first/v
+ * layers, exactly those of an even split with chunks that size. */
+START_TEST(interleaved_uneven_stages)
+{
+    mem4d_model *m = tu_model("llama3.1-70b"); /* 80 layers: 16 + 2 x 24 + 16 */
+    mem4d_device *d = tu_device("h100-80");
+    mem4d_layout *l = tu_layout("world=64", "tp=8", "pp=4", "seq=8192", "gbs=32", "first_stage_layers=16",
+                                "last_stage_layers=16", NULL);
+    mem4d_report *r = NULL;
+    ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
+    double b1 = predict(m, l, d, MEM4D_METRIC_BUBBLE_S);
+    ck_assert_int_eq(mem4d_layout_set(l, MEM4D_LAYOUT_VPP, 2), MEM4D_OK);
+    double b2 = predict(m, l, d, MEM4D_METRIC_BUBBLE_S);
+    ck_assert_msg(b2 < b1 * 0.55 && b2 > b1 * 0.45, "bubble %g s at vpp 2 against %g s at vpp 1", b2, b1);
+    ck_assert_int_eq(mem4d_estimate(m, l, d, r), MEM4D_OK);
+    uint64_t uneven = 0, even = 0;
+    ck_assert_int_eq(mem4d_report_get(r, 0, MEM4D_TERM_ACTIVATIONS, &uneven), MEM4D_OK);
+    /* The same stage 0 from 64 layers split evenly: 4 stages of 16, chunks of 8. */
+    mem4d_model *m64 = tu_model("llama3.1-70b");
+    ck_assert_int_eq(mem4d_model_set(m64, MEM4D_MODEL_NUM_LAYERS, 64), MEM4D_OK);
+    mem4d_layout *e = tu_layout("world=64", "tp=8", "pp=4", "vpp=2", "seq=8192", "gbs=32", NULL);
+    ck_assert_int_eq(mem4d_estimate(m64, e, d, r), MEM4D_OK);
+    ck_assert_int_eq(mem4d_report_get(r, 0, MEM4D_TERM_ACTIVATIONS, &even), MEM4D_OK);
+    ck_assert_uint_eq(uneven, even);
+    /* vpp must divide every stage's layers, as Megatron-Core checks. */
+    char why[160];
+    ck_assert_int_eq(mem4d_layout_set(l, MEM4D_LAYOUT_VPP, 3), MEM4D_OK);
+    ck_assert_int_eq(mem4d_validate(m, l, why, sizeof why), MEM4D_E_LAYERS_PP);
+    ck_assert_str_eq(why, "vpp 3 does not divide the 16 first-stage, 16 last-stage and 24 middle-stage layers");
+    mem4d_layout_free(e);
+    mem4d_model_free(m64);
+    mem4d_report_free(r);
+    mem4d_layout_free(l);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
 /* Recompute costs time: full repeats the forward (about 4/3 of the
  * compute), selective only the attention core; MFU does not count it. */
 START_TEST(recompute_cost)
@@ -360,6 +400,7 @@ int main(void)
     tcase_add_test(tc, tp_overlap_and_nvlink_domain);
     tcase_add_test(tc, fp8_linear_only);
     tcase_add_test(tc, nics_shared);
+    tcase_add_test(tc, interleaved_uneven_stages);
     tcase_add_test(tc, search_within_the_nvlink_domain);
     suite_add_tcase(s, tc);
     return tu_run(s);

@@ -949,6 +949,43 @@ START_TEST(solve_min_gpus)
 }
 END_TEST
 
+/* The proposal of a job that does not fit: the first answer of a ranked
+ * search over its GPUs, with its estimate; END when nothing fits. */
+START_TEST(solve_best_layout)
+{
+    mem4d_model *m = tu_model("llama3.1-70b");
+    mem4d_device *d = tu_device("h100-80");
+    mem4d_layout *job = tu_layout("tp=2", "world=64", "seq=8192", "gbs=256", NULL);
+    ck_assert_int_ne(verdict_of(m, job, d), MEM4D_VERDICT_FITS);
+    mem4d_layout *best = NULL, *first = NULL;
+    mem4d_report *r = NULL, *direct = NULL;
+    ck_assert_int_eq(mem4d_layout_new(&best), MEM4D_OK);
+    ck_assert_int_eq(mem4d_layout_new(&first), MEM4D_OK);
+    ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
+    ck_assert_int_eq(mem4d_report_new(&direct), MEM4D_OK);
+    ck_assert_int_eq(mem4d_solve_best_layout(m, d, job, best, r), MEM4D_OK);
+    ck_assert_int_eq(mem4d_report_verdict(r), MEM4D_VERDICT_FITS);
+    ck_assert_int_eq(mem4d_estimate(m, best, d, direct), MEM4D_OK);
+    ck_assert_uint_eq(mem4d_report_peak_bytes(direct), mem4d_report_peak_bytes(r));
+    mem4d_search *s = new_search(m, d, job, true, true, true);
+    ck_assert_int_eq(mem4d_search_next(s, first, NULL), MEM4D_OK);
+    for (int i = 0; i < NKNOB; i++)
+        ck_assert_uint_eq(get(first, knobs[i]), get(best, knobs[i]));
+    mem4d_search_free(s);
+    /* Eight GPUs hold no 70B layout at 8192 tokens; the report may be NULL. */
+    ck_assert_int_eq(mem4d_layout_set(job, MEM4D_LAYOUT_WORLD, 8), MEM4D_OK);
+    ck_assert_int_eq(mem4d_solve_best_layout(m, d, job, best, NULL), MEM4D_END);
+    ck_assert_int_eq(mem4d_solve_best_layout(m, d, job, NULL, NULL), MEM4D_E_INVALID_ARG);
+    mem4d_report_free(direct);
+    mem4d_report_free(r);
+    mem4d_layout_free(first);
+    mem4d_layout_free(best);
+    mem4d_layout_free(job);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("search");
@@ -984,6 +1021,7 @@ int main(void)
     tcase_add_test(tc, solve_max_micro_batch);
     tcase_add_test(tc, solve_max_seq_length);
     tcase_add_test(tc, solve_min_gpus);
+    tcase_add_test(tc, solve_best_layout);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

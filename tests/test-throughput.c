@@ -572,7 +572,7 @@ START_TEST(step_time_matches_published_runs)
     double bf16 = median_err(rows, n, "exact", "bf1", NULL, &k);
     double fp8 = median_err(rows, n, "exact", "fp8", NULL, &k);
     double rho = series_orders(rows, n);
-    calibrated(rows, n, false);
+    double cal_source = calibrated(rows, n, false);
     double cal = calibrated(rows, n, true);
     fflush(stdout);
     ck_assert_msg(bf16 <= 0.10, "bf16 exact median |error| %.1f%% > 10%%", 100 * bf16);
@@ -582,6 +582,12 @@ START_TEST(step_time_matches_published_runs)
     ck_assert_msg(rho >= 0.85, "a weak-scaling series is ordered with Spearman %.2f < 0.85", rho);
     ck_assert_msg(cal <= 0.05, "calibrated on one run of a series, a source's other exact runs are off by a median "
                   "%.1f%% > 5%%", 100 * cal);
+    /* The issue's target for one calibration per (source, GPU) is 5%; the
+     * model reaches 13.6% (doc/perf.md, "Validation": single-node runs of
+     * 4096-wide models are predicted fast for a reason not yet modelled).
+     * This guards what is reached. */
+    ck_assert_msg(cal_source <= 0.14, "calibrated on the first run of each (source, GPU, precision), a source's "
+                  "other exact runs are off by a median %.1f%% > 14%%", 100 * cal_source);
     for (size_t i = 0; i < n; i++) {
         mem4d_device_free(rows[i].d);
         mem4d_layout_free(rows[i].l);

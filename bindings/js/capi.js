@@ -114,6 +114,7 @@ export const SIGNATURES = Object.freeze([
     ["mem4d_solve_max_micro_batch", "int", ["ptr", "ptr", "ptr", "ptr"]],
     ["mem4d_solve_max_seq_length", "int", ["ptr", "ptr", "ptr", "ptr"]],
     ["mem4d_solve_min_gpus", "int", ["ptr", "ptr", "ptr", "u64", "ptr", "ptr"]],
+    ["mem4d_solve_best_layout", "int", ["ptr", "ptr", "ptr", "ptr", "ptr"]],
     ["mem4d_import_new", "int", ["ptr"]],
     ["mem4d_import_free", "void", ["ptr"]],
     ["mem4d_import_megatron", "int", ["ptr", "int", "ptr", "ptr", "u64", "ptr", "ptr"]],

@@ -188,20 +188,15 @@ static void say_peak(struct work *w, const mem4d_report *r)
 /* The fastest layout of the same model on the same GPUs that fits. */
 static void propose(struct work *w)
 {
-    mem4d_search *s = NULL;
     mem4d_layout *best = NULL;
     mem4d_report *rep = NULL;
-    mem4d_status st = mem4d_search_new(w->model, w->dev->device, w->layout, &s);
-    if (st == MEM4D_OK)
-        st = mem4d_search_set_option(s, MEM4D_SEARCH_MAX_RESULTS, 1);
-    if (st == MEM4D_OK)
-        st = mem4d_layout_new(&best);
+    mem4d_status st = mem4d_layout_new(&best);
     if (st == MEM4D_OK)
         st = mem4d_report_new(&rep);
     if (st == MEM4D_OK)
-        st = mem4d_search_next(s, best, rep);
+        st = mem4d_solve_best_layout(w->model, w->dev->device, w->layout, best, rep);
     if (st == MEM4D_OK) {
-        char flags[512];
+        char flags[1024];
         if (mem4d_layout_megatron_args(w->model, best, flags, sizeof flags, NULL) == MEM4D_OK)
             say(w->d, "; on these %llu GPUs this layout fits (%.2f GiB per GPU): %s",
                 (unsigned long long)w->job->req.gpus, (double)mem4d_report_peak_bytes(rep) / GIB, flags);
@@ -211,7 +206,6 @@ static void propose(struct work *w)
     }
     mem4d_report_free(rep);
     mem4d_layout_free(best);
-    mem4d_search_free(s);
 }
 
 static void estimate(struct work *w)

@@ -1602,6 +1602,26 @@ MEM4D_API mem4d_status mem4d_solve_min_gpus(const mem4d_model *model, const mem4
                                             const mem4d_layout *base, uint64_t max_gpus,
                                             uint64_t *gpus, mem4d_layout *layout);
 
+/**
+ * The fastest layout of @p base's GPUs that fits: the first answer of a
+ * ranked mem4d_search_new() over @p base, the proposal a pre-flight check or
+ * an admission hook makes for a job that does not fit (write it with
+ * mem4d_layout_megatron_args()). Every setting the search does not vary
+ * comes from @p base, so the proposal keeps the job's own precision,
+ * sequence and batch.
+ * @param model The model.
+ * @param device The device.
+ * @param base The job: at least the world size and sequence length set.
+ * @param[out] layout Receives the layout when one fits.
+ * @param[out] report Receives its estimate; may be NULL.
+ * @return ::MEM4D_OK, ::MEM4D_END when no layout of these GPUs fits, or as
+ *         mem4d_search_new() and mem4d_search_next().
+ * @since 0.2
+ */
+MEM4D_API mem4d_status mem4d_solve_best_layout(const mem4d_model *model, const mem4d_device *device,
+                                               const mem4d_layout *base, mem4d_layout *layout,
+                                               mem4d_report *report);
+
 /** @} */
 
 /* ------------------------------------------------------------------------ */

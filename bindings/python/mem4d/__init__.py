@@ -19,7 +19,8 @@ from ._calibrate import Calibration
 from ._enums import CalibrationFigure, Framework, Info, Metric, Moment, ParamKind, SearchOption, SearchStat, Term
 from ._errors import Mem4dError, Status, strerror
 from ._estimate import (GIB, Metrics, Report, ReportBuffer, Stage, estimate,
-                        max_micro_batch, max_seq_length, min_gpus)
+                        max_micro_batch, max_seq_length, min_gpus,
+                        best_layout)
 from ._import import Importer, MegatronImport, WorldSource, import_deepspeed, import_megatron
 from ._objects import Device, Layout, Model
 from ._search import Plan, Search, plan
@@ -37,5 +38,5 @@ __all__ = [
     "Metrics", "Model", "Moment", "ParamKind", "Plan", "Report", "ReportBuffer", "Search", "SearchOption",
     "SearchStat", "Stage", "Status", "Term", "WorldSource",
     "estimate", "import_deepspeed", "import_megatron", "library_version", "max_micro_batch",
-    "max_seq_length", "min_gpus", "plan", "strerror", "torchtitan_layout",
+    "max_seq_length", "min_gpus", "best_layout", "plan", "strerror", "torchtitan_layout",
 ]

@@ -159,3 +159,15 @@ def min_gpus(model, device, base, max_gpus):
     layout = Layout()
     check(lib.mem4d_solve_min_gpus(model, device, base, max_gpus, ctypes.byref(gpus), layout))
     return (gpus.value, layout) if gpus.value else (0, None)
+
+
+def best_layout(model, device, base):
+    """(Layout, Report) of the fastest layout of base's GPUs that fits; None if none fits."""
+    from ._objects import Layout
+    layout = Layout()
+    with ReportBuffer() as buf:
+        code = lib.mem4d_solve_best_layout(model, device, base, layout, buf)
+        if code == Status.END:
+            return None
+        check(code)
+        return layout, _read_report(buf)

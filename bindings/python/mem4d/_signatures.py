@@ -171,6 +171,7 @@ SIGNATURES = (
     ("mem4d_solve_max_micro_batch", c_status, [MODEL, LAYOUT, DEVICE, P(u64)]),
     ("mem4d_solve_max_seq_length", c_status, [MODEL, LAYOUT, DEVICE, P(u64)]),
     ("mem4d_solve_min_gpus", c_status, [MODEL, DEVICE, LAYOUT, u64, P(u64), LAYOUT]),
+    ("mem4d_solve_best_layout", c_status, [MODEL, DEVICE, LAYOUT, LAYOUT, REPORT]),
     # import
     ("mem4d_import_new", c_status, [P(IMPORT)]),
     ("mem4d_import_free", None, [IMPORT]),

@@ -77,6 +77,15 @@ class PlanTest(unittest.TestCase):
             self.assertEqual(plan.report.verdict, "fits")
             self.assertEqual(plan.layout["world"], GPUS)
 
+    def test_best_layout_is_the_first_plan(self):
+        base = mem4d.Layout(world=GPUS, seq=SEQ, gbs=GBS)
+        layout, report = mem4d.best_layout(self.model, self.device, base)
+        first = next(iter(self.plan()))
+        self.assertEqual(knobs(layout), knobs(first.layout))
+        self.assertEqual(report, first.report)
+        self.assertIsNone(mem4d.best_layout(self.model, self.device,
+                                            mem4d.Layout(world=1, seq=1 << 20, gbs=1)))
+
     def test_options_and_sets(self):
         self.assertEqual(len(list(self.plan(max_results=3))), 3)
         for plan in self.plan(mbs=[1, 2], pp=1):

@@ -948,6 +948,17 @@ extern "C" {
         gpus: *mut u64,
         layout: *mut mem4d_layout,
     ) -> mem4d_status;
+    /// The fastest layout of base's GPUs that fits: the first answer of a ranked mem4d_search_new() over base, the
+    /// proposal a pre-flight check or an admission hook makes for a job that does not fit (write it with
+    /// mem4d_layout_megatron_args()). Every setting the search does not vary comes from base, so the proposal keeps the
+    /// job's own precision, sequence and batch.
+    pub fn mem4d_solve_best_layout(
+        model: *const mem4d_model,
+        device: *const mem4d_device,
+        base: *const mem4d_layout,
+        layout: *mut mem4d_layout,
+        report: *mut mem4d_report,
+    ) -> mem4d_status;
 
     // import
     /// Create an import handle.
