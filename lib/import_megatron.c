@@ -1067,19 +1067,25 @@ static mem4d_status apply_pp_layout(mem4d_import *imp, const struct opt_val *val
                                 "them on the last stage", flag, k);
     if (even)
         return vpp > 1 ? SET_L(l, MEM4D_LAYOUT_VPP, vpp, flag) : MEM4D_OK;
-    if (vpp > 1)
-        return m4d_imp_fail(imp, MEM4D_E_UNSUPPORTED, "%s gives %llu virtual stages per rank with uneven layer "
-                            "counts; the estimate models uneven first/last stages without virtual stages only",
-                            flag, (unsigned long long)vpp);
-    for (size_t k = 1; k + 1 < S; k++)
-        if (t[k] != t[1])
-            return m4d_imp_fail(imp, MEM4D_E_UNSUPPORTED, "%s gives middle stages %u and %u layers; the estimate "
-                                "models an even split between uneven first and last stages only", flag, t[1], t[k]);
-    if (t[0] == 0 || t[S - 1] == 0)
+    /* Rank r holds virtual stages r, r + p, ...; the estimate gives each rank's
+     * chunks equal shares of its layers. */
+    for (size_t r = 0; r < p; r++)
+        for (size_t k = 1; k < vpp; k++)
+            if (t[k * p + r] != t[r])
+                return m4d_imp_fail(imp, MEM4D_E_UNSUPPORTED, "%s gives rank %zu virtual stages of %u and %u "
+                                    "layers; the estimate splits a rank's layers evenly over its %llu virtual "
+                                    "stages", flag, r, t[r], t[k * p + r], (unsigned long long)vpp);
+    for (size_t r = 1; r + 1 < p; r++)
+        if (t[r] != t[1])
+            return m4d_imp_fail(imp, MEM4D_E_UNSUPPORTED, "%s gives middle stages %llu and %llu layers; the "
+                                "estimate models an even split between uneven first and last stages only", flag,
+                                (unsigned long long)(t[1] * vpp), (unsigned long long)(t[r] * vpp));
+    if (t[0] == 0 || t[p - 1] == 0)
         return m4d_imp_fail(imp, MEM4D_E_UNSUPPORTED, "%s leaves the %s stage without a transformer layer; the "
                             "estimate's first/last stage sizes start at 1", flag, t[0] == 0 ? "first" : "last");
-    TRY(SET_L(l, MEM4D_LAYOUT_FIRST_STAGE_LAYERS, t[0], flag));
-    return SET_L(l, MEM4D_LAYOUT_LAST_STAGE_LAYERS, t[S - 1], flag);
+    TRY(SET_L(l, MEM4D_LAYOUT_FIRST_STAGE_LAYERS, t[0] * vpp, flag));
+    TRY(SET_L(l, MEM4D_LAYOUT_LAST_STAGE_LAYERS, t[p - 1] * vpp, flag));
+    return vpp > 1 ? SET_L(l, MEM4D_LAYOUT_VPP, vpp, flag) : MEM4D_OK;
 }
 
 /* World size and, as Megatron-LM does without --global-batch-size, a

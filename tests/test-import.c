@@ -1007,6 +1007,11 @@ static const struct modelled_case {
      -1, MEM4D_LAYOUT_FIRST_STAGE_LAYERS, 0},
     {{BASE_JOB, "--pipeline-model-parallel-size", "2", "--pipeline-model-parallel-layout", "Et|t*1|(t|)*1tL"},
      -1, MEM4D_LAYOUT_VPP, 2},
+    /* Uneven ranks, each split evenly over its 2 virtual stages: rank 0 holds 2 layers, rank 1 holds 6 of 8. */
+    {{BASE_JOB, "--num-layers", "8", "--pipeline-model-parallel-size", "2", "--pipeline-model-parallel-layout",
+      "Et|ttt|t|tttL"}, -1, MEM4D_LAYOUT_LAST_STAGE_LAYERS, 6},
+    {{BASE_JOB, "--num-layers", "8", "--pipeline-model-parallel-size", "2", "--pipeline-model-parallel-layout",
+      "Et|ttt|t|tttL"}, -1, MEM4D_LAYOUT_VPP, 2},
     /* bf16 at stage 0 is DeepSpeed's BF16_Optimizer: fp32 master weights and moments partitioned over dp. */
     {{BASE_JOB, "--deepspeed", "--zero-stage", "0"}, -1, MEM4D_LAYOUT_ZERO_STAGE, 1},
     /* The architecture: biases, positions, query/key norms. */
@@ -1062,7 +1067,7 @@ static const struct vocab_bad modelled_bad[] = {
     {{"--num-layers", "4", "--pipeline-model-parallel-size", "2", "--account-for-loss-in-pipeline-split"},
      MEM4D_E_LAYERS_PP, "4 layers plus the embedding and loss counted as layers (5) do not split evenly"},
     {{"--num-layers", "4", "--pipeline-model-parallel-size", "2", "--pipeline-model-parallel-layout", "Et|t|tt|L"},
-     MEM4D_E_UNSUPPORTED, "--pipeline-model-parallel-layout gives 2 virtual stages per rank with uneven layer counts"},
+     MEM4D_E_UNSUPPORTED, "--pipeline-model-parallel-layout gives rank 0 virtual stages of 1 and 2 layers"},
     {{"--num-layers", "4", "--pipeline-model-parallel-size", "2", "--pipeline-model-parallel-layout", "Ex|tttL"},
      MEM4D_E_PARSE, "--pipeline-model-parallel-layout: 'x' is not a layer"},
     {{"--num-layers", "4", "--pipeline-model-parallel-size", "2", "--pipeline-model-parallel-layout", "Et|ttL"},
@@ -1460,9 +1465,9 @@ static const struct {
     const char *name;
     const char *refused; /* NULL: judged; "oom": judged out of memory (an open question); else the reason */
 } recipes_expected[] = {
-    {"deepseek-v3-b200-256gpu-mxfp8", "--pipeline-model-parallel-layout gives 4 virtual stages per rank with uneven layer counts"},
-    {"deepseek-v3-h100-1024gpu-fp8", "--pipeline-model-parallel-layout gives 4 virtual stages per rank with uneven layer counts"},
-    {"deepseek-v3-h100-256gpu-16k-offload", "--pipeline-model-parallel-layout gives 4 virtual stages per rank with uneven layer counts"},
+    {"deepseek-v3-b200-256gpu-mxfp8", "--pipeline-model-parallel-layout gives rank 0 virtual stages of 1 and 2 layers"},
+    {"deepseek-v3-h100-1024gpu-fp8", "--pipeline-model-parallel-layout gives rank 0 virtual stages of 1 and 2 layers"},
+    {"deepseek-v3-h100-256gpu-16k-offload", "--pipeline-model-parallel-layout gives rank 7 virtual stages of 2 and 1 layers"},
     {"llama3-8b-h100-8gpu-fp8-mock", "oom"},
     {"megatron-llama-13b-a100-8gpu", "--reduce-bucket-size is not a flag this version knows"},
     {"mixtral-8x22b-h100-128gpu", "--tp-comm-overlap allocates user buffers for communication overlap that are not modelled"},
