@@ -144,7 +144,7 @@ struct cli_args {
     mem4d_layout *layout;  /* CLI_TO_LAYOUT rows, set as parsed */
     mem4d_layout *scratch; /* parses plan's SPEC values */
     /* CLI_TO_ARGS fields: */
-    const char *model, *hf_config, *gpu, *svg, *device_file, *log, *output;
+    const char *model, *hf_config, *gpu, *svg, *device_file, *log, *output, *ds_config;
     uint64_t top, world_size;
     bool strict, all, cross_node, even_stages;
     enum cli_format format;

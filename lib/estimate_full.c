@@ -303,14 +303,19 @@ static void fsdp_state_terms(bool *ok, const struct m4d_ctx *x, const struct sha
  * the parameters this rank updates (its ZeRO-1 shard over dp); Adam's
  * moments over the same shard. Without fp32 accumulation the bf16 gradients
  * are the main gradients. The bf16 .grad of every parameter exists until
- * backward ends (_accumulate_grad then frees it): nanotron_grads_moment(). */
+ * backward ends (_accumulate_grad then frees it): nanotron_grads_moment().
+ * With dp > 1 the trainer wraps the model in torch's DistributedDataParallel
+ * unless fp32 accumulation and ZeRO-1 are both on (trainer.py@c2528430,
+ * make_ddp); DDP's Reducer allocates one flat bucket tensor in the
+ * parameters' dtype over every parameter at construction and keeps it
+ * (gradient_as_bucket_view is left off), 2 bytes a parameter more. */
 static void nanotron_state_terms(bool *ok, const struct m4d_ctx *x, const struct stage_params *n, uint64_t *t)
 {
-    bool acc = x->grad_bytes == 4;
+    bool acc = x->grad_bytes == 4, ddp = x->d * x->c > 1 && !(acc && x->zero >= 1);
     uint64_t shard = x->zero >= 1 ? x->d * x->c : 1;
     t[MEM4D_TERM_WEIGHTS] = add(ok, mul(ok, n->all, x->param_bytes),
                                 acc ? muldiv(ok, n->all, x->master_bytes, shard) : 0);
-    t[MEM4D_TERM_GRADIENTS] = mul(ok, n->all, acc ? 4 : x->param_bytes);
+    t[MEM4D_TERM_GRADIENTS] = mul(ok, n->all, (acc ? 4 : x->param_bytes) + (ddp ? x->param_bytes : 0));
     t[MEM4D_TERM_OPTIMIZER] = muldiv(ok, n->all, 2 * x->opt_bytes + (acc ? 0 : x->master_bytes), shard);
 }
 
@@ -996,6 +1001,13 @@ static void unmodelled_warnings(const struct m4d_ctx *x, mem4d_report *r)
                 "micro-pipelined matmuls are not modelled");
     if (x->float8 == 2)
         warn(r, "float8 rowwise: modelled as tensorwise (no float8 all-gather, no weight cache)");
+    /* nanotron's build_model balances the stages by compute cost with the
+     * lm_head counted (V·h against 4h² + 3fh a layer), which puts more
+     * layers on the first stages than L/p. */
+    if (x->fw == MEM4D_FRAMEWORK_NANOTRON && x->p > 1 && !x->first_layers && !x->last_layers)
+        warn(r, "nanotron split: nanotron balances pipeline stages by compute cost, the lm_head "
+                "included, and gives the first stages more layers than an even split; set "
+                "first_stage_layers and last_stage_layers to its split");
 }
 
 /* The middle stages hold the same layers and state as stage 1 and keep

@@ -198,6 +198,28 @@ class Estimate(unittest.TestCase):
         self.assertEqual(p.stderr, 'mem4d: warning: config.json has no "model_type"; read as a Llama-like model\n')
         self.assertNotIn('warning', p.stdout)
 
+    def test_ds_config_sets_zero_and_batch_under_the_command_line(self):
+        base = ['estimate', '--model', 'llama3.1-8b', '--dp', '8', '--seq', '4096', '--json']
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, 'ds_config.json')
+            with open(path, 'w') as f:
+                json.dump({'train_micro_batch_size_per_gpu': 2, 'bf16': {'enabled': True},
+                           'zero_optimization': {'stage': 2, 'overlap_comm': True}}, f)
+            plain = json.loads(run(*base, '--set', 'framework=deepspeed', '--set', 'zero_stage=0').stdout)
+            p = run(*base, '--ds-config', path)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            ds = json.loads(p.stdout)
+            # ZeRO-2 shards the gradients over dp 8
+            self.assertLess(ds['stages'][0]['gradients_bytes'], plain['stages'][0]['gradients_bytes'] / 4)
+            # the file's micro-batch 2, unless --mbs says otherwise
+            one = json.loads(run(*base, '--ds-config', path, '--mbs', '1').stdout)
+            self.assertLess(one['stages'][0]['activations_bytes'], ds['stages'][0]['activations_bytes'])
+            self.assertEqual(one['stages'][0]['optimizer_bytes'], ds['stages'][0]['optimizer_bytes'])
+            with open(path, 'w') as f:
+                json.dump({'zero_optimization': {'stage': 9}}, f)
+            one_error_line(self, run(*base, '--ds-config', path), 'zero_optimization.stage')
+        one_error_line(self, run(*base, '--ds-config', '/nonexistent/ds.json'), '--ds-config')
+
     def test_paper_mode_refusal_is_explained(self):
         p = run('estimate', *GOLDEN, '--vpp', '2', '--pp', '2')
         self.assertEqual(p.returncode, 2)

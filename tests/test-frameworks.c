@@ -170,6 +170,37 @@ START_TEST(nanotron_state)
 }
 END_TEST
 
+/* nanotron ZeRO-0 over dp > 1 runs under torch's DDP, whose Reducer keeps a
+ * bf16 bucket over every parameter: gradients 4N + 2N; on one rank there is
+ * no DDP, and ZeRO-1 with fp32 accumulation skips it (trainer.py make_ddp). */
+START_TEST(nanotron_ddp_bucket)
+{
+    mem4d_report *z0 = run(2, tu_layout("framework=nanotron", "dp=4", "zero_stage=0", "dist_opt=0", "seq=1024", NULL));
+    mem4d_report *one = run(2, tu_layout("framework=nanotron", "dp=1", "zero_stage=0", "dist_opt=0", "seq=1024", NULL));
+    uint64_t n = get(z0, 0, MEM4D_TERM_PARAMS);
+    ck_assert_uint_eq(get(z0, 0, MEM4D_TERM_GRADIENTS), 6 * n);
+    ck_assert_uint_eq(get(one, 0, MEM4D_TERM_GRADIENTS), 4 * n);
+    mem4d_report_free(z0);
+    mem4d_report_free(one);
+}
+END_TEST
+
+/* nanotron's own pipeline split is not even: with pp > 1 and no stage
+ * layer counts the estimate warns; given them, it does not. */
+START_TEST(nanotron_split_warning)
+{
+    mem4d_report *r = run(4, tu_layout("framework=nanotron", "pp=2", "dp=2", "gbs=16", "seq=1024", NULL));
+    ck_assert_uint_eq(mem4d_report_warning_count(r), 1);
+    ck_assert_ptr_nonnull(strstr(mem4d_report_warning(r, 0), "nanotron split"));
+    mem4d_report_free(r);
+    r = run(4, tu_layout("framework=nanotron", "pp=2", "dp=2", "gbs=16", "seq=1024", "first_stage_layers=3",
+                         "last_stage_layers=1", NULL));
+    ck_assert_uint_eq(mem4d_report_warning_count(r), 0);
+    ck_assert_uint_eq(get(r, 0, MEM4D_TERM_LAYERS), 3);
+    mem4d_report_free(r);
+}
+END_TEST
+
 /* A layer without recompute keeps per token (b 1, t 1): both norms' inputs
  * and outputs 8h = 8192; Q, K, V and the attention output 2·(2a + 2k)·dh =
  * 8192; the eager SwiGLU's 4f intermediates, 2·4f = 32768; the LSE 4a = 32:
@@ -463,6 +494,8 @@ int main(void)
     tcase_add_test(tc, op_selective_keeps_every_other_mm);
     tcase_add_test(tc, layer_selective_every_n);
     tcase_add_test(tc, nanotron_state);
+    tcase_add_test(tc, nanotron_ddp_bucket);
+    tcase_add_test(tc, nanotron_split_warning);
     tcase_add_test(tc, eager_layer_bytes);
     tcase_add_test(tc, afab_keeps_every_micro_batch);
     tcase_add_test(tc, deepspeed_state_and_buckets);

@@ -137,6 +137,42 @@ static void uneven_split(struct row *r, uint64_t L, uint64_t p, uint64_t v)
     set(r, MEM4D_LAYOUT_LAST_STAGE_LAYERS, base);
 }
 
+/* nanotron's own pipeline split (models/base.py build_model@c2528430):
+ * blocks in order (embedding, L decoder layers, final norm, lm_head, cast,
+ * loss) go to stage k until their cumulative compute cost passes
+ * total·(k+1)/p, the crossing block included; a decoder layer costs
+ * 4h² + 3fh and the lm_head V·h (LlamaForTraining.get_block_compute_costs),
+ * the rest nothing. The head's cost moves layers to the first stages. Sets
+ * the first and last stages' layer counts where the middle ones are even. */
+static void nanotron_split(struct row *r, uint64_t L, uint64_t p)
+{
+    uint64_t h = 0, f = 0, V = 0, n[64] = {0}, total, cum = 0, k = 0;
+    ck_assert_int_eq(mem4d_model_get(r->model, MEM4D_MODEL_HIDDEN_SIZE, &h), MEM4D_OK);
+    ck_assert_int_eq(mem4d_model_get(r->model, MEM4D_MODEL_FFN_HIDDEN_SIZE, &f), MEM4D_OK);
+    ck_assert_int_eq(mem4d_model_get(r->model, MEM4D_MODEL_VOCAB_SIZE, &V), MEM4D_OK);
+    ck_assert_uint_le(p, 64);
+    uint64_t layer = 4 * h * h + 3 * f * h;
+    total = L * layer + V * h;
+    for (uint64_t i = 0; i < L + 1; i++) { /* the layers, then the head */
+        cum += i < L ? layer : V * h;
+        if (i < L)
+            n[k]++;
+        if (cum * p > total * (k + 1))
+            k++;
+    }
+    int even = n[0] > 0 && n[p - 1] > 0;
+    for (uint64_t s = 1; s + 1 < p; s++)
+        even = even && n[s] == n[1];
+    if (!even) {
+        note_unmodelled(r, "nanotron's cost-balanced split with unequal middle stages");
+        return;
+    }
+    if (n[0] == L / p && n[p - 1] == L / p && L % p == 0)
+        return;
+    set(r, MEM4D_LAYOUT_FIRST_STAGE_LAYERS, n[0]);
+    set(r, MEM4D_LAYOUT_LAST_STAGE_LAYERS, n[p - 1]);
+}
+
 static void read_layout(const struct cols *c, char **f, struct row *r)
 {
     const char *dist = col(c, f, "dist_opt"), *rc = col(c, f, "recompute"), *prec = col(c, f, "precision");
@@ -155,7 +191,10 @@ static void read_layout(const struct cols *c, char **f, struct row *r)
     if (pp > 1) {
         uint64_t L = 0;
         ck_assert_int_eq(mem4d_model_get(r->model, MEM4D_MODEL_NUM_LAYERS, &L), MEM4D_OK);
-        uneven_split(r, L, pp, vpp ? vpp : 1);
+        if (r->fw == MEM4D_FRAMEWORK_NANOTRON && !baseline)
+            nanotron_split(r, L, pp);
+        else
+            uneven_split(r, L, pp, vpp ? vpp : 1);
     }
     /* optimizer sharding */
     if (has(dist, "FSDP"))
@@ -292,17 +331,17 @@ static const char *const fw_name[NFW] = {"megatron", "torchtitan", "deepspeed", 
 
 /* Per framework: the median |error| must not exceed max_median, and no row
  * be under-predicted by more than max_under (fractions). Issue 13 asks for
- * 5% and 10% everywhere; Megatron meets both and torchtitan the median.
- * The rest asserts what full mode reaches today (doc/full-model.md says what
- * is missing): torchtitan's 405B pipeline rows and nanotron's rows stay
- * under-predicted. */
+ * 5% and 10% everywhere; Megatron meets both, torchtitan and nanotron the
+ * median. The rest asserts what full mode reaches today (doc/full-model.md
+ * says what is missing): torchtitan's 405B pipeline rows and nanotron's
+ * rows with large micro-batches stay under-predicted. */
 static const struct {
     double max_median, max_under;
 } targets[NFW] = {
     [MEM4D_FRAMEWORK_MEGATRON] = {0.05, 0.10},
     [MEM4D_FRAMEWORK_TORCHTITAN] = {0.05, 0.16},
     [MEM4D_FRAMEWORK_DEEPSPEED] = {0.05, 0.10}, /* no published DeepSpeed peak in the set yet */
-    [MEM4D_FRAMEWORK_NANOTRON] = {0.14, 0.33},
+    [MEM4D_FRAMEWORK_NANOTRON] = {0.05, 0.21},
 };
 
 static void print_row(const struct row *r, const char *metric, double meas, double alloc, double resv, double err,
@@ -345,7 +384,9 @@ START_TEST(full_mode_matches_published_peaks)
         /* every row is a run that ran */
         if (mem4d_report_verdict(rep) == MEM4D_VERDICT_OOM)
             oom_rows++;
-        if (r->unmodelled[0]) {
+        if (r->unmodelled[0]) { /* estimated without the knob it needs: the report must say so */
+            ck_assert_msg(mem4d_report_warning_count(rep) > 0, "%s: needs %s but the estimate does not warn", r->what,
+                          r->unmodelled);
             s->unexpressed++;
             continue;
         }

@@ -378,7 +378,8 @@ function runEstimate() {
 
 const PLAN_COLUMNS = () => [
     ["rank", "#"], ["tp", "tp"], ["cp", "cp"], ["pp", "pp"], ["dp", "dp"], ["mbs", "mbs"], ["vpp", "vpp"],
-    ["recompute", "recompute"], ["dist_opt", "dist opt"], ["peak_bytes", "peak GiB"], ["verdict", "verdict"],
+    ["recompute", "recompute"], ["dist_opt", "dist opt"], ["peak_bytes", "peak GiB"],
+    ["peak_allocated_bytes", "allocated GiB"], ["peak_reserved_bytes", "reserved GiB"], ["verdict", "verdict"],
     ...m4.METRICS.map((m) => [m, m.replace(/_/g, " ")]),
 ];
 
@@ -386,7 +387,8 @@ const FIRST = "decoder_first_pipeline_num_layers", LAST = "decoder_last_pipeline
 
 function planRow(search, rank) {
     const l = search.layout, r = search.report;
-    const row = { rank, layout: l.copy(), peak_bytes: r.peak_bytes, verdict: r.verdict };
+    const row = { rank, layout: l.copy(), peak_bytes: r.peak_bytes, peak_allocated_bytes: r.peak_allocated_bytes,
+                  peak_reserved_bytes: r.peak_reserved_bytes, verdict: r.verdict };
     for (const k of ["tp", "cp", "pp", "dp", "mbs", "vpp", "dist_opt", FIRST, LAST]) row[k] = l.get(k);
     row.recompute = l.valueName("recompute");
     for (const m of m4.METRICS) row[m] = r.metric(m);
@@ -427,7 +429,7 @@ function renderPlan() {
         for (const [key] of cols) {
             const v = row[key];
             let text;
-            if (key === "peak_bytes") text = gib(v);
+            if (key.startsWith("peak_")) text = gib(v);
             else if (key === "dist_opt") text = v ? "yes" : "no";
             else if (key === "pp" && (row[FIRST] || row[LAST])) text = `${v} (${row[FIRST]}/${row[LAST]})`;
             else if (m4.METRICS.includes(key)) text = formatMetric(key, v);

@@ -522,12 +522,16 @@ function bindClasses(lib) {
                 metrics[name] = lib.readF64(p);
             }
         });
+        const peakStage = c.mem4d_report_peak_stage(r);
         return {
             mode: c.mem4d_mode_name(c.mem4d_report_mode(r)),
             verdict: c.mem4d_verdict_name(c.mem4d_report_verdict(r)),
             stages,
-            peak_stage: c.mem4d_report_peak_stage(r),
+            peak_stage: peakStage,
             peak_bytes: c.mem4d_report_peak_bytes(r),
+            // The peak stage's counterparts of torch.cuda.max_memory_allocated / _reserved.
+            peak_allocated_bytes: stages[peakStage].peak_allocated_bytes,
+            peak_reserved_bytes: stages[peakStage].peak_reserved_bytes,
             device_bytes: c.mem4d_report_device_bytes(r),
             info,
             metrics,
@@ -556,6 +560,22 @@ function bindClasses(lib) {
 
         get peak_bytes() {
             return c.mem4d_report_peak_bytes(this);
+        }
+
+        /** A term (by name, "peak_reserved_bytes") of the peak stage. */
+        peakTerm(name) {
+            return lib.withScratch(8, (p) => {
+                lib.check(c.mem4d_report_get(this, c.mem4d_report_peak_stage(this), TERMS.indexOf(name), p));
+                return lib.readU64(p);
+            });
+        }
+
+        get peak_allocated_bytes() {
+            return this.peakTerm("peak_allocated_bytes");
+        }
+
+        get peak_reserved_bytes() {
+            return this.peakTerm("peak_reserved_bytes");
         }
 
         /** A metric by name ("tflops_per_gpu"), or null when speed was not predicted. */
