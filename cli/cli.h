@@ -101,7 +101,9 @@ enum { CLI_GROUP_MODEL = 1, CLI_GROUP_FORMAT = 2 };
     CLI_ROW("--model", CLI_NAME, CLI_TO_ARGS, CLI_FIELD(model), "NAME", preset_help, def, 0,           \
             CLI_GROUP_MODEL),                                                                          \
         CLI_ROW("--hf-config", CLI_PATH, CLI_TO_ARGS, CLI_FIELD(hf_config), "FILE",                    \
-                "the model from a Hugging Face config.json", NULL, 0, CLI_GROUP_MODEL)
+                "the model from a Hugging Face config.json", NULL, 0, CLI_GROUP_MODEL),                 \
+        CLI_ROW("--model-set", CLI_KEYVAL, CLI_TO_MODEL, 0, "KEY=VALUE",                               \
+                "any model key, by name, applied over the model (--model-set num_layers=40)", NULL, 0, 0)
 #define CLI_ROWS_DEVICE                                                                                \
     CLI_ROW("--gpu", CLI_NAME, CLI_TO_ARGS, CLI_FIELD(gpu), "NAME", "the GPU, a built-in preset",      \
             "h100-80", 0, 0),                                                                          \

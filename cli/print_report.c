@@ -50,6 +50,28 @@ static void print_speed(FILE *out, const mem4d_report *r, uint64_t world)
     fputs(" - communication is what compute does not hide\n", out);
 }
 
+/* The model's size and the moment each stage peaks at, consecutive stages
+ * of one moment as a range: "stages 0-2 forward_backward". */
+static void print_moments(FILE *out, const mem4d_report *r)
+{
+    uint64_t params = 0;
+    mem4d_report_info(r, MEM4D_INFO_MODEL_PARAMS, &params);
+    fprintf(out, "model: %llu parameters (%.2f B). stages peak at:", (unsigned long long)params, (double)params / 1e9);
+    uint32_t n = mem4d_report_num_stages(r);
+    for (uint32_t s = 0, first = 0; s < n; s++) {
+        uint64_t m = term(r, s, MEM4D_TERM_PEAK_MOMENT);
+        if (s + 1 < n && term(r, s + 1, MEM4D_TERM_PEAK_MOMENT) == m)
+            continue;
+        const char *name = mem4d_moment_name((mem4d_moment)m);
+        if (first == s)
+            fprintf(out, "%s stage %u %s", first ? "," : "", s, name ? name : "unknown");
+        else
+            fprintf(out, "%s stages %u-%u %s", first ? "," : "", first, s, name ? name : "unknown");
+        first = s + 1;
+    }
+    fputc('\n', out);
+}
+
 void cli_print_report(FILE *out, const mem4d_model *model, const mem4d_layout *layout,
                       const mem4d_device *device, const mem4d_report *r)
 {
@@ -81,6 +103,7 @@ void cli_print_report(FILE *out, const mem4d_model *model, const mem4d_layout *l
             dev ? 100.0 * (double)peak / (double)dev : 0.0, mem4d_verdict_name(mem4d_report_verdict(r)));
     uint64_t world = 0;
     mem4d_report_info(r, MEM4D_INFO_WORLD, &world);
+    print_moments(out, r);
     print_speed(out, r, world);
     for (size_t i = 0; i < mem4d_report_warning_count(r); i++)
         fprintf(out, "warning: %s\n", mem4d_report_warning(r, i));
@@ -121,7 +144,8 @@ void cli_print_report_json(FILE *out, const mem4d_report *r)
     static const mem4d_term terms[] = {MEM4D_TERM_WEIGHTS, MEM4D_TERM_GRADIENTS, MEM4D_TERM_OPTIMIZER,
                                        MEM4D_TERM_ACTIVATIONS, MEM4D_TERM_OVERHEAD, MEM4D_TERM_TOTAL,
                                        MEM4D_TERM_PARAMS, MEM4D_TERM_LAYERS, MEM4D_TERM_IN_FLIGHT,
-                                       MEM4D_TERM_PEAK_ALLOCATED, MEM4D_TERM_PEAK_RESERVED};
+                                       MEM4D_TERM_PEAK_ALLOCATED, MEM4D_TERM_PEAK_RESERVED,
+                                       MEM4D_TERM_BUFFERS, MEM4D_TERM_FRAGMENTATION, MEM4D_TERM_FIXED};
     uint32_t ps = mem4d_report_peak_stage(r);
     fprintf(out, "{\"mode\": \"%s\", \"verdict\": \"%s\", \"device_bytes\": %llu, \"peak_bytes\": %llu, "
                  "\"peak_allocated_bytes\": %llu, \"peak_reserved_bytes\": %llu, \"peak_stage\": %u, \"warnings\": [",
@@ -138,9 +162,14 @@ void cli_print_report_json(FILE *out, const mem4d_report *r)
         fprintf(out, "%s{\"stage\": %u", s ? ", " : "", s);
         for (size_t i = 0; i < sizeof terms / sizeof terms[0]; i++)
             fprintf(out, ", \"%s\": %llu", mem4d_term_name(terms[i]), (unsigned long long)term(r, s, terms[i]));
+        const char *moment = mem4d_moment_name((mem4d_moment)term(r, s, MEM4D_TERM_PEAK_MOMENT));
+        fprintf(out, ", \"%s\": ", mem4d_term_name(MEM4D_TERM_PEAK_MOMENT));
+        cli_json_string(out, moment ? moment : "unknown");
         fputc('}', out);
     }
-    fprintf(out, "], \"speed\": ");
+    uint64_t params = 0;
+    mem4d_report_info(r, MEM4D_INFO_MODEL_PARAMS, &params);
+    fprintf(out, "], \"%s\": %llu, \"speed\": ", mem4d_info_name(MEM4D_INFO_MODEL_PARAMS), (unsigned long long)params);
     cli_print_metrics_json(out, r);
     fprintf(out, "}\n");
 }

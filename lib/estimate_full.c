@@ -872,12 +872,14 @@ static uint64_t pick_moment(bool *ok, const struct m4d_ctx *x, const mem4d_devic
     extra = stranded;
     t[MEM4D_TERM_ACTIVATIONS] = act;
     t[MEM4D_TERM_BUFFERS] = fb;
+    t[MEM4D_TERM_PEAK_MOMENT] = MEM4D_MOMENT_FORWARD_BACKWARD;
     uint64_t best = add(ok, act, fb);
     if (r == 0) {
         uint64_t emb = add(ok, fb, sh->emb_grad);
         if (add(ok, act_emb, emb) > best) {
             t[MEM4D_TERM_ACTIVATIONS] = act_emb;
             t[MEM4D_TERM_BUFFERS] = emb;
+            t[MEM4D_TERM_PEAK_MOMENT] = MEM4D_MOMENT_EMBEDDING_GRAD;
             best = add(ok, act_emb, emb);
             extra = 0;
         }
@@ -886,6 +888,7 @@ static uint64_t pick_moment(bool *ok, const struct m4d_ctx *x, const mem4d_devic
     if (step > best) {
         t[MEM4D_TERM_ACTIVATIONS] = 0;
         t[MEM4D_TERM_BUFFERS] = step;
+        t[MEM4D_TERM_PEAK_MOMENT] = MEM4D_MOMENT_OPTIMIZER_STEP;
         extra = 0;
     }
     return extra;

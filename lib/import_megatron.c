@@ -790,6 +790,18 @@ static mem4d_status apply_precision(mem4d_import *imp, const struct opt_val *val
     return MEM4D_OK;
 }
 
+/* DeepSpeed's BF16_Optimizer (deepspeed/runtime/bf16_optimizer.py, used by
+ * the engine for bf16 at ZeRO stage 0, written for BLOOM's training) keeps
+ * the bf16 weights and one fp32 gradient accumulation buffer whole, but
+ * clones only this rank's 1/dp partition of the flat weights to fp32 and
+ * hands the optimizer that partition: the fp32 master weights and Adam's
+ * moments are partitioned over data parallelism even at stage 0. That is
+ * what ZeRO stage 1 with fp32 main gradients holds. */
+static uint64_t deepspeed_bf16_optimizer_stage(const struct opt_val *vals, uint64_t stage)
+{
+    return stage == 0 && GIVEN(MF_BF16) ? 1 : stage;
+}
+
 /* Sharding of parameters, gradients and optimizer state beyond ZeRO-1. */
 static mem4d_status apply_sharding(mem4d_import *imp, const struct opt_val *vals, mem4d_layout *l)
 {
@@ -805,7 +817,7 @@ static mem4d_status apply_sharding(mem4d_import *imp, const struct opt_val *vals
         if (GIVEN(MF_ZERO_STAGE) && U(MF_ZERO_STAGE) > 3)
             return m4d_imp_fail(imp, MEM4D_E_RANGE, "--zero-stage %llu is not a ZeRO stage (0 to 3)",
                                 (unsigned long long)U(MF_ZERO_STAGE));
-        zero = GIVEN(MF_ZERO_STAGE) ? U(MF_ZERO_STAGE) : 1; /* Megatron-DeepSpeed's default */
+        zero = deepspeed_bf16_optimizer_stage(vals, GIVEN(MF_ZERO_STAGE) ? U(MF_ZERO_STAGE) : 1); /* default 1 */
         if (!GIVEN(MF_ZERO_STAGE))
             m4d_imp_warn(imp, "--deepspeed without --zero-stage: the ZeRO stage is in the DeepSpeed config file; "
                          "taken as 1 (Megatron-DeepSpeed's default)");
@@ -945,6 +957,137 @@ static mem4d_status apply_vpp(mem4d_import *imp, const struct opt_val *vals, con
     return set_opt_l(imp, l, MEM4D_LAYOUT_VPP, GIVEN(MF_VPP_LAYERS) ? MF_VPP_LAYERS : MF_VPP_STAGES, vpp);
 }
 
+/* --pipeline-model-parallel-layout (Megatron-Core's PipelineParallelLayerLayout,
+ * megatron/core/transformer/pipeline_parallel_layer_layout.py): stages split
+ * by '|' in layer order (virtual stage k on rank k mod pp), 'E' the
+ * embedding, 't' a transformer layer, 'm' an MTP layer, 'L' the loss;
+ * commas are cosmetic; "(X)*n" then "c*n" repeat (parse_str_to_list). */
+#define M4D_PP_LAYOUT_MAX 4096 /* characters after expansion, and stages */
+
+/* One expansion pass, as Megatron's re.sub: "(X)*n" when `groups` (X up to
+ * the first ')'), else "c*n" for any character c. */
+static bool pp_layout_unroll(const char *in, char *out, size_t cap, bool groups)
+{
+    size_t n = 0;
+    for (const char *p = in; *p;) {
+        const char *body = p, *star = NULL;
+        size_t len = 1;
+        if (groups) {
+            const char *close = *p == '(' ? strchr(p + 1, ')') : NULL;
+            if (close && close > p + 1 && close[1] == '*' && isdigit((unsigned char)close[2])) {
+                body = p + 1;
+                len = (size_t)(close - body);
+                star = close + 1;
+            }
+        } else if (p[1] == '*' && isdigit((unsigned char)p[2])) {
+            star = p + 1;
+        }
+        if (!star) {
+            if (n + 1 >= cap)
+                return false;
+            out[n++] = *p++;
+            continue;
+        }
+        char *num_end;
+        unsigned long long times = strtoull(star + 1, &num_end, 10);
+        if (times > M4D_PP_LAYOUT_MAX || n + len * times >= cap)
+            return false;
+        for (unsigned long long k = 0; k < times; k++, n += len)
+            memcpy(out + n, body, len);
+        p = num_end;
+    }
+    out[n] = '\0';
+    return true;
+}
+
+static mem4d_status apply_pp_layout(mem4d_import *imp, const struct opt_val *vals, const mem4d_model *m,
+                                    mem4d_layout *l)
+{
+    if (!GIVEN(MF_PP_LAYOUT))
+        return MEM4D_OK;
+    const char *flag = "--pipeline-model-parallel-layout";
+    if (GIVEN(MF_FIRST_LAYERS) || GIVEN(MF_LAST_LAYERS) || GIVEN(MF_ACCOUNT_EMB) || GIVEN(MF_ACCOUNT_LOSS) ||
+        GIVEN(MF_VPP_STAGES) || GIVEN(MF_VPP_LAYERS))
+        return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "%s places the layers itself; it contradicts "
+                            "--decoder-first/last-pipeline-num-layers, --account-for-*-in-pipeline-split and the "
+                            "virtual-stage flags", flag);
+    char a[M4D_PP_LAYOUT_MAX + 1], b[M4D_PP_LAYOUT_MAX + 1];
+    size_t n = 0;
+    for (const char *p = vals[MF_PP_LAYOUT].s; *p && n < M4D_PP_LAYOUT_MAX; p++)
+        if (*p != ',')
+            a[n++] = *p;
+    a[n] = '\0';
+    if (!pp_layout_unroll(a, b, sizeof b, true) || !pp_layout_unroll(b, a, sizeof a, false))
+        return m4d_imp_fail(imp, MEM4D_E_RANGE, "%s expands to more than %d layers and stages", flag,
+                            M4D_PP_LAYOUT_MAX);
+    /* Per stage: transformer and MTP layers. */
+    static const size_t max_stages = M4D_PP_LAYOUT_MAX / 2;
+    uint32_t t[M4D_PP_LAYOUT_MAX / 2], mtp[M4D_PP_LAYOUT_MAX / 2];
+    size_t S = 1, emb = 0, loss = 0;
+    t[0] = mtp[0] = 0;
+    for (const char *p = a; *p; p++) {
+        switch (*p) {
+        case '|':
+            if (S == max_stages)
+                return m4d_imp_fail(imp, MEM4D_E_RANGE, "%s has more than %zu stages", flag, max_stages);
+            t[S] = mtp[S] = 0;
+            S++;
+            break;
+        case 't': t[S - 1]++; break;
+        case 'm': mtp[S - 1]++; break;
+        case 'E': emb++; break;
+        case 'L': loss++; break;
+        default:
+            if ((unsigned char)*p < 0x80 && isprint((unsigned char)*p))
+                return m4d_imp_fail(imp, MEM4D_E_PARSE, "%s: '%c' is not a layer (E, t, m, L, '|', \"(...)*n\", "
+                                    "\"c*n\")", flag, *p);
+            return m4d_imp_fail(imp, MEM4D_E_PARSE, "%s: byte 0x%02X is not a layer (E, t, m, L, '|', "
+                                "\"(...)*n\", \"c*n\")", flag, (unsigned)(unsigned char)*p);
+        }
+    }
+    uint64_t p = l->v[MEM4D_LAYOUT_PP], L = m->v[MEM4D_MODEL_NUM_LAYERS], total = 0;
+    for (size_t k = 0; k < S; k++)
+        total += t[k];
+    if (emb != 1 || loss != 1 || a[0] != 'E' || a[strlen(a) - 1] != 'L')
+        return m4d_imp_fail(imp, MEM4D_E_PARSE, "%s must start with the embedding 'E' and end with the loss 'L', "
+                            "each once", flag);
+    if (S % p != 0)
+        return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "%s has %zu stages, not a multiple of the pipeline size %llu",
+                            flag, S, (unsigned long long)p);
+    if (total != L)
+        return m4d_imp_fail(imp, MEM4D_E_LAYERS_PP, "%s places %llu transformer layers; --num-layers is %llu", flag,
+                            (unsigned long long)total, (unsigned long long)L);
+    uint64_t vpp = S / p;
+    bool even = true;
+    for (size_t k = 0; k < S; k++)
+        even = even && t[k] == t[0];
+    for (size_t k = 0; k + 1 < S; k++)
+        if (mtp[k])
+            return m4d_imp_fail(imp, MEM4D_E_UNSUPPORTED, "%s puts MTP layers on stage %zu; the estimate keeps "
+                                "them on the last stage", flag, k);
+    if (even)
+        return vpp > 1 ? SET_L(l, MEM4D_LAYOUT_VPP, vpp, flag) : MEM4D_OK;
+    /* Rank r holds virtual stages r, r + p, ...; the estimate gives each rank's
+     * chunks equal shares of its layers. */
+    for (size_t r = 0; r < p; r++)
+        for (size_t k = 1; k < vpp; k++)
+            if (t[k * p + r] != t[r])
+                return m4d_imp_fail(imp, MEM4D_E_UNSUPPORTED, "%s gives rank %zu virtual stages of %u and %u "
+                                    "layers; the estimate splits a rank's layers evenly over its %llu virtual "
+                                    "stages", flag, r, t[r], t[k * p + r], (unsigned long long)vpp);
+    for (size_t r = 1; r + 1 < p; r++)
+        if (t[r] != t[1])
+            return m4d_imp_fail(imp, MEM4D_E_UNSUPPORTED, "%s gives middle stages %llu and %llu layers; the "
+                                "estimate models an even split between uneven first and last stages only", flag,
+                                (unsigned long long)(t[1] * vpp), (unsigned long long)(t[r] * vpp));
+    if (t[0] == 0 || t[p - 1] == 0)
+        return m4d_imp_fail(imp, MEM4D_E_UNSUPPORTED, "%s leaves the %s stage without a transformer layer; the "
+                            "estimate's first/last stage sizes start at 1", flag, t[0] == 0 ? "first" : "last");
+    TRY(SET_L(l, MEM4D_LAYOUT_FIRST_STAGE_LAYERS, t[0] * vpp, flag));
+    TRY(SET_L(l, MEM4D_LAYOUT_LAST_STAGE_LAYERS, t[p - 1] * vpp, flag));
+    return vpp > 1 ? SET_L(l, MEM4D_LAYOUT_VPP, vpp, flag) : MEM4D_OK;
+}
+
 /* World size and, as Megatron-LM does without --global-batch-size, a
  * global batch of one micro-batch per data-parallel rank. */
 static mem4d_status apply_world(mem4d_import *imp, const struct opt_val *vals, uint64_t world,
@@ -1000,6 +1143,8 @@ mem4d_status mem4d_import_megatron(mem4d_import *import, int argc, const char *c
         st = apply_vpp(imp, vals, &m, &l);
     if (st == MEM4D_OK)
         st = apply_account_split(imp, vals, &m, &l);
+    if (st == MEM4D_OK)
+        st = apply_pp_layout(imp, vals, &m, &l);
     if (st == MEM4D_OK)
         st = m4d_imp_world(imp, envp, world_size, &world);
     if (st == MEM4D_OK)

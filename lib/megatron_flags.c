@@ -288,7 +288,7 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     TEXT_ROW("patch-tokenizer-type", MF_PATCH_TOKENIZER),
     SKIP_ROW("pin-cpu-grads"),
     SKIP_ROW("pin-cpu-params"),
-    WARN_ROW("pipeline-model-parallel-layout", "places layers on stages explicitly; the estimate splits them evenly"),
+    TEXT_ROW("pipeline-model-parallel-layout", MF_PP_LAYOUT),
     INT_ROW("pipeline-model-parallel-size", MF_PP, -1),
     WORD_ROW("position-embedding-type", MF_POS_TYPE, c_pos),
     TEXT_ROW("pp-partition-method", MF_PP_PARTITION),

@@ -228,6 +228,16 @@ const char *mem4d_mode_name(mem4d_mode mode)
     return "unknown";
 }
 
+const char *mem4d_moment_name(mem4d_moment moment)
+{
+    switch (moment) {
+    case MEM4D_MOMENT_FORWARD_BACKWARD: return "forward_backward";
+    case MEM4D_MOMENT_EMBEDDING_GRAD: return "embedding_grad";
+    case MEM4D_MOMENT_OPTIMIZER_STEP: return "optimizer_step";
+    }
+    return NULL;
+}
+
 const char *mem4d_term_name(mem4d_term term)
 {
     static const char *const names[] = {
@@ -245,6 +255,7 @@ const char *mem4d_term_name(mem4d_term term)
         [MEM4D_TERM_FIXED] = "fixed_bytes",
         [MEM4D_TERM_PEAK_ALLOCATED] = "peak_allocated_bytes",
         [MEM4D_TERM_PEAK_RESERVED] = "peak_reserved_bytes",
+        [MEM4D_TERM_PEAK_MOMENT] = "peak_moment",
     };
     M4D_TABLE_ROWS(names, M4D_NTERMS);
     return (unsigned)term < M4D_NTERMS ? names[term] : NULL;

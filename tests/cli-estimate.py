@@ -58,6 +58,61 @@ class Estimate(unittest.TestCase):
         self.assertEqual([s['stage'] for s in doc['stages']], [0, 1, 2, 3])
         self.assertEqual(doc['peak_bytes'], max(s['total_bytes'] for s in doc['stages']))
 
+    def test_json_every_term_moment_and_model_size(self):
+        # Every per-stage term (the parts of overhead too), the moment each stage
+        # peaks at, and the model's parameter count.
+        p = run('estimate', '--model=llama3.1-8b', '--tp=1', '--pp=4', '--dp=2', '--seq=512', '--gbs=64',
+                '--json')
+        self.assertEqual(p.returncode, 0, p.stderr)
+        doc = json.loads(p.stdout)
+        self.assertEqual(doc['model_params'], 8030261248)  # Llama 3.1 8B, vocabulary 128256
+        for st in doc['stages']:
+            for key in ('buffers_bytes', 'fragmentation_bytes', 'fixed_bytes', 'peak_allocated_bytes',
+                        'peak_reserved_bytes'):
+                self.assertIn(key, st)
+            self.assertEqual(st['overhead_bytes'],
+                             st['buffers_bytes'] + st['fragmentation_bytes'] + st['fixed_bytes'])
+            self.assertEqual(st['peak_reserved_bytes'], st['peak_allocated_bytes'] + st['fragmentation_bytes'])
+        # A short sequence: the first stage peaks while forming the embedding's
+        # gradient, the others in the forward/backward.
+        self.assertEqual([s['peak_moment'] for s in doc['stages']],
+                         ['embedding_grad', 'forward_backward', 'forward_backward', 'forward_backward'])
+        # bf16 gradients and no distributed optimizer: the step's fp32 gradient copy wins.
+        p = run('estimate', '--model=llama3.1-8b', '--tp=1', '--pp=1', '--dp=8', '--seq=256',
+                '--set', 'main_grad_bytes=2', '--json')
+        self.assertEqual(json.loads(p.stdout)['stages'][0]['peak_moment'], 'optimizer_step')
+        # Paper mode has one moment.
+        self.assertEqual(json.loads(run('estimate', *GOLDEN, '--json').stdout)['stages'][0]['peak_moment'],
+                         'forward_backward')
+
+    def test_table_names_the_moments_and_model_size(self):
+        p = run('estimate', '--model=llama3.1-8b', '--tp=1', '--pp=4', '--dp=2', '--seq=512', '--gbs=64')
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn('model: 8030261248 parameters (8.03 B). stages peak at: stage 0 embedding_grad, '
+                      'stages 1-3 forward_backward\n', p.stdout)
+
+    def test_model_set_any_model_key(self):
+        # --model-set applies over the preset (and over --hf-config), by the key's name.
+        def params(*extra):
+            p = run('estimate', '--model=llama3.1-8b', '--tp=2', '--world=4', '--seq=8192', *extra, '--json')
+            self.assertEqual(p.returncode, 0, p.stderr)
+            return json.loads(p.stdout)['model_params']
+        full = params()
+        half = params('--model-set', 'num_layers=16')
+        layer = (full - half) // 16
+        self.assertEqual(full - half, 16 * layer)
+        self.assertEqual(layer, 218112000)  # attention 41943040 + SwiGLU 3·4096·14336 + two norms 8192
+        cfg = os.path.join(DATA, 'hf', 'llama3.1-8b.json')
+        p = run('estimate', '--hf-config', cfg, '--model-set', 'num_layers=16', '--tp=2', '--world=4',
+                '--seq=8192', '--json')
+        self.assertEqual(json.loads(p.stdout)['model_params'], half)
+        for extra, needle in [(['--model-set', 'bogus=1'], "--model-set: unknown model key 'bogus'"),
+                              (['--model-set', 'num_layers=0'], 'num_layers 0 is out of range'),
+                              (['--model-set', 'hidden_size=0x10'], '--model-set hidden_size needs a decimal'),
+                              (['--model-set', 'num_layers'], '--model-set needs KEY=VALUE')]:
+            with self.subTest(extra=extra):
+                one_error_line(self, run('estimate', *GOLDEN, *extra), needle)
+
     def test_table(self):
         p = run('estimate', *GOLDEN)
         self.assertEqual(p.returncode, 0, p.stderr)

@@ -998,6 +998,22 @@ static const struct modelled_case {
     {{BASE_JOB, "--deepspeed", "--zero-stage", "2"}, -1, MEM4D_LAYOUT_ZERO_STAGE, 2},
     {{BASE_JOB, "--deepspeed", "--zero-stage", "2"}, -1, MEM4D_LAYOUT_DIST_OPT, 0},
     {{BASE_JOB, "--deepspeed", "--zero-stage=3", "--deepspeed_config", "ds.json"}, -1, MEM4D_LAYOUT_ZERO_STAGE, 3},
+    /* Megatron-Core's explicit layout: uneven ends, an even split, even virtual stages. */
+    {{BASE_JOB, "--pipeline-model-parallel-size", "2", "--pipeline-model-parallel-layout", "Et|tttL"},
+     -1, MEM4D_LAYOUT_FIRST_STAGE_LAYERS, 1},
+    {{BASE_JOB, "--pipeline-model-parallel-size", "2", "--pipeline-model-parallel-layout", "Et|tttL"},
+     -1, MEM4D_LAYOUT_LAST_STAGE_LAYERS, 3},
+    {{BASE_JOB, "--pipeline-model-parallel-size", "4", "--pipeline-model-parallel-layout", "E(t|)*3,tL"},
+     -1, MEM4D_LAYOUT_FIRST_STAGE_LAYERS, 0},
+    {{BASE_JOB, "--pipeline-model-parallel-size", "2", "--pipeline-model-parallel-layout", "Et|t*1|(t|)*1tL"},
+     -1, MEM4D_LAYOUT_VPP, 2},
+    /* Uneven ranks, each split evenly over its 2 virtual stages: rank 0 holds 2 layers, rank 1 holds 6 of 8. */
+    {{BASE_JOB, "--num-layers", "8", "--pipeline-model-parallel-size", "2", "--pipeline-model-parallel-layout",
+      "Et|ttt|t|tttL"}, -1, MEM4D_LAYOUT_LAST_STAGE_LAYERS, 6},
+    {{BASE_JOB, "--num-layers", "8", "--pipeline-model-parallel-size", "2", "--pipeline-model-parallel-layout",
+      "Et|ttt|t|tttL"}, -1, MEM4D_LAYOUT_VPP, 2},
+    /* bf16 at stage 0 is DeepSpeed's BF16_Optimizer: fp32 master weights and moments partitioned over dp. */
+    {{BASE_JOB, "--deepspeed", "--zero-stage", "0"}, -1, MEM4D_LAYOUT_ZERO_STAGE, 1},
     /* The architecture: biases, positions, query/key norms. */
     {{BASE_JOB, "--add-bias-linear"}, MEM4D_MODEL_LINEAR_BIAS, -1, 1},
     {{BASE_JOB}, MEM4D_MODEL_LINEAR_BIAS, -1, 0},
@@ -1050,6 +1066,16 @@ static const struct vocab_bad modelled_bad[] = {
     {{"--optimizer-cpu-offload"}, MEM4D_E_CONFLICT, "--optimizer-cpu-offload needs --use-precision-aware-optimizer"},
     {{"--num-layers", "4", "--pipeline-model-parallel-size", "2", "--account-for-loss-in-pipeline-split"},
      MEM4D_E_LAYERS_PP, "4 layers plus the embedding and loss counted as layers (5) do not split evenly"},
+    {{"--num-layers", "4", "--pipeline-model-parallel-size", "2", "--pipeline-model-parallel-layout", "Et|t|tt|L"},
+     MEM4D_E_UNSUPPORTED, "--pipeline-model-parallel-layout gives rank 0 virtual stages of 1 and 2 layers"},
+    {{"--num-layers", "4", "--pipeline-model-parallel-size", "2", "--pipeline-model-parallel-layout", "Ex|tttL"},
+     MEM4D_E_PARSE, "--pipeline-model-parallel-layout: 'x' is not a layer"},
+    {{"--num-layers", "4", "--pipeline-model-parallel-size", "2", "--pipeline-model-parallel-layout", "Et|ttL"},
+     MEM4D_E_LAYERS_PP, "--pipeline-model-parallel-layout places 3 transformer layers; --num-layers is 4"},
+    {{"--num-layers", "4", "--pipeline-model-parallel-size", "2", "--pipeline-model-parallel-layout", "E|ttttL"},
+     MEM4D_E_UNSUPPORTED, "leaves the first stage without a transformer layer"},
+    {{"--num-layers", "4", "--pipeline-model-parallel-size", "2", "--pipeline-model-parallel-layout", "(t)*99999999"},
+     MEM4D_E_RANGE, "--pipeline-model-parallel-layout expands to more than 4096 layers and stages"},
 };
 
 
@@ -1311,67 +1337,191 @@ static bool header_value(const char *text, const char *key, char *out, size_t si
     return true;
 }
 
+/* One recipe's hardware header: "# gpus: N PRESET", and where the GPU has
+ * no preset, "# gpu-memory-gib: X" for its memory; "# vocab: N" where only a
+ * tokenizer file knows the vocabulary. */
+struct recipe_hw {
+    unsigned long long world, vocab, memory_gib;
+    char device[32];
+};
+
+static void recipe_header(const char *rel, struct recipe_hw *hw)
+{
+    char path[300], line[64];
+    snprintf(path, sizeof path, "megatron/%s", rel);
+    char *text = slurp(path, NULL);
+    *hw = (struct recipe_hw){0};
+    ck_assert_msg(header_value(text, "gpus", line, sizeof line) &&
+                      sscanf(line, "%llu %31s", &hw->world, hw->device) == 2,
+                  "%s: no '# gpus: N device' line", rel);
+    if (header_value(text, "vocab", line, sizeof line))
+        ck_assert_int_eq(sscanf(line, "%llu", &hw->vocab), 1);
+    if (header_value(text, "gpu-memory-gib", line, sizeof line))
+        ck_assert_int_eq(sscanf(line, "%llu", &hw->memory_gib), 1);
+    free(text);
+}
+
+/* Read a recipe as written on its hardware and estimate it. Returns the
+ * import's or the estimate's status; `why` receives the import message and
+ * every warning, '|'-separated; `r` the report when the estimate ran. */
+static mem4d_status judge_recipe(const char *rel, const struct recipe_hw *hw, mem4d_report *r, char *why,
+                                 size_t size)
+{
+    struct args a;
+    load_args(rel, &a);
+    struct fixture fx;
+    fx_open(&fx);
+    if (hw->vocab) /* what `mem4d check --vocab-size N` gives when only the tokenizer file knows */
+        ck_assert_int_eq(mem4d_model_set(fx.model, MEM4D_MODEL_VOCAB_SIZE, hw->vocab), MEM4D_OK);
+    mem4d_status st = mem4d_import_megatron(fx.imp, a.argc, (const char *const *)a.argv, NULL, hw->world,
+                                            fx.model, fx.layout);
+    size_t n = (size_t)snprintf(why, size, "%s", mem4d_import_message(fx.imp));
+    for (size_t i = 0; i < mem4d_import_warning_count(fx.imp) && n < size; i++) {
+        const char *w = mem4d_import_warning(fx.imp, i);
+        /* A tokenizer the job also sizes with --vocab-size: a note, not a memory mechanism left out. */
+        if (!strstr(w, "is taken as its size"))
+            n += (size_t)snprintf(why + n, size - n, "|%s", w);
+    }
+    if (st == MEM4D_OK) {
+        mem4d_device *dev = NULL;
+        ck_assert_msg(mem4d_device_new_preset(hw->device, &dev) == MEM4D_OK, "%s: no GPU %s", rel, hw->device);
+        if (hw->memory_gib)
+            ck_assert_int_eq(mem4d_device_set(dev, MEM4D_DEVICE_MEMORY_BYTES, hw->memory_gib << 30), MEM4D_OK);
+        st = mem4d_estimate(fx.model, fx.layout, dev, r);
+        if (st != MEM4D_OK && n < size)
+            snprintf(why + n, size - n, "|%s", mem4d_report_message(r));
+        mem4d_device_free(dev);
+    }
+    fx_close(&fx);
+    free_args(&a);
+    return st;
+}
+
+static void print_recipe_row(const char *name, const struct recipe_hw *hw, const mem4d_report *r, const char *verdict)
+{
+    double gib = 1024.0 * 1024.0 * 1024.0;
+    if (!r) {
+        printf("%-46s %6llu %-11s %9s %9s  refused: %s\n", name, hw->world, hw->device, "-", "-", verdict);
+        return;
+    }
+    printf("%-46s %6llu %-11s %9.2f %9.2f  %s\n", name, hw->world, hw->device, (double)mem4d_report_peak_bytes(r) / gib,
+           (double)mem4d_report_device_bytes(r) / gib, verdict);
+}
+
+/* The .args files of tests/data/megatron/DIR, sorted; returns how many. */
+static int recipe_names(const char *sub, char **names, int max)
+{
+    char dir[1100];
+    snprintf(dir, sizeof dir, "%s/megatron/%s", data_dir, sub);
+    DIR *d = opendir(dir);
+    ck_assert_msg(d != NULL, "cannot open %s", dir);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t len = strlen(e->d_name);
+        if (len > 5 && strcmp(e->d_name + len - 5, ".args") == 0 && n < max)
+            names[n++] = strdup(e->d_name);
+    }
+    closedir(d);
+    qsort(names, (size_t)n, sizeof *names, cmp_names);
+    return n;
+}
+
 /* Each recipe is read as written, with no flag that changes memory left
  * unmodelled (no warning at all), and judged on the hardware it was
  * written for: a published recipe ran, so it must not be out of memory. */
 START_TEST(published_recipes_fit_their_hardware)
 {
-    char dir[1100];
-    snprintf(dir, sizeof dir, "%s/megatron/published", data_dir);
-    DIR *d = opendir(dir);
-    ck_assert_msg(d != NULL, "cannot open %s", dir);
     char *names[64];
-    int n = 0;
-    for (struct dirent *e; (e = readdir(d));) {
-        size_t len = strlen(e->d_name);
-        if (len > 5 && strcmp(e->d_name + len - 5, ".args") == 0 && n < 64)
-            names[n++] = strdup(e->d_name);
-    }
-    closedir(d);
-    qsort(names, (size_t)n, sizeof *names, cmp_names);
+    int n = recipe_names("published", names, 64);
     ck_assert_int_ge(n, 20);
-    printf("\n%-34s %6s %-9s %9s %9s  %s\n", "recipe", "GPUs", "GPU", "peak GiB", "of GiB", "verdict");
+    printf("\n%-46s %6s %-11s %9s %9s  %s\n", "recipe", "GPUs", "GPU", "peak GiB", "of GiB", "verdict");
     for (int i = 0; i < n; i++) {
-        char rel[200], gpus[64], vocab[64], device[32];
-        unsigned long long world = 0, V = 0;
+        char rel[200], why[4096];
         snprintf(rel, sizeof rel, "published/%.150s", names[i]);
-        char path[1200];
-        snprintf(path, sizeof path, "megatron/%s", rel);
-        char *text = slurp(path, NULL);
-        ck_assert_msg(header_value(text, "gpus", gpus, sizeof gpus) &&
-                      sscanf(gpus, "%llu %31s", &world, device) == 2, "%s: no '# gpus: N device' line", names[i]);
-        if (header_value(text, "vocab", vocab, sizeof vocab))
-            ck_assert_int_eq(sscanf(vocab, "%llu", &V), 1);
-        free(text);
-        struct args a;
-        load_args(rel, &a);
-        struct fixture fx;
-        fx_open(&fx);
-        if (V) /* what `mem4d check --vocab-size N` gives when only the tokenizer file knows */
-            ck_assert_int_eq(mem4d_model_set(fx.model, MEM4D_MODEL_VOCAB_SIZE, V), MEM4D_OK);
-        mem4d_status st = mem4d_import_megatron(fx.imp, a.argc, (const char *const *)a.argv, NULL, world,
-                                                fx.model, fx.layout);
-        ck_assert_msg(st == MEM4D_OK, "%s: %s", names[i], mem4d_import_message(fx.imp));
-        ck_assert_msg(mem4d_import_warning_count(fx.imp) == 0, "%s: %s", names[i], mem4d_import_warning(fx.imp, 0));
-        mem4d_device *dev = NULL;
+        struct recipe_hw hw;
+        recipe_header(rel, &hw);
         mem4d_report *r = NULL;
-        ck_assert_msg(mem4d_device_new_preset(device, &dev) == MEM4D_OK, "%s: no GPU %s", names[i], device);
         ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
-        st = mem4d_estimate(fx.model, fx.layout, dev, r);
-        ck_assert_msg(st == MEM4D_OK, "%s: %s", names[i], mem4d_report_message(r));
-        double gib = 1024.0 * 1024.0 * 1024.0;
+        mem4d_status st = judge_recipe(rel, &hw, r, why, sizeof why);
+        ck_assert_msg(st == MEM4D_OK && strchr(why, '|') == NULL, "%s: %s", names[i], why);
         mem4d_verdict v = mem4d_report_verdict(r);
-        printf("%-34s %6llu %-9s %9.2f %9.2f  %s\n", names[i], world, device,
-               (double)mem4d_report_peak_bytes(r) / gib, (double)mem4d_report_device_bytes(r) / gib,
-               mem4d_verdict_name(v));
+        print_recipe_row(names[i], &hw, r, mem4d_verdict_name(v));
         ck_assert_msg(v != MEM4D_VERDICT_OOM, "%s: judged out of memory (%.2f GiB of %.2f)", names[i],
-                      (double)mem4d_report_peak_bytes(r) / gib, (double)mem4d_report_device_bytes(r) / gib);
+                      (double)mem4d_report_peak_bytes(r) / 1073741824.0,
+                      (double)mem4d_report_device_bytes(r) / 1073741824.0);
         mem4d_report_free(r);
-        mem4d_device_free(dev);
-        fx_close(&fx);
-        free_args(&a);
         free(names[i]);
     }
+}
+END_TEST
+
+/* tests/data/megatron/recipes: every recipe with its machine-readable
+ * hardware header, read as written. Those that read with no warning are
+ * judged on their hardware and must not be out of memory; the others are
+ * listed here with the knob that is still missing, and the test asserts
+ * that exact reason, so it fails when the knob lands (then move the recipe
+ * to the judged ones). */
+static const struct {
+    const char *name;
+    const char *refused; /* NULL: judged; "oom": judged out of memory (an open question); else the reason */
+} recipes_expected[] = {
+    {"deepseek-v3-b200-256gpu-mxfp8", "--pipeline-model-parallel-layout gives rank 0 virtual stages of 1 and 2 layers"},
+    {"deepseek-v3-h100-1024gpu-fp8", "--pipeline-model-parallel-layout gives rank 0 virtual stages of 1 and 2 layers"},
+    {"deepseek-v3-h100-256gpu-16k-offload", "--pipeline-model-parallel-layout gives rank 7 virtual stages of 2 and 1 layers"},
+    {"llama3-8b-h100-8gpu-fp8-mock", "oom"},
+    {"megatron-llama-13b-a100-8gpu", "--reduce-bucket-size is not a flag this version knows"},
+    {"mixtral-8x22b-h100-128gpu", "--tp-comm-overlap allocates user buffers for communication overlap that are not modelled"},
+    {"pai-deepseek-v2-lite-8gpu", "the vocabulary size is unknown"},
+    {"pai-llama3.1-8b-8gpu", "--tp-comm-overlap allocates user buffers for communication overlap that are not modelled"},
+    {"pai-mistral-7b-8gpu", "--tp-comm-overlap allocates user buffers for communication overlap that are not modelled"},
+    {"qwen3-235b-a22b-h100-256gpu", "--moe-flex-dispatcher-backend is not a flag this version knows"},
+    {"qwen3-235b-a22b-h100-256gpu-32k-cp2", "--moe-flex-dispatcher-backend is not a flag this version knows"},
+    {"rocm-llama2-70b-8gpu-sgd", "--optimizer sgd: the optimizer state is modelled for Adam (two moments)"},
+};
+
+START_TEST(recipes_as_written_on_their_hardware)
+{
+    char *names[64];
+    int n = recipe_names("recipes", names, 64), judged = 0;
+    ck_assert_int_ge(n, 23);
+    size_t listed = 0;
+    printf("\n%-46s %6s %-11s %9s %9s  %s\n", "recipe", "GPUs", "GPU", "peak GiB", "of GiB", "verdict");
+    for (int i = 0; i < n; i++) {
+        char rel[200], why[4096], base[160];
+        snprintf(rel, sizeof rel, "recipes/%.150s", names[i]);
+        snprintf(base, sizeof base, "%.*s", (int)(strlen(names[i]) - 5), names[i]);
+        const char *refused = NULL;
+        for (size_t k = 0; k < sizeof recipes_expected / sizeof recipes_expected[0]; k++)
+            if (strcmp(recipes_expected[k].name, base) == 0) {
+                refused = recipes_expected[k].refused;
+                listed++;
+            }
+        struct recipe_hw hw;
+        recipe_header(rel, &hw);
+        mem4d_report *r = NULL;
+        ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
+        mem4d_status st = judge_recipe(rel, &hw, r, why, sizeof why);
+        bool clean = st == MEM4D_OK && strchr(why, '|') == NULL;
+        if (!refused || strcmp(refused, "oom") == 0) {
+            ck_assert_msg(clean, "%s: %s", base, why);
+            mem4d_verdict v = mem4d_report_verdict(r);
+            print_recipe_row(base, &hw, r, mem4d_verdict_name(v));
+            if (refused)
+                ck_assert_msg(v == MEM4D_VERDICT_OOM, "%s now fits: move it to the judged recipes", base);
+            else
+                ck_assert_msg(v != MEM4D_VERDICT_OOM, "%s: judged out of memory (%.2f GiB)", base,
+                              (double)mem4d_report_peak_bytes(r) / 1073741824.0);
+            judged += refused == NULL;
+        } else {
+            ck_assert_msg(strstr(why, refused) != NULL, "%s: expected refused for \"%s\", got: %s", base, refused,
+                          st == MEM4D_OK && clean ? "a clean import (the knob landed: judge it)" : why);
+            print_recipe_row(base, &hw, NULL, refused);
+        }
+        mem4d_report_free(r);
+        free(names[i]);
+    }
+    ck_assert_uint_eq(listed, sizeof recipes_expected / sizeof recipes_expected[0]);
+    ck_assert_int_ge(judged, 11);
 }
 END_TEST
 
@@ -1517,6 +1667,7 @@ static Suite *import_suite(void)
     tcase_add_test(tc, cut_text_stays_utf8);
     tcase_add_test(tc, hf_configs_match_published_counts);
     tcase_add_test(tc, published_recipes_fit_their_hardware);
+    tcase_add_test(tc, recipes_as_written_on_their_hardware);
     tcase_add_loop_test(tc, vocabulary_from_the_tokenizer, 0, N(vocab_cases));
     tcase_add_test(tc, vocabulary_kept_when_only_a_file_knows);
     tcase_add_loop_test(tc, memory_flags_are_modelled, 0, N(modelled_cases));

@@ -89,6 +89,7 @@ export const SIGNATURES = Object.freeze([
     ["mem4d_report_metric", "int", ["ptr", "int", "ptr"]],
     ["mem4d_verdict_name", "str", ["int"]],
     ["mem4d_mode_name", "str", ["int"]],
+    ["mem4d_moment_name", "str", ["int"]],
     ["mem4d_term_name", "str", ["int"]],
     ["mem4d_term_count", "size", []],
     ["mem4d_info_count", "size", []],
@@ -318,6 +319,12 @@ export const ENUMS = Object.freeze({
         MEM4D_TERM_FIXED: 11,
         MEM4D_TERM_PEAK_ALLOCATED: 12,
         MEM4D_TERM_PEAK_RESERVED: 13,
+        MEM4D_TERM_PEAK_MOMENT: 14,
+    }),
+    mem4d_moment: Object.freeze({
+        MEM4D_MOMENT_FORWARD_BACKWARD: 0,
+        MEM4D_MOMENT_EMBEDDING_GRAD: 1,
+        MEM4D_MOMENT_OPTIMIZER_STEP: 2,
     }),
     mem4d_info: Object.freeze({
         MEM4D_INFO_DP: 0,

@@ -1092,8 +1092,29 @@ typedef enum mem4d_term {
     MEM4D_TERM_FRAGMENTATION = 10, /**< Reserved minus allocated (caching allocator). */
     MEM4D_TERM_FIXED = 11,         /**< CUDA context and NCCL communicator buffers. */
     MEM4D_TERM_PEAK_ALLOCATED = 12,/**< Peak bytes allocated by tensors (what torch.cuda.max_memory_allocated shows). */
-    MEM4D_TERM_PEAK_RESERVED = 13  /**< Peak bytes reserved by PyTorch's caching allocator (torch.cuda.max_memory_reserved). */
+    MEM4D_TERM_PEAK_RESERVED = 13, /**< Peak bytes reserved by PyTorch's caching allocator (torch.cuda.max_memory_reserved). */
+    /** The moment of the step at which the stage peaks (not bytes): a ::mem4d_moment,
+     * named by mem4d_moment_name(). ACTIVATIONS and BUFFERS are those of this moment.
+     * Always ::MEM4D_MOMENT_FORWARD_BACKWARD in paper mode. @since 0.2 */
+    MEM4D_TERM_PEAK_MOMENT = 14
 } mem4d_term;
+
+/**
+ * The moments of a training step at which a stage's memory can peak (the value of
+ * ::MEM4D_TERM_PEAK_MOMENT). Full mode takes the largest of the three; ties go to
+ * the earlier one (see doc/full-model.md).
+ * @since 0.2
+ */
+typedef enum mem4d_moment {
+    /** The forward/backward peak: the in-flight micro-batches' activations, the
+     * backward's working set and the gradient buckets. */
+    MEM4D_MOMENT_FORWARD_BACKWARD = 0,
+    /** The first stage forming the embedding table's gradient (one micro-batch's
+     * activations left, the gradient of the whole table live). */
+    MEM4D_MOMENT_EMBEDDING_GRAD = 1,
+    /** The optimizer step: no activation live, the step's copies and workspaces. */
+    MEM4D_MOMENT_OPTIMIZER_STEP = 2
+} mem4d_moment;
 
 /**
  * Whole-job values derived while estimating.
@@ -1293,6 +1314,15 @@ MEM4D_API const char *mem4d_verdict_name(mem4d_verdict verdict);
  * @since 0.1
  */
 MEM4D_API const char *mem4d_mode_name(mem4d_mode mode);
+
+/**
+ * Name of a moment of the step (the value of ::MEM4D_TERM_PEAK_MOMENT):
+ * "forward_backward", "embedding_grad" or "optimizer_step".
+ * @param moment The moment.
+ * @return A static string, or NULL for an unknown moment.
+ * @since 0.2
+ */
+MEM4D_API const char *mem4d_moment_name(mem4d_moment moment);
 
 /**
  * Name of a per-stage term, as used in JSON output ("weights_bytes", ...).

@@ -42,6 +42,16 @@ def print_report(model, layout, device, report, out=sys.stdout):
     print(f"CUDA context and NCCL. peak {gib(report.peak_bytes):.2f} GiB "
           f"(allocated {gib(report.peak_allocated_bytes):.2f}, reserved {gib(report.peak_reserved_bytes):.2f}) "
           f"of {gib(report.device_bytes):.2f} GiB ({share:.1f}%): {report.verdict}", file=out)
+    # The moment each stage peaks at, consecutive stages of one moment as a range.
+    parts, first = [], 0
+    for index, s in enumerate(report.stages):
+        if index + 1 < len(report.stages) and report.stages[index + 1].peak_moment == s.peak_moment:
+            continue
+        name = mem4d.Moment(s.peak_moment).name.lower()
+        parts.append(f"stage {index} {name}" if first == index else f"stages {first}-{index} {name}")
+        first = index + 1
+    print(f"model: {report.model_params} parameters ({report.model_params / 1e9:.2f} B). "
+          f"stages peak at: {', '.join(parts)}", file=out)
     for warning in report.warnings:
         print(f"warning: {warning}", file=out)
 

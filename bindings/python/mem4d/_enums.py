@@ -230,6 +230,17 @@ class Term(enum.IntEnum):
     FIXED = 11
     PEAK_ALLOCATED = 12
     PEAK_RESERVED = 13
+    PEAK_MOMENT = 14
+
+
+class Moment(enum.IntEnum):
+    """mem4d_moment: The moments of a training step at which a stage's memory can peak (the
+    value of MEM4D_TERM_PEAK_MOMENT). Full mode takes the largest of the three; ties go to the
+    earlier one (see doc/full-model.md).
+    """
+    FORWARD_BACKWARD = 0
+    EMBEDDING_GRAD = 1
+    OPTIMIZER_STEP = 2
 
 
 class Info(enum.IntEnum):

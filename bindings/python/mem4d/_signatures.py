@@ -145,6 +145,7 @@ SIGNATURES = (
     ("mem4d_report_metric", c_status, [REPORT, c_enum, P(f64)]),
     ("mem4d_verdict_name", cstr, [c_enum]),
     ("mem4d_mode_name", cstr, [c_enum]),
+    ("mem4d_moment_name", cstr, [c_enum]),
     ("mem4d_term_name", cstr, [c_enum]),
     ("mem4d_term_count", size, []),
     ("mem4d_info_count", size, []),

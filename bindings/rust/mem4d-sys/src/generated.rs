@@ -492,6 +492,22 @@ pub const MEM4D_TERM_FIXED: mem4d_term = 11;
 pub const MEM4D_TERM_PEAK_ALLOCATED: mem4d_term = 12;
 /// Peak bytes reserved by PyTorch's caching allocator (torch.cuda.max_memory_reserved).
 pub const MEM4D_TERM_PEAK_RESERVED: mem4d_term = 13;
+/// The moment of the step at which the stage peaks (not bytes): a mem4d_moment, named by mem4d_moment_name().
+/// ACTIVATIONS and BUFFERS are those of this moment. Always MEM4D_MOMENT_FORWARD_BACKWARD in paper mode. @since 0.2
+pub const MEM4D_TERM_PEAK_MOMENT: mem4d_term = 14;
+
+/// `mem4d_moment` (a C enum, passed as `int`): The moments of a training step at which a stage's memory can peak (the
+/// value of MEM4D_TERM_PEAK_MOMENT). Full mode takes the largest of the three; ties go to the earlier one (see
+/// doc/full-model.md).
+pub type mem4d_moment = c_int;
+/// The forward/backward peak: the in-flight micro-batches' activations, the backward's working set and the gradient
+/// buckets.
+pub const MEM4D_MOMENT_FORWARD_BACKWARD: mem4d_moment = 0;
+/// The first stage forming the embedding table's gradient (one micro-batch's activations left, the gradient of the
+/// whole table live).
+pub const MEM4D_MOMENT_EMBEDDING_GRAD: mem4d_moment = 1;
+/// The optimizer step: no activation live, the step's copies and workspaces.
+pub const MEM4D_MOMENT_OPTIMIZER_STEP: mem4d_moment = 2;
 
 /// `mem4d_info` (a C enum, passed as `int`): Whole-job values derived while estimating.
 pub type mem4d_info = c_int;
@@ -842,6 +858,9 @@ extern "C" {
     pub fn mem4d_verdict_name(verdict: mem4d_verdict) -> *const c_char;
     /// Name of a mode: "full" or "paper".
     pub fn mem4d_mode_name(mode: mem4d_mode) -> *const c_char;
+    /// Name of a moment of the step (the value of MEM4D_TERM_PEAK_MOMENT): "forward_backward", "embedding_grad" or
+    /// "optimizer_step".
+    pub fn mem4d_moment_name(moment: mem4d_moment) -> *const c_char;
     /// Name of a per-stage term, as used in JSON output ("weights_bytes", ...).
     pub fn mem4d_term_name(term: mem4d_term) -> *const c_char;
     /// Number of per-stage terms this library knows: they are 0 to count-1.

@@ -79,6 +79,24 @@ fn print_report(
         r.verdict()
     )
     .ok();
+    let params = r.info(Info::ModelParams)?;
+    write!(out, "model: {} parameters ({:.2} B). stages peak at:", params, params as f64 / 1e9).ok();
+    // Consecutive stages of one moment as a range.
+    let stages = r.stages()?;
+    let mut first = 0;
+    for (i, s) in stages.iter().enumerate() {
+        if i + 1 < stages.len() && stages[i + 1].peak_moment == s.peak_moment {
+            continue;
+        }
+        let sep = if first > 0 { "," } else { "" };
+        if first == i {
+            write!(out, "{} stage {} {}", sep, i, s.peak_moment_name()).ok();
+        } else {
+            write!(out, "{} stages {}-{} {}", sep, first, i, s.peak_moment_name()).ok();
+        }
+        first = i + 1;
+    }
+    writeln!(out).ok();
     for w in r.warnings() {
         writeln!(out, "warning: {}", w).ok();
     }

@@ -90,11 +90,14 @@ pub enum Term {
     PeakAllocated = sys::MEM4D_TERM_PEAK_ALLOCATED,
     /// Peak bytes reserved by PyTorch's caching allocator (torch.cuda.max_memory_reserved).
     PeakReserved = sys::MEM4D_TERM_PEAK_RESERVED,
+    /// The moment of the step at which the stage peaks (not bytes): a mem4d_moment, named by mem4d_moment_name().
+    /// ACTIVATIONS and BUFFERS are those of this moment. Always MEM4D_MOMENT_FORWARD_BACKWARD in paper mode. @since 0.2
+    PeakMoment = sys::MEM4D_TERM_PEAK_MOMENT,
 }
 
 impl Term {
     /// Every value, in the header's order.
-    pub const ALL: [Term; 14] = [
+    pub const ALL: [Term; 15] = [
         Term::Weights,
         Term::Gradients,
         Term::Optimizer,
@@ -109,6 +112,7 @@ impl Term {
         Term::Fixed,
         Term::PeakAllocated,
         Term::PeakReserved,
+        Term::PeakMoment,
     ];
 }
 
@@ -451,6 +455,9 @@ pub struct Stage {
     pub peak_allocated: u64,
     /// Peak bytes reserved by PyTorch's caching allocator (torch.cuda.max_memory_reserved).
     pub peak_reserved: u64,
+    /// The moment of the step at which the stage peaks (not bytes): a mem4d_moment, named by mem4d_moment_name().
+    /// ACTIVATIONS and BUFFERS are those of this moment. Always MEM4D_MOMENT_FORWARD_BACKWARD in paper mode. @since 0.2
+    pub peak_moment: u64,
 }
 
 impl Stage {
@@ -471,6 +478,7 @@ impl Stage {
             fixed: term(Term::Fixed)?,
             peak_allocated: term(Term::PeakAllocated)?,
             peak_reserved: term(Term::PeakReserved)?,
+            peak_moment: term(Term::PeakMoment)?,
         })
     }
 }

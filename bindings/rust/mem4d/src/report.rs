@@ -24,6 +24,16 @@ impl fmt::Display for Mode {
     }
 }
 
+impl Stage {
+    /// The moment of the step this stage peaks at, by name: "forward_backward",
+    /// "embedding_grad" or "optimizer_step" (the C library's mem4d_moment_name()).
+    pub fn peak_moment_name(&self) -> String {
+        let m = sys::mem4d_moment::try_from(self.peak_moment).unwrap_or(-1);
+        // SAFETY: accepts any value; returns a static string or NULL (then "").
+        unsafe { owned_str(sys::mem4d_moment_name(m)) }
+    }
+}
+
 /// The result of an estimate; reusable (estimating into it again does not allocate).
 pub struct Report {
     ptr: NonNull<sys::mem4d_report>,
