@@ -502,6 +502,8 @@ function bindClasses(lib) {
                     lib.check(c.mem4d_report_get(r, s, t, p));
                     stage[term] = lib.readU64(p);
                 });
+                // The moment the stage peaks at is a name, as in mem4d estimate --json.
+                if ("peak_moment" in stage) stage.peak_moment = c.mem4d_moment_name(Number(stage.peak_moment));
                 stages.push(stage);
             }
         });
