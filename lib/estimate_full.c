@@ -860,6 +860,24 @@ static uint64_t process_groups(const struct m4d_ctx *x)
     return n;
 }
 
+/* Megatron's --tp-comm-overlap: Transformer Engine's initialize_ub
+ * (transformer_engine/pytorch/module/base.py), called by Megatron's
+ * _initialize_tp_communicators with shape (s·b/c, h), registers one
+ * userbuffer per overlapped GEMM outside PyTorch's allocator, at start-up:
+ * four ring-exchange all-gathers (qkv_fprop, fc1_fprop, proj_dgrad,
+ * fc2_dgrad; CommOverlapP2P, t chunks of T·h/t = T·h elements), two
+ * pipelined reduce-scatters (proj_fprop, fc2_fprop) and four bulk overlaps
+ * (qkv/fc1 dgrad all-gathers, qkv/fc1 wgrad reduce-scatters), each T·h
+ * elements (CommOverlapBase). The six all-gather buffers are fp8 (1 byte)
+ * with fp8 training (fp8_buf), the rest bf16: 20·T·h bytes, 14·T·h with fp8.
+ * Megatron refuses it without sequence parallelism, so t > 1. */
+static uint64_t userbuffers(bool *ok, const struct m4d_ctx *x)
+{
+    if (x->fw != MEM4D_FRAMEWORK_MEGATRON || !x->tp_overlap || x->t < 2)
+        return 0;
+    return mul(ok, tokens(ok, x), mul(ok, x->h, x->fp8 ? 6 * 1 + 4 * 2 : 10 * 2));
+}
+
 /* The stage's peak is the largest of three moments: the forward/backward
  * peak, the first stage forming its embedding gradient, and the optimizer
  * step (no activation live). ACTIVATIONS and BUFFERS are those of the
@@ -945,6 +963,7 @@ static void shared_init(bool *ok, const struct m4d_ctx *x, const mem4d_device *d
     sh->fb = fwd_bwd_buffers(ok, x, dev, &sh->share);
     sh->groups = process_groups(x);
     sh->fixed = add(ok, dev->v[MEM4D_DEVICE_CUDA_CONTEXT_BYTES], mul(ok, sh->groups, dev->v[MEM4D_DEVICE_NCCL_BYTES_PER_GROUP]));
+    sh->fixed = add(ok, sh->fixed, userbuffers(ok, x));
 }
 
 /* A middle stage's parameters and state terms depend on its layer count

@@ -47,6 +47,8 @@ static const char *paper_unsupported(const struct m4d_ctx *x)
         return "frameworks other than Megatron-LM";
     if (x->recompute == 3)
         return "op-selective recomputation";
+    if (x->tp_overlap && x->t > 1)
+        return "tensor-parallel communication overlap's userbuffers";
     if (x->expandable || x->compile || x->afab)
         return "allocator, compiler or schedule settings outside the paper's setup";
     return NULL;

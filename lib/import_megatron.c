@@ -698,10 +698,8 @@ static mem4d_status apply_layout_basic(mem4d_import *imp, const struct opt_val *
               "--attention-dropout"));
     /* Transformer Engine's fused cross entropy (--cross-entropy-fusion-impl te) works in place. */
     bool te_ce = GIVEN(MF_CE_IMPL) && strcmp(m4d_megatron_flag_of(MF_CE_IMPL)->choices[U(MF_CE_IMPL)], "te") == 0;
-    /* Userbuffers overlap: the step-time model reads it; their memory is not modelled. */
+    /* Userbuffers overlap: the step-time model reads it, full mode counts its buffers in FIXED. */
     TRY(SET_L(l, MEM4D_LAYOUT_TP_COMM_OVERLAP, GIVEN(MF_TP_OVERLAP), "--tp-comm-overlap"));
-    if (GIVEN(MF_TP_OVERLAP))
-        m4d_imp_warn(imp, "--tp-comm-overlap allocates user buffers for communication overlap that are not modelled");
     TRY(SET_L(l, MEM4D_LAYOUT_CROSS_ENTROPY_FUSION, GIVEN(MF_CE_FUSION) && !te_ce, "--cross-entropy-loss-fusion"));
     TRY(SET_L(l, MEM4D_LAYOUT_MOE_ROUTER_BYTES, GIVEN(MF_ROUTER_DTYPE) && U(MF_ROUTER_DTYPE) == 1 ? 8 : 4,
               "--moe-router-dtype"));

@@ -570,8 +570,9 @@ typedef enum mem4d_layout_param {
     MEM4D_LAYOUT_MOE_ROUTER_BYTES = 38,
     /** "tp_comm_overlap": 1 for Megatron's --tp-comm-overlap (Transformer
      * Engine's userbuffers) or torchtitan's async TP: the TP all-gathers and
-     * reduce-scatters run in chunks under the GEMMs they feed. Only the
-     * step-time model reads it (doc/perf.md). Default 0.
+     * reduce-scatters run in chunks under the GEMMs they feed (doc/perf.md);
+     * with framework megatron and tp > 1 full mode adds Transformer Engine's
+     * userbuffers to FIXED (doc/full-model.md). Default 0.
      * @since 0.2 */
     MEM4D_LAYOUT_TP_COMM_OVERLAP = 39,
     /** "optimizer_offload_ppm": parts per million of the Adam moments kept on the host

@@ -323,8 +323,8 @@ pub const MEM4D_LAYOUT_RECOMPUTE_MODULES: mem4d_layout_param = 37;
 /// (Megatron's --moe-router-dtype fp64). @since 0.2
 pub const MEM4D_LAYOUT_MOE_ROUTER_BYTES: mem4d_layout_param = 38;
 /// "tp_comm_overlap": 1 for Megatron's --tp-comm-overlap (Transformer Engine's userbuffers) or torchtitan's async TP:
-/// the TP all-gathers and reduce-scatters run in chunks under the GEMMs they feed. Only the step-time model reads it
-/// (doc/perf.md). Default 0.
+/// the TP all-gathers and reduce-scatters run in chunks under the GEMMs they feed (doc/perf.md); with framework
+/// megatron and tp > 1 full mode adds Transformer Engine's userbuffers to FIXED (doc/full-model.md). Default 0.
 pub const MEM4D_LAYOUT_TP_COMM_OVERLAP: mem4d_layout_param = 39;
 /// "optimizer_offload_ppm": parts per million of the Adam moments kept on the host (Megatron's --optimizer-cpu-offload
 /// with --optimizer-offload-fraction; the fp32 main parameters stay on the GPU). Default 0. @since 0.2
