@@ -225,7 +225,10 @@ static uint64_t weight_bytes(bool *ok, const struct m4d_ctx *x, const struct sta
  * copy back). */
 static uint64_t optimizer_bytes_ppm(bool *ok, const struct m4d_ctx *x)
 {
-    uint64_t M = 1000000, moments = x->opt_bytes + x->opt_sq_bytes;
+    /* SGD (optimizer_moments 1): torch's and Apex's SGD keep one
+     * momentum_buffer per parameter, none without momentum. */
+    uint64_t M = 1000000, moments = x->opt_moments == 2 ? x->opt_bytes + x->opt_sq_bytes
+                                    : x->opt_moments == 1 ? x->opt_bytes : 0;
     return add(ok, mul(ok, x->master_bytes, M), mul(ok, moments, M - x->opt_offload_ppm));
 }
 

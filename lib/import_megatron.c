@@ -782,10 +782,13 @@ static mem4d_status apply_precision(mem4d_import *imp, const struct opt_val *val
         return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "--fp8-param-gather needs --fp8-format and the distributed "
                             "optimizer or FSDP");
     TRY(SET_L(l, MEM4D_LAYOUT_FP8_PARAM_GATHER, GIVEN(MF_FP8_PARAM), "--fp8-param-gather"));
-    if (GIVEN(MF_OPTIMIZER) && U(MF_OPTIMIZER) != M4D_OPT_ADAM)
-        m4d_imp_warn(imp, "--optimizer %s: the optimizer state is modelled for Adam (two moments)",
-                 m4d_megatron_flag_of(MF_OPTIMIZER)->choices[U(MF_OPTIMIZER)]);
-    return MEM4D_OK;
+    /* --optimizer sgd: one momentum buffer, none with --sgd-momentum 0
+     * (Megatron's default momentum is 0.9). */
+    bool sgd = GIVEN(MF_OPTIMIZER) && U(MF_OPTIMIZER) != M4D_OPT_ADAM;
+    if (GIVEN(MF_SGD_MOMENTUM) && !sgd)
+        m4d_imp_warn(imp, "--sgd-momentum is ignored without --optimizer sgd");
+    uint64_t moments = !sgd ? 2 : GIVEN(MF_SGD_MOMENTUM) && vals[MF_SGD_MOMENTUM].r == 0.0 ? 0 : 1;
+    return SET_L(l, MEM4D_LAYOUT_OPTIMIZER_MOMENTS, moments, "--optimizer");
 }
 
 /* DeepSpeed's BF16_Optimizer (deepspeed/runtime/bf16_optimizer.py, used by

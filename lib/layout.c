@@ -161,6 +161,7 @@ static void ctx_layout(const mem4d_layout *l, struct m4d_ctx *x)
     x->afab = v[MEM4D_LAYOUT_PIPELINE_SCHEDULE] == 1;
     x->compile = v[MEM4D_LAYOUT_COMPILE];
     x->expandable = v[MEM4D_LAYOUT_EXPANDABLE_SEGMENTS] != 0;
+    x->opt_moments = v[MEM4D_LAYOUT_OPTIMIZER_MOMENTS];
     /* torchtitan always shards with FSDP2 (over dp_shard x cp); nanotron offers
      * ZeRO-0 and ZeRO-1 only. */
     if (x->fw == MEM4D_FRAMEWORK_TORCHTITAN)
@@ -313,6 +314,11 @@ static mem4d_status check_framework(const struct m4d_ctx *x, char *why, size_t n
     }
     if (x->offload == 2 && x->zero < 3) {
         m4d_msg(why, n, "offloading parameters needs zero_stage 3 (it is %llu)", U(x->zero));
+        return MEM4D_E_CONFLICT;
+    }
+    if (x->opt_moments != 2 && x->fw != MEM4D_FRAMEWORK_MEGATRON) {
+        m4d_msg(why, n, "optimizer_moments %llu (SGD) is modelled for framework megatron, not %s", U(x->opt_moments),
+                fw);
         return MEM4D_E_CONFLICT;
     }
     if (x->recompute == 3 && x->fw != MEM4D_FRAMEWORK_TORCHTITAN) {

@@ -83,6 +83,8 @@ static void put_memory_switches(struct out *o, const mem4d_model *m, const mem4d
             sharding[lv(l, MEM4D_LAYOUT_ZERO_STAGE)]);
     else if (lv(l, MEM4D_LAYOUT_DIST_OPT) || lv(l, MEM4D_LAYOUT_ZERO_STAGE) == 1)
         put(o, " --use-distributed-optimizer");
+    if (lv(l, MEM4D_LAYOUT_OPTIMIZER_MOMENTS) < 2)
+        put(o, lv(l, MEM4D_LAYOUT_OPTIMIZER_MOMENTS) ? " --optimizer sgd" : " --optimizer sgd --sgd-momentum 0");
     if (lv(l, MEM4D_LAYOUT_OVERLAP_GRAD_REDUCE))
         put(o, " --overlap-grad-reduce");
     if (lv(l, MEM4D_LAYOUT_OVERLAP_PARAM_GATHER))

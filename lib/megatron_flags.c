@@ -319,7 +319,7 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     SKIP_ROW("seed"),
     INT_ROW("seq-length", MF_SEQ, -1),
     SWITCH_ROW("sequence-parallel", MF_SP),
-    SKIP_ROW("sgd-momentum"),
+    REAL_ROW("sgd-momentum", MF_SGD_MOMENTUM),
     SKIP_ROW("sliding-window"),
     WARN_ROW("spec", "replaces the layer specification; the estimate assumes the GPT layer"),
     SKIP_ROW("split"),

@@ -196,6 +196,24 @@ START_TEST(tp_comm_overlap_userbuffers)
 }
 END_TEST
 
+/* SGD: master weights 4 bytes + one fp32 momentum (4), or none; sharded
+ * over d·c = 2 like Adam's 4 + 4 + 4. */
+START_TEST(sgd_optimizer_state)
+{
+    mem4d_report *a = run(NULL), *b = run("optimizer_moments=1", NULL), *c = run("optimizer_moments=0", NULL);
+    same_except(a, b, BIT(MEM4D_TERM_OPTIMIZER));
+    same_except(a, c, BIT(MEM4D_TERM_OPTIMIZER));
+    for (uint32_t s = 0; s < 4; s++) {
+        uint64_t n = get(a, s, MEM4D_TERM_PARAMS);
+        ck_assert_uint_eq(get(b, s, MEM4D_TERM_OPTIMIZER), 8 * n / 2);
+        ck_assert_uint_eq(get(c, s, MEM4D_TERM_OPTIMIZER), 4 * n / 2);
+    }
+    mem4d_report_free(a);
+    mem4d_report_free(b);
+    mem4d_report_free(c);
+}
+END_TEST
+
 START_TEST(distributed_optimizer_and_zero)
 {
     mem4d_report *z1 = run(NULL), *z0 = run("dist_opt=false", NULL);
@@ -496,6 +514,7 @@ int main(void)
     tcase_add_test(tc, buffers_and_fixed);
     tcase_add_test(tc, device_constants_move_only_their_terms);
     tcase_add_test(tc, tp_comm_overlap_userbuffers);
+    tcase_add_test(tc, sgd_optimizer_state);
     tcase_add_test(tc, distributed_optimizer_and_zero);
     tcase_add_test(tc, precisions);
     tcase_add_test(tc, optimizer_step_moment);

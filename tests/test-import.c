@@ -567,12 +567,34 @@ START_TEST(memory_flags_not_modelled_warn)
     fx_open(&fx);
     const char *argv[] = {"--tp-comm-overlap", "--cpu-offloading", "--optimizer", "sgd", "stray", NULL};
     ck_assert_int_eq(run_argv(&fx, argv, 0), MEM4D_OK);
-    ck_assert_uint_eq(mem4d_import_warning_count(fx.imp), 3);
+    ck_assert_uint_eq(mem4d_import_warning_count(fx.imp), 2);
     ck_assert_str_eq(mem4d_import_warning(fx.imp, 0),
                      "--cpu-offloading offloads activations to the host; the estimate keeps them on the GPU");
     ck_assert_str_eq(mem4d_import_warning(fx.imp, 1), "'stray' is not a flag; Megatron-LM would reject it");
-    ck_assert(has_warning(fx.imp, "--optimizer sgd: the optimizer state is modelled for Adam (two moments)"));
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_OPTIMIZER_MOMENTS), 1); /* SGD, momentum 0.9 by default */
     ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_TP_COMM_OVERLAP), 1); /* modelled: userbuffers, step time */
+    fx_close(&fx);
+}
+END_TEST
+
+/* --optimizer sgd keeps one momentum buffer, none with --sgd-momentum 0. */
+START_TEST(sgd_momentum_buffers)
+{
+    struct fixture fx;
+    fx_open(&fx);
+    const char *adam[] = {"--optimizer", "adam", NULL};
+    ck_assert_int_eq(run_argv(&fx, adam, 0), MEM4D_OK);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_OPTIMIZER_MOMENTS), 2);
+    const char *plain[] = {"--optimizer", "sgd", "--sgd-momentum", "0", NULL};
+    ck_assert_int_eq(run_argv(&fx, plain, 0), MEM4D_OK);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_OPTIMIZER_MOMENTS), 0);
+    const char *heavy[] = {"--optimizer", "sgd", "--sgd-momentum", "0.95", NULL};
+    ck_assert_int_eq(run_argv(&fx, heavy, 0), MEM4D_OK);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_OPTIMIZER_MOMENTS), 1);
+    const char *stray[] = {"--sgd-momentum", "0.5", NULL};
+    ck_assert_int_eq(run_argv(&fx, stray, 0), MEM4D_OK);
+    ck_assert(has_warning(fx.imp, "--sgd-momentum is ignored without --optimizer sgd"));
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_OPTIMIZER_MOMENTS), 2);
     fx_close(&fx);
 }
 END_TEST
@@ -1469,7 +1491,6 @@ static const struct {
     {"pai-deepseek-v2-lite-8gpu", "the vocabulary size is unknown"},
     {"qwen3-235b-a22b-h100-256gpu", "--moe-flex-dispatcher-backend is not a flag this version knows"},
     {"qwen3-235b-a22b-h100-256gpu-32k-cp2", "--moe-flex-dispatcher-backend is not a flag this version knows"},
-    {"rocm-llama2-70b-8gpu-sgd", "--optimizer sgd: the optimizer state is modelled for Adam (two moments)"},
 };
 
 START_TEST(recipes_as_written_on_their_hardware)
@@ -1661,6 +1682,7 @@ static Suite *import_suite(void)
     tcase_add_test(tc, hf_configs_match_published_counts);
     tcase_add_test(tc, published_recipes_fit_their_hardware);
     tcase_add_test(tc, recipes_as_written_on_their_hardware);
+    tcase_add_test(tc, sgd_momentum_buffers);
     tcase_add_loop_test(tc, vocabulary_from_the_tokenizer, 0, N(vocab_cases));
     tcase_add_test(tc, vocabulary_kept_when_only_a_file_knows);
     tcase_add_loop_test(tc, memory_flags_are_modelled, 0, N(modelled_cases));

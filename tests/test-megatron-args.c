@@ -73,6 +73,8 @@ static const char *const round_trips[][12] = {
      "overlap_grad_reduce=1", "overlap_param_gather=1", "seq=8192", NULL},
     {"tp=2", "dp=8", "zero_stage=3", "seq=8192", NULL},
     {"tp=2", "dp=8", "zero_stage=2", "seq=8192", NULL},
+    {"tp=8", "dp=1", "seq=4096", "optimizer_moments=1", NULL},
+    {"tp=8", "dp=1", "seq=4096", "optimizer_moments=0", NULL},
 };
 
 static const mem4d_layout_param compared[] = {
@@ -81,7 +83,7 @@ static const mem4d_layout_param compared[] = {
     MEM4D_LAYOUT_FIRST_STAGE_LAYERS, MEM4D_LAYOUT_LAST_STAGE_LAYERS, MEM4D_LAYOUT_SEQUENCE_PARALLEL,
     MEM4D_LAYOUT_ZERO_STAGE, MEM4D_LAYOUT_OVERLAP_GRAD_REDUCE, MEM4D_LAYOUT_OVERLAP_PARAM_GATHER,
     MEM4D_LAYOUT_RECOMPUTE, MEM4D_LAYOUT_RECOMPUTE_METHOD, MEM4D_LAYOUT_RECOMPUTE_LAYERS,
-    MEM4D_LAYOUT_TP_COMM_OVERLAP,
+    MEM4D_LAYOUT_TP_COMM_OVERLAP, MEM4D_LAYOUT_OPTIMIZER_MOMENTS,
 };
 
 START_TEST(reads_back_through_the_importer)

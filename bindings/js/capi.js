@@ -263,6 +263,7 @@ export const ENUMS = Object.freeze({
         MEM4D_LAYOUT_PIPELINE_SCHEDULE: 52,
         MEM4D_LAYOUT_COMPILE: 53,
         MEM4D_LAYOUT_EXPANDABLE_SEGMENTS: 54,
+        MEM4D_LAYOUT_OPTIMIZER_MOMENTS: 55,
     }),
     mem4d_framework: Object.freeze({
         MEM4D_FRAMEWORK_MEGATRON: 0,

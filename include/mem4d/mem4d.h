@@ -629,7 +629,14 @@ typedef enum mem4d_layout_param {
     /** "expandable_segments": PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True; freed
      * blocks no longer strand whole segments (see doc/full-model.md, "The allocator").
      * Default 0. @since 0.2 */
-    MEM4D_LAYOUT_EXPANDABLE_SEGMENTS = 54
+    MEM4D_LAYOUT_EXPANDABLE_SEGMENTS = 54,
+    /** "optimizer_moments": state tensors the optimizer keeps per parameter besides the
+     * master weights: 2 Adam (first and second moment, default), 1 SGD with momentum
+     * (Megatron's --optimizer sgd, --sgd-momentum 0.9 by default: one momentum buffer),
+     * 0 SGD without momentum. The first moment has optimizer_state_bytes, the second
+     * exp_avg_sq_bytes. Framework megatron only; paper mode refuses anything but 2.
+     * @since 0.2 */
+    MEM4D_LAYOUT_OPTIMIZER_MOMENTS = 55
 } mem4d_layout_param;
 
 /**

@@ -156,6 +156,7 @@ class LayoutParam(enum.IntEnum):
     PIPELINE_SCHEDULE = 52
     COMPILE = 53
     EXPANDABLE_SEGMENTS = 54
+    OPTIMIZER_MOMENTS = 55
 
 
 class Framework(enum.IntEnum):

@@ -371,6 +371,11 @@ pub const MEM4D_LAYOUT_COMPILE: mem4d_layout_param = 53;
 /// "expandable_segments": PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True; freed blocks no longer strand whole
 /// segments (see doc/full-model.md, "The allocator"). Default 0. @since 0.2
 pub const MEM4D_LAYOUT_EXPANDABLE_SEGMENTS: mem4d_layout_param = 54;
+/// "optimizer_moments": state tensors the optimizer keeps per parameter besides the master weights: 2 Adam (first and
+/// second moment, default), 1 SGD with momentum (Megatron's --optimizer sgd, --sgd-momentum 0.9 by default: one
+/// momentum buffer), 0 SGD without momentum. The first moment has optimizer_state_bytes, the second exp_avg_sq_bytes.
+/// Framework megatron only; paper mode refuses anything but 2.
+pub const MEM4D_LAYOUT_OPTIMIZER_MOMENTS: mem4d_layout_param = 55;
 
 /// `mem4d_framework` (a C enum, passed as `int`): Values of MEM4D_LAYOUT_FRAMEWORK.
 pub type mem4d_framework = c_int;
