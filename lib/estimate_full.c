@@ -232,6 +232,28 @@ static uint64_t optimizer_bytes_ppm(bool *ok, const struct m4d_ctx *x)
     return add(ok, mul(ok, x->master_bytes, M), mul(ok, moments, M - x->opt_offload_ppm));
 }
 
+/* Megatron-LLaMA's OverlappedDistributedOptimizer (megatron/optimizer/
+ * overlapped_dist_optimizer.py, alibaba/Megatron-LLaMA@25306de) replaces
+ * the whole gradient buffer (DDP's contiguous buffer is turned off): each
+ * gradient is copied into a reduce bucket from a pool as autograd makes it
+ * and freed, and the bucket is reduce-scattered into this rank's receiving
+ * shard, which is added to its gradient shard (ParameterBuffer's
+ * _partitioned_grad and _partitioned_grad_receiving_buffer, main_grad_bytes
+ * each). Buckets fill in the order gradients arrive, so the pool holds one:
+ * --reduce-bucket-size elements (default 5e8; a bucket closes on the
+ * parameter that reaches the size, up to one parameter more, not counted),
+ * at most the stage's parameters. The parameters are flattened into one
+ * buffer and their shard copied out (_partitioned_param, param_bytes)
+ * beside the fp32 master shard. */
+#define ODO_BUCKET_DEFAULT UINT64_C(500000000)
+
+static void odo_state_terms(bool *ok, const struct m4d_ctx *x, const struct stage_params *n, uint64_t *t)
+{
+    uint64_t dc = x->d * x->c, bucket = min64(x->bucket ? x->bucket : ODO_BUCKET_DEFAULT, n->all);
+    t[MEM4D_TERM_GRADIENTS] = add(ok, muldiv(ok, n->all, 2 * x->grad_bytes, dc), mul(ok, bucket, x->grad_bytes));
+    t[MEM4D_TERM_WEIGHTS] = add(ok, t[MEM4D_TERM_WEIGHTS], muldiv(ok, n->all, x->param_bytes, dc));
+}
+
 /* WEIGHTS, GRADIENTS and OPTIMIZER of a stage. ZeRO-1 (Megatron's
  * distributed optimizer) shards master weights and moments over d·c
  * (experts over d·c/ep); ZeRO-2 adds the gradients, ZeRO-3 the weights.
@@ -250,6 +272,8 @@ static void megatron_state_terms(bool *ok, const struct m4d_ctx *x, const struct
         t[MEM4D_TERM_GRADIENTS] = muldiv(ok, t[MEM4D_TERM_GRADIENTS], 1, dc);
     if (x->zero >= 3)
         t[MEM4D_TERM_WEIGHTS] = muldiv(ok, t[MEM4D_TERM_WEIGHTS], 1, dc);
+    if (x->odo)
+        odo_state_terms(ok, x, n, t);
 }
 
 /* FSDP2's shard group: dp_shard x cp (torchtitan's dp_shard_cp mesh), dp

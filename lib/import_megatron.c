@@ -249,6 +249,30 @@ static mem4d_status set_opt_l(mem4d_import *imp, mem4d_layout *l, mem4d_layout_p
     return SET_L(l, key, value, what);
 }
 
+/* Megatron-LLaMA's --reduce-bucket-size (type=float, "2e8"): the
+ * overlapped distributed optimizer's bucket in elements, a whole number. */
+static mem4d_status apply_reduce_bucket(mem4d_import *imp, const struct opt_val *vals, mem4d_layout *l)
+{
+    if (!GIVEN(MF_REDUCE_BUCKET))
+        return MEM4D_OK;
+    if (!GIVEN(MF_ODO)) {
+        m4d_imp_warn(imp, "--reduce-bucket-size is ignored without --overlapped-distributed-optimizer");
+        return MEM4D_OK;
+    }
+    const char *text = vals[MF_REDUCE_BUCKET].s;
+    char *end = NULL;
+    errno = 0;
+    double r = strtod(text, &end);
+    if (end == text || *end != '\0' || !isfinite(r))
+        return m4d_imp_fail(imp, MEM4D_E_PARSE, "--reduce-bucket-size: '%s' is not a number", text);
+    if (r < 1.0 || r > 1099511627776.0 || r != floor(r))
+        return m4d_imp_fail(imp, MEM4D_E_RANGE, "--reduce-bucket-size %s is not a whole number of elements "
+                            "from 1 to 2^40", text);
+    if (GIVEN(MF_BUCKET))
+        return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "--reduce-bucket-size and --ddp-bucket-size both set the bucket");
+    return SET_L(l, MEM4D_LAYOUT_BUCKET_SIZE, (uint64_t)r, "--reduce-bucket-size");
+}
+
 /* ------------------------------------------------------------------------ */
 /* Mixture of experts: --moe-layer-freq                                      */
 
@@ -682,8 +706,9 @@ static mem4d_status apply_layout_basic(mem4d_import *imp, const struct opt_val *
         TRY(set_opt_l(imp, l, MEM4D_LAYOUT_SEQ_LENGTH, MF_ENC_SEQ, U(MF_ENC_SEQ)));
     /* Megatron turns sequence parallelism off at tp = 1. */
     TRY(SET_L(l, MEM4D_LAYOUT_SEQUENCE_PARALLEL, GIVEN(MF_SP) && l->v[MEM4D_LAYOUT_TP] > 1, "--sequence-parallel"));
-    /* Megatron-LLaMA's overlapped distributed optimizer shards the same state as Megatron's. */
+    /* Megatron-LLaMA's overlapped distributed optimizer shards the optimizer state as Megatron's does. */
     TRY(SET_L(l, MEM4D_LAYOUT_DIST_OPT, GIVEN(MF_DIST_OPT) || GIVEN(MF_ODO), "--use-distributed-optimizer"));
+    TRY(SET_L(l, MEM4D_LAYOUT_OVERLAPPED_DIST_OPT, GIVEN(MF_ODO), "--overlapped-distributed-optimizer"));
     TRY(set_opt_l(imp, l, MEM4D_LAYOUT_VOCAB_DIVISOR, MF_VOCAB_DIV, GIVEN(MF_VOCAB_DIV) ? U(MF_VOCAB_DIV) : 128));
     TRY(SET_L(l, MEM4D_LAYOUT_FP8, GIVEN(MF_FP8), "--fp8-format"));
     TRY(set_opt_l(imp, l, MEM4D_LAYOUT_FIRST_STAGE_LAYERS, MF_FIRST_LAYERS, GIVEN(MF_FIRST_LAYERS) ? U(MF_FIRST_LAYERS) : 0));
@@ -691,6 +716,7 @@ static mem4d_status apply_layout_basic(mem4d_import *imp, const struct opt_val *
     TRY(SET_L(l, MEM4D_LAYOUT_OVERLAP_GRAD_REDUCE, GIVEN(MF_OVERLAP_GRAD), "--overlap-grad-reduce"));
     TRY(SET_L(l, MEM4D_LAYOUT_OVERLAP_PARAM_GATHER, GIVEN(MF_OVERLAP_PARAM), "--overlap-param-gather"));
     TRY(set_opt_l(imp, l, MEM4D_LAYOUT_BUCKET_SIZE, MF_BUCKET, GIVEN(MF_BUCKET) ? U(MF_BUCKET) : 0));
+    TRY(apply_reduce_bucket(imp, vals, l));
     /* Only whether dropout is on matters (its masks); Megatron-LM defaults both to 0.1. */
     TRY(SET_L(l, MEM4D_LAYOUT_HIDDEN_DROPOUT, !GIVEN(MF_HIDDEN_DROPOUT) || vals[MF_HIDDEN_DROPOUT].r > 0.0,
               "--hidden-dropout"));

@@ -162,6 +162,7 @@ static void ctx_layout(const mem4d_layout *l, struct m4d_ctx *x)
     x->compile = v[MEM4D_LAYOUT_COMPILE];
     x->expandable = v[MEM4D_LAYOUT_EXPANDABLE_SEGMENTS] != 0;
     x->opt_moments = v[MEM4D_LAYOUT_OPTIMIZER_MOMENTS];
+    x->odo = v[MEM4D_LAYOUT_OVERLAPPED_DIST_OPT] != 0;
     /* torchtitan always shards with FSDP2 (over dp_shard x cp); nanotron offers
      * ZeRO-0 and ZeRO-1 only. */
     if (x->fw == MEM4D_FRAMEWORK_TORCHTITAN)
@@ -314,6 +315,11 @@ static mem4d_status check_framework(const struct m4d_ctx *x, char *why, size_t n
     }
     if (x->offload == 2 && x->zero < 3) {
         m4d_msg(why, n, "offloading parameters needs zero_stage 3 (it is %llu)", U(x->zero));
+        return MEM4D_E_CONFLICT;
+    }
+    if (x->odo && (x->fw != MEM4D_FRAMEWORK_MEGATRON || x->zero != 1 || x->experts)) {
+        m4d_msg(why, n, "overlapped_dist_opt (Megatron-LLaMA) needs framework megatron, dist_opt and a dense model "
+                "(framework %s, zero_stage %llu, %llu experts)", fw, U(x->zero), U(x->experts));
         return MEM4D_E_CONFLICT;
     }
     if (x->opt_moments != 2 && x->fw != MEM4D_FRAMEWORK_MEGATRON) {

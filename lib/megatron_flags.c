@@ -307,6 +307,7 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     WORD_ROW("recompute-method", MF_RC_METHOD, c_rc_method),
     BITS_ROW("recompute-modules", MF_RC_MODULES, c_rc_modules),
     INT_ROW("recompute-num-layers", MF_RC_LAYERS, -1),
+    TEXT_ROW("reduce-bucket-size", MF_REDUCE_BUCKET),
     SKIP_ROW("reset-attention-mask"),
     SKIP_ROW("reset-position-ids"),
     SKIP_ROW("rotary-base"),

@@ -138,6 +138,7 @@ const struct m4d_param_desc m4d_layout_params[] = {
     [MEM4D_LAYOUT_COMPILE] = ENUM_ROW("compile", "torch_compile", NULL, compile_names, 0),
     [MEM4D_LAYOUT_EXPANDABLE_SEGMENTS] = BOOL_ROW("expandable_segments", NULL, NULL, 0),
     [MEM4D_LAYOUT_OPTIMIZER_MOMENTS] = NUM_ROW("optimizer_moments", NULL, NULL, 0, 2, 2),
+    [MEM4D_LAYOUT_OVERLAPPED_DIST_OPT] = BOOL_ROW("overlapped_dist_opt", "overlapped_distributed_optimizer", NULL, 0),
 };
 M4D_TABLE_ROWS(m4d_layout_params, M4D_LAYOUT_NPARAM);
 

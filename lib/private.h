@@ -28,8 +28,8 @@
  * raise the count, name the new last value and append the table rows. */
 #define M4D_MODEL_NPARAM 31
 M4D_ENUM_COUNT(M4D_MODEL_NPARAM, MEM4D_MODEL_QK_NORM_WHOLE);
-#define M4D_LAYOUT_NPARAM 56
-M4D_ENUM_COUNT(M4D_LAYOUT_NPARAM, MEM4D_LAYOUT_OPTIMIZER_MOMENTS);
+#define M4D_LAYOUT_NPARAM 57
+M4D_ENUM_COUNT(M4D_LAYOUT_NPARAM, MEM4D_LAYOUT_OVERLAPPED_DIST_OPT);
 #define M4D_DEVICE_NPARAM 23
 M4D_ENUM_COUNT(M4D_DEVICE_NPARAM, MEM4D_DEVICE_FULL_FIT_THRESHOLD_PPM);
 #define M4D_NTERMS 15
@@ -153,6 +153,7 @@ struct m4d_ctx {
     bool fp8_params;                   /* linear weights kept in fp8 only */
     uint64_t opt_sq_bytes;             /* Adam's second moment */
     uint64_t opt_moments;              /* 2 Adam, 1 SGD with momentum, 0 plain SGD */
+    bool odo;                          /* Megatron-LLaMA's overlapped distributed optimizer */
     bool precision_aware;              /* the optimizer takes low-precision gradients as they are */
     bool tp_overlap;                   /* TP collectives chunked under their GEMMs */
     uint64_t bucket, first_layers, last_layers, vocab_div;

@@ -362,6 +362,7 @@ START_TEST(framework_conflicts)
         {"framework=torchtitan", "fp8_all_gather=1", "tensorwise"},
         {"recompute_every=2", NULL, "recompute full"},
         {"framework=deepspeed", "optimizer_moments=1", "modelled for framework megatron"},
+        {"overlapped_dist_opt=1", "dist_opt=0", "needs framework megatron, dist_opt"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         mem4d_layout *l = tu_layout("dp=4", "seq=1024", bad[i][0], bad[i][1], NULL);

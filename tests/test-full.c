@@ -214,6 +214,33 @@ START_TEST(sgd_optimizer_state)
 }
 END_TEST
 
+/* Megatron-LLaMA's overlapped distributed optimizer (d·c = 2): gradient
+ * shard and receiving shard 2·4·n/2, one bucket of 1e8 fp32 elements (or
+ * the stage's n when smaller), and a bf16 parameter shard 2·n/2 beside the
+ * 2·n weights; the optimizer state as the distributed optimizer's. */
+START_TEST(overlapped_distributed_optimizer)
+{
+    mem4d_report *a = run(NULL), *b = run("overlapped_dist_opt=1", "ddp_bucket_size=100000000", NULL);
+    same_except(a, b, BIT(MEM4D_TERM_WEIGHTS) | BIT(MEM4D_TERM_GRADIENTS));
+    for (uint32_t s = 0; s < 4; s++) {
+        uint64_t n = get(a, s, MEM4D_TERM_PARAMS);
+        ck_assert_uint_eq(get(b, s, MEM4D_TERM_GRADIENTS), 8 * n / 2 + 4 * 100000000);
+        ck_assert_uint_eq(get(b, s, MEM4D_TERM_WEIGHTS), 2 * n + 2 * n / 2);
+        ck_assert_uint_eq(get(b, s, MEM4D_TERM_OPTIMIZER), 12 * n / 2);
+    }
+    mem4d_report *c = run("overlapped_dist_opt=1", NULL); /* the fork's default bucket, 5e8 elements */
+    ck_assert_uint_eq(get(c, 1, MEM4D_TERM_GRADIENTS), 8 * get(a, 1, MEM4D_TERM_PARAMS) / 2 + 4 * 500000000);
+    ck_assert_uint_eq(get(b, 1, MEM4D_TERM_GRADIENTS) + 4 * 400000000, get(c, 1, MEM4D_TERM_GRADIENTS));
+    /* A bucket larger than the stage holds all its parameters: n elements. */
+    mem4d_report *d = run("overlapped_dist_opt=1", "ddp_bucket_size=1000000000000", NULL);
+    ck_assert_uint_eq(get(d, 1, MEM4D_TERM_GRADIENTS), 8 * get(a, 1, MEM4D_TERM_PARAMS) / 2 + 4 * get(a, 1, MEM4D_TERM_PARAMS));
+    mem4d_report_free(d);
+    mem4d_report_free(a);
+    mem4d_report_free(b);
+    mem4d_report_free(c);
+}
+END_TEST
+
 START_TEST(distributed_optimizer_and_zero)
 {
     mem4d_report *z1 = run(NULL), *z0 = run("dist_opt=false", NULL);
@@ -515,6 +542,7 @@ int main(void)
     tcase_add_test(tc, device_constants_move_only_their_terms);
     tcase_add_test(tc, tp_comm_overlap_userbuffers);
     tcase_add_test(tc, sgd_optimizer_state);
+    tcase_add_test(tc, overlapped_distributed_optimizer);
     tcase_add_test(tc, distributed_optimizer_and_zero);
     tcase_add_test(tc, precisions);
     tcase_add_test(tc, optimizer_step_moment);

@@ -599,6 +599,38 @@ START_TEST(sgd_momentum_buffers)
 }
 END_TEST
 
+/* Megatron-LLaMA: --overlapped-distributed-optimizer with its float-typed
+ * --reduce-bucket-size sets the bucket in elements. */
+START_TEST(overlapped_distributed_optimizer)
+{
+    struct fixture fx;
+    fx_open(&fx);
+    const char *odo[] = {"--overlapped-distributed-optimizer", "--reduce-bucket-size=2e8", NULL};
+    ck_assert_int_eq(run_argv(&fx, odo, 0), MEM4D_OK);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_OVERLAPPED_DIST_OPT), 1);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_DIST_OPT), 1);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_BUCKET_SIZE), 200000000);
+    const char *plain[] = {"--overlapped-distributed-optimizer", NULL};
+    ck_assert_int_eq(run_argv(&fx, plain, 0), MEM4D_OK);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_BUCKET_SIZE), 0); /* 5e8, the fork's default */
+    const char *alone[] = {"--reduce-bucket-size", "1e8", NULL};
+    ck_assert_int_eq(run_argv(&fx, alone, 0), MEM4D_OK);
+    ck_assert(has_warning(fx.imp, "--reduce-bucket-size is ignored without --overlapped-distributed-optimizer"));
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_OVERLAPPED_DIST_OPT), 0);
+    const char *half[] = {"--overlapped-distributed-optimizer", "--reduce-bucket-size", "2.5", NULL};
+    ck_assert_int_eq(run_argv(&fx, half, 0), MEM4D_E_RANGE);
+    ck_assert_str_eq(mem4d_import_message(fx.imp),
+                     "--reduce-bucket-size 2.5 is not a whole number of elements from 1 to 2^40");
+    const char *word[] = {"--overlapped-distributed-optimizer", "--reduce-bucket-size", "big", NULL};
+    ck_assert_int_eq(run_argv(&fx, word, 0), MEM4D_E_PARSE);
+    ck_assert_str_eq(mem4d_import_message(fx.imp), "--reduce-bucket-size: 'big' is not a number");
+    const char *both[] = {"--overlapped-distributed-optimizer", "--reduce-bucket-size", "1e8", "--ddp-bucket-size",
+                          "100", NULL};
+    ck_assert_int_eq(run_argv(&fx, both, 0), MEM4D_E_CONFLICT);
+    fx_close(&fx);
+}
+END_TEST
+
 START_TEST(warnings_are_bounded)
 {
     struct fixture fx;
@@ -1487,7 +1519,6 @@ static const struct {
     {"deepseek-v3-h100-1024gpu-fp8", "--pipeline-model-parallel-layout gives rank 0 virtual stages of 1 and 2 layers"},
     {"deepseek-v3-h100-256gpu-16k-offload", "--pipeline-model-parallel-layout gives rank 7 virtual stages of 2 and 1 layers"},
     {"llama3-8b-h100-8gpu-fp8-mock", "oom"},
-    {"megatron-llama-13b-a100-8gpu", "--reduce-bucket-size is not a flag this version knows"},
     {"pai-deepseek-v2-lite-8gpu", "the vocabulary size is unknown"},
     {"qwen3-235b-a22b-h100-256gpu", "--moe-flex-dispatcher-backend is not a flag this version knows"},
     {"qwen3-235b-a22b-h100-256gpu-32k-cp2", "--moe-flex-dispatcher-backend is not a flag this version knows"},
@@ -1683,6 +1714,7 @@ static Suite *import_suite(void)
     tcase_add_test(tc, published_recipes_fit_their_hardware);
     tcase_add_test(tc, recipes_as_written_on_their_hardware);
     tcase_add_test(tc, sgd_momentum_buffers);
+    tcase_add_test(tc, overlapped_distributed_optimizer);
     tcase_add_loop_test(tc, vocabulary_from_the_tokenizer, 0, N(vocab_cases));
     tcase_add_test(tc, vocabulary_kept_when_only_a_file_knows);
     tcase_add_loop_test(tc, memory_flags_are_modelled, 0, N(modelled_cases));

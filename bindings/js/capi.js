@@ -264,6 +264,7 @@ export const ENUMS = Object.freeze({
         MEM4D_LAYOUT_COMPILE: 53,
         MEM4D_LAYOUT_EXPANDABLE_SEGMENTS: 54,
         MEM4D_LAYOUT_OPTIMIZER_MOMENTS: 55,
+        MEM4D_LAYOUT_OVERLAPPED_DIST_OPT: 56,
     }),
     mem4d_framework: Object.freeze({
         MEM4D_FRAMEWORK_MEGATRON: 0,

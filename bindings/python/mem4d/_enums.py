@@ -157,6 +157,7 @@ class LayoutParam(enum.IntEnum):
     COMPILE = 53
     EXPANDABLE_SEGMENTS = 54
     OPTIMIZER_MOMENTS = 55
+    OVERLAPPED_DIST_OPT = 56
 
 
 class Framework(enum.IntEnum):

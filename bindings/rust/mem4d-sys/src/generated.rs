@@ -376,6 +376,11 @@ pub const MEM4D_LAYOUT_EXPANDABLE_SEGMENTS: mem4d_layout_param = 54;
 /// momentum buffer), 0 SGD without momentum. The first moment has optimizer_state_bytes, the second exp_avg_sq_bytes.
 /// Framework megatron only; paper mode refuses anything but 2.
 pub const MEM4D_LAYOUT_OPTIMIZER_MOMENTS: mem4d_layout_param = 55;
+/// "overlapped_dist_opt": 1 for Megatron-LLaMA's --overlapped-distributed-optimizer: no whole gradient buffer; each
+/// rank keeps its gradient shard and a receiving shard (main_grad_bytes each), one reduce bucket of ddp_bucket_size
+/// elements (its --reduce-bucket-size; 0 = 5e8) and a shard copy of the parameters. Needs dist_opt, framework megatron
+/// and a dense model; paper mode refuses it. Default 0. @since 0.2
+pub const MEM4D_LAYOUT_OVERLAPPED_DIST_OPT: mem4d_layout_param = 56;
 
 /// `mem4d_framework` (a C enum, passed as `int`): Values of MEM4D_LAYOUT_FRAMEWORK.
 pub type mem4d_framework = c_int;
