@@ -155,18 +155,27 @@ static mem4d_status ds_zero(mem4d_import *imp, struct json_object *root, mem4d_l
 /* bf16 / fp16 sections: 2-byte parameters; neither: fp32 training. */
 static mem4d_status ds_precision(mem4d_import *imp, struct json_object *root, mem4d_layout *l)
 {
-    bool half = false;
+    bool on[2] = {false, false};
     static const char *const sections[] = {"bf16", "fp16"};
     for (size_t i = 0; i < 2; i++) {
         struct json_object *sec = NULL;
-        bool on = false, given;
+        bool given;
         TRY(ds_object(imp, root, "", sections[i], &sec));
         char path[16];
         snprintf(path, sizeof path, "%s.", sections[i]);
-        TRY(ds_bool(imp, sec, path, "enabled", &on, &given));
-        half = half || on;
+        TRY(ds_bool(imp, sec, path, "enabled", &on[i], &given));
     }
-    return SET_L(l, MEM4D_LAYOUT_PARAM_BYTES, half ? 2 : 4, "bf16.enabled");
+    TRY(SET_L(l, MEM4D_LAYOUT_PARAM_BYTES, on[0] || on[1] ? 2 : 4, "bf16.enabled"));
+    /* bf16 without ZeRO runs DeepSpeed's BF16_Optimizer
+     * (deepspeed/runtime/bf16_optimizer.py): it hands the optimizer only this
+     * rank's 1/dp partition of the fp32 weights, so master weights and Adam's
+     * moments are partitioned even at stage 0 - what stage 1 with fp32 main
+     * gradients holds. The Megatron-DeepSpeed argument reader does the same. */
+    if (on[0] && l->v[MEM4D_LAYOUT_ZERO_STAGE] == 0) {
+        TRY(SET_L(l, MEM4D_LAYOUT_ZERO_STAGE, 1, "bf16.enabled at zero_optimization.stage 0"));
+        TRY(SET_L(l, MEM4D_LAYOUT_DIST_OPT, 1, "bf16.enabled at zero_optimization.stage 0"));
+    }
+    return MEM4D_OK;
 }
 
 static mem4d_status ds_apply(mem4d_import *imp, struct json_object *root, mem4d_layout *l)

@@ -432,6 +432,15 @@ START_TEST(deepspeed_config_reads_zero_settings)
         ck_assert_int_eq(ds("{\"zero_optimization\": {\"stage\": 1}}", l, imp), MEM4D_OK);
         ck_assert_uint_eq(lget(l, MEM4D_LAYOUT_PARAM_BYTES), 4);
         ck_assert_uint_eq(lget(l, MEM4D_LAYOUT_DIST_OPT), 1);
+        /* bf16 without ZeRO: BF16_Optimizer partitions the fp32 state, as stage 1 does; fp16 does not */
+        ck_assert_int_eq(ds("{\"bf16\": {\"enabled\": true}, \"zero_optimization\": {\"stage\": 0}}", l, imp),
+                         MEM4D_OK);
+        ck_assert_uint_eq(lget(l, MEM4D_LAYOUT_ZERO_STAGE), 1);
+        ck_assert_uint_eq(lget(l, MEM4D_LAYOUT_DIST_OPT), 1);
+        ck_assert_int_eq(ds("{\"fp16\": {\"enabled\": true}, \"zero_optimization\": {\"stage\": 0}}", l, imp),
+                         MEM4D_OK);
+        ck_assert_uint_eq(lget(l, MEM4D_LAYOUT_ZERO_STAGE), 0);
+        ck_assert_uint_eq(lget(l, MEM4D_LAYOUT_DIST_OPT), 0);
     }
     mem4d_layout_free(l);
     mem4d_import_free(imp);
