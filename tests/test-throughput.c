@@ -35,30 +35,6 @@ struct row {
     char key[160]; /* everything but the GPU count: a weak-scaling series */
 };
 
-/* Split a CSV line in place; fields may be double-quoted (no escaped quotes
- * occur in the file). Returns the number of fields. */
-static int split(char *line, char **f)
-{
-    int n = 0;
-    char *p = line;
-    line[strcspn(line, "\r\n")] = '\0';
-    while (n < MAX_FIELDS) {
-        if (*p == '"') {
-            f[n++] = ++p;
-            p = strchr(p, '"');
-            ck_assert_ptr_nonnull(p);
-            *p++ = '\0';
-        } else {
-            f[n++] = p;
-            p += strcspn(p, ",");
-        }
-        if (*p != ',')
-            return n;
-        *p++ = '\0';
-    }
-    return n;
-}
-
 struct table {
     char *head[MAX_FIELDS];
     int n;
@@ -235,28 +211,16 @@ static size_t load(struct row *rows)
             continue;
         if (t.n == 0) {
             memcpy(head_line, line, sizeof line);
-            t.n = split(head_line, t.head);
+            t.n = tu_csv_split(head_line, t.head, MAX_FIELDS);
             continue;
         }
-        ck_assert_msg(split(line, f) == t.n, "row after %zu has a different number of fields", n);
+        ck_assert_msg(tu_csv_split(line, f, MAX_FIELDS) == t.n, "row after %zu has a different number of fields", n);
         ck_assert_uint_lt(n, MAX_ROWS);
         if (predict_row(&t, f, &rows[n]))
             n++;
     }
     fclose(fp);
     return n;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, size_t n)
-{
-    qsort(v, n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 /* Median |error| of the rows matching (status, precision, source; NULL =
@@ -271,7 +235,7 @@ static double median_err(const struct row *rows, size_t n, const char *status, c
             (!source || strcmp(rows[i].source, source) == 0))
             e[k++] = fabs(rows[i].err);
     *count = k;
-    return k ? median(e, k) : -1;
+    return k ? tu_median(e, k) : -1;
 }
 
 /* Ranks with ties averaged. */
@@ -525,7 +489,7 @@ static double calibrated(struct row *rows, size_t n, bool by_series)
             }
         if (!k)
             continue;
-        double med = median(e, k), medx = kx ? median(ex, kx) : -1;
+        double med = tu_median(e, k), medx = kx ? tu_median(ex, kx) : -1;
         printf("  %-18s median |error| %5.1f%% (%zu runs)", sources[s], 100 * med, k);
         if (kx)
             printf(", exact runs %5.1f%% (%zu)", 100 * medx, kx);

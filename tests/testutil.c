@@ -54,12 +54,20 @@ mem4d_layout *tu_layout(const char *first, ...)
 int tu_csv_split(char *line, char **f, int max)
 {
     int n = 0;
+    char *p = line;
     line[strcspn(line, "\r\n")] = '\0';
-    for (char *p = line; n < max; n++) {
-        f[n] = p;
-        p = strchr(p, ',');
-        if (!p)
-            return n + 1;
+    while (n < max) {
+        if (*p == '"') {
+            f[n++] = ++p;
+            p = strchr(p, '"');
+            ck_assert_msg(p != NULL, "a quoted CSV field is not closed");
+            *p++ = '\0';
+        } else {
+            f[n++] = p;
+            p += strcspn(p, ",");
+        }
+        if (*p != ',')
+            return n;
         *p++ = '\0';
     }
     return n;

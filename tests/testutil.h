@@ -23,8 +23,9 @@ mem4d_device *tu_device(const char *preset);
 /* A layout from "key=value" pairs, NULL-terminated. */
 mem4d_layout *tu_layout(const char *first, ...);
 
-/* Split a CSV line (no quoted fields) in place at commas into at most max
- * fields; the line's newline is dropped. Returns the number of fields. */
+/* Split a CSV line in place at commas into at most max fields; a field may
+ * be double-quoted (no escaped quotes inside). The line's newline is
+ * dropped. Returns the number of fields. */
 int tu_csv_split(char *line, char **fields, int max);
 
 /* Median of n > 0 values (sorts them). */
