@@ -43,6 +43,13 @@ static uint64_t muldiv(bool *ok, uint64_t a, uint64_t b, uint64_t d)
     return r;
 }
 
+/* v per routed expert input, times the expert inputs per token (top-k, or
+ * with a capacity factor, m4d_routed_ppm). */
+static uint64_t routed(bool *ok, const struct m4d_ctx *x, uint64_t v)
+{
+    return muldiv(ok, v, m4d_routed_ppm(x), 1000000);
+}
+
 static uint64_t max64(uint64_t a, uint64_t b) { return a > b ? a : b; }
 static uint64_t min64(uint64_t a, uint64_t b) { return a < b ? a : b; }
 
@@ -257,10 +264,16 @@ static void odo_state_terms(bool *ok, const struct m4d_ctx *x, const struct stag
 /* WEIGHTS, GRADIENTS and OPTIMIZER of a stage. ZeRO-1 (Megatron's
  * distributed optimizer) shards master weights and moments over d·c
  * (experts over d·c/ep); ZeRO-2 adds the gradients, ZeRO-3 the weights.
- * Adam's two moments may differ in precision (the precision-aware optimizer). */
+ * With several distributed-optimizer instances each shards over its part of
+ * the domain only (parallel_state.py: the intra-partial data-parallel
+ * groups of d·c/instances ranks, and of the expert data-parallel size
+ * /instances). Adam's two moments may differ in precision (the
+ * precision-aware optimizer). */
 static void megatron_state_terms(bool *ok, const struct m4d_ctx *x, const struct stage_params *n, uint64_t *t)
 {
     uint64_t dc = x->d * x->c, edc = x->experts ? x->t * dc / (x->ep * x->etp) : dc;
+    dc /= x->dopt_inst;
+    edc /= x->dopt_inst;
     uint64_t per = optimizer_bytes_ppm(ok, x), M = 1000000;
     t[MEM4D_TERM_WEIGHTS] = weight_bytes(ok, x, n);
     t[MEM4D_TERM_GRADIENTS] = mul(ok, n->all, x->grad_bytes);
@@ -441,8 +454,8 @@ static void layer_token_bytes(bool *ok, const struct m4d_ctx *x, uint64_t *repl,
     if (x->hidden_dropout)
         *repl = add(ok, *repl, 2 * x->h);
     if (x->experts) {
-        mlp = add(ok, mul(ok, mul(ok, inter, x->fe), x->topk), inter * x->fs);
-        *repl = add(ok, *repl, add(ok, mul(ok, 2 * x->router_bytes, x->experts), mul(ok, 4 * x->h, x->topk)));
+        mlp = add(ok, routed(ok, x, mul(ok, inter, x->fe)), inter * x->fs);
+        *repl = add(ok, *repl, add(ok, mul(ok, 2 * x->router_bytes, x->experts), routed(ok, x, 4 * x->h)));
     } else {
         mlp = mul(ok, inter, x->f);
     }
@@ -479,11 +492,11 @@ static void selective_savings(bool *ok, const struct m4d_ctx *x, uint64_t *repl,
     if (!x->experts && (m & M4D_RC_MLP))
         *split = add(ok, *split, mul(ok, 2 * inter, x->f));
     if (x->experts && (m & M4D_RC_MOE)) {
-        *repl = add(ok, *repl, add(ok, mul(ok, 2 * x->router_bytes, x->experts), mul(ok, 4 * x->h, x->topk)));
-        *split = add(ok, *split, mul(ok, 2, add(ok, mul(ok, mul(ok, inter, x->fe), x->topk), inter * x->fs)));
+        *repl = add(ok, *repl, add(ok, mul(ok, 2 * x->router_bytes, x->experts), routed(ok, x, 4 * x->h)));
+        *split = add(ok, *split, mul(ok, 2, add(ok, routed(ok, x, mul(ok, inter, x->fe)), inter * x->fs)));
     } else if (x->experts) {
         if (m & M4D_RC_MOE_ACT)
-            *split = add(ok, *split, mul(ok, mul(ok, 2, x->fe), x->topk));
+            *split = add(ok, *split, routed(ok, x, mul(ok, 2, x->fe)));
         if (m & M4D_RC_SHARED_EXPERTS)
             *split = add(ok, *split, mul(ok, 2 * inter, x->fs));
     }
@@ -514,7 +527,7 @@ static void fp8_savings(bool *ok, const struct m4d_ctx *x, uint64_t *repl, uint6
             *split = x->f;
     } else if (!(m & M4D_RC_MOE)) {
         if (!(m & M4D_RC_MOE_ACT))
-            *split = mul(ok, x->topk, x->fe);
+            *split = routed(ok, x, x->fe);
         if (!(m & M4D_RC_SHARED_EXPERTS))
             *split = add(ok, *split, x->fs);
     }
@@ -561,7 +574,7 @@ static uint64_t checkpoint_bytes(bool *ok, const struct m4d_ctx *x)
  * reduce-scattered outputs of wo and w2, 2·2h/t_sp. */
 static uint64_t op_sac_layer_keep(bool *ok, const struct m4d_ctx *x)
 {
-    uint64_t T = tokens(ok, x), f = x->experts ? mul(ok, x->fe, x->topk) : x->f;
+    uint64_t T = tokens(ok, x), f = x->experts ? routed(ok, x, x->fe) : x->f;
     uint64_t split = add(ok, mul(ok, 2 * (2 * x->a + x->k), x->dh), add(ok, 4 * x->a, mul(ok, 2, f)));
     uint64_t repl = 2 * x->h + (x->t > 1 ? 4 * x->h : 0);
     uint64_t keep = add(ok, muldiv(ok, T, repl, t_sp(x)), muldiv(ok, T, split, x->t));
@@ -647,7 +660,7 @@ static void in_flight(const struct m4d_ctx *x, uint64_t r, uint64_t *units, uint
 static uint64_t backward_working_set(bool *ok, const struct m4d_ctx *x)
 {
     uint64_t inter = x->gated ? 3 : 2, T = tokens(ok, x);
-    uint64_t mlp = x->experts ? add(ok, mul(ok, mul(ok, inter, x->fe), x->topk), inter * x->fs) : mul(ok, inter, x->f);
+    uint64_t mlp = x->experts ? add(ok, routed(ok, x, mul(ok, inter, x->fe)), inter * x->fs) : mul(ok, inter, x->f);
     uint64_t attn = x->flash ? mul(ok, 4 * x->a, x->qk_dim) : mul(ok, (x->attn_dropout ? 4 : 2) * x->a, x->s / x->c);
     uint64_t split = add(ok, mul(ok, 2, mlp), attn);
     return add(ok, muldiv(ok, T, split, x->t), muldiv(ok, T, 2 * x->h, t_sp(x)));
@@ -860,7 +873,7 @@ static uint64_t step_buffers(bool *ok, const struct m4d_ctx *x, const mem4d_devi
     if (x->fw != MEM4D_FRAMEWORK_MEGATRON)
         return b;
     if (x->grad_bytes < 4 && x->master_bytes == 4 && !x->precision_aware)
-        b = add(ok, b, x->zero >= 1 ? muldiv(ok, n->all, 4, x->d * x->c) : mul(ok, n->all, 4));
+        b = add(ok, b, x->zero >= 1 ? muldiv(ok, n->all, 4, x->d * x->c / x->dopt_inst) : mul(ok, n->all, 4));
     return b;
 }
 
@@ -868,10 +881,14 @@ static uint64_t step_buffers(bool *ok, const struct m4d_ctx *x, const mem4d_devi
  * group; tensor, context and pipeline groups; data-parallel (loss
  * averaging) and data×context (gradients, distributed optimizer); the
  * model-parallel group (grad-norm and inf checks); the embedding group of a
- * tied head split over stages; expert and expert-data-parallel groups. */
+ * tied head split over stages; expert and expert-data-parallel groups;
+ * with several distributed-optimizer instances the intra- and
+ * inter-instance parts of the data×context and expert-data groups. */
 static uint64_t process_groups(const struct m4d_ctx *x)
 {
     uint64_t dc = x->d * x->c, n = 0;
+    if (x->dopt_inst > 1)
+        n += x->experts ? 4 : 2;
     n += x->world > 1;
     n += x->t > 1;
     n += x->c > 1;

@@ -786,6 +786,30 @@ static mem4d_status apply_optimizer_offload(mem4d_import *imp, const struct opt_
     return SET_L(l, MEM4D_LAYOUT_OPTIMIZER_OFFLOAD_PPM, (uint64_t)llround(f * 1e6), "--optimizer-offload-fraction");
 }
 
+/* MoE token capacity (Megatron-Core TransformerConfig): a negative
+ * --moe-expert-capacity-factor means none; padding needs a factor. */
+static mem4d_status apply_moe_capacity(mem4d_import *imp, const struct opt_val *vals, mem4d_layout *l)
+{
+    double f = 0;
+    if (GIVEN(MF_MOE_CAP)) { /* type=float */
+        const char *text = vals[MF_MOE_CAP].s;
+        char *end = NULL;
+        errno = 0;
+        f = strtod(text, &end);
+        if (end == text || *end != '\0' || errno == ERANGE || !isfinite(f))
+            return m4d_imp_fail(imp, MEM4D_E_PARSE, "--moe-expert-capacity-factor: '%s' is not a number", text);
+        if (f < 0)
+            f = 0;
+    }
+    if (GIVEN(MF_MOE_PAD) && f == 0)
+        return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "--moe-pad-expert-input-to-capacity needs "
+                            "--moe-expert-capacity-factor");
+    if (f > 1000.0)
+        return m4d_imp_fail(imp, MEM4D_E_RANGE, "--moe-expert-capacity-factor %g is out of range", f);
+    TRY(SET_L(l, MEM4D_LAYOUT_MOE_CAPACITY_FACTOR_PPM, (uint64_t)llround(f * 1e6), "--moe-expert-capacity-factor"));
+    return SET_L(l, MEM4D_LAYOUT_MOE_PAD_TO_CAPACITY, GIVEN(MF_MOE_PAD), "--moe-pad-expert-input-to-capacity");
+}
+
 /* Precision: bf16 forces fp32 gradient accumulation unless
  * --grad-reduce-in-bf16; fp16 accumulates in fp16 unless asked; fp32
  * training keeps no separate master copy. */
@@ -852,6 +876,8 @@ static mem4d_status apply_sharding(mem4d_import *imp, const struct opt_val *vals
     } else if (GIVEN(MF_ZERO_STAGE)) {
         m4d_imp_warn(imp, "--zero-stage is ignored without --deepspeed");
     }
+    if (GIVEN(MF_DOPT_INST))
+        TRY(SET_L(l, MEM4D_LAYOUT_DIST_OPT_INSTANCES, U(MF_DOPT_INST), "--num-distributed-optimizer-instances"));
     return SET_L(l, MEM4D_LAYOUT_ZERO_STAGE, zero, "--data-parallel-sharding-strategy");
 }
 
@@ -868,6 +894,9 @@ static bool legacy_recompute(const struct opt_val *vals, uint64_t *method, uint6
     return true;
 }
 
+/* --moe-layer-recompute (deprecated in Megatron-Core's TransformerConfig)
+ * is selective recomputation with "moe" added to the modules; it refuses
+ * full granularity. */
 static mem4d_status apply_recompute(mem4d_import *imp, const struct opt_val *vals, mem4d_layout *l)
 {
     uint64_t rc = 0, method = 0, layers = 0;
@@ -875,6 +904,11 @@ static mem4d_status apply_recompute(mem4d_import *imp, const struct opt_val *val
         rc = 1;
     else if (GIVEN(MF_RC_GRAN))
         rc = U(MF_RC_GRAN) == M4D_GRAN_FULL ? 2 : 1;
+    if (GIVEN(MF_MOE_LAYER_RC)) {
+        if (rc == 2)
+            return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "--moe-layer-recompute contradicts --recompute-granularity full");
+        rc = 1;
+    }
     if (rc == 2) {
         method = U(MF_RC_METHOD);
         layers = U(MF_RC_LAYERS);
@@ -892,8 +926,10 @@ static mem4d_status apply_recompute(mem4d_import *imp, const struct opt_val *val
                             "--tensor-model-parallel-size above 1");
     if (GIVEN(MF_RC_MODULES) && rc != 1)
         m4d_imp_warn(imp, "--recompute-modules is ignored without --recompute-granularity selective");
-    TRY(SET_L(l, MEM4D_LAYOUT_RECOMPUTE_MODULES, GIVEN(MF_RC_MODULES) ? U(MF_RC_MODULES) : M4D_RC_CORE_ATTN,
-              "--recompute-modules"));
+    uint64_t modules = GIVEN(MF_RC_MODULES) ? U(MF_RC_MODULES) : M4D_RC_CORE_ATTN;
+    if (GIVEN(MF_MOE_LAYER_RC))
+        modules |= M4D_RC_MOE;
+    TRY(SET_L(l, MEM4D_LAYOUT_RECOMPUTE_MODULES, modules, "--recompute-modules"));
     TRY(SET_L(l, MEM4D_LAYOUT_RECOMPUTE, rc, "--recompute-granularity"));
     TRY(SET_L(l, MEM4D_LAYOUT_RECOMPUTE_METHOD, method, "--recompute-method"));
     TRY(SET_L(l, MEM4D_LAYOUT_DISTRIBUTE_SAVED_ACTIVATIONS, GIVEN(MF_DIST_SAVED), "--distribute-saved-activations"));
@@ -1162,6 +1198,8 @@ mem4d_status mem4d_import_megatron(mem4d_import *import, int argc, const char *c
         st = apply_precision(imp, vals, &l);
     if (st == MEM4D_OK)
         st = apply_sharding(imp, vals, &l);
+    if (st == MEM4D_OK)
+        st = apply_moe_capacity(imp, vals, &l);
     if (st == MEM4D_OK)
         st = apply_recompute(imp, vals, &l);
     if (st == MEM4D_OK)

@@ -163,6 +163,9 @@ static void ctx_layout(const mem4d_layout *l, struct m4d_ctx *x)
     x->expandable = v[MEM4D_LAYOUT_EXPANDABLE_SEGMENTS] != 0;
     x->opt_moments = v[MEM4D_LAYOUT_OPTIMIZER_MOMENTS];
     x->odo = v[MEM4D_LAYOUT_OVERLAPPED_DIST_OPT] != 0;
+    x->dopt_inst = v[MEM4D_LAYOUT_DIST_OPT_INSTANCES];
+    x->cap_ppm = v[MEM4D_LAYOUT_MOE_CAPACITY_FACTOR_PPM];
+    x->cap_pad = v[MEM4D_LAYOUT_MOE_PAD_TO_CAPACITY] != 0;
     /* torchtitan always shards with FSDP2 (over dp_shard x cp); nanotron offers
      * ZeRO-0 and ZeRO-1 only. */
     if (x->fw == MEM4D_FRAMEWORK_TORCHTITAN)
@@ -320,6 +323,27 @@ static mem4d_status check_framework(const struct m4d_ctx *x, char *why, size_t n
     if (x->odo && (x->fw != MEM4D_FRAMEWORK_MEGATRON || x->zero != 1 || x->experts)) {
         m4d_msg(why, n, "overlapped_dist_opt (Megatron-LLaMA) needs framework megatron, dist_opt and a dense model "
                 "(framework %s, zero_stage %llu, %llu experts)", fw, U(x->zero), U(x->experts));
+        return MEM4D_E_CONFLICT;
+    }
+    if (x->dopt_inst > 1) {
+        uint64_t edp = x->experts ? x->t * x->d * x->c / (x->ep * x->etp) : x->d * x->c;
+        if (x->fw != MEM4D_FRAMEWORK_MEGATRON || x->zero < 1) {
+            m4d_msg(why, n, "dist_opt_instances %llu needs framework megatron and the distributed optimizer "
+                    "(framework %s, zero_stage %llu)", U(x->dopt_inst), fw, U(x->zero));
+            return MEM4D_E_CONFLICT;
+        }
+        if ((x->d * x->c) % x->dopt_inst != 0 || edp % x->dopt_inst != 0) {
+            m4d_msg(why, n, "dist_opt_instances %llu does not divide dp x cp = %llu%s", U(x->dopt_inst),
+                    U(x->d * x->c), x->experts ? " or the experts' data-parallel size" : "");
+            return MEM4D_E_CONFLICT;
+        }
+    }
+    if ((x->cap_ppm || x->cap_pad) && x->fw != MEM4D_FRAMEWORK_MEGATRON) {
+        m4d_msg(why, n, "moe_capacity_factor_ppm and moe_pad_to_capacity are Megatron-Core's, not %s's", fw);
+        return MEM4D_E_CONFLICT;
+    }
+    if (x->cap_pad && x->cap_ppm == 0) {
+        m4d_msg(why, n, "moe_pad_to_capacity needs moe_capacity_factor_ppm");
         return MEM4D_E_CONFLICT;
     }
     if (x->opt_moments != 2 && x->fw != MEM4D_FRAMEWORK_MEGATRON) {

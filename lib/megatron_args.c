@@ -83,6 +83,21 @@ static void put_memory_switches(struct out *o, const mem4d_model *m, const mem4d
             sharding[lv(l, MEM4D_LAYOUT_ZERO_STAGE)]);
     else if (lv(l, MEM4D_LAYOUT_DIST_OPT) || lv(l, MEM4D_LAYOUT_ZERO_STAGE) == 1)
         put(o, " --use-distributed-optimizer");
+    if (lv(l, MEM4D_LAYOUT_DIST_OPT_INSTANCES) > 1)
+        put(o, " --num-distributed-optimizer-instances %llu", lv(l, MEM4D_LAYOUT_DIST_OPT_INSTANCES));
+    if (lv(l, MEM4D_LAYOUT_MOE_CAPACITY_FACTOR_PPM)) {
+        /* millionths as a decimal, without printf's locale-dependent point */
+        unsigned long long ppm = lv(l, MEM4D_LAYOUT_MOE_CAPACITY_FACTOR_PPM), frac = ppm % 1000000;
+        int digits = 6;
+        for (; digits > 0 && frac % 10 == 0; digits--)
+            frac /= 10;
+        if (digits)
+            put(o, " --moe-expert-capacity-factor %llu.%0*llu", ppm / 1000000, digits, frac);
+        else
+            put(o, " --moe-expert-capacity-factor %llu", ppm / 1000000);
+        if (lv(l, MEM4D_LAYOUT_MOE_PAD_TO_CAPACITY))
+            put(o, " --moe-pad-expert-input-to-capacity");
+    }
     if (lv(l, MEM4D_LAYOUT_OPTIMIZER_MOMENTS) < 2)
         put(o, lv(l, MEM4D_LAYOUT_OPTIMIZER_MOMENTS) ? " --optimizer sgd" : " --optimizer sgd --sgd-momentum 0");
     if (lv(l, MEM4D_LAYOUT_OVERLAP_GRAD_REDUCE))

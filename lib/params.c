@@ -139,6 +139,10 @@ const struct m4d_param_desc m4d_layout_params[] = {
     [MEM4D_LAYOUT_EXPANDABLE_SEGMENTS] = BOOL_ROW("expandable_segments", NULL, NULL, 0),
     [MEM4D_LAYOUT_OPTIMIZER_MOMENTS] = NUM_ROW("optimizer_moments", NULL, NULL, 0, 2, 2),
     [MEM4D_LAYOUT_OVERLAPPED_DIST_OPT] = BOOL_ROW("overlapped_dist_opt", "overlapped_distributed_optimizer", NULL, 0),
+    [MEM4D_LAYOUT_DIST_OPT_INSTANCES] = NUM_ROW("dist_opt_instances", "num_distributed_optimizer_instances", NULL, 1,
+                                                1u << 24, 1),
+    [MEM4D_LAYOUT_MOE_CAPACITY_FACTOR_PPM] = NUM_ROW("moe_capacity_factor_ppm", NULL, NULL, 0, 1000000000, 0),
+    [MEM4D_LAYOUT_MOE_PAD_TO_CAPACITY] = BOOL_ROW("moe_pad_to_capacity", "moe_pad_expert_input_to_capacity", NULL, 0),
 };
 M4D_TABLE_ROWS(m4d_layout_params, M4D_LAYOUT_NPARAM);
 

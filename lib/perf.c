@@ -149,6 +149,15 @@ static uint64_t mlp_width(const struct m4d_ctx *x)
     return x->topk * (x->fe ? x->fe : x->f) + x->fs;
 }
 
+/* The MLP width the GEMMs run: with a capacity factor the experts compute
+ * every padded slot, and no dropped token (m4d_routed_ppm). */
+static double mlp_width_run(const struct m4d_ctx *x)
+{
+    if (x->experts == 0)
+        return D(x->f);
+    return ppm(m4d_routed_ppm(x)) * D(x->fe ? x->fe : x->f) + D(x->fs);
+}
+
 /* The four linear layers and the head as GEMMs on one GPU: N outputs and K
  * inputs after the TP split. With tp_comm_overlap, userbuffers run each
  * GEMM as t chunks of M/t rows, one per ring step, and the reduce-scatter
@@ -161,7 +170,7 @@ static void gemms_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
 {
     const struct m4d_machine *mc = &pg->mc;
     double rt = 1 / D(x->t), h = D(x->h), q = D(x->a * x->dh) * rt, kv = D(x->k * x->dh) * rt;
-    double F = D(mlp_width(x)) * rt, up = (x->gated ? 2 : 1) * F, qkv = q + 2 * kv;
+    double F = mlp_width_run(x) * rt, up = (x->gated ? 2 : 1) * F, qkv = q + 2 * kv;
     double eb = x->fp8 ? 1 : 2, r = mc->gemm_lin, rs = r;
     pg->chunks = 1;
     if (x->tp_overlap && x->t > 1) {
@@ -253,7 +262,7 @@ static void comm_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
     pg->ep_lat = pg->ep_per_b = 0;
     if (x->experts && x->ep > 1) {
         double ep = D(x->ep);
-        ring_coef(link_for(mc, t * ep), ep, s / c / t * D(x->topk) * h * 2, (ep - 1) / ep, ep - 1, &pg->ep_lat,
+        ring_coef(link_for(mc, t * ep), ep, s / c / t * ppm(m4d_routed_ppm(x)) * h * 2, (ep - 1) / ep, ep - 1, &pg->ep_lat,
                   &pg->ep_per_b);
     }
     pg->p2p_lat = pg->p2p_per_b = 0;

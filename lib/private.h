@@ -28,8 +28,8 @@
  * raise the count, name the new last value and append the table rows. */
 #define M4D_MODEL_NPARAM 31
 M4D_ENUM_COUNT(M4D_MODEL_NPARAM, MEM4D_MODEL_QK_NORM_WHOLE);
-#define M4D_LAYOUT_NPARAM 57
-M4D_ENUM_COUNT(M4D_LAYOUT_NPARAM, MEM4D_LAYOUT_OVERLAPPED_DIST_OPT);
+#define M4D_LAYOUT_NPARAM 60
+M4D_ENUM_COUNT(M4D_LAYOUT_NPARAM, MEM4D_LAYOUT_MOE_PAD_TO_CAPACITY);
 #define M4D_DEVICE_NPARAM 23
 M4D_ENUM_COUNT(M4D_DEVICE_NPARAM, MEM4D_DEVICE_FULL_FIT_THRESHOLD_PPM);
 #define M4D_NTERMS 15
@@ -154,6 +154,9 @@ struct m4d_ctx {
     uint64_t opt_sq_bytes;             /* Adam's second moment */
     uint64_t opt_moments;              /* 2 Adam, 1 SGD with momentum, 0 plain SGD */
     bool odo;                          /* Megatron-LLaMA's overlapped distributed optimizer */
+    uint64_t dopt_inst;                /* distributed optimizer copies over dp·cp */
+    uint64_t cap_ppm;                  /* MoE capacity factor, millionths (0: none) */
+    bool cap_pad;                      /* expert inputs padded to the capacity */
     bool precision_aware;              /* the optimizer takes low-precision gradients as they are */
     bool tp_overlap;                   /* TP collectives chunked under their GEMMs */
     uint64_t bucket, first_layers, last_layers, vocab_div;
@@ -174,6 +177,16 @@ enum {
     M4D_RC_CORE_ATTN = 1, M4D_RC_MLP = 2, M4D_RC_LAYERNORM = 4, M4D_RC_MOE_ACT = 8,
     M4D_RC_SHARED_EXPERTS = 16, M4D_RC_MLA_UP_PROJ = 32, M4D_RC_MOE = 64,
 };
+
+/* Expert inputs per token, in millionths: top-k, or with a capacity factor
+ * (Megatron-Core moe_utils.get_capacity, ceil(tokens·topk/experts·factor)
+ * per expert) topk·factor when inputs are padded to the capacity, and at
+ * most topk·factor when tokens beyond it are dropped. */
+static inline uint64_t m4d_routed_ppm(const struct m4d_ctx *x)
+{
+    uint64_t f = x->cap_ppm == 0 ? 1000000 : x->cap_pad || x->cap_ppm < 1000000 ? x->cap_ppm : 1000000;
+    return x->topk * f;
+}
 
 /* --- util.c --------------------------------------------------------------- */
 

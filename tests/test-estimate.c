@@ -148,7 +148,7 @@ static const char *const paper_refuses[] = {
     "vpp=2", "recompute=full", "flash_attn=false", "sp=false", "zero_stage=3", "fp8=true",
     "optimizer_state_bytes=2", "param_bytes=4", "hidden_dropout=1", "attention_dropout=1",
     "cross_entropy_fusion=1", "tp_comm_overlap=1", "optimizer_moments=1",
-    "overlapped_dist_opt=1",
+    "overlapped_dist_opt=1", "dist_opt_instances=2",
 };
 
 START_TEST(paper_refuses_what_it_does_not_model)

@@ -241,6 +241,36 @@ START_TEST(overlapped_distributed_optimizer)
 }
 END_TEST
 
+/* --num-distributed-optimizer-instances 2 over d·c = 2: each instance is
+ * one rank, which keeps the whole optimizer state (12·n); two more NCCL
+ * groups (intra- and inter-instance). An instance count that does not
+ * divide d·c, or without the distributed optimizer, is refused. */
+START_TEST(distributed_optimizer_instances)
+{
+    mem4d_report *a = run(NULL), *b = run("dist_opt_instances=2", NULL);
+    same_except(a, b, BIT(MEM4D_TERM_OPTIMIZER) | BIT(MEM4D_TERM_FIXED));
+    for (uint32_t s = 0; s < 4; s++) {
+        uint64_t n = get(a, s, MEM4D_TERM_PARAMS);
+        ck_assert_uint_eq(get(a, s, MEM4D_TERM_OPTIMIZER), 12 * n / 2);
+        ck_assert_uint_eq(get(b, s, MEM4D_TERM_OPTIMIZER), 12 * n);
+        ck_assert_uint_eq(get(b, s, MEM4D_TERM_FIXED) - get(a, s, MEM4D_TERM_FIXED),
+                          2 * dev(MEM4D_DEVICE_NCCL_BYTES_PER_GROUP));
+    }
+    static const char *const bad[][2] = {{"dist_opt_instances=3", NULL},
+                                         {"dist_opt_instances=2", "dist_opt=false"},
+                                         {"dist_opt_instances=2", "framework=nanotron"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        mem4d_layout *l = tu_layout("tp=2", "pp=4", "dp=2", "seq=4096", bad[i][0], bad[i][1], NULL);
+        char why[256];
+        ck_assert_int_eq(mem4d_validate(model, l, why, sizeof why), MEM4D_E_CONFLICT);
+        ck_assert_msg(strstr(why, "dist_opt_instances") != NULL, "%s", why);
+        mem4d_layout_free(l);
+    }
+    mem4d_report_free(a);
+    mem4d_report_free(b);
+}
+END_TEST
+
 START_TEST(distributed_optimizer_and_zero)
 {
     mem4d_report *z1 = run(NULL), *z0 = run("dist_opt=false", NULL);
@@ -491,6 +521,62 @@ START_TEST(experts_split_by_ep)
 }
 END_TEST
 
+/* Token capacity (Qwen1.5-MoE-A2.7B: 60 experts of 1408, top-4): padded
+ * to capacity the expert tensors grow with the factor, so their bytes are
+ * linear in it; dropping beyond a capacity above 1 keeps top-k (as none),
+ * below 1 it keeps what padding to that capacity keeps. Nothing but the
+ * activations moves. */
+static uint64_t moe_activations(const char *cap, const char *pad, mem4d_report **out)
+{
+    mem4d_model *moe = tu_model("qwen1.5-moe-a2.7b");
+    mem4d_layout *l = tu_layout("pp=2", "dp=4", "ep=4", "seq=4096", "gbs=32", cap, pad, NULL);
+    mem4d_report *r = NULL;
+    mem4d_report_new(&r);
+    ck_assert_msg(mem4d_estimate(moe, l, device, r) == MEM4D_OK, "%s", mem4d_report_message(r));
+    uint64_t act = get(r, 0, MEM4D_TERM_ACTIVATIONS);
+    mem4d_layout_free(l);
+    mem4d_model_free(moe);
+    *out = r;
+    return act;
+}
+
+START_TEST(moe_token_capacity)
+{
+    mem4d_report *r0, *r1, *r2, *r3, *r4, *r5;
+    uint64_t none = moe_activations(NULL, NULL, &r0);
+    uint64_t pad15 = moe_activations("moe_capacity_factor_ppm=1500000", "moe_pad_to_capacity=1", &r1);
+    uint64_t pad20 = moe_activations("moe_capacity_factor_ppm=2000000", "moe_pad_to_capacity=1", &r2);
+    uint64_t drop15 = moe_activations("moe_capacity_factor_ppm=1500000", NULL, &r3);
+    uint64_t drop05 = moe_activations("moe_capacity_factor_ppm=500000", NULL, &r4);
+    uint64_t pad05 = moe_activations("moe_capacity_factor_ppm=500000", "moe_pad_to_capacity=1", &r5);
+    ck_assert_uint_gt(pad15, none);
+    /* linear in the factor: (2.0 - 1) = 2 x (1.5 - 1), up to the ceilings */
+    uint64_t d15 = pad15 - none, d20 = pad20 - none;
+    ck_assert_msg(d20 + 64 >= 2 * d15 && 2 * d15 + 64 >= d20, "%llu %llu", (unsigned long long)d15,
+                  (unsigned long long)d20);
+    ck_assert_uint_eq(drop15, none);
+    ck_assert_uint_eq(drop05, pad05);
+    ck_assert_uint_lt(pad05, none);
+    same_except(r0, r1, BIT(MEM4D_TERM_ACTIVATIONS));
+    same_except(r0, r4, BIT(MEM4D_TERM_ACTIVATIONS));
+    mem4d_report *rs[] = {r0, r1, r2, r3, r4, r5};
+    for (size_t i = 0; i < 6; i++)
+        mem4d_report_free(rs[i]);
+    /* padding needs a factor; both are Megatron-Core's */
+    mem4d_model *moe = tu_model("qwen1.5-moe-a2.7b");
+    static const char *const bad[][2] = {{"moe_pad_to_capacity=1", NULL},
+                                         {"moe_capacity_factor_ppm=1000000", "framework=deepspeed"}};
+    for (size_t i = 0; i < 2; i++) {
+        mem4d_layout *l = tu_layout("pp=2", "dp=4", "seq=4096", bad[i][0], bad[i][1], NULL);
+        char why[256];
+        ck_assert_int_eq(mem4d_validate(moe, l, why, sizeof why), MEM4D_E_CONFLICT);
+        ck_assert_msg(strstr(why, "moe_") != NULL, "%s", why);
+        mem4d_layout_free(l);
+    }
+    mem4d_model_free(moe);
+}
+END_TEST
+
 START_TEST(moe_preset_parameter_counts)
 {
     static const struct {
@@ -555,6 +641,8 @@ int main(void)
     tcase_add_test(tc, uneven_stages_and_tied_head);
     tcase_add_test(tc, context_parallel_groups_and_tokens);
     tcase_add_test(tc, experts_split_by_ep);
+    tcase_add_test(tc, distributed_optimizer_instances);
+    tcase_add_test(tc, moe_token_capacity);
     tcase_add_test(tc, moe_preset_parameter_counts);
     tcase_add_test(tc, overflow_is_range_not_wrap);
     suite_add_tcase(s, tc);

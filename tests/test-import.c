@@ -599,6 +599,39 @@ START_TEST(sgd_momentum_buffers)
 }
 END_TEST
 
+/* MoE token capacity, --moe-layer-recompute (selective with "moe" added)
+ * and partial distributed optimizers, as Megatron-Core reads them. */
+START_TEST(moe_capacity_layer_recompute_and_optimizer_instances)
+{
+    struct fixture fx;
+    fx_open(&fx);
+    const char *pad[] = {"--moe-expert-capacity-factor", "1.25", "--moe-pad-expert-input-to-capacity",
+                         "--moe-layer-recompute", "--num-distributed-optimizer-instances", "2", NULL};
+    ck_assert_int_eq(run_argv(&fx, pad, 0), MEM4D_OK);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_MOE_CAPACITY_FACTOR_PPM), 1250000);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_MOE_PAD_TO_CAPACITY), 1);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_RECOMPUTE), 1);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_RECOMPUTE_MODULES), 1 | 64); /* core_attn, moe */
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_DIST_OPT_INSTANCES), 2);
+    ck_assert_msg(mem4d_import_warning_count(fx.imp) == 0, "%s", mem4d_import_warning(fx.imp, 0));
+    /* with modules given, moe is added to them */
+    const char *mods[] = {"--recompute-granularity", "selective", "--recompute-modules", "mlp",
+                          "--moe-layer-recompute", NULL};
+    ck_assert_int_eq(run_argv(&fx, mods, 0), MEM4D_OK);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_RECOMPUTE_MODULES), 2 | 64);
+    /* a negative factor is none (TransformerConfig) */
+    const char *none[] = {"--moe-expert-capacity-factor", "-1", NULL};
+    ck_assert_int_eq(run_argv(&fx, none, 0), MEM4D_OK);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_MOE_CAPACITY_FACTOR_PPM), 0);
+    const char *bare_pad[] = {"--moe-pad-expert-input-to-capacity", NULL};
+    ck_assert_int_eq(run_argv(&fx, bare_pad, 0), MEM4D_E_CONFLICT);
+    const char *full[] = {"--recompute-granularity", "full", "--recompute-method", "uniform",
+                          "--recompute-num-layers", "1", "--moe-layer-recompute", NULL};
+    ck_assert_int_eq(run_argv(&fx, full, 0), MEM4D_E_CONFLICT);
+    fx_close(&fx);
+}
+END_TEST
+
 /* Megatron-LLaMA: --overlapped-distributed-optimizer with its float-typed
  * --reduce-bucket-size sets the bucket in elements. */
 START_TEST(overlapped_distributed_optimizer)
@@ -1714,6 +1747,7 @@ static Suite *import_suite(void)
     tcase_add_test(tc, published_recipes_fit_their_hardware);
     tcase_add_test(tc, recipes_as_written_on_their_hardware);
     tcase_add_test(tc, sgd_momentum_buffers);
+    tcase_add_test(tc, moe_capacity_layer_recompute_and_optimizer_instances);
     tcase_add_test(tc, overlapped_distributed_optimizer);
     tcase_add_loop_test(tc, vocabulary_from_the_tokenizer, 0, N(vocab_cases));
     tcase_add_test(tc, vocabulary_kept_when_only_a_file_knows);

@@ -158,6 +158,9 @@ class LayoutParam(enum.IntEnum):
     EXPANDABLE_SEGMENTS = 54
     OPTIMIZER_MOMENTS = 55
     OVERLAPPED_DIST_OPT = 56
+    DIST_OPT_INSTANCES = 57
+    MOE_CAPACITY_FACTOR_PPM = 58
+    MOE_PAD_TO_CAPACITY = 59
 
 
 class Framework(enum.IntEnum):

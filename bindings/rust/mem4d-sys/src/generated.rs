@@ -381,6 +381,20 @@ pub const MEM4D_LAYOUT_OPTIMIZER_MOMENTS: mem4d_layout_param = 55;
 /// elements (its --reduce-bucket-size; 0 = 5e8) and a shard copy of the parameters. Needs dist_opt, framework megatron
 /// and a dense model; paper mode refuses it. Default 0. @since 0.2
 pub const MEM4D_LAYOUT_OVERLAPPED_DIST_OPT: mem4d_layout_param = 56;
+/// "dist_opt_instances": copies of the distributed optimizer over the data-parallel domain (Megatron's
+/// --num-distributed-optimizer-instances): the optimizer state (and with zero_stage 2/3 the gradients and weights)
+/// shards over dp·cp/instances ranks, the experts' over their data-parallel size/instances; both must divide. Needs
+/// dist_opt (or zero_stage >= 1) and framework megatron. Default 1.
+pub const MEM4D_LAYOUT_DIST_OPT_INSTANCES: mem4d_layout_param = 57;
+/// "moe_capacity_factor_ppm": Megatron's --moe-expert-capacity-factor in millionths (1250000 = 1.25); each expert takes
+/// at most ceil(tokens·topk/experts·factor) tokens of a rank. 0 (default) = no capacity, no token dropped. With
+/// MEM4D_LAYOUT_MOE_PAD_TO_CAPACITY every expert input is padded to the capacity, so the routed tokens per token are
+/// topk·factor; without padding, at most topk and at most topk·factor (tokens beyond the capacity are dropped).
+/// Framework megatron.
+pub const MEM4D_LAYOUT_MOE_CAPACITY_FACTOR_PPM: mem4d_layout_param = 58;
+/// "moe_pad_to_capacity": 1 for --moe-pad-expert-input-to-capacity (needs MEM4D_LAYOUT_MOE_CAPACITY_FACTOR_PPM).
+/// Default 0. @since 0.2
+pub const MEM4D_LAYOUT_MOE_PAD_TO_CAPACITY: mem4d_layout_param = 59;
 
 /// `mem4d_framework` (a C enum, passed as `int`): Values of MEM4D_LAYOUT_FRAMEWORK.
 pub type mem4d_framework = c_int;
