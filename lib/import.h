@@ -92,6 +92,11 @@ enum m4d_flag_kind {
 };
 
 /* The modelled flags: the reader's slots (import_megatron.c gives each its meaning). */
+/* Why CUDA graphs are only warned about (the flag table and the reader). */
+#define CUDA_GRAPH_WHY                                                                                             \
+    "captures layers in CUDA graphs, whose private memory pool keeps the captured buffers for the whole run; "   \
+    "not modelled (the estimate counts eager execution)"
+
 enum m4d_mflag {
     MF_NUM_LAYERS, MF_HIDDEN, MF_FFN, MF_HEADS, MF_GQA, MF_GROUPS, MF_KV_CHANNELS,
     MF_SEQ, MF_ENC_SEQ, MF_MAX_POS, MF_MBS, MF_GBS, MF_TP, MF_PP, MF_CP,
@@ -112,6 +117,7 @@ enum m4d_mflag {
     MF_ETP, MF_MOE_FREQ, MF_MTP, MF_MLA, MF_Q_LORA, MF_KV_LORA, MF_QK_HEAD_DIM, MF_QK_POS_DIM, MF_V_HEAD_DIM, MF_SHARED_GATE, MF_RC_MODULES, MF_VOCAB_FILE, MF_KV_HEADS_DS,
     MF_ROUTER_DTYPE, MF_CE_IMPL, MF_RMSNORM_FORK, MF_ODO, MF_ACCOUNT_EMB, MF_ACCOUNT_LOSS, MF_OPT_OFFLOAD, MF_OPT_OFFLOAD_FRACTION, MF_TP_OVERLAP, MF_PP_PARTITION,
     MF_PP_LAYOUT, MF_SGD_MOMENTUM, MF_REDUCE_BUCKET, MF_DOPT_INST, MF_MOE_CAP, MF_MOE_PAD, MF_MOE_LAYER_RC,
+    MF_CUDA_GRAPH, MF_NCCL_UB,
     MF_COUNT
 };
 

@@ -786,6 +786,20 @@ static mem4d_status apply_optimizer_offload(mem4d_import *imp, const struct opt_
     return SET_L(l, MEM4D_LAYOUT_OPTIMIZER_OFFLOAD_PPM, (uint64_t)llround(f * 1e6), "--optimizer-offload-fraction");
 }
 
+/* Settings read only to say what the estimate leaves out: CUDA graphs
+ * (--cuda-graph-impl other than none), and --use-nccl-ub under Megatron
+ * FSDP, which turns on its persistent double buffers (fsdp_double_buffer).
+ * With Megatron's DDP --use-nccl-ub allocates the same parameter and
+ * gradient buffers through NCCL's allocator: nothing to model. */
+static void warn_unmodelled(mem4d_import *imp, const struct opt_val *vals)
+{
+    if (GIVEN(MF_CUDA_GRAPH) && U(MF_CUDA_GRAPH) != 0)
+        m4d_imp_warn(imp, "--cuda-graph-impl %s " CUDA_GRAPH_WHY, m4d_megatron_flag_of(MF_CUDA_GRAPH)->choices[U(MF_CUDA_GRAPH)]);
+    if (GIVEN(MF_NCCL_UB) && (GIVEN(MF_MEGATRON_FSDP) || GIVEN(MF_CUSTOM_FSDP)))
+        m4d_imp_warn(imp, "--use-nccl-ub with Megatron FSDP keeps persistent double buffers for its gathers and "
+                     "reduce-scatters (fsdp_double_buffer); not modelled");
+}
+
 /* MoE token capacity (Megatron-Core TransformerConfig): a negative
  * --moe-expert-capacity-factor means none; padding needs a factor. */
 static mem4d_status apply_moe_capacity(mem4d_import *imp, const struct opt_val *vals, mem4d_layout *l)
@@ -1200,6 +1214,8 @@ mem4d_status mem4d_import_megatron(mem4d_import *import, int argc, const char *c
         st = apply_sharding(imp, vals, &l);
     if (st == MEM4D_OK)
         st = apply_moe_capacity(imp, vals, &l);
+    if (st == MEM4D_OK)
+        warn_unmodelled(imp, vals);
     if (st == MEM4D_OK)
         st = apply_recompute(imp, vals, &l);
     if (st == MEM4D_OK)

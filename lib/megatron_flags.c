@@ -30,6 +30,7 @@ static const char *const c_ce_impl[] = {"native", "te", NULL};
 static const char *const c_grad_dtype[] = {"fp32", "bf16", NULL};
 static const char *const c_param_dtype[] = {"fp32", "fp16", NULL};
 static const char *const c_state_dtype[] = {"fp32", "fp16", "bf16", "fp8", NULL};
+static const char *const c_cuda_graph[] = {"none", "local", "transformer_engine", "full_iteration", NULL};
 
 #define INT_ROW(f, slot, key) {f, M4D_FLAG_INT, slot, key, NULL, NULL}
 #define SWITCH_ROW(f, slot) {f, M4D_FLAG_SWITCH, slot, -1, NULL, NULL}
@@ -88,6 +89,10 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     WARN_ROW("cpu-offloading-num-layers", "offloads activations to the host; the estimate keeps them on the GPU"),
     WORD_ROW("cross-entropy-fusion-impl", MF_CE_IMPL, c_ce_impl),
     SWITCH_ROW("cross-entropy-loss-fusion", MF_CE_FUSION),
+    WORD_ROW("cuda-graph-impl", MF_CUDA_GRAPH, c_cuda_graph),
+    SKIP_ROW("cuda-graph-modules"), /* what --cuda-graph-impl captures */
+    SKIP_ROW("cuda-graph-scope"),
+    SKIP_ROW("cuda-graph-warmup-steps"),
     SKIP_ROW("data-args-path"),
     SKIP_ROW("data-cache-path"),
     SKIP_ROW("data-impl"),
@@ -116,6 +121,7 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     SKIP_ROW("distributed-timeout-minutes"),
     SKIP_ROW("embed-layernorm"), /* 2h parameters and one h-wide activation: below a megabyte */
     SKIP_ROW("empty-unused-memory-level"),
+    WARN_ROW("enable-cuda-graph", CUDA_GRAPH_WHY),
     SKIP_ROW("enable-experimental"),
     INT_ROW("encoder-seq-length", MF_ENC_SEQ, -1),
     SKIP_ROW("end-weight-decay"),
@@ -130,6 +136,7 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     WORD_ROW("exp-avg-sq-dtype", MF_EXP_AVG_SQ_DTYPE, c_state_dtype),
     INT_ROW("expert-model-parallel-size", MF_EP, -1),
     INT_ROW("expert-tensor-parallel-size", MF_ETP, -1),
+    WARN_ROW("external-cuda-graph", CUDA_GRAPH_WHY),
     INT_ROW("extra-vocab-size", MF_EXTRA_VOCAB, -1),
     INT_ROW("ffn-hidden-size", MF_FFN, MEM4D_MODEL_FFN_HIDDEN_SIZE),
     SKIP_ROW("finetune"),
@@ -367,6 +374,7 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     SKIP_ROW("use-legacy-models"),
     SKIP_ROW("use-mcore-models"),
     SWITCH_ROW("use-megatron-fsdp", MF_MEGATRON_FSDP),
+    SWITCH_ROW("use-nccl-ub", MF_NCCL_UB),
     SWITCH_ROW("use-precision-aware-optimizer", MF_PREC_AWARE),
     SKIP_ROW("use-pytorch-profiler"),
     SKIP_ROW("use-rope-scaling"),

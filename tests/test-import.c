@@ -632,6 +632,30 @@ START_TEST(moe_capacity_layer_recompute_and_optimizer_instances)
 }
 END_TEST
 
+/* CUDA graphs and NCCL user buffers: read, and a warning only where memory
+ * changes in a way the estimate leaves out. */
+START_TEST(cuda_graphs_and_nccl_user_buffers)
+{
+    struct fixture fx;
+    fx_open(&fx);
+    const char *off[] = {"--cuda-graph-impl", "none", "--use-nccl-ub", "--use-distributed-optimizer", NULL};
+    ck_assert_int_eq(run_argv(&fx, off, 0), MEM4D_OK);
+    ck_assert_msg(mem4d_import_warning_count(fx.imp) == 0, "%s", mem4d_import_warning(fx.imp, 0));
+    const char *local[] = {"--cuda-graph-impl", "local", "--cuda-graph-modules", "attn", "mlp",
+                           "--cuda-graph-warmup-steps", "3", NULL};
+    ck_assert_int_eq(run_argv(&fx, local, 0), MEM4D_OK);
+    ck_assert_uint_eq(mem4d_import_warning_count(fx.imp), 1);
+    ck_assert(has_warning(fx.imp, "--cuda-graph-impl local captures layers in CUDA graphs"));
+    const char *old[] = {"--external-cuda-graph", NULL};
+    ck_assert_int_eq(run_argv(&fx, old, 0), MEM4D_OK);
+    ck_assert(has_warning(fx.imp, "--external-cuda-graph captures layers in CUDA graphs"));
+    const char *fsdp[] = {"--use-megatron-fsdp", "--use-nccl-ub", NULL};
+    ck_assert_int_eq(run_argv(&fx, fsdp, 0), MEM4D_OK);
+    ck_assert(has_warning(fx.imp, "fsdp_double_buffer"));
+    fx_close(&fx);
+}
+END_TEST
+
 /* Megatron-LLaMA: --overlapped-distributed-optimizer with its float-typed
  * --reduce-bucket-size sets the bucket in elements. */
 START_TEST(overlapped_distributed_optimizer)
@@ -1748,6 +1772,7 @@ static Suite *import_suite(void)
     tcase_add_test(tc, recipes_as_written_on_their_hardware);
     tcase_add_test(tc, sgd_momentum_buffers);
     tcase_add_test(tc, moe_capacity_layer_recompute_and_optimizer_instances);
+    tcase_add_test(tc, cuda_graphs_and_nccl_user_buffers);
     tcase_add_test(tc, overlapped_distributed_optimizer);
     tcase_add_loop_test(tc, vocabulary_from_the_tokenizer, 0, N(vocab_cases));
     tcase_add_test(tc, vocabulary_kept_when_only_a_file_knows);
