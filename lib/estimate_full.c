@@ -600,6 +600,15 @@ static void micro_batch_keep(bool *ok, const struct m4d_ctx *x, const struct sha
 {
     uint64_t C = sh->C, Amax = e ? max64(sh->A, sh->A_dense) : sh->A_dense;
     *live = 0;
+    /* CPU offloading of the first N layers (Transformer Engine's default
+     * schedule, docs/features/other_optimizations/cpu_offloading: "at most
+     * model_layers - num_layers sets of activations are on GPU at any
+     * time"); offloaded expert layers are taken to be dense ones, an upper
+     * bound. Megatron allows it on one stage without recomputation only. */
+    if (x->act_offload && l > x->act_offload) {
+        l -= x->act_offload;
+        e = min64(e, l);
+    }
     if (x->recompute == 3 && l > 0) { /* op-selective: the block re-run in backward completes A */
         *keep = mul(ok, sh->sac, l);
         *live = Amax > sh->sac ? Amax - sh->sac : 0;
@@ -1064,6 +1073,9 @@ static void unmodelled_warnings(const struct m4d_ctx *x, mem4d_report *r)
                 "micro-pipelined matmuls are not modelled");
     if (x->float8 == 2)
         warn(r, "float8 rowwise: modelled as tensorwise (no float8 all-gather, no weight cache)");
+    if (x->act_offload)
+        warn(r, "activation_offload_layers: the step time does not count the host transfers, which stall "
+                "compute when the host link is slower than the layers they overlap");
     /* nanotron's build_model balances the stages by compute cost with the
      * lm_head counted (V·h against 4h² + 3fh a layer), which puts more
      * layers on the first stages than L/p. */

@@ -34,6 +34,8 @@ static const char *paper_unsupported(const struct m4d_ctx *x)
         return "Megatron-LLaMA's overlapped distributed optimizer";
     if (x->dopt_inst > 1)
         return "several distributed-optimizer instances";
+    if (x->act_offload)
+        return "activation offloading to the host";
     if (x->param_bytes != 2 || x->opt_bytes != 4 || x->master_bytes != 4)
         return "precisions other than bf16 weights with fp32 master weights and Adam states";
     if (x->fp8)

@@ -800,6 +800,18 @@ static void warn_unmodelled(mem4d_import *imp, const struct opt_val *vals)
                      "reduce-scatters (fsdp_double_buffer); not modelled");
 }
 
+/* Activation offloading: Megatron-Core turns cpu_offloading on when
+ * --cpu-offloading-num-layers is above 0 (the older --cpu-offloading
+ * switch alone offloads no layer: the count defaults to 0). */
+static mem4d_status apply_cpu_offloading(mem4d_import *imp, const struct opt_val *vals, mem4d_layout *l)
+{
+    uint64_t n = GIVEN(MF_CPU_OFFLOAD_LAYERS) ? U(MF_CPU_OFFLOAD_LAYERS) : 0;
+    if (GIVEN(MF_CPU_OFFLOAD) && n == 0)
+        m4d_imp_warn(imp, "--cpu-offloading without --cpu-offloading-num-layers offloads no layer (the count "
+                     "defaults to 0)");
+    return SET_L(l, MEM4D_LAYOUT_ACTIVATION_OFFLOAD_LAYERS, n, "--cpu-offloading-num-layers");
+}
+
 /* MoE token capacity (Megatron-Core TransformerConfig): a negative
  * --moe-expert-capacity-factor means none; padding needs a factor. */
 static mem4d_status apply_moe_capacity(mem4d_import *imp, const struct opt_val *vals, mem4d_layout *l)
@@ -1214,6 +1226,8 @@ mem4d_status mem4d_import_megatron(mem4d_import *import, int argc, const char *c
         st = apply_sharding(imp, vals, &l);
     if (st == MEM4D_OK)
         st = apply_moe_capacity(imp, vals, &l);
+    if (st == MEM4D_OK)
+        st = apply_cpu_offloading(imp, vals, &l);
     if (st == MEM4D_OK)
         warn_unmodelled(imp, vals);
     if (st == MEM4D_OK)

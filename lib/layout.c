@@ -166,6 +166,7 @@ static void ctx_layout(const mem4d_layout *l, struct m4d_ctx *x)
     x->dopt_inst = v[MEM4D_LAYOUT_DIST_OPT_INSTANCES];
     x->cap_ppm = v[MEM4D_LAYOUT_MOE_CAPACITY_FACTOR_PPM];
     x->cap_pad = v[MEM4D_LAYOUT_MOE_PAD_TO_CAPACITY] != 0;
+    x->act_offload = v[MEM4D_LAYOUT_ACTIVATION_OFFLOAD_LAYERS];
     /* torchtitan always shards with FSDP2 (over dp_shard x cp); nanotron offers
      * ZeRO-0 and ZeRO-1 only. */
     if (x->fw == MEM4D_FRAMEWORK_TORCHTITAN)
@@ -335,6 +336,19 @@ static mem4d_status check_framework(const struct m4d_ctx *x, char *why, size_t n
         if ((x->d * x->c) % x->dopt_inst != 0 || edp % x->dopt_inst != 0) {
             m4d_msg(why, n, "dist_opt_instances %llu does not divide dp x cp = %llu%s", U(x->dopt_inst),
                     U(x->d * x->c), x->experts ? " or the experts' data-parallel size" : "");
+            return MEM4D_E_CONFLICT;
+        }
+    }
+    if (x->act_offload) {
+        /* Megatron-Core's TransformerConfig: no pipeline parallelism, no
+         * recomputation, fewer offloaded layers than layers */
+        if (x->fw != MEM4D_FRAMEWORK_MEGATRON || x->p > 1 || x->recompute) {
+            m4d_msg(why, n, "activation_offload_layers needs framework megatron, pp 1 and no recomputation "
+                    "(framework %s, pp %llu, recompute %s)", fw, U(x->p), x->recompute ? "on" : "none");
+            return MEM4D_E_CONFLICT;
+        }
+        if (x->act_offload >= x->L) {
+            m4d_msg(why, n, "activation_offload_layers %llu must be below the %llu layers", U(x->act_offload), U(x->L));
             return MEM4D_E_CONFLICT;
         }
     }

@@ -83,6 +83,8 @@ static void put_memory_switches(struct out *o, const mem4d_model *m, const mem4d
             sharding[lv(l, MEM4D_LAYOUT_ZERO_STAGE)]);
     else if (lv(l, MEM4D_LAYOUT_DIST_OPT) || lv(l, MEM4D_LAYOUT_ZERO_STAGE) == 1)
         put(o, " --use-distributed-optimizer");
+    if (lv(l, MEM4D_LAYOUT_ACTIVATION_OFFLOAD_LAYERS))
+        put(o, " --cpu-offloading-num-layers %llu", lv(l, MEM4D_LAYOUT_ACTIVATION_OFFLOAD_LAYERS));
     if (lv(l, MEM4D_LAYOUT_DIST_OPT_INSTANCES) > 1)
         put(o, " --num-distributed-optimizer-instances %llu", lv(l, MEM4D_LAYOUT_DIST_OPT_INSTANCES));
     if (lv(l, MEM4D_LAYOUT_MOE_CAPACITY_FACTOR_PPM)) {

@@ -271,6 +271,47 @@ START_TEST(distributed_optimizer_instances)
 }
 END_TEST
 
+/* CPU offloading of the first N layers' activations (one stage, no
+ * recompute): at most L - N layers' activations stay on the GPU, N·A_layer
+ * less; nothing else moves; the report warns that the step time leaves the
+ * transfers out. Megatron's own limits are refused. */
+static mem4d_report *one_stage(const char *extra)
+{
+    mem4d_layout *l = tu_layout("tp=2", "pp=1", "dp=2", "seq=4096", "gbs=64", extra, NULL);
+    mem4d_report *r = NULL;
+    ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
+    ck_assert_msg(mem4d_estimate(model, l, device, r) == MEM4D_OK, "%s", mem4d_report_message(r));
+    mem4d_layout_free(l);
+    return r;
+}
+
+START_TEST(activation_offloading)
+{
+    mem4d_report *a = one_stage(NULL), *b = one_stage("activation_offload_layers=8");
+    same_except(a, b, BIT(MEM4D_TERM_ACTIVATIONS));
+    ck_assert_uint_eq(get(a, 0, MEM4D_TERM_ACTIVATIONS) - get(b, 0, MEM4D_TERM_ACTIVATIONS), 8 * A_LAYER);
+    ck_assert_uint_eq(mem4d_report_warning_count(a), 0);
+    ck_assert_uint_eq(mem4d_report_warning_count(b), 1);
+    ck_assert_ptr_nonnull(strstr(mem4d_report_warning(b, 0), "host transfers"));
+    static const char *const bad[][2] = {{"activation_offload_layers=8", "pp=2"},
+                                         {"activation_offload_layers=8", "recompute=selective"},
+                                         {"activation_offload_layers=32", NULL}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        mem4d_layout *l = tu_layout("tp=2", "dp=2", "seq=4096", bad[i][0], bad[i][1], NULL);
+        char why[256];
+        ck_assert_int_eq(mem4d_validate(model, l, why, sizeof why), MEM4D_E_CONFLICT);
+        ck_assert_msg(strstr(why, "activation_offload_layers") != NULL, "%s", why);
+        mem4d_layout_free(l);
+    }
+    /* paper mode does not model it */
+    mem4d_layout *pl = tu_layout("mode=paper", "tp=2", "dp=2", "seq=4096", "activation_offload_layers=8", NULL);
+    ck_assert_int_eq(mem4d_estimate(model, pl, device, a), MEM4D_E_UNSUPPORTED);
+    mem4d_layout_free(pl);
+    mem4d_report_free(a);
+    mem4d_report_free(b);
+}
+END_TEST
+
 START_TEST(distributed_optimizer_and_zero)
 {
     mem4d_report *z1 = run(NULL), *z0 = run("dist_opt=false", NULL);
@@ -642,6 +683,7 @@ int main(void)
     tcase_add_test(tc, context_parallel_groups_and_tokens);
     tcase_add_test(tc, experts_split_by_ep);
     tcase_add_test(tc, distributed_optimizer_instances);
+    tcase_add_test(tc, activation_offloading);
     tcase_add_test(tc, moe_token_capacity);
     tcase_add_test(tc, moe_preset_parameter_counts);
     tcase_add_test(tc, overflow_is_range_not_wrap);

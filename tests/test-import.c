@@ -565,11 +565,11 @@ START_TEST(memory_flags_not_modelled_warn)
 {
     struct fixture fx;
     fx_open(&fx);
-    const char *argv[] = {"--tp-comm-overlap", "--cpu-offloading", "--optimizer", "sgd", "stray", NULL};
+    const char *argv[] = {"--tp-comm-overlap", "--fp32-residual-connection", "--optimizer", "sgd", "stray", NULL};
     ck_assert_int_eq(run_argv(&fx, argv, 0), MEM4D_OK);
     ck_assert_uint_eq(mem4d_import_warning_count(fx.imp), 2);
     ck_assert_str_eq(mem4d_import_warning(fx.imp, 0),
-                     "--cpu-offloading offloads activations to the host; the estimate keeps them on the GPU");
+                     "--fp32-residual-connection keeps the residual stream in fp32; not modelled");
     ck_assert_str_eq(mem4d_import_warning(fx.imp, 1), "'stray' is not a flag; Megatron-LM would reject it");
     ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_OPTIMIZER_MOMENTS), 1); /* SGD, momentum 0.9 by default */
     ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_TP_COMM_OVERLAP), 1); /* modelled: userbuffers, step time */
@@ -632,8 +632,8 @@ START_TEST(moe_capacity_layer_recompute_and_optimizer_instances)
 }
 END_TEST
 
-/* CUDA graphs and NCCL user buffers: read, and a warning only where memory
- * changes in a way the estimate leaves out. */
+/* CUDA graphs, NCCL user buffers and CPU offloading: read, and a warning
+ * only where memory changes in a way the estimate leaves out. */
 START_TEST(cuda_graphs_and_nccl_user_buffers)
 {
     struct fixture fx;
@@ -649,6 +649,14 @@ START_TEST(cuda_graphs_and_nccl_user_buffers)
     const char *old[] = {"--external-cuda-graph", NULL};
     ck_assert_int_eq(run_argv(&fx, old, 0), MEM4D_OK);
     ck_assert(has_warning(fx.imp, "--external-cuda-graph captures layers in CUDA graphs"));
+    const char *offload[] = {"--cpu-offloading-num-layers", "20", NULL};
+    ck_assert_int_eq(run_argv(&fx, offload, 0), MEM4D_OK);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_ACTIVATION_OFFLOAD_LAYERS), 20);
+    ck_assert_uint_eq(mem4d_import_warning_count(fx.imp), 0);
+    const char *bare[] = {"--cpu-offloading", NULL};
+    ck_assert_int_eq(run_argv(&fx, bare, 0), MEM4D_OK);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_ACTIVATION_OFFLOAD_LAYERS), 0);
+    ck_assert(has_warning(fx.imp, "offloads no layer"));
     const char *fsdp[] = {"--use-megatron-fsdp", "--use-nccl-ub", NULL};
     ck_assert_int_eq(run_argv(&fx, fsdp, 0), MEM4D_OK);
     ck_assert(has_warning(fx.imp, "fsdp_double_buffer"));

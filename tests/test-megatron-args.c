@@ -78,6 +78,7 @@ static const char *const round_trips[][12] = {
     {"tp=8", "dp=4", "seq=4096", "dist_opt_instances=2", NULL},
     {"tp=8", "dp=1", "seq=4096", "moe_capacity_factor_ppm=1050000", "moe_pad_to_capacity=1", NULL},
     {"tp=8", "dp=1", "seq=4096", "moe_capacity_factor_ppm=2000000", NULL},
+    {"tp=8", "dp=1", "seq=4096", "recompute=none", "activation_offload_layers=40", NULL},
 };
 
 static const mem4d_layout_param compared[] = {
@@ -87,7 +88,7 @@ static const mem4d_layout_param compared[] = {
     MEM4D_LAYOUT_ZERO_STAGE, MEM4D_LAYOUT_OVERLAP_GRAD_REDUCE, MEM4D_LAYOUT_OVERLAP_PARAM_GATHER,
     MEM4D_LAYOUT_RECOMPUTE, MEM4D_LAYOUT_RECOMPUTE_METHOD, MEM4D_LAYOUT_RECOMPUTE_LAYERS,
     MEM4D_LAYOUT_TP_COMM_OVERLAP, MEM4D_LAYOUT_OPTIMIZER_MOMENTS, MEM4D_LAYOUT_DIST_OPT_INSTANCES,
-    MEM4D_LAYOUT_MOE_CAPACITY_FACTOR_PPM, MEM4D_LAYOUT_MOE_PAD_TO_CAPACITY,
+    MEM4D_LAYOUT_MOE_CAPACITY_FACTOR_PPM, MEM4D_LAYOUT_MOE_PAD_TO_CAPACITY, MEM4D_LAYOUT_ACTIVATION_OFFLOAD_LAYERS,
 };
 
 START_TEST(reads_back_through_the_importer)

@@ -268,6 +268,7 @@ export const ENUMS = Object.freeze({
         MEM4D_LAYOUT_DIST_OPT_INSTANCES: 57,
         MEM4D_LAYOUT_MOE_CAPACITY_FACTOR_PPM: 58,
         MEM4D_LAYOUT_MOE_PAD_TO_CAPACITY: 59,
+        MEM4D_LAYOUT_ACTIVATION_OFFLOAD_LAYERS: 60,
     }),
     mem4d_framework: Object.freeze({
         MEM4D_FRAMEWORK_MEGATRON: 0,

@@ -661,7 +661,14 @@ typedef enum mem4d_layout_param {
     MEM4D_LAYOUT_MOE_CAPACITY_FACTOR_PPM = 58,
     /** "moe_pad_to_capacity": 1 for --moe-pad-expert-input-to-capacity (needs
      * ::MEM4D_LAYOUT_MOE_CAPACITY_FACTOR_PPM). Default 0. @since 0.2 */
-    MEM4D_LAYOUT_MOE_PAD_TO_CAPACITY = 59
+    MEM4D_LAYOUT_MOE_PAD_TO_CAPACITY = 59,
+    /** "activation_offload_layers": layers whose activations Transformer Engine's CPU
+     * offloading moves to the host (Megatron's --cpu-offloading-num-layers N): of a stage's
+     * ℓ layers at most ℓ − N keep their activations on the GPU at any time. Framework
+     * megatron, one pipeline stage, no recomputation (Megatron refuses the others), N < ℓ.
+     * The step time does not count the host transfers (the estimate warns). Default 0.
+     * @since 0.2 */
+    MEM4D_LAYOUT_ACTIVATION_OFFLOAD_LAYERS = 60
 } mem4d_layout_param;
 
 /**

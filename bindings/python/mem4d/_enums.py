@@ -161,6 +161,7 @@ class LayoutParam(enum.IntEnum):
     DIST_OPT_INSTANCES = 57
     MOE_CAPACITY_FACTOR_PPM = 58
     MOE_PAD_TO_CAPACITY = 59
+    ACTIVATION_OFFLOAD_LAYERS = 60
 
 
 class Framework(enum.IntEnum):
