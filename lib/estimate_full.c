@@ -742,6 +742,24 @@ static uint64_t embedding_keep(bool *ok, const struct m4d_ctx *x)
     return x->hidden_dropout ? add(ok, ids, muldiv(ok, T, x->h, t_sp(x))) : ids;
 }
 
+/* torch.distributed.pipelining with return_outputs (PipelineScheduleSingle
+ * .step, stage.py forward_one_chunk: "if self.is_last:
+ * self.output_chunks.append(output)"; cleared at the next step): the last
+ * stage keeps every micro-batch's output, torchtitan's bf16 logits 2·E, and
+ * step() ends with _merge_outputs, a torch.cat of them all. Returns the
+ * bytes kept at the last micro-batch's loss ((m − 1)·2E) and at the merge
+ * (2·m·2E); m unknown is taken as p (torchtitan's default micro-batch
+ * count is the pipeline degree). */
+static void pp_kept_outputs(bool *ok, const struct m4d_ctx *x, uint64_t *at_loss, uint64_t *at_merge)
+{
+    *at_loss = *at_merge = 0;
+    if (!x->pp_outputs || x->p < 2)
+        return;
+    uint64_t m = x->m ? x->m : x->p, E2 = muldiv(ok, mul(ok, tokens(ok, x), 2), x->Vp, x->t);
+    *at_loss = mul(ok, E2, m - 1);
+    *at_merge = mul(ok, mul(ok, E2, m), 2);
+}
+
 /* Activations of stage r at two moments. At the forward/backward peak
  * (*peak): the in-flight micro-batches' kept tensors, the first stage's
  * token ids (int64), and the larger of two transients: the loss on the last
@@ -763,7 +781,10 @@ static void stage_activations(bool *ok, const struct m4d_ctx *x, const struct sh
     uint64_t transient = add(ok, sh->backward, live);
     *stranded = 0;
     if (r == x->p - 1) {
+        uint64_t kept, merge;
+        pp_kept_outputs(ok, x, &kept, &merge);
         act = add(ok, act, add(ok, sh->head_keep, mul(ok, mul(ok, x->experts ? sh->A : sh->A_dense, x->mtp), units)));
+        act = add(ok, act, kept);
         if (sh->loss > transient) {
             transient = sh->loss;
             *stranded = sh->stranded;
@@ -955,7 +976,10 @@ static uint64_t pick_moment(bool *ok, const struct m4d_ctx *x, const mem4d_devic
             extra = 0;
         }
     }
-    uint64_t step = step_buffers(ok, x, dev, n);
+    uint64_t step = step_buffers(ok, x, dev, n), kept, merge;
+    pp_kept_outputs(ok, x, &kept, &merge);
+    if (r == x->p - 1) /* the merged outputs at the end of the pipeline step */
+        step = add(ok, step, merge);
     if (step > best) {
         t[MEM4D_TERM_ACTIVATIONS] = 0;
         t[MEM4D_TERM_BUFFERS] = step;

@@ -167,6 +167,7 @@ static void ctx_layout(const mem4d_layout *l, struct m4d_ctx *x)
     x->cap_ppm = v[MEM4D_LAYOUT_MOE_CAPACITY_FACTOR_PPM];
     x->cap_pad = v[MEM4D_LAYOUT_MOE_PAD_TO_CAPACITY] != 0;
     x->act_offload = v[MEM4D_LAYOUT_ACTIVATION_OFFLOAD_LAYERS];
+    x->pp_outputs = v[MEM4D_LAYOUT_PP_RETURN_OUTPUTS] != 0;
     /* torchtitan always shards with FSDP2 (over dp_shard x cp); nanotron offers
      * ZeRO-0 and ZeRO-1 only. */
     if (x->fw == MEM4D_FRAMEWORK_TORCHTITAN)
@@ -351,6 +352,10 @@ static mem4d_status check_framework(const struct m4d_ctx *x, char *why, size_t n
             m4d_msg(why, n, "activation_offload_layers %llu must be below the %llu layers", U(x->act_offload), U(x->L));
             return MEM4D_E_CONFLICT;
         }
+    }
+    if (x->pp_outputs && x->fw != MEM4D_FRAMEWORK_TORCHTITAN) {
+        m4d_msg(why, n, "pp_return_outputs is torch.distributed.pipelining's (framework torchtitan), not %s's", fw);
+        return MEM4D_E_CONFLICT;
     }
     if ((x->cap_ppm || x->cap_pad) && x->fw != MEM4D_FRAMEWORK_MEGATRON) {
         m4d_msg(why, n, "moe_capacity_factor_ppm and moe_pad_to_capacity are Megatron-Core's, not %s's", fw);

@@ -28,8 +28,8 @@
  * raise the count, name the new last value and append the table rows. */
 #define M4D_MODEL_NPARAM 31
 M4D_ENUM_COUNT(M4D_MODEL_NPARAM, MEM4D_MODEL_QK_NORM_WHOLE);
-#define M4D_LAYOUT_NPARAM 61
-M4D_ENUM_COUNT(M4D_LAYOUT_NPARAM, MEM4D_LAYOUT_ACTIVATION_OFFLOAD_LAYERS);
+#define M4D_LAYOUT_NPARAM 62
+M4D_ENUM_COUNT(M4D_LAYOUT_NPARAM, MEM4D_LAYOUT_PP_RETURN_OUTPUTS);
 #define M4D_DEVICE_NPARAM 23
 M4D_ENUM_COUNT(M4D_DEVICE_NPARAM, MEM4D_DEVICE_FULL_FIT_THRESHOLD_PPM);
 #define M4D_NTERMS 15
@@ -158,6 +158,7 @@ struct m4d_ctx {
     uint64_t cap_ppm;                  /* MoE capacity factor, millionths (0: none) */
     bool cap_pad;                      /* expert inputs padded to the capacity */
     uint64_t act_offload;              /* layers whose activations go to the host */
+    bool pp_outputs;                   /* torch pipelining keeps the last stage's outputs */
     bool precision_aware;              /* the optimizer takes low-precision gradients as they are */
     bool tp_overlap;                   /* TP collectives chunked under their GEMMs */
     uint64_t bucket, first_layers, last_layers, vocab_div;

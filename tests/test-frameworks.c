@@ -118,6 +118,41 @@ START_TEST(fsdp_pipeline_keeps_blocks)
 }
 END_TEST
 
+/* torch.distributed.pipelining keeping the last stage's outputs
+ * (pp_return_outputs): dp 4, pp 2, gbs 16, mbs 1: m = 4 micro-batches of
+ * T = 1024 tokens; the bf16 logits are E2 = 2·1024·32000 bytes. At the last
+ * micro-batch's loss the other three are held; at the end of the step all
+ * four and their concatenation. Only the last stage moves. */
+START_TEST(pipeline_schedule_keeps_outputs)
+{
+    uint64_t E2 = UINT64_C(2) * 1024 * 32000;
+    mem4d_report *a = run(2, tu_layout("framework=torchtitan", "dp=4", "pp=2", "gbs=16", "seq=1024", NULL));
+    mem4d_report *b = run(2, tu_layout("framework=torchtitan", "dp=4", "pp=2", "gbs=16", "seq=1024",
+                                       "pp_return_outputs=1", NULL));
+    ck_assert_uint_eq(get(a, 0, MEM4D_TERM_TOTAL), get(b, 0, MEM4D_TERM_TOTAL));
+    ck_assert_uint_eq(get(b, 1, MEM4D_TERM_PEAK_MOMENT), MEM4D_MOMENT_FORWARD_BACKWARD);
+    ck_assert_uint_eq(get(b, 1, MEM4D_TERM_ACTIVATIONS) - get(a, 1, MEM4D_TERM_ACTIVATIONS), 3 * E2);
+    ck_assert_uint_gt(get(b, 1, MEM4D_TERM_PEAK_ALLOCATED), get(a, 1, MEM4D_TERM_PEAK_ALLOCATED));
+    /* with 64 micro-batches the merge at the end of the step, 2·64·E2, is the peak */
+    mem4d_report *e = run(2, tu_layout("framework=torchtitan", "dp=4", "pp=2", "gbs=256", "seq=1024",
+                                       "pp_return_outputs=1", NULL));
+    mem4d_report *f = run(2, tu_layout("framework=torchtitan", "dp=4", "pp=2", "gbs=256", "seq=1024", NULL));
+    ck_assert_uint_eq(get(e, 1, MEM4D_TERM_PEAK_MOMENT), MEM4D_MOMENT_OPTIMIZER_STEP);
+    ck_assert_uint_eq(get(e, 1, MEM4D_TERM_BUFFERS), (UINT64_C(256) << 20) + 128 * E2); /* workspace + merge */
+    ck_assert_uint_gt(get(e, 1, MEM4D_TERM_PEAK_ALLOCATED), get(f, 1, MEM4D_TERM_PEAK_ALLOCATED));
+    mem4d_report_free(e);
+    mem4d_report_free(f);
+    mem4d_report_free(a);
+    mem4d_report_free(b);
+    /* without pipeline parallelism nothing is kept */
+    mem4d_report *c = run(2, tu_layout("framework=torchtitan", "dp=4", "gbs=16", "seq=1024", NULL));
+    mem4d_report *d = run(2, tu_layout("framework=torchtitan", "dp=4", "gbs=16", "seq=1024", "pp_return_outputs=1", NULL));
+    ck_assert_uint_eq(get(c, 0, MEM4D_TERM_TOTAL), get(d, 0, MEM4D_TERM_TOTAL));
+    mem4d_report_free(c);
+    mem4d_report_free(d);
+}
+END_TEST
+
 /* Op-selective AC keeps per block and token: the input 2h, wq's and wv's
  * outputs 2·(a + k)·dh, the attention output 2·a·dh and its fp32 LSE 4a,
  * w1's output 2f and w2's 2h: 2048 + 4096 + 2048 + 32 + 8192 + 2048 =
@@ -363,6 +398,7 @@ START_TEST(framework_conflicts)
         {"recompute_every=2", NULL, "recompute full"},
         {"framework=deepspeed", "optimizer_moments=1", "modelled for framework megatron"},
         {"overlapped_dist_opt=1", "dist_opt=0", "needs framework megatron, dist_opt"},
+        {"pp_return_outputs=1", NULL, "torchtitan"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         mem4d_layout *l = tu_layout("dp=4", "seq=1024", bad[i][0], bad[i][1], NULL);
@@ -502,6 +538,7 @@ int main(void)
     tcase_add_test(tc, allocator_rounding);
     tcase_add_test(tc, fsdp_state);
     tcase_add_test(tc, fsdp_pipeline_keeps_blocks);
+    tcase_add_test(tc, pipeline_schedule_keeps_outputs);
     tcase_add_test(tc, op_selective_keeps_every_other_mm);
     tcase_add_test(tc, layer_selective_every_n);
     tcase_add_test(tc, nanotron_state);

@@ -231,6 +231,11 @@ static void read_layout(const struct cols *c, char **f, struct row *r)
         set(r, MEM4D_LAYOUT_COMPILE, has(notes, "e7c0cae") ? 2 : 1);
     if (has(notes, "AsyncTP"))
         set(r, MEM4D_LAYOUT_TP_COMM_OVERLAP, 1);
+    /* every torchtitan run here predates torchtitan's return_outputs=False
+     * (pytorch/torchtitan e5ef99aab, 2025-10-22): the pipeline's last stage
+     * kept its micro-batches' outputs */
+    if (r->fw == MEM4D_FRAMEWORK_TORCHTITAN)
+        set(r, MEM4D_LAYOUT_PP_RETURN_OUTPUTS, 1);
 }
 
 static void read_measurement(const struct cols *c, char **f, struct row *r)

@@ -269,6 +269,7 @@ export const ENUMS = Object.freeze({
         MEM4D_LAYOUT_MOE_CAPACITY_FACTOR_PPM: 58,
         MEM4D_LAYOUT_MOE_PAD_TO_CAPACITY: 59,
         MEM4D_LAYOUT_ACTIVATION_OFFLOAD_LAYERS: 60,
+        MEM4D_LAYOUT_PP_RETURN_OUTPUTS: 61,
     }),
     mem4d_framework: Object.freeze({
         MEM4D_FRAMEWORK_MEGATRON: 0,

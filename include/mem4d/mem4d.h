@@ -668,7 +668,15 @@ typedef enum mem4d_layout_param {
      * megatron, one pipeline stage, no recomputation (Megatron refuses the others), N < ℓ.
      * The step time does not count the host transfers (the estimate warns). Default 0.
      * @since 0.2 */
-    MEM4D_LAYOUT_ACTIVATION_OFFLOAD_LAYERS = 60
+    MEM4D_LAYOUT_ACTIVATION_OFFLOAD_LAYERS = 60,
+    /** "pp_return_outputs": 1 when torch.distributed.pipelining's schedule keeps every
+     * micro-batch's output on the last stage and concatenates them at the end of the step
+     * (PipelineSchedule.step's return_outputs, True by default; torchtitan passes False
+     * since 2025-10, and its earlier releases kept them): the last stage holds the bf16
+     * logits of the earlier micro-batches at each loss, and twice all of them while they
+     * are merged. Framework torchtitan; no effect without pipeline parallelism.
+     * Default 0. @since 0.2 */
+    MEM4D_LAYOUT_PP_RETURN_OUTPUTS = 61
 } mem4d_layout_param;
 
 /**

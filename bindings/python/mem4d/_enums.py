@@ -162,6 +162,7 @@ class LayoutParam(enum.IntEnum):
     MOE_CAPACITY_FACTOR_PPM = 58
     MOE_PAD_TO_CAPACITY = 59
     ACTIVATION_OFFLOAD_LAYERS = 60
+    PP_RETURN_OUTPUTS = 61
 
 
 class Framework(enum.IntEnum):

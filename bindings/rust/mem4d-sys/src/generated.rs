@@ -400,6 +400,12 @@ pub const MEM4D_LAYOUT_MOE_PAD_TO_CAPACITY: mem4d_layout_param = 59;
 /// any time. Framework megatron, one pipeline stage, no recomputation (Megatron refuses the others), N < ℓ. The step
 /// time does not count the host transfers (the estimate warns). Default 0.
 pub const MEM4D_LAYOUT_ACTIVATION_OFFLOAD_LAYERS: mem4d_layout_param = 60;
+/// "pp_return_outputs": 1 when torch.distributed.pipelining's schedule keeps every micro-batch's output on the last
+/// stage and concatenates them at the end of the step (PipelineSchedule.step's return_outputs, True by default;
+/// torchtitan passes False since 2025-10, and its earlier releases kept them): the last stage holds the bf16 logits of
+/// the earlier micro-batches at each loss, and twice all of them while they are merged. Framework torchtitan; no effect
+/// without pipeline parallelism. Default 0. @since 0.2
+pub const MEM4D_LAYOUT_PP_RETURN_OUTPUTS: mem4d_layout_param = 61;
 
 /// `mem4d_framework` (a C enum, passed as `int`): Values of MEM4D_LAYOUT_FRAMEWORK.
 pub type mem4d_framework = c_int;
