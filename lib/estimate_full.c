@@ -760,6 +760,25 @@ static void pp_kept_outputs(bool *ok, const struct m4d_ctx *x, uint64_t *at_loss
     *at_merge = mul(ok, mul(ok, E2, m), 2);
 }
 
+/* torch.distributed.pipelining's receive buffers (PipelineStage
+ * _prepare_forward_infra and _create_grad_recv_info): one activation buffer
+ * per micro-batch and chunk that receives from a previous stage, one
+ * gradient buffer per micro-batch and chunk that sends to a next stage,
+ * each a stage boundary's hidden state T·2h/t_sp (torchtitan's blocks pass
+ * the sequence-parallel shard), allocated once and kept. The activation
+ * buffers of the micro-batches in flight are the first block's saved input,
+ * already counted with the activations. */
+static uint64_t pp_recv_buffers(bool *ok, const struct m4d_ctx *x, uint64_t r)
+{
+    if (x->fw != MEM4D_FRAMEWORK_TORCHTITAN || x->p < 2)
+        return 0;
+    uint64_t m = x->m ? x->m : x->p, v = x->v ? x->v : 1, units, each;
+    uint64_t fwd = mul(ok, m, v - (r == 0)), grad = mul(ok, m, v - (r == x->p - 1));
+    in_flight(x, r, &units, &each);
+    fwd = fwd > units ? fwd - units : 0;
+    return muldiv(ok, mul(ok, add(ok, fwd, grad), tokens(ok, x)), 2 * x->h, t_sp(x));
+}
+
 /* Activations of stage r at two moments. At the forward/backward peak
  * (*peak): the in-flight micro-batches' kept tensors, the first stage's
  * token ids (int64), and the larger of two transients: the loss on the last
@@ -959,7 +978,7 @@ static uint64_t userbuffers(bool *ok, const struct m4d_ctx *x)
 static uint64_t pick_moment(bool *ok, const struct m4d_ctx *x, const mem4d_device *dev, const struct shared *sh,
                             uint64_t r, const struct stage_params *n, uint64_t *t)
 {
-    uint64_t act, act_emb, fb = sh->fb, stranded, extra;
+    uint64_t act, act_emb, fb = add(ok, sh->fb, pp_recv_buffers(ok, x, r)), stranded, extra;
     stage_activations(ok, x, sh, r, &t[MEM4D_TERM_IN_FLIGHT], &act, &act_emb, &stranded);
     extra = stranded;
     t[MEM4D_TERM_ACTIVATIONS] = act;
@@ -976,7 +995,7 @@ static uint64_t pick_moment(bool *ok, const struct m4d_ctx *x, const mem4d_devic
             extra = 0;
         }
     }
-    uint64_t step = step_buffers(ok, x, dev, n), kept, merge;
+    uint64_t step = add(ok, step_buffers(ok, x, dev, n), pp_recv_buffers(ok, x, r)), kept, merge;
     pp_kept_outputs(ok, x, &kept, &merge);
     if (r == x->p - 1) /* the merged outputs at the end of the pipeline step */
         step = add(ok, step, merge);

@@ -138,7 +138,8 @@ START_TEST(pipeline_schedule_keeps_outputs)
                                        "pp_return_outputs=1", NULL));
     mem4d_report *f = run(2, tu_layout("framework=torchtitan", "dp=4", "pp=2", "gbs=256", "seq=1024", NULL));
     ck_assert_uint_eq(get(e, 1, MEM4D_TERM_PEAK_MOMENT), MEM4D_MOMENT_OPTIMIZER_STEP);
-    ck_assert_uint_eq(get(e, 1, MEM4D_TERM_BUFFERS), (UINT64_C(256) << 20) + 128 * E2); /* workspace + merge */
+    /* workspace + merge + the pipeline's activation receive buffers (below) */
+    ck_assert_uint_eq(get(e, 1, MEM4D_TERM_BUFFERS), (UINT64_C(256) << 20) + 128 * E2 + 63 * UINT64_C(1024) * 2048);
     ck_assert_uint_gt(get(e, 1, MEM4D_TERM_PEAK_ALLOCATED), get(f, 1, MEM4D_TERM_PEAK_ALLOCATED));
     mem4d_report_free(e);
     mem4d_report_free(f);
@@ -150,6 +151,24 @@ START_TEST(pipeline_schedule_keeps_outputs)
     ck_assert_uint_eq(get(c, 0, MEM4D_TERM_TOTAL), get(d, 0, MEM4D_TERM_TOTAL));
     mem4d_report_free(c);
     mem4d_report_free(d);
+}
+END_TEST
+
+/* torch.distributed.pipelining's receive buffers, T·2h = 2 MiB each and
+ * kept: stage 0 one gradient buffer per micro-batch, stage 1 one activation
+ * buffer per micro-batch not in flight. From m = 4 to m = 8 both hold four
+ * more; nothing else moves. */
+START_TEST(pipeline_receive_buffers)
+{
+    uint64_t each = UINT64_C(1024) * 2048;
+    mem4d_report *a = run(2, tu_layout("framework=torchtitan", "dp=4", "pp=2", "gbs=16", "seq=1024", NULL));
+    mem4d_report *b = run(2, tu_layout("framework=torchtitan", "dp=4", "pp=2", "gbs=32", "seq=1024", NULL));
+    for (uint32_t r = 0; r < 2; r++) {
+        ck_assert_uint_eq(get(b, r, MEM4D_TERM_BUFFERS) - get(a, r, MEM4D_TERM_BUFFERS), 4 * each);
+        ck_assert_uint_eq(get(b, r, MEM4D_TERM_ACTIVATIONS), get(a, r, MEM4D_TERM_ACTIVATIONS));
+    }
+    mem4d_report_free(a);
+    mem4d_report_free(b);
 }
 END_TEST
 
@@ -539,6 +558,7 @@ int main(void)
     tcase_add_test(tc, fsdp_state);
     tcase_add_test(tc, fsdp_pipeline_keeps_blocks);
     tcase_add_test(tc, pipeline_schedule_keeps_outputs);
+    tcase_add_test(tc, pipeline_receive_buffers);
     tcase_add_test(tc, op_selective_keeps_every_other_mm);
     tcase_add_test(tc, layer_selective_every_n);
     tcase_add_test(tc, nanotron_state);
