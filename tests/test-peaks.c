@@ -163,6 +163,29 @@ static void nanotron_split(struct row *r, uint64_t L, uint64_t p)
     int even = n[0] > 0 && n[p - 1] > 0;
     for (uint64_t s = 1; s + 1 < p; s++)
         even = even && n[s] == n[1];
+    if (!even && !r->last_rank && !r->max_over_ranks && p > 2 && n[0] > 0 && n[0] < L) {
+        /* The figure is rank 0's, and stage 0's memory depends on its own
+         * layers only (its p micro-batches in flight, its parameters and
+         * their shards): keep n[0] and give the other stages a split that
+         * sums to L, the middle ones nanotron's largest (so no stage is
+         * heavier than nanotron makes it but the last) and the rest last. */
+        uint64_t mid = 0, last;
+        for (uint64_t s = 1; s + 1 < p; s++)
+            mid = n[s] > mid ? n[s] : mid;
+        while (mid > 1 && n[0] + (p - 2) * mid >= L)
+            mid--;
+        last = L - n[0] - (p - 2) * mid;
+        uint64_t most = 0;
+        for (uint64_t s = 0; s < p; s++)
+            most = n[s] > most ? n[s] : most;
+        if (last > most) { /* a last stage heavier than any of nanotron's: not the job */
+            note_unmodelled(r, "nanotron's cost-balanced split with unequal middle stages");
+            return;
+        }
+        set(r, MEM4D_LAYOUT_FIRST_STAGE_LAYERS, n[0]);
+        set(r, MEM4D_LAYOUT_LAST_STAGE_LAYERS, last);
+        return;
+    }
     if (!even) {
         note_unmodelled(r, "nanotron's cost-balanced split with unequal middle stages");
         return;
@@ -283,8 +306,8 @@ static size_t load(struct row *rows)
                  col(&c, f, "tp"), col(&c, f, "pp"), col(&c, f, "cp"), col(&c, f, "dp"), col(&c, f, "mbs"),
                  col(&c, f, "seq"));
         read_model(&c, f, r);
+        read_measurement(&c, f, r); /* first: the split depends on which rank was measured */
         read_layout(&c, f, r);
-        read_measurement(&c, f, r);
     }
     fclose(fp);
     return n;
