@@ -381,6 +381,24 @@ static double model_flops_per_seq(const struct m4d_ctx *x)
     return 3 * (D(x->L) * layer + 2 * s * h * D(x->Vp));
 }
 
+/* NCCL's double binary tree for an all-reduce of `bytes` over n ranks, r of
+ * them in each NVLink domain, in `colls` collectives (src/graph/tuning.cc,
+ * ncclTopoTuneModel): a chain inside the domain and a tree across domains,
+ * latency 2·((r − 1)·λ_intra + ⌈log2 nodes⌉·λ_inter) per collective; bus
+ * bandwidth TREE_BW of the link's and algorithm bandwidth half of that, so
+ * 2·bytes/(TREE_BW·B_inter). NCCL's tuner runs whichever of ring and tree
+ * is faster; inside one domain the chain never is (-1: no tree). */
+#define TREE_BW 0.92
+static double tree_allreduce_time(const struct m4d_machine *mc, double n, double r, double bytes, double colls)
+{
+    double nodes = n / r, hops = 0;
+    if (nodes < 2 || mc->inter.bw <= 0)
+        return -1;
+    for (double span = 1; span < nodes; span *= 2)
+        hops++;
+    return colls * 2 * ((r - 1) * mc->intra.lat + hops * mc->inter.lat) + 2 * bytes / (TREE_BW * mc->inter.bw);
+}
+
 /* Gradient reduction and parameter gather over the d*c ranks that share
  * the `params` weights of the heaviest stage, before any overlap, and the
  * optimizer step. */
@@ -403,7 +421,13 @@ static void dp_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg, doubl
         pg->dp_reduce = ring_time(l, n, g, frac, steps);
         pg->dp_gather = ring_time(l, n, w, frac, steps);
     } else {
+        /* an all-reduce: ring or NCCL's tree, whichever is faster; the
+         * d·c group's members sit t apart (ranks tp-cp-dp-pp) */
+        double t = D(x->t), per_domain = t < pg->mc.domain ? (double)(int64_t)(pg->mc.domain / t) : 1;
+        double tree = tree_allreduce_time(&pg->mc, n, per_domain < n ? per_domain : n, g, colls);
         pg->dp_reduce = ring_time(l, n, g, 2 * frac, 2 * steps);
+        if (tree >= 0 && tree < pg->dp_reduce)
+            pg->dp_reduce = tree;
     }
     /* Adam is memory-bound: read the gradient, read and write master
      * weights and both moments, write the bf16 weights. */

@@ -385,6 +385,57 @@ START_TEST(nics_shared)
 }
 END_TEST
 
+/* An all-reduce across nodes (no distributed optimizer) runs as NCCL's
+ * tree when that is faster than the ring (src/graph/tuning.cc): with one
+ * data-parallel rank per node (tp 8) over 1024 nodes and 1e7-element
+ * buckets, each bucket pays 2·log2(1024) = 20 inter-node latencies instead
+ * of the ring's 2·1023, and the tree moves 2·bytes at 0.92 of the link's
+ * bandwidth. Without latency the ring's 2(n-1)/n·bytes wins. */
+static double device_value(const mem4d_device *d, const char *key)
+{
+    mem4d_device_param k;
+    uint64_t v = 0;
+    ck_assert_int_eq(mem4d_device_param_from_name(key, &k), MEM4D_OK);
+    ck_assert_int_eq(mem4d_device_get(d, k, &v), MEM4D_OK);
+    return (double)v;
+}
+
+START_TEST(tree_all_reduce_across_nodes)
+{
+    mem4d_model *m = tu_model("llama3.2-1b");
+    mem4d_device *d = tu_device("h100-80");
+    mem4d_layout *l = tu_layout("world=8192", "tp=8", "seq=2048", "gbs=1024", "dist_opt=false",
+                                "ddp_bucket_size=10000000", NULL);
+    mem4d_report *r = NULL;
+    ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
+    double gpn = device_value(d, "gpus_per_node"), nics = device_value(d, "nics_per_node");
+    double bw = nics > 0 ? nics * device_value(d, "nic_bandwidth") / gpn : device_value(d, "inter_node_bandwidth");
+    bw *= device_value(d, "comm_efficiency_ppm") * 1e-6;
+    double lat = device_value(d, "inter_node_latency_ns") * 1e-9, n = 1024;
+    /* without latency the ring's 2(n-1)/n·bytes wins: it gives the bytes */
+    ck_assert_int_eq(mem4d_device_set_str(d, "inter_node_latency_ns", "0"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_device_set_str(d, "intra_node_latency_ns", "0"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_estimate(m, l, d, r), MEM4D_OK);
+    double g = metric(r, MEM4D_METRIC_DP_COMM_S) * bw * n / (2 * (n - 1));
+    uint64_t params = 0;
+    ck_assert_int_eq(mem4d_report_get(r, 0, MEM4D_TERM_PARAMS, &params), MEM4D_OK);
+    ck_assert_msg(fabs(g - 4.0 * (double)params) <= 1e-3 * g, "%.9g bytes for %llu parameters", g,
+                  (unsigned long long)params);
+    /* with the preset's latency: the tree */
+    ck_assert_int_eq(mem4d_device_set(d, MEM4D_DEVICE_INTER_NODE_LATENCY_NS, (uint64_t)(lat * 1e9 + 0.5)), MEM4D_OK);
+    ck_assert_int_eq(mem4d_estimate(m, l, d, r), MEM4D_OK);
+    double colls = (double)(params / 10000000) + 1;
+    double tree = colls * 2 * 10 * lat + 2 * g / (0.92 * bw), ring = 2 * colls * (n - 1) * lat + 2 * (n - 1) / n * g / bw;
+    ck_assert(tree < ring);
+    double dp = metric(r, MEM4D_METRIC_DP_COMM_S);
+    ck_assert_msg(fabs(dp - tree) <= 1e-9 * tree, "%.9g != %.9g", dp, tree);
+    mem4d_report_free(r);
+    mem4d_layout_free(l);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("perf");
@@ -400,6 +451,7 @@ int main(void)
     tcase_add_test(tc, tp_overlap_and_nvlink_domain);
     tcase_add_test(tc, fp8_linear_only);
     tcase_add_test(tc, nics_shared);
+    tcase_add_test(tc, tree_all_reduce_across_nodes);
     tcase_add_test(tc, interleaved_uneven_stages);
     tcase_add_test(tc, search_within_the_nvlink_domain);
     suite_add_tcase(s, tc);
