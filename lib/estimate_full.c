@@ -554,6 +554,13 @@ static uint64_t layer_activation(bool *ok, const struct m4d_ctx *x)
     return add(ok, a, mul(ok, T, gathered_inputs(x)));
 }
 
+uint64_t m4d_layer_activation_bytes(const struct m4d_ctx *x)
+{
+    bool ok = true;
+    uint64_t a = layer_activation(&ok, x);
+    return ok ? a : 0;
+}
+
 /* C: a full-recompute checkpoint keeps only the layer input, 2·T·h/t_sp;
  * --distribute-saved-activations splits it over t when sequence
  * parallelism does not already. */
@@ -1106,7 +1113,7 @@ static void warn(mem4d_report *r, const char *text)
 
 /* Settings that change memory in ways the model does not follow: the
  * estimate stands, with a warning naming each. */
-static void unmodelled_warnings(const struct m4d_ctx *x, mem4d_report *r)
+static void unmodelled_warnings(const struct m4d_ctx *x, const mem4d_device *dev, mem4d_report *r)
 {
     if (x->compile)
         warn(r, "compile: torch.compile's effect on the transformer blocks' memory (fused "
@@ -1116,9 +1123,10 @@ static void unmodelled_warnings(const struct m4d_ctx *x, mem4d_report *r)
                 "micro-pipelined matmuls are not modelled");
     if (x->float8 == 2)
         warn(r, "float8 rowwise: modelled as tensorwise (no float8 all-gather, no weight cache)");
-    if (x->act_offload)
-        warn(r, "activation_offload_layers: the step time does not count the host transfers, which stall "
-                "compute when the host link is slower than the layers they overlap");
+    if (x->act_offload && dev->v[MEM4D_DEVICE_HOST_BANDWIDTH] == 0)
+        warn(r, "activation_offload_layers: the device's host_bandwidth is unknown, so the step time does not "
+                "count the host transfers, which stall compute when the host link is slower than the layers "
+                "they overlap");
     /* nanotron's build_model balances the stages by compute cost with the
      * lm_head counted (V·h against 4h² + 3fh a layer), which puts more
      * layers on the first stages than L/p. */
@@ -1158,6 +1166,6 @@ mem4d_status m4d_estimate_full(const struct m4d_ctx *x, const mem4d_device *dev,
     }
     r->nstages = (uint32_t)x->p;
     r->info[MEM4D_INFO_PROCESS_GROUPS] = sh.groups;
-    unmodelled_warnings(x, r);
+    unmodelled_warnings(x, dev, r);
     return MEM4D_OK;
 }

@@ -175,6 +175,7 @@ const struct m4d_param_desc m4d_device_params[] = {
     [MEM4D_DEVICE_KERNEL_OVERHEAD_NS] = NS_ROW("kernel_overhead_ns", NULL, NULL, 0, UINT64_C(1) << 40, 2000),
     [MEM4D_DEVICE_FP8_EFFICIENCY_PPM] = PPM_ROW("fp8_efficiency_ppm", NULL, NULL, 1, 1000000, 540000),
     [MEM4D_DEVICE_FULL_FIT_THRESHOLD_PPM] = PPM_ROW("full_fit_threshold_ppm", NULL, NULL, 1, 1000000, 850000),
+    [MEM4D_DEVICE_HOST_BANDWIDTH] = RATE_ROW("host_bandwidth", "host_link_bandwidth", NULL, 0, UINT64_C(1) << 50, 0),
 };
 M4D_TABLE_ROWS(m4d_device_params, M4D_DEVICE_NPARAM);
 

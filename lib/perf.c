@@ -355,6 +355,13 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
     if (x->zero >= 3)
         u.layer_fsdp = pf * MAX0(pg->fsdp_ag - fwd) + MAX0(pg->fsdp_ag + pg->fsdp_rs - bwd);
     u.head = 3 * gemm_time(&pg->mc, &pg->head, M) + b * pg->ce_per_b + 6 * kern;
+    /* Offloading (one stage, no recompute): the transfers run beside the
+     * stage's forward and backward; what they outlast stalls the compute
+     * (Transformer Engine holds the layers until the copies are done). */
+    if (pg->offload_per_b > 0 && pg->layers_max > 0) {
+        double xfer = b * pg->offload_per_b, layers = pg->layers_max;
+        u.layer_compute += (MAX0(xfer - layers * fwd) + MAX0(xfer - layers * bwd)) / layers;
+    }
     return u;
 }
 
@@ -495,6 +502,16 @@ void m4d_perf_prepare(const struct m4d_ctx *x, const mem4d_device *dev, struct m
     stage_layers(x, &pg->n_first, &pg->n_mid, &pg->n_last);
     pg->layers_max = MAX(MAX(pg->n_first, pg->n_mid), pg->n_last);
     pg->flops_per_seq = model_flops_per_seq(x);
+    /* CPU activation offloading: the offloaded layers' activations go to the
+     * host in the forward and come back in the backward, over the host link,
+     * each direction on its own copy engine (A_layer is linear in b). */
+    pg->offload_per_b = 0;
+    if (x->act_offload && dev->v[MEM4D_DEVICE_HOST_BANDWIDTH]) {
+        struct m4d_ctx one = *x;
+        one.b = 1;
+        pg->offload_per_b = D(x->act_offload) * D(m4d_layer_activation_bytes(&one)) /
+                            D(dev->v[MEM4D_DEVICE_HOST_BANDWIDTH]);
+    }
     pg->peak = D(dev->v[MEM4D_DEVICE_PEAK_FLOPS]);
     /* Weights of one layer on one GPU (experts split over ep), and of the
      * heaviest stage with its embedding. */

@@ -30,8 +30,8 @@
 M4D_ENUM_COUNT(M4D_MODEL_NPARAM, MEM4D_MODEL_QK_NORM_WHOLE);
 #define M4D_LAYOUT_NPARAM 62
 M4D_ENUM_COUNT(M4D_LAYOUT_NPARAM, MEM4D_LAYOUT_PP_RETURN_OUTPUTS);
-#define M4D_DEVICE_NPARAM 23
-M4D_ENUM_COUNT(M4D_DEVICE_NPARAM, MEM4D_DEVICE_FULL_FIT_THRESHOLD_PPM);
+#define M4D_DEVICE_NPARAM 24
+M4D_ENUM_COUNT(M4D_DEVICE_NPARAM, MEM4D_DEVICE_HOST_BANDWIDTH);
 #define M4D_NTERMS 15
 M4D_ENUM_COUNT(M4D_NTERMS, MEM4D_TERM_PEAK_MOMENT);
 #define M4D_NINFO 6
@@ -380,6 +380,10 @@ mem4d_verdict m4d_verdict_for(const mem4d_device *dev, mem4d_mode mode, uint64_t
  * device has no peak or the global batch is unknown. */
 void m4d_perf(const struct m4d_ctx *x, const mem4d_device *dev, mem4d_report *r);
 
+/* Bytes one layer keeps for backward for one micro-batch (estimate_full.c's
+ * A_layer; 0 on overflow). */
+uint64_t m4d_layer_activation_bytes(const struct m4d_ctx *x);
+
 /* --- describe.c -------------------------------------------------------------- */
 
 /* One search option: its name, kind (BOOLEAN or INTEGER) and default. */
@@ -439,6 +443,7 @@ struct m4d_perf_group {
     double dp_reduce, dp_gather, dp_colls, opt_s; /* unhidden DP seconds, buckets, optimizer */
     double fsdp_ag, fsdp_rs;                       /* one layer's ZeRO-3 gather / reduce-scatter */
     double flops_per_seq, peak;                    /* Megatron's model FLOPs per sequence; bf16 peak */
+    double offload_per_b;                          /* host transfer seconds of the offloaded layers, per sample */
 };
 void m4d_perf_prepare(const struct m4d_ctx *x, const mem4d_device *dev, struct m4d_perf_group *pg);
 void m4d_perf_fill(const struct m4d_ctx *x, const struct m4d_perf_group *pg, mem4d_report *r);

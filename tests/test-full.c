@@ -290,9 +290,15 @@ START_TEST(activation_offloading)
     mem4d_report *a = one_stage(NULL), *b = one_stage("activation_offload_layers=8");
     same_except(a, b, BIT(MEM4D_TERM_ACTIVATIONS));
     ck_assert_uint_eq(get(a, 0, MEM4D_TERM_ACTIVATIONS) - get(b, 0, MEM4D_TERM_ACTIVATIONS), 8 * A_LAYER);
+    /* h100-80 knows its host link (PCIe Gen5): no warning; a device that
+     * does not, warns that the step time leaves the transfers out */
     ck_assert_uint_eq(mem4d_report_warning_count(a), 0);
-    ck_assert_uint_eq(mem4d_report_warning_count(b), 1);
-    ck_assert_ptr_nonnull(strstr(mem4d_report_warning(b, 0), "host transfers"));
+    ck_assert_uint_eq(mem4d_report_warning_count(b), 0);
+    ck_assert_int_eq(mem4d_device_set(device, MEM4D_DEVICE_HOST_BANDWIDTH, 0), MEM4D_OK);
+    mem4d_report *c = one_stage("activation_offload_layers=8");
+    ck_assert_uint_eq(mem4d_report_warning_count(c), 1);
+    ck_assert_ptr_nonnull(strstr(mem4d_report_warning(c, 0), "host transfers"));
+    mem4d_report_free(c);
     static const char *const bad[][2] = {{"activation_offload_layers=8", "pp=2"},
                                          {"activation_offload_layers=8", "recompute=selective"},
                                          {"activation_offload_layers=32", NULL}};

@@ -436,6 +436,31 @@ START_TEST(tree_all_reduce_across_nodes)
 }
 END_TEST
 
+/* CPU activation offloading: the offloaded layers' activations cross the
+ * host link once each way per micro-batch, beside the stage's forward and
+ * backward. Over PCIe Gen5 (h100-80) an 8B's 8 layers hide behind the
+ * compute: the step is the one without offloading; over a 1 GB/s link they
+ * stall it, and the stall is compute time. */
+START_TEST(offload_transfers_hide_or_stall)
+{
+    mem4d_model *m = tu_model("llama3.1-8b");
+    mem4d_device *d = tu_device("h100-80");
+    mem4d_layout *none = tu_layout("world=8", "tp=2", "seq=4096", "gbs=64", NULL);
+    mem4d_layout *off = tu_layout("world=8", "tp=2", "seq=4096", "gbs=64", "activation_offload_layers=8", NULL);
+    double base = predict(m, none, d, MEM4D_METRIC_STEP_TIME_S);
+    assert_close(predict(m, off, d, MEM4D_METRIC_STEP_TIME_S), base);
+    ck_assert_int_eq(mem4d_device_set(d, MEM4D_DEVICE_HOST_BANDWIDTH, 1000000000), MEM4D_OK);
+    double slow = predict(m, off, d, MEM4D_METRIC_STEP_TIME_S);
+    ck_assert(slow > 1.5 * base);
+    double dc = predict(m, off, d, MEM4D_METRIC_COMPUTE_TIME_S) - predict(m, none, d, MEM4D_METRIC_COMPUTE_TIME_S);
+    ck_assert_msg(fabs(dc - (slow - base)) <= 1e-9 * slow, "%.9g vs %.9g", dc, slow - base);
+    mem4d_layout_free(none);
+    mem4d_layout_free(off);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("perf");
@@ -452,6 +477,7 @@ int main(void)
     tcase_add_test(tc, fp8_linear_only);
     tcase_add_test(tc, nics_shared);
     tcase_add_test(tc, tree_all_reduce_across_nodes);
+    tcase_add_test(tc, offload_transfers_hide_or_stall);
     tcase_add_test(tc, interleaved_uneven_stages);
     tcase_add_test(tc, search_within_the_nvlink_domain);
     suite_add_tcase(s, tc);

@@ -301,6 +301,7 @@ export const ENUMS = Object.freeze({
         MEM4D_DEVICE_KERNEL_OVERHEAD_NS: 20,
         MEM4D_DEVICE_FP8_EFFICIENCY_PPM: 21,
         MEM4D_DEVICE_FULL_FIT_THRESHOLD_PPM: 22,
+        MEM4D_DEVICE_HOST_BANDWIDTH: 23,
     }),
     mem4d_mode: Object.freeze({
         MEM4D_MODE_FULL: 0,

@@ -666,7 +666,9 @@ typedef enum mem4d_layout_param {
      * offloading moves to the host (Megatron's --cpu-offloading-num-layers N): of a stage's
      * ℓ layers at most ℓ − N keep their activations on the GPU at any time. Framework
      * megatron, one pipeline stage, no recomputation (Megatron refuses the others), N < ℓ.
-     * The step time does not count the host transfers (the estimate warns). Default 0.
+     * The step time counts the host transfers where they outlast the compute beside them,
+     * over the device's ::MEM4D_DEVICE_HOST_BANDWIDTH (unknown: left out, with a warning).
+     * Default 0.
      * @since 0.2 */
     MEM4D_LAYOUT_ACTIVATION_OFFLOAD_LAYERS = 60,
     /** "pp_return_outputs": 1 when torch.distributed.pipelining's schedule keeps every
@@ -889,11 +891,16 @@ typedef enum mem4d_device_param {
     MEM4D_DEVICE_FP8_EFFICIENCY_PPM = 21,
     /** "full_fit_threshold_ppm": full mode's verdict is "fits" while reserved memory plus
      * the CUDA context and NCCL (TOTAL) stays within this share of memory. Default
-     * 850000: 1/(1 + 15.5%) = 86.6%, with 15.5% the worst under-prediction of a
+     * 850000: 1/(1 + 14.1%) = 87.6%, with 14.1% the worst under-prediction of a
      * measured peak that full mode models (tier-A rows of tests/data/memory-peaks.csv),
      * rounded down to a 5% step (doc/full-model.md, "The verdict"). Paper mode keeps
      * fit_threshold_ppm. @since 0.2 */
-    MEM4D_DEVICE_FULL_FIT_THRESHOLD_PPM = 22
+    MEM4D_DEVICE_FULL_FIT_THRESHOLD_PPM = 22,
+    /** "host_bandwidth": bytes/s between one GPU and host memory, one direction (PCIe
+     * or NVLink-C2C); what activation offloading moves its tensors over. 0 (default):
+     * unknown, and the step time leaves offloading's transfers out (the estimate
+     * warns). @since 0.2 */
+    MEM4D_DEVICE_HOST_BANDWIDTH = 23
 } mem4d_device_param;
 
 /**

@@ -200,6 +200,7 @@ class DeviceParam(enum.IntEnum):
     KERNEL_OVERHEAD_NS = 20
     FP8_EFFICIENCY_PPM = 21
     FULL_FIT_THRESHOLD_PPM = 22
+    HOST_BANDWIDTH = 23
 
 
 class Mode(enum.IntEnum):
