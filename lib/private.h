@@ -323,6 +323,19 @@ static inline bool m4d_recompute_layers_ok(const struct m4d_ctx *x)
     return x->recompute != 2 || x->rc_layers <= x->L / x->p;
 }
 
+/* The rules of layout.c's check_framework() that depend on the recompute
+ * mode, which a search varies inside a group resolved without recompute:
+ * op-selective is torchtitan's, recompute_every needs full recompute, and
+ * activation offloading none (Megatron-Core refuses it beside recompute). */
+static inline bool m4d_recompute_mode_ok(const struct m4d_ctx *x)
+{
+    if (x->recompute == 3 && x->fw != MEM4D_FRAMEWORK_TORCHTITAN)
+        return false;
+    if (x->rc_every > 1 && x->recompute != 2)
+        return false;
+    return !(x->act_offload && x->recompute);
+}
+
 mem4d_status m4d_model_check(const mem4d_model *model, char *why, size_t why_size);
 void m4d_ctx_model(const mem4d_model *model, struct m4d_ctx *x);
 bool m4d_model_params_total(const struct m4d_ctx *x, uint64_t vocab, uint64_t *out);

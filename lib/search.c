@@ -435,8 +435,8 @@ static void set_work(mem4d_search *s, const struct group *g, uint64_t b, uint64_
 }
 
 /* Resolve the group once, with its first b and no recompute: every rule
- * but the batch split (b divides gbs / d by construction) and the
- * recompute-layers bound (quick_estimate) depends on the group alone. */
+ * but the batch split (b divides gbs / d by construction) and the rules of
+ * the recompute mode (quick_estimate) depends on the group alone. */
 static bool group_valid(mem4d_search *s, const struct group *g)
 {
     set_work(s, g, s->mbs[0], 0);
@@ -458,7 +458,7 @@ static mem4d_status quick_estimate(mem4d_search *s, uint64_t b, uint64_t rc, boo
     x->m = x->gbs ? x->gbs / (b * x->d) : 0;
     m4d_report_reset(r, &s->dev);
     mem4d_status st = MEM4D_E_CONFLICT; /* m4d_resolve()'s status for the rule */
-    if (m4d_recompute_layers_ok(x))
+    if (m4d_recompute_layers_ok(x) && m4d_recompute_mode_ok(x))
         st = m4d_estimate_ctx(x, &s->dev, r, peak_only);
     m4d_report_done(r, st);
     return st;

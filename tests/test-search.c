@@ -290,6 +290,18 @@ START_TEST(complete_unknown_batch)
 }
 END_TEST
 
+/* A key whose rule depends on the recompute mode (activation offloading
+ * allows none): the search, which varies recompute inside a group, yields
+ * exactly the layouts mem4d_validate() accepts. */
+START_TEST(complete_with_activation_offloading)
+{
+    mem4d_layout *base = base_layout(8, 4096, 16);
+    ck_assert_int_eq(mem4d_layout_set(base, MEM4D_LAYOUT_ACTIVATION_OFFLOAD_LAYERS, 8), MEM4D_OK);
+    check_complete("llama3.1-8b", "h100-80", 0, base, false, true);
+    mem4d_layout_free(base);
+}
+END_TEST
+
 START_TEST(complete_paper_mode)
 {
     mem4d_layout *base = base_layout(8, 8192, 16);
@@ -996,6 +1008,7 @@ int main(void)
     tcase_add_test(tc, complete_8b_16_gpus_any_tc);
     tcase_add_test(tc, complete_unknown_batch);
     tcase_add_test(tc, complete_paper_mode);
+    tcase_add_test(tc, complete_with_activation_offloading);
     tcase_add_test(tc, complete_uneven_stages);
     tcase_add_test(tc, middle_stages_never_exceed_stage_one);
     tcase_add_test(tc, complete_pruning_heavy);
