@@ -290,13 +290,19 @@ START_TEST(complete_unknown_batch)
 }
 END_TEST
 
-/* A key whose rule depends on the recompute mode (activation offloading
- * allows none): the search, which varies recompute inside a group, yields
- * exactly the layouts mem4d_validate() accepts. */
+/* Keys whose rules depend on what the search varies (activation
+ * offloading allows no recompute; distributed-optimizer instances need the
+ * distributed optimizer and must divide dp x cp): the search yields exactly
+ * the layouts mem4d_validate() accepts. */
 START_TEST(complete_with_activation_offloading)
 {
     mem4d_layout *base = base_layout(8, 4096, 16);
     ck_assert_int_eq(mem4d_layout_set(base, MEM4D_LAYOUT_ACTIVATION_OFFLOAD_LAYERS, 8), MEM4D_OK);
+    check_complete("llama3.1-8b", "h100-80", 0, base, false, true);
+    mem4d_layout_free(base);
+    /* and one whose rule depends on dp x cp and the distributed optimizer */
+    base = base_layout(16, 4096, 32);
+    ck_assert_int_eq(mem4d_layout_set(base, MEM4D_LAYOUT_DIST_OPT_INSTANCES, 2), MEM4D_OK);
     check_complete("llama3.1-8b", "h100-80", 0, base, false, true);
     mem4d_layout_free(base);
 }
