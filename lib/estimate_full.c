@@ -60,9 +60,12 @@ static uint64_t t_sp(const struct m4d_ctx *x) { return x->sp && x->t > 1 ? x->t 
 /* T = s·b/c: tokens of one micro-batch on one context-parallel rank. */
 static uint64_t tokens(bool *ok, const struct m4d_ctx *x) { return mul(ok, x->s / x->c, x->b); }
 
-/* ℓ_r: layers of stage r (Megatron's --decoder-first/last-pipeline-num-layers). */
+/* ℓ_r: layers of stage r (Megatron's --decoder-first/last-pipeline-num-layers,
+ * or its v chunks with a shorter first/last virtual stage). */
 static uint64_t stage_layers(const struct m4d_ctx *x, uint64_t r)
 {
+    if (m4d_chunked(x))
+        return x->v * m4d_vs_mid(x) - (r == 0 ? x->cf : 0) - (r == x->p - 1 ? x->cl : 0);
     if (!x->first_layers && !x->last_layers)
         return x->L / x->p;
     if (r == 0 && x->first_layers)
@@ -147,6 +150,8 @@ struct stage_params {
 /* The first layer of stage r (no vpp). */
 static uint64_t stage_first_layer(const struct m4d_ctx *x, uint64_t r)
 {
+    if (m4d_chunked(x))
+        return m4d_vs_first_layer(x, r);
     return r == 0 ? 0 : stage_layers(x, 0) + (r - 1) * stage_layers(x, 1);
 }
 
@@ -157,7 +162,15 @@ static uint64_t stage_first_layer(const struct m4d_ctx *x, uint64_t r)
  * stages: (j·p + r)·L/(p·v). */
 static uint64_t chunk_first_layer(const struct m4d_ctx *x, uint64_t r, uint64_t j)
 {
+    if (m4d_chunked(x))
+        return m4d_vs_first_layer(x, j * x->p + r);
     return j * (x->L / x->v) + stage_first_layer(x, r) / x->v;
+}
+
+/* Layers of chunk j of stage r. */
+static uint64_t chunk_layers(const struct m4d_ctx *x, uint64_t r, uint64_t j)
+{
+    return m4d_chunked(x) ? m4d_vs_layers(x, j * x->p + r) : stage_layers(x, r) / x->v;
 }
 
 /* L_e(r): expert layers of stage r; with vpp, of its v chunks of ℓ_r/v layers. */
@@ -167,9 +180,9 @@ static uint64_t stage_moe_layers(const struct m4d_ctx *x, uint64_t r)
         return 0;
     if (x->v <= 1)
         return m4d_moe_layers_in(x, stage_first_layer(x, r), stage_layers(x, r));
-    uint64_t each = stage_layers(x, r) / x->v, e = 0;
+    uint64_t e = 0;
     for (uint64_t j = 0; j < x->v; j++)
-        e += m4d_moe_layers_in(x, chunk_first_layer(x, r, j), each);
+        e += m4d_moe_layers_in(x, chunk_first_layer(x, r, j), chunk_layers(x, r, j));
     return e;
 }
 
@@ -178,9 +191,9 @@ static uint64_t chunk_moe_layers(const struct m4d_ctx *x, uint64_t r)
 {
     if (x->v <= 1 || !x->experts)
         return stage_moe_layers(x, r);
-    uint64_t each = stage_layers(x, r) / x->v, e = 0;
+    uint64_t e = 0;
     for (uint64_t j = 0; j < x->v; j++)
-        e = max64(e, m4d_moe_layers_in(x, chunk_first_layer(x, r, j), each));
+        e = max64(e, m4d_moe_layers_in(x, chunk_first_layer(x, r, j), chunk_layers(x, r, j)));
     return e;
 }
 
@@ -796,12 +809,35 @@ static void stage_activations(bool *ok, const struct m4d_ctx *x, const struct sh
                               uint64_t *reported_in_flight, uint64_t *peak, uint64_t *at_embedding_grad,
                               uint64_t *stranded)
 {
-    uint64_t units, each, keep, live, act;
+    uint64_t units, each, keep, live, act, mtp_units;
     in_flight(x, r, &units, &each);
     *reported_in_flight = x->v > 1 ? m4d_ceil_div(units, x->v) : units;
-    micro_batch_keep(ok, x, sh, each, chunk_moe_layers(x, r), &keep, &live);
-    act = mul(ok, keep, units);
-    *at_embedding_grad = mul(ok, keep, units - 1);
+    mtp_units = units;
+    if (m4d_chunked(x) && x->v > 1) {
+        /* Chunks of unequal length: Megatron's interleaved schedule runs its
+         * forwards in groups of p micro-batches per chunk, chunk 0 to v-1 and
+         * round again (get_model_chunk_id), so of the `units` in flight
+         * q·p + min(p, rest − j·p) are chunk j's; each keeps its own layers. */
+        uint64_t pv = x->p * x->v, q = units / pv, rest = units % pv, first_keep = 0;
+        act = live = 0;
+        for (uint64_t j = 0; j < x->v; j++) {
+            uint64_t nj = q * x->p + (rest > j * x->p ? min64(x->p, rest - j * x->p) : 0), kj, lj;
+            uint64_t l = chunk_layers(x, r, j);
+            micro_batch_keep(ok, x, sh, l, m4d_moe_layers_in(x, chunk_first_layer(x, r, j), l), &kj, &lj);
+            act = add(ok, act, mul(ok, kj, nj));
+            if (nj)
+                live = max64(live, lj);
+            if (j == 0)
+                first_keep = kj;
+            if (j == x->v - 1)
+                mtp_units = nj;
+        }
+        *at_embedding_grad = act > first_keep ? act - first_keep : 0;
+    } else {
+        micro_batch_keep(ok, x, sh, each, chunk_moe_layers(x, r), &keep, &live);
+        act = mul(ok, keep, units);
+        *at_embedding_grad = mul(ok, keep, units - 1);
+    }
     if (r == 0)
         act = add(ok, act, mul(ok, sh->emb_keep, *reported_in_flight));
     uint64_t transient = add(ok, sh->backward, live);
@@ -809,7 +845,8 @@ static void stage_activations(bool *ok, const struct m4d_ctx *x, const struct sh
     if (r == x->p - 1) {
         uint64_t kept, merge;
         pp_kept_outputs(ok, x, &kept, &merge);
-        act = add(ok, act, add(ok, sh->head_keep, mul(ok, mul(ok, x->experts ? sh->A : sh->A_dense, x->mtp), units)));
+        act = add(ok, act,
+                  add(ok, sh->head_keep, mul(ok, mul(ok, x->experts ? sh->A : sh->A_dense, x->mtp), mtp_units)));
         act = add(ok, act, kept);
         if (sh->loss > transient) {
             transient = sh->loss;

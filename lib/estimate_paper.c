@@ -24,7 +24,7 @@ static const char *paper_unsupported(const struct m4d_ctx *x)
         return "virtual pipeline stages (vpp > 1)";
     if (x->recompute == 2)
         return "full recomputation";
-    if (x->first_layers || x->last_layers)
+    if (x->first_layers || x->last_layers || m4d_chunked(x))
         return "uneven first/last pipeline stages";
     if (x->zero > 1)
         return "ZeRO stages 2 and 3";

@@ -1005,10 +1005,17 @@ static mem4d_status apply_account_split(mem4d_import *imp, const struct opt_val 
                             "--decoder-first/last-pipeline-num-layers");
     if (p == 1)
         return MEM4D_OK; /* one stage holds everything */
-    if (l->v[MEM4D_LAYOUT_VPP] > 1) {
-        m4d_imp_warn(imp, "--account-for-embedding/loss-in-pipeline-split with virtual stages moves a layer per "
-                     "end chunk; the estimate splits the layers evenly");
-        return MEM4D_OK;
+    uint64_t v = l->v[MEM4D_LAYOUT_VPP];
+    if (v > 1) {
+        /* the embedding (loss) takes a layer's place in the first (last)
+         * virtual stage: every virtual stage holds (L + e + s)/(p·v) */
+        if (L == 0 || (L + e + s) % (p * v) != 0 || (L + e + s) / (p * v) <= 1)
+            return m4d_imp_fail(imp, MEM4D_E_LAYERS_PP, "%llu layers plus the embedding and loss counted as layers "
+                                "(%llu) do not split evenly over %llu x %llu virtual pipeline stages",
+                                (unsigned long long)L, (unsigned long long)(L + e + s), (unsigned long long)p,
+                                (unsigned long long)v);
+        TRY(SET_L(l, MEM4D_LAYOUT_FIRST_CHUNK_FEWER_LAYERS, e, "--account-for-embedding-in-pipeline-split"));
+        return SET_L(l, MEM4D_LAYOUT_LAST_CHUNK_FEWER_LAYERS, s, "--account-for-loss-in-pipeline-split");
     }
     if (L == 0 || (L + e + s) % p != 0 || (L + e + s) / p <= 1)
         return m4d_imp_fail(imp, MEM4D_E_LAYERS_PP, "%llu layers plus the embedding and loss counted as layers "
@@ -1032,6 +1039,9 @@ static mem4d_status apply_vpp(mem4d_import *imp, const struct opt_val *vals, con
             return m4d_imp_fail(imp, MEM4D_E_MISSING, "--num-layers-per-virtual-pipeline-stage needs --num-layers");
         if (per == 0)
             return m4d_imp_fail(imp, MEM4D_E_RANGE, "--num-layers-per-virtual-pipeline-stage must be at least 1");
+        /* Megatron counts the embedding and the loss as layers here too
+         * when they are accounted for in the split (validate_args). */
+        L += GIVEN(MF_ACCOUNT_EMB) + GIVEN(MF_ACCOUNT_LOSS);
         if (L % p != 0 || (L / p) % per != 0)
             return m4d_imp_fail(imp, MEM4D_E_CONFLICT,
                             "--num-layers-per-virtual-pipeline-stage %llu does not divide the %llu layers "
@@ -1156,6 +1166,19 @@ static mem4d_status apply_pp_layout(mem4d_import *imp, const struct opt_val *val
                                 "them on the last stage", flag, k);
     if (even)
         return vpp > 1 ? SET_L(l, MEM4D_LAYOUT_VPP, vpp, flag) : MEM4D_OK;
+    /* Every virtual stage alike but a shorter first and last one (as
+     * "Et|(tt|)*30mL" writes the embedding and the MTP and loss in place of
+     * layers): first/last_chunk_fewer_layers. */
+    if (vpp > 1 && S >= 3 && t[0] <= t[1] && t[S - 1] <= t[1] && (t[0] != t[1] || t[S - 1] != t[1])) {
+        bool middle = true;
+        for (size_t k = 1; k + 1 < S; k++)
+            middle = middle && t[k] == t[1];
+        if (middle) {
+            TRY(SET_L(l, MEM4D_LAYOUT_FIRST_CHUNK_FEWER_LAYERS, t[1] - t[0], flag));
+            TRY(SET_L(l, MEM4D_LAYOUT_LAST_CHUNK_FEWER_LAYERS, t[1] - t[S - 1], flag));
+            return vpp > 1 ? SET_L(l, MEM4D_LAYOUT_VPP, vpp, flag) : MEM4D_OK;
+        }
+    }
     /* Rank r holds virtual stages r, r + p, ...; the estimate gives each rank's
      * chunks equal shares of its layers. */
     for (size_t r = 0; r < p; r++)

@@ -168,6 +168,8 @@ static void ctx_layout(const mem4d_layout *l, struct m4d_ctx *x)
     x->cap_pad = v[MEM4D_LAYOUT_MOE_PAD_TO_CAPACITY] != 0;
     x->act_offload = v[MEM4D_LAYOUT_ACTIVATION_OFFLOAD_LAYERS];
     x->pp_outputs = v[MEM4D_LAYOUT_PP_RETURN_OUTPUTS] != 0;
+    x->cf = v[MEM4D_LAYOUT_FIRST_CHUNK_FEWER_LAYERS];
+    x->cl = v[MEM4D_LAYOUT_LAST_CHUNK_FEWER_LAYERS];
     /* torchtitan always shards with FSDP2 (over dp_shard x cp); nanotron offers
      * ZeRO-0 and ZeRO-1 only. */
     if (x->fw == MEM4D_FRAMEWORK_TORCHTITAN)
@@ -237,6 +239,23 @@ static mem4d_status check_layers(const struct m4d_ctx *x, char *why, size_t n)
         return MEM4D_E_CONFLICT;
     }
     uint64_t ends = (x->first_layers > 0) + (x->last_layers > 0);
+    if (m4d_chunked(x)) {
+        /* Shorter first/last virtual stages (Megatron's embedding and loss
+         * counted in the split, or a pipeline layout): every virtual stage
+         * holds (L + cf + cl)/(p·v) layers but those two. */
+        uint64_t pv = x->p * x->v, total = x->L + x->cf + x->cl, mid = total / pv;
+        if (ends) {
+            m4d_msg(why, n, "first/last_chunk_fewer_layers contradict first/last_stage_layers");
+            return MEM4D_E_CONFLICT;
+        }
+        if (pv < 2 || total % pv != 0 || x->cf > mid || x->cl > mid || mid * x->v <= x->cf ||
+            mid * x->v <= x->cl || (x->p == 1 && mid * x->v <= x->cf + x->cl)) {
+            m4d_msg(why, n, "%llu layers with %llu fewer in the first and %llu fewer in the last virtual stage do "
+                    "not split over pp %llu x vpp %llu virtual stages", U(x->L), U(x->cf), U(x->cl), U(x->p), U(x->v));
+            return MEM4D_E_LAYERS_PP;
+        }
+        return MEM4D_OK;
+    }
     if (ends > 0) {
         if (x->p < 2) {
             m4d_msg(why, n, "uneven first/last pipeline stages need pp >= 2");

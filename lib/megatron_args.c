@@ -61,6 +61,25 @@ static void put_pipeline(struct out *o, const mem4d_model *m, const mem4d_layout
     unsigned long long last = lv(l, MEM4D_LAYOUT_LAST_STAGE_LAYERS);
     unsigned long long p = lv(l, MEM4D_LAYOUT_PP), v = lv(l, MEM4D_LAYOUT_VPP);
     unsigned long long L = (unsigned long long)m->v[MEM4D_MODEL_NUM_LAYERS];
+    unsigned long long cf = lv(l, MEM4D_LAYOUT_FIRST_CHUNK_FEWER_LAYERS), cl = lv(l, MEM4D_LAYOUT_LAST_CHUNK_FEWER_LAYERS);
+    if ((cf || cl) && p && v && p * v >= 2) {
+        /* shorter first/last virtual stages: Megatron-Core's layout string,
+         * E and L at the ends, MTP layers before the loss, single-quoted for
+         * the shell (it holds | ( ) *) */
+        unsigned long long S = p * v, mid = (L + cf + cl) / S, mtp = (unsigned long long)m->v[MEM4D_MODEL_MTP_LAYERS];
+        put(o, " --pipeline-model-parallel-layout 'E");
+        if (mid > cf)
+            put(o, "t*%llu", mid - cf);
+        put(o, "|");
+        if (S > 2)
+            put(o, "(t*%llu|)*%llu", mid, S - 2);
+        if (mid > cl)
+            put(o, "t*%llu", mid - cl);
+        for (unsigned long long k = 0; k < mtp; k++)
+            put(o, "m");
+        put(o, "L'");
+        return;
+    }
     if (first)
         put(o, " --decoder-first-pipeline-num-layers %llu", first);
     if (last)

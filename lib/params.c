@@ -146,6 +146,8 @@ const struct m4d_param_desc m4d_layout_params[] = {
     [MEM4D_LAYOUT_ACTIVATION_OFFLOAD_LAYERS] = NUM_ROW("activation_offload_layers", "cpu_offloading_num_layers", NULL,
                                                        0, 4096, 0),
     [MEM4D_LAYOUT_PP_RETURN_OUTPUTS] = BOOL_ROW("pp_return_outputs", "return_outputs", NULL, 0),
+    [MEM4D_LAYOUT_FIRST_CHUNK_FEWER_LAYERS] = NUM_ROW("first_chunk_fewer_layers", NULL, NULL, 0, 4096, 0),
+    [MEM4D_LAYOUT_LAST_CHUNK_FEWER_LAYERS] = NUM_ROW("last_chunk_fewer_layers", NULL, NULL, 0, 4096, 0),
 };
 M4D_TABLE_ROWS(m4d_layout_params, M4D_LAYOUT_NPARAM);
 

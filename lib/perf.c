@@ -369,6 +369,13 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
  * stages as Megatron's decoder_{first,last}_pipeline_num_layers). */
 static void stage_layers(const struct m4d_ctx *x, double *first, double *mid, double *last)
 {
+    if (m4d_chunked(x)) { /* a shorter first / last virtual stage */
+        double full = D(x->v * m4d_vs_mid(x));
+        *first = full - D(x->cf) - (x->p == 1 ? D(x->cl) : 0);
+        *last = full - D(x->cl) - (x->p == 1 ? D(x->cf) : 0);
+        *mid = full;
+        return;
+    }
     uint64_t fl = x->p > 1 ? x->first_layers : 0, ll = x->p > 1 ? x->last_layers : 0;
     uint64_t rest_n = x->p - (fl != 0) - (ll != 0), rest_l = x->L - fl - ll;
     double per = rest_n ? D(rest_l) / D(rest_n) : 0;

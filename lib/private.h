@@ -28,8 +28,8 @@
  * raise the count, name the new last value and append the table rows. */
 #define M4D_MODEL_NPARAM 31
 M4D_ENUM_COUNT(M4D_MODEL_NPARAM, MEM4D_MODEL_QK_NORM_WHOLE);
-#define M4D_LAYOUT_NPARAM 62
-M4D_ENUM_COUNT(M4D_LAYOUT_NPARAM, MEM4D_LAYOUT_PP_RETURN_OUTPUTS);
+#define M4D_LAYOUT_NPARAM 64
+M4D_ENUM_COUNT(M4D_LAYOUT_NPARAM, MEM4D_LAYOUT_LAST_CHUNK_FEWER_LAYERS);
 #define M4D_DEVICE_NPARAM 24
 M4D_ENUM_COUNT(M4D_DEVICE_NPARAM, MEM4D_DEVICE_HOST_BANDWIDTH);
 #define M4D_NTERMS 15
@@ -159,6 +159,7 @@ struct m4d_ctx {
     bool cap_pad;                      /* expert inputs padded to the capacity */
     uint64_t act_offload;              /* layers whose activations go to the host */
     bool pp_outputs;                   /* torch pipelining keeps the last stage's outputs */
+    uint64_t cf, cl;                   /* layers fewer in the first / last virtual stage */
     bool precision_aware;              /* the optimizer takes low-precision gradients as they are */
     bool tp_overlap;                   /* TP collectives chunked under their GEMMs */
     uint64_t bucket, first_layers, last_layers, vocab_div;
@@ -321,6 +322,19 @@ mem4d_status m4d_resolve(const mem4d_model *model, const mem4d_layout *layout,
 static inline bool m4d_recompute_layers_ok(const struct m4d_ctx *x)
 {
     return x->recompute != 2 || x->rc_layers <= x->L / x->p;
+}
+
+/* Virtual stages (k = chunk·p + rank, pp·vpp of them). With the first or the
+ * last one shorter (cf, cl) every other holds m4d_vs_mid() layers. */
+static inline bool m4d_chunked(const struct m4d_ctx *x) { return x->cf || x->cl; }
+static inline uint64_t m4d_vs_mid(const struct m4d_ctx *x) { return (x->L + x->cf + x->cl) / (x->p * x->v); }
+static inline uint64_t m4d_vs_layers(const struct m4d_ctx *x, uint64_t k)
+{
+    return m4d_vs_mid(x) - (k == 0 ? x->cf : 0) - (k == x->p * x->v - 1 ? x->cl : 0);
+}
+static inline uint64_t m4d_vs_first_layer(const struct m4d_ctx *x, uint64_t k)
+{
+    return k == 0 ? 0 : k * m4d_vs_mid(x) - x->cf;
 }
 
 /* The rules of layout.c's check_framework() that depend on the recompute

@@ -334,6 +334,10 @@ static bool build_groups(mem4d_search *s)
                                                        : s->dev.v[MEM4D_DEVICE_GPUS_PER_NODE];
     bool local = s->opt[MEM4D_SEARCH_NODE_LOCAL] != 0;
     bool uneven = s->base.v[MEM4D_LAYOUT_FIRST_STAGE_LAYERS] || s->base.v[MEM4D_LAYOUT_LAST_STAGE_LAYERS];
+    /* Shorter first/last virtual stages: the (L + cf + cl) counted layers
+     * split evenly over the p·v virtual stages (m4d_resolve() checks the rest). */
+    uint64_t cf = s->base.v[MEM4D_LAYOUT_FIRST_CHUNK_FEWER_LAYERS], cl = s->base.v[MEM4D_LAYOUT_LAST_CHUNK_FEWER_LAYERS];
+    bool chunked = cf || cl;
     uint64_t div[M4D_MAX_DIVISORS];
     size_t nd = m4d_divisors(world, div, M4D_MAX_DIVISORS);
     s->ngroups = 0;
@@ -354,7 +358,7 @@ static bool build_groups(mem4d_search *s)
                 uint64_t last = s->base.v[MEM4D_LAYOUT_LAST_STAGE_LAYERS];
                 if (!knob_allows(&s->knob[K_DP], d))
                     continue;
-                if (!uneven && L % p != 0 &&
+                if (!chunked && !uneven && L % p != 0 &&
                     (!s->opt[MEM4D_SEARCH_UNEVEN_STAGES] || !uneven_split(L, p, &first, &last)))
                     continue;
                 /* v > 1 needs p > 1 and v dividing every stage's layers
@@ -362,10 +366,14 @@ static bool build_groups(mem4d_search *s)
                 uint64_t vmax = L / p, mid = vmax;
                 if (first || last)
                     stage_sizes(L, p, first, last, &vmax, &mid);
+                if (chunked)
+                    vmax = (L + cf + cl) / p, mid = first = last = 0;
                 if (p < 2)
                     vmax = 1;
                 for (uint64_t v = 1; v <= vmax; v++) {
-                    if (mid % v || first % v || last % v || !knob_allows(&s->knob[K_VPP], v))
+                    if (chunked ? (L + cf + cl) % (p * v) != 0 : (mid % v || first % v || last % v))
+                        continue;
+                    if (!knob_allows(&s->knob[K_VPP], v))
                         continue;
                     /* dist_opt 1 first: when its static bytes cannot fit,
                      * neither can dist_opt 0's (see dead_block) */

@@ -275,14 +275,19 @@ END_TEST
  * recompute): at most L - N layers' activations stay on the GPU, N·A_layer
  * less; nothing else moves; the report warns that the step time leaves the
  * transfers out. Megatron's own limits are refused. */
-static mem4d_report *one_stage(const char *extra)
+/* Estimate the model on layout l (freed) and return the report. */
+static mem4d_report *estimate_layout(mem4d_layout *l)
 {
-    mem4d_layout *l = tu_layout("tp=2", "pp=1", "dp=2", "seq=4096", "gbs=64", extra, NULL);
     mem4d_report *r = NULL;
     ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
     ck_assert_msg(mem4d_estimate(model, l, device, r) == MEM4D_OK, "%s", mem4d_report_message(r));
     mem4d_layout_free(l);
     return r;
+}
+
+static mem4d_report *one_stage(const char *extra)
+{
+    return estimate_layout(tu_layout("tp=2", "pp=1", "dp=2", "seq=4096", "gbs=64", extra, NULL));
 }
 
 START_TEST(activation_offloading)
@@ -315,6 +320,47 @@ START_TEST(activation_offloading)
     mem4d_layout_free(pl);
     mem4d_report_free(a);
     mem4d_report_free(b);
+}
+END_TEST
+
+/* Shorter first/last virtual stages (pp 2, vpp 2, 4 virtual stages of
+ * (32 + 2 + 2)/4 = 9 layers, the two ends 7): both ranks still hold 16
+ * layers, but rank 0's chunks are 7 and 9 layers and rank 1's 9 and 7. The
+ * interleaved schedule keeps 5 chunk-micro-batches on rank 0 (chunk 0,
+ * 0, 1, 1, 0: 3·7 + 2·9 = 39 layers' worth, one A_layer less than 5·8
+ * evenly) and 3 on rank 1 (9, 9, 7: 25, one more than 3·8). */
+static mem4d_report *two_by_two(const char *a, const char *b)
+{
+    return estimate_layout(tu_layout("tp=2", "pp=2", "vpp=2", "dp=2", "seq=4096", "gbs=64", a, b, NULL));
+}
+
+START_TEST(shorter_end_virtual_stages)
+{
+    mem4d_report *even = two_by_two(NULL, NULL);
+    mem4d_report *ends = two_by_two("first_chunk_fewer_layers=2", "last_chunk_fewer_layers=2");
+    for (uint32_t r = 0; r < 2; r++) {
+        ck_assert_uint_eq(get(ends, r, MEM4D_TERM_LAYERS), 16);
+        ck_assert_uint_eq(get(ends, r, MEM4D_TERM_PARAMS), get(even, r, MEM4D_TERM_PARAMS));
+    }
+    ck_assert_uint_eq(get(even, 0, MEM4D_TERM_ACTIVATIONS) - get(ends, 0, MEM4D_TERM_ACTIVATIONS), A_LAYER);
+    ck_assert_uint_eq(get(ends, 1, MEM4D_TERM_ACTIVATIONS) - get(even, 1, MEM4D_TERM_ACTIVATIONS), A_LAYER);
+    mem4d_report_free(even);
+    mem4d_report_free(ends);
+    /* Uneven totals: pp 2 x vpp 2 with 3 fewer first: (32 + 3 + 1)/4 = 9, rank 0 holds 6 + 9 */
+    mem4d_report *u = two_by_two("first_chunk_fewer_layers=3", "last_chunk_fewer_layers=1");
+    ck_assert_uint_eq(get(u, 0, MEM4D_TERM_LAYERS), 15);
+    ck_assert_uint_eq(get(u, 1, MEM4D_TERM_LAYERS), 17);
+    mem4d_report_free(u);
+    static const char *const bad[][3] = {{"first_chunk_fewer_layers=1", "last_chunk_fewer_layers=0", NULL},
+                                         {"first_chunk_fewer_layers=1", "decoder_first_pipeline_num_layers=8", NULL},
+                                         {"first_chunk_fewer_layers=12", "last_chunk_fewer_layers=0", NULL}};
+    static const mem4d_status want[] = {MEM4D_E_LAYERS_PP, MEM4D_E_CONFLICT, MEM4D_E_LAYERS_PP};
+    for (size_t i = 0; i < 3; i++) {
+        mem4d_layout *l = tu_layout("tp=2", "pp=2", "vpp=2", "dp=2", "seq=4096", bad[i][0], bad[i][1], NULL);
+        char why[256];
+        ck_assert_int_eq(mem4d_validate(model, l, why, sizeof why), want[i]);
+        mem4d_layout_free(l);
+    }
 }
 END_TEST
 
@@ -690,6 +736,7 @@ int main(void)
     tcase_add_test(tc, experts_split_by_ep);
     tcase_add_test(tc, distributed_optimizer_instances);
     tcase_add_test(tc, activation_offloading);
+    tcase_add_test(tc, shorter_end_virtual_stages);
     tcase_add_test(tc, moe_token_capacity);
     tcase_add_test(tc, moe_preset_parameter_counts);
     tcase_add_test(tc, overflow_is_range_not_wrap);

@@ -1127,6 +1127,21 @@ static const struct modelled_case {
       "Et|ttt|t|tttL"}, -1, MEM4D_LAYOUT_LAST_STAGE_LAYERS, 6},
     {{BASE_JOB, "--num-layers", "8", "--pipeline-model-parallel-size", "2", "--pipeline-model-parallel-layout",
       "Et|ttt|t|tttL"}, -1, MEM4D_LAYOUT_VPP, 2},
+    /* Every virtual stage alike but shorter ends (as "Et|(tt|)*30mL" writes DeepSeek-V3): 4 virtual stages
+     * of 2 layers, 1 fewer at each end. */
+    {{BASE_JOB, "--num-layers", "6", "--pipeline-model-parallel-size", "2", "--pipeline-model-parallel-layout",
+      "Et|tt|tt|tL"}, -1, MEM4D_LAYOUT_FIRST_CHUNK_FEWER_LAYERS, 1},
+    {{BASE_JOB, "--num-layers", "6", "--pipeline-model-parallel-size", "2", "--pipeline-model-parallel-layout",
+      "Et|tt|tt|tL"}, -1, MEM4D_LAYOUT_LAST_CHUNK_FEWER_LAYERS, 1},
+    {{BASE_JOB, "--num-layers", "6", "--pipeline-model-parallel-size", "2", "--pipeline-model-parallel-layout",
+      "E|(tt|)*2ttL"}, -1, MEM4D_LAYOUT_FIRST_CHUNK_FEWER_LAYERS, 2},
+    /* The embedding and loss counted as layers with virtual stages: (6 + 2)/(2 x 2) = 2 per virtual stage. */
+    {{BASE_JOB, "--num-layers", "6", "--pipeline-model-parallel-size", "2", "--num-layers-per-virtual-pipeline-stage",
+      "2", "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split"},
+     -1, MEM4D_LAYOUT_VPP, 2},
+    {{BASE_JOB, "--num-layers", "6", "--pipeline-model-parallel-size", "2", "--num-layers-per-virtual-pipeline-stage",
+      "2", "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split"},
+     -1, MEM4D_LAYOUT_LAST_CHUNK_FEWER_LAYERS, 1},
     /* bf16 at stage 0 is DeepSpeed's BF16_Optimizer: fp32 master weights and moments partitioned over dp. */
     {{BASE_JOB, "--deepspeed", "--zero-stage", "0"}, -1, MEM4D_LAYOUT_ZERO_STAGE, 1},
     /* The architecture: biases, positions, query/key norms. */
@@ -1580,9 +1595,9 @@ static const struct {
     const char *name;
     const char *refused; /* NULL: judged; "oom": judged out of memory (an open question); else the reason */
 } recipes_expected[] = {
-    {"deepseek-v3-b200-256gpu-mxfp8", "--pipeline-model-parallel-layout gives rank 0 virtual stages of 1 and 2 layers"},
-    {"deepseek-v3-h100-1024gpu-fp8", "--pipeline-model-parallel-layout gives rank 0 virtual stages of 1 and 2 layers"},
-    {"deepseek-v3-h100-256gpu-16k-offload", "--pipeline-model-parallel-layout gives rank 7 virtual stages of 2 and 1 layers"},
+    {"deepseek-v3-b200-256gpu-mxfp8", "--moe-flex-dispatcher-backend is not a flag this version knows"},
+    {"deepseek-v3-h100-1024gpu-fp8", "--moe-flex-dispatcher-backend is not a flag this version knows"},
+    {"deepseek-v3-h100-256gpu-16k-offload", "--moe-flex-dispatcher-backend is not a flag this version knows"},
     {"llama3-8b-h100-8gpu-fp8-mock", "oom"},
     {"pai-deepseek-v2-lite-8gpu", "the vocabulary size is unknown"},
     {"qwen3-235b-a22b-h100-256gpu", "--moe-flex-dispatcher-backend is not a flag this version knows"},

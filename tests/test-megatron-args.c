@@ -9,11 +9,18 @@
 #include "testutil.h"
 
 /* Split a line at single spaces (the function writes no quoted words). */
+/* Split a line as the shell would: at spaces, a single-quoted word losing
+ * its quotes (the pipeline layout is written quoted). */
 static int split(char *line, const char **argv, int max)
 {
     int n = 0;
     for (char *tok = strtok(line, " "); tok; tok = strtok(NULL, " ")) {
         ck_assert_int_lt(n, max);
+        size_t len = strlen(tok);
+        if (len >= 2 && tok[0] == '\'' && tok[len - 1] == '\'') {
+            tok[len - 1] = '\0';
+            tok++;
+        }
         argv[n++] = tok;
     }
     return n;
@@ -79,6 +86,7 @@ static const char *const round_trips[][12] = {
     {"tp=8", "dp=1", "seq=4096", "moe_capacity_factor_ppm=1050000", "moe_pad_to_capacity=1", NULL},
     {"tp=8", "dp=1", "seq=4096", "moe_capacity_factor_ppm=2000000", NULL},
     {"tp=8", "dp=1", "seq=4096", "recompute=none", "activation_offload_layers=40", NULL},
+    {"tp=8", "pp=4", "vpp=2", "dp=1", "seq=4096", "first_chunk_fewer_layers=2", "last_chunk_fewer_layers=6", NULL},
 };
 
 static const mem4d_layout_param compared[] = {
@@ -89,6 +97,7 @@ static const mem4d_layout_param compared[] = {
     MEM4D_LAYOUT_RECOMPUTE, MEM4D_LAYOUT_RECOMPUTE_METHOD, MEM4D_LAYOUT_RECOMPUTE_LAYERS,
     MEM4D_LAYOUT_TP_COMM_OVERLAP, MEM4D_LAYOUT_OPTIMIZER_MOMENTS, MEM4D_LAYOUT_DIST_OPT_INSTANCES,
     MEM4D_LAYOUT_MOE_CAPACITY_FACTOR_PPM, MEM4D_LAYOUT_MOE_PAD_TO_CAPACITY, MEM4D_LAYOUT_ACTIVATION_OFFLOAD_LAYERS,
+    MEM4D_LAYOUT_FIRST_CHUNK_FEWER_LAYERS, MEM4D_LAYOUT_LAST_CHUNK_FEWER_LAYERS,
 };
 
 START_TEST(reads_back_through_the_importer)

@@ -300,6 +300,12 @@ START_TEST(complete_with_activation_offloading)
     ck_assert_int_eq(mem4d_layout_set(base, MEM4D_LAYOUT_ACTIVATION_OFFLOAD_LAYERS, 8), MEM4D_OK);
     check_complete("llama3.1-8b", "h100-80", 0, base, false, true);
     mem4d_layout_free(base);
+    /* shorter end virtual stages: which pp x vpp split (32 + 1 + 1) layers */
+    base = base_layout(8, 4096, 16);
+    ck_assert_int_eq(mem4d_layout_set(base, MEM4D_LAYOUT_FIRST_CHUNK_FEWER_LAYERS, 1), MEM4D_OK);
+    ck_assert_int_eq(mem4d_layout_set(base, MEM4D_LAYOUT_LAST_CHUNK_FEWER_LAYERS, 1), MEM4D_OK);
+    check_complete("llama3.1-8b", "h100-80", 0, base, false, true);
+    mem4d_layout_free(base);
     /* and one whose rule depends on dp x cp and the distributed optimizer */
     base = base_layout(16, 4096, 32);
     ck_assert_int_eq(mem4d_layout_set(base, MEM4D_LAYOUT_DIST_OPT_INSTANCES, 2), MEM4D_OK);

@@ -163,6 +163,8 @@ class LayoutParam(enum.IntEnum):
     MOE_PAD_TO_CAPACITY = 59
     ACTIVATION_OFFLOAD_LAYERS = 60
     PP_RETURN_OUTPUTS = 61
+    FIRST_CHUNK_FEWER_LAYERS = 62
+    LAST_CHUNK_FEWER_LAYERS = 63
 
 
 class Framework(enum.IntEnum):

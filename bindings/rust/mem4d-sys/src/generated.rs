@@ -407,6 +407,15 @@ pub const MEM4D_LAYOUT_ACTIVATION_OFFLOAD_LAYERS: mem4d_layout_param = 60;
 /// the earlier micro-batches at each loss, and twice all of them while they are merged. Framework torchtitan; no effect
 /// without pipeline parallelism. Default 0. @since 0.2
 pub const MEM4D_LAYOUT_PP_RETURN_OUTPUTS: mem4d_layout_param = 61;
+/// "first_chunk_fewer_layers": the first virtual pipeline stage (stage 0's first chunk) holds this many transformer
+/// layers fewer than every other virtual stage: Megatron's --account-for-embedding-in-pipeline-split, or a
+/// --pipeline-model-parallel-layout such as "Et|(tt|)*30mL". With it or MEM4D_LAYOUT_LAST_CHUNK_FEWER_LAYERS set, the
+/// pp·vpp virtual stages hold (num_layers + first + last)/(pp·vpp) layers each (which must divide), less these at the
+/// two ends; not with first/last_stage_layers. Default 0. @since 0.2
+pub const MEM4D_LAYOUT_FIRST_CHUNK_FEWER_LAYERS: mem4d_layout_param = 62;
+/// "last_chunk_fewer_layers": the same for the last virtual stage (the last stage's last chunk;
+/// --account-for-loss-in-pipeline-split). Default 0. @since 0.2
+pub const MEM4D_LAYOUT_LAST_CHUNK_FEWER_LAYERS: mem4d_layout_param = 63;
 
 /// `mem4d_framework` (a C enum, passed as `int`): Values of MEM4D_LAYOUT_FRAMEWORK.
 pub type mem4d_framework = c_int;
