@@ -1022,7 +1022,8 @@ static uint64_t userbuffers(bool *ok, const struct m4d_ctx *x)
 static uint64_t pick_moment(bool *ok, const struct m4d_ctx *x, const mem4d_device *dev, const struct shared *sh,
                             uint64_t r, const struct stage_params *n, uint64_t *t)
 {
-    uint64_t act, act_emb, fb = add(ok, sh->fb, pp_recv_buffers(ok, x, r)), stranded, extra;
+    uint64_t recv = pp_recv_buffers(ok, x, r); /* kept at every moment */
+    uint64_t act, act_emb, fb = add(ok, sh->fb, recv), stranded, extra;
     stage_activations(ok, x, sh, r, &t[MEM4D_TERM_IN_FLIGHT], &act, &act_emb, &stranded);
     extra = stranded;
     t[MEM4D_TERM_ACTIVATIONS] = act;
@@ -1039,7 +1040,7 @@ static uint64_t pick_moment(bool *ok, const struct m4d_ctx *x, const mem4d_devic
             extra = 0;
         }
     }
-    uint64_t step = add(ok, step_buffers(ok, x, dev, n), pp_recv_buffers(ok, x, r)), kept, merge;
+    uint64_t step = add(ok, step_buffers(ok, x, dev, n), recv), kept, merge;
     pp_kept_outputs(ok, x, &kept, &merge);
     if (r == x->p - 1) /* the merged outputs at the end of the pipeline step */
         step = add(ok, step, merge);

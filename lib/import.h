@@ -91,12 +91,12 @@ enum m4d_flag_kind {
     M4D_FLAG_WARN,   /* changes memory in a way not modelled: a warning says how */
 };
 
-/* The modelled flags: the reader's slots (import_megatron.c gives each its meaning). */
 /* Why CUDA graphs are only warned about (the flag table and the reader). */
 #define CUDA_GRAPH_WHY                                                                                             \
     "captures layers in CUDA graphs, whose private memory pool keeps the captured buffers for the whole run; "   \
     "not modelled (the estimate counts eager execution)"
 
+/* The modelled flags: the reader's slots (import_megatron.c gives each its meaning). */
 enum m4d_mflag {
     MF_NUM_LAYERS, MF_HIDDEN, MF_FFN, MF_HEADS, MF_GQA, MF_GROUPS, MF_KV_CHANNELS,
     MF_SEQ, MF_ENC_SEQ, MF_MAX_POS, MF_MBS, MF_GBS, MF_TP, MF_PP, MF_CP,

@@ -67,13 +67,21 @@ static mem4d_status parse_int(mem4d_import *imp, const char *flag, const char *t
     return MEM4D_OK;
 }
 
-static mem4d_status parse_real(mem4d_import *imp, const char *flag, const char *text, double *out)
+/* A finite decimal number (Megatron's type=float). */
+static mem4d_status parse_number(mem4d_import *imp, const char *flag, const char *text, double *out)
 {
     char *end = NULL;
     errno = 0;
-    double r = strtod(text, &end);
-    if (end == text || *end != '\0' || errno == ERANGE || !isfinite(r))
+    *out = strtod(text, &end);
+    if (end == text || *end != '\0' || errno == ERANGE || !isfinite(*out))
         return m4d_imp_fail(imp, MEM4D_E_PARSE, "--%s: '%s' is not a number", flag, text);
+    return MEM4D_OK;
+}
+
+static mem4d_status parse_real(mem4d_import *imp, const char *flag, const char *text, double *out)
+{
+    double r;
+    TRY(parse_number(imp, flag, text, &r));
     if (r < 0.0 || r > 1.0)
         return m4d_imp_fail(imp, MEM4D_E_RANGE, "--%s %s is not a probability in [0, 1]", flag, text);
     *out = r;
@@ -817,13 +825,8 @@ static mem4d_status apply_cpu_offloading(mem4d_import *imp, const struct opt_val
 static mem4d_status apply_moe_capacity(mem4d_import *imp, const struct opt_val *vals, mem4d_layout *l)
 {
     double f = 0;
-    if (GIVEN(MF_MOE_CAP)) { /* type=float */
-        const char *text = vals[MF_MOE_CAP].s;
-        char *end = NULL;
-        errno = 0;
-        f = strtod(text, &end);
-        if (end == text || *end != '\0' || errno == ERANGE || !isfinite(f))
-            return m4d_imp_fail(imp, MEM4D_E_PARSE, "--moe-expert-capacity-factor: '%s' is not a number", text);
+    if (GIVEN(MF_MOE_CAP)) {
+        TRY(parse_number(imp, "moe-expert-capacity-factor", vals[MF_MOE_CAP].s, &f));
         if (f < 0)
             f = 0;
     }
@@ -1176,7 +1179,7 @@ static mem4d_status apply_pp_layout(mem4d_import *imp, const struct opt_val *val
         if (middle) {
             TRY(SET_L(l, MEM4D_LAYOUT_FIRST_CHUNK_FEWER_LAYERS, t[1] - t[0], flag));
             TRY(SET_L(l, MEM4D_LAYOUT_LAST_CHUNK_FEWER_LAYERS, t[1] - t[S - 1], flag));
-            return vpp > 1 ? SET_L(l, MEM4D_LAYOUT_VPP, vpp, flag) : MEM4D_OK;
+            return SET_L(l, MEM4D_LAYOUT_VPP, vpp, flag);
         }
     }
     /* Rank r holds virtual stages r, r + p, ...; the estimate gives each rank's

@@ -98,15 +98,6 @@ START_TEST(h100_94_is_the_nvl)
 }
 END_TEST
 
-static uint64_t get(const mem4d_device *d, const char *key)
-{
-    mem4d_device_param k;
-    uint64_t v = 0;
-    ck_assert_int_eq(mem4d_device_param_from_name(key, &k), MEM4D_OK);
-    ck_assert_int_eq(mem4d_device_get(d, k, &v), MEM4D_OK);
-    return v;
-}
-
 START_TEST(device_files)
 {
     mem4d_device *d = NULL;
@@ -121,9 +112,9 @@ START_TEST(device_files)
                                "nic_bandwidth = 50000000000";
     ck_assert_int_eq(mem4d_device_parse(d, text, sizeof text - 1, why, sizeof why), MEM4D_OK);
     ck_assert_str_eq(mem4d_device_name(d), "grand-teton-500w");
-    ck_assert_uint_eq(get(d, "peak_flops"), UINT64_C(800000000000000));
-    ck_assert_uint_eq(get(d, "memory_bytes"), 80 * GiB);
-    ck_assert_uint_eq(get(d, "nics_per_node"), 8);
+    ck_assert_uint_eq(tu_device_get(d, "peak_flops"), UINT64_C(800000000000000));
+    ck_assert_uint_eq(tu_device_get(d, "memory_bytes"), 80 * GiB);
+    ck_assert_uint_eq(tu_device_get(d, "nics_per_node"), 8);
     /* format, then parse into a blank device: the same device. */
     size_t len = 0;
     ck_assert_int_eq(mem4d_device_format(d, NULL, 0, &len), MEM4D_E_RANGE);
@@ -138,8 +129,8 @@ START_TEST(device_files)
     ck_assert_int_eq(mem4d_device_parse(e, buf, len, why, sizeof why), MEM4D_OK);
     ck_assert_str_eq(mem4d_device_name(e), "grand-teton-500w");
     for (size_t k = 0; k < mem4d_device_param_count(); k++)
-        ck_assert_uint_eq(get(e, mem4d_device_param_name((mem4d_device_param)k)),
-                          get(d, mem4d_device_param_name((mem4d_device_param)k)));
+        ck_assert_uint_eq(tu_device_get(e, mem4d_device_param_name((mem4d_device_param)k)),
+                          tu_device_get(d, mem4d_device_param_name((mem4d_device_param)k)));
     /* A new device's unset memory_bytes is written as a comment (found by fuzz_calibrate). */
     mem4d_device *blank = NULL, *back = NULL;
     ck_assert_int_eq(mem4d_device_new(&blank), MEM4D_OK);
@@ -147,7 +138,7 @@ START_TEST(device_files)
     ck_assert_int_eq(mem4d_device_format(blank, buf, sizeof buf, &len), MEM4D_OK);
     ck_assert_ptr_nonnull(strstr(buf, "# memory_bytes not set\n"));
     ck_assert_int_eq(mem4d_device_parse(back, buf, len, why, sizeof why), MEM4D_OK);
-    ck_assert_uint_eq(get(back, "memory_bytes"), 0);
+    ck_assert_uint_eq(tu_device_get(back, "memory_bytes"), 0);
     mem4d_device_free(back);
     mem4d_device_free(blank);
     /* Refusals name the line and leave the device as it was. */
@@ -168,7 +159,7 @@ START_TEST(device_files)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         ck_assert_int_eq(mem4d_device_parse(e, bad[i].text, strlen(bad[i].text), why, sizeof why), bad[i].st);
         ck_assert_str_eq(why, bad[i].why);
-        ck_assert_uint_eq(get(e, "gpus_per_node"), 8);
+        ck_assert_uint_eq(tu_device_get(e, "gpus_per_node"), 8);
     }
     ck_assert_int_eq(mem4d_device_parse(e, "a\0b = 1", 7, why, sizeof why), MEM4D_E_PARSE);
     ck_assert_int_eq(mem4d_device_parse(NULL, "", 0, NULL, 0), MEM4D_E_INVALID_ARG);
@@ -183,8 +174,8 @@ START_TEST(device_files)
     ck_assert_int_eq(mem4d_device_load(e, path, why, sizeof why), MEM4D_OK);
     remove(path);
     ck_assert_str_eq(mem4d_device_name(e), "gb200-186");
-    ck_assert_uint_eq(get(e, "nvlink_domain"), 72);
-    ck_assert_uint_eq(get(e, "nics_per_node"), 2);
+    ck_assert_uint_eq(tu_device_get(e, "nvlink_domain"), 72);
+    ck_assert_uint_eq(tu_device_get(e, "nics_per_node"), 2);
     ck_assert_int_eq(mem4d_device_format(NULL, buf, sizeof buf, NULL), MEM4D_E_INVALID_ARG);
     mem4d_device_free(e);
     mem4d_device_free(d);

@@ -130,12 +130,11 @@ static void uneven_split(struct row *r, uint64_t L, uint64_t p, uint64_t v)
          * L div pv, the middle ones one more while layers remain, the last
          * the rest; with every middle one longer, the two ends are one
          * layer shorter (first/last_chunk_fewer_layers) */
-        uint64_t pv = p * v, b = L / pv, extra = L % pv;
+        uint64_t pv = p * v, extra = L % pv;
         if (r->fw != MEM4D_FRAMEWORK_TORCHTITAN || extra != pv - 2) {
             note_unmodelled(r, "interleaved stages of unequal layer counts");
             return;
         }
-        (void)b;
         set(r, MEM4D_LAYOUT_FIRST_CHUNK_FEWER_LAYERS, 1);
         set(r, MEM4D_LAYOUT_LAST_CHUNK_FEWER_LAYERS, 1);
         return;

@@ -391,15 +391,6 @@ END_TEST
  * buckets, each bucket pays 2·log2(1024) = 20 inter-node latencies instead
  * of the ring's 2·1023, and the tree moves 2·bytes at 0.92 of the link's
  * bandwidth. Without latency the ring's 2(n-1)/n·bytes wins. */
-static double device_value(const mem4d_device *d, const char *key)
-{
-    mem4d_device_param k;
-    uint64_t v = 0;
-    ck_assert_int_eq(mem4d_device_param_from_name(key, &k), MEM4D_OK);
-    ck_assert_int_eq(mem4d_device_get(d, k, &v), MEM4D_OK);
-    return (double)v;
-}
-
 START_TEST(tree_all_reduce_across_nodes)
 {
     mem4d_model *m = tu_model("llama3.2-1b");
@@ -408,10 +399,11 @@ START_TEST(tree_all_reduce_across_nodes)
                                 "ddp_bucket_size=10000000", NULL);
     mem4d_report *r = NULL;
     ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
-    double gpn = device_value(d, "gpus_per_node"), nics = device_value(d, "nics_per_node");
-    double bw = nics > 0 ? nics * device_value(d, "nic_bandwidth") / gpn : device_value(d, "inter_node_bandwidth");
-    bw *= device_value(d, "comm_efficiency_ppm") * 1e-6;
-    double lat = device_value(d, "inter_node_latency_ns") * 1e-9, n = 1024;
+    double gpn = (double)tu_device_get(d, "gpus_per_node"), nics = (double)tu_device_get(d, "nics_per_node");
+    double bw = nics > 0 ? nics * (double)tu_device_get(d, "nic_bandwidth") / gpn
+                         : (double)tu_device_get(d, "inter_node_bandwidth");
+    bw *= (double)tu_device_get(d, "comm_efficiency_ppm") * 1e-6;
+    double lat = (double)tu_device_get(d, "inter_node_latency_ns") * 1e-9, n = 1024;
     /* without latency the ring's 2(n-1)/n·bytes wins: it gives the bytes */
     ck_assert_int_eq(mem4d_device_set_str(d, "inter_node_latency_ns", "0"), MEM4D_OK);
     ck_assert_int_eq(mem4d_device_set_str(d, "intra_node_latency_ns", "0"), MEM4D_OK);

@@ -32,6 +32,15 @@ mem4d_device *tu_device(const char *preset)
     return d;
 }
 
+uint64_t tu_device_get(const mem4d_device *d, const char *key)
+{
+    mem4d_device_param k;
+    uint64_t v = 0;
+    ck_assert_int_eq(mem4d_device_param_from_name(key, &k), MEM4D_OK);
+    ck_assert_int_eq(mem4d_device_get(d, k, &v), MEM4D_OK);
+    return v;
+}
+
 mem4d_layout *tu_layout(const char *first, ...)
 {
     mem4d_layout *l = NULL;

@@ -20,6 +20,9 @@ int tu_run(Suite *s);
 mem4d_model *tu_model(const char *preset);
 mem4d_device *tu_device(const char *preset);
 
+/* A device's value of the key named `key` (aborts the test on failure). */
+uint64_t tu_device_get(const mem4d_device *d, const char *key);
+
 /* A layout from "key=value" pairs, NULL-terminated. */
 mem4d_layout *tu_layout(const char *first, ...);
 
