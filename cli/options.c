@@ -193,6 +193,16 @@ static bool parse_keyval(struct cli_args *a, const struct cli_option *o, const c
     memcpy(key, kv, (size_t)(eq - kv));
     key[eq - kv] = '\0';
     const char *val = eq + 1;
+    if (o->dest == CLI_TO_LAYOUT && strcmp(key, "stage_layers") == 0) {
+        /* the layer table: a list, not a key's number */
+        mem4d_status st = mem4d_layout_set_str(a->layout, key, val);
+        if (st != MEM4D_OK) {
+            cli_error("%s stage_layers needs the layers of each virtual stage, comma-separated (at most %zu, "
+                      "4096 layers in all), got '%s'", o->name, mem4d_layout_stage_layers_max(), val);
+            return false;
+        }
+        return true;
+    }
     if (val[0] >= '0' && val[0] <= '9' && !all_digits(val)) {
         cli_error("%s %s needs a decimal number, got '%s'", o->name, key, val);
         return false;

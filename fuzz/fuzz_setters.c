@@ -43,8 +43,33 @@
                          value, (int)st_);                                           \
     } while (0)
 
+/* The layout's layer table, set by name from a list: a failure leaves the
+ * table as it was, a success reads back within its bounds. */
+static void set_stage_layers(mem4d_layout *l, const char *value)
+{
+    uint32_t before[64], after[64];
+    size_t nb = mem4d_layout_get_stage_layers(l, before, 64);
+    mem4d_status st = mem4d_layout_set_str(l, "stage_layers", value);
+    size_t na = mem4d_layout_get_stage_layers(l, after, 64);
+    FUZZ_REQUIRE(na <= mem4d_layout_stage_layers_max(), "stage_layers: %zu entries", na);
+    if (st == MEM4D_OK) {
+        uint64_t sum = 0;
+        for (size_t k = 0; k < na && k < 64; k++)
+            sum += after[k];
+        FUZZ_REQUIRE(sum <= 4096, "stage_layers: %llu layers", (unsigned long long)sum);
+    } else {
+        FUZZ_REQUIRE(st == MEM4D_E_PARSE || st == MEM4D_E_RANGE, "stage_layers(%s) gave %d", value, (int)st);
+        FUZZ_REQUIRE(na == nb && memcmp(before, after, (na < 64 ? na : 64) * sizeof *after) == 0,
+                     "stage_layers(%s) failed with %d and changed the table", value, (int)st);
+    }
+}
+
 static void apply(mem4d_model *m, mem4d_layout *l, mem4d_device *d, const char *name, const char *value)
 {
+    if (strcmp(name, "stage_layers") == 0 || strcmp(name, "l:stage_layers") == 0) {
+        set_stage_layers(l, value);
+        return;
+    }
     if (name[0] && name[1] == ':') {
         const char *key = name + 2;
         switch (name[0]) {

@@ -61,11 +61,11 @@ static uint64_t t_sp(const struct m4d_ctx *x) { return x->sp && x->t > 1 ? x->t 
 static uint64_t tokens(bool *ok, const struct m4d_ctx *x) { return mul(ok, x->s / x->c, x->b); }
 
 /* ℓ_r: layers of stage r (Megatron's --decoder-first/last-pipeline-num-layers,
- * or its v chunks with a shorter first/last virtual stage). */
+ * or its v virtual stages: a layer table, or a shorter first/last one). */
 static uint64_t stage_layers(const struct m4d_ctx *x, uint64_t r)
 {
     if (m4d_chunked(x))
-        return x->v * m4d_vs_mid(x) - (r == 0 ? x->cf : 0) - (r == x->p - 1 ? x->cl : 0);
+        return m4d_vs_rank_layers(x, r);
     if (!x->first_layers && !x->last_layers)
         return x->L / x->p;
     if (r == 0 && x->first_layers)
@@ -1185,8 +1185,9 @@ mem4d_status m4d_estimate_full(const struct m4d_ctx *x, const mem4d_device *dev,
     struct shared sh;
     struct middle mid = {0};
     shared_init(&ok, x, dev, &sh);
-    /* A pattern of dense and expert layers can make a middle stage heavier than stage 1. */
-    if (x->experts && (x->first_dense || x->moe_period > 1))
+    /* A pattern of dense and expert layers, or a layer table, can make a
+     * middle stage heavier than stage 1. */
+    if ((x->experts && (x->first_dense || x->moe_period > 1)) || x->nvs)
         peak_only = false;
     r->peak_only = peak_only;
     for (uint64_t i = 0; ok && i < x->p; i++) {

@@ -1160,6 +1160,14 @@ static mem4d_status apply_pp_layout(mem4d_import *imp, const struct opt_val *val
         return m4d_imp_fail(imp, MEM4D_E_LAYERS_PP, "%s places %llu transformer layers; --num-layers is %llu", flag,
                             (unsigned long long)total, (unsigned long long)L);
     uint64_t vpp = S / p;
+    for (size_t r = 0; r < p; r++) {
+        uint64_t held = 0;
+        for (size_t k = r; k < S; k += p)
+            held += t[k];
+        if (held == 0)
+            return m4d_imp_fail(imp, MEM4D_E_LAYERS_PP, "%s leaves pipeline rank %zu without a transformer layer",
+                                flag, r);
+    }
     bool even = true;
     for (size_t k = 0; k < S; k++)
         even = even && t[k] == t[0];
@@ -1182,25 +1190,28 @@ static mem4d_status apply_pp_layout(mem4d_import *imp, const struct opt_val *val
             return SET_L(l, MEM4D_LAYOUT_VPP, vpp, flag);
         }
     }
-    /* Rank r holds virtual stages r, r + p, ...; the estimate gives each rank's
-     * chunks equal shares of its layers. */
+    /* Uneven stages whose ranks split evenly over their chunks: the
+     * first/last stage keys, which every Megatron-LM reads back; any other
+     * placement: the layer table itself. */
+    bool ranks_even = true;
     for (size_t r = 0; r < p; r++)
         for (size_t k = 1; k < vpp; k++)
-            if (t[k * p + r] != t[r])
-                return m4d_imp_fail(imp, MEM4D_E_UNSUPPORTED, "%s gives rank %zu virtual stages of %u and %u "
-                                    "layers; the estimate splits a rank's layers evenly over its %llu virtual "
-                                    "stages", flag, r, t[r], t[k * p + r], (unsigned long long)vpp);
+            ranks_even = ranks_even && t[k * p + r] == t[r];
     for (size_t r = 1; r + 1 < p; r++)
-        if (t[r] != t[1])
-            return m4d_imp_fail(imp, MEM4D_E_UNSUPPORTED, "%s gives middle stages %llu and %llu layers; the "
-                                "estimate models an even split between uneven first and last stages only", flag,
-                                (unsigned long long)(t[1] * vpp), (unsigned long long)(t[r] * vpp));
-    if (t[0] == 0 || t[p - 1] == 0)
-        return m4d_imp_fail(imp, MEM4D_E_UNSUPPORTED, "%s leaves the %s stage without a transformer layer; the "
-                            "estimate's first/last stage sizes start at 1", flag, t[0] == 0 ? "first" : "last");
-    TRY(SET_L(l, MEM4D_LAYOUT_FIRST_STAGE_LAYERS, t[0] * vpp, flag));
-    TRY(SET_L(l, MEM4D_LAYOUT_LAST_STAGE_LAYERS, t[p - 1] * vpp, flag));
-    return vpp > 1 ? SET_L(l, MEM4D_LAYOUT_VPP, vpp, flag) : MEM4D_OK;
+        ranks_even = ranks_even && t[r] == t[1];
+    if (ranks_even) {
+        TRY(SET_L(l, MEM4D_LAYOUT_FIRST_STAGE_LAYERS, t[0] * vpp, flag));
+        TRY(SET_L(l, MEM4D_LAYOUT_LAST_STAGE_LAYERS, t[p - 1] * vpp, flag));
+        return vpp > 1 ? SET_L(l, MEM4D_LAYOUT_VPP, vpp, flag) : MEM4D_OK;
+    }
+    if (S > mem4d_layout_stage_layers_max())
+        return m4d_imp_fail(imp, MEM4D_E_RANGE, "%s has %zu stages; a layer table holds at most %zu", flag, S,
+                            mem4d_layout_stage_layers_max());
+    TRY(SET_L(l, MEM4D_LAYOUT_VPP, vpp, flag));
+    mem4d_status st = mem4d_layout_set_stage_layers(l, t, S);
+    if (st != MEM4D_OK)
+        return m4d_imp_fail(imp, st, "%s: its layer table was refused (%s)", flag, mem4d_status_name(st));
+    return MEM4D_OK;
 }
 
 /* World size and, as Megatron-LM does without --global-batch-size, a

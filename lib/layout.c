@@ -64,10 +64,84 @@ mem4d_status mem4d_layout_get(const mem4d_layout *layout, mem4d_layout_param key
     return MEM4D_OK;
 }
 
-mem4d_status mem4d_layout_set_str(mem4d_layout *layout, const char *name, const char *value)
+mem4d_status mem4d_layout_set_stage_layers(mem4d_layout *layout, const uint32_t *layers, size_t n)
+{
+    if (!layout || (n && !layers))
+        return MEM4D_E_INVALID_ARG;
+    if (n > M4D_MAX_VSTAGES)
+        return MEM4D_E_RANGE;
+    uint32_t first = 0;
+    for (size_t k = 0; k < n; k++) {
+        if (layers[k] > m4d_model_params[MEM4D_MODEL_NUM_LAYERS].max ||
+            first + layers[k] > m4d_model_params[MEM4D_MODEL_NUM_LAYERS].max)
+            return MEM4D_E_RANGE;
+        first += layers[k];
+    }
+    first = 0;
+    for (size_t k = 0; k < n; k++) {
+        layout->vs[k] = (uint16_t)layers[k];
+        layout->vs_first[k] = (uint16_t)first;
+        first += layers[k];
+    }
+    layout->nvs = (uint32_t)n;
+    return MEM4D_OK;
+}
+
+size_t mem4d_layout_get_stage_layers(const mem4d_layout *layout, uint32_t *layers, size_t n)
 {
     if (!layout)
+        return 0;
+    for (size_t k = 0; layers && k < n && k < layout->nvs; k++)
+        layers[k] = layout->vs[k];
+    return layout->nvs;
+}
+
+/* "3,2,2,1": decimal entries separated by commas, spaces allowed around
+ * them; "" clears the table. */
+static mem4d_status set_stage_layers_str(mem4d_layout *layout, const char *text)
+{
+    uint32_t t[M4D_MAX_VSTAGES];
+    size_t n = 0;
+    const char *p = text;
+    while (*p == ' ')
+        p++;
+    if (*p == '\0')
+        return mem4d_layout_set_stage_layers(layout, NULL, 0);
+    for (;;) {
+        while (*p == ' ')
+            p++;
+        if (*p < '0' || *p > '9')
+            return MEM4D_E_PARSE;
+        uint64_t v = 0;
+        for (; *p >= '0' && *p <= '9'; p++) {
+            v = v * 10 + (uint64_t)(*p - '0');
+            if (v > m4d_model_params[MEM4D_MODEL_NUM_LAYERS].max)
+                return MEM4D_E_RANGE;
+        }
+        if (n == M4D_MAX_VSTAGES)
+            return MEM4D_E_RANGE;
+        t[n++] = (uint32_t)v;
+        while (*p == ' ')
+            p++;
+        if (*p == '\0')
+            break;
+        if (*p++ != ',')
+            return MEM4D_E_PARSE;
+    }
+    return mem4d_layout_set_stage_layers(layout, t, n);
+}
+
+size_t mem4d_layout_stage_layers_max(void)
+{
+    return M4D_MAX_VSTAGES;
+}
+
+mem4d_status mem4d_layout_set_str(mem4d_layout *layout, const char *name, const char *value)
+{
+    if (!layout || !name || !value)
         return MEM4D_E_INVALID_ARG;
+    if (strcmp(name, "stage_layers") == 0)
+        return set_stage_layers_str(layout, value);
     return m4d_param_set_str(m4d_layout_params, NP, layout->v, name, value);
 }
 
@@ -170,6 +244,9 @@ static void ctx_layout(const mem4d_layout *l, struct m4d_ctx *x)
     x->pp_outputs = v[MEM4D_LAYOUT_PP_RETURN_OUTPUTS] != 0;
     x->cf = v[MEM4D_LAYOUT_FIRST_CHUNK_FEWER_LAYERS];
     x->cl = v[MEM4D_LAYOUT_LAST_CHUNK_FEWER_LAYERS];
+    x->nvs = l->nvs;
+    x->vs = l->vs;
+    x->vs_first = l->vs_first;
     /* torchtitan always shards with FSDP2 (over dp_shard x cp); nanotron offers
      * ZeRO-0 and ZeRO-1 only. */
     if (x->fw == MEM4D_FRAMEWORK_TORCHTITAN)
@@ -239,6 +316,31 @@ static mem4d_status check_layers(const struct m4d_ctx *x, char *why, size_t n)
         return MEM4D_E_CONFLICT;
     }
     uint64_t ends = (x->first_layers > 0) + (x->last_layers > 0);
+    if (x->nvs) {
+        /* A layer table (Megatron-Core's --pipeline-model-parallel-layout):
+         * virtual stage k on rank k mod p, every rank with a layer. */
+        if (ends || x->cf || x->cl) {
+            m4d_msg(why, n, "a stage layer table contradicts first/last_stage_layers and "
+                    "first/last_chunk_fewer_layers");
+            return MEM4D_E_CONFLICT;
+        }
+        if (x->nvs != x->p * x->v) {
+            m4d_msg(why, n, "the stage layer table has %llu virtual stages, not pp %llu x vpp %llu = %llu",
+                    U(x->nvs), U(x->p), U(x->v), U(x->p * x->v));
+            return MEM4D_E_LAYERS_PP;
+        }
+        uint64_t total = x->vs_first[x->nvs - 1] + x->vs[x->nvs - 1];
+        if (total != x->L) {
+            m4d_msg(why, n, "the stage layer table places %llu layers; the model has %llu", U(total), U(x->L));
+            return MEM4D_E_LAYERS_PP;
+        }
+        for (uint64_t r = 0; r < x->p; r++)
+            if (m4d_vs_rank_layers(x, r) == 0) {
+                m4d_msg(why, n, "the stage layer table leaves pipeline rank %llu without a layer", U(r));
+                return MEM4D_E_LAYERS_PP;
+            }
+        return MEM4D_OK;
+    }
     if (m4d_chunked(x)) {
         /* Shorter first/last virtual stages (Megatron's embedding and loss
          * counted in the split, or a pipeline layout): every virtual stage

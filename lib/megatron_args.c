@@ -62,6 +62,33 @@ static void put_pipeline(struct out *o, const mem4d_model *m, const mem4d_layout
     unsigned long long p = lv(l, MEM4D_LAYOUT_PP), v = lv(l, MEM4D_LAYOUT_VPP);
     unsigned long long L = (unsigned long long)m->v[MEM4D_MODEL_NUM_LAYERS];
     unsigned long long cf = lv(l, MEM4D_LAYOUT_FIRST_CHUNK_FEWER_LAYERS), cl = lv(l, MEM4D_LAYOUT_LAST_CHUNK_FEWER_LAYERS);
+    if (l->nvs) {
+        /* a layer table: the layout string, each run of equal virtual
+         * stages as "(t*n|)*k" */
+        unsigned long long mtp = (unsigned long long)m->v[MEM4D_MODEL_MTP_LAYERS];
+        put(o, " --pipeline-model-parallel-layout 'E");
+        for (uint32_t k = 0; k < l->nvs;) {
+            uint32_t run = 1;
+            while (k + run < l->nvs - 1 && k > 0 && l->vs[k + run] == l->vs[k])
+                run++;
+            if (run > 1) {
+                put(o, "(");
+                if (l->vs[k])
+                    put(o, "t*%u", (unsigned)l->vs[k]);
+                put(o, "|)*%u", (unsigned)run);
+            } else {
+                if (l->vs[k])
+                    put(o, "t*%u", (unsigned)l->vs[k]);
+                if (k + 1 < l->nvs)
+                    put(o, "|");
+            }
+            k += run;
+        }
+        for (unsigned long long k = 0; k < mtp; k++)
+            put(o, "m");
+        put(o, "L'");
+        return;
+    }
     if ((cf || cl) && p && v && p * v >= 2) {
         /* shorter first/last virtual stages: Megatron-Core's layout string,
          * E and L at the ends, MTP layers before the loss, single-quoted for

@@ -369,6 +369,16 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
  * stages as Megatron's decoder_{first,last}_pipeline_num_layers). */
 static void stage_layers(const struct m4d_ctx *x, double *first, double *mid, double *last)
 {
+    if (x->nvs) { /* a layer table: the heaviest middle rank stands for the middle */
+        *first = D(m4d_vs_rank_layers(x, 0));
+        *last = D(m4d_vs_rank_layers(x, x->p - 1));
+        *mid = 0;
+        for (uint64_t r = 1; r + 1 < x->p; r++)
+            *mid = MAX(*mid, D(m4d_vs_rank_layers(x, r)));
+        if (x->p < 3)
+            *mid = MAX(*first, *last);
+        return;
+    }
     if (m4d_chunked(x)) { /* a shorter first / last virtual stage */
         double full = D(x->v * m4d_vs_mid(x));
         *first = full - D(x->cf) - (x->p == 1 ? D(x->cl) : 0);

@@ -91,8 +91,14 @@ struct mem4d_model {
     char name[M4D_NAME_MAX];
 };
 
+/* Virtual stages a layer table may give (mem4d_layout_set_stage_layers). */
+#define M4D_MAX_VSTAGES 1024
+
 struct mem4d_layout {
     uint64_t v[M4D_LAYOUT_NPARAM];
+    uint32_t nvs;                       /* virtual stages in the layer table; 0: none */
+    uint16_t vs[M4D_MAX_VSTAGES];       /* transformer layers of virtual stage k (num_layers <= 4096) */
+    uint16_t vs_first[M4D_MAX_VSTAGES]; /* the first layer of virtual stage k */
 };
 
 struct mem4d_device {
@@ -160,6 +166,8 @@ struct m4d_ctx {
     uint64_t act_offload;              /* layers whose activations go to the host */
     bool pp_outputs;                   /* torch pipelining keeps the last stage's outputs */
     uint64_t cf, cl;                   /* layers fewer in the first / last virtual stage */
+    uint64_t nvs;                      /* virtual stages of a layer table (0: none) */
+    const uint16_t *vs, *vs_first;     /* the layout's table: layers and first layer of each */
     bool precision_aware;              /* the optimizer takes low-precision gradients as they are */
     bool tp_overlap;                   /* TP collectives chunked under their GEMMs */
     uint64_t bucket, first_layers, last_layers, vocab_div;
@@ -324,17 +332,30 @@ static inline bool m4d_recompute_layers_ok(const struct m4d_ctx *x)
     return x->recompute != 2 || x->rc_layers <= x->L / x->p;
 }
 
-/* Virtual stages (k = chunk·p + rank, pp·vpp of them). With the first or the
- * last one shorter (cf, cl) every other holds m4d_vs_mid() layers. */
-static inline bool m4d_chunked(const struct m4d_ctx *x) { return x->cf || x->cl; }
+/* Virtual stages (k = chunk·p + rank, pp·vpp of them): a layer table, or
+ * with the first or the last one shorter (cf, cl) every other holding
+ * m4d_vs_mid() layers. */
+static inline bool m4d_chunked(const struct m4d_ctx *x) { return x->nvs || x->cf || x->cl; }
 static inline uint64_t m4d_vs_mid(const struct m4d_ctx *x) { return (x->L + x->cf + x->cl) / (x->p * x->v); }
 static inline uint64_t m4d_vs_layers(const struct m4d_ctx *x, uint64_t k)
 {
+    if (x->nvs)
+        return x->vs[k];
     return m4d_vs_mid(x) - (k == 0 ? x->cf : 0) - (k == x->p * x->v - 1 ? x->cl : 0);
 }
 static inline uint64_t m4d_vs_first_layer(const struct m4d_ctx *x, uint64_t k)
 {
+    if (x->nvs)
+        return x->vs_first[k];
     return k == 0 ? 0 : k * m4d_vs_mid(x) - x->cf;
+}
+/* Layers of pipeline rank r: its v virtual stages r, r + p, ... */
+static inline uint64_t m4d_vs_rank_layers(const struct m4d_ctx *x, uint64_t r)
+{
+    uint64_t n = 0;
+    for (uint64_t j = 0; j < x->v; j++)
+        n += m4d_vs_layers(x, j * x->p + r);
+    return n;
 }
 
 /* The rules of layout.c's check_framework() that depend on the recompute

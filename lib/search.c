@@ -338,6 +338,8 @@ static bool build_groups(mem4d_search *s)
      * split evenly over the p·v virtual stages (m4d_resolve() checks the rest). */
     uint64_t cf = s->base.v[MEM4D_LAYOUT_FIRST_CHUNK_FEWER_LAYERS], cl = s->base.v[MEM4D_LAYOUT_LAST_CHUNK_FEWER_LAYERS];
     bool chunked = cf || cl;
+    /* A layer table fixes pp x vpp to its length. */
+    uint64_t nvs = s->base.nvs;
     uint64_t div[M4D_MAX_DIVISORS];
     size_t nd = m4d_divisors(world, div, M4D_MAX_DIVISORS);
     s->ngroups = 0;
@@ -358,7 +360,9 @@ static bool build_groups(mem4d_search *s)
                 uint64_t last = s->base.v[MEM4D_LAYOUT_LAST_STAGE_LAYERS];
                 if (!knob_allows(&s->knob[K_DP], d))
                     continue;
-                if (!chunked && !uneven && L % p != 0 &&
+                if (nvs && nvs % p != 0)
+                    continue;
+                if (!nvs && !chunked && !uneven && L % p != 0 &&
                     (!s->opt[MEM4D_SEARCH_UNEVEN_STAGES] || !uneven_split(L, p, &first, &last)))
                     continue;
                 /* v > 1 needs p > 1 and v dividing every stage's layers
@@ -368,10 +372,12 @@ static bool build_groups(mem4d_search *s)
                     stage_sizes(L, p, first, last, &vmax, &mid);
                 if (chunked)
                     vmax = (L + cf + cl) / p, mid = first = last = 0;
+                if (nvs)
+                    vmax = nvs / p, mid = first = last = 0;
                 if (p < 2)
                     vmax = 1;
                 for (uint64_t v = 1; v <= vmax; v++) {
-                    if (chunked ? (L + cf + cl) % (p * v) != 0 : (mid % v || first % v || last % v))
+                    if (nvs ? p * v != nvs : chunked ? (L + cf + cl) % (p * v) != 0 : (mid % v || first % v || last % v))
                         continue;
                     if (!knob_allows(&s->knob[K_VPP], v))
                         continue;

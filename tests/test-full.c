@@ -364,6 +364,72 @@ START_TEST(shorter_end_virtual_stages)
 }
 END_TEST
 
+/* A layer table (Megatron-Core's pipeline layout with unequal virtual
+ * stages): the table 7,9,9,7 is the shorter-ends split above, to the byte;
+ * 8,10,8,6 keeps 16 layers a rank but rank 0's chunks hold 8 and 8 (its 5
+ * in-flight chunk-micro-batches: 5·8, as the even split) and rank 1's 10
+ * and 6 (10, 10, 6: 26, two A_layer more than 3·8). */
+START_TEST(virtual_stage_layer_table)
+{
+    mem4d_report *ends = two_by_two("first_chunk_fewer_layers=2", "last_chunk_fewer_layers=2");
+    mem4d_report *same = two_by_two("stage_layers=7,9,9,7", NULL);
+    mem4d_report *even = two_by_two(NULL, NULL);
+    mem4d_report *table = two_by_two("stage_layers= 8, 10,8 ,6", NULL);
+    for (uint32_t r = 0; r < 2; r++) {
+        for (int k = 0; k < (int)mem4d_term_count(); k++)
+            ck_assert_uint_eq(get(same, r, (mem4d_term)k), get(ends, r, (mem4d_term)k));
+        ck_assert_uint_eq(get(table, r, MEM4D_TERM_LAYERS), 16);
+        ck_assert_uint_eq(get(table, r, MEM4D_TERM_PARAMS), get(even, r, MEM4D_TERM_PARAMS));
+    }
+    ck_assert_uint_eq(get(table, 0, MEM4D_TERM_ACTIVATIONS), get(even, 0, MEM4D_TERM_ACTIVATIONS));
+    ck_assert_uint_eq(get(table, 1, MEM4D_TERM_ACTIVATIONS) - get(even, 1, MEM4D_TERM_ACTIVATIONS), 2 * A_LAYER);
+    mem4d_report_free(ends);
+    mem4d_report_free(same);
+    mem4d_report_free(even);
+    mem4d_report_free(table);
+    /* Unequal ranks: rank 0 holds 6 + 6 layers, rank 1 10 + 10. */
+    mem4d_report *u = two_by_two("stage_layers=6,10,6,10", NULL);
+    ck_assert_uint_eq(get(u, 0, MEM4D_TERM_LAYERS), 12);
+    ck_assert_uint_eq(get(u, 1, MEM4D_TERM_LAYERS), 20);
+    mem4d_report_free(u);
+    static const char *const bad[][2] = {{"stage_layers=8,8,16", NULL},
+                                         {"stage_layers=8,8,8,9", NULL},
+                                         {"stage_layers=0,16,0,16", NULL},
+                                         {"stage_layers=7,9,9,7", "first_chunk_fewer_layers=2"},
+                                         {"stage_layers=7,9,9,7", "decoder_last_pipeline_num_layers=16"}};
+    static const mem4d_status want[] = {MEM4D_E_LAYERS_PP, MEM4D_E_LAYERS_PP, MEM4D_E_LAYERS_PP, MEM4D_E_CONFLICT,
+                                        MEM4D_E_CONFLICT};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        mem4d_layout *l = tu_layout("tp=2", "pp=2", "vpp=2", "dp=2", "seq=4096", bad[i][0], bad[i][1], NULL);
+        char why[256];
+        ck_assert_int_eq(mem4d_validate(model, l, why, sizeof why), want[i]);
+        ck_assert_msg(strstr(why, "table") != NULL, "%s", why);
+        mem4d_layout_free(l);
+    }
+    /* The handle: text, bounds, reading back, clearing. */
+    mem4d_layout *l = tu_layout("pp=2", NULL);
+    static const char *const junk[] = {"1,,2", "1;2", "-1", "1,", "4097", "x"};
+    static const mem4d_status why[] = {MEM4D_E_PARSE, MEM4D_E_PARSE, MEM4D_E_PARSE, MEM4D_E_PARSE, MEM4D_E_RANGE,
+                                       MEM4D_E_PARSE};
+    for (size_t i = 0; i < sizeof junk / sizeof junk[0]; i++)
+        ck_assert_int_eq(mem4d_layout_set_str(l, "stage_layers", junk[i]), why[i]);
+    ck_assert_uint_eq(mem4d_layout_get_stage_layers(l, NULL, 0), 0);
+    uint32_t in[] = {3, 0, 4096}, out[3] = {0};
+    ck_assert_int_eq(mem4d_layout_set_stage_layers(l, in, 3), MEM4D_E_RANGE); /* 4099 layers in all */
+    in[2] = 2;
+    ck_assert_int_eq(mem4d_layout_set_stage_layers(l, in, 3), MEM4D_OK);
+    ck_assert_uint_eq(mem4d_layout_get_stage_layers(l, out, 2), 3);
+    ck_assert_uint_eq(out[0], 3);
+    ck_assert_uint_eq(out[1], 0);
+    ck_assert_uint_eq(out[2], 0);
+    ck_assert_int_eq(mem4d_layout_set_stage_layers(l, NULL, 1), MEM4D_E_INVALID_ARG);
+    ck_assert_int_eq(mem4d_layout_set_stage_layers(l, in, mem4d_layout_stage_layers_max() + 1), MEM4D_E_RANGE);
+    ck_assert_int_eq(mem4d_layout_set_str(l, "stage_layers", ""), MEM4D_OK);
+    ck_assert_uint_eq(mem4d_layout_get_stage_layers(l, NULL, 0), 0);
+    mem4d_layout_free(l);
+}
+END_TEST
+
 START_TEST(distributed_optimizer_and_zero)
 {
     mem4d_report *z1 = run(NULL), *z0 = run("dist_opt=false", NULL);
@@ -737,6 +803,7 @@ int main(void)
     tcase_add_test(tc, distributed_optimizer_instances);
     tcase_add_test(tc, activation_offloading);
     tcase_add_test(tc, shorter_end_virtual_stages);
+    tcase_add_test(tc, virtual_stage_layer_table);
     tcase_add_test(tc, moe_token_capacity);
     tcase_add_test(tc, moe_preset_parameter_counts);
     tcase_add_test(tc, overflow_is_range_not_wrap);

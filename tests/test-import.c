@@ -515,6 +515,31 @@ START_TEST(layout_flag_maps)
 }
 END_TEST
 
+/* A pipeline layout no key expresses becomes the layer table, the ranks
+ * taking virtual stages k mod pp ("Et|t|tt|L": rank 0 holds 1 + 2 layers in
+ * its two chunks, rank 1 holds 1 + 0 and the loss). */
+START_TEST(pipeline_layout_layer_table)
+{
+    struct fixture fx;
+    fx_open(&fx);
+    const char *argv[] = {"--num-layers", "4", "--hidden-size", "512", "--num-attention-heads", "8", "--vocab-size",
+                          "1000", "--max-position-embeddings", "512", "--seq-length", "512",
+                          "--pipeline-model-parallel-size", "2", "--pipeline-model-parallel-layout", "Et|t|tt|L", NULL};
+    ck_assert_msg(run_argv(&fx, argv, 2) == MEM4D_OK, "%s", mem4d_import_message(fx.imp));
+    uint32_t t[8] = {0};
+    ck_assert_uint_eq(mem4d_layout_get_stage_layers(fx.layout, t, 8), 4);
+    ck_assert_uint_eq(t[0], 1);
+    ck_assert_uint_eq(t[1], 1);
+    ck_assert_uint_eq(t[2], 2);
+    ck_assert_uint_eq(t[3], 0);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_VPP), 2);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_FIRST_STAGE_LAYERS), 0);
+    char why[256];
+    ck_assert_msg(mem4d_validate(fx.model, fx.layout, why, sizeof why) == MEM4D_OK, "%s", why);
+    fx_close(&fx);
+}
+END_TEST
+
 START_TEST(layout_only_vector_leaves_model_alone)
 {
     struct fixture fx;
@@ -1196,14 +1221,16 @@ static const struct vocab_bad modelled_bad[] = {
     {{"--optimizer-cpu-offload"}, MEM4D_E_CONFLICT, "--optimizer-cpu-offload needs --use-precision-aware-optimizer"},
     {{"--num-layers", "4", "--pipeline-model-parallel-size", "2", "--account-for-loss-in-pipeline-split"},
      MEM4D_E_LAYERS_PP, "4 layers plus the embedding and loss counted as layers (5) do not split evenly"},
-    {{"--num-layers", "4", "--pipeline-model-parallel-size", "2", "--pipeline-model-parallel-layout", "Et|t|tt|L"},
-     MEM4D_E_UNSUPPORTED, "--pipeline-model-parallel-layout gives rank 0 virtual stages of 1 and 2 layers"},
+    {{"--num-layers", "4", "--pipeline-model-parallel-size", "2", "--pipeline-model-parallel-layout", "Et|L|ttt|"},
+     MEM4D_E_PARSE, "must start with the embedding 'E' and end with the loss 'L'"},
     {{"--num-layers", "4", "--pipeline-model-parallel-size", "2", "--pipeline-model-parallel-layout", "Ex|tttL"},
      MEM4D_E_PARSE, "--pipeline-model-parallel-layout: 'x' is not a layer"},
     {{"--num-layers", "4", "--pipeline-model-parallel-size", "2", "--pipeline-model-parallel-layout", "Et|ttL"},
      MEM4D_E_LAYERS_PP, "--pipeline-model-parallel-layout places 3 transformer layers; --num-layers is 4"},
     {{"--num-layers", "4", "--pipeline-model-parallel-size", "2", "--pipeline-model-parallel-layout", "E|ttttL"},
-     MEM4D_E_UNSUPPORTED, "leaves the first stage without a transformer layer"},
+     MEM4D_E_LAYERS_PP, "leaves pipeline rank 0 without a transformer layer"},
+    {{"--num-layers", "4", "--pipeline-model-parallel-size", "2", "--pipeline-model-parallel-layout", "Etttt|L"},
+     MEM4D_E_LAYERS_PP, "leaves pipeline rank 1 without a transformer layer"},
     {{"--num-layers", "4", "--pipeline-model-parallel-size", "2", "--pipeline-model-parallel-layout", "(t)*99999999"},
      MEM4D_E_RANGE, "--pipeline-model-parallel-layout expands to more than 4096 layers and stages"},
 };
@@ -1773,6 +1800,7 @@ static Suite *import_suite(void)
     tcase_add_test(tc, swiglu_default_ffn_is_megatrons);
     tcase_add_test(tc, query_groups_need_gqa_flag);
     tcase_add_loop_test(tc, precision_follows_megatron, 0, N(precision_cases));
+    tcase_add_test(tc, pipeline_layout_layer_table);
     tcase_add_loop_test(tc, layout_flag_maps, 0, N(layout_cases));
     tcase_add_test(tc, layout_only_vector_leaves_model_alone);
     tcase_add_test(tc, moe_topk_defaults_to_two);

@@ -87,6 +87,9 @@ static const char *const round_trips[][12] = {
     {"tp=8", "dp=1", "seq=4096", "moe_capacity_factor_ppm=2000000", NULL},
     {"tp=8", "dp=1", "seq=4096", "recompute=none", "activation_offload_layers=40", NULL},
     {"tp=8", "pp=4", "vpp=2", "dp=1", "seq=4096", "first_chunk_fewer_layers=2", "last_chunk_fewer_layers=6", NULL},
+    /* a layer table: 80 layers over 4 x 3 virtual stages, a run of equal ones written as "(t*7|)*8" */
+    {"tp=8", "pp=4", "vpp=3", "dp=1", "seq=4096", "stage_layers=5,7,7,7,7,7,7,7,7,6,6,7", NULL},
+    {"tp=8", "pp=4", "vpp=1", "dp=1", "seq=4096", "stage_layers=20,22,18,20", NULL},
 };
 
 static const mem4d_layout_param compared[] = {
@@ -99,6 +102,8 @@ static const mem4d_layout_param compared[] = {
     MEM4D_LAYOUT_MOE_CAPACITY_FACTOR_PPM, MEM4D_LAYOUT_MOE_PAD_TO_CAPACITY, MEM4D_LAYOUT_ACTIVATION_OFFLOAD_LAYERS,
     MEM4D_LAYOUT_FIRST_CHUNK_FEWER_LAYERS, MEM4D_LAYOUT_LAST_CHUNK_FEWER_LAYERS,
 };
+
+#define M4D_TEST_VS 64
 
 START_TEST(reads_back_through_the_importer)
 {
@@ -151,6 +156,10 @@ START_TEST(reads_back_through_the_importer)
         ck_assert_msg(a == b, "%s: %s wrote %llu, read back %llu", line,
                       mem4d_layout_param_name(compared[i]), (unsigned long long)a, (unsigned long long)b);
     }
+    uint32_t ta[M4D_TEST_VS], tb[M4D_TEST_VS];
+    size_t na = mem4d_layout_get_stage_layers(want, ta, M4D_TEST_VS), nb = mem4d_layout_get_stage_layers(got, tb, M4D_TEST_VS);
+    ck_assert_msg(na == nb && na <= M4D_TEST_VS && memcmp(ta, tb, na * sizeof *ta) == 0, "%s: the layer table of %zu "
+                  "virtual stages read back as %zu", line, na, nb);
     mem4d_layout_free(got);
     mem4d_import_free(imp);
     mem4d_layout_free(want);

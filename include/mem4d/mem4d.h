@@ -767,6 +767,46 @@ MEM4D_API mem4d_status mem4d_layout_get(const mem4d_layout *layout, mem4d_layout
 MEM4D_API mem4d_status mem4d_layout_set_str(mem4d_layout *layout, const char *name, const char *value);
 
 /**
+ * Set the transformer layers of every virtual pipeline stage, as
+ * Megatron-Core's --pipeline-model-parallel-layout places them: entry k
+ * is virtual stage k, which runs on pipeline rank k mod pp as its chunk
+ * k / pp (the embedding is on virtual stage 0, the loss and any MTP layers
+ * on the last). An entry may be 0 (a stage holding only the embedding or the
+ * loss). The table overrides the even split; at estimate time it must have
+ * pp x vpp entries summing to num_layers, every rank must hold a layer, and
+ * it contradicts ::MEM4D_LAYOUT_FIRST_STAGE_LAYERS, ::MEM4D_LAYOUT_LAST_STAGE_LAYERS
+ * and the chunk_fewer_layers keys (::MEM4D_E_CONFLICT, ::MEM4D_E_LAYERS_PP from
+ * mem4d_validate()). A search keeps the table and only yields the pp and vpp
+ * whose product is its length. mem4d_layout_set_str() sets it from text as
+ * "stage_layers" ("3,2,2,1"; "" clears it).
+ * @param layout The layout.
+ * @param layers The layers of each virtual stage; may be NULL when n is 0.
+ * @param n Entries; 0 clears the table (the even split again).
+ * @return ::MEM4D_OK, ::MEM4D_E_RANGE (more than mem4d_layout_stage_layers_max()
+ *         entries, or more than 4096 layers in all) or ::MEM4D_E_INVALID_ARG.
+ * @since 0.2
+ */
+MEM4D_API mem4d_status mem4d_layout_set_stage_layers(mem4d_layout *layout, const uint32_t *layers, size_t n);
+
+/**
+ * Read the virtual-stage layer table of mem4d_layout_set_stage_layers().
+ * @param layout The layout.
+ * @param[out] layers Receives up to n entries; may be NULL to measure.
+ * @param n Room at layers.
+ * @return The table's length (0: none, the even split), also when larger
+ *         than n; 0 for a NULL layout.
+ * @since 0.2
+ */
+MEM4D_API size_t mem4d_layout_get_stage_layers(const mem4d_layout *layout, uint32_t *layers, size_t n);
+
+/**
+ * The most virtual stages a layer table may hold.
+ * @return The bound (1024 in this version).
+ * @since 0.2
+ */
+MEM4D_API size_t mem4d_layout_stage_layers_max(void);
+
+/**
  * Number of layout parameter keys this library knows (keys are 0 to count-1).
  * @return The count.
  * @since 0.1

@@ -777,6 +777,19 @@ extern "C" {
     pub fn mem4d_layout_get(layout: *const mem4d_layout, key: mem4d_layout_param, value: *mut u64) -> mem4d_status;
     /// Set a layout parameter by name from text ("tp", "8"; "recompute", "full").
     pub fn mem4d_layout_set_str(layout: *mut mem4d_layout, name: *const c_char, value: *const c_char) -> mem4d_status;
+    /// Set the transformer layers of every virtual pipeline stage, as Megatron-Core's --pipeline-model-parallel-layout
+    /// places them: entry k is virtual stage k, which runs on pipeline rank k mod pp as its chunk k / pp (the embedding
+    /// is on virtual stage 0, the loss and any MTP layers on the last). An entry may be 0 (a stage holding only the
+    /// embedding or the loss). The table overrides the even split; at estimate time it must have pp x vpp entries
+    /// summing to num_layers, every rank must hold a layer, and it contradicts MEM4D_LAYOUT_FIRST_STAGE_LAYERS,
+    /// MEM4D_LAYOUT_LAST_STAGE_LAYERS and the chunk_fewer_layers keys (MEM4D_E_CONFLICT, MEM4D_E_LAYERS_PP from
+    /// mem4d_validate()). A search keeps the table and only yields the pp and vpp whose product is its length.
+    /// mem4d_layout_set_str() sets it from text as "stage_layers" ("3,2,2,1"; "" clears it).
+    pub fn mem4d_layout_set_stage_layers(layout: *mut mem4d_layout, layers: *const u32, n: usize) -> mem4d_status;
+    /// Read the virtual-stage layer table of mem4d_layout_set_stage_layers().
+    pub fn mem4d_layout_get_stage_layers(layout: *const mem4d_layout, layers: *mut u32, n: usize) -> usize;
+    /// The most virtual stages a layer table may hold.
+    pub fn mem4d_layout_stage_layers_max() -> usize;
     /// Number of layout parameter keys this library knows (keys are 0 to count-1).
     pub fn mem4d_layout_param_count() -> usize;
     /// The canonical string name of a layout parameter.
