@@ -460,6 +460,39 @@ static uint64_t nanotron_attention_copies(bool *ok, const struct m4d_ctx *x)
     return mul(ok, 2 * (2 * x->k + (x->b > 1 ? x->a : 0)), x->dh);
 }
 
+/* The flex dispatcher's group: ep·etp ranks (Megatron-Core's tp_ep group
+ * with the expert tensor-parallel size). */
+static uint64_t ep_group(const struct m4d_ctx *x) { return x->ep * x->etp; }
+
+/* What the token dispatcher adds per token (of the rank's T/t_sp) to an
+ * expert layer's kept tensors:
+ * - HybridEP's routing handle, kept by its dispatch and combine until
+ *   backward (DeepEP hybrid-ep executor.cu: sparse_to_dense_map T·N int32,
+ *   local_expert_routing_map T·N·L bool, dense_to_expert_map T·N·L int32):
+ *   N·(4 + 5L) bytes a token, N = ep·etp, L = E/ep local experts. DeepEP's
+ *   handle (prefix matrices, is_token_in_rank) stays below a few bytes a
+ *   token and is left out.
+ * - with the EP overlap and HybridEP (Megatron-Core models/common/utils.py
+ *   should_free_input), the experts' input is never freed after its
+ *   forward: with fp8, where the expert GEMM saves its own fp8 copy, the
+ *   bf16 permuted tokens stay too, 2h per routed token (fp8_savings drops
+ *   them otherwise). The flex dispatcher's own input, also kept there, is
+ *   the pre-MLP norm's output, counted already. */
+static uint64_t dispatch_kept(bool *ok, const struct m4d_ctx *x)
+{
+    uint64_t b = 0, N = ep_group(x);
+    if (x->dispatcher == MEM4D_MOE_DISPATCHER_HYBRIDEP)
+        b = mul(ok, N, 4 + 5 * (x->experts / x->ep));
+    return b;
+}
+
+/* HybridEP with the EP overlap keeps the bf16 expert input beside the fp8
+ * copy (above). */
+static bool keeps_bf16_expert_input(const struct m4d_ctx *x)
+{
+    return x->ep_overlap && x->dispatcher == MEM4D_MOE_DISPATCHER_HYBRIDEP;
+}
+
 static void layer_token_bytes(bool *ok, const struct m4d_ctx *x, uint64_t *repl, uint64_t *split)
 {
     uint64_t inter = mlp_saved(x), mlp;
@@ -469,6 +502,7 @@ static void layer_token_bytes(bool *ok, const struct m4d_ctx *x, uint64_t *repl,
     if (x->experts) {
         mlp = add(ok, routed(ok, x, mul(ok, inter, x->fe)), inter * x->fs);
         *repl = add(ok, *repl, add(ok, mul(ok, 2 * x->router_bytes, x->experts), routed(ok, x, 4 * x->h)));
+        *repl = add(ok, *repl, dispatch_kept(ok, x));
     } else {
         mlp = mul(ok, inter, x->f);
     }
@@ -523,7 +557,9 @@ static void selective_savings(bool *ok, const struct m4d_ctx *x, uint64_t *repl,
  * Where that input was kept only for the linear layer, a byte per element is
  * saved: the two norm outputs before the QKV and first MLP projections (h
  * each, replicated half) and the activation output before the second MLP
- * projection (f, or topk·fe + fs with experts). The attention output is
+ * projection (f, or topk·fe + fs with experts), and with experts the
+ * permuted tokens the grouped fc1 takes (h per routed token, the bf16 copy
+ * freed). The attention output is
  * also kept in bf16 by the attention backward, so its fp8 copy for the
  * output projection is an extra a·d_v byte per token. What selective
  * recompute already dropped is not counted. */
@@ -543,6 +579,11 @@ static void fp8_savings(bool *ok, const struct m4d_ctx *x, uint64_t *repl, uint6
             *split = routed(ok, x, x->fe);
         if (!(m & M4D_RC_SHARED_EXPERTS))
             *split = add(ok, *split, x->fs);
+        /* the experts' fc1 input: the permuted tokens quantized and saved in
+         * fp8 by the grouped GEMM; the bf16 copy is freed (the fused permute
+         * keeps only its row map) */
+        if (!keeps_bf16_expert_input(x))
+            *repl = add(ok, *repl, routed(ok, x, x->h));
     }
 }
 
@@ -574,12 +615,17 @@ uint64_t m4d_layer_activation_bytes(const struct m4d_ctx *x)
     return ok ? a : 0;
 }
 
-/* C: a full-recompute checkpoint keeps only the layer input, 2·T·h/t_sp;
+/* Bytes of a residual-stream element between layers and stages: 4 with
+ * --fp32-residual-connection (the embedding's output, each layer's
+ * residual and bias-dropout-add in fp32; the pipeline sends fp32). */
+static uint64_t residual_bytes(const struct m4d_ctx *x) { return x->fp32_residual ? 4 : 2; }
+
+/* C: a full-recompute checkpoint keeps only the layer input, 2·T·h/t_sp (4 with fp32 residuals);
  * --distribute-saved-activations splits it over t when sequence
  * parallelism does not already. */
 static uint64_t checkpoint_bytes(bool *ok, const struct m4d_ctx *x)
 {
-    return muldiv(ok, tokens(ok, x), 2 * x->h, x->distribute_saved ? x->t : t_sp(x));
+    return muldiv(ok, tokens(ok, x), residual_bytes(x) * x->h, x->distribute_saved ? x->t : t_sp(x));
 }
 
 /* torchtitan's op-selective activation checkpointing (_save_list in
@@ -686,13 +732,36 @@ static void in_flight(const struct m4d_ctx *x, uint64_t r, uint64_t *units, uint
  * 2-byte gradient of the probabilities from the context matmul 2a·s/c
  * (the fused softmax backward then works in place on it), and with
  * attention dropout the dropout backward's new output beside it, 4a·s/c. */
+/* --delay-wgrad-compute: Transformer Engine queues each linear's
+ * [input, grad_output] (WeightGradStore) until backward_dw runs at the end
+ * of the layer's step, so within one layer's backward those stay live
+ * besides the working set: the QKV projection's output gradient
+ * (a·d_qk + k·(d_qk + d_v), split by t), the output projection's and the
+ * down projection's (h, per routed token with experts), and with sequence
+ * parallelism the all-gathered inputs of the column-parallel linears
+ * (the QKV projection, the dense or shared-expert fc1), 2h each over the
+ * whole sequence. One layer's worth at a time (the expert weight gradients
+ * run right after the MLP's backward). */
+static uint64_t delayed_wgrad(bool *ok, const struct m4d_ctx *x)
+{
+    if (!x->delay_wgrad)
+        return 0;
+    uint64_t T = tokens(ok, x), qkv = add(ok, mul(ok, x->a, x->qk_dim), mul(ok, x->kv_heads, x->qk_dim + x->v_dim));
+    uint64_t down = x->experts ? routed(ok, x, 2 * x->h) : 2 * x->h;
+    uint64_t b = add(ok, muldiv(ok, T, 2 * qkv, x->t), muldiv(ok, T, add(ok, 2 * x->h, down), t_sp(x)));
+    if (x->sp && x->t > 1)
+        b = add(ok, b, mul(ok, mul(ok, T, 2 * x->h), x->experts && !x->fs ? 1 : 2));
+    return b;
+}
+
 static uint64_t backward_working_set(bool *ok, const struct m4d_ctx *x)
 {
     uint64_t inter = x->gated ? 3 : 2, T = tokens(ok, x);
     uint64_t mlp = x->experts ? add(ok, routed(ok, x, mul(ok, inter, x->fe)), inter * x->fs) : mul(ok, inter, x->f);
     uint64_t attn = x->flash ? mul(ok, 4 * x->a, x->qk_dim) : mul(ok, (x->attn_dropout ? 4 : 2) * x->a, x->s / x->c);
     uint64_t split = add(ok, mul(ok, 2, mlp), attn);
-    return add(ok, muldiv(ok, T, split, x->t), muldiv(ok, T, 2 * x->h, t_sp(x)));
+    uint64_t w = add(ok, muldiv(ok, T, split, x->t), muldiv(ok, T, 2 * x->h, t_sp(x)));
+    return add(ok, w, delayed_wgrad(ok, x));
 }
 
 /* The logits-sized blocks live around the loss besides Megatron's (below):
@@ -840,7 +909,18 @@ static void stage_activations(bool *ok, const struct m4d_ctx *x, const struct sh
     }
     if (r == 0)
         act = add(ok, act, mul(ok, sh->emb_keep, *reported_in_flight));
+    /* fp32 residuals: the schedule keeps each received input (fp32), besides
+     * the bf16 copy the first norm saves; rank 0's first chunk receives none */
+    if (x->fp32_residual && x->p > 1) {
+        uint64_t received = r > 0 ? units : units - m4d_ceil_div(units, x->v);
+        act = add(ok, act, mul(ok, received, muldiv(ok, tokens(ok, x), 4 * x->h, t_sp(x))));
+    }
     uint64_t transient = add(ok, sh->backward, live);
+    /* EP overlap: one micro-batch's forward runs layer by layer beside
+     * another's backward (model_chunk_schedule_plan.py): at worst a whole
+     * forward layer is allocated before the backward frees its attention */
+    if (x->ep_overlap)
+        transient = add(ok, transient, sh->A);
     *stranded = 0;
     if (r == x->p - 1) {
         uint64_t kept, merge;
@@ -848,10 +928,15 @@ static void stage_activations(bool *ok, const struct m4d_ctx *x, const struct sh
         act = add(ok, act,
                   add(ok, sh->head_keep, mul(ok, mul(ok, x->experts ? sh->A : sh->A_dense, x->mtp), mtp_units)));
         act = add(ok, act, kept);
+        uint64_t layer = transient;
         if (sh->loss > transient) {
             transient = sh->loss;
             *stranded = sh->stranded;
         }
+        /* per-layer CUDA graphs: the eager loss cannot reuse the graph pool's
+         * backward working set, so the smaller of the two stays reserved */
+        if (x->cuda_graph == MEM4D_CUDA_GRAPH_LOCAL || x->cuda_graph == MEM4D_CUDA_GRAPH_TRANSFORMER_ENGINE)
+            *stranded = add(ok, *stranded, min64(layer, sh->loss));
     }
     *peak = add(ok, act, transient);
 }
@@ -911,7 +996,12 @@ static uint64_t deepspeed_buffers(bool *ok, const struct m4d_ctx *x, const struc
 
 /* BUFFERS during forward/backward: kernel workspaces; the sequence-parallel
  * all-gather of a full-sequence activation 2·T·h; pipeline receive buffers
- * for an activation and a gradient 2·(2·T·h/t_sp); with context
+ * for an activation and a gradient 2·(2·T·h/t_sp) (4 bytes an element with
+ * fp32 residuals); Megatron-Core's allgather token dispatcher
+ * (MoEAllGatherTokenDispatcher) gathering the hidden states, fp32 router
+ * probabilities and routing map of the N = ep·etp ranks' tokens, and at
+ * the combine the unpermuted output with its fp32 copy for the
+ * reduce-scatter: N·T/t_sp tokens of 6h + 5E bytes; with context
  * parallelism the ring's send and receive K/V blocks 2·(2·T·k·(d_qk + d_v)/t); with ZeRO-2/3 the
  * reduce-scatter bucket (two with overlap) and, with ZeRO-3, one layer's
  * gathered weights (two when prefetching). Megatron's own buckets are views
@@ -923,7 +1013,9 @@ static uint64_t fwd_bwd_buffers(bool *ok, const struct m4d_ctx *x, const mem4d_d
     if (x->sp && x->t > 1)
         b = add(ok, b, mul(ok, T, 2 * x->h));
     if (x->p > 1)
-        b = add(ok, b, mul(ok, 2, muldiv(ok, T, 2 * x->h, t_sp(x))));
+        b = add(ok, b, mul(ok, 2, muldiv(ok, T, residual_bytes(x) * x->h, t_sp(x))));
+    if (x->experts && x->dispatcher == MEM4D_MOE_DISPATCHER_ALLGATHER && ep_group(x) > 1)
+        b = add(ok, b, mul(ok, muldiv(ok, T, ep_group(x), t_sp(x)), add(ok, 6 * x->h, 5 * x->experts)));
     if (x->c > 1)
         b = add(ok, b, mul(ok, 2, muldiv(ok, T, mul(ok, 2 * x->kv_heads, x->qk_dim + x->v_dim), x->t)));
     switch (x->fw) {
@@ -1015,14 +1107,109 @@ static uint64_t userbuffers(bool *ok, const struct m4d_ctx *x)
     return mul(ok, tokens(ok, x), mul(ok, x->h, x->fp8 ? 6 * 1 + 4 * 2 : 10 * 2));
 }
 
+/* DeepEP's receive sizes per group (deep_ep/buffer.py get_dispatch_config
+ * and get_combine_config, v1.2.1 / hybrid-ep, the DeepEP Megatron-Core
+ * d98e8a64 imports): the NVLink receive tokens of a channel, and the RDMA
+ * receive tokens rounded up to a multiple of the send tokens (Config's
+ * constructor), the larger of dispatch and combine. */
+static void deepep_config(uint64_t N, uint64_t *nvl_recv, uint64_t *rdma_recv)
+{
+    static const uint64_t tab[][3] = {{2, 256, 0},    {4, 256, 0},    {8, 256, 0},    {16, 288, 140},
+                                      {24, 288, 128}, {32, 288, 128}, {64, 288, 140}, {128, 560, 132},
+                                      {144, 720, 132}, {160, 720, 132}};
+    *nvl_recv = *rdma_recv = 0;
+    for (size_t i = 0; i < sizeof tab / sizeof *tab; i++)
+        if (tab[i][0] == N) {
+            *nvl_recv = tab[i][1];
+            *rdma_recv = tab[i][2];
+        }
+}
+
+#define DEEPEP_WORKSPACE (UINT64_C(32) << 20) /* NUM_WORKSPACE_BYTES (kernels/configs.cuh) */
+#define NVSHMEM_CHUNK (UINT64_C(1) << 29)      /* NVSHMEM_CUMEM_GRANULARITY DeepEP sets */
+
+/* The flex dispatcher's persistent buffers, outside PyTorch's allocator
+ * (one per process, shared by every layer and micro-batch; Megatron-Core
+ * fused_a2a.py get_buffer / init_hybrid_ep_buffer):
+ * - DeepEP (csrc/config.hpp get_nvl/rdma_buffer_size_hint): C = sms/2
+ *   channels, n = min(N, 8) NVLink peers, r = max(N/8, 1) RDMA ranks,
+ *   hb = 2h bytes a token: NVLink buffer ceil128(C·n·(8r + 12 + R_nvl·(hb +
+ *   2056))) by cudaMalloc (+160 B of barriers), a 32 MiB workspace, and with
+ *   N > 8 the RDMA buffer ceil128(C·r·(144 + 2·R_rdma·(hb + 2072))) in the
+ *   NVSHMEM heap, which grows in 512 MiB chunks. NVSHMEM's own heap objects
+ *   and queue pairs are not counted.
+ * - HybridEP (hybrid_ep buffer/intranode.cu, internode_doca.cu): sized for
+ *   every token of the group reaching one rank, M = T_p·N, T_p the rank's
+ *   T/t_sp tokens rounded up to 64 (at least 512): tokens M·2h, probabilities
+ *   M·4·L·R (the experts of one NVLink domain of R ranks), scaling factors
+ *   M·4·h/128, the all-gathered routing map M·E·etp; across n = N/R domains
+ *   T_p·(2h + 4E' + 4h/128 + (n − 1)·(6h + 12·L·R + 4h/128)) more. */
+static uint64_t dispatcher_buffers(bool *ok, const struct m4d_ctx *x, const mem4d_device *dev)
+{
+    uint64_t N = ep_group(x), hb = 2 * x->h;
+    if (!x->experts || N < 2)
+        return 0;
+    if (x->dispatcher == MEM4D_MOE_DISPATCHER_DEEPEP) {
+        uint64_t nvl_recv, rdma_recv, C = x->dispatcher_sms / 2, n = N < 8 ? N : 8, r = N > 8 ? N / 8 : 1;
+        deepep_config(N, &nvl_recv, &rdma_recv);
+        uint64_t nvl = mul(ok, C * n, add(ok, 8 * r + 12, mul(ok, nvl_recv, hb + 2056)));
+        uint64_t b = add(ok, m4d_ceil_div(nvl, 128) * 128 + 160, DEEPEP_WORKSPACE);
+        if (N > 8) {
+            uint64_t rdma = m4d_ceil_div(mul(ok, C * r, add(ok, 144, mul(ok, 2 * rdma_recv, hb + 2072))), 128) * 128;
+            b = add(ok, b, mul(ok, m4d_ceil_div(rdma, NVSHMEM_CHUNK), NVSHMEM_CHUNK));
+        }
+        return b;
+    }
+    if (x->dispatcher != MEM4D_MOE_DISPATCHER_HYBRIDEP)
+        return 0;
+    uint64_t gpn = dev->v[MEM4D_DEVICE_NVLINK_DOMAIN] ? dev->v[MEM4D_DEVICE_NVLINK_DOMAIN]
+                                                       : dev->v[MEM4D_DEVICE_GPUS_PER_NODE];
+    uint64_t R = gpn && gpn < N ? gpn : N, domains = m4d_ceil_div(N, R), L = x->experts / x->ep;
+    uint64_t Tr = tokens(ok, x) / t_sp(x), Tp = m4d_ceil_div(max64(Tr, 512), 64) * 64, M = mul(ok, Tp, N);
+    uint64_t sf = 4 * (x->h / 128), Ex = x->experts * x->etp;
+    uint64_t b = mul(ok, M, add(ok, add(ok, hb, mul(ok, 4 * L, R)), add(ok, sf, Ex)));
+    b = add(ok, b, 8 * m4d_ceil_div(Tp, 64) * N);
+    if (domains > 1) {
+        uint64_t far = add(ok, add(ok, 6 * x->h, mul(ok, 12 * L, R)), sf);
+        b = add(ok, b, mul(ok, Tp, add(ok, add(ok, hb + sf, 4 * Ex), mul(ok, domains - 1, far))));
+    }
+    return b;
+}
+
 /* The stage's peak is the largest of three moments: the forward/backward
  * peak, the first stage forming its embedding gradient, and the optimizer
  * step (no activation live). ACTIVATIONS and BUFFERS are those of the
  * winning moment; ties go to the earlier one. */
+/* CUDA graphs' static buffers on stage r, allocated once and kept
+ * (Megatron-Core transformer/cuda_graphs.py):
+ * - transformer_engine (TECudaGraphHelper, make_graphed_callables): each
+ *   graphed layer of each in-flight chunk-micro-batch has its own static
+ *   input, the hidden state 2h·T/t_sp, and with attention graphed a new
+ *   causal mask of one byte per query and key, T·s; one more hidden state;
+ * - local (CudaGraphManager, outputs passed on as weak references): one
+ *   hidden state per in-flight micro-batch;
+ * - full_iteration: a static copy of every micro-batch's inputs (token
+ *   ids, labels, position ids int64, the loss mask fp32: 28 bytes a token);
+ *   m unknown is taken as p. */
+static uint64_t graph_static_buffers(bool *ok, const struct m4d_ctx *x, uint64_t r)
+{
+    if (!x->cuda_graph)
+        return 0;
+    uint64_t T = tokens(ok, x), H = muldiv(ok, T, 2 * x->h, t_sp(x)), units, each;
+    if (x->cuda_graph == MEM4D_CUDA_GRAPH_FULL_ITERATION)
+        return mul(ok, mul(ok, x->m ? x->m : x->p, T), 28);
+    in_flight(x, r, &units, &each);
+    if (x->cuda_graph == MEM4D_CUDA_GRAPH_LOCAL)
+        return mul(ok, units, H);
+    uint64_t one = x->graph_attn ? add(ok, H, mul(ok, T, x->s)) : H;
+    return add(ok, mul(ok, mul(ok, units, each), one), H);
+}
+
 static uint64_t pick_moment(bool *ok, const struct m4d_ctx *x, const mem4d_device *dev, const struct shared *sh,
                             uint64_t r, const struct stage_params *n, uint64_t *t)
 {
-    uint64_t recv = pp_recv_buffers(ok, x, r); /* kept at every moment */
+    /* kept at every moment */
+    uint64_t recv = add(ok, pp_recv_buffers(ok, x, r), graph_static_buffers(ok, x, r));
     uint64_t act, act_emb, fb = add(ok, sh->fb, recv), stranded, extra;
     stage_activations(ok, x, sh, r, &t[MEM4D_TERM_IN_FLIGHT], &act, &act_emb, &stranded);
     extra = stranded;
@@ -1050,6 +1237,10 @@ static uint64_t pick_moment(bool *ok, const struct m4d_ctx *x, const mem4d_devic
         t[MEM4D_TERM_PEAK_MOMENT] = MEM4D_MOMENT_OPTIMIZER_STEP;
         extra = 0;
     }
+    /* CUDA graphs: the graphed activations live in a private pool the eager
+     * optimizer step cannot reuse; the smaller of the two stays reserved */
+    if (x->cuda_graph)
+        extra = add(ok, extra, min64(act, step > recv ? step - recv : 0));
     return extra;
 }
 
@@ -1105,6 +1296,7 @@ static void shared_init(bool *ok, const struct m4d_ctx *x, const mem4d_device *d
     sh->groups = process_groups(x);
     sh->fixed = add(ok, dev->v[MEM4D_DEVICE_CUDA_CONTEXT_BYTES], mul(ok, sh->groups, dev->v[MEM4D_DEVICE_NCCL_BYTES_PER_GROUP]));
     sh->fixed = add(ok, sh->fixed, userbuffers(ok, x));
+    sh->fixed = add(ok, sh->fixed, dispatcher_buffers(ok, x, dev));
 }
 
 /* A middle stage's parameters and state terms depend on its layer count

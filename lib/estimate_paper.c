@@ -25,7 +25,7 @@ static const char *paper_unsupported(const struct m4d_ctx *x)
     if (x->recompute == 2)
         return "full recomputation";
     if (x->first_layers || x->last_layers || m4d_chunked(x))
-        return "uneven first/last pipeline stages";
+        return "uneven pipeline stages (first/last stage layers, shorter end chunks or a layer table)";
     if (x->zero > 1)
         return "ZeRO stages 2 and 3";
     if (x->opt_moments != 2)
@@ -59,6 +59,8 @@ static const char *paper_unsupported(const struct m4d_ctx *x)
         return "tensor-parallel communication overlap's userbuffers";
     if (x->expandable || x->compile || x->afab)
         return "allocator, compiler or schedule settings outside the paper's setup";
+    if (x->cuda_graph || x->fp32_residual)
+        return "CUDA graphs or fp32 residual connections";
     return NULL;
 }
 

@@ -91,11 +91,6 @@ enum m4d_flag_kind {
     M4D_FLAG_WARN,   /* changes memory in a way not modelled: a warning says how */
 };
 
-/* Why CUDA graphs are only warned about (the flag table and the reader). */
-#define CUDA_GRAPH_WHY                                                                                             \
-    "captures layers in CUDA graphs, whose private memory pool keeps the captured buffers for the whole run; "   \
-    "not modelled (the estimate counts eager execution)"
-
 /* The modelled flags: the reader's slots (import_megatron.c gives each its meaning). */
 enum m4d_mflag {
     MF_NUM_LAYERS, MF_HIDDEN, MF_FFN, MF_HEADS, MF_GQA, MF_GROUPS, MF_KV_CHANNELS,
@@ -118,6 +113,9 @@ enum m4d_mflag {
     MF_ROUTER_DTYPE, MF_CE_IMPL, MF_RMSNORM_FORK, MF_ODO, MF_ACCOUNT_EMB, MF_ACCOUNT_LOSS, MF_OPT_OFFLOAD, MF_OPT_OFFLOAD_FRACTION, MF_TP_OVERLAP, MF_PP_PARTITION,
     MF_PP_LAYOUT, MF_SGD_MOMENTUM, MF_REDUCE_BUCKET, MF_DOPT_INST, MF_MOE_CAP, MF_MOE_PAD, MF_MOE_LAYER_RC,
     MF_CUDA_GRAPH, MF_NCCL_UB, MF_CPU_OFFLOAD, MF_CPU_OFFLOAD_LAYERS,
+    MF_DISPATCHER, MF_FLEX_BACKEND, MF_ENABLE_DEEPEP, MF_FLEX_SMS, MF_DEEPEP_SMS, MF_ROUTER_PAD_Q, MF_ROUTER_PAD_FP8,
+    MF_FP8_RECIPE, MF_EP_OVERLAP, MF_DELAY_WGRAD, MF_REUSE_GRAD_MXFP8, MF_ENABLE_CUDA_GRAPH, MF_EXTERNAL_CUDA_GRAPH,
+    MF_CUDA_GRAPH_SCOPE, MF_CUDA_GRAPH_MODULES, MF_FP32_RESIDUAL,
     MF_COUNT
 };
 

@@ -794,18 +794,103 @@ static mem4d_status apply_optimizer_offload(mem4d_import *imp, const struct opt_
     return SET_L(l, MEM4D_LAYOUT_OPTIMIZER_OFFLOAD_PPM, (uint64_t)llround(f * 1e6), "--optimizer-offload-fraction");
 }
 
-/* Settings read only to say what the estimate leaves out: CUDA graphs
- * (--cuda-graph-impl other than none), and --use-nccl-ub under Megatron
- * FSDP, which turns on its persistent double buffers (fsdp_double_buffer).
- * With Megatron's DDP --use-nccl-ub allocates the same parameter and
- * gradient buffers through NCCL's allocator: nothing to model. */
+/* Settings read only to say what the estimate leaves out: --use-nccl-ub
+ * under Megatron FSDP, which turns on its persistent double buffers
+ * (fsdp_double_buffer). With Megatron's DDP --use-nccl-ub allocates the same
+ * parameter and gradient buffers through NCCL's allocator: nothing to model. */
 static void warn_unmodelled(mem4d_import *imp, const struct opt_val *vals)
 {
-    if (GIVEN(MF_CUDA_GRAPH) && U(MF_CUDA_GRAPH) != 0)
-        m4d_imp_warn(imp, "--cuda-graph-impl %s " CUDA_GRAPH_WHY, m4d_megatron_flag_of(MF_CUDA_GRAPH)->choices[U(MF_CUDA_GRAPH)]);
     if (GIVEN(MF_NCCL_UB) && (GIVEN(MF_MEGATRON_FSDP) || GIVEN(MF_CUSTOM_FSDP)))
         m4d_imp_warn(imp, "--use-nccl-ub with Megatron FSDP keeps persistent double buffers for its gathers and "
                      "reduce-scatters (fsdp_double_buffer); not modelled");
+}
+
+static const char *choice(const struct opt_val *vals, int o)
+{
+    return GIVEN(o) ? m4d_megatron_flag_of(o)->choices[U(o)] : "";
+}
+
+/* The MoE token dispatcher (Megatron-Core TransformerConfig: the dispatcher
+ * type defaults to allgather; flex runs the backend named, DeepEP by default;
+ * --moe-enable-deepep is the older spelling of flex + deepep), router padding
+ * for quantized GEMMs (fp8_utils.get_fp8_align_size: 32 for MXFP8, 16 for
+ * the other fp8 recipes), the EP overlap and delayed weight gradients. */
+static mem4d_status apply_moe_dispatch(mem4d_import *imp, const struct opt_val *vals, const mem4d_model *m,
+                                      mem4d_layout *l)
+{
+    const char *type = GIVEN(MF_DISPATCHER) ? choice(vals, MF_DISPATCHER) : "allgather";
+    const char *backend = GIVEN(MF_FLEX_BACKEND) ? choice(vals, MF_FLEX_BACKEND) : "deepep";
+    uint64_t d = MEM4D_MOE_DISPATCHER_ALLGATHER;
+    if (GIVEN(MF_ENABLE_DEEPEP)) {
+        if (strcmp(type, "flex") != 0)
+            return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "--moe-enable-deepep needs --moe-token-dispatcher-type flex");
+        if (strcmp(backend, "deepep") != 0)
+            return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "--moe-enable-deepep contradicts "
+                                "--moe-flex-dispatcher-backend %s", backend);
+    }
+    if (strcmp(type, "alltoall") == 0)
+        d = MEM4D_MOE_DISPATCHER_ALLTOALL;
+    else if (strcmp(type, "alltoall_seq") == 0)
+        return m4d_imp_fail(imp, MEM4D_E_UNSUPPORTED, "--moe-token-dispatcher-type alltoall_seq was removed from "
+                            "Megatron-Core; use alltoall");
+    else if (strcmp(type, "flex") == 0) {
+        if (strcmp(backend, "ncclep") == 0)
+            return m4d_imp_fail(imp, MEM4D_E_UNSUPPORTED, "--moe-flex-dispatcher-backend ncclep: NCCL EP's buffers "
+                                "are not modelled (deepep and hybridep are)");
+        d = strcmp(backend, "hybridep") == 0 ? MEM4D_MOE_DISPATCHER_HYBRIDEP : MEM4D_MOE_DISPATCHER_DEEPEP;
+    } else if (GIVEN(MF_FLEX_BACKEND)) {
+        return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "--moe-flex-dispatcher-backend needs --moe-token-dispatcher-type "
+                            "flex");
+    }
+    /* a dense model has no dispatcher (Megatron ignores the flags there) */
+    TRY(SET_L(l, MEM4D_LAYOUT_MOE_DISPATCHER, m->v[MEM4D_MODEL_NUM_EXPERTS] ? d : 0, "--moe-token-dispatcher-type"));
+    uint64_t sms = GIVEN(MF_FLEX_SMS) ? U(MF_FLEX_SMS) : GIVEN(MF_DEEPEP_SMS) ? U(MF_DEEPEP_SMS) : 20;
+    TRY(SET_L(l, MEM4D_LAYOUT_MOE_DISPATCHER_SMS, sms,
+              GIVEN(MF_FLEX_SMS) ? "--moe-flex-dispatcher-num-sms" : "--moe-deepep-num-sms"));
+    uint64_t pad = 0;
+    if (GIVEN(MF_ROUTER_PAD_Q) || GIVEN(MF_ROUTER_PAD_FP8)) {
+        const char *flag = GIVEN(MF_ROUTER_PAD_Q) ? "--moe-router-padding-for-quantization"
+                                                  : "--moe-router-padding-for-fp8";
+        if (!GIVEN(MF_FP8))
+            return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "%s needs fp8 training (--fp8-format)", flag);
+        pad = strcmp(choice(vals, MF_FP8_RECIPE), "mxfp8") == 0 ? 32 : 16;
+    }
+    TRY(SET_L(l, MEM4D_LAYOUT_MOE_PAD_MULTIPLE, pad, "--moe-router-padding-for-quantization"));
+    TRY(SET_L(l, MEM4D_LAYOUT_MOE_EP_OVERLAP, GIVEN(MF_EP_OVERLAP), "--overlap-moe-expert-parallel-comm"));
+    TRY(SET_L(l, MEM4D_LAYOUT_DELAY_WGRAD, GIVEN(MF_DELAY_WGRAD), "--delay-wgrad-compute"));
+    /* --reuse-grad-buf-for-mxfp8-param-ag: the MXFP8 parameters' all-gather
+     * runs in the gradient buffer (param_and_grad_buffer.py), so fp8
+     * parameters keep no other buffer: what --fp8-param-gather models. */
+    if (GIVEN(MF_REUSE_GRAD_MXFP8) && !GIVEN(MF_FP8_PARAM))
+        return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "--reuse-grad-buf-for-mxfp8-param-ag needs --fp8-param-gather");
+    if (GIVEN(MF_FP8_PARAM) && strcmp(choice(vals, MF_FP8_RECIPE), "mxfp8") == 0 && !GIVEN(MF_REUSE_GRAD_MXFP8))
+        m4d_imp_warn(imp, "--fp8-recipe mxfp8 with --fp8-param-gather needs --reuse-grad-buf-for-mxfp8-param-ag "
+                     "(Megatron-Core's MoE README; Transformer Engine cannot remap MXFP8 parameters into the "
+                     "parameter buffer): the estimate assumes it");
+    return MEM4D_OK;
+}
+
+/* CUDA graphs: --cuda-graph-impl, or the older --enable-cuda-graph (local)
+ * and --external-cuda-graph (transformer_engine); a scope of full_iteration
+ * (the older --cuda-graph-scope) is that implementation; a scope or module
+ * list without attn (nor the whole layer) leaves attention eager. */
+static mem4d_status apply_cuda_graphs(mem4d_import *imp, const struct opt_val *vals, mem4d_layout *l)
+{
+    enum { SCOPE_FULL = 1, SCOPE_ATTN = 2, SCOPE_FULL_ITERATION = 128 };
+    uint64_t impl = GIVEN(MF_CUDA_GRAPH) ? U(MF_CUDA_GRAPH)
+                  : GIVEN(MF_EXTERNAL_CUDA_GRAPH) ? MEM4D_CUDA_GRAPH_TRANSFORMER_ENGINE
+                  : GIVEN(MF_ENABLE_CUDA_GRAPH) ? MEM4D_CUDA_GRAPH_LOCAL : MEM4D_CUDA_GRAPH_NONE;
+    uint64_t scope = (GIVEN(MF_CUDA_GRAPH_SCOPE) ? U(MF_CUDA_GRAPH_SCOPE) : 0) |
+                     (GIVEN(MF_CUDA_GRAPH_MODULES) ? U(MF_CUDA_GRAPH_MODULES) : 0);
+    if (scope & SCOPE_FULL_ITERATION)
+        impl = MEM4D_CUDA_GRAPH_FULL_ITERATION;
+    if (scope && !impl)
+        m4d_imp_warn(imp, "--cuda-graph-scope/--cuda-graph-modules without a CUDA graph implementation capture "
+                     "nothing");
+    TRY(SET_L(l, MEM4D_LAYOUT_CUDA_GRAPH, impl, "--cuda-graph-impl"));
+    bool attn = scope == 0 || (scope & (SCOPE_FULL | SCOPE_ATTN | SCOPE_FULL_ITERATION));
+    TRY(SET_L(l, MEM4D_LAYOUT_CUDA_GRAPH_ATTENTION, attn, "--cuda-graph-scope"));
+    return SET_L(l, MEM4D_LAYOUT_FP32_RESIDUAL, GIVEN(MF_FP32_RESIDUAL), "--fp32-residual-connection");
 }
 
 /* Activation offloading: Megatron-Core turns cpu_offloading on when
@@ -1265,6 +1350,10 @@ mem4d_status mem4d_import_megatron(mem4d_import *import, int argc, const char *c
         st = apply_moe_capacity(imp, vals, &l);
     if (st == MEM4D_OK)
         st = apply_cpu_offloading(imp, vals, &l);
+    if (st == MEM4D_OK)
+        st = apply_moe_dispatch(imp, vals, &m, &l);
+    if (st == MEM4D_OK)
+        st = apply_cuda_graphs(imp, vals, &l);
     if (st == MEM4D_OK)
         warn_unmodelled(imp, vals);
     if (st == MEM4D_OK)

@@ -244,6 +244,14 @@ static void ctx_layout(const mem4d_layout *l, struct m4d_ctx *x)
     x->pp_outputs = v[MEM4D_LAYOUT_PP_RETURN_OUTPUTS] != 0;
     x->cf = v[MEM4D_LAYOUT_FIRST_CHUNK_FEWER_LAYERS];
     x->cl = v[MEM4D_LAYOUT_LAST_CHUNK_FEWER_LAYERS];
+    x->dispatcher = v[MEM4D_LAYOUT_MOE_DISPATCHER];
+    x->dispatcher_sms = v[MEM4D_LAYOUT_MOE_DISPATCHER_SMS];
+    x->pad_multiple = v[MEM4D_LAYOUT_MOE_PAD_MULTIPLE];
+    x->ep_overlap = v[MEM4D_LAYOUT_MOE_EP_OVERLAP] != 0;
+    x->delay_wgrad = v[MEM4D_LAYOUT_DELAY_WGRAD] != 0;
+    x->cuda_graph = v[MEM4D_LAYOUT_CUDA_GRAPH];
+    x->graph_attn = v[MEM4D_LAYOUT_CUDA_GRAPH_ATTENTION] != 0;
+    x->fp32_residual = v[MEM4D_LAYOUT_FP32_RESIDUAL] != 0;
     x->nvs = l->nvs;
     x->vs = l->vs;
     x->vs_first = l->vs_first;
@@ -510,6 +518,98 @@ static mem4d_status check_framework(const struct m4d_ctx *x, char *why, size_t n
     return MEM4D_OK;
 }
 
+/* DeepEP's configured group sizes (deep_ep/buffer.py, get_dispatch_config
+ * and get_combine_config, v1.2.1 and the hybrid-ep branch Megatron-Core
+ * imports); m4d_deepep_* in estimate_full.c holds their receive sizes. */
+bool m4d_deepep_group_ok(uint64_t ranks)
+{
+    static const uint64_t sizes[] = {2, 4, 8, 16, 24, 32, 64, 128, 144, 160};
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
+        if (sizes[i] == ranks)
+            return true;
+    return false;
+}
+
+/* The MoE token dispatcher and the Megatron-Core features around it
+ * (transformer_config.py __post_init__, token_dispatcher.py). */
+static mem4d_status check_moe_dispatch(const struct m4d_ctx *x, char *why, size_t n)
+{
+    static const char *const names[] = {"alltoall", "allgather", "deepep", "hybridep"};
+    bool flex = x->dispatcher == MEM4D_MOE_DISPATCHER_DEEPEP || x->dispatcher == MEM4D_MOE_DISPATCHER_HYBRIDEP;
+    uint64_t group = x->ep * x->etp;
+    if (!x->experts && (x->dispatcher || x->pad_multiple || x->ep_overlap)) {
+        m4d_msg(why, n, "%s needs a mixture-of-experts model",
+                x->dispatcher ? "moe_dispatcher" : x->pad_multiple ? "moe_pad_multiple" : "moe_ep_overlap");
+        return MEM4D_E_EXPERTS;
+    }
+    if ((x->dispatcher || x->pad_multiple || x->ep_overlap || x->delay_wgrad || x->cuda_graph || x->fp32_residual) &&
+        x->fw != MEM4D_FRAMEWORK_MEGATRON) {
+        m4d_msg(why, n, "moe_dispatcher, moe_pad_multiple, moe_ep_overlap, delay_wgrad, cuda_graph and "
+                "fp32_residual are Megatron-Core's (framework megatron)");
+        return MEM4D_E_CONFLICT;
+    }
+    if (flex && group < 2) {
+        m4d_msg(why, n, "moe_dispatcher %s (the flex dispatcher) needs ep x etp > 1", names[x->dispatcher]);
+        return MEM4D_E_CONFLICT;
+    }
+    if (x->dispatcher == MEM4D_MOE_DISPATCHER_DEEPEP && !m4d_deepep_group_ok(group)) {
+        m4d_msg(why, n, "DeepEP has no configuration for ep x etp = %llu ranks (2, 4, 8, 16, 24, 32, 64, 128, "
+                "144 or 160)", U(group));
+        return MEM4D_E_CONFLICT;
+    }
+    if (x->dispatcher == MEM4D_MOE_DISPATCHER_DEEPEP && x->cap_pad) {
+        m4d_msg(why, n, "moe_pad_to_capacity does not work with the DeepEP dispatcher (Megatron-Core refuses it)");
+        return MEM4D_E_CONFLICT;
+    }
+    if (x->dispatcher_sms % 2) {
+        m4d_msg(why, n, "moe_dispatcher_sms %llu must be even (DeepEP pairs them into channels)",
+                U(x->dispatcher_sms));
+        return MEM4D_E_RANGE;
+    }
+    if (x->pad_multiple && (!x->fp8 || x->dispatcher == MEM4D_MOE_DISPATCHER_ALLGATHER)) {
+        m4d_msg(why, n, "moe_pad_multiple needs fp8 and a dispatcher other than allgather (Megatron-Core's "
+                "--moe-router-padding-for-quantization)");
+        return MEM4D_E_CONFLICT;
+    }
+    if (x->ep_overlap) {
+        if (x->ep < 2 || x->dispatcher == MEM4D_MOE_DISPATCHER_ALLGATHER) {
+            m4d_msg(why, n, "moe_ep_overlap needs ep > 1 and the alltoall or flex dispatcher");
+            return MEM4D_E_CONFLICT;
+        }
+        if (x->p > 1 && x->v < 2) {
+            m4d_msg(why, n, "moe_ep_overlap with pp %llu needs vpp > 1 (Megatron-Core combines the forward and "
+                    "backward steps in the interleaved schedule only)", U(x->p));
+            return MEM4D_E_CONFLICT;
+        }
+        if (x->recompute == 2 || (x->recompute == 1 && (x->rc_modules & M4D_RC_MOE))) {
+            m4d_msg(why, n, "moe_ep_overlap does not work with full recompute or the moe recompute module");
+            return MEM4D_E_CONFLICT;
+        }
+    }
+    if (x->delay_wgrad && !x->ep_overlap) {
+        m4d_msg(why, n, "delay_wgrad needs moe_ep_overlap (Megatron-Core delays weight gradients only there)");
+        return MEM4D_E_CONFLICT;
+    }
+    if (x->fp32_residual && x->param_bytes != 2) {
+        m4d_msg(why, n, "fp32_residual needs 2-byte (bf16/fp16) parameters");
+        return MEM4D_E_CONFLICT;
+    }
+    if (x->cuda_graph && x->act_offload) {
+        m4d_msg(why, n, "cuda_graph does not work with activation offloading (Megatron-Core refuses it)");
+        return MEM4D_E_CONFLICT;
+    }
+    if (x->cuda_graph && x->cuda_graph != MEM4D_CUDA_GRAPH_FULL_ITERATION && x->recompute == 2) {
+        m4d_msg(why, n, "cuda_graph %s does not work with full recompute (only full_iteration does)",
+                x->cuda_graph == MEM4D_CUDA_GRAPH_LOCAL ? "local" : "transformer_engine");
+        return MEM4D_E_CONFLICT;
+    }
+    if (x->ep_overlap && x->cuda_graph && x->cuda_graph != MEM4D_CUDA_GRAPH_FULL_ITERATION) {
+        m4d_msg(why, n, "moe_ep_overlap does not work with per-layer CUDA graphs");
+        return MEM4D_E_CONFLICT;
+    }
+    return MEM4D_OK;
+}
+
 static mem4d_status check_misc(struct m4d_ctx *x, char *why, size_t n)
 {
     mem4d_status st;
@@ -534,7 +634,7 @@ static mem4d_status check_misc(struct m4d_ctx *x, char *why, size_t n)
         m4d_msg(why, n, "etp %llu needs a mixture-of-experts model", U(x->etp));
         return MEM4D_E_EXPERTS;
     }
-    if ((st = check_framework(x, why, n)) != MEM4D_OK)
+    if ((st = check_framework(x, why, n)) != MEM4D_OK || (st = check_moe_dispatch(x, why, n)) != MEM4D_OK)
         return st;
     if (!m4d_recompute_layers_ok(x)) {
         m4d_msg(why, n, "recompute_num_layers %llu exceeds the %llu layers of a pipeline stage",

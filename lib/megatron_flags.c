@@ -31,6 +31,12 @@ static const char *const c_grad_dtype[] = {"fp32", "bf16", NULL};
 static const char *const c_param_dtype[] = {"fp32", "fp16", NULL};
 static const char *const c_state_dtype[] = {"fp32", "fp16", "bf16", "fp8", NULL};
 static const char *const c_cuda_graph[] = {"none", "local", "transformer_engine", "full_iteration", NULL};
+/* In the order of the M4D_SCOPE_* bits (import_megatron.c). */
+static const char *const c_graph_scope[] = {"full", "attn", "mlp", "moe", "moe_router", "moe_preprocess", "mamba",
+                                            "full_iteration", NULL};
+static const char *const c_dispatcher[] = {"allgather", "alltoall", "flex", "alltoall_seq", NULL};
+static const char *const c_flex_backend[] = {"deepep", "hybridep", "ncclep", NULL};
+static const char *const c_fp8_recipe[] = {"delayed", "tensorwise", "mxfp8", "blockwise", "custom", NULL};
 
 #define INT_ROW(f, slot, key) {f, M4D_FLAG_INT, slot, key, NULL, NULL}
 #define SWITCH_ROW(f, slot) {f, M4D_FLAG_SWITCH, slot, -1, NULL, NULL}
@@ -90,8 +96,8 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     WORD_ROW("cross-entropy-fusion-impl", MF_CE_IMPL, c_ce_impl),
     SWITCH_ROW("cross-entropy-loss-fusion", MF_CE_FUSION),
     WORD_ROW("cuda-graph-impl", MF_CUDA_GRAPH, c_cuda_graph),
-    SKIP_ROW("cuda-graph-modules"), /* what --cuda-graph-impl captures */
-    SKIP_ROW("cuda-graph-scope"),
+    BITS_ROW("cuda-graph-modules", MF_CUDA_GRAPH_MODULES, c_graph_scope),
+    BITS_ROW("cuda-graph-scope", MF_CUDA_GRAPH_SCOPE, c_graph_scope),
     SKIP_ROW("cuda-graph-warmup-steps"),
     SKIP_ROW("data-args-path"),
     SKIP_ROW("data-cache-path"),
@@ -110,6 +116,7 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     SWITCH_ROW("deepspeed-activation-checkpointing", MF_DS_ACT_CKPT),
     TEXT_ROW("deepspeed-config", MF_DS_CONFIG),
     TEXT_ROW("deepspeed_config", MF_DS_CONFIG),
+    SWITCH_ROW("delay-wgrad-compute", MF_DELAY_WGRAD),
     SKIP_ROW("deterministic-mode"),
     SWITCH_ROW("disable-bias-linear", MF_NO_BIAS),
     SKIP_ROW("disable-straggler-on-startup"),
@@ -121,11 +128,12 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     SKIP_ROW("distributed-timeout-minutes"),
     SKIP_ROW("embed-layernorm"), /* 2h parameters and one h-wide activation: below a megabyte */
     SKIP_ROW("empty-unused-memory-level"),
-    WARN_ROW("enable-cuda-graph", CUDA_GRAPH_WHY),
+    SWITCH_ROW("enable-cuda-graph", MF_ENABLE_CUDA_GRAPH),
     SKIP_ROW("enable-experimental"),
     INT_ROW("encoder-seq-length", MF_ENC_SEQ, -1),
     SKIP_ROW("end-weight-decay"),
     SKIP_ROW("eod-mask-loss"),
+    WARN_ROW("ep-overlap-early-attn-memory-release", "frees the overlapped backward's attention earlier; the estimate keeps a whole forward layer beside it, an upper bound"),
     SKIP_ROW("eval-interval"),
     SKIP_ROW("eval-iters"),
     SKIP_ROW("exit-duration-in-mins"),
@@ -136,20 +144,20 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     WORD_ROW("exp-avg-sq-dtype", MF_EXP_AVG_SQ_DTYPE, c_state_dtype),
     INT_ROW("expert-model-parallel-size", MF_EP, -1),
     INT_ROW("expert-tensor-parallel-size", MF_ETP, -1),
-    WARN_ROW("external-cuda-graph", CUDA_GRAPH_WHY),
+    SWITCH_ROW("external-cuda-graph", MF_EXTERNAL_CUDA_GRAPH),
     INT_ROW("extra-vocab-size", MF_EXTRA_VOCAB, -1),
     INT_ROW("ffn-hidden-size", MF_FFN, MEM4D_MODEL_FFN_HIDDEN_SIZE),
     SKIP_ROW("finetune"),
     SWITCH_ROW("fp16", MF_FP16),
     WARN_ROW("fp16-lm-cross-entropy", "keeps the logits in fp16, less than the estimate assumes"),
-    WARN_ROW("fp32-residual-connection", "keeps the residual stream in fp32; not modelled"),
+    SWITCH_ROW("fp32-residual-connection", MF_FP32_RESIDUAL),
     SKIP_ROW("fp8-amax-compute-algo"),
     SKIP_ROW("fp8-amax-history-len"),
     WORD_ROW("fp8-format", MF_FP8, c_fp8),
     SKIP_ROW("fp8-interval"),
     SKIP_ROW("fp8-margin"),
     SWITCH_ROW("fp8-param-gather", MF_FP8_PARAM),
-    SKIP_ROW("fp8-recipe"),
+    WORD_ROW("fp8-recipe", MF_FP8_RECIPE, c_fp8_recipe),
     INT_ROW("global-batch-size", MF_GBS, -1),
     SWITCH_ROW("grad-reduce-in-bf16", MF_GRAD_BF16),
     SWITCH_ROW("group-query-attention", MF_GQA),
@@ -211,14 +219,21 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     SKIP_ROW("mock-data"),
     WARN_ROW("model-parallel-size", "is no longer accepted by Megatron-LM (use --tensor-model-parallel-size)"),
     SKIP_ROW("moe-aux-loss-coeff"),
+    INT_ROW("moe-deepep-num-sms", MF_DEEPEP_SMS, -1),
+    SWITCH_ROW("moe-enable-deepep", MF_ENABLE_DEEPEP),
     TEXT_ROW("moe-expert-capacity-factor", MF_MOE_CAP),
     INT_ROW("moe-ffn-hidden-size", MF_MOE_FFN, MEM4D_MODEL_EXPERT_FFN_SIZE),
+    WORD_ROW("moe-flex-dispatcher-backend", MF_FLEX_BACKEND, c_flex_backend),
+    INT_ROW("moe-flex-dispatcher-num-sms", MF_FLEX_SMS, -1),
     SKIP_ROW("moe-grouped-gemm"), /* its workspace is inside workspace_bytes (doc/full-model.md) */
+    SKIP_ROW("moe-hybridep-num-sms"), /* HybridEP's buffers do not depend on its SMs */
+    SKIP_ROW("moe-hybridep-num-sms-preprocessing"),
     SKIP_ROW("moe-input-jitter-eps"),
     TEXT_ROW("moe-layer-freq", MF_MOE_FREQ),
     SWITCH_ROW("moe-layer-recompute", MF_MOE_LAYER_RC),
     SWITCH_ROW("moe-pad-expert-input-to-capacity", MF_MOE_PAD),
     SKIP_ROW("moe-permute-fusion"),
+    SKIP_ROW("moe-permute-fusion-into-hybridep"),
     SKIP_ROW("moe-router-bias-update-rate"),
     WORD_ROW("moe-router-dtype", MF_ROUTER_DTYPE, c_router_dtype),
     SKIP_ROW("moe-router-enable-expert-bias"),
@@ -227,6 +242,8 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     SKIP_ROW("moe-router-group-topk"),
     SKIP_ROW("moe-router-load-balancing-type"),
     SKIP_ROW("moe-router-num-groups"),
+    SWITCH_ROW("moe-router-padding-for-fp8", MF_ROUTER_PAD_FP8),
+    SWITCH_ROW("moe-router-padding-for-quantization", MF_ROUTER_PAD_Q),
     SKIP_ROW("moe-router-pre-softmax"),
     SKIP_ROW("moe-router-score-function"),
     INT_ROW("moe-router-topk", MF_TOPK, MEM4D_MODEL_EXPERT_TOPK),
@@ -234,7 +251,7 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     SWITCH_ROW("moe-shared-expert-gate", MF_SHARED_GATE),
     INT_ROW("moe-shared-expert-intermediate-size", MF_SHARED_FFN, MEM4D_MODEL_SHARED_EXPERT_FFN_SIZE),
     SKIP_ROW("moe-shared-expert-overlap"),
-    SKIP_ROW("moe-token-dispatcher-type"),
+    WORD_ROW("moe-token-dispatcher-type", MF_DISPATCHER, c_dispatcher),
     SKIP_ROW("moe-token-drop-policy"),
     SKIP_ROW("moe-z-loss-coeff"),
     SKIP_ROW("mscale"),
@@ -285,6 +302,7 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     SKIP_ROW("original-max-position-embeddings"),
     SKIP_ROW("overlap-cpu-optimizer-d2h-h2d"),
     SWITCH_ROW("overlap-grad-reduce", MF_OVERLAP_GRAD),
+    SWITCH_ROW("overlap-moe-expert-parallel-comm", MF_EP_OVERLAP),
     SKIP_ROW("overlap-p2p-comm"),
     SWITCH_ROW("overlap-param-gather", MF_OVERLAP_PARAM),
     SKIP_ROW("overlap-param-gather-with-optimizer-step"),
@@ -317,6 +335,7 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     TEXT_ROW("reduce-bucket-size", MF_REDUCE_BUCKET),
     SKIP_ROW("reset-attention-mask"),
     SKIP_ROW("reset-position-ids"),
+    SWITCH_ROW("reuse-grad-buf-for-mxfp8-param-ag", MF_REUSE_GRAD_MXFP8),
     SKIP_ROW("rotary-base"),
     SKIP_ROW("rotary-interleaved"),
     SKIP_ROW("rotary-percent"),

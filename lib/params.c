@@ -21,6 +21,8 @@ static const char *const float8_names[] = {"none", "tensorwise", "rowwise", NULL
 static const char *const offload_names[] = {"none", "optimizer", "optimizer_and_params", NULL};
 static const char *const schedule_names[] = {"1f1b", "afab", NULL};
 static const char *const compile_names[] = {"none", "blocks", "blocks_and_loss", NULL};
+static const char *const dispatcher_names[] = {"alltoall", "allgather", "deepep", "hybridep", NULL};
+static const char *const cuda_graph_names[] = {"none", "local", "transformer_engine", "full_iteration", NULL};
 
 /* Rows by kind (mem4d_param_kind): NUM_ROW is a plain number, UNIT_ROW a
  * number with a unit (BYTES_ROW, PPM_ROW, FLOPS_ROW, RATE_ROW for bytes/s,
@@ -148,6 +150,14 @@ const struct m4d_param_desc m4d_layout_params[] = {
     [MEM4D_LAYOUT_PP_RETURN_OUTPUTS] = BOOL_ROW("pp_return_outputs", "return_outputs", NULL, 0),
     [MEM4D_LAYOUT_FIRST_CHUNK_FEWER_LAYERS] = NUM_ROW("first_chunk_fewer_layers", NULL, NULL, 0, 4096, 0),
     [MEM4D_LAYOUT_LAST_CHUNK_FEWER_LAYERS] = NUM_ROW("last_chunk_fewer_layers", NULL, NULL, 0, 4096, 0),
+    [MEM4D_LAYOUT_MOE_DISPATCHER] = ENUM_ROW("moe_dispatcher", "moe_token_dispatcher_type", NULL, dispatcher_names, 0),
+    [MEM4D_LAYOUT_MOE_DISPATCHER_SMS] = NUM_ROW("moe_dispatcher_sms", "moe_flex_dispatcher_num_sms", NULL, 2, 256, 20),
+    [MEM4D_LAYOUT_MOE_PAD_MULTIPLE] = NUM_ROW("moe_pad_multiple", NULL, NULL, 0, 256, 0),
+    [MEM4D_LAYOUT_MOE_EP_OVERLAP] = BOOL_ROW("moe_ep_overlap", "overlap_moe_expert_parallel_comm", NULL, 0),
+    [MEM4D_LAYOUT_DELAY_WGRAD] = BOOL_ROW("delay_wgrad", "delay_wgrad_compute", NULL, 0),
+    [MEM4D_LAYOUT_CUDA_GRAPH] = ENUM_ROW("cuda_graph", "cuda_graph_impl", NULL, cuda_graph_names, 0),
+    [MEM4D_LAYOUT_CUDA_GRAPH_ATTENTION] = BOOL_ROW("cuda_graph_attention", NULL, NULL, 1),
+    [MEM4D_LAYOUT_FP32_RESIDUAL] = BOOL_ROW("fp32_residual", "fp32_residual_connection", NULL, 0),
 };
 M4D_TABLE_ROWS(m4d_layout_params, M4D_LAYOUT_NPARAM);
 

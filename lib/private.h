@@ -28,8 +28,8 @@
  * raise the count, name the new last value and append the table rows. */
 #define M4D_MODEL_NPARAM 31
 M4D_ENUM_COUNT(M4D_MODEL_NPARAM, MEM4D_MODEL_QK_NORM_WHOLE);
-#define M4D_LAYOUT_NPARAM 64
-M4D_ENUM_COUNT(M4D_LAYOUT_NPARAM, MEM4D_LAYOUT_LAST_CHUNK_FEWER_LAYERS);
+#define M4D_LAYOUT_NPARAM 72
+M4D_ENUM_COUNT(M4D_LAYOUT_NPARAM, MEM4D_LAYOUT_FP32_RESIDUAL);
 #define M4D_DEVICE_NPARAM 24
 M4D_ENUM_COUNT(M4D_DEVICE_NPARAM, MEM4D_DEVICE_HOST_BANDWIDTH);
 #define M4D_NTERMS 15
@@ -169,6 +169,11 @@ struct m4d_ctx {
     uint64_t nvs;                      /* virtual stages of a layer table (0: none) */
     const uint16_t *vs, *vs_first;     /* the layout's table: layers and first layer of each */
     bool precision_aware;              /* the optimizer takes low-precision gradients as they are */
+    uint64_t dispatcher, dispatcher_sms; /* mem4d_moe_dispatcher; DeepEP's SMs */
+    uint64_t pad_multiple;             /* expert token counts rounded up to this (0: none) */
+    bool ep_overlap, delay_wgrad;      /* EP all-to-all overlap (combined 1F1B); delayed weight gradients */
+    uint64_t cuda_graph;               /* mem4d_cuda_graph */
+    bool graph_attn, fp32_residual;    /* attention inside the graphs; the residual stream in fp32 */
     bool tp_overlap;                   /* TP collectives chunked under their GEMMs */
     uint64_t bucket, first_layers, last_layers, vocab_div;
     mem4d_mode mode;
@@ -196,7 +201,18 @@ enum {
 static inline uint64_t m4d_routed_ppm(const struct m4d_ctx *x)
 {
     uint64_t f = x->cap_ppm == 0 ? 1000000 : x->cap_pad || x->cap_ppm < 1000000 ? x->cap_ppm : 1000000;
-    return x->topk * f;
+    uint64_t pad = 0;
+    if (x->pad_multiple > 1 && x->experts) {
+        /* --moe-router-padding-for-quantization: each expert's count rounded
+         * up to a multiple of a, on average (a − 1)/2 rows more, padded by
+         * every ep·etp sender with the alltoall dispatcher, once by the
+         * receiver with the others; per token of T/t_sp (the rank's share) */
+        uint64_t senders = x->dispatcher == MEM4D_MOE_DISPATCHER_ALLTOALL ? x->ep * x->etp : 1;
+        uint64_t rows2 = (x->experts / x->ep) * senders * (x->pad_multiple - 1); /* twice the mean */
+        uint64_t tsp = x->sp && x->t > 1 ? x->t : 1, T = (x->s / x->c) * x->b;
+        pad = T ? rows2 * 500000 * tsp / T : 0;
+    }
+    return x->topk * f + pad;
 }
 
 /* --- util.c --------------------------------------------------------------- */
@@ -372,6 +388,8 @@ static inline bool m4d_recompute_mode_ok(const struct m4d_ctx *x)
 }
 
 mem4d_status m4d_model_check(const mem4d_model *model, char *why, size_t why_size);
+/* One of DeepEP's configured group sizes (layout.c). */
+bool m4d_deepep_group_ok(uint64_t ranks);
 void m4d_ctx_model(const mem4d_model *model, struct m4d_ctx *x);
 bool m4d_model_params_total(const struct m4d_ctx *x, uint64_t vocab, uint64_t *out);
 

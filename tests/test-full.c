@@ -685,18 +685,22 @@ END_TEST
  * linear in it; dropping beyond a capacity above 1 keeps top-k (as none),
  * below 1 it keeps what padding to that capacity keeps. Nothing but the
  * activations moves. */
-static uint64_t moe_activations(const char *cap, const char *pad, mem4d_report **out)
+/* qwen1.5-moe-a2.7b estimated on layout l (freed). */
+static mem4d_report *moe_estimate(mem4d_layout *l)
 {
     mem4d_model *moe = tu_model("qwen1.5-moe-a2.7b");
-    mem4d_layout *l = tu_layout("pp=2", "dp=4", "ep=4", "seq=4096", "gbs=32", cap, pad, NULL);
     mem4d_report *r = NULL;
     mem4d_report_new(&r);
     ck_assert_msg(mem4d_estimate(moe, l, device, r) == MEM4D_OK, "%s", mem4d_report_message(r));
-    uint64_t act = get(r, 0, MEM4D_TERM_ACTIVATIONS);
     mem4d_layout_free(l);
     mem4d_model_free(moe);
-    *out = r;
-    return act;
+    return r;
+}
+
+static uint64_t moe_activations(const char *cap, const char *pad, mem4d_report **out)
+{
+    *out = moe_estimate(tu_layout("pp=2", "dp=4", "ep=4", "seq=4096", "gbs=32", cap, pad, NULL));
+    return get(*out, 0, MEM4D_TERM_ACTIVATIONS);
 }
 
 START_TEST(moe_token_capacity)
@@ -733,6 +737,228 @@ START_TEST(moe_token_capacity)
         mem4d_layout_free(l);
     }
     mem4d_model_free(moe);
+}
+END_TEST
+
+/* One MoE estimate: qwen1.5-moe-a2.7b (h 2048, 60 experts, top-4, fe 1408,
+ * 24 expert layers) on pp 2, dp 4, ep 4, tp 1, 4096 tokens, 8 micro-batches
+ * (stage 0 keeps 2 in flight, 12 layers each), plus the keys given. */
+static mem4d_report *moe_run(const char *a, const char *b, const char *c)
+{
+    return moe_estimate(tu_layout("pp=2", "dp=4", "ep=4", "seq=4096", "gbs=32", a, b, c, NULL));
+}
+
+static uint64_t delta(const mem4d_report *a, const mem4d_report *b, uint32_t stage, mem4d_term t)
+{
+    return get(b, stage, t) - get(a, stage, t);
+}
+
+/* The token dispatchers, term by term (doc/full-model.md, "MoE token
+ * dispatchers"). Numbers: h = 2048 (2h = 4096 bytes a token), E = 60,
+ * N = ep·etp = 4 ranks, L = 15 local experts, T = 4096. */
+START_TEST(moe_token_dispatchers)
+{
+    mem4d_report *a2a = moe_run(NULL, NULL, NULL);
+    /* DeepEP: C = 10 channels, n = 4 peers, r = 1, R_nvl = 256: the NVLink
+     * buffer ceil128(10·4·(8 + 12 + 256·(4096 + 2056))) = 62997376, +160 B,
+     * + the 32 MiB workspace; no RDMA buffer within a node. FIXED only. */
+    mem4d_report *dep = moe_run("moe_dispatcher=deepep", NULL, NULL);
+    same_except(a2a, dep, BIT(MEM4D_TERM_FIXED));
+    ck_assert_uint_eq(delta(a2a, dep, 0, MEM4D_TERM_FIXED), UINT64_C(62997376) + 160 + 32 * MiB);
+    /* twice the SMs, twice the channels */
+    mem4d_report *dep40 = moe_run("moe_dispatcher=deepep", "moe_dispatcher_sms=40", NULL);
+    ck_assert_uint_eq(delta(a2a, dep40, 0, MEM4D_TERM_FIXED),
+                      UINT64_C(125994624) /* ceil128(20·4·1574932) */ + 160 + 32 * MiB);
+    /* HybridEP: M = 4096·4 tokens of 2h + 4·L·R (240) + 4·h/128 (64) + E (60)
+     * bytes, + 8·64·4 chunk flags; its handle N·(4 + 5L) = 316 bytes a token
+     * per expert layer, kept by 2 micro-batches x 12 layers on stage 0. */
+    mem4d_report *hep = moe_run("moe_dispatcher=hybridep", NULL, NULL);
+    same_except(a2a, hep, BIT(MEM4D_TERM_FIXED) | BIT(MEM4D_TERM_ACTIVATIONS));
+    ck_assert_uint_eq(delta(a2a, hep, 0, MEM4D_TERM_FIXED), UINT64_C(16384) * 4460 + 2048);
+    ck_assert_uint_eq(delta(a2a, hep, 0, MEM4D_TERM_ACTIVATIONS), UINT64_C(2) * 12 * 4096 * 316);
+    /* allgather: N·T tokens of 6h + 5E bytes (the gathered input, fp32
+     * probabilities and map, the unpermuted output and its fp32 copy) */
+    mem4d_report *ag = moe_run("moe_dispatcher=allgather", NULL, NULL);
+    same_except(a2a, ag, BIT(MEM4D_TERM_BUFFERS));
+    ck_assert_uint_eq(delta(a2a, ag, 0, MEM4D_TERM_BUFFERS), UINT64_C(4) * 4096 * (6 * 2048 + 5 * 60));
+    mem4d_report *rs[] = {a2a, dep, dep40, hep, ag};
+    for (size_t i = 0; i < sizeof rs / sizeof rs[0]; i++)
+        mem4d_report_free(rs[i]);
+    /* Across nodes DeepEP adds its RDMA buffer in 512 MiB NVSHMEM chunks:
+     * qwen2-57b-a14b (h 3584) at ep 16: n = 8, r = 2, R_nvl 288, R_rdma 140:
+     * ceil128(10·8·(16 + 12 + 288·9224)) + 160 + 32 MiB + one 512 MiB chunk for
+     * ceil128(10·2·(144 + 2·140·9240)) = 51746944 bytes. */
+    mem4d_model *q57 = tu_model("qwen2-57b-a14b");
+    uint64_t fixed[2];
+    for (int i = 0; i < 2; i++) {
+        mem4d_layout *l = tu_layout("dp=16", "ep=16", "seq=4096", i ? "moe_dispatcher=deepep" : "moe_dispatcher=alltoall",
+                                    NULL);
+        mem4d_report *r = NULL;
+        mem4d_report_new(&r);
+        ck_assert_msg(mem4d_estimate(q57, l, device, r) == MEM4D_OK, "%s", mem4d_report_message(r));
+        fixed[i] = get(r, 0, MEM4D_TERM_FIXED);
+        mem4d_report_free(r);
+        mem4d_layout_free(l);
+    }
+    ck_assert_uint_eq(fixed[1] - fixed[0], UINT64_C(212523264) + 160 + 32 * MiB + 512 * MiB);
+    /* Megatron-Core's and DeepEP's rules */
+    static const char *const bad[][3] = {{"moe_dispatcher=deepep", "ep=1", NULL},
+                                         {"moe_dispatcher=deepep", "moe_capacity_factor_ppm=1000000",
+                                          "moe_pad_to_capacity=1"},
+                                         {"moe_dispatcher=deepep", "moe_dispatcher_sms=21", NULL},
+                                         {"moe_pad_multiple=16", NULL, NULL},
+                                         {"moe_dispatcher=allgather", "moe_pad_multiple=16", "fp8=1"},
+                                         {"moe_dispatcher=hybridep", "framework=deepspeed", NULL}};
+    static const mem4d_status want[] = {MEM4D_E_CONFLICT, MEM4D_E_CONFLICT, MEM4D_E_RANGE, MEM4D_E_CONFLICT,
+                                        MEM4D_E_CONFLICT, MEM4D_E_CONFLICT};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        mem4d_layout *l = tu_layout("dp=16", "ep=16", "seq=4096", bad[i][0], bad[i][1], bad[i][2], NULL);
+        char why[256];
+        ck_assert_int_eq(mem4d_validate(q57, l, why, sizeof why), want[i]);
+        mem4d_layout_free(l);
+    }
+    /* DeepEP has no configuration for 12 ranks (48 experts... 64 over ep 12 do not divide: use etp) */
+    mem4d_layout *l12 = tu_layout("tp=3", "dp=4", "ep=4", "seq=4095", "moe_dispatcher=deepep", NULL);
+    char why[256];
+    ck_assert_int_ne(mem4d_validate(q57, l12, why, sizeof why), MEM4D_OK);
+    mem4d_layout_free(l12);
+    mem4d_model_free(q57);
+    /* a dense model has no dispatcher */
+    mem4d_layout *dense = tu_layout("pp=4", "dp=4", "seq=4096", "moe_dispatcher=deepep", NULL);
+    ck_assert_int_eq(mem4d_validate(model, dense, why, sizeof why), MEM4D_E_EXPERTS);
+    mem4d_layout_free(dense);
+}
+END_TEST
+
+/* Router padding for quantized GEMMs: with alltoall every one of the 4
+ * senders pads each of a rank's 15 experts, on average 15/2 rows (a = 16);
+ * the flex dispatchers pad once on the receiver: 4 times fewer rows. */
+START_TEST(moe_router_padding)
+{
+    mem4d_report *a = moe_run("fp8=1", NULL, NULL), *ap = moe_run("fp8=1", "moe_pad_multiple=16", NULL);
+    mem4d_report *d = moe_run("fp8=1", "moe_dispatcher=deepep", NULL);
+    mem4d_report *dp = moe_run("fp8=1", "moe_dispatcher=deepep", "moe_pad_multiple=16");
+    uint64_t da = delta(a, ap, 0, MEM4D_TERM_ACTIVATIONS), dd = delta(d, dp, 0, MEM4D_TERM_ACTIVATIONS);
+    ck_assert_uint_gt(dd, 0);
+    ck_assert_msg(da + da / 100 >= 4 * dd && 4 * dd + da / 100 >= da, "%llu vs 4 x %llu", (unsigned long long)da,
+                  (unsigned long long)dd); /* up to the rounding of rows per token */
+    /* 60·15/2 = 450 rows for 4096 tokens: about 11% more than the 4 routed a token */
+    ck_assert_uint_lt(da, get(a, 0, MEM4D_TERM_ACTIVATIONS) / 5);
+    mem4d_report *rs[] = {a, ap, d, dp};
+    for (size_t i = 0; i < 4; i++)
+        mem4d_report_free(rs[i]);
+}
+END_TEST
+
+/* The EP overlap keeps one more expert layer's activations at the peak;
+ * delayed weight gradients hold a layer's QKV output gradient
+ * (2·(a·d_qk + k·(d_qk + d_v)) = 12288 bytes a token), its output
+ * projection's and its experts' down projection's (2h + 4·2h): 32768 bytes
+ * a token of T = 4096 beside the backward working set. pp 2 x vpp 2 (the
+ * overlap needs virtual stages), 6 layers a chunk: stage 0 keeps 5
+ * chunk-micro-batches with 16 micro-batches, 4 with 2, so one expert layer
+ * is A = (act(16) − act(2) − the token ids 8·T of one more micro-batch)/6. */
+static mem4d_report *overlap_run(const char *gbs, const char *a, const char *b)
+{
+    return moe_estimate(tu_layout("pp=2", "vpp=2", "dp=4", "ep=4", "seq=4096", gbs, a, b, NULL));
+}
+
+START_TEST(moe_ep_overlap_and_delayed_wgrad)
+{
+    mem4d_report *base = overlap_run("gbs=64", NULL, NULL), *two = overlap_run("gbs=8", NULL, NULL);
+    mem4d_report *ov = overlap_run("gbs=64", "moe_ep_overlap=1", NULL);
+    mem4d_report *dw = overlap_run("gbs=64", "moe_ep_overlap=1", "delay_wgrad=1");
+    ck_assert_uint_eq(get(base, 0, MEM4D_TERM_IN_FLIGHT), 3);
+    ck_assert_uint_eq(get(two, 0, MEM4D_TERM_IN_FLIGHT), 2);
+    uint64_t six = delta(two, base, 0, MEM4D_TERM_ACTIVATIONS) - 8 * 4096;
+    ck_assert_uint_eq(six % 6, 0);
+    same_except(base, ov, BIT(MEM4D_TERM_ACTIVATIONS));
+    ck_assert_uint_eq(delta(base, ov, 0, MEM4D_TERM_ACTIVATIONS), six / 6);
+    ck_assert_uint_eq(delta(ov, dw, 0, MEM4D_TERM_ACTIVATIONS), UINT64_C(4096) * 32768);
+    mem4d_report *rs[] = {base, two, ov, dw};
+    for (size_t i = 0; i < 4; i++)
+        mem4d_report_free(rs[i]);
+    mem4d_model *moe = tu_model("qwen1.5-moe-a2.7b");
+    static const char *const bad[][2] = {{"delay_wgrad=1", NULL}, {"moe_ep_overlap=1", "pp=2"},
+                                         {"moe_ep_overlap=1", "recompute=full"}, {"moe_ep_overlap=1", "ep=1"}};
+    for (size_t i = 0; i < 4; i++) {
+        mem4d_layout *l = tu_layout("dp=4", "ep=4", "seq=4096", bad[i][0], bad[i][1], NULL);
+        char why[256];
+        ck_assert_int_eq(mem4d_validate(moe, l, why, sizeof why), MEM4D_E_CONFLICT);
+        mem4d_layout_free(l);
+    }
+    mem4d_model_free(moe);
+}
+END_TEST
+
+/* fp32 residuals (llama3.1-8b, tp 2 with sequence parallelism, pp 4, 32
+ * micro-batches): the pipeline's two buffers hold 4-byte elements
+ * (2·T·2h/t_sp more), stage r keeps each in-flight micro-batch's received
+ * fp32 input (4h·T/t_sp), stage 0 receives none; full-recompute
+ * checkpoints double. */
+START_TEST(fp32_residual_stream)
+{
+    mem4d_report *a = run(NULL), *b = run("fp32_residual=1", NULL);
+    for (uint32_t r = 0; r < 4; r++)
+        ck_assert_uint_eq(delta(a, b, r, MEM4D_TERM_BUFFERS), 2 * T * 2 * H / TP);
+    ck_assert_uint_eq(delta(a, b, 0, MEM4D_TERM_ACTIVATIONS), 0);
+    ck_assert_uint_eq(delta(a, b, 1, MEM4D_TERM_ACTIVATIONS), 3 * T * 4 * H / TP);
+    ck_assert_uint_eq(delta(a, b, 3, MEM4D_TERM_ACTIVATIONS), 1 * T * 4 * H / TP);
+    same_except(a, b, BIT(MEM4D_TERM_BUFFERS) | BIT(MEM4D_TERM_ACTIVATIONS));
+    mem4d_report *c = run("recompute=full", NULL), *d = run("recompute=full", "fp32_residual=1", NULL);
+    /* stage 3, 1 micro-batch: its 8 layers recomputed as one group (recompute_num_layers 0), one
+     * checkpoint C more, + the received input; with groups of 2 layers, 4 checkpoints */
+    ck_assert_uint_eq(delta(c, d, 3, MEM4D_TERM_ACTIVATIONS), CKPT + T * 4 * H / TP);
+    mem4d_report *e = run("recompute=full", "recompute_num_layers=2", NULL);
+    mem4d_report *f = run("recompute=full", "recompute_num_layers=2", "fp32_residual=1", NULL);
+    ck_assert_uint_eq(delta(e, f, 3, MEM4D_TERM_ACTIVATIONS), 4 * CKPT + T * 4 * H / TP);
+    mem4d_report_free(e);
+    mem4d_report_free(f);
+    mem4d_report *rs[] = {a, b, c, d};
+    for (size_t i = 0; i < 4; i++)
+        mem4d_report_free(rs[i]);
+    mem4d_layout *l = tu_layout("pp=4", "dp=4", "seq=4096", "fp32_residual=1", "param_bytes=4", NULL);
+    char why[256];
+    ck_assert_int_eq(mem4d_validate(model, l, why, sizeof why), MEM4D_E_CONFLICT);
+    mem4d_layout_free(l);
+}
+END_TEST
+
+/* CUDA graphs (same job, stage 0 keeps 4 micro-batches of 8 layers): static
+ * inputs kept at every moment, in BUFFERS: transformer_engine one hidden
+ * state 2h·T/t_sp and one causal mask T·s per graphed layer and in-flight
+ * micro-batch, and one more hidden state; local one hidden state per
+ * micro-batch; full_iteration 28 bytes a token of each of the 32
+ * micro-batches. The eager optimizer step cannot reuse the graph pool: the
+ * smaller of the pool's peak and the step's buffers stays reserved
+ * (FRAGMENTATION), never allocated. */
+START_TEST(cuda_graph_static_buffers)
+{
+    uint64_t H1 = T * 2 * H / TP, MASK = T * S;
+    mem4d_report *a = run(NULL), *te = run("cuda_graph=transformer_engine", NULL);
+    mem4d_report *noattn = run("cuda_graph=transformer_engine", "cuda_graph_attention=0", NULL);
+    mem4d_report *loc = run("cuda_graph=local", NULL), *full = run("cuda_graph=full_iteration", NULL);
+    ck_assert_uint_eq(get(a, 0, MEM4D_TERM_IN_FLIGHT), 4);
+    ck_assert_uint_eq(delta(a, te, 0, MEM4D_TERM_BUFFERS), 4 * 8 * (H1 + MASK) + H1);
+    ck_assert_uint_eq(delta(a, noattn, 0, MEM4D_TERM_BUFFERS), 4 * 8 * H1 + H1);
+    ck_assert_uint_eq(delta(a, loc, 0, MEM4D_TERM_BUFFERS), 4 * H1);
+    ck_assert_uint_eq(delta(a, full, 0, MEM4D_TERM_BUFFERS), 32 * T * 28);
+    mem4d_report *rs[] = {a, te, noattn, loc, full};
+    for (size_t i = 1; i < 5; i++) {
+        ck_assert_uint_eq(get(rs[i], 0, MEM4D_TERM_ACTIVATIONS), get(a, 0, MEM4D_TERM_ACTIVATIONS));
+        ck_assert_uint_gt(get(rs[i], 0, MEM4D_TERM_FRAGMENTATION), get(a, 0, MEM4D_TERM_FRAGMENTATION));
+        same_except(a, rs[i], BIT(MEM4D_TERM_BUFFERS));
+    }
+    for (size_t i = 0; i < 5; i++)
+        mem4d_report_free(rs[i]);
+    static const char *const bad[][2] = {{"cuda_graph=local", "recompute=full"},
+                                         {"cuda_graph=local", "framework=torchtitan"}};
+    for (size_t i = 0; i < 2; i++) {
+        mem4d_layout *l = tu_layout("pp=4", "dp=4", "seq=4096", bad[i][0], bad[i][1], NULL);
+        char why[256];
+        ck_assert_int_eq(mem4d_validate(model, l, why, sizeof why), MEM4D_E_CONFLICT);
+        mem4d_layout_free(l);
+    }
 }
 END_TEST
 
@@ -805,6 +1031,11 @@ int main(void)
     tcase_add_test(tc, shorter_end_virtual_stages);
     tcase_add_test(tc, virtual_stage_layer_table);
     tcase_add_test(tc, moe_token_capacity);
+    tcase_add_test(tc, moe_token_dispatchers);
+    tcase_add_test(tc, moe_router_padding);
+    tcase_add_test(tc, moe_ep_overlap_and_delayed_wgrad);
+    tcase_add_test(tc, fp32_residual_stream);
+    tcase_add_test(tc, cuda_graph_static_buffers);
     tcase_add_test(tc, moe_preset_parameter_counts);
     tcase_add_test(tc, overflow_is_range_not_wrap);
     suite_add_tcase(s, tc);

@@ -592,10 +592,9 @@ START_TEST(memory_flags_not_modelled_warn)
     fx_open(&fx);
     const char *argv[] = {"--tp-comm-overlap", "--fp32-residual-connection", "--optimizer", "sgd", "stray", NULL};
     ck_assert_int_eq(run_argv(&fx, argv, 0), MEM4D_OK);
-    ck_assert_uint_eq(mem4d_import_warning_count(fx.imp), 2);
-    ck_assert_str_eq(mem4d_import_warning(fx.imp, 0),
-                     "--fp32-residual-connection keeps the residual stream in fp32; not modelled");
-    ck_assert_str_eq(mem4d_import_warning(fx.imp, 1), "'stray' is not a flag; Megatron-LM would reject it");
+    ck_assert_uint_eq(mem4d_import_warning_count(fx.imp), 1);
+    ck_assert_str_eq(mem4d_import_warning(fx.imp, 0), "'stray' is not a flag; Megatron-LM would reject it");
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_FP32_RESIDUAL), 1); /* modelled: fp32 residual stream */
     ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_OPTIMIZER_MOMENTS), 1); /* SGD, momentum 0.9 by default */
     ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_TP_COMM_OVERLAP), 1); /* modelled: userbuffers, step time */
     fx_close(&fx);
@@ -657,8 +656,8 @@ START_TEST(moe_capacity_layer_recompute_and_optimizer_instances)
 }
 END_TEST
 
-/* CUDA graphs, NCCL user buffers and CPU offloading: read, and a warning
- * only where memory changes in a way the estimate leaves out. */
+/* CUDA graphs, NCCL user buffers and CPU offloading: read into their keys,
+ * and a warning only where memory changes in a way the estimate leaves out. */
 START_TEST(cuda_graphs_and_nccl_user_buffers)
 {
     struct fixture fx;
@@ -666,14 +665,23 @@ START_TEST(cuda_graphs_and_nccl_user_buffers)
     const char *off[] = {"--cuda-graph-impl", "none", "--use-nccl-ub", "--use-distributed-optimizer", NULL};
     ck_assert_int_eq(run_argv(&fx, off, 0), MEM4D_OK);
     ck_assert_msg(mem4d_import_warning_count(fx.imp) == 0, "%s", mem4d_import_warning(fx.imp, 0));
-    const char *local[] = {"--cuda-graph-impl", "local", "--cuda-graph-modules", "attn", "mlp",
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_CUDA_GRAPH), MEM4D_CUDA_GRAPH_NONE);
+    const char *local[] = {"--cuda-graph-impl", "local", "--cuda-graph-modules", "mlp",
                            "--cuda-graph-warmup-steps", "3", NULL};
     ck_assert_int_eq(run_argv(&fx, local, 0), MEM4D_OK);
-    ck_assert_uint_eq(mem4d_import_warning_count(fx.imp), 1);
-    ck_assert(has_warning(fx.imp, "--cuda-graph-impl local captures layers in CUDA graphs"));
+    ck_assert_msg(mem4d_import_warning_count(fx.imp) == 0, "%s", mem4d_import_warning(fx.imp, 0));
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_CUDA_GRAPH), MEM4D_CUDA_GRAPH_LOCAL);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_CUDA_GRAPH_ATTENTION), 0);
     const char *old[] = {"--external-cuda-graph", NULL};
     ck_assert_int_eq(run_argv(&fx, old, 0), MEM4D_OK);
-    ck_assert(has_warning(fx.imp, "--external-cuda-graph captures layers in CUDA graphs"));
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_CUDA_GRAPH), MEM4D_CUDA_GRAPH_TRANSFORMER_ENGINE);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_CUDA_GRAPH_ATTENTION), 1);
+    const char *older[] = {"--enable-cuda-graph", "--cuda-graph-scope", "full_iteration", NULL};
+    ck_assert_int_eq(run_argv(&fx, older, 0), MEM4D_OK);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_CUDA_GRAPH), MEM4D_CUDA_GRAPH_FULL_ITERATION);
+    const char *scope_only[] = {"--cuda-graph-scope", "attn", NULL};
+    ck_assert_int_eq(run_argv(&fx, scope_only, 0), MEM4D_OK);
+    ck_assert(has_warning(fx.imp, "capture nothing"));
     const char *offload[] = {"--cpu-offloading-num-layers", "20", NULL};
     ck_assert_int_eq(run_argv(&fx, offload, 0), MEM4D_OK);
     ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_ACTIVATION_OFFLOAD_LAYERS), 20);
@@ -685,6 +693,57 @@ START_TEST(cuda_graphs_and_nccl_user_buffers)
     const char *fsdp[] = {"--use-megatron-fsdp", "--use-nccl-ub", NULL};
     ck_assert_int_eq(run_argv(&fx, fsdp, 0), MEM4D_OK);
     ck_assert(has_warning(fx.imp, "fsdp_double_buffer"));
+    fx_close(&fx);
+}
+END_TEST
+
+/* The MoE token dispatcher and what goes with it: Megatron's default is
+ * allgather; flex names its backend (DeepEP by default, or the older
+ * --moe-enable-deepep); router padding takes the fp8 recipe's alignment. */
+START_TEST(moe_token_dispatchers)
+{
+    struct fixture fx;
+    fx_open(&fx);
+    mem4d_model_free(fx.model);
+    ck_assert_int_eq(mem4d_model_new_preset("mixtral-8x7b", &fx.model), MEM4D_OK);
+    const char *none[] = {"--expert-model-parallel-size", "8", NULL};
+    ck_assert_int_eq(run_argv(&fx, none, 8), MEM4D_OK);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_MOE_DISPATCHER), MEM4D_MOE_DISPATCHER_ALLGATHER);
+    const char *flex[] = {"--expert-model-parallel-size", "8", "--moe-token-dispatcher-type", "flex",
+                          "--moe-flex-dispatcher-num-sms", "24", NULL};
+    ck_assert_int_eq(run_argv(&fx, flex, 8), MEM4D_OK);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_MOE_DISPATCHER), MEM4D_MOE_DISPATCHER_DEEPEP);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_MOE_DISPATCHER_SMS), 24);
+    const char *hybrid[] = {"--expert-model-parallel-size", "8", "--moe-token-dispatcher-type", "flex",
+                            "--moe-flex-dispatcher-backend", "hybridep", "--fp8-format", "e4m3", "--fp8-recipe",
+                            "mxfp8", "--moe-router-padding-for-fp8", NULL};
+    ck_assert_int_eq(run_argv(&fx, hybrid, 8), MEM4D_OK);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_MOE_DISPATCHER), MEM4D_MOE_DISPATCHER_HYBRIDEP);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_MOE_PAD_MULTIPLE), 32);
+    const char *overlap[] = {"--expert-model-parallel-size", "8", "--moe-token-dispatcher-type", "alltoall",
+                             "--overlap-moe-expert-parallel-comm", "--delay-wgrad-compute", "--fp8-format", "hybrid",
+                             "--moe-router-padding-for-quantization", NULL};
+    ck_assert_int_eq(run_argv(&fx, overlap, 8), MEM4D_OK);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_MOE_DISPATCHER), MEM4D_MOE_DISPATCHER_ALLTOALL);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_MOE_EP_OVERLAP), 1);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_DELAY_WGRAD), 1);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_MOE_PAD_MULTIPLE), 16);
+    static const struct {
+        const char *argv[8];
+        mem4d_status st;
+        const char *why;
+    } bad[] = {
+        {{"--moe-enable-deepep", NULL}, MEM4D_E_CONFLICT, "--moe-enable-deepep needs --moe-token-dispatcher-type flex"},
+        {{"--moe-token-dispatcher-type", "flex", "--moe-flex-dispatcher-backend", "ncclep", NULL},
+         MEM4D_E_UNSUPPORTED, "NCCL EP's buffers are not modelled"},
+        {{"--moe-flex-dispatcher-backend", "hybridep", NULL}, MEM4D_E_CONFLICT, "needs --moe-token-dispatcher-type flex"},
+        {{"--moe-router-padding-for-fp8", NULL}, MEM4D_E_CONFLICT, "needs fp8 training"},
+        {{"--reuse-grad-buf-for-mxfp8-param-ag", NULL}, MEM4D_E_CONFLICT, "needs --fp8-param-gather"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ck_assert_int_eq(run_argv(&fx, bad[i].argv, 8), bad[i].st);
+        ck_assert_msg(strstr(mem4d_import_message(fx.imp), bad[i].why), "%s", mem4d_import_message(fx.imp));
+    }
     fx_close(&fx);
 }
 END_TEST
@@ -1622,13 +1681,8 @@ static const struct {
     const char *name;
     const char *refused; /* NULL: judged; "oom": judged out of memory (an open question); else the reason */
 } recipes_expected[] = {
-    {"deepseek-v3-b200-256gpu-mxfp8", "--moe-flex-dispatcher-backend is not a flag this version knows"},
-    {"deepseek-v3-h100-1024gpu-fp8", "--moe-flex-dispatcher-backend is not a flag this version knows"},
-    {"deepseek-v3-h100-256gpu-16k-offload", "--moe-flex-dispatcher-backend is not a flag this version knows"},
     {"llama3-8b-h100-8gpu-fp8-mock", "oom"},
     {"pai-deepseek-v2-lite-8gpu", "the vocabulary size is unknown"},
-    {"qwen3-235b-a22b-h100-256gpu", "--moe-flex-dispatcher-backend is not a flag this version knows"},
-    {"qwen3-235b-a22b-h100-256gpu-32k-cp2", "--moe-flex-dispatcher-backend is not a flag this version knows"},
 };
 
 START_TEST(recipes_as_written_on_their_hardware)
@@ -1824,6 +1878,7 @@ static Suite *import_suite(void)
     tcase_add_test(tc, sgd_momentum_buffers);
     tcase_add_test(tc, moe_capacity_layer_recompute_and_optimizer_instances);
     tcase_add_test(tc, cuda_graphs_and_nccl_user_buffers);
+    tcase_add_test(tc, moe_token_dispatchers);
     tcase_add_test(tc, overlapped_distributed_optimizer);
     tcase_add_loop_test(tc, vocabulary_from_the_tokenizer, 0, N(vocab_cases));
     tcase_add_test(tc, vocabulary_kept_when_only_a_file_knows);

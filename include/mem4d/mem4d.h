@@ -689,8 +689,78 @@ typedef enum mem4d_layout_param {
     MEM4D_LAYOUT_FIRST_CHUNK_FEWER_LAYERS = 62,
     /** "last_chunk_fewer_layers": the same for the last virtual stage (the last stage's
      * last chunk; --account-for-loss-in-pipeline-split). Default 0. @since 0.2 */
-    MEM4D_LAYOUT_LAST_CHUNK_FEWER_LAYERS = 63
+    MEM4D_LAYOUT_LAST_CHUNK_FEWER_LAYERS = 63,
+    /** "moe_dispatcher": how MoE tokens reach their experts (Megatron's
+     * --moe-token-dispatcher-type and --moe-flex-dispatcher-backend), a ::mem4d_moe_dispatcher.
+     * allgather gathers every token of the tp x ep group on each rank and back (transients of
+     * T·tp·ep tokens); deepep and hybridep (the flex dispatcher) keep persistent communication
+     * buffers outside PyTorch's allocator (FIXED): DeepEP's NVLink buffer, a 32 MiB workspace
+     * and across nodes its RDMA buffer in the NVSHMEM heap (512 MiB granularity), sized by the
+     * group (ep x etp ranks, one of DeepEP's configured sizes) and ::MEM4D_LAYOUT_MOE_DISPATCHER_SMS;
+     * HybridEP's buffers sized for every token of the group reaching one rank, with its routing
+     * handles kept per layer and micro-batch. Needs experts and ep x etp > 1 (flex). Default
+     * alltoall. @since 0.2 */
+    MEM4D_LAYOUT_MOE_DISPATCHER = 64,
+    /** "moe_dispatcher_sms": streaming multiprocessors DeepEP's kernels use
+     * (--moe-flex-dispatcher-num-sms), even, 2 to 256; its buffers scale with them. Default 20
+     * (Megatron-Core's). @since 0.2 */
+    MEM4D_LAYOUT_MOE_DISPATCHER_SMS = 65,
+    /** "moe_pad_multiple": each expert's token count rounded up to a multiple of this for fp8/fp4
+     * GEMMs (--moe-router-padding-for-quantization: 16 for fp8, 32 for MXFP8, 128 for fp4):
+     * with the alltoall dispatcher every sender pads each expert's count, so a rank's experts
+     * receive up to ep·etp·(multiple − 1) more rows each (taken at its mean, half that); the
+     * other dispatchers pad once on the receiver. 0 (default): none. @since 0.2 */
+    MEM4D_LAYOUT_MOE_PAD_MULTIPLE = 66,
+    /** "moe_ep_overlap": Megatron's --overlap-moe-expert-parallel-comm, the forward of one
+     * micro-batch run layer by layer beside the backward of another to hide the expert
+     * all-to-alls: one more expert layer's activations live at the peak, and with the flex
+     * dispatcher each expert layer keeps its dispatch input. Needs ep > 1, and vpp > 1 with
+     * pp > 1 (as Megatron-Core). Default 0. @since 0.2 */
+    MEM4D_LAYOUT_MOE_EP_OVERLAP = 67,
+    /** "delay_wgrad": --delay-wgrad-compute, Transformer Engine holding a layer's linear inputs
+     * (gathered, with sequence parallelism) and output gradients until its weight gradients run
+     * at the end of the layer's step: added to one layer's backward working set. Needs
+     * ::MEM4D_LAYOUT_MOE_EP_OVERLAP. Default 0. @since 0.2 */
+    MEM4D_LAYOUT_DELAY_WGRAD = 68,
+    /** "cuda_graph": Megatron's --cuda-graph-impl, a ::mem4d_cuda_graph. Graphed layers' memory
+     * lives in a private pool the eager parts (the optimizer step, the loss) cannot reuse: their
+     * transients stack on the pool's peak (reserved, not allocated). transformer_engine keeps
+     * static inputs per in-flight layer (the hidden state, and with attention graphed a causal
+     * mask of s bytes per token); local one hidden state per in-flight micro-batch;
+     * full_iteration a copy of every micro-batch's input. Default none. @since 0.2 */
+    MEM4D_LAYOUT_CUDA_GRAPH = 69,
+    /** "cuda_graph_attention": 1 when the graphed scope includes attention (the default layer
+     * scope; --cuda-graph-scope/--cuda-graph-modules without "attn" set 0). Default 1.
+     * @since 0.2 */
+    MEM4D_LAYOUT_CUDA_GRAPH_ATTENTION = 70,
+    /** "fp32_residual": --fp32-residual-connection, the residual stream in fp32: each stage's
+     * received input kept per in-flight micro-batch, the pipeline buffers and full-recompute
+     * checkpoints at 4 bytes an element (Transformer Engine's norms still save bf16 copies).
+     * Needs 2-byte parameters. Default 0. @since 0.2 */
+    MEM4D_LAYOUT_FP32_RESIDUAL = 71
 } mem4d_layout_param;
+
+/**
+ * Values of ::MEM4D_LAYOUT_MOE_DISPATCHER.
+ * @since 0.2
+ */
+typedef enum mem4d_moe_dispatcher {
+    MEM4D_MOE_DISPATCHER_ALLTOALL = 0,  /**< "alltoall": Megatron's alltoall token dispatcher. */
+    MEM4D_MOE_DISPATCHER_ALLGATHER = 1, /**< "allgather": Megatron's default, all-gather over tp x ep. */
+    MEM4D_MOE_DISPATCHER_DEEPEP = 2,    /**< "deepep": the flex dispatcher over DeepEP. */
+    MEM4D_MOE_DISPATCHER_HYBRIDEP = 3   /**< "hybridep": the flex dispatcher over DeepEP's HybridEP. */
+} mem4d_moe_dispatcher;
+
+/**
+ * Values of ::MEM4D_LAYOUT_CUDA_GRAPH.
+ * @since 0.2
+ */
+typedef enum mem4d_cuda_graph {
+    MEM4D_CUDA_GRAPH_NONE = 0,              /**< "none": eager. */
+    MEM4D_CUDA_GRAPH_LOCAL = 1,             /**< "local": Megatron-Core's CudaGraphManager per layer. */
+    MEM4D_CUDA_GRAPH_TRANSFORMER_ENGINE = 2, /**< "transformer_engine": TE's make_graphed_callables per layer. */
+    MEM4D_CUDA_GRAPH_FULL_ITERATION = 3     /**< "full_iteration": the whole forward/backward of a step. */
+} mem4d_cuda_graph;
 
 /**
  * Values of ::MEM4D_LAYOUT_FRAMEWORK.

@@ -165,6 +165,32 @@ class LayoutParam(enum.IntEnum):
     PP_RETURN_OUTPUTS = 61
     FIRST_CHUNK_FEWER_LAYERS = 62
     LAST_CHUNK_FEWER_LAYERS = 63
+    MOE_DISPATCHER = 64
+    MOE_DISPATCHER_SMS = 65
+    MOE_PAD_MULTIPLE = 66
+    MOE_EP_OVERLAP = 67
+    DELAY_WGRAD = 68
+    CUDA_GRAPH = 69
+    CUDA_GRAPH_ATTENTION = 70
+    FP32_RESIDUAL = 71
+
+
+class MoeDispatcher(enum.IntEnum):
+    """mem4d_moe_dispatcher: Values of MEM4D_LAYOUT_MOE_DISPATCHER.
+    """
+    ALLTOALL = 0
+    ALLGATHER = 1
+    DEEPEP = 2
+    HYBRIDEP = 3
+
+
+class CudaGraph(enum.IntEnum):
+    """mem4d_cuda_graph: Values of MEM4D_LAYOUT_CUDA_GRAPH.
+    """
+    NONE = 0
+    LOCAL = 1
+    TRANSFORMER_ENGINE = 2
+    FULL_ITERATION = 3
 
 
 class Framework(enum.IntEnum):

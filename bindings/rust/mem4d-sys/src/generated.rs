@@ -416,6 +416,67 @@ pub const MEM4D_LAYOUT_FIRST_CHUNK_FEWER_LAYERS: mem4d_layout_param = 62;
 /// "last_chunk_fewer_layers": the same for the last virtual stage (the last stage's last chunk;
 /// --account-for-loss-in-pipeline-split). Default 0. @since 0.2
 pub const MEM4D_LAYOUT_LAST_CHUNK_FEWER_LAYERS: mem4d_layout_param = 63;
+/// "moe_dispatcher": how MoE tokens reach their experts (Megatron's --moe-token-dispatcher-type and
+/// --moe-flex-dispatcher-backend), a mem4d_moe_dispatcher. allgather gathers every token of the tp x ep group on each
+/// rank and back (transients of T·tp·ep tokens); deepep and hybridep (the flex dispatcher) keep persistent
+/// communication buffers outside PyTorch's allocator (FIXED): DeepEP's NVLink buffer, a 32 MiB workspace and across
+/// nodes its RDMA buffer in the NVSHMEM heap (512 MiB granularity), sized by the group (ep x etp ranks, one of DeepEP's
+/// configured sizes) and MEM4D_LAYOUT_MOE_DISPATCHER_SMS; HybridEP's buffers sized for every token of the group
+/// reaching one rank, with its routing handles kept per layer and micro-batch. Needs experts and ep x etp > 1 (flex).
+/// Default alltoall. @since 0.2
+pub const MEM4D_LAYOUT_MOE_DISPATCHER: mem4d_layout_param = 64;
+/// "moe_dispatcher_sms": streaming multiprocessors DeepEP's kernels use (--moe-flex-dispatcher-num-sms), even, 2 to
+/// 256; its buffers scale with them. Default 20 (Megatron-Core's). @since 0.2
+pub const MEM4D_LAYOUT_MOE_DISPATCHER_SMS: mem4d_layout_param = 65;
+/// "moe_pad_multiple": each expert's token count rounded up to a multiple of this for fp8/fp4 GEMMs
+/// (--moe-router-padding-for-quantization: 16 for fp8, 32 for MXFP8, 128 for fp4): with the alltoall dispatcher every
+/// sender pads each expert's count, so a rank's experts receive up to ep·etp·(multiple − 1) more rows each (taken at
+/// its mean, half that); the other dispatchers pad once on the receiver. 0 (default): none. @since 0.2
+pub const MEM4D_LAYOUT_MOE_PAD_MULTIPLE: mem4d_layout_param = 66;
+/// "moe_ep_overlap": Megatron's --overlap-moe-expert-parallel-comm, the forward of one micro-batch run layer by layer
+/// beside the backward of another to hide the expert all-to-alls: one more expert layer's activations live at the peak,
+/// and with the flex dispatcher each expert layer keeps its dispatch input. Needs ep > 1, and vpp > 1 with pp > 1 (as
+/// Megatron-Core). Default 0. @since 0.2
+pub const MEM4D_LAYOUT_MOE_EP_OVERLAP: mem4d_layout_param = 67;
+/// "delay_wgrad": --delay-wgrad-compute, Transformer Engine holding a layer's linear inputs (gathered, with sequence
+/// parallelism) and output gradients until its weight gradients run at the end of the layer's step: added to one
+/// layer's backward working set. Needs MEM4D_LAYOUT_MOE_EP_OVERLAP. Default 0. @since 0.2
+pub const MEM4D_LAYOUT_DELAY_WGRAD: mem4d_layout_param = 68;
+/// "cuda_graph": Megatron's --cuda-graph-impl, a mem4d_cuda_graph. Graphed layers' memory lives in a private pool the
+/// eager parts (the optimizer step, the loss) cannot reuse: their transients stack on the pool's peak (reserved, not
+/// allocated). transformer_engine keeps static inputs per in-flight layer (the hidden state, and with attention graphed
+/// a causal mask of s bytes per token); local one hidden state per in-flight micro-batch; full_iteration a copy of
+/// every micro-batch's input. Default none. @since 0.2
+pub const MEM4D_LAYOUT_CUDA_GRAPH: mem4d_layout_param = 69;
+/// "cuda_graph_attention": 1 when the graphed scope includes attention (the default layer scope;
+/// --cuda-graph-scope/--cuda-graph-modules without "attn" set 0). Default 1.
+pub const MEM4D_LAYOUT_CUDA_GRAPH_ATTENTION: mem4d_layout_param = 70;
+/// "fp32_residual": --fp32-residual-connection, the residual stream in fp32: each stage's received input kept per
+/// in-flight micro-batch, the pipeline buffers and full-recompute checkpoints at 4 bytes an element (Transformer
+/// Engine's norms still save bf16 copies). Needs 2-byte parameters. Default 0. @since 0.2
+pub const MEM4D_LAYOUT_FP32_RESIDUAL: mem4d_layout_param = 71;
+
+/// `mem4d_moe_dispatcher` (a C enum, passed as `int`): Values of MEM4D_LAYOUT_MOE_DISPATCHER.
+pub type mem4d_moe_dispatcher = c_int;
+/// "alltoall": Megatron's alltoall token dispatcher.
+pub const MEM4D_MOE_DISPATCHER_ALLTOALL: mem4d_moe_dispatcher = 0;
+/// "allgather": Megatron's default, all-gather over tp x ep.
+pub const MEM4D_MOE_DISPATCHER_ALLGATHER: mem4d_moe_dispatcher = 1;
+/// "deepep": the flex dispatcher over DeepEP.
+pub const MEM4D_MOE_DISPATCHER_DEEPEP: mem4d_moe_dispatcher = 2;
+/// "hybridep": the flex dispatcher over DeepEP's HybridEP.
+pub const MEM4D_MOE_DISPATCHER_HYBRIDEP: mem4d_moe_dispatcher = 3;
+
+/// `mem4d_cuda_graph` (a C enum, passed as `int`): Values of MEM4D_LAYOUT_CUDA_GRAPH.
+pub type mem4d_cuda_graph = c_int;
+/// "none": eager.
+pub const MEM4D_CUDA_GRAPH_NONE: mem4d_cuda_graph = 0;
+/// "local": Megatron-Core's CudaGraphManager per layer.
+pub const MEM4D_CUDA_GRAPH_LOCAL: mem4d_cuda_graph = 1;
+/// "transformer_engine": TE's make_graphed_callables per layer.
+pub const MEM4D_CUDA_GRAPH_TRANSFORMER_ENGINE: mem4d_cuda_graph = 2;
+/// "full_iteration": the whole forward/backward of a step.
+pub const MEM4D_CUDA_GRAPH_FULL_ITERATION: mem4d_cuda_graph = 3;
 
 /// `mem4d_framework` (a C enum, passed as `int`): Values of MEM4D_LAYOUT_FRAMEWORK.
 pub type mem4d_framework = c_int;
