@@ -994,6 +994,25 @@ static uint64_t deepspeed_buffers(bool *ok, const struct m4d_ctx *x, const struc
     return b;
 }
 
+/* Megatron FSDP's communication buffers during forward/backward: the
+ * reduce-scatter bucket (ZeRO-2/3, two with overlap) and one layer's
+ * gathered weights (ZeRO-3, two when prefetching). With its double
+ * buffers (FixedPoolAllocator, fsdp_double_buffer: two of each, allocated
+ * once) they stay allocated through the optimizer step too. */
+static uint64_t megatron_fsdp_buffers(bool *ok, const struct m4d_ctx *x, const struct layer_share *s)
+{
+    uint64_t b = 0;
+    if (x->fw != MEM4D_FRAMEWORK_MEGATRON)
+        return 0;
+    if (x->zero >= 2)
+        b = add(ok, b, mul(ok, mul(ok, bucket_elements(ok, x), x->grad_bytes), x->overlap_grad || x->fsdp_double ? 2 : 1));
+    if (x->zero >= 3) {
+        uint64_t layer = add(ok, add(ok, s->linear, s->expert), s->replicated);
+        b = add(ok, b, mul(ok, mul(ok, layer, x->param_bytes), x->overlap_param || x->fsdp_double ? 2 : 1));
+    }
+    return b;
+}
+
 /* BUFFERS during forward/backward: kernel workspaces; the sequence-parallel
  * all-gather of a full-sequence activation 2·T·h; pipeline receive buffers
  * for an activation and a gradient 2·(2·T·h/t_sp) (4 bytes an element with
@@ -1024,14 +1043,9 @@ static uint64_t fwd_bwd_buffers(bool *ok, const struct m4d_ctx *x, const mem4d_d
     case MEM4D_FRAMEWORK_NANOTRON: return b;
     case MEM4D_FRAMEWORK_MEGATRON: break;
     }
-    if (x->zero >= 2)
-        b = add(ok, b, mul(ok, mul(ok, bucket_elements(ok, x), x->grad_bytes), x->overlap_grad ? 2 : 1));
-    if (x->zero >= 3) {
-        uint64_t layer = add(ok, add(ok, s->linear, s->expert), s->replicated);
-        b = add(ok, b, mul(ok, mul(ok, layer, x->param_bytes), x->overlap_param ? 2 : 1));
-    }
-    return b;
+    return add(ok, b, megatron_fsdp_buffers(ok, x, s));
 }
+
 
 /* BUFFERS at the optimizer step (no activation live): workspaces, and with
  * gradients below fp32 the fp32 copy the optimizer makes of its gradient
@@ -1210,6 +1224,7 @@ static uint64_t pick_moment(bool *ok, const struct m4d_ctx *x, const mem4d_devic
 {
     /* kept at every moment */
     uint64_t recv = add(ok, pp_recv_buffers(ok, x, r), graph_static_buffers(ok, x, r));
+    uint64_t persistent = x->fsdp_double ? megatron_fsdp_buffers(ok, x, &sh->share) : 0;
     uint64_t act, act_emb, fb = add(ok, sh->fb, recv), stranded, extra;
     stage_activations(ok, x, sh, r, &t[MEM4D_TERM_IN_FLIGHT], &act, &act_emb, &stranded);
     extra = stranded;
@@ -1227,7 +1242,7 @@ static uint64_t pick_moment(bool *ok, const struct m4d_ctx *x, const mem4d_devic
             extra = 0;
         }
     }
-    uint64_t step = add(ok, step_buffers(ok, x, dev, n), recv), kept, merge;
+    uint64_t step = add(ok, add(ok, step_buffers(ok, x, dev, n), recv), persistent), kept, merge;
     pp_kept_outputs(ok, x, &kept, &merge);
     if (r == x->p - 1) /* the merged outputs at the end of the pipeline step */
         step = add(ok, step, merge);

@@ -794,17 +794,6 @@ static mem4d_status apply_optimizer_offload(mem4d_import *imp, const struct opt_
     return SET_L(l, MEM4D_LAYOUT_OPTIMIZER_OFFLOAD_PPM, (uint64_t)llround(f * 1e6), "--optimizer-offload-fraction");
 }
 
-/* Settings read only to say what the estimate leaves out: --use-nccl-ub
- * under Megatron FSDP, which turns on its persistent double buffers
- * (fsdp_double_buffer). With Megatron's DDP --use-nccl-ub allocates the same
- * parameter and gradient buffers through NCCL's allocator: nothing to model. */
-static void warn_unmodelled(mem4d_import *imp, const struct opt_val *vals)
-{
-    if (GIVEN(MF_NCCL_UB) && (GIVEN(MF_MEGATRON_FSDP) || GIVEN(MF_CUSTOM_FSDP)))
-        m4d_imp_warn(imp, "--use-nccl-ub with Megatron FSDP keeps persistent double buffers for its gathers and "
-                     "reduce-scatters (fsdp_double_buffer); not modelled");
-}
-
 static const char *choice(const struct opt_val *vals, int o)
 {
     return GIVEN(o) ? m4d_megatron_flag_of(o)->choices[U(o)] : "";
@@ -992,7 +981,17 @@ static mem4d_status apply_sharding(mem4d_import *imp, const struct opt_val *vals
     }
     if (GIVEN(MF_DOPT_INST))
         TRY(SET_L(l, MEM4D_LAYOUT_DIST_OPT_INSTANCES, U(MF_DOPT_INST), "--num-distributed-optimizer-instances"));
-    return SET_L(l, MEM4D_LAYOUT_ZERO_STAGE, zero, "--data-parallel-sharding-strategy");
+    /* Megatron FSDP's double buffers: asked for, or turned on by NCCL user
+     * buffers (DistributedDataParallelConfig: nccl_ub needs them) or the
+     * max-pool variant; with Megatron's DDP --use-nccl-ub allocates the same
+     * parameter and gradient buffers through NCCL's allocator: nothing more. */
+    bool fsdp = GIVEN(MF_MEGATRON_FSDP) || GIVEN(MF_CUSTOM_FSDP);
+    bool dbl = GIVEN(MF_FSDP_DOUBLE) || GIVEN(MF_FSDP_MAXPOOL) || (fsdp && GIVEN(MF_NCCL_UB));
+    if (dbl && !fsdp)
+        return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "--%s needs --use-megatron-fsdp",
+                            GIVEN(MF_FSDP_DOUBLE) ? "fsdp-double-buffer" : "megatron-fsdp-max-pool-double-buffer");
+    TRY(SET_L(l, MEM4D_LAYOUT_ZERO_STAGE, zero, "--data-parallel-sharding-strategy"));
+    return SET_L(l, MEM4D_LAYOUT_FSDP_DOUBLE_BUFFER, dbl && zero >= 2, "--fsdp-double-buffer");
 }
 
 /* The legacy spelling of full recomputation (Megatron-LM before 2022, and
@@ -1354,8 +1353,6 @@ mem4d_status mem4d_import_megatron(mem4d_import *import, int argc, const char *c
         st = apply_moe_dispatch(imp, vals, &m, &l);
     if (st == MEM4D_OK)
         st = apply_cuda_graphs(imp, vals, &l);
-    if (st == MEM4D_OK)
-        warn_unmodelled(imp, vals);
     if (st == MEM4D_OK)
         st = apply_recompute(imp, vals, &l);
     if (st == MEM4D_OK)

@@ -252,6 +252,7 @@ static void ctx_layout(const mem4d_layout *l, struct m4d_ctx *x)
     x->cuda_graph = v[MEM4D_LAYOUT_CUDA_GRAPH];
     x->graph_attn = v[MEM4D_LAYOUT_CUDA_GRAPH_ATTENTION] != 0;
     x->fp32_residual = v[MEM4D_LAYOUT_FP32_RESIDUAL] != 0;
+    x->fsdp_double = v[MEM4D_LAYOUT_FSDP_DOUBLE_BUFFER] != 0;
     x->nvs = l->nvs;
     x->vs = l->vs;
     x->vs_first = l->vs_first;
@@ -592,6 +593,10 @@ static mem4d_status check_moe_dispatch(const struct m4d_ctx *x, char *why, size_
     }
     if (x->fp32_residual && x->param_bytes != 2) {
         m4d_msg(why, n, "fp32_residual needs 2-byte (bf16/fp16) parameters");
+        return MEM4D_E_CONFLICT;
+    }
+    if (x->fsdp_double && (x->zero < 2 || x->fw != MEM4D_FRAMEWORK_MEGATRON)) {
+        m4d_msg(why, n, "fsdp_double_buffer needs Megatron FSDP (zero_stage 2 or 3, framework megatron)");
         return MEM4D_E_CONFLICT;
     }
     if (x->cuda_graph && x->act_offload) {

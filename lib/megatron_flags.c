@@ -149,7 +149,9 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     INT_ROW("ffn-hidden-size", MF_FFN, MEM4D_MODEL_FFN_HIDDEN_SIZE),
     SKIP_ROW("finetune"),
     SWITCH_ROW("fp16", MF_FP16),
-    WARN_ROW("fp16-lm-cross-entropy", "keeps the logits in fp16, less than the estimate assumes"),
+    /* Megatron-Core's GPTModel stores it and never reads it: its cross entropy
+     * casts the logits to fp32 either way (tensor_parallel/cross_entropy.py, d98e8a64) */
+    SKIP_ROW("fp16-lm-cross-entropy"),
     SWITCH_ROW("fp32-residual-connection", MF_FP32_RESIDUAL),
     SKIP_ROW("fp8-amax-compute-algo"),
     SKIP_ROW("fp8-amax-history-len"),
@@ -158,6 +160,7 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     SKIP_ROW("fp8-margin"),
     SWITCH_ROW("fp8-param-gather", MF_FP8_PARAM),
     WORD_ROW("fp8-recipe", MF_FP8_RECIPE, c_fp8_recipe),
+    SWITCH_ROW("fsdp-double-buffer", MF_FSDP_DOUBLE),
     INT_ROW("global-batch-size", MF_GBS, -1),
     SWITCH_ROW("grad-reduce-in-bf16", MF_GRAD_BF16),
     SWITCH_ROW("group-query-attention", MF_GQA),
@@ -212,6 +215,7 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     SKIP_ROW("manual-gc-interval"),
     SKIP_ROW("max-padding-length"),
     INT_ROW("max-position-embeddings", MF_MAX_POS, MEM4D_MODEL_MAX_POSITION),
+    SWITCH_ROW("megatron-fsdp-max-pool-double-buffer", MF_FSDP_MAXPOOL),
     SKIP_ROW("merge-file"),
     INT_ROW("micro-batch-size", MF_MBS, -1),
     SKIP_ROW("min-loss-scale"),

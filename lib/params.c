@@ -158,6 +158,7 @@ const struct m4d_param_desc m4d_layout_params[] = {
     [MEM4D_LAYOUT_CUDA_GRAPH] = ENUM_ROW("cuda_graph", "cuda_graph_impl", NULL, cuda_graph_names, 0),
     [MEM4D_LAYOUT_CUDA_GRAPH_ATTENTION] = BOOL_ROW("cuda_graph_attention", NULL, NULL, 1),
     [MEM4D_LAYOUT_FP32_RESIDUAL] = BOOL_ROW("fp32_residual", "fp32_residual_connection", NULL, 0),
+    [MEM4D_LAYOUT_FSDP_DOUBLE_BUFFER] = BOOL_ROW("fsdp_double_buffer", NULL, NULL, 0),
 };
 M4D_TABLE_ROWS(m4d_layout_params, M4D_LAYOUT_NPARAM);
 

@@ -28,8 +28,8 @@
  * raise the count, name the new last value and append the table rows. */
 #define M4D_MODEL_NPARAM 31
 M4D_ENUM_COUNT(M4D_MODEL_NPARAM, MEM4D_MODEL_QK_NORM_WHOLE);
-#define M4D_LAYOUT_NPARAM 72
-M4D_ENUM_COUNT(M4D_LAYOUT_NPARAM, MEM4D_LAYOUT_FP32_RESIDUAL);
+#define M4D_LAYOUT_NPARAM 73
+M4D_ENUM_COUNT(M4D_LAYOUT_NPARAM, MEM4D_LAYOUT_FSDP_DOUBLE_BUFFER);
 #define M4D_DEVICE_NPARAM 24
 M4D_ENUM_COUNT(M4D_DEVICE_NPARAM, MEM4D_DEVICE_HOST_BANDWIDTH);
 #define M4D_NTERMS 15
@@ -174,6 +174,7 @@ struct m4d_ctx {
     bool ep_overlap, delay_wgrad;      /* EP all-to-all overlap (combined 1F1B); delayed weight gradients */
     uint64_t cuda_graph;               /* mem4d_cuda_graph */
     bool graph_attn, fp32_residual;    /* attention inside the graphs; the residual stream in fp32 */
+    bool fsdp_double;                  /* Megatron FSDP's persistent double buffers */
     bool tp_overlap;                   /* TP collectives chunked under their GEMMs */
     uint64_t bucket, first_layers, last_layers, vocab_div;
     mem4d_mode mode;

@@ -962,6 +962,24 @@ START_TEST(cuda_graph_static_buffers)
 }
 END_TEST
 
+/* Megatron FSDP's double buffers (ZeRO-3, no overlap flags): the
+ * forward/backward keeps two gathered layers and two reduce-scatter buckets
+ * instead of one each, and they stay allocated at the optimizer step. */
+START_TEST(fsdp_double_buffers)
+{
+    mem4d_report *a = run("zero_stage=3", NULL), *b = run("zero_stage=3", "fsdp_double_buffer=1", NULL);
+    uint64_t bucket = UINT64_C(40000000) * 4, layer = P_LAYER * 2; /* max(40M, 1M·dp) fp32 grads; bf16 weights */
+    ck_assert_uint_eq(delta(a, b, 1, MEM4D_TERM_BUFFERS), bucket + layer);
+    same_except(a, b, BIT(MEM4D_TERM_BUFFERS));
+    mem4d_report_free(a);
+    mem4d_report_free(b);
+    mem4d_layout *l = tu_layout("pp=4", "dp=4", "seq=4096", "fsdp_double_buffer=1", NULL);
+    char why[256];
+    ck_assert_int_eq(mem4d_validate(model, l, why, sizeof why), MEM4D_E_CONFLICT);
+    mem4d_layout_free(l);
+}
+END_TEST
+
 START_TEST(moe_preset_parameter_counts)
 {
     static const struct {
@@ -1036,6 +1054,7 @@ int main(void)
     tcase_add_test(tc, moe_ep_overlap_and_delayed_wgrad);
     tcase_add_test(tc, fp32_residual_stream);
     tcase_add_test(tc, cuda_graph_static_buffers);
+    tcase_add_test(tc, fsdp_double_buffers);
     tcase_add_test(tc, moe_preset_parameter_counts);
     tcase_add_test(tc, overflow_is_range_not_wrap);
     suite_add_tcase(s, tc);

@@ -690,9 +690,15 @@ START_TEST(cuda_graphs_and_nccl_user_buffers)
     ck_assert_int_eq(run_argv(&fx, bare, 0), MEM4D_OK);
     ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_ACTIVATION_OFFLOAD_LAYERS), 0);
     ck_assert(has_warning(fx.imp, "offloads no layer"));
+    /* Megatron FSDP with NCCL user buffers keeps its double buffers; DDP does not */
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_FSDP_DOUBLE_BUFFER), 0);
     const char *fsdp[] = {"--use-megatron-fsdp", "--use-nccl-ub", NULL};
     ck_assert_int_eq(run_argv(&fx, fsdp, 0), MEM4D_OK);
-    ck_assert(has_warning(fx.imp, "fsdp_double_buffer"));
+    ck_assert_uint_eq(mem4d_import_warning_count(fx.imp), 0);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_FSDP_DOUBLE_BUFFER), 1);
+    const char *dbl[] = {"--fsdp-double-buffer", NULL};
+    ck_assert_int_eq(run_argv(&fx, dbl, 0), MEM4D_E_CONFLICT);
+    ck_assert(strstr(mem4d_import_message(fx.imp), "needs --use-megatron-fsdp") != NULL);
     fx_close(&fx);
 }
 END_TEST

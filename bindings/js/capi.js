@@ -283,6 +283,7 @@ export const ENUMS = Object.freeze({
         MEM4D_LAYOUT_CUDA_GRAPH: 69,
         MEM4D_LAYOUT_CUDA_GRAPH_ATTENTION: 70,
         MEM4D_LAYOUT_FP32_RESIDUAL: 71,
+        MEM4D_LAYOUT_FSDP_DOUBLE_BUFFER: 72,
     }),
     mem4d_moe_dispatcher: Object.freeze({
         MEM4D_MOE_DISPATCHER_ALLTOALL: 0,

@@ -737,7 +737,13 @@ typedef enum mem4d_layout_param {
      * received input kept per in-flight micro-batch, the pipeline buffers and full-recompute
      * checkpoints at 4 bytes an element (Transformer Engine's norms still save bf16 copies).
      * Needs 2-byte parameters. Default 0. @since 0.2 */
-    MEM4D_LAYOUT_FP32_RESIDUAL = 71
+    MEM4D_LAYOUT_FP32_RESIDUAL = 71,
+    /** "fsdp_double_buffer": Megatron FSDP's persistent double buffers for its all-gathers
+     * and reduce-scatters (--fsdp-double-buffer, turned on by --use-nccl-ub): the gathered
+     * layers' weights and the reduce-scatter buckets of the forward/backward stay allocated
+     * through the optimizer step. Needs zero_stage >= 2 (framework megatron). Default 0.
+     * @since 0.2 */
+    MEM4D_LAYOUT_FSDP_DOUBLE_BUFFER = 72
 } mem4d_layout_param;
 
 /**

@@ -173,6 +173,7 @@ class LayoutParam(enum.IntEnum):
     CUDA_GRAPH = 69
     CUDA_GRAPH_ATTENTION = 70
     FP32_RESIDUAL = 71
+    FSDP_DOUBLE_BUFFER = 72
 
 
 class MoeDispatcher(enum.IntEnum):

@@ -455,6 +455,11 @@ pub const MEM4D_LAYOUT_CUDA_GRAPH_ATTENTION: mem4d_layout_param = 70;
 /// in-flight micro-batch, the pipeline buffers and full-recompute checkpoints at 4 bytes an element (Transformer
 /// Engine's norms still save bf16 copies). Needs 2-byte parameters. Default 0. @since 0.2
 pub const MEM4D_LAYOUT_FP32_RESIDUAL: mem4d_layout_param = 71;
+/// "fsdp_double_buffer": Megatron FSDP's persistent double buffers for its all-gathers and reduce-scatters
+/// (--fsdp-double-buffer, turned on by --use-nccl-ub): the gathered layers' weights and the reduce-scatter buckets of
+/// the forward/backward stay allocated through the optimizer step. Needs zero_stage >= 2 (framework megatron). Default
+/// 0.
+pub const MEM4D_LAYOUT_FSDP_DOUBLE_BUFFER: mem4d_layout_param = 72;
 
 /// `mem4d_moe_dispatcher` (a C enum, passed as `int`): Values of MEM4D_LAYOUT_MOE_DISPATCHER.
 pub type mem4d_moe_dispatcher = c_int;
