@@ -306,6 +306,17 @@ START_TEST(complete_with_activation_offloading)
     ck_assert_int_eq(mem4d_layout_set(base, MEM4D_LAYOUT_LAST_CHUNK_FEWER_LAYERS, 1), MEM4D_OK);
     check_complete("llama3.1-8b", "h100-80", 0, base, false, true);
     mem4d_layout_free(base);
+    /* per-layer CUDA graphs refuse full recompute; the EP overlap also the moe module and pp without vpp */
+    base = base_layout(8, 4096, 16);
+    ck_assert_int_eq(mem4d_layout_set_str(base, "cuda_graph", "transformer_engine"), MEM4D_OK);
+    check_complete("llama3.1-8b", "h100-80", 0, base, false, true);
+    mem4d_layout_free(base);
+    base = base_layout(8, 4096, 16);
+    ck_assert_int_eq(mem4d_layout_set_str(base, "ep", "2"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_layout_set_str(base, "moe_ep_overlap", "1"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_layout_set_str(base, "recompute_modules", "64"), MEM4D_OK); /* moe */
+    check_complete("qwen1.5-moe-a2.7b", "h100-80", 0, base, false, true);
+    mem4d_layout_free(base);
     /* a layer table: only the pp x vpp of its 8 virtual stages (2 x 4, 4 x 2, 8 x 1) */
     base = base_layout(8, 4096, 16);
     ck_assert_int_eq(mem4d_layout_set_str(base, "stage_layers", "5,4,4,4,4,4,4,3"), MEM4D_OK);
