@@ -913,6 +913,36 @@ static mem4d_status apply_moe_capacity(mem4d_import *imp, const struct opt_val *
     return SET_L(l, MEM4D_LAYOUT_MOE_PAD_TO_CAPACITY, GIVEN(MF_MOE_PAD), "--moe-pad-expert-input-to-capacity");
 }
 
+/* Megatron FSDP's own buffer dtypes (arguments.py: --megatron-fsdp-main-grads-dtype,
+ * default auto, and --megatron-fsdp-main-params-dtype, default fp32;
+ * megatron_fsdp param_and_grad_buffer.py _resolve_group_grad_dtype: auto is
+ * the parameters' dtype). --accumulate-allreduce-grads-in-fp32 does not
+ * reach its buffers, so bf16 training keeps bf16 main gradients there. */
+static uint64_t fsdp_dtype_bytes(const struct opt_val *vals, int o, uint64_t dflt, uint64_t native)
+{
+    if (!GIVEN(o))
+        return dflt;
+    const char *name = m4d_megatron_flag_of(o)->choices[U(o)];
+    return strcmp(name, "auto") == 0 ? native : strcmp(name, "fp32") == 0 ? 4 : 2;
+}
+
+static mem4d_status apply_fsdp_precision(mem4d_import *imp, const struct opt_val *vals, mem4d_layout *l, bool half)
+{
+    if (!GIVEN(MF_MEGATRON_FSDP)) {
+        if (GIVEN(MF_FSDP_GRADS_DTYPE) || GIVEN(MF_FSDP_PARAMS_DTYPE))
+            m4d_imp_warn(imp, "--megatron-fsdp-main-grads-dtype and --megatron-fsdp-main-params-dtype are ignored "
+                         "without --use-megatron-fsdp");
+        return MEM4D_OK;
+    }
+    uint64_t native = half ? 2 : 4;
+    TRY(SET_L(l, MEM4D_LAYOUT_MAIN_GRAD_BYTES, fsdp_dtype_bytes(vals, MF_FSDP_GRADS_DTYPE, native, native),
+              "--megatron-fsdp-main-grads-dtype"));
+    if (!half)
+        return MEM4D_OK; /* fp32 training: the parameters are the main weights */
+    uint64_t master = fsdp_dtype_bytes(vals, MF_FSDP_PARAMS_DTYPE, 4, native);
+    return SET_L(l, MEM4D_LAYOUT_MASTER_WEIGHT_BYTES, master, "--megatron-fsdp-main-params-dtype");
+}
+
 /* Precision: bf16 forces fp32 gradient accumulation unless
  * --grad-reduce-in-bf16; fp16 accumulates in fp16 unless asked; fp32
  * training keeps no separate master copy. */
@@ -929,6 +959,7 @@ static mem4d_status apply_precision(mem4d_import *imp, const struct opt_val *val
     TRY(SET_L(l, MEM4D_LAYOUT_MAIN_GRAD_BYTES, grad, "--accumulate-allreduce-grads-in-fp32"));
     TRY(SET_L(l, MEM4D_LAYOUT_OPT_STATE_BYTES, 4, "--optimizer"));
     TRY(apply_precision_aware(imp, vals, l));
+    TRY(apply_fsdp_precision(imp, vals, l, half));
     TRY(apply_optimizer_offload(imp, vals, l));
     bool sharded = GIVEN(MF_DIST_OPT) || GIVEN(MF_FSDP2) || GIVEN(MF_MEGATRON_FSDP) || GIVEN(MF_CUSTOM_FSDP);
     if (GIVEN(MF_FP8_PARAM) && (!GIVEN(MF_FP8) || !sharded))

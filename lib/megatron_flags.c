@@ -36,6 +36,7 @@ static const char *const c_graph_scope[] = {"full", "attn", "mlp", "moe", "moe_r
                                             "full_iteration", NULL};
 static const char *const c_dispatcher[] = {"allgather", "alltoall", "flex", "alltoall_seq", NULL};
 static const char *const c_flex_backend[] = {"deepep", "hybridep", "ncclep", NULL};
+static const char *const c_fsdp_dtype[] = {"fp32", "bf16", "fp16", "auto", NULL};
 static const char *const c_fp8_recipe[] = {"delayed", "tensorwise", "mxfp8", "blockwise", "custom", NULL};
 
 #define INT_ROW(f, slot, key) {f, M4D_FLAG_INT, slot, key, NULL, NULL}
@@ -215,6 +216,8 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     SKIP_ROW("manual-gc-interval"),
     SKIP_ROW("max-padding-length"),
     INT_ROW("max-position-embeddings", MF_MAX_POS, MEM4D_MODEL_MAX_POSITION),
+    WORD_ROW("megatron-fsdp-main-grads-dtype", MF_FSDP_GRADS_DTYPE, c_fsdp_dtype),
+    WORD_ROW("megatron-fsdp-main-params-dtype", MF_FSDP_PARAMS_DTYPE, c_fsdp_dtype),
     SWITCH_ROW("megatron-fsdp-max-pool-double-buffer", MF_FSDP_MAXPOOL),
     SKIP_ROW("merge-file"),
     INT_ROW("micro-batch-size", MF_MBS, -1),

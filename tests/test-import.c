@@ -696,6 +696,21 @@ START_TEST(cuda_graphs_and_nccl_user_buffers)
     ck_assert_int_eq(run_argv(&fx, fsdp, 0), MEM4D_OK);
     ck_assert_uint_eq(mem4d_import_warning_count(fx.imp), 0);
     ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_FSDP_DOUBLE_BUFFER), 1);
+    /* Megatron FSDP's own dtypes: main gradients in the parameters' dtype unless asked, fp32 main weights */
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_MAIN_GRAD_BYTES), 4); /* fp32 training: its native dtype */
+    const char *fsdp_bf16[] = {"--bf16", "--use-megatron-fsdp", "--accumulate-allreduce-grads-in-fp32", NULL};
+    ck_assert_int_eq(run_argv(&fx, fsdp_bf16, 0), MEM4D_OK);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_MAIN_GRAD_BYTES), 2);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_MASTER_WEIGHT_BYTES), 4);
+    const char *fsdp_fp32[] = {"--bf16", "--use-megatron-fsdp", "--megatron-fsdp-main-grads-dtype", "fp32",
+                               "--megatron-fsdp-main-params-dtype", "auto", NULL};
+    ck_assert_int_eq(run_argv(&fx, fsdp_fp32, 0), MEM4D_OK);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_MAIN_GRAD_BYTES), 4);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_MASTER_WEIGHT_BYTES), 2);
+    const char *ddp[] = {"--bf16", "--megatron-fsdp-main-grads-dtype", "bf16", NULL};
+    ck_assert_int_eq(run_argv(&fx, ddp, 0), MEM4D_OK);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_MAIN_GRAD_BYTES), 4);
+    ck_assert(has_warning(fx.imp, "ignored without --use-megatron-fsdp"));
     const char *dbl[] = {"--fsdp-double-buffer", NULL};
     ck_assert_int_eq(run_argv(&fx, dbl, 0), MEM4D_E_CONFLICT);
     ck_assert(strstr(mem4d_import_message(fx.imp), "needs --use-megatron-fsdp") != NULL);
