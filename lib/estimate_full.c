@@ -540,6 +540,7 @@ static void selective_savings(bool *ok, const struct m4d_ctx *x, uint64_t *repl,
         *split = add(ok, *split, mul(ok, 2 * inter, x->f));
     if (x->experts && (m & M4D_RC_MOE)) {
         *repl = add(ok, *repl, add(ok, mul(ok, 2 * x->router_bytes, x->experts), routed(ok, x, 4 * x->h)));
+        *repl = add(ok, *repl, dispatch_kept(ok, x)); /* the re-run dispatch makes its handle again */
         *split = add(ok, *split, mul(ok, 2, add(ok, routed(ok, x, mul(ok, inter, x->fe)), inter * x->fs)));
     } else if (x->experts) {
         if (m & M4D_RC_MOE_ACT)

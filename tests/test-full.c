@@ -776,6 +776,12 @@ START_TEST(moe_token_dispatchers)
     same_except(a2a, hep, BIT(MEM4D_TERM_FIXED) | BIT(MEM4D_TERM_ACTIVATIONS));
     ck_assert_uint_eq(delta(a2a, hep, 0, MEM4D_TERM_FIXED), UINT64_C(16384) * 4460 + 2048);
     ck_assert_uint_eq(delta(a2a, hep, 0, MEM4D_TERM_ACTIVATIONS), UINT64_C(2) * 12 * 4096 * 316);
+    /* recomputing the moe module re-runs the dispatch: only the re-run layer's handle is live */
+    mem4d_report *a2a_rc = moe_run("recompute=selective", "recompute_modules=64", NULL);
+    mem4d_report *hep_rc = moe_run("moe_dispatcher=hybridep", "recompute=selective", "recompute_modules=64");
+    ck_assert_uint_eq(delta(a2a_rc, hep_rc, 0, MEM4D_TERM_ACTIVATIONS), UINT64_C(4096) * 316);
+    mem4d_report_free(a2a_rc);
+    mem4d_report_free(hep_rc);
     /* allgather: N·T tokens of 6h + 5E bytes (the gathered input, fp32
      * probabilities and map, the unpermuted output and its fp32 copy) */
     mem4d_report *ag = moe_run("moe_dispatcher=allgather", NULL, NULL);
