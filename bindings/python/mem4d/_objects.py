@@ -241,6 +241,37 @@ class Layout(_Params):
         text = lib.mem4d_layout_value_name(key, self[key])
         return from_c(text) if text else None
 
+    @property
+    def stage_layers(self):
+        """Transformer layers of each virtual pipeline stage (virtual stage k on
+        rank k % pp), as Megatron-Core's pipeline layout places them; [] for
+        the even split."""
+        n = lib.mem4d_layout_get_stage_layers(self, None, 0)
+        buf = (ctypes.c_uint32 * n)()
+        lib.mem4d_layout_get_stage_layers(self, buf, n)
+        return list(buf)
+
+    @stage_layers.setter
+    def stage_layers(self, layers):
+        layers = list(layers)
+        if any(not isinstance(v, int) or isinstance(v, bool) or v < 0 or v >= 1 << 32 for v in layers):
+            raise TypeError(f"stage_layers takes non-negative ints, not {layers!r}")
+        buf = (ctypes.c_uint32 * len(layers))(*layers)
+        check(lib.mem4d_layout_set_stage_layers(self, buf, len(layers)),
+              f"stage_layers {layers!r} is not accepted (at most "
+              f"{lib.mem4d_layout_stage_layers_max()} virtual stages, 4096 layers in all)")
+
+    def __setitem__(self, name, value):
+        if name == "stage_layers" and not isinstance(value, str):
+            self.stage_layers = value
+            return
+        super().__setitem__(name, value)
+
+    def __repr__(self):
+        text = super().__repr__()
+        table = self.stage_layers
+        return text[:-1] + f", stage_layers={table})" if table else text
+
     def validate(self, model):
         """Raise Mem4dError naming the first rule this layout breaks for model."""
         _validate_text(lib.mem4d_validate, model, self)

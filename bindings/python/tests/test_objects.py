@@ -16,6 +16,24 @@ class ParamsTest(unittest.TestCase):
                          "--pipeline-model-parallel-size 4 --micro-batch-size 1 --seq-length 8192 "
                          "--sequence-parallel --use-distributed-optimizer")
 
+    def test_stage_layer_table(self):
+        model = mem4d.Model.preset("llama3.1-70b")
+        layout = mem4d.Layout(tp=8, pp=4, vpp=2, dp=1, seq=8192, stage_layers=[8, 10, 10, 10, 10, 10, 10, 12])
+        self.assertEqual(layout.stage_layers, [8, 10, 10, 10, 10, 10, 10, 12])
+        layout.validate(model)
+        self.assertIn("--pipeline-model-parallel-layout 'Et*8|(t*10|)*6t*12L'", layout.megatron_args(model))
+        self.assertIn("stage_layers=[8, 10", repr(layout))
+        self.assertEqual(layout.copy().stage_layers, layout.stage_layers)
+        layout["stage_layers"] = "20,20,20,20"
+        with self.assertRaises(mem4d.Mem4dError):
+            layout.validate(model)  # 4 entries for pp 4 x vpp 2
+        layout.stage_layers = []
+        self.assertEqual(layout.stage_layers, [])
+        with self.assertRaises(TypeError):
+            layout.stage_layers = [1, -2]
+        with self.assertRaises(mem4d.Mem4dError):
+            layout.stage_layers = [4097]
+
     def test_keys_come_from_the_library(self):
         self.assertEqual(mem4d.Layout.keys()[:4], ["tp", "cp", "pp", "dp"])
         self.assertEqual(mem4d.Model.keys()[0], "hidden_size")
