@@ -1216,7 +1216,8 @@ static uint64_t graph_static_buffers(bool *ok, const struct m4d_ctx *x, uint64_t
     in_flight(x, r, &units, &each);
     if (x->cuda_graph == MEM4D_CUDA_GRAPH_LOCAL)
         return mul(ok, units, H);
-    uint64_t one = x->graph_attn ? add(ok, H, mul(ok, T, x->s)) : H;
+    bool attn = x->graph_scope == 0 || (x->graph_scope & M4D_GRAPH_ATTN);
+    uint64_t one = attn ? add(ok, H, mul(ok, T, x->s)) : H;
     return add(ok, mul(ok, mul(ok, units, each), one), H);
 }
 

@@ -865,7 +865,8 @@ static mem4d_status apply_moe_dispatch(mem4d_import *imp, const struct opt_val *
  * list without attn (nor the whole layer) leaves attention eager. */
 static mem4d_status apply_cuda_graphs(mem4d_import *imp, const struct opt_val *vals, mem4d_layout *l)
 {
-    enum { SCOPE_FULL = 1, SCOPE_ATTN = 2, SCOPE_FULL_ITERATION = 128 };
+    /* bits of the flags' choices: full attn mlp moe moe_router moe_preprocess mamba full_iteration */
+    enum { SCOPE_FULL = 1, SCOPE_FULL_ITERATION = 128 };
     uint64_t impl = GIVEN(MF_CUDA_GRAPH) ? U(MF_CUDA_GRAPH)
                   : GIVEN(MF_EXTERNAL_CUDA_GRAPH) ? MEM4D_CUDA_GRAPH_TRANSFORMER_ENGINE
                   : GIVEN(MF_ENABLE_CUDA_GRAPH) ? MEM4D_CUDA_GRAPH_LOCAL : MEM4D_CUDA_GRAPH_NONE;
@@ -877,8 +878,9 @@ static mem4d_status apply_cuda_graphs(mem4d_import *imp, const struct opt_val *v
         m4d_imp_warn(imp, "--cuda-graph-scope/--cuda-graph-modules without a CUDA graph implementation capture "
                      "nothing");
     TRY(SET_L(l, MEM4D_LAYOUT_CUDA_GRAPH, impl, "--cuda-graph-impl"));
-    bool attn = scope == 0 || (scope & (SCOPE_FULL | SCOPE_ATTN | SCOPE_FULL_ITERATION));
-    TRY(SET_L(l, MEM4D_LAYOUT_CUDA_GRAPH_ATTENTION, attn, "--cuda-graph-scope"));
+    /* attn .. moe_preprocess are bits 1-5 of the choices, 0-4 of the key; full (or none) is the whole layer */
+    uint64_t bits = scope & SCOPE_FULL ? 0 : (scope >> 1) & 31;
+    TRY(SET_L(l, MEM4D_LAYOUT_CUDA_GRAPH_SCOPE, bits, "--cuda-graph-scope"));
     return SET_L(l, MEM4D_LAYOUT_FP32_RESIDUAL, GIVEN(MF_FP32_RESIDUAL), "--fp32-residual-connection");
 }
 

@@ -250,7 +250,7 @@ static void ctx_layout(const mem4d_layout *l, struct m4d_ctx *x)
     x->ep_overlap = v[MEM4D_LAYOUT_MOE_EP_OVERLAP] != 0;
     x->delay_wgrad = v[MEM4D_LAYOUT_DELAY_WGRAD] != 0;
     x->cuda_graph = v[MEM4D_LAYOUT_CUDA_GRAPH];
-    x->graph_attn = v[MEM4D_LAYOUT_CUDA_GRAPH_ATTENTION] != 0;
+    x->graph_scope = v[MEM4D_LAYOUT_CUDA_GRAPH_SCOPE];
     x->fp32_residual = v[MEM4D_LAYOUT_FP32_RESIDUAL] != 0;
     x->fsdp_double = v[MEM4D_LAYOUT_FSDP_DOUBLE_BUFFER] != 0;
     x->nvs = l->nvs;
@@ -608,8 +608,10 @@ static mem4d_status check_moe_dispatch(const struct m4d_ctx *x, char *why, size_
                 x->cuda_graph == MEM4D_CUDA_GRAPH_LOCAL ? "local" : "transformer_engine");
         return MEM4D_E_CONFLICT;
     }
-    if (x->ep_overlap && x->cuda_graph && x->cuda_graph != MEM4D_CUDA_GRAPH_FULL_ITERATION) {
-        m4d_msg(why, n, "moe_ep_overlap does not work with per-layer CUDA graphs");
+    if (x->ep_overlap && x->cuda_graph && x->cuda_graph != MEM4D_CUDA_GRAPH_FULL_ITERATION &&
+        (x->graph_scope == 0 || (x->graph_scope & (M4D_GRAPH_MLP | M4D_GRAPH_MOE)))) {
+        m4d_msg(why, n, "moe_ep_overlap does not work with CUDA graphs over the MLP or MoE (cuda_graph_scope must "
+                "leave out mlp and moe)");
         return MEM4D_E_CONFLICT;
     }
     return MEM4D_OK;

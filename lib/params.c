@@ -156,7 +156,7 @@ const struct m4d_param_desc m4d_layout_params[] = {
     [MEM4D_LAYOUT_MOE_EP_OVERLAP] = BOOL_ROW("moe_ep_overlap", "overlap_moe_expert_parallel_comm", NULL, 0),
     [MEM4D_LAYOUT_DELAY_WGRAD] = BOOL_ROW("delay_wgrad", "delay_wgrad_compute", NULL, 0),
     [MEM4D_LAYOUT_CUDA_GRAPH] = ENUM_ROW("cuda_graph", "cuda_graph_impl", NULL, cuda_graph_names, 0),
-    [MEM4D_LAYOUT_CUDA_GRAPH_ATTENTION] = BOOL_ROW("cuda_graph_attention", NULL, NULL, 1),
+    [MEM4D_LAYOUT_CUDA_GRAPH_SCOPE] = NUM_ROW("cuda_graph_scope", "cuda_graph_modules", NULL, 0, 31, 0),
     [MEM4D_LAYOUT_FP32_RESIDUAL] = BOOL_ROW("fp32_residual", "fp32_residual_connection", NULL, 0),
     [MEM4D_LAYOUT_FSDP_DOUBLE_BUFFER] = BOOL_ROW("fsdp_double_buffer", NULL, NULL, 0),
 };

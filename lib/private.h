@@ -173,7 +173,8 @@ struct m4d_ctx {
     uint64_t pad_multiple;             /* expert token counts rounded up to this (0: none) */
     bool ep_overlap, delay_wgrad;      /* EP all-to-all overlap (combined 1F1B); delayed weight gradients */
     uint64_t cuda_graph;               /* mem4d_cuda_graph */
-    bool graph_attn, fp32_residual;    /* attention inside the graphs; the residual stream in fp32 */
+    uint64_t graph_scope;              /* M4D_GRAPH_* bits; 0: the whole layer */
+    bool fp32_residual;                /* the residual stream in fp32 */
     bool fsdp_double;                  /* Megatron FSDP's persistent double buffers */
     bool tp_overlap;                   /* TP collectives chunked under their GEMMs */
     uint64_t bucket, first_layers, last_layers, vocab_div;
@@ -188,6 +189,9 @@ struct m4d_ctx {
     uint64_t compile;                  /* 0 none, 1 blocks, 2 blocks and loss */
     uint64_t ag_bucket, prefetch, max_live, offload; /* DeepSpeed; 0 = its default */
 };
+
+/* Bits of cuda_graph_scope, in Megatron's names (0: the whole layer). */
+enum { M4D_GRAPH_ATTN = 1, M4D_GRAPH_MLP = 2, M4D_GRAPH_MOE = 4, M4D_GRAPH_MOE_ROUTER = 8, M4D_GRAPH_MOE_PREPROCESS = 16 };
 
 /* Bits of recompute_modules, in Megatron's names. */
 enum {

@@ -671,11 +671,11 @@ START_TEST(cuda_graphs_and_nccl_user_buffers)
     ck_assert_int_eq(run_argv(&fx, local, 0), MEM4D_OK);
     ck_assert_msg(mem4d_import_warning_count(fx.imp) == 0, "%s", mem4d_import_warning(fx.imp, 0));
     ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_CUDA_GRAPH), MEM4D_CUDA_GRAPH_LOCAL);
-    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_CUDA_GRAPH_ATTENTION), 0);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_CUDA_GRAPH_SCOPE), 2); /* mlp */
     const char *old[] = {"--external-cuda-graph", NULL};
     ck_assert_int_eq(run_argv(&fx, old, 0), MEM4D_OK);
     ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_CUDA_GRAPH), MEM4D_CUDA_GRAPH_TRANSFORMER_ENGINE);
-    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_CUDA_GRAPH_ATTENTION), 1);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_CUDA_GRAPH_SCOPE), 0); /* the whole layer */
     const char *older[] = {"--enable-cuda-graph", "--cuda-graph-scope", "full_iteration", NULL};
     ck_assert_int_eq(run_argv(&fx, older, 0), MEM4D_OK);
     ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_CUDA_GRAPH), MEM4D_CUDA_GRAPH_FULL_ITERATION);

@@ -171,7 +171,7 @@ class LayoutParam(enum.IntEnum):
     MOE_EP_OVERLAP = 67
     DELAY_WGRAD = 68
     CUDA_GRAPH = 69
-    CUDA_GRAPH_ATTENTION = 70
+    CUDA_GRAPH_SCOPE = 70
     FP32_RESIDUAL = 71
     FSDP_DOUBLE_BUFFER = 72
 

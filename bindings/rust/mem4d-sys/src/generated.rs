@@ -448,9 +448,11 @@ pub const MEM4D_LAYOUT_DELAY_WGRAD: mem4d_layout_param = 68;
 /// a causal mask of s bytes per token); local one hidden state per in-flight micro-batch; full_iteration a copy of
 /// every micro-batch's input. Default none. @since 0.2
 pub const MEM4D_LAYOUT_CUDA_GRAPH: mem4d_layout_param = 69;
-/// "cuda_graph_attention": 1 when the graphed scope includes attention (the default layer scope;
-/// --cuda-graph-scope/--cuda-graph-modules without "attn" set 0). Default 1.
-pub const MEM4D_LAYOUT_CUDA_GRAPH_ATTENTION: mem4d_layout_param = 70;
+/// "cuda_graph_scope": what per-layer CUDA graphs capture (--cuda-graph-scope / --cuda-graph-modules), bits: 1 attn, 2
+/// mlp, 4 moe, 8 moe_router, 16 moe_preprocess; 0 (default) the whole layer. With attention graphed, transformer_engine
+/// keeps a causal mask per graphed layer and micro-batch; the EP overlap refuses mlp and moe (and the whole layer).
+/// @since 0.2
+pub const MEM4D_LAYOUT_CUDA_GRAPH_SCOPE: mem4d_layout_param = 70;
 /// "fp32_residual": --fp32-residual-connection, the residual stream in fp32: each stage's received input kept per
 /// in-flight micro-batch, the pipeline buffers and full-recompute checkpoints at 4 bytes an element (Transformer
 /// Engine's norms still save bf16 copies). Needs 2-byte parameters. Default 0. @since 0.2
