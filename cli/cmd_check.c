@@ -25,8 +25,9 @@ const struct cli_option cmd_check_options[] = {
 
 const char cmd_check_about[] =
     "Reads the arguments given to pretrain_gpt.py, prints the memory of every pipeline\n"
-    "stage and the verdict. Exit status: 0 fits, 1 out of memory (or tight, with --strict),\n"
-    "2 invalid input.";
+    "stage and the verdict. Run it with the job's environment: PYTORCH_CUDA_ALLOC_CONF's\n"
+    "expandable_segments is read. Exit status: 0 fits, 1 out of memory (or tight, with\n"
+    "--strict), 2 invalid input.";
 
 static const char *world_source_text(mem4d_world_source src)
 {

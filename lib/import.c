@@ -12,6 +12,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -143,6 +144,39 @@ static mem4d_status env_count(mem4d_import *imp, const char *name, const char *t
     if (*end != '\0' && !(lead_only && (*end == '(' || *end == ',')))
         return m4d_imp_fail(imp, MEM4D_E_PARSE, "%s='%s' is not a count of processes", name, text);
     *out = (uint64_t)v;
+    return MEM4D_OK;
+}
+
+/* The caching allocator's settings, "key:value" pairs separated by commas
+ * (PyTorch c10/cuda/CUDAAllocatorConfig; PYTORCH_ALLOC_CONF is the newer,
+ * device-generic name and wins): expandable_segments True or False. */
+mem4d_status m4d_imp_alloc_conf(mem4d_import *imp, const char *const *envp, mem4d_layout *layout)
+{
+    const char *name = "PYTORCH_ALLOC_CONF", *conf = env_get(envp, name);
+    if (!conf) {
+        name = "PYTORCH_CUDA_ALLOC_CONF";
+        conf = env_get(envp, name);
+    }
+    if (!conf)
+        return MEM4D_OK;
+    static const char key[] = "expandable_segments:";
+    for (const char *p = conf; *p;) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        size_t len = strcspn(p, ",");
+        if (len >= sizeof key - 1 && strncmp(p, key, sizeof key - 1) == 0) {
+            char v[8];
+            size_t vl = len - (sizeof key - 1);
+            snprintf(v, sizeof v, "%.*s", (int)(vl < sizeof v ? vl : sizeof v - 1), p + sizeof key - 1);
+            bool on = vl < sizeof v && (m4d_streq_ci(v, "true") || strcmp(v, "1") == 0);
+            bool off = vl < sizeof v && (m4d_streq_ci(v, "false") || strcmp(v, "0") == 0);
+            if (!on && !off)
+                return m4d_imp_fail(imp, MEM4D_E_PARSE, "%s: expandable_segments:%.*s is not True or False", name,
+                                    (int)(vl < 40 ? vl : 40), p + sizeof key - 1);
+            return SET_L(layout, MEM4D_LAYOUT_EXPANDABLE_SEGMENTS, on, name);
+        }
+        p += len;
+    }
     return MEM4D_OK;
 }
 

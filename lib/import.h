@@ -50,6 +50,8 @@ mem4d_status m4d_imp_set(mem4d_import *imp, const struct m4d_param_desc *table, 
 
 /* The world size: explicit_world if non-zero, else WORLD_SIZE, SLURM_NTASKS
  * or SLURM_JOB_NUM_NODES x GPUs per node from envp; 0 when none says. */
+/* PYTORCH_CUDA_ALLOC_CONF / PYTORCH_ALLOC_CONF's expandable_segments into the layout. */
+mem4d_status m4d_imp_alloc_conf(mem4d_import *imp, const char *const *envp, mem4d_layout *layout);
 mem4d_status m4d_imp_world(mem4d_import *imp, const char *const *envp, uint64_t explicit_world,
                            uint64_t *world);
 

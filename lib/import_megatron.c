@@ -1397,6 +1397,8 @@ mem4d_status mem4d_import_megatron(mem4d_import *import, int argc, const char *c
     if (st == MEM4D_OK)
         st = apply_pp_layout(imp, vals, &m, &l);
     if (st == MEM4D_OK)
+        st = m4d_imp_alloc_conf(imp, envp, &l);
+    if (st == MEM4D_OK)
         st = m4d_imp_world(imp, envp, world_size, &world);
     if (st == MEM4D_OK)
         st = apply_world(imp, vals, world, &l);

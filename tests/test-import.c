@@ -718,6 +718,42 @@ START_TEST(cuda_graphs_and_nccl_user_buffers)
 }
 END_TEST
 
+/* The allocator's settings from the job's environment, as PyTorch reads
+ * them: expandable_segments in PYTORCH_CUDA_ALLOC_CONF, or in the newer
+ * PYTORCH_ALLOC_CONF, which wins; absent, the layout keeps its own value. */
+START_TEST(allocator_conf_from_the_environment)
+{
+    struct fixture fx;
+    fx_open(&fx);
+    const char *argv[] = {"--bf16", NULL};
+    static const struct {
+        const char *env[3];
+        mem4d_status st;
+        uint64_t expandable;
+    } cases[] = {
+        {{"PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True", NULL}, MEM4D_OK, 1},
+        {{"PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:128, expandable_segments:true", NULL}, MEM4D_OK, 1},
+        {{"PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True", "PYTORCH_ALLOC_CONF=expandable_segments:False"},
+         MEM4D_OK, 0},
+        {{"PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:128", NULL}, MEM4D_OK, 0},
+        {{"PYTORCH_CUDA_ALLOC_CONF=expandable_segments:maybe", NULL}, MEM4D_E_PARSE, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ck_assert_int_eq(mem4d_layout_set(fx.layout, MEM4D_LAYOUT_EXPANDABLE_SEGMENTS, 0), MEM4D_OK);
+        ck_assert_int_eq(mem4d_import_megatron(fx.imp, 1, argv, cases[i].env, 8, fx.model, fx.layout), cases[i].st);
+        if (cases[i].st == MEM4D_OK)
+            ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_EXPANDABLE_SEGMENTS), cases[i].expandable);
+        else
+            ck_assert(strstr(mem4d_import_message(fx.imp), "is not True or False") != NULL);
+    }
+    /* no setting in the environment: the layout's own value stays */
+    ck_assert_int_eq(mem4d_layout_set(fx.layout, MEM4D_LAYOUT_EXPANDABLE_SEGMENTS, 1), MEM4D_OK);
+    ck_assert_int_eq(mem4d_import_megatron(fx.imp, 1, argv, NULL, 8, fx.model, fx.layout), MEM4D_OK);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_EXPANDABLE_SEGMENTS), 1);
+    fx_close(&fx);
+}
+END_TEST
+
 /* The MoE token dispatcher and what goes with it: Megatron's default is
  * allgather; flex names its backend (DeepEP by default, or the older
  * --moe-enable-deepep); router padding takes the fp8 recipe's alignment. */
@@ -1580,11 +1616,12 @@ static bool header_value(const char *text, const char *key, char *out, size_t si
 struct recipe_hw {
     unsigned long long world, vocab, memory_gib;
     char device[32];
+    char env[128]; /* "NAME=value" the job's launcher exports (`# env:`), or "" */
 };
 
 static void recipe_header(const char *rel, struct recipe_hw *hw)
 {
-    char path[300], line[64];
+    char path[300], line[256];
     snprintf(path, sizeof path, "megatron/%s", rel);
     char *text = slurp(path, NULL);
     *hw = (struct recipe_hw){0};
@@ -1595,6 +1632,8 @@ static void recipe_header(const char *rel, struct recipe_hw *hw)
         ck_assert_int_eq(sscanf(line, "%llu", &hw->vocab), 1);
     if (header_value(text, "gpu-memory-gib", line, sizeof line))
         ck_assert_int_eq(sscanf(line, "%llu", &hw->memory_gib), 1);
+    if (header_value(text, "env", line, sizeof line))
+        ck_assert_int_eq(sscanf(line, "%127s", hw->env), 1);
     free(text);
 }
 
@@ -1610,8 +1649,9 @@ static mem4d_status judge_recipe(const char *rel, const struct recipe_hw *hw, me
     fx_open(&fx);
     if (hw->vocab) /* what `mem4d check --vocab-size N` gives when only the tokenizer file knows */
         ck_assert_int_eq(mem4d_model_set(fx.model, MEM4D_MODEL_VOCAB_SIZE, hw->vocab), MEM4D_OK);
-    mem4d_status st = mem4d_import_megatron(fx.imp, a.argc, (const char *const *)a.argv, NULL, hw->world,
-                                            fx.model, fx.layout);
+    const char *envp[] = {hw->env, NULL};
+    mem4d_status st = mem4d_import_megatron(fx.imp, a.argc, (const char *const *)a.argv, hw->env[0] ? envp : NULL,
+                                            hw->world, fx.model, fx.layout);
     size_t n = (size_t)snprintf(why, size, "%s", mem4d_import_message(fx.imp));
     for (size_t i = 0; i < mem4d_import_warning_count(fx.imp) && n < size; i++) {
         const char *w = mem4d_import_warning(fx.imp, i);
@@ -1710,7 +1750,7 @@ START_TEST(recipes_as_written_on_their_hardware)
 {
     char *names[64];
     int n = recipe_names("recipes", names, 64), judged = 0;
-    ck_assert_int_ge(n, 23);
+    ck_assert_int_ge(n, 25);
     size_t listed = 0;
     printf("\n%-46s %6s %-11s %9s %9s  %s\n", "recipe", "GPUs", "GPU", "peak GiB", "of GiB", "verdict");
     for (int i = 0; i < n; i++) {
@@ -1748,7 +1788,7 @@ START_TEST(recipes_as_written_on_their_hardware)
         free(names[i]);
     }
     ck_assert_uint_eq(listed, sizeof recipes_expected / sizeof recipes_expected[0]);
-    ck_assert_int_ge(judged, 11);
+    ck_assert_int_ge(judged, 23);
 }
 END_TEST
 
@@ -1900,6 +1940,7 @@ static Suite *import_suite(void)
     tcase_add_test(tc, moe_capacity_layer_recompute_and_optimizer_instances);
     tcase_add_test(tc, cuda_graphs_and_nccl_user_buffers);
     tcase_add_test(tc, moe_token_dispatchers);
+    tcase_add_test(tc, allocator_conf_from_the_environment);
     tcase_add_test(tc, overlapped_distributed_optimizer);
     tcase_add_loop_test(tc, vocabulary_from_the_tokenizer, 0, N(vocab_cases));
     tcase_add_test(tc, vocabulary_kept_when_only_a_file_knows);

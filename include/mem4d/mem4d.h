@@ -1851,8 +1851,11 @@ MEM4D_API void mem4d_import_free(mem4d_import *import);
  * @param import The import handle (receives messages).
  * @param argc Number of arguments.
  * @param argv The arguments (argv[0] is an argument, not a program name).
- * @param envp NULL-terminated "NAME=value" strings for the world-size
- *             fallbacks (WORLD_SIZE, SLURM_NTASKS, ...); may be NULL.
+ * @param envp NULL-terminated "NAME=value" strings: the world-size
+ *             fallbacks (WORLD_SIZE, SLURM_NTASKS, ...), and the caching
+ *             allocator's PYTORCH_CUDA_ALLOC_CONF (or PYTORCH_ALLOC_CONF),
+ *             whose expandable_segments sets ::MEM4D_LAYOUT_EXPANDABLE_SEGMENTS
+ *             (left as it is when neither is set); may be NULL.
  * @param world_size Explicit world size, or 0 to look in @p envp.
  * @param model Receives the architecture (parameters not given are left as they are).
  * @param layout Receives the configuration.
