@@ -592,6 +592,51 @@ static void fp8_savings(bool *ok, const struct m4d_ctx *x, uint64_t *repl, uint6
  * multi-latent attention also the compressed query and key/value latents
  * and their normalised copies, 2·(2·r_q + 2·r_kv + d_rope) bytes per token:
  * the down-projections are replicated over t and see every token. */
+/* Fine-grained activation offloading (Megatron-Core
+ * pipeline_parallel/fine_grained_activation_offload.py; docs "Fine-Grained
+ * Activation Offloading"): each listed module's input, as the layer keeps
+ * it for backward, goes to the host in the forward and comes back before
+ * the module's backward, per token in the halves of layer_token_bytes:
+ * attn_norm the input norm's input 2h and mlp_norm the pre-MLP norm's
+ * (replicated); qkv_linear the input norm's output (2h, h when fp8 keeps it,
+ * none when the norms are recomputed); core_attn Q, K and V, and attn_proj
+ * the attention output (split); expert_fc1 the permuted tokens (2h per
+ * routed token, h with fp8) and moe_act the activation's input (2·fe per
+ * routed token, 2 bytes). activation_offload_fraction offloads that share of
+ * the groups, taken as that share of the bytes. */
+static void offload_bytes(bool *ok, const struct m4d_ctx *x, uint64_t *repl, uint64_t *split)
+{
+    uint64_t om = x->offload_modules, m = x->recompute == 1 ? x->rc_modules : 0;
+    *repl = *split = 0;
+    if (!om)
+        return;
+    uint64_t h2 = 2 * x->h, in_h = x->fp8 ? x->h : h2;
+    if (om & M4D_OFFLOAD_ATTN_NORM)
+        *repl = add(ok, *repl, h2);
+    if (om & M4D_OFFLOAD_MLP_NORM)
+        *repl = add(ok, *repl, h2);
+    if ((om & M4D_OFFLOAD_QKV_LINEAR) && !(m & M4D_RC_LAYERNORM))
+        *repl = add(ok, *repl, in_h);
+    if (om & M4D_OFFLOAD_CORE_ATTN)
+        *split = add(ok, *split, mul(ok, 2, add(ok, mul(ok, x->a, x->qk_dim), mul(ok, x->kv_heads, x->qk_dim + x->v_dim))));
+    if (om & M4D_OFFLOAD_ATTN_PROJ)
+        *split = add(ok, *split, mul(ok, 2 * x->a, x->v_dim));
+    if (x->experts && (om & M4D_OFFLOAD_EXPERT_FC1))
+        *repl = add(ok, *repl, routed(ok, x, keeps_bf16_expert_input(x) || !x->fp8 ? h2 : x->h));
+    if (x->experts && (om & M4D_OFFLOAD_MOE_ACT))
+        *split = add(ok, *split, routed(ok, x, 4 * x->fe));
+    *repl = muldiv(ok, *repl, x->offload_ppm, 1000000);
+    *split = muldiv(ok, *split, x->offload_ppm, 1000000);
+}
+
+/* One layer's offloaded inputs for a micro-batch (offload_bytes, T tokens). */
+static uint64_t offloaded_layer(bool *ok, const struct m4d_ctx *x)
+{
+    uint64_t repl, split, T = tokens(ok, x);
+    offload_bytes(ok, x, &repl, &split);
+    return add(ok, muldiv(ok, T, repl, t_sp(x)), muldiv(ok, T, split, x->t));
+}
+
 static uint64_t layer_activation(bool *ok, const struct m4d_ctx *x)
 {
     uint64_t repl, split, drop_repl, drop_split, fp8_repl, fp8_split, fp8_extra, T = tokens(ok, x);
@@ -604,6 +649,8 @@ static uint64_t layer_activation(bool *ok, const struct m4d_ctx *x)
     repl = repl > drop_repl ? repl - drop_repl : 0;
     split = split > drop_split ? split - drop_split : 0;
     uint64_t a = add(ok, muldiv(ok, T, repl, t_sp(x)), muldiv(ok, T, split, x->t));
+    uint64_t off = offloaded_layer(ok, x);
+    a = a > off ? a - off : 0;
     if (x->kv_lora)
         a = add(ok, a, mul(ok, T, 2 * (2 * x->q_lora + 2 * x->kv_lora + x->rope_dim)));
     return add(ok, a, mul(ok, T, gathered_inputs(x)));
@@ -762,6 +809,9 @@ static uint64_t backward_working_set(bool *ok, const struct m4d_ctx *x)
     uint64_t attn = x->flash ? mul(ok, 4 * x->a, x->qk_dim) : mul(ok, (x->attn_dropout ? 4 : 2) * x->a, x->s / x->c);
     uint64_t split = add(ok, mul(ok, 2, mlp), attn);
     uint64_t w = add(ok, muldiv(ok, T, split, x->t), muldiv(ok, T, 2 * x->h, t_sp(x)));
+    /* offloading keeps the last layer's groups (offload margin) and reloads
+     * the layer in backward: two layers' offloaded inputs on the GPU */
+    w = add(ok, w, mul(ok, 2, offloaded_layer(ok, x)));
     return add(ok, w, delayed_wgrad(ok, x));
 }
 

@@ -896,6 +896,33 @@ static mem4d_status apply_cpu_offloading(mem4d_import *imp, const struct opt_val
     return SET_L(l, MEM4D_LAYOUT_ACTIVATION_OFFLOAD_LAYERS, n, "--cpu-offloading-num-layers");
 }
 
+/* Fine-grained activation offloading: --offload-modules names the modules
+ * (their bits in the flag's choice order are the layout's); Megatron-Core
+ * asserts a non-empty list. fused_group_mlp (the TE op fuser's grouped MLP)
+ * and gdp_qkv (the GatedDeltaProduct mixer) are layers this version does
+ * not have. */
+static mem4d_status apply_fine_grained_offloading(mem4d_import *imp, const struct opt_val *vals, mem4d_layout *l)
+{
+    enum { MODELLED = 127, FUSED_GROUP_MLP = 128 };
+    if (!GIVEN(MF_FG_OFFLOAD)) {
+        if (GIVEN(MF_OFFLOAD_MODULES) || GIVEN(MF_OFFLOAD_FRACTION))
+            m4d_imp_warn(imp, "--offload-modules and --activation-offload-fraction are ignored without "
+                         "--fine-grained-activation-offloading");
+        return SET_L(l, MEM4D_LAYOUT_OFFLOAD_MODULES, 0, "--offload-modules");
+    }
+    if (!GIVEN(MF_OFFLOAD_MODULES) || U(MF_OFFLOAD_MODULES) == 0)
+        return m4d_imp_fail(imp, MEM4D_E_MISSING, "--fine-grained-activation-offloading needs --offload-modules");
+    if (U(MF_OFFLOAD_MODULES) & ~(uint64_t)MODELLED)
+        return m4d_imp_fail(imp, MEM4D_E_UNSUPPORTED, "--offload-modules %s: %s is not a layer this version models",
+                            U(MF_OFFLOAD_MODULES) & FUSED_GROUP_MLP ? "fused_group_mlp" : "gdp_qkv",
+                            U(MF_OFFLOAD_MODULES) & FUSED_GROUP_MLP ? "the TE op fuser's grouped MLP"
+                                                                    : "the GatedDeltaProduct mixer");
+    double f = GIVEN(MF_OFFLOAD_FRACTION) ? vals[MF_OFFLOAD_FRACTION].r : 1.0; /* in [0, 1]: REAL rows */
+    TRY(SET_L(l, MEM4D_LAYOUT_OFFLOAD_MODULES, U(MF_OFFLOAD_MODULES), "--offload-modules"));
+    return SET_L(l, MEM4D_LAYOUT_ACTIVATION_OFFLOAD_FRACTION_PPM, (uint64_t)llround(f * 1e6),
+                 "--activation-offload-fraction");
+}
+
 /* MoE token capacity (Megatron-Core TransformerConfig): a negative
  * --moe-expert-capacity-factor means none; padding needs a factor. */
 static mem4d_status apply_moe_capacity(mem4d_import *imp, const struct opt_val *vals, mem4d_layout *l)
@@ -1386,6 +1413,8 @@ mem4d_status mem4d_import_megatron(mem4d_import *import, int argc, const char *c
         st = apply_moe_dispatch(imp, vals, &m, &l);
     if (st == MEM4D_OK)
         st = apply_cuda_graphs(imp, vals, &l);
+    if (st == MEM4D_OK)
+        st = apply_fine_grained_offloading(imp, vals, &l);
     if (st == MEM4D_OK)
         st = apply_recompute(imp, vals, &l);
     if (st == MEM4D_OK)

@@ -253,6 +253,8 @@ static void ctx_layout(const mem4d_layout *l, struct m4d_ctx *x)
     x->graph_scope = v[MEM4D_LAYOUT_CUDA_GRAPH_SCOPE];
     x->fp32_residual = v[MEM4D_LAYOUT_FP32_RESIDUAL] != 0;
     x->fsdp_double = v[MEM4D_LAYOUT_FSDP_DOUBLE_BUFFER] != 0;
+    x->offload_modules = v[MEM4D_LAYOUT_OFFLOAD_MODULES];
+    x->offload_ppm = v[MEM4D_LAYOUT_ACTIVATION_OFFLOAD_FRACTION_PPM];
     x->nvs = l->nvs;
     x->vs = l->vs;
     x->vs_first = l->vs_first;
@@ -598,6 +600,29 @@ static mem4d_status check_moe_dispatch(const struct m4d_ctx *x, char *why, size_
     if (x->fsdp_double && (x->zero < 2 || x->fw != MEM4D_FRAMEWORK_MEGATRON)) {
         m4d_msg(why, n, "fsdp_double_buffer needs Megatron FSDP (zero_stage 2 or 3, framework megatron)");
         return MEM4D_E_CONFLICT;
+    }
+    if (x->offload_modules) {
+        uint64_t om = x->offload_modules;
+        const char *bad = x->fw != MEM4D_FRAMEWORK_MEGATRON ? "is Megatron-Core's (framework megatron)"
+                        : x->act_offload ? "contradicts activation_offload_layers (Megatron-Core refuses both)"
+                        : (om & M4D_OFFLOAD_ATTN_PROJ) && !(om & M4D_OFFLOAD_CORE_ATTN)
+                            ? "offloads attn_proj without core_attn (its input is core_attn's output)"
+                        : !x->experts && (om & (M4D_OFFLOAD_EXPERT_FC1 | M4D_OFFLOAD_MOE_ACT))
+                            ? "names expert_fc1 or moe_act for a model without experts"
+                        : (om & (M4D_OFFLOAD_EXPERT_FC1 | M4D_OFFLOAD_MOE_ACT)) && x->recompute == 1 &&
+                                  (x->rc_modules & M4D_RC_MOE)
+                            ? "offloads inside the MoE layer the moe recompute module re-runs whole"
+                        : x->cuda_graph == MEM4D_CUDA_GRAPH_TRANSFORMER_ENGINE &&
+                                  (om & (M4D_OFFLOAD_ATTN_NORM | M4D_OFFLOAD_MLP_NORM))
+                            ? "offloads a norm's input across CUDA graph boundaries"
+                        : x->cuda_graph == MEM4D_CUDA_GRAPH_LOCAL && (om & ~(uint64_t)(M4D_OFFLOAD_EXPERT_FC1 |
+                                                                                     M4D_OFFLOAD_MOE_ACT))
+                            ? "offloads modules local CUDA graphs do not support (expert_fc1 and moe_act only)"
+                            : NULL;
+        if (bad) {
+            m4d_msg(why, n, "offload_modules %s", bad);
+            return MEM4D_E_CONFLICT;
+        }
     }
     if (x->cuda_graph && x->act_offload) {
         m4d_msg(why, n, "cuda_graph does not work with activation offloading (Megatron-Core refuses it)");

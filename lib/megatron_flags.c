@@ -36,6 +36,9 @@ static const char *const c_graph_scope[] = {"full", "attn", "mlp", "moe", "moe_r
                                             "full_iteration", NULL};
 static const char *const c_dispatcher[] = {"allgather", "alltoall", "flex", "alltoall_seq", NULL};
 static const char *const c_flex_backend[] = {"deepep", "hybridep", "ncclep", NULL};
+/* In the order of the M4D_OFFLOAD_* bits (lib/private.h), then the two not modelled. */
+static const char *const c_offload_modules[] = {"attn_norm", "qkv_linear", "core_attn", "attn_proj", "mlp_norm",
+                                                "expert_fc1", "moe_act", "fused_group_mlp", "gdp_qkv", NULL};
 static const char *const c_fsdp_dtype[] = {"fp32", "bf16", "fp16", "auto", NULL};
 static const char *const c_fp8_recipe[] = {"delayed", "tensorwise", "mxfp8", "blockwise", "custom", NULL};
 
@@ -55,6 +58,7 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     SWITCH_ROW("account-for-embedding-in-pipeline-split", MF_ACCOUNT_EMB),
     SWITCH_ROW("account-for-loss-in-pipeline-split", MF_ACCOUNT_LOSS),
     SWITCH_ROW("accumulate-allreduce-grads-in-fp32", MF_ACC_FP32),
+    REAL_ROW("activation-offload-fraction", MF_OFFLOAD_FRACTION),
     WORD_ROW("activations-checkpoint-method", MF_ACT_CKPT_METHOD, c_rc_method),
     INT_ROW("activations-checkpoint-num-layers", MF_ACT_CKPT_LAYERS, -1),
     SKIP_ROW("adam-beta1"),
@@ -117,7 +121,9 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     SWITCH_ROW("deepspeed-activation-checkpointing", MF_DS_ACT_CKPT),
     TEXT_ROW("deepspeed-config", MF_DS_CONFIG),
     TEXT_ROW("deepspeed_config", MF_DS_CONFIG),
+    SKIP_ROW("delay-offload-until-cuda-graph"), /* when the host copies are queued, not what */
     SWITCH_ROW("delay-wgrad-compute", MF_DELAY_WGRAD),
+    WARN_ROW("delta-offload-bytes-across-pp-ranks", "keeps N more bytes of offload groups on the GPU for each pipeline rank; the estimate offloads alike on every rank"),
     SKIP_ROW("deterministic-mode"),
     SWITCH_ROW("disable-bias-linear", MF_NO_BIAS),
     SKIP_ROW("disable-straggler-on-startup"),
@@ -148,6 +154,8 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     SWITCH_ROW("external-cuda-graph", MF_EXTERNAL_CUDA_GRAPH),
     INT_ROW("extra-vocab-size", MF_EXTRA_VOCAB, -1),
     INT_ROW("ffn-hidden-size", MF_FFN, MEM4D_MODEL_FFN_HIDDEN_SIZE),
+    SWITCH_ROW("fine-grained-activation-offloading", MF_FG_OFFLOAD),
+    SKIP_ROW("fine-grained-offloading-max-inflight-offloads"),
     SKIP_ROW("finetune"),
     SWITCH_ROW("fp16", MF_FP16),
     /* Megatron-Core's GPTModel stores it and never reads it: its cross entropy
@@ -223,6 +231,7 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     INT_ROW("micro-batch-size", MF_MBS, -1),
     SKIP_ROW("min-loss-scale"),
     SKIP_ROW("min-lr"),
+    SKIP_ROW("min-offloaded-tensor-size"), /* 1M elements by default: every offloaded input of a real layer is larger */
     SKIP_ROW("mock-data"),
     WARN_ROW("model-parallel-size", "is no longer accepted by Megatron-LM (use --tensor-model-parallel-size)"),
     SKIP_ROW("moe-aux-loss-coeff"),
@@ -301,6 +310,7 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     INT_ROW("num-query-groups", MF_GROUPS, -1),
     INT_ROW("num-virtual-stages-per-pipeline-rank", MF_VPP_STAGES, -1),
     SKIP_ROW("num-workers"),
+    BITS_ROW("offload-modules", MF_OFFLOAD_MODULES, c_offload_modules),
     SKIP_ROW("onnx-safe"),
     SKIP_ROW("openai-gelu"),
     WORD_ROW("optimizer", MF_OPTIMIZER, c_optimizer),

@@ -159,6 +159,9 @@ const struct m4d_param_desc m4d_layout_params[] = {
     [MEM4D_LAYOUT_CUDA_GRAPH_SCOPE] = NUM_ROW("cuda_graph_scope", "cuda_graph_modules", NULL, 0, 31, 0),
     [MEM4D_LAYOUT_FP32_RESIDUAL] = BOOL_ROW("fp32_residual", "fp32_residual_connection", NULL, 0),
     [MEM4D_LAYOUT_FSDP_DOUBLE_BUFFER] = BOOL_ROW("fsdp_double_buffer", NULL, NULL, 0),
+    [MEM4D_LAYOUT_OFFLOAD_MODULES] = NUM_ROW("offload_modules", NULL, NULL, 0, 127, 0),
+    [MEM4D_LAYOUT_ACTIVATION_OFFLOAD_FRACTION_PPM] = PPM_ROW("activation_offload_fraction_ppm", NULL, NULL, 0,
+                                                             1000000, 1000000),
 };
 M4D_TABLE_ROWS(m4d_layout_params, M4D_LAYOUT_NPARAM);
 

@@ -28,8 +28,8 @@
  * raise the count, name the new last value and append the table rows. */
 #define M4D_MODEL_NPARAM 31
 M4D_ENUM_COUNT(M4D_MODEL_NPARAM, MEM4D_MODEL_QK_NORM_WHOLE);
-#define M4D_LAYOUT_NPARAM 73
-M4D_ENUM_COUNT(M4D_LAYOUT_NPARAM, MEM4D_LAYOUT_FSDP_DOUBLE_BUFFER);
+#define M4D_LAYOUT_NPARAM 75
+M4D_ENUM_COUNT(M4D_LAYOUT_NPARAM, MEM4D_LAYOUT_ACTIVATION_OFFLOAD_FRACTION_PPM);
 #define M4D_DEVICE_NPARAM 24
 M4D_ENUM_COUNT(M4D_DEVICE_NPARAM, MEM4D_DEVICE_HOST_BANDWIDTH);
 #define M4D_NTERMS 15
@@ -176,6 +176,8 @@ struct m4d_ctx {
     uint64_t graph_scope;              /* M4D_GRAPH_* bits; 0: the whole layer */
     bool fp32_residual;                /* the residual stream in fp32 */
     bool fsdp_double;                  /* Megatron FSDP's persistent double buffers */
+    uint64_t offload_modules;          /* M4D_OFFLOAD_* bits of fine-grained activation offloading */
+    uint64_t offload_ppm;              /* the share of their groups offloaded */
     bool tp_overlap;                   /* TP collectives chunked under their GEMMs */
     uint64_t bucket, first_layers, last_layers, vocab_div;
     mem4d_mode mode;
@@ -192,6 +194,12 @@ struct m4d_ctx {
 
 /* Bits of cuda_graph_scope, in Megatron's names (0: the whole layer). */
 enum { M4D_GRAPH_ATTN = 1, M4D_GRAPH_MLP = 2, M4D_GRAPH_MOE = 4, M4D_GRAPH_MOE_ROUTER = 8, M4D_GRAPH_MOE_PREPROCESS = 16 };
+
+/* Bits of offload_modules, in Megatron's names. */
+enum {
+    M4D_OFFLOAD_ATTN_NORM = 1, M4D_OFFLOAD_QKV_LINEAR = 2, M4D_OFFLOAD_CORE_ATTN = 4, M4D_OFFLOAD_ATTN_PROJ = 8,
+    M4D_OFFLOAD_MLP_NORM = 16, M4D_OFFLOAD_EXPERT_FC1 = 32, M4D_OFFLOAD_MOE_ACT = 64,
+};
 
 /* Bits of recompute_modules, in Megatron's names. */
 enum {
@@ -395,7 +403,8 @@ static inline bool m4d_recompute_mode_ok(const struct m4d_ctx *x)
      * the overlap the moe recompute module) */
     if (x->recompute == 2 && ((x->cuda_graph && x->cuda_graph != MEM4D_CUDA_GRAPH_FULL_ITERATION) || x->ep_overlap))
         return false;
-    if (x->recompute == 1 && x->ep_overlap && (x->rc_modules & M4D_RC_MOE))
+    if (x->recompute == 1 && (x->rc_modules & M4D_RC_MOE) &&
+        (x->ep_overlap || (x->offload_modules & (M4D_OFFLOAD_EXPERT_FC1 | M4D_OFFLOAD_MOE_ACT))))
         return false;
     return !(x->act_offload && x->recompute);
 }

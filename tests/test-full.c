@@ -995,6 +995,53 @@ START_TEST(fsdp_double_buffers)
 }
 END_TEST
 
+/* Fine-grained activation offloading: core_attn and attn_proj send Q, K,
+ * V and the attention output (2·(a·dh + k·2dh) + 2·a·dh = 20480 bytes a
+ * token, split by t) to the host: stage 0's 4 micro-batches x 8 layers keep
+ * 32 layers' worth less, and two layers' worth are back on the GPU in
+ * backward (the last layer's groups, kept, and the one reloaded). Half the
+ * groups offloaded, half the bytes. */
+START_TEST(fine_grained_activation_offloading)
+{
+    uint64_t L1 = T * 20480 / TP;
+    mem4d_report *a = run(NULL), *b = run("offload_modules=12", NULL);
+    mem4d_report *c = run("offload_modules=12", "activation_offload_fraction_ppm=500000", NULL);
+    same_except(a, b, BIT(MEM4D_TERM_ACTIVATIONS));
+    ck_assert_uint_eq(get(a, 0, MEM4D_TERM_ACTIVATIONS) - get(b, 0, MEM4D_TERM_ACTIVATIONS), 30 * L1);
+    ck_assert_uint_eq(get(a, 0, MEM4D_TERM_ACTIVATIONS) - get(c, 0, MEM4D_TERM_ACTIVATIONS), 15 * L1);
+    mem4d_report_free(a);
+    mem4d_report_free(b);
+    mem4d_report_free(c);
+    /* the experts' inputs: expert_fc1 the permuted tokens 4·2h, moe_act the
+     * activation's input 4·2·fe·2 bytes; 2 micro-batches x 12 layers on stage 0 */
+    mem4d_report *m = moe_run(NULL, NULL, NULL), *mo = moe_run("offload_modules=96", NULL, NULL);
+    ck_assert_uint_eq(get(m, 0, MEM4D_TERM_ACTIVATIONS) - get(mo, 0, MEM4D_TERM_ACTIVATIONS),
+                      22 * UINT64_C(4096) * (4 * 2 * 2048 + 4 * 4 * 1408));
+    mem4d_report_free(m);
+    mem4d_report_free(mo);
+    static const char *const bad[][3] = {{"offload_modules=8", NULL, NULL},
+                                         {"offload_modules=32", NULL, NULL},
+                                         {"offload_modules=4", "activation_offload_layers=2", "pp=1"},
+                                         {"offload_modules=1", "cuda_graph=transformer_engine", NULL},
+                                         {"offload_modules=4", "cuda_graph=local", NULL},
+                                         {"offload_modules=4", "framework=torchtitan", NULL}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        mem4d_layout *l = tu_layout("pp=4", "dp=4", "seq=4096", bad[i][0], bad[i][1], bad[i][2], NULL);
+        char why[256];
+        ck_assert_int_eq(mem4d_validate(model, l, why, sizeof why), MEM4D_E_CONFLICT);
+        ck_assert_msg(strstr(why, "offload") != NULL, "%s", why);
+        mem4d_layout_free(l);
+    }
+    mem4d_model *moe = tu_model("qwen1.5-moe-a2.7b");
+    mem4d_layout *l = tu_layout("dp=4", "ep=4", "seq=4096", "offload_modules=32", "recompute=selective",
+                                "recompute_modules=64", NULL);
+    char why[256];
+    ck_assert_int_eq(mem4d_validate(moe, l, why, sizeof why), MEM4D_E_CONFLICT);
+    mem4d_layout_free(l);
+    mem4d_model_free(moe);
+}
+END_TEST
+
 START_TEST(moe_preset_parameter_counts)
 {
     static const struct {
@@ -1070,6 +1117,7 @@ int main(void)
     tcase_add_test(tc, fp32_residual_stream);
     tcase_add_test(tc, cuda_graph_static_buffers);
     tcase_add_test(tc, fsdp_double_buffers);
+    tcase_add_test(tc, fine_grained_activation_offloading);
     tcase_add_test(tc, moe_preset_parameter_counts);
     tcase_add_test(tc, overflow_is_range_not_wrap);
     suite_add_tcase(s, tc);

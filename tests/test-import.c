@@ -785,11 +785,27 @@ START_TEST(moe_token_dispatchers)
     ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_MOE_EP_OVERLAP), 1);
     ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_DELAY_WGRAD), 1);
     ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_MOE_PAD_MULTIPLE), 16);
+    const char *offload[] = {"--expert-model-parallel-size", "8", "--fine-grained-activation-offloading",
+                             "--offload-modules", "core_attn", "attn_proj", "expert_fc1", "--activation-offload-fraction",
+                             "0.5", "--min-offloaded-tensor-size", "1048576", NULL};
+    ck_assert_int_eq(run_argv(&fx, offload, 8), MEM4D_OK);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_OFFLOAD_MODULES), 4 | 8 | 32);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_ACTIVATION_OFFLOAD_FRACTION_PPM), 500000);
+    ck_assert_msg(mem4d_import_warning_count(fx.imp) == 0, "%s", mem4d_import_warning(fx.imp, 0));
+    const char *modules_alone[] = {"--offload-modules", "moe_act", NULL};
+    ck_assert_int_eq(run_argv(&fx, modules_alone, 8), MEM4D_OK);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_OFFLOAD_MODULES), 0);
+    ck_assert(has_warning(fx.imp, "ignored without --fine-grained-activation-offloading"));
     static const struct {
         const char *argv[8];
         mem4d_status st;
         const char *why;
     } bad[] = {
+        {{"--fine-grained-activation-offloading", NULL}, MEM4D_E_MISSING, "needs --offload-modules"},
+        {{"--fine-grained-activation-offloading", "--offload-modules", "fused_group_mlp", NULL}, MEM4D_E_UNSUPPORTED,
+         "the TE op fuser's grouped MLP"},
+        {{"--fine-grained-activation-offloading", "--offload-modules", "moe_act", "--activation-offload-fraction", "2",
+          NULL}, MEM4D_E_RANGE, "is not a probability in [0, 1]"},
         {{"--moe-enable-deepep", NULL}, MEM4D_E_CONFLICT, "--moe-enable-deepep needs --moe-token-dispatcher-type flex"},
         {{"--moe-token-dispatcher-type", "flex", "--moe-flex-dispatcher-backend", "ncclep", NULL},
          MEM4D_E_UNSUPPORTED, "NCCL EP's buffers are not modelled"},

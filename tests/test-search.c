@@ -317,6 +317,13 @@ START_TEST(complete_with_activation_offloading)
     ck_assert_int_eq(mem4d_layout_set_str(base, "recompute_modules", "64"), MEM4D_OK); /* moe */
     check_complete("qwen1.5-moe-a2.7b", "h100-80", 0, base, false, true);
     mem4d_layout_free(base);
+    /* offloading the experts' inputs refuses the moe recompute module */
+    base = base_layout(8, 4096, 16);
+    ck_assert_int_eq(mem4d_layout_set_str(base, "ep", "2"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_layout_set_str(base, "offload_modules", "96"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_layout_set_str(base, "recompute_modules", "64"), MEM4D_OK);
+    check_complete("qwen1.5-moe-a2.7b", "h100-80", 0, base, false, true);
+    mem4d_layout_free(base);
     /* a layer table: only the pp x vpp of its 8 virtual stages (2 x 4, 4 x 2, 8 x 1) */
     base = base_layout(8, 4096, 16);
     ck_assert_int_eq(mem4d_layout_set_str(base, "stage_layers", "5,4,4,4,4,4,4,3"), MEM4D_OK);

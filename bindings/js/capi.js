@@ -284,6 +284,8 @@ export const ENUMS = Object.freeze({
         MEM4D_LAYOUT_CUDA_GRAPH_SCOPE: 70,
         MEM4D_LAYOUT_FP32_RESIDUAL: 71,
         MEM4D_LAYOUT_FSDP_DOUBLE_BUFFER: 72,
+        MEM4D_LAYOUT_OFFLOAD_MODULES: 73,
+        MEM4D_LAYOUT_ACTIVATION_OFFLOAD_FRACTION_PPM: 74,
     }),
     mem4d_moe_dispatcher: Object.freeze({
         MEM4D_MOE_DISPATCHER_ALLTOALL: 0,

@@ -745,7 +745,20 @@ typedef enum mem4d_layout_param {
      * layers' weights and the reduce-scatter buckets of the forward/backward stay allocated
      * through the optimizer step. Needs zero_stage >= 2 (framework megatron). Default 0.
      * @since 0.2 */
-    MEM4D_LAYOUT_FSDP_DOUBLE_BUFFER = 72
+    MEM4D_LAYOUT_FSDP_DOUBLE_BUFFER = 72,
+    /** "offload_modules": Megatron-Core's fine-grained activation offloading
+     * (--fine-grained-activation-offloading --offload-modules): the inputs these modules keep
+     * for backward go to the host during the forward and come back before their backward,
+     * bits: 1 attn_norm, 2 qkv_linear, 4 core_attn, 8 attn_proj (needs core_attn), 16
+     * mlp_norm, 32 expert_fc1, 64 moe_act (experts only). Two layers' worth stay on the GPU
+     * (the last layer's groups, kept so the first reload does not stall, and the layer being
+     * reloaded). Framework megatron; not with activation_offload_layers, nor the expert
+     * modules beside the moe recompute module. Default 0. @since 0.2 */
+    MEM4D_LAYOUT_OFFLOAD_MODULES = 73,
+    /** "activation_offload_fraction_ppm": the share of eligible offload groups offloaded
+     * (--activation-offload-fraction), millionths; taken as that share of the bytes.
+     * Default 1000000. @since 0.2 */
+    MEM4D_LAYOUT_ACTIVATION_OFFLOAD_FRACTION_PPM = 74
 } mem4d_layout_param;
 
 /**

@@ -174,6 +174,8 @@ class LayoutParam(enum.IntEnum):
     CUDA_GRAPH_SCOPE = 70
     FP32_RESIDUAL = 71
     FSDP_DOUBLE_BUFFER = 72
+    OFFLOAD_MODULES = 73
+    ACTIVATION_OFFLOAD_FRACTION_PPM = 74
 
 
 class MoeDispatcher(enum.IntEnum):
