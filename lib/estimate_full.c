@@ -588,10 +588,6 @@ static void fp8_savings(bool *ok, const struct m4d_ctx *x, uint64_t *repl, uint6
     }
 }
 
-/* A_layer: one layer, one micro-batch, no full recompute. With
- * multi-latent attention also the compressed query and key/value latents
- * and their normalised copies, 2·(2·r_q + 2·r_kv + d_rope) bytes per token:
- * the down-projections are replicated over t and see every token. */
 /* Fine-grained activation offloading (Megatron-Core
  * pipeline_parallel/fine_grained_activation_offload.py; docs "Fine-Grained
  * Activation Offloading"): each listed module's input, as the layer keeps
@@ -637,6 +633,11 @@ static uint64_t offloaded_layer(bool *ok, const struct m4d_ctx *x)
     return add(ok, muldiv(ok, T, repl, t_sp(x)), muldiv(ok, T, split, x->t));
 }
 
+/* A_layer: one layer, one micro-batch, no full recompute, less what
+ * fine-grained offloading sends to the host. With multi-latent attention
+ * also the compressed query and key/value latents and their normalised
+ * copies, 2·(2·r_q + 2·r_kv + d_rope) bytes per token: the down-projections
+ * are replicated over t and see every token. */
 static uint64_t layer_activation(bool *ok, const struct m4d_ctx *x)
 {
     uint64_t repl, split, drop_repl, drop_split, fp8_repl, fp8_split, fp8_extra, T = tokens(ok, x);
@@ -774,12 +775,6 @@ static void in_flight(const struct m4d_ctx *x, uint64_t r, uint64_t *units, uint
     *layers_each = stage_layers(x, r);
 }
 
-/* The transient of one layer's backward: gradients of the MLP
- * intermediates and of the hidden state, and in attention the flash
- * kernel's fp32 dq accumulator 4·a·dh or, without flash attention, the
- * 2-byte gradient of the probabilities from the context matmul 2a·s/c
- * (the fused softmax backward then works in place on it), and with
- * attention dropout the dropout backward's new output beside it, 4a·s/c. */
 /* --delay-wgrad-compute: Transformer Engine queues each linear's
  * [input, grad_output] (WeightGradStore) until backward_dw runs at the end
  * of the layer's step, so within one layer's backward those stay live
@@ -802,6 +797,14 @@ static uint64_t delayed_wgrad(bool *ok, const struct m4d_ctx *x)
     return b;
 }
 
+/* The transient of one layer's backward: gradients of the MLP
+ * intermediates and of the hidden state, and in attention the flash
+ * kernel's fp32 dq accumulator 4·a·dh or, without flash attention, the
+ * 2-byte gradient of the probabilities from the context matmul 2a·s/c
+ * (the fused softmax backward then works in place on it), and with
+ * attention dropout the dropout backward's new output beside it, 4a·s/c;
+ * with fine-grained offloading two layers' offloaded inputs, and with
+ * delayed weight gradients what Transformer Engine queues (above). */
 static uint64_t backward_working_set(bool *ok, const struct m4d_ctx *x)
 {
     uint64_t inter = x->gated ? 3 : 2, T = tokens(ok, x);
@@ -1097,7 +1100,6 @@ static uint64_t fwd_bwd_buffers(bool *ok, const struct m4d_ctx *x, const mem4d_d
     return add(ok, b, megatron_fsdp_buffers(ok, x, s));
 }
 
-
 /* BUFFERS at the optimizer step (no activation live): workspaces, and with
  * gradients below fp32 the fp32 copy the optimizer makes of its gradient
  * shard (shard_main_param.grad = shard_model_grad.float()); the
@@ -1241,10 +1243,6 @@ static uint64_t dispatcher_buffers(bool *ok, const struct m4d_ctx *x, const mem4
     return b;
 }
 
-/* The stage's peak is the largest of three moments: the forward/backward
- * peak, the first stage forming its embedding gradient, and the optimizer
- * step (no activation live). ACTIVATIONS and BUFFERS are those of the
- * winning moment; ties go to the earlier one. */
 /* CUDA graphs' static buffers on stage r, allocated once and kept
  * (Megatron-Core transformer/cuda_graphs.py):
  * - transformer_engine (TECudaGraphHelper, make_graphed_callables): each
@@ -1271,6 +1269,10 @@ static uint64_t graph_static_buffers(bool *ok, const struct m4d_ctx *x, uint64_t
     return add(ok, mul(ok, mul(ok, units, each), one), H);
 }
 
+/* The stage's peak is the largest of three moments: the forward/backward
+ * peak, the first stage forming its embedding gradient, and the optimizer
+ * step (no activation live). ACTIVATIONS and BUFFERS are those of the
+ * winning moment; ties go to the earlier one. */
 static uint64_t pick_moment(bool *ok, const struct m4d_ctx *x, const mem4d_device *dev, const struct shared *sh,
                             uint64_t r, const struct stage_params *n, uint64_t *t)
 {
