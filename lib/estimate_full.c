@@ -885,6 +885,25 @@ static uint64_t embedding_keep(bool *ok, const struct m4d_ctx *x)
     return x->hidden_dropout ? add(ok, ids, muldiv(ok, T, x->h, t_sp(x))) : ids;
 }
 
+/* Megatron's --defer-embedding-wgrad-compute (tensor_parallel/layers.py,
+ * LinearWithGradAccumulationAndAsyncCommunication: the output layer appends
+ * its input to embedding_activation_buffer and, in backward, its gradient
+ * output (cast to the input's dtype) to grad_output_buffer, for up to
+ * wgrad_deferral_limit micro-batches, 0 meaning all; the weight gradients
+ * run at the pipeline flush): the last stage keeps, per deferred
+ * micro-batch, the head input 2h·T/t_sp and the logits gradient 2·T·V_p/t;
+ * at the last loss min(n, m − 1) of the n deferred, at the flush all n. m
+ * unknown is taken as p. */
+static void deferred_embedding_wgrad(bool *ok, const struct m4d_ctx *x, uint64_t *at_loss, uint64_t *at_flush)
+{
+    if (!x->defer_emb_wgrad || x->p < 2)
+        return;
+    uint64_t m = x->m ? x->m : x->p, n = x->wgrad_defer_limit && x->wgrad_defer_limit < m ? x->wgrad_defer_limit : m;
+    uint64_t T = tokens(ok, x), each = add(ok, muldiv(ok, T, 2 * x->h, t_sp(x)), muldiv(ok, mul(ok, T, 2), x->Vp, x->t));
+    *at_loss = add(ok, *at_loss, mul(ok, each, n < m ? n : m - 1));
+    *at_flush = add(ok, *at_flush, mul(ok, each, n));
+}
+
 /* torch.distributed.pipelining with return_outputs (PipelineScheduleSingle
  * .step, stage.py forward_one_chunk: "if self.is_last:
  * self.output_chunks.append(output)"; cleared at the next step): the last
@@ -896,11 +915,12 @@ static uint64_t embedding_keep(bool *ok, const struct m4d_ctx *x)
 static void pp_kept_outputs(bool *ok, const struct m4d_ctx *x, uint64_t *at_loss, uint64_t *at_merge)
 {
     *at_loss = *at_merge = 0;
+    deferred_embedding_wgrad(ok, x, at_loss, at_merge);
     if (!x->pp_outputs || x->p < 2)
         return;
     uint64_t m = x->m ? x->m : x->p, E2 = muldiv(ok, mul(ok, tokens(ok, x), 2), x->Vp, x->t);
-    *at_loss = mul(ok, E2, m - 1);
-    *at_merge = mul(ok, mul(ok, E2, m), 2);
+    *at_loss = add(ok, *at_loss, mul(ok, E2, m - 1));
+    *at_merge = add(ok, *at_merge, mul(ok, mul(ok, E2, m), 2));
 }
 
 /* torch.distributed.pipelining's receive buffers (PipelineStage

@@ -923,6 +923,17 @@ static mem4d_status apply_fine_grained_offloading(mem4d_import *imp, const struc
                  "--activation-offload-fraction");
 }
 
+/* --defer-embedding-wgrad-compute with --wgrad-deferral-limit (0: every
+ * micro-batch); the limit alone does nothing. */
+static mem4d_status apply_deferred_wgrad(mem4d_import *imp, const struct opt_val *vals, mem4d_layout *l)
+{
+    if (GIVEN(MF_WGRAD_DEFER_LIMIT) && !GIVEN(MF_DEFER_EMB_WGRAD))
+        m4d_imp_warn(imp, "--wgrad-deferral-limit is ignored without --defer-embedding-wgrad-compute");
+    TRY(SET_L(l, MEM4D_LAYOUT_DEFER_EMBEDDING_WGRAD, GIVEN(MF_DEFER_EMB_WGRAD), "--defer-embedding-wgrad-compute"));
+    return SET_L(l, MEM4D_LAYOUT_WGRAD_DEFERRAL_LIMIT, GIVEN(MF_WGRAD_DEFER_LIMIT) ? U(MF_WGRAD_DEFER_LIMIT) : 0,
+                 "--wgrad-deferral-limit");
+}
+
 /* MoE token capacity (Megatron-Core TransformerConfig): a negative
  * --moe-expert-capacity-factor means none; padding needs a factor. */
 static mem4d_status apply_moe_capacity(mem4d_import *imp, const struct opt_val *vals, mem4d_layout *l)
@@ -1415,6 +1426,8 @@ mem4d_status mem4d_import_megatron(mem4d_import *import, int argc, const char *c
         st = apply_cuda_graphs(imp, vals, &l);
     if (st == MEM4D_OK)
         st = apply_fine_grained_offloading(imp, vals, &l);
+    if (st == MEM4D_OK)
+        st = apply_deferred_wgrad(imp, vals, &l);
     if (st == MEM4D_OK)
         st = apply_recompute(imp, vals, &l);
     if (st == MEM4D_OK)

@@ -255,6 +255,8 @@ static void ctx_layout(const mem4d_layout *l, struct m4d_ctx *x)
     x->fsdp_double = v[MEM4D_LAYOUT_FSDP_DOUBLE_BUFFER] != 0;
     x->offload_modules = v[MEM4D_LAYOUT_OFFLOAD_MODULES];
     x->offload_ppm = v[MEM4D_LAYOUT_ACTIVATION_OFFLOAD_FRACTION_PPM];
+    x->defer_emb_wgrad = v[MEM4D_LAYOUT_DEFER_EMBEDDING_WGRAD] != 0;
+    x->wgrad_defer_limit = v[MEM4D_LAYOUT_WGRAD_DEFERRAL_LIMIT];
     x->nvs = l->nvs;
     x->vs = l->vs;
     x->vs_first = l->vs_first;
@@ -623,6 +625,10 @@ static mem4d_status check_moe_dispatch(const struct m4d_ctx *x, char *why, size_
             m4d_msg(why, n, "offload_modules %s", bad);
             return MEM4D_E_CONFLICT;
         }
+    }
+    if (x->defer_emb_wgrad && (x->p < 2 || x->fw != MEM4D_FRAMEWORK_MEGATRON)) {
+        m4d_msg(why, n, "defer_embedding_wgrad needs pipeline parallelism (Megatron-Core's, framework megatron)");
+        return MEM4D_E_CONFLICT;
     }
     if (x->cuda_graph && x->act_offload) {
         m4d_msg(why, n, "cuda_graph does not work with activation offloading (Megatron-Core refuses it)");

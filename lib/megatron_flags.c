@@ -121,6 +121,7 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     SWITCH_ROW("deepspeed-activation-checkpointing", MF_DS_ACT_CKPT),
     TEXT_ROW("deepspeed-config", MF_DS_CONFIG),
     TEXT_ROW("deepspeed_config", MF_DS_CONFIG),
+    SWITCH_ROW("defer-embedding-wgrad-compute", MF_DEFER_EMB_WGRAD),
     SKIP_ROW("delay-offload-until-cuda-graph"), /* when the host copies are queued, not what */
     SWITCH_ROW("delay-wgrad-compute", MF_DELAY_WGRAD),
     WARN_ROW("delta-offload-bytes-across-pp-ranks", "keeps N more bytes of offload groups on the GPU for each pipeline rank; the estimate offloads alike on every rank"),
@@ -431,6 +432,7 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     SKIP_ROW("wandb-save-dir"),
     SKIP_ROW("weight-decay"),
     SKIP_ROW("weight-decay-incr-style"),
+    INT_ROW("wgrad-deferral-limit", MF_WGRAD_DEFER_LIMIT, -1),
     TEXT_ROW("window-size", MF_WINDOW),
     WARN_ROW("yaml-cfg", "reads the configuration from a YAML file the estimate cannot see"),
     INT_ROW("zero-stage", MF_ZERO_STAGE, -1),

@@ -162,6 +162,8 @@ const struct m4d_param_desc m4d_layout_params[] = {
     [MEM4D_LAYOUT_OFFLOAD_MODULES] = NUM_ROW("offload_modules", NULL, NULL, 0, 127, 0),
     [MEM4D_LAYOUT_ACTIVATION_OFFLOAD_FRACTION_PPM] = PPM_ROW("activation_offload_fraction_ppm", NULL, NULL, 0,
                                                              1000000, 1000000),
+    [MEM4D_LAYOUT_DEFER_EMBEDDING_WGRAD] = BOOL_ROW("defer_embedding_wgrad", "defer_embedding_wgrad_compute", NULL, 0),
+    [MEM4D_LAYOUT_WGRAD_DEFERRAL_LIMIT] = NUM_ROW("wgrad_deferral_limit", NULL, NULL, 0, 1u << 24, 0),
 };
 M4D_TABLE_ROWS(m4d_layout_params, M4D_LAYOUT_NPARAM);
 

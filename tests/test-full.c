@@ -1042,6 +1042,33 @@ START_TEST(fine_grained_activation_offloading)
 }
 END_TEST
 
+/* Deferred embedding weight gradients (pp 4, 32 micro-batches): the last
+ * stage keeps each deferred micro-batch's head input (2h·T/t_sp) and logits
+ * gradient (2·T·V/t): 4 of them at the last loss with a limit of 4; with
+ * every micro-batch deferred, 31 at the last loss and 32 at the flush. */
+START_TEST(deferred_embedding_wgrad)
+{
+    uint64_t each = T * 2 * H / TP + 2 * T * (uint64_t)V / TP;
+    mem4d_report *a = run(NULL), *b = run("defer_embedding_wgrad=1", "wgrad_deferral_limit=4", NULL);
+    same_except(a, b, BIT(MEM4D_TERM_ACTIVATIONS));
+    ck_assert_uint_eq(delta(a, b, 3, MEM4D_TERM_ACTIVATIONS), 4 * each);
+    ck_assert_uint_eq(delta(a, b, 0, MEM4D_TERM_ACTIVATIONS), 0);
+    mem4d_report *c = run("defer_embedding_wgrad=1", NULL);
+    uint64_t moment = get(c, 3, MEM4D_TERM_PEAK_MOMENT), act = get(c, 3, MEM4D_TERM_ACTIVATIONS);
+    if (moment == MEM4D_MOMENT_OPTIMIZER_STEP)
+        ck_assert_uint_ge(get(c, 3, MEM4D_TERM_BUFFERS), 32 * each);
+    else
+        ck_assert_uint_eq(act - get(a, 3, MEM4D_TERM_ACTIVATIONS), 31 * each);
+    mem4d_report_free(a);
+    mem4d_report_free(b);
+    mem4d_report_free(c);
+    mem4d_layout *l = tu_layout("pp=1", "dp=16", "seq=4096", "defer_embedding_wgrad=1", NULL);
+    char why[256];
+    ck_assert_int_eq(mem4d_validate(model, l, why, sizeof why), MEM4D_E_CONFLICT);
+    mem4d_layout_free(l);
+}
+END_TEST
+
 START_TEST(moe_preset_parameter_counts)
 {
     static const struct {
@@ -1118,6 +1145,7 @@ int main(void)
     tcase_add_test(tc, cuda_graph_static_buffers);
     tcase_add_test(tc, fsdp_double_buffers);
     tcase_add_test(tc, fine_grained_activation_offloading);
+    tcase_add_test(tc, deferred_embedding_wgrad);
     tcase_add_test(tc, moe_preset_parameter_counts);
     tcase_add_test(tc, overflow_is_range_not_wrap);
     suite_add_tcase(s, tc);

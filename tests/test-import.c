@@ -792,6 +792,11 @@ START_TEST(moe_token_dispatchers)
     ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_OFFLOAD_MODULES), 4 | 8 | 32);
     ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_ACTIVATION_OFFLOAD_FRACTION_PPM), 500000);
     ck_assert_msg(mem4d_import_warning_count(fx.imp) == 0, "%s", mem4d_import_warning(fx.imp, 0));
+    const char *defer[] = {"--pipeline-model-parallel-size", "2", "--defer-embedding-wgrad-compute",
+                           "--wgrad-deferral-limit", "3", NULL};
+    ck_assert_int_eq(run_argv(&fx, defer, 8), MEM4D_OK);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_DEFER_EMBEDDING_WGRAD), 1);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_WGRAD_DEFERRAL_LIMIT), 3);
     const char *modules_alone[] = {"--offload-modules", "moe_act", NULL};
     ck_assert_int_eq(run_argv(&fx, modules_alone, 8), MEM4D_OK);
     ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_OFFLOAD_MODULES), 0);

@@ -758,7 +758,15 @@ typedef enum mem4d_layout_param {
     /** "activation_offload_fraction_ppm": the share of eligible offload groups offloaded
      * (--activation-offload-fraction), millionths; taken as that share of the bytes.
      * Default 1000000. @since 0.2 */
-    MEM4D_LAYOUT_ACTIVATION_OFFLOAD_FRACTION_PPM = 74
+    MEM4D_LAYOUT_ACTIVATION_OFFLOAD_FRACTION_PPM = 74,
+    /** "defer_embedding_wgrad": --defer-embedding-wgrad-compute, the output layer's weight
+     * gradient computed at the pipeline flush: the last stage keeps each deferred
+     * micro-batch's head input (2h·T/t_sp) and logits gradient (2 bytes a logit) until then.
+     * Needs pp > 1 (framework megatron). Default 0. @since 0.2 */
+    MEM4D_LAYOUT_DEFER_EMBEDDING_WGRAD = 75,
+    /** "wgrad_deferral_limit": how many micro-batches are deferred (--wgrad-deferral-limit);
+     * 0 (default) all of them (the global batch's, or pp when it is unknown). @since 0.2 */
+    MEM4D_LAYOUT_WGRAD_DEFERRAL_LIMIT = 76
 } mem4d_layout_param;
 
 /**

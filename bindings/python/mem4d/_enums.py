@@ -176,6 +176,8 @@ class LayoutParam(enum.IntEnum):
     FSDP_DOUBLE_BUFFER = 72
     OFFLOAD_MODULES = 73
     ACTIVATION_OFFLOAD_FRACTION_PPM = 74
+    DEFER_EMBEDDING_WGRAD = 75
+    WGRAD_DEFERRAL_LIMIT = 76
 
 
 class MoeDispatcher(enum.IntEnum):
