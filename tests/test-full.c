@@ -753,6 +753,15 @@ static uint64_t delta(const mem4d_report *a, const mem4d_report *b, uint32_t sta
     return get(b, stage, t) - get(a, stage, t);
 }
 
+/* mem4d_validate() of layout l (freed) for model m gives want. */
+static void assert_invalid(const mem4d_model *m, mem4d_layout *l, mem4d_status want)
+{
+    char why[256];
+    ck_assert_int_eq(mem4d_validate(m, l, why, sizeof why), want);
+    ck_assert(why[0] != '\0');
+    mem4d_layout_free(l);
+}
+
 /* The token dispatchers, term by term (doc/full-model.md, "MoE token
  * dispatchers"). Numbers: h = 2048 (2h = 4096 bytes a token), E = 60,
  * N = ep·etp = 4 ranks, L = 15 local experts, T = 4096. */
@@ -932,10 +941,8 @@ START_TEST(fp32_residual_stream)
     mem4d_report *rs[] = {a, b, c, d};
     for (size_t i = 0; i < 4; i++)
         mem4d_report_free(rs[i]);
-    mem4d_layout *l = tu_layout("pp=4", "dp=4", "seq=4096", "fp32_residual=1", "param_bytes=4", NULL);
-    char why[256];
-    ck_assert_int_eq(mem4d_validate(model, l, why, sizeof why), MEM4D_E_CONFLICT);
-    mem4d_layout_free(l);
+    assert_invalid(model, tu_layout("pp=4", "dp=4", "seq=4096", "fp32_residual=1", "param_bytes=4", NULL),
+                   MEM4D_E_CONFLICT);
 }
 END_TEST
 
@@ -988,10 +995,7 @@ START_TEST(fsdp_double_buffers)
     same_except(a, b, BIT(MEM4D_TERM_BUFFERS));
     mem4d_report_free(a);
     mem4d_report_free(b);
-    mem4d_layout *l = tu_layout("pp=4", "dp=4", "seq=4096", "fsdp_double_buffer=1", NULL);
-    char why[256];
-    ck_assert_int_eq(mem4d_validate(model, l, why, sizeof why), MEM4D_E_CONFLICT);
-    mem4d_layout_free(l);
+    assert_invalid(model, tu_layout("pp=4", "dp=4", "seq=4096", "fsdp_double_buffer=1", NULL), MEM4D_E_CONFLICT);
 }
 END_TEST
 
@@ -1062,10 +1066,7 @@ START_TEST(deferred_embedding_wgrad)
     mem4d_report_free(a);
     mem4d_report_free(b);
     mem4d_report_free(c);
-    mem4d_layout *l = tu_layout("pp=1", "dp=16", "seq=4096", "defer_embedding_wgrad=1", NULL);
-    char why[256];
-    ck_assert_int_eq(mem4d_validate(model, l, why, sizeof why), MEM4D_E_CONFLICT);
-    mem4d_layout_free(l);
+    assert_invalid(model, tu_layout("pp=1", "dp=16", "seq=4096", "defer_embedding_wgrad=1", NULL), MEM4D_E_CONFLICT);
 }
 END_TEST
 
