@@ -1155,7 +1155,9 @@ static uint64_t step_buffers(bool *ok, const struct m4d_ctx *x, const mem4d_devi
  * model-parallel group (grad-norm and inf checks); the embedding group of a
  * tied head split over stages; expert and expert-data-parallel groups;
  * with several distributed-optimizer instances the intra- and
- * inter-instance parts of the data×context and expert-data groups. */
+ * inter-instance parts of the data×context and expert-data groups; with
+ * --create-all-gather-group a second data×context (and expert-data) group
+ * for the all-gathers. */
 static uint64_t process_groups(const struct m4d_ctx *x)
 {
     uint64_t dc = x->d * x->c, n = 0;
@@ -1173,6 +1175,8 @@ static uint64_t process_groups(const struct m4d_ctx *x)
         n += x->ep > 1;
         n += dc / x->ep > 1;
     }
+    if (x->ag_groups && x->fw == MEM4D_FRAMEWORK_MEGATRON) /* parallel_state.create_all_gather_groups */
+        n += (dc > 1) + (x->experts && x->ep > 1 && dc / x->ep > 1);
     return n;
 }
 

@@ -1052,6 +1052,7 @@ static mem4d_status apply_sharding(mem4d_import *imp, const struct opt_val *vals
     }
     if (GIVEN(MF_DOPT_INST))
         TRY(SET_L(l, MEM4D_LAYOUT_DIST_OPT_INSTANCES, U(MF_DOPT_INST), "--num-distributed-optimizer-instances"));
+    TRY(SET_L(l, MEM4D_LAYOUT_ALLGATHER_GROUPS, GIVEN(MF_AG_GROUP), "--create-all-gather-group"));
     /* Megatron FSDP's double buffers: asked for, or turned on by NCCL user
      * buffers (DistributedDataParallelConfig: nccl_ub needs them) or the
      * max-pool variant; with Megatron's DDP --use-nccl-ub allocates the same

@@ -257,6 +257,7 @@ static void ctx_layout(const mem4d_layout *l, struct m4d_ctx *x)
     x->offload_ppm = v[MEM4D_LAYOUT_ACTIVATION_OFFLOAD_FRACTION_PPM];
     x->defer_emb_wgrad = v[MEM4D_LAYOUT_DEFER_EMBEDDING_WGRAD] != 0;
     x->wgrad_defer_limit = v[MEM4D_LAYOUT_WGRAD_DEFERRAL_LIMIT];
+    x->ag_groups = v[MEM4D_LAYOUT_ALLGATHER_GROUPS] != 0;
     x->nvs = l->nvs;
     x->vs = l->vs;
     x->vs_first = l->vs_first;

@@ -98,6 +98,7 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     SKIP_ROW("cp-comm-type"),
     SWITCH_ROW("cpu-offloading", MF_CPU_OFFLOAD),
     INT_ROW("cpu-offloading-num-layers", MF_CPU_OFFLOAD_LAYERS, -1),
+    SWITCH_ROW("create-all-gather-group", MF_AG_GROUP),
     WORD_ROW("cross-entropy-fusion-impl", MF_CE_IMPL, c_ce_impl),
     SWITCH_ROW("cross-entropy-loss-fusion", MF_CE_FUSION),
     WORD_ROW("cuda-graph-impl", MF_CUDA_GRAPH, c_cuda_graph),

@@ -28,8 +28,8 @@
  * raise the count, name the new last value and append the table rows. */
 #define M4D_MODEL_NPARAM 31
 M4D_ENUM_COUNT(M4D_MODEL_NPARAM, MEM4D_MODEL_QK_NORM_WHOLE);
-#define M4D_LAYOUT_NPARAM 77
-M4D_ENUM_COUNT(M4D_LAYOUT_NPARAM, MEM4D_LAYOUT_WGRAD_DEFERRAL_LIMIT);
+#define M4D_LAYOUT_NPARAM 78
+M4D_ENUM_COUNT(M4D_LAYOUT_NPARAM, MEM4D_LAYOUT_ALLGATHER_GROUPS);
 #define M4D_DEVICE_NPARAM 24
 M4D_ENUM_COUNT(M4D_DEVICE_NPARAM, MEM4D_DEVICE_HOST_BANDWIDTH);
 #define M4D_NTERMS 15
@@ -180,6 +180,7 @@ struct m4d_ctx {
     uint64_t offload_ppm;              /* the share of their groups offloaded */
     bool defer_emb_wgrad;              /* the output layer's weight gradient at the pipeline flush */
     uint64_t wgrad_defer_limit;        /* micro-batches deferred (0: all) */
+    bool ag_groups;                    /* separate all-gather communicators (--create-all-gather-group) */
     bool tp_overlap;                   /* TP collectives chunked under their GEMMs */
     uint64_t bucket, first_layers, last_layers, vocab_div;
     mem4d_mode mode;

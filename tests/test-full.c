@@ -1070,6 +1070,22 @@ START_TEST(deferred_embedding_wgrad)
 }
 END_TEST
 
+/* --create-all-gather-group: one more communicator over dp x cp (tp 2,
+ * pp 4, dp 2), its NCCL buffers in FIXED. */
+START_TEST(allgather_groups)
+{
+    mem4d_report *a = run(NULL), *b = run("allgather_groups=1", NULL);
+    same_except(a, b, BIT(MEM4D_TERM_FIXED));
+    ck_assert_uint_eq(delta(a, b, 0, MEM4D_TERM_FIXED), dev(MEM4D_DEVICE_NCCL_BYTES_PER_GROUP));
+    uint64_t ga = 0, gb = 0;
+    ck_assert_int_eq(mem4d_report_info(a, MEM4D_INFO_PROCESS_GROUPS, &ga), MEM4D_OK);
+    ck_assert_int_eq(mem4d_report_info(b, MEM4D_INFO_PROCESS_GROUPS, &gb), MEM4D_OK);
+    ck_assert_uint_eq(gb, ga + 1);
+    mem4d_report_free(a);
+    mem4d_report_free(b);
+}
+END_TEST
+
 START_TEST(moe_preset_parameter_counts)
 {
     static const struct {
@@ -1147,6 +1163,7 @@ int main(void)
     tcase_add_test(tc, fsdp_double_buffers);
     tcase_add_test(tc, fine_grained_activation_offloading);
     tcase_add_test(tc, deferred_embedding_wgrad);
+    tcase_add_test(tc, allgather_groups);
     tcase_add_test(tc, moe_preset_parameter_counts);
     tcase_add_test(tc, overflow_is_range_not_wrap);
     suite_add_tcase(s, tc);

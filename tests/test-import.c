@@ -797,6 +797,9 @@ START_TEST(moe_token_dispatchers)
     ck_assert_int_eq(run_argv(&fx, defer, 8), MEM4D_OK);
     ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_DEFER_EMBEDDING_WGRAD), 1);
     ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_WGRAD_DEFERRAL_LIMIT), 3);
+    const char *ag[] = {"--use-distributed-optimizer", "--create-all-gather-group", NULL};
+    ck_assert_int_eq(run_argv(&fx, ag, 8), MEM4D_OK);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_ALLGATHER_GROUPS), 1);
     const char *modules_alone[] = {"--offload-modules", "moe_act", NULL};
     ck_assert_int_eq(run_argv(&fx, modules_alone, 8), MEM4D_OK);
     ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_OFFLOAD_MODULES), 0);

@@ -288,6 +288,7 @@ export const ENUMS = Object.freeze({
         MEM4D_LAYOUT_ACTIVATION_OFFLOAD_FRACTION_PPM: 74,
         MEM4D_LAYOUT_DEFER_EMBEDDING_WGRAD: 75,
         MEM4D_LAYOUT_WGRAD_DEFERRAL_LIMIT: 76,
+        MEM4D_LAYOUT_ALLGATHER_GROUPS: 77,
     }),
     mem4d_moe_dispatcher: Object.freeze({
         MEM4D_MOE_DISPATCHER_ALLTOALL: 0,

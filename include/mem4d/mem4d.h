@@ -766,7 +766,12 @@ typedef enum mem4d_layout_param {
     MEM4D_LAYOUT_DEFER_EMBEDDING_WGRAD = 75,
     /** "wgrad_deferral_limit": how many micro-batches are deferred (--wgrad-deferral-limit);
      * 0 (default) all of them (the global batch's, or pp when it is unknown). @since 0.2 */
-    MEM4D_LAYOUT_WGRAD_DEFERRAL_LIMIT = 76
+    MEM4D_LAYOUT_WGRAD_DEFERRAL_LIMIT = 76,
+    /** "allgather_groups": --create-all-gather-group, separate NCCL communicators over the
+     * data×context ranks (and the expert data-parallel ranks with ep > 1) for the
+     * distributed optimizer's all-gathers, so they overlap its reduce-scatters: each another
+     * communicator's buffers in FIXED. Default 0. @since 0.2 */
+    MEM4D_LAYOUT_ALLGATHER_GROUPS = 77
 } mem4d_layout_param;
 
 /**

@@ -178,6 +178,7 @@ class LayoutParam(enum.IntEnum):
     ACTIVATION_OFFLOAD_FRACTION_PPM = 74
     DEFER_EMBEDDING_WGRAD = 75
     WGRAD_DEFERRAL_LIMIT = 76
+    ALLGATHER_GROUPS = 77
 
 
 class MoeDispatcher(enum.IntEnum):

@@ -479,6 +479,10 @@ pub const MEM4D_LAYOUT_DEFER_EMBEDDING_WGRAD: mem4d_layout_param = 75;
 /// "wgrad_deferral_limit": how many micro-batches are deferred (--wgrad-deferral-limit); 0 (default) all of them (the
 /// global batch's, or pp when it is unknown). @since 0.2
 pub const MEM4D_LAYOUT_WGRAD_DEFERRAL_LIMIT: mem4d_layout_param = 76;
+/// "allgather_groups": --create-all-gather-group, separate NCCL communicators over the data×context ranks (and the
+/// expert data-parallel ranks with ep > 1) for the distributed optimizer's all-gathers, so they overlap its
+/// reduce-scatters: each another communicator's buffers in FIXED. Default 0. @since 0.2
+pub const MEM4D_LAYOUT_ALLGATHER_GROUPS: mem4d_layout_param = 77;
 
 /// `mem4d_moe_dispatcher` (a C enum, passed as `int`): Values of MEM4D_LAYOUT_MOE_DISPATCHER.
 pub type mem4d_moe_dispatcher = c_int;
