@@ -319,6 +319,10 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     SWITCH_ROW("optimizer-cpu-offload", MF_OPT_OFFLOAD),
     REAL_ROW("optimizer-offload-fraction", MF_OPT_OFFLOAD_FRACTION),
     SKIP_ROW("original-max-position-embeddings"),
+    /* fp32 logits: the loss then works in place on them (4 bytes a logit) and the output
+     * layer's backward casts the gradient to bf16 (2): the 6 bytes a logit of bf16 logits
+     * with their fp32 copy (tensor_parallel/layers.py, cross_entropy.py) */
+    SKIP_ROW("output-logit-dtype"),
     SKIP_ROW("overlap-cpu-optimizer-d2h-h2d"),
     SWITCH_ROW("overlap-grad-reduce", MF_OVERLAP_GRAD),
     SWITCH_ROW("overlap-moe-expert-parallel-comm", MF_EP_OVERLAP),
