@@ -294,46 +294,31 @@ END_TEST
  * offloading allows no recompute; distributed-optimizer instances need the
  * distributed optimizer and must divide dp x cp): the search yields exactly
  * the layouts mem4d_validate() accepts. */
+/* check_complete() on h100-80, every valid layout, within a node, of the
+ * base layout given (freed). */
+static void complete_with(const char *model, mem4d_layout *base)
+{
+    check_complete(model, "h100-80", 0, base, false, true);
+    mem4d_layout_free(base);
+}
+
 START_TEST(complete_with_activation_offloading)
 {
-    mem4d_layout *base = base_layout(8, 4096, 16);
-    ck_assert_int_eq(mem4d_layout_set(base, MEM4D_LAYOUT_ACTIVATION_OFFLOAD_LAYERS, 8), MEM4D_OK);
-    check_complete("llama3.1-8b", "h100-80", 0, base, false, true);
-    mem4d_layout_free(base);
+    complete_with("llama3.1-8b", tu_layout("world=8", "seq=4096", "gbs=16", "activation_offload_layers=8", NULL));
     /* shorter end virtual stages: which pp x vpp split (32 + 1 + 1) layers */
-    base = base_layout(8, 4096, 16);
-    ck_assert_int_eq(mem4d_layout_set(base, MEM4D_LAYOUT_FIRST_CHUNK_FEWER_LAYERS, 1), MEM4D_OK);
-    ck_assert_int_eq(mem4d_layout_set(base, MEM4D_LAYOUT_LAST_CHUNK_FEWER_LAYERS, 1), MEM4D_OK);
-    check_complete("llama3.1-8b", "h100-80", 0, base, false, true);
-    mem4d_layout_free(base);
+    complete_with("llama3.1-8b", tu_layout("world=8", "seq=4096", "gbs=16", "first_chunk_fewer_layers=1",
+                                           "last_chunk_fewer_layers=1", NULL));
     /* per-layer CUDA graphs refuse full recompute; the EP overlap also the moe module and pp without vpp */
-    base = base_layout(8, 4096, 16);
-    ck_assert_int_eq(mem4d_layout_set_str(base, "cuda_graph", "transformer_engine"), MEM4D_OK);
-    check_complete("llama3.1-8b", "h100-80", 0, base, false, true);
-    mem4d_layout_free(base);
-    base = base_layout(8, 4096, 16);
-    ck_assert_int_eq(mem4d_layout_set_str(base, "ep", "2"), MEM4D_OK);
-    ck_assert_int_eq(mem4d_layout_set_str(base, "moe_ep_overlap", "1"), MEM4D_OK);
-    ck_assert_int_eq(mem4d_layout_set_str(base, "recompute_modules", "64"), MEM4D_OK); /* moe */
-    check_complete("qwen1.5-moe-a2.7b", "h100-80", 0, base, false, true);
-    mem4d_layout_free(base);
+    complete_with("llama3.1-8b", tu_layout("world=8", "seq=4096", "gbs=16", "cuda_graph=transformer_engine", NULL));
+    complete_with("qwen1.5-moe-a2.7b", tu_layout("world=8", "seq=4096", "gbs=16", "ep=2", "moe_ep_overlap=1",
+                                                 "recompute_modules=64" /* moe */, NULL));
     /* offloading the experts' inputs refuses the moe recompute module */
-    base = base_layout(8, 4096, 16);
-    ck_assert_int_eq(mem4d_layout_set_str(base, "ep", "2"), MEM4D_OK);
-    ck_assert_int_eq(mem4d_layout_set_str(base, "offload_modules", "96"), MEM4D_OK);
-    ck_assert_int_eq(mem4d_layout_set_str(base, "recompute_modules", "64"), MEM4D_OK);
-    check_complete("qwen1.5-moe-a2.7b", "h100-80", 0, base, false, true);
-    mem4d_layout_free(base);
+    complete_with("qwen1.5-moe-a2.7b", tu_layout("world=8", "seq=4096", "gbs=16", "ep=2", "offload_modules=96",
+                                                 "recompute_modules=64", NULL));
     /* a layer table: only the pp x vpp of its 8 virtual stages (2 x 4, 4 x 2, 8 x 1) */
-    base = base_layout(8, 4096, 16);
-    ck_assert_int_eq(mem4d_layout_set_str(base, "stage_layers", "5,4,4,4,4,4,4,3"), MEM4D_OK);
-    check_complete("llama3.1-8b", "h100-80", 0, base, false, true);
-    mem4d_layout_free(base);
+    complete_with("llama3.1-8b", tu_layout("world=8", "seq=4096", "gbs=16", "stage_layers=5,4,4,4,4,4,4,3", NULL));
     /* and one whose rule depends on dp x cp and the distributed optimizer */
-    base = base_layout(16, 4096, 32);
-    ck_assert_int_eq(mem4d_layout_set(base, MEM4D_LAYOUT_DIST_OPT_INSTANCES, 2), MEM4D_OK);
-    check_complete("llama3.1-8b", "h100-80", 0, base, false, true);
-    mem4d_layout_free(base);
+    complete_with("llama3.1-8b", tu_layout("world=16", "seq=4096", "gbs=32", "dist_opt_instances=2", NULL));
 }
 END_TEST
 
