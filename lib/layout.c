@@ -476,11 +476,11 @@ static mem4d_status check_framework(const struct m4d_ctx *x, char *why, size_t n
         }
     }
     if (x->act_offload) {
-        /* Megatron-Core's TransformerConfig: no pipeline parallelism, no
-         * recomputation, fewer offloaded layers than layers */
-        if (x->fw != MEM4D_FRAMEWORK_MEGATRON || x->p > 1 || x->recompute) {
-            m4d_msg(why, n, "activation_offload_layers needs framework megatron, pp 1 and no recomputation "
-                    "(framework %s, pp %llu, recompute %s)", fw, U(x->p), x->recompute ? "on" : "none");
+        /* Megatron-Core's TransformerConfig: no pipeline parallelism, fewer
+         * offloaded layers than layers (and no recomputation, below) */
+        if (x->fw != MEM4D_FRAMEWORK_MEGATRON || x->p > 1) {
+            m4d_msg(why, n, "activation_offload_layers needs framework megatron and pp 1 (framework %s, pp %llu)",
+                    fw, U(x->p));
             return MEM4D_E_CONFLICT;
         }
         if (x->act_offload >= x->L) {
@@ -503,14 +503,6 @@ static mem4d_status check_framework(const struct m4d_ctx *x, char *why, size_t n
     if (x->opt_moments != 2 && x->fw != MEM4D_FRAMEWORK_MEGATRON) {
         m4d_msg(why, n, "optimizer_moments %llu (SGD) is modelled for framework megatron, not %s", U(x->opt_moments),
                 fw);
-        return MEM4D_E_CONFLICT;
-    }
-    if (x->recompute == 3 && x->fw != MEM4D_FRAMEWORK_TORCHTITAN) {
-        m4d_msg(why, n, "op-selective recompute is torchtitan's (framework is %s)", fw);
-        return MEM4D_E_CONFLICT;
-    }
-    if (x->rc_every > 1 && x->recompute != 2) {
-        m4d_msg(why, n, "recompute_every %llu needs recompute full", U(x->rc_every));
         return MEM4D_E_CONFLICT;
     }
     if ((x->float8 || x->fp8_all_gather) && x->fw != MEM4D_FRAMEWORK_TORCHTITAN) {
@@ -587,10 +579,6 @@ static mem4d_status check_moe_dispatch(const struct m4d_ctx *x, char *why, size_
                     "backward steps in the interleaved schedule only)", U(x->p));
             return MEM4D_E_CONFLICT;
         }
-        if (x->recompute == 2 || (x->recompute == 1 && (x->rc_modules & M4D_RC_MOE))) {
-            m4d_msg(why, n, "moe_ep_overlap does not work with full recompute or the moe recompute module");
-            return MEM4D_E_CONFLICT;
-        }
     }
     if (x->delay_wgrad && !x->ep_overlap) {
         m4d_msg(why, n, "delay_wgrad needs moe_ep_overlap (Megatron-Core delays weight gradients only there)");
@@ -612,9 +600,6 @@ static mem4d_status check_moe_dispatch(const struct m4d_ctx *x, char *why, size_
                             ? "offloads attn_proj without core_attn (its input is core_attn's output)"
                         : !x->experts && (om & (M4D_OFFLOAD_EXPERT_FC1 | M4D_OFFLOAD_MOE_ACT))
                             ? "names expert_fc1 or moe_act for a model without experts"
-                        : (om & (M4D_OFFLOAD_EXPERT_FC1 | M4D_OFFLOAD_MOE_ACT)) && x->recompute == 1 &&
-                                  (x->rc_modules & M4D_RC_MOE)
-                            ? "offloads inside the MoE layer the moe recompute module re-runs whole"
                         : x->cuda_graph == MEM4D_CUDA_GRAPH_TRANSFORMER_ENGINE &&
                                   (om & (M4D_OFFLOAD_ATTN_NORM | M4D_OFFLOAD_MLP_NORM))
                             ? "offloads a norm's input across CUDA graph boundaries"
@@ -635,11 +620,6 @@ static mem4d_status check_moe_dispatch(const struct m4d_ctx *x, char *why, size_
         m4d_msg(why, n, "cuda_graph does not work with activation offloading (Megatron-Core refuses it)");
         return MEM4D_E_CONFLICT;
     }
-    if (x->cuda_graph && x->cuda_graph != MEM4D_CUDA_GRAPH_FULL_ITERATION && x->recompute == 2) {
-        m4d_msg(why, n, "cuda_graph %s does not work with full recompute (only full_iteration does)",
-                x->cuda_graph == MEM4D_CUDA_GRAPH_LOCAL ? "local" : "transformer_engine");
-        return MEM4D_E_CONFLICT;
-    }
     if (x->ep_overlap && x->cuda_graph && x->cuda_graph != MEM4D_CUDA_GRAPH_FULL_ITERATION &&
         (x->graph_scope == 0 || (x->graph_scope & (M4D_GRAPH_MLP | M4D_GRAPH_MOE)))) {
         m4d_msg(why, n, "moe_ep_overlap does not work with CUDA graphs over the MLP or MoE (cuda_graph_scope must "
@@ -647,6 +627,29 @@ static mem4d_status check_moe_dispatch(const struct m4d_ctx *x, char *why, size_
         return MEM4D_E_CONFLICT;
     }
     return MEM4D_OK;
+}
+
+bool m4d_recompute_mode_ok(const struct m4d_ctx *x, char *why, size_t n)
+{
+    bool full = x->recompute == 2, moe_module = x->recompute == 1 && (x->rc_modules & M4D_RC_MOE);
+    bool layer_graphs = x->cuda_graph && x->cuda_graph != MEM4D_CUDA_GRAPH_FULL_ITERATION;
+    if (x->recompute == 3 && x->fw != MEM4D_FRAMEWORK_TORCHTITAN)
+        m4d_msg(why, n, "op-selective recompute is torchtitan's (framework is %s)",
+                mem4d_layout_value_name(MEM4D_LAYOUT_FRAMEWORK, x->fw));
+    else if (x->rc_every > 1 && !full)
+        m4d_msg(why, n, "recompute_every %llu needs recompute full", U(x->rc_every));
+    else if (x->act_offload && x->recompute)
+        m4d_msg(why, n, "activation_offload_layers needs no recomputation (Megatron-Core refuses both)");
+    else if (layer_graphs && full)
+        m4d_msg(why, n, "cuda_graph %s does not work with full recompute (only full_iteration does)",
+                mem4d_layout_value_name(MEM4D_LAYOUT_CUDA_GRAPH, x->cuda_graph));
+    else if (x->ep_overlap && (full || moe_module))
+        m4d_msg(why, n, "moe_ep_overlap does not work with full recompute or the moe recompute module");
+    else if (moe_module && (x->offload_modules & (M4D_OFFLOAD_EXPERT_FC1 | M4D_OFFLOAD_MOE_ACT)))
+        m4d_msg(why, n, "offload_modules offloads inside the MoE layer the moe recompute module re-runs whole");
+    else
+        return true;
+    return false;
 }
 
 static mem4d_status check_misc(struct m4d_ctx *x, char *why, size_t n)
@@ -675,6 +678,8 @@ static mem4d_status check_misc(struct m4d_ctx *x, char *why, size_t n)
     }
     if ((st = check_framework(x, why, n)) != MEM4D_OK || (st = check_moe_dispatch(x, why, n)) != MEM4D_OK)
         return st;
+    if (!m4d_recompute_mode_ok(x, why, n))
+        return MEM4D_E_CONFLICT;
     if (!m4d_recompute_layers_ok(x)) {
         m4d_msg(why, n, "recompute_num_layers %llu exceeds the %llu layers of a pipeline stage",
                 U(x->rc_layers), U(x->L / x->p));

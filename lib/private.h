@@ -390,27 +390,11 @@ static inline uint64_t m4d_vs_rank_layers(const struct m4d_ctx *x, uint64_t r)
     return n;
 }
 
-/* The rules of layout.c's check_framework() and check_moe_dispatch() that
- * depend on the recompute mode, which a search varies inside a group
- * resolved without recompute: op-selective is torchtitan's, recompute_every
- * needs full recompute, activation offloading none (Megatron-Core refuses it
- * beside recompute), per-layer CUDA graphs and the EP overlap no full
- * recompute. */
-static inline bool m4d_recompute_mode_ok(const struct m4d_ctx *x)
-{
-    if (x->recompute == 3 && x->fw != MEM4D_FRAMEWORK_TORCHTITAN)
-        return false;
-    if (x->rc_every > 1 && x->recompute != 2)
-        return false;
-    /* per-layer CUDA graphs and the EP overlap refuse full recompute (and
-     * the overlap the moe recompute module) */
-    if (x->recompute == 2 && ((x->cuda_graph && x->cuda_graph != MEM4D_CUDA_GRAPH_FULL_ITERATION) || x->ep_overlap))
-        return false;
-    if (x->recompute == 1 && (x->rc_modules & M4D_RC_MOE) &&
-        (x->ep_overlap || (x->offload_modules & (M4D_OFFLOAD_EXPERT_FC1 | M4D_OFFLOAD_MOE_ACT))))
-        return false;
-    return !(x->act_offload && x->recompute);
-}
+/* The layout rules that depend on the recompute mode, which a search
+ * varies inside a group resolved without recompute: m4d_resolve() gives
+ * the sentence naming the rule broken, the search (why NULL) only the
+ * answer (layout.c). */
+bool m4d_recompute_mode_ok(const struct m4d_ctx *x, char *why, size_t why_size);
 
 mem4d_status m4d_model_check(const mem4d_model *model, char *why, size_t why_size);
 /* One of DeepEP's configured group sizes (layout.c). */

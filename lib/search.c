@@ -472,7 +472,7 @@ static mem4d_status quick_estimate(mem4d_search *s, uint64_t b, uint64_t rc, boo
     x->m = x->gbs ? x->gbs / (b * x->d) : 0;
     m4d_report_reset(r, &s->dev);
     mem4d_status st = MEM4D_E_CONFLICT; /* m4d_resolve()'s status for the rule */
-    if (m4d_recompute_layers_ok(x) && m4d_recompute_mode_ok(x))
+    if (m4d_recompute_layers_ok(x) && m4d_recompute_mode_ok(x, NULL, 0))
         st = m4d_estimate_ctx(x, &s->dev, r, peak_only);
     m4d_report_done(r, st);
     return st;
