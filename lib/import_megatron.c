@@ -205,6 +205,12 @@ static mem4d_status scan_args(mem4d_import *imp, int argc, const char *const *ar
 #define GIVEN(o) (vals[o].given)
 #define U(o) (vals[o].u)
 
+/* The choice a WORD flag was given, "" when absent. */
+static const char *choice(const struct opt_val *vals, int o)
+{
+    return GIVEN(o) ? m4d_megatron_flag_of(o)->choices[U(o)] : "";
+}
+
 /* Contradictions that make Megatron-LM refuse to start. */
 static mem4d_status check_conflicts(mem4d_import *imp, const struct opt_val *vals)
 {
@@ -731,7 +737,7 @@ static mem4d_status apply_layout_basic(mem4d_import *imp, const struct opt_val *
     TRY(SET_L(l, MEM4D_LAYOUT_ATTENTION_DROPOUT, !GIVEN(MF_ATTN_DROPOUT) || vals[MF_ATTN_DROPOUT].r > 0.0,
               "--attention-dropout"));
     /* Transformer Engine's fused cross entropy (--cross-entropy-fusion-impl te) works in place. */
-    bool te_ce = GIVEN(MF_CE_IMPL) && strcmp(m4d_megatron_flag_of(MF_CE_IMPL)->choices[U(MF_CE_IMPL)], "te") == 0;
+    bool te_ce = strcmp(choice(vals, MF_CE_IMPL), "te") == 0;
     /* Userbuffers overlap: the step-time model reads it, full mode counts its buffers in FIXED. */
     TRY(SET_L(l, MEM4D_LAYOUT_TP_COMM_OVERLAP, GIVEN(MF_TP_OVERLAP), "--tp-comm-overlap"));
     TRY(SET_L(l, MEM4D_LAYOUT_CROSS_ENTROPY_FUSION, GIVEN(MF_CE_FUSION) && !te_ce, "--cross-entropy-loss-fusion"));
@@ -746,7 +752,7 @@ static uint64_t dtype_bytes(const struct opt_val *vals, int o)
 {
     if (!GIVEN(o))
         return 4;
-    const char *name = m4d_megatron_flag_of(o)->choices[U(o)];
+    const char *name = choice(vals, o);
     return strcmp(name, "fp32") == 0 ? 4 : strcmp(name, "fp8") == 0 ? 1 : 2;
 }
 
@@ -761,8 +767,7 @@ static mem4d_status apply_precision_aware(mem4d_import *imp, const struct opt_va
     for (size_t i = 0; i < sizeof dtypes / sizeof *dtypes; i++)
         if (!aware && dtype_bytes(vals, dtypes[i]) != 4)
             return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "--%s %s needs --use-precision-aware-optimizer",
-                                m4d_megatron_flag_of(dtypes[i])->flag,
-                                m4d_megatron_flag_of(dtypes[i])->choices[U(dtypes[i])]);
+                                m4d_megatron_flag_of(dtypes[i])->flag, choice(vals, dtypes[i]));
     if (!aware)
         return MEM4D_OK;
     if (dtype_bytes(vals, MF_MAIN_GRADS_DTYPE) != 4) {
@@ -792,11 +797,6 @@ static mem4d_status apply_optimizer_offload(mem4d_import *imp, const struct opt_
         return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "--optimizer-cpu-offload needs --use-precision-aware-optimizer");
     double f = GIVEN(MF_OPT_OFFLOAD_FRACTION) ? vals[MF_OPT_OFFLOAD_FRACTION].r : 1.0;
     return SET_L(l, MEM4D_LAYOUT_OPTIMIZER_OFFLOAD_PPM, (uint64_t)llround(f * 1e6), "--optimizer-offload-fraction");
-}
-
-static const char *choice(const struct opt_val *vals, int o)
-{
-    return GIVEN(o) ? m4d_megatron_flag_of(o)->choices[U(o)] : "";
 }
 
 /* The MoE token dispatcher (Megatron-Core TransformerConfig: the dispatcher
@@ -962,8 +962,7 @@ static uint64_t fsdp_dtype_bytes(const struct opt_val *vals, int o, uint64_t dfl
 {
     if (!GIVEN(o))
         return dflt;
-    const char *name = m4d_megatron_flag_of(o)->choices[U(o)];
-    return strcmp(name, "auto") == 0 ? native : strcmp(name, "fp32") == 0 ? 4 : 2;
+    return strcmp(choice(vals, o), "auto") == 0 ? native : dtype_bytes(vals, o);
 }
 
 static mem4d_status apply_fsdp_precision(mem4d_import *imp, const struct opt_val *vals, mem4d_layout *l, bool half)
