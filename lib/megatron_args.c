@@ -52,59 +52,57 @@ static void put_sizes(struct out *o, const mem4d_layout *l)
         put(o, " --seq-length %llu", lv(l, MEM4D_LAYOUT_SEQ_LENGTH));
 }
 
+/* Layers of virtual stage k of S: the layer table's entry, or with
+ * shorter first/last virtual stages (L + cf + cl)/S less cf or cl at the
+ * two ends. */
+static unsigned long long vs_layers(const mem4d_layout *l, unsigned long long L, unsigned long long S,
+                                    unsigned long long k)
+{
+    if (l->nvs)
+        return l->vs[k];
+    unsigned long long cf = lv(l, MEM4D_LAYOUT_FIRST_CHUNK_FEWER_LAYERS), cl = lv(l, MEM4D_LAYOUT_LAST_CHUNK_FEWER_LAYERS);
+    return (L + cf + cl) / S - (k == 0 ? cf : 0) - (k == S - 1 ? cl : 0);
+}
+
+/* Megatron-Core's --pipeline-model-parallel-layout for S virtual stages: E
+ * and L at the ends, MTP layers before the loss, each run of equal middle
+ * stages as "(t*n|)*k", single-quoted for the shell (it holds | ( ) *). */
+static void put_layout_string(struct out *o, const mem4d_model *m, const mem4d_layout *l, unsigned long long S)
+{
+    unsigned long long L = (unsigned long long)m->v[MEM4D_MODEL_NUM_LAYERS];
+    put(o, " --pipeline-model-parallel-layout 'E");
+    for (unsigned long long k = 0; k < S;) {
+        unsigned long long n = vs_layers(l, L, S, k), run = 1;
+        while (k > 0 && k + run < S - 1 && vs_layers(l, L, S, k + run) == n)
+            run++;
+        if (run > 1)
+            put(o, "(");
+        if (n)
+            put(o, "t*%llu", n);
+        if (run > 1)
+            put(o, "|)*%llu", run);
+        else if (k + 1 < S)
+            put(o, "|");
+        k += run;
+    }
+    for (uint64_t k = 0; k < m->v[MEM4D_MODEL_MTP_LAYERS]; k++)
+        put(o, "m");
+    put(o, "L'");
+}
+
 /* Uneven first/last stages and virtual chunks. Layers per virtual stage is
  * the older spelling every Megatron-LM reads; it needs an even split, so
- * uneven stages name the chunk count instead. */
+ * uneven stages name the chunk count instead; a layer table and shorter
+ * end virtual stages are written as a pipeline layout. */
 static void put_pipeline(struct out *o, const mem4d_model *m, const mem4d_layout *l)
 {
     unsigned long long first = lv(l, MEM4D_LAYOUT_FIRST_STAGE_LAYERS);
     unsigned long long last = lv(l, MEM4D_LAYOUT_LAST_STAGE_LAYERS);
     unsigned long long p = lv(l, MEM4D_LAYOUT_PP), v = lv(l, MEM4D_LAYOUT_VPP);
     unsigned long long L = (unsigned long long)m->v[MEM4D_MODEL_NUM_LAYERS];
-    unsigned long long cf = lv(l, MEM4D_LAYOUT_FIRST_CHUNK_FEWER_LAYERS), cl = lv(l, MEM4D_LAYOUT_LAST_CHUNK_FEWER_LAYERS);
-    if (l->nvs) {
-        /* a layer table: the layout string, each run of equal virtual
-         * stages as "(t*n|)*k" */
-        unsigned long long mtp = (unsigned long long)m->v[MEM4D_MODEL_MTP_LAYERS];
-        put(o, " --pipeline-model-parallel-layout 'E");
-        for (uint32_t k = 0; k < l->nvs;) {
-            uint32_t run = 1;
-            while (k + run < l->nvs - 1 && k > 0 && l->vs[k + run] == l->vs[k])
-                run++;
-            if (run > 1) {
-                put(o, "(");
-                if (l->vs[k])
-                    put(o, "t*%u", (unsigned)l->vs[k]);
-                put(o, "|)*%u", (unsigned)run);
-            } else {
-                if (l->vs[k])
-                    put(o, "t*%u", (unsigned)l->vs[k]);
-                if (k + 1 < l->nvs)
-                    put(o, "|");
-            }
-            k += run;
-        }
-        for (unsigned long long k = 0; k < mtp; k++)
-            put(o, "m");
-        put(o, "L'");
-        return;
-    }
-    if ((cf || cl) && p && v && p * v >= 2) {
-        /* shorter first/last virtual stages: Megatron-Core's layout string,
-         * E and L at the ends, MTP layers before the loss, single-quoted for
-         * the shell (it holds | ( ) *) */
-        unsigned long long S = p * v, mid = (L + cf + cl) / S, mtp = (unsigned long long)m->v[MEM4D_MODEL_MTP_LAYERS];
-        put(o, " --pipeline-model-parallel-layout 'E");
-        if (mid > cf)
-            put(o, "t*%llu", mid - cf);
-        put(o, "|");
-        if (S > 2)
-            put(o, "(t*%llu|)*%llu", mid, S - 2);
-        if (mid > cl)
-            put(o, "t*%llu", mid - cl);
-        for (unsigned long long k = 0; k < mtp; k++)
-            put(o, "m");
-        put(o, "L'");
+    bool chunked = lv(l, MEM4D_LAYOUT_FIRST_CHUNK_FEWER_LAYERS) || lv(l, MEM4D_LAYOUT_LAST_CHUNK_FEWER_LAYERS);
+    if (l->nvs || (chunked && p && v && p * v >= 2)) {
+        put_layout_string(o, m, l, l->nvs ? l->nvs : p * v);
         return;
     }
     if (first)
