@@ -125,6 +125,7 @@ struct shared {
     uint64_t emb_keep;        /* first stage, per micro-batch (embedding_keep) */
     uint64_t emb_grad;        /* first stage's embedding gradient */
     uint64_t fb;              /* forward/backward buffers */
+    uint64_t fsdp_kept;       /* Megatron FSDP's double buffers, also at the optimizer step */
     uint64_t fixed, groups;   /* FIXED and the communicators behind it */
     uint64_t block;           /* torchtitan: one block's unsharded compute copy */
     uint64_t sac;             /* torchtitan op-selective: kept per block and micro-batch */
@@ -1302,7 +1303,6 @@ static uint64_t pick_moment(bool *ok, const struct m4d_ctx *x, const mem4d_devic
 {
     /* kept at every moment */
     uint64_t recv = add(ok, pp_recv_buffers(ok, x, r), graph_static_buffers(ok, x, r));
-    uint64_t persistent = x->fsdp_double ? megatron_fsdp_buffers(ok, x, &sh->share) : 0;
     uint64_t act, act_emb, fb = add(ok, sh->fb, recv), stranded, extra;
     stage_activations(ok, x, sh, r, &t[MEM4D_TERM_IN_FLIGHT], &act, &act_emb, &stranded);
     extra = stranded;
@@ -1320,7 +1320,7 @@ static uint64_t pick_moment(bool *ok, const struct m4d_ctx *x, const mem4d_devic
             extra = 0;
         }
     }
-    uint64_t step = add(ok, add(ok, step_buffers(ok, x, dev, n), recv), persistent), kept, merge;
+    uint64_t step = add(ok, add(ok, step_buffers(ok, x, dev, n), recv), sh->fsdp_kept), kept, merge;
     pp_kept_outputs(ok, x, &kept, &merge);
     if (r == x->p - 1) /* the merged outputs at the end of the pipeline step */
         step = add(ok, step, merge);
@@ -1386,6 +1386,7 @@ static void shared_init(bool *ok, const struct m4d_ctx *x, const mem4d_device *d
     sh->block = fsdp_block_bytes(ok, x, &sh->share);
     sh->sac = op_sac_layer_keep(ok, x);
     sh->fb = fwd_bwd_buffers(ok, x, dev, &sh->share);
+    sh->fsdp_kept = x->fsdp_double ? megatron_fsdp_buffers(ok, x, &sh->share) : 0;
     sh->groups = process_groups(x);
     sh->fixed = add(ok, dev->v[MEM4D_DEVICE_CUDA_CONTEXT_BYTES], mul(ok, sh->groups, dev->v[MEM4D_DEVICE_NCCL_BYTES_PER_GROUP]));
     sh->fixed = add(ok, sh->fixed, userbuffers(ok, x));
