@@ -31,50 +31,6 @@ const char cmd_calibrate_about[] =
     "file. Arguments after -- are the job's, for logs without an arguments block.";
 
 #define MAX_LOGS 32
-#define LOG_MAX_BYTES (64u << 20)
-
-/* Read a whole file (at most LOG_MAX_BYTES) into a new buffer; prints the error. */
-static char *read_file(const char *path, size_t *len)
-{
-    FILE *fp = fopen(path, "rb");
-    if (!fp) {
-        cli_error("--log %s: %s", path, strerror(errno));
-        return NULL;
-    }
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        n += fread(buf + n, 1, cap - n, fp);
-        if (n < cap || ferror(fp))
-            break;
-        if (cap >= LOG_MAX_BYTES) {
-            cli_error("--log %s: larger than %u MiB", path, LOG_MAX_BYTES >> 20);
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        char *b = realloc(buf, cap * 2);
-        if (!b) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = b;
-        cap *= 2;
-    }
-    bool err = ferror(fp) != 0;
-    fclose(fp);
-    if (buf && err) {
-        cli_error("--log %s: read error", path);
-        free(buf);
-        return NULL;
-    }
-    if (!buf)
-        return NULL;
-    *len = n;
-    return buf;
-}
-
 static double figure(const mem4d_calibration *c, size_t i, mem4d_calibration_figure f, bool *have)
 {
     double v = 0;
@@ -181,13 +137,8 @@ static bool read_logs(const struct cli_args *a, mem4d_calibration *c, char names
             cli_error("--log: at most %d logs", MAX_LOGS);
             return false;
         }
-        size_t len = 0;
-        char *text = read_file(path, &len);
-        if (!text)
-            return false;
-        mem4d_status st = mem4d_calibration_add_megatron_log(c, text, len, a->rest_argc,
-                                                             (const char *const *)a->rest_argv, a->world_size);
-        free(text);
+        mem4d_status st = mem4d_calibration_add_megatron_log_file(c, path, a->rest_argc,
+                                                                  (const char *const *)a->rest_argv, a->world_size);
         if (st != MEM4D_OK) {
             cli_error("--log %s: %s", path, mem4d_calibration_message(c));
             return false;

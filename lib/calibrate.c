@@ -336,6 +336,24 @@ mem4d_status mem4d_calibration_add_megatron_log(mem4d_calibration *cal, const ch
     return MEM4D_OK;
 }
 
+#define CAL_LOG_MAX_BYTES ((size_t)1 << 30)
+
+mem4d_status mem4d_calibration_add_megatron_log_file(mem4d_calibration *cal, const char *path, int argc,
+                                                     const char *const *argv, uint64_t world_size)
+{
+    if (!cal || !path)
+        return MEM4D_E_INVALID_ARG;
+    char *text = NULL;
+    size_t len = 0;
+    mem4d_status st = m4d_read_file(path, "Megatron-LM training log", CAL_LOG_MAX_BYTES, &text, &len, cal->msg,
+                                    sizeof cal->msg);
+    if (st != MEM4D_OK)
+        return st;
+    st = mem4d_calibration_add_megatron_log(cal, text, len, argc, argv, world_size);
+    free(text);
+    return st;
+}
+
 /* --- fitting ----------------------------------------------------------------------- */
 
 static void set_fig(struct cal_log *lg, mem4d_calibration_figure f, double v)

@@ -6,7 +6,6 @@
  * Text after '#' is a comment. doc/perf.md, "Device files".
  * SPDX-License-Identifier: MIT
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,29 +113,12 @@ mem4d_status mem4d_device_load(mem4d_device *device, const char *path, char *why
     m4d_msg(why, why_size, "%s", "");
     if (!device || !path)
         return MEM4D_E_INVALID_ARG;
-    FILE *fp = fopen(path, "rb");
-    if (!fp) {
-        m4d_msg(why, why_size, "cannot open %s: %s", path, strerror(errno));
-        return MEM4D_E_IO;
-    }
-    char *buf = malloc(FILE_MAX_BYTES);
-    if (!buf) {
-        fclose(fp);
-        return MEM4D_E_NOMEM;
-    }
-    size_t n = fread(buf, 1, FILE_MAX_BYTES, fp);
-    bool more = n == FILE_MAX_BYTES && fgetc(fp) != EOF, err = ferror(fp) != 0;
-    fclose(fp);
-    mem4d_status st;
-    if (err) {
-        m4d_msg(why, why_size, "cannot read %s", path);
-        st = MEM4D_E_IO;
-    } else if (more) {
-        m4d_msg(why, why_size, "%s is larger than %u bytes: not a device file", path, FILE_MAX_BYTES);
-        st = MEM4D_E_PARSE;
-    } else {
-        st = mem4d_device_parse(device, buf, n, why, why_size);
-    }
+    char *buf = NULL;
+    size_t n = 0;
+    mem4d_status st = m4d_read_file(path, "device file", FILE_MAX_BYTES, &buf, &n, why, why_size);
+    if (st != MEM4D_OK)
+        return st;
+    st = mem4d_device_parse(device, buf, n, why, why_size);
     free(buf);
     return st;
 }

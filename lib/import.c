@@ -21,6 +21,11 @@
 /* ------------------------------------------------------------------------ */
 /* Handle and messages                                                       */
 
+mem4d_status m4d_imp_read_file(mem4d_import *imp, const char *path, const char *doc, char **buf, size_t *size)
+{
+    return m4d_read_file(path, doc, M4D_IMP_MAX_FILE, buf, size, imp->msg, sizeof imp->msg);
+}
+
 mem4d_status mem4d_import_new(mem4d_import **out)
 {
     if (!out)

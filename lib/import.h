@@ -40,6 +40,13 @@ void m4d_imp_warn(mem4d_import *imp, const char *fmt, ...)
 #endif
     ;
 
+/* Read a whole regular file of at most M4D_IMP_MAX_FILE bytes into a
+ * malloc'ed buffer by m4d_read_file()'s rule, its message the import's; doc
+ * names the expected document in messages ("config.json"). */
+/* A config.json is a few kilobytes, a DeepSpeed config as small: anything this large is neither. */
+#define M4D_IMP_MAX_FILE (16u << 20)
+mem4d_status m4d_imp_read_file(mem4d_import *imp, const char *path, const char *doc, char **buf, size_t *size);
+
 /* Close an import: write the "n further warnings" summary if any. */
 void m4d_imp_done(mem4d_import *imp);
 
@@ -58,10 +65,6 @@ mem4d_status m4d_imp_world(mem4d_import *imp, const char *const *envp, uint64_t 
 /* --- import_hf.c: shared by the JSON readers (built with json-c only) ------------ */
 
 struct json_object;
-
-/* Read a whole regular file of at most 16 MiB into a malloc'ed buffer; doc
- * names the expected document in messages ("config.json"). */
-mem4d_status m4d_imp_read_file(mem4d_import *imp, const char *path, const char *doc, char **buf, size_t *size);
 
 /* Parse a JSON document whose top level must be an object; *out is then a
  * new reference (json_object_put it). */

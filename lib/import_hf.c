@@ -4,37 +4,14 @@
  * SPDX-License-Identifier: MIT
  */
 #include <ctype.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <json-c/json.h>
 
 #include "import.h"
-
-/* A config.json is a few kilobytes; anything this large is not one. */
-#define HF_MAX_BYTES (16u << 20)
-
-/* What a non-regular file is, for the message that refuses it. */
-static const char *file_kind(mode_t mode)
-{
-    if (S_ISDIR(mode))
-        return "a directory";
-    if (S_ISFIFO(mode))
-        return "a FIFO (named pipe)";
-    if (S_ISCHR(mode))
-        return "a character device";
-    if (S_ISBLK(mode))
-        return "a block device";
-    if (S_ISSOCK(mode))
-        return "a socket";
-    return "not a plain file";
-}
 
 /* An integer member: absent (or null) leaves *given false; wrong types,
  * fractions and negative numbers are errors naming the key. */
@@ -389,61 +366,6 @@ mem4d_status mem4d_import_hf_config_buffer(mem4d_import *import, const char *jso
     return st;
 }
 
-/* Read a whole small file; *buf is malloc'ed. Only a regular file is read:
- * a FIFO or a terminal could block forever and a directory is not a
- * document, so the file is opened without blocking and checked first. */
-mem4d_status m4d_imp_read_file(mem4d_import *imp, const char *path, const char *doc, char **buf, size_t *size)
-{
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0)
-        return m4d_imp_fail(imp, MEM4D_E_IO, "cannot open %s: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        int err = errno;
-        close(fd);
-        return m4d_imp_fail(imp, MEM4D_E_IO, "cannot read %s: %s", path, strerror(err));
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        close(fd);
-        return m4d_imp_fail(imp, MEM4D_E_IO, "%s is %s, not a regular file; give the path of a %s",
-                            path, file_kind(sb.st_mode), doc);
-    }
-    if (sb.st_size > (off_t)HF_MAX_BYTES) {
-        close(fd);
-        return m4d_imp_fail(imp, MEM4D_E_RANGE, "%s is larger than %u bytes; not a %s", path,
-                            HF_MAX_BYTES, doc);
-    }
-    char *b = malloc(HF_MAX_BYTES + 1);
-    if (!b) {
-        close(fd);
-        return m4d_imp_fail(imp, MEM4D_E_NOMEM, "out of memory reading %s", path);
-    }
-    /* The file may still grow while it is read: read up to one byte past the limit. */
-    size_t n = 0;
-    while (n < HF_MAX_BYTES + 1) {
-        ssize_t r = read(fd, b + n, HF_MAX_BYTES + 1 - n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            int err = errno;
-            close(fd);
-            free(b);
-            return m4d_imp_fail(imp, MEM4D_E_IO, "cannot read %s: %s", path, strerror(err));
-        }
-        if (r == 0)
-            break;
-        n += (size_t)r;
-    }
-    close(fd);
-    if (n > HF_MAX_BYTES) {
-        free(b);
-        return m4d_imp_fail(imp, MEM4D_E_RANGE, "%s is larger than %u bytes; not a %s", path,
-                            HF_MAX_BYTES, doc);
-    }
-    *buf = b;
-    *size = n;
-    return MEM4D_OK;
-}
 mem4d_status mem4d_import_hf_config(mem4d_import *import, const char *path, mem4d_model *model)
 {
     if (!import)

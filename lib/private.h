@@ -263,6 +263,15 @@ bool m4d_streq_ci(const char *a, const char *b);
 /* Copy a string into a fixed buffer, truncating at a character boundary. */
 void m4d_strlcpy(char *dst, const char *src, size_t size);
 
+/* Read a whole regular file of at most `max` bytes into a new
+ * NUL-terminated buffer (*buf, free it; *size without the NUL). The one
+ * rule of every reader that takes a path: never blocks on a FIFO or a
+ * terminal, refuses a directory, a device or a socket (MEM4D_E_IO) and a
+ * file larger than max (MEM4D_E_RANGE), saying so in why; `doc` names the
+ * expected document ("device file"). */
+mem4d_status m4d_read_file(const char *path, const char *doc, size_t max, char **buf, size_t *size, char *why,
+                           size_t why_size);
+
 /* Sorted divisors of n into out (at most `cap` of them); no n <= 2^32 has
  * more than M4D_MAX_DIVISORS. */
 #define M4D_MAX_DIVISORS 1536

@@ -4,10 +4,13 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "private.h"
 
@@ -128,6 +131,99 @@ mem4d_status m4d_parse_value(const struct m4d_param_desc *d, const char *text, u
         }
     }
     return parse_u64(text, out);
+}
+
+static const char *file_kind(mode_t mode)
+{
+    if (S_ISDIR(mode))
+        return "a directory";
+    if (S_ISFIFO(mode))
+        return "a FIFO (named pipe)";
+    if (S_ISCHR(mode))
+        return "a character device";
+    if (S_ISBLK(mode))
+        return "a block device";
+    if (S_ISSOCK(mode))
+        return "a socket";
+    return "not a plain file";
+}
+
+/* The one rule of every file reader: open without blocking (a FIFO or a
+ * terminal would wait for a writer forever), read only a regular file (a
+ * device such as /dev/zero never ends, a directory is no document), and
+ * refuse more than `max` bytes with a sentence instead of reading on. The
+ * buffer grows from the size fstat reports, so a small file costs little
+ * and a file that grows while it is read is still bounded. */
+mem4d_status m4d_read_file(const char *path, const char *doc, size_t max, char **buf, size_t *size, char *why,
+                           size_t why_size)
+{
+    *buf = NULL;
+    *size = 0;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) {
+        m4d_msg(why, why_size, "cannot open %s: %s", path, strerror(errno));
+        return MEM4D_E_IO;
+    }
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) {
+        int err = errno;
+        close(fd);
+        m4d_msg(why, why_size, "cannot read %s: %s", path, strerror(err));
+        return MEM4D_E_IO;
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        close(fd);
+        m4d_msg(why, why_size, "%s is %s, not a regular file; give the path of a %s", path, file_kind(sb.st_mode),
+                doc);
+        return MEM4D_E_IO;
+    }
+    if (sb.st_size < 0 || (uintmax_t)sb.st_size > max) {
+        close(fd);
+        m4d_msg(why, why_size, "%s is larger than %zu bytes; not a %s", path, max, doc);
+        return MEM4D_E_RANGE;
+    }
+    /* Room for what fstat says, one byte more to see that it grew, and the NUL. */
+    size_t cap = (size_t)sb.st_size + 2, n = 0;
+    char *b = malloc(cap);
+    mem4d_status st = b ? MEM4D_OK : MEM4D_E_NOMEM;
+    while (st == MEM4D_OK) {
+        if (n + 1 == cap) {
+            if (n > max) {
+                st = MEM4D_E_RANGE;
+                break;
+            }
+            size_t grown = cap > (max + 2) / 2 ? max + 2 : cap * 2;
+            char *nb = realloc(b, grown);
+            if (!nb) {
+                st = MEM4D_E_NOMEM;
+                break;
+            }
+            b = nb;
+            cap = grown;
+        }
+        ssize_t r = read(fd, b + n, cap - 1 - n);
+        if (r > 0) {
+            n += (size_t)r;
+        } else if (r == 0) {
+            break;
+        } else if (errno != EINTR) {
+            m4d_msg(why, why_size, "cannot read %s: %s", path, strerror(errno));
+            st = MEM4D_E_IO;
+        }
+    }
+    close(fd);
+    if (st == MEM4D_E_RANGE)
+        m4d_msg(why, why_size, "%s is larger than %zu bytes; not a %s", path, max, doc);
+    else if (st == MEM4D_E_NOMEM)
+        m4d_msg(why, why_size, "out of memory reading %s", path);
+    if (st != MEM4D_OK) {
+        free(b);
+        return st;
+    }
+    b[n] = '\0';
+    *buf = b;
+    *size = n;
+    return MEM4D_OK;
 }
 
 size_t m4d_divisors(uint64_t n, uint64_t *out, size_t cap)

@@ -63,6 +63,22 @@ class Calibrate(unittest.TestCase):
             self.assertEqual(p.returncode, 2)
             self.assertIn('calibrate needs --log FILE', p.stderr)
 
+    def test_only_regular_files(self):
+        # The README promises exit 2 for a path that is not a regular file:
+        # a FIFO used to hang calibrate, /dev/zero to read until memory ran out.
+        with tempfile.TemporaryDirectory() as d:
+            fifo = os.path.join(d, 'fifo')
+            os.mkfifo(fifo)
+            for path, kind in ((fifo, 'a FIFO (named pipe)'), ('/dev/zero', 'a character device'),
+                               (d, 'a directory')):
+                p = run('calibrate', '--log', path)
+                self.assertEqual(p.returncode, 2)
+                self.assertEqual(p.stderr.strip(), 'mem4d: --log %s: %s is %s, not a regular file; give the path '
+                                 'of a Megatron-LM training log' % (path, path, kind))
+                p = run('calibrate', '--log', os.path.join(DATA, 'llama32-1b-dp8.log'), '--device-file', path)
+                self.assertEqual(p.returncode, 2)
+                self.assertIn('not a regular file', p.stderr)
+
 
 if __name__ == '__main__':
     MEM4D = sys.argv.pop(1)

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "testutil.h"
 
@@ -182,6 +184,51 @@ START_TEST(device_files)
 }
 END_TEST
 
+/* Every reader that takes a path reads a regular file only, without
+ * blocking: a FIFO has no writer (open() would wait, read() too), /dev/zero
+ * never ends, a directory is no document; a file over the size limit is
+ * refused by its size (issue 24). */
+START_TEST(only_regular_files)
+{
+    char dir[] = "/tmp/mem4d-fifo-XXXXXX", fifo[64], big[64], why[256];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+    snprintf(big, sizeof big, "%s/big", dir);
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    FILE *fp = fopen(big, "w");
+    ck_assert_ptr_nonnull(fp);
+    ck_assert_int_eq(ftruncate(fileno(fp), (off_t)(1 << 20) + 1), 0); /* sparse: nothing is written */
+    fclose(fp);
+    static const char *const kind[] = {"a FIFO (named pipe)", "a character device", "a directory"};
+    const char *paths[] = {fifo, "/dev/zero", dir};
+    mem4d_device *d = tu_device("h100-80");
+    mem4d_calibration *c = NULL;
+    ck_assert_int_eq(mem4d_calibration_new(&c), MEM4D_OK);
+    for (size_t i = 0; i < 3; i++) {
+        char want[256];
+        snprintf(want, sizeof want, "%s is %s, not a regular file; give the path of a device file", paths[i], kind[i]);
+        ck_assert_int_eq(mem4d_device_load(d, paths[i], why, sizeof why), MEM4D_E_IO);
+        ck_assert_str_eq(why, want);
+        snprintf(want, sizeof want, "%s is %s, not a regular file; give the path of a Megatron-LM training log",
+                 paths[i], kind[i]);
+        ck_assert_int_eq(mem4d_calibration_add_megatron_log_file(c, paths[i], 0, NULL, 0), MEM4D_E_IO);
+        ck_assert_str_eq(mem4d_calibration_message(c), want);
+    }
+    ck_assert_int_eq(mem4d_device_load(d, big, why, sizeof why), MEM4D_E_RANGE);
+    ck_assert_ptr_nonnull(strstr(why, "is larger than 1048576 bytes; not a device file"));
+    ck_assert_int_eq(mem4d_calibration_add_megatron_log_file(c, "/nonexistent/train.log", 0, NULL, 0), MEM4D_E_IO);
+    ck_assert_str_eq(mem4d_calibration_message(c), "cannot open /nonexistent/train.log: No such file or directory");
+    ck_assert_int_eq(mem4d_calibration_add_megatron_log_file(c, NULL, 0, NULL, 0), MEM4D_E_INVALID_ARG);
+    ck_assert_uint_eq(mem4d_calibration_log_count(c), 0);
+    ck_assert_uint_eq(tu_device_get(d, "gpus_per_node"), 8); /* untouched */
+    remove(big);
+    remove(fifo);
+    rmdir(dir);
+    mem4d_calibration_free(c);
+    mem4d_device_free(d);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("device");
@@ -190,6 +237,7 @@ int main(void)
     tcase_add_test(tc, keys);
     tcase_add_test(tc, h100_94_is_the_nvl);
     tcase_add_test(tc, device_files);
+    tcase_add_test(tc, only_regular_files);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

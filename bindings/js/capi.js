@@ -134,6 +134,7 @@ export const SIGNATURES = Object.freeze([
     ["mem4d_calibration_new", "int", ["ptr"]],
     ["mem4d_calibration_free", "void", ["ptr"]],
     ["mem4d_calibration_add_megatron_log", "int", ["ptr", "str", "size", "int", "ptr", "u64"]],
+    ["mem4d_calibration_add_megatron_log_file", "int", ["ptr", "str", "int", "ptr", "u64"]],
     ["mem4d_calibration_fit", "int", ["ptr", "ptr"]],
     ["mem4d_calibration_get", "int", ["ptr", "size", "int", "ptr"]],
     ["mem4d_calibration_log_count", "size", ["ptr"]],

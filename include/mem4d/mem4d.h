@@ -2091,6 +2091,24 @@ MEM4D_API mem4d_status mem4d_calibration_add_megatron_log(mem4d_calibration *cal
                                                           int argc, const char *const *argv, uint64_t world_size);
 
 /**
+ * Read one Megatron-LM training log from a file: mem4d_calibration_add_megatron_log()
+ * on its contents. Only a regular file of at most 1 GiB is read (the rule of
+ * every reader of the library that takes a path): a FIFO, a terminal, a
+ * device such as /dev/zero or a directory is refused without blocking.
+ * @param cal The calibration.
+ * @param path The log's path.
+ * @param argc Number of arguments in argv (0 when the log has its block).
+ * @param argv Megatron-LM arguments, used only when the log has no arguments block.
+ * @param world_size GPUs of the job, or 0 to take world_size from the arguments block.
+ * @return What mem4d_calibration_add_megatron_log() returns, or ::MEM4D_E_IO
+ *         (cannot open or read; not a regular file), ::MEM4D_E_RANGE (larger than
+ *         1 GiB), ::MEM4D_E_NOMEM; mem4d_calibration_message() says which.
+ * @since 0.2
+ */
+MEM4D_API mem4d_status mem4d_calibration_add_megatron_log_file(mem4d_calibration *cal, const char *path, int argc,
+                                                               const char *const *argv, uint64_t world_size);
+
+/**
  * Fit a device to every log read: see the group's description. The device
  * is changed only on success.
  * @param cal The calibration.

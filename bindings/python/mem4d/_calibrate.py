@@ -4,6 +4,7 @@
 import ctypes
 
 from ._capi import from_c, lib, to_c
+from ._import import _megatron_argv
 from ._enums import CalibrationFigure
 from ._errors import Status, check
 from ._objects import _Handle, _new
@@ -14,7 +15,7 @@ class Calibration(_Handle):
     """Megatron-LM logs read so far; fit() fits a Device to them.
 
         cal = mem4d.Calibration()
-        cal.add_megatron_log(open("train.log").read())
+        cal.add_megatron_log_file("train.log")
         device = mem4d.Device.preset("h100-80")
         cal.fit(device)                      # device changed in place
         cal.figure(0, mem4d.CalibrationFigure.PREDICTED_STEP_AFTER_S)
@@ -26,13 +27,29 @@ class Calibration(_Handle):
         super().__init__(_new(lib.mem4d_calibration_new, CALIBRATION))
 
     def add_megatron_log(self, text, args=(), world_size=0):
-        """Read one log (str or bytes). args: the job's Megatron-LM arguments,
-        used only when the log has no arguments block. Mem4dError names the
-        line it cannot read."""
-        data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
-        args = list(args)
-        argv = (ctypes.c_char_p * (len(args) + 1))(*[to_c(a, "argument") for a in args], None)
-        code = lib.mem4d_calibration_add_megatron_log(self, data, len(data), len(args), argv, world_size)
+        """Read one log (str, bytes or bytearray). args: the job's Megatron-LM
+        arguments, used only when the log has no arguments block: a list of
+        strings, or one command line split as a POSIX shell would (as
+        import_megatron() takes them). world_size: 0 or the job's GPUs, in
+        [0, 2**64). Mem4dError names the line it cannot read (E_RANGE for a
+        world size outside 64 bits); TypeError for a text, an argument or a
+        world size of the wrong type."""
+        if isinstance(text, str):
+            data = text.encode("utf-8")
+        elif isinstance(text, (bytes, bytearray, memoryview)):
+            data = bytes(text)
+        else:
+            raise TypeError(f"a log must be a str or bytes, not {type(text).__name__}")
+        argv, argc = _megatron_argv(args, world_size)
+        code = lib.mem4d_calibration_add_megatron_log(self, data, len(data), argc, argv, world_size)
+        check(code, from_c(lib.mem4d_calibration_message(self)))
+
+    def add_megatron_log_file(self, path, args=(), world_size=0):
+        """Read one log from a file: only a regular file of at most 1 GiB (a
+        FIFO, a device or a directory is refused with Mem4dError E_IO, without
+        blocking). args and world_size as for add_megatron_log()."""
+        argv, argc = _megatron_argv(args, world_size)
+        code = lib.mem4d_calibration_add_megatron_log_file(self, to_c(path, "log path"), argc, argv, world_size)
         check(code, from_c(lib.mem4d_calibration_message(self)))
 
     def fit(self, device):

@@ -55,6 +55,20 @@ def _cstrings(items, what):
     return array, len(data)
 
 
+def _megatron_argv(argv, world_size):
+    """A Megatron-LM argument list (a list of strings, or one command line
+    split as a POSIX shell would) as a C array and its length, after checking
+    that world_size is an int in [0, 2**64): ctypes would wrap a larger one
+    (2**64 to 0) without a word."""
+    if isinstance(argv, (str, bytes)):
+        argv = shlex.split(argv if isinstance(argv, str) else argv.decode())
+    if isinstance(world_size, bool) or not isinstance(world_size, int):
+        raise TypeError(f"world_size must be an int, not {type(world_size).__name__} {world_size!r}")
+    if not 0 <= world_size < 1 << 64:
+        raise Mem4dError(Status.E_RANGE, f"world_size {world_size} is outside [0, 2**64 - 1]")
+    return _cstrings(argv, "Megatron argument")
+
+
 def import_megatron(argv, env=None, world_size=0, model=None, layout=None):
     """Read a Megatron-LM argument list (as given to pretrain_gpt.py).
 
@@ -68,15 +82,9 @@ def import_megatron(argv, env=None, world_size=0, model=None, layout=None):
     a world size outside 64 bits), TypeError for a world size that is not an
     int, ValueError for a string with a NUL character.
     """
-    if isinstance(argv, (str, bytes)):
-        argv = shlex.split(argv if isinstance(argv, str) else argv.decode())
-    if isinstance(world_size, bool) or not isinstance(world_size, int):
-        raise TypeError(f"world_size must be an int, not {type(world_size).__name__} {world_size!r}")
-    if not 0 <= world_size < 1 << 64:
-        raise Mem4dError(Status.E_RANGE, f"world_size {world_size} is outside [0, 2**64 - 1]")
+    args, argc = _megatron_argv(argv, world_size)
     model = model if model is not None else Model()
     layout = layout if layout is not None else Layout()
-    args, argc = _cstrings(argv, "Megatron argument")
     envp = None
     if env is not None:
         if isinstance(env, collections.abc.Mapping):

@@ -195,6 +195,8 @@ SIGNATURES = (
     ("mem4d_calibration_free", None, [CALIBRATION]),
     ("mem4d_calibration_add_megatron_log", c_status,
      [CALIBRATION, cstr, size, ctypes.c_int, P(cstr), u64]),
+    ("mem4d_calibration_add_megatron_log_file", c_status,
+     [CALIBRATION, cstr, ctypes.c_int, P(cstr), u64]),
     ("mem4d_calibration_fit", c_status, [CALIBRATION, DEVICE]),
     ("mem4d_calibration_get", c_status, [CALIBRATION, size, c_enum, P(f64)]),
     ("mem4d_calibration_log_count", size, [CALIBRATION]),

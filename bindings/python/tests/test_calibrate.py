@@ -29,6 +29,23 @@ class DeviceFileTest(unittest.TestCase):
         self.assertEqual(cm.exception.status, mem4d.Status.E_UNKNOWN_KEY)
         self.assertIn('line 2: unknown device key "nvlink"', str(cm.exception))
 
+    def test_only_regular_files(self):
+        # A FIFO would block the reader forever and /dev/zero never ends:
+        # both are refused at once, naming what the path is (issue 24).
+        with tempfile.TemporaryDirectory() as d:
+            fifo = os.path.join(d, "fifo")
+            os.mkfifo(fifo)
+            for path, kind in ((fifo, "a FIFO"), ("/dev/zero", "a character device"), (d, "a directory")):
+                with self.assertRaises(mem4d.Mem4dError) as cm:
+                    mem4d.Device.from_file(path)
+                self.assertEqual(cm.exception.status, mem4d.Status.E_IO)
+                self.assertIn(f"is {kind}", str(cm.exception))
+                with self.assertRaises(mem4d.Mem4dError) as cm:
+                    mem4d.Calibration().add_megatron_log_file(path)
+                self.assertEqual(cm.exception.status, mem4d.Status.E_IO)
+                self.assertIn(f"is {kind}", str(cm.exception))
+                self.assertIn("not a regular file; give the path of a Megatron-LM training log", str(cm.exception))
+
 
 class CalibrationTest(unittest.TestCase):
     def test_fit_one_log(self):
@@ -43,6 +60,41 @@ class CalibrationTest(unittest.TestCase):
         self.assertAlmostEqual(figs["predicted_step_after_s"] / figs["measured_step_s"], 1, delta=0.005)
         self.assertIsNone(cal.figure(0, mem4d.CalibrationFigure.MEASURED_MAX_ALLOCATED))
         self.assertNotEqual(device["matmul_efficiency_ppm"], mem4d.Device.preset("h100-80")["matmul_efficiency_ppm"])
+
+    def test_log_file_reads_like_text(self):
+        cal = mem4d.Calibration()
+        cal.add_megatron_log_file(os.path.join(LOGS, "llama31-8b-cp2-16gpu.log"))
+        with open(os.path.join(LOGS, "llama31-8b-cp2-16gpu.log"), "rb") as f:
+            cal.add_megatron_log(f.read())
+        cal.fit(mem4d.Device.preset("h100-80"))
+        self.assertEqual(cal.figures(0), cal.figures(1))
+
+    def test_wrong_types_and_ranges(self):
+        # issue 24 item 11: ctypes wrapped 2**64 to 0 and a string of
+        # arguments became one argument per character.
+        log = " iteration 1/ 2 | elapsed time per iteration (ms): 900.0 |\n" * 3
+        job = ("--num-layers 16 --hidden-size 2048 --num-attention-heads 32 --seq-length 2048 "
+               "--max-position-embeddings 2048 --micro-batch-size 1 --vocab-size 128256 --bf16")
+        for bad in (1 << 64, -1):
+            with self.assertRaises(mem4d.Mem4dError) as cm:
+                mem4d.Calibration().add_megatron_log(log, job.split(), world_size=bad)
+            self.assertEqual(cm.exception.status, mem4d.Status.E_RANGE)
+            self.assertIn("outside [0, 2**64 - 1]", str(cm.exception))
+        for bad in (8.0, "8", True):
+            with self.assertRaises(TypeError):
+                mem4d.Calibration().add_megatron_log(log, job.split(), world_size=bad)
+        with self.assertRaises(TypeError):
+            mem4d.Calibration().add_megatron_log(log, [16, 2048])
+        with self.assertRaises(TypeError):
+            mem4d.Calibration().add_megatron_log(4096)  # bytes(4096) would be 4096 NULs
+        # One command line is split as a shell would, as import_megatron() does.
+        by_line, by_list = mem4d.Calibration(), mem4d.Calibration()
+        by_line.add_megatron_log(log, job, world_size=8)
+        by_list.add_megatron_log(log, job.split(), world_size=8)
+        device = mem4d.Device.preset("h100-80")
+        by_line.fit(device)
+        by_list.fit(mem4d.Device.preset("h100-80"))
+        self.assertEqual(by_line.figures(0), by_list.figures(0))
 
     def test_refused_log_names_the_line(self):
         cal = mem4d.Calibration()

@@ -1202,6 +1202,16 @@ extern "C" {
         argv: *const *const c_char,
         world_size: u64,
     ) -> mem4d_status;
+    /// Read one Megatron-LM training log from a file: mem4d_calibration_add_megatron_log() on its contents. Only a
+    /// regular file of at most 1 GiB is read (the rule of every reader of the library that takes a path): a FIFO, a
+    /// terminal, a device such as /dev/zero or a directory is refused without blocking.
+    pub fn mem4d_calibration_add_megatron_log_file(
+        cal: *mut mem4d_calibration,
+        path: *const c_char,
+        argc: c_int,
+        argv: *const *const c_char,
+        world_size: u64,
+    ) -> mem4d_status;
     /// Fit a device to every log read: see the group's description. The device is changed only on success.
     pub fn mem4d_calibration_fit(cal: *mut mem4d_calibration, device: *mut mem4d_device) -> mem4d_status;
     /// A figure of one log after mem4d_calibration_fit().

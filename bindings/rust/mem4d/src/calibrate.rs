@@ -116,6 +116,30 @@ impl Calibration {
         check(code, || self.message())
     }
 
+    /// Read one log from a file: only a regular file of at most 1 GiB (a FIFO,
+    /// a device or a directory is refused with `E_IO`, without blocking).
+    pub fn add_megatron_log_file(
+        &mut self,
+        path: impl AsRef<std::path::Path>,
+        args: &[&str],
+        world_size: u64,
+    ) -> Result<()> {
+        let text = c_string("a path", &path.as_ref().to_string_lossy())?;
+        let argv = CArgv::new(args)?;
+        let argc = i32::try_from(args.len()).map_err(|_| Error::new(Status::E_RANGE, "too many arguments"))?;
+        // SAFETY: live handle; NUL-terminated path; argv holds argc strings and a NULL.
+        let code = unsafe {
+            sys::mem4d_calibration_add_megatron_log_file(
+                self.ptr.as_ptr(),
+                text.as_ptr(),
+                argc,
+                argv.pointers.as_ptr(),
+                world_size,
+            )
+        };
+        check(code, || self.message())
+    }
+
     /// Fit the device's constants to every log read (the device changes in place).
     pub fn fit(&mut self, device: &mut Device) -> Result<()> {
         // SAFETY: live, exclusively borrowed handles.

@@ -41,3 +41,19 @@ fn calibrate_one_log() {
     assert_eq!(err.status, Status::E_PARSE);
     assert!(err.to_string().contains("line 2: elapsed time per iteration (ms) is not a number"), "{err}");
 }
+
+#[test]
+fn only_regular_files_are_read() {
+    // A FIFO would block forever and /dev/zero never ends (issue 24).
+    for (path, kind) in [("/dev/zero", "a character device"), ("/", "a directory")] {
+        let err = Calibration::new().unwrap().add_megatron_log_file(path, &[], 0).unwrap_err();
+        assert_eq!(err.status, Status::E_IO);
+        assert!(err.to_string().contains(&format!("is {kind}, not a regular file")), "{err}");
+        let err = Device::from_file(path).unwrap_err();
+        assert_eq!(err.status, Status::E_IO);
+        assert!(err.to_string().contains("give the path of a device file"), "{err}");
+    }
+    let mut cal = Calibration::new().unwrap();
+    cal.add_megatron_log_file(LOG, &[], 0).unwrap();
+    assert_eq!(cal.len(), 1);
+}
