@@ -56,7 +56,9 @@ static bool apply_ds_config(struct cli_args *a)
     mem4d_import *imp = NULL;
     mem4d_layout *ds = NULL;
     bool ok = false;
-    if (mem4d_import_new(&imp) != MEM4D_OK || mem4d_layout_new(&ds) != MEM4D_OK) {
+    /* the file is read over the command line's layout, whose dp or world
+     * completes the file's batch keys as DeepSpeed's world size does */
+    if (mem4d_import_new(&imp) != MEM4D_OK || mem4d_layout_clone(a->layout, &ds) != MEM4D_OK) {
         cli_error("out of memory");
         goto out;
     }

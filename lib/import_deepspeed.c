@@ -152,6 +152,79 @@ static mem4d_status ds_zero(mem4d_import *imp, struct json_object *root, mem4d_l
     return SET_L(l, MEM4D_LAYOUT_OFFLOAD, par ? 2 : opt ? 1 : 0, "offload_optimizer");
 }
 
+/* The data-parallel size the layout already has (dp, or world over
+ * tp x cp x pp); 0 when it has none. */
+static uint64_t layout_dp(const mem4d_layout *l)
+{
+    const uint64_t *v = l->v;
+    uint64_t tcp = v[MEM4D_LAYOUT_TP] * v[MEM4D_LAYOUT_CP] * v[MEM4D_LAYOUT_PP]; /* each below 2^24 */
+    if (v[MEM4D_LAYOUT_DP])
+        return v[MEM4D_LAYOUT_DP];
+    return tcp && v[MEM4D_LAYOUT_WORLD] % tcp == 0 ? v[MEM4D_LAYOUT_WORLD] / tcp : 0;
+}
+
+/* train_batch_size = train_micro_batch_size_per_gpu x
+ * gradient_accumulation_steps x the data-parallel size: DeepSpeed fills in
+ * whichever of the three is missing and then asserts the product
+ * (DeepSpeedConfig._set_batch_related_parameters and _batch_assertion,
+ * deepspeed/runtime/config.py). The data-parallel size is the layout's own
+ * (dp or world); when the file leaves a value to it and the layout has none,
+ * the import says so rather than guess. A file with neither batch key leaves
+ * the layout's (the command line's) batch alone. */
+static mem4d_status ds_batch(mem4d_import *imp, struct json_object *root, mem4d_layout *l)
+{
+    uint64_t t = 0, b = 0, g = 0, d = layout_dp(l), bg;
+    bool has_t, has_b, has_g;
+    TRY(ds_uint(imp, root, "", "train_batch_size", &t, &has_t));
+    TRY(ds_uint(imp, root, "", "train_micro_batch_size_per_gpu", &b, &has_b));
+    TRY(ds_uint(imp, root, "", "gradient_accumulation_steps", &g, &has_g));
+    if ((has_t && t == 0) || (has_b && b == 0) || (has_g && g == 0))
+        return m4d_imp_fail(imp, MEM4D_E_RANGE, "%s is 0; DeepSpeed needs it greater than 0",
+                            has_t && t == 0   ? "train_batch_size"
+                            : has_b && b == 0 ? "train_micro_batch_size_per_gpu"
+                                              : "gradient_accumulation_steps");
+    if (!has_t && !has_b)
+        return MEM4D_OK; /* (gradient_accumulation_steps alone: DeepSpeed asks for one of them) */
+    if (!has_b || !has_t) { /* the missing one needs the data-parallel size */
+        if (d == 0)
+            return m4d_imp_fail(imp, MEM4D_E_MISSING,
+                                "%s without %s leaves the %s to the data-parallel size; set dp or world in the "
+                                "layout before reading the file (mem4d estimate: --dp or --world)",
+                                has_t ? "train_batch_size" : "train_micro_batch_size_per_gpu",
+                                has_t ? "train_micro_batch_size_per_gpu" : "train_batch_size",
+                                has_t ? "micro-batch size" : "global batch");
+        if (!has_g)
+            g = 1; /* DeepSpeed: one accumulation step when only one batch key is given */
+        if (has_t) {
+            if (!m4d_mul(g, d, &bg) || t % bg != 0 || t / bg == 0)
+                return m4d_imp_fail(imp, MEM4D_E_BATCH,
+                                    "train_batch_size %llu is not micro-batch x gradient_accumulation_steps %llu x "
+                                    "dp %llu for a whole micro-batch; DeepSpeed refuses it (config.py)",
+                                    (unsigned long long)t, (unsigned long long)g, (unsigned long long)d);
+            b = t / bg;
+        } else if (!m4d_mul(b, g, &bg) || !m4d_mul(bg, d, &t)) {
+            return m4d_imp_fail(imp, MEM4D_E_RANGE, "train_micro_batch_size_per_gpu x "
+                                "gradient_accumulation_steps x dp is too large");
+        }
+    } else if (has_g) { /* all three: DeepSpeed asserts train = micro x gas x its data-parallel size */
+        if (!m4d_mul(b, g, &bg) || t % bg != 0 || (d && t / bg != d))
+            return m4d_imp_fail(imp, MEM4D_E_BATCH,
+                                "train_batch_size %llu is not train_micro_batch_size_per_gpu %llu x "
+                                "gradient_accumulation_steps %llu x %s%llu; DeepSpeed refuses it (config.py)",
+                                (unsigned long long)t, (unsigned long long)b, (unsigned long long)g,
+                                d ? "dp " : "a data-parallel size", d ? (unsigned long long)d : 0ULL);
+        if (d == 0 && l->v[MEM4D_LAYOUT_WORLD] == 0)
+            TRY(SET_L(l, MEM4D_LAYOUT_DP, t / bg, "train_batch_size / (micro-batch x gradient_accumulation_steps)"));
+    } else if (d && (!m4d_mul(b, d, &bg) || t % bg != 0 || t / bg == 0)) {
+        return m4d_imp_fail(imp, MEM4D_E_BATCH,
+                            "train_batch_size %llu is not train_micro_batch_size_per_gpu %llu x dp %llu x a whole "
+                            "number of accumulation steps; DeepSpeed refuses it (config.py)",
+                            (unsigned long long)t, (unsigned long long)b, (unsigned long long)d);
+    }
+    TRY(SET_L(l, MEM4D_LAYOUT_MICRO_BATCH, b, has_b ? "train_micro_batch_size_per_gpu" : "train_batch_size"));
+    return SET_L(l, MEM4D_LAYOUT_GLOBAL_BATCH, t, has_t ? "train_batch_size" : "train_micro_batch_size_per_gpu");
+}
+
 /* bf16 / fp16 sections: 2-byte parameters; neither: fp32 training. */
 static mem4d_status ds_precision(mem4d_import *imp, struct json_object *root, mem4d_layout *l)
 {
@@ -165,6 +238,9 @@ static mem4d_status ds_precision(mem4d_import *imp, struct json_object *root, me
         snprintf(path, sizeof path, "%s.", sections[i]);
         TRY(ds_bool(imp, sec, path, "enabled", &on[i], &given));
     }
+    if (on[0] && on[1]) /* DeepSpeedConfig asserts it (deepspeed/runtime/config.py) */
+        return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "bf16.enabled and fp16.enabled are both true; DeepSpeed refuses "
+                                                   "it (\"bfloat16 and fp16 modes cannot be simultaneously enabled\")");
     TRY(SET_L(l, MEM4D_LAYOUT_PARAM_BYTES, on[0] || on[1] ? 2 : 4, "bf16.enabled"));
     /* bf16 without ZeRO runs DeepSpeed's BF16_Optimizer
      * (deepspeed/runtime/bf16_optimizer.py): it hands the optimizer only this
@@ -180,16 +256,10 @@ static mem4d_status ds_precision(mem4d_import *imp, struct json_object *root, me
 
 static mem4d_status ds_apply(mem4d_import *imp, struct json_object *root, mem4d_layout *l)
 {
-    uint64_t v = 0;
     bool given, b = false;
     struct json_object *ac = NULL;
     TRY(SET_L(l, MEM4D_LAYOUT_FRAMEWORK, MEM4D_FRAMEWORK_DEEPSPEED, "ds_config.json"));
-    TRY(ds_uint(imp, root, "", "train_micro_batch_size_per_gpu", &v, &given));
-    if (given)
-        TRY(SET_L(l, MEM4D_LAYOUT_MICRO_BATCH, v, "train_micro_batch_size_per_gpu"));
-    TRY(ds_uint(imp, root, "", "train_batch_size", &v, &given));
-    if (given)
-        TRY(SET_L(l, MEM4D_LAYOUT_GLOBAL_BATCH, v, "train_batch_size"));
+    TRY(ds_batch(imp, root, l));
     TRY(ds_zero(imp, root, l));
     TRY(ds_precision(imp, root, l));
     TRY(ds_object(imp, root, "", "activation_checkpointing", &ac));

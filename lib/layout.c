@@ -453,6 +453,14 @@ static mem4d_status check_framework(const struct m4d_ctx *x, char *why, size_t n
         m4d_msg(why, n, "offload needs framework deepspeed, not %s", fw);
         return MEM4D_E_CONFLICT;
     }
+    /* DeepSpeed's PipelineEngine asserts zero_optimization_stage() <
+     * ZeroStageEnum.gradients (deepspeed/runtime/pipe/engine.py). */
+    if (x->fw == MEM4D_FRAMEWORK_DEEPSPEED && x->p > 1 && x->zero >= 2) {
+        m4d_msg(why, n, "zero_stage %llu with pp %llu: DeepSpeed refuses it (\"ZeRO-2 and ZeRO-3 are incompatible "
+                "with pipeline parallelism\", deepspeed/runtime/pipe/engine.py); use zero_stage 0 or 1", U(x->zero),
+                U(x->p));
+        return MEM4D_E_CONFLICT;
+    }
     if (x->offload == 2 && x->zero < 3) {
         m4d_msg(why, n, "offloading parameters needs zero_stage 3 (it is %llu)", U(x->zero));
         return MEM4D_E_CONFLICT;

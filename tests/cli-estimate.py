@@ -218,6 +218,25 @@ class Estimate(unittest.TestCase):
             with open(path, 'w') as f:
                 json.dump({'zero_optimization': {'stage': 9}}, f)
             one_error_line(self, run(*base, '--ds-config', path), 'zero_optimization.stage')
+            # what DeepSpeed itself refuses, with DeepSpeed's reason
+            refused = [({'bf16': {'enabled': True}, 'fp16': {'enabled': True}}, [], 'simultaneously enabled'),
+                       ({'train_batch_size': 256, 'train_micro_batch_size_per_gpu': 2,
+                         'gradient_accumulation_steps': 4}, [], '256 is not train_micro_batch_size_per_gpu 2'),
+                       ({'zero_optimization': {'stage': 2}}, ['--pp', '2'], 'incompatible with pipeline parallelism'),
+                       ({'zero_optimization': {'stage': 3}}, ['--pp', '2'], 'incompatible with pipeline parallelism')]
+            for doc, extra, says in refused:
+                with open(path, 'w') as f:
+                    json.dump(doc, f)
+                one_error_line(self, run(*base, *extra, '--ds-config', path), says)
+            # the same batch over dp 8 is DeepSpeed's 256 = 2 x 16 x 8; the micro-batch from the rest
+            with open(path, 'w') as f:
+                json.dump({'train_batch_size': 256, 'gradient_accumulation_steps': 16,
+                           'zero_optimization': {'stage': 1}}, f)
+            p = run(*base, '--pp', '2', '--ds-config', path)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            same = run(*base, '--pp', '2', '--mbs', '2', '--gbs', '256', '--set', 'framework=deepspeed',
+                       '--set', 'zero_stage=1', '--set', 'param_bytes=4', '--set', 'overlap_grad_reduce=0')
+            self.assertEqual(json.loads(p.stdout)['stages'], json.loads(same.stdout)['stages'])
         one_error_line(self, run(*base, '--ds-config', '/nonexistent/ds.json'), '--ds-config')
 
     def test_paper_mode_refusal_is_explained(self):

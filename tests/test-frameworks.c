@@ -502,17 +502,24 @@ START_TEST(deepspeed_config_reads_zero_settings)
 }
 END_TEST
 
+/* A new import and layout; false (nothing left open) when built without json-c. */
+static bool ds_open(mem4d_import **imp, mem4d_layout **l)
+{
+    ck_assert_int_eq(mem4d_import_new(imp), MEM4D_OK);
+    ck_assert_int_eq(mem4d_layout_new(l), MEM4D_OK);
+    if (ds("{}", *l, *imp) != MEM4D_E_NO_JSON)
+        return true;
+    mem4d_layout_free(*l);
+    mem4d_import_free(*imp);
+    return false;
+}
+
 START_TEST(deepspeed_config_refuses_bad_input)
 {
     mem4d_import *imp = NULL;
     mem4d_layout *l = NULL, *before = NULL;
-    ck_assert_int_eq(mem4d_import_new(&imp), MEM4D_OK);
-    ck_assert_int_eq(mem4d_layout_new(&l), MEM4D_OK);
-    if (ds("{}", l, imp) == MEM4D_E_NO_JSON) {
-        mem4d_layout_free(l);
-        mem4d_import_free(imp);
+    if (!ds_open(&imp, &l))
         return;
-    }
     ck_assert_int_eq(mem4d_layout_clone(l, &before), MEM4D_OK);
     static const struct {
         const char *json, *says;
@@ -530,7 +537,17 @@ START_TEST(deepspeed_config_refuses_bad_input)
         {"{\"zero_optimization\": []}", "not an object", MEM4D_E_JSON},
         {"[1, 2]", "not an object", MEM4D_E_JSON},
         {"{\"train_batch_size\": 8", "truncated", MEM4D_E_JSON},
-        {"{\"train_micro_batch_size_per_gpu\": 0}", "outside the accepted range", MEM4D_E_RANGE},
+        {"{\"train_micro_batch_size_per_gpu\": 0}", "greater than 0", MEM4D_E_RANGE},
+        {"{\"gradient_accumulation_steps\": 0, \"train_batch_size\": 8}", "greater than 0", MEM4D_E_RANGE},
+        /* what DeepSpeed itself refuses (deepspeed/runtime/config.py) */
+        {"{\"bf16\": {\"enabled\": true}, \"fp16\": {\"enabled\": true}}", "cannot be simultaneously enabled",
+         MEM4D_E_CONFLICT},
+        {"{\"train_batch_size\": 512, \"train_micro_batch_size_per_gpu\": 4, \"gradient_accumulation_steps\": 3}",
+         "DeepSpeed refuses it", MEM4D_E_BATCH},
+        /* a value left to the data-parallel size this layout does not have */
+        {"{\"train_batch_size\": 512}", "set dp or world", MEM4D_E_MISSING},
+        {"{\"train_micro_batch_size_per_gpu\": 2, \"gradient_accumulation_steps\": 4}", "set dp or world",
+         MEM4D_E_MISSING},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         ck_assert_int_eq(ds(bad[i].json, l, imp), bad[i].st);
@@ -545,6 +562,66 @@ START_TEST(deepspeed_config_refuses_bad_input)
     ck_assert_int_eq(mem4d_import_deepspeed_config(imp, "/", l), MEM4D_E_IO);
     ck_assert_ptr_nonnull(strstr(mem4d_import_message(imp), "ds_config.json"));
     mem4d_layout_free(before);
+    mem4d_layout_free(l);
+    mem4d_import_free(imp);
+}
+END_TEST
+
+/* DeepSpeed's batch triple (DeepSpeedConfig._set_batch_related_parameters):
+ * the missing value from the layout's data-parallel size, the product checked;
+ * ZeRO-2/3 under pipeline parallelism refused as DeepSpeed's PipelineEngine does. */
+START_TEST(deepspeed_config_completes_the_batch_as_deepspeed_does)
+{
+    mem4d_import *imp = NULL;
+    mem4d_layout *l = NULL;
+    mem4d_model *m = NULL;
+    char why[256];
+    if (!ds_open(&imp, &l))
+        return;
+    ck_assert_int_eq(mem4d_layout_set(l, MEM4D_LAYOUT_DP, 8), MEM4D_OK);
+    ck_assert_int_eq(ds("{\"train_batch_size\": 512, \"gradient_accumulation_steps\": 4}", l, imp), MEM4D_OK);
+    ck_assert_uint_eq(lget(l, MEM4D_LAYOUT_MICRO_BATCH), 16); /* 512 / 8 / 4 */
+    ck_assert_uint_eq(lget(l, MEM4D_LAYOUT_GLOBAL_BATCH), 512);
+    ck_assert_int_eq(ds("{\"train_micro_batch_size_per_gpu\": 2, \"gradient_accumulation_steps\": 4}", l, imp),
+                     MEM4D_OK);
+    ck_assert_uint_eq(lget(l, MEM4D_LAYOUT_GLOBAL_BATCH), 64); /* 2 x 4 x 8 */
+    ck_assert_int_eq(ds("{\"train_batch_size\": 64}", l, imp), MEM4D_OK); /* one step: micro-batch 64 / 8 */
+    ck_assert_uint_eq(lget(l, MEM4D_LAYOUT_MICRO_BATCH), 8);
+    ck_assert_int_eq(ds("{\"train_micro_batch_size_per_gpu\": 3}", l, imp), MEM4D_OK);
+    ck_assert_uint_eq(lget(l, MEM4D_LAYOUT_GLOBAL_BATCH), 24);
+    ck_assert_int_eq(ds("{\"train_batch_size\": 512, \"train_micro_batch_size_per_gpu\": 4, "
+                        "\"gradient_accumulation_steps\": 16}", l, imp), MEM4D_OK);
+    /* the same triple over dp 4: 512 != 4 x 16 x 4 */
+    ck_assert_int_eq(mem4d_layout_set(l, MEM4D_LAYOUT_DP, 4), MEM4D_OK);
+    ck_assert_int_eq(ds("{\"train_batch_size\": 512, \"train_micro_batch_size_per_gpu\": 4, "
+                        "\"gradient_accumulation_steps\": 16}", l, imp), MEM4D_E_BATCH);
+    ck_assert_ptr_nonnull(strstr(mem4d_import_message(imp), "x dp 4"));
+    ck_assert_int_eq(ds("{\"train_batch_size\": 10, \"gradient_accumulation_steps\": 2}", l, imp), MEM4D_E_BATCH);
+    ck_assert_int_eq(ds("{\"train_batch_size\": 10, \"train_micro_batch_size_per_gpu\": 2}", l, imp), MEM4D_E_BATCH);
+    /* dp from world over tp x cp x pp */
+    ck_assert_int_eq(mem4d_layout_set(l, MEM4D_LAYOUT_DP, 0), MEM4D_OK);
+    ck_assert_int_eq(mem4d_layout_set(l, MEM4D_LAYOUT_WORLD, 32), MEM4D_OK);
+    ck_assert_int_eq(mem4d_layout_set(l, MEM4D_LAYOUT_TP, 2), MEM4D_OK);
+    ck_assert_int_eq(ds("{\"train_batch_size\": 64}", l, imp), MEM4D_OK);
+    ck_assert_uint_eq(lget(l, MEM4D_LAYOUT_MICRO_BATCH), 4); /* 64 / dp 16 */
+    /* all three and no data-parallel size: the file's own, 512 / (4 x 16) */
+    mem4d_layout_free(l);
+    ck_assert_int_eq(mem4d_layout_new(&l), MEM4D_OK);
+    ck_assert_int_eq(ds("{\"train_batch_size\": 512, \"train_micro_batch_size_per_gpu\": 4, "
+                        "\"gradient_accumulation_steps\": 16, \"zero_optimization\": {\"stage\": 2}}", l, imp),
+                     MEM4D_OK);
+    ck_assert_uint_eq(lget(l, MEM4D_LAYOUT_DP), 8);
+    /* ZeRO-2 with pipeline parallelism */
+    m = tu_model("llama2-7b");
+    ck_assert_int_eq(mem4d_layout_set(l, MEM4D_LAYOUT_SEQ_LENGTH, 4096), MEM4D_OK);
+    ck_assert_int_eq(mem4d_validate(m, l, why, sizeof why), MEM4D_OK);
+    ck_assert_int_eq(mem4d_layout_set(l, MEM4D_LAYOUT_PP, 2), MEM4D_OK);
+    ck_assert_int_eq(mem4d_layout_set(l, MEM4D_LAYOUT_GLOBAL_BATCH, 512), MEM4D_OK);
+    ck_assert_int_eq(mem4d_validate(m, l, why, sizeof why), MEM4D_E_CONFLICT);
+    ck_assert_msg(strstr(why, "incompatible with pipeline parallelism") != NULL, "%s", why);
+    ck_assert_int_eq(mem4d_layout_set(l, MEM4D_LAYOUT_ZERO_STAGE, 1), MEM4D_OK);
+    ck_assert_int_eq(mem4d_validate(m, l, why, sizeof why), MEM4D_OK);
+    mem4d_model_free(m);
     mem4d_layout_free(l);
     mem4d_import_free(imp);
 }
@@ -574,6 +651,7 @@ int main(void)
     tcase_add_test(tc, framework_conflicts);
     tcase_add_test(tc, deepspeed_config_reads_zero_settings);
     tcase_add_test(tc, deepspeed_config_refuses_bad_input);
+    tcase_add_test(tc, deepspeed_config_completes_the_batch_as_deepspeed_does);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

@@ -1923,12 +1923,20 @@ MEM4D_API mem4d_status mem4d_import_hf_config_buffer(mem4d_import *import, const
  * Keys DeepSpeed leaves to its Hugging Face integration ("auto") keep libmem4d's
  * default, with a warning; activation-checkpoint partitioning and CPU checkpointing
  * are warnings (not modelled). Parallel sizes are not in the file: set them on the
- * layout. All or nothing: on failure the layout is unchanged.
+ * layout. train_batch_size, train_micro_batch_size_per_gpu and
+ * gradient_accumulation_steps are completed and checked as DeepSpeed does
+ * (train = micro x steps x the data-parallel size, which is the layout's dp or world
+ * over tp x cp x pp; with all three and neither set, dp is set from them); a file
+ * that leaves one of them to a data-parallel size the layout lacks is refused
+ * (::MEM4D_E_MISSING). So are configurations DeepSpeed refuses: bf16 and fp16 both
+ * enabled, an inconsistent batch (::MEM4D_E_BATCH); ZeRO-2/3 with pp > 1 is refused
+ * by mem4d_validate(). All or nothing: on failure the layout is unchanged.
  * @param import The import handle (receives messages and warnings).
  * @param path The file (a regular file of at most 16 MiB).
- * @param layout Receives the settings.
+ * @param layout The layout to complete: its dp (or world) is read, and it receives the settings.
  * @return ::MEM4D_OK, ::MEM4D_E_IO, ::MEM4D_E_JSON, ::MEM4D_E_RANGE,
- *         ::MEM4D_E_CONFLICT (offload_param below stage 3), ::MEM4D_E_NO_JSON
+ *         ::MEM4D_E_CONFLICT (offload_param below stage 3, bf16 with fp16),
+ *         ::MEM4D_E_BATCH, ::MEM4D_E_MISSING, ::MEM4D_E_NO_JSON
  *         (built without json-c) or ::MEM4D_E_INVALID_ARG.
  * @since 0.2
  */

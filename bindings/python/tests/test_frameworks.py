@@ -147,6 +147,19 @@ class DeepSpeedTest(unittest.TestCase):
             mem4d.import_deepspeed(text='{"zero_optimization": {"stage": 7}}')
         self.assertIn("stage", str(ctx.exception))
 
+    def test_refuses_what_deepspeed_refuses(self):
+        with self.assertRaises(mem4d.Mem4dError) as ctx:
+            mem4d.import_deepspeed(text='{"bf16": {"enabled": true}, "fp16": {"enabled": true}}')
+        self.assertIn("simultaneously enabled", str(ctx.exception))
+        layout = mem4d.Layout(dp=4)
+        with self.assertRaises(mem4d.Mem4dError) as ctx:
+            mem4d.import_deepspeed(text='{"train_batch_size": 64, "train_micro_batch_size_per_gpu": 2, '
+                                        '"gradient_accumulation_steps": 4}', layout=layout)
+        self.assertEqual(ctx.exception.status, Status.E_BATCH)
+        layout, _ = mem4d.import_deepspeed(text='{"train_batch_size": 64, "gradient_accumulation_steps": 4}',
+                                           layout=layout)
+        self.assertEqual((layout["mbs"], layout["gbs"]), (4, 64))
+
 
 if __name__ == "__main__":
     unittest.main()

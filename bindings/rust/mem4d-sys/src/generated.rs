@@ -1146,7 +1146,13 @@ extern "C" {
     /// offload of the optimizer and of parameters, bf16/fp16 (else fp32 parameters), micro-batch and global batch. Keys
     /// DeepSpeed leaves to its Hugging Face integration ("auto") keep libmem4d's default, with a warning;
     /// activation-checkpoint partitioning and CPU checkpointing are warnings (not modelled). Parallel sizes are not in
-    /// the file: set them on the layout. All or nothing: on failure the layout is unchanged.
+    /// the file: set them on the layout. train_batch_size, train_micro_batch_size_per_gpu and
+    /// gradient_accumulation_steps are completed and checked as DeepSpeed does (train = micro x steps x the
+    /// data-parallel size, which is the layout's dp or world over tp x cp x pp; with all three and neither set, dp is
+    /// set from them); a file that leaves one of them to a data-parallel size the layout lacks is refused
+    /// (MEM4D_E_MISSING). So are configurations DeepSpeed refuses: bf16 and fp16 both enabled, an inconsistent batch
+    /// (MEM4D_E_BATCH); ZeRO-2/3 with pp > 1 is refused by mem4d_validate(). All or nothing: on failure the layout is
+    /// unchanged.
     pub fn mem4d_import_deepspeed_config(
         import: *mut mem4d_import,
         path: *const c_char,
