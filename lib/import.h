@@ -1,7 +1,8 @@
 /*
  * Private declarations of the importers: the mem4d_import handle (import.c),
- * the readers (import_megatron.c, import_hf.c) and the Megatron-LM flag
- * table (megatron_flags.c).
+ * the readers (import_megatron.c and megatron.h, import_hf.c), the Megatron-LM
+ * flag table (megatron_flags.c) and the MoE layer-pattern language
+ * (moe_pattern.c).
  * SPDX-License-Identifier: MIT
  */
 #ifndef MEM4D_IMPORT_H
@@ -156,6 +157,16 @@ static inline bool m4d_flag_is_read(const struct m4d_megatron_flag *row)
 {
     return row->kind <= M4D_FLAG_BITS;
 }
+
+/* --- moe_pattern.c: --moe-layer-freq's list expression ---------------------- */
+
+/* Read a list expression of expert (1) and dense (0) layers ("([0]*3+[1]*58)",
+ * "([1]*3+[0]*1)*3", "[1,0,1,0]"); false when text is not one. Else
+ * *layers is its length and *fits whether it is `first` dense layers then a
+ * repeating period of at most 64 layers (the last possibly cut), the
+ * shortest period first, with at least one expert layer. */
+bool m4d_moe_pattern_read(const char *text, size_t *layers, bool *fits, uint64_t *first, uint64_t *period,
+                          uint64_t *mask);
 
 /* --- tokenizers.c: vocabulary sizes of named tokenizers -------------------------- */
 

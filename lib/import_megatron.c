@@ -1,8 +1,9 @@
 /*
  * Import: Megatron-LM argument vectors (pretrain_gpt.py's command line).
- * Which flags exist and how each is read is data in megatron_flags.c; this
- * file gives the modelled ones their meaning, with Megatron-LM's defaults
- * for the flags a vector leaves out.
+ * Which flags exist and how each is read is data in megatron_flags.c, the
+ * scanner that reads a vector is megatron_scan.c; this file's appliers give
+ * the modelled flags their meaning, with Megatron-LM's defaults for the
+ * flags a vector leaves out (the pipeline split's: megatron_pipeline.c).
  * SPDX-License-Identifier: MIT
  */
 #include <ctype.h>
@@ -12,207 +13,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "import.h"
-
-/* What the command line said about one modelled flag (last one wins, as in argparse). */
-struct opt_val {
-    bool given;
-    uint64_t u; /* integer, or index into the choices */
-    double r;   /* M4D_FLAG_REAL */
-    const char *s; /* M4D_FLAG_TEXT: the argument itself */
-    int at;        /* where in the vector it was last given (argparse: last one wins) */
-};
-
-/* ------------------------------------------------------------------------ */
-/* Reading the vector                                                        */
-
-/* A flag's name without "--" and "=value", copied so it can be looked up. */
-struct flag_tok {
-    char name[96];
-    const char *value; /* after '=', or NULL */
-};
-
-static void split_flag(const char *arg, struct flag_tok *tok)
-{
-    const char *name = arg + 2;
-    const char *eq = strchr(name, '=');
-    size_t len = eq ? (size_t)(eq - name) : strlen(name);
-    if (len >= sizeof tok->name)
-        len = m4d_utf8_cut(name, sizeof tok->name - 1); /* long unknown flags are only ever warned about */
-    memcpy(tok->name, name, len);
-    tok->name[len] = '\0';
-    tok->value = eq ? eq + 1 : NULL;
-}
-
-static bool is_flag(const char *arg)
-{
-    return arg[0] == '-' && arg[1] == '-' && arg[2] != '\0';
-}
-
-/* Integer value of a flag: digits only; a sign or junk names the flag. */
-static mem4d_status parse_int(mem4d_import *imp, const char *flag, const char *text, uint64_t *out)
-{
-    if (text[0] == '-' && isdigit((unsigned char)text[1]))
-        return m4d_imp_fail(imp, MEM4D_E_RANGE, "--%s %s: the value must not be negative", flag, text);
-    if (!isdigit((unsigned char)text[0]))
-        return m4d_imp_fail(imp, MEM4D_E_PARSE, "--%s: '%s' is not a whole number", flag, text);
-    errno = 0;
-    char *end = NULL;
-    unsigned long long v = strtoull(text, &end, 10);
-    if (*end != '\0')
-        return m4d_imp_fail(imp, MEM4D_E_PARSE, "--%s: '%s' is not a whole number", flag, text);
-    if (errno == ERANGE)
-        return m4d_imp_fail(imp, MEM4D_E_RANGE, "--%s %s does not fit in 64 bits", flag, text);
-    *out = (uint64_t)v;
-    return MEM4D_OK;
-}
-
-/* A finite decimal number (Megatron's type=float). */
-static mem4d_status parse_number(mem4d_import *imp, const char *flag, const char *text, double *out)
-{
-    char *end = NULL;
-    errno = 0;
-    *out = strtod(text, &end);
-    if (end == text || *end != '\0' || errno == ERANGE || !isfinite(*out))
-        return m4d_imp_fail(imp, MEM4D_E_PARSE, "--%s: '%s' is not a number", flag, text);
-    return MEM4D_OK;
-}
-
-static mem4d_status parse_real(mem4d_import *imp, const char *flag, const char *text, double *out)
-{
-    double r;
-    TRY(parse_number(imp, flag, text, &r));
-    if (r < 0.0 || r > 1.0)
-        return m4d_imp_fail(imp, MEM4D_E_RANGE, "--%s %s is not a probability in [0, 1]", flag, text);
-    *out = r;
-    return MEM4D_OK;
-}
-
-static mem4d_status parse_word(mem4d_import *imp, const struct m4d_megatron_flag *d, const char *text,
-                               uint64_t *out)
-{
-    for (uint64_t i = 0; d->choices[i]; i++) {
-        if (m4d_streq_ci(text, d->choices[i])) {
-            *out = i;
-            return MEM4D_OK;
-        }
-    }
-    char list[160] = "";
-    size_t used = 0;
-    for (size_t i = 0; d->choices[i] && used < sizeof list; i++) {
-        int n = snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", d->choices[i]);
-        if (n < 0)
-            break;
-        used += (size_t)n;
-    }
-    return m4d_imp_fail(imp, MEM4D_E_PARSE, "--%s: '%s' is not one of %s", d->flag, text, list);
-}
-
-/* A list of choices (nargs='+'): the first word, then every following word
- * that is not a flag (argc 0: the value came after '=', alone). */
-static mem4d_status parse_bits(mem4d_import *imp, const struct m4d_megatron_flag *d, const char *text, int argc,
-                               const char *const *argv, int *i, uint64_t *out)
-{
-    uint64_t one = 0;
-    *out = 0;
-    for (;;) {
-        TRY(parse_word(imp, d, text, &one));
-        *out |= UINT64_C(1) << one;
-        if (*i + 1 >= argc || !argv[*i + 1] || is_flag(argv[*i + 1]))
-            return MEM4D_OK;
-        text = argv[++*i];
-    }
-}
-
-/* Read one modelled flag at argv[*i]; advances *i past its value. */
-static mem4d_status read_opt(mem4d_import *imp, const struct m4d_megatron_flag *row, const struct flag_tok *tok, int argc,
-                             const char *const *argv, int *i, struct opt_val *vals)
-{
-    const struct m4d_megatron_flag *d = row;
-    struct opt_val *v = &vals[d->slot];
-    if (d->kind == M4D_FLAG_SWITCH) {
-        if (tok->value)
-            return m4d_imp_fail(imp, MEM4D_E_PARSE, "--%s takes no value (got '%s')", d->flag, tok->value);
-        v->given = true;
-        v->at = *i;
-        v->u = 1;
-        return MEM4D_OK;
-    }
-    const char *text = tok->value;
-    if (!text) {
-        if (*i + 1 >= argc || !argv[*i + 1] || is_flag(argv[*i + 1]))
-            return m4d_imp_fail(imp, MEM4D_E_MISSING, "--%s needs a value", d->flag);
-        text = argv[++*i];
-    }
-    if (text[0] == '\0')
-        return m4d_imp_fail(imp, MEM4D_E_MISSING, "--%s has an empty value", d->flag);
-    mem4d_status st = MEM4D_OK;
-    switch (d->kind) {
-    case M4D_FLAG_INT: st = parse_int(imp, d->flag, text, &v->u); break;
-    case M4D_FLAG_REAL: st = parse_real(imp, d->flag, text, &v->r); break;
-    case M4D_FLAG_WORD: st = parse_word(imp, d, text, &v->u); break;
-    case M4D_FLAG_TEXT: v->s = text; break;
-    case M4D_FLAG_BITS: st = parse_bits(imp, d, text, tok->value ? 0 : argc, argv, i, &v->u); break;
-    default: break;
-    }
-    if (st == MEM4D_OK) {
-        v->given = true;
-        v->at = *i;
-    }
-    return st;
-}
-
-/* Skip a flag that is not modelled and the values after it (Megatron has
- * no positional arguments, so every following non-flag word is its value). */
-static void skip_values(const struct flag_tok *tok, int argc, const char *const *argv, int *i)
-{
-    if (tok->value)
-        return;
-    while (*i + 1 < argc && argv[*i + 1] && !is_flag(argv[*i + 1]))
-        ++*i;
-}
-
-static mem4d_status scan_args(mem4d_import *imp, int argc, const char *const *argv,
-                              struct opt_val *vals)
-{
-    for (int i = 0; i < argc; i++) {
-        const char *arg = argv[i];
-        if (!arg)
-            return m4d_imp_fail(imp, MEM4D_E_INVALID_ARG, "argument %d is NULL", i);
-        if (!is_flag(arg)) {
-            m4d_imp_warn(imp, "'%s' is not a flag; Megatron-LM would reject it", arg);
-            continue;
-        }
-        struct flag_tok tok;
-        split_flag(arg, &tok);
-        const struct m4d_megatron_flag *row = m4d_megatron_flag_find(tok.name);
-        if (row && m4d_flag_is_read(row)) {
-            TRY(read_opt(imp, row, &tok, argc, argv, &i, vals));
-            continue;
-        }
-        if (row && row->kind == M4D_FLAG_WARN)
-            m4d_imp_warn(imp, "--%s %s", row->flag, row->why);
-        else if (!row)
-            m4d_imp_warn(imp, "--%s is not a flag this version knows; it was ignored", tok.name);
-        skip_values(&tok, argc, argv, &i);
-    }
-    return MEM4D_OK;
-}
+#include "megatron.h"
 
 /* ------------------------------------------------------------------------ */
 /* Meaning                                                                  */
 
-#define GIVEN(o) (vals[o].given)
-#define U(o) (vals[o].u)
-
 /* The choice a WORD flag was given, "" when absent. */
-static const char *choice(const struct opt_val *vals, int o)
+static const char *choice(const struct m4d_opt_val *vals, int o)
 {
     return GIVEN(o) ? m4d_megatron_flag_of(o)->choices[U(o)] : "";
 }
 
 /* Contradictions that make Megatron-LM refuse to start. */
-static mem4d_status check_conflicts(mem4d_import *imp, const struct opt_val *vals)
+static mem4d_status check_conflicts(mem4d_import *imp, const struct m4d_opt_val *vals)
 {
     if (GIVEN(MF_BF16) && GIVEN(MF_FP16))
         return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "--bf16 and --fp16 contradict each other");
@@ -255,8 +68,8 @@ static mem4d_status set_opt_m(mem4d_import *imp, mem4d_model *m, mem4d_model_par
     return SET_M(m, key, value, what);
 }
 
-static mem4d_status set_opt_l(mem4d_import *imp, mem4d_layout *l, mem4d_layout_param key, int o,
-                              uint64_t value)
+mem4d_status m4d_megatron_set_layout(mem4d_import *imp, mem4d_layout *l, mem4d_layout_param key, int o,
+                                     uint64_t value)
 {
     char what[96];
     m4d_msg(what, sizeof what, "--%s", m4d_megatron_flag_of(o)->flag);
@@ -265,7 +78,7 @@ static mem4d_status set_opt_l(mem4d_import *imp, mem4d_layout *l, mem4d_layout_p
 
 /* Megatron-LLaMA's --reduce-bucket-size (type=float, "2e8"): the
  * overlapped distributed optimizer's bucket in elements, a whole number. */
-static mem4d_status apply_reduce_bucket(mem4d_import *imp, const struct opt_val *vals, mem4d_layout *l)
+static mem4d_status apply_reduce_bucket(mem4d_import *imp, const struct m4d_opt_val *vals, mem4d_layout *l)
 {
     if (!GIVEN(MF_REDUCE_BUCKET))
         return MEM4D_OK;
@@ -287,145 +100,27 @@ static mem4d_status apply_reduce_bucket(mem4d_import *imp, const struct opt_val 
     return SET_L(l, MEM4D_LAYOUT_BUCKET_SIZE, (uint64_t)r, "--reduce-bucket-size");
 }
 
-/* ------------------------------------------------------------------------ */
-/* Mixture of experts: --moe-layer-freq                                      */
-
-/* A pattern of expert (1) and dense (0) layers, as Megatron-LM evaluates
- * --moe-layer-freq's Python list expression ("([0]*3+[1]*58)",
- * "([1]*3+[0]*1)*3", "[1,0,1,0]"): lists, concatenation with '+' and
- * repetition with '*'. */
-#define PATTERN_MAX 4096
-struct pattern {
-    uint8_t bit[PATTERN_MAX];
-    size_t n;
-    const char *p; /* the text still to read */
-    bool bad;
-};
-
-static void pat_space(struct pattern *pt)
-{
-    while (*pt->p == ' ')
-        pt->p++;
-}
-
-static bool pat_number(struct pattern *pt, uint64_t *v)
-{
-    pat_space(pt);
-    if (!isdigit((unsigned char)*pt->p))
-        return false;
-    *v = 0;
-    while (isdigit((unsigned char)*pt->p) && *v <= PATTERN_MAX)
-        *v = *v * 10 + (uint64_t)(*pt->p++ - '0');
-    return *v <= PATTERN_MAX;
-}
-
-static void pat_expr(struct pattern *pt, int depth);
-
-/* The closing bracket, never read past the end of the text. */
-static void pat_close(struct pattern *pt, char c)
-{
-    if (*pt->p == c)
-        pt->p++;
-    else
-        pt->bad = true;
-}
-
-/* atom := '[' bit (',' bit)* ']' | '(' expr ')', then ('*' count)*. */
-static void pat_term(struct pattern *pt, int depth)
-{
-    size_t start = pt->n;
-    uint64_t v;
-    pat_space(pt);
-    if (*pt->p == '[') {
-        pt->p++;
-        do {
-            if (!pat_number(pt, &v) || v > 1 || pt->n >= PATTERN_MAX) {
-                pt->bad = true;
-                return;
-            }
-            pt->bit[pt->n++] = (uint8_t)v;
-            pat_space(pt);
-        } while (*pt->p == ',' && pt->p++);
-        pat_close(pt, ']');
-    } else if (*pt->p == '(' && depth < 8) {
-        pt->p++;
-        pat_expr(pt, depth + 1);
-        pat_space(pt);
-        pat_close(pt, ')');
-    } else {
-        pt->bad = true;
-    }
-    pat_space(pt);
-    while (!pt->bad && *pt->p == '*') {
-        pt->p++;
-        size_t len = pt->n - start;
-        if (!pat_number(pt, &v) || (v > 0 && len * v > PATTERN_MAX - start)) {
-            pt->bad = true;
-            return;
-        }
-        for (uint64_t k = 1; k < v; k++)
-            memcpy(pt->bit + start + k * len, pt->bit + start, len);
-        pt->n = start + (size_t)v * len;
-        pat_space(pt);
-    }
-}
-
-static void pat_expr(struct pattern *pt, int depth)
-{
-    pat_term(pt, depth);
-    pat_space(pt);
-    while (!pt->bad && *pt->p == '+') {
-        pt->p++;
-        pat_term(pt, depth);
-        pat_space(pt);
-    }
-}
-
-/* The model's form of a pattern: `first` dense layers, then a period of at
- * most 64 layers repeated (the last one possibly cut), the shortest period
- * first; false if none fits. */
-static bool pattern_fit(const struct pattern *pt, uint64_t *first, uint64_t *period, uint64_t *mask)
-{
-    for (size_t P = 1; P <= 64; P++) {
-        for (size_t k = 0; k + P <= pt->n && (k == 0 || pt->bit[k - 1] == 0); k++) {
-            bool ok = true;
-            for (size_t i = k + P; ok && i < pt->n; i++)
-                ok = pt->bit[i] == pt->bit[k + (i - k) % P];
-            if (!ok)
-                continue;
-            *first = k;
-            *period = P;
-            *mask = 0;
-            for (size_t i = 0; i < P; i++)
-                *mask |= (uint64_t)pt->bit[k + i] << i;
-            return *mask != 0;
-        }
-    }
-    return false;
-}
 
 /* --moe-layer-freq N (every N-th layer, from layer 0) or a pattern of L layers. */
-static mem4d_status apply_moe_pattern(mem4d_import *imp, const struct opt_val *vals, mem4d_model *m)
+static mem4d_status apply_moe_pattern(mem4d_import *imp, const struct m4d_opt_val *vals, mem4d_model *m)
 {
     const char *text = vals[MF_MOE_FREQ].s;
     uint64_t first = 0, period = 1, mask = 1;
     if (strchr(text, '[')) {
-        static const struct pattern empty;
-        struct pattern pt = empty;
-        pt.p = text;
-        pat_expr(&pt, 0);
-        if (pt.bad || *pt.p != '\0')
+        size_t n;
+        bool fits;
+        if (!m4d_moe_pattern_read(text, &n, &fits, &first, &period, &mask))
             return m4d_imp_fail(imp, MEM4D_E_PARSE, "--moe-layer-freq '%.64s' is not a list expression of 0 and 1 "
                                 "(like \"([0]*3+[1]*58)\")", text);
         uint64_t L = m->v[MEM4D_MODEL_NUM_LAYERS];
-        if (L && pt.n != L)
+        if (L && n != L)
             return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "--moe-layer-freq names %zu layers but --num-layers is %llu",
-                                pt.n, (unsigned long long)L);
-        if (!pattern_fit(&pt, &first, &period, &mask))
+                                n, (unsigned long long)L);
+        if (!fits)
             return m4d_imp_fail(imp, MEM4D_E_RANGE, "--moe-layer-freq '%.64s' is not dense layers followed by a "
                                 "repeating pattern of at most 64 layers", text);
     } else {
-        TRY(parse_int(imp, "moe-layer-freq", text, &period));
+        TRY(m4d_megatron_parse_int(imp, "moe-layer-freq", text, &period));
     }
     if (period == 0 || period > 64) {
         return m4d_imp_fail(imp, MEM4D_E_RANGE, "--moe-layer-freq %llu must be between 1 and 64",
@@ -439,7 +134,7 @@ static mem4d_status apply_moe_pattern(mem4d_import *imp, const struct opt_val *v
 /* Multi-latent attention and its dimensions, with Megatron-LM's defaults
  * (kv_lora_rank 32, qk_head_dim 128, qk_pos_emb_head_dim 64, v_head_dim
  * 128, no query compression). */
-static mem4d_status apply_mla(mem4d_import *imp, const struct opt_val *vals, bool describes, mem4d_model *m)
+static mem4d_status apply_mla(mem4d_import *imp, const struct m4d_opt_val *vals, bool describes, mem4d_model *m)
 {
     if (!GIVEN(MF_MLA)) {
         if (GIVEN(MF_Q_LORA) || GIVEN(MF_KV_LORA))
@@ -461,7 +156,7 @@ static mem4d_status apply_mla(mem4d_import *imp, const struct opt_val *vals, boo
 /* Biases: Megatron-LM puts one on every linear layer unless
  * --disable-bias-linear (--add-bias-linear restores them; the later flag
  * wins); --add-qkv-bias keeps the QKV bias alone. */
-static mem4d_status apply_biases(mem4d_import *imp, const struct opt_val *vals, bool describes, mem4d_model *m)
+static mem4d_status apply_biases(mem4d_import *imp, const struct m4d_opt_val *vals, bool describes, mem4d_model *m)
 {
     if (!describes && !GIVEN(MF_QKV_BIAS) && !GIVEN(MF_NO_BIAS) && !GIVEN(MF_ADD_BIAS))
         return MEM4D_OK;
@@ -473,7 +168,7 @@ static mem4d_status apply_biases(mem4d_import *imp, const struct opt_val *vals, 
 /* Position embeddings: Megatron-LM's default is a learned absolute table
  * of --max-position-embeddings rows (BigScience's Megatron-DeepSpeed calls
  * it "absolute"); rotary embeddings and ALiBi have no parameters. */
-static mem4d_status apply_positions(mem4d_import *imp, const struct opt_val *vals, bool describes, mem4d_model *m)
+static mem4d_status apply_positions(mem4d_import *imp, const struct m4d_opt_val *vals, bool describes, mem4d_model *m)
 {
     if (!describes && !GIVEN(MF_POS_TYPE) && !GIVEN(MF_ROPE) && !GIVEN(MF_NO_POS))
         return MEM4D_OK;
@@ -502,7 +197,7 @@ static mem4d_status apply_positions(mem4d_import *imp, const struct opt_val *val
  * hidden size or heads, as Megatron-LM requires), Megatron's defaults apply
  * to every switch it leaves out: LayerNorm, a plain 4h MLP, tied
  * embeddings, biases on. Otherwise only the flags given change the model. */
-static mem4d_status apply_model(mem4d_import *imp, const struct opt_val *vals, mem4d_model *m)
+static mem4d_status apply_model(mem4d_import *imp, const struct m4d_opt_val *vals, mem4d_model *m)
 {
     bool describes = GIVEN(MF_NUM_LAYERS) || GIVEN(MF_HIDDEN) || GIVEN(MF_HEADS);
     /* Flags with a direct counterpart: the table names the model key. */
@@ -576,7 +271,7 @@ struct vocab {
 };
 
 /* A tokenizer named by a hub id or a path: its size, if the id is a known one. */
-static void vocab_hub(const struct opt_val *vals, const struct m4d_tokenizer_type *t, struct vocab *out)
+static void vocab_hub(const struct m4d_opt_val *vals, const struct m4d_tokenizer_type *t, struct vocab *out)
 {
     const char *id = GIVEN(MF_TOKENIZER_MODEL) ? vals[MF_TOKENIZER_MODEL].s
                      : GIVEN(MF_TOKENIZER_NAME) ? vals[MF_TOKENIZER_NAME].s : NULL;
@@ -592,7 +287,7 @@ static void vocab_hub(const struct opt_val *vals, const struct m4d_tokenizer_typ
 }
 
 /* Megatron-LM's (and Megatron-DeepSpeed's) --tokenizer-type. */
-static mem4d_status vocab_megatron(mem4d_import *imp, const struct opt_val *vals, struct vocab *out)
+static mem4d_status vocab_megatron(mem4d_import *imp, const struct m4d_opt_val *vals, struct vocab *out)
 {
     const char *name = vals[MF_TOKENIZER].s;
     const struct m4d_tokenizer_type *t = m4d_tokenizer_find(m4d_tokenizer_types, m4d_tokenizer_type_n, name);
@@ -632,7 +327,7 @@ static mem4d_status vocab_megatron(mem4d_import *imp, const struct opt_val *vals
 
 /* Pai-Megatron-Patch's --patch-tokenizer-type: most set the padded
  * vocabulary outright, the tokenizer's size plus --extra-vocab-size. */
-static mem4d_status vocab_pai(mem4d_import *imp, const struct opt_val *vals, struct vocab *out)
+static mem4d_status vocab_pai(mem4d_import *imp, const struct m4d_opt_val *vals, struct vocab *out)
 {
     const char *name = vals[MF_PATCH_TOKENIZER].s;
     const struct m4d_tokenizer_type *t =
@@ -652,7 +347,7 @@ static mem4d_status vocab_pai(mem4d_import *imp, const struct opt_val *vals, str
 
 /* Megatron-DeepSpeed's --pad-vocab-size-to: the padded vocabulary, at
  * least the tokenizer's. */
-static mem4d_status vocab_pad_to(mem4d_import *imp, const struct opt_val *vals, struct vocab *v)
+static mem4d_status vocab_pad_to(mem4d_import *imp, const struct m4d_opt_val *vals, struct vocab *v)
 {
     uint64_t to = U(MF_PAD_VOCAB_TO);
     if (v->V && !v->exact && to < v->V)
@@ -663,7 +358,7 @@ static mem4d_status vocab_pad_to(mem4d_import *imp, const struct opt_val *vals, 
     return MEM4D_OK;
 }
 
-static mem4d_status apply_vocab(mem4d_import *imp, const struct opt_val *vals, mem4d_model *m, mem4d_layout *l)
+static mem4d_status apply_vocab(mem4d_import *imp, const struct m4d_opt_val *vals, mem4d_model *m, mem4d_layout *l)
 {
     struct vocab v = {0, false, ""};
     if (GIVEN(MF_PADDED_VOCAB) && U(MF_PADDED_VOCAB) > 0) { /* Pai's default is 0, "not set" */
@@ -705,31 +400,31 @@ static mem4d_status apply_vocab(mem4d_import *imp, const struct opt_val *vals, m
 }
 
 /* Layout settings where Megatron-LM's default applies when the flag is absent. */
-static mem4d_status apply_layout_basic(mem4d_import *imp, const struct opt_val *vals, mem4d_layout *l)
+static mem4d_status apply_layout_basic(mem4d_import *imp, const struct m4d_opt_val *vals, mem4d_layout *l)
 {
-    TRY(set_opt_l(imp, l, MEM4D_LAYOUT_TP, MF_TP, GIVEN(MF_TP) ? U(MF_TP) : 1));
-    TRY(set_opt_l(imp, l, MEM4D_LAYOUT_PP, MF_PP, GIVEN(MF_PP) ? U(MF_PP) : 1));
-    TRY(set_opt_l(imp, l, MEM4D_LAYOUT_CP, MF_CP, GIVEN(MF_CP) ? U(MF_CP) : 1));
-    TRY(set_opt_l(imp, l, MEM4D_LAYOUT_EP, MF_EP, GIVEN(MF_EP) ? U(MF_EP) : 1));
-    TRY(set_opt_l(imp, l, MEM4D_LAYOUT_ETP, MF_ETP, GIVEN(MF_ETP) ? U(MF_ETP) : 0));
+    TRY(m4d_megatron_set_layout(imp, l, MEM4D_LAYOUT_TP, MF_TP, GIVEN(MF_TP) ? U(MF_TP) : 1));
+    TRY(m4d_megatron_set_layout(imp, l, MEM4D_LAYOUT_PP, MF_PP, GIVEN(MF_PP) ? U(MF_PP) : 1));
+    TRY(m4d_megatron_set_layout(imp, l, MEM4D_LAYOUT_CP, MF_CP, GIVEN(MF_CP) ? U(MF_CP) : 1));
+    TRY(m4d_megatron_set_layout(imp, l, MEM4D_LAYOUT_EP, MF_EP, GIVEN(MF_EP) ? U(MF_EP) : 1));
+    TRY(m4d_megatron_set_layout(imp, l, MEM4D_LAYOUT_ETP, MF_ETP, GIVEN(MF_ETP) ? U(MF_ETP) : 0));
     if (GIVEN(MF_MBS))
-        TRY(set_opt_l(imp, l, MEM4D_LAYOUT_MICRO_BATCH, MF_MBS, U(MF_MBS)));
+        TRY(m4d_megatron_set_layout(imp, l, MEM4D_LAYOUT_MICRO_BATCH, MF_MBS, U(MF_MBS)));
     if (GIVEN(MF_SEQ))
-        TRY(set_opt_l(imp, l, MEM4D_LAYOUT_SEQ_LENGTH, MF_SEQ, U(MF_SEQ)));
+        TRY(m4d_megatron_set_layout(imp, l, MEM4D_LAYOUT_SEQ_LENGTH, MF_SEQ, U(MF_SEQ)));
     if (GIVEN(MF_ENC_SEQ))
-        TRY(set_opt_l(imp, l, MEM4D_LAYOUT_SEQ_LENGTH, MF_ENC_SEQ, U(MF_ENC_SEQ)));
+        TRY(m4d_megatron_set_layout(imp, l, MEM4D_LAYOUT_SEQ_LENGTH, MF_ENC_SEQ, U(MF_ENC_SEQ)));
     /* Megatron turns sequence parallelism off at tp = 1. */
     TRY(SET_L(l, MEM4D_LAYOUT_SEQUENCE_PARALLEL, GIVEN(MF_SP) && l->v[MEM4D_LAYOUT_TP] > 1, "--sequence-parallel"));
     /* Megatron-LLaMA's overlapped distributed optimizer shards the optimizer state as Megatron's does. */
     TRY(SET_L(l, MEM4D_LAYOUT_DIST_OPT, GIVEN(MF_DIST_OPT) || GIVEN(MF_ODO), "--use-distributed-optimizer"));
     TRY(SET_L(l, MEM4D_LAYOUT_OVERLAPPED_DIST_OPT, GIVEN(MF_ODO), "--overlapped-distributed-optimizer"));
-    TRY(set_opt_l(imp, l, MEM4D_LAYOUT_VOCAB_DIVISOR, MF_VOCAB_DIV, GIVEN(MF_VOCAB_DIV) ? U(MF_VOCAB_DIV) : 128));
+    TRY(m4d_megatron_set_layout(imp, l, MEM4D_LAYOUT_VOCAB_DIVISOR, MF_VOCAB_DIV, GIVEN(MF_VOCAB_DIV) ? U(MF_VOCAB_DIV) : 128));
     TRY(SET_L(l, MEM4D_LAYOUT_FP8, GIVEN(MF_FP8), "--fp8-format"));
-    TRY(set_opt_l(imp, l, MEM4D_LAYOUT_FIRST_STAGE_LAYERS, MF_FIRST_LAYERS, GIVEN(MF_FIRST_LAYERS) ? U(MF_FIRST_LAYERS) : 0));
-    TRY(set_opt_l(imp, l, MEM4D_LAYOUT_LAST_STAGE_LAYERS, MF_LAST_LAYERS, GIVEN(MF_LAST_LAYERS) ? U(MF_LAST_LAYERS) : 0));
+    TRY(m4d_megatron_set_layout(imp, l, MEM4D_LAYOUT_FIRST_STAGE_LAYERS, MF_FIRST_LAYERS, GIVEN(MF_FIRST_LAYERS) ? U(MF_FIRST_LAYERS) : 0));
+    TRY(m4d_megatron_set_layout(imp, l, MEM4D_LAYOUT_LAST_STAGE_LAYERS, MF_LAST_LAYERS, GIVEN(MF_LAST_LAYERS) ? U(MF_LAST_LAYERS) : 0));
     TRY(SET_L(l, MEM4D_LAYOUT_OVERLAP_GRAD_REDUCE, GIVEN(MF_OVERLAP_GRAD), "--overlap-grad-reduce"));
     TRY(SET_L(l, MEM4D_LAYOUT_OVERLAP_PARAM_GATHER, GIVEN(MF_OVERLAP_PARAM), "--overlap-param-gather"));
-    TRY(set_opt_l(imp, l, MEM4D_LAYOUT_BUCKET_SIZE, MF_BUCKET, GIVEN(MF_BUCKET) ? U(MF_BUCKET) : 0));
+    TRY(m4d_megatron_set_layout(imp, l, MEM4D_LAYOUT_BUCKET_SIZE, MF_BUCKET, GIVEN(MF_BUCKET) ? U(MF_BUCKET) : 0));
     TRY(apply_reduce_bucket(imp, vals, l));
     /* Only whether dropout is on matters (its masks); Megatron-LM defaults both to 0.1. */
     TRY(SET_L(l, MEM4D_LAYOUT_HIDDEN_DROPOUT, !GIVEN(MF_HIDDEN_DROPOUT) || vals[MF_HIDDEN_DROPOUT].r > 0.0,
@@ -748,7 +443,7 @@ static mem4d_status apply_layout_basic(mem4d_import *imp, const struct opt_val *
 
 /* Bytes of each dtype name of the precision-aware optimizer's lists
  * (fp32 first; fp8 is stored as uint8). */
-static uint64_t dtype_bytes(const struct opt_val *vals, int o)
+static uint64_t dtype_bytes(const struct m4d_opt_val *vals, int o)
 {
     if (!GIVEN(o))
         return 4;
@@ -759,7 +454,7 @@ static uint64_t dtype_bytes(const struct opt_val *vals, int o)
 /* Megatron's precision-aware optimizer keeps main gradients, main
  * parameters and each Adam moment in the dtypes named; without it those
  * flags must stay fp32 (OptimizerConfig refuses otherwise). */
-static mem4d_status apply_precision_aware(mem4d_import *imp, const struct opt_val *vals, mem4d_layout *l)
+static mem4d_status apply_precision_aware(mem4d_import *imp, const struct m4d_opt_val *vals, mem4d_layout *l)
 {
     static const int dtypes[] = {MF_MAIN_GRADS_DTYPE, MF_MAIN_PARAMS_DTYPE, MF_EXP_AVG_DTYPE, MF_EXP_AVG_SQ_DTYPE};
     bool aware = GIVEN(MF_PREC_AWARE);
@@ -786,7 +481,7 @@ static mem4d_status apply_precision_aware(mem4d_import *imp, const struct opt_va
 /* --optimizer-cpu-offload keeps --optimizer-offload-fraction (default 1)
  * of the optimizer state on the host; Megatron requires the
  * precision-aware optimizer for it. */
-static mem4d_status apply_optimizer_offload(mem4d_import *imp, const struct opt_val *vals, mem4d_layout *l)
+static mem4d_status apply_optimizer_offload(mem4d_import *imp, const struct m4d_opt_val *vals, mem4d_layout *l)
 {
     if (!GIVEN(MF_OPT_OFFLOAD)) {
         if (GIVEN(MF_OPT_OFFLOAD_FRACTION))
@@ -804,7 +499,7 @@ static mem4d_status apply_optimizer_offload(mem4d_import *imp, const struct opt_
  * --moe-enable-deepep is the older spelling of flex + deepep), router padding
  * for quantized GEMMs (fp8_utils.get_fp8_align_size: 32 for MXFP8, 16 for
  * the other fp8 recipes), the EP overlap and delayed weight gradients. */
-static mem4d_status apply_moe_dispatch(mem4d_import *imp, const struct opt_val *vals, const mem4d_model *m,
+static mem4d_status apply_moe_dispatch(mem4d_import *imp, const struct m4d_opt_val *vals, const mem4d_model *m,
                                       mem4d_layout *l)
 {
     const char *type = GIVEN(MF_DISPATCHER) ? choice(vals, MF_DISPATCHER) : "allgather";
@@ -863,7 +558,7 @@ static mem4d_status apply_moe_dispatch(mem4d_import *imp, const struct opt_val *
  * and --external-cuda-graph (transformer_engine); a scope of full_iteration
  * (the older --cuda-graph-scope) is that implementation; a scope or module
  * list without attn (nor the whole layer) leaves attention eager. */
-static mem4d_status apply_cuda_graphs(mem4d_import *imp, const struct opt_val *vals, mem4d_layout *l)
+static mem4d_status apply_cuda_graphs(mem4d_import *imp, const struct m4d_opt_val *vals, mem4d_layout *l)
 {
     /* bits of the flags' choices: full attn mlp moe moe_router moe_preprocess mamba full_iteration */
     enum { SCOPE_FULL = 1, SCOPE_FULL_ITERATION = 128 };
@@ -887,7 +582,7 @@ static mem4d_status apply_cuda_graphs(mem4d_import *imp, const struct opt_val *v
 /* Activation offloading: Megatron-Core turns cpu_offloading on when
  * --cpu-offloading-num-layers is above 0 (the older --cpu-offloading
  * switch alone offloads no layer: the count defaults to 0). */
-static mem4d_status apply_cpu_offloading(mem4d_import *imp, const struct opt_val *vals, mem4d_layout *l)
+static mem4d_status apply_cpu_offloading(mem4d_import *imp, const struct m4d_opt_val *vals, mem4d_layout *l)
 {
     uint64_t n = GIVEN(MF_CPU_OFFLOAD_LAYERS) ? U(MF_CPU_OFFLOAD_LAYERS) : 0;
     if (GIVEN(MF_CPU_OFFLOAD) && n == 0)
@@ -901,7 +596,7 @@ static mem4d_status apply_cpu_offloading(mem4d_import *imp, const struct opt_val
  * asserts a non-empty list. fused_group_mlp (the TE op fuser's grouped MLP)
  * and gdp_qkv (the GatedDeltaProduct mixer) are layers this version does
  * not have. */
-static mem4d_status apply_fine_grained_offloading(mem4d_import *imp, const struct opt_val *vals, mem4d_layout *l)
+static mem4d_status apply_fine_grained_offloading(mem4d_import *imp, const struct m4d_opt_val *vals, mem4d_layout *l)
 {
     enum { MODELLED = 127, FUSED_GROUP_MLP = 128 };
     if (!GIVEN(MF_FG_OFFLOAD)) {
@@ -925,7 +620,7 @@ static mem4d_status apply_fine_grained_offloading(mem4d_import *imp, const struc
 
 /* --defer-embedding-wgrad-compute with --wgrad-deferral-limit (0: every
  * micro-batch); the limit alone does nothing. */
-static mem4d_status apply_deferred_wgrad(mem4d_import *imp, const struct opt_val *vals, mem4d_layout *l)
+static mem4d_status apply_deferred_wgrad(mem4d_import *imp, const struct m4d_opt_val *vals, mem4d_layout *l)
 {
     if (GIVEN(MF_WGRAD_DEFER_LIMIT) && !GIVEN(MF_DEFER_EMB_WGRAD))
         m4d_imp_warn(imp, "--wgrad-deferral-limit is ignored without --defer-embedding-wgrad-compute");
@@ -936,11 +631,11 @@ static mem4d_status apply_deferred_wgrad(mem4d_import *imp, const struct opt_val
 
 /* MoE token capacity (Megatron-Core TransformerConfig): a negative
  * --moe-expert-capacity-factor means none; padding needs a factor. */
-static mem4d_status apply_moe_capacity(mem4d_import *imp, const struct opt_val *vals, mem4d_layout *l)
+static mem4d_status apply_moe_capacity(mem4d_import *imp, const struct m4d_opt_val *vals, mem4d_layout *l)
 {
     double f = 0;
     if (GIVEN(MF_MOE_CAP)) {
-        TRY(parse_number(imp, "moe-expert-capacity-factor", vals[MF_MOE_CAP].s, &f));
+        TRY(m4d_megatron_parse_number(imp, "moe-expert-capacity-factor", vals[MF_MOE_CAP].s, &f));
         if (f < 0)
             f = 0;
     }
@@ -958,14 +653,14 @@ static mem4d_status apply_moe_capacity(mem4d_import *imp, const struct opt_val *
  * megatron_fsdp param_and_grad_buffer.py _resolve_group_grad_dtype: auto is
  * the parameters' dtype). --accumulate-allreduce-grads-in-fp32 does not
  * reach its buffers, so bf16 training keeps bf16 main gradients there. */
-static uint64_t fsdp_dtype_bytes(const struct opt_val *vals, int o, uint64_t dflt, uint64_t native)
+static uint64_t fsdp_dtype_bytes(const struct m4d_opt_val *vals, int o, uint64_t dflt, uint64_t native)
 {
     if (!GIVEN(o))
         return dflt;
     return strcmp(choice(vals, o), "auto") == 0 ? native : dtype_bytes(vals, o);
 }
 
-static mem4d_status apply_fsdp_precision(mem4d_import *imp, const struct opt_val *vals, mem4d_layout *l, bool half)
+static mem4d_status apply_fsdp_precision(mem4d_import *imp, const struct m4d_opt_val *vals, mem4d_layout *l, bool half)
 {
     if (!GIVEN(MF_MEGATRON_FSDP)) {
         if (GIVEN(MF_FSDP_GRADS_DTYPE) || GIVEN(MF_FSDP_PARAMS_DTYPE))
@@ -985,7 +680,7 @@ static mem4d_status apply_fsdp_precision(mem4d_import *imp, const struct opt_val
 /* Precision: bf16 forces fp32 gradient accumulation unless
  * --grad-reduce-in-bf16; fp16 accumulates in fp16 unless asked; fp32
  * training keeps no separate master copy. */
-static mem4d_status apply_precision(mem4d_import *imp, const struct opt_val *vals, mem4d_layout *l)
+static mem4d_status apply_precision(mem4d_import *imp, const struct m4d_opt_val *vals, mem4d_layout *l)
 {
     bool half = GIVEN(MF_BF16) || GIVEN(MF_FP16);
     uint64_t grad = 4;
@@ -1021,13 +716,13 @@ static mem4d_status apply_precision(mem4d_import *imp, const struct opt_val *val
  * hands the optimizer that partition: the fp32 master weights and Adam's
  * moments are partitioned over data parallelism even at stage 0. That is
  * what ZeRO stage 1 with fp32 main gradients holds. */
-static uint64_t deepspeed_bf16_optimizer_stage(const struct opt_val *vals, uint64_t stage)
+static uint64_t deepspeed_bf16_optimizer_stage(const struct m4d_opt_val *vals, uint64_t stage)
 {
     return stage == 0 && GIVEN(MF_BF16) ? 1 : stage;
 }
 
 /* Sharding of parameters, gradients and optimizer state beyond ZeRO-1. */
-static mem4d_status apply_sharding(mem4d_import *imp, const struct opt_val *vals, mem4d_layout *l)
+static mem4d_status apply_sharding(mem4d_import *imp, const struct m4d_opt_val *vals, mem4d_layout *l)
 {
     uint64_t zero = 0;
     if (GIVEN(MF_FSDP2))
@@ -1069,7 +764,7 @@ static mem4d_status apply_sharding(mem4d_import *imp, const struct opt_val *vals
  * Megatron-DeepSpeed today): --checkpoint-activations is uniform over
  * --checkpoint-num-layers (default 1); Megatron-LM 3.0's
  * --activations-checkpoint-method/-num-layers (default 1) name it. */
-static bool legacy_recompute(const struct opt_val *vals, uint64_t *method, uint64_t *layers)
+static bool legacy_recompute(const struct m4d_opt_val *vals, uint64_t *method, uint64_t *layers)
 {
     if (!GIVEN(MF_CKPT_ACT) && !GIVEN(MF_ACT_CKPT_METHOD))
         return false;
@@ -1081,7 +776,7 @@ static bool legacy_recompute(const struct opt_val *vals, uint64_t *method, uint6
 /* --moe-layer-recompute (deprecated in Megatron-Core's TransformerConfig)
  * is selective recomputation with "moe" added to the modules; it refuses
  * full granularity. */
-static mem4d_status apply_recompute(mem4d_import *imp, const struct opt_val *vals, mem4d_layout *l)
+static mem4d_status apply_recompute(mem4d_import *imp, const struct m4d_opt_val *vals, mem4d_layout *l)
 {
     uint64_t rc = 0, method = 0, layers = 0;
     if (GIVEN(MF_RC_ACT))
@@ -1123,7 +818,7 @@ static mem4d_status apply_recompute(mem4d_import *imp, const struct opt_val *val
 /* Flash attention: Transformer Engine (Megatron's default implementation)
  * picks a fused kernel unless told otherwise; the local implementation
  * needs --use-flash-attn. */
-static mem4d_status apply_attention(mem4d_import *imp, const struct opt_val *vals, mem4d_layout *l)
+static mem4d_status apply_attention(mem4d_import *imp, const struct m4d_opt_val *vals, mem4d_layout *l)
 {
     bool flash = true;
     if (GIVEN(MF_ATTN_BACKEND))
@@ -1135,243 +830,9 @@ static mem4d_status apply_attention(mem4d_import *imp, const struct opt_val *val
     return SET_L(l, MEM4D_LAYOUT_FLASH_ATTN, flash, "--use-flash-attn");
 }
 
-/* Virtual pipeline: chunks per rank = layers per stage / layers per chunk. */
-/* --account-for-embedding/loss-in-pipeline-split: Megatron-Core counts the
- * embedding (on the first stage) and the loss (on the last) as one layer
- * each and splits L + e + l evenly, so those stages build one transformer
- * layer fewer. Without virtual stages this is the uneven first/last split. */
-static mem4d_status apply_account_split(mem4d_import *imp, const struct opt_val *vals, const mem4d_model *m,
-                                        mem4d_layout *l)
-{
-    uint64_t e = GIVEN(MF_ACCOUNT_EMB), s = GIVEN(MF_ACCOUNT_LOSS), p = l->v[MEM4D_LAYOUT_PP];
-    /* Megatron-DeepSpeed's --pp-partition-method: DeepSpeed's PipelineModule
-     * balances the layers whose type matches; "type:transformer|embedding"
-     * counts the embedding pipes on the first and last stage as layers. */
-    if (GIVEN(MF_PP_PARTITION)) {
-        const char *how = vals[MF_PP_PARTITION].s;
-        if (strcmp(how, "type:transformer|embedding") == 0)
-            e = s = 1;
-        else if (strcmp(how, "type:transformer") != 0 && strcmp(how, "uniform") != 0)
-            m4d_imp_warn(imp, "--pp-partition-method %.64s is not a partition this version knows; the layers are "
-                         "split evenly", how);
-    }
-    uint64_t L = m->v[MEM4D_MODEL_NUM_LAYERS];
-    if (!e && !s)
-        return MEM4D_OK;
-    if (GIVEN(MF_FIRST_LAYERS) || GIVEN(MF_LAST_LAYERS))
-        return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "counting the embedding or loss as pipeline layers contradicts "
-                            "--decoder-first/last-pipeline-num-layers");
-    if (p == 1)
-        return MEM4D_OK; /* one stage holds everything */
-    uint64_t v = l->v[MEM4D_LAYOUT_VPP];
-    if (v > 1) {
-        /* the embedding (loss) takes a layer's place in the first (last)
-         * virtual stage: every virtual stage holds (L + e + s)/(p·v) */
-        if (L == 0 || (L + e + s) % (p * v) != 0 || (L + e + s) / (p * v) <= 1)
-            return m4d_imp_fail(imp, MEM4D_E_LAYERS_PP, "%llu layers plus the embedding and loss counted as layers "
-                                "(%llu) do not split evenly over %llu x %llu virtual pipeline stages",
-                                (unsigned long long)L, (unsigned long long)(L + e + s), (unsigned long long)p,
-                                (unsigned long long)v);
-        TRY(SET_L(l, MEM4D_LAYOUT_FIRST_CHUNK_FEWER_LAYERS, e, "--account-for-embedding-in-pipeline-split"));
-        return SET_L(l, MEM4D_LAYOUT_LAST_CHUNK_FEWER_LAYERS, s, "--account-for-loss-in-pipeline-split");
-    }
-    if (L == 0 || (L + e + s) % p != 0 || (L + e + s) / p <= 1)
-        return m4d_imp_fail(imp, MEM4D_E_LAYERS_PP, "%llu layers plus the embedding and loss counted as layers "
-                            "(%llu) do not split evenly over %llu pipeline stages", (unsigned long long)L,
-                            (unsigned long long)(L + e + s), (unsigned long long)p);
-    uint64_t per = (L + e + s) / p;
-    /* Both ends are given; the one not accounted for keeps a full share. */
-    TRY(SET_L(l, MEM4D_LAYOUT_FIRST_STAGE_LAYERS, per - e, "--account-for-embedding-in-pipeline-split"));
-    return SET_L(l, MEM4D_LAYOUT_LAST_STAGE_LAYERS, per - s, "--account-for-loss-in-pipeline-split");
-}
-
-static mem4d_status apply_vpp(mem4d_import *imp, const struct opt_val *vals, const mem4d_model *m,
-                              mem4d_layout *l)
-{
-    uint64_t p = l->v[MEM4D_LAYOUT_PP], vpp = 1;
-    if (GIVEN(MF_VPP_STAGES))
-        vpp = U(MF_VPP_STAGES);
-    if (GIVEN(MF_VPP_LAYERS)) {
-        uint64_t L = m->v[MEM4D_MODEL_NUM_LAYERS], per = U(MF_VPP_LAYERS);
-        if (L == 0)
-            return m4d_imp_fail(imp, MEM4D_E_MISSING, "--num-layers-per-virtual-pipeline-stage needs --num-layers");
-        if (per == 0)
-            return m4d_imp_fail(imp, MEM4D_E_RANGE, "--num-layers-per-virtual-pipeline-stage must be at least 1");
-        /* Megatron counts the embedding and the loss as layers here too
-         * when they are accounted for in the split (validate_args). */
-        L += GIVEN(MF_ACCOUNT_EMB) + GIVEN(MF_ACCOUNT_LOSS);
-        if (L % p != 0 || (L / p) % per != 0)
-            return m4d_imp_fail(imp, MEM4D_E_CONFLICT,
-                            "--num-layers-per-virtual-pipeline-stage %llu does not divide the %llu layers "
-                            "of each of %llu pipeline stages (%llu layers)",
-                            (unsigned long long)per, (unsigned long long)(L / p), (unsigned long long)p,
-                            (unsigned long long)L);
-        vpp = L / p / per;
-    }
-    if ((GIVEN(MF_VPP_LAYERS) || GIVEN(MF_VPP_STAGES)) && p == 1)
-        return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "an interleaved (virtual) pipeline needs "
-                        "--pipeline-model-parallel-size above 1");
-    return set_opt_l(imp, l, MEM4D_LAYOUT_VPP, GIVEN(MF_VPP_LAYERS) ? MF_VPP_LAYERS : MF_VPP_STAGES, vpp);
-}
-
-/* --pipeline-model-parallel-layout (Megatron-Core's PipelineParallelLayerLayout,
- * megatron/core/transformer/pipeline_parallel_layer_layout.py): stages split
- * by '|' in layer order (virtual stage k on rank k mod pp), 'E' the
- * embedding, 't' a transformer layer, 'm' an MTP layer, 'L' the loss;
- * commas are cosmetic; "(X)*n" then "c*n" repeat (parse_str_to_list). */
-#define M4D_PP_LAYOUT_MAX 4096 /* characters after expansion, and stages */
-
-/* One expansion pass, as Megatron's re.sub: "(X)*n" when `groups` (X up to
- * the first ')'), else "c*n" for any character c. */
-static bool pp_layout_unroll(const char *in, char *out, size_t cap, bool groups)
-{
-    size_t n = 0;
-    for (const char *p = in; *p;) {
-        const char *body = p, *star = NULL;
-        size_t len = 1;
-        if (groups) {
-            const char *close = *p == '(' ? strchr(p + 1, ')') : NULL;
-            if (close && close > p + 1 && close[1] == '*' && isdigit((unsigned char)close[2])) {
-                body = p + 1;
-                len = (size_t)(close - body);
-                star = close + 1;
-            }
-        } else if (p[1] == '*' && isdigit((unsigned char)p[2])) {
-            star = p + 1;
-        }
-        if (!star) {
-            if (n + 1 >= cap)
-                return false;
-            out[n++] = *p++;
-            continue;
-        }
-        char *num_end;
-        unsigned long long times = strtoull(star + 1, &num_end, 10);
-        if (times > M4D_PP_LAYOUT_MAX || n + len * times >= cap)
-            return false;
-        for (unsigned long long k = 0; k < times; k++, n += len)
-            memcpy(out + n, body, len);
-        p = num_end;
-    }
-    out[n] = '\0';
-    return true;
-}
-
-static mem4d_status apply_pp_layout(mem4d_import *imp, const struct opt_val *vals, const mem4d_model *m,
-                                    mem4d_layout *l)
-{
-    if (!GIVEN(MF_PP_LAYOUT))
-        return MEM4D_OK;
-    const char *flag = "--pipeline-model-parallel-layout";
-    if (GIVEN(MF_FIRST_LAYERS) || GIVEN(MF_LAST_LAYERS) || GIVEN(MF_ACCOUNT_EMB) || GIVEN(MF_ACCOUNT_LOSS) ||
-        GIVEN(MF_VPP_STAGES) || GIVEN(MF_VPP_LAYERS))
-        return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "%s places the layers itself; it contradicts "
-                            "--decoder-first/last-pipeline-num-layers, --account-for-*-in-pipeline-split and the "
-                            "virtual-stage flags", flag);
-    char a[M4D_PP_LAYOUT_MAX + 1], b[M4D_PP_LAYOUT_MAX + 1];
-    size_t n = 0;
-    for (const char *p = vals[MF_PP_LAYOUT].s; *p && n < M4D_PP_LAYOUT_MAX; p++)
-        if (*p != ',')
-            a[n++] = *p;
-    a[n] = '\0';
-    if (!pp_layout_unroll(a, b, sizeof b, true) || !pp_layout_unroll(b, a, sizeof a, false))
-        return m4d_imp_fail(imp, MEM4D_E_RANGE, "%s expands to more than %d layers and stages", flag,
-                            M4D_PP_LAYOUT_MAX);
-    /* Per stage: transformer and MTP layers. */
-    static const size_t max_stages = M4D_PP_LAYOUT_MAX / 2;
-    uint32_t t[M4D_PP_LAYOUT_MAX / 2], mtp[M4D_PP_LAYOUT_MAX / 2];
-    size_t S = 1, emb = 0, loss = 0;
-    t[0] = mtp[0] = 0;
-    for (const char *p = a; *p; p++) {
-        switch (*p) {
-        case '|':
-            if (S == max_stages)
-                return m4d_imp_fail(imp, MEM4D_E_RANGE, "%s has more than %zu stages", flag, max_stages);
-            t[S] = mtp[S] = 0;
-            S++;
-            break;
-        case 't': t[S - 1]++; break;
-        case 'm': mtp[S - 1]++; break;
-        case 'E': emb++; break;
-        case 'L': loss++; break;
-        default:
-            if ((unsigned char)*p < 0x80 && isprint((unsigned char)*p))
-                return m4d_imp_fail(imp, MEM4D_E_PARSE, "%s: '%c' is not a layer (E, t, m, L, '|', \"(...)*n\", "
-                                    "\"c*n\")", flag, *p);
-            return m4d_imp_fail(imp, MEM4D_E_PARSE, "%s: byte 0x%02X is not a layer (E, t, m, L, '|', "
-                                "\"(...)*n\", \"c*n\")", flag, (unsigned)(unsigned char)*p);
-        }
-    }
-    uint64_t p = l->v[MEM4D_LAYOUT_PP], L = m->v[MEM4D_MODEL_NUM_LAYERS], total = 0;
-    for (size_t k = 0; k < S; k++)
-        total += t[k];
-    if (emb != 1 || loss != 1 || a[0] != 'E' || a[strlen(a) - 1] != 'L')
-        return m4d_imp_fail(imp, MEM4D_E_PARSE, "%s must start with the embedding 'E' and end with the loss 'L', "
-                            "each once", flag);
-    if (S % p != 0)
-        return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "%s has %zu stages, not a multiple of the pipeline size %llu",
-                            flag, S, (unsigned long long)p);
-    if (total != L)
-        return m4d_imp_fail(imp, MEM4D_E_LAYERS_PP, "%s places %llu transformer layers; --num-layers is %llu", flag,
-                            (unsigned long long)total, (unsigned long long)L);
-    uint64_t vpp = S / p;
-    for (size_t r = 0; r < p; r++) {
-        uint64_t held = 0;
-        for (size_t k = r; k < S; k += p)
-            held += t[k];
-        if (held == 0)
-            return m4d_imp_fail(imp, MEM4D_E_LAYERS_PP, "%s leaves pipeline rank %zu without a transformer layer",
-                                flag, r);
-    }
-    bool even = true;
-    for (size_t k = 0; k < S; k++)
-        even = even && t[k] == t[0];
-    for (size_t k = 0; k + 1 < S; k++)
-        if (mtp[k])
-            return m4d_imp_fail(imp, MEM4D_E_UNSUPPORTED, "%s puts MTP layers on stage %zu; the estimate keeps "
-                                "them on the last stage", flag, k);
-    if (even)
-        return vpp > 1 ? SET_L(l, MEM4D_LAYOUT_VPP, vpp, flag) : MEM4D_OK;
-    /* Every virtual stage alike but a shorter first and last one (as
-     * "Et|(tt|)*30mL" writes the embedding and the MTP and loss in place of
-     * layers): first/last_chunk_fewer_layers. */
-    if (vpp > 1 && S >= 3 && t[0] <= t[1] && t[S - 1] <= t[1] && (t[0] != t[1] || t[S - 1] != t[1])) {
-        bool middle = true;
-        for (size_t k = 1; k + 1 < S; k++)
-            middle = middle && t[k] == t[1];
-        if (middle) {
-            TRY(SET_L(l, MEM4D_LAYOUT_FIRST_CHUNK_FEWER_LAYERS, t[1] - t[0], flag));
-            TRY(SET_L(l, MEM4D_LAYOUT_LAST_CHUNK_FEWER_LAYERS, t[1] - t[S - 1], flag));
-            return SET_L(l, MEM4D_LAYOUT_VPP, vpp, flag);
-        }
-    }
-    /* Uneven stages whose ranks split evenly over their chunks: the
-     * first/last stage keys, which every Megatron-LM reads back; any other
-     * placement: the layer table itself. */
-    bool ranks_even = true;
-    for (size_t r = 0; r < p; r++)
-        for (size_t k = 1; k < vpp; k++)
-            ranks_even = ranks_even && t[k * p + r] == t[r];
-    for (size_t r = 1; r + 1 < p; r++)
-        ranks_even = ranks_even && t[r] == t[1];
-    if (ranks_even) {
-        TRY(SET_L(l, MEM4D_LAYOUT_FIRST_STAGE_LAYERS, t[0] * vpp, flag));
-        TRY(SET_L(l, MEM4D_LAYOUT_LAST_STAGE_LAYERS, t[p - 1] * vpp, flag));
-        return vpp > 1 ? SET_L(l, MEM4D_LAYOUT_VPP, vpp, flag) : MEM4D_OK;
-    }
-    if (S > mem4d_layout_stage_layers_max())
-        return m4d_imp_fail(imp, MEM4D_E_RANGE, "%s has %zu stages; a layer table holds at most %zu", flag, S,
-                            mem4d_layout_stage_layers_max());
-    TRY(SET_L(l, MEM4D_LAYOUT_VPP, vpp, flag));
-    mem4d_status st = mem4d_layout_set_stage_layers(l, t, S);
-    if (st != MEM4D_OK)
-        return m4d_imp_fail(imp, st, "%s: its layer table was refused (%s)", flag, mem4d_status_name(st));
-    return MEM4D_OK;
-}
-
 /* World size and, as Megatron-LM does without --global-batch-size, a
  * global batch of one micro-batch per data-parallel rank. */
-static mem4d_status apply_world(mem4d_import *imp, const struct opt_val *vals, uint64_t world,
+static mem4d_status apply_world(mem4d_import *imp, const struct m4d_opt_val *vals, uint64_t world,
                                 mem4d_layout *l)
 {
     if (world) {
@@ -1379,7 +840,7 @@ static mem4d_status apply_world(mem4d_import *imp, const struct opt_val *vals, u
         TRY(SET_L(l, MEM4D_LAYOUT_DP, 0, "world size"));
     }
     if (GIVEN(MF_GBS))
-        return set_opt_l(imp, l, MEM4D_LAYOUT_GLOBAL_BATCH, MF_GBS, U(MF_GBS));
+        return m4d_megatron_set_layout(imp, l, MEM4D_LAYOUT_GLOBAL_BATCH, MF_GBS, U(MF_GBS));
     uint64_t mp, gbs;
     if (!world || !m4d_mul3(l->v[MEM4D_LAYOUT_TP], l->v[MEM4D_LAYOUT_CP], l->v[MEM4D_LAYOUT_PP], &mp) ||
         world % mp != 0 || !m4d_mul(l->v[MEM4D_LAYOUT_MICRO_BATCH], world / mp, &gbs))
@@ -1398,12 +859,12 @@ mem4d_status mem4d_import_megatron(mem4d_import *import, int argc, const char *c
     if (argc < 0 || (argc > 0 && !argv) || !model || !layout)
         return m4d_imp_fail(imp, MEM4D_E_INVALID_ARG, "NULL argument vector, model or layout");
 
-    struct opt_val vals[MF_COUNT];
+    struct m4d_opt_val vals[MF_COUNT];
     memset(vals, 0, sizeof vals);
     mem4d_model m = *model;
     mem4d_layout l = *layout;
     uint64_t world = 0;
-    mem4d_status st = scan_args(imp, argc, argv, vals);
+    mem4d_status st = m4d_megatron_scan(imp, argc, argv, vals);
     if (st == MEM4D_OK)
         st = check_conflicts(imp, vals);
     if (st == MEM4D_OK)
@@ -1433,11 +894,7 @@ mem4d_status mem4d_import_megatron(mem4d_import *import, int argc, const char *c
     if (st == MEM4D_OK)
         st = apply_attention(imp, vals, &l);
     if (st == MEM4D_OK)
-        st = apply_vpp(imp, vals, &m, &l);
-    if (st == MEM4D_OK)
-        st = apply_account_split(imp, vals, &m, &l);
-    if (st == MEM4D_OK)
-        st = apply_pp_layout(imp, vals, &m, &l);
+        st = m4d_megatron_read_pipeline(imp, vals, &m, &l);
     if (st == MEM4D_OK)
         st = m4d_imp_alloc_conf(imp, envp, &l);
     if (st == MEM4D_OK)
@@ -1455,5 +912,3 @@ mem4d_status mem4d_import_megatron(mem4d_import *import, int argc, const char *c
     return MEM4D_OK;
 }
 
-#undef GIVEN
-#undef U

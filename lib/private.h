@@ -248,6 +248,18 @@ void m4d_vmsg(char *buf, size_t size, const char *fmt, va_list ap)
 #endif
     ;
 
+/* A bounded writer: appends with m4d_put(), remembers the whole length even
+ * past the end of buf (a caller then reports the size needed). */
+struct m4d_out {
+    char *buf;
+    size_t size, len;
+};
+void m4d_put(struct m4d_out *o, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
 /* Length of the first n bytes of s less a UTF-8 character cut at n. */
 size_t m4d_utf8_cut(const char *s, size_t n);
 
@@ -398,6 +410,17 @@ static inline uint64_t m4d_vs_rank_layers(const struct m4d_ctx *x, uint64_t r)
         n += m4d_vs_layers(x, j * x->p + r);
     return n;
 }
+
+/* --- stages.c --------------------------------------------------------------- */
+
+/* ℓ_r: layers of pipeline rank r (all its chunks). */
+uint64_t m4d_stage_layers(const struct m4d_ctx *x, uint64_t r);
+/* The first layer and the layers of chunk j of rank r (j = 0 without vpp). */
+uint64_t m4d_chunk_first_layer(const struct m4d_ctx *x, uint64_t r, uint64_t j);
+uint64_t m4d_chunk_layers(const struct m4d_ctx *x, uint64_t r, uint64_t j);
+/* L_e(r): expert layers of rank r; of its heaviest chunk. */
+uint64_t m4d_stage_moe_layers(const struct m4d_ctx *x, uint64_t r);
+uint64_t m4d_chunk_moe_layers(const struct m4d_ctx *x, uint64_t r);
 
 /* The layout rules that depend on the recompute mode, which a search
  * varies inside a group resolved without recompute: m4d_resolve() gives

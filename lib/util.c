@@ -279,3 +279,14 @@ const char *mem4d_version(void)
 {
     return STR(MEM4D_VERSION_MAJOR) "." STR(MEM4D_VERSION_MINOR) "." STR(MEM4D_VERSION_MICRO);
 }
+
+void m4d_put(struct m4d_out *o, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    size_t room = o->len < o->size ? o->size - o->len : 0;
+    int n = vsnprintf(room ? o->buf + o->len : NULL, room, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        o->len += (size_t)n;
+}

@@ -1,0 +1,607 @@
+/*
+ * Full mode, activations and schedule: what one layer keeps for backward
+ * per micro-batch, recomputation and offloading, the micro-batches a
+ * pipeline schedule keeps in flight, the loss and the first and last
+ * stages' extras (doc/full-model.md, "Activations").
+ * SPDX-License-Identifier: MIT
+ */
+#include "estimate_full.h"
+
+/* Does selective recompute re-run this module (a M4D_RC_* bit)? */
+static bool reruns(const struct m4d_ctx *x, uint64_t module)
+{
+    return x->recompute == 1 && (x->rc_modules & module);
+}
+
+/* The attention core's own tensors per token, before the split by t:
+ * FlashAttention's fp32 log-sum-exp 4a; without it the softmax output
+ * 2a·s/c, with attention dropout also its one-byte mask and the 2-byte
+ * dropped probabilities the context matmul saves, 5a·s/c (Korthikanti et
+ * al. 2022, §4.1). Fused attention regenerates its dropout mask. */
+static uint64_t attention_core_bytes(bool *ok, const struct m4d_ctx *x)
+{
+    if (x->flash)
+        return 4 * x->a;
+    return mul(ok, (x->attn_dropout ? 5 : 2) * x->a, x->s / x->c);
+}
+
+/* Elements per token of Q, K, V and the attention output, before the split
+ * by t: a·d_qk + k·d_qk + k·d_v + a·d_v; with d_qk = d_v = dh this is
+ * (2a + 2k)·dh. Multi-latent attention has a key and value per head (k = a). */
+static uint64_t attention_tensors(bool *ok, const struct m4d_ctx *x)
+{
+    return add(ok, mul(ok, x->a + x->kv_heads, x->qk_dim), mul(ok, x->a + x->kv_heads, x->v_dim));
+}
+
+/* Bytes kept for backward per token and layer, in two halves:
+ * repl (split by t_sp): both norms' inputs and outputs, 4h elements of 2 bytes
+ *   (MoE: + router logits and probabilities in fp32, + permuted tokens in and out);
+ * split (split by t): Q, K, V (a+2k)·dh and the attention output a·dh,
+ *   2 bytes; the attention core's own tensors; the MLP's fc1 output and fc2
+ *   input, 3f (SwiGLU) or 2f elements (experts: top-k of them, plus the
+ *   shared expert).
+ * Hidden dropout adds two one-byte masks of h elements to repl (after
+ * attention and after the MLP). Selective recompute drops the attention
+ * core's own tensors, attention dropout included. */
+/* MLP intermediates a layer keeps per token, in units of f: Megatron's
+ * fused bias_swiglu saves its 2f input and fc2 its f input, 3; eager
+ * PyTorch's SwiGLU (torchtitan, nanotron, HF models under DeepSpeed) keeps
+ * w1's output (for silu), silu's output and w3's output (for the product)
+ * and the product (for w2), 4; a plain MLP 2. */
+static uint64_t mlp_saved(const struct m4d_ctx *x)
+{
+    if (!x->gated)
+        return 2;
+    return x->fw == MEM4D_FRAMEWORK_MEGATRON ? 3 : 4;
+}
+
+/* nanotron's CausalSelfAttention (models/llama.py, training path) keeps two
+ * more copies per token: K and V are concatenated and made contiguous for
+ * the rotary kernel (2·k·dh, saved by flash attention while the qkv
+ * projection's output stays alive through the query view), and with b > 1
+ * o_proj's input is the transposed attention output, which the matmul
+ * copies to a contiguous tensor it saves (a·dh). 2 bytes each, split by t. */
+static uint64_t nanotron_attention_copies(bool *ok, const struct m4d_ctx *x)
+{
+    if (x->fw != MEM4D_FRAMEWORK_NANOTRON)
+        return 0;
+    return mul(ok, 2 * (2 * x->k + (x->b > 1 ? x->a : 0)), x->dh);
+}
+
+/* What the token dispatcher adds per token (of the rank's T/t_sp) to an
+ * expert layer's kept tensors:
+ * - HybridEP's routing handle, kept by its dispatch and combine until
+ *   backward (DeepEP hybrid-ep executor.cu: sparse_to_dense_map T·N int32,
+ *   local_expert_routing_map T·N·L bool, dense_to_expert_map T·N·L int32):
+ *   N·(4 + 5L) bytes a token, N = ep·etp, L = E/ep local experts. DeepEP's
+ *   handle (prefix matrices, is_token_in_rank) stays below a few bytes a
+ *   token and is left out.
+ * - with the EP overlap and HybridEP (Megatron-Core models/common/utils.py
+ *   should_free_input), the experts' input is never freed after its
+ *   forward: with fp8, where the expert GEMM saves its own fp8 copy, the
+ *   bf16 permuted tokens stay too, 2h per routed token (fp8_savings drops
+ *   them otherwise). The flex dispatcher's own input, also kept there, is
+ *   the pre-MLP norm's output, counted already. */
+static uint64_t dispatch_kept(bool *ok, const struct m4d_ctx *x)
+{
+    uint64_t b = 0, N = ep_group(x);
+    if (x->dispatcher == MEM4D_MOE_DISPATCHER_HYBRIDEP)
+        b = mul(ok, N, 4 + 5 * (x->experts / x->ep));
+    return b;
+}
+
+/* HybridEP with the EP overlap keeps the bf16 expert input beside the fp8
+ * copy (above). */
+static bool keeps_bf16_expert_input(const struct m4d_ctx *x)
+{
+    return x->ep_overlap && x->dispatcher == MEM4D_MOE_DISPATCHER_HYBRIDEP;
+}
+
+static void layer_token_bytes(bool *ok, const struct m4d_ctx *x, uint64_t *repl, uint64_t *split)
+{
+    uint64_t inter = mlp_saved(x), mlp;
+    *repl = 4 * x->norms * x->h; /* each norm keeps its input and hands on its output */
+    if (x->hidden_dropout)
+        *repl = add(ok, *repl, 2 * x->h);
+    if (x->experts) {
+        mlp = add(ok, routed(ok, x, mul(ok, inter, x->fe)), inter * x->fs);
+        *repl = add(ok, *repl, add(ok, mul(ok, 2 * x->router_bytes, x->experts), routed(ok, x, 4 * x->h)));
+        *repl = add(ok, *repl, dispatch_kept(ok, x));
+    } else {
+        mlp = mul(ok, inter, x->f);
+    }
+    *split = add(ok, mul(ok, 2, attention_tensors(ok, x)), mul(ok, 2, mlp));
+    *split = add(ok, *split, nanotron_attention_copies(ok, x));
+    if (!reruns(x, M4D_RC_CORE_ATTN))
+        *split = add(ok, *split, attention_core_bytes(ok, x));
+}
+
+/* torch-native tensor parallelism (torchtitan): ColwiseParallel's input
+ * redistribution (the sequence-parallel all-gather) runs before the
+ * matmul, so autograd saves the gathered input, 2h bytes per token not
+ * split by t, where Megatron saves its shard and gathers again in backward.
+ * A block has two (attention's wq/wk/wv and the MLP's w1/w3); the head one. */
+static uint64_t gathered_inputs(const struct m4d_ctx *x)
+{
+    return x->fw == MEM4D_FRAMEWORK_TORCHTITAN && x->t > 1 ? 4 * x->h : 0;
+}
+
+/* What selective recomputation of other modules than the attention core
+ * drops from a layer's kept bytes per token (Megatron-Core's
+ * --recompute-modules; each re-run module keeps only its input, which
+ * another kept tensor already holds): layernorm the two norms' outputs 4h;
+ * mlp a dense MLP's intermediates 2·(3 or 2)·f; moe_act the expert
+ * activation's output 2·topk·fe; shared_experts the shared expert's
+ * intermediates; moe every expert tensor (router, permuted tokens,
+ * intermediates); mla_up_proj the up-projected Q, K and V. Returned in the
+ * two halves of layer_token_bytes(). */
+static void selective_savings(bool *ok, const struct m4d_ctx *x, uint64_t *repl, uint64_t *split)
+{
+    uint64_t inter = x->gated ? 3 : 2, m = x->recompute == 1 ? x->rc_modules : 0;
+    *repl = m & M4D_RC_LAYERNORM ? 4 * x->h : 0;
+    *split = 0;
+    if (!x->experts && (m & M4D_RC_MLP))
+        *split = add(ok, *split, mul(ok, 2 * inter, x->f));
+    if (x->experts && (m & M4D_RC_MOE)) {
+        *repl = add(ok, *repl, add(ok, mul(ok, 2 * x->router_bytes, x->experts), routed(ok, x, 4 * x->h)));
+        *repl = add(ok, *repl, dispatch_kept(ok, x)); /* the re-run dispatch makes its handle again */
+        *split = add(ok, *split, mul(ok, 2, add(ok, routed(ok, x, mul(ok, inter, x->fe)), inter * x->fs)));
+    } else if (x->experts) {
+        if (m & M4D_RC_MOE_ACT)
+            *split = add(ok, *split, routed(ok, x, mul(ok, 2, x->fe)));
+        if (m & M4D_RC_SHARED_EXPERTS)
+            *split = add(ok, *split, mul(ok, 2 * inter, x->fs));
+    }
+    if (x->kv_lora && (m & M4D_RC_MLA_UP_PROJ))
+        *split = add(ok, *split, mul(ok, 2, add(ok, mul(ok, x->a + x->kv_heads, x->qk_dim), mul(ok, x->kv_heads, x->v_dim))));
+}
+
+/* fp8 training: Transformer Engine's linear layers keep their input for
+ * the weight gradient as the fp8 tensor the forward GEMM used, one byte per
+ * element (te.pytorch Linear / LayerNormLinear save the quantized input).
+ * Where that input was kept only for the linear layer, a byte per element is
+ * saved: the two norm outputs before the QKV and first MLP projections (h
+ * each, replicated half) and the activation output before the second MLP
+ * projection (f, or topk·fe + fs with experts), and with experts the
+ * permuted tokens the grouped fc1 takes (h per routed token, the bf16 copy
+ * freed). The attention output is
+ * also kept in bf16 by the attention backward, so its fp8 copy for the
+ * output projection is an extra a·d_v byte per token. What selective
+ * recompute already dropped is not counted. */
+static void fp8_savings(bool *ok, const struct m4d_ctx *x, uint64_t *repl, uint64_t *split, uint64_t *extra)
+{
+    uint64_t m = x->recompute == 1 ? x->rc_modules : 0;
+    *repl = *split = *extra = 0;
+    if (!x->fp8)
+        return;
+    *repl = m & M4D_RC_LAYERNORM ? 0 : 2 * x->h;
+    *extra = mul(ok, x->a, x->v_dim);
+    if (!x->experts) {
+        if (!(m & M4D_RC_MLP))
+            *split = x->f;
+    } else if (!(m & M4D_RC_MOE)) {
+        if (!(m & M4D_RC_MOE_ACT))
+            *split = routed(ok, x, x->fe);
+        if (!(m & M4D_RC_SHARED_EXPERTS))
+            *split = add(ok, *split, x->fs);
+        /* the experts' fc1 input: the permuted tokens quantized and saved in
+         * fp8 by the grouped GEMM; the bf16 copy is freed (the fused permute
+         * keeps only its row map) */
+        if (!keeps_bf16_expert_input(x))
+            *repl = add(ok, *repl, routed(ok, x, x->h));
+    }
+}
+
+/* Fine-grained activation offloading (Megatron-Core
+ * pipeline_parallel/fine_grained_activation_offload.py; docs "Fine-Grained
+ * Activation Offloading"): each listed module's input, as the layer keeps
+ * it for backward, goes to the host in the forward and comes back before
+ * the module's backward, per token in the halves of layer_token_bytes:
+ * attn_norm the input norm's input 2h and mlp_norm the pre-MLP norm's
+ * (replicated); qkv_linear the input norm's output (2h, h when fp8 keeps it,
+ * none when the norms are recomputed); core_attn Q, K and V, and attn_proj
+ * the attention output (split); expert_fc1 the permuted tokens (2h per
+ * routed token, h with fp8) and moe_act the activation's input (2·fe per
+ * routed token, 2 bytes). activation_offload_fraction offloads that share of
+ * the groups, taken as that share of the bytes. */
+static void offload_bytes(bool *ok, const struct m4d_ctx *x, uint64_t *repl, uint64_t *split)
+{
+    uint64_t om = x->offload_modules, m = x->recompute == 1 ? x->rc_modules : 0;
+    *repl = *split = 0;
+    if (!om)
+        return;
+    uint64_t h2 = 2 * x->h, in_h = x->fp8 ? x->h : h2;
+    if (om & M4D_OFFLOAD_ATTN_NORM)
+        *repl = add(ok, *repl, h2);
+    if (om & M4D_OFFLOAD_MLP_NORM)
+        *repl = add(ok, *repl, h2);
+    if ((om & M4D_OFFLOAD_QKV_LINEAR) && !(m & M4D_RC_LAYERNORM))
+        *repl = add(ok, *repl, in_h);
+    if (om & M4D_OFFLOAD_CORE_ATTN)
+        *split = add(ok, *split, mul(ok, 2, add(ok, mul(ok, x->a, x->qk_dim), mul(ok, x->kv_heads, x->qk_dim + x->v_dim))));
+    if (om & M4D_OFFLOAD_ATTN_PROJ)
+        *split = add(ok, *split, mul(ok, 2 * x->a, x->v_dim));
+    if (x->experts && (om & M4D_OFFLOAD_EXPERT_FC1))
+        *repl = add(ok, *repl, routed(ok, x, keeps_bf16_expert_input(x) || !x->fp8 ? h2 : x->h));
+    if (x->experts && (om & M4D_OFFLOAD_MOE_ACT))
+        *split = add(ok, *split, routed(ok, x, 4 * x->fe));
+    *repl = muldiv(ok, *repl, x->offload_ppm, 1000000);
+    *split = muldiv(ok, *split, x->offload_ppm, 1000000);
+}
+
+/* One layer's offloaded inputs for a micro-batch (offload_bytes, T tokens). */
+static uint64_t offloaded_layer(bool *ok, const struct m4d_ctx *x)
+{
+    uint64_t repl, split, T = tokens(ok, x);
+    offload_bytes(ok, x, &repl, &split);
+    return add(ok, muldiv(ok, T, repl, t_sp(x)), muldiv(ok, T, split, x->t));
+}
+
+/* A_layer: one layer, one micro-batch, no full recompute, less what
+ * fine-grained offloading sends to the host. With multi-latent attention
+ * also the compressed query and key/value latents and their normalised
+ * copies, 2·(2·r_q + 2·r_kv + d_rope) bytes per token: the down-projections
+ * are replicated over t and see every token. */
+uint64_t m4d_layer_activation(bool *ok, const struct m4d_ctx *x)
+{
+    uint64_t repl, split, drop_repl, drop_split, fp8_repl, fp8_split, fp8_extra, T = tokens(ok, x);
+    layer_token_bytes(ok, x, &repl, &split);
+    selective_savings(ok, x, &drop_repl, &drop_split);
+    fp8_savings(ok, x, &fp8_repl, &fp8_split, &fp8_extra);
+    split = add(ok, split, fp8_extra);
+    drop_repl = add(ok, drop_repl, fp8_repl);
+    drop_split = add(ok, drop_split, fp8_split);
+    repl = repl > drop_repl ? repl - drop_repl : 0;
+    split = split > drop_split ? split - drop_split : 0;
+    uint64_t a = add(ok, muldiv(ok, T, repl, t_sp(x)), muldiv(ok, T, split, x->t));
+    uint64_t off = offloaded_layer(ok, x);
+    a = a > off ? a - off : 0;
+    if (x->kv_lora)
+        a = add(ok, a, mul(ok, T, 2 * (2 * x->q_lora + 2 * x->kv_lora + x->rope_dim)));
+    return add(ok, a, mul(ok, T, gathered_inputs(x)));
+}
+
+uint64_t m4d_layer_activation_bytes(const struct m4d_ctx *x)
+{
+    bool ok = true;
+    uint64_t a = m4d_layer_activation(&ok, x);
+    return ok ? a : 0;
+}
+
+/* C: a full-recompute checkpoint keeps only the layer input, 2·T·h/t_sp (4 with fp32 residuals);
+ * --distribute-saved-activations splits it over t when sequence
+ * parallelism does not already. */
+uint64_t m4d_checkpoint_bytes(bool *ok, const struct m4d_ctx *x)
+{
+    return muldiv(ok, tokens(ok, x), residual_bytes(x) * x->h, x->distribute_saved ? x->t : t_sp(x));
+}
+
+/* torchtitan's op-selective activation checkpointing (_save_list in
+ * parallelize_llama.py): inside a block the outputs of every aten.mm except
+ * each second one, of the attention kernel and of the tensor-parallel
+ * reduce-scatters are saved; everything else is recomputed. The block's
+ * matmuls run wq, wk, wv, wo, w1, w3, w2 (SwiGLU; fc1, fc2 without a gate),
+ * so wq (a·dh), wv (k·dh), w1 (f) and w2 are saved; w2's output is the full
+ * hidden state h before its reduce-scatter. Per micro-batch and block: the
+ * block input 2h/t_sp, those 2-byte outputs, the attention output a·dh and
+ * its fp32 log-sum-exp 4a (split by t), and with t > 1 the two
+ * reduce-scattered outputs of wo and w2, 2·2h/t_sp. */
+uint64_t m4d_op_sac_layer_keep(bool *ok, const struct m4d_ctx *x)
+{
+    uint64_t T = tokens(ok, x), f = x->experts ? routed(ok, x, x->fe) : x->f;
+    uint64_t split = add(ok, mul(ok, 2 * (2 * x->a + x->k), x->dh), add(ok, 4 * x->a, mul(ok, 2, f)));
+    uint64_t repl = 2 * x->h + (x->t > 1 ? 4 * x->h : 0);
+    uint64_t keep = add(ok, muldiv(ok, T, repl, t_sp(x)), muldiv(ok, T, split, x->t));
+    return x->gated ? add(ok, keep, mul(ok, T, 2 * x->h)) : keep;
+}
+
+/* l layers' A_layer, e of them expert layers: e·A_e + (l − e)·A_dense. */
+static uint64_t mixed_layers(bool *ok, const struct shared *sh, uint64_t l, uint64_t e)
+{
+    return add(ok, mul(ok, sh->A, e), mul(ok, sh->A_dense, l - e));
+}
+
+/* What one micro-batch keeps over `l` consecutive layers, e of them expert
+ * layers (a model mixing dense and expert layers; with block recompute the
+ * expert layers are taken to be among the kept ones, an upper bound), and the extra
+ * live set while one of its recomputed groups runs its backward.
+ * selective: l·A_layer kept, one layer's re-run attention core live;
+ * uniform, N per group: ⌈l/N⌉·C kept, N·A_layer live;
+ * block, first N recomputed: N·C + (l−N)·A_layer kept, one A_layer live.
+ * N = 0 means all l layers. */
+static void micro_batch_keep(bool *ok, const struct m4d_ctx *x, const struct shared *sh, uint64_t l,
+                             uint64_t e, uint64_t *keep, uint64_t *live)
+{
+    uint64_t C = sh->C, Amax = e ? max64(sh->A, sh->A_dense) : sh->A_dense;
+    *live = 0;
+    /* CPU offloading of the first N layers (Transformer Engine's default
+     * schedule, docs/features/other_optimizations/cpu_offloading: "at most
+     * model_layers - num_layers sets of activations are on GPU at any
+     * time"); offloaded expert layers are taken to be dense ones, an upper
+     * bound. Megatron allows it on one stage without recomputation only. */
+    if (x->act_offload && l > x->act_offload) {
+        l -= x->act_offload;
+        e = min64(e, l);
+    }
+    if (x->recompute == 3 && l > 0) { /* op-selective: the block re-run in backward completes A */
+        *keep = mul(ok, sh->sac, l);
+        *live = Amax > sh->sac ? Amax - sh->sac : 0;
+        return;
+    }
+    if (x->recompute == 2 && x->fw == MEM4D_FRAMEWORK_TORCHTITAN && l > 0) {
+        /* every block checkpointed on its own, or only every N-th (layer-selective) */
+        uint64_t ck = x->rc_every > 1 ? l / x->rc_every : l;
+        *keep = add(ok, mul(ok, C, ck), mul(ok, Amax, l - ck));
+        *live = Amax;
+        return;
+    }
+    if (x->recompute != 2 || l == 0) {
+        *keep = mixed_layers(ok, sh, l, e);
+        if (x->recompute == 1 && l > 0)
+            *live = sh->core_live;
+        return;
+    }
+    uint64_t N = x->rc_layers ? min64(x->rc_layers, l) : l;
+    if (x->rc_method == 0) {
+        *keep = mul(ok, C, m4d_ceil_div(l, N));
+        *live = mul(ok, Amax, N);
+    } else {
+        *keep = add(ok, mul(ok, C, N), mixed_layers(ok, sh, l - N, min64(e, l - N)));
+        *live = Amax;
+    }
+}
+
+/* Micro-batches live on stage r at its peak. 1F1B: min(p − r, m).
+ * Interleaved (v chunks of ℓ_r/v layers): Megatron's warm-up
+ * 2(p−r−1) + (v−1)·p chunk-micro-batches plus the one of the first
+ * steady-state step, capped at m·v. m = 0 (unknown) is taken as large. */
+void m4d_in_flight(const struct m4d_ctx *x, uint64_t r, uint64_t *units, uint64_t *layers_each)
+{
+    if (x->v > 1) {
+        uint64_t n = 2 * (x->p - r - 1) + (x->v - 1) * x->p + 1;
+        if (x->m > 0 && n > x->m * x->v)
+            n = x->m * x->v;
+        *units = n;
+        *layers_each = m4d_stage_layers(x, r) / x->v;
+        return;
+    }
+    uint64_t n = x->p - r;
+    if (x->afab && x->m > n) /* all forward, all backward: every micro-batch */
+        n = x->m;
+    if (x->m > 0 && x->m < n)
+        n = x->m;
+    *units = n;
+    *layers_each = m4d_stage_layers(x, r);
+}
+
+/* --delay-wgrad-compute: Transformer Engine queues each linear's
+ * [input, grad_output] (WeightGradStore) until backward_dw runs at the end
+ * of the layer's step, so within one layer's backward those stay live
+ * besides the working set: the QKV projection's output gradient
+ * (a·d_qk + k·(d_qk + d_v), split by t), the output projection's and the
+ * down projection's (h, per routed token with experts), and with sequence
+ * parallelism the all-gathered inputs of the column-parallel linears
+ * (the QKV projection, the dense or shared-expert fc1), 2h each over the
+ * whole sequence. One layer's worth at a time (the expert weight gradients
+ * run right after the MLP's backward). */
+static uint64_t delayed_wgrad(bool *ok, const struct m4d_ctx *x)
+{
+    if (!x->delay_wgrad)
+        return 0;
+    uint64_t T = tokens(ok, x), qkv = add(ok, mul(ok, x->a, x->qk_dim), mul(ok, x->kv_heads, x->qk_dim + x->v_dim));
+    uint64_t down = x->experts ? routed(ok, x, 2 * x->h) : 2 * x->h;
+    uint64_t b = add(ok, muldiv(ok, T, 2 * qkv, x->t), muldiv(ok, T, add(ok, 2 * x->h, down), t_sp(x)));
+    if (x->sp && x->t > 1)
+        b = add(ok, b, mul(ok, mul(ok, T, 2 * x->h), x->experts && !x->fs ? 1 : 2));
+    return b;
+}
+
+/* The transient of one layer's backward: gradients of the MLP
+ * intermediates and of the hidden state, and in attention the flash
+ * kernel's fp32 dq accumulator 4·a·dh or, without flash attention, the
+ * 2-byte gradient of the probabilities from the context matmul 2a·s/c
+ * (the fused softmax backward then works in place on it), and with
+ * attention dropout the dropout backward's new output beside it, 4a·s/c;
+ * with fine-grained offloading two layers' offloaded inputs, and with
+ * delayed weight gradients what Transformer Engine queues (above). */
+uint64_t m4d_backward_working_set(bool *ok, const struct m4d_ctx *x)
+{
+    uint64_t inter = x->gated ? 3 : 2, T = tokens(ok, x);
+    uint64_t mlp = x->experts ? add(ok, routed(ok, x, mul(ok, inter, x->fe)), inter * x->fs) : mul(ok, inter, x->f);
+    uint64_t attn = x->flash ? mul(ok, 4 * x->a, x->qk_dim) : mul(ok, (x->attn_dropout ? 4 : 2) * x->a, x->s / x->c);
+    uint64_t split = add(ok, mul(ok, 2, mlp), attn);
+    uint64_t w = add(ok, muldiv(ok, T, split, x->t), muldiv(ok, T, 2 * x->h, t_sp(x)));
+    /* offloading keeps the last layer's groups (offload margin) and reloads
+     * the layer in backward: two layers' offloaded inputs on the GPU */
+    w = add(ok, w, mul(ok, 2, offloaded_layer(ok, x)));
+    return add(ok, w, delayed_wgrad(ok, x));
+}
+
+/* The logits-sized blocks live around the loss besides Megatron's (below):
+ * n2 two-byte and n4 four-byte blocks of T·V_p/t elements, and the two-byte
+ * blocks already freed that the allocator cannot hand to the larger fp32
+ * requests (they stay reserved).
+ * - nanotron (sharded_cross_entropy, dtype fp32): the bf16 logits the caller
+ *   holds, their fp32 copy and the max-shifted fp32 copy: 2 + 4 + 4.
+ * - torchtitan and DeepSpeed (HF models) with PyTorch's cross_entropy on
+ *   logits.float(): forward bf16 + fp32 copy + log_softmax output; the bf16
+ *   logits are then freed (`del pred`); backward the saved output, the
+ *   nll_loss gradient and the log_softmax gradient, 3·4, with the freed bf16
+ *   block stranded.
+ * - torchtitan with t > 1 (loss parallel, torch.distributed.tensor.parallel
+ *   loss.py): forward, _log_softmax keeps the bf16 logits, the fp32 copy and
+ *   the shifted copy while it makes the result (2 + 3·4); backward,
+ *   _nll_loss_and_log_softmax_backward computes (grad_input + exp(x)) *
+ *   grad_output beside the saved result: 4·4 live, the bf16 block stranded
+ *   (the fp32 blocks reuse the forward's freed ones, one more is new).
+ * - a compiled loss (compile = blocks_and_loss; torchtitan's
+ *   components/loss.py wraps cross_entropy_loss in torch.compile): Inductor
+ *   computes the upcast, log-softmax and loss in fused kernels and its
+ *   partitioner saves the bf16 logits rather than an fp32 tensor; backward
+ *   writes the bf16 gradient directly: 2 + 2. */
+static void loss_blocks(const struct m4d_ctx *x, uint64_t *n2, uint64_t *n4, uint64_t *stranded)
+{
+    if (x->fw == MEM4D_FRAMEWORK_NANOTRON) {
+        *n2 = 1, *n4 = 2;
+    } else if (x->compile == 2) {
+        *n2 = 2, *n4 = 0;
+    } else if (x->fw == MEM4D_FRAMEWORK_TORCHTITAN && x->t > 1) {
+        *n2 = 0, *n4 = 4, *stranded = 1;
+    } else if (x->fw != MEM4D_FRAMEWORK_MEGATRON) { /* PyTorch's cross_entropy on one rank */
+        *n2 = 0, *n4 = 3, *stranded = 1;
+    }
+}
+
+/* Last stage, one micro-batch: the final norm's input and the head's input
+ * (4h/t_sp bytes per token), and around the loss the bf16 logits with their
+ * fp32 copy (Megatron's vocab_parallel_cross_entropy works in place on the
+ * copy and keeps it as the softmax) or, in backward, that fp32 gradient and
+ * its bf16 cast: 6·T·V_p/t. Megatron-Core's fused cross entropy as compiled
+ * whole by torch.compile (through 0.14) mutates the fp32 copy inside a graph
+ * that also reduces over it, so Inductor builds the new value in a fresh
+ * fp32 buffer and copies it back: 10·T·V_p/t. */
+void m4d_head_bytes(bool *ok, const struct m4d_ctx *x, uint64_t *keep, uint64_t *loss, uint64_t *stranded)
+{
+    uint64_t T = tokens(ok, x), E = muldiv(ok, T, x->Vp, x->t), n2 = 1, n4 = x->ce_fusion ? 2 : 1, ns = 0;
+    *keep = muldiv(ok, T, 4 * x->h, t_sp(x));
+    if (gathered_inputs(x)) /* the head's input is saved gathered (gathered_inputs) */
+        *keep = add(ok, muldiv(ok, T, 2 * x->h, t_sp(x)), mul(ok, T, 2 * x->h));
+    loss_blocks(x, &n2, &n4, &ns);
+    *loss = muldiv(ok, mul(ok, T, 2 * n2 + 4 * n4), x->Vp, x->t);
+    /* reserved beyond allocated: the stranded blocks' segments, and each live
+     * block's segment rounding (m4d_alloc_size) */
+    uint64_t e2 = mul(ok, E, 2), e4 = mul(ok, E, 4);
+    uint64_t round = add(ok, mul(ok, n2, m4d_alloc_size(e2) - e2), mul(ok, n4, m4d_alloc_size(e4) - e4));
+    *stranded = x->expandable ? round : add(ok, round, mul(ok, ns, m4d_alloc_size(e2)));
+}
+
+/* First stage, one micro-batch: the int64 token ids 8·T and, with hidden
+ * dropout, the embedding dropout's one-byte mask h·T/t_sp (Megatron-Core's
+ * LanguageModelEmbedding scatters to the sequence-parallel region first). */
+uint64_t m4d_embedding_keep(bool *ok, const struct m4d_ctx *x)
+{
+    uint64_t T = tokens(ok, x), ids = mul(ok, T, 8);
+    return x->hidden_dropout ? add(ok, ids, muldiv(ok, T, x->h, t_sp(x))) : ids;
+}
+
+/* Megatron's --defer-embedding-wgrad-compute (tensor_parallel/layers.py,
+ * LinearWithGradAccumulationAndAsyncCommunication: the output layer appends
+ * its input to embedding_activation_buffer and, in backward, its gradient
+ * output (cast to the input's dtype) to grad_output_buffer, for up to
+ * wgrad_deferral_limit micro-batches, 0 meaning all; the weight gradients
+ * run at the pipeline flush): the last stage keeps, per deferred
+ * micro-batch, the head input 2h·T/t_sp and the logits gradient 2·T·V_p/t;
+ * at the last loss min(n, m − 1) of the n deferred, at the flush all n. m
+ * unknown is taken as p. */
+static void deferred_embedding_wgrad(bool *ok, const struct m4d_ctx *x, uint64_t *at_loss, uint64_t *at_flush)
+{
+    if (!x->defer_emb_wgrad || x->p < 2)
+        return;
+    uint64_t m = x->m ? x->m : x->p, n = x->wgrad_defer_limit && x->wgrad_defer_limit < m ? x->wgrad_defer_limit : m;
+    uint64_t T = tokens(ok, x), each = add(ok, muldiv(ok, T, 2 * x->h, t_sp(x)), muldiv(ok, mul(ok, T, 2), x->Vp, x->t));
+    *at_loss = add(ok, *at_loss, mul(ok, each, n < m ? n : m - 1));
+    *at_flush = add(ok, *at_flush, mul(ok, each, n));
+}
+
+/* torch.distributed.pipelining with return_outputs (PipelineScheduleSingle
+ * .step, stage.py forward_one_chunk: "if self.is_last:
+ * self.output_chunks.append(output)"; cleared at the next step): the last
+ * stage keeps every micro-batch's output, torchtitan's bf16 logits 2·E, and
+ * step() ends with _merge_outputs, a torch.cat of them all. Returns the
+ * bytes kept at the last micro-batch's loss ((m − 1)·2E) and at the merge
+ * (2·m·2E); m unknown is taken as p (torchtitan's default micro-batch
+ * count is the pipeline degree). */
+void m4d_pp_kept_outputs(bool *ok, const struct m4d_ctx *x, uint64_t *at_loss, uint64_t *at_merge)
+{
+    *at_loss = *at_merge = 0;
+    deferred_embedding_wgrad(ok, x, at_loss, at_merge);
+    if (!x->pp_outputs || x->p < 2)
+        return;
+    uint64_t m = x->m ? x->m : x->p, E2 = muldiv(ok, mul(ok, tokens(ok, x), 2), x->Vp, x->t);
+    *at_loss = add(ok, *at_loss, mul(ok, E2, m - 1));
+    *at_merge = add(ok, *at_merge, mul(ok, mul(ok, E2, m), 2));
+}
+
+/* Activations of stage r at two moments. At the forward/backward peak
+ * (*peak): the in-flight micro-batches' kept tensors, the first stage's
+ * token ids (int64), and the larger of two transients: the loss on the last
+ * stage, or one layer's backward with its recomputed group. When the first
+ * stage's embedding gradient is formed (*at_embedding_grad), one in-flight
+ * micro-batch has just been freed. */
+void m4d_stage_activations(bool *ok, const struct m4d_ctx *x, const struct shared *sh, uint64_t r,
+                           uint64_t *reported_in_flight, uint64_t *peak, uint64_t *at_embedding_grad,
+                           uint64_t *stranded)
+{
+    uint64_t units, each, keep, live, act, mtp_units;
+    m4d_in_flight(x, r, &units, &each);
+    *reported_in_flight = x->v > 1 ? m4d_ceil_div(units, x->v) : units;
+    mtp_units = units;
+    if (m4d_chunked(x) && x->v > 1) {
+        /* Chunks of unequal length: Megatron's interleaved schedule runs its
+         * forwards in groups of p micro-batches per chunk, chunk 0 to v-1 and
+         * round again (get_model_chunk_id), so of the `units` in flight
+         * q·p + min(p, rest − j·p) are chunk j's; each keeps its own layers. */
+        uint64_t pv = x->p * x->v, q = units / pv, rest = units % pv, first_keep = 0;
+        act = live = 0;
+        for (uint64_t j = 0; j < x->v; j++) {
+            uint64_t nj = q * x->p + (rest > j * x->p ? min64(x->p, rest - j * x->p) : 0), kj, lj;
+            uint64_t l = m4d_chunk_layers(x, r, j);
+            micro_batch_keep(ok, x, sh, l, m4d_moe_layers_in(x, m4d_chunk_first_layer(x, r, j), l), &kj, &lj);
+            act = add(ok, act, mul(ok, kj, nj));
+            if (nj)
+                live = max64(live, lj);
+            if (j == 0)
+                first_keep = kj;
+            if (j == x->v - 1)
+                mtp_units = nj;
+        }
+        *at_embedding_grad = act > first_keep ? act - first_keep : 0;
+    } else {
+        micro_batch_keep(ok, x, sh, each, m4d_chunk_moe_layers(x, r), &keep, &live);
+        act = mul(ok, keep, units);
+        *at_embedding_grad = mul(ok, keep, units - 1);
+    }
+    if (r == 0)
+        act = add(ok, act, mul(ok, sh->emb_keep, *reported_in_flight));
+    /* fp32 residuals: the schedule keeps each received input (fp32), besides
+     * the bf16 copy the first norm saves; rank 0's first chunk receives none */
+    if (x->fp32_residual && x->p > 1) {
+        uint64_t received = r > 0 ? units : units - m4d_ceil_div(units, x->v);
+        act = add(ok, act, mul(ok, received, muldiv(ok, tokens(ok, x), 4 * x->h, t_sp(x))));
+    }
+    uint64_t transient = add(ok, sh->backward, live);
+    /* EP overlap: one micro-batch's forward runs layer by layer beside
+     * another's backward (model_chunk_schedule_plan.py): at worst a whole
+     * forward layer is allocated before the backward frees its attention */
+    if (x->ep_overlap)
+        transient = add(ok, transient, sh->A);
+    *stranded = 0;
+    if (r == x->p - 1) {
+        uint64_t kept, merge;
+        m4d_pp_kept_outputs(ok, x, &kept, &merge);
+        act = add(ok, act,
+                  add(ok, sh->head_keep, mul(ok, mul(ok, x->experts ? sh->A : sh->A_dense, x->mtp), mtp_units)));
+        act = add(ok, act, kept);
+        uint64_t layer = transient;
+        if (sh->loss > transient) {
+            transient = sh->loss;
+            *stranded = sh->stranded;
+        }
+        /* per-layer CUDA graphs: the eager loss cannot reuse the graph pool's
+         * backward working set, so the smaller of the two stays reserved */
+        if (x->cuda_graph == MEM4D_CUDA_GRAPH_LOCAL || x->cuda_graph == MEM4D_CUDA_GRAPH_TRANSFORMER_ENGINE)
+            *stranded = add(ok, *stranded, min64(layer, sh->loss));
+    }
+    *peak = add(ok, act, transient);
+}
+
+/* Selective recompute: while one layer's backward runs, the modules it
+ * re-ran hold their tensors again: the attention core's, and what
+ * selective_savings() dropped. */
+uint64_t m4d_selective_live(bool *ok, const struct m4d_ctx *x)
+{
+    uint64_t T = tokens(ok, x), repl, split;
+    selective_savings(ok, x, &repl, &split);
+    uint64_t core = reruns(x, M4D_RC_CORE_ATTN) ? attention_core_bytes(ok, x) : 0;
+    return add(ok, muldiv(ok, T, add(ok, core, split), x->t), muldiv(ok, T, repl, t_sp(x)));
+}
