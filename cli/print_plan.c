@@ -190,27 +190,35 @@ static size_t uniq(const struct plan_rows *rs, size_t off, uint64_t *out, size_t
     return n;
 }
 
-/* The best of the rows in one cell: best verdict, then most TFLOP/s. */
-static const struct plan_row *cell_best(const struct plan_rows *rs, uint64_t c, uint64_t b, uint64_t t, uint64_t p)
+/* Where v sits on a sorted axis, or -1 when the axis left it out. */
+static int axis_at(const uint64_t *axis, size_t n, uint64_t v)
 {
-    const struct plan_row *best = NULL;
-    for (size_t i = 0; i < rs->n; i++) {
-        const struct plan_row *w = &rs->a[i];
-        if (w->cp != c || w->mbs != b || w->tp != t || w->pp != p)
-            continue;
-        if (!best || w->verdict < best->verdict ||
-            (w->verdict == best->verdict && w->metrics && (!best->metrics || w->tflops > best->tflops)))
-            best = w;
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (axis[mid] < v)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
-    return best;
+    return lo < n && axis[lo] == v ? (int)lo : -1;
+}
+
+/* Does w beat the cell's best so far: best verdict, then most TFLOP/s (the
+ * first of equals stays). */
+static bool cell_better(const struct plan_row *w, const struct plan_row *best)
+{
+    return !best || w->verdict < best->verdict ||
+           (w->verdict == best->verdict && w->metrics && (!best->metrics || w->tflops > best->tflops));
 }
 
 #define SVG_CELL 46
 #define SVG_PANEL_GAP 36
 #define SVG_MAX_AXIS 16
 
-static void svg_panel(FILE *f, const struct plan_rows *rs, uint64_t c, uint64_t b, const uint64_t *ts, size_t nt,
-                      const uint64_t *ps, size_t np, int x0, int y0)
+/* One (cp, mbs) panel; best[i * nt + j] is the cell of pp ps[i], tp ts[j]. */
+static void svg_panel(FILE *f, const struct plan_row *const *best, uint64_t c, uint64_t b, const uint64_t *ts,
+                      size_t nt, const uint64_t *ps, size_t np, int x0, int y0)
 {
     static const char *const fill[] = {"#4caf50", "#ffb300", "#e53935"};
     fprintf(f, "<text x='%d' y='%d' font-weight='bold'>cp %llu, mbs %llu</text>\n", x0, y0 - 22,
@@ -224,7 +232,7 @@ static void svg_panel(FILE *f, const struct plan_rows *rs, uint64_t c, uint64_t 
                 (unsigned long long)ps[i]);
         for (size_t j = 0; j < nt; j++) {
             int x = x0 + 30 + (int)j * SVG_CELL;
-            const struct plan_row *w = cell_best(rs, c, b, ts[j], ps[i]);
+            const struct plan_row *w = best[i * nt + j];
             fprintf(f, "<rect x='%d' y='%d' width='%d' height='%d' fill='%s' stroke='white'/>\n", x, y, SVG_CELL,
                     SVG_CELL, w ? fill[w->verdict <= 2 ? w->verdict : 2] : "#e0e0e0");
             if (w && w->verdict != MEM4D_VERDICT_OOM && w->metrics)
@@ -245,9 +253,28 @@ bool plan_write_svg(const char *path, const struct plan_rows *rs, const char *ti
     size_t nb = uniq(rs, offsetof(struct plan_row, mbs), bs, 6);
     size_t nt = uniq(rs, offsetof(struct plan_row, tp), ts, SVG_MAX_AXIS);
     size_t np = uniq(rs, offsetof(struct plan_row, pp), ps, SVG_MAX_AXIS);
+    /* Each row into its cell in one pass (linear in the rows: a search can
+     * draw millions); the axes hold at most 16 x 6 x 16 x 16 cells. */
+    size_t ncell = nc * nb * nt * np;
+    const struct plan_row **best = calloc(ncell ? ncell : 1, sizeof *best);
+    if (!best) {
+        cli_error("--svg: out of memory");
+        return false;
+    }
+    for (size_t k = 0; k < rs->n; k++) {
+        const struct plan_row *w = &rs->a[k];
+        int ic = axis_at(cs, nc, w->cp), ib = axis_at(bs, nb, w->mbs), it = axis_at(ts, nt, w->tp),
+            ip = axis_at(ps, np, w->pp);
+        if (ic < 0 || ib < 0 || it < 0 || ip < 0)
+            continue;
+        size_t at = (((size_t)ic * nb + (size_t)ib) * np + (size_t)ip) * nt + (size_t)it;
+        if (cell_better(w, best[at]))
+            best[at] = w;
+    }
     FILE *f = fopen(path, "w");
     if (!f) {
         cli_error("--svg: cannot write '%s': %s", path, strerror(errno));
+        free(best);
         return false;
     }
     int pw = 30 + (int)nt * SVG_CELL + SVG_PANEL_GAP, ph = (int)np * SVG_CELL + SVG_PANEL_GAP + 24;
@@ -261,8 +288,10 @@ bool plan_write_svg(const char *path, const struct plan_rows *rs, const char *ti
             "TFLOP/s per GPU; green fits, amber tight, red oom (peak GiB), grey invalid</text>\n");
     for (size_t i = 0; i < nc; i++)
         for (size_t j = 0; j < nb; j++)
-            svg_panel(f, rs, cs[i], bs[j], ts, nt, ps, np, 20 + (int)j * pw, 90 + (int)i * ph);
+            svg_panel(f, best + (i * nb + j) * np * nt, cs[i], bs[j], ts, nt, ps, np, 20 + (int)j * pw,
+                      90 + (int)i * ph);
     fputs("</svg>\n", f);
+    free(best);
     /* A full disk shows at the last flush: fclose's status, or the stream's error. */
     errno = 0;
     bool failed = ferror(f) != 0;

@@ -92,6 +92,47 @@ with tempfile.TemporaryDirectory() as tmp:
     check(doc.documentElement.tagName == "svg", "not an svg")
     check(len(doc.getElementsByTagName("rect")) > 10, "svg has no cells")
 
+# The landscape of a search of ~10,000 layouts: one cell per (cp, mbs, pp, tp)
+# drawn, coloured by the best verdict of its layouts and labelled with the
+# most TFLOP/s among them (or the peak), exactly as the rows of --all say.
+with tempfile.TemporaryDirectory() as tmp:
+    path = os.path.join(tmp, "many.svg")
+    many = ["--model", "llama3.1-70b", "--gpus", "512", "--seq", "8192", "--gbs", "1024", "--mbs", "1,2,4",
+            "--cross-node"]
+    rows = list(csv.DictReader(io.StringIO(run("plan", *many, "--all", "--top", "0", "--csv").stdout)))
+    run("plan", *many, "--svg", path)
+    check(len(rows) > 5000, f"the landscape test searches many layouts: {len(rows)}")
+    rank = {"fits": 0, "tight": 1, "oom": 2}
+    best = {}
+    for r in rows:
+        key = tuple(int(r[k]) for k in ("cp", "mbs", "pp", "tp"))
+        v, tf = rank[r["verdict"]], float(r["tflops_per_gpu"] or "-inf")
+        if key not in best or (v, -tf) < (best[key][0], -best[key][1]):
+            best[key] = (v, tf, int(r["peak_bytes"]))
+    axes = [sorted({k[i] for k in best}) for i in range(4)]
+    colours = {0: "#4caf50", 1: "#ffb300", 2: "#e53935"}
+    want_fill, want_label = {}, {}
+    for cp in axes[0]:
+        for mbs in axes[1]:
+            for pp in axes[2]:
+                for tp in axes[3]:
+                    b = best.get((cp, mbs, pp, tp))
+                    fill = colours[b[0]] if b else "#e0e0e0"
+                    want_fill[fill] = want_fill.get(fill, 0) + 1
+                    if b:
+                        label = f"{b[1]:.0f}" if b[0] < 2 else f"{b[2] / 2**30:.0f}G"
+                        want_label[label] = want_label.get(label, 0) + 1
+    doc = xml.dom.minidom.parse(path)
+    got_fill, got_label = {}, {}
+    for rect in doc.getElementsByTagName("rect")[1:]:  # the first is the background
+        got_fill[rect.getAttribute("fill")] = got_fill.get(rect.getAttribute("fill"), 0) + 1
+    for text in doc.getElementsByTagName("text"):
+        if text.getAttribute("text-anchor") == "middle" and text.getAttribute("font-size") in ("9", "11"):
+            label = text.firstChild.data
+            got_label[label] = got_label.get(label, 0) + 1
+    check(got_fill == want_fill, f"landscape cells by colour: {got_fill}, the rows say {want_fill}")
+    check(got_label == want_label, "landscape labels differ from the rows' best TFLOP/s and peaks")
+
 # Errors: one line on stderr, exit status 2.
 for bad in (["--model", "no-such-model"], ["--gpu", "no-such-gpu"], ["--gpus", "x"], ["--tp", "8-1"],
             ["--mbs", "1,zero"], ["--bogus"], ["--top"], ["--set", "nokey=1"]):
