@@ -237,6 +237,27 @@ static uint64_t offloaded_layer(bool *ok, const struct m4d_ctx *x)
     return add(ok, muldiv(ok, T, repl, t_sp(x)), muldiv(ok, T, split, x->t));
 }
 
+/* DeepSeek Sparse Attention's lightning indexer (Megatron-Core
+ * experimental_attention_variant/dsa.py), per token of the micro-batch, not
+ * split by t (its projections are duplicated): FusedDSAIndexerLoss keeps the
+ * rotated query n_i·d_i, the head weights n_i and the key d_i (2 bytes each),
+ * the key's LayerNorm its input d_i, and the chosen keys' indices as int64,
+ * 8·topk; the main query and key it also keeps are the attention's own. The
+ * indexer reads detached copies of the layer's normalised input and
+ * compressed query, which with sequence parallelism over t > 1 it gathers
+ * first, 2·(h + r_q) more; otherwise they are tensors the layer keeps
+ * anyway. The indexer runs inside the attention core, so recomputing the core
+ * (selective recompute's core_attn) drops all of it. */
+static uint64_t dsa_indexer_bytes(bool *ok, const struct m4d_ctx *x)
+{
+    if (!x->idx_heads || reruns(x, M4D_RC_CORE_ATTN))
+        return 0;
+    uint64_t b = add(ok, mul(ok, 2 * x->idx_heads, x->idx_dim + 1), add(ok, 4 * x->idx_dim, mul(ok, 8, x->idx_topk)));
+    if (x->sp && x->t > 1)
+        b = add(ok, b, 2 * (x->h + x->q_lora));
+    return mul(ok, tokens(ok, x), b);
+}
+
 /* A_layer: one layer, one micro-batch, no full recompute, less what
  * fine-grained offloading sends to the host. With multi-latent attention
  * also the compressed query and key/value latents and their normalised
@@ -258,6 +279,7 @@ uint64_t m4d_layer_activation(bool *ok, const struct m4d_ctx *x)
     a = a > off ? a - off : 0;
     if (x->kv_lora)
         a = add(ok, a, mul(ok, T, 2 * (2 * x->q_lora + 2 * x->kv_lora + x->rope_dim)));
+    a = add(ok, a, dsa_indexer_bytes(ok, x));
     return add(ok, a, mul(ok, T, gathered_inputs(x)));
 }
 

@@ -82,6 +82,14 @@ static mem4d_status hf_qwen1(mem4d_import *imp, struct json_object *root, mem4d_
 static mem4d_status hf_qwen_moe(mem4d_import *imp, struct json_object *root, mem4d_model *m);
 static mem4d_status hf_olmo2(mem4d_import *imp, struct json_object *root, mem4d_model *m);
 static mem4d_status hf_biases(mem4d_import *imp, struct json_object *root, mem4d_model *m);
+static mem4d_status hf_gpt_oss(mem4d_import *imp, struct json_object *root, mem4d_model *m);
+static mem4d_status hf_dsa(mem4d_import *imp, struct json_object *root, mem4d_model *m);
+static mem4d_status hf_glm4_moe(mem4d_import *imp, struct json_object *root, mem4d_model *m);
+static mem4d_status hf_minimax_m2(mem4d_import *imp, struct json_object *root, mem4d_model *m);
+static mem4d_status hf_llama4(mem4d_import *imp, struct json_object *root, mem4d_model *m);
+static mem4d_status hf_mimo(mem4d_import *imp, struct json_object *root, mem4d_model *m);
+static mem4d_status hf_olmoe(mem4d_import *imp, struct json_object *root, mem4d_model *m);
+static mem4d_status hf_granite_moe(mem4d_import *imp, struct json_object *root, mem4d_model *m);
 
 static const struct hf_family hf_families[] = {
     /* type             gated  LN     tied   qkvb   bias   qknorm norms gate   extra */
@@ -104,6 +112,22 @@ static const struct hf_family hf_families[] = {
     {"internlm2",       true,  false, false, false, false, false, 2, false, hf_biases},
     {"starcoder2",      false, true,  true,  true,  true,  false, 2, false, hf_biases},
     {"gpt_neox",        false, true,  false, true,  true,  false, 2, false, NULL},
+    /* 2025-2026 families (transformers' modeling_*.py, or the model's own remote code) */
+    {"gpt_oss",         true,  false, false, true,  true,  false, 2, false, hf_gpt_oss},
+    {"kimi_k2",         true,  false, false, false, false, false, 2, false, hf_deepseek},
+    {"deepseek_v32",    true,  false, false, false, false, false, 2, false, hf_dsa},
+    {"glm_moe_dsa",     true,  false, false, false, false, false, 2, false, hf_dsa},
+    {"glm4_moe",        true,  false, false, false, false, false, 2, false, hf_glm4_moe},
+    {"minimax_m2",      true,  false, false, false, false, false, 2, false, hf_minimax_m2},
+    {"llama4_text",     true,  false, false, false, false, false, 2, false, hf_llama4},
+    {"qwen3_vl_text",   true,  false, false, false, false, true,  2, false, hf_biases},
+    {"qwen3_vl_moe_text", true, false, false, false, false, true, 2, false, hf_qwen_moe},
+    {"smollm3",         true,  false, true,  false, false, false, 2, false, hf_biases},
+    {"mimo",            true,  false, false, true,  false, false, 2, false, hf_mimo},
+    {"olmoe",           true,  false, false, false, false, true,  2, false, hf_olmoe},
+    {"granite",         true,  false, true,  false, false, false, 2, false, hf_biases},
+    {"granitemoe",      true,  false, true,  false, false, false, 2, false, hf_granite_moe},
+    {"granitemoeshared", true, false, true,  false, false, false, 2, false, hf_granite_moe},
 };
 
 /* The family of model_type; unknown ones only when the caller asked for a
@@ -246,6 +270,159 @@ static mem4d_status hf_olmo2(mem4d_import *imp, struct json_object *root, mem4d_
     return hf_biases(imp, root, m);
 }
 
+/* gpt-oss (transformers modeling_gpt_oss.py): biases on the query, key,
+ * value and output projections, on the router (num_experts) and on each
+ * expert's two projections (2·fe and h), and a learned sink logit per
+ * head. The checkpoint stores the experts in MXFP4; training runs them in
+ * bf16, so they are read as ordinary weights. Alternating sliding-window
+ * layers ("layer_types", "sliding_window") change no parameter and, with
+ * FlashAttention, no kept tensor. */
+static mem4d_status hf_gpt_oss(mem4d_import *imp, struct json_object *root, mem4d_model *m)
+{
+    bool given;
+    if (m->v[MEM4D_MODEL_EXPERT_TOPK] == 0)
+        TRY(hf_set(imp, root, "experts_per_token", m, MEM4D_MODEL_EXPERT_TOPK, &given));
+    TRY(SET_M(m, MEM4D_MODEL_ATTENTION_SINKS, 1, "self_attn.sinks"));
+    TRY(SET_M(m, MEM4D_MODEL_ROUTER_BIAS, 1, "mlp.router.bias"));
+    return hf_biases(imp, root, m);
+}
+
+/* DeepSeek-V3.2 and GLM-5: DeepSeek-V3's layers with the sparse-attention
+ * indexer ("index_n_heads", "index_head_dim", "index_topk"). */
+static mem4d_status hf_dsa(mem4d_import *imp, struct json_object *root, mem4d_model *m)
+{
+    static const struct { const char *key; mem4d_model_param param; } keys[] = {
+        {"index_n_heads", MEM4D_MODEL_DSA_INDEX_HEADS}, {"index_head_dim", MEM4D_MODEL_DSA_INDEX_HEAD_DIM},
+        {"index_topk", MEM4D_MODEL_DSA_INDEX_TOPK},
+    };
+    bool given;
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
+        TRY(hf_set(imp, root, keys[i].key, m, keys[i].param, &given));
+        if (!given)
+            return m4d_imp_fail(imp, MEM4D_E_MISSING, "config.json has no \"%s\" (the sparse-attention indexer)",
+                                keys[i].key);
+    }
+    return hf_deepseek(imp, root, m);
+}
+
+/* GLM-4.5/4.6/4.7 (transformers modeling_glm4_moe.py): DeepSeek-V3's expert
+ * layers (shared experts, first dense layers, MTP) under grouped-query
+ * attention whose query, key and value have biases with "attention_bias"
+ * (the output projection none) and per-head query/key norms with
+ * "use_qk_norm". */
+static mem4d_status hf_glm4_moe(mem4d_import *imp, struct json_object *root, mem4d_model *m)
+{
+    bool bias = false, qk = false;
+    TRY(hf_bool(imp, root, "attention_bias", &bias));
+    TRY(hf_bool(imp, root, "use_qk_norm", &qk));
+    TRY(SET_M(m, MEM4D_MODEL_QKV_BIAS, bias, "\"attention_bias\""));
+    TRY(SET_M(m, MEM4D_MODEL_QK_LAYERNORM, qk, "\"use_qk_norm\""));
+    return hf_deepseek(imp, root, m);
+}
+
+/* A string member, NULL when absent or not a string. */
+static const char *hf_string(struct json_object *root, const char *key)
+{
+    struct json_object *v = NULL;
+    if (!json_object_object_get_ex(root, key, &v) || json_object_get_type(v) != json_type_string)
+        return NULL;
+    return json_object_get_string(v);
+}
+
+/* MiniMax-M2 (its modeling_minimax_m2.py): every layer an expert layer of
+ * num_local_experts experts of "intermediate_size", no shared expert, and
+ * with "qk_norm_type" "per_layer" query and key norms over the whole
+ * projections. The MTP modules "use_mtp" announces are not in config.json's
+ * terms (nor in the published checkpoint), so they are left out, with a
+ * warning. */
+static mem4d_status hf_minimax_m2(mem4d_import *imp, struct json_object *root, mem4d_model *m)
+{
+    bool qk = false, mtp = false, given;
+    uint64_t shared = 0;
+    TRY(hf_bool(imp, root, "use_qk_norm", &qk));
+    TRY(hf_bool(imp, root, "use_mtp", &mtp));
+    TRY(hf_uint(imp, root, "shared_intermediate_size", false, &shared, &given));
+    if (shared)
+        return m4d_imp_fail(imp, MEM4D_E_UNSUPPORTED, "\"shared_intermediate_size\" %llu: MiniMax's shared expert "
+                            "is not an architecture this version reads", (unsigned long long)shared);
+    const char *type = hf_string(root, "qk_norm_type");
+    if (qk && type && strcmp(type, "per_layer") != 0 && strcmp(type, "per_head") != 0)
+        return m4d_imp_fail(imp, MEM4D_E_UNSUPPORTED, "\"qk_norm_type\" is neither \"per_layer\" nor \"per_head\"");
+    TRY(SET_M(m, MEM4D_MODEL_QK_LAYERNORM, qk, "\"use_qk_norm\""));
+    TRY(SET_M(m, MEM4D_MODEL_QK_NORM_WHOLE, qk && (!type || strcmp(type, "per_layer") == 0), "\"qk_norm_type\""));
+    if (mtp)
+        m4d_imp_warn(imp, "\"use_mtp\": MiniMax's multi-token-prediction modules are not described by config.json "
+                     "and are left out of the estimate");
+    return MEM4D_OK;
+}
+
+/* Llama 4's text model (transformers modeling_llama4.py): expert layers
+ * every "interleave_moe_layer_step"-th layer (layers step-1, 2·step-1, ...),
+ * each with experts and an ungated shared expert of "intermediate_size",
+ * dense layers of "intermediate_size_mlp"; chunked attention, the layers
+ * without RoPE and the weightless L2 query/key norm change no parameter. */
+static mem4d_status hf_llama4(mem4d_import *imp, struct json_object *root, mem4d_model *m)
+{
+    uint64_t step = 1, dense = 0;
+    bool given, dense_given;
+    TRY(hf_uint(imp, root, "interleave_moe_layer_step", false, &step, &given));
+    TRY(hf_uint(imp, root, "intermediate_size_mlp", false, &dense, &dense_given));
+    struct json_object *v = NULL;
+    if (json_object_object_get_ex(root, "moe_layers", &v) && json_object_get_type(v) == json_type_array) {
+        /* an explicit list is read only where it is the regular pattern */
+        size_t n = json_object_array_length(v);
+        for (size_t i = 0; i < n; i++) {
+            struct json_object *e = json_object_array_get_idx(v, i);
+            if (json_object_get_type(e) != json_type_int || step == 0 ||
+                (uint64_t)json_object_get_int64(e) != i * step + step - 1)
+                return m4d_imp_fail(imp, MEM4D_E_UNSUPPORTED, "\"moe_layers\" is not every %llu-th layer; only a "
+                                    "regular pattern of expert layers is read", (unsigned long long)step);
+        }
+    }
+    if (step == 0 || step > 64)
+        return m4d_imp_fail(imp, MEM4D_E_RANGE, "\"interleave_moe_layer_step\" %llu must be between 1 and 64",
+                            (unsigned long long)step);
+    uint64_t f = m->v[MEM4D_MODEL_FFN_HIDDEN_SIZE];
+    if (m->v[MEM4D_MODEL_NUM_EXPERTS]) {
+        TRY(SET_M(m, MEM4D_MODEL_EXPERT_FFN_SIZE, f, "\"intermediate_size\""));
+        TRY(SET_M(m, MEM4D_MODEL_SHARED_EXPERT_FFN_SIZE, f, "\"intermediate_size\""));
+        TRY(SET_M(m, MEM4D_MODEL_SHARED_EXPERT_GATE, 0, "the shared expert"));
+        TRY(SET_M(m, MEM4D_MODEL_MOE_LAYER_FREQ, step, "\"interleave_moe_layer_step\""));
+        TRY(SET_M(m, MEM4D_MODEL_MOE_LAYER_MASK, UINT64_C(1) << (step - 1), "\"interleave_moe_layer_step\""));
+    }
+    if (dense_given)
+        TRY(SET_M(m, MEM4D_MODEL_FFN_HIDDEN_SIZE, dense, "\"intermediate_size_mlp\""));
+    return hf_biases(imp, root, m);
+}
+
+/* MiMo (its modeling_mimo.py): Qwen 2's layers and "num_nextn_predict_layers"
+ * MTP layers, each a decoder layer with an input projection 2h x h and
+ * three more norms, DeepSeek-V3's shape. */
+static mem4d_status hf_mimo(mem4d_import *imp, struct json_object *root, mem4d_model *m)
+{
+    bool given;
+    return hf_set(imp, root, "num_nextn_predict_layers", m, MEM4D_MODEL_MTP_LAYERS, &given);
+}
+
+/* OLMoE (transformers modeling_olmoe.py): OLMo 2's query and key norms over
+ * the whole projections; every layer an expert layer of "intermediate_size". */
+static mem4d_status hf_olmoe(mem4d_import *imp, struct json_object *root, mem4d_model *m)
+{
+    (void)imp;
+    (void)root;
+    return SET_M(m, MEM4D_MODEL_QK_NORM_WHOLE, 1, "q_norm/k_norm");
+}
+
+/* Granite MoE (transformers modeling_granitemoe.py, granitemoeshared): every
+ * layer an expert layer of "intermediate_size" with a bias-free router, and
+ * with "shared_intermediate_size" an ungated shared expert. */
+static mem4d_status hf_granite_moe(mem4d_import *imp, struct json_object *root, mem4d_model *m)
+{
+    bool given;
+    TRY(hf_set(imp, root, "shared_intermediate_size", m, MEM4D_MODEL_SHARED_EXPERT_FFN_SIZE, &given));
+    return SET_M(m, MEM4D_MODEL_SHARED_EXPERT_GATE, 0, "the shared expert");
+}
+
 /* The keys a config may leave out take the family's values, not whatever
  * the handle held. */
 static mem4d_status hf_defaults(mem4d_import *imp, const struct hf_family *f, mem4d_model *m)
@@ -255,7 +432,9 @@ static mem4d_status hf_defaults(mem4d_import *imp, const struct hf_family *f, me
         MEM4D_MODEL_EXPERT_FFN_SIZE, MEM4D_MODEL_SHARED_EXPERT_FFN_SIZE, MEM4D_MODEL_MOE_FIRST_DENSE,
         MEM4D_MODEL_Q_LORA_RANK, MEM4D_MODEL_KV_LORA_RANK, MEM4D_MODEL_QK_HEAD_DIM,
         MEM4D_MODEL_QK_POS_EMB_HEAD_DIM, MEM4D_MODEL_V_HEAD_DIM, MEM4D_MODEL_MTP_LAYERS,
-        MEM4D_MODEL_POSITION_EMBEDDING, MEM4D_MODEL_QK_NORM_WHOLE,
+        MEM4D_MODEL_POSITION_EMBEDDING, MEM4D_MODEL_QK_NORM_WHOLE, MEM4D_MODEL_ATTENTION_SINKS,
+        MEM4D_MODEL_ROUTER_BIAS, MEM4D_MODEL_DSA_INDEX_HEADS, MEM4D_MODEL_DSA_INDEX_HEAD_DIM,
+        MEM4D_MODEL_DSA_INDEX_TOPK,
     };
     for (size_t i = 0; i < sizeof zero / sizeof *zero; i++)
         m->v[zero[i]] = 0;
@@ -269,13 +448,51 @@ static mem4d_status hf_defaults(mem4d_import *imp, const struct hf_family *f, me
     TRY(SET_M(m, MEM4D_MODEL_QK_LAYERNORM, f->qk_norm, "the query/key norms"));
     TRY(SET_M(m, MEM4D_MODEL_NORMS_PER_LAYER, f->norms, "the norms"));
     /* Dense families leave the gate at its default; it only counts with a shared expert. */
-    uint64_t gate = f->extra == hf_qwen_moe || f->extra == hf_deepseek ? f->shared_gate
+    uint64_t gate = f->extra == hf_qwen_moe || f->extra == hf_deepseek || f->extra == hf_dsa ||
+                    f->extra == hf_glm4_moe ? f->shared_gate
                   : m4d_model_params[MEM4D_MODEL_SHARED_EXPERT_GATE].def;
     return SET_M(m, MEM4D_MODEL_SHARED_EXPERT_GATE, gate, "the shared-expert gate");
 }
 
-static mem4d_status hf_apply(mem4d_import *imp, struct json_object *root, mem4d_model *m)
+/* A multimodal config (Llama 4, Qwen3-VL, Gemma 3, Kimi-K2.5) keeps its
+ * language model under "text_config": that object is read, and the vision
+ * encoder beside it ("vision_config") is named in a warning as left out of
+ * the estimate. A config with its own "hidden_size" is read as it is. */
+static mem4d_status hf_text_model(mem4d_import *imp, struct json_object *root, struct json_object **text)
 {
+    struct json_object *v = NULL;
+    *text = root;
+    if (json_object_object_get_ex(root, "hidden_size", &v) || !json_object_object_get_ex(root, "text_config", &v))
+        return MEM4D_OK;
+    if (json_object_get_type(v) != json_type_object)
+        return m4d_imp_fail(imp, MEM4D_E_JSON, "\"text_config\" is a %s, not an object",
+                            json_type_to_name(json_object_get_type(v)));
+    *text = v;
+    if (json_object_object_get_ex(root, "vision_config", &v) && json_object_get_type(v) == json_type_object)
+        m4d_imp_warn(imp, "the vision encoder (\"vision_config\") is not part of the estimate: "
+                     "the figures are the language model's (\"text_config\") alone");
+    return MEM4D_OK;
+}
+
+/* A quantized checkpoint (MXFP4, FP8, NVFP4, int4) is trained in the
+ * layout's precision: say so once. */
+static void hf_quantized(mem4d_import *imp, struct json_object *root)
+{
+    struct json_object *v = NULL;
+    if (!json_object_object_get_ex(root, "quantization_config", &v) || json_object_get_type(v) != json_type_object)
+        return;
+    const char *method = hf_string(v, "quant_method");
+    char shown[33];
+    m4d_strlcpy(shown, method ? method : "unnamed", sizeof shown);
+    m4d_imp_warn(imp, "the checkpoint is stored quantized (\"quant_method\" \"%s\"); its weights are counted as "
+                 "trained, in the layout's parameter precision", shown);
+}
+
+static mem4d_status hf_apply(mem4d_import *imp, struct json_object *top, mem4d_model *m)
+{
+    struct json_object *root;
+    TRY(hf_text_model(imp, top, &root));
+    hf_quantized(imp, top);
     /* The shared keys are checked first: a malformed number is the error to
      * report, whatever the architecture. */
     enum { NKEYS = sizeof hf_keys / sizeof *hf_keys };
@@ -293,6 +510,8 @@ static mem4d_status hf_apply(mem4d_import *imp, struct json_object *root, mem4d_
             TRY(SET_M(m, hf_keys[i].param, val[i], what));
     }
     bool tied = f->tied;
+    if (root != top)
+        TRY(hf_bool(imp, top, "tie_word_embeddings", &tied));
     TRY(hf_bool(imp, root, "tie_word_embeddings", &tied));
     TRY(SET_M(m, MEM4D_MODEL_TIED_EMBEDDINGS, tied, "\"tie_word_embeddings\""));
     if (f->extra)

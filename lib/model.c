@@ -190,6 +190,13 @@ mem4d_status m4d_model_check(const mem4d_model *m, char *why, size_t n)
                 (unsigned long long)v[MEM4D_MODEL_MOE_FIRST_DENSE]);
         return MEM4D_E_MISSING;
     }
+    if (v[MEM4D_MODEL_DSA_INDEX_HEADS] &&
+        (!v[MEM4D_MODEL_KV_LORA_RANK] || !v[MEM4D_MODEL_DSA_INDEX_HEAD_DIM] || !v[MEM4D_MODEL_DSA_INDEX_TOPK])) {
+        m4d_msg(why, n, "the sparse-attention indexer (dsa_indexer_n_heads %llu) needs multi-latent attention "
+                "(kv_lora_rank), dsa_indexer_head_dim and dsa_indexer_topk",
+                (unsigned long long)v[MEM4D_MODEL_DSA_INDEX_HEADS]);
+        return MEM4D_E_MODEL;
+    }
     if (experts == 0 && v[MEM4D_MODEL_EXPERT_TOPK] != 0) {
         m4d_msg(why, n, "moe_router_topk %llu is set but num_experts is 0",
                 (unsigned long long)v[MEM4D_MODEL_EXPERT_TOPK]);
@@ -242,6 +249,11 @@ void m4d_ctx_model(const mem4d_model *m, struct m4d_ctx *x)
     x->shared_gate = v[MEM4D_MODEL_SHARED_EXPERT_GATE] != 0;
     x->norms = v[MEM4D_MODEL_NORMS_PER_LAYER] ? v[MEM4D_MODEL_NORMS_PER_LAYER] : 2;
     x->qk_whole = v[MEM4D_MODEL_QK_NORM_WHOLE] != 0;
+    x->sinks = v[MEM4D_MODEL_ATTENTION_SINKS] != 0;
+    x->router_bias = v[MEM4D_MODEL_ROUTER_BIAS] != 0;
+    x->idx_heads = v[MEM4D_MODEL_DSA_INDEX_HEADS];
+    x->idx_dim = v[MEM4D_MODEL_DSA_INDEX_HEAD_DIM];
+    x->idx_topk = v[MEM4D_MODEL_DSA_INDEX_TOPK];
 }
 
 void m4d_ctx_dense(const struct m4d_ctx *x, struct m4d_ctx *dense)
@@ -296,6 +308,20 @@ bool m4d_expert_params(const struct m4d_ctx *x, uint64_t fe, uint64_t *out)
  * projection h·a·d_qk), kv_b r_kv·a·(d_nope + d_v) and the output
  * a·d_v·h; replicated, the down-projections h·r_q and h·(r_kv + d_rope)
  * and their norms r_q + r_kv. d_qk = d_nope + d_rope. */
+/* DeepSeek Sparse Attention's lightning indexer (DeepSeek-V3.2; Megatron-Core
+ * DSAIndexer, every projection "duplicated" over t): wq_b r_q x n_i·d_i (h
+ * rows without a query compression), wk h x d_i, the key's LayerNorm 2·d_i
+ * and weights_proj h x n_i, no biases. */
+static uint64_t dsa_indexer_params(const struct m4d_ctx *x)
+{
+    if (!x->idx_heads)
+        return 0;
+    uint64_t q_in = x->q_lora ? x->q_lora : x->h, wq, rest;
+    if (!m4d_mul3(q_in, x->idx_heads, x->idx_dim, &wq) || !m4d_mul(x->h, x->idx_dim + x->idx_heads, &rest))
+        return UINT64_MAX;
+    return wq + rest + 2 * x->idx_dim;
+}
+
 static bool mla_params(const struct m4d_ctx *x, uint64_t *attn, uint64_t *repl)
 {
     uint64_t q, kv, o, down, norm = x->layernorm ? 2 : 1;
@@ -305,7 +331,7 @@ static bool mla_params(const struct m4d_ctx *x, uint64_t *attn, uint64_t *repl)
         return false;
     *attn = q + kv + o;
     *repl = down + norm * (x->q_lora + x->kv_lora);
-    return *attn >= q;
+    return *attn >= q && m4d_add(*repl, dsa_indexer_params(x), repl);
 }
 
 bool m4d_layer_params(const struct m4d_ctx *x, uint64_t *attn, uint64_t *mlp, uint64_t *repl)
@@ -323,6 +349,8 @@ bool m4d_layer_params(const struct m4d_ctx *x, uint64_t *attn, uint64_t *mlp, ui
         if (!m4d_add(o, kv, attn) || !m4d_add(*attn, bias, attn))
             return false;
     }
+    if (x->sinks)
+        *attn += x->a; /* one sink logit per head */
     uint64_t qk = !x->qk_norm ? 0 : x->qk_whole ? (x->a + x->k) * x->dh : 2 * x->dh;
     *repl = x->norms * norm * x->h + norm * qk + (x->linear_bias ? x->h : 0) + mla_repl;
     if (x->experts == 0) {
@@ -336,7 +364,7 @@ bool m4d_layer_params(const struct m4d_ctx *x, uint64_t *attn, uint64_t *mlp, ui
     }
     uint64_t shared = 0, router;
     if (!m4d_expert_params(x, x->fe, &dense) || !m4d_mul(dense, x->experts, &dense) ||
-        !m4d_mul(x->h, x->experts, &router))
+        !m4d_mul(x->h + x->router_bias, x->experts, &router))
         return false;
     if (x->fs) {
         if (!m4d_mul3(mats, x->h, x->fs, &shared))

@@ -73,6 +73,11 @@ const struct m4d_param_desc m4d_model_params[] = {
     [MEM4D_MODEL_SHARED_EXPERT_GATE] = BOOL_ROW("moe_shared_expert_gate", "shared_expert_gate", NULL, 1),
     [MEM4D_MODEL_NORMS_PER_LAYER] = NUM_ROW("norms_per_layer", NULL, NULL, 1, 8, 2),
     [MEM4D_MODEL_QK_NORM_WHOLE] = BOOL_ROW("qk_norm_whole", NULL, NULL, 0),
+    [MEM4D_MODEL_ATTENTION_SINKS] = BOOL_ROW("attention_sinks", "sinks", NULL, 0),
+    [MEM4D_MODEL_ROUTER_BIAS] = BOOL_ROW("moe_router_bias", "router_bias", NULL, 0),
+    [MEM4D_MODEL_DSA_INDEX_HEADS] = NUM_ROW("dsa_indexer_n_heads", "index_n_heads", NULL, 0, 1u << 14, 0),
+    [MEM4D_MODEL_DSA_INDEX_HEAD_DIM] = NUM_ROW("dsa_indexer_head_dim", "index_head_dim", NULL, 0, 1u << 14, 0),
+    [MEM4D_MODEL_DSA_INDEX_TOPK] = NUM_ROW("dsa_indexer_topk", "index_topk", NULL, 0, 1u << 24, 0),
 };
 M4D_TABLE_ROWS(m4d_model_params, M4D_MODEL_NPARAM);
 

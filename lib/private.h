@@ -26,8 +26,8 @@
 
 /* Number of values of each enum; grow only by appending to the enum, then
  * raise the count, name the new last value and append the table rows. */
-#define M4D_MODEL_NPARAM 31
-M4D_ENUM_COUNT(M4D_MODEL_NPARAM, MEM4D_MODEL_QK_NORM_WHOLE);
+#define M4D_MODEL_NPARAM 36
+M4D_ENUM_COUNT(M4D_MODEL_NPARAM, MEM4D_MODEL_DSA_INDEX_TOPK);
 #define M4D_LAYOUT_NPARAM 78
 M4D_ENUM_COUNT(M4D_LAYOUT_NPARAM, MEM4D_LAYOUT_ALLGATHER_GROUPS);
 #define M4D_DEVICE_NPARAM 24
@@ -142,6 +142,8 @@ struct m4d_ctx {
     bool shared_gate;                  /* the shared expert has a gate of h parameters */
     uint64_t norms;                    /* normalisations per layer (2; Gemma 2/3: 4) */
     bool qk_whole;                     /* Q/K norms over the whole projections (OLMo 2) */
+    bool sinks, router_bias;           /* a sink logit per head (gpt-oss); a router bias of E */
+    uint64_t idx_heads, idx_dim, idx_topk; /* DSA lightning indexer (0 heads: none) */
     uint64_t experts, topk, fe, fs;    /* MoE: experts, top-k, expert ffn, shared-expert ffn */
     /* layout */
     uint64_t t, c, p, d, world, b, gbs, m, s, v; /* m = 0 when gbs unknown */

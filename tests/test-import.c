@@ -1606,8 +1606,53 @@ START_TEST(hf_configs_match_published_counts)
         return;
     struct fixture fx;
     fx_open(&fx);
-    int rows = check_counts("hf", &fx) + check_counts("hf/public", &fx);
+    int rows = check_counts("hf", &fx) + check_counts("hf/public", &fx) + check_counts("hf/recent", &fx);
     ck_assert_int_ge(rows, 30);
+    fx_close(&fx);
+}
+END_TEST
+
+/* tests/data/hf/recent/read.csv: 2025-2026 configs with no independent
+ * count in reach are read, and keep the count they have (a regression
+ * value); refused/refusals.csv: the ones this version cannot express are
+ * refused with a sentence naming the architecture. */
+START_TEST(hf_recent_configs_read_or_refused)
+{
+    if (!MEM4D_HAVE_JSON)
+        return;
+    struct fixture fx;
+    fx_open(&fx);
+    char *csv = slurp("hf/recent/read.csv", NULL), *save = NULL;
+    int rows = 0;
+    for (char *line = strtok_r(csv, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        char file[128], path[1200];
+        unsigned long long want = 0;
+        if (line[0] == '#' || sscanf(line, "%127[^,],%llu,", file, &want) != 2)
+            continue;
+        snprintf(path, sizeof path, "%s/hf/recent/%s", data_dir, file);
+        ck_assert_msg(mem4d_import_hf_config(fx.imp, path, fx.model) == MEM4D_OK, "%s: %s", file,
+                      mem4d_import_message(fx.imp));
+        uint64_t n = 0;
+        ck_assert_int_eq(mem4d_model_num_params(fx.model, &n), MEM4D_OK);
+        printf("%-42s %15llu (read; no independent count)\n", file, (unsigned long long)n);
+        ck_assert_msg(n == want, "%s: %llu parameters, %llu before", file, (unsigned long long)n, want);
+        rows++;
+    }
+    free(csv);
+    ck_assert_int_ge(rows, 18);
+    csv = slurp("hf/recent/refused/refusals.csv", NULL);
+    rows = 0;
+    for (char *line = strtok_r(csv, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        char file[128], names[128], path[1200];
+        if (line[0] == '#' || sscanf(line, "%127[^,],%127[^\n]", file, names) != 2)
+            continue;
+        snprintf(path, sizeof path, "%s/hf/recent/refused/%s", data_dir, file);
+        ck_assert_int_eq(mem4d_import_hf_config(fx.imp, path, fx.model), MEM4D_E_UNSUPPORTED);
+        ck_assert_msg(strstr(mem4d_import_message(fx.imp), names), "%s: %s", file, mem4d_import_message(fx.imp));
+        rows++;
+    }
+    free(csv);
+    ck_assert_int_ge(rows, 5);
     fx_close(&fx);
 }
 END_TEST
@@ -1958,6 +2003,7 @@ static Suite *import_suite(void)
     tcase_add_test(tc, hf_deeply_nested_document_is_an_error);
     tcase_add_test(tc, cut_text_stays_utf8);
     tcase_add_test(tc, hf_configs_match_published_counts);
+    tcase_add_test(tc, hf_recent_configs_read_or_refused);
     tcase_add_test(tc, published_recipes_fit_their_hardware);
     tcase_add_test(tc, recipes_as_written_on_their_hardware);
     tcase_add_test(tc, sgd_momentum_buffers);

@@ -210,6 +210,11 @@ export const ENUMS = Object.freeze({
         MEM4D_MODEL_SHARED_EXPERT_GATE: 28,
         MEM4D_MODEL_NORMS_PER_LAYER: 29,
         MEM4D_MODEL_QK_NORM_WHOLE: 30,
+        MEM4D_MODEL_ATTENTION_SINKS: 31,
+        MEM4D_MODEL_ROUTER_BIAS: 32,
+        MEM4D_MODEL_DSA_INDEX_HEADS: 33,
+        MEM4D_MODEL_DSA_INDEX_HEAD_DIM: 34,
+        MEM4D_MODEL_DSA_INDEX_TOPK: 35,
     }),
     mem4d_layout_param: Object.freeze({
         MEM4D_LAYOUT_TP: 0,

@@ -289,7 +289,24 @@ typedef enum mem4d_model_param {
     MEM4D_MODEL_NORMS_PER_LAYER = 29,
     /** "qk_norm_whole": with qk_layernorm, the query and key norms span the whole
      * projections, a·dh and k·dh (OLMo 2), instead of one head. Default 0. @since 0.2 */
-    MEM4D_MODEL_QK_NORM_WHOLE = 30
+    MEM4D_MODEL_QK_NORM_WHOLE = 30,
+    /** "attention_sinks": 1 when every attention head has a learned sink logit
+     * that joins its softmax (gpt-oss's self_attn.sinks): a parameters per layer,
+     * split over t with the heads. Default 0. @since 0.2 */
+    MEM4D_MODEL_ATTENTION_SINKS = 31,
+    /** "moe_router_bias": 1 when the MoE router is a linear layer with a bias of
+     * num_experts parameters (gpt-oss's mlp.router.bias). Default 0. @since 0.2 */
+    MEM4D_MODEL_ROUTER_BIAS = 32,
+    /** "dsa_indexer_n_heads" ("index_n_heads"): heads of DeepSeek Sparse
+     * Attention's lightning indexer (DeepSeek-V3.2, GLM-5; Megatron-Core's
+     * DSAIndexer); 0 for no indexer. Needs multi-latent attention. Default 0. @since 0.2 */
+    MEM4D_MODEL_DSA_INDEX_HEADS = 33,
+    /** "dsa_indexer_head_dim" ("index_head_dim"): the indexer's query/key head
+     * dimension. Default 0. @since 0.2 */
+    MEM4D_MODEL_DSA_INDEX_HEAD_DIM = 34,
+    /** "dsa_indexer_topk" ("index_topk"): keys each query attends to, as chosen by
+     * the indexer (the int64 indices are kept for backward). Default 0. @since 0.2 */
+    MEM4D_MODEL_DSA_INDEX_TOPK = 35
 } mem4d_model_param;
 
 /**

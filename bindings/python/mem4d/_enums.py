@@ -94,6 +94,11 @@ class ModelParam(enum.IntEnum):
     SHARED_EXPERT_GATE = 28
     NORMS_PER_LAYER = 29
     QK_NORM_WHOLE = 30
+    ATTENTION_SINKS = 31
+    ROUTER_BIAS = 32
+    DSA_INDEX_HEADS = 33
+    DSA_INDEX_HEAD_DIM = 34
+    DSA_INDEX_TOPK = 35
 
 
 class LayoutParam(enum.IntEnum):
