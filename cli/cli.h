@@ -151,6 +151,7 @@ struct cli_args {
     /* Waiting for their objects: */
     struct cli_pending model_set[CLI_MAX_PENDING], device_set[CLI_MAX_PENDING];
     size_t n_model_set, n_device_set;
+    const char *layer_pattern; /* --model-set layer_pattern=...; NULL: not given */
     struct cli_spec spec[CLI_MAX_SPECS];
     size_t n_spec;
     /* After "--", for subcommands with rest_usage: */

@@ -43,6 +43,11 @@ static bool apply(const struct cli_pending *p, mem4d_status st, uint64_t lo, uin
 
 bool cli_apply_model_settings(const struct cli_args *a, mem4d_model *model)
 {
+    if (a->layer_pattern && mem4d_model_set_layer_pattern(model, a->layer_pattern) != MEM4D_OK) {
+        cli_error("--model-set layer_pattern: '%s' is not a layer pattern (symbols M G * - E L, "
+                  "\"*{heads}\" and \"-{ffn}\" widths, at most 4096 layers)", a->layer_pattern);
+        return false;
+    }
     for (size_t i = 0; i < a->n_model_set; i++) {
         const struct cli_pending *p = &a->model_set[i];
         mem4d_model_param key = (mem4d_model_param)p->key;

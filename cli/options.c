@@ -203,6 +203,10 @@ static bool parse_keyval(struct cli_args *a, const struct cli_option *o, const c
         }
         return true;
     }
+    if (o->dest == CLI_TO_MODEL && (strcmp(key, "layer_pattern") == 0 || strcmp(key, "hybrid_override_pattern") == 0)) {
+        a->layer_pattern = val; /* applied to the model before its keys (it sets num_layers) */
+        return true;
+    }
     if (val[0] >= '0' && val[0] <= '9' && !all_digits(val)) {
         cli_error("%s %s needs a decimal number, got '%s'", o->name, key, val);
         return false;

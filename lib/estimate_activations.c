@@ -317,10 +317,30 @@ uint64_t m4d_op_sac_layer_keep(bool *ok, const struct m4d_ctx *x)
     return x->gated ? add(ok, keep, mul(ok, T, 2 * x->h)) : keep;
 }
 
-/* l layers' A_layer, e of them expert layers: e·A_e + (l − e)·A_dense. */
-static uint64_t mixed_layers(bool *ok, const struct shared *sh, uint64_t l, uint64_t e)
+/* l layers' A_layer, e of them expert layers: e·A_e + (l − e)·A_dense;
+ * with a layer pattern the layers [first, first + l) by their kinds. */
+static uint64_t mixed_layers(bool *ok, const struct m4d_ctx *x, const struct shared *sh, uint64_t first, uint64_t l,
+                             uint64_t e)
 {
+    if (x->nlt) {
+        uint64_t counts[M4D_MAX_LAYER_KINDS], a = 0;
+        m4d_pattern_kind_count(x, first, l, counts);
+        for (uint64_t i = 0; i < x->nkinds; i++)
+            a = add(ok, a, mul(ok, sh->kA[i], counts[i]));
+        return a;
+    }
     return add(ok, mul(ok, sh->A, e), mul(ok, sh->A_dense, l - e));
+}
+
+/* The largest A_layer among layers [first, first + l) of a layer pattern. */
+static uint64_t pattern_max_layer(const struct m4d_ctx *x, const struct shared *sh, uint64_t first, uint64_t l)
+{
+    uint64_t counts[M4D_MAX_LAYER_KINDS], a = 0;
+    m4d_pattern_kind_count(x, first, l, counts);
+    for (uint64_t i = 0; i < x->nkinds; i++)
+        if (counts[i])
+            a = max64(a, sh->kA[i]);
+    return a;
 }
 
 /* What one micro-batch keeps over `l` consecutive layers, e of them expert
@@ -331,10 +351,11 @@ static uint64_t mixed_layers(bool *ok, const struct shared *sh, uint64_t l, uint
  * uniform, N per group: ⌈l/N⌉·C kept, N·A_layer live;
  * block, first N recomputed: N·C + (l−N)·A_layer kept, one A_layer live.
  * N = 0 means all l layers. */
-static void micro_batch_keep(bool *ok, const struct m4d_ctx *x, const struct shared *sh, uint64_t l,
-                             uint64_t e, uint64_t *keep, uint64_t *live)
+static void micro_batch_keep(bool *ok, const struct m4d_ctx *x, const struct shared *sh, uint64_t first,
+                             uint64_t l, uint64_t e, uint64_t *keep, uint64_t *live)
 {
-    uint64_t C = sh->C, Amax = e ? max64(sh->A, sh->A_dense) : sh->A_dense;
+    uint64_t C = sh->C;
+    uint64_t Amax = x->nlt ? pattern_max_layer(x, sh, first, l) : e ? max64(sh->A, sh->A_dense) : sh->A_dense;
     *live = 0;
     /* CPU offloading of the first N layers (Transformer Engine's default
      * schedule, docs/features/other_optimizations/cpu_offloading: "at most
@@ -358,7 +379,7 @@ static void micro_batch_keep(bool *ok, const struct m4d_ctx *x, const struct sha
         return;
     }
     if (x->recompute != 2 || l == 0) {
-        *keep = mixed_layers(ok, sh, l, e);
+        *keep = mixed_layers(ok, x, sh, first, l, e);
         if (x->recompute == 1 && l > 0)
             *live = sh->core_live;
         return;
@@ -368,7 +389,7 @@ static void micro_batch_keep(bool *ok, const struct m4d_ctx *x, const struct sha
         *keep = mul(ok, C, m4d_ceil_div(l, N));
         *live = mul(ok, Amax, N);
     } else {
-        *keep = add(ok, mul(ok, C, N), mixed_layers(ok, sh, l - N, min64(e, l - N)));
+        *keep = add(ok, mul(ok, C, N), mixed_layers(ok, x, sh, first + N, l - N, min64(e, l - N)));
         *live = Amax;
     }
 }
@@ -568,7 +589,8 @@ void m4d_stage_activations(bool *ok, const struct m4d_ctx *x, const struct share
         for (uint64_t j = 0; j < x->v; j++) {
             uint64_t nj = q * x->p + (rest > j * x->p ? min64(x->p, rest - j * x->p) : 0), kj, lj;
             uint64_t l = m4d_chunk_layers(x, r, j);
-            micro_batch_keep(ok, x, sh, l, m4d_moe_layers_in(x, m4d_chunk_first_layer(x, r, j), l), &kj, &lj);
+            uint64_t first = m4d_chunk_first_layer(x, r, j);
+            micro_batch_keep(ok, x, sh, first, l, m4d_moe_layers_in(x, first, l), &kj, &lj);
             act = add(ok, act, mul(ok, kj, nj));
             if (nj)
                 live = max64(live, lj);
@@ -578,8 +600,19 @@ void m4d_stage_activations(bool *ok, const struct m4d_ctx *x, const struct share
                 mtp_units = nj;
         }
         *at_embedding_grad = act > first_keep ? act - first_keep : 0;
+    } else if (x->nlt) {
+        /* a layer pattern: the heaviest chunk's layers, as below */
+        keep = live = 0;
+        for (uint64_t j = 0; j < x->v; j++) {
+            uint64_t kj, lj;
+            micro_batch_keep(ok, x, sh, m4d_chunk_first_layer(x, r, j), m4d_chunk_layers(x, r, j), 0, &kj, &lj);
+            keep = max64(keep, kj);
+            live = max64(live, lj);
+        }
+        act = mul(ok, keep, units);
+        *at_embedding_grad = mul(ok, keep, units - 1);
     } else {
-        micro_batch_keep(ok, x, sh, each, m4d_chunk_moe_layers(x, r), &keep, &live);
+        micro_batch_keep(ok, x, sh, 0, each, m4d_chunk_moe_layers(x, r), &keep, &live);
         act = mul(ok, keep, units);
         *at_embedding_grad = mul(ok, keep, units - 1);
     }

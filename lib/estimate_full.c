@@ -53,6 +53,76 @@ static uint64_t pick_moment(bool *ok, const struct m4d_ctx *x, const mem4d_devic
     return extra;
 }
 
+/* Parameters on a rank of one kind of layer of a pattern: a Mamba-2, Gated
+ * DeltaNet or linear layer split over t but its norm (and GDN's shared
+ * gated norm), or the attention, MLP or expert half of a dense layer. */
+static struct layer_share kind_share(bool *ok, const struct m4d_ctx *x, const struct m4d_layer_kind *k)
+{
+    struct layer_share s = {0, 0, 0};
+    uint64_t split, repl;
+    if (m4d_is_mixer(k->sym)) {
+        if (!m4d_mixer_params(x, k->sym, &split, &repl))
+            *ok = false;
+        s.linear = m4d_ceil_div(split, x->t);
+        s.replicated = repl;
+        return s;
+    }
+    struct m4d_ctx one;
+    m4d_kind_ctx(x, k, &one);
+    return m4d_layer_share(ok, &one);
+}
+
+/* A_layer of one kind of layer of a pattern, its backward working set
+ * (*backward) and the selective re-run's live set (*core_live). Selective
+ * recompute, fp8's one-byte copies and fine-grained offloading act on the
+ * attention and MLP kinds only: a Mamba-2 or Gated DeltaNet layer keeps what
+ * its kernels save (an upper bound with fp8). */
+static uint64_t kind_activation(bool *ok, const struct m4d_ctx *x, const struct m4d_layer_kind *k, uint64_t *backward,
+                                uint64_t *core_live)
+{
+    uint64_t T = tokens(ok, x);
+    if (m4d_is_mixer(k->sym)) {
+        uint64_t repl, split;
+        m4d_mixer_token_bytes(x, k->sym, &repl, &split);
+        *backward = add(ok, muldiv(ok, T, m4d_mixer_backward_token_bytes(x, k->sym), x->t),
+                        muldiv(ok, T, 2 * x->h, t_sp(x)));
+        *core_live = 0;
+        return add(ok, muldiv(ok, T, repl, t_sp(x)), muldiv(ok, T, split, x->t));
+    }
+    struct m4d_ctx one;
+    m4d_kind_ctx(x, k, &one);
+    *backward = m4d_backward_working_set(ok, &one);
+    *core_live = m4d_selective_live(ok, &one);
+    uint64_t a = m4d_layer_activation(ok, &one);
+    /* the attention output gate: its sigmoid output and the gated output
+     * out_proj takes, 2·a·d_v elements of 2 bytes */
+    return one.out_gate && one.a ? add(ok, a, muldiv(ok, T, 4 * one.a * one.v_dim, x->t)) : a;
+}
+
+/* The per-kind terms of a layer pattern; one layer's parameters for the
+ * framework buffers are the largest kind's. */
+static void pattern_init(bool *ok, const struct m4d_ctx *x, struct shared *sh)
+{
+    uint64_t big = 0, amax = 0, back = 0, live = 0;
+    for (uint64_t i = 0; i < x->nkinds; i++) {
+        uint64_t b, cl;
+        sh->ks[i] = kind_share(ok, x, &x->kinds[i]);
+        sh->kA[i] = kind_activation(ok, x, &x->kinds[i], &b, &cl);
+        uint64_t all = add(ok, add(ok, sh->ks[i].linear, sh->ks[i].expert), sh->ks[i].replicated);
+        if (all > big) {
+            big = all;
+            sh->share = sh->ks[i];
+        }
+        amax = max64(amax, sh->kA[i]);
+        back = max64(back, b);
+        live = max64(live, cl);
+    }
+    sh->dense = sh->share;
+    sh->A = sh->A_dense = amax;
+    sh->backward = back;
+    sh->core_live = live;
+}
+
 static void shared_init(bool *ok, const struct m4d_ctx *x, const mem4d_device *dev, struct shared *sh)
 {
     struct m4d_ctx dense;
@@ -73,6 +143,8 @@ static void shared_init(bool *ok, const struct m4d_ctx *x, const mem4d_device *d
     if (x->experts && (x->first_dense || x->moe_period > 1))
         sh->backward = max64(sh->backward, m4d_backward_working_set(ok, &dense));
     m4d_head_bytes(ok, x, &sh->head_keep, &sh->loss, &sh->stranded);
+    if (x->nlt)
+        pattern_init(ok, x, sh);
     sh->emb_keep = m4d_embedding_keep(ok, x);
     sh->emb_grad = m4d_embedding_grad_bytes(ok, x);
     sh->block = m4d_fsdp_block_bytes(ok, x, &sh->share);
@@ -100,6 +172,8 @@ static bool stage_memory(const struct m4d_ctx *x, const mem4d_device *dev, const
     bool middle = r != 0 && r != x->p - 1;
     uint64_t l = m4d_stage_layers(x, r), e = middle ? m4d_stage_moe_layers(x, r) : 0;
     struct stage_params n;
+    if (x->nlt)
+        middle = false; /* a pattern's middle stages differ in their layers' kinds */
     if (middle && mid->l == l && mid->e == e) {
         n = mid->n;
         t[MEM4D_TERM_WEIGHTS] = mid->w;
@@ -165,7 +239,7 @@ mem4d_status m4d_estimate_full(const struct m4d_ctx *x, const mem4d_device *dev,
     shared_init(&ok, x, dev, &sh);
     /* A pattern of dense and expert layers, or a layer table, can make a
      * middle stage heavier than stage 1. */
-    if ((x->experts && (x->first_dense || x->moe_period > 1)) || x->nvs)
+    if ((x->experts && (x->first_dense || x->moe_period > 1)) || x->nvs || x->nlt)
         peak_only = false;
     r->peak_only = peak_only;
     for (uint64_t i = 0; ok && i < x->p; i++) {

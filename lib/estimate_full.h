@@ -102,6 +102,9 @@ struct shared {
     uint64_t block;           /* torchtitan: one block's unsharded compute copy */
     uint64_t sac;             /* torchtitan op-selective: kept per block and micro-batch */
     uint64_t stranded;        /* last stage: cached blocks the loss cannot reuse */
+    /* a layer pattern: each kind's parameters on a rank and A_layer */
+    struct layer_share ks[M4D_MAX_LAYER_KINDS];
+    uint64_t kA[M4D_MAX_LAYER_KINDS];
 };
 
 /* Parameters of stage r: N (all), N_e (expert part), N_lin (transformer

@@ -48,14 +48,33 @@ uint64_t m4d_mtp_share(bool *ok, const struct m4d_ctx *x, const struct shared *s
     return mul(ok, each, x->mtp);
 }
 
+/* A layer pattern's layers [first, first + l) into n, by their kinds. */
+static void pattern_params(bool *ok, const struct m4d_ctx *x, const struct shared *sh, uint64_t first, uint64_t l,
+                           struct stage_params *n)
+{
+    uint64_t counts[M4D_MAX_LAYER_KINDS];
+    m4d_pattern_kind_count(x, first, l, counts);
+    for (uint64_t i = 0; i < x->nkinds; i++) {
+        const struct layer_share *k = &sh->ks[i];
+        n->linear = add(ok, n->linear, mul(ok, add(ok, k->linear, k->expert), counts[i]));
+        n->expert = add(ok, n->expert, mul(ok, k->expert, counts[i]));
+        n->all = add(ok, n->all, mul(ok, add(ok, add(ok, k->linear, k->expert), k->replicated), counts[i]));
+    }
+}
+
 struct stage_params m4d_stage_params(bool *ok, const struct m4d_ctx *x, const struct shared *sh, uint64_t r)
 {
     const struct layer_share s = sh->share, d = sh->dense;
     uint64_t l = m4d_stage_layers(x, r), e = m4d_stage_moe_layers(x, r), emb = sh->emb;
-    struct stage_params n;
-    n.linear = add(ok, mul(ok, add(ok, s.linear, s.expert), e), mul(ok, d.linear, l - e));
-    n.expert = mul(ok, s.expert, e);
-    n.all = add(ok, n.linear, add(ok, mul(ok, s.replicated, e), mul(ok, d.replicated, l - e)));
+    struct stage_params n = {0, 0, 0};
+    if (x->nlt) {
+        for (uint64_t j = 0; j < x->v; j++)
+            pattern_params(ok, x, sh, m4d_chunk_first_layer(x, r, j), m4d_chunk_layers(x, r, j), &n);
+    } else {
+        n.linear = add(ok, mul(ok, add(ok, s.linear, s.expert), e), mul(ok, d.linear, l - e));
+        n.expert = mul(ok, s.expert, e);
+        n.all = add(ok, n.linear, add(ok, mul(ok, s.replicated, e), mul(ok, d.replicated, l - e)));
+    }
     if (r == 0)
         n.all = add(ok, n.all, add(ok, emb, position_table(ok, x)));
     if (r == x->p - 1) {

@@ -720,7 +720,8 @@ mem4d_status m4d_resolve(const mem4d_model *model, const mem4d_layout *layout,
         return MEM4D_E_MISSING;
     }
     if ((st = check_world(x, why, n)) != MEM4D_OK || (st = check_tp(x, why, n)) != MEM4D_OK ||
-        (st = check_layers(x, why, n)) != MEM4D_OK || (st = check_seq_batch(x, why, n)) != MEM4D_OK)
+        (st = check_layers(x, why, n)) != MEM4D_OK || (st = check_seq_batch(x, why, n)) != MEM4D_OK ||
+        (st = m4d_pattern_layout_check(x, why, n)) != MEM4D_OK)
         return st;
     return check_misc(x, why, n);
 }

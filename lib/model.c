@@ -85,8 +85,10 @@ mem4d_status mem4d_model_get(const mem4d_model *model, mem4d_model_param key, ui
 
 mem4d_status mem4d_model_set_str(mem4d_model *model, const char *name, const char *value)
 {
-    if (!model)
+    if (!model || !name || !value)
         return MEM4D_E_INVALID_ARG;
+    if (m4d_streq_ci(name, "layer_pattern") || m4d_streq_ci(name, "hybrid_override_pattern"))
+        return mem4d_model_set_layer_pattern(model, value);
     return m4d_param_set_str(m4d_model_params, NP, model->v, name, value);
 }
 
@@ -155,7 +157,8 @@ mem4d_status m4d_model_check(const mem4d_model *m, char *why, size_t n)
     uint64_t h = v[MEM4D_MODEL_HIDDEN_SIZE], a = v[MEM4D_MODEL_NUM_HEADS];
     uint64_t k = v[MEM4D_MODEL_NUM_KV_HEADS] ? v[MEM4D_MODEL_NUM_KV_HEADS] : a;
     uint64_t experts = v[MEM4D_MODEL_NUM_EXPERTS];
-    if (v[MEM4D_MODEL_FFN_HIDDEN_SIZE] == 0 && (experts == 0 || v[MEM4D_MODEL_EXPERT_FFN_SIZE] == 0)) {
+    if (v[MEM4D_MODEL_FFN_HIDDEN_SIZE] == 0 && (experts == 0 || v[MEM4D_MODEL_EXPERT_FFN_SIZE] == 0) &&
+        !m->nlt) {
         m4d_msg(why, n, "model parameter ffn_hidden_size is not set");
         return MEM4D_E_MISSING;
     }
@@ -202,7 +205,7 @@ mem4d_status m4d_model_check(const mem4d_model *m, char *why, size_t n)
                 (unsigned long long)v[MEM4D_MODEL_EXPERT_TOPK]);
         return MEM4D_E_MODEL;
     }
-    return MEM4D_OK;
+    return m4d_pattern_check(m, why, n);
 }
 
 mem4d_status mem4d_model_validate(const mem4d_model *model, char *why, size_t why_size)
@@ -254,6 +257,7 @@ void m4d_ctx_model(const mem4d_model *m, struct m4d_ctx *x)
     x->idx_heads = v[MEM4D_MODEL_DSA_INDEX_HEADS];
     x->idx_dim = v[MEM4D_MODEL_DSA_INDEX_HEAD_DIM];
     x->idx_topk = v[MEM4D_MODEL_DSA_INDEX_TOPK];
+    m4d_ctx_pattern(m, x);
 }
 
 void m4d_ctx_dense(const struct m4d_ctx *x, struct m4d_ctx *dense)
@@ -268,6 +272,13 @@ uint64_t m4d_moe_layers_in(const struct m4d_ctx *x, uint64_t first, uint64_t n)
 {
     if (!x->experts)
         return 0;
+    if (x->nlt) { /* a layer pattern: its E layers */
+        uint64_t counts[M4D_MAX_LAYER_KINDS], e = 0;
+        m4d_pattern_kind_count(x, first, n, counts);
+        for (uint64_t i = 0; i < x->nkinds; i++)
+            e += x->kinds[i].sym == 'E' ? counts[i] : 0;
+        return e;
+    }
     uint64_t end = first + n, count = 0;
     if (first < x->first_dense)
         first = x->first_dense < end ? x->first_dense : end;
@@ -344,6 +355,8 @@ bool m4d_layer_params(const struct m4d_ctx *x, uint64_t *attn, uint64_t *mlp, ui
     } else {
         if (!m4d_mul3(x->h, x->a, x->dh, &q) || !m4d_mul3(2 * x->h, x->k, x->dh, &kv) || !m4d_add(q, q, &o))
             return false;
+        if (x->out_gate && !m4d_add(o, q, &o)) /* the gate half of the query projection */
+            return false;
         if (x->qkv_bias || x->linear_bias)
             bias = (x->a + 2 * x->k) * x->dh;
         if (!m4d_add(o, kv, attn) || !m4d_add(*attn, bias, attn))
@@ -400,10 +413,37 @@ static bool mtp_params(const struct m4d_ctx *x, uint64_t layer, uint64_t *out)
     return m4d_mul(each, x->mtp, out);
 }
 
+/* One layer of kind k of a layer pattern: a Mamba-2, Gated DeltaNet or
+ * linear layer with its norm, or the attention, MLP or expert half of a
+ * dense layer with its norm. */
+bool m4d_kind_params(const struct m4d_ctx *x, const struct m4d_layer_kind *k, uint64_t *out)
+{
+    uint64_t split, repl;
+    if (m4d_is_mixer(k->sym))
+        return m4d_mixer_params(x, k->sym, &split, &repl) && m4d_add(split, repl, out);
+    struct m4d_ctx one;
+    m4d_kind_ctx(x, k, &one);
+    return one_layer(&one, out);
+}
+
+/* A layer pattern: each layer by its kind. */
+static bool pattern_total(const struct m4d_ctx *x, uint64_t *out)
+{
+    uint64_t counts[M4D_MAX_LAYER_KINDS], each, sum;
+    m4d_pattern_kind_count(x, 0, x->nlt, counts);
+    *out = 0;
+    for (uint64_t i = 0; i < x->nkinds; i++)
+        if (!m4d_kind_params(x, &x->kinds[i], &each) || !m4d_mul(each, counts[i], &sum) || !m4d_add(*out, sum, out))
+            return false;
+    return true;
+}
+
 /* L_e expert layers and L - L_e dense ones (of width f), and the MTP modules
  * (expert layers when the model has experts). */
 static bool layers_total(const struct m4d_ctx *x, uint64_t *out)
 {
+    if (x->nlt)
+        return pattern_total(x, out);
     struct m4d_ctx dense;
     uint64_t moe = 0, each_moe = 0, each_dense = 0, le = m4d_moe_layers_in(x, 0, x->L), a, b, mtp = 0;
     m4d_ctx_dense(x, &dense);

@@ -78,6 +78,16 @@ const struct m4d_param_desc m4d_model_params[] = {
     [MEM4D_MODEL_DSA_INDEX_HEADS] = NUM_ROW("dsa_indexer_n_heads", "index_n_heads", NULL, 0, 1u << 14, 0),
     [MEM4D_MODEL_DSA_INDEX_HEAD_DIM] = NUM_ROW("dsa_indexer_head_dim", "index_head_dim", NULL, 0, 1u << 14, 0),
     [MEM4D_MODEL_DSA_INDEX_TOPK] = NUM_ROW("dsa_indexer_topk", "index_topk", NULL, 0, 1u << 24, 0),
+    [MEM4D_MODEL_MAMBA_STATE_DIM] = NUM_ROW("mamba_state_dim", "ssm_state_size", NULL, 1, 1u << 14, 128),
+    [MEM4D_MODEL_MAMBA_HEAD_DIM] = NUM_ROW("mamba_head_dim", NULL, NULL, 1, 1u << 14, 64),
+    [MEM4D_MODEL_MAMBA_NUM_GROUPS] = NUM_ROW("mamba_num_groups", "n_groups", "mamba_n_groups", 1, 1u << 14, 8),
+    [MEM4D_MODEL_MAMBA_NUM_HEADS] = NUM_ROW("mamba_num_heads", NULL, NULL, 0, 1u << 16, 0),
+    [MEM4D_MODEL_CONV_KERNEL] = NUM_ROW("conv_kernel", "mamba_d_conv", "linear_conv_kernel_dim", 1, 64, 4),
+    [MEM4D_MODEL_LINEAR_KEY_HEADS] = NUM_ROW("linear_num_key_heads", NULL, NULL, 0, 1u << 14, 0),
+    [MEM4D_MODEL_LINEAR_VALUE_HEADS] = NUM_ROW("linear_num_value_heads", NULL, NULL, 0, 1u << 14, 0),
+    [MEM4D_MODEL_LINEAR_KEY_HEAD_DIM] = NUM_ROW("linear_key_head_dim", NULL, NULL, 1, 1u << 14, 128),
+    [MEM4D_MODEL_LINEAR_VALUE_HEAD_DIM] = NUM_ROW("linear_value_head_dim", NULL, NULL, 1, 1u << 14, 128),
+    [MEM4D_MODEL_ATTENTION_OUTPUT_GATE] = BOOL_ROW("attention_output_gate", "attn_output_gate", NULL, 0),
 };
 M4D_TABLE_ROWS(m4d_model_params, M4D_MODEL_NPARAM);
 

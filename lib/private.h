@@ -26,8 +26,8 @@
 
 /* Number of values of each enum; grow only by appending to the enum, then
  * raise the count, name the new last value and append the table rows. */
-#define M4D_MODEL_NPARAM 36
-M4D_ENUM_COUNT(M4D_MODEL_NPARAM, MEM4D_MODEL_DSA_INDEX_TOPK);
+#define M4D_MODEL_NPARAM 46
+M4D_ENUM_COUNT(M4D_MODEL_NPARAM, MEM4D_MODEL_ATTENTION_OUTPUT_GATE);
 #define M4D_LAYOUT_NPARAM 78
 M4D_ENUM_COUNT(M4D_LAYOUT_NPARAM, MEM4D_LAYOUT_ALLGATHER_GROUPS);
 #define M4D_DEVICE_NPARAM 24
@@ -86,9 +86,23 @@ extern const struct m4d_param_desc m4d_model_params[];
 extern const struct m4d_param_desc m4d_layout_params[];
 extern const struct m4d_param_desc m4d_device_params[];
 
+/* A layer pattern (mem4d_model_set_layer_pattern): each layer an index into
+ * the model's distinct layers, each a symbol and a width ('*': key/value
+ * heads, '-': FFN width; 0: the model's). */
+#define M4D_MAX_PATTERN 4096
+#define M4D_MAX_LAYER_KINDS 32
+struct m4d_layer_kind {
+    char sym;        /* M G * - E L */
+    uint32_t width;
+};
+
 struct mem4d_model {
     uint64_t v[M4D_MODEL_NPARAM];
     char name[M4D_NAME_MAX];
+    uint16_t nlt;                                   /* layers of the pattern; 0: none */
+    uint8_t nkinds;
+    struct m4d_layer_kind kinds[M4D_MAX_LAYER_KINDS];
+    uint8_t lt[M4D_MAX_PATTERN];                    /* layer i's kind */
 };
 
 /* Virtual stages a layer table may give (mem4d_layout_set_stage_layers). */
@@ -144,6 +158,13 @@ struct m4d_ctx {
     bool qk_whole;                     /* Q/K norms over the whole projections (OLMo 2) */
     bool sinks, router_bias;           /* a sink logit per head (gpt-oss); a router bias of E */
     uint64_t idx_heads, idx_dim, idx_topk; /* DSA lightning indexer (0 heads: none) */
+    bool out_gate;                     /* attention output gate (the query projection twice as wide) */
+    /* a layer pattern (lib/hybrid.c; nlt = 0: none) and its layers' dimensions */
+    uint64_t nlt, nkinds;
+    const uint8_t *lt;
+    const struct m4d_layer_kind *kinds;
+    uint64_t ssm_n, ssm_p, ssm_g, ssm_heads, conv_k; /* Mamba-2: state, head dim, groups, heads; conv width */
+    uint64_t gdn_kh, gdn_vh, gdn_dk, gdn_dv;         /* Gated DeltaNet: key/value heads and head dims */
     uint64_t experts, topk, fe, fs;    /* MoE: experts, top-k, expert ffn, shared-expert ffn */
     /* layout */
     uint64_t t, c, p, d, world, b, gbs, m, s, v; /* m = 0 when gbs unknown */
@@ -359,6 +380,9 @@ static inline uint64_t m4d_alloc_size(uint64_t bytes)
  * validated. false on overflow. */
 bool m4d_layer_params(const struct m4d_ctx *x, uint64_t *attn, uint64_t *mlp, uint64_t *repl);
 
+/* Parameters of one layer of kind k of a layer pattern (model.c). */
+bool m4d_kind_params(const struct m4d_ctx *x, const struct m4d_layer_kind *k, uint64_t *out);
+
 /* Is layer i (0-based) an expert layer? */
 static inline bool m4d_is_moe_layer(const struct m4d_ctx *x, uint64_t i)
 {
@@ -435,6 +459,32 @@ mem4d_status m4d_model_check(const mem4d_model *model, char *why, size_t why_siz
 bool m4d_deepep_group_ok(uint64_t ranks);
 void m4d_ctx_model(const mem4d_model *model, struct m4d_ctx *x);
 bool m4d_model_params_total(const struct m4d_ctx *x, uint64_t vocab, uint64_t *out);
+
+/* --- hybrid.c ------------------------------------------------------------- */
+
+/* Checks of a model's layer pattern (part of m4d_model_check). */
+mem4d_status m4d_pattern_check(const mem4d_model *model, char *why, size_t why_size);
+/* The pattern half of m4d_ctx_model(). */
+void m4d_ctx_pattern(const mem4d_model *model, struct m4d_ctx *x);
+/* The context of one kind of layer of a pattern: the model's with only that
+ * layer's parts (one norm; attention without an MLP, an MLP or experts
+ * without attention), for the dense formulas. */
+void m4d_kind_ctx(const struct m4d_ctx *x, const struct m4d_layer_kind *k, struct m4d_ctx *out);
+/* Parameters of a Mamba-2 (M), Gated DeltaNet (G) or linear (L) layer:
+ * split over t and replicated (its norm). false on overflow. */
+bool m4d_mixer_params(const struct m4d_ctx *x, char sym, uint64_t *split, uint64_t *repl);
+/* Bytes such a layer keeps for backward per token, in the two halves of
+ * the dense layers' (repl split by t_sp, split by t). */
+void m4d_mixer_token_bytes(const struct m4d_ctx *x, char sym, uint64_t *repl, uint64_t *split);
+/* Bytes per token (split by t) of such a layer's backward working set. */
+uint64_t m4d_mixer_backward_token_bytes(const struct m4d_ctx *x, char sym);
+/* Layers of each kind among layers [first, first + n) into counts
+ * (nkinds entries); returns the layers counted. */
+uint64_t m4d_pattern_kind_count(const struct m4d_ctx *x, uint64_t first, uint64_t n, uint64_t *counts);
+/* The layout rules of a layer pattern (part of m4d_resolve()): full mode,
+ * Megatron, and the heads and widths each layer splits over t. */
+mem4d_status m4d_pattern_layout_check(const struct m4d_ctx *x, char *why, size_t why_size);
+static inline bool m4d_is_mixer(char sym) { return sym == 'M' || sym == 'G' || sym == 'L'; }
 
 /* --- estimate.c (dispatch), estimate_paper.c, estimate_full.c ------------- */
 

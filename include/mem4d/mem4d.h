@@ -306,7 +306,40 @@ typedef enum mem4d_model_param {
     MEM4D_MODEL_DSA_INDEX_HEAD_DIM = 34,
     /** "dsa_indexer_topk" ("index_topk"): keys each query attends to, as chosen by
      * the indexer (the int64 indices are kept for backward). Default 0. @since 0.2 */
-    MEM4D_MODEL_DSA_INDEX_TOPK = 35
+    MEM4D_MODEL_DSA_INDEX_TOPK = 35,
+    /** "mamba_state_dim" ("ssm_state_size"): the SSM state size N of a Mamba-2
+     * layer (symbol M of the layer pattern). Default 128 (Megatron's
+     * --mamba-state-dim). @since 0.2 */
+    MEM4D_MODEL_MAMBA_STATE_DIM = 36,
+    /** "mamba_head_dim": the head dimension P of a Mamba-2 layer. Default 64. @since 0.2 */
+    MEM4D_MODEL_MAMBA_HEAD_DIM = 37,
+    /** "mamba_num_groups" ("n_groups"): the groups G of a Mamba-2 layer's B and
+     * C projections. Default 8. @since 0.2 */
+    MEM4D_MODEL_MAMBA_NUM_GROUPS = 38,
+    /** "mamba_num_heads": the heads of a Mamba-2 layer; 0 means 2h/mamba_head_dim
+     * (Megatron's expand = 2). Default 0. @since 0.2 */
+    MEM4D_MODEL_MAMBA_NUM_HEADS = 39,
+    /** "conv_kernel" ("mamba_d_conv", "linear_conv_kernel_dim"): the width of
+     * the causal depthwise convolution of the Mamba-2 and Gated DeltaNet layers.
+     * Default 4. @since 0.2 */
+    MEM4D_MODEL_CONV_KERNEL = 40,
+    /** "linear_num_key_heads": query/key heads of a Gated DeltaNet layer (symbol G;
+     * Qwen3-Next). Required when the pattern has G layers. @since 0.2 */
+    MEM4D_MODEL_LINEAR_KEY_HEADS = 41,
+    /** "linear_num_value_heads": value heads of a Gated DeltaNet layer. Required
+     * when the pattern has G layers. @since 0.2 */
+    MEM4D_MODEL_LINEAR_VALUE_HEADS = 42,
+    /** "linear_key_head_dim": query/key head dimension of a Gated DeltaNet layer.
+     * Default 128. @since 0.2 */
+    MEM4D_MODEL_LINEAR_KEY_HEAD_DIM = 43,
+    /** "linear_value_head_dim": value head dimension of a Gated DeltaNet layer.
+     * Default 128. @since 0.2 */
+    MEM4D_MODEL_LINEAR_VALUE_HEAD_DIM = 44,
+    /** "attention_output_gate" ("attn_output_gate"): 1 when the attention output
+     * is multiplied by a sigmoid gate the query projection also produces (Qwen3-Next's
+     * gated attention; Megatron's --attention-output-gate): the query projection
+     * is twice as wide. Default 0. @since 0.2 */
+    MEM4D_MODEL_ATTENTION_OUTPUT_GATE = 45
 } mem4d_model_param;
 
 /**
@@ -374,6 +407,43 @@ MEM4D_API mem4d_status mem4d_model_get(const mem4d_model *model, mem4d_model_par
  * @since 0.1
  */
 MEM4D_API mem4d_status mem4d_model_set_str(mem4d_model *model, const char *name, const char *value);
+
+/**
+ * Give the model a layer pattern: one symbol per layer, in Megatron-Core's
+ * hybrid notation (--hybrid-override-pattern): "M" a Mamba-2 layer, "G" a
+ * Gated DeltaNet layer, "*" an attention layer, "-" an MLP layer, "E" an
+ * expert (MoE) layer, each with its own input norm and residual; and "L" a
+ * linear h x h layer with its norm (the replace_with_linear blocks of
+ * Llama-3.3-Nemotron's block_configs). "*" may carry its key/value heads
+ * and "-" its FFN width in braces, "*{1}" and "-{14336}", for models whose
+ * layers differ (block_configs). A model whose layers are attention and
+ * MLP together, as a Hugging Face layer, is written with two symbols per
+ * layer ("G" then "E" for a Qwen3-Next layer). Setting the pattern sets
+ * ::MEM4D_MODEL_NUM_LAYERS to its length; the expert-layer keys
+ * (moe_layer_freq, first_k_dense_replace) do not apply. mem4d_model_set_str()
+ * sets it from text as "layer_pattern" ("hybrid_override_pattern"). Pipeline
+ * separators "|" belong to the layout (stage_layers) and multi-token
+ * prediction depths "/" are not modelled: both are refused.
+ * @param model The model.
+ * @param pattern The pattern; "" clears it (every layer attention and MLP).
+ * @return ::MEM4D_OK, ::MEM4D_E_PARSE (an unknown symbol or a bad width),
+ *         ::MEM4D_E_RANGE (more than 4096 layers, a width out of range, or
+ *         more than 32 distinct layers) or ::MEM4D_E_INVALID_ARG.
+ * @since 0.2
+ */
+MEM4D_API mem4d_status mem4d_model_set_layer_pattern(mem4d_model *model, const char *pattern);
+
+/**
+ * Write the model's layer pattern (mem4d_model_set_layer_pattern()) as text.
+ * @param model The model.
+ * @param[out] buf Receives the pattern, NUL-terminated and cut to fit; may be
+ *             NULL when size is 0.
+ * @param size Room at buf.
+ * @return The pattern's length without the NUL (0: none), also when larger
+ *         than size - 1; 0 for a NULL model.
+ * @since 0.2
+ */
+MEM4D_API size_t mem4d_model_get_layer_pattern(const mem4d_model *model, char *buf, size_t size);
 
 /**
  * The model's name: its preset name, or "custom".

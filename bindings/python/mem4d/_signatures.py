@@ -76,6 +76,8 @@ SIGNATURES = (
     ("mem4d_model_set", c_status, [MODEL, c_enum, u64]),
     ("mem4d_model_get", c_status, [MODEL, c_enum, P(u64)]),
     ("mem4d_model_set_str", c_status, [MODEL, cstr, cstr]),
+    ("mem4d_model_set_layer_pattern", c_status, [MODEL, cstr]),
+    ("mem4d_model_get_layer_pattern", size, [MODEL, cstr, size]),
     ("mem4d_model_name", cstr, [MODEL]),
     ("mem4d_model_set_name", c_status, [MODEL, cstr]),
     ("mem4d_model_validate", c_status, [MODEL, cstr, size]),

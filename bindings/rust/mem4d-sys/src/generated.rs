@@ -235,6 +235,32 @@ pub const MEM4D_MODEL_DSA_INDEX_HEAD_DIM: mem4d_model_param = 34;
 /// "dsa_indexer_topk" ("index_topk"): keys each query attends to, as chosen by the indexer (the int64 indices are kept
 /// for backward). Default 0. @since 0.2
 pub const MEM4D_MODEL_DSA_INDEX_TOPK: mem4d_model_param = 35;
+/// "mamba_state_dim" ("ssm_state_size"): the SSM state size N of a Mamba-2 layer (symbol M of the layer pattern).
+/// Default 128 (Megatron's --mamba-state-dim). @since 0.2
+pub const MEM4D_MODEL_MAMBA_STATE_DIM: mem4d_model_param = 36;
+/// "mamba_head_dim": the head dimension P of a Mamba-2 layer. Default 64. @since 0.2
+pub const MEM4D_MODEL_MAMBA_HEAD_DIM: mem4d_model_param = 37;
+/// "mamba_num_groups" ("n_groups"): the groups G of a Mamba-2 layer's B and C projections. Default 8. @since 0.2
+pub const MEM4D_MODEL_MAMBA_NUM_GROUPS: mem4d_model_param = 38;
+/// "mamba_num_heads": the heads of a Mamba-2 layer; 0 means 2h/mamba_head_dim (Megatron's expand = 2). Default 0.
+/// @since 0.2
+pub const MEM4D_MODEL_MAMBA_NUM_HEADS: mem4d_model_param = 39;
+/// "conv_kernel" ("mamba_d_conv", "linear_conv_kernel_dim"): the width of the causal depthwise convolution of the
+/// Mamba-2 and Gated DeltaNet layers. Default 4. @since 0.2
+pub const MEM4D_MODEL_CONV_KERNEL: mem4d_model_param = 40;
+/// "linear_num_key_heads": query/key heads of a Gated DeltaNet layer (symbol G; Qwen3-Next). Required when the pattern
+/// has G layers. @since 0.2
+pub const MEM4D_MODEL_LINEAR_KEY_HEADS: mem4d_model_param = 41;
+/// "linear_num_value_heads": value heads of a Gated DeltaNet layer. Required when the pattern has G layers. @since 0.2
+pub const MEM4D_MODEL_LINEAR_VALUE_HEADS: mem4d_model_param = 42;
+/// "linear_key_head_dim": query/key head dimension of a Gated DeltaNet layer. Default 128. @since 0.2
+pub const MEM4D_MODEL_LINEAR_KEY_HEAD_DIM: mem4d_model_param = 43;
+/// "linear_value_head_dim": value head dimension of a Gated DeltaNet layer. Default 128. @since 0.2
+pub const MEM4D_MODEL_LINEAR_VALUE_HEAD_DIM: mem4d_model_param = 44;
+/// "attention_output_gate" ("attn_output_gate"): 1 when the attention output is multiplied by a sigmoid gate the query
+/// projection also produces (Qwen3-Next's gated attention; Megatron's --attention-output-gate): the query projection is
+/// twice as wide. Default 0. @since 0.2
+pub const MEM4D_MODEL_ATTENTION_OUTPUT_GATE: mem4d_model_param = 45;
 
 /// `mem4d_layout_param` (a C enum, passed as `int`): Layout parameters. Values are fixed forever; new keys are
 /// appended. The string names are short ("tp"); Megatron-LM's argument names ("tensor_model_parallel_size") are
@@ -836,6 +862,19 @@ extern "C" {
     /// Set a model parameter by name from text ("hidden_size", "4096"). Numbers are decimal (or 0x hexadecimal);
     /// booleans are "true"/"false"/"1"/"0"; enumerated keys also take their value names ("rmsnorm").
     pub fn mem4d_model_set_str(model: *mut mem4d_model, name: *const c_char, value: *const c_char) -> mem4d_status;
+    /// Give the model a layer pattern: one symbol per layer, in Megatron-Core's hybrid notation
+    /// (--hybrid-override-pattern): "M" a Mamba-2 layer, "G" a Gated DeltaNet layer, "*" an attention layer, "-" an MLP
+    /// layer, "E" an expert (MoE) layer, each with its own input norm and residual; and "L" a linear h x h layer with
+    /// its norm (the replace_with_linear blocks of Llama-3.3-Nemotron's block_configs). "*" may carry its key/value
+    /// heads and "-" its FFN width in braces, "*{1}" and "-{14336}", for models whose layers differ (block_configs). A
+    /// model whose layers are attention and MLP together, as a Hugging Face layer, is written with two symbols per
+    /// layer ("G" then "E" for a Qwen3-Next layer). Setting the pattern sets MEM4D_MODEL_NUM_LAYERS to its length; the
+    /// expert-layer keys (moe_layer_freq, first_k_dense_replace) do not apply. mem4d_model_set_str() sets it from text
+    /// as "layer_pattern" ("hybrid_override_pattern"). Pipeline separators "|" belong to the layout (stage_layers) and
+    /// multi-token prediction depths "/" are not modelled: both are refused.
+    pub fn mem4d_model_set_layer_pattern(model: *mut mem4d_model, pattern: *const c_char) -> mem4d_status;
+    /// Write the model's layer pattern (mem4d_model_set_layer_pattern()) as text.
+    pub fn mem4d_model_get_layer_pattern(model: *const mem4d_model, buf: *mut c_char, size: usize) -> usize;
     /// The model's name: its preset name, or "custom".
     pub fn mem4d_model_name(model: *const mem4d_model) -> *const c_char;
     /// Name a model (shown by tools; at most 63 bytes are kept).

@@ -1,0 +1,233 @@
+/*
+ * Hybrid models: the layer pattern, the parameters of Mamba-2 and Gated
+ * DeltaNet layers, their kept activations term by term (doc/full-model.md,
+ * "Hybrid layers"), per-stage placement and the modes that refuse them.
+ * SPDX-License-Identifier: MIT
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+/* Nemotron-H-8B-Base-8K's dimensions (its config.json, tests/data/hf/hybrid). */
+#define NH8_PATTERN "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-"
+
+static mem4d_model *nemotron_h_8b(void)
+{
+    mem4d_model *m = NULL;
+    ck_assert_int_eq(mem4d_model_new(&m), MEM4D_OK);
+    static const char *const kv[][2] = {
+        {"hidden_size", "4096"}, {"num_attention_heads", "32"}, {"num_key_value_heads", "8"},
+        {"head_dim", "128"}, {"ffn_hidden_size", "21504"}, {"swiglu", "false"}, {"vocab_size", "131072"},
+        {"mamba_num_heads", "128"}, {"mamba_head_dim", "64"}, {"mamba_num_groups", "8"},
+        {"mamba_state_dim", "128"}, {"conv_kernel", "4"},
+    };
+    for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++)
+        ck_assert_int_eq(mem4d_model_set_str(m, kv[i][0], kv[i][1]), MEM4D_OK);
+    ck_assert_int_eq(mem4d_model_set_str(m, "hybrid_override_pattern", NH8_PATTERN), MEM4D_OK);
+    return m;
+}
+
+START_TEST(pattern_round_trip)
+{
+    mem4d_model *m = nemotron_h_8b();
+    char buf[256];
+    uint64_t L = 0;
+    ck_assert_uint_eq(mem4d_model_get_layer_pattern(m, buf, sizeof buf), 52);
+    ck_assert_str_eq(buf, NH8_PATTERN);
+    ck_assert_int_eq(mem4d_model_get(m, MEM4D_MODEL_NUM_LAYERS, &L), MEM4D_OK);
+    ck_assert_uint_eq(L, 52);
+    /* widths, a cut buffer, and the length when the buffer is short */
+    ck_assert_int_eq(mem4d_model_set_layer_pattern(m, "*{8}-{14336}L*-"), MEM4D_OK);
+    ck_assert_uint_eq(mem4d_model_get_layer_pattern(m, buf, 6), 15);
+    ck_assert_str_eq(buf, "*{8}-");
+    ck_assert_uint_eq(mem4d_model_get_layer_pattern(m, NULL, 0), 15);
+    /* clearing keeps num_layers */
+    ck_assert_int_eq(mem4d_model_set_layer_pattern(m, ""), MEM4D_OK);
+    ck_assert_uint_eq(mem4d_model_get_layer_pattern(m, buf, sizeof buf), 0);
+    mem4d_model_free(m);
+}
+END_TEST
+
+START_TEST(pattern_refusals)
+{
+    mem4d_model *m = nemotron_h_8b();
+    char buf[256];
+    static const char *const bad[] = {"M-X", "M|M", "M*/M", "M{4}", "*{}", "*{0}", "-{12", "*{x}"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        ck_assert_msg(mem4d_model_set_layer_pattern(m, bad[i]) == MEM4D_E_PARSE, "%s", bad[i]);
+    ck_assert_int_eq(mem4d_model_set_layer_pattern(m, "-{99999999}"), MEM4D_E_RANGE);
+    /* a refused pattern leaves the model as it was */
+    ck_assert_uint_eq(mem4d_model_get_layer_pattern(m, buf, sizeof buf), 52);
+    /* more than 32 distinct layers */
+    char many[512] = "";
+    for (int i = 1; i <= 33; i++) {
+        char one[16];
+        snprintf(one, sizeof one, "-{%d}", i * 128);
+        strcat(many, one);
+    }
+    ck_assert_int_eq(mem4d_model_set_layer_pattern(m, many), MEM4D_E_RANGE);
+    /* num_layers contradicting the pattern, E without experts */
+    char why[256];
+    ck_assert_int_eq(mem4d_model_set(m, MEM4D_MODEL_NUM_LAYERS, 50), MEM4D_OK);
+    ck_assert_int_eq(mem4d_model_validate(m, why, sizeof why), MEM4D_E_MODEL);
+    ck_assert_ptr_nonnull(strstr(why, "layer pattern"));
+    ck_assert_int_eq(mem4d_model_set_layer_pattern(m, "ME*E"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_model_validate(m, why, sizeof why), MEM4D_E_MISSING);
+    ck_assert_ptr_nonnull(strstr(why, "num_experts"));
+    ck_assert_int_eq(mem4d_model_set_layer_pattern(m, "MG*-"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_model_validate(m, why, sizeof why), MEM4D_E_MISSING);
+    ck_assert_ptr_nonnull(strstr(why, "Gated DeltaNet"));
+    mem4d_model_free(m);
+}
+END_TEST
+
+/* Nemotron-H-8B counted by hand from the module shapes of transformers'
+ * modeling_nemotron_h.py (NemotronHMamba2Mixer, NemotronHAttention,
+ * NemotronHMLP): 24 Mamba-2, 4 attention and 24 MLP layers, each with its
+ * norm, the embedding and the untied head, the final norm. */
+START_TEST(nemotron_h_8b_params)
+{
+    mem4d_model *m = nemotron_h_8b();
+    uint64_t h = 4096, d = 128 * 64, conv = d + 2 * 8 * 128, in = 2 * d + 2 * 8 * 128 + 128;
+    uint64_t mamba = h * in + conv * 4 + conv + 3 * 128 + d + d * h + h;
+    uint64_t attn = h * 32 * 128 * 2 + 2 * h * 8 * 128 + h;
+    uint64_t mlp = 2 * h * 21504 + h;
+    uint64_t want = 24 * mamba + 4 * attn + 24 * mlp + 2 * 131072 * h + h, got = 0;
+    ck_assert_int_eq(mem4d_model_num_params(m, &got), MEM4D_OK);
+    ck_assert_uint_eq(got, want);
+    mem4d_model_free(m);
+}
+END_TEST
+
+static uint64_t term(const mem4d_report *r, uint32_t stage, mem4d_term t)
+{
+    uint64_t v = 0;
+    ck_assert_int_eq(mem4d_report_get(r, stage, t, &v), MEM4D_OK);
+    return v;
+}
+
+/* ACTIVATIONS of stage 0 for a pattern, pp 1 (one micro-batch in flight). */
+static uint64_t activations(mem4d_model *m, const char *pattern, mem4d_layout *l, mem4d_device *dev)
+{
+    mem4d_report *r = NULL;
+    ck_assert_int_eq(mem4d_model_set_layer_pattern(m, pattern), MEM4D_OK);
+    ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
+    ck_assert_msg(mem4d_estimate(m, l, dev, r) == MEM4D_OK, "%s", mem4d_report_message(r));
+    ck_assert_uint_eq(term(r, 0, MEM4D_TERM_PEAK_MOMENT), MEM4D_MOMENT_FORWARD_BACKWARD);
+    uint64_t a = term(r, 0, MEM4D_TERM_ACTIVATIONS);
+    mem4d_report_free(r);
+    return a;
+}
+
+/* One Mamba-2 layer keeps, per token, the fused norm's input and output
+ * (2h each, 2 bytes), mamba_split_conv1d_scan_combined's saved zxbcdt
+ * (2·d_inner + 2·G·N + heads) and out_x (d_inner), the group norm's input
+ * and out_proj's input (d_inner each), 2 bytes each; a Gated DeltaNet layer
+ * the norm, the in_proj output, the conv output, the L2-normalised q and k,
+ * g (fp32), beta and A (64 per value head), the kernel's output and
+ * out_proj's input. Adding one layer adds exactly that. */
+START_TEST(mixer_activations_term_by_term)
+{
+    mem4d_model *m = nemotron_h_8b();
+    mem4d_device *dev = tu_device("h200-141");
+    mem4d_layout *l = tu_layout("tp=2", "dp=1", "mbs=1", "seq=4096", "sp=true", NULL);
+    uint64_t T = 4096, h = 4096, t = 2, d = 8192, in = 2 * d + 2 * 8 * 128 + 128;
+    uint64_t a2 = activations(m, "M*M-", l, dev), a3 = activations(m, "M*M-M", l, dev);
+    ck_assert_uint_eq(a3 - a2, T * 4 * h / t + T * (2 * in + 6 * d) / t);
+    /* Gated DeltaNet: Qwen3-Next-80B-A3B's dimensions */
+    ck_assert_int_eq(mem4d_model_set_str(m, "linear_num_key_heads", "16"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_model_set_str(m, "linear_num_value_heads", "32"), MEM4D_OK);
+    uint64_t qk = 16 * 128, v = 32 * 128, nv = 32, gin = 2 * qk + 2 * v + 2 * nv, conv = 2 * qk + v;
+    uint64_t g2 = activations(m, "G*G-", l, dev), g3 = activations(m, "G*G-G", l, dev);
+    ck_assert_uint_eq(g3 - g2, T * 4 * h / t + T * (2 * gin + 2 * conv + 4 * qk + (4 + 2 + 128) * nv + 4 * v) / t);
+    /* full recompute keeps a layer's input only, whatever its kind */
+    ck_assert_int_eq(mem4d_layout_set_str(l, "recompute", "full"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_layout_set_str(l, "recompute_method", "uniform"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_layout_set_str(l, "recompute_num_layers", "1"), MEM4D_OK);
+    uint64_t f2 = activations(m, "M*M-", l, dev), f3 = activations(m, "M*M-M", l, dev);
+    ck_assert_uint_eq(f3 - f2, T * 2 * h / t);
+    mem4d_layout_free(l);
+    mem4d_device_free(dev);
+    mem4d_model_free(m);
+}
+END_TEST
+
+/* Per-stage placement follows the pattern: with pp 2 the first 26 layers
+ * (12 M, 2 *, 12 -) and the last 26 (12 M, 2 *, 12 -) of Nemotron-H-8B,
+ * and for a pattern front-loaded with Mamba layers the stages differ. */
+START_TEST(stage_placement)
+{
+    mem4d_model *m = nemotron_h_8b();
+    mem4d_device *dev = tu_device("h200-141");
+    mem4d_layout *l = tu_layout("tp=1", "pp=2", "dp=1", "mbs=1", "seq=4096", "gbs=8", NULL);
+    mem4d_report *r = NULL;
+    ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
+    ck_assert_msg(mem4d_estimate(m, l, dev, r) == MEM4D_OK, "%s", mem4d_report_message(r));
+    uint64_t total = 0, h = 4096, emb = 131072 * h;
+    ck_assert_int_eq(mem4d_model_num_params(m, &total), MEM4D_OK);
+    uint64_t p0 = term(r, 0, MEM4D_TERM_PARAMS), p1 = term(r, 1, MEM4D_TERM_PARAMS);
+    ck_assert_uint_eq(p0 + p1, total);
+    ck_assert_uint_eq(p0 - emb, p1 - emb - h); /* the halves hold the same layers */
+    /* 26 Mamba layers then 26 MLP layers: stage 0 holds every Mamba layer */
+    char pat[64] = "";
+    for (int i = 0; i < 26; i++)
+        strcat(pat, "M");
+    for (int i = 0; i < 26; i++)
+        strcat(pat, "-");
+    ck_assert_int_eq(mem4d_model_set_layer_pattern(m, pat), MEM4D_OK);
+    ck_assert_msg(mem4d_estimate(m, l, dev, r) == MEM4D_OK, "%s", mem4d_report_message(r));
+    uint64_t d = 8192, conv = d + 2048, in = 2 * d + 2048 + 128;
+    uint64_t mamba = h * in + 5 * conv + 3 * 128 + d + d * h + h, mlp = 2 * h * 21504 + h;
+    ck_assert_uint_eq(term(r, 0, MEM4D_TERM_PARAMS), 26 * mamba + emb);
+    ck_assert_uint_eq(term(r, 1, MEM4D_TERM_PARAMS), 26 * mlp + emb + h);
+    mem4d_report_free(r);
+    mem4d_layout_free(l);
+    mem4d_device_free(dev);
+    mem4d_model_free(m);
+}
+END_TEST
+
+START_TEST(refusals_with_sentences)
+{
+    mem4d_model *m = nemotron_h_8b();
+    mem4d_device *dev = tu_device("h100-80");
+    mem4d_layout *l = tu_layout("tp=1", "dp=8", "mbs=1", "seq=4096", "mode=paper", NULL);
+    mem4d_report *r = NULL;
+    char why[256];
+    ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
+    ck_assert_int_eq(mem4d_estimate(m, l, dev, r), MEM4D_E_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(mem4d_report_message(r), "paper mode"));
+    ck_assert_int_eq(mem4d_layout_set_str(l, "mode", "full"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_layout_set_str(l, "framework", "torchtitan"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_validate(m, l, why, sizeof why), MEM4D_E_UNSUPPORTED);
+    ck_assert_int_eq(mem4d_layout_set_str(l, "framework", "megatron"), MEM4D_OK);
+    /* 8 Mamba groups do not split over tp 16 */
+    ck_assert_int_eq(mem4d_layout_set_str(l, "tp", "16"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_layout_set_str(l, "dp", "1"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_model_set_str(m, "num_attention_heads", "64"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_model_set_str(m, "num_key_value_heads", "16"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_model_set_str(m, "ffn_hidden_size", "21504"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_validate(m, l, why, sizeof why), MEM4D_E_HEADS_TP);
+    ck_assert_ptr_nonnull(strstr(why, "Mamba"));
+    mem4d_report_free(r);
+    mem4d_layout_free(l);
+    mem4d_device_free(dev);
+    mem4d_model_free(m);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("hybrid");
+    TCase *tc = tcase_create("hybrid");
+    tcase_add_test(tc, pattern_round_trip);
+    tcase_add_test(tc, pattern_refusals);
+    tcase_add_test(tc, nemotron_h_8b_params);
+    tcase_add_test(tc, mixer_activations_term_by_term);
+    tcase_add_test(tc, stage_placement);
+    tcase_add_test(tc, refusals_with_sentences);
+    suite_add_tcase(s, tc);
+    return tu_run(s);
+}
