@@ -3,6 +3,9 @@
  * runs it before `torchrun pretrain_gpt.py ...` and launches only on exit 0.
  * SPDX-License-Identifier: MIT
  */
+#include <stdlib.h>
+#include <string.h>
+
 #include "cli.h"
 
 extern char **environ;
@@ -72,16 +75,158 @@ static bool import_job(const struct cli_args *o, mem4d_import *imp, mem4d_model 
     return true;
 }
 
+/* The job's flags that say how the layers are split over the stages. A
+ * proposal states its own split, and argparse cannot take back a switch
+ * (--account-for-embedding-in-pipeline-split) or a split the proposal's
+ * flags contradict (--num-layers-per-virtual-pipeline-stage next to
+ * --num-virtual-stages-per-pipeline-rank): the proposal replaces them. */
+static const struct {
+    const char *name;
+    bool value;
+} split_flags[] = {
+    {"--pipeline-model-parallel-layout", true},
+    {"--num-layers-per-virtual-pipeline-stage", true},
+    {"--num-virtual-stages-per-pipeline-rank", true},
+    {"--decoder-first-pipeline-num-layers", true},
+    {"--decoder-last-pipeline-num-layers", true},
+    {"--account-for-embedding-in-pipeline-split", false},
+    {"--account-for-loss-in-pipeline-split", false},
+    {"--pp-partition-method", true}, /* Megatron-DeepSpeed */
+};
+
+/* How many words of argv[i..] are a split flag (with its value), or 0. */
+static int split_words(int argc, char *const *argv, int i)
+{
+    for (size_t k = 0; k < sizeof split_flags / sizeof split_flags[0]; k++) {
+        size_t n = strlen(split_flags[k].name);
+        if (strncmp(argv[i], split_flags[k].name, n) != 0)
+            continue;
+        if (argv[i][n] == '=' && split_flags[k].value)
+            return 1;
+        if (argv[i][n] == '\0')
+            return split_flags[k].value && i + 1 < argc ? 2 : 1;
+    }
+    return 0;
+}
+
+static bool has_arg(const struct cli_args *o, const char *name)
+{
+    for (int i = 0; i < o->rest_argc; i++)
+        if (strcmp(o->rest_argv[i], name) == 0)
+            return true;
+    return false;
+}
+
 /* When the job does not fit: the fastest layout of the same GPUs, sequence
- * and batch that does, as the Megatron-LM flags that set it. */
+ * and batch that does, as the Megatron-LM flags that set it, appended to the
+ * job's arguments once the job's own split flags (drop) are taken out. */
 struct proposal {
     bool found;
     char flags[1024];
+    char drop[1024]; /* the job's words the flags replace, space-separated */
     uint64_t peak, device;
 };
 
-static void propose(const mem4d_model *model, const mem4d_device *device, const mem4d_layout *job,
-                    struct proposal *p)
+/* The job's arguments without its split flags, then the proposal's words:
+ * an argument vector in words[] (pointing into argv and into text). */
+static int applied_args(const struct cli_args *o, struct proposal *p, char *text, char **words, int cap)
+{
+    int n = 0;
+    size_t used = 0;
+    p->drop[0] = '\0';
+    for (int i = 0; i < o->rest_argc;) {
+        int w = split_words(o->rest_argc, o->rest_argv, i);
+        if (w == 0) {
+            if (n < cap)
+                words[n++] = o->rest_argv[i];
+            i++;
+            continue;
+        }
+        for (int k = 0; k < w; k++, i++) {
+            size_t len = strlen(p->drop);
+            snprintf(p->drop + len, sizeof p->drop - len, "%s%s", len ? " " : "", o->rest_argv[i]);
+        }
+    }
+    /* the writer's words are separated by one space; a layout string is
+     * single-quoted for the shell, which takes the quotes off */
+    strcpy(text, p->flags);
+    for (char *w = text; *w && n < cap; used++) {
+        char *end = strchr(w, ' ');
+        if (end)
+            *end = '\0';
+        size_t len = strlen(w);
+        if (len >= 2 && w[0] == '\'' && w[len - 1] == '\'') {
+            w[len - 1] = '\0';
+            w++;
+        }
+        words[n++] = w;
+        w = end ? end + 1 : w + len;
+    }
+    return used ? n : -1;
+}
+
+/* Megatron-DeepSpeed: DeepSpeed's --zero-stage, not Megatron's distributed
+ * optimizer, shards the optimizer state (the reader ignores the latter there). */
+static void deepspeed_zero(struct proposal *p, const mem4d_layout *best)
+{
+    uint64_t zero = 0, dopt = 0;
+    mem4d_layout_get(best, MEM4D_LAYOUT_ZERO_STAGE, &zero);
+    mem4d_layout_get(best, MEM4D_LAYOUT_DIST_OPT, &dopt);
+    static const char dist[] = " --use-distributed-optimizer";
+    char *at = strstr(p->flags, dist);
+    if (at)
+        memmove(at, at + sizeof dist - 1, strlen(at + sizeof dist - 1) + 1);
+    size_t len = strlen(p->flags);
+    snprintf(p->flags + len, sizeof p->flags - len, " --zero-stage %llu",
+             (unsigned long long)(zero ? zero : dopt ? 1 : 0));
+}
+
+/* Read the job with the proposal applied as `check` reads a job, and judge it:
+ * the proposal stands only if that command line is accepted and fits. */
+static bool proposal_fits(const struct cli_args *o, const mem4d_layout *given, const mem4d_device *device,
+                          struct proposal *p, char *why, size_t n)
+{
+    enum { CAP = 4096 };
+    char text[sizeof p->flags];
+    char **words = malloc(CAP * sizeof *words);
+    mem4d_model *model = NULL;
+    mem4d_layout *layout = NULL;
+    mem4d_import *imp = NULL;
+    mem4d_report *rep = NULL;
+    bool fits = false;
+    int argc = words ? applied_args(o, p, text, words, CAP) : -1;
+    snprintf(why, n, "out of memory");
+    if (argc < 0 || mem4d_layout_clone(given, &layout) != MEM4D_OK || mem4d_import_new(&imp) != MEM4D_OK ||
+        mem4d_report_new(&rep) != MEM4D_OK)
+        goto out;
+    if (!((o->model || o->hf_config) ? cli_open_model(o, NULL, &model)
+                                     : mem4d_model_new(&model) == MEM4D_OK && cli_apply_model_settings(o, model)))
+        goto out;
+    if (mem4d_import_megatron(imp, argc, (const char *const *)words, (const char *const *)environ, o->world_size,
+                              model, layout) != MEM4D_OK) {
+        snprintf(why, n, "%s", mem4d_import_message(imp));
+        goto out;
+    }
+    if (mem4d_estimate(model, layout, device, rep) != MEM4D_OK) {
+        snprintf(why, n, "%s", mem4d_report_message(rep));
+        goto out;
+    }
+    fits = mem4d_report_verdict(rep) == MEM4D_VERDICT_FITS;
+    p->peak = mem4d_report_peak_bytes(rep);
+    p->device = mem4d_report_device_bytes(rep);
+    if (!fits)
+        snprintf(why, n, "it is judged %s", mem4d_verdict_name(mem4d_report_verdict(rep)));
+out:
+    mem4d_report_free(rep);
+    mem4d_import_free(imp);
+    mem4d_layout_free(layout);
+    mem4d_model_free(model);
+    free(words);
+    return fits;
+}
+
+static void propose(const struct cli_args *o, const mem4d_layout *given, const mem4d_model *model,
+                    const mem4d_device *device, const mem4d_layout *job, struct proposal *p)
 {
     mem4d_layout *best = NULL;
     mem4d_report *rep = NULL;
@@ -93,9 +238,14 @@ static void propose(const mem4d_model *model, const mem4d_device *device, const 
     if (st == MEM4D_OK)
         st = mem4d_layout_megatron_args(model, best, p->flags, sizeof p->flags, NULL);
     p->found = st == MEM4D_OK;
-    if (p->found) {
-        p->peak = mem4d_report_peak_bytes(rep);
-        p->device = mem4d_report_device_bytes(rep);
+    if (p->found && has_arg(o, "--deepspeed"))
+        deepspeed_zero(p, best);
+    char why[512];
+    if (p->found && !proposal_fits(o, given, device, p, why, sizeof why)) {
+        /* never a proposal that does not hold: say what went wrong */
+        fprintf(stderr, "mem4d: warning: the best layout found (%s) does not hold over this job's flags: %s\n",
+                p->flags, why);
+        p->found = false;
     }
     mem4d_report_free(rep);
     mem4d_layout_free(best);
@@ -118,6 +268,8 @@ static void print_json(FILE *out, const mem4d_import *imp, const mem4d_layout *l
     if (p->found) {
         fprintf(out, "{\"megatron_flags\": ");
         cli_json_string(out, p->flags);
+        fprintf(out, ", \"replaces\": ");
+        cli_json_string(out, p->drop);
         fprintf(out, ", \"peak_bytes\": %llu, \"device_bytes\": %llu}", (unsigned long long)p->peak,
                 (unsigned long long)p->device);
     } else {
@@ -138,10 +290,11 @@ static int verdict_status(const struct cli_args *o, mem4d_verdict v)
 static int run_check(const struct cli_args *o, mem4d_model *model, mem4d_device *device)
 {
     mem4d_import *imp = NULL;
-    mem4d_layout *layout = o->layout;
+    mem4d_layout *layout = o->layout, *given = NULL;
     mem4d_report *report = NULL;
     int status = CLI_USAGE;
-    if (mem4d_import_new(&imp) != MEM4D_OK || mem4d_report_new(&report) != MEM4D_OK) {
+    if (mem4d_import_new(&imp) != MEM4D_OK || mem4d_report_new(&report) != MEM4D_OK ||
+        mem4d_layout_clone(layout, &given) != MEM4D_OK) {
         cli_error("out of memory");
         goto out;
     }
@@ -157,7 +310,7 @@ static int run_check(const struct cli_args *o, mem4d_model *model, mem4d_device 
     status = verdict_status(o, v);
     struct proposal p = {.found = false};
     if (status != CLI_OK)
-        propose(model, device, layout, &p);
+        propose(o, given, model, device, layout, &p);
     if (o->format == CLI_FORMAT_JSON) {
         print_json(stdout, imp, layout, report, status, &p);
     } else {
@@ -172,10 +325,13 @@ static int run_check(const struct cli_args *o, mem4d_model *model, mem4d_device 
                                                           : ", too close to the limit (--strict)"));
         if (p.found)
             printf("check: propose %s (peak %.1f GiB of %.1f GiB)\n", p.flags, cli_gib(p.peak), cli_gib(p.device));
+        if (p.found && p.drop[0])
+            printf("check: in place of the job's %s\n", p.drop);
         else if (status != CLI_OK)
             printf("check: no layout of these %llu GPUs fits either\n", (unsigned long long)world);
     }
 out:
+    mem4d_layout_free(given);
     mem4d_report_free(report);
     mem4d_import_free(imp);
     return status;

@@ -71,8 +71,14 @@ static void put_memory_switches(struct m4d_out *o, const mem4d_model *m, const m
     } else if (lv(l, MEM4D_LAYOUT_RECOMPUTE) == 2) {
         unsigned long long layers = lv(l, MEM4D_LAYOUT_RECOMPUTE_LAYERS);
         unsigned long long p = lv(l, MEM4D_LAYOUT_PP), v = lv(l, MEM4D_LAYOUT_VPP);
-        if (layers == 0) /* every layer of a chunk: uniform over chunks of at most this many */
-            layers = p && v ? ((unsigned long long)m->v[MEM4D_MODEL_NUM_LAYERS] + p * v - 1) / (p * v) : 1;
+        if (layers == 0) { /* every layer of a chunk: uniform over chunks of at most this many */
+            unsigned long long L = (unsigned long long)m->v[MEM4D_MODEL_NUM_LAYERS];
+            layers = p && v ? (L + p * v - 1) / (p * v) : 1;
+            /* but no more than the reader takes back (m4d_recompute_layers_ok:
+             * at most L/p) when uneven stages round it up */
+            if (p && layers > L / p)
+                layers = L / p;
+        }
         m4d_put(o, " --recompute-granularity full --recompute-method %s --recompute-num-layers %llu",
             lv(l, MEM4D_LAYOUT_RECOMPUTE_METHOD) ? "block" : "uniform", layers ? layers : 1);
     }
