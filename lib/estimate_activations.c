@@ -405,7 +405,7 @@ void m4d_in_flight(const struct m4d_ctx *x, uint64_t r, uint64_t *units, uint64_
         if (x->m > 0 && n > x->m * x->v)
             n = x->m * x->v;
         *units = n;
-        *layers_each = m4d_stage_layers(x, r) / x->v;
+        *layers_each = m4d_split_rank_layers(&x->split, r) / x->v;
         return;
     }
     uint64_t n = x->p - r;
@@ -414,7 +414,7 @@ void m4d_in_flight(const struct m4d_ctx *x, uint64_t r, uint64_t *units, uint64_
     if (x->m > 0 && x->m < n)
         n = x->m;
     *units = n;
-    *layers_each = m4d_stage_layers(x, r);
+    *layers_each = m4d_split_rank_layers(&x->split, r);
 }
 
 /* --delay-wgrad-compute: Transformer Engine queues each linear's
@@ -579,7 +579,7 @@ void m4d_stage_activations(bool *ok, const struct m4d_ctx *x, const struct share
     m4d_in_flight(x, r, &units, &each);
     *reported_in_flight = x->v > 1 ? m4d_ceil_div(units, x->v) : units;
     mtp_units = units;
-    if (m4d_chunked(x) && x->v > 1) {
+    if (m4d_split_by_vstage(&x->split) && x->v > 1) {
         /* Chunks of unequal length: Megatron's interleaved schedule runs its
          * forwards in groups of p micro-batches per chunk, chunk 0 to v-1 and
          * round again (get_model_chunk_id), so of the `units` in flight
@@ -588,8 +588,8 @@ void m4d_stage_activations(bool *ok, const struct m4d_ctx *x, const struct share
         act = live = 0;
         for (uint64_t j = 0; j < x->v; j++) {
             uint64_t nj = q * x->p + (rest > j * x->p ? min64(x->p, rest - j * x->p) : 0), kj, lj;
-            uint64_t l = m4d_chunk_layers(x, r, j);
-            uint64_t first = m4d_chunk_first_layer(x, r, j);
+            uint64_t l = m4d_split_chunk_layers(&x->split, r, j);
+            uint64_t first = m4d_split_chunk_first(&x->split, r, j);
             micro_batch_keep(ok, x, sh, first, l, m4d_moe_layers_in(x, first, l), &kj, &lj);
             act = add(ok, act, mul(ok, kj, nj));
             if (nj)
@@ -605,7 +605,8 @@ void m4d_stage_activations(bool *ok, const struct m4d_ctx *x, const struct share
         keep = live = 0;
         for (uint64_t j = 0; j < x->v; j++) {
             uint64_t kj, lj;
-            micro_batch_keep(ok, x, sh, m4d_chunk_first_layer(x, r, j), m4d_chunk_layers(x, r, j), 0, &kj, &lj);
+            uint64_t first = m4d_split_chunk_first(&x->split, r, j);
+            micro_batch_keep(ok, x, sh, first, m4d_split_chunk_layers(&x->split, r, j), 0, &kj, &lj);
             keep = max64(keep, kj);
             live = max64(live, lj);
         }
@@ -635,7 +636,7 @@ void m4d_stage_activations(bool *ok, const struct m4d_ctx *x, const struct share
         uint64_t kept, merge;
         m4d_pp_kept_outputs(ok, x, &kept, &merge);
         act = add(ok, act,
-                  add(ok, sh->head_keep, mul(ok, mul(ok, x->experts ? sh->A : sh->A_dense, x->mtp), mtp_units)));
+                  add(ok, sh->head_keep, mul(ok, mul(ok, x->experts ? sh->A : sh->A_dense, m4d_split_mtp(&x->split, r)), mtp_units)));
         act = add(ok, act, kept);
         uint64_t layer = transient;
         if (sh->loss > transient) {

@@ -170,7 +170,7 @@ static bool stage_memory(const struct m4d_ctx *x, const mem4d_device *dev, const
 {
     bool ok = true;
     bool middle = r != 0 && r != x->p - 1;
-    uint64_t l = m4d_stage_layers(x, r), e = middle ? m4d_stage_moe_layers(x, r) : 0;
+    uint64_t l = m4d_split_rank_layers(&x->split, r), e = middle ? m4d_stage_moe_layers(x, r) : 0;
     struct stage_params n;
     if (x->nlt)
         middle = false; /* a pattern's middle stages differ in their layers' kinds */
@@ -220,7 +220,7 @@ static void unmodelled_warnings(const struct m4d_ctx *x, const mem4d_device *dev
     /* nanotron's build_model balances the stages by compute cost with the
      * lm_head counted (V·h against 4h² + 3fh a layer), which puts more
      * layers on the first stages than L/p. */
-    if (x->fw == MEM4D_FRAMEWORK_NANOTRON && x->p > 1 && !x->first_layers && !x->last_layers)
+    if (x->fw == MEM4D_FRAMEWORK_NANOTRON && x->p > 1 && !x->split.first && !x->split.last)
         warn(r, "nanotron split: nanotron balances pipeline stages by compute cost, the lm_head "
                 "included, and gives the first stages more layers than an even split; set "
                 "first_stage_layers and last_stage_layers to its split");
@@ -239,7 +239,7 @@ mem4d_status m4d_estimate_full(const struct m4d_ctx *x, const mem4d_device *dev,
     shared_init(&ok, x, dev, &sh);
     /* A pattern of dense and expert layers, or a layer table, can make a
      * middle stage heavier than stage 1. */
-    if ((x->experts && (x->first_dense || x->moe_period > 1)) || x->nvs || x->nlt)
+    if ((x->experts && (x->first_dense || x->moe_period > 1)) || x->split.nvs || x->nlt)
         peak_only = false;
     r->peak_only = peak_only;
     for (uint64_t i = 0; ok && i < x->p; i++) {

@@ -24,7 +24,7 @@ static const char *paper_unsupported(const struct m4d_ctx *x)
         return "virtual pipeline stages (vpp > 1)";
     if (x->recompute == 2)
         return "full recomputation";
-    if (x->first_layers || x->last_layers || m4d_chunked(x))
+    if (!m4d_split_even(&x->split))
         return "uneven pipeline stages (first/last stage layers, shorter end chunks or a layer table)";
     if (x->zero > 1)
         return "ZeRO stages 2 and 3";

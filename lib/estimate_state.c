@@ -65,11 +65,12 @@ static void pattern_params(bool *ok, const struct m4d_ctx *x, const struct share
 struct stage_params m4d_stage_params(bool *ok, const struct m4d_ctx *x, const struct shared *sh, uint64_t r)
 {
     const struct layer_share s = sh->share, d = sh->dense;
-    uint64_t l = m4d_stage_layers(x, r), e = m4d_stage_moe_layers(x, r), emb = sh->emb;
+    uint64_t l = m4d_split_rank_layers(&x->split, r), e = m4d_stage_moe_layers(x, r), emb = sh->emb;
     struct stage_params n = {0, 0, 0};
     if (x->nlt) {
         for (uint64_t j = 0; j < x->v; j++)
-            pattern_params(ok, x, sh, m4d_chunk_first_layer(x, r, j), m4d_chunk_layers(x, r, j), &n);
+            pattern_params(ok, x, sh, m4d_split_chunk_first(&x->split, r, j), m4d_split_chunk_layers(&x->split, r, j),
+                           &n);
     } else {
         n.linear = add(ok, mul(ok, add(ok, s.linear, s.expert), e), mul(ok, d.linear, l - e));
         n.expert = mul(ok, s.expert, e);
@@ -195,8 +196,8 @@ uint64_t m4d_fsdp_block_bytes(bool *ok, const struct m4d_ctx *x, const struct la
 static void fsdp_state_terms(bool *ok, const struct m4d_ctx *x, const struct shared *sh, uint64_t r,
                              const struct stage_params *n, uint64_t *t)
 {
-    uint64_t shard = m4d_fsdp_shard(x), blocks = mul(ok, sh->block, m4d_stage_layers(x, r));
-    uint64_t root = n->all - add(ok, n->linear, mul(ok, sh->share.replicated, m4d_stage_layers(x, r)));
+    uint64_t shard = m4d_fsdp_shard(x), blocks = mul(ok, sh->block, m4d_split_rank_layers(&x->split, r));
+    uint64_t root = n->all - add(ok, n->linear, mul(ok, sh->share.replicated, m4d_split_rank_layers(&x->split, r)));
     t[MEM4D_TERM_WEIGHTS] = add(ok, muldiv(ok, n->all, x->master_bytes, shard), mul(ok, root, x->param_bytes));
     t[MEM4D_TERM_GRADIENTS] = muldiv(ok, n->all, x->grad_bytes, shard);
     t[MEM4D_TERM_OPTIMIZER] = muldiv(ok, n->all, 2 * x->opt_bytes, shard);
@@ -204,7 +205,7 @@ static void fsdp_state_terms(bool *ok, const struct m4d_ctx *x, const struct sha
         t[MEM4D_TERM_WEIGHTS] = add(ok, t[MEM4D_TERM_WEIGHTS], blocks);
         if (x->p > 1 && x->m != 1)
             t[MEM4D_TERM_GRADIENTS] = add(ok, t[MEM4D_TERM_GRADIENTS], mul(ok, n->all, x->grad_bytes));
-    } else if (x->reshard == 0 && r == x->p - 1 && m4d_stage_layers(x, r) > 0) {
+    } else if (x->reshard == 0 && r == x->p - 1 && m4d_split_rank_layers(&x->split, r) > 0) {
         t[MEM4D_TERM_WEIGHTS] = add(ok, t[MEM4D_TERM_WEIGHTS], sh->block);
     }
 }

@@ -217,8 +217,6 @@ static void ctx_layout(const mem4d_layout *l, struct m4d_ctx *x)
     x->opt_sq_bytes = v[MEM4D_LAYOUT_EXP_AVG_SQ_BYTES] ? v[MEM4D_LAYOUT_EXP_AVG_SQ_BYTES] : x->opt_bytes;
     x->precision_aware = v[MEM4D_LAYOUT_PRECISION_AWARE_OPTIMIZER] != 0;
     x->tp_overlap = v[MEM4D_LAYOUT_TP_COMM_OVERLAP] != 0;
-    x->first_layers = v[MEM4D_LAYOUT_FIRST_STAGE_LAYERS];
-    x->last_layers = v[MEM4D_LAYOUT_LAST_STAGE_LAYERS];
     x->vocab_div = v[MEM4D_LAYOUT_VOCAB_DIVISOR];
     x->mode = v[MEM4D_LAYOUT_MODE] == 1 ? MEM4D_MODE_PAPER : MEM4D_MODE_FULL;
     x->fw = (mem4d_framework)v[MEM4D_LAYOUT_FRAMEWORK];
@@ -242,8 +240,6 @@ static void ctx_layout(const mem4d_layout *l, struct m4d_ctx *x)
     x->cap_pad = v[MEM4D_LAYOUT_MOE_PAD_TO_CAPACITY] != 0;
     x->act_offload = v[MEM4D_LAYOUT_ACTIVATION_OFFLOAD_LAYERS];
     x->pp_outputs = v[MEM4D_LAYOUT_PP_RETURN_OUTPUTS] != 0;
-    x->cf = v[MEM4D_LAYOUT_FIRST_CHUNK_FEWER_LAYERS];
-    x->cl = v[MEM4D_LAYOUT_LAST_CHUNK_FEWER_LAYERS];
     x->dispatcher = v[MEM4D_LAYOUT_MOE_DISPATCHER];
     x->dispatcher_sms = v[MEM4D_LAYOUT_MOE_DISPATCHER_SMS];
     x->pad_multiple = v[MEM4D_LAYOUT_MOE_PAD_MULTIPLE];
@@ -258,9 +254,7 @@ static void ctx_layout(const mem4d_layout *l, struct m4d_ctx *x)
     x->defer_emb_wgrad = v[MEM4D_LAYOUT_DEFER_EMBEDDING_WGRAD] != 0;
     x->wgrad_defer_limit = v[MEM4D_LAYOUT_WGRAD_DEFERRAL_LIMIT];
     x->ag_groups = v[MEM4D_LAYOUT_ALLGATHER_GROUPS] != 0;
-    x->nvs = l->nvs;
-    x->vs = l->vs;
-    x->vs_first = l->vs_first;
+    m4d_split_init(&x->split, l, x->L, x->mtp);
     /* torchtitan always shards with FSDP2 (over dp_shard x cp); nanotron offers
      * ZeRO-0 and ZeRO-1 only. */
     if (x->fw == MEM4D_FRAMEWORK_TORCHTITAN)
@@ -319,90 +313,6 @@ static mem4d_status check_tp(const struct m4d_ctx *x, char *why, size_t n)
         m4d_msg(why, n, "%s size %llu is not divisible by tp %llu", what,
                 U(x->f % x->t ? x->f : x->fs % x->t ? x->fs : x->fe), U(x->t));
         return MEM4D_E_DIM_TP;
-    }
-    return MEM4D_OK;
-}
-
-static mem4d_status check_layers(const struct m4d_ctx *x, char *why, size_t n)
-{
-    if (x->v > 1 && x->p < 2) {
-        m4d_msg(why, n, "vpp %llu needs pp of at least 2 (pp is %llu)", U(x->v), U(x->p));
-        return MEM4D_E_CONFLICT;
-    }
-    uint64_t ends = (x->first_layers > 0) + (x->last_layers > 0);
-    if (x->nvs) {
-        /* A layer table (Megatron-Core's --pipeline-model-parallel-layout):
-         * virtual stage k on rank k mod p, every rank with a layer. */
-        if (ends || x->cf || x->cl) {
-            m4d_msg(why, n, "a stage layer table contradicts first/last_stage_layers and "
-                    "first/last_chunk_fewer_layers");
-            return MEM4D_E_CONFLICT;
-        }
-        if (x->nvs != x->p * x->v) {
-            m4d_msg(why, n, "the stage layer table has %llu virtual stages, not pp %llu x vpp %llu = %llu",
-                    U(x->nvs), U(x->p), U(x->v), U(x->p * x->v));
-            return MEM4D_E_LAYERS_PP;
-        }
-        uint64_t total = x->vs_first[x->nvs - 1] + x->vs[x->nvs - 1];
-        if (total != x->L) {
-            m4d_msg(why, n, "the stage layer table places %llu layers; the model has %llu", U(total), U(x->L));
-            return MEM4D_E_LAYERS_PP;
-        }
-        for (uint64_t r = 0; r < x->p; r++)
-            if (m4d_vs_rank_layers(x, r) == 0) {
-                m4d_msg(why, n, "the stage layer table leaves pipeline rank %llu without a layer", U(r));
-                return MEM4D_E_LAYERS_PP;
-            }
-        return MEM4D_OK;
-    }
-    if (m4d_chunked(x)) {
-        /* Shorter first/last virtual stages (Megatron's embedding and loss
-         * counted in the split, or a pipeline layout): every virtual stage
-         * holds (L + cf + cl)/(p·v) layers but those two. */
-        uint64_t pv = x->p * x->v, total = x->L + x->cf + x->cl, mid = total / pv;
-        if (ends) {
-            m4d_msg(why, n, "first/last_chunk_fewer_layers contradict first/last_stage_layers");
-            return MEM4D_E_CONFLICT;
-        }
-        if (pv < 2 || total % pv != 0 || x->cf > mid || x->cl > mid || mid * x->v <= x->cf ||
-            mid * x->v <= x->cl || (x->p == 1 && mid * x->v <= x->cf + x->cl)) {
-            m4d_msg(why, n, "%llu layers with %llu fewer in the first and %llu fewer in the last virtual stage do "
-                    "not split over pp %llu x vpp %llu virtual stages", U(x->L), U(x->cf), U(x->cl), U(x->p), U(x->v));
-            return MEM4D_E_LAYERS_PP;
-        }
-        return MEM4D_OK;
-    }
-    if (ends > 0) {
-        if (x->p < 2) {
-            m4d_msg(why, n, "uneven first/last pipeline stages need pp >= 2");
-            return MEM4D_E_CONFLICT;
-        }
-        bool fit = x->first_layers + x->last_layers <= x->L;
-        uint64_t rest = fit ? x->L - x->first_layers - x->last_layers : 0;
-        if (!fit || (x->p > ends && (rest % (x->p - ends) != 0 || rest == 0)) || (x->p == ends && rest != 0)) {
-            m4d_msg(why, n, "%llu layers minus %llu first-stage and %llu last-stage layers do not split "
-                    "evenly over the other %llu stages", U(x->L), U(x->first_layers), U(x->last_layers),
-                    U(x->p - ends));
-            return MEM4D_E_LAYERS_PP;
-        }
-        /* Interleaved: Megatron-Core gives each of a stage's v chunks 1/v of
-         * its layers, the first, last and middle stages alike
-         * (TransformerConfig.__post_init__, "Uneven PP"). */
-        uint64_t mid = x->p > ends ? rest / (x->p - ends) : 0;
-        if (x->v > 1 && (x->first_layers % x->v || x->last_layers % x->v || mid % x->v)) {
-            m4d_msg(why, n, "vpp %llu does not divide the %llu first-stage, %llu last-stage and %llu middle-stage "
-                    "layers", U(x->v), U(x->first_layers), U(x->last_layers), U(mid));
-            return MEM4D_E_LAYERS_PP;
-        }
-        return MEM4D_OK;
-    }
-    if (x->L % (x->p * x->v) != 0) {
-        if (x->v > 1)
-            m4d_msg(why, n, "%llu layers are not divisible by pp %llu x vpp %llu = %llu",
-                    U(x->L), U(x->p), U(x->v), U(x->p * x->v));
-        else
-            m4d_msg(why, n, "%llu layers are not divisible by pp %llu", U(x->L), U(x->p));
-        return MEM4D_E_LAYERS_PP;
     }
     return MEM4D_OK;
 }
@@ -720,7 +630,7 @@ mem4d_status m4d_resolve(const mem4d_model *model, const mem4d_layout *layout,
         return MEM4D_E_MISSING;
     }
     if ((st = check_world(x, why, n)) != MEM4D_OK || (st = check_tp(x, why, n)) != MEM4D_OK ||
-        (st = check_layers(x, why, n)) != MEM4D_OK || (st = check_seq_batch(x, why, n)) != MEM4D_OK ||
+        (st = m4d_split_check(&x->split, why, n)) != MEM4D_OK || (st = check_seq_batch(x, why, n)) != MEM4D_OK ||
         (st = m4d_pattern_layout_check(x, why, n)) != MEM4D_OK)
         return st;
     return check_misc(x, why, n);

@@ -182,67 +182,43 @@ static mem4d_status apply_pp_layout(mem4d_import *imp, const struct m4d_opt_val 
         }
     }
     uint64_t p = l->v[MEM4D_LAYOUT_PP], L = m->v[MEM4D_MODEL_NUM_LAYERS], total = 0;
-    for (size_t k = 0; k < S; k++)
-        total += t[k];
     if (emb != 1 || loss != 1 || a[0] != 'E' || a[strlen(a) - 1] != 'L')
         return m4d_imp_fail(imp, MEM4D_E_PARSE, "%s must start with the embedding 'E' and end with the loss 'L', "
                             "each once", flag);
-    if (S % p != 0)
-        return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "%s has %zu stages, not a multiple of the pipeline size %llu",
-                            flag, S, (unsigned long long)p);
-    if (total != L)
-        return m4d_imp_fail(imp, MEM4D_E_LAYERS_PP, "%s places %llu transformer layers; --num-layers is %llu", flag,
-                            (unsigned long long)total, (unsigned long long)L);
-    uint64_t vpp = S / p;
-    for (size_t r = 0; r < p; r++) {
-        uint64_t held = 0;
-        for (size_t k = r; k < S; k += p)
-            held += t[k];
-        if (held == 0)
-            return m4d_imp_fail(imp, MEM4D_E_LAYERS_PP, "%s leaves pipeline rank %zu without a transformer layer",
-                                flag, r);
+    /* The split's own rules (stages.c): p·v virtual stages, L layers, every rank with one. */
+    uint16_t vs[M4D_PP_LAYOUT_MAX / 2], vs_first[M4D_PP_LAYOUT_MAX / 2];
+    for (size_t k = 0; k < S; k++) {
+        vs[k] = (uint16_t)t[k];
+        vs_first[k] = (uint16_t)total;
+        total += t[k];
     }
-    bool even = true;
-    for (size_t k = 0; k < S; k++)
-        even = even && t[k] == t[0];
+    uint64_t vpp = S / p;
+    struct m4d_split whole = {.L = L, .p = p, .v = vpp ? vpp : 1, .nvs = S, .vs = vs, .vs_first = vs_first};
+    char why[M4D_MSG_MAX];
+    mem4d_status st = m4d_split_check(&whole, why, sizeof why);
+    if (st != MEM4D_OK)
+        return m4d_imp_fail(imp, st, "%s: %s", flag, why);
     for (size_t k = 0; k + 1 < S; k++)
         if (mtp[k])
             return m4d_imp_fail(imp, MEM4D_E_UNSUPPORTED, "%s puts MTP layers on stage %zu; the estimate keeps "
                                 "them on the last stage", flag, k);
-    if (even)
-        return vpp > 1 ? SET_L(l, MEM4D_LAYOUT_VPP, vpp, flag) : MEM4D_OK;
-    /* Every virtual stage alike but a shorter first and last one (as
-     * "Et|(tt|)*30mL" writes the embedding and the MTP and loss in place of
-     * layers): first/last_chunk_fewer_layers. */
-    if (vpp > 1 && S >= 3 && t[0] <= t[1] && t[S - 1] <= t[1] && (t[0] != t[1] || t[S - 1] != t[1])) {
-        bool middle = true;
-        for (size_t k = 1; k + 1 < S; k++)
-            middle = middle && t[k] == t[1];
-        if (middle) {
-            TRY(SET_L(l, MEM4D_LAYOUT_FIRST_CHUNK_FEWER_LAYERS, t[1] - t[0], flag));
-            TRY(SET_L(l, MEM4D_LAYOUT_LAST_CHUNK_FEWER_LAYERS, t[1] - t[S - 1], flag));
-            return SET_L(l, MEM4D_LAYOUT_VPP, vpp, flag);
-        }
-    }
-    /* Uneven stages whose ranks split evenly over their chunks: the
-     * first/last stage keys, which every Megatron-LM reads back; any other
-     * placement: the layer table itself. */
-    bool ranks_even = true;
-    for (size_t r = 0; r < p; r++)
-        for (size_t k = 1; k < vpp; k++)
-            ranks_even = ranks_even && t[k * p + r] == t[r];
-    for (size_t r = 1; r + 1 < p; r++)
-        ranks_even = ranks_even && t[r] == t[1];
-    if (ranks_even) {
-        TRY(SET_L(l, MEM4D_LAYOUT_FIRST_STAGE_LAYERS, t[0] * vpp, flag));
-        TRY(SET_L(l, MEM4D_LAYOUT_LAST_STAGE_LAYERS, t[p - 1] * vpp, flag));
+    /* The simplest form the split takes (stages.c): the virtual stages
+     * alone, shorter end virtual stages, uneven end ranks (the keys every
+     * Megatron-LM reads back), or the layer table itself. */
+    struct m4d_split sp;
+    m4d_split_of_table(t, S, p, &sp);
+    if (!sp.nvs) {
+        TRY(SET_L(l, MEM4D_LAYOUT_FIRST_CHUNK_FEWER_LAYERS, sp.cf, flag));
+        TRY(SET_L(l, MEM4D_LAYOUT_LAST_CHUNK_FEWER_LAYERS, sp.cl, flag));
+        TRY(SET_L(l, MEM4D_LAYOUT_FIRST_STAGE_LAYERS, sp.first, flag));
+        TRY(SET_L(l, MEM4D_LAYOUT_LAST_STAGE_LAYERS, sp.last, flag));
         return vpp > 1 ? SET_L(l, MEM4D_LAYOUT_VPP, vpp, flag) : MEM4D_OK;
     }
     if (S > mem4d_layout_stage_layers_max())
         return m4d_imp_fail(imp, MEM4D_E_RANGE, "%s has %zu stages; a layer table holds at most %zu", flag, S,
                             mem4d_layout_stage_layers_max());
     TRY(SET_L(l, MEM4D_LAYOUT_VPP, vpp, flag));
-    mem4d_status st = mem4d_layout_set_stage_layers(l, t, S);
+    st = mem4d_layout_set_stage_layers(l, t, S);
     if (st != MEM4D_OK)
         return m4d_imp_fail(imp, st, "%s: its layer table was refused (%s)", flag, mem4d_status_name(st));
     return MEM4D_OK;
@@ -263,28 +239,17 @@ static unsigned long long lv(const mem4d_layout *l, mem4d_layout_param k)
     return (unsigned long long)l->v[k];
 }
 
-/* Layers of virtual stage k of S: the layer table's entry, or with
- * shorter first/last virtual stages (L + cf + cl)/S less cf or cl at the
- * two ends. */
-static unsigned long long vs_layers(const mem4d_layout *l, unsigned long long L, unsigned long long S,
-                                    unsigned long long k)
-{
-    if (l->nvs)
-        return l->vs[k];
-    unsigned long long cf = lv(l, MEM4D_LAYOUT_FIRST_CHUNK_FEWER_LAYERS), cl = lv(l, MEM4D_LAYOUT_LAST_CHUNK_FEWER_LAYERS);
-    return (L + cf + cl) / S - (k == 0 ? cf : 0) - (k == S - 1 ? cl : 0);
-}
-
 /* Megatron-Core's --pipeline-model-parallel-layout for S virtual stages: E
  * and L at the ends, MTP layers before the loss, each run of equal middle
  * stages as "(t*n|)*k", single-quoted for the shell (it holds | ( ) *). */
 static void put_layout_string(struct m4d_out *o, const mem4d_model *m, const mem4d_layout *l, unsigned long long S)
 {
-    unsigned long long L = (unsigned long long)m->v[MEM4D_MODEL_NUM_LAYERS];
+    struct m4d_split sp;
+    m4d_split_init(&sp, l, m->v[MEM4D_MODEL_NUM_LAYERS], m->v[MEM4D_MODEL_MTP_LAYERS]);
     m4d_put(o, " --pipeline-model-parallel-layout 'E");
     for (unsigned long long k = 0; k < S;) {
-        unsigned long long n = vs_layers(l, L, S, k), run = 1;
-        while (k > 0 && k + run < S - 1 && vs_layers(l, L, S, k + run) == n)
+        unsigned long long n = m4d_split_vs_layers(&sp, k), run = 1;
+        while (k > 0 && k + run < S - 1 && m4d_split_vs_layers(&sp, k + run) == n)
             run++;
         if (run > 1)
             m4d_put(o, "(");

@@ -365,33 +365,12 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
     return u;
 }
 
-/* Layers of the first, a middle and the last stage (uneven first/last
- * stages as Megatron's decoder_{first,last}_pipeline_num_layers). */
+/* Layers of the first, the heaviest middle and the last rank (stages.c). */
 static void stage_layers(const struct m4d_ctx *x, double *first, double *mid, double *last)
 {
-    if (x->nvs) { /* a layer table: the heaviest middle rank stands for the middle */
-        *first = D(m4d_vs_rank_layers(x, 0));
-        *last = D(m4d_vs_rank_layers(x, x->p - 1));
-        *mid = 0;
-        for (uint64_t r = 1; r + 1 < x->p; r++)
-            *mid = MAX(*mid, D(m4d_vs_rank_layers(x, r)));
-        if (x->p < 3)
-            *mid = MAX(*first, *last);
-        return;
-    }
-    if (m4d_chunked(x)) { /* a shorter first / last virtual stage */
-        double full = D(x->v * m4d_vs_mid(x));
-        *first = full - D(x->cf) - (x->p == 1 ? D(x->cl) : 0);
-        *last = full - D(x->cl) - (x->p == 1 ? D(x->cf) : 0);
-        *mid = full;
-        return;
-    }
-    uint64_t fl = x->p > 1 ? x->first_layers : 0, ll = x->p > 1 ? x->last_layers : 0;
-    uint64_t rest_n = x->p - (fl != 0) - (ll != 0), rest_l = x->L - fl - ll;
-    double per = rest_n ? D(rest_l) / D(rest_n) : 0;
-    *first = fl ? D(fl) : per;
-    *last = ll ? D(ll) : per;
-    *mid = per;
+    *first = D(m4d_split_rank_layers(&x->split, 0));
+    *last = D(m4d_split_rank_layers(&x->split, x->p - 1));
+    *mid = D(m4d_split_middle_max(&x->split));
 }
 
 /* Megatron's model FLOPs per sequence (training.py,

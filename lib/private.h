@@ -141,6 +141,17 @@ struct mem4d_report {
     struct m4d_stage stages[M4D_MAX_STAGES];
 };
 
+/* The pipeline split of a layout (stages.c): filled once per resolved
+ * layout by m4d_split_init(), refused by m4d_split_check(). */
+struct m4d_split {
+    uint64_t L, p, v;              /* transformer layers, pipeline ranks, chunks per rank (>= 1) */
+    uint64_t first, last;          /* uneven end ranks' layers (0: as a middle rank) */
+    uint64_t cf, cl;               /* the first / last virtual stage holds this many layers fewer */
+    uint64_t nvs;                  /* virtual stages of a layer table (0: none) */
+    const uint16_t *vs, *vs_first; /* the table: layers and first layer of each virtual stage */
+    uint64_t mtp;                  /* multi-token-prediction modules, on the last rank */
+};
+
 /* Everything the formulas need, resolved and validated once: symbols follow
  * doc/formulas.md. Filled by m4d_resolve(). */
 struct m4d_ctx {
@@ -188,9 +199,7 @@ struct m4d_ctx {
     bool cap_pad;                      /* expert inputs padded to the capacity */
     uint64_t act_offload;              /* layers whose activations go to the host */
     bool pp_outputs;                   /* torch pipelining keeps the last stage's outputs */
-    uint64_t cf, cl;                   /* layers fewer in the first / last virtual stage */
-    uint64_t nvs;                      /* virtual stages of a layer table (0: none) */
-    const uint16_t *vs, *vs_first;     /* the layout's table: layers and first layer of each */
+    struct m4d_split split;            /* the pipeline split (stages.c) */
     bool precision_aware;              /* the optimizer takes low-precision gradients as they are */
     uint64_t dispatcher, dispatcher_sms; /* mem4d_moe_dispatcher; DeepEP's SMs */
     uint64_t pad_multiple;             /* expert token counts rounded up to this (0: none) */
@@ -205,7 +214,7 @@ struct m4d_ctx {
     uint64_t wgrad_defer_limit;        /* micro-batches deferred (0: all) */
     bool ag_groups;                    /* separate all-gather communicators (--create-all-gather-group) */
     bool tp_overlap;                   /* TP collectives chunked under their GEMMs */
-    uint64_t bucket, first_layers, last_layers, vocab_div;
+    uint64_t bucket, vocab_div;
     mem4d_mode mode;
     /* frameworks (doc/full-model.md, "Frameworks") */
     mem4d_framework fw;
@@ -411,39 +420,35 @@ static inline bool m4d_recompute_layers_ok(const struct m4d_ctx *x)
     return x->recompute != 2 || x->rc_layers <= x->L / x->p;
 }
 
-/* Virtual stages (k = chunk·p + rank, pp·vpp of them): a layer table, or
- * with the first or the last one shorter (cf, cl) every other holding
- * m4d_vs_mid() layers. */
-static inline bool m4d_chunked(const struct m4d_ctx *x) { return x->nvs || x->cf || x->cl; }
-static inline uint64_t m4d_vs_mid(const struct m4d_ctx *x) { return (x->L + x->cf + x->cl) / (x->p * x->v); }
-static inline uint64_t m4d_vs_layers(const struct m4d_ctx *x, uint64_t k)
-{
-    if (x->nvs)
-        return x->vs[k];
-    return m4d_vs_mid(x) - (k == 0 ? x->cf : 0) - (k == x->p * x->v - 1 ? x->cl : 0);
-}
-static inline uint64_t m4d_vs_first_layer(const struct m4d_ctx *x, uint64_t k)
-{
-    if (x->nvs)
-        return x->vs_first[k];
-    return k == 0 ? 0 : k * m4d_vs_mid(x) - x->cf;
-}
-/* Layers of pipeline rank r: its v virtual stages r, r + p, ... */
-static inline uint64_t m4d_vs_rank_layers(const struct m4d_ctx *x, uint64_t r)
-{
-    uint64_t n = 0;
-    for (uint64_t j = 0; j < x->v; j++)
-        n += m4d_vs_layers(x, j * x->p + r);
-    return n;
-}
+/* --- stages.c: the pipeline split ------------------------------------------ */
 
-/* --- stages.c --------------------------------------------------------------- */
-
-/* ℓ_r: layers of pipeline rank r (all its chunks). */
-uint64_t m4d_stage_layers(const struct m4d_ctx *x, uint64_t r);
-/* The first layer and the layers of chunk j of rank r (j = 0 without vpp). */
-uint64_t m4d_chunk_first_layer(const struct m4d_ctx *x, uint64_t r, uint64_t j);
-uint64_t m4d_chunk_layers(const struct m4d_ctx *x, uint64_t r, uint64_t j);
+/* Fill a split from a layout's keys and table, for a model of L layers and
+ * mtp MTP modules (m4d_resolve(); the Megatron-LM writer). */
+void m4d_split_init(struct m4d_split *sp, const mem4d_layout *l, uint64_t L, uint64_t mtp);
+/* The one rule of a split: MEM4D_OK, or the status and a sentence naming
+ * the numbers at fault (why may be NULL). */
+mem4d_status m4d_split_check(const struct m4d_split *sp, char *why, size_t why_size);
+/* Is the split given per virtual stage (shorter ends, a layer table)? */
+static inline bool m4d_split_by_vstage(const struct m4d_split *sp) { return sp->nvs || sp->cf || sp->cl; }
+/* Is it the even split, L/(p·v) layers per virtual stage? */
+bool m4d_split_even(const struct m4d_split *sp);
+/* Layers of rank r (all its chunks); of virtual stage k; of chunk j of
+ * rank r, and that chunk's first layer. */
+uint64_t m4d_split_rank_layers(const struct m4d_split *sp, uint64_t r);
+uint64_t m4d_split_vs_layers(const struct m4d_split *sp, uint64_t k);
+uint64_t m4d_split_chunk_layers(const struct m4d_split *sp, uint64_t r, uint64_t j);
+uint64_t m4d_split_chunk_first(const struct m4d_split *sp, uint64_t r, uint64_t j);
+/* The heaviest rank between the ends (with p < 3, the heavier end). */
+uint64_t m4d_split_middle_max(const struct m4d_split *sp);
+/* MTP modules on rank r. */
+uint64_t m4d_split_mtp(const struct m4d_split *sp, uint64_t r);
+/* The simplest form of a layer table t[S] over p ranks: even, shorter end
+ * virtual stages (cf, cl), uneven end ranks (first, last), or the table
+ * itself (nvs = S; vs left NULL for the caller to set). */
+void m4d_split_of_table(const uint32_t *t, size_t S, uint64_t p, struct m4d_split *sp);
+/* Layers of the first and last rank when L does not split evenly over p
+ * (the search's uneven split); false when there is none. */
+bool m4d_split_uneven_ends(uint64_t L, uint64_t p, uint64_t *first, uint64_t *last);
 /* L_e(r): expert layers of rank r; of its heaviest chunk. */
 uint64_t m4d_stage_moe_layers(const struct m4d_ctx *x, uint64_t r);
 uint64_t m4d_chunk_moe_layers(const struct m4d_ctx *x, uint64_t r);

@@ -289,41 +289,6 @@ mem4d_status mem4d_search_stat_get(const mem4d_search *search, mem4d_search_stat
     return MEM4D_OK;
 }
 
-/* Layers of the first and last stage when L does not split evenly over p:
- * the most balanced split Megatron's --decoder-first/last-pipeline-num-layers
- * allow with the first and last stages no heavier than the others, since
- * they also hold the embedding and the LM head (Llama 3 405B on pp 16:
- * 7 + 14 x 8 + 7). false when there is none. */
-static bool uneven_split(uint64_t L, uint64_t p, uint64_t *first, uint64_t *last)
-{
-    if (p == 2) {
-        *last = L / 2;
-        *first = L - *last;
-        return *last > 0;
-    }
-    for (uint64_t x = p > 2 ? L / p : 0; x >= 1; x--) {
-        uint64_t rest = L - 2 * x;
-        if (rest % (p - 2) == 0 && x <= rest / (p - 2)) {
-            *first = *last = x;
-            return true;
-        }
-    }
-    return false;
-}
-
-/* The layers of the lightest stage and of a middle one (0 when the
- * uneven split does not divide): vpp must divide every stage's layers. */
-static void stage_sizes(uint64_t L, uint64_t p, uint64_t first, uint64_t last, uint64_t *least, uint64_t *mid)
-{
-    uint64_t ends = (first > 0) + (last > 0);
-    *mid = p > ends && first + last < L && (L - first - last) % (p - ends) == 0 ? (L - first - last) / (p - ends) : 0;
-    *least = *mid;
-    if (first && (first < *least || !*least))
-        *least = first;
-    if (last && (last < *least || !*least))
-        *least = last;
-}
-
 /* Every (t, c, p, v, dist_opt) the constraints allow, in loop order. The
  * rules that need the model are left to m4d_resolve() at group entry. */
 static bool build_groups(mem4d_search *s)
@@ -363,21 +328,17 @@ static bool build_groups(mem4d_search *s)
                 if (nvs && nvs % p != 0)
                     continue;
                 if (!nvs && !chunked && !uneven && L % p != 0 &&
-                    (!s->opt[MEM4D_SEARCH_UNEVEN_STAGES] || !uneven_split(L, p, &first, &last)))
+                    (!s->opt[MEM4D_SEARCH_UNEVEN_STAGES] || !m4d_split_uneven_ends(L, p, &first, &last)))
                     continue;
-                /* v > 1 needs p > 1 and v dividing every stage's layers
-                 * (uneven first/last stages included, as Megatron-Core) */
-                uint64_t vmax = L / p, mid = vmax;
-                if (first || last)
-                    stage_sizes(L, p, first, last, &vmax, &mid);
-                if (chunked)
-                    vmax = (L + cf + cl) / p, mid = first = last = 0;
-                if (nvs)
-                    vmax = nvs / p, mid = first = last = 0;
-                if (p < 2)
-                    vmax = 1;
+                if (chunked || nvs)
+                    first = last = 0;
+                /* the split's own rule decides which v hold (stages.c) */
+                struct m4d_split sp = {.L = L, .p = p, .first = first, .last = last, .cf = cf, .cl = cl,
+                                       .nvs = nvs, .vs = s->base.vs, .vs_first = s->base.vs_first};
+                uint64_t vmax = p < 2 ? 1 : nvs ? nvs / p : (L + cf + cl) / p;
                 for (uint64_t v = 1; v <= vmax; v++) {
-                    if (nvs ? p * v != nvs : chunked ? (L + cf + cl) % (p * v) != 0 : (mid % v || first % v || last % v))
+                    sp.v = v;
+                    if (m4d_split_check(&sp, NULL, 0) != MEM4D_OK)
                         continue;
                     if (!knob_allows(&s->knob[K_VPP], v))
                         continue;

@@ -204,6 +204,43 @@ START_TEST(interleaved_uneven_stages)
 }
 END_TEST
 
+/* One split, one answer: a split written as shorter end virtual stages and
+ * as the layer table it stands for gives the same report, memory and
+ * speed. With pp 2 there is no middle rank: the step time once counted a
+ * middle of v·(L + cf + cl)/(p·v) layers that no rank holds. */
+START_TEST(split_forms_agree)
+{
+    mem4d_model *m = tu_model("llama3.1-70b");
+    ck_assert_int_eq(mem4d_model_set(m, MEM4D_MODEL_NUM_LAYERS, 78), MEM4D_OK); /* 19 + 20 | 20 + 19 */
+    mem4d_device *d = tu_device("h100-80");
+    mem4d_layout *chunked = tu_layout("world=32", "tp=8", "pp=2", "vpp=2", "seq=8192", "gbs=32",
+                                      "first_chunk_fewer_layers=1", "last_chunk_fewer_layers=1", NULL);
+    mem4d_layout *table = tu_layout("world=32", "tp=8", "pp=2", "vpp=2", "seq=8192", "gbs=32",
+                                    "stage_layers=19,20,20,19", NULL);
+    mem4d_report *a = NULL, *b = NULL;
+    ck_assert_int_eq(mem4d_report_new(&a), MEM4D_OK);
+    ck_assert_int_eq(mem4d_report_new(&b), MEM4D_OK);
+    ck_assert_int_eq(mem4d_estimate(m, chunked, d, a), MEM4D_OK);
+    ck_assert_int_eq(mem4d_estimate(m, table, d, b), MEM4D_OK);
+    for (uint32_t st = 0; st < 2; st++)
+        for (int term = 0; term < (int)mem4d_term_count(); term++) {
+            uint64_t x = 0, y = 0;
+            ck_assert_int_eq(mem4d_report_get(a, st, (mem4d_term)term, &x), MEM4D_OK);
+            ck_assert_int_eq(mem4d_report_get(b, st, (mem4d_term)term, &y), MEM4D_OK);
+            ck_assert_msg(x == y, "stage %u %s: %llu against %llu", st, mem4d_term_name((mem4d_term)term),
+                          (unsigned long long)x, (unsigned long long)y);
+        }
+    for (int k = 0; k < (int)mem4d_metric_count(); k++)
+        assert_close(metric(a, (mem4d_metric)k), metric(b, (mem4d_metric)k));
+    mem4d_report_free(a);
+    mem4d_report_free(b);
+    mem4d_layout_free(chunked);
+    mem4d_layout_free(table);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
 /* Recompute costs time: full repeats the forward (about 4/3 of the
  * compute), selective only the attention core; MFU does not count it. */
 START_TEST(recompute_cost)
@@ -471,6 +508,7 @@ int main(void)
     tcase_add_test(tc, tree_all_reduce_across_nodes);
     tcase_add_test(tc, offload_transfers_hide_or_stall);
     tcase_add_test(tc, interleaved_uneven_stages);
+    tcase_add_test(tc, split_forms_agree);
     tcase_add_test(tc, search_within_the_nvlink_domain);
     suite_add_tcase(s, tc);
     return tu_run(s);
