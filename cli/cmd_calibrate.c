@@ -173,6 +173,8 @@ int cmd_calibrate(struct cli_args *a)
         cli_error("%s", mem4d_calibration_message(c));
         goto out;
     }
+    if (mem4d_calibration_message(c)[0])
+        fprintf(stderr, "mem4d: warning: %s\n", mem4d_calibration_message(c));
     if (a->output && !write_device(a->output, dev))
         goto out;
     if (a->format == CLI_FORMAT_JSON)

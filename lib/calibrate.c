@@ -13,12 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "private.h"
+#include "import.h"
 
 #define CAL_MAX_LOGS 32
-#define CAL_MAX_ARGS 1024
-#define CAL_LINE_MAX 4096
-#define CAL_MAX_STEPS 4096
 
 struct cal_log {
     struct mem4d_model model;
@@ -36,10 +33,6 @@ struct mem4d_calibration {
     size_t n;
     mem4d_report *report;
     char msg[M4D_MSG_MAX];
-    /* scratch of one log read */
-    double steps[CAL_MAX_STEPS], tfl[CAL_MAX_STEPS];
-    char argbuf[CAL_MAX_ARGS][96];
-    const char *argv[CAL_MAX_ARGS];
 };
 
 mem4d_status mem4d_calibration_new(mem4d_calibration **out)
@@ -112,132 +105,389 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Median of v[first..n), v reordered. */
+/* Median of v[first..n), v reordered; n > first. */
 static double median_from(double *v, size_t n, size_t first)
 {
-    if (n <= first)
-        first = 0;
     qsort(v + first, n - first, sizeof *v, cmp_double);
     size_t k = n - first;
     return k % 2 ? v[first + k / 2] : (v[first + k / 2 - 1] + v[first + k / 2]) / 2;
 }
 
-/* "  name ........ value" of Megatron's arguments block -> "--name-with-dashes
- * value" (or the switch alone for True). False values, None and lists set
- * nothing; the few destinations whose flag has another name are mapped. */
-static bool argument_line(mem4d_calibration *cal, const char *line, int *argc, uint64_t *world, bool *tp_overlap)
+/* Growing arrays of one log read: no fixed count drops data. */
+struct strings {
+    char **v;
+    size_t n, cap;
+};
+
+static bool strings_add(struct strings *a, const char *s, size_t len)
 {
-    const char *p = line;
-    while (*p == ' ')
-        p++;
-    size_t nl = strcspn(p, " ");
-    const char *dots = p + nl;
-    while (*dots == ' ')
-        dots++;
-    if (nl == 0 || nl >= 64 || *dots != '.')
-        return false;
-    while (*dots == '.')
-        dots++;
-    if (*dots != ' ')
-        return false;
-    const char *val = dots + 1;
-    char name[64], value[96];
-    memcpy(name, p, nl);
-    name[nl] = '\0';
-    size_t vl = strcspn(val, "\r\n");
-    if (vl >= sizeof value)
-        return true; /* a long value (a list, a path): not one we read */
-    memcpy(value, val, vl);
-    value[vl] = '\0';
-    if (!strcmp(value, "None") || !strcmp(value, "False") || value[0] == '[' || value[0] == '{' ||
-        value[0] == '<' || strchr(value, ' '))
-        return true;
-    if (!strcmp(name, "world_size")) {
-        *world = strtoull(value, NULL, 10);
-        return true;
+    if (a->n + 1 >= a->cap) {
+        size_t cap = a->cap ? 2 * a->cap : 64;
+        char **v = realloc(a->v, cap * sizeof *v);
+        if (!v)
+            return false;
+        a->v = v;
+        a->cap = cap;
     }
-    /* Megatron derives this one from the flags it prints beside it. */
-    if (!strcmp(name, "virtual_pipeline_model_parallel_size"))
-        return true;
-    if (!strcmp(name, "tp_comm_overlap") && !strcmp(value, "True"))
-        *tp_overlap = true;
-    /* Python enums print as "AttnBackend.auto": the flag takes "auto". */
-    const char *flag = name, *flagval = value, *dot = strchr(value, '.');
-    if (value[0] >= 'A' && value[0] <= 'Z' && dot && dot[1] >= 'a' && dot[1] <= 'z')
-        flagval = dot + 1;
-    if (!strcmp(name, "add_bias_linear"))
-        return true; /* True is Megatron's default; False is bias_switch()'s */
-    if (!strcmp(name, "fp8"))
-        flag = "fp8_format";
-    if (*argc + 2 > CAL_MAX_ARGS)
-        return true;
-    char *a = cal->argbuf[*argc];
-    snprintf(a, sizeof cal->argbuf[0], "--%s", flag);
-    for (char *q = a + 2; *q; q++)
-        if (*q == '_')
-            *q = '-';
-    cal->argv[(*argc)++] = a;
-    if (strcmp(flagval, "True") != 0) {
-        snprintf(cal->argbuf[*argc], sizeof cal->argbuf[0], "%s", flagval);
-        cal->argv[*argc] = cal->argbuf[*argc];
-        (*argc)++;
+    char *copy = malloc(len + 1);
+    if (!copy)
+        return false;
+    memcpy(copy, s, len);
+    copy[len] = '\0';
+    a->v[a->n++] = copy;
+    a->v[a->n] = NULL;
+    return true;
+}
+
+static void strings_free(struct strings *a)
+{
+    for (size_t i = 0; i < a->n; i++)
+        free(a->v[i]);
+    free(a->v);
+}
+
+struct doubles {
+    double *v;
+    size_t n, cap;
+};
+
+static bool doubles_add(struct doubles *a, double x)
+{
+    if (a->n == a->cap) {
+        size_t cap = a->cap ? 2 * a->cap : 256;
+        double *v = realloc(a->v, cap * sizeof *v);
+        if (!v)
+            return false;
+        a->v = v;
+        a->cap = cap;
+    }
+    a->v[a->n++] = x;
+    return true;
+}
+
+struct scan {
+    struct doubles steps, tfl;
+    bool in_args, args_seen;
+    const char *prefix; /* what precedes the arguments header on its line ("[default0]:", "0: ") */
+    size_t prefix_len;
+    struct strings args; /* the block as Megatron-LM flags */
+    uint64_t world;
+    bool world_seen;
+    bool tp_overlap;
+    bool have_mem;
+    uint64_t mem_rank;
+    size_t mem_line;
+    double max_alloc, max_res;
+};
+
+/* "  name ....... value": _print_args() of Megatron-LM's arguments.py
+ * writes two blanks, the name, a blank, 48 - len(name) dots (none for a
+ * name of 48 characters or more), a blank and str(value), which may be
+ * empty, hold blanks, or be a list; a trailing blank may have been
+ * stripped by whatever stored the log. */
+static bool split_argument(const char *line, const char **name, size_t *nl, const char **val)
+{
+    if (line[0] != ' ' || line[1] != ' ')
+        return false;
+    const char *p = line + 2;
+    size_t n = 0;
+    while (p[n] == '_' || (p[n] >= 'a' && p[n] <= 'z') || (p[n] >= 'A' && p[n] <= 'Z') || (p[n] >= '0' && p[n] <= '9'))
+        n++;
+    if (n == 0 || (p[n] != ' ' && p[n] != '\0'))
+        return false;
+    const char *q = p + n;
+    if (*q == ' ')
+        q++;
+    while (*q == '.')
+        q++;
+    if (*q == ' ')
+        q++;
+    else if (*q != '\0')
+        return false;
+    *name = p;
+    *nl = n;
+    *val = q;
+    return true;
+}
+
+/* The member of a Python enum as str() or repr() prints it:
+ * "AttnBackend.auto", "<CudaGraphModule.attn: 1>" -> "auto", "attn". */
+static bool enum_member(const char *v, size_t len, const char **m, size_t *ml)
+{
+    const char *end = v + len;
+    if (len >= 2 && v[0] == '<' && end[-1] == '>') {
+        v++;
+        const char *colon = memchr(v, ':', (size_t)(end - v));
+        end = colon ? colon : end - 1;
+    }
+    if (v >= end || !(*v >= 'A' && *v <= 'Z'))
+        return false;
+    const char *dot = memchr(v, '.', (size_t)(end - v));
+    if (!dot || dot + 1 >= end)
+        return false;
+    for (const char *c = v; c < end; c++)
+        if (c != dot && !(*c == '_' || (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9')))
+            return false;
+    *m = dot + 1;
+    *ml = (size_t)(end - dot - 1);
+    return true;
+}
+
+/* torch dtypes back to the words of the flags: validate_args() maps
+ * 'fp32', 'bf16', 'fp16', 'fp8' and 'auto' to torch.float32, torch.bfloat16,
+ * torch.float16, torch.uint8 and None (arguments.py, "Map string data-type
+ * to torch.dtype", NVIDIA/Megatron-LM@d98e8a64). */
+static const char *dtype_word(const char *v)
+{
+    static const char *const map[][2] = {
+        {"torch.float32", "fp32"}, {"torch.bfloat16", "bf16"}, {"torch.float16", "fp16"}, {"torch.uint8", "fp8"}};
+    for (size_t i = 0; i < sizeof map / sizeof *map; i++)
+        if (!strcmp(v, map[i][0]))
+            return map[i][1];
+    return NULL;
+}
+
+static bool has_choice(const struct m4d_megatron_flag *row, const char *word)
+{
+    for (size_t i = 0; row->choices && row->choices[i]; i++)
+        if (!strcmp(row->choices[i], word))
+            return true;
+    return false;
+}
+
+/* One element of a printed list, without its quotes or enum class. */
+static bool add_element(struct strings *a, const char *b, const char *e)
+{
+    while (b < e && *b == ' ')
+        b++;
+    while (e > b && e[-1] == ' ')
+        e--;
+    const char *m;
+    size_t ml;
+    if (e - b >= 2 && (*b == '\'' || *b == '"') && e[-1] == *b)
+        return strings_add(a, b + 1, (size_t)(e - b - 2));
+    if (enum_member(b, (size_t)(e - b), &m, &ml))
+        return strings_add(a, m, ml);
+    return strings_add(a, b, (size_t)(e - b));
+}
+
+/* A list's elements, split at the commas outside quotes and brackets. */
+static bool add_elements(struct strings *a, const char *v, size_t len)
+{
+    const char *b = v + 1, *end = v + len - 1;
+    int depth = 0;
+    char quote = 0;
+    for (const char *c = b; c <= end; c++) {
+        if (c == end || (!quote && depth == 0 && *c == ',')) {
+            const char *x = b;
+            while (x < c && *x == ' ')
+                x++;
+            if (x < c && !add_element(a, b, c))
+                return false;
+            b = c + 1;
+        } else if (quote) {
+            if (*c == '\\' && c + 1 < end)
+                c++;
+            else if (*c == quote)
+                quote = 0;
+        } else if (*c == '\'' || *c == '"') {
+            quote = *c;
+        } else if (*c == '[' || *c == '(' || *c == '<' || *c == '{') {
+            depth++;
+        } else if ((*c == ']' || *c == ')' || *c == '>' || *c == '}') && depth > 0) {
+            depth--;
+        }
     }
     return true;
 }
 
-/* Megatron prints add_bias_linear; its flag is --disable-bias-linear. */
-static void bias_switch(mem4d_calibration *cal, const char *line, int *argc)
+/* One printed argument as the flags mem4d_import_megatron() reads: the
+ * destination's flag (the few whose flag has another name are mapped),
+ * True as the switch, a value in the "--flag=value" form (so that no value
+ * is taken for a flag), a list as its elements for a flag of several words
+ * and as the printed text for one of a single value (--moe-layer-freq's
+ * evaluated pattern, --window-size's tuple), torch dtypes and enum members
+ * as the words of the flag. Destinations the reader has no row for, or
+ * skips, have no effect on the estimate and are passed over. */
+static mem4d_status argument(mem4d_calibration *cal, struct scan *sc, const char *name, size_t nl, const char *val,
+                             size_t lineno)
 {
-    if (strstr(line, " add_bias_linear ") && strstr(line, " False") && *argc < CAL_MAX_ARGS) {
-        snprintf(cal->argbuf[*argc], sizeof cal->argbuf[0], "--disable-bias-linear");
-        cal->argv[*argc] = cal->argbuf[*argc];
-        (*argc)++;
+    size_t vl = strcspn(val, "\r\n");
+    while (vl > 0 && val[vl - 1] == ' ')
+        vl--;
+    char flag[64], line_msg[96];
+    if (nl >= sizeof flag)
+        return MEM4D_OK; /* longer than any flag the reader knows */
+    memcpy(flag, name, nl);
+    flag[nl] = '\0';
+    char *value = malloc(vl + 1);
+    if (!value)
+        return MEM4D_E_NOMEM;
+    memcpy(value, val, vl);
+    value[vl] = '\0';
+    mem4d_status st = MEM4D_OK;
+    bool t = !strcmp(value, "True"), f = !strcmp(value, "False");
+    if (!strcmp(flag, "world_size")) {
+        uint64_t w = 0;
+        bool ok = vl > 0 && vl <= 19 && strspn(value, "0123456789") == vl;
+        if (ok)
+            w = strtoull(value, NULL, 10);
+        if (!ok || w == 0) {
+            m4d_msg(line_msg, sizeof line_msg, "world_size '%.40s' is not a positive whole number", value);
+            st = fail(cal, MEM4D_E_PARSE, lineno, line_msg);
+        }
+        sc->world = w;
+        sc->world_seen = true;
+        goto out;
     }
+    if (!strcmp(flag, "tp_comm_overlap") && t)
+        sc->tp_overlap = true;
+    /* Destinations whose flag has another name: the flag of a value (NULL:
+     * True is the default) and the switch that printed False. */
+    static const char *const renamed[][3] = {
+        {"add_bias_linear", NULL, "--disable-bias-linear"},
+        {"add_position_embedding", NULL, "--no-position-embedding"},
+        {"fp8", "fp8-format", NULL},
+        {"nccl_ub", "use-nccl-ub", NULL},
+    };
+    for (size_t i = 0; i < sizeof renamed / sizeof *renamed; i++) {
+        if (strcmp(flag, renamed[i][0]) != 0)
+            continue;
+        if (f && renamed[i][2] && !strings_add(&sc->args, renamed[i][2], strlen(renamed[i][2])))
+            st = MEM4D_E_NOMEM;
+        if (f || !renamed[i][1])
+            goto out;
+        snprintf(flag, sizeof flag, "%s", renamed[i][1]);
+        break;
+    }
+    for (char *c = flag; *c; c++)
+        if (*c == '_')
+            *c = '-';
+    const struct m4d_megatron_flag *row = m4d_megatron_flag_find(flag);
+    if (!row || row->kind == M4D_FLAG_SKIP)
+        goto out;
+    const char *word = value;
+    size_t wl = vl, ml;
+    const char *m;
+    if (!strcmp(value, "None")) {
+        /* 'auto' is None after validate_args() */
+        if (row->kind == M4D_FLAG_WORD && has_choice(row, "auto") && strstr(flag, "dtype"))
+            word = "auto", wl = 4;
+        else
+            goto out;
+    } else if (dtype_word(value)) {
+        word = dtype_word(value);
+        wl = strlen(word);
+    } else if (enum_member(value, vl, &m, &ml)) {
+        word = m;
+        wl = ml;
+    }
+    if (f || vl == 0)
+        goto out; /* a switch not given, or an empty value: nothing set */
+    char head[72];
+    int hn = snprintf(head, sizeof head, "--%s", flag);
+    if (row->kind == M4D_FLAG_SWITCH || (row->kind == M4D_FLAG_WARN && t)) {
+        if (!t) {
+            m4d_msg(line_msg, sizeof line_msg, "%.40s is a switch; '%.20s' is neither True nor False", name, value);
+            st = fail(cal, MEM4D_E_PARSE, lineno, line_msg);
+        } else if (!strings_add(&sc->args, head, (size_t)hn)) {
+            st = MEM4D_E_NOMEM;
+        }
+        goto out;
+    }
+    bool list = vl >= 2 && ((value[0] == '[' && value[vl - 1] == ']') || (value[0] == '(' && value[vl - 1] == ')'));
+    if (row->kind == M4D_FLAG_BITS && list) {
+        size_t before = sc->args.n;
+        if (!strings_add(&sc->args, head, (size_t)hn) || !add_elements(&sc->args, value, vl))
+            st = MEM4D_E_NOMEM;
+        else if (sc->args.n == before + 1) /* an empty list: nothing chosen */
+            free(sc->args.v[--sc->args.n]), sc->args.v[sc->args.n] = NULL;
+        goto out;
+    }
+    char *joined = malloc((size_t)hn + 1 + wl + 1);
+    if (!joined) {
+        st = MEM4D_E_NOMEM;
+        goto out;
+    }
+    memcpy(joined, head, (size_t)hn);
+    joined[hn] = '=';
+    memcpy(joined + hn + 1, word, wl);
+    if (!strings_add(&sc->args, joined, (size_t)hn + 1 + wl))
+        st = MEM4D_E_NOMEM;
+    free(joined);
+out:
+    free(value);
+    return st;
 }
 
-struct scan {
-    size_t nsteps;
-    bool in_args, args_seen;
-    int argc;
-    uint64_t world;
-    bool tp_overlap;
-    bool have_mem;
-    uint64_t mem_rank;
-    double max_alloc, max_res;
-};
+/* A line inside the arguments block: its argument, the end of the block,
+ * or (after a prefix such as "[default0]:" on the header) another
+ * process's output. */
+static mem4d_status block_line(mem4d_calibration *cal, struct scan *sc, const char *line, size_t lineno)
+{
+    if (strstr(line, "-- end of arguments --")) {
+        sc->in_args = false;
+        return MEM4D_OK;
+    }
+    const char *body = line, *name, *val;
+    size_t nl;
+    if (sc->prefix_len) {
+        size_t len = strlen(line);
+        if (len >= sc->prefix_len && !memcmp(line, sc->prefix, sc->prefix_len))
+            body = line + sc->prefix_len;
+        else if (len >= sc->prefix_len && split_argument(line + sc->prefix_len, &name, &nl, &val))
+            body = line + sc->prefix_len; /* a prefix of the same width: a timestamp */
+        else
+            return MEM4D_OK; /* another rank's line between the arguments */
+    }
+    if (!split_argument(body, &name, &nl, &val))
+        return fail(cal, MEM4D_E_PARSE, lineno, "not a \"name .... value\" line inside the arguments block");
+    return argument(cal, sc, name, nl, val, lineno);
+}
+
+/* Megatron prints the elapsed time with one decimal ("%.1f"): a step
+ * shorter than 0.1 ms or longer than a day is not a training step. */
+#define STEP_MIN_MS 0.1
+#define STEP_MAX_MS 86400000.0
+/* Memory lines are MB of one GPU: 2^30 MB is a pebibyte. */
+#define MEM_MAX_MB 1073741824.0
 
 /* One line of a log. Lines that are neither iteration, memory nor
  * arguments lines are other output and are passed over. */
 static mem4d_status scan_line(mem4d_calibration *cal, struct scan *sc, const char *line, size_t lineno)
 {
     bool bad = false;
-    if (strstr(line, "-- arguments --")) {
+    const char *hdr = strstr(line, "-- arguments --");
+    if (hdr && !sc->in_args) {
+        while (hdr > line && hdr[-1] == '-')
+            hdr--;
         sc->in_args = true;
         sc->args_seen = true;
-        sc->argc = 0;
+        sc->prefix = line; /* only its length and bytes are kept: copied below */
+        sc->prefix_len = (size_t)(hdr - line);
+        for (size_t i = 0; i < sc->args.n; i++)
+            free(sc->args.v[i]);
+        sc->args.n = 0;
+        sc->world_seen = false;
+        sc->tp_overlap = false;
         return MEM4D_OK;
     }
-    if (sc->in_args) {
-        if (strstr(line, "-- end of arguments --")) {
-            sc->in_args = false;
-            return MEM4D_OK;
-        }
-        bias_switch(cal, line, &sc->argc);
-        if (!argument_line(cal, line, &sc->argc, &sc->world, &sc->tp_overlap))
-            return fail(cal, MEM4D_E_PARSE, lineno, "not a \"name .... value\" line inside the arguments block");
-        return MEM4D_OK;
-    }
+    if (sc->in_args)
+        return block_line(cal, sc, line, lineno);
     double ms;
     if (strstr(line, " iteration ") && number_after(line, "elapsed time per iteration (ms):", &ms, &bad)) {
-        if (ms <= 0)
-            return fail(cal, MEM4D_E_PARSE, lineno, "elapsed time per iteration is not a positive number of ms");
-        if (sc->nsteps == CAL_MAX_STEPS)
-            return MEM4D_OK; /* enough for a median */
+        if (!(ms >= STEP_MIN_MS && ms <= STEP_MAX_MS)) {
+            char why[128];
+            m4d_msg(why, sizeof why, "elapsed time per iteration %g ms is outside [0.1 ms, 1 day]: not a training step",
+                    ms);
+            return fail(cal, MEM4D_E_RANGE, lineno, why);
+        }
         double tf = 0;
-        cal->tfl[sc->nsteps] = number_after(line, "throughput per GPU (TFLOP/s/GPU):", &tf, &bad) ? tf : -1;
+        bool have = number_after(line, "throughput per GPU (TFLOP/s/GPU):", &tf, &bad);
         if (bad)
             return fail(cal, MEM4D_E_PARSE, lineno, "throughput per GPU (TFLOP/s/GPU) is not a number");
-        cal->steps[sc->nsteps++] = ms / 1000;
+        if (!doubles_add(&sc->steps, ms / 1000) || !doubles_add(&sc->tfl, have ? tf : -1))
+            return MEM4D_E_NOMEM;
         return MEM4D_OK;
     }
     if (bad)
@@ -247,20 +497,154 @@ static mem4d_status scan_line(mem4d_calibration *cal, struct scan *sc, const cha
         bool ok = number_after(line, "| allocated:", &al, &bad) && number_after(line, "| max allocated:", &mal, &bad) &&
                   number_after(line, "| reserved:", &res, &bad) && number_after(line, "| max reserved:", &mres, &bad);
         const char *r = strstr(line, "[Rank ");
-        if (r && !number_after(r, "[Rank ", &rank, &bad))
+        if (r && (!number_after(r, "[Rank ", &rank, &bad) || rank != floor(rank)))
             ok = false;
         if (!ok || bad || mres < mal)
             return fail(cal, MEM4D_E_PARSE, lineno,
                         "a memory line needs allocated, max allocated, reserved and max reserved (MB), "
                         "max reserved >= max allocated");
+        if (!(mal > 0) || mres > MEM_MAX_MB)
+            return fail(cal, MEM4D_E_RANGE, lineno,
+                        "max allocated must be above 0 MB and max reserved at most 2^30 MB: not a training GPU's "
+                        "memory");
         /* The last report of the first rank seen: its maxima only grow. */
         if (!sc->have_mem || (uint64_t)rank == sc->mem_rank) {
             sc->have_mem = true;
             sc->mem_rank = (uint64_t)rank;
+            sc->mem_line = lineno;
             sc->max_alloc = mal * 1048576.0;
             sc->max_res = mres * 1048576.0;
         }
     }
+    return MEM4D_OK;
+}
+
+static void scan_free(struct scan *sc)
+{
+    free(sc->steps.v);
+    free(sc->tfl.v);
+    strings_free(&sc->args);
+}
+
+/* Scan the log's lines; a line of any length is read whole. */
+static mem4d_status scan_text(mem4d_calibration *cal, struct scan *sc, const char *text, size_t length)
+{
+    char *line = NULL, *prefix = NULL;
+    size_t cap = 0;
+    mem4d_status st = MEM4D_OK;
+    const char *p = text, *end = text + length;
+    for (size_t lineno = 1; p < end && st == MEM4D_OK; lineno++) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p)), *le = nl ? nl : end;
+        size_t n = (size_t)(le - p);
+        if (memchr(p, '\0', n)) {
+            st = fail(cal, MEM4D_E_PARSE, lineno, "a NUL byte: not a text log");
+            break;
+        }
+        if (n + 1 > cap) {
+            char *b = realloc(line, n + 1);
+            if (!b) {
+                st = MEM4D_E_NOMEM;
+                break;
+            }
+            line = b;
+            cap = n + 1;
+        }
+        memcpy(line, p, n);
+        line[n] = '\0';
+        bool was_in = sc->in_args;
+        st = scan_line(cal, sc, line, lineno);
+        if (st == MEM4D_OK && !was_in && sc->in_args) {
+            /* keep the header's prefix: the line buffer is reused */
+            free(prefix);
+            prefix = malloc(sc->prefix_len + 1);
+            if (!prefix) {
+                st = MEM4D_E_NOMEM;
+                break;
+            }
+            memcpy(prefix, line, sc->prefix_len);
+            sc->prefix = prefix;
+        }
+        p = nl ? nl + 1 : end;
+    }
+    free(line);
+    sc->prefix = NULL;
+    free(prefix);
+    if (st == MEM4D_E_NOMEM)
+        fail(cal, st, 0, "out of memory reading the log");
+    return st;
+}
+
+static mem4d_status add_log(mem4d_calibration *cal, struct scan *sc, const char *text, size_t length, int argc,
+                            const char *const *argv, uint64_t world_size)
+{
+    TRY(scan_text(cal, sc, text, length));
+    if (sc->in_args)
+        return fail(cal, MEM4D_E_PARSE, 0, "the arguments block has no \"end of arguments\" line");
+    if (sc->steps.n == 0)
+        return fail(cal, MEM4D_E_MISSING, 0,
+                    "no iteration line with \"elapsed time per iteration (ms)\": not a Megatron-LM training log");
+    if (sc->steps.n == 1)
+        return fail(cal, MEM4D_E_MISSING, 0,
+                    "one iteration line only: the first is warm-up (compilation, allocation), and calibration "
+                    "needs at least one more");
+    struct cal_log *lg = &cal->log[cal->n];
+    memset(lg, 0, sizeof *lg);
+    m4d_param_defaults(m4d_model_params, M4D_MODEL_NPARAM, lg->model.v);
+    m4d_strlcpy(lg->model.name, "custom", sizeof lg->model.name);
+    m4d_param_defaults(m4d_layout_params, M4D_LAYOUT_NPARAM, lg->layout.v);
+    /* The arguments block when the log has one, else the caller's argv. */
+    int ac = sc->args_seen ? (int)sc->args.n : argc;
+    const char *const *av = sc->args_seen ? (const char *const *)sc->args.v : argv;
+    if (sc->args_seen && sc->args.n > INT32_MAX)
+        return fail(cal, MEM4D_E_RANGE, 0, "the arguments block holds more arguments than an int counts");
+    if (ac == 0)
+        return fail(cal, MEM4D_E_MISSING, 0,
+                    sc->args_seen ? "the log's arguments block sets none of the job's arguments"
+                                  : "the log has no arguments block and no arguments were given");
+    mem4d_import *imp = NULL;
+    if (mem4d_import_new(&imp) != MEM4D_OK)
+        return MEM4D_E_NOMEM;
+    mem4d_status st = mem4d_import_megatron(imp, ac, av, NULL, world_size ? world_size : sc->world, &lg->model,
+                                            &lg->layout);
+    if (st != MEM4D_OK)
+        m4d_msg(cal->msg, sizeof cal->msg, "%s arguments: %s", sc->args_seen ? "the log's" : "the",
+                mem4d_import_message(imp));
+    mem4d_import_free(imp);
+    if (st != MEM4D_OK)
+        return st;
+    if (sc->tp_overlap || (!sc->args_seen && argc > 0)) {
+        for (int i = 0; i < argc && !sc->args_seen; i++)
+            if (argv[i] && !strcmp(argv[i], "--tp-comm-overlap"))
+                sc->tp_overlap = true;
+        lg->layout.v[MEM4D_LAYOUT_TP_COMM_OVERLAP] = sc->tp_overlap;
+    }
+    if (sc->have_mem) {
+        /* the world, or tp x cp x pp x dp when only dp is given */
+        const uint64_t *v = lg->layout.v;
+        uint64_t world = v[MEM4D_LAYOUT_WORLD];
+        if (!world && !m4d_mul3(v[MEM4D_LAYOUT_TP], v[MEM4D_LAYOUT_CP], v[MEM4D_LAYOUT_PP], &world))
+            world = 0;
+        if (!m4d_mul(world, v[MEM4D_LAYOUT_WORLD] ? 1 : v[MEM4D_LAYOUT_DP], &world))
+            world = 0;
+        if (world && sc->mem_rank >= world) {
+            char why[160];
+            m4d_msg(why, sizeof why, "the memory line is of rank %llu, but the job has %llu GPUs (ranks 0 to %llu)",
+                    (unsigned long long)sc->mem_rank, (unsigned long long)world, (unsigned long long)world - 1);
+            return fail(cal, MEM4D_E_CONFLICT, sc->mem_line, why);
+        }
+    }
+    lg->step_s = median_from(sc->steps.v, sc->steps.n, 1);
+    size_t nt = 0;
+    for (size_t i = 0; i < sc->tfl.n; i++)
+        if (sc->tfl.v[i] >= 0)
+            sc->tfl.v[nt++] = sc->tfl.v[i];
+    lg->have_tflops = nt > 1;
+    lg->tflops = nt > 1 ? median_from(sc->tfl.v, nt, 1) : 0;
+    lg->have_mem = sc->have_mem;
+    lg->mem_rank = sc->mem_rank;
+    lg->max_alloc = sc->max_alloc;
+    lg->max_res = sc->max_res;
+    cal->n++;
     return MEM4D_OK;
 }
 
@@ -273,67 +657,9 @@ mem4d_status mem4d_calibration_add_megatron_log(mem4d_calibration *cal, const ch
     if (cal->n == CAL_MAX_LOGS)
         return fail(cal, MEM4D_E_RANGE, 0, "too many logs (at most 32)");
     struct scan sc = {0};
-    char line[CAL_LINE_MAX];
-    const char *p = text, *end = text + length;
-    for (size_t lineno = 1; p < end; lineno++) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p)), *le = nl ? nl : end;
-        size_t n = (size_t)(le - p);
-        if (n >= sizeof line)
-            n = sizeof line - 1; /* long lines (tracebacks, tensors) are cut, not read further */
-        memcpy(line, p, n);
-        line[n] = '\0';
-        if (memchr(line, '\0', n))
-            return fail(cal, MEM4D_E_PARSE, lineno, "a NUL byte: not a text log");
-        mem4d_status st = scan_line(cal, &sc, line, lineno);
-        if (st != MEM4D_OK)
-            return st;
-        p = nl ? nl + 1 : end;
-    }
-    if (sc.in_args)
-        return fail(cal, MEM4D_E_PARSE, 0, "the arguments block has no \"end of arguments\" line");
-    if (sc.nsteps == 0)
-        return fail(cal, MEM4D_E_MISSING, 0,
-                    "no iteration line with \"elapsed time per iteration (ms)\": not a Megatron-LM training log");
-    struct cal_log *lg = &cal->log[cal->n];
-    memset(lg, 0, sizeof *lg);
-    m4d_param_defaults(m4d_model_params, M4D_MODEL_NPARAM, lg->model.v);
-    m4d_strlcpy(lg->model.name, "custom", sizeof lg->model.name);
-    m4d_param_defaults(m4d_layout_params, M4D_LAYOUT_NPARAM, lg->layout.v);
-    /* The arguments block when the log has one, else the caller's argv. */
-    int ac = sc.args_seen ? sc.argc : argc;
-    const char *const *av = sc.args_seen ? cal->argv : argv;
-    if (ac == 0)
-        return fail(cal, MEM4D_E_MISSING, 0, "the log has no arguments block and no arguments were given");
-    mem4d_import *imp = NULL;
-    if (mem4d_import_new(&imp) != MEM4D_OK)
-        return MEM4D_E_NOMEM;
-    mem4d_status st = mem4d_import_megatron(imp, ac, av, NULL, world_size ? world_size : sc.world, &lg->model,
-                                            &lg->layout);
-    if (st != MEM4D_OK)
-        m4d_msg(cal->msg, sizeof cal->msg, "%s arguments: %s", sc.args_seen ? "the log's" : "the",
-                mem4d_import_message(imp));
-    mem4d_import_free(imp);
-    if (st != MEM4D_OK)
-        return st;
-    if (sc.tp_overlap || (!sc.args_seen && argc > 0)) {
-        for (int i = 0; i < argc && !sc.args_seen; i++)
-            if (argv[i] && !strcmp(argv[i], "--tp-comm-overlap"))
-                sc.tp_overlap = true;
-        lg->layout.v[MEM4D_LAYOUT_TP_COMM_OVERLAP] = sc.tp_overlap;
-    }
-    lg->step_s = median_from(cal->steps, sc.nsteps, 1);
-    size_t nt = 0;
-    for (size_t i = 0; i < sc.nsteps; i++)
-        if (cal->tfl[i] >= 0)
-            cal->tfl[nt++] = cal->tfl[i];
-    lg->have_tflops = nt > 0;
-    lg->tflops = nt ? median_from(cal->tfl, nt, 1) : 0;
-    lg->have_mem = sc.have_mem;
-    lg->mem_rank = sc.mem_rank;
-    lg->max_alloc = sc.max_alloc;
-    lg->max_res = sc.max_res;
-    cal->n++;
-    return MEM4D_OK;
+    mem4d_status st = add_log(cal, &sc, text, length, argc, argv, world_size);
+    scan_free(&sc);
+    return st;
 }
 
 #define CAL_LOG_MAX_BYTES ((size_t)1 << 30)
@@ -481,15 +807,62 @@ mem4d_status mem4d_calibration_fit(mem4d_calibration *cal, mem4d_device *device)
         if (fit_comm)
             fit_key(cal, &dev, MEM4D_DEVICE_COMM_EFFICIENCY_PPM, 10000, 1000000);
     }
+    cal->msg[0] = '\0'; /* a failed trial of the search is no message */
+    /* A constant pinned at its search bound did not fit: the measured steps
+     * are beyond what the device explains (a wrong --gpu, a log of another
+     * job, or a model that misses it). The bound is kept, and said. */
+    static const struct {
+        mem4d_device_param key;
+        double lo;
+    } searched[] = {{MEM4D_DEVICE_MATMUL_EFFICIENCY_PPM, 20000},
+                    {MEM4D_DEVICE_FP8_EFFICIENCY_PPM, 20000},
+                    {MEM4D_DEVICE_COMM_EFFICIENCY_PPM, 10000}};
+    const bool fitted[] = {fit_mm, fit_fp8, fit_comm};
+    char note[M4D_MSG_MAX] = "";
+    for (size_t k = 0; k < 3 && !note[0]; k++) {
+        double v = (double)dev.v[searched[k].key];
+        bool high = v >= 1000000 * 0.999;
+        if (fitted[k] && (high || v <= searched[k].lo * 1.001))
+            m4d_msg(note, sizeof note, "%s stopped at its bound %.0f: the measured steps are %s than the device "
+                    "explains at %s; check --gpu or --device-file", mem4d_device_param_name(searched[k].key),
+                    high ? 1000000.0 : searched[k].lo, high ? "faster" : "slower",
+                    high ? "full efficiency" : "the least efficiency searched");
+    }
     /* Memory: the fixed workspace takes the mean allocated offset (it adds to
      * both moments the peak is taken at), the allocator overhead the
      * measured reserved over allocated. */
     if (nmem) {
+        /* Within the keys' bounds, or refused: a device file then says what
+         * was printed. Below the least bound the offset is clamped, and the
+         * message notes it. */
+        uint64_t ws_min = 0, ws_max = 0, ppm_min = 0, ppm_max = 0;
+        mem4d_device_param_bounds(MEM4D_DEVICE_WORKSPACE_BYTES, &ws_min, &ws_max);
+        mem4d_device_param_bounds(MEM4D_DEVICE_ALLOCATOR_OVERHEAD_PPM, &ppm_min, &ppm_max);
         double ws = (double)dev.v[MEM4D_DEVICE_WORKSPACE_BYTES] + dalloc / (double)nmem;
-        dev.v[MEM4D_DEVICE_WORKSPACE_BYTES] = ws > 0 ? (uint64_t)llround(ws) : 0;
         double ppm = ratio / (double)nmem * 1e6;
-        dev.v[MEM4D_DEVICE_ALLOCATOR_OVERHEAD_PPM] = ppm <= 0 ? 0 : ppm >= 1e6 ? 1000000 : (uint64_t)llround(ppm);
+        char why[M4D_MSG_MAX];
+        if (ws > (double)ws_max) {
+            m4d_msg(why, sizeof why, "the memory lines call for workspace_bytes of %.0f, above its bound %llu: the "
+                    "measured peaks are not this job's on this device", ws, (unsigned long long)ws_max);
+            return fail(cal, MEM4D_E_RANGE, 0, why);
+        }
+        if (ppm > (double)ppm_max) {
+            m4d_msg(why, sizeof why, "the memory lines call for allocator_overhead_ppm of %.0f, above its bound %llu "
+                    "(reserved more than twice allocated)", ppm, (unsigned long long)ppm_max);
+            return fail(cal, MEM4D_E_RANGE, 0, why);
+        }
+        dev.v[MEM4D_DEVICE_WORKSPACE_BYTES] = ws > (double)ws_min ? (uint64_t)llround(ws) : ws_min;
+        dev.v[MEM4D_DEVICE_ALLOCATOR_OVERHEAD_PPM] = ppm > (double)ppm_min ? (uint64_t)llround(ppm) : ppm_min;
+        if (ws < (double)ws_min || ppm < (double)ppm_min)
+            m4d_msg(cal->msg, sizeof cal->msg, "the measured peaks are below the prediction by more than %s can "
+                    "take: it was set to its least value, %llu, and the prediction stays above the measurement",
+                    ws < (double)ws_min ? "workspace_bytes" : "allocator_overhead_ppm",
+                    (unsigned long long)(ws < (double)ws_min ? ws_min : ppm_min));
     }
+    if (note[0] && !cal->msg[0])
+        m4d_strlcpy(cal->msg, note, sizeof cal->msg);
+    char kept[M4D_MSG_MAX];
+    m4d_strlcpy(kept, cal->msg, sizeof kept);
     for (size_t i = 0; i < cal->n; i++) {
         struct cal_log *lg = &cal->log[i];
         double step, a, r, compute;
@@ -502,6 +875,7 @@ mem4d_status mem4d_calibration_fit(mem4d_calibration *cal, mem4d_device *device)
             set_fig(lg, MEM4D_CALIBRATION_PREDICTED_MAX_RESERVED_AFTER, r);
         }
     }
+    m4d_strlcpy(cal->msg, kept, sizeof cal->msg);
     *device = dev;
     return MEM4D_OK;
 }

@@ -206,6 +206,13 @@ static mem4d_status apply_model(mem4d_import *imp, const struct m4d_opt_val *val
         if (row->kind == M4D_FLAG_INT && row->model_key >= 0 && GIVEN(row->slot))
             TRY(set_opt_m(imp, m, (mem4d_model_param)row->model_key, row->slot, U(row->slot)));
     }
+    /* Megatron-LM reads the router only with experts; a dense job keeps the
+     * default (moe_router_topk 2), which its log prints. */
+    if (describes && GIVEN(MF_TOPK) && !(GIVEN(MF_EXPERTS) && U(MF_EXPERTS))) {
+        m4d_imp_warn(imp, "--moe-router-topk %llu is ignored without --num-experts (a dense model)",
+                     (unsigned long long)U(MF_TOPK));
+        TRY(SET_M(m, MEM4D_MODEL_EXPERT_TOPK, 0, "--moe-router-topk"));
+    }
 
     if (describes || GIVEN(MF_SWIGLU))
         TRY(SET_M(m, MEM4D_MODEL_GATED_MLP, GIVEN(MF_SWIGLU), "--swiglu"));
@@ -522,9 +529,15 @@ static mem4d_status apply_moe_dispatch(mem4d_import *imp, const struct m4d_opt_v
             return m4d_imp_fail(imp, MEM4D_E_UNSUPPORTED, "--moe-flex-dispatcher-backend ncclep: NCCL EP's buffers "
                                 "are not modelled (deepep and hybridep are)");
         d = strcmp(backend, "hybridep") == 0 ? MEM4D_MOE_DISPATCHER_HYBRIDEP : MEM4D_MOE_DISPATCHER_DEEPEP;
-    } else if (GIVEN(MF_FLEX_BACKEND)) {
-        return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "--moe-flex-dispatcher-backend needs --moe-token-dispatcher-type "
-                            "flex");
+    } else if (GIVEN(MF_FLEX_BACKEND) && strcmp(backend, "ncclep") == 0) {
+        return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "--moe-flex-dispatcher-backend ncclep needs "
+                            "--moe-token-dispatcher-type flex");
+    } else if (GIVEN(MF_FLEX_BACKEND) && strcmp(backend, "deepep") != 0) {
+        /* Megatron-Core refuses only ncclep without the flex dispatcher
+         * (TransformerConfig.__post_init__) and reads the others only there;
+         * a log prints the default, deepep, for every job */
+        m4d_imp_warn(imp, "--moe-flex-dispatcher-backend %s is ignored without --moe-token-dispatcher-type flex",
+                     backend);
     }
     /* a dense model has no dispatcher (Megatron ignores the flags there) */
     TRY(SET_L(l, MEM4D_LAYOUT_MOE_DISPATCHER, m->v[MEM4D_MODEL_NUM_EXPERTS] ? d : 0, "--moe-token-dispatcher-type"));

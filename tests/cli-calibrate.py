@@ -63,6 +63,45 @@ class Calibrate(unittest.TestCase):
             self.assertEqual(p.returncode, 2)
             self.assertIn('calibrate needs --log FILE', p.stderr)
 
+    def test_every_argument_megatron_prints(self):
+        # The same job from the log with every argument of Megatron-LM's
+        # arguments.py (torch dtypes, enums, lists, names without dots).
+        figures = []
+        for name in ('llama31-8b-all-arguments.log', 'llama31-8b-cp2-16gpu.log'):
+            p = run('calibrate', '--log', os.path.join(DATA, name), '--json')
+            self.assertEqual(p.returncode, 0, p.stderr)
+            entry = json.loads(p.stdout)['logs'][0]
+            figures.append((entry['predicted_step_before_s'], entry['predicted_step_after_s']))
+        self.assertEqual(figures[0], figures[1])
+
+    def test_absurd_measurements(self):
+        # Refused with a sentence, never fitted (issue 24, item 4).
+        head = open(os.path.join(DATA, 'llama32-1b-dp8.log')).read().split('-- end of arguments --')[0]
+        head += '-- end of arguments ---------------------\n'
+        step = ' iteration %d/ 9 | elapsed time per iteration (ms): %s |\n'
+        mem = ('[Rank %d] (after 2 iterations) memory (MB) | allocated: %s | max allocated: %s | reserved: %s | '
+               'max reserved: %s\n')
+        cases = [
+            (step % (1, '1e-300') + step % (2, '1e-300'), 'elapsed time per iteration 1e-300 ms is outside'),
+            (step % (1, '900.0') + step % (2, '1e18'), 'elapsed time per iteration 1e+18 ms is outside'),
+            (step % (1, '900.0'), 'one iteration line only: the first is warm-up'),
+            (step % (1, '900.0') + step % (2, '900.0') + mem % (0, 0, 0, 0, 0), 'max allocated must be above 0 MB'),
+            (step % (1, '900.0') + step % (2, '900.0') + mem % (8, 1, 9000, 2, 9500),
+             'the memory line is of rank 8, but the job has 8 GPUs'),
+            (step % (1, '900.0') + step % (2, '900.0') + mem % (0, 1, 9e8, 2, 9.5e8),
+             'the memory lines call for workspace_bytes of'),
+        ]
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, 'x.log')
+            out = os.path.join(d, 'x.device')
+            for tail, why in cases:
+                with open(path, 'w') as f:
+                    f.write(head + tail)
+                p = run('calibrate', '--log', path, '--output', out)
+                self.assertEqual(p.returncode, 2, (tail, p.stdout))
+                self.assertIn(why, p.stderr)
+                self.assertFalse(os.path.exists(out))
+
     def test_only_regular_files(self):
         # The README promises exit 2 for a path that is not a regular file:
         # a FIFO used to hang calibrate, /dev/zero to read until memory ran out.

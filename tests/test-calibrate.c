@@ -137,6 +137,170 @@ START_TEST(memory_offsets_and_two_logs)
 }
 END_TEST
 
+/* The predicted step and peak of a one-log calibration on an H100: what
+ * identifies the job a log was read as. */
+static void job_figures(const char *text, size_t len, double out[2])
+{
+    mem4d_calibration *c = NULL;
+    ck_assert_int_eq(mem4d_calibration_new(&c), MEM4D_OK);
+    ck_assert_msg(mem4d_calibration_add_megatron_log(c, text, len, 0, NULL, 0) == MEM4D_OK, "%s",
+                  mem4d_calibration_message(c));
+    mem4d_device *d = tu_device("h100-80");
+    ck_assert_msg(mem4d_calibration_fit(c, d) == MEM4D_OK, "%s", mem4d_calibration_message(c));
+    out[0] = fig(c, 0, MEM4D_CALIBRATION_PREDICTED_STEP_BEFORE_S);
+    double v = 0;
+    out[1] = mem4d_calibration_get(c, 0, MEM4D_CALIBRATION_PREDICTED_MAX_ALLOCATED_BEFORE, &v) == MEM4D_OK ? v : -1;
+    mem4d_device_free(d);
+    mem4d_calibration_free(c);
+}
+
+/* Append "  name ....... value" as _print_args() writes it (dots to column
+ * 48, none for a longer name). */
+static void put_arg(char *buf, size_t size, const char *name, const char *value)
+{
+    size_t used = strlen(buf), nl = strlen(name);
+    char dots[64] = "";
+    for (size_t i = 0; nl + i < 48 && i < sizeof dots - 1; i++)
+        dots[i] = '.', dots[i + 1] = '\0';
+    snprintf(buf + used, size - used, "  %s %s %s\n", name, dots, value);
+}
+
+static const char *const header = "------------------------ arguments ------------------------\n";
+static const char *const footer = "-------------------- end of arguments ---------------------\n";
+static const char *const steps =
+    " [2025-01-01 00:00:00.000000] iteration        1/      10 | elapsed time per iteration (ms): 2000.0 |\n"
+    " [2025-01-01 00:00:02.000000] iteration        2/      10 | elapsed time per iteration (ms): 1000.0 |\n"
+    "[Rank 0] (after 2 iterations) memory (MB) | allocated: 9000.0 | max allocated: 20000.0 | reserved: "
+    "22000.0 | max reserved: 22000.0\n";
+
+/* A small MoE job's block: `freq` and `modules` as Megatron prints them. */
+static void moe_log(char *buf, size_t size, const char *freq, const char *modules, const char *extra_name,
+                    const char *extra_value)
+{
+    static const char *const args[][2] = {
+        {"num_layers", "4"}, {"hidden_size", "2048"}, {"ffn_hidden_size", "8192"}, {"num_attention_heads", "16"},
+        {"seq_length", "4096"}, {"max_position_embeddings", "4096"}, {"micro_batch_size", "1"},
+        {"global_batch_size", "64"}, {"vocab_size", "32000"}, {"bf16", "True"}, {"swiglu", "True"},
+        {"normalization", "RMSNorm"}, {"position_embedding_type", "rope"}, {"num_experts", "8"},
+        {"moe_ffn_hidden_size", "1024"}, {"moe_router_topk", "2"}, {"expert_model_parallel_size", "2"},
+        {"main_grads_dtype", "torch.float32"}, {"main_params_dtype", "torch.float32"},
+        {"exp_avg_dtype", "torch.float32"}, {"exp_avg_sq_dtype", "torch.float32"},
+        {"rerun_mode", "RerunMode.DISABLED"}, {"attention_backend", "AttnBackend.auto"},
+        {"recompute_granularity", "selective"}, {"world_size", "8"},
+    };
+    snprintf(buf, size, "%s", header);
+    for (size_t i = 0; i < sizeof args / sizeof *args; i++)
+        put_arg(buf, size, args[i][0], args[i][1]);
+    put_arg(buf, size, "moe_layer_freq", freq);
+    put_arg(buf, size, "recompute_modules", modules);
+    if (extra_name)
+        put_arg(buf, size, extra_name, extra_value);
+    size_t used = strlen(buf);
+    snprintf(buf + used, size - used, "%s%s", footer, steps);
+}
+
+/* A log in Megatron-LM's current format with every argument its
+ * arguments.py adds (tests/data/megatron-logs/gen-all-arguments.py) is read
+ * as the same job as the shorter log it was made from: dtypes printed as
+ * torch.float32, enums, lists, None, names of 48 characters and more
+ * (no dots), 847 arguments (issue 24, item 1). */
+START_TEST(every_argument_megatron_prints)
+{
+    size_t len;
+    static char all[1 << 17];
+    const char *text = slurp("llama31-8b-all-arguments.log", &len);
+    ck_assert_uint_lt(len, sizeof all);
+    memcpy(all, text, len + 1);
+    ck_assert_ptr_nonnull(strstr(all, "  main_grads_dtype ................................ torch.float32\n"));
+    ck_assert_ptr_nonnull(strstr(all, "  inference_dynamic_batching_cuda_graph_mixed_prefill_count  16\n"));
+    double a[2], b[2];
+    job_figures(all, len, a);
+    text = slurp("llama31-8b-cp2-16gpu.log", &len);
+    job_figures(text, len, b);
+    ck_assert(a[0] == b[0]);
+    /* Behind a launcher's prefix on every line (torchrun --tee, srun -l),
+     * with another rank's line inside the block: the same job. */
+    static char prefixed[1 << 18];
+    size_t used = 0;
+    for (const char *p = all; *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t n = nl ? (size_t)(nl - p) + 1 : strlen(p);
+        used += (size_t)snprintf(prefixed + used, sizeof prefixed - used, "[default0]:%.*s", (int)n, p);
+        if (strstr(p, "  bf16 ") == p)
+            used += (size_t)snprintf(prefixed + used, sizeof prefixed - used, "[default3]:W1201 NCCL warn\n");
+        p += n;
+    }
+    job_figures(prefixed, used, b);
+    ck_assert(a[0] == b[0]);
+}
+END_TEST
+
+/* Item 2: a value of any length, an empty value without its trailing
+ * blank, any number of arguments. Item 3: list values are read. */
+START_TEST(long_empty_many_and_list_values)
+{
+    static char buf[1 << 20], base[1 << 14];
+    double ref[2], v[2];
+    moe_log(base, sizeof base, "[0, 1, 1, 1]", "['core_attn']", NULL, NULL);
+    job_figures(base, strlen(base), ref);
+    /* A tokenizer path of 300 characters: read (it used to be dropped). */
+    char path[320];
+    memset(path, 'x', 300);
+    path[0] = '/';
+    path[300] = '\0';
+    moe_log(buf, sizeof buf, "[0, 1, 1, 1]", "['core_attn']", "tokenizer_model", path);
+    job_figures(buf, strlen(buf), v);
+    ck_assert(v[0] == ref[0] && v[1] == ref[1]);
+    /* An empty value, its trailing blank stripped, and one with it. */
+    moe_log(buf, sizeof buf, "[0, 1, 1, 1]", "['core_attn']", "data_cache_path", "");
+    char *blank = strstr(buf, "data_cache_path ");
+    ck_assert_ptr_nonnull(blank);
+    job_figures(buf, strlen(buf), v);
+    ck_assert(v[0] == ref[0]);
+    char *end = strchr(blank, '\n');
+    memmove(end - 1, end, strlen(end) + 1); /* "....... \n" -> ".......\n" */
+    job_figures(buf, strlen(buf), v);
+    ck_assert(v[0] == ref[0]);
+    /* 3000 arguments before the job's: none is dropped. */
+    snprintf(buf, sizeof buf, "%s", header);
+    for (int i = 0; i < 3000; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "aaa_extra_argument_%04d", i);
+        put_arg(buf, sizeof buf, name, "1");
+    }
+    strcat(buf, strstr(base, header) + strlen(header));
+    job_figures(buf, strlen(buf), v);
+    ck_assert(v[0] == ref[0] && v[1] == ref[1]);
+    /* The evaluated pattern: one dense layer first. Every layer an expert
+     * layer is another job, and so is the pattern given as an int. */
+    moe_log(buf, sizeof buf, "1", "['core_attn']", NULL, NULL);
+    job_figures(buf, strlen(buf), v);
+    ck_assert(v[1] != ref[1]);
+    moe_log(buf, sizeof buf, "[1, 1, 1, 1]", "['core_attn']", NULL, NULL);
+    job_figures(buf, strlen(buf), ref);
+    ck_assert(v[0] == ref[0] && v[1] == ref[1]);
+    /* recompute_modules as a list of several, and of none */
+    moe_log(buf, sizeof buf, "[0, 1, 1, 1]", "['core_attn', 'moe_act', 'layernorm']", NULL, NULL);
+    job_figures(buf, strlen(buf), v);
+    moe_log(base, sizeof base, "[0, 1, 1, 1]", "['core_attn']", NULL, NULL);
+    job_figures(base, strlen(base), ref);
+    ck_assert(v[1] < ref[1]); /* more recomputed: less kept */
+    /* A value it cannot read is refused naming the flag. */
+    mem4d_calibration *c = NULL;
+    ck_assert_int_eq(mem4d_calibration_new(&c), MEM4D_OK);
+    moe_log(buf, sizeof buf, "[0, 1, 1, 1]", "['core_attn', 'everything']", NULL, NULL);
+    ck_assert_int_eq(mem4d_calibration_add_megatron_log(c, buf, strlen(buf), 0, NULL, 0), MEM4D_E_PARSE);
+    ck_assert_ptr_nonnull(strstr(mem4d_calibration_message(c), "--recompute-modules"));
+    /* The memory line of a rank the job does not have. */
+    moe_log(buf, sizeof buf, "[0, 1, 1, 1]", "['core_attn']", NULL, NULL);
+    char *rank = strstr(buf, "[Rank 0]");
+    memcpy(rank, "[Rank 9]", 8);
+    ck_assert_int_eq(mem4d_calibration_add_megatron_log(c, buf, strlen(buf), 0, NULL, 0), MEM4D_E_CONFLICT);
+    ck_assert_ptr_nonnull(strstr(mem4d_calibration_message(c), "the memory line is of rank 9, but the job has 8 GPUs"));
+    mem4d_calibration_free(c);
+}
+END_TEST
+
 /* Without an arguments block the job comes from argv. */
 START_TEST(arguments_from_argv)
 {
@@ -180,7 +344,26 @@ START_TEST(refusals_name_the_line)
         {"x\n iteration 1/ 2 | elapsed time per iteration (ms): fast |\n",
          "line 2: elapsed time per iteration (ms) is not a number", MEM4D_E_PARSE},
         {" iteration 1/ 2 | elapsed time per iteration (ms): 0.0 |\n",
-         "line 1: elapsed time per iteration is not a positive number of ms", MEM4D_E_PARSE},
+         "line 1: elapsed time per iteration 0 ms is outside [0.1 ms, 1 day]: not a training step", MEM4D_E_RANGE},
+        {" iteration 1/ 2 | elapsed time per iteration (ms): 1e-300 |\n",
+         "line 1: elapsed time per iteration 1e-300 ms is outside [0.1 ms, 1 day]: not a training step",
+         MEM4D_E_RANGE},
+        {"x\n iteration 1/ 2 | elapsed time per iteration (ms): 1e18 |\n",
+         "line 2: elapsed time per iteration 1e+18 ms is outside [0.1 ms, 1 day]: not a training step",
+         MEM4D_E_RANGE},
+        {" iteration 1/ 2 | elapsed time per iteration (ms): 900.0 |\n",
+         "one iteration line only: the first is warm-up (compilation, allocation), and calibration needs at least "
+         "one more",
+         MEM4D_E_MISSING},
+        {"[Rank 0] (after 1 iterations) memory (MB) | allocated: 0.0 | max allocated: 0.0 | reserved: 0.0 | "
+         "max reserved: 0.0\n",
+         "line 1: max allocated must be above 0 MB and max reserved at most 2^30 MB: not a training GPU's memory",
+         MEM4D_E_RANGE},
+        {"[Rank 0.5] (after 1 iterations) memory (MB) | allocated: 1 | max allocated: 9 | reserved: 2 | "
+         "max reserved: 10\n",
+         "line 1: a memory line needs allocated, max allocated, reserved and max reserved (MB), max reserved >= "
+         "max allocated",
+         MEM4D_E_PARSE},
         {" iteration 1/ 2 | elapsed time per iteration (ms): 10.0 | throughput per GPU (TFLOP/s/GPU): nan? |\n",
          "line 1: throughput per GPU (TFLOP/s/GPU) is not a number", MEM4D_E_PARSE},
         {"a\nb\n[Rank 0] (after 1 iterations) memory (MB) | allocated: 1 | max allocated: 9 | reserved: 2\n",
@@ -230,6 +413,8 @@ int main(int argc, char **argv)
     tcase_add_test(tc, memory_offsets_and_two_logs);
     tcase_add_test(tc, arguments_from_argv);
     tcase_add_test(tc, refusals_name_the_line);
+    tcase_add_test(tc, every_argument_megatron_prints);
+    tcase_add_test(tc, long_empty_many_and_list_values);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

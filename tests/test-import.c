@@ -804,6 +804,19 @@ START_TEST(moe_token_dispatchers)
     ck_assert_int_eq(run_argv(&fx, modules_alone, 8), MEM4D_OK);
     ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_OFFLOAD_MODULES), 0);
     ck_assert(has_warning(fx.imp, "ignored without --fine-grained-activation-offloading"));
+    /* Megatron-Core reads the backend only for the flex dispatcher and
+     * refuses only ncclep without it; a log prints the default deepep. */
+    const char *backend_alone[] = {"--moe-flex-dispatcher-backend", "hybridep", NULL};
+    ck_assert_int_eq(run_argv(&fx, backend_alone, 8), MEM4D_OK);
+    ck_assert(has_warning(fx.imp, "--moe-flex-dispatcher-backend hybridep is ignored without"));
+    const char *dense_topk[] = {"--num-layers", "2", "--hidden-size", "64", "--num-attention-heads", "4",
+                                "--moe-router-topk", "2", NULL};
+    ck_assert_int_eq(run_argv(&fx, dense_topk, 8), MEM4D_OK);
+    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_EXPERT_TOPK), 0);
+    ck_assert(has_warning(fx.imp, "--moe-router-topk 2 is ignored without --num-experts"));
+    const char *backend_default[] = {"--moe-flex-dispatcher-backend", "deepep", NULL};
+    ck_assert_int_eq(run_argv(&fx, backend_default, 8), MEM4D_OK);
+    ck_assert_uint_eq(mem4d_import_warning_count(fx.imp), 0);
     static const struct {
         const char *argv[8];
         mem4d_status st;
@@ -817,7 +830,7 @@ START_TEST(moe_token_dispatchers)
         {{"--moe-enable-deepep", NULL}, MEM4D_E_CONFLICT, "--moe-enable-deepep needs --moe-token-dispatcher-type flex"},
         {{"--moe-token-dispatcher-type", "flex", "--moe-flex-dispatcher-backend", "ncclep", NULL},
          MEM4D_E_UNSUPPORTED, "NCCL EP's buffers are not modelled"},
-        {{"--moe-flex-dispatcher-backend", "hybridep", NULL}, MEM4D_E_CONFLICT, "needs --moe-token-dispatcher-type flex"},
+        {{"--moe-flex-dispatcher-backend", "ncclep", NULL}, MEM4D_E_CONFLICT, "needs --moe-token-dispatcher-type flex"},
         {{"--moe-router-padding-for-fp8", NULL}, MEM4D_E_CONFLICT, "needs fp8 training"},
         {{"--reuse-grad-buf-for-mxfp8-param-ag", NULL}, MEM4D_E_CONFLICT, "needs --fp8-param-gather"},
     };

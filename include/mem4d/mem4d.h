@@ -2177,8 +2177,16 @@ MEM4D_API void mem4d_calibration_free(mem4d_calibration *cal);
  * @param argc Number of arguments in argv (0 when the log has its block).
  * @param argv Megatron-LM arguments, used only when the log has no arguments block.
  * @param world_size GPUs of the job, or 0 to take world_size from the arguments block.
+ * Every argument is read as Megatron prints it (str() of the value after
+ * validate_args(): torch dtypes, enum members, lists, None, values with
+ * blanks, of any length and count), also behind a launcher's prefix on
+ * each line ("[default0]:"). Steps outside [0.1 ms, 1 day], a memory line
+ * of 0 MB or of a rank the job does not have, and a log with only its
+ * warm-up iteration are refused.
  * @return ::MEM4D_OK, ::MEM4D_E_PARSE (a line it cannot read), ::MEM4D_E_MISSING
- *         (no iteration line; no arguments), ::MEM4D_E_RANGE (more than 32 logs),
+ *         (fewer than two iteration lines; no arguments), ::MEM4D_E_RANGE (more
+ *         than 32 logs; a figure out of range), ::MEM4D_E_CONFLICT (a memory
+ *         line of a rank beyond the world),
  *         an import status for arguments it refuses, or ::MEM4D_E_INVALID_ARG.
  * @since 0.2
  */
@@ -2205,11 +2213,17 @@ MEM4D_API mem4d_status mem4d_calibration_add_megatron_log_file(mem4d_calibration
 
 /**
  * Fit a device to every log read: see the group's description. The device
- * is changed only on success.
+ * is changed only on success. A fit that would take a constant outside its
+ * bounds is refused: an efficiency pinned at its search bound (the steps
+ * are beyond what the device explains), a workspace_bytes or
+ * allocator_overhead_ppm above its maximum. A memory offset below its least
+ * value is clamped to it, and mem4d_calibration_message() then says so
+ * although the fit succeeded.
  * @param cal The calibration.
  * @param device The device to start from (a preset, or a device file), changed in place.
- * @return ::MEM4D_OK, ::MEM4D_E_MISSING (no log), an estimate's status for a
- *         log the device cannot estimate, or ::MEM4D_E_INVALID_ARG.
+ * @return ::MEM4D_OK, ::MEM4D_E_MISSING (no log), ::MEM4D_E_RANGE (a constant
+ *         outside its bounds), an estimate's status for a log the device
+ *         cannot estimate, or ::MEM4D_E_INVALID_ARG.
  * @since 0.2
  */
 MEM4D_API mem4d_status mem4d_calibration_fit(mem4d_calibration *cal, mem4d_device *device);
@@ -2236,9 +2250,11 @@ MEM4D_API mem4d_status mem4d_calibration_get(const mem4d_calibration *cal, size_
 MEM4D_API size_t mem4d_calibration_log_count(const mem4d_calibration *cal);
 
 /**
- * Why the last call failed, naming the log line or the argument at fault.
+ * Why the last call failed, naming the log line or the argument at fault;
+ * after a successful mem4d_calibration_fit(), a note when a memory offset
+ * was clamped to its least value.
  * @param cal The calibration.
- * @return A string owned by the handle ("" after success).
+ * @return A string owned by the handle ("" after a success without a note).
  * @since 0.2
  */
 MEM4D_API const char *mem4d_calibration_message(const mem4d_calibration *cal);

@@ -1271,7 +1271,10 @@ extern "C" {
         argv: *const *const c_char,
         world_size: u64,
     ) -> mem4d_status;
-    /// Fit a device to every log read: see the group's description. The device is changed only on success.
+    /// Fit a device to every log read: see the group's description. The device is changed only on success. A fit that
+    /// would take a constant outside its bounds is refused: an efficiency pinned at its search bound (the steps are
+    /// beyond what the device explains), a workspace_bytes or allocator_overhead_ppm above its maximum. A memory offset
+    /// below its least value is clamped to it, and mem4d_calibration_message() then says so although the fit succeeded.
     pub fn mem4d_calibration_fit(cal: *mut mem4d_calibration, device: *mut mem4d_device) -> mem4d_status;
     /// A figure of one log after mem4d_calibration_fit().
     pub fn mem4d_calibration_get(
@@ -1282,6 +1285,7 @@ extern "C" {
     ) -> mem4d_status;
     /// Logs read so far.
     pub fn mem4d_calibration_log_count(cal: *const mem4d_calibration) -> usize;
-    /// Why the last call failed, naming the log line or the argument at fault.
+    /// Why the last call failed, naming the log line or the argument at fault; after a successful
+    /// mem4d_calibration_fit(), a note when a memory offset was clamped to its least value.
     pub fn mem4d_calibration_message(cal: *const mem4d_calibration) -> *const c_char;
 }
