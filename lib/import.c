@@ -155,6 +155,26 @@ static mem4d_status env_count(mem4d_import *imp, const char *name, const char *t
 /* The caching allocator's settings, "key:value" pairs separated by commas
  * (PyTorch c10/cuda/CUDAAllocatorConfig; PYTORCH_ALLOC_CONF is the newer,
  * device-generic name and wins): expandable_segments True or False. */
+/* The keys PyTorch's CUDA allocator knows: AcceleratorAllocatorConfig's
+ * (c10/core/AllocatorConfig.h, keys_) and CUDAAllocatorConfig's
+ * (c10/cuda/CUDAAllocatorConfig.cpp, parseArgs), pytorch/pytorch@b944315b. */
+static const char *const alloc_keys[] = {
+    "max_split_size_mb", "max_non_split_rounding_mb", "garbage_collection_threshold", "roundup_power2_divisions",
+    "expandable_segments", "pinned_use_background_threads", "backend", "release_lock_on_cudamalloc",
+    "release_lock_on_hipmalloc", "pinned_use_cuda_host_register", "pinned_use_hip_host_register",
+    "pinned_num_register_threads", "pinned_reserve_segment_size_mb", "graph_capture_record_stream_reuse",
+    "per_process_memory_fraction"};
+
+/* PYTORCH_ALLOC_CONF (or, when it is absent, PYTORCH_CUDA_ALLOC_CONF) read
+ * the way PyTorch reads it (c10::CachingAllocator::ConfigTokenizer and
+ * AcceleratorAllocatorConfig::parseArgs in c10/core/AllocatorConfig.{h,cpp},
+ * CUDAAllocatorConfig::parseArgs in c10/cuda/CUDAAllocatorConfig.cpp,
+ * pytorch/pytorch@0ac71663 and @b944315b): ',' ':' '[' ']' are tokens of
+ * their own and white space is dropped everywhere, so "expandable_segments:
+ * True" is a key, ':', "True"; the pairs are "key:value" or "key:[...]"
+ * separated by ','; a key given twice takes its last value; a boolean is
+ * exactly True or False. A key PyTorch does not know makes it refuse the
+ * job: a warning here, as a newer PyTorch may know it. */
 mem4d_status m4d_imp_alloc_conf(mem4d_import *imp, const char *const *envp, mem4d_layout *layout)
 {
     const char *name = "PYTORCH_ALLOC_CONF", *conf = env_get(envp, name);
@@ -164,25 +184,75 @@ mem4d_status m4d_imp_alloc_conf(mem4d_import *imp, const char *const *envp, mem4
     }
     if (!conf)
         return MEM4D_OK;
-    static const char key[] = "expandable_segments:";
-    for (const char *p = conf; *p;) {
-        while (*p == ' ' || *p == ',')
-            p++;
-        size_t len = strcspn(p, ",");
-        if (len >= sizeof key - 1 && strncmp(p, key, sizeof key - 1) == 0) {
-            char v[8];
-            size_t vl = len - (sizeof key - 1);
-            snprintf(v, sizeof v, "%.*s", (int)(vl < sizeof v ? vl : sizeof v - 1), p + sizeof key - 1);
-            bool on = vl < sizeof v && (m4d_streq_ci(v, "true") || strcmp(v, "1") == 0);
-            bool off = vl < sizeof v && (m4d_streq_ci(v, "false") || strcmp(v, "0") == 0);
-            if (!on && !off)
-                return m4d_imp_fail(imp, MEM4D_E_PARSE, "%s: expandable_segments:%.*s is not True or False", name,
-                                    (int)(vl < 40 ? vl : 40), p + sizeof key - 1);
-            return SET_L(layout, MEM4D_LAYOUT_EXPANDABLE_SEGMENTS, on, name);
-        }
-        p += len;
+    /* Tokens, NUL-separated in one buffer: at most one per byte. */
+    size_t n = strlen(conf), nt = 0;
+    char *buf = malloc(2 * n + 1);
+    const char **tok = malloc((n + 1) * sizeof *tok);
+    if (!buf || !tok) {
+        free(buf);
+        free(tok);
+        return m4d_imp_fail(imp, MEM4D_E_NOMEM, "out of memory reading %s", name);
     }
-    return MEM4D_OK;
+    char *w = buf;
+    bool open_word = false;
+    for (const char *c = conf; *c; c++) {
+        if (*c == ',' || *c == ':' || *c == '[' || *c == ']') {
+            if (open_word)
+                *w++ = '\0';
+            tok[nt++] = w;
+            *w++ = *c;
+            *w++ = '\0';
+            open_word = false;
+        } else if (!isspace((unsigned char)*c)) {
+            if (!open_word)
+                tok[nt++] = w;
+            *w++ = *c;
+            open_word = true;
+        }
+    }
+    if (open_word)
+        *w = '\0';
+    mem4d_status st = MEM4D_OK;
+    int expandable = -1;
+    for (size_t i = 0; i < nt && st == MEM4D_OK; i++) {
+        const char *key = tok[i];
+        if (i + 2 >= nt || strcmp(tok[i + 1], ":") != 0) {
+            st = m4d_imp_fail(imp, MEM4D_E_PARSE, "%s: '%.40s' needs ':' and a value (key:value, as PyTorch reads it)",
+                              name, key);
+            break;
+        }
+        i += 2;
+        if (strcmp(tok[i], "[") == 0) {
+            while (i < nt && strcmp(tok[i], "]") != 0)
+                i++;
+            if (i == nt) {
+                st = m4d_imp_fail(imp, MEM4D_E_PARSE, "%s: the list of '%.40s' has no closing ']'", name, key);
+                break;
+            }
+        }
+        bool known = false;
+        for (size_t k = 0; k < sizeof alloc_keys / sizeof *alloc_keys; k++)
+            known = known || strcmp(key, alloc_keys[k]) == 0;
+        if (!known)
+            m4d_imp_warn(imp, "%s: '%.40s' is not a key PyTorch's CUDA allocator knows (it refuses the job with "
+                         "\"Unrecognized key\"); ignored", name, key);
+        if (strcmp(key, "expandable_segments") == 0) {
+            if (strcmp(tok[i], "True") != 0 && strcmp(tok[i], "False") != 0) {
+                st = m4d_imp_fail(imp, MEM4D_E_PARSE, "%s: expandable_segments:%.40s is not True or False (PyTorch "
+                                  "takes these two words only)", name, tok[i]);
+                break;
+            }
+            expandable = strcmp(tok[i], "True") == 0;
+        }
+        if (i + 1 < nt && strcmp(tok[++i], ",") != 0)
+            st = m4d_imp_fail(imp, MEM4D_E_PARSE, "%s: '%.40s' after the value of '%.40s' where ',' belongs", name,
+                              tok[i], key);
+    }
+    free(buf);
+    free(tok);
+    if (st != MEM4D_OK || expandable < 0)
+        return st;
+    return SET_L(layout, MEM4D_LAYOUT_EXPANDABLE_SEGMENTS, (uint64_t)expandable, name);
 }
 
 mem4d_status m4d_imp_world(mem4d_import *imp, const char *const *envp, uint64_t explicit_world,

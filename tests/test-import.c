@@ -730,22 +730,46 @@ START_TEST(allocator_conf_from_the_environment)
         const char *env[3];
         mem4d_status st;
         uint64_t expandable;
+        const char *why;
     } cases[] = {
-        {{"PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True", NULL}, MEM4D_OK, 1},
-        {{"PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:128, expandable_segments:true", NULL}, MEM4D_OK, 1},
+        {{"PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True", NULL}, MEM4D_OK, 1, NULL},
+        {{"PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:128, expandable_segments:True", NULL}, MEM4D_OK, 1, NULL},
         {{"PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True", "PYTORCH_ALLOC_CONF=expandable_segments:False"},
-         MEM4D_OK, 0},
-        {{"PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:128", NULL}, MEM4D_OK, 0},
-        {{"PYTORCH_CUDA_ALLOC_CONF=expandable_segments:maybe", NULL}, MEM4D_E_PARSE, 0},
+         MEM4D_OK, 0, NULL},
+        {{"PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:128", NULL}, MEM4D_OK, 0, NULL},
+        /* issue 24, item 6: PyTorch's ConfigTokenizer drops white space
+         * everywhere and parseArgs takes a repeated key's last value */
+        {{"PYTORCH_CUDA_ALLOC_CONF=expandable_segments: True", NULL}, MEM4D_OK, 1, NULL},
+        {{"PYTORCH_CUDA_ALLOC_CONF= expandable_segments : True , max_split_size_mb : 512 ", NULL}, MEM4D_OK, 1, NULL},
+        {{"PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True,expandable_segments:False", NULL}, MEM4D_OK, 0, NULL},
+        {{"PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False,expandable_segments:True", NULL}, MEM4D_OK, 1, NULL},
+        {{"PYTORCH_CUDA_ALLOC_CONF=roundup_power2_divisions:[256:1,512:2,>:8],expandable_segments:True", NULL},
+         MEM4D_OK, 1, NULL},
+        {{"PYTORCH_CUDA_ALLOC_CONF=expandable_segments:maybe", NULL}, MEM4D_E_PARSE, 0, "is not True or False"},
+        /* toBool() takes exactly True or False */
+        {{"PYTORCH_CUDA_ALLOC_CONF=expandable_segments:true", NULL}, MEM4D_E_PARSE, 0, "is not True or False"},
+        {{"PYTORCH_CUDA_ALLOC_CONF=expandable_segments", NULL}, MEM4D_E_PARSE, 0, "needs ':' and a value"},
+        {{"PYTORCH_CUDA_ALLOC_CONF=expandable_segments:", NULL}, MEM4D_E_PARSE, 0, "needs ':' and a value"},
+        /* a blank is no separator: PyTorch reads "Truemax_split_size_mb" */
+        {{"PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True max_split_size_mb:128", NULL}, MEM4D_E_PARSE, 0,
+         "expandable_segments:Truemax_split_size_mb is not True or False"},
+        {{"PYTORCH_CUDA_ALLOC_CONF=roundup_power2_divisions:[256:1", NULL}, MEM4D_E_PARSE, 0, "no closing ']'"},
+        {{"PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True:False", NULL}, MEM4D_E_PARSE, 0, "where ',' belongs"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         ck_assert_int_eq(mem4d_layout_set(fx.layout, MEM4D_LAYOUT_EXPANDABLE_SEGMENTS, 0), MEM4D_OK);
-        ck_assert_int_eq(mem4d_import_megatron(fx.imp, 1, argv, cases[i].env, 8, fx.model, fx.layout), cases[i].st);
+        ck_assert_msg(mem4d_import_megatron(fx.imp, 1, argv, cases[i].env, 8, fx.model, fx.layout) == cases[i].st,
+                      "%s: %s", cases[i].env[0], mem4d_import_message(fx.imp));
         if (cases[i].st == MEM4D_OK)
             ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_EXPANDABLE_SEGMENTS), cases[i].expandable);
         else
-            ck_assert(strstr(mem4d_import_message(fx.imp), "is not True or False") != NULL);
+            ck_assert_msg(strstr(mem4d_import_message(fx.imp), cases[i].why) != NULL, "%s",
+                          mem4d_import_message(fx.imp));
     }
+    /* a key PyTorch does not know: it refuses the job; here a warning */
+    const char *typo[] = {"PYTORCH_CUDA_ALLOC_CONF=expandable_segment:True", NULL};
+    ck_assert_int_eq(mem4d_import_megatron(fx.imp, 1, argv, typo, 8, fx.model, fx.layout), MEM4D_OK);
+    ck_assert(has_warning(fx.imp, "'expandable_segment' is not a key PyTorch's CUDA allocator knows"));
     /* no setting in the environment: the layout's own value stays */
     ck_assert_int_eq(mem4d_layout_set(fx.layout, MEM4D_LAYOUT_EXPANDABLE_SEGMENTS, 1), MEM4D_OK);
     ck_assert_int_eq(mem4d_import_megatron(fx.imp, 1, argv, NULL, 8, fx.model, fx.layout), MEM4D_OK);
