@@ -17,10 +17,11 @@ static uint64_t lget(const mem4d_layout *l, mem4d_layout_param k)
 }
 
 /* Where a row's step goes, as plan --json prints it. */
-static const mem4d_metric plan_parts[10] = {
+static const mem4d_metric plan_parts[PLAN_PARTS] = {
     MEM4D_METRIC_COMPUTE_TIME_S, MEM4D_METRIC_EXPOSED_COMM_S, MEM4D_METRIC_TP_COMM_S, MEM4D_METRIC_CP_COMM_S,
     MEM4D_METRIC_DP_COMM_S,      MEM4D_METRIC_PP_COMM_S,      MEM4D_METRIC_EP_COMM_S, MEM4D_METRIC_BUBBLE_S,
-    MEM4D_METRIC_BUBBLE_FRACTION, MEM4D_METRIC_OPTIMIZER_S,
+    MEM4D_METRIC_BUBBLE_FRACTION, MEM4D_METRIC_OPTIMIZER_S,  MEM4D_METRIC_EXPERT_COMPUTE_S,
+    MEM4D_METRIC_ROUTER_PERMUTE_S,
 };
 
 bool plan_rows_push(struct plan_rows *rs, const mem4d_layout *l, const mem4d_report *r)

@@ -9,6 +9,9 @@
 #include "cli.h"
 
 /* One listed layout: the searched knobs and the figures printed. */
+/* Metrics of a row's step breakdown (print_plan.c, plan_parts[]). */
+#define PLAN_PARTS 12
+
 struct plan_row {
     uint64_t tp, cp, pp, dp, mbs, vpp, recompute, dist_opt, peak, device;
     uint64_t first, last; /* uneven first/last stage layers; 0: even */
@@ -16,7 +19,7 @@ struct plan_row {
     mem4d_verdict verdict;
     bool metrics;
     double step, tokens, tflops, mfu;
-    double part[10]; /* the step's breakdown: plan_parts[] */
+    double part[PLAN_PARTS]; /* the step's breakdown: plan_parts[] */
 };
 
 struct plan_rows {

@@ -48,6 +48,11 @@ static void print_speed(FILE *out, const mem4d_report *r, uint64_t world)
         fprintf(out, "%s %s %.3f s (%.1f%%)", i ? "," : "", parts[i].label, v, 100 * v / step);
     }
     fputs(" - communication is what compute does not hide\n", out);
+    double experts = metric(r, MEM4D_METRIC_EXPERT_COMPUTE_S), router = metric(r, MEM4D_METRIC_ROUTER_PERMUTE_S);
+    if (experts > 0)
+        fprintf(out, "experts: GEMMs %.3f s (%.1f%%), router and permutation %.3f s (%.1f%%) of the compute; "
+                "dispatch and combine exposed %.3f s\n", experts, 100 * experts / step, router, 100 * router / step,
+                metric(r, MEM4D_METRIC_EP_COMM_S));
 }
 
 /* The model's size and the moment each stage peaks at, consecutive stages

@@ -119,6 +119,8 @@ const char *mem4d_metric_name(mem4d_metric metric)
         [MEM4D_METRIC_EP_COMM_S] = "ep_comm_s",
         [MEM4D_METRIC_BUBBLE_S] = "bubble_s",
         [MEM4D_METRIC_OPTIMIZER_S] = "optimizer_s",
+        [MEM4D_METRIC_EXPERT_COMPUTE_S] = "expert_compute_s",
+        [MEM4D_METRIC_ROUTER_PERMUTE_S] = "router_permute_s",
     };
     M4D_TABLE_ROWS(names, M4D_NMETRICS);
     return (unsigned)metric < M4D_NMETRICS ? names[metric] : NULL;

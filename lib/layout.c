@@ -255,6 +255,8 @@ static void ctx_layout(const mem4d_layout *l, struct m4d_ctx *x)
     x->wgrad_defer_limit = v[MEM4D_LAYOUT_WGRAD_DEFERRAL_LIMIT];
     x->ag_groups = v[MEM4D_LAYOUT_ALLGATHER_GROUPS] != 0;
     m4d_split_init(&x->split, l, x->L, x->mtp);
+    x->imbalance_ppm = v[MEM4D_LAYOUT_MOE_IMBALANCE_PPM];
+    x->moe_grouped_gemm = v[MEM4D_LAYOUT_MOE_GROUPED_GEMM] != 0;
     /* torchtitan always shards with FSDP2 (over dp_shard x cp); nanotron offers
      * ZeRO-0 and ZeRO-1 only. */
     if (x->fw == MEM4D_FRAMEWORK_TORCHTITAN)

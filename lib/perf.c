@@ -44,7 +44,9 @@ struct unit_time {
     double layer_compute; /* GEMMs, attention, element-wise, launches (+ recompute) */
     double layer_tp;      /* exposed TP collectives of one layer */
     double layer_cp;      /* exposed CP ring of one layer */
-    double layer_ep;      /* exposed MoE all-to-all of one layer */
+    double layer_ep;      /* exposed MoE dispatch and combine of one layer */
+    double layer_expert;  /* expert GEMMs and activation of one layer (in layer_compute) */
+    double layer_router;  /* router, top-k, aux loss, permutation of one layer (in layer_compute) */
     double layer_fsdp;    /* exposed ZeRO-3 gathers / reduce-scatters of one layer */
     double head;          /* LM head and loss, forward and backward */
     double layer_bwd;     /* backward compute of one layer (hides DP collectives) */
@@ -137,6 +139,8 @@ static struct m4d_gemm gemm_of(const struct m4d_machine *mc, double n, double k,
 
 static inline double gemm_time(const struct m4d_machine *mc, const struct m4d_gemm *g, double m)
 {
+    if (g->tn == 0) /* no such GEMM (an expert layer without a shared expert) */
+        return 0;
     double tiles = ceil_q(m * (1.0 / TILE_M)) * g->tn;
     return MAX(m * g->c * wave_slots(mc, tiles) / tiles, m * g->a + g->b);
 }
@@ -149,13 +153,11 @@ static uint64_t mlp_width(const struct m4d_ctx *x)
     return x->topk * (x->fe ? x->fe : x->f) + x->fs;
 }
 
-/* The MLP width the GEMMs run: with a capacity factor the experts compute
- * every padded slot, and no dropped token (m4d_routed_ppm). */
+/* The MLP width the layer's dense GEMMs run: f, or an expert layer's
+ * shared expert (the routed experts are timed in lib/perf_moe.c). */
 static double mlp_width_run(const struct m4d_ctx *x)
 {
-    if (x->experts == 0)
-        return D(x->f);
-    return ppm(m4d_routed_ppm(x)) * D(x->fe ? x->fe : x->f) + D(x->fs);
+    return D(x->experts == 0 ? x->f : x->fs);
 }
 
 /* The four linear layers and the head as GEMMs on one GPU: N outputs and K
@@ -248,9 +250,9 @@ static void ring_coef(const struct m4d_link *l, double n, double per_b, double f
 }
 
 /* Collectives whose bytes grow with the micro-batch: TP (b s h 2 / c per
- * collective), the CP ring step (K and V of the local chunk), the MoE
- * all-to-all (each token's h for its top-k experts) and the pipeline
- * send/recv (one activation, forward and backward, per model chunk). */
+ * collective), the CP ring step (K and V of the local chunk) and the
+ * pipeline send/recv (one activation, forward and backward, per model
+ * chunk); the MoE dispatch and combine are lib/perf_moe.c's. */
 static void comm_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
 {
     const struct m4d_machine *mc = &pg->mc;
@@ -259,12 +261,6 @@ static void comm_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
     const struct m4d_link *cl = link_for(mc, t * c);
     pg->cp_lat = cl->lat;
     pg->cp_per_b = cl->bw > 0 ? 2 * s / c * D(x->k * x->dh) / t * 2 / cl->bw : 0;
-    pg->ep_lat = pg->ep_per_b = 0;
-    if (x->experts && x->ep > 1) {
-        double ep = D(x->ep);
-        ring_coef(link_for(mc, t * ep), ep, s / c / t * ppm(m4d_routed_ppm(x)) * h * 2, (ep - 1) / ep, ep - 1, &pg->ep_lat,
-                  &pg->ep_per_b);
-    }
     pg->p2p_lat = pg->p2p_per_b = 0;
     if (x->p > 1) {
         double chunks = 2 * D(x->v ? x->v : 1);
@@ -342,13 +338,28 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
     if (x->recompute == 1) /* selective: the modules re-run in the backward */
         bwd += selective_time(x, pg, b, af, mlp);
     struct unit_time u = {0};
+    struct m4d_moe_time mt = {0};
+    if (pg->moe.on) { /* the routed experts (lib/perf_moe.c) */
+        m4d_moe_time(&pg->mc, &pg->moe, b, &mt);
+        double rc_e = 0, rc_r = 0;
+        if (x->recompute == 1 && (x->rc_modules & M4D_RC_MOE))
+            rc_e = mt.expert_fwd, rc_r = mt.router_fwd;
+        else if (x->recompute == 1 && (x->rc_modules & M4D_RC_MOE_ACT))
+            rc_e = mt.act;
+        u.layer_expert = pf * mt.expert_fwd + mt.expert_bwd + rc_e;
+        u.layer_router = pf * mt.router_fwd + mt.router_bwd + rc_r;
+        fwd += mt.expert_fwd + mt.router_fwd;
+        bwd += mt.expert_bwd + mt.router_bwd + rc_e + rc_r;
+    }
     u.layer_fwd = fwd;
     u.layer_bwd = bwd;
     u.layer_compute = pf * fwd + bwd + cast;
     u.layer_tp = tp_time(x, pg, b, lin / 4, pf);
     u.layer_cp = cp_time(x, pg, b, af, ab, pf);
-    /* MoE dispatch and combine, forward (and recompute) and backward, exposed. */
-    u.layer_ep = (pf + 1) * 2 * (pg->ep_lat + b * pg->ep_per_b);
+    if (pg->moe.on) { /* an expert layer's TP collectives, its dispatch and combine */
+        u.layer_tp *= pg->moe.tp_share;
+        u.layer_ep = m4d_moe_exposed(x, &pg->moe, &mt, u.layer_fwd, u.layer_bwd, pf);
+    }
     /* ZeRO-3 / FSDP: the layer's weights are gathered before its forward
      * and again before its backward, its gradients reduce-scattered after;
      * prefetch hides them behind the neighbouring layer's compute. */
@@ -495,6 +506,7 @@ void m4d_perf_prepare(const struct m4d_ctx *x, const mem4d_device *dev, struct m
     gemms_prepare(x, pg);
     attention_prepare(x, pg);
     comm_prepare(x, pg);
+    m4d_moe_prepare(x, dev, &pg->mc, &pg->moe);
     stage_layers(x, &pg->n_first, &pg->n_mid, &pg->n_last);
     pg->layers_max = MAX(MAX(pg->n_first, pg->n_mid), pg->n_last);
     pg->flops_per_seq = model_flops_per_seq(x);
@@ -555,6 +567,8 @@ void m4d_perf_fill(const struct m4d_ctx *x, const struct m4d_perf_group *pg, mem
     o[MEM4D_METRIC_TP_COMM_S] = ml * u.layer_tp;
     o[MEM4D_METRIC_CP_COMM_S] = ml * u.layer_cp;
     o[MEM4D_METRIC_EP_COMM_S] = ml * u.layer_ep;
+    o[MEM4D_METRIC_EXPERT_COMPUTE_S] = ml * u.layer_expert;
+    o[MEM4D_METRIC_ROUTER_PERMUTE_S] = ml * u.layer_router;
     o[MEM4D_METRIC_PP_COMM_S] = m * p2p;
     o[MEM4D_METRIC_DP_COMM_S] = dp + ml * u.layer_fsdp;
     o[MEM4D_METRIC_BUBBLE_S] = pl.bubble;
@@ -570,4 +584,15 @@ void m4d_perf(const struct m4d_ctx *x, const mem4d_device *dev, mem4d_report *r)
     struct m4d_perf_group pg;
     m4d_perf_prepare(x, dev, &pg);
     m4d_perf_fill(x, &pg, r);
+}
+
+double m4d_gemm_mnk(const struct m4d_machine *mc, double m, double n, double k, double rate, double eb,
+                    double streams)
+{
+    double tm = ceil_q(m * (1.0 / TILE_M)), tiles = streams * tm * ceil_q(n * (1.0 / TILE_N));
+    if (tiles <= 0)
+        return 0;
+    double compute = streams * 2 * tm * TILE_M * n * (k + K_FILL) / rate * wave_slots(mc, tiles) / tiles;
+    double memory = streams * (eb * (m * k + k * n) + 2 * m * n) * mc->inv_hbm;
+    return MAX(compute, memory);
 }

@@ -28,16 +28,16 @@
  * raise the count, name the new last value and append the table rows. */
 #define M4D_MODEL_NPARAM 46
 M4D_ENUM_COUNT(M4D_MODEL_NPARAM, MEM4D_MODEL_ATTENTION_OUTPUT_GATE);
-#define M4D_LAYOUT_NPARAM 78
-M4D_ENUM_COUNT(M4D_LAYOUT_NPARAM, MEM4D_LAYOUT_ALLGATHER_GROUPS);
+#define M4D_LAYOUT_NPARAM 80
+M4D_ENUM_COUNT(M4D_LAYOUT_NPARAM, MEM4D_LAYOUT_MOE_GROUPED_GEMM);
 #define M4D_DEVICE_NPARAM 24
 M4D_ENUM_COUNT(M4D_DEVICE_NPARAM, MEM4D_DEVICE_HOST_BANDWIDTH);
 #define M4D_NTERMS 15
 M4D_ENUM_COUNT(M4D_NTERMS, MEM4D_TERM_PEAK_MOMENT);
 #define M4D_NINFO 6
 M4D_ENUM_COUNT(M4D_NINFO, MEM4D_INFO_PROCESS_GROUPS);
-#define M4D_NMETRICS 14
-M4D_ENUM_COUNT(M4D_NMETRICS, MEM4D_METRIC_OPTIMIZER_S);
+#define M4D_NMETRICS 16
+M4D_ENUM_COUNT(M4D_NMETRICS, MEM4D_METRIC_ROUTER_PERMUTE_S);
 #define M4D_NSEARCH_OPTIONS 5
 M4D_ENUM_COUNT(M4D_NSEARCH_OPTIONS, MEM4D_SEARCH_UNEVEN_STAGES);
 #define M4D_NSEARCH_STATS 4
@@ -213,6 +213,8 @@ struct m4d_ctx {
     bool defer_emb_wgrad;              /* the output layer's weight gradient at the pipeline flush */
     uint64_t wgrad_defer_limit;        /* micro-batches deferred (0: all) */
     bool ag_groups;                    /* separate all-gather communicators (--create-all-gather-group) */
+    uint64_t imbalance_ppm;            /* busiest EP rank's expert rows over the mean, millionths */
+    bool moe_grouped_gemm;             /* local experts' GEMMs grouped (TE GroupedLinear) or sequential */
     bool tp_overlap;                   /* TP collectives chunked under their GEMMs */
     uint64_t bucket, vocab_div;
     mem4d_mode mode;
@@ -584,6 +586,43 @@ struct m4d_gemm {
     double tn; /* tiles along N */
 };
 
+/* An expert layer's share of a search group (lib/perf_moe.c): the rows
+ * the busiest rank's experts compute, their GEMM shapes, the memory-bound
+ * router and permutation work, and one dispatch (or combine). */
+struct m4d_moe_group {
+    bool on;                /* the model has routed experts */
+    double experts_local;   /* E / ep */
+    double rows_per_b;      /* expert rows of the busiest rank per sample (imbalance, capacity, etp gather) */
+    double streams;         /* expert GEMMs that share the SMs at a time */
+    double fc1_n, fc2_k, h; /* fc1's outputs, fc2's inputs (after etp), the hidden size */
+    double eb, rate;        /* input bytes per element, FLOP/s of large GEMMs */
+    double router_per_b;    /* router GEMM, top-k, aux loss, permute and unpermute: forward seconds per sample */
+    double act_per_b;       /* the experts' activation: forward seconds per sample */
+    double kernels;         /* launch seconds of an expert layer's forward */
+    double comm_lat, comm_per_b; /* one dispatch (or combine): latency, seconds per sample */
+    double sm_keep;         /* share of the SMs compute keeps beside DeepEP / HybridEP kernels */
+    double tp_share;        /* share of a dense layer's TP collectives an expert layer runs */
+};
+
+/* One expert layer and micro-batch: forward and backward seconds of the
+ * expert GEMMs (with the activation) and of the router and permutation,
+ * the expert weight gradients, the activation alone, one dispatch. */
+struct m4d_moe_time {
+    double expert_fwd, expert_bwd, wgrad, act, router_fwd, router_bwd, comm;
+};
+void m4d_moe_prepare(const struct m4d_ctx *x, const mem4d_device *dev, const struct m4d_machine *mc,
+                     struct m4d_moe_group *g);
+void m4d_moe_time(const struct m4d_machine *mc, const struct m4d_moe_group *g, double b, struct m4d_moe_time *t);
+/* Exposed dispatch and combine seconds of one expert layer and micro-batch,
+ * beside the layer's forward and backward compute (the EP overlap). */
+double m4d_moe_exposed(const struct m4d_ctx *x, const struct m4d_moe_group *g, const struct m4d_moe_time *t,
+                       double fwd, double bwd, double passes_fwd);
+/* `streams` concurrent GEMMs of m x n x k at `rate` FLOP/s, inputs of `eb`
+ * bytes: wave quantisation over their tiles together, rows padded to the
+ * tile, the K pipeline fill, or their HBM traffic (lib/perf.c). */
+double m4d_gemm_mnk(const struct m4d_machine *mc, double m, double n, double k, double rate, double eb,
+                    double streams);
+
 /* What the step time of a layout shares with every layout that differs only
  * in the micro-batch size and recompute (a search group): the machine, the
  * GEMMs but M, per-sample coefficients of everything linear in the
@@ -601,15 +640,16 @@ struct m4d_perf_group {
     double ew_norm_per_b, ew_act_per_b;            /* of the forward: the norms, the MLP activation */
     double tp_lat, tp_per_b;                       /* one TP collective: latency, transfer per sample */
     double cp_lat, cp_per_b;                       /* one CP ring step */
-    double ep_lat, ep_per_b;                       /* one MoE all-to-all */
     double p2p_lat, p2p_per_b;                     /* pipeline send/recv of a micro-batch */
     double n_first, n_mid, n_last, layers_max;
     double dp_reduce, dp_gather, dp_colls, opt_s; /* unhidden DP seconds, buckets, optimizer */
     double fsdp_ag, fsdp_rs;                       /* one layer's ZeRO-3 gather / reduce-scatter */
     double flops_per_seq, peak;                    /* Megatron's model FLOPs per sequence; bf16 peak */
     double offload_per_b;                          /* host transfer seconds of the offloaded layers, per sample */
+    struct m4d_moe_group moe;                      /* the expert layer's share (lib/perf_moe.c) */
 };
 void m4d_perf_prepare(const struct m4d_ctx *x, const mem4d_device *dev, struct m4d_perf_group *pg);
+
 void m4d_perf_fill(const struct m4d_ctx *x, const struct m4d_perf_group *pg, mem4d_report *r);
 
 /* --- presets.c -------------------------------------------------------------- */

@@ -307,6 +307,8 @@ export const ENUMS = Object.freeze({
         MEM4D_LAYOUT_DEFER_EMBEDDING_WGRAD: 75,
         MEM4D_LAYOUT_WGRAD_DEFERRAL_LIMIT: 76,
         MEM4D_LAYOUT_ALLGATHER_GROUPS: 77,
+        MEM4D_LAYOUT_MOE_IMBALANCE_PPM: 78,
+        MEM4D_LAYOUT_MOE_GROUPED_GEMM: 79,
     }),
     mem4d_moe_dispatcher: Object.freeze({
         MEM4D_MOE_DISPATCHER_ALLTOALL: 0,
@@ -406,6 +408,8 @@ export const ENUMS = Object.freeze({
         MEM4D_METRIC_EP_COMM_S: 11,
         MEM4D_METRIC_BUBBLE_S: 12,
         MEM4D_METRIC_OPTIMIZER_S: 13,
+        MEM4D_METRIC_EXPERT_COMPUTE_S: 14,
+        MEM4D_METRIC_ROUTER_PERMUTE_S: 15,
     }),
     mem4d_search_option: Object.freeze({
         MEM4D_SEARCH_FITS_ONLY: 0,

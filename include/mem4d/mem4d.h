@@ -858,7 +858,19 @@ typedef enum mem4d_layout_param {
      * data×context ranks (and the expert data-parallel ranks with ep > 1) for the
      * distributed optimizer's all-gathers, so they overlap its reduce-scatters: each another
      * communicator's buffers in FIXED. Default 0. @since 0.2 */
-    MEM4D_LAYOUT_ALLGATHER_GROUPS = 77
+    MEM4D_LAYOUT_ALLGATHER_GROUPS = 77,
+    /** "moe_imbalance_ppm": the expert rows the busiest expert-parallel rank receives over the mean,
+     * millionths (1000000: balanced, what --moe-router-force-load-balancing gives). Dropless routing
+     * with a learned router loads some ranks more; every rank waits for the busiest at the combine, so
+     * its expert GEMMs and the bytes it receives set the step (doc/perf.md, "Expert layers"). Set it
+     * from the router's measured loads; `mem4d calibrate` leaves it as set. Default 1000000.
+     * @since 0.2 */
+    MEM4D_LAYOUT_MOE_IMBALANCE_PPM = 78,
+    /** "moe_grouped_gemm": 1 for --moe-grouped-gemm (Transformer Engine's GroupedLinear: the local
+     * experts' GEMMs run 4 at a time on its compute streams), 0 for Megatron-Core's SequentialMLP (one
+     * expert after another). Megatron-LM's default is 0; the library's 1, as every published MoE
+     * recipe sets it. Only the step time depends on it. Default 1. @since 0.2 */
+    MEM4D_LAYOUT_MOE_GROUPED_GEMM = 79
 } mem4d_layout_param;
 
 /**
@@ -1444,7 +1456,14 @@ typedef enum mem4d_metric {
     MEM4D_METRIC_PP_COMM_S = 10,      /**< Pipeline send/receive per step. @since 0.2 */
     MEM4D_METRIC_EP_COMM_S = 11,      /**< Exposed expert-parallel all-to-all per step. @since 0.2 */
     MEM4D_METRIC_BUBBLE_S = 12,       /**< Seconds of pipeline bubble per step. @since 0.2 */
-    MEM4D_METRIC_OPTIMIZER_S = 13     /**< Seconds of the optimizer step. @since 0.2 */
+    MEM4D_METRIC_OPTIMIZER_S = 13,    /**< Seconds of the optimizer step. @since 0.2 */
+    /** Seconds per step of the expert GEMMs and their activation (recompute included), slowest
+     * stage: part of ::MEM4D_METRIC_COMPUTE_TIME_S. 0 for a dense model. @since 0.2 */
+    MEM4D_METRIC_EXPERT_COMPUTE_S = 14,
+    /** Seconds per step of the router (its GEMM, top-k, auxiliary loss) and of the token permutation
+     * before the dispatch and after the combine, slowest stage: part of ::MEM4D_METRIC_COMPUTE_TIME_S.
+     * 0 for a dense model. @since 0.2 */
+    MEM4D_METRIC_ROUTER_PERMUTE_S = 15
 } mem4d_metric;
 
 /**

@@ -194,6 +194,8 @@ class LayoutParam(enum.IntEnum):
     DEFER_EMBEDDING_WGRAD = 75
     WGRAD_DEFERRAL_LIMIT = 76
     ALLGATHER_GROUPS = 77
+    MOE_IMBALANCE_PPM = 78
+    MOE_GROUPED_GEMM = 79
 
 
 class MoeDispatcher(enum.IntEnum):
@@ -328,6 +330,8 @@ class Metric(enum.IntEnum):
     EP_COMM_S = 11
     BUBBLE_S = 12
     OPTIMIZER_S = 13
+    EXPERT_COMPUTE_S = 14
+    ROUTER_PERMUTE_S = 15
 
 
 class SearchOption(enum.IntEnum):

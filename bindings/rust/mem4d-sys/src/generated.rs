@@ -523,6 +523,17 @@ pub const MEM4D_LAYOUT_WGRAD_DEFERRAL_LIMIT: mem4d_layout_param = 76;
 /// expert data-parallel ranks with ep > 1) for the distributed optimizer's all-gathers, so they overlap its
 /// reduce-scatters: each another communicator's buffers in FIXED. Default 0. @since 0.2
 pub const MEM4D_LAYOUT_ALLGATHER_GROUPS: mem4d_layout_param = 77;
+/// "moe_imbalance_ppm": the expert rows the busiest expert-parallel rank receives over the mean, millionths (1000000:
+/// balanced, what --moe-router-force-load-balancing gives). Dropless routing with a learned router loads some ranks
+/// more; every rank waits for the busiest at the combine, so its expert GEMMs and the bytes it receives set the step
+/// (doc/perf.md, "Expert layers"). Set it from the router's measured loads; `mem4d calibrate` leaves it as set. Default
+/// 1000000.
+pub const MEM4D_LAYOUT_MOE_IMBALANCE_PPM: mem4d_layout_param = 78;
+/// "moe_grouped_gemm": 1 for --moe-grouped-gemm (Transformer Engine's GroupedLinear: the local experts' GEMMs run 4 at
+/// a time on its compute streams), 0 for Megatron-Core's SequentialMLP (one expert after another). Megatron-LM's
+/// default is 0; the library's 1, as every published MoE recipe sets it. Only the step time depends on it. Default 1.
+/// @since 0.2
+pub const MEM4D_LAYOUT_MOE_GROUPED_GEMM: mem4d_layout_param = 79;
 
 /// `mem4d_moe_dispatcher` (a C enum, passed as `int`): Values of MEM4D_LAYOUT_MOE_DISPATCHER.
 pub type mem4d_moe_dispatcher = c_int;
@@ -732,6 +743,12 @@ pub const MEM4D_METRIC_EP_COMM_S: mem4d_metric = 11;
 pub const MEM4D_METRIC_BUBBLE_S: mem4d_metric = 12;
 /// Seconds of the optimizer step. @since 0.2
 pub const MEM4D_METRIC_OPTIMIZER_S: mem4d_metric = 13;
+/// Seconds per step of the expert GEMMs and their activation (recompute included), slowest stage: part of
+/// MEM4D_METRIC_COMPUTE_TIME_S. 0 for a dense model. @since 0.2
+pub const MEM4D_METRIC_EXPERT_COMPUTE_S: mem4d_metric = 14;
+/// Seconds per step of the router (its GEMM, top-k, auxiliary loss) and of the token permutation before the dispatch
+/// and after the combine, slowest stage: part of MEM4D_METRIC_COMPUTE_TIME_S. 0 for a dense model. @since 0.2
+pub const MEM4D_METRIC_ROUTER_PERMUTE_S: mem4d_metric = 15;
 
 /// `mem4d_search_option` (a C enum, passed as `int`): Search options.
 pub type mem4d_search_option = c_int;

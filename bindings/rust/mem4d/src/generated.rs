@@ -178,11 +178,18 @@ pub enum Metric {
     BubbleS = sys::MEM4D_METRIC_BUBBLE_S,
     /// Seconds of the optimizer step. @since 0.2
     OptimizerS = sys::MEM4D_METRIC_OPTIMIZER_S,
+    /// Seconds per step of the expert GEMMs and their activation (recompute included), slowest stage: part of
+    /// MEM4D_METRIC_COMPUTE_TIME_S. 0 for a dense model. @since 0.2
+    ExpertComputeS = sys::MEM4D_METRIC_EXPERT_COMPUTE_S,
+    /// Seconds per step of the router (its GEMM, top-k, auxiliary loss) and of the token permutation before the
+    /// dispatch and after the combine, slowest stage: part of MEM4D_METRIC_COMPUTE_TIME_S. 0 for a dense model. @since
+    /// 0.2
+    RouterPermuteS = sys::MEM4D_METRIC_ROUTER_PERMUTE_S,
 }
 
 impl Metric {
     /// Every value, in the header's order.
-    pub const ALL: [Metric; 14] = [
+    pub const ALL: [Metric; 16] = [
         Metric::StepTimeS,
         Metric::TokensPerS,
         Metric::TflopsPerGpu,
@@ -197,6 +204,8 @@ impl Metric {
         Metric::EpCommS,
         Metric::BubbleS,
         Metric::OptimizerS,
+        Metric::ExpertComputeS,
+        Metric::RouterPermuteS,
     ];
 }
 

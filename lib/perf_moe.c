@@ -1,0 +1,218 @@
+/*
+ * Step time of an expert (MoE) layer: the expert GEMMs as they run (the rows
+ * each local expert receives, grouped or one after another), the router,
+ * top-k, auxiliary loss and permutation as memory-bound work, and the token
+ * dispatch and combine on the links the expert-parallel group crosses as
+ * Megatron-Core lays its ranks out (all-to-all, all-gather, DeepEP's
+ * once-per-node RDMA with NVLink forwarding, HybridEP's once-per-NVLink-
+ * domain), with the EP overlap (one micro-batch's dispatch and combine under
+ * another's compute). lib/perf.c times the rest of the layer and calls in
+ * here; doc/perf.md, "Expert layers", derives every term and gives every
+ * constant's source. Per-layout work stays free of libm, allocation and
+ * integer division, as in perf.c.
+ * SPDX-License-Identifier: MIT
+ */
+#include "private.h"
+
+/* DeepEP's normal (training) kernels reach the link: 153-158 GB/s over
+ * H800 NVLink (~160 GB/s) and 43-58 GB/s RDMA over a 400 Gb/s CX7 (~50
+ * GB/s) per GPU (deepseek-ai/DeepEP, docs/legacy.md, "Normal kernels with
+ * NVLink and RDMA forwarding"): 0.95 of the raw link, where NCCL's rings
+ * reach comm_efficiency_ppm. */
+#define DEEPEP_LINK_EFF 0.95
+/* Transformer Engine's GroupedLinear runs a bf16 expert GEMM per local
+ * expert on a pool of 4 compute streams
+ * (transformer_engine/common/util/multi_stream.cpp,
+ * get_num_compute_streams()): 4 experts' tiles share the SMs at a time,
+ * when the device has the hardware queues for it. Megatron-LM runs with
+ * CUDA_DEVICE_MAX_CONNECTIONS=1 (arguments.py requires it for its
+ * asynchronous TP communication), which funnels every stream into one
+ * queue: one expert GEMM at a time. The EP overlap's recipes raise it to
+ * 32 (Megatron-MoE-ModelZoo sbatch_benchmarking.sh, A2A_OVERLAP=1). */
+#define GROUPED_STREAMS 4.0
+/* Kernels of an expert layer's forward besides the expert GEMMs: router
+ * GEMM, fused top-k/softmax, auxiliary loss (2), permute (2, with
+ * --moe-permute-fusion), dispatch (2: the count exchange, the tokens),
+ * activation, combine (2), unpermute; the backward launches twice as many
+ * (Megatron-Core moe_layer.py / token_dispatcher.py). */
+#define MOE_KERNELS_FWD 12.0
+/* Bytes per router logit (fp32) over a forward: the logits written, read
+ * by the fused softmax/top-k, the scores written, read by the auxiliary
+ * loss; the backward moves as many. */
+#define ROUTER_BYTES_PER_LOGIT 16.0
+
+#define MAX0(v) ((v) > 0 ? (v) : 0)
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+
+static inline double D(uint64_t v) { return (double)(int64_t)v; }
+
+/* Probability that none of a token's k experts (drawn without repetition
+ * from E) is among the `held` experts of a rank or a node. */
+static double miss(double E, double held, double k)
+{
+    double p = 1;
+    for (double i = 0; i < k; i++)
+        p *= MAX0(E - held - i) / (E - i);
+    return p;
+}
+
+/* The expert-parallel group as Megatron-Core lays it out
+ * (parallel_state.py, RankGenerator with order tp-ep-dp-pp over the expert
+ * ranks, tp = etp): its ep members sit etp ranks apart over ep·etp
+ * consecutive ranks of a stage, so a domain of `dom` GPUs holds
+ * min(ep, dom/etp) of them (at least 1). */
+static double members_per(double ep, double etp, double dom)
+{
+    double span = ep * etp;
+    if (span <= dom)
+        return ep;
+    return etp < dom ? dom / etp : 1;
+}
+
+/* One dispatch (a combine moves the same bytes back) of one sample's
+ * tokens: latency and seconds per sample, on the busiest receiver. */
+static void dispatch_prepare(const struct m4d_ctx *x, const mem4d_device *dev, const struct m4d_machine *mc,
+                             struct m4d_moe_group *g, double tok, double imb)
+{
+    double ep = D(x->ep), etp = D(x->etp), E = D(x->experts), El = E / ep, k = D(x->topk);
+    double row = 2 * D(x->h), ce = D(dev->v[MEM4D_DEVICE_COMM_EFFICIENCY_PPM]) * 1e-6;
+    double raw_intra = ce > 0 ? mc->intra.bw / ce : 0, raw_inter = ce > 0 ? mc->inter.bw / ce : 0;
+    double G = D(dev->v[MEM4D_DEVICE_GPUS_PER_NODE] ? dev->v[MEM4D_DEVICE_GPUS_PER_NODE] : 1);
+    double rho = D(m4d_routed_ppm(x)) * 1e-6; /* expert copies per token (capacity, padding) */
+    g->comm_lat = g->comm_per_b = 0;
+    if (x->dispatcher == MEM4D_MOE_DISPATCHER_ALLGATHER) {
+        /* every token of the ep·etp group gathered on each rank, reduce-
+         * scattered back: a ring over the group's span */
+        double n = ep * etp;
+        const struct m4d_link *l = n <= mc->domain ? &mc->intra : &mc->inter;
+        if (n > 1 && l->bw > 0) {
+            g->comm_lat = (n - 1) * l->lat;
+            g->comm_per_b = (n - 1) * tok * row / l->bw;
+        }
+        return;
+    }
+    if (x->ep > 1) {
+        bool flex = x->dispatcher == MEM4D_MOE_DISPATCHER_DEEPEP || x->dispatcher == MEM4D_MOE_DISPATCHER_HYBRIDEP;
+        /* DeepEP forwards over NVLink inside a node (at most 8 NVLink
+         * peers), HybridEP inside the whole NVLink domain. */
+        double dom = x->dispatcher == MEM4D_MOE_DISPATCHER_HYBRIDEP ? mc->domain : MIN(G, 8);
+        if (!flex)
+            dom = mc->domain;
+        double per = members_per(ep, etp, dom), nodes = ep / per;
+        double intra, inter; /* copies per token into this domain's other ranks, out of it */
+        if (flex) {
+            /* one copy per distinct destination rank; one RDMA copy per
+             * distinct remote domain, forwarded there over NVLink */
+            double hit_rank = 1 - miss(E, El, k), hit_dom = 1 - miss(E, El * per, k);
+            inter = (nodes - 1) * hit_dom;
+            intra = (per - 1) * hit_rank + (ep - per) * hit_rank * (per - 1) / per;
+        } else {
+            /* the alltoall dispatcher sends one copy per expert */
+            inter = k * (ep - per) / ep;
+            intra = k * (per - 1) / ep;
+        }
+        double bi = flex ? raw_intra * DEEPEP_LINK_EFF : mc->intra.bw;
+        double bx = flex ? raw_inter * DEEPEP_LINK_EFF : mc->inter.bw;
+        double scale = tok * row * rho / k * imb;
+        double ti = bi > 0 ? intra * scale / bi : 0, tx = bx > 0 ? inter * scale / bx : 0;
+        g->comm_per_b = MAX(ti, tx);
+        /* a count exchange then the tokens (DeepEP's notify_dispatch; the
+         * alltoall dispatcher's all-to-all of the counts) */
+        g->comm_lat = 2 * (nodes > 1 ? mc->inter.lat : mc->intra.lat);
+    }
+    if (x->etp > 1) { /* the received rows all-gathered over the etp ranks (reduce-scattered back) */
+        const struct m4d_link *l = etp <= mc->domain ? &mc->intra : &mc->inter;
+        if (l->bw > 0) {
+            g->comm_lat += (etp - 1) * l->lat;
+            g->comm_per_b += (etp - 1) * tok * rho * imb * row / l->bw;
+        }
+    }
+}
+
+void m4d_moe_prepare(const struct m4d_ctx *x, const mem4d_device *dev, const struct m4d_machine *mc,
+                     struct m4d_moe_group *g)
+{
+    g->on = x->experts != 0;
+    if (!g->on)
+        return;
+    double tsp = x->sp && x->t > 1 ? D(x->t) : 1, etp = D(x->etp), h = D(x->h);
+    double E = D(x->experts), El = E / D(x->ep), fe = D(x->fe ? x->fe : x->f) / etp;
+    double imb = x->imbalance_ppm ? D(x->imbalance_ppm) * 1e-6 : 1;
+    double rho = D(m4d_routed_ppm(x)) * 1e-6;
+    double tok = D(x->s) / (D(x->c) * tsp); /* tokens a rank routes per sample */
+    g->experts_local = El;
+    /* rows the busiest rank's experts compute per sample: its share of the
+     * group's routed copies, gathered over etp */
+    g->rows_per_b = tok * rho * etp * imb;
+    g->streams = x->moe_grouped_gemm && x->ep_overlap ? MIN(GROUPED_STREAMS, El) : 1;
+    g->fc1_n = (x->gated ? 2 : 1) * fe;
+    g->fc2_k = fe;
+    g->h = h;
+    g->eb = x->fp8 ? 1 : 2;
+    g->rate = mc->gemm_lin;
+    /* router: logits GEMM (tok x E x h) and the fp32 logits' passes;
+     * permute and unpermute read and write each token and each copy */
+    double logits = tok * E;
+    g->router_per_b = (2 * tok * E * h / mc->gemm + (2 * tok * h + ROUTER_BYTES_PER_LOGIT * logits) * mc->inv_hbm) +
+                      4 * h * (tok + tok * rho * imb) * mc->inv_hbm;
+    /* the experts' activation over their rows (bf16): gated reads 2 fe and
+     * writes fe per row, else reads and writes fe */
+    g->act_per_b = 2 * g->rows_per_b * (x->gated ? 3 : 2) * fe * mc->inv_hbm;
+    g->kernels = (MOE_KERNELS_FWD + 2 * El) * mc->kernel;
+    dispatch_prepare(x, dev, mc, g, tok, imb);
+    /* DeepEP's and HybridEP's kernels hold their SMs while they run beside
+     * the compute they overlap */
+    g->sm_keep = 1;
+    if ((x->dispatcher == MEM4D_MOE_DISPATCHER_DEEPEP || x->dispatcher == MEM4D_MOE_DISPATCHER_HYBRIDEP) &&
+        mc->sms > D(x->dispatcher_sms))
+        g->sm_keep = (mc->sms - D(x->dispatcher_sms)) * mc->inv_sms;
+    /* an expert layer without a shared expert runs only attention's TP
+     * collectives: its tokens reach the experts through the dispatcher */
+    g->tp_share = x->fs ? 1 : 0.5;
+}
+
+/* `n` identical GEMMs of m x n_ x k on `streams` concurrent streams. */
+static double gemms(const struct m4d_machine *mc, const struct m4d_moe_group *g, double n, double m, double nn,
+                    double k)
+{
+    return m4d_gemm_mnk(mc, m, nn, k, g->rate, g->eb, g->streams) * n / g->streams;
+}
+
+void m4d_moe_time(const struct m4d_machine *mc, const struct m4d_moe_group *g, double b, struct m4d_moe_time *t)
+{
+    double El = g->experts_local, rows = b * g->rows_per_b, me = rows / El;
+    /* forward: fc1 (me x fc1_n x h), fc2 (me x h x fe); backward: dgrad of
+     * each (me x h x fc1_n, me x fe x h) and wgrad (h x fc1_n x me,
+     * fe x h x me: the rows are the reduction) */
+    double f1 = gemms(mc, g, El, me, g->fc1_n, g->h), f2 = gemms(mc, g, El, me, g->h, g->fc2_k);
+    double d1 = gemms(mc, g, El, me, g->h, g->fc1_n), d2 = gemms(mc, g, El, me, g->fc2_k, g->h);
+    double w1 = gemms(mc, g, El, g->h, g->fc1_n, me), w2 = gemms(mc, g, El, g->fc2_k, g->h, me);
+    double act = b * g->act_per_b;
+    t->expert_fwd = f1 + f2 + act;
+    t->expert_bwd = d1 + d2 + w1 + w2 + 2 * act;
+    t->wgrad = w1 + w2;
+    t->router_fwd = b * g->router_per_b + g->kernels;
+    t->router_bwd = 2 * t->router_fwd;
+    t->act = act;
+    t->comm = g->comm_lat + b * g->comm_per_b;
+}
+
+double m4d_moe_exposed(const struct m4d_ctx *x, const struct m4d_moe_group *g, const struct m4d_moe_time *t,
+                       double fwd, double bwd, double passes_fwd)
+{
+    double c = t->comm, recompute = (passes_fwd - 1) * 2 * c;
+    if (x->recompute == 1 && (x->rc_modules & M4D_RC_MOE))
+        recompute += 2 * c;
+    if (!x->ep_overlap)
+        return recompute + 4 * c;
+    /* Megatron-Core's combined 1F1B (--overlap-moe-expert-parallel-comm):
+     * the forward of one micro-batch runs layer by layer beside the
+     * backward of another; each one's dispatch and combine hide under the
+     * other's compute (with --delay-wgrad-compute also under the layer's
+     * own expert weight gradients), and DeepEP's SMs are taken from that
+     * compute while they run. */
+    double under_f = bwd, under_b = fwd + (x->delay_wgrad ? t->wgrad : 0);
+    double hidden = MIN(2 * c, under_f) + MIN(2 * c, under_b);
+    return recompute + MAX0(2 * c - under_f) + MAX0(2 * c - under_b) + hidden * (1 / g->sm_keep - 1);
+}
