@@ -555,6 +555,9 @@ static mem4d_status apply_moe_dispatch(mem4d_import *imp, const struct m4d_opt_v
     TRY(SET_L(l, MEM4D_LAYOUT_MOE_PAD_MULTIPLE, pad, "--moe-router-padding-for-quantization"));
     TRY(SET_L(l, MEM4D_LAYOUT_MOE_EP_OVERLAP, GIVEN(MF_EP_OVERLAP), "--overlap-moe-expert-parallel-comm"));
     TRY(SET_L(l, MEM4D_LAYOUT_DELAY_WGRAD, GIVEN(MF_DELAY_WGRAD), "--delay-wgrad-compute"));
+    /* Megatron-Core runs SequentialMLP unless --moe-grouped-gemm (step time only) */
+    if (m->v[MEM4D_MODEL_NUM_EXPERTS])
+        TRY(SET_L(l, MEM4D_LAYOUT_MOE_GROUPED_GEMM, GIVEN(MF_GROUPED_GEMM), "--moe-grouped-gemm"));
     /* --reuse-grad-buf-for-mxfp8-param-ag: the MXFP8 parameters' all-gather
      * runs in the gradient buffer (param_and_grad_buffer.py), so fp8
      * parameters keep no other buffer: what --fp8-param-gather models. */

@@ -243,7 +243,7 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     INT_ROW("moe-ffn-hidden-size", MF_MOE_FFN, MEM4D_MODEL_EXPERT_FFN_SIZE),
     WORD_ROW("moe-flex-dispatcher-backend", MF_FLEX_BACKEND, c_flex_backend),
     INT_ROW("moe-flex-dispatcher-num-sms", MF_FLEX_SMS, -1),
-    SKIP_ROW("moe-grouped-gemm"), /* its workspace is inside workspace_bytes (doc/full-model.md) */
+    SWITCH_ROW("moe-grouped-gemm", MF_GROUPED_GEMM), /* its workspace is inside workspace_bytes (doc/full-model.md) */
     SKIP_ROW("moe-hybridep-num-sms"), /* HybridEP's buffers do not depend on its SMs */
     SKIP_ROW("moe-hybridep-num-sms-preprocessing"),
     SKIP_ROW("moe-input-jitter-eps"),
