@@ -23,6 +23,11 @@ static const char *const schedule_names[] = {"1f1b", "afab", NULL};
 static const char *const compile_names[] = {"none", "blocks", "blocks_and_loss", NULL};
 static const char *const dispatcher_names[] = {"alltoall", "allgather", "deepep", "hybridep", NULL};
 static const char *const cuda_graph_names[] = {"none", "local", "transformer_engine", "full_iteration", NULL};
+static const char *const stack_names[] = {"middle",   "megatron-lm-2022", "megatron-deepspeed", "nemo-24.07", "nemo-25",
+                                          "torchtitan", "composer",         "nanotron",           NULL};
+M4D_TABLE_ROWS(stack_names, M4D_NSTACKS + 1); /* lib/perf.c's profiles, in order, and the NULL */
+static const char *const attention_names[] = {"auto", "fa2", "fa3", "cudnn", "sdpa", "unfused", NULL};
+static const char *const gemm_library_names[] = {"auto", "native", "ampere", NULL};
 
 /* Rows by kind (mem4d_param_kind): NUM_ROW is a plain number, UNIT_ROW a
  * number with a unit (BYTES_ROW, PPM_ROW, FLOPS_ROW, RATE_ROW for bytes/s,
@@ -212,6 +217,11 @@ const struct m4d_param_desc m4d_device_params[] = {
     [MEM4D_DEVICE_FP8_EFFICIENCY_PPM] = PPM_ROW("fp8_efficiency_ppm", NULL, NULL, 1, 1000000, 540000),
     [MEM4D_DEVICE_FULL_FIT_THRESHOLD_PPM] = PPM_ROW("full_fit_threshold_ppm", NULL, NULL, 1, 1000000, 850000),
     [MEM4D_DEVICE_HOST_BANDWIDTH] = RATE_ROW("host_bandwidth", "host_link_bandwidth", NULL, 0, UINT64_C(1) << 50, 0),
+    [MEM4D_DEVICE_STACK] = ENUM_ROW("stack", "software_stack", NULL, stack_names, 0),
+    [MEM4D_DEVICE_ATTENTION_KERNEL] = ENUM_ROW("attention_kernel", "attention_backend", NULL, attention_names, 0),
+    [MEM4D_DEVICE_GEMM_LIBRARY] = ENUM_ROW("gemm_library", NULL, NULL, gemm_library_names, 0),
+    [MEM4D_DEVICE_MICROBATCH_OVERHEAD_NS] = NS_ROW("microbatch_overhead_ns", NULL, NULL, 0, UINT64_C(1) << 40, 0),
+    [MEM4D_DEVICE_GRAD_ACCUM_BYTES] = NUM_ROW("grad_accum_bytes", NULL, NULL, 0, 64, 0),
 };
 M4D_TABLE_ROWS(m4d_device_params, M4D_DEVICE_NPARAM);
 

@@ -27,10 +27,54 @@
 /* Flash attention's asymptotic rate as a share of the large-GEMM rate:
  * forward and backward (FlashAttention-3 paper, H100 bf16 hd128: ~660 and
  * ~520 TFLOP/s at long sequences, against ~794 for cuBLAS). The backward
- * executes 2.5 forward FLOPs (recomputes QK^T; dV, dP, dQ, dK). */
+ * executes 2.5 forward FLOPs (recomputes QK^T; dV, dP, dQ, dK). These are
+ * the rates of the device's own generation of flash kernel (FlashAttention-3
+ * on Hopper; FlashAttention-2 on Ampere reaches 73% and 63% of A100's peak,
+ * FlashAttention-2 paper, arXiv 2307.08691, about the same share of A100's
+ * 86.9% MAMF); ATTN_KERNELS scales them per kernel. */
 #define ATTN_FWD_SHARE 0.83
 #define ATTN_BWD_SHARE 0.65
 #define ATTN_BWD_WORK 2.5
+/* Each attention kernel's rate on Hopper and later (a device with an fp8
+ * peak) over FlashAttention-3's, forward and backward, at 16k tokens, H100
+ * SXM5 bf16 hd128 (FlashAttention-3 paper, arXiv 2407.08608, Figures 5 and
+ * 6: forward causal FA2 335, cuDNN 539, FA3 616 TFLOP/s; backward FA2 322,
+ * cuDNN 516, FA3 561; "standard attention" forward 139 of FA3's 648
+ * without the causal mask, backward 181 of 561). sdpa is PyTorch's flash
+ * backend, FlashAttention-2's kernels. On Ampere every flash kernel is
+ * FlashAttention-2 (no FA3 there; cuDNN's matches it) and softmax attention
+ * keeps its share. Softmax attention computes the whole s x s square. */
+static const struct {
+    double fwd, bwd, work;
+} ATTN_KERNELS[] = {
+    [1] = {335.0 / 616, 322.0 / 561, 1}, /* fa2 */
+    [2] = {1, 1, 1},                     /* fa3 */
+    [3] = {539.0 / 616, 516.0 / 561, 1}, /* cudnn */
+    [4] = {335.0 / 616, 322.0 / 561, 1}, /* sdpa */
+    [5] = {139.0 / 648, 181.0 / 561, 2}, /* unfused */
+};
+/* mma.sync, the tensor-core instruction of Ampere-generation kernels, reaches
+ * about 2/3 of Hopper's tensor-core peak; only warpgroup MMA reaches the rest
+ * (FlashAttention-3 paper, section 1). */
+#define MMA_SYNC_SHARE (2.0 / 3)
+
+/* A named software stack (MEM4D_DEVICE_STACK): attention kernel (index in
+ * ATTN_KERNELS), GEMM library (1 native, 2 ampere), seconds per micro-batch
+ * outside the layers, gradient-accumulation bytes per local weight and
+ * micro-batch. doc/perf.md, "The software stack", sources every figure. */
+static const struct stack {
+    uint8_t attn, gemm;
+    double mb_overhead, accum_bytes;
+} STACKS[M4D_NSTACKS] = {
+    {3, 1, 0, 6},  /* middle: cuDNN attention, autograd's accumulation into bf16 .grad */
+    {5, 1, 0, 0},  /* megatron-lm-2022: fused softmax, gradient_accumulation_fusion */
+    {5, 1, 0, 12}, /* megatron-deepspeed: softmax attention, bf16 update_hp_grads per micro-batch */
+    {3, 1, 0, 0},  /* nemo-24.07: Transformer Engine 1.9's cuDNN attention */
+    {3, 1, 0, 0},  /* nemo-25 */
+    {4, 1, 0, 6},  /* torchtitan: SDPA, autograd accumulation */
+    {1, 1, 0, 6},  /* composer: FlashAttention-2, autograd accumulation */
+    {1, 1, 0, 10}, /* nanotron: FlashAttention-2, fp32 gradient accumulation */
+};
 /* Kernels per layer and forward pass (norms, GEMMs, RoPE, attention,
  * activation, residual adds, TP collectives); the backward launches twice
  * as many. */
@@ -78,7 +122,27 @@ static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device
     /* The node's NICs are shared by every GPU whose ring leaves the node. */
     if (dv[MEM4D_DEVICE_NICS_PER_NODE] && dv[MEM4D_DEVICE_NIC_BANDWIDTH])
         inter = D(dv[MEM4D_DEVICE_NICS_PER_NODE]) * D(dv[MEM4D_DEVICE_NIC_BANDWIDTH]) / gpn;
+    /* The stack: its profile, then the keys set on the device. */
+    const struct stack *st = &STACKS[dv[MEM4D_DEVICE_STACK] < M4D_NSTACKS ? dv[MEM4D_DEVICE_STACK] : 0];
+    bool hopper = dv[MEM4D_DEVICE_PEAK_FP8_FLOPS] != 0;
+    uint64_t ak = dv[MEM4D_DEVICE_ATTENTION_KERNEL] ? dv[MEM4D_DEVICE_ATTENTION_KERNEL] : st->attn;
+    uint64_t gl = dv[MEM4D_DEVICE_GEMM_LIBRARY] ? dv[MEM4D_DEVICE_GEMM_LIBRARY] : st->gemm;
+    if (ak >= sizeof ATTN_KERNELS / sizeof ATTN_KERNELS[0] || ATTN_KERNELS[ak].work == 0)
+        ak = 2;
+    double af = ATTN_KERNELS[ak].fwd, ab = ATTN_KERNELS[ak].bwd;
+    if (!hopper && ak != 5) /* Ampere: every flash kernel is FlashAttention-2's generation */
+        af = ab = 1;
+    if (hopper && gl == 2 && MMA_SYNC_SHARE < eff) { /* Ampere kernels on Hopper */
+        peak *= MMA_SYNC_SHARE / eff;
+        lin *= MMA_SYNC_SHARE / eff;
+    }
     struct m4d_machine mc = {
+        .attn_fwd = ATTN_FWD_SHARE * af,
+        .attn_bwd = ATTN_BWD_SHARE * ab,
+        .attn_work = ATTN_KERNELS[ak].work,
+        .mb_overhead = dv[MEM4D_DEVICE_MICROBATCH_OVERHEAD_NS] ? D(dv[MEM4D_DEVICE_MICROBATCH_OVERHEAD_NS]) * 1e-9
+                                                                : st->mb_overhead,
+        .accum_bytes = dv[MEM4D_DEVICE_GRAD_ACCUM_BYTES] ? D(dv[MEM4D_DEVICE_GRAD_ACCUM_BYTES]) : st->accum_bytes,
         .gemm = peak * eff,
         .gemm_lin = lin * eff,
         .hbm = D(dv[MEM4D_DEVICE_HBM_BANDWIDTH]),
@@ -95,10 +159,23 @@ static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device
 
 /* Megatron orders ranks tp-cp-dp-pp: a group whose members span `span`
  * consecutive ranks stays on NVLink when span <= the NVLink domain (a node,
- * or a whole NVL72 rack). */
-static const struct m4d_link *link_for(const struct m4d_machine *mc, double span)
+ * or a whole NVL72 rack). Otherwise it crosses the network, where NCCL's
+ * rings (and trees) run through the g members of the group in each domain
+ * over NVLink and leave the domain once per channel, the channels spread
+ * over the domain's NICs (src/graph/search.cc, ncclTopoCompute: one NIC per
+ * channel). The domain's members of all the parallel groups (`stride`
+ * ranks apart) share its NICs, so each group moves its bytes at g times one
+ * GPU's share of the network, up to NVLink's rate. */
+static struct m4d_link link_for(const struct m4d_machine *mc, double span, double stride)
 {
-    return span <= mc->domain ? &mc->intra : &mc->inter;
+    if (span <= mc->domain)
+        return mc->intra;
+    struct m4d_link l = mc->inter;
+    double g = stride < mc->domain ? (double)(int64_t)(mc->domain / stride) : 1;
+    l.bw *= g;
+    if (mc->intra.bw > 0 && l.bw > mc->intra.bw)
+        l.bw = mc->intra.bw;
+    return l;
 }
 
 /* Ring collective over n ranks moving `frac` of `bytes` per GPU in `steps`
@@ -222,8 +299,8 @@ static double linears_fwd(const struct m4d_perf_group *pg, double M, double *mlp
  * query tile pays ATTN_FILL keys on top of the mean s/(2c) it reads. */
 static void attention_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
 {
-    double qd = D(x->a * x->dh), sc = D(x->s) / D(x->c), kv = 0.5 * sc;
-    double flops = 0.5 * 4 * D(x->s) * D(x->s) * qd / D(x->t * x->c);
+    double w = pg->mc.attn_work, qd = D(x->a * x->dh), sc = D(x->s) / D(x->c), kv = 0.5 * w * sc;
+    double flops = 0.5 * w * 4 * D(x->s) * D(x->s) * qd / D(x->t * x->c);
     pg->attn_per_b = flops * (kv + ATTN_FILL) / (pg->mc.gemm * kv);
     pg->attn_tiles_per_b = D(x->a) / D(x->t) * ceil_q(sc * (1.0 / ATTN_TILE));
 }
@@ -232,8 +309,8 @@ static void attention_time(const struct m4d_perf_group *pg, double b, double *fw
 {
     double tiles = b * pg->attn_tiles_per_b;
     double cost = b * pg->attn_per_b * wave_slots(&pg->mc, tiles) / tiles;
-    *fwd = cost * (1 / ATTN_FWD_SHARE);
-    *bwd = cost * (ATTN_BWD_WORK / ATTN_BWD_SHARE);
+    *fwd = cost / pg->mc.attn_fwd;
+    *bwd = cost * ATTN_BWD_WORK / pg->mc.attn_bwd;
 }
 
 /* A ring over n ranks moving `frac` of `per_b` bytes per sample in `steps`
@@ -257,14 +334,15 @@ static void comm_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
 {
     const struct m4d_machine *mc = &pg->mc;
     double t = D(x->t), c = D(x->c), s = D(x->s), h = D(x->h);
-    ring_coef(link_for(mc, t), t, s * h * 2 / c, (t - 1) / t, t - 1, &pg->tp_lat, &pg->tp_per_b);
-    const struct m4d_link *cl = link_for(mc, t * c);
-    pg->cp_lat = cl->lat;
-    pg->cp_per_b = cl->bw > 0 ? 2 * s / c * D(x->k * x->dh) / t * 2 / cl->bw : 0;
+    struct m4d_link tl = link_for(mc, t, 1), cl = link_for(mc, t * c, t);
+    ring_coef(&tl, t, s * h * 2 / c, (t - 1) / t, t - 1, &pg->tp_lat, &pg->tp_per_b);
+    pg->cp_lat = cl.lat;
+    pg->cp_per_b = cl.bw > 0 ? 2 * s / c * D(x->k * x->dh) / t * 2 / cl.bw : 0;
     pg->p2p_lat = pg->p2p_per_b = 0;
     if (x->p > 1) {
         double chunks = 2 * D(x->v ? x->v : 1);
-        ring_coef(link_for(mc, D(x->t * x->c * x->d * x->p)), 2, s * h * 2 / (t * c), 1, 1, &pg->p2p_lat,
+        struct m4d_link pl = link_for(mc, D(x->t * x->c * x->d * x->p), D(x->t * x->c * x->d));
+        ring_coef(&pl, 2, s * h * 2 / (t * c), 1, 1, &pg->p2p_lat,
                   &pg->p2p_per_b);
         pg->p2p_lat *= chunks;
         pg->p2p_per_b *= chunks;
@@ -353,7 +431,9 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
     }
     u.layer_fwd = fwd;
     u.layer_bwd = bwd;
-    u.layer_compute = pf * fwd + bwd + cast;
+    /* Gradient accumulation outside the GEMMs: every micro-batch's weight
+     * gradients added into the accumulated ones (stack_of's bytes). */
+    u.layer_compute = pf * fwd + bwd + cast + pg->accum_layer;
     u.layer_tp = tp_time(x, pg, b, lin / 4, pf);
     u.layer_cp = cp_time(x, pg, b, af, ab, pf);
     if (pg->moe.on) { /* an expert layer's TP collectives, its dispatch and combine */
@@ -405,12 +485,14 @@ static double model_flops_per_seq(const struct m4d_ctx *x)
 #define TREE_BW 0.92
 static double tree_allreduce_time(const struct m4d_machine *mc, double n, double r, double bytes, double colls)
 {
-    double nodes = n / r, hops = 0;
+    double nodes = n / r, hops = 0, bw = r * mc->inter.bw; /* the r members' NICs, as link_for() */
     if (nodes < 2 || mc->inter.bw <= 0)
         return -1;
+    if (mc->intra.bw > 0 && bw > mc->intra.bw)
+        bw = mc->intra.bw;
     for (double span = 1; span < nodes; span *= 2)
         hops++;
-    return colls * 2 * ((r - 1) * mc->intra.lat + hops * mc->inter.lat) + 2 * bytes / (TREE_BW * mc->inter.bw);
+    return colls * 2 * ((r - 1) * mc->intra.lat + hops * mc->inter.lat) + 2 * bytes / (TREE_BW * bw);
 }
 
 /* Gradient reduction and parameter gather over the d*c ranks that share
@@ -419,7 +501,7 @@ static double tree_allreduce_time(const struct m4d_machine *mc, double n, double
 static void dp_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg, double params)
 {
     double n = D(x->d * x->c), frac = (n - 1) / n;
-    const struct m4d_link *l = link_for(&pg->mc, D(x->t * x->c * x->d));
+    struct m4d_link link = link_for(&pg->mc, D(x->t * x->c * x->d), D(x->t)), *l = &link;
     double bucket = D(x->bucket);
     if (bucket == 0) /* Megatron: max(40M, 1M x dp) elements */
         bucket = n > 40 ? 1e6 * n : 40e6;
@@ -480,16 +562,18 @@ static struct pipeline pipeline_of(const struct m4d_ctx *x, const struct m4d_per
 {
     double n_first = pg->n_first, n_mid = pg->n_mid, n_last = pg->n_last, p = D(x->p), v = D(x->v ? x->v : 1);
     double lt = u->layer_compute + u->layer_tp + u->layer_cp + u->layer_ep + u->layer_fsdp;
-    double hf = x->p == 1 ? u->head : 0;
-    double tf = n_first * lt + hf + p2p, tm = n_mid * lt + p2p, tl = n_last * lt + u->head + p2p;
+    /* The framework's time per micro-batch outside the layers. */
+    double hf = (x->p == 1 ? u->head : 0) + pg->mc.mb_overhead;
+    double mo = pg->mc.mb_overhead, tf = n_first * lt + hf + p2p, tm = n_mid * lt + mo + p2p;
+    double tl = n_last * lt + u->head + mo + p2p;
     struct pipeline pl = {tf, n_first * u->layer_compute + hf, n_first, n_first, 0, 0};
     double sum = tf;
     if (x->p > 1) {
         sum = tf + (p - 2) * tm + tl;
         if (x->p > 2 && tm > pl.tmax)
-            pl = (struct pipeline){tm, n_mid * u->layer_compute, n_mid, 0, 0, 0};
+            pl = (struct pipeline){tm, n_mid * u->layer_compute + mo, n_mid, 0, 0, 0};
         if (tl > pl.tmax)
-            pl = (struct pipeline){tl, n_last * u->layer_compute + u->head, n_last, 0, 0, 0};
+            pl = (struct pipeline){tl, n_last * u->layer_compute + u->head + mo, n_last, 0, 0, 0};
     }
     pl.layers_max = pg->layers_max;
     pl.bubble = (sum - pl.tmax) / v;
@@ -527,12 +611,13 @@ void m4d_perf_prepare(const struct m4d_ctx *x, const mem4d_device *dev, struct m
     uint64_t ap, mp, np;
     if (m4d_layer_params(x, &ap, &mp, &np))
         wl = (D(ap + np) + D(mp) / D(x->experts ? x->ep : 1)) / D(x->t);
+    pg->accum_layer = wl * pg->mc.accum_bytes * pg->mc.inv_hbm;
     double embed = (x->p == 1 && !x->tied ? 2.0 : 1.0) * D(x->h) * D(x->Vp) / D(x->t);
     dp_prepare(x, pg, pg->layers_max * wl + embed);
     pg->fsdp_ag = pg->fsdp_rs = 0;
     if (x->zero >= 3) {
         double n = D(x->d * x->c);
-        const struct m4d_link *l = link_for(&pg->mc, D(x->t * x->c * x->d));
+        struct m4d_link link = link_for(&pg->mc, D(x->t * x->c * x->d), D(x->t)), *l = &link;
         pg->fsdp_ag = ring_time(l, n, wl * D(x->param_bytes), (n - 1) / n, n - 1);
         pg->fsdp_rs = ring_time(l, n, wl * D(x->grad_bytes), (n - 1) / n, n - 1);
     }

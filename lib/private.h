@@ -30,8 +30,8 @@
 M4D_ENUM_COUNT(M4D_MODEL_NPARAM, MEM4D_MODEL_ATTENTION_OUTPUT_GATE);
 #define M4D_LAYOUT_NPARAM 80
 M4D_ENUM_COUNT(M4D_LAYOUT_NPARAM, MEM4D_LAYOUT_MOE_GROUPED_GEMM);
-#define M4D_DEVICE_NPARAM 24
-M4D_ENUM_COUNT(M4D_DEVICE_NPARAM, MEM4D_DEVICE_HOST_BANDWIDTH);
+#define M4D_DEVICE_NPARAM 29
+M4D_ENUM_COUNT(M4D_DEVICE_NPARAM, MEM4D_DEVICE_GRAD_ACCUM_BYTES);
 #define M4D_NTERMS 15
 M4D_ENUM_COUNT(M4D_NTERMS, MEM4D_TERM_PEAK_MOMENT);
 #define M4D_NINFO 6
@@ -43,6 +43,7 @@ M4D_ENUM_COUNT(M4D_NSEARCH_OPTIONS, MEM4D_SEARCH_UNEVEN_STAGES);
 #define M4D_NSEARCH_STATS 4
 M4D_ENUM_COUNT(M4D_NSEARCH_STATS, MEM4D_SEARCH_STAT_YIELDED);
 #define M4D_NMODES 2
+#define M4D_NSTACKS 8 /* named software stacks (MEM4D_DEVICE_STACK), lib/perf.c */
 M4D_ENUM_COUNT(M4D_NMODES, MEM4D_MODE_PAPER);
 #define M4D_NSTATUS 23
 M4D_ENUM_COUNT(M4D_NSTATUS, MEM4D_E_EXPERTS);
@@ -574,6 +575,11 @@ struct m4d_machine {
     double kernel;       /* seconds per kernel launch / dependency */
     double sms, inv_sms; /* SMs for wave quantisation; 0: none */
     struct m4d_link intra, inter;
+    /* The software stack (lib/perf.c, stack_of()). */
+    double attn_fwd, attn_bwd; /* attention's rate, forward and backward, as a share of gemm */
+    double attn_work;          /* executed attention FLOPs over the causal count: 1 flash, 2 unfused */
+    double mb_overhead;        /* seconds per micro-batch and stage outside the layers */
+    double accum_bytes;        /* HBM bytes per local weight and micro-batch of gradient accumulation */
 };
 
 /* One GEMM of a layer with its N and K fixed by the group; M (tokens)
@@ -646,6 +652,7 @@ struct m4d_perf_group {
     double fsdp_ag, fsdp_rs;                       /* one layer's ZeRO-3 gather / reduce-scatter */
     double flops_per_seq, peak;                    /* Megatron's model FLOPs per sequence; bf16 peak */
     double offload_per_b;                          /* host transfer seconds of the offloaded layers, per sample */
+    double accum_layer;                            /* gradient accumulation seconds of one layer, per micro-batch */
     struct m4d_moe_group moe;                      /* the expert layer's share (lib/perf_moe.c) */
 };
 void m4d_perf_prepare(const struct m4d_ctx *x, const mem4d_device *dev, struct m4d_perf_group *pg);

@@ -1154,7 +1154,41 @@ typedef enum mem4d_device_param {
      * or NVLink-C2C); what activation offloading moves its tensors over. 0 (default):
      * unknown, and the step time leaves offloading's transfers out (the estimate
      * warns). @since 0.2 */
-    MEM4D_DEVICE_HOST_BANDWIDTH = 23
+    MEM4D_DEVICE_HOST_BANDWIDTH = 23,
+    /** "stack": the software stack the job runs on, a named profile that gives
+     * the four keys below wherever they are left at 0 (doc/perf.md, "The
+     * software stack", sources each figure): "middle" (0, the default: between
+     * the profiled stacks, not the fastest), "megatron-lm-2022" (Megatron-LM
+     * of 2021-22, softmax attention), "megatron-deepspeed" (Megatron-DeepSpeed's
+     * pipeline engine, bf16), "nemo-24.07" (Megatron-Core 0.8, Transformer
+     * Engine 1.9), "nemo-25" (Megatron-Core 0.11 and later, Transformer Engine
+     * 2, Megatron-Bridge), "torchtitan" (FSDP2, PyTorch SDPA), "composer"
+     * (llm-foundry, PyTorch FSDP, FlashAttention-2), "nanotron". The overlaps a
+     * stack runs are the job's layout keys (tp_comm_overlap,
+     * overlap_grad_reduce, overlap_param_gather). @since 0.2 */
+    MEM4D_DEVICE_STACK = 24,
+    /** "attention_kernel": the attention kernel: "auto" (0: the stack's),
+     * "fa2" (FlashAttention-2), "fa3" (FlashAttention-3; a device without an
+     * fp8 peak, an A100, has none and runs FlashAttention-2), "cudnn" (cuDNN
+     * fused attention), "sdpa" (PyTorch's scaled_dot_product_attention, its
+     * FlashAttention-2 kernels), "unfused" (softmax over the materialised
+     * s x s scores, no causal skipping). @since 0.2 */
+    MEM4D_DEVICE_ATTENTION_KERNEL = 25,
+    /** "gemm_library": the generation of the GEMM kernels: "auto" (0: the
+     * stack's), "native" (kernels of the device's own generation: Hopper's
+     * warpgroup MMA, as cuBLAS 12 and Transformer Engine run), "ampere"
+     * (mma.sync kernels, which on Hopper reach about 2/3 of the tensor-core
+     * peak). @since 0.2 */
+    MEM4D_DEVICE_GEMM_LIBRARY = 26,
+    /** "microbatch_overhead_ns": time per micro-batch and pipeline stage that
+     * the framework spends outside the layers' kernels (schedule, data,
+     * loss); 0: the stack's. @since 0.2 */
+    MEM4D_DEVICE_MICROBATCH_OVERHEAD_NS = 27,
+    /** "grad_accum_bytes": HBM bytes per local weight and micro-batch that
+     * gradient accumulation moves outside the weight-gradient GEMMs (0 where
+     * the GEMM accumulates into the main gradient, as Megatron's
+     * gradient_accumulation_fusion does); 0: the stack's. @since 0.2 */
+    MEM4D_DEVICE_GRAD_ACCUM_BYTES = 28
 } mem4d_device_param;
 
 /**

@@ -252,6 +252,11 @@ class DeviceParam(enum.IntEnum):
     FP8_EFFICIENCY_PPM = 21
     FULL_FIT_THRESHOLD_PPM = 22
     HOST_BANDWIDTH = 23
+    STACK = 24
+    ATTENTION_KERNEL = 25
+    GEMM_LIBRARY = 26
+    MICROBATCH_OVERHEAD_NS = 27
+    GRAD_ACCUM_BYTES = 28
 
 
 class Mode(enum.IntEnum):
