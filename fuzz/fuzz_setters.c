@@ -64,10 +64,39 @@ static void set_stage_layers(mem4d_layout *l, const char *value)
     }
 }
 
+/* The model's layer pattern, set by name from text: a failure leaves the
+ * pattern as it was, a success writes back a pattern that reads back to
+ * itself, with num_layers its length. */
+static void set_layer_pattern(mem4d_model *m, const char *name, const char *value)
+{
+    static char before[65536], after[65536], again[65536];
+    size_t nb = mem4d_model_get_layer_pattern(m, before, sizeof before);
+    mem4d_status st = mem4d_model_set_str(m, name, value);
+    size_t na = mem4d_model_get_layer_pattern(m, after, sizeof after);
+    if (st != MEM4D_OK) {
+        FUZZ_REQUIRE(st == MEM4D_E_PARSE || st == MEM4D_E_RANGE, "%s(%s) gave %d", name, value, (int)st);
+        FUZZ_REQUIRE(na == nb && strcmp(before, after) == 0, "%s(%s) failed with %d and changed the pattern", name,
+                     value, (int)st);
+        return;
+    }
+    FUZZ_REQUIRE(na < sizeof after, "%s: a pattern of %zu characters", name, na);
+    uint64_t L = 0;
+    (void)mem4d_model_get(m, MEM4D_MODEL_NUM_LAYERS, &L);
+    FUZZ_REQUIRE(na == 0 || (L >= 1 && L <= 4096), "%s: %llu layers", name, (unsigned long long)L);
+    FUZZ_REQUIRE(mem4d_model_set_layer_pattern(m, after) == MEM4D_OK, "%s: its own text does not read back", name);
+    mem4d_model_get_layer_pattern(m, again, sizeof again);
+    FUZZ_REQUIRE(strcmp(after, again) == 0, "%s: the pattern does not round-trip", name);
+}
+
 static void apply(mem4d_model *m, mem4d_layout *l, mem4d_device *d, const char *name, const char *value)
 {
     if (strcmp(name, "stage_layers") == 0 || strcmp(name, "l:stage_layers") == 0) {
         set_stage_layers(l, value);
+        return;
+    }
+    const char *bare = strncmp(name, "m:", 2) == 0 ? name + 2 : name;
+    if (strcmp(bare, "layer_pattern") == 0 || strcmp(bare, "hybrid_override_pattern") == 0) {
+        set_layer_pattern(m, bare, value);
         return;
     }
     if (name[0] && name[1] == ':') {

@@ -90,6 +90,9 @@ static mem4d_status hf_llama4(mem4d_import *imp, struct json_object *root, mem4d
 static mem4d_status hf_mimo(mem4d_import *imp, struct json_object *root, mem4d_model *m);
 static mem4d_status hf_olmoe(mem4d_import *imp, struct json_object *root, mem4d_model *m);
 static mem4d_status hf_granite_moe(mem4d_import *imp, struct json_object *root, mem4d_model *m);
+static mem4d_status hf_nemotron_h(mem4d_import *imp, struct json_object *root, mem4d_model *m);
+static mem4d_status hf_qwen3_next(mem4d_import *imp, struct json_object *root, mem4d_model *m);
+static mem4d_status hf_nemotron_nas(mem4d_import *imp, struct json_object *root, mem4d_model *m);
 
 static const struct hf_family hf_families[] = {
     /* type             gated  LN     tied   qkvb   bias   qknorm norms gate   extra */
@@ -128,6 +131,12 @@ static const struct hf_family hf_families[] = {
     {"granite",         true,  false, true,  false, false, false, 2, false, hf_biases},
     {"granitemoe",      true,  false, true,  false, false, false, 2, false, hf_granite_moe},
     {"granitemoeshared", true, false, true,  false, false, false, 2, false, hf_granite_moe},
+    /* hybrid and heterogeneous layers: a layer pattern (lib/hybrid.c) */
+    {"nemotron_h",      false, false, false, false, false, false, 2, false, hf_nemotron_h},
+    {"qwen3_next",      true,  false, false, false, false, true,  2, true,  hf_qwen3_next},
+    {"qwen3_5_text",    true,  false, false, false, false, true,  2, true,  hf_qwen3_next},
+    {"qwen3_5_moe_text", true, false, false, false, false, true,  2, true,  hf_qwen3_next},
+    {"nemotron-nas",    true,  false, false, false, false, false, 2, false, hf_nemotron_nas},
 };
 
 /* The family of model_type; unknown ones only when the caller asked for a
@@ -168,7 +177,7 @@ static const struct {
     bool required;
 } hf_keys[] = {
     {"hidden_size", MEM4D_MODEL_HIDDEN_SIZE, true},
-    {"intermediate_size", MEM4D_MODEL_FFN_HIDDEN_SIZE, true},
+    {"intermediate_size", MEM4D_MODEL_FFN_HIDDEN_SIZE, false}, /* required but for the layer-pattern families */
     {"num_hidden_layers", MEM4D_MODEL_NUM_LAYERS, true},
     {"num_attention_heads", MEM4D_MODEL_NUM_HEADS, true},
     {"vocab_size", MEM4D_MODEL_VOCAB_SIZE, true},
@@ -423,6 +432,242 @@ static mem4d_status hf_granite_moe(mem4d_import *imp, struct json_object *root, 
     return SET_M(m, MEM4D_MODEL_SHARED_EXPERT_GATE, 0, "the shared expert");
 }
 
+/* --- hybrid and heterogeneous layers ------------------------------------------ */
+
+/* A string or a list of strings member: the list's n-th string, NULL past
+ * its end or when it is not a list of strings. */
+static const char *hf_list_string(struct json_object *list, size_t i)
+{
+    if (!list || json_object_get_type(list) != json_type_array || i >= json_object_array_length(list))
+        return NULL;
+    struct json_object *e = json_object_array_get_idx(list, i);
+    return e && json_object_get_type(e) == json_type_string ? json_object_get_string(e) : NULL;
+}
+
+/* Append text to a pattern under construction; false when it would not fit. */
+static bool pat_add(char *pat, size_t size, size_t *n, const char *text)
+{
+    size_t k = strlen(text);
+    if (*n + k + 1 > size)
+        return false;
+    memcpy(pat + *n, text, k + 1);
+    *n += k;
+    return true;
+}
+
+/* The pattern is bounded by the model's layer limit: at most 4096 layers of
+ * at most 10 characters each ("-{4194304}"). */
+#define HF_PATTERN_MAX (M4D_MAX_PATTERN * 10 + 1)
+
+static mem4d_status hf_set_pattern(mem4d_import *imp, mem4d_model *m, const char *pat, const char *what)
+{
+    mem4d_status st = mem4d_model_set_layer_pattern(m, pat);
+    if (st != MEM4D_OK)
+        return m4d_imp_fail(imp, st, "%s is not a layer pattern this version reads (symbols M * - E, "
+                            "at most %d layers)", what, M4D_MAX_PATTERN);
+    return MEM4D_OK;
+}
+
+/* Nemotron-H and Nemotron 3 (transformers' modeling_nemotron_h.py): one
+ * symbol per layer, "hybrid_override_pattern" or "layers_block_type" (mamba,
+ * attention, mlp, moe), each layer one Mamba-2 mixer, attention, relu² MLP
+ * or expert block with its RMSNorm; Mamba-2 from "mamba_num_heads",
+ * "mamba_head_dim", "ssm_state_size", "n_groups" and "conv_kernel"
+ * (in_proj and out_proj without bias, the conv with one). Experts are relu²
+ * MLPs of "moe_intermediate_size" and a shared expert of
+ * "moe_shared_expert_intermediate_size", no gate; the router's
+ * e_score_correction_bias is a buffer, not a parameter. A latent MoE
+ * ("moe_latent_size", Nemotron 3 Super and Ultra) and MTP layers are refused. */
+static mem4d_status hf_nemotron_h(mem4d_import *imp, struct json_object *root, mem4d_model *m)
+{
+    static const struct { const char *key; mem4d_model_param param; } keys[] = {
+        {"attention_head_dim", MEM4D_MODEL_HEAD_DIM}, {"head_dim", MEM4D_MODEL_HEAD_DIM},
+        {"mamba_num_heads", MEM4D_MODEL_MAMBA_NUM_HEADS}, {"mamba_head_dim", MEM4D_MODEL_MAMBA_HEAD_DIM},
+        {"ssm_state_size", MEM4D_MODEL_MAMBA_STATE_DIM}, {"n_groups", MEM4D_MODEL_MAMBA_NUM_GROUPS},
+        {"conv_kernel", MEM4D_MODEL_CONV_KERNEL}, {"moe_shared_expert_intermediate_size",
+                                                   MEM4D_MODEL_SHARED_EXPERT_FFN_SIZE},
+    };
+    bool given, bias = false;
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
+        TRY(hf_set(imp, root, keys[i].key, m, keys[i].param, &given));
+    TRY(hf_bool(imp, root, "mamba_proj_bias", &bias));
+    bool use_bias = false, conv_bias = true;
+    TRY(hf_bool(imp, root, "use_bias", &use_bias));
+    TRY(hf_bool(imp, root, "use_conv_bias", &conv_bias));
+    if (bias || use_bias || !conv_bias)
+        return m4d_imp_fail(imp, MEM4D_E_UNSUPPORTED, "Mamba-2 projections with biases or a convolution "
+                            "without one are not what this version counts (\"mamba_proj_bias\", \"use_bias\", "
+                            "\"use_conv_bias\")");
+    uint64_t latent = 0, mtp = 0, shared = 1;
+    TRY(hf_uint(imp, root, "moe_latent_size", false, &latent, &given));
+    if (given && latent)
+        return m4d_imp_fail(imp, MEM4D_E_UNSUPPORTED, "a latent mixture of experts (\"moe_latent_size\" %llu, "
+                            "Nemotron 3 Super/Ultra) is not an architecture this version reads",
+                            (unsigned long long)latent);
+    TRY(hf_uint(imp, root, "num_nextn_predict_layers", false, &mtp, &given));
+    if (mtp)
+        return m4d_imp_fail(imp, MEM4D_E_UNSUPPORTED, "multi-token prediction beside a layer pattern "
+                            "(\"num_nextn_predict_layers\" %llu) is not modelled", (unsigned long long)mtp);
+    TRY(hf_uint(imp, root, "n_shared_experts", false, &shared, &given));
+    if (shared > 1)
+        return m4d_imp_fail(imp, MEM4D_E_UNSUPPORTED, "%llu shared experts are not what this version reads",
+                            (unsigned long long)shared);
+    if (!shared)
+        TRY(SET_M(m, MEM4D_MODEL_SHARED_EXPERT_FFN_SIZE, 0, "the shared expert"));
+    TRY(SET_M(m, MEM4D_MODEL_SHARED_EXPERT_GATE, 0, "the shared expert"));
+    char pat[HF_PATTERN_MAX];
+    size_t n = 0;
+    const char *text = hf_string(root, "hybrid_override_pattern");
+    struct json_object *list = NULL;
+    if (text)
+        return hf_set_pattern(imp, m, text, "\"hybrid_override_pattern\"");
+    if (!json_object_object_get_ex(root, "layers_block_type", &list))
+        return m4d_imp_fail(imp, MEM4D_E_MISSING, "config.json has neither \"hybrid_override_pattern\" nor "
+                            "\"layers_block_type\"");
+    static const struct { const char *name, *sym; } kinds[] = {
+        {"mamba", "M"}, {"attention", "*"}, {"mlp", "-"}, {"moe", "E"},
+    };
+    pat[0] = '\0';
+    if (json_object_get_type(list) != json_type_array)
+        return m4d_imp_fail(imp, MEM4D_E_JSON, "\"layers_block_type\" is not a list");
+    for (size_t i = 0; i < json_object_array_length(list); i++) {
+        const char *t = hf_list_string(list, i), *sym = NULL;
+        for (size_t k = 0; t && k < sizeof kinds / sizeof *kinds; k++)
+            if (strcmp(t, kinds[k].name) == 0)
+                sym = kinds[k].sym;
+        if (!sym)
+            return m4d_imp_fail(imp, MEM4D_E_UNSUPPORTED, "\"layers_block_type\" entry %zu is not mamba, "
+                                "attention, mlp or moe", i);
+        if (!pat_add(pat, sizeof pat, &n, sym))
+            return m4d_imp_fail(imp, MEM4D_E_RANGE, "\"layers_block_type\" has more than %d layers",
+                                M4D_MAX_PATTERN);
+    }
+    return hf_set_pattern(imp, m, pat, "\"layers_block_type\"");
+}
+
+/* Qwen3-Next and Qwen3.5 (transformers' modeling_qwen3_next.py and
+ * modeling_qwen3_5.py): each layer a Gated DeltaNet ("linear_attention")
+ * or gated attention ("full_attention", the query projection twice as wide
+ * for the output gate) and an MoE block (or a dense MLP for the layers in
+ * "mlp_only_layers", and for the dense Qwen3.5), each with its RMSNorm:
+ * two symbols per layer ("GE", "*E"), so num_layers counts both halves.
+ * "layer_types", or every "full_attention_interval"-th layer full attention.
+ * The MTP layer ("mtp_num_hidden_layers") is left out with a warning (the
+ * transformers model drops it). */
+static mem4d_status hf_qwen3_next(mem4d_import *imp, struct json_object *root, mem4d_model *m)
+{
+    static const struct { const char *key; mem4d_model_param param; } keys[] = {
+        {"linear_num_key_heads", MEM4D_MODEL_LINEAR_KEY_HEADS}, {"linear_num_value_heads", MEM4D_MODEL_LINEAR_VALUE_HEADS},
+        {"linear_key_head_dim", MEM4D_MODEL_LINEAR_KEY_HEAD_DIM},
+        {"linear_value_head_dim", MEM4D_MODEL_LINEAR_VALUE_HEAD_DIM},
+        {"linear_conv_kernel_dim", MEM4D_MODEL_CONV_KERNEL},
+    };
+    bool given, gate = true;
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
+        TRY(hf_set(imp, root, keys[i].key, m, keys[i].param, &given));
+    TRY(hf_bool(imp, root, "attn_output_gate", &gate));
+    TRY(SET_M(m, MEM4D_MODEL_ATTENTION_OUTPUT_GATE, gate, "\"attn_output_gate\""));
+    uint64_t L = m->v[MEM4D_MODEL_NUM_LAYERS], interval = 4, mtp = 0, step = 1;
+    TRY(hf_uint(imp, root, "full_attention_interval", false, &interval, &given));
+    TRY(hf_uint(imp, root, "decoder_sparse_step", false, &step, &given));
+    TRY(hf_uint(imp, root, "mtp_num_hidden_layers", false, &mtp, &given));
+    if (mtp)
+        m4d_imp_warn(imp, "the %llu MTP layer(s) (\"mtp_num_hidden_layers\") are left out of the estimate, as "
+                     "transformers' model leaves them out", (unsigned long long)mtp);
+    if (interval == 0 || step != 1)
+        return m4d_imp_fail(imp, MEM4D_E_UNSUPPORTED, "\"full_attention_interval\" 0 or \"decoder_sparse_step\" "
+                            "%llu is not what this version reads", (unsigned long long)step);
+    bool moe = m->v[MEM4D_MODEL_NUM_EXPERTS] != 0;
+    struct json_object *types = NULL, *dense = NULL;
+    json_object_object_get_ex(root, "layer_types", &types);
+    json_object_object_get_ex(root, "mlp_only_layers", &dense);
+    if (L > M4D_MAX_PATTERN / 2)
+        return m4d_imp_fail(imp, MEM4D_E_RANGE, "%llu layers of two halves are more than %d",
+                            (unsigned long long)L, M4D_MAX_PATTERN);
+    char pat[HF_PATTERN_MAX];
+    size_t n = 0;
+    pat[0] = '\0';
+    for (uint64_t i = 0; i < L; i++) {
+        const char *t = types ? hf_list_string(types, i) : (i + 1) % interval ? "linear_attention" : "full_attention";
+        if (!t || (strcmp(t, "linear_attention") != 0 && strcmp(t, "full_attention") != 0))
+            return m4d_imp_fail(imp, MEM4D_E_UNSUPPORTED, "\"layer_types\" entry %llu is not linear_attention "
+                                "or full_attention", (unsigned long long)i);
+        bool mlp_only = !moe;
+        for (size_t k = 0; dense && json_object_get_type(dense) == json_type_array &&
+                           k < json_object_array_length(dense); k++) {
+            struct json_object *e = json_object_array_get_idx(dense, k);
+            if (e && json_object_get_type(e) == json_type_int && (uint64_t)json_object_get_int64(e) == i)
+                mlp_only = true;
+        }
+        pat_add(pat, sizeof pat, &n, strcmp(t, "full_attention") == 0 ? "*" : "G");
+        pat_add(pat, sizeof pat, &n, mlp_only ? "-" : "E");
+    }
+    return hf_set_pattern(imp, m, pat, "the layers");
+}
+
+/* Llama-3.3-Nemotron-Super/Ultra (DeciLM, "nemotron-nas"; its
+ * modeling_decilm.py): each of "block_configs" an attention part (none with
+ * "no_op", an h x h linear with "replace_with_linear", else attention with
+ * num_attention_heads / "n_heads_in_group" key/value heads) and an FFN part
+ * (none, a linear, or a SwiGLU MLP of _ffn_mult_to_intermediate_size:
+ * int(2·ffn_mult·h/3) rounded up to a multiple of 256), each present part
+ * with its RMSNorm. */
+static mem4d_status hf_nemotron_nas(mem4d_import *imp, struct json_object *root, mem4d_model *m)
+{
+    struct json_object *blocks = NULL;
+    if (!json_object_object_get_ex(root, "block_configs", &blocks) || json_object_get_type(blocks) != json_type_array)
+        return m4d_imp_fail(imp, MEM4D_E_MISSING, "config.json has no \"block_configs\" list");
+    size_t nb = json_object_array_length(blocks);
+    uint64_t h = m->v[MEM4D_MODEL_HIDDEN_SIZE], a = m->v[MEM4D_MODEL_NUM_HEADS];
+    char pat[HF_PATTERN_MAX];
+    size_t n = 0;
+    pat[0] = '\0';
+    if (nb > M4D_MAX_PATTERN / 2)
+        return m4d_imp_fail(imp, MEM4D_E_RANGE, "%zu blocks are more than this version reads", nb);
+    for (size_t i = 0; i < nb; i++) {
+        struct json_object *b = json_object_array_get_idx(blocks, i), *attn = NULL, *ffn = NULL;
+        if (!b || json_object_get_type(b) != json_type_object || !json_object_object_get_ex(b, "attention", &attn) ||
+            !json_object_object_get_ex(b, "ffn", &ffn) || json_object_get_type(attn) != json_type_object ||
+            json_object_get_type(ffn) != json_type_object)
+            return m4d_imp_fail(imp, MEM4D_E_JSON, "\"block_configs\" entry %zu has no attention and ffn objects", i);
+        bool no_op = false, linear = false;
+        uint64_t group = 0;
+        char one[32];
+        TRY(hf_bool(imp, attn, "no_op", &no_op));
+        TRY(hf_bool(imp, attn, "replace_with_linear", &linear));
+        if (!no_op) {
+            bool given;
+            TRY(hf_uint(imp, attn, "n_heads_in_group", !linear, &group, &given));
+            if (!linear && (group == 0 || a % group != 0))
+                return m4d_imp_fail(imp, MEM4D_E_MODEL, "block %zu: \"n_heads_in_group\" %llu does not divide %llu "
+                                    "heads", i, (unsigned long long)group, (unsigned long long)a);
+            m4d_msg(one, sizeof one, linear ? "L" : "*{%llu}", (unsigned long long)(linear ? 0 : a / group));
+            pat_add(pat, sizeof pat, &n, one);
+        }
+        no_op = linear = false;
+        TRY(hf_bool(imp, ffn, "no_op", &no_op));
+        TRY(hf_bool(imp, ffn, "replace_with_linear", &linear));
+        if (no_op)
+            continue;
+        if (linear) {
+            pat_add(pat, sizeof pat, &n, "L");
+            continue;
+        }
+        struct json_object *mult = NULL;
+        if (!json_object_object_get_ex(ffn, "ffn_mult", &mult) ||
+            (json_object_get_type(mult) != json_type_double && json_object_get_type(mult) != json_type_int))
+            return m4d_imp_fail(imp, MEM4D_E_JSON, "block %zu: \"ffn_mult\" is not a number", i);
+        double f = floor(2.0 * json_object_get_double(mult) * (double)h / 3.0);
+        if (!(f >= 1.0 && f <= 4194048.0))
+            return m4d_imp_fail(imp, MEM4D_E_RANGE, "block %zu: \"ffn_mult\" gives no FFN size", i);
+        uint64_t w = (uint64_t)f;
+        w = (w + 255) / 256 * 256;
+        m4d_msg(one, sizeof one, "-{%llu}", (unsigned long long)w);
+        pat_add(pat, sizeof pat, &n, one);
+    }
+    return hf_set_pattern(imp, m, pat, "\"block_configs\"");
+}
+
 /* The keys a config may leave out take the family's values, not whatever
  * the handle held. */
 static mem4d_status hf_defaults(mem4d_import *imp, const struct hf_family *f, mem4d_model *m)
@@ -438,6 +683,15 @@ static mem4d_status hf_defaults(mem4d_import *imp, const struct hf_family *f, me
     };
     for (size_t i = 0; i < sizeof zero / sizeof *zero; i++)
         m->v[zero[i]] = 0;
+    static const mem4d_model_param hybrid[] = {
+        MEM4D_MODEL_MAMBA_STATE_DIM, MEM4D_MODEL_MAMBA_HEAD_DIM, MEM4D_MODEL_MAMBA_NUM_GROUPS,
+        MEM4D_MODEL_MAMBA_NUM_HEADS, MEM4D_MODEL_CONV_KERNEL, MEM4D_MODEL_LINEAR_KEY_HEADS,
+        MEM4D_MODEL_LINEAR_VALUE_HEADS, MEM4D_MODEL_LINEAR_KEY_HEAD_DIM, MEM4D_MODEL_LINEAR_VALUE_HEAD_DIM,
+        MEM4D_MODEL_ATTENTION_OUTPUT_GATE,
+    };
+    for (size_t i = 0; i < sizeof hybrid / sizeof *hybrid; i++)
+        m->v[hybrid[i]] = m4d_model_params[hybrid[i]].def;
+    TRY(mem4d_model_set_layer_pattern(m, ""));
     m->v[MEM4D_MODEL_MOE_LAYER_FREQ] = 1;
     m->v[MEM4D_MODEL_MOE_LAYER_MASK] = 1;
     TRY(SET_M(m, MEM4D_MODEL_GATED_MLP, f->gated, "the MLP"));
@@ -502,6 +756,10 @@ static mem4d_status hf_apply(mem4d_import *imp, struct json_object *top, mem4d_m
         TRY(hf_uint(imp, root, hf_keys[i].key, hf_keys[i].required, &val[i], &given[i]));
     const struct hf_family *f;
     TRY(hf_family_of(imp, root, &f));
+    for (size_t i = 0; i < NKEYS; i++)
+        if (hf_keys[i].param == MEM4D_MODEL_FFN_HIDDEN_SIZE && !given[i] && f->extra != hf_nemotron_nas &&
+            f->extra != hf_qwen3_next)
+            return m4d_imp_fail(imp, MEM4D_E_MISSING, "config.json has no \"%s\"", hf_keys[i].key);
     TRY(hf_defaults(imp, f, m));
     for (size_t i = 0; i < NKEYS; i++) {
         char what[64];

@@ -1643,53 +1643,67 @@ START_TEST(hf_configs_match_published_counts)
         return;
     struct fixture fx;
     fx_open(&fx);
-    int rows = check_counts("hf", &fx) + check_counts("hf/public", &fx) + check_counts("hf/recent", &fx);
+    int rows = check_counts("hf", &fx) + check_counts("hf/public", &fx) + check_counts("hf/recent", &fx) +
+               check_counts("hf/hybrid", &fx);
     ck_assert_int_ge(rows, 30);
     fx_close(&fx);
 }
 END_TEST
 
-/* tests/data/hf/recent/read.csv: 2025-2026 configs with no independent
- * count in reach are read, and keep the count they have (a regression
- * value); refused/refusals.csv: the ones this version cannot express are
- * refused with a sentence naming the architecture. */
-START_TEST(hf_recent_configs_read_or_refused)
+/* SUB/read.csv: configs with no independent count in reach are read, and
+ * keep the count they have (a regression value); SUB/refused/refusals.csv:
+ * the ones this version cannot express are refused with a sentence naming
+ * the architecture or feature. Returns the rows read; *refused the refused. */
+static int read_or_refused(struct fixture *fx, const char *sub, int *refused)
 {
-    if (!MEM4D_HAVE_JSON)
-        return;
-    struct fixture fx;
-    fx_open(&fx);
-    char *csv = slurp("hf/recent/read.csv", NULL), *save = NULL;
+    char rel[128];
+    snprintf(rel, sizeof rel, "%s/read.csv", sub);
+    char *csv = slurp(rel, NULL), *save = NULL;
     int rows = 0;
     for (char *line = strtok_r(csv, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
         char file[128], path[1200];
         unsigned long long want = 0;
         if (line[0] == '#' || sscanf(line, "%127[^,],%llu,", file, &want) != 2)
             continue;
-        snprintf(path, sizeof path, "%s/hf/recent/%s", data_dir, file);
-        ck_assert_msg(mem4d_import_hf_config(fx.imp, path, fx.model) == MEM4D_OK, "%s: %s", file,
-                      mem4d_import_message(fx.imp));
+        snprintf(path, sizeof path, "%s/%s/%s", data_dir, sub, file);
+        ck_assert_msg(mem4d_import_hf_config(fx->imp, path, fx->model) == MEM4D_OK, "%s: %s", file,
+                      mem4d_import_message(fx->imp));
         uint64_t n = 0;
-        ck_assert_int_eq(mem4d_model_num_params(fx.model, &n), MEM4D_OK);
+        ck_assert_int_eq(mem4d_model_num_params(fx->model, &n), MEM4D_OK);
         printf("%-42s %15llu (read; no independent count)\n", file, (unsigned long long)n);
         ck_assert_msg(n == want, "%s: %llu parameters, %llu before", file, (unsigned long long)n, want);
         rows++;
     }
     free(csv);
-    ck_assert_int_ge(rows, 18);
-    csv = slurp("hf/recent/refused/refusals.csv", NULL);
-    rows = 0;
+    snprintf(rel, sizeof rel, "%s/refused/refusals.csv", sub);
+    csv = slurp(rel, NULL);
+    *refused = 0;
     for (char *line = strtok_r(csv, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
         char file[128], names[128], path[1200];
         if (line[0] == '#' || sscanf(line, "%127[^,],%127[^\n]", file, names) != 2)
             continue;
-        snprintf(path, sizeof path, "%s/hf/recent/refused/%s", data_dir, file);
-        ck_assert_int_eq(mem4d_import_hf_config(fx.imp, path, fx.model), MEM4D_E_UNSUPPORTED);
-        ck_assert_msg(strstr(mem4d_import_message(fx.imp), names), "%s: %s", file, mem4d_import_message(fx.imp));
-        rows++;
+        snprintf(path, sizeof path, "%s/%s/refused/%s", data_dir, sub, file);
+        ck_assert_int_eq(mem4d_import_hf_config(fx->imp, path, fx->model), MEM4D_E_UNSUPPORTED);
+        ck_assert_msg(strstr(mem4d_import_message(fx->imp), names), "%s: %s", file, mem4d_import_message(fx->imp));
+        (*refused)++;
     }
     free(csv);
-    ck_assert_int_ge(rows, 5);
+    return rows;
+}
+
+/* 2025-2026 configs (hf/recent) and hybrid ones (hf/hybrid: Mamba-2, Gated
+ * DeltaNet, block_configs) read or refused. */
+START_TEST(hf_recent_configs_read_or_refused)
+{
+    if (!MEM4D_HAVE_JSON)
+        return;
+    struct fixture fx;
+    int refused = 0, hybrid_refused = 0;
+    fx_open(&fx);
+    ck_assert_int_ge(read_or_refused(&fx, "hf/recent", &refused), 18);
+    ck_assert_int_ge(refused, 5);
+    ck_assert_int_ge(read_or_refused(&fx, "hf/hybrid", &hybrid_refused), 5);
+    ck_assert_int_ge(hybrid_refused, 1);
     fx_close(&fx);
 }
 END_TEST
