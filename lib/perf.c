@@ -68,7 +68,7 @@ static const struct stack {
 } STACKS[M4D_NSTACKS] = {
     {3, 1, 0, 6},  /* middle: cuDNN attention, autograd's accumulation into bf16 .grad */
     {5, 1, 0, 0},  /* megatron-lm-2022: fused softmax, gradient_accumulation_fusion */
-    {5, 1, 0, 12}, /* megatron-deepspeed: softmax attention, bf16 update_hp_grads per micro-batch */
+    {5, 1, 0, 18}, /* megatron-deepspeed: softmax attention, bf16 update_hp_grads per micro-batch */
     {3, 1, 0, 0},  /* nemo-24.07: Transformer Engine 1.9's cuDNN attention */
     {3, 1, 0, 0},  /* nemo-25 */
     {4, 1, 0, 6},  /* torchtitan: SDPA, autograd accumulation */
