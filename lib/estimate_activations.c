@@ -247,10 +247,12 @@ static uint64_t offloaded_layer(bool *ok, const struct m4d_ctx *x)
  * compressed query, which with sequence parallelism over t > 1 it gathers
  * first, 2·(h + r_q) more; otherwise they are tensors the layer keeps
  * anyway. The indexer runs inside the attention core, so recomputing the core
- * (selective recompute's core_attn) drops all of it. */
+ * (selective recompute's core_attn) drops all of it from what the layer keeps,
+ * and the re-run core holds it again during that layer's backward
+ * (m4d_selective_live). */
 static uint64_t dsa_indexer_bytes(bool *ok, const struct m4d_ctx *x)
 {
-    if (!x->idx_heads || reruns(x, M4D_RC_CORE_ATTN))
+    if (!x->idx_heads)
         return 0;
     uint64_t b = add(ok, mul(ok, 2 * x->idx_heads, x->idx_dim + 1), add(ok, 4 * x->idx_dim, mul(ok, 8, x->idx_topk)));
     if (x->sp && x->t > 1)
@@ -279,7 +281,8 @@ uint64_t m4d_layer_activation(bool *ok, const struct m4d_ctx *x)
     a = a > off ? a - off : 0;
     if (x->kv_lora)
         a = add(ok, a, mul(ok, T, 2 * (2 * x->q_lora + 2 * x->kv_lora + x->rope_dim)));
-    a = add(ok, a, dsa_indexer_bytes(ok, x));
+    if (!reruns(x, M4D_RC_CORE_ATTN))
+        a = add(ok, a, dsa_indexer_bytes(ok, x));
     return add(ok, a, mul(ok, T, gathered_inputs(x)));
 }
 
@@ -653,11 +656,12 @@ void m4d_stage_activations(bool *ok, const struct m4d_ctx *x, const struct share
 
 /* Selective recompute: while one layer's backward runs, the modules it
  * re-ran hold their tensors again: the attention core's, and what
- * selective_savings() dropped. */
+ * selective_savings() dropped, with the sparse-attention indexer's. */
 uint64_t m4d_selective_live(bool *ok, const struct m4d_ctx *x)
 {
     uint64_t T = tokens(ok, x), repl, split;
     selective_savings(ok, x, &repl, &split);
     uint64_t core = reruns(x, M4D_RC_CORE_ATTN) ? attention_core_bytes(ok, x) : 0;
-    return add(ok, muldiv(ok, T, add(ok, core, split), x->t), muldiv(ok, T, repl, t_sp(x)));
+    uint64_t live = add(ok, muldiv(ok, T, add(ok, core, split), x->t), muldiv(ok, T, repl, t_sp(x)));
+    return reruns(x, M4D_RC_CORE_ATTN) ? add(ok, live, dsa_indexer_bytes(ok, x)) : live;
 }

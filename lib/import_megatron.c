@@ -197,6 +197,44 @@ static mem4d_status apply_positions(mem4d_import *imp, const struct m4d_opt_val 
  * hidden size or heads, as Megatron-LM requires), Megatron's defaults apply
  * to every switch it leaves out: LayerNorm, a plain 4h MLP, tied
  * embeddings, biases on. Otherwise only the flags given change the model. */
+/* --softmax-type learnable (gpt-oss's per-head sink logits), the DSA
+ * indexer's sizes (set by the table) and, in Pai-Megatron-Patch and the ROCm
+ * fork, shared experts as --num-shared-experts x --moe-ffn-hidden-size
+ * (their scripts also pass --moe-shared-expert-intermediate-size, which
+ * wins) behind --enable-shared-expert. */
+static mem4d_status apply_new_attention(mem4d_import *imp, const struct m4d_opt_val *vals, bool describes,
+                                        mem4d_model *m)
+{
+    if (describes || GIVEN(MF_SOFTMAX))
+        TRY(SET_M(m, MEM4D_MODEL_ATTENTION_SINKS, GIVEN(MF_SOFTMAX) && U(MF_SOFTMAX) == M4D_SOFTMAX_LEARNABLE,
+                  "--softmax-type"));
+    static const struct { int slot; mem4d_model_param key; } dsa[] = {
+        {MF_DSA_HEADS, MEM4D_MODEL_DSA_INDEX_HEADS}, {MF_DSA_HEAD_DIM, MEM4D_MODEL_DSA_INDEX_HEAD_DIM},
+        {MF_DSA_TOPK, MEM4D_MODEL_DSA_INDEX_TOPK},
+    };
+    for (size_t i = 0; i < sizeof dsa / sizeof *dsa; i++)
+        if (describes && !GIVEN(dsa[i].slot))
+            TRY(SET_M(m, dsa[i].key, 0, "--dsa-indexer-*"));
+    if (!GIVEN(MF_NUM_SHARED)) {
+        if (GIVEN(MF_ENABLE_SHARED) && !GIVEN(MF_SHARED_FFN))
+            m4d_imp_warn(imp, "--enable-shared-expert without --num-shared-experts or "
+                         "--moe-shared-expert-intermediate-size: read as no shared expert");
+        return MEM4D_OK;
+    }
+    uint64_t fe = m->v[MEM4D_MODEL_EXPERT_FFN_SIZE] ? m->v[MEM4D_MODEL_EXPERT_FFN_SIZE] : m->v[MEM4D_MODEL_FFN_HIDDEN_SIZE];
+    uint64_t fs;
+    if (!m4d_mul(U(MF_NUM_SHARED), fe, &fs))
+        return m4d_imp_fail(imp, MEM4D_E_RANGE, "--num-shared-experts x --moe-ffn-hidden-size overflows");
+    if (!GIVEN(MF_SHARED_FFN))
+        return SET_M(m, MEM4D_MODEL_SHARED_EXPERT_FFN_SIZE, fs, "--num-shared-experts");
+    if (fs != m->v[MEM4D_MODEL_SHARED_EXPERT_FFN_SIZE])
+        m4d_imp_warn(imp, "--num-shared-experts %llu x --moe-ffn-hidden-size %llu is not "
+                     "--moe-shared-expert-intermediate-size %llu; the intermediate size is used",
+                     (unsigned long long)U(MF_NUM_SHARED), (unsigned long long)fe,
+                     (unsigned long long)m->v[MEM4D_MODEL_SHARED_EXPERT_FFN_SIZE]);
+    return MEM4D_OK;
+}
+
 static mem4d_status apply_model(mem4d_import *imp, const struct m4d_opt_val *vals, mem4d_model *m)
 {
     bool describes = GIVEN(MF_NUM_LAYERS) || GIVEN(MF_HIDDEN) || GIVEN(MF_HEADS);
@@ -259,6 +297,7 @@ static mem4d_status apply_model(mem4d_import *imp, const struct m4d_opt_val *val
     if (GIVEN(MF_SHARED_FFN) || GIVEN(MF_SHARED_GATE))
         TRY(SET_M(m, MEM4D_MODEL_SHARED_EXPERT_GATE, GIVEN(MF_SHARED_GATE), "--moe-shared-expert-gate"));
     TRY(apply_mla(imp, vals, describes, m));
+    TRY(apply_new_attention(imp, vals, describes, m));
     if (describes)
         m4d_strlcpy(m->name, "custom", sizeof m->name);
     return MEM4D_OK;

@@ -41,6 +41,8 @@ static const char *const c_offload_modules[] = {"attn_norm", "qkv_linear", "core
                                                 "expert_fc1", "moe_act", "fused_group_mlp", "gdp_qkv", NULL};
 static const char *const c_fsdp_dtype[] = {"fp32", "bf16", "fp16", "auto", NULL};
 static const char *const c_fp8_recipe[] = {"delayed", "tensorwise", "mxfp8", "blockwise", "custom", NULL};
+/* Megatron-Core TransformerConfig.softmax_type; "learnable" is gpt-oss's per-head sink. */
+static const char *const c_softmax[] = {"vanilla", "off-by-one", "learnable", NULL};
 
 #define INT_ROW(f, slot, key) {f, M4D_FLAG_INT, slot, key, NULL, NULL}
 #define SWITCH_ROW(f, slot) {f, M4D_FLAG_SWITCH, slot, -1, NULL, NULL}
@@ -135,10 +137,22 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     SWITCH_ROW("distribute-saved-activations", MF_DIST_SAVED),
     SKIP_ROW("distributed-backend"),
     SKIP_ROW("distributed-timeout-minutes"),
+    INT_ROW("dsa-indexer-head-dim", MF_DSA_HEAD_DIM, MEM4D_MODEL_DSA_INDEX_HEAD_DIM),
+    SKIP_ROW("dsa-indexer-k-norm-fp32"), /* the key norm's input in fp32: d_i elements a token, below a megabyte */
+    SKIP_ROW("dsa-indexer-loss-coeff"),
+    INT_ROW("dsa-indexer-n-heads", MF_DSA_HEADS, MEM4D_MODEL_DSA_INDEX_HEADS),
+    SKIP_ROW("dsa-indexer-rope-interleaved"),
+    SKIP_ROW("dsa-indexer-rotate-activation"),
+    SKIP_ROW("dsa-indexer-skip-topk-offset"), /* only with --dsa-indexer-topk-freq above 1 */
+    INT_ROW("dsa-indexer-topk", MF_DSA_TOPK, MEM4D_MODEL_DSA_INDEX_TOPK),
+    WARN_ROW("dsa-indexer-topk-freq", "shares one layer's top-k indices with the next layers, which then build no indexer; the estimate gives every layer its own indexer, an upper bound"),
+    SKIP_ROW("dsa-indexer-use-sparse-loss"),
+    SKIP_ROW("dsa-kernel-backend"), /* the fused kernels keep the same indices and inputs for backward */
     SKIP_ROW("embed-layernorm"), /* 2h parameters and one h-wide activation: below a megabyte */
     SKIP_ROW("empty-unused-memory-level"),
     SWITCH_ROW("enable-cuda-graph", MF_ENABLE_CUDA_GRAPH),
     SKIP_ROW("enable-experimental"),
+    SWITCH_ROW("enable-shared-expert", MF_ENABLE_SHARED), /* Pai-Megatron-Patch and the ROCm fork */
     INT_ROW("encoder-seq-length", MF_ENC_SEQ, -1),
     SKIP_ROW("end-weight-decay"),
     SKIP_ROW("eod-mask-loss"),
@@ -271,6 +285,7 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     SKIP_ROW("moe-shared-expert-overlap"),
     WORD_ROW("moe-token-dispatcher-type", MF_DISPATCHER, c_dispatcher),
     SKIP_ROW("moe-token-drop-policy"),
+    SKIP_ROW("moe-use-legacy-grouped-gemm"), /* GroupedMLP instead of TEGroupedMLP: the same weights and kept tensors */
     SKIP_ROW("moe-z-loss-coeff"),
     SKIP_ROW("mscale"),
     SKIP_ROW("mscale-all-dim"),
@@ -310,9 +325,11 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     INT_ROW("num-layers", MF_NUM_LAYERS, MEM4D_MODEL_NUM_LAYERS),
     INT_ROW("num-layers-per-virtual-pipeline-stage", MF_VPP_LAYERS, -1),
     INT_ROW("num-query-groups", MF_GROUPS, -1),
+    INT_ROW("num-shared-experts", MF_NUM_SHARED, -1), /* Pai-Megatron-Patch and the ROCm fork */
     INT_ROW("num-virtual-stages-per-pipeline-rank", MF_VPP_STAGES, -1),
     SKIP_ROW("num-workers"),
     BITS_ROW("offload-modules", MF_OFFLOAD_MODULES, c_offload_modules),
+    WARN_ROW("offload-optimizer-states", "moves the optimizer states to the host between optimizer steps (Megatron-Core optimizer_state_offloader); the estimate keeps them on the GPU, an upper bound"),
     SKIP_ROW("onnx-safe"),
     SKIP_ROW("openai-gelu"),
     WORD_ROW("optimizer", MF_OPTIMIZER, c_optimizer),
@@ -348,7 +365,9 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     INT_ROW("q-lora-rank", MF_Q_LORA, -1),
     INT_ROW("qk-head-dim", MF_QK_HEAD_DIM, -1),
     SWITCH_ROW("qk-layernorm", MF_QK_NORM),
+    INT_ROW("qk-nope-head-dim", MF_QK_HEAD_DIM, -1), /* Pai-Megatron-Patch's spelling of --qk-head-dim */
     INT_ROW("qk-pos-emb-head-dim", MF_QK_POS_DIM, -1),
+    INT_ROW("qk-rope-head-dim", MF_QK_POS_DIM, -1), /* Pai-Megatron-Patch's spelling of --qk-pos-emb-head-dim */
     SKIP_ROW("rampup-batch-size"),
     SWITCH_ROW("recompute-activations", MF_RC_ACT),
     WORD_ROW("recompute-granularity", MF_RC_GRAN, c_rc_gran),
@@ -359,6 +378,7 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     SKIP_ROW("reset-attention-mask"),
     SKIP_ROW("reset-position-ids"),
     SWITCH_ROW("reuse-grad-buf-for-mxfp8-param-ag", MF_REUSE_GRAD_MXFP8),
+    SKIP_ROW("rope-type"), /* rope or yarn: the same (parameter-free) rotary embedding for memory */
     SKIP_ROW("rotary-base"),
     SKIP_ROW("rotary-interleaved"),
     SKIP_ROW("rotary-percent"),
@@ -371,6 +391,7 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     SWITCH_ROW("sequence-parallel", MF_SP),
     REAL_ROW("sgd-momentum", MF_SGD_MOMENTUM),
     SKIP_ROW("sliding-window"),
+    WORD_ROW("softmax-type", MF_SOFTMAX, c_softmax),
     WARN_ROW("spec", "replaces the layer specification; the estimate assumes the GPT layer"),
     SKIP_ROW("split"),
     SKIP_ROW("squared-relu"),
@@ -378,6 +399,7 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     SKIP_ROW("step-batch-size-schedule"),
     SKIP_ROW("straggler-minmax-count"),
     SWITCH_ROW("swiglu", MF_SWIGLU),
+    SKIP_ROW("te-rng-tracker"),
     INT_ROW("tensor-model-parallel-size", MF_TP, -1),
     SKIP_ROW("tensorboard-dir"),
     SKIP_ROW("tensorboard-log-interval"),
@@ -421,6 +443,7 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     SKIP_ROW("use-pytorch-profiler"),
     SKIP_ROW("use-rope-scaling"),
     SWITCH_ROW("use-rotary-position-embeddings", MF_ROPE),
+    WARN_ROW("use-separate-send-recv-groups", "asks for separate pipeline send and receive process groups; the estimate counts one NCCL communicator for each pipeline group"),
     SWITCH_ROW("use-torch-fsdp2", MF_FSDP2),
     SKIP_ROW("use-torch-optimizer-for-cpu-offload"),
     SKIP_ROW("use-tp-pp-dp-mapping"),
@@ -438,6 +461,7 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     SKIP_ROW("weight-decay"),
     SKIP_ROW("weight-decay-incr-style"),
     INT_ROW("wgrad-deferral-limit", MF_WGRAD_DEFER_LIMIT, -1),
+    SKIP_ROW("window-attn-skip-freq"), /* which layers use --window-size: with flash attention no kept tensor depends on it */
     TEXT_ROW("window-size", MF_WINDOW),
     WARN_ROW("yaml-cfg", "reads the configuration from a YAML file the estimate cannot see"),
     INT_ROW("zero-stage", MF_ZERO_STAGE, -1),

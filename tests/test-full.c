@@ -271,6 +271,72 @@ START_TEST(distributed_optimizer_instances)
 }
 END_TEST
 
+/* DeepSeek Sparse Attention's indexer (DeepSeek-V3.2; Megatron-Core
+ * DSAIndexer) on a small MLA model of 4 layers, h 1024, r_q 256 (and a
+ * vocabulary of 512, so that the peak falls in a layer's backward): its
+ * parameters, wq_b r_q·n_i·d_i + wk h·d_i + LayerNorm 2·d_i + weights_proj
+ * h·n_i, and per layer and token what it keeps for backward, 2·n_i·(d_i + 1)
+ * + 4·d_i + 8·topk bytes (n_i 4, d_i 64, topk 256: 2824), plus the gathered
+ * input and compressed query 2·(h + r_q) with sequence parallelism over 2
+ * ranks; selective recompute of the attention core keeps none of it and holds
+ * one layer's worth while that layer's backward re-runs the core. */
+static mem4d_report *dsa_estimate(const mem4d_model *m, const char *extra)
+{
+    mem4d_layout *l = tu_layout("pp=1", "dp=1", "seq=1024", "mbs=1", "gbs=1", extra, NULL);
+    mem4d_report *r = NULL;
+    ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
+    ck_assert_msg(mem4d_estimate(m, l, device, r) == MEM4D_OK, "%s", mem4d_report_message(r));
+    mem4d_layout_free(l);
+    return r;
+}
+
+START_TEST(dsa_indexer_memory)
+{
+    static const char *const keys[][2] = {
+        {"hidden_size", "1024"}, {"num_layers", "4"}, {"num_attention_heads", "8"}, {"ffn_hidden_size", "4096"},
+        {"vocab_size", "512"}, {"kv_lora_rank", "128"}, {"q_lora_rank", "256"}, {"qk_head_dim", "64"},
+        {"qk_pos_emb_head_dim", "32"}, {"v_head_dim", "64"},
+    };
+    mem4d_model *plain = NULL, *dsa = NULL;
+    ck_assert_int_eq(mem4d_model_new(&plain), MEM4D_OK);
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        ck_assert_int_eq(mem4d_model_set_str(plain, keys[i][0], keys[i][1]), MEM4D_OK);
+    ck_assert_int_eq(mem4d_model_clone(plain, &dsa), MEM4D_OK);
+    ck_assert_int_eq(mem4d_model_set_str(dsa, "index_n_heads", "4"), MEM4D_OK);
+    char why[256];
+    ck_assert_int_eq(mem4d_model_validate(dsa, why, sizeof why), MEM4D_E_MODEL);
+    ck_assert_ptr_nonnull(strstr(why, "dsa_indexer_head_dim"));
+    ck_assert_int_eq(mem4d_model_set_str(dsa, "index_head_dim", "64"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_model_set_str(dsa, "index_topk", "256"), MEM4D_OK);
+    uint64_t np = 0, nd = 0;
+    ck_assert_int_eq(mem4d_model_num_params(plain, &np), MEM4D_OK);
+    ck_assert_int_eq(mem4d_model_num_params(dsa, &nd), MEM4D_OK);
+    ck_assert_uint_eq(nd - np, 4 * (256 * 4 * 64 + 1024 * 64 + 2 * 64 + 1024 * 4));
+    const uint64_t tok = 1024, per = 2 * 4 * 65 + 4 * 64 + 8 * 256;
+    static const char *const layouts[] = {"tp=1", "tp=2", "recompute=selective"};
+    const uint64_t want[] = {4 * tok * per, 4 * tok * (per + 2 * (1024 + 256)), tok * per};
+    for (size_t i = 0; i < 3; i++) {
+        mem4d_report *a = dsa_estimate(plain, layouts[i]), *b = dsa_estimate(dsa, layouts[i]);
+        ck_assert_msg(get(b, 0, MEM4D_TERM_ACTIVATIONS) - get(a, 0, MEM4D_TERM_ACTIVATIONS) == want[i],
+                      "%s: %llu more bytes, want %llu", layouts[i],
+                      (unsigned long long)(get(b, 0, MEM4D_TERM_ACTIVATIONS) - get(a, 0, MEM4D_TERM_ACTIVATIONS)),
+                      (unsigned long long)want[i]);
+        /* the activations at the peak (a layer's backward): what the layers keep, or under selective
+         * recompute the one re-run core's; the peak moves by them and the indexer's state */
+        uint64_t state = 0;
+        for (mem4d_term t = MEM4D_TERM_WEIGHTS; t <= MEM4D_TERM_OPTIMIZER; t++)
+            state += get(b, 0, t) - get(a, 0, t);
+        uint64_t peak = get(b, 0, MEM4D_TERM_PEAK_ALLOCATED) - get(a, 0, MEM4D_TERM_PEAK_ALLOCATED);
+        ck_assert_msg(peak == state + want[i], "%s: peak %llu more, state %llu",
+                      layouts[i], (unsigned long long)peak, (unsigned long long)state);
+        mem4d_report_free(a);
+        mem4d_report_free(b);
+    }
+    mem4d_model_free(plain);
+    mem4d_model_free(dsa);
+}
+END_TEST
+
 /* CPU offloading of the first N layers' activations (one stage, no
  * recompute): at most L - N layers' activations stay on the GPU, N·A_layer
  * less; nothing else moves; the report warns that the step time leaves the
@@ -1166,6 +1232,7 @@ int main(void)
     tcase_add_test(tc, allgather_groups);
     tcase_add_test(tc, moe_preset_parameter_counts);
     tcase_add_test(tc, overflow_is_range_not_wrap);
+    tcase_add_test(tc, dsa_indexer_memory);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

@@ -1482,6 +1482,59 @@ END_TEST
     "--untie-embeddings-and-output-weights", "--normalization", "RMSNorm", "--swiglu", "--disable-bias-linear", \
     "--position-embedding-type", "rope", "--seq-length", "4096", "--max-position-embeddings", "4096"
 
+/* The 2025-2026 flags: Pai-Megatron-Patch's --qk-nope-head-dim and
+ * --qk-rope-head-dim for Megatron-LM's --qk-head-dim and --qk-pos-emb-head-dim,
+ * its (and the ROCm fork's) --num-shared-experts N (N x --moe-ffn-hidden-size
+ * behind --enable-shared-expert), the DSA indexer's sizes, gpt-oss's
+ * --softmax-type learnable, and flags with no bearing on memory read
+ * silently. */
+START_TEST(megatron_2025_model_flags)
+{
+    struct fixture fx;
+    fx_open(&fx);
+    const char *argv[] = {"--num-layers", "4", "--hidden-size", "1024", "--ffn-hidden-size", "4096",
+                          "--num-attention-heads", "8", "--multi-latent-attention", "--q-lora-rank", "256",
+                          "--kv-lora-rank", "128", "--qk-nope-head-dim", "96", "--qk-rope-head-dim", "32",
+                          "--v-head-dim", "64", "--dsa-indexer-n-heads", "4", "--dsa-indexer-head-dim", "64",
+                          "--dsa-indexer-topk", "256", "--dsa-indexer-loss-coeff", "0.01", "--num-experts", "8",
+                          "--moe-ffn-hidden-size", "512", "--enable-shared-expert", "--num-shared-experts", "2",
+                          "--softmax-type", "learnable", "--rope-type", "yarn", "--moe-use-legacy-grouped-gemm",
+                          "--window-attn-skip-freq", "2", "--te-rng-tracker", "--position-embedding-type", "rope",
+                          "--vocab-size", "32000",
+                          "--seq-length", "1024", "--max-position-embeddings", "1024", NULL};
+    ck_assert_msg(run_argv(&fx, argv, 0) == MEM4D_OK, "%s", mem4d_import_message(fx.imp));
+    ck_assert_msg(mem4d_import_warning_count(fx.imp) == 0, "%s", mem4d_import_warning(fx.imp, 0));
+    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_QK_HEAD_DIM), 96);
+    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_QK_POS_EMB_HEAD_DIM), 32);
+    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_DSA_INDEX_HEADS), 4);
+    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_DSA_INDEX_HEAD_DIM), 64);
+    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_DSA_INDEX_TOPK), 256);
+    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_SHARED_EXPERT_FFN_SIZE), 1024);
+    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_ATTENTION_SINKS), 1);
+    fx_close(&fx);
+    /* a size the two spellings disagree on, and a switch with no size, are said */
+    fx_open(&fx);
+    const char *odd[] = {"--num-layers", "4", "--hidden-size", "1024", "--num-attention-heads", "8", "--num-experts", "8",
+                         "--moe-ffn-hidden-size", "512", "--num-shared-experts", "2",
+                         "--moe-shared-expert-intermediate-size", "512", "--softmax-type", "off-by-one",
+                         "--position-embedding-type", "rope", "--vocab-size", "32000", "--seq-length", "1024", NULL};
+    ck_assert_msg(run_argv(&fx, odd, 0) == MEM4D_OK, "%s", mem4d_import_message(fx.imp));
+    ck_assert_uint_eq(mem4d_import_warning_count(fx.imp), 1);
+    ck_assert_ptr_nonnull(strstr(mem4d_import_warning(fx.imp, 0), "the intermediate size is used"));
+    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_SHARED_EXPERT_FFN_SIZE), 512);
+    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_ATTENTION_SINKS), 0);
+    fx_close(&fx);
+    fx_open(&fx);
+    const char *bare[] = {"--num-layers", "4", "--hidden-size", "1024", "--num-attention-heads", "8", "--num-experts", "8",
+                          "--moe-ffn-hidden-size", "512", "--enable-shared-expert", "--position-embedding-type", "rope",
+                          "--vocab-size", "32000", "--seq-length", "1024", NULL};
+    ck_assert_msg(run_argv(&fx, bare, 0) == MEM4D_OK, "%s", mem4d_import_message(fx.imp));
+    ck_assert_uint_eq(mem4d_import_warning_count(fx.imp), 1);
+    ck_assert_ptr_nonnull(strstr(mem4d_import_warning(fx.imp, 0), "read as no shared expert"));
+    fx_close(&fx);
+}
+END_TEST
+
 START_TEST(moe_patterns_mla_and_mtp)
 {
     struct fixture fx;
@@ -1864,6 +1917,8 @@ static const struct {
 } recipes_expected[] = {
     {"llama3-8b-h100-8gpu-fp8-mock", "oom"},
     {"pai-deepseek-v2-lite-8gpu", "the vocabulary size is unknown"},
+    {"kimi-k2-gb200-128gpu-128k-mxfp8", "--offload-optimizer-states moves the optimizer states to the host"},
+    {"qwen3-235b-a22b-gb200-256gpu-mxfp8-offload", "--use-separate-send-recv-groups asks for separate pipeline"},
 };
 
 START_TEST(recipes_as_written_on_their_hardware)
@@ -2055,6 +2110,7 @@ static Suite *import_suite(void)
     tcase_add_test(tc, cut_text_stays_utf8);
     tcase_add_test(tc, hf_configs_match_published_counts);
     tcase_add_test(tc, hf_recent_configs_read_or_refused);
+    tcase_add_test(tc, megatron_2025_model_flags);
     tcase_add_test(tc, published_recipes_fit_their_hardware);
     tcase_add_test(tc, recipes_as_written_on_their_hardware);
     tcase_add_test(tc, sgd_momentum_buffers);
