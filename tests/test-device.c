@@ -111,12 +111,16 @@ START_TEST(device_files)
                                "name = grand-teton-500w\n"
                                "  peak_flops = 800000000000000\r\n"
                                "nics_per_node=8\n"
+                               "stack = torchtitan\n"
+                               "attention_kernel = fa3\n"
                                "nic_bandwidth = 50000000000";
     ck_assert_int_eq(mem4d_device_parse(d, text, sizeof text - 1, why, sizeof why), MEM4D_OK);
     ck_assert_str_eq(mem4d_device_name(d), "grand-teton-500w");
     ck_assert_uint_eq(tu_device_get(d, "peak_flops"), UINT64_C(800000000000000));
     ck_assert_uint_eq(tu_device_get(d, "memory_bytes"), 80 * GiB);
     ck_assert_uint_eq(tu_device_get(d, "nics_per_node"), 8);
+    ck_assert_uint_eq(tu_device_get(d, "stack"), 5); /* torchtitan, a named software stack */
+    ck_assert_uint_eq(tu_device_get(d, "attention_kernel"), 2);
     /* format, then parse into a blank device: the same device. */
     size_t len = 0;
     ck_assert_int_eq(mem4d_device_format(d, NULL, 0, &len), MEM4D_E_RANGE);
