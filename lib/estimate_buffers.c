@@ -186,7 +186,7 @@ uint64_t m4d_process_groups(const struct m4d_ctx *x)
         n += x->ep > 1;
         n += dc / x->ep > 1;
     }
-    if (x->ag_groups && x->fw == MEM4D_FRAMEWORK_MEGATRON) /* parallel_state.create_all_gather_groups */
+    if (x->ag_groups) /* parallel_state.create_all_gather_groups (Megatron-LM only: its row in params.c) */
         n += (dc > 1) + (x->experts && x->ep > 1 && dc / x->ep > 1);
     return n;
 }

@@ -9,59 +9,23 @@
 #include "private.h"
 
 /* Paper mode covers the paper's setup only; anything else would be a
- * silently wrong number, so it is refused with the reason. */
-static const char *paper_unsupported(const struct m4d_ctx *x)
+ * silently wrong number, so it is refused with the reason. Which key values
+ * it models is in each key's row (params.c): m4d_resolve() finds the first
+ * key it does not, and recompute, which a search varies, is asked here. What
+ * is left are the rules between keys and what no key says. */
+static bool paper_covers(const struct m4d_ctx *x, char *msg, size_t n)
 {
-    if (x->experts)
-        return "mixture-of-experts models";
-    if (!x->gated)
-        return "non-gated MLPs (the formula assumes SwiGLU)";
-    if (!x->flash)
-        return "attention without FlashAttention";
-    if (x->t > 1 && !x->sp)
-        return "tensor parallelism without sequence parallelism";
-    if (x->v > 1)
-        return "virtual pipeline stages (vpp > 1)";
-    if (x->recompute == 2)
-        return "full recomputation";
-    if (!m4d_split_even(&x->split))
-        return "uneven pipeline stages (first/last stage layers, shorter end chunks or a layer table)";
-    if (x->zero > 1)
-        return "ZeRO stages 2 and 3";
-    if (x->opt_moments != 2)
-        return "optimizers other than Adam";
-    if (x->odo)
-        return "Megatron-LLaMA's overlapped distributed optimizer";
-    if (x->dopt_inst > 1)
-        return "several distributed-optimizer instances";
-    if (x->act_offload)
-        return "activation offloading to the host";
-    if (x->param_bytes != 2 || x->opt_bytes != 4 || x->master_bytes != 4)
-        return "precisions other than bf16 weights with fp32 master weights and Adam states";
-    if (x->fp8)
-        return "fp8 training";
-    if (x->ep > 1)
-        return "expert parallelism";
-    if (x->hidden_dropout || x->attn_dropout)
-        return "dropout (the formula assumes none, so no dropout masks)";
-    if (x->ce_fusion)
-        return "the fused cross-entropy's extra logits buffer";
-    if (x->linear_bias || x->pos_rows || x->qk_norm || x->norms != 2 || x->kv_lora || x->mtp)
-        return "linear biases, learned position tables or query/key norms (the formula's layer has none)";
-    if (x->distribute_saved || x->fp8_params || x->opt_sq_bytes != x->opt_bytes || x->precision_aware ||
-        x->opt_offload_ppm)
-        return "distributed checkpoints, fp8 parameters or mixed Adam moment precisions";
-    if (x->fw != MEM4D_FRAMEWORK_MEGATRON)
-        return "frameworks other than Megatron-LM";
-    if (x->recompute == 3)
-        return "op-selective recomputation";
-    if (x->tp_overlap && x->t > 1)
-        return "tensor-parallel communication overlap's userbuffers";
-    if (x->expandable || x->compile || x->afab)
-        return "allocator, compiler or schedule settings outside the paper's setup";
-    if (x->cuda_graph || x->fp32_residual)
-        return "CUDA graphs or fp32 residual connections";
-    return NULL;
+    if (x->paper_row)
+        return m4d_param_applies(x->paper_row, x->paper_value, x->fw, MEM4D_MODE_PAPER, msg, n);
+    if (!m4d_param_applies(&m4d_layout_params[MEM4D_LAYOUT_RECOMPUTE], x->recompute, x->fw, MEM4D_MODE_PAPER, msg, n))
+        return false;
+    const char *what = x->t > 1 && !x->sp ? "tensor parallelism without sequence parallelism"
+                     : x->split.nvs ? "a stage layer table"
+                     : x->nlt ? "a layer pattern of other layer kinds"
+                              : NULL;
+    if (what)
+        m4d_msg(msg, n, "paper mode does not model %s; use full mode", what);
+    return what == NULL;
 }
 
 /* N = ((L·P_layer)/p + h·V)/t, plus h·V/t + h when p = 1 and untied. */
@@ -117,11 +81,8 @@ static bool paper_activations(const struct m4d_ctx *x, uint64_t *out)
 
 mem4d_status m4d_estimate_paper(const struct m4d_ctx *x, mem4d_report *r)
 {
-    const char *what = paper_unsupported(x);
-    if (what) {
-        m4d_msg(r->msg, sizeof r->msg, "paper mode does not model %s; use full mode", what);
+    if (!paper_covers(x, r->msg, sizeof r->msg))
         return MEM4D_E_UNSUPPORTED;
-    }
     uint64_t N, *t = r->stages[0].t;
     memset(t, 0, sizeof r->stages[0].t);
     if (!paper_params(x, &N) || !m4d_mul(N, 2, &t[MEM4D_TERM_WEIGHTS]) ||

@@ -344,25 +344,12 @@ static mem4d_status check_seq_batch(struct m4d_ctx *x, char *why, size_t n)
     return MEM4D_OK;
 }
 
-/* Settings that belong to one framework, or contradict it. */
+/* Framework settings that contradict other settings (where a key applies at
+ * all is its row in params.c). */
 static mem4d_status check_framework(const struct m4d_ctx *x, char *why, size_t n)
 {
-    static const char *const fw_names[] = {"megatron", "torchtitan", "deepspeed", "nanotron"};
-    const char *fw = fw_names[x->fw];
     if (x->d % x->dp_rep != 0) {
         m4d_msg(why, n, "dp_replicate %llu does not divide dp %llu", U(x->dp_rep), U(x->d));
-        return MEM4D_E_CONFLICT;
-    }
-    if (x->dp_rep > 1 && x->fw != MEM4D_FRAMEWORK_TORCHTITAN) {
-        m4d_msg(why, n, "dp_replicate %llu (HSDP) needs framework torchtitan, not %s", U(x->dp_rep), fw);
-        return MEM4D_E_CONFLICT;
-    }
-    if (x->fw == MEM4D_FRAMEWORK_NANOTRON && x->zero > 1) {
-        m4d_msg(why, n, "nanotron offers ZeRO-0 and ZeRO-1 only, not zero_stage %llu", U(x->zero));
-        return MEM4D_E_CONFLICT;
-    }
-    if (x->offload && x->fw != MEM4D_FRAMEWORK_DEEPSPEED) {
-        m4d_msg(why, n, "offload needs framework deepspeed, not %s", fw);
         return MEM4D_E_CONFLICT;
     }
     /* DeepSpeed's PipelineEngine asserts zero_optimization_stage() <
@@ -377,16 +364,16 @@ static mem4d_status check_framework(const struct m4d_ctx *x, char *why, size_t n
         m4d_msg(why, n, "offloading parameters needs zero_stage 3 (it is %llu)", U(x->zero));
         return MEM4D_E_CONFLICT;
     }
-    if (x->odo && (x->fw != MEM4D_FRAMEWORK_MEGATRON || x->zero != 1 || x->experts)) {
-        m4d_msg(why, n, "overlapped_dist_opt (Megatron-LLaMA) needs framework megatron, dist_opt and a dense model "
-                "(framework %s, zero_stage %llu, %llu experts)", fw, U(x->zero), U(x->experts));
+    if (x->odo && (x->zero != 1 || x->experts)) {
+        m4d_msg(why, n, "overlapped_dist_opt (Megatron-LLaMA) needs dist_opt and a dense model (zero_stage %llu, "
+                "%llu experts)", U(x->zero), U(x->experts));
         return MEM4D_E_CONFLICT;
     }
     if (x->dopt_inst > 1) {
         uint64_t edp = x->experts ? x->t * x->d * x->c / (x->ep * x->etp) : x->d * x->c;
-        if (x->fw != MEM4D_FRAMEWORK_MEGATRON || x->zero < 1) {
-            m4d_msg(why, n, "dist_opt_instances %llu needs framework megatron and the distributed optimizer "
-                    "(framework %s, zero_stage %llu)", U(x->dopt_inst), fw, U(x->zero));
+        if (x->zero < 1) {
+            m4d_msg(why, n, "dist_opt_instances %llu needs the distributed optimizer (zero_stage %llu)",
+                    U(x->dopt_inst), U(x->zero));
             return MEM4D_E_CONFLICT;
         }
         if ((x->d * x->c) % x->dopt_inst != 0 || edp % x->dopt_inst != 0) {
@@ -398,9 +385,8 @@ static mem4d_status check_framework(const struct m4d_ctx *x, char *why, size_t n
     if (x->act_offload) {
         /* Megatron-Core's TransformerConfig: no pipeline parallelism, fewer
          * offloaded layers than layers (and no recomputation, below) */
-        if (x->fw != MEM4D_FRAMEWORK_MEGATRON || x->p > 1) {
-            m4d_msg(why, n, "activation_offload_layers needs framework megatron and pp 1 (framework %s, pp %llu)",
-                    fw, U(x->p));
+        if (x->p > 1) {
+            m4d_msg(why, n, "activation_offload_layers needs pp 1 (pp %llu)", U(x->p));
             return MEM4D_E_CONFLICT;
         }
         if (x->act_offload >= x->L) {
@@ -408,25 +394,8 @@ static mem4d_status check_framework(const struct m4d_ctx *x, char *why, size_t n
             return MEM4D_E_CONFLICT;
         }
     }
-    if (x->pp_outputs && x->fw != MEM4D_FRAMEWORK_TORCHTITAN) {
-        m4d_msg(why, n, "pp_return_outputs is torch.distributed.pipelining's (framework torchtitan), not %s's", fw);
-        return MEM4D_E_CONFLICT;
-    }
-    if ((x->cap_ppm || x->cap_pad) && x->fw != MEM4D_FRAMEWORK_MEGATRON) {
-        m4d_msg(why, n, "moe_capacity_factor_ppm and moe_pad_to_capacity are Megatron-Core's, not %s's", fw);
-        return MEM4D_E_CONFLICT;
-    }
     if (x->cap_pad && x->cap_ppm == 0) {
         m4d_msg(why, n, "moe_pad_to_capacity needs moe_capacity_factor_ppm");
-        return MEM4D_E_CONFLICT;
-    }
-    if (x->opt_moments != 2 && x->fw != MEM4D_FRAMEWORK_MEGATRON) {
-        m4d_msg(why, n, "optimizer_moments %llu (SGD) is modelled for framework megatron, not %s", U(x->opt_moments),
-                fw);
-        return MEM4D_E_CONFLICT;
-    }
-    if ((x->float8 || x->fp8_all_gather) && x->fw != MEM4D_FRAMEWORK_TORCHTITAN) {
-        m4d_msg(why, n, "float8 and fp8_all_gather are torchtitan's (torchao) settings; use fp8 for %s", fw);
         return MEM4D_E_CONFLICT;
     }
     if (x->fp8_all_gather && x->float8 != 1) {
@@ -459,12 +428,6 @@ static mem4d_status check_moe_dispatch(const struct m4d_ctx *x, char *why, size_
         m4d_msg(why, n, "%s needs a mixture-of-experts model",
                 x->dispatcher ? "moe_dispatcher" : x->pad_multiple ? "moe_pad_multiple" : "moe_ep_overlap");
         return MEM4D_E_EXPERTS;
-    }
-    if ((x->dispatcher || x->pad_multiple || x->ep_overlap || x->delay_wgrad || x->cuda_graph || x->fp32_residual) &&
-        x->fw != MEM4D_FRAMEWORK_MEGATRON) {
-        m4d_msg(why, n, "moe_dispatcher, moe_pad_multiple, moe_ep_overlap, delay_wgrad, cuda_graph and "
-                "fp32_residual are Megatron-Core's (framework megatron)");
-        return MEM4D_E_CONFLICT;
     }
     if (flex && group < 2) {
         m4d_msg(why, n, "moe_dispatcher %s (the flex dispatcher) needs ep x etp > 1", names[x->dispatcher]);
@@ -508,14 +471,13 @@ static mem4d_status check_moe_dispatch(const struct m4d_ctx *x, char *why, size_
         m4d_msg(why, n, "fp32_residual needs 2-byte (bf16/fp16) parameters");
         return MEM4D_E_CONFLICT;
     }
-    if (x->fsdp_double && (x->zero < 2 || x->fw != MEM4D_FRAMEWORK_MEGATRON)) {
-        m4d_msg(why, n, "fsdp_double_buffer needs Megatron FSDP (zero_stage 2 or 3, framework megatron)");
+    if (x->fsdp_double && x->zero < 2) {
+        m4d_msg(why, n, "fsdp_double_buffer needs Megatron FSDP (zero_stage 2 or 3)");
         return MEM4D_E_CONFLICT;
     }
     if (x->offload_modules) {
         uint64_t om = x->offload_modules;
-        const char *bad = x->fw != MEM4D_FRAMEWORK_MEGATRON ? "is Megatron-Core's (framework megatron)"
-                        : x->act_offload ? "contradicts activation_offload_layers (Megatron-Core refuses both)"
+        const char *bad = x->act_offload ? "contradicts activation_offload_layers (Megatron-Core refuses both)"
                         : (om & M4D_OFFLOAD_ATTN_PROJ) && !(om & M4D_OFFLOAD_CORE_ATTN)
                             ? "offloads attn_proj without core_attn (its input is core_attn's output)"
                         : !x->experts && (om & (M4D_OFFLOAD_EXPERT_FC1 | M4D_OFFLOAD_MOE_ACT))
@@ -532,8 +494,8 @@ static mem4d_status check_moe_dispatch(const struct m4d_ctx *x, char *why, size_
             return MEM4D_E_CONFLICT;
         }
     }
-    if (x->defer_emb_wgrad && (x->p < 2 || x->fw != MEM4D_FRAMEWORK_MEGATRON)) {
-        m4d_msg(why, n, "defer_embedding_wgrad needs pipeline parallelism (Megatron-Core's, framework megatron)");
+    if (x->defer_emb_wgrad && x->p < 2) {
+        m4d_msg(why, n, "defer_embedding_wgrad needs pipeline parallelism (as Megatron-Core)");
         return MEM4D_E_CONFLICT;
     }
     if (x->cuda_graph && x->act_offload) {
@@ -553,10 +515,9 @@ bool m4d_recompute_mode_ok(const struct m4d_ctx *x, char *why, size_t n)
 {
     bool full = x->recompute == 2, moe_module = x->recompute == 1 && (x->rc_modules & M4D_RC_MOE);
     bool layer_graphs = x->cuda_graph && x->cuda_graph != MEM4D_CUDA_GRAPH_FULL_ITERATION;
-    if (x->recompute == 3 && x->fw != MEM4D_FRAMEWORK_TORCHTITAN)
-        m4d_msg(why, n, "op-selective recompute is torchtitan's (framework is %s)",
-                mem4d_layout_value_name(MEM4D_LAYOUT_FRAMEWORK, x->fw));
-    else if (x->rc_every > 1 && !full)
+    if (!m4d_param_applies(&m4d_layout_params[MEM4D_LAYOUT_RECOMPUTE], x->recompute, x->fw, MEM4D_MODE_FULL, why, n))
+        return false;
+    if (x->rc_every > 1 && !full)
         m4d_msg(why, n, "recompute_every %llu needs recompute full", U(x->rc_every));
     else if (x->act_offload && x->recompute)
         m4d_msg(why, n, "activation_offload_layers needs no recomputation (Megatron-Core refuses both)");
@@ -630,6 +591,23 @@ mem4d_status m4d_resolve(const mem4d_model *model, const mem4d_layout *layout,
     if (x->s == 0) {
         m4d_msg(why, n, "sequence length (seq) is not set");
         return MEM4D_E_MISSING;
+    }
+    /* Where each key applies is in its row (params.c): a key set for a
+     * framework that does not model it is refused here; what paper mode
+     * does not model is refused when it estimates (the search varies
+     * recompute itself, m4d_recompute_mode_ok()). */
+    if (m4d_params_apply(m4d_layout_params, M4D_LAYOUT_NPARAM, layout->v, -1, x->fw, MEM4D_MODE_FULL, why, n) >= 0)
+        return MEM4D_E_CONFLICT;
+    if (x->mode == MEM4D_MODE_PAPER) {
+        int k = m4d_params_apply(m4d_model_params, M4D_MODEL_NPARAM, model->v, -1, x->fw, x->mode, NULL, 0);
+        if (k >= 0) {
+            x->paper_row = &m4d_model_params[k];
+            x->paper_value = model->v[k];
+        } else if ((k = m4d_params_apply(m4d_layout_params, M4D_LAYOUT_NPARAM, layout->v, MEM4D_LAYOUT_RECOMPUTE,
+                                         x->fw, x->mode, NULL, 0)) >= 0) {
+            x->paper_row = &m4d_layout_params[k];
+            x->paper_value = layout->v[k];
+        }
     }
     if ((st = check_world(x, why, n)) != MEM4D_OK || (st = check_tp(x, why, n)) != MEM4D_OK ||
         (st = m4d_split_check(&x->split, why, n)) != MEM4D_OK || (st = check_seq_batch(x, why, n)) != MEM4D_OK ||

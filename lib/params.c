@@ -4,6 +4,8 @@
  * only ever appended.
  * SPDX-License-Identifier: MIT
  */
+#include <string.h>
+
 #include "private.h"
 
 #define GiB (UINT64_C(1) << 30)
@@ -32,17 +34,25 @@ static const char *const gemm_library_names[] = {"auto", "native", "ampere", NUL
 /* Rows by kind (mem4d_param_kind): NUM_ROW is a plain number, UNIT_ROW a
  * number with a unit (BYTES_ROW, PPM_ROW, FLOPS_ROW, RATE_ROW for bytes/s,
  * NS_ROW), SET_ROW a byte width limited to the widths of its mask. */
-#define BOOL_ROW(n, a, a2, def) {n, a, a2, 0, 1, def, NULL, MEM4D_KIND_BOOLEAN, 0}
-#define NUM_ROW(n, a, a2, lo, hi, def) {n, a, a2, lo, hi, def, NULL, MEM4D_KIND_INTEGER, 0}
-#define UNIT_ROW(kind, n, a, a2, lo, hi, def) {n, a, a2, lo, hi, def, NULL, kind, 0}
+/* A row may end with where the key applies: .fw = M4D_FW(MEGATRON) (only
+ * that framework models its non-default values, or its .fw_values), .paper
+ * = the values paper mode models (PAPER_DEFAULT: the default alone). */
+#define BOOL_ROW(n, a, a2, def, ...) {n, a, a2, 0, 1, def, NULL, MEM4D_KIND_BOOLEAN, 0, __VA_ARGS__}
+#define NUM_ROW(n, a, a2, lo, hi, def, ...) {n, a, a2, lo, hi, def, NULL, MEM4D_KIND_INTEGER, 0, __VA_ARGS__}
+#define UNIT_ROW(kind, n, a, a2, lo, hi, def, ...) {n, a, a2, lo, hi, def, NULL, kind, 0, __VA_ARGS__}
 #define BYTES_ROW(n, a, a2, lo, hi, def) UNIT_ROW(MEM4D_KIND_BYTES, n, a, a2, lo, hi, def)
-#define PPM_ROW(n, a, a2, lo, hi, def) UNIT_ROW(MEM4D_KIND_PPM, n, a, a2, lo, hi, def)
+#define PPM_ROW(n, a, a2, lo, hi, def, ...) UNIT_ROW(MEM4D_KIND_PPM, n, a, a2, lo, hi, def, __VA_ARGS__)
 #define FLOPS_ROW(n, a, a2, lo, hi, def) UNIT_ROW(MEM4D_KIND_FLOPS, n, a, a2, lo, hi, def)
 #define RATE_ROW(n, a, a2, lo, hi, def) UNIT_ROW(MEM4D_KIND_BYTES_PER_S, n, a, a2, lo, hi, def)
 #define NS_ROW(n, a, a2, lo, hi, def) UNIT_ROW(MEM4D_KIND_NANOSECONDS, n, a, a2, lo, hi, def)
 /* An enumerated key's largest value follows from its NULL-terminated names. */
-#define ENUM_ROW(n, a, a2, names, def) {n, a, a2, 0, M4D_LEN(names) - 2, def, names, MEM4D_KIND_CHOICE, 0}
-#define SET_ROW(n, a, a2, lo, hi, def, mask) {n, a, a2, lo, hi, def, NULL, MEM4D_KIND_WIDTH, mask}
+#define ENUM_ROW(n, a, a2, names, def, ...) \
+    {n, a, a2, 0, M4D_LEN(names) - 2, def, names, MEM4D_KIND_CHOICE, 0, __VA_ARGS__}
+#define SET_ROW(n, a, a2, lo, hi, def, mask, ...) {n, a, a2, lo, hi, def, NULL, MEM4D_KIND_WIDTH, mask, __VA_ARGS__}
+/* Paper mode models the default value alone (the default must be < 63). */
+#define PAPER_DEFAULT(def) .paper = M4D_VAL(def)
+#define MEGATRON_ONLY .fw = M4D_FW(MEGATRON)
+#define TORCHTITAN_ONLY .fw = M4D_FW(TORCHTITAN)
 
 const struct m4d_param_desc m4d_model_params[] = {
     [MEM4D_MODEL_HIDDEN_SIZE] = NUM_ROW("hidden_size", "h", NULL, 1, 1u << 20, 0),
@@ -55,32 +65,33 @@ const struct m4d_param_desc m4d_model_params[] = {
     [MEM4D_MODEL_TIED_EMBEDDINGS] = BOOL_ROW("tie_word_embeddings", "tied_embeddings", NULL, 0),
     [MEM4D_MODEL_QKV_BIAS] = BOOL_ROW("add_qkv_bias", "qkv_bias", NULL, 0),
     [MEM4D_MODEL_NORM] = ENUM_ROW("normalization", "norm", NULL, norm_names, 0),
-    [MEM4D_MODEL_GATED_MLP] = BOOL_ROW("swiglu", "gated_mlp", NULL, 1),
-    [MEM4D_MODEL_NUM_EXPERTS] = NUM_ROW("num_experts", "num_local_experts", NULL, 0, 4096, 0),
+    [MEM4D_MODEL_GATED_MLP] = BOOL_ROW("swiglu", "gated_mlp", NULL, 1, PAPER_DEFAULT(1)),
+    [MEM4D_MODEL_NUM_EXPERTS] = NUM_ROW("num_experts", "num_local_experts", NULL, 0, 4096, 0, PAPER_DEFAULT(0)),
     [MEM4D_MODEL_EXPERT_TOPK] = NUM_ROW("moe_router_topk", "num_experts_per_tok", NULL, 0, 4096, 0),
     [MEM4D_MODEL_EXPERT_FFN_SIZE] = NUM_ROW("moe_ffn_hidden_size", "moe_intermediate_size", NULL, 0, 1u << 22, 0),
     [MEM4D_MODEL_SHARED_EXPERT_FFN_SIZE] = NUM_ROW("moe_shared_expert_intermediate_size",
                                                    "shared_expert_intermediate_size", NULL, 0, 1u << 22, 0),
     [MEM4D_MODEL_MAX_POSITION] = NUM_ROW("max_position_embeddings", NULL, NULL, 0, 1u << 26, 0),
-    [MEM4D_MODEL_LINEAR_BIAS] = BOOL_ROW("add_bias_linear", "linear_bias", NULL, 0),
+    [MEM4D_MODEL_LINEAR_BIAS] = BOOL_ROW("add_bias_linear", "linear_bias", NULL, 0, PAPER_DEFAULT(0)),
     [MEM4D_MODEL_POSITION_EMBEDDING] = ENUM_ROW("position_embedding_type", "position_embedding", NULL,
-                                                position_names, 0),
-    [MEM4D_MODEL_QK_LAYERNORM] = BOOL_ROW("qk_layernorm", "qk_norm", NULL, 0),
+                                                position_names, 0, .paper = M4D_VAL(0) | M4D_VAL(2) | M4D_VAL(3)),
+    [MEM4D_MODEL_QK_LAYERNORM] = BOOL_ROW("qk_layernorm", "qk_norm", NULL, 0, PAPER_DEFAULT(0)),
     [MEM4D_MODEL_MOE_LAYER_FREQ] = NUM_ROW("moe_layer_freq", NULL, NULL, 1, 64, 1),
     [MEM4D_MODEL_MOE_LAYER_MASK] = NUM_ROW("moe_layer_mask", NULL, NULL, 1, UINT64_MAX, 1),
     [MEM4D_MODEL_MOE_FIRST_DENSE] = NUM_ROW("first_k_dense_replace", "moe_first_dense_layers", NULL, 0, 4096, 0),
     [MEM4D_MODEL_Q_LORA_RANK] = NUM_ROW("q_lora_rank", NULL, NULL, 0, 1u << 20, 0),
-    [MEM4D_MODEL_KV_LORA_RANK] = NUM_ROW("kv_lora_rank", NULL, NULL, 0, 1u << 20, 0),
+    [MEM4D_MODEL_KV_LORA_RANK] = NUM_ROW("kv_lora_rank", NULL, NULL, 0, 1u << 20, 0, PAPER_DEFAULT(0)),
     [MEM4D_MODEL_QK_HEAD_DIM] = NUM_ROW("qk_head_dim", "qk_nope_head_dim", NULL, 0, 1u << 14, 0),
     [MEM4D_MODEL_QK_POS_EMB_HEAD_DIM] = NUM_ROW("qk_pos_emb_head_dim", "qk_rope_head_dim", NULL, 0, 1u << 14, 0),
     [MEM4D_MODEL_V_HEAD_DIM] = NUM_ROW("v_head_dim", NULL, NULL, 0, 1u << 14, 0),
-    [MEM4D_MODEL_MTP_LAYERS] = NUM_ROW("mtp_num_layers", "num_nextn_predict_layers", NULL, 0, 64, 0),
+    [MEM4D_MODEL_MTP_LAYERS] = NUM_ROW("mtp_num_layers", "num_nextn_predict_layers", NULL, 0, 64, 0, PAPER_DEFAULT(0)),
     [MEM4D_MODEL_SHARED_EXPERT_GATE] = BOOL_ROW("moe_shared_expert_gate", "shared_expert_gate", NULL, 1),
-    [MEM4D_MODEL_NORMS_PER_LAYER] = NUM_ROW("norms_per_layer", NULL, NULL, 1, 8, 2),
+    [MEM4D_MODEL_NORMS_PER_LAYER] = NUM_ROW("norms_per_layer", NULL, NULL, 1, 8, 2, PAPER_DEFAULT(2)),
     [MEM4D_MODEL_QK_NORM_WHOLE] = BOOL_ROW("qk_norm_whole", NULL, NULL, 0),
-    [MEM4D_MODEL_ATTENTION_SINKS] = BOOL_ROW("attention_sinks", "sinks", NULL, 0),
+    [MEM4D_MODEL_ATTENTION_SINKS] = BOOL_ROW("attention_sinks", "sinks", NULL, 0, PAPER_DEFAULT(0)),
     [MEM4D_MODEL_ROUTER_BIAS] = BOOL_ROW("moe_router_bias", "router_bias", NULL, 0),
-    [MEM4D_MODEL_DSA_INDEX_HEADS] = NUM_ROW("dsa_indexer_n_heads", "index_n_heads", NULL, 0, 1u << 14, 0),
+    [MEM4D_MODEL_DSA_INDEX_HEADS] = NUM_ROW("dsa_indexer_n_heads", "index_n_heads", NULL, 0, 1u << 14, 0,
+        PAPER_DEFAULT(0)),
     [MEM4D_MODEL_DSA_INDEX_HEAD_DIM] = NUM_ROW("dsa_indexer_head_dim", "index_head_dim", NULL, 0, 1u << 14, 0),
     [MEM4D_MODEL_DSA_INDEX_TOPK] = NUM_ROW("dsa_indexer_topk", "index_topk", NULL, 0, 1u << 24, 0),
     [MEM4D_MODEL_MAMBA_STATE_DIM] = NUM_ROW("mamba_state_dim", "ssm_state_size", NULL, 1, 1u << 14, 128),
@@ -92,7 +103,8 @@ const struct m4d_param_desc m4d_model_params[] = {
     [MEM4D_MODEL_LINEAR_VALUE_HEADS] = NUM_ROW("linear_num_value_heads", NULL, NULL, 0, 1u << 14, 0),
     [MEM4D_MODEL_LINEAR_KEY_HEAD_DIM] = NUM_ROW("linear_key_head_dim", NULL, NULL, 1, 1u << 14, 128),
     [MEM4D_MODEL_LINEAR_VALUE_HEAD_DIM] = NUM_ROW("linear_value_head_dim", NULL, NULL, 1, 1u << 14, 128),
-    [MEM4D_MODEL_ATTENTION_OUTPUT_GATE] = BOOL_ROW("attention_output_gate", "attn_output_gate", NULL, 0),
+    [MEM4D_MODEL_ATTENTION_OUTPUT_GATE] = BOOL_ROW("attention_output_gate", "attn_output_gate", NULL, 0,
+        PAPER_DEFAULT(0)),
 };
 M4D_TABLE_ROWS(m4d_model_params, M4D_MODEL_NPARAM);
 
@@ -108,83 +120,112 @@ const struct m4d_param_desc m4d_layout_params[] = {
     [MEM4D_LAYOUT_SEQUENCE_PARALLEL] = BOOL_ROW("sp", "sequence_parallel", NULL, 1),
     [MEM4D_LAYOUT_DIST_OPT] = BOOL_ROW("dist_opt", "use_distributed_optimizer", NULL, 1),
     [MEM4D_LAYOUT_MAIN_GRAD_BYTES] = SET_ROW("main_grad_bytes", "grad_bytes", NULL, 2, 4, 4, (1u << 2) | (1u << 4)),
-    [MEM4D_LAYOUT_VPP] = NUM_ROW("vpp", "virtual_pipeline_model_parallel_size", NULL, 1, M4D_MAX_STAGES, 1),
-    [MEM4D_LAYOUT_RECOMPUTE] = ENUM_ROW("recompute", "recompute_granularity", NULL, recompute_names, 0),
+    [MEM4D_LAYOUT_VPP] = NUM_ROW("vpp", "virtual_pipeline_model_parallel_size", NULL, 1, M4D_MAX_STAGES, 1,
+        PAPER_DEFAULT(1)),
+    [MEM4D_LAYOUT_RECOMPUTE] = ENUM_ROW("recompute", "recompute_granularity", NULL, recompute_names, 0,
+        .fw = M4D_FW(TORCHTITAN), .fw_values = M4D_VAL(3), .paper = M4D_VAL(0) | M4D_VAL(1)),
     [MEM4D_LAYOUT_RECOMPUTE_METHOD] = ENUM_ROW("recompute_method", NULL, NULL, method_names, 0),
     [MEM4D_LAYOUT_RECOMPUTE_LAYERS] = NUM_ROW("recompute_num_layers", NULL, NULL, 0, 4096, 0),
-    [MEM4D_LAYOUT_FLASH_ATTN] = BOOL_ROW("flash_attn", "use_flash_attn", NULL, 1),
+    [MEM4D_LAYOUT_FLASH_ATTN] = BOOL_ROW("flash_attn", "use_flash_attn", NULL, 1, PAPER_DEFAULT(1)),
     [MEM4D_LAYOUT_MODE] = ENUM_ROW("mode", NULL, NULL, mode_names, 0),
     [MEM4D_LAYOUT_VOCAB_DIVISOR] = NUM_ROW("make_vocab_size_divisible_by", "vocab_divisor", NULL, 1, 1u << 20, 128),
-    [MEM4D_LAYOUT_ZERO_STAGE] = NUM_ROW("zero_stage", NULL, NULL, 0, 3, 0),
-    [MEM4D_LAYOUT_PARAM_BYTES] = SET_ROW("param_bytes", NULL, NULL, 2, 4, 2, (1u << 2) | (1u << 4)),
+    [MEM4D_LAYOUT_ZERO_STAGE] = NUM_ROW("zero_stage", NULL, NULL, 0, 3, 0,
+        .fw = M4D_FW(MEGATRON) | M4D_FW(TORCHTITAN) | M4D_FW(DEEPSPEED),
+        .fw_values = M4D_VAL(2) | M4D_VAL(3), .paper = M4D_VAL(0) | M4D_VAL(1)),
+    [MEM4D_LAYOUT_PARAM_BYTES] = SET_ROW("param_bytes", NULL, NULL, 2, 4, 2, (1u << 2) | (1u << 4), PAPER_DEFAULT(2)),
     [MEM4D_LAYOUT_OPT_STATE_BYTES] = SET_ROW("optimizer_state_bytes", NULL, NULL, 1, 4, 4,
-                                             (1u << 1) | (1u << 2) | (1u << 4)),
+                                             (1u << 1) | (1u << 2) | (1u << 4), PAPER_DEFAULT(4)),
     [MEM4D_LAYOUT_MASTER_WEIGHT_BYTES] = SET_ROW("master_weight_bytes", NULL, NULL, 0, 4, 4,
-                                                 (1u << 0) | (1u << 2) | (1u << 4)),
-    [MEM4D_LAYOUT_FP8] = BOOL_ROW("fp8", NULL, NULL, 0),
-    [MEM4D_LAYOUT_EP] = NUM_ROW("ep", "expert_model_parallel_size", NULL, 1, 4096, 1),
-    [MEM4D_LAYOUT_FIRST_STAGE_LAYERS] = NUM_ROW("decoder_first_pipeline_num_layers", "first_stage_layers", NULL, 0, 4096, 0),
-    [MEM4D_LAYOUT_LAST_STAGE_LAYERS] = NUM_ROW("decoder_last_pipeline_num_layers", "last_stage_layers", NULL, 0, 4096, 0),
+                                                 (1u << 0) | (1u << 2) | (1u << 4), PAPER_DEFAULT(4)),
+    [MEM4D_LAYOUT_FP8] = BOOL_ROW("fp8", NULL, NULL, 0, PAPER_DEFAULT(0)),
+    [MEM4D_LAYOUT_EP] = NUM_ROW("ep", "expert_model_parallel_size", NULL, 1, 4096, 1, PAPER_DEFAULT(1)),
+    [MEM4D_LAYOUT_FIRST_STAGE_LAYERS] = NUM_ROW("decoder_first_pipeline_num_layers", "first_stage_layers", NULL, 0, 4096, 0,
+        PAPER_DEFAULT(0)),
+    [MEM4D_LAYOUT_LAST_STAGE_LAYERS] = NUM_ROW("decoder_last_pipeline_num_layers", "last_stage_layers", NULL, 0, 4096, 0,
+        PAPER_DEFAULT(0)),
     [MEM4D_LAYOUT_OVERLAP_GRAD_REDUCE] = BOOL_ROW("overlap_grad_reduce", NULL, NULL, 0),
     [MEM4D_LAYOUT_OVERLAP_PARAM_GATHER] = BOOL_ROW("overlap_param_gather", NULL, NULL, 0),
     [MEM4D_LAYOUT_BUCKET_SIZE] = NUM_ROW("ddp_bucket_size", "bucket_size", "reduce_bucket_size", 0, UINT64_C(1) << 40, 0),
-    [MEM4D_LAYOUT_HIDDEN_DROPOUT] = BOOL_ROW("hidden_dropout", NULL, NULL, 0),
-    [MEM4D_LAYOUT_ATTENTION_DROPOUT] = BOOL_ROW("attention_dropout", NULL, NULL, 0),
-    [MEM4D_LAYOUT_CROSS_ENTROPY_FUSION] = BOOL_ROW("cross_entropy_fusion", "cross_entropy_loss_fusion", NULL, 0),
+    [MEM4D_LAYOUT_HIDDEN_DROPOUT] = BOOL_ROW("hidden_dropout", NULL, NULL, 0, PAPER_DEFAULT(0)),
+    [MEM4D_LAYOUT_ATTENTION_DROPOUT] = BOOL_ROW("attention_dropout", NULL, NULL, 0, PAPER_DEFAULT(0)),
+    [MEM4D_LAYOUT_CROSS_ENTROPY_FUSION] = BOOL_ROW("cross_entropy_fusion", "cross_entropy_loss_fusion", NULL, 0,
+        PAPER_DEFAULT(0)),
     [MEM4D_LAYOUT_DISTRIBUTE_SAVED_ACTIVATIONS] = BOOL_ROW("distribute_saved_activations",
-                                                           "distribute_checkpointed_activations", NULL, 0),
-    [MEM4D_LAYOUT_FP8_PARAM_GATHER] = BOOL_ROW("fp8_param_gather", NULL, NULL, 0),
+                                                           "distribute_checkpointed_activations", NULL, 0,
+        PAPER_DEFAULT(0)),
+    [MEM4D_LAYOUT_FP8_PARAM_GATHER] = BOOL_ROW("fp8_param_gather", NULL, NULL, 0, PAPER_DEFAULT(0)),
     [MEM4D_LAYOUT_EXP_AVG_SQ_BYTES] = SET_ROW("exp_avg_sq_bytes", NULL, NULL, 0, 4, 0,
-                                              (1u << 0) | (1u << 1) | (1u << 2) | (1u << 4)),
+                                              (1u << 0) | (1u << 1) | (1u << 2) | (1u << 4),
+        .paper = M4D_VAL(0) | M4D_VAL(4)),
     [MEM4D_LAYOUT_PRECISION_AWARE_OPTIMIZER] = BOOL_ROW("precision_aware_optimizer",
-                                                        "use_precision_aware_optimizer", NULL, 0),
+                                                        "use_precision_aware_optimizer", NULL, 0, PAPER_DEFAULT(0)),
     [MEM4D_LAYOUT_ETP] = NUM_ROW("etp", "expert_tensor_parallel_size", NULL, 0, 4096, 0),
-    [MEM4D_LAYOUT_RECOMPUTE_MODULES] = NUM_ROW("recompute_modules", NULL, NULL, 0, 127, 1),
+    [MEM4D_LAYOUT_RECOMPUTE_MODULES] = NUM_ROW("recompute_modules", NULL, NULL, 0, 127, 1, PAPER_DEFAULT(1)),
     [MEM4D_LAYOUT_MOE_ROUTER_BYTES] = SET_ROW("moe_router_bytes", NULL, NULL, 4, 8, 4, (1u << 4) | (1u << 8)),
-    [MEM4D_LAYOUT_TP_COMM_OVERLAP] = BOOL_ROW("tp_comm_overlap", "async_tp", NULL, 0),
-    [MEM4D_LAYOUT_OPTIMIZER_OFFLOAD_PPM] = NUM_ROW("optimizer_offload_ppm", NULL, NULL, 0, 1000000, 0),
-    [MEM4D_LAYOUT_FRAMEWORK] = ENUM_ROW("framework", NULL, NULL, framework_names, 0),
-    [MEM4D_LAYOUT_RESHARD_AFTER_FORWARD] = ENUM_ROW("reshard_after_forward", NULL, NULL, reshard_names, 0),
-    [MEM4D_LAYOUT_DP_REPLICATE] = NUM_ROW("dp_replicate", "data_parallel_replicate_degree", NULL, 1, 1u << 24, 1),
-    [MEM4D_LAYOUT_RECOMPUTE_EVERY] = NUM_ROW("recompute_every", "selective_ac_option", NULL, 0, 4096, 0),
-    [MEM4D_LAYOUT_FLOAT8] = ENUM_ROW("float8", NULL, NULL, float8_names, 0),
-    [MEM4D_LAYOUT_FP8_ALL_GATHER] = BOOL_ROW("fp8_all_gather", "enable_fsdp_float8_all_gather", NULL, 0),
-    [MEM4D_LAYOUT_ALLGATHER_BUCKET_SIZE] = NUM_ROW("allgather_bucket_size", NULL, NULL, 0, UINT64_C(1) << 40, 0),
+    [MEM4D_LAYOUT_TP_COMM_OVERLAP] = BOOL_ROW("tp_comm_overlap", "async_tp", NULL, 0, PAPER_DEFAULT(0)),
+    [MEM4D_LAYOUT_OPTIMIZER_OFFLOAD_PPM] = NUM_ROW("optimizer_offload_ppm", NULL, NULL, 0, 1000000, 0,
+        PAPER_DEFAULT(0)),
+    [MEM4D_LAYOUT_FRAMEWORK] = ENUM_ROW("framework", NULL, NULL, framework_names, 0, PAPER_DEFAULT(0)),
+    [MEM4D_LAYOUT_RESHARD_AFTER_FORWARD] = ENUM_ROW("reshard_after_forward", NULL, NULL, reshard_names, 0, TORCHTITAN_ONLY),
+    [MEM4D_LAYOUT_DP_REPLICATE] = NUM_ROW("dp_replicate", "data_parallel_replicate_degree", NULL, 1, 1u << 24, 1,
+        TORCHTITAN_ONLY, PAPER_DEFAULT(1)),
+    [MEM4D_LAYOUT_RECOMPUTE_EVERY] = NUM_ROW("recompute_every", "selective_ac_option", NULL, 0, 4096, 0, TORCHTITAN_ONLY),
+    [MEM4D_LAYOUT_FLOAT8] = ENUM_ROW("float8", NULL, NULL, float8_names, 0, TORCHTITAN_ONLY, PAPER_DEFAULT(0)),
+    [MEM4D_LAYOUT_FP8_ALL_GATHER] = BOOL_ROW("fp8_all_gather", "enable_fsdp_float8_all_gather", NULL, 0,
+        TORCHTITAN_ONLY, PAPER_DEFAULT(0)),
+    [MEM4D_LAYOUT_ALLGATHER_BUCKET_SIZE] = NUM_ROW("allgather_bucket_size", NULL, NULL, 0, UINT64_C(1) << 40, 0,
+        .fw = M4D_FW(DEEPSPEED)),
     [MEM4D_LAYOUT_PREFETCH_BUCKET_SIZE] = NUM_ROW("stage3_prefetch_bucket_size", "prefetch_bucket_size", NULL, 0,
-                                                  UINT64_C(1) << 40, 0),
+                                                  UINT64_C(1) << 40, 0, .fw = M4D_FW(DEEPSPEED)),
     [MEM4D_LAYOUT_MAX_LIVE_PARAMETERS] = NUM_ROW("stage3_max_live_parameters", "max_live_parameters", NULL, 0,
-                                                 UINT64_C(1) << 40, 0),
-    [MEM4D_LAYOUT_OFFLOAD] = ENUM_ROW("offload", NULL, NULL, offload_names, 0),
-    [MEM4D_LAYOUT_CONTIGUOUS_GRADIENTS] = BOOL_ROW("contiguous_gradients", NULL, NULL, 1),
-    [MEM4D_LAYOUT_PIPELINE_SCHEDULE] = ENUM_ROW("pipeline_schedule", "pp_engine", NULL, schedule_names, 0),
-    [MEM4D_LAYOUT_COMPILE] = ENUM_ROW("compile", "torch_compile", NULL, compile_names, 0),
-    [MEM4D_LAYOUT_EXPANDABLE_SEGMENTS] = BOOL_ROW("expandable_segments", NULL, NULL, 0),
-    [MEM4D_LAYOUT_OPTIMIZER_MOMENTS] = NUM_ROW("optimizer_moments", NULL, NULL, 0, 2, 2),
-    [MEM4D_LAYOUT_OVERLAPPED_DIST_OPT] = BOOL_ROW("overlapped_dist_opt", "overlapped_distributed_optimizer", NULL, 0),
+                                                 UINT64_C(1) << 40, 0, .fw = M4D_FW(DEEPSPEED)),
+    [MEM4D_LAYOUT_OFFLOAD] = ENUM_ROW("offload", NULL, NULL, offload_names, 0,
+        .fw = M4D_FW(DEEPSPEED), PAPER_DEFAULT(0)),
+    [MEM4D_LAYOUT_CONTIGUOUS_GRADIENTS] = BOOL_ROW("contiguous_gradients", NULL, NULL, 1, .fw = M4D_FW(DEEPSPEED)),
+    [MEM4D_LAYOUT_PIPELINE_SCHEDULE] = ENUM_ROW("pipeline_schedule", "pp_engine", NULL, schedule_names, 0,
+        PAPER_DEFAULT(0)),
+    [MEM4D_LAYOUT_COMPILE] = ENUM_ROW("compile", "torch_compile", NULL, compile_names, 0, PAPER_DEFAULT(0)),
+    [MEM4D_LAYOUT_EXPANDABLE_SEGMENTS] = BOOL_ROW("expandable_segments", NULL, NULL, 0, PAPER_DEFAULT(0)),
+    [MEM4D_LAYOUT_OPTIMIZER_MOMENTS] = NUM_ROW("optimizer_moments", NULL, NULL, 0, 2, 2,
+        MEGATRON_ONLY, PAPER_DEFAULT(2)),
+    [MEM4D_LAYOUT_OVERLAPPED_DIST_OPT] = BOOL_ROW("overlapped_dist_opt", "overlapped_distributed_optimizer", NULL, 0,
+        MEGATRON_ONLY, PAPER_DEFAULT(0)),
     [MEM4D_LAYOUT_DIST_OPT_INSTANCES] = NUM_ROW("dist_opt_instances", "num_distributed_optimizer_instances", NULL, 1,
-                                                1u << 24, 1),
-    [MEM4D_LAYOUT_MOE_CAPACITY_FACTOR_PPM] = NUM_ROW("moe_capacity_factor_ppm", NULL, NULL, 0, 1000000000, 0),
-    [MEM4D_LAYOUT_MOE_PAD_TO_CAPACITY] = BOOL_ROW("moe_pad_to_capacity", "moe_pad_expert_input_to_capacity", NULL, 0),
+                                                1u << 24, 1, MEGATRON_ONLY, PAPER_DEFAULT(1)),
+    [MEM4D_LAYOUT_MOE_CAPACITY_FACTOR_PPM] = NUM_ROW("moe_capacity_factor_ppm", NULL, NULL, 0, 1000000000, 0,
+        MEGATRON_ONLY, PAPER_DEFAULT(0)),
+    [MEM4D_LAYOUT_MOE_PAD_TO_CAPACITY] = BOOL_ROW("moe_pad_to_capacity", "moe_pad_expert_input_to_capacity", NULL, 0,
+        MEGATRON_ONLY, PAPER_DEFAULT(0)),
     [MEM4D_LAYOUT_ACTIVATION_OFFLOAD_LAYERS] = NUM_ROW("activation_offload_layers", "cpu_offloading_num_layers", NULL,
-                                                       0, 4096, 0),
-    [MEM4D_LAYOUT_PP_RETURN_OUTPUTS] = BOOL_ROW("pp_return_outputs", "return_outputs", NULL, 0),
-    [MEM4D_LAYOUT_FIRST_CHUNK_FEWER_LAYERS] = NUM_ROW("first_chunk_fewer_layers", NULL, NULL, 0, 4096, 0),
-    [MEM4D_LAYOUT_LAST_CHUNK_FEWER_LAYERS] = NUM_ROW("last_chunk_fewer_layers", NULL, NULL, 0, 4096, 0),
-    [MEM4D_LAYOUT_MOE_DISPATCHER] = ENUM_ROW("moe_dispatcher", "moe_token_dispatcher_type", NULL, dispatcher_names, 0),
+                                                       0, 4096, 0, MEGATRON_ONLY, PAPER_DEFAULT(0)),
+    [MEM4D_LAYOUT_PP_RETURN_OUTPUTS] = BOOL_ROW("pp_return_outputs", "return_outputs", NULL, 0,
+        TORCHTITAN_ONLY, PAPER_DEFAULT(0)),
+    [MEM4D_LAYOUT_FIRST_CHUNK_FEWER_LAYERS] = NUM_ROW("first_chunk_fewer_layers", NULL, NULL, 0, 4096, 0,
+        PAPER_DEFAULT(0)),
+    [MEM4D_LAYOUT_LAST_CHUNK_FEWER_LAYERS] = NUM_ROW("last_chunk_fewer_layers", NULL, NULL, 0, 4096, 0,
+        PAPER_DEFAULT(0)),
+    [MEM4D_LAYOUT_MOE_DISPATCHER] = ENUM_ROW("moe_dispatcher", "moe_token_dispatcher_type", NULL, dispatcher_names, 0,
+        MEGATRON_ONLY, PAPER_DEFAULT(0)),
     [MEM4D_LAYOUT_MOE_DISPATCHER_SMS] = NUM_ROW("moe_dispatcher_sms", "moe_flex_dispatcher_num_sms", NULL, 2, 256, 20),
-    [MEM4D_LAYOUT_MOE_PAD_MULTIPLE] = NUM_ROW("moe_pad_multiple", NULL, NULL, 0, 256, 0),
-    [MEM4D_LAYOUT_MOE_EP_OVERLAP] = BOOL_ROW("moe_ep_overlap", "overlap_moe_expert_parallel_comm", NULL, 0),
-    [MEM4D_LAYOUT_DELAY_WGRAD] = BOOL_ROW("delay_wgrad", "delay_wgrad_compute", NULL, 0),
-    [MEM4D_LAYOUT_CUDA_GRAPH] = ENUM_ROW("cuda_graph", "cuda_graph_impl", NULL, cuda_graph_names, 0),
-    [MEM4D_LAYOUT_CUDA_GRAPH_SCOPE] = NUM_ROW("cuda_graph_scope", "cuda_graph_modules", NULL, 0, 31, 0),
-    [MEM4D_LAYOUT_FP32_RESIDUAL] = BOOL_ROW("fp32_residual", "fp32_residual_connection", NULL, 0),
-    [MEM4D_LAYOUT_FSDP_DOUBLE_BUFFER] = BOOL_ROW("fsdp_double_buffer", NULL, NULL, 0),
-    [MEM4D_LAYOUT_OFFLOAD_MODULES] = NUM_ROW("offload_modules", NULL, NULL, 0, 127, 0),
+    [MEM4D_LAYOUT_MOE_PAD_MULTIPLE] = NUM_ROW("moe_pad_multiple", NULL, NULL, 0, 256, 0,
+        MEGATRON_ONLY, PAPER_DEFAULT(0)),
+    [MEM4D_LAYOUT_MOE_EP_OVERLAP] = BOOL_ROW("moe_ep_overlap", "overlap_moe_expert_parallel_comm", NULL, 0,
+        MEGATRON_ONLY, PAPER_DEFAULT(0)),
+    [MEM4D_LAYOUT_DELAY_WGRAD] = BOOL_ROW("delay_wgrad", "delay_wgrad_compute", NULL, 0,
+        MEGATRON_ONLY, PAPER_DEFAULT(0)),
+    [MEM4D_LAYOUT_CUDA_GRAPH] = ENUM_ROW("cuda_graph", "cuda_graph_impl", NULL, cuda_graph_names, 0,
+        MEGATRON_ONLY, PAPER_DEFAULT(0)),
+    [MEM4D_LAYOUT_CUDA_GRAPH_SCOPE] = NUM_ROW("cuda_graph_scope", "cuda_graph_modules", NULL, 0, 31, 0, MEGATRON_ONLY),
+    [MEM4D_LAYOUT_FP32_RESIDUAL] = BOOL_ROW("fp32_residual", "fp32_residual_connection", NULL, 0,
+        MEGATRON_ONLY, PAPER_DEFAULT(0)),
+    [MEM4D_LAYOUT_FSDP_DOUBLE_BUFFER] = BOOL_ROW("fsdp_double_buffer", NULL, NULL, 0, MEGATRON_ONLY, PAPER_DEFAULT(0)),
+    [MEM4D_LAYOUT_OFFLOAD_MODULES] = NUM_ROW("offload_modules", NULL, NULL, 0, 127, 0, MEGATRON_ONLY, PAPER_DEFAULT(0)),
     [MEM4D_LAYOUT_ACTIVATION_OFFLOAD_FRACTION_PPM] = PPM_ROW("activation_offload_fraction_ppm", NULL, NULL, 0,
-                                                             1000000, 1000000),
-    [MEM4D_LAYOUT_DEFER_EMBEDDING_WGRAD] = BOOL_ROW("defer_embedding_wgrad", "defer_embedding_wgrad_compute", NULL, 0),
-    [MEM4D_LAYOUT_WGRAD_DEFERRAL_LIMIT] = NUM_ROW("wgrad_deferral_limit", NULL, NULL, 0, 1u << 24, 0),
-    [MEM4D_LAYOUT_ALLGATHER_GROUPS] = BOOL_ROW("allgather_groups", "create_all_gather_group", NULL, 0),
+                                                             1000000, 1000000, MEGATRON_ONLY),
+    [MEM4D_LAYOUT_DEFER_EMBEDDING_WGRAD] = BOOL_ROW("defer_embedding_wgrad", "defer_embedding_wgrad_compute", NULL, 0,
+        MEGATRON_ONLY, PAPER_DEFAULT(0)),
+    [MEM4D_LAYOUT_WGRAD_DEFERRAL_LIMIT] = NUM_ROW("wgrad_deferral_limit", NULL, NULL, 0, 1u << 24, 0, MEGATRON_ONLY),
+    [MEM4D_LAYOUT_ALLGATHER_GROUPS] = BOOL_ROW("allgather_groups", "create_all_gather_group", NULL, 0, MEGATRON_ONLY),
     [MEM4D_LAYOUT_MOE_IMBALANCE_PPM] = NUM_ROW("moe_imbalance_ppm", NULL, NULL, 1000000, 64000000, 1000000),
     [MEM4D_LAYOUT_MOE_GROUPED_GEMM] = BOOL_ROW("moe_grouped_gemm", NULL, NULL, 1),
 };
@@ -290,6 +331,45 @@ mem4d_status m4d_param_default(const struct m4d_param_desc *table, size_t n, int
         return MEM4D_E_INVALID_ARG;
     *value = table[key].def;
     return MEM4D_OK;
+}
+
+/* Is value v in a value set (bit v; bit 63 for every v >= 63)? */
+static bool in_set(uint64_t set, uint64_t v) { return (set >> (v < 63 ? v : 63)) & 1; }
+
+bool m4d_param_applies(const struct m4d_param_desc *d, uint64_t value, mem4d_framework fw, mem4d_mode mode,
+                       char *why, size_t n)
+{
+    char val[32];
+    if (d->values && value < d->max + 1)
+        m4d_strlcpy(val, d->values[value], sizeof val);
+    else
+        m4d_msg(val, sizeof val, "%llu", (unsigned long long)value);
+    if (d->fw && value != d->def && !(d->fw & (1u << fw)) && (!d->fw_values || in_set(d->fw_values, value))) {
+        char list[64] = "";
+        unsigned left = (unsigned)__builtin_popcount(d->fw);
+        for (unsigned f = 0; framework_names[f]; f++)
+            if (d->fw & (1u << f)) {
+                left--;
+                m4d_msg(list + strlen(list), sizeof list - strlen(list), "%s%s",
+                        !list[0] ? "" : left ? ", " : " or ", framework_names[f]);
+            }
+        m4d_msg(why, n, "%s %s is modelled for framework %s only, not %s", d->name, val, list, framework_names[fw]);
+        return false;
+    }
+    if (mode == MEM4D_MODE_PAPER && d->paper && !in_set(d->paper, value)) {
+        m4d_msg(why, n, "paper mode does not model %s %s; use full mode", d->name, val);
+        return false;
+    }
+    return true;
+}
+
+int m4d_params_apply(const struct m4d_param_desc *table, size_t n, const uint64_t *v, int skip, mem4d_framework fw,
+                     mem4d_mode mode, char *why, size_t why_size)
+{
+    for (size_t k = 0; k < n; k++)
+        if ((int)k != skip && !m4d_param_applies(&table[k], v[k], fw, mode, why, why_size))
+            return (int)k;
+    return -1;
 }
 
 const char *m4d_param_value_name(const struct m4d_param_desc *table, size_t n, int key, uint64_t value)

@@ -66,7 +66,18 @@ struct m4d_param_desc {
     const char *const *values;  /* names of values 0..n-1 for enumerated keys, NULL-terminated; else NULL */
     mem4d_param_kind kind;      /* what the number means; BOOLEAN accepts true/false */
     uint32_t allowed;           /* bit v set: value v allowed (small keys); 0: all of [min, max] */
+    /* Where the key applies (m4d_param_applies(); doc/keys.md). A value set
+     * is a bit mask: bit v for value v < 63, bit 63 for every value from 63
+     * on; 0 means every value. */
+    uint8_t fw;                 /* M4D_FW_* bits of the frameworks that model fw_values; 0: every framework */
+    uint64_t fw_values;         /* the values only those frameworks model (0: every value but the default) */
+    uint64_t paper;             /* the values paper mode models (0: every value) */
+    bool experimental;          /* tied to one framework release's internals (doc/abi-policy.md) */
 };
+
+/* Framework bits of a row's fw, and a value set of one value. */
+#define M4D_FW(f) (1u << MEM4D_FRAMEWORK_##f)
+#define M4D_VAL(v) (UINT64_C(1) << (v))
 
 /* Generic access to a parameter array described by a table (params.c). */
 mem4d_status m4d_param_set(const struct m4d_param_desc *table, size_t n, uint64_t *v,
@@ -78,6 +89,16 @@ mem4d_status m4d_param_bounds(const struct m4d_param_desc *table, size_t n, int 
 void m4d_param_defaults(const struct m4d_param_desc *table, size_t n, uint64_t *v);
 mem4d_status m4d_param_kind(const struct m4d_param_desc *table, size_t n, int key, mem4d_param_kind *kind);
 mem4d_status m4d_param_default(const struct m4d_param_desc *table, size_t n, int key, uint64_t *value);
+/* Does a key's value apply to a framework in a mode? false with the
+ * sentence naming the key, its value and where it applies (why may be NULL).
+ * The one rule of where a key applies: m4d_params_apply() runs it over a
+ * table; the search runs it for the keys it varies. */
+bool m4d_param_applies(const struct m4d_param_desc *d, uint64_t value, mem4d_framework fw, mem4d_mode mode,
+                       char *why, size_t why_size);
+/* m4d_param_applies() over every key of a table but `skip` (-1: none):
+ * the first key that does not apply, or -1. */
+int m4d_params_apply(const struct m4d_param_desc *table, size_t n, const uint64_t *v, int skip, mem4d_framework fw,
+                     mem4d_mode mode, char *why, size_t why_size);
 /* Name of value `value` of an enumerated key; NULL when not enumerated or unknown. */
 const char *m4d_param_value_name(const struct m4d_param_desc *table, size_t n, int key, uint64_t value);
 
@@ -219,6 +240,8 @@ struct m4d_ctx {
     bool tp_overlap;                   /* TP collectives chunked under their GEMMs */
     uint64_t bucket, vocab_div;
     mem4d_mode mode;
+    const struct m4d_param_desc *paper_row; /* paper mode: the first key it does not model (resolve time), or NULL */
+    uint64_t paper_value;                   /* that key's value */
     /* frameworks (doc/full-model.md, "Frameworks") */
     mem4d_framework fw;
     uint64_t reshard;                  /* reshard_after_forward: 0 auto, 1 always, 2 never */

@@ -242,7 +242,7 @@ class Estimate(unittest.TestCase):
     def test_paper_mode_refusal_is_explained(self):
         p = run('estimate', *GOLDEN, '--vpp', '2', '--pp', '2')
         self.assertEqual(p.returncode, 2)
-        self.assertIn('paper mode does not model virtual pipeline stages', p.stderr)
+        self.assertIn('paper mode does not model vpp 2', p.stderr)
 
 
 if __name__ == '__main__':

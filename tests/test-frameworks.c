@@ -402,6 +402,42 @@ START_TEST(verdict_thresholds)
 }
 END_TEST
 
+/* Where a key applies is its row in the key table, and nothing is silently
+ * ignored: paper mode refuses what its formula does not count (these three
+ * were once ignored there), and a key only one framework has is refused
+ * under the others (allgather_groups was ignored under torchtitan). */
+START_TEST(keys_apply_where_their_rows_say)
+{
+    mem4d_model *m = small_model(2);
+    mem4d_device *d = big_device();
+    mem4d_report *r = NULL;
+    ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
+    static const char *const paper[][2] = {
+        {"recompute_modules=3", "paper mode does not model recompute_modules 3"},
+        {"offload_modules=1", "paper mode does not model offload_modules 1"},
+        {"defer_embedding_wgrad=1", "paper mode does not model defer_embedding_wgrad 1"},
+    };
+    for (size_t i = 0; i < sizeof paper / sizeof paper[0]; i++) {
+        mem4d_layout *l = tu_layout("dp=2", "pp=2", "seq=1024", "mode=paper", paper[i][0], NULL);
+        ck_assert_int_eq(mem4d_estimate(m, l, d, r), MEM4D_E_UNSUPPORTED);
+        ck_assert_msg(strstr(mem4d_report_message(r), paper[i][1]) != NULL, "%s", mem4d_report_message(r));
+        ck_assert_int_eq(mem4d_layout_set_str(l, "mode", "full"), MEM4D_OK); /* full mode models it */
+        ck_assert_msg(mem4d_estimate(m, l, d, r) == MEM4D_OK, "%s", mem4d_report_message(r));
+        mem4d_layout_free(l);
+    }
+    char why[256];
+    mem4d_layout *l = tu_layout("dp=4", "seq=1024", "framework=torchtitan", "allgather_groups=1", NULL);
+    ck_assert_int_eq(mem4d_validate(m, l, why, sizeof why), MEM4D_E_CONFLICT);
+    ck_assert_str_eq(why, "allgather_groups 1 is modelled for framework megatron only, not torchtitan");
+    ck_assert_int_eq(mem4d_layout_set_str(l, "framework", "megatron"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_validate(m, l, why, sizeof why), MEM4D_OK);
+    mem4d_layout_free(l);
+    mem4d_report_free(r);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
 /* Settings that belong to another framework are refused with a reason. */
 START_TEST(framework_conflicts)
 {
@@ -409,14 +445,16 @@ START_TEST(framework_conflicts)
     char why[256];
     static const char *const bad[][3] = {
         {"recompute=op", NULL, "torchtitan"},
-        {"framework=nanotron", "zero_stage=2", "ZeRO-0 and ZeRO-1"},
+        {"framework=nanotron", "zero_stage=2", "modelled for framework megatron, torchtitan or deepspeed only, not nanotron"},
         {"framework=torchtitan", "offload=optimizer", "deepspeed"},
         {"framework=torchtitan", "dp_replicate=3", "does not divide"},
         {"framework=deepspeed", "float8=tensorwise", "torchtitan"},
         {"framework=torchtitan", "fp8_all_gather=1", "tensorwise"},
-        {"recompute_every=2", NULL, "recompute full"},
+        {"framework=torchtitan", "recompute_every=2", "recompute full"},
+        {"recompute_every=2", NULL, "modelled for framework torchtitan only"},
         {"framework=deepspeed", "optimizer_moments=1", "modelled for framework megatron"},
-        {"overlapped_dist_opt=1", "dist_opt=0", "needs framework megatron, dist_opt"},
+        {"overlapped_dist_opt=1", "dist_opt=0", "needs dist_opt"},
+        {"framework=deepspeed", "overlapped_dist_opt=1", "modelled for framework megatron only, not deepspeed"},
         {"pp_return_outputs=1", NULL, "torchtitan"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -649,6 +687,7 @@ int main(void)
     tcase_add_test(tc, warnings_name_unmodelled_settings);
     tcase_add_test(tc, verdict_thresholds);
     tcase_add_test(tc, framework_conflicts);
+    tcase_add_test(tc, keys_apply_where_their_rows_say);
     tcase_add_test(tc, deepspeed_config_reads_zero_settings);
     tcase_add_test(tc, deepspeed_config_refuses_bad_input);
     tcase_add_test(tc, deepspeed_config_completes_the_batch_as_deepspeed_does);
