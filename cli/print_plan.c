@@ -40,6 +40,7 @@ bool plan_rows_push(struct plan_rows *rs, const mem4d_layout *l, const mem4d_rep
         .dp = lget(l, MEM4D_LAYOUT_DP), .mbs = lget(l, MEM4D_LAYOUT_MICRO_BATCH),
         .vpp = lget(l, MEM4D_LAYOUT_VPP), .recompute = lget(l, MEM4D_LAYOUT_RECOMPUTE),
         .dist_opt = lget(l, MEM4D_LAYOUT_DIST_OPT), .peak = mem4d_report_peak_bytes(r),
+        .ep = lget(l, MEM4D_LAYOUT_EP), .etp = lget(l, MEM4D_LAYOUT_ETP), .dispatcher = lget(l, MEM4D_LAYOUT_MOE_DISPATCHER),
         .first = lget(l, MEM4D_LAYOUT_FIRST_STAGE_LAYERS), .last = lget(l, MEM4D_LAYOUT_LAST_STAGE_LAYERS),
         .device = mem4d_report_device_bytes(r), .verdict = mem4d_report_verdict(r),
     };
@@ -60,6 +61,21 @@ static const char *rc_name(uint64_t v)
 {
     const char *n = mem4d_layout_value_name(MEM4D_LAYOUT_RECOMPUTE, v);
     return n ? n : "?";
+}
+
+static const char *disp_name(uint64_t v)
+{
+    const char *n = mem4d_layout_value_name(MEM4D_LAYOUT_MOE_DISPATCHER, v);
+    return n ? n : "?";
+}
+
+/* Does any of the first n rows use expert parallelism (the table's ep columns)? */
+static bool any_ep(const struct plan_rows *rs, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (rs->a[i].ep > 1)
+            return true;
+    return false;
 }
 
 void plan_print_table(FILE *out, const struct plan_rows *rs, size_t n, const struct plan_stats *st,
@@ -84,9 +100,13 @@ void plan_print_table(FILE *out, const struct plan_rows *rs, size_t n, const str
         fprintf(out, "No layout fits. Try more GPUs, a shorter sequence, or --all to see how far off they are.\n");
         return;
     }
-    fprintf(out, "%4s %4s %3s %6s %5s %4s %4s %-9s %-4s %9s %6s %-7s %8s %6s %9s %10s\n", "#", "tp", "cp", "pp",
-            "dp", "mbs", "vpp", "recompute", "dopt", "peak GiB", "% mem", "verdict", "TFLOP/s", "MFU",
-            "step s", "tokens/s");
+    bool moe = any_ep(rs, n);
+    fprintf(out, "%4s %4s %3s %6s %5s %4s %4s %-9s %-4s", "#", "tp", "cp", "pp", "dp", "mbs", "vpp", "recompute",
+            "dopt");
+    if (moe)
+        fprintf(out, " %4s %3s %-9s", "ep", "etp", "dispatch");
+    fprintf(out, " %9s %6s %-7s %8s %6s %9s %10s\n", "peak GiB", "% mem", "verdict", "TFLOP/s", "MFU", "step s",
+            "tokens/s");
     for (size_t i = 0; i < n; i++) {
         const struct plan_row *w = &rs->a[i];
         char pp[32];
@@ -94,10 +114,13 @@ void plan_print_table(FILE *out, const struct plan_rows *rs, size_t n, const str
             snprintf(pp, sizeof pp, "%llu/%llu", (unsigned long long)w->pp, (unsigned long long)w->first);
         else
             snprintf(pp, sizeof pp, "%llu", (unsigned long long)w->pp);
-        fprintf(out, "%4zu %4llu %3llu %6s %5llu %4llu %4llu %-9s %-4s %9.2f %5.1f%% %-7s", i + 1,
-                (unsigned long long)w->tp, (unsigned long long)w->cp, pp,
-                (unsigned long long)w->dp, (unsigned long long)w->mbs, (unsigned long long)w->vpp,
-                rc_name(w->recompute), w->dist_opt ? "yes" : "no", cli_gib(w->peak),
+        fprintf(out, "%4zu %4llu %3llu %6s %5llu %4llu %4llu %-9s %-4s", i + 1, (unsigned long long)w->tp,
+                (unsigned long long)w->cp, pp, (unsigned long long)w->dp, (unsigned long long)w->mbs,
+                (unsigned long long)w->vpp, rc_name(w->recompute), w->dist_opt ? "yes" : "no");
+        if (moe)
+            fprintf(out, " %4llu %3llu %-9s", (unsigned long long)w->ep,
+                    (unsigned long long)(w->etp ? w->etp : w->tp), disp_name(w->dispatcher));
+        fprintf(out, " %9.2f %5.1f%% %-7s", cli_gib(w->peak),
                 w->device ? 100.0 * (double)w->peak / (double)w->device : 0.0, mem4d_verdict_name(w->verdict));
         if (w->metrics)
             fprintf(out, " %8.1f %6.3f %9.3f %10.0f\n", w->tflops, w->mfu, w->step, w->tokens);
@@ -126,6 +149,9 @@ void plan_print_json(FILE *out, const struct plan_rows *rs, size_t n)
                 (unsigned long long)w->cp, (unsigned long long)w->pp, (unsigned long long)w->dp,
                 (unsigned long long)w->mbs, (unsigned long long)w->vpp);
         cli_json_string(out, rc_name(w->recompute));
+        fprintf(out, ", \"ep\": %llu, \"etp\": %llu, \"moe_dispatcher\": ", (unsigned long long)w->ep,
+                (unsigned long long)(w->etp ? w->etp : w->tp));
+        cli_json_string(out, disp_name(w->dispatcher));
         fprintf(out, ", \"dist_opt\": %s, \"first_stage_layers\": %llu, \"last_stage_layers\": %llu, "
                 "\"peak_bytes\": %llu, \"peak_allocated_bytes\": %llu, \"peak_reserved_bytes\": %llu, "
                 "\"device_bytes\": %llu, \"verdict\": ", w->dist_opt ? "true" : "false",

@@ -8,12 +8,13 @@
 
 #include "cli.h"
 
-/* One listed layout: the searched knobs and the figures printed. */
 /* Metrics of a row's step breakdown (print_plan.c, plan_parts[]). */
 #define PLAN_PARTS 12
 
+/* One listed layout: the searched knobs and the figures printed. */
 struct plan_row {
     uint64_t tp, cp, pp, dp, mbs, vpp, recompute, dist_opt, peak, device;
+    uint64_t ep, etp, dispatcher; /* expert parallelism (etp 0: tp), mem4d_moe_dispatcher */
     uint64_t first, last; /* uneven first/last stage layers; 0: even */
     uint64_t allocated, reserved; /* the peak stage's PEAK_ALLOCATED and PEAK_RESERVED */
     mem4d_verdict verdict;

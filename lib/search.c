@@ -2,8 +2,9 @@
  * Search: enumerate every valid layout of a model on a GPU count, estimate
  * each, filter by memory and rank by predicted step time.
  *
- * The space is walked as groups (t, c, p, v, dist_opt) — d follows from the
- * world size — and, inside a group, recompute modes and micro-batch sizes b.
+ * The space is walked as groups (t, c, p, v, dist_opt, and for a model with
+ * experts ep, etp and the dispatcher) — d follows from the world size — and,
+ * inside a group, recompute modes and micro-batch sizes b.
  * Two facts let whole sub-spaces be skipped without an estimate when only
  * fitting layouts are wanted (both are checked against brute force by
  * tests/test-search.c):
@@ -25,12 +26,13 @@
 #include "private.h"
 
 /* The searched knobs, in loop order from the outside in. */
-enum { K_TP, K_CP, K_PP, K_DP, K_MBS, K_VPP, K_RC, K_DIST, K_N };
+enum { K_TP, K_CP, K_PP, K_DP, K_MBS, K_VPP, K_RC, K_DIST, K_EP, K_ETP, K_DISP, K_N };
 
 static const mem4d_layout_param knob_key[] = {
     [K_TP] = MEM4D_LAYOUT_TP, [K_CP] = MEM4D_LAYOUT_CP, [K_PP] = MEM4D_LAYOUT_PP, [K_DP] = MEM4D_LAYOUT_DP,
     [K_MBS] = MEM4D_LAYOUT_MICRO_BATCH, [K_VPP] = MEM4D_LAYOUT_VPP, [K_RC] = MEM4D_LAYOUT_RECOMPUTE,
-    [K_DIST] = MEM4D_LAYOUT_DIST_OPT,
+    [K_DIST] = MEM4D_LAYOUT_DIST_OPT, [K_EP] = MEM4D_LAYOUT_EP, [K_ETP] = MEM4D_LAYOUT_ETP,
+    [K_DISP] = MEM4D_LAYOUT_MOE_DISPATCHER,
 };
 M4D_TABLE_ROWS(knob_key, K_N);
 
@@ -46,6 +48,7 @@ struct knob {
 
 struct group {
     uint64_t t, c, p, d, v, dist;
+    uint64_t ep, etp, disp; /* expert parallelism (etp 0: t) and the dispatcher */
     uint64_t first, last; /* layers of the first and last stage; 0: even split */
 };
 
@@ -289,6 +292,46 @@ mem4d_status mem4d_search_stat_get(const mem4d_search *search, mem4d_search_stat
     return MEM4D_OK;
 }
 
+/* Append group g once per expert layout: with `div_e` (the experts'
+ * divisors: a model with experts whose layout leaves ep at 1) every ep
+ * whose ep·etp ranks fold into the stage's t·d·c, etp 1 or t (Megatron-
+ * Core's parallel folding, or the experts split like the dense layers), and
+ * every dispatcher (m4d_resolve() refuses what DeepEP cannot run); else the
+ * base layout's. false when out of memory. */
+static bool experts_groups(mem4d_search *s, struct group *g, const uint64_t *div_e, size_t ndiv_e)
+{
+    const uint64_t *b = s->base.v;
+    uint64_t eps[1] = {b[MEM4D_LAYOUT_EP]}, etps[2] = {b[MEM4D_LAYOUT_ETP], 0};
+    const uint64_t *ep = div_e ? div_e : eps;
+    size_t nep = div_e ? ndiv_e : 1, netp = 1;
+    uint64_t disp_lo = b[MEM4D_LAYOUT_MOE_DISPATCHER], disp_hi = disp_lo;
+    if (div_e) {
+        etps[0] = 1, etps[1] = g->t;
+        netp = g->t > 1 ? 2 : 1;
+        disp_lo = 0, disp_hi = MEM4D_MOE_DISPATCHER_HYBRIDEP;
+    }
+    uint64_t tdc = g->t * g->d * g->c;
+    for (size_t i = 0; i < nep; i++) {
+        if (div_e && !knob_allows(&s->knob[K_EP], ep[i]))
+            continue;
+        for (size_t j = 0; j < netp; j++) {
+            uint64_t etp = etps[j] ? etps[j] : g->t;
+            if (div_e && (!knob_allows(&s->knob[K_ETP], etp) || tdc % (ep[i] * etp) != 0))
+                continue;
+            for (uint64_t disp = disp_lo; disp <= disp_hi; disp++) {
+                if (div_e && (!knob_allows(&s->knob[K_DISP], disp) ||
+                              (disp >= MEM4D_MOE_DISPATCHER_DEEPEP && ep[i] * etp < 2)))
+                    continue;
+                if (!grow((void **)&s->groups, &s->gcap, s->ngroups + 1, sizeof *s->groups))
+                    return false;
+                g->ep = ep[i], g->etp = etps[j], g->disp = disp;
+                s->groups[s->ngroups++] = *g;
+            }
+        }
+    }
+    return true;
+}
+
 /* Every (t, c, p, v, dist_opt) the constraints allow, in loop order. The
  * rules that need the model are left to m4d_resolve() at group entry. */
 static bool build_groups(mem4d_search *s)
@@ -307,6 +350,9 @@ static bool build_groups(mem4d_search *s)
     uint64_t nvs = s->base.nvs;
     uint64_t div[M4D_MAX_DIVISORS];
     size_t nd = m4d_divisors(world, div, M4D_MAX_DIVISORS);
+    /* a model with experts and no ep given: ep over the divisors of the experts */
+    uint64_t div_e[M4D_MAX_DIVISORS], E = s->model.v[MEM4D_MODEL_NUM_EXPERTS];
+    size_t ndiv_e = E && s->base.v[MEM4D_LAYOUT_EP] == 1 ? m4d_divisors(E, div_e, M4D_MAX_DIVISORS) : 0;
     s->ngroups = 0;
     for (size_t i = 0; i < nd; i++) {
         uint64_t t = div[i];
@@ -347,9 +393,9 @@ static bool build_groups(mem4d_search *s)
                     for (uint64_t dist = 2; dist-- > 0;) {
                         if (!knob_allows(&s->knob[K_DIST], dist))
                             continue;
-                        if (!grow((void **)&s->groups, &s->gcap, s->ngroups + 1, sizeof *s->groups))
+                        struct group g = {.t = t, .c = c, .p = p, .d = d, .v = v, .dist = dist, .first = first, .last = last};
+                        if (!experts_groups(s, &g, ndiv_e ? div_e : NULL, ndiv_e))
                             return false;
-                        s->groups[s->ngroups++] = (struct group){t, c, p, d, v, dist, first, last};
                     }
                 }
             }
@@ -407,6 +453,9 @@ static void set_work(mem4d_search *s, const struct group *g, uint64_t b, uint64_
     v[MEM4D_LAYOUT_DIST_OPT] = g->dist;
     v[MEM4D_LAYOUT_FIRST_STAGE_LAYERS] = g->first;
     v[MEM4D_LAYOUT_LAST_STAGE_LAYERS] = g->last;
+    v[MEM4D_LAYOUT_EP] = g->ep;
+    v[MEM4D_LAYOUT_ETP] = g->etp;
+    v[MEM4D_LAYOUT_MOE_DISPATCHER] = g->disp;
 }
 
 /* Resolve the group once, with its first b and no recompute: every rule
@@ -450,13 +499,15 @@ static void search_perf(mem4d_search *s)
     m4d_perf_fill(&s->x, &s->pg, s->scratch);
 }
 
-/* Weights, gradients and optimizer state do not depend on v, and
- * dist_opt 1 never holds more of them than dist_opt 0: a group of the same
- * (t, c, p) as a dead one, and with no more sharding, cannot fit either. */
+/* Weights, gradients and optimizer state do not depend on v or the
+ * dispatcher, and dist_opt 1 never holds more of them than dist_opt 0: a
+ * group of the same (t, c, p, ep, etp) as a dead one, and with no more
+ * sharding, cannot fit either. */
 static bool dead_block(const mem4d_search *s, const struct group *g)
 {
     const struct group *d = &s->dead;
-    return d->p != 0 && g->t == d->t && g->c == d->c && g->p == d->p && g->dist <= d->dist;
+    return d->p != 0 && g->t == d->t && g->c == d->c && g->p == d->p && g->ep == d->ep && g->etp == d->etp &&
+           g->dist <= d->dist;
 }
 
 /* Enter the next group that has candidates; false at the end (or on ENOMEM,

@@ -400,6 +400,7 @@ START_TEST(searched_keys)
     static const mem4d_layout_param searched[] = {
         MEM4D_LAYOUT_TP, MEM4D_LAYOUT_CP, MEM4D_LAYOUT_PP, MEM4D_LAYOUT_DP,
         MEM4D_LAYOUT_MICRO_BATCH, MEM4D_LAYOUT_VPP, MEM4D_LAYOUT_RECOMPUTE, MEM4D_LAYOUT_DIST_OPT,
+        MEM4D_LAYOUT_EP, MEM4D_LAYOUT_ETP, MEM4D_LAYOUT_MOE_DISPATCHER,
     };
     size_t yes = 0;
     mem4d_search *s = small_search();
