@@ -64,16 +64,16 @@ static const struct {
  * micro-batch. doc/perf.md, "The software stack", sources every figure. */
 static const struct stack {
     uint8_t attn, gemm;
-    double mb_overhead, accum_bytes;
+    double mb_overhead, accum_bytes, ce_bytes;
 } STACKS[M4D_NSTACKS] = {
-    {3, 1, 0, 6},  /* middle: cuDNN attention, autograd's accumulation into bf16 .grad */
-    {5, 1, 0, 0},  /* megatron-lm-2022: fused softmax, gradient_accumulation_fusion */
-    {5, 1, 0, 18}, /* megatron-deepspeed: softmax attention, bf16 update_hp_grads per micro-batch */
-    {3, 1, 0, 0},  /* nemo-24.07: Transformer Engine 1.9's cuDNN attention */
-    {3, 1, 0, 0},  /* nemo-25 */
-    {4, 1, 0, 6},  /* torchtitan: SDPA, autograd accumulation */
-    {1, 1, 0, 6},  /* composer: FlashAttention-2, autograd accumulation */
-    {1, 1, 0, 10}, /* nanotron: FlashAttention-2, fp32 gradient accumulation */
+    {3, 1, 0, 6, 12},  /* middle: cuDNN attention, autograd's accumulation into bf16 .grad */
+    {5, 1, 0, 0, 12},  /* megatron-lm-2022: fused softmax, gradient_accumulation_fusion */
+    {5, 1, 0, 18, 12}, /* megatron-deepspeed: softmax attention, bf16 update_hp_grads per micro-batch */
+    {3, 1, 0, 0, 12},  /* nemo-24.07: Transformer Engine 1.9's cuDNN attention */
+    {3, 1, 0, 0, 12},  /* nemo-25 */
+    {4, 1, 0, 6, 40},  /* torchtitan: SDPA, autograd accumulation, eager fp32 cross entropy */
+    {1, 1, 0, 6, 40},  /* composer: FlashAttention-2, autograd accumulation, eager fp32 cross entropy */
+    {1, 1, 0, 10, 40}, /* nanotron: FlashAttention-2, fp32 gradient accumulation, fp32 cross entropy */
 };
 /* Kernels per layer and forward pass (norms, GEMMs, RoPE, attention,
  * activation, residual adds, TP collectives); the backward launches twice
@@ -143,6 +143,7 @@ static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device
         .mb_overhead = dv[MEM4D_DEVICE_MICROBATCH_OVERHEAD_NS] ? D(dv[MEM4D_DEVICE_MICROBATCH_OVERHEAD_NS]) * 1e-9
                                                                 : st->mb_overhead,
         .accum_bytes = dv[MEM4D_DEVICE_GRAD_ACCUM_BYTES] ? D(dv[MEM4D_DEVICE_GRAD_ACCUM_BYTES]) : st->accum_bytes,
+        .ce_bytes = st->ce_bytes,
         .gemm = peak * eff,
         .gemm_lin = lin * eff,
         .hbm = D(dv[MEM4D_DEVICE_HBM_BANDWIDTH]),
@@ -277,9 +278,9 @@ static void gemms_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
     pg->ew_per_b = 2 * pg->rows_per_b * (sh * 10 * h + 2 * (q + kv) + act) * mc->inv_hbm;
     pg->ew_norm_per_b = 2 * pg->rows_per_b * sh * 4 * h * mc->inv_hbm;
     pg->ew_act_per_b = 2 * pg->rows_per_b * act * mc->inv_hbm;
-    /* Cross entropy over fp32 logits: about 12 bytes per logit read and
-     * written over forward and backward. */
-    pg->ce_per_b = 12 * pg->rows_per_b * D(x->Vp) * rt * mc->inv_hbm;
+    /* Cross entropy over fp32 logits: the stack's bytes per logit read and
+     * written over forward and backward (12 fused, 40 eager). */
+    pg->ce_per_b = mc->ce_bytes * pg->rows_per_b * D(x->Vp) * rt * mc->inv_hbm;
 }
 
 /* Forward seconds of the four linears for M rows (*mlp: of which the MLP's

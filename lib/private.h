@@ -603,6 +603,7 @@ struct m4d_machine {
     double attn_work;          /* executed attention FLOPs over the causal count: 1 flash, 2 unfused */
     double mb_overhead;        /* seconds per micro-batch and stage outside the layers */
     double accum_bytes;        /* HBM bytes per local weight and micro-batch of gradient accumulation */
+    double ce_bytes;           /* HBM bytes per logit of the cross entropy, forward and backward */
 };
 
 /* One GEMM of a layer with its N and K fixed by the group; M (tokens)
