@@ -1,0 +1,211 @@
+/*
+ * Step time of expert layers (lib/perf_moe.c through mem4d_estimate(), and
+ * the search over ep, etp and the dispatcher): what each mechanism of
+ * doc/perf.md, "Expert layers", does to the prediction.
+ * SPDX-License-Identifier: MIT
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "testutil.h"
+
+/* Qwen3-235B-A22B's layer (model_configs/benchmarking/Qwen3-235B-A22B.yaml)
+ * with `layers` layers. */
+static mem4d_model *qwen3(const char *layers)
+{
+    mem4d_model *m = NULL;
+    ck_assert_int_eq(mem4d_model_new(&m), MEM4D_OK);
+    static const char *const dims[][2] = {
+        {"hidden_size", "4096"},   {"ffn_hidden_size", "12288"}, {"num_attention_heads", "64"},
+        {"num_query_groups", "4"}, {"kv_channels", "128"},       {"vocab_size", "151936"},
+        {"num_experts", "128"},    {"moe_router_topk", "8"},     {"moe_ffn_hidden_size", "1536"},
+    };
+    for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++)
+        ck_assert_int_eq(mem4d_model_set_str(m, dims[i][0], dims[i][1]), MEM4D_OK);
+    ck_assert_int_eq(mem4d_model_set_str(m, "num_layers", layers), MEM4D_OK);
+    return m;
+}
+
+/* The metric of model m on h100-80 for the layout of the given keys. */
+static double predict(const mem4d_model *m, mem4d_metric which, const char *first, ...)
+{
+    va_list ap;
+    va_start(ap, first);
+    mem4d_layout *l = NULL;
+    ck_assert_int_eq(mem4d_layout_new(&l), MEM4D_OK);
+    for (const char *kv = first; kv; kv = va_arg(ap, const char *)) {
+        const char *eq = strchr(kv, '=');
+        ck_assert(eq != NULL);
+        char key[64];
+        snprintf(key, sizeof key, "%.*s", (int)(eq - kv), kv);
+        ck_assert_msg(mem4d_layout_set_str(l, key, eq + 1) == MEM4D_OK, "%s", kv);
+    }
+    va_end(ap);
+    mem4d_device *d = tu_device("h100-80");
+    mem4d_report *r = NULL;
+    ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
+    ck_assert_msg(mem4d_estimate(m, l, d, r) == MEM4D_OK, "%s", mem4d_report_message(r));
+    double v = -1;
+    ck_assert_int_eq(mem4d_report_metric(r, which, &v), MEM4D_OK);
+    mem4d_report_free(r);
+    mem4d_device_free(d);
+    mem4d_layout_free(l);
+    return v;
+}
+
+#define JOB "seq=4096", "gbs=256", "mbs=1", "recompute=selective"
+#define EP MEM4D_METRIC_EP_COMM_S
+#define EXPERTS MEM4D_METRIC_EXPERT_COMPUTE_S
+
+/* A dense model has no expert time; an expert layer's GEMMs and router are
+ * parts of the compute. */
+START_TEST(breakdown)
+{
+    mem4d_model *dense = tu_model("llama3.1-8b");
+    ck_assert(predict(dense, EXPERTS, "world=8", JOB, NULL) == 0);
+    ck_assert(predict(dense, MEM4D_METRIC_ROUTER_PERMUTE_S, "world=8", JOB, NULL) == 0);
+    mem4d_model_free(dense);
+    mem4d_model *m = qwen3("8");
+    double e = predict(m, EXPERTS, "world=64", "ep=8", JOB, NULL);
+    double r = predict(m, MEM4D_METRIC_ROUTER_PERMUTE_S, "world=64", "ep=8", JOB, NULL);
+    double c = predict(m, MEM4D_METRIC_COMPUTE_TIME_S, "world=64", "ep=8", JOB, NULL);
+    ck_assert_msg(e > 0 && r > 0 && e + r < c, "%g %g %g", e, r, c);
+    ck_assert(predict(m, EP, "world=64", "ep=8", JOB, NULL) > 0);
+    mem4d_model_free(m);
+}
+END_TEST
+
+/* Megatron-Core lays the EP group out over ep·etp consecutive ranks: ep 8
+ * with etp 1 stays on one node's NVLink, with etp = tp = 4 it spans four
+ * nodes and crosses the network. */
+START_TEST(group_placement)
+{
+    mem4d_model *m = qwen3("8");
+    double inside = predict(m, EP, "world=64", "tp=4", "ep=8", "etp=1", "moe_dispatcher=alltoall", JOB, NULL);
+    double across = predict(m, EP, "world=64", "tp=4", "ep=8", "etp=4", "moe_dispatcher=alltoall", JOB, NULL);
+    ck_assert_msg(3 * inside < across, "%g %g", inside, across);
+    mem4d_model_free(m);
+}
+END_TEST
+
+/* DeepEP sends a token once per remote node (about 2.7 copies a token for
+ * 128 experts, top-8, over 4 nodes) at 0.95 of the NIC; the all-to-all
+ * sends one per remote expert (6) at NCCL's share. */
+START_TEST(deepep_once_per_node)
+{
+    mem4d_model *m = qwen3("8");
+    double a2a = predict(m, EP, "world=256", "tp=2", "ep=32", "etp=1", "moe_dispatcher=alltoall", JOB, NULL);
+    double deepep = predict(m, EP, "world=256", "tp=2", "ep=32", "etp=1", "moe_dispatcher=deepep", JOB, NULL);
+    double ratio = a2a / deepep, want = (6.0 / 0.7) / (2.7 / 0.95); /* bytes over the link's share */
+    ck_assert_msg(fabs(ratio / want - 1) < 0.1, "all-to-all / DeepEP %g, expected about %g", ratio, want);
+    mem4d_model_free(m);
+}
+END_TEST
+
+/* The EP overlap hides one micro-batch's dispatch and combine under
+ * another's compute; DeepEP's SMs are taken from that compute. */
+START_TEST(ep_overlap)
+{
+    mem4d_model *m = qwen3("8");
+    double plain = predict(m, EP, "world=256", "tp=2", "ep=32", "etp=1", "moe_dispatcher=deepep", JOB, NULL);
+    double hidden = predict(m, EP, "world=256", "tp=2", "ep=32", "etp=1", "moe_dispatcher=deepep", "moe_ep_overlap=1",
+                            JOB, NULL);
+    ck_assert_msg(hidden < 0.8 * plain, "%g %g", hidden, plain);
+    const mem4d_metric T = MEM4D_METRIC_STEP_TIME_S;
+    double few = predict(m, T, "world=256", "tp=2", "ep=32", "etp=1", "moe_dispatcher=deepep", "moe_ep_overlap=1",
+                         "moe_dispatcher_sms=8", JOB, NULL);
+    double many = predict(m, T, "world=256", "tp=2", "ep=32", "etp=1", "moe_dispatcher=deepep", "moe_ep_overlap=1",
+                          "moe_dispatcher_sms=64", JOB, NULL);
+    ck_assert_msg(many > few, "%g %g", many, few);
+    mem4d_model_free(m);
+}
+END_TEST
+
+/* Many small experts: the same routed rows over 16 local experts (ep 8:
+ * 512 rows each at tp 4) take longer than over 4 (ep 32: 2048 rows each);
+ * grouped GEMMs sharing the SMs (with the EP overlap's hardware queues)
+ * beat one expert at a time. */
+START_TEST(small_experts)
+{
+    mem4d_model *m = qwen3("8");
+    double ep8 = predict(m, EXPERTS, "world=256", "tp=4", "ep=8", "etp=1", JOB, NULL);
+    double ep32 = predict(m, EXPERTS, "world=256", "tp=4", "ep=32", "etp=1", JOB, NULL);
+    ck_assert_msg(ep8 > 1.3 * ep32, "%g %g", ep8, ep32);
+    double grouped = predict(m, EXPERTS, "world=256", "tp=4", "ep=8", "etp=1", "moe_ep_overlap=1", JOB, NULL);
+    double sequential = predict(m, EXPERTS, "world=256", "tp=4", "ep=8", "etp=1", "moe_ep_overlap=1",
+                                "moe_grouped_gemm=0", JOB, NULL);
+    ck_assert_msg(sequential > 1.2 * grouped, "%g %g", sequential, grouped);
+    mem4d_model_free(m);
+}
+END_TEST
+
+/* The busiest rank's rows set the pace: 1.5 times the mean costs about 1.5
+ * times the expert GEMMs. */
+START_TEST(imbalance)
+{
+    mem4d_model *m = qwen3("8");
+    double even = predict(m, EXPERTS, "world=64", "ep=8", JOB, NULL);
+    double skew = predict(m, EXPERTS, "world=64", "ep=8", "moe_imbalance_ppm=1500000", JOB, NULL);
+    ck_assert_msg(skew > 1.35 * even && skew < 1.65 * even, "%g %g", skew, even);
+    mem4d_model_free(m);
+}
+END_TEST
+
+/* The search varies ep, etp and the dispatcher for a model with experts
+ * whose layout leaves ep at 1, and keeps an ep the layout gives. */
+START_TEST(search_over_experts)
+{
+    mem4d_model *m = qwen3("8");
+    mem4d_device *d = tu_device("h100-80");
+    for (int fixed = 0; fixed <= 1; fixed++) {
+        mem4d_layout *base = tu_layout("world=64", "seq=4096", "gbs=256", fixed ? "ep=8" : "ep=1", NULL);
+        mem4d_search *s = NULL;
+        ck_assert_int_eq(mem4d_search_new(m, d, base, &s), MEM4D_OK);
+        ck_assert_int_eq(mem4d_search_set_option(s, MEM4D_SEARCH_FITS_ONLY, 0), MEM4D_OK);
+        mem4d_layout *l = NULL;
+        ck_assert_int_eq(mem4d_layout_new(&l), MEM4D_OK);
+        uint64_t eps = 0, disps = 0, etp1 = 0, n = 0;
+        while (mem4d_search_next(s, l, NULL) == MEM4D_OK) {
+            uint64_t ep, etp, disp;
+            ck_assert_int_eq(mem4d_layout_get(l, MEM4D_LAYOUT_EP, &ep), MEM4D_OK);
+            ck_assert_int_eq(mem4d_layout_get(l, MEM4D_LAYOUT_ETP, &etp), MEM4D_OK);
+            ck_assert_int_eq(mem4d_layout_get(l, MEM4D_LAYOUT_MOE_DISPATCHER, &disp), MEM4D_OK);
+            eps |= UINT64_C(1) << (ep < 63 ? ep : 63);
+            disps |= UINT64_C(1) << disp;
+            etp1 += etp == 1;
+            n++;
+        }
+        ck_assert_uint_gt(n, 0);
+        if (fixed) {
+            ck_assert_uint_eq(eps, UINT64_C(1) << 8);
+        } else {
+            ck_assert_msg(__builtin_popcountll(eps) >= 4, "ep values %llx", (unsigned long long)eps);
+            ck_assert_msg(__builtin_popcountll(disps) == 4, "dispatchers %llx", (unsigned long long)disps);
+            ck_assert_uint_gt(etp1, 0);
+        }
+        mem4d_layout_free(l);
+        mem4d_search_free(s);
+        mem4d_layout_free(base);
+    }
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("perf-moe");
+    TCase *tc = tcase_create("experts");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, breakdown);
+    tcase_add_test(tc, group_placement);
+    tcase_add_test(tc, deepep_once_per_node);
+    tcase_add_test(tc, ep_overlap);
+    tcase_add_test(tc, small_experts);
+    tcase_add_test(tc, imbalance);
+    tcase_add_test(tc, search_over_experts);
+    suite_add_tcase(s, tc);
+    return tu_run(s);
+}
