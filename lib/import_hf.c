@@ -311,6 +311,14 @@ static mem4d_status hf_dsa(mem4d_import *imp, struct json_object *root, mem4d_mo
             return m4d_imp_fail(imp, MEM4D_E_MISSING, "config.json has no \"%s\" (the sparse-attention indexer)",
                                 keys[i].key);
     }
+    /* GLM-5.2: only every index_topk_freq-th layer builds an indexer, the
+     * others reuse its top-k (Megatron-Core's dsa_indexer_topk_freq). */
+    uint64_t freq = 1;
+    TRY(hf_uint(imp, root, "index_topk_freq", false, &freq, &given));
+    if (freq > 1)
+        return m4d_imp_fail(imp, MEM4D_E_UNSUPPORTED, "\"index_topk_freq\" %llu: layers that reuse another layer's "
+                            "sparse-attention top-k (and build no indexer) are not expressed by this version",
+                            (unsigned long long)freq);
     return hf_deepseek(imp, root, m);
 }
 
