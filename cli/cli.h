@@ -205,6 +205,13 @@ void cli_error(const char *fmt, ...)
  * that the key does not take, says so. text may be NULL. */
 void cli_range_error(const char *flag, const char *text, uint64_t lo, uint64_t hi);
 
+/* Which table a key is of, for cli_value_error(). */
+enum cli_table { CLI_TABLE_MODEL, CLI_TABLE_LAYOUT, CLI_TABLE_DEVICE };
+
+/* A value the key's setter refused as malformed: says what the key takes
+ * (a whole number and its bounds, true or false, or its names). */
+void cli_value_error(const char *flag, const char *text, enum cli_table table, int key, uint64_t min);
+
 /* The model from --model (or `fallback` when neither --model nor
  * --hf-config is given; NULL: --model is required) with the pending model
  * settings applied; import warnings go to stderr. Prints the error. */

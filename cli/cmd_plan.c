@@ -67,11 +67,16 @@ static bool apply_specs(mem4d_search *s, const struct cli_args *o)
         const struct cli_spec *sp = &o->spec[k];
         mem4d_status st = sp->is_list ? mem4d_search_allow(s, sp->key, sp->list, sp->n)
                                       : mem4d_search_bound(s, sp->key, sp->lo, sp->hi);
-        if (st != MEM4D_OK) {
-            cli_error("%s: %s", sp->flag,
-                      st == MEM4D_E_RANGE ? "empty range or value out of bounds" : mem4d_strerror(st));
+        if (st == MEM4D_E_RANGE && sp->is_list)
+            cli_error("%s: at most %d values, each within the key's bounds", sp->flag, CLI_MAX_LIST);
+        else if (st == MEM4D_E_RANGE)
+            cli_error("%s %llu-%llu: none of these is a size the search tries (tp, cp and pp up to the GPUs and "
+                      "layers, mbs up to the batch)", sp->flag, (unsigned long long)sp->lo,
+                      (unsigned long long)sp->hi);
+        else if (st != MEM4D_OK)
+            cli_error("%s: %s", sp->flag, mem4d_strerror(st));
+        if (st != MEM4D_OK)
             return false;
-        }
     }
     return true;
 }
@@ -141,13 +146,41 @@ static mem4d_search *open_search(const struct cli_args *o, const mem4d_model *m,
     return s;
 }
 
+/* Why no layout is valid: the rule the plainest split (tp = cp = pp = 1,
+ * every GPU data-parallel, one sample a micro-batch unless bound) breaks. */
+static void why_none_valid(const mem4d_model *m, const mem4d_layout *base, char *why, size_t size)
+{
+    mem4d_layout *l = NULL;
+    char text[256] = "";
+    if (mem4d_layout_clone(base, &l) == MEM4D_OK) {
+        mem4d_layout_set(l, MEM4D_LAYOUT_TP, 1);
+        mem4d_layout_set(l, MEM4D_LAYOUT_CP, 1);
+        mem4d_layout_set(l, MEM4D_LAYOUT_PP, 1);
+        mem4d_layout_set(l, MEM4D_LAYOUT_DP, 0);
+        if (mem4d_validate(m, l, text, sizeof text) == MEM4D_OK)
+            snprintf(text, sizeof text, "tp, cp and pp of 1 are valid alone; the bounds given exclude them");
+        mem4d_layout_free(l);
+    }
+    snprintf(why, size, "with tp 1, cp 1, pp 1, dp %llu: %s", (unsigned long long)lget(base, MEM4D_LAYOUT_WORLD),
+             text);
+}
+
 static int run(const struct cli_args *o, const mem4d_model *m, const mem4d_device *d, const mem4d_layout *base)
 {
+    uint64_t world = lget(base, MEM4D_LAYOUT_WORLD), gpn = 0;
+    mem4d_device_get(d, MEM4D_DEVICE_GPUS_PER_NODE, &gpn);
+    if (gpn && world > gpn && world % gpn) {
+        cli_error("--gpus %llu is not a whole number of nodes of %llu GPUs (--gpus-per-node): %llu nodes hold "
+                  "%llu, %llu nodes %llu", (unsigned long long)world, (unsigned long long)gpn,
+                  (unsigned long long)(world / gpn), (unsigned long long)(world / gpn * gpn),
+                  (unsigned long long)(world / gpn + 1), (unsigned long long)((world / gpn + 1) * gpn));
+        return CLI_USAGE;
+    }
     mem4d_search *s = open_search(o, m, d, base);
     if (!s)
         return CLI_USAGE;
     struct plan_rows rs = {0};
-    struct plan_stats st;
+    struct plan_stats st = {0};
     mem4d_status status = collect(s, &rs, &st);
     mem4d_search_free(s);
     int rc = CLI_USAGE;
@@ -155,6 +188,8 @@ static int run(const struct cli_args *o, const mem4d_model *m, const mem4d_devic
         cli_error("search failed: %s", mem4d_strerror(status));
         goto out;
     }
+    if (st.valid == 0)
+        why_none_valid(m, base, st.why, sizeof st.why);
     uint64_t top = cli_given(o, "--top") ? o->top : o->all ? 0 : DEFAULT_TOP;
     size_t n = top && top < rs.n ? (size_t)top : rs.n;
     const char *model_name = o->hf_config ? o->hf_config : mem4d_model_name(m);

@@ -27,17 +27,27 @@ void cli_print_warnings(const mem4d_import *imp)
         fprintf(stderr, "mem4d: warning: %s\n", mem4d_import_warning(imp, i));
 }
 
-/* One waiting setting; the error names its flag and the key's bounds. */
-static bool apply(const struct cli_pending *p, mem4d_status st, uint64_t lo, uint64_t hi)
+/* One waiting setting; the error names its flag (and key, for --model-set
+ * and --device-set) and what the key takes. */
+static bool apply(const struct cli_pending *p, mem4d_status st, enum cli_table table, const char *key_name)
 {
     if (st == MEM4D_OK)
         return true;
-    char num[24];
+    char num[24], flag[160];
     snprintf(num, sizeof num, "%llu", (unsigned long long)p->value);
-    if (st == MEM4D_E_RANGE)
-        cli_range_error(p->flag, p->text ? p->text : num, lo, hi);
+    if (!strcmp(p->flag, "--model-set") || !strcmp(p->flag, "--device-set"))
+        snprintf(flag, sizeof flag, "%s %s", p->flag, key_name);
     else
-        cli_error("%s: '%s' is not a valid value", p->flag, p->text ? p->text : "");
+        snprintf(flag, sizeof flag, "%s", p->flag);
+    uint64_t lo = 0, hi = 0;
+    if (table == CLI_TABLE_MODEL)
+        mem4d_model_param_bounds((mem4d_model_param)p->key, &lo, &hi);
+    else
+        mem4d_device_param_bounds((mem4d_device_param)p->key, &lo, &hi);
+    if (st == MEM4D_E_RANGE)
+        cli_range_error(flag, p->text ? p->text : num, lo, hi);
+    else
+        cli_value_error(flag, p->text ? p->text : "", table, (int)p->key, 0);
     return false;
 }
 
@@ -53,9 +63,18 @@ bool cli_apply_model_settings(const struct cli_args *a, mem4d_model *model)
         mem4d_model_param key = (mem4d_model_param)p->key;
         mem4d_status st = p->text ? mem4d_model_set_str(model, mem4d_model_param_name(key), p->text)
                                   : mem4d_model_set(model, key, p->value);
-        uint64_t lo = 0, hi = 0;
-        mem4d_model_param_bounds(key, &lo, &hi);
-        if (!apply(p, st, lo, hi))
+        uint64_t now = 1;
+        /* For these two, 0 is the library's "not set" (one group per head;
+         * hidden / heads): given explicitly it is a mistake, not a size. */
+        if (st == MEM4D_OK && (key == MEM4D_MODEL_NUM_KV_HEADS || key == MEM4D_MODEL_HEAD_DIM) &&
+            mem4d_model_get(model, key, &now) == MEM4D_OK && now == 0) {
+            cli_error("%s %s=0 would mean \"not set\" (%s); give a size of at least 1", p->flag,
+                      mem4d_model_param_name(key),
+                      key == MEM4D_MODEL_HEAD_DIM ? "hidden_size / num_attention_heads"
+                                                  : "a key/value head per attention head");
+            return false;
+        }
+        if (!apply(p, st, CLI_TABLE_MODEL, mem4d_model_param_name(key)))
             return false;
     }
     return true;
@@ -124,9 +143,7 @@ bool cli_open_device(const struct cli_args *a, mem4d_device **out)
         mem4d_device_param key = (mem4d_device_param)p->key;
         mem4d_status st = p->text ? mem4d_device_set_str(*out, mem4d_device_param_name(key), p->text)
                                   : mem4d_device_set(*out, key, p->value);
-        uint64_t lo = 0, hi = 0;
-        mem4d_device_param_bounds(key, &lo, &hi);
-        if (!apply(p, st, lo, hi)) {
+        if (!apply(p, st, CLI_TABLE_DEVICE, mem4d_device_param_name(key))) {
             mem4d_device_free(*out);
             *out = NULL;
             return false;

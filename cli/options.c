@@ -90,10 +90,45 @@ static bool layout_set(mem4d_layout *layout, const char *flag, mem4d_layout_para
     if (st == MEM4D_OK)
         cli_error("%s must be at least %llu, got %s", flag, (unsigned long long)min, text);
     else if (st == MEM4D_E_RANGE)
-        cli_range_error(flag, text, lo, hi);
+        cli_range_error(flag, text, lo > min ? lo : min, hi);
     else
-        cli_error("%s: '%s' is not a valid value", flag, text);
+        cli_value_error(flag, text, CLI_TABLE_LAYOUT, (int)key, min);
     return false;
+}
+
+void cli_value_error(const char *flag, const char *text, enum cli_table table, int key, uint64_t min)
+{
+    mem4d_param_kind kind = MEM4D_KIND_INTEGER;
+    uint64_t lo = 0, hi = 0;
+    if (table == CLI_TABLE_MODEL) {
+        mem4d_model_param_kind((mem4d_model_param)key, &kind);
+        mem4d_model_param_bounds((mem4d_model_param)key, &lo, &hi);
+    } else if (table == CLI_TABLE_LAYOUT) {
+        mem4d_layout_param_kind((mem4d_layout_param)key, &kind);
+        mem4d_layout_param_bounds((mem4d_layout_param)key, &lo, &hi);
+    } else {
+        mem4d_device_param_kind((mem4d_device_param)key, &kind);
+        mem4d_device_param_bounds((mem4d_device_param)key, &lo, &hi);
+    }
+    if (kind == MEM4D_KIND_BOOLEAN) {
+        cli_error("%s: '%s' is not true or false (or 1 or 0)", flag, text);
+        return;
+    }
+    if (kind == MEM4D_KIND_CHOICE) {
+        char names[512] = "";
+        size_t used = 0;
+        for (uint64_t v = lo; v <= hi && v < 64 && used < sizeof names; v++) {
+            const char *n = table == CLI_TABLE_MODEL    ? mem4d_model_value_name((mem4d_model_param)key, v)
+                            : table == CLI_TABLE_LAYOUT ? mem4d_layout_value_name((mem4d_layout_param)key, v)
+                                                        : mem4d_device_value_name((mem4d_device_param)key, v);
+            int w = n ? snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : "", n) : 0;
+            used += w > 0 ? (size_t)w : 0;
+        }
+        cli_error("%s: '%s' is not one of %s", flag, text, names);
+        return;
+    }
+    cli_error("%s: '%s' is not a whole number from %llu to %llu (decimal digits only)", flag, text,
+              (unsigned long long)(lo > min ? lo : min), (unsigned long long)hi);
 }
 
 void cli_range_error(const char *flag, const char *text, uint64_t lo, uint64_t hi)
@@ -115,13 +150,22 @@ void cli_range_error(const char *flag, const char *text, uint64_t lo, uint64_t h
 static bool spec_value(mem4d_layout *scratch, const char *flag, mem4d_layout_param key, const char *text,
                        uint64_t *v)
 {
-    if (!*text || (text[0] >= '0' && text[0] <= '9' && !all_digits(text)) ||
-        mem4d_layout_set_str(scratch, mem4d_layout_param_name(key), text) != MEM4D_OK ||
-        mem4d_layout_get(scratch, key, v) != MEM4D_OK) {
-        cli_error("%s: '%s' is not a valid value", flag, text);
+    if (!*text) {
+        cli_error("%s: an empty value in the SPEC (V, LO-HI or A,B,C)", flag);
         return false;
     }
-    return true;
+    mem4d_status st = text[0] >= '0' && text[0] <= '9' && !all_digits(text)
+                          ? MEM4D_E_PARSE
+                          : mem4d_layout_set_str(scratch, mem4d_layout_param_name(key), text);
+    if (st == MEM4D_OK && mem4d_layout_get(scratch, key, v) == MEM4D_OK)
+        return true;
+    uint64_t lo = 0, hi = 0;
+    mem4d_layout_param_bounds(key, &lo, &hi);
+    if (st == MEM4D_E_RANGE)
+        cli_range_error(flag, text, lo, hi);
+    else
+        cli_value_error(flag, text, CLI_TABLE_LAYOUT, (int)key, 0);
+    return false;
 }
 
 static bool parse_spec(struct cli_args *a, const char *flag, mem4d_layout_param key, const char *text)
@@ -148,7 +192,10 @@ static bool parse_spec(struct cli_args *a, const char *flag, mem4d_layout_param 
     char *dash = strchr(buf, '-');
     if (strchr(buf, ',')) {
         s->is_list = true;
-        for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        for (char *tok = buf, *next; tok; tok = next) {
+            next = strchr(tok, ',');
+            if (next)
+                *next++ = '\0';
             if (s->n == CLI_MAX_LIST) {
                 cli_error("%s: at most %d values", flag, CLI_MAX_LIST);
                 return false;
@@ -160,7 +207,13 @@ static bool parse_spec(struct cli_args *a, const char *flag, mem4d_layout_param 
     }
     if (dash && dash != buf) {
         *dash = '\0';
-        return spec_value(a->scratch, flag, key, buf, &s->lo) && spec_value(a->scratch, flag, key, dash + 1, &s->hi);
+        if (!spec_value(a->scratch, flag, key, buf, &s->lo) || !spec_value(a->scratch, flag, key, dash + 1, &s->hi))
+            return false;
+        if (s->lo > s->hi) {
+            cli_error("%s %s-%s is an empty range: LO must not exceed HI", flag, buf, dash + 1);
+            return false;
+        }
+        return true;
     }
     if (!spec_value(a->scratch, flag, key, buf, &s->lo))
         return false;
@@ -227,14 +280,14 @@ static bool parse_keyval(struct cli_args *a, const struct cli_option *o, const c
             cli_error("%s: unknown model key '%s'", o->name, key);
             return false;
         }
-        return pend(a->model_set, &a->n_model_set, mem4d_model_param_name(p), p, val, 0);
+        return pend(a->model_set, &a->n_model_set, o->name, p, val, 0);
     }
     mem4d_device_param p;
     if (o->dest != CLI_TO_DEVICE || mem4d_device_param_from_name(key, &p) != MEM4D_OK) {
         cli_error("%s: unknown device key '%s'", o->name, key);
         return false;
     }
-    return pend(a->device_set, &a->n_device_set, mem4d_device_param_name(p), p, val, 0);
+    return pend(a->device_set, &a->n_device_set, o->name, p, val, 0);
 }
 
 /* --- one row, one value ------------------------------------------------------- */

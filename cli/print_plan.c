@@ -96,6 +96,11 @@ void plan_print_table(FILE *out, const struct plan_rows *rs, size_t n, const str
             "%s first:\n\n", (unsigned long long)st->valid, (unsigned long long)st->pruned, st->seconds * 1e3,
             rs->n, all ? "listed; fits means at most" : "fit in", (double)thr / 1e4,
             all ? "Fitting, fastest" : "Fastest");
+    if (st->valid == 0) {
+        fprintf(out, "No layout is valid: no split of the GPUs into tp x cp x pp x dp meets the model's and the "
+                "batch's rules (%s).\n", st->why);
+        return;
+    }
     if (rs->n == 0) {
         fprintf(out, "No layout fits. Try more GPUs, a shorter sequence, or --all to see how far off they are.\n");
         return;

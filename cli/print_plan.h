@@ -31,6 +31,7 @@ struct plan_rows {
 struct plan_stats {
     uint64_t visited, pruned, valid;
     double seconds;
+    char why[320]; /* when no layout is valid: the rule the plainest split breaks */
 };
 
 /* Append the layout and its report; false when out of memory. */

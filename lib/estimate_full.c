@@ -217,6 +217,20 @@ static void unmodelled_warnings(const struct m4d_ctx *x, const mem4d_device *dev
         warn(r, "activation_offload_layers: the device's host_bandwidth is unknown, so the step time does not "
                 "count the host transfers, which stall compute when the host link is slower than the layers "
                 "they overlap");
+    /* A link of bandwidth 0 is unknown, not free: the step time leaves its
+     * transfers out, and says so (issue 24). */
+    const uint64_t *dv = dev->v;
+    uint64_t gpn = dv[MEM4D_DEVICE_GPUS_PER_NODE] ? dv[MEM4D_DEVICE_GPUS_PER_NODE] : 1;
+    uint64_t domain = dv[MEM4D_DEVICE_NVLINK_DOMAIN] ? dv[MEM4D_DEVICE_NVLINK_DOMAIN] : gpn;
+    bool nics = dv[MEM4D_DEVICE_NICS_PER_NODE] && dv[MEM4D_DEVICE_NIC_BANDWIDTH];
+    if (dv[MEM4D_DEVICE_PEAK_FLOPS] && x->world > 1 && dv[MEM4D_DEVICE_INTRA_NODE_BANDWIDTH] == 0)
+        warn(r, "intra_node_bandwidth is 0 (unknown): the step time leaves out the communication inside a node "
+                "(set it, or use a GPU preset)");
+    if (dv[MEM4D_DEVICE_PEAK_FLOPS] && x->world > domain && !nics && dv[MEM4D_DEVICE_INTER_NODE_BANDWIDTH] == 0)
+        warn(r, "inter_node_bandwidth is 0 (unknown): the step time leaves out the communication between nodes "
+                "(set it, or nics_per_node and nic_bandwidth)");
+    if (dv[MEM4D_DEVICE_PEAK_FLOPS] && dv[MEM4D_DEVICE_HBM_BANDWIDTH] == 0)
+        warn(r, "hbm_bandwidth is 0 (unknown): the step time leaves out the memory-bound time of kernels");
     /* nanotron's build_model balances the stages by compute cost with the
      * lm_head counted (V·h against 4h² + 3fh a layer), which puts more
      * layers on the first stages than L/p. */

@@ -192,12 +192,24 @@ static const struct {
     {"shared_expert_intermediate_size", MEM4D_MODEL_SHARED_EXPERT_FFN_SIZE, false},
 };
 
+/* 0 is the library's "not set" for the key/value heads and the head
+ * dimension; transformers divides by them: an explicit 0 is refused. */
+static mem4d_status hf_size(mem4d_import *imp, const char *key, mem4d_model_param param, uint64_t v)
+{
+    if (v == 0 && (param == MEM4D_MODEL_NUM_KV_HEADS || param == MEM4D_MODEL_HEAD_DIM))
+        return m4d_imp_fail(imp, MEM4D_E_RANGE, "\"%s\": 0 is not a size; leave it out (or null) for the default",
+                            key);
+    return MEM4D_OK;
+}
+
 static mem4d_status hf_set(mem4d_import *imp, struct json_object *root, const char *key, mem4d_model *m,
                            mem4d_model_param param, bool *given)
 {
     uint64_t v = 0;
     char what[64];
     TRY(hf_uint(imp, root, key, false, &v, given));
+    if (*given)
+        TRY(hf_size(imp, key, param, v));
     m4d_msg(what, sizeof what, "\"%s\"", key);
     return *given ? SET_M(m, param, v, what) : MEM4D_OK;
 }
@@ -772,8 +784,10 @@ static mem4d_status hf_apply(mem4d_import *imp, struct json_object *top, mem4d_m
     for (size_t i = 0; i < NKEYS; i++) {
         char what[64];
         m4d_msg(what, sizeof what, "\"%s\"", hf_keys[i].key);
-        if (given[i])
+        if (given[i]) {
+            TRY(hf_size(imp, hf_keys[i].key, hf_keys[i].param, val[i]));
             TRY(SET_M(m, hf_keys[i].param, val[i], what));
+        }
     }
     bool tied = f->tied;
     if (root != top)

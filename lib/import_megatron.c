@@ -238,6 +238,12 @@ static mem4d_status apply_new_attention(mem4d_import *imp, const struct m4d_opt_
 static mem4d_status apply_model(mem4d_import *imp, const struct m4d_opt_val *vals, mem4d_model *m)
 {
     bool describes = GIVEN(MF_NUM_LAYERS) || GIVEN(MF_HIDDEN) || GIVEN(MF_HEADS);
+    /* 0 is the model's "not set" for these; Megatron-LM divides by them */
+    static const int sizes[] = {MF_GROUPS, MF_KV_CHANNELS, MF_KV_HEADS_DS};
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
+        if (GIVEN(sizes[i]) && U(sizes[i]) == 0)
+            return m4d_imp_fail(imp, MEM4D_E_RANGE, "--%s 0: a size is at least 1",
+                                m4d_megatron_flag_of(sizes[i])->flag);
     /* Flags with a direct counterpart: the table names the model key. */
     for (size_t i = 0; i < m4d_megatron_flag_n; i++) {
         const struct m4d_megatron_flag *row = &m4d_megatron_flags[i];
@@ -698,7 +704,8 @@ static mem4d_status apply_moe_capacity(mem4d_import *imp, const struct m4d_opt_v
         return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "--moe-pad-expert-input-to-capacity needs "
                             "--moe-expert-capacity-factor");
     if (f > 1000.0)
-        return m4d_imp_fail(imp, MEM4D_E_RANGE, "--moe-expert-capacity-factor %g is out of range", f);
+        return m4d_imp_fail(imp, MEM4D_E_RANGE, "--moe-expert-capacity-factor %g is above 1000 (the estimate's "
+                            "bound; a negative factor means none, as in Megatron-Core)", f);
     TRY(SET_L(l, MEM4D_LAYOUT_MOE_CAPACITY_FACTOR_PPM, (uint64_t)llround(f * 1e6), "--moe-expert-capacity-factor"));
     return SET_L(l, MEM4D_LAYOUT_MOE_PAD_TO_CAPACITY, GIVEN(MF_MOE_PAD), "--moe-pad-expert-input-to-capacity");
 }

@@ -98,7 +98,9 @@ static mem4d_status apply_vpp(mem4d_import *imp, const struct m4d_opt_val *vals,
  * by '|' in layer order (virtual stage k on rank k mod pp), 'E' the
  * embedding, 't' a transformer layer, 'm' an MTP layer, 'L' the loss;
  * commas are cosmetic; "(X)*n" then "c*n" repeat (parse_str_to_list). */
-#define M4D_PP_LAYOUT_MAX 4096 /* characters after expansion, and stages */
+/* Characters after expansion: room for num_layers' bound of 4096 layers, a
+ * '|' after each and the E, m and L around them, twice over. */
+#define M4D_PP_LAYOUT_MAX 16384
 
 /* One expansion pass, as Megatron's re.sub: "(X)*n" when `groups` (X up to
  * the first ')'), else "c*n" for any character c. */
@@ -136,6 +138,18 @@ static bool pp_layout_unroll(const char *in, char *out, size_t cap, bool groups)
     return true;
 }
 
+/* Scratch of one layout read, on the heap. */
+struct pp_work {
+    char b[M4D_PP_LAYOUT_MAX + 1];
+    uint32_t t[M4D_PP_LAYOUT_MAX / 2], mtp[M4D_PP_LAYOUT_MAX / 2];
+    uint16_t vs[M4D_PP_LAYOUT_MAX / 2], vs_first[M4D_PP_LAYOUT_MAX / 2];
+    size_t S;
+};
+
+static mem4d_status pp_layout_table(mem4d_import *imp, const char *flag, char *a, struct pp_work *w);
+static mem4d_status pp_layout_apply(mem4d_import *imp, const char *flag, struct pp_work *w, const mem4d_model *m,
+                                    mem4d_layout *l);
+
 static mem4d_status apply_pp_layout(mem4d_import *imp, const struct m4d_opt_val *vals, const mem4d_model *m,
                                     mem4d_layout *l)
 {
@@ -147,18 +161,40 @@ static mem4d_status apply_pp_layout(mem4d_import *imp, const struct m4d_opt_val 
         return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "%s places the layers itself; it contradicts "
                             "--decoder-first/last-pipeline-num-layers, --account-for-*-in-pipeline-split and the "
                             "virtual-stage flags", flag);
-    char a[M4D_PP_LAYOUT_MAX + 1], b[M4D_PP_LAYOUT_MAX + 1];
-    size_t n = 0;
-    for (const char *p = vals[MF_PP_LAYOUT].s; *p && n < M4D_PP_LAYOUT_MAX; p++)
+    /* The text as given, of any length (no cut), then its expansion. */
+    const char *given = vals[MF_PP_LAYOUT].s;
+    size_t glen = strlen(given), n = 0;
+    struct pp_work *w = malloc(sizeof *w);
+    char *a = malloc(glen + 1 > M4D_PP_LAYOUT_MAX + 1 ? glen + 1 : M4D_PP_LAYOUT_MAX + 1);
+    if (!w || !a) {
+        free(w);
+        free(a);
+        return m4d_imp_fail(imp, MEM4D_E_NOMEM, "%s: out of memory", flag);
+    }
+    for (const char *p = given; *p; p++)
         if (*p != ',')
             a[n++] = *p;
     a[n] = '\0';
-    if (!pp_layout_unroll(a, b, sizeof b, true) || !pp_layout_unroll(b, a, sizeof a, false))
-        return m4d_imp_fail(imp, MEM4D_E_RANGE, "%s expands to more than %d layers and stages", flag,
+    mem4d_status st = pp_layout_table(imp, flag, a, w);
+    if (st == MEM4D_OK)
+        st = pp_layout_apply(imp, flag, w, m, l);
+    free(a);
+    free(w);
+    return st;
+}
+
+/* Expand the layout (in `a`, at least M4D_PP_LAYOUT_MAX + 1 bytes, which
+ * receives the expansion) and count each stage's layers into w. */
+static mem4d_status pp_layout_table(mem4d_import *imp, const char *flag, char *a, struct pp_work *w)
+{
+    if (strlen(a) > M4D_PP_LAYOUT_MAX || !pp_layout_unroll(a, w->b, sizeof w->b, true) ||
+        !pp_layout_unroll(w->b, a, M4D_PP_LAYOUT_MAX + 1, false))
+        return m4d_imp_fail(imp, MEM4D_E_RANGE, "%s is longer than %d characters once its repeats are expanded "
+                            "(at most 4096 layers, each stage's '|', E, m and L fit in half of that)", flag,
                             M4D_PP_LAYOUT_MAX);
     /* Per stage: transformer and MTP layers. */
     static const size_t max_stages = M4D_PP_LAYOUT_MAX / 2;
-    uint32_t t[M4D_PP_LAYOUT_MAX / 2], mtp[M4D_PP_LAYOUT_MAX / 2];
+    uint32_t *t = w->t, *mtp = w->mtp;
     size_t S = 1, emb = 0, loss = 0;
     t[0] = mtp[0] = 0;
     for (const char *p = a; *p; p++) {
@@ -181,12 +217,22 @@ static mem4d_status apply_pp_layout(mem4d_import *imp, const struct m4d_opt_val 
                                 "\"(...)*n\", \"c*n\")", flag, (unsigned)(unsigned char)*p);
         }
     }
-    uint64_t p = l->v[MEM4D_LAYOUT_PP], L = m->v[MEM4D_MODEL_NUM_LAYERS], total = 0;
     if (emb != 1 || loss != 1 || a[0] != 'E' || a[strlen(a) - 1] != 'L')
         return m4d_imp_fail(imp, MEM4D_E_PARSE, "%s must start with the embedding 'E' and end with the loss 'L', "
                             "each once", flag);
+    w->S = S;
+    return MEM4D_OK;
+}
+
+/* The counted stages into the layout, by the split's own rules. */
+static mem4d_status pp_layout_apply(mem4d_import *imp, const char *flag, struct pp_work *w, const mem4d_model *m,
+                                    mem4d_layout *l)
+{
+    uint64_t p = l->v[MEM4D_LAYOUT_PP], L = m->v[MEM4D_MODEL_NUM_LAYERS], total = 0;
+    size_t S = w->S;
+    uint32_t *t = w->t, *mtp = w->mtp;
     /* The split's own rules (stages.c): p·v virtual stages, L layers, every rank with one. */
-    uint16_t vs[M4D_PP_LAYOUT_MAX / 2], vs_first[M4D_PP_LAYOUT_MAX / 2];
+    uint16_t *vs = w->vs, *vs_first = w->vs_first;
     for (size_t k = 0; k < S; k++) {
         vs[k] = (uint16_t)t[k];
         vs_first[k] = (uint16_t)total;

@@ -152,10 +152,28 @@ class Estimate(unittest.TestCase):
             (['--json=yes'], '--json takes no value'),
             # In the key's range but not a value it takes (2 or 4).
             (['--set', 'main_grad_bytes=3'], '--set main_grad_bytes 3 is not a value this key takes'),
+            # issue 24, items 9 and 14: explicit zeros that would mean "not set",
+            # bounds stated, the flag named as given
+            (['--dp', '0'], '--dp must be at least 1, got 0'),
+            (['--model-set', 'num_query_groups=0'], '--model-set num_query_groups=0 would mean "not set"'),
+            (['--model-set', 'kv_channels=0'], '--model-set kv_channels=0 would mean "not set"'),
+            (['--model-set', 'num_layers=-8'], "--model-set num_layers: '-8' is not a whole number from 1 to 4096"),
+            (['--device-set', 'gpus_per_node=-8'],
+             "--device-set gpus_per_node: '-8' is not a whole number from 1 to 1024"),
+            (['--recompute', 'maybe'], "--recompute: 'maybe' is not one of none, selective, full, op"),
+            (['--dist-opt', 'maybe'], "--dist-opt: 'maybe' is not true or false"),
         ]
         for extra, needle in cases:
             with self.subTest(extra=extra):
                 one_error_line(self, run('estimate', *GOLDEN, *extra), needle)
+
+    def test_bandwidth_zero_is_unknown_not_free(self):
+        # issue 24, item 9: a link of bandwidth 0 left the step time without
+        # its communication, silently.
+        p = run('estimate', '--model', 'llama3.1-8b', '--tp', '2', '--world', '4', '--seq', '4096', '--mbs', '1',
+                '--device-set', 'intra_node_bandwidth=0')
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn('warning: intra_node_bandwidth is 0 (unknown): the step time leaves out', p.stdout)
 
     def test_subcommands_without_options_refuse_them(self):
         for cmd in ('presets', 'version'):

@@ -147,7 +147,17 @@ for bad, needle in (
         (["--gbs", "0"], "mem4d: --gbs must be at least 1"),  # no step time: "Fastest first" with no speeds
         (["--gpus", "0"], "mem4d: --gpus must be at least 1"),
         (["--seq", "0x1000"], "mem4d: --seq needs a decimal number"),
-        (["--tp", "0x2"], "mem4d: --tp: '0x2' is not a valid value"),
+        (["--tp", "0x2"], "mem4d: --tp: '0x2' is not a whole number from 1 to 4096"),
+        # issue 24, item 14: every refusal states the bound or the accepted words
+        (["--tp", "-8"], "mem4d: --tp: '-8' is not a whole number from 1 to 4096"),
+        (["--tp", "0-4"], "mem4d: --tp 0 is out of range (1 to 4096)"),
+        (["--tp", "4-2"], "mem4d: --tp 4-2 is an empty range: LO must not exceed HI"),
+        (["--tp", "1,,2"], "mem4d: --tp: an empty value in the SPEC"),
+        (["--recompute", "maybe"], "mem4d: --recompute: 'maybe' is not one of none, selective, full, op"),
+        (["--gpus", "99999999999"], "mem4d: --gpus 99999999999 is out of range (1 to 16777216)"),
+        # item 9: a cluster of 64 GPUs in nodes of 3 does not exist
+        (["--gpus", "64", "--gpus-per-node", "3"],
+         "mem4d: --gpus 64 is not a whole number of nodes of 3 GPUs (--gpus-per-node): 21 nodes hold 63, 22 nodes 66"),
         (["--json", "--csv"], "mem4d: --json and --csv contradict each other"),
         (["--csv", "--json"], "mem4d: --csv and --json contradict each other"),
         (["--hf-config", hf], "mem4d: --model and --hf-config contradict each other"),  # JOB has --model
@@ -155,6 +165,13 @@ for bad, needle in (
         (["--gpus-per-node", "0"], "mem4d: --gpus-per-node 0 is out of range (1 to 1024)")):
     p = run("plan", *JOB, *bad, code=2)
     check(p.stdout == "" and p.stderr.startswith(needle) and p.stderr.count("\n") == 1, f"{bad}: {p.stderr!r}")
+
+# No valid layout at all is not "no layout fits": it says which rule the
+# plainest split breaks (item 14).
+p = run("plan", "--model", "llama3.1-8b", "--model-set", "num_layers=1", "--gpus", "7", "--seq", "1024", "--gbs", "3",
+        code=1)
+check("No layout is valid" in p.stdout and "global batch 3 is not divisible by micro-batch 1 x dp 7" in p.stdout
+      and "Try more GPUs" not in p.stdout, f"no valid layout: {p.stdout!r}")
 
 # A failed write of the landscape is an error that says so.
 if os.path.exists("/dev/full"):

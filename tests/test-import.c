@@ -1409,7 +1409,8 @@ static const struct vocab_bad modelled_bad[] = {
     {{"--num-layers", "4", "--pipeline-model-parallel-size", "2", "--pipeline-model-parallel-layout", "Etttt|L"},
      MEM4D_E_LAYERS_PP, "leaves pipeline rank 1 without a layer"},
     {{"--num-layers", "4", "--pipeline-model-parallel-size", "2", "--pipeline-model-parallel-layout", "(t)*99999999"},
-     MEM4D_E_RANGE, "--pipeline-model-parallel-layout expands to more than 4096 layers and stages"},
+     MEM4D_E_RANGE, "--pipeline-model-parallel-layout is longer than 16384 characters once its repeats are "
+                    "expanded"},
 };
 
 
@@ -1623,6 +1624,55 @@ static const struct vocab_bad *refused_case(int i)
         return &modelled_bad[(size_t)i - nv];
     return &moe_bad[(size_t)i - nv - nm];
 }
+
+/* A layout is read whole: a valid one of more than 4096 characters is
+ * taken, trailing junk is refused, and explicit zero sizes are errors
+ * (issue 24, item 9). */
+START_TEST(long_layouts_and_zero_sizes)
+{
+    struct fixture fx;
+    fx_open(&fx);
+    static char layout[8300];
+    size_t n = 0;
+    layout[n++] = 'E';
+    for (int k = 0; k < 4096; k++) {
+        if (k == 2048)
+            layout[n++] = '|';
+        layout[n++] = 't';
+        layout[n++] = ','; /* commas are cosmetic */
+    }
+    layout[n++] = 'L';
+    layout[n] = '\0';
+    const char *ok[] = {"--num-layers", "4096", "--hidden-size", "256", "--num-attention-heads", "4",
+                        "--pipeline-model-parallel-size", "2", "--pipeline-model-parallel-layout", layout, NULL};
+    ck_assert_msg(run_argv(&fx, ok, 8) == MEM4D_OK, "%s", mem4d_import_message(fx.imp));
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_PP), 2);
+    layout[n - 1] = 'x'; /* after 8000 characters */
+    ck_assert_int_eq(run_argv(&fx, ok, 8), MEM4D_E_PARSE);
+    ck_assert_ptr_nonnull(strstr(mem4d_import_message(fx.imp), "'x' is not a layer"));
+    static const char *const zero[][2] = {{"--num-query-groups", "--num-query-groups 0: a size is at least 1"},
+                                          {"--kv-channels", "--kv-channels 0: a size is at least 1"},
+                                          {"--num-key-value-heads", "--num-key-value-heads 0: a size is at least 1"}};
+    for (size_t i = 0; i < 3; i++) {
+        const char *argv[] = {"--num-layers", "2", "--hidden-size", "256", "--num-attention-heads", "4",
+                              "--group-query-attention", zero[i][0], "0", NULL};
+        ck_assert_int_eq(run_argv(&fx, argv, 8), MEM4D_E_RANGE);
+        ck_assert_str_eq(mem4d_import_message(fx.imp), zero[i][1]);
+    }
+    static const char *const hf0[] = {
+        "{\"model_type\": \"llama\", \"hidden_size\": 256, \"intermediate_size\": 512, \"num_hidden_layers\": 2, "
+        "\"num_attention_heads\": 4, \"vocab_size\": 1000, \"num_key_value_heads\": 0}",
+        "{\"model_type\": \"llama\", \"hidden_size\": 256, \"intermediate_size\": 512, \"num_hidden_layers\": 2, "
+        "\"num_attention_heads\": 4, \"vocab_size\": 1000, \"head_dim\": 0}"};
+    for (size_t i = 0; i < 2; i++) {
+        mem4d_status st = mem4d_import_hf_config_buffer(fx.imp, hf0[i], strlen(hf0[i]), fx.model);
+        ck_assert_int_eq(st, MEM4D_HAVE_JSON ? MEM4D_E_RANGE : MEM4D_E_NO_JSON);
+        if (MEM4D_HAVE_JSON)
+            ck_assert_ptr_nonnull(strstr(mem4d_import_message(fx.imp), ": 0 is not a size; leave it out"));
+    }
+    fx_close(&fx);
+}
+END_TEST
 
 START_TEST(flags_refused)
 {
@@ -2126,6 +2176,7 @@ static Suite *import_suite(void)
     tcase_add_test(tc, modelled_flags_change_the_estimate);
     tcase_add_test(tc, moe_patterns_mla_and_mtp);
     tcase_add_loop_test(tc, moe_layer_freq_patterns, 0, N(pattern_cases));
+    tcase_add_test(tc, long_layouts_and_zero_sizes);
     tcase_add_loop_test(tc, flags_refused, 0, N(vocab_bad_cases) + N(modelled_bad) + N(moe_bad));
     tcase_add_test(tc, expert_tensor_parallel_folding);
     tcase_add_test(tc, config_path_must_be_a_regular_file);
