@@ -206,13 +206,21 @@ double m4d_moe_exposed(const struct m4d_ctx *x, const struct m4d_moe_group *g, c
         recompute += 2 * c;
     if (!x->ep_overlap)
         return recompute + 4 * c;
-    /* Megatron-Core's combined 1F1B (--overlap-moe-expert-parallel-comm):
-     * the forward of one micro-batch runs layer by layer beside the
-     * backward of another; each one's dispatch and combine hide under the
-     * other's compute (with --delay-wgrad-compute also under the layer's
-     * own expert weight gradients), and DeepEP's SMs are taken from that
-     * compute while they run. */
-    double under_f = bwd, under_b = fwd + (x->delay_wgrad ? t->wgrad : 0);
-    double hidden = MIN(2 * c, under_f) + MIN(2 * c, under_b);
-    return recompute + MAX0(2 * c - under_f) + MAX0(2 * c - under_b) + hidden * (1 / g->sm_keep - 1);
+    /* Megatron-Core's combined 1F1B (--overlap-moe-expert-parallel-comm)
+     * runs the forward of one micro-batch's layer beside the backward of
+     * another's, each on its stream (model_chunk_schedule_plan.py,
+     * TransformerLayerSchedulePlan.run):
+     *   comm:    combine_bwd  | dispatch_fwd -> dispatch_bwd      | combine_fwd
+     *   compute: attn_fwd     | mlp_bwd -> mlp_bwd_dw -> mlp_fwd  | attn_bwd
+     * where mlp_fwd waits for dispatch_fwd and dispatch_bwd for mlp_bwd;
+     * the weight gradients run apart (mlp_bwd_dw) only with
+     * --delay-wgrad-compute, else inside mlp_bwd. attn is everything of the
+     * layer but the experts (attention, norms, router, permutation). */
+    double attn_f = fwd - t->expert_fwd, attn_b = bwd - t->expert_bwd;
+    double dw = x->delay_wgrad ? t->wgrad : 0, mlp_b = t->expert_bwd - dw, mlp_f = t->expert_fwd;
+    double mid = MAX(MAX(c, mlp_b) + c, MAX(mlp_b + dw, c) + mlp_f) - (mlp_b + dw + mlp_f);
+    double exposed = MAX0(c - attn_f) + mid + MAX0(c - attn_b);
+    /* DeepEP's and HybridEP's SMs are taken from the compute they run beside */
+    double hidden = 4 * c - exposed;
+    return recompute + exposed + hidden * (1 / g->sm_keep - 1);
 }

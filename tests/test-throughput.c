@@ -853,8 +853,8 @@ END_TEST
  * sweep at Spearman >= 0.85; the model reaches neither (doc/perf.md,
  * "Expert layers": the runs spend 2-5 ms per expert layer and micro-batch
  * that no sourced mechanism accounts for), so these guard what it reaches. */
-#define MOE_ZOO_MEDIAN 0.65
-#define MOE_SWEEP_RHO 0.30
+#define MOE_ZOO_MEDIAN 0.55
+#define MOE_SWEEP_RHO 0.70
 START_TEST(moe_rows_match_published_runs)
 {
     static struct row rows[MAX_ROWS];
