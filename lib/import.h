@@ -125,6 +125,10 @@ enum m4d_mflag {
     MF_FG_OFFLOAD, MF_OFFLOAD_MODULES, MF_OFFLOAD_FRACTION, MF_DEFER_EMB_WGRAD, MF_WGRAD_DEFER_LIMIT, MF_AG_GROUP,
     MF_GROUPED_GEMM,
     MF_SOFTMAX, MF_DSA_HEADS, MF_DSA_HEAD_DIM, MF_DSA_TOPK, MF_ENABLE_SHARED, MF_NUM_SHARED,
+    MF_ATTN_OUT_GATE, MF_ATTN_VARIANT, MF_HETERO_JSON, MF_HETERO_PATH, MF_HYBRID_ATTN, MF_HYBRID_PATTERN,
+    MF_HYBRID_MLP, MF_HYBRID_OVERRIDE, MF_IS_HYBRID, MF_LA_FREQ, MF_LIN_CONV, MF_LIN_KEY_DIM, MF_LIN_KEY_HEADS,
+    MF_LIN_VALUE_HEADS, MF_LIN_VALUE_DIM, MF_MAMBA_HEAD_DIM, MF_MAMBA_GROUPS, MF_MAMBA_HEADS, MF_MAMBA_STATE,
+    MF_MAX_TOKENS, MF_DYN_BATCH, MF_SPEC,
     MF_COUNT
 };
 
@@ -154,6 +158,17 @@ const struct m4d_megatron_flag *m4d_megatron_flag_find(const char *name);
 
 /* The row of a modelled slot (every slot has one). */
 const struct m4d_megatron_flag *m4d_megatron_flag_of(int slot);
+
+/* A flag of a trainer that drives Megatron-Core (slime, Megatron-RL): not
+ * memory-relevant (why NULL), or warned about once (why). */
+struct m4d_trainer_flag {
+    const char *flag;    /* without "--"; ending in '-': every flag it begins */
+    const char *trainer;
+    const char *why;
+};
+extern const struct m4d_trainer_flag m4d_trainer_flags[];
+extern const size_t m4d_trainer_flag_n;
+const struct m4d_trainer_flag *m4d_trainer_flag_find(const char *name);
 
 /* Is a row read into a slot (as opposed to skipped or warned about)? */
 static inline bool m4d_flag_is_read(const struct m4d_megatron_flag *row)

@@ -934,6 +934,10 @@ mem4d_status mem4d_import_megatron(mem4d_import *import, int argc, const char *c
     if (st == MEM4D_OK)
         st = apply_layout_basic(imp, vals, &l);
     if (st == MEM4D_OK)
+        st = m4d_megatron_apply_hybrid(imp, vals, &m, &l);
+    if (st == MEM4D_OK)
+        st = m4d_megatron_apply_dynamic_batch(imp, vals, &l);
+    if (st == MEM4D_OK)
         st = apply_vocab(imp, vals, &m, &l);
     if (st == MEM4D_OK)
         st = apply_precision(imp, vals, &l);
@@ -957,6 +961,8 @@ mem4d_status mem4d_import_megatron(mem4d_import *import, int argc, const char *c
         st = apply_attention(imp, vals, &l);
     if (st == MEM4D_OK)
         st = m4d_megatron_read_pipeline(imp, vals, &m, &l);
+    if (st == MEM4D_OK)
+        st = m4d_megatron_apply_hybrid_segments(imp, vals, &l);
     if (st == MEM4D_OK)
         st = m4d_imp_alloc_conf(imp, envp, &l);
     if (st == MEM4D_OK)

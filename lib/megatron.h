@@ -40,6 +40,19 @@ mem4d_status m4d_megatron_parse_number(mem4d_import *imp, const char *flag, cons
 mem4d_status m4d_megatron_set_layout(mem4d_import *imp, mem4d_layout *l, mem4d_layout_param key, int o,
                                      uint64_t value);
 
+/* --- megatron_hybrid.c ----------------------------------------------------- */
+
+/* The hybrid layer pattern and the Mamba-2 / Gated DeltaNet flags into the
+ * model ('|' segments into the layout's layer table); refusals of layer
+ * descriptions the flags do not carry. */
+mem4d_status m4d_megatron_apply_hybrid(mem4d_import *imp, const struct m4d_opt_val *vals, mem4d_model *m,
+                                       mem4d_layout *l);
+/* Its '|' pipeline segments as the layout's layer table (after the pipeline flags). */
+mem4d_status m4d_megatron_apply_hybrid_segments(mem4d_import *imp, const struct m4d_opt_val *vals, mem4d_layout *l);
+/* --use-dynamic-batch-size with --max-tokens-per-gpu: the longest packed
+ * micro-batch as the layout's sequence. */
+mem4d_status m4d_megatron_apply_dynamic_batch(mem4d_import *imp, const struct m4d_opt_val *vals, mem4d_layout *l);
+
 /* --- megatron_pipeline.c --------------------------------------------------- */
 
 /* The pipeline split's flags into the layout: virtual stages, the embedding

@@ -76,6 +76,7 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     SKIP_ROW("async-save"),
     WORD_ROW("attention-backend", MF_ATTN_BACKEND, c_backend),
     REAL_ROW("attention-dropout", MF_ATTN_DROPOUT),
+    SWITCH_ROW("attention-output-gate", MF_ATTN_OUT_GATE),
     SKIP_ROW("attention-softmax-in-fp32"),
     SKIP_ROW("auto-detect-ckpt-format"),
     WARN_ROW("batch-size", "is no longer accepted by Megatron-LM (use --micro-batch-size)"),
@@ -130,6 +131,7 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     WARN_ROW("delta-offload-bytes-across-pp-ranks", "keeps N more bytes of offload groups on the GPU for each pipeline rank; the estimate offloads alike on every rank"),
     SKIP_ROW("deterministic-mode"),
     SWITCH_ROW("disable-bias-linear", MF_NO_BIAS),
+    SKIP_ROW("disable-gloo-process-groups"), /* CPU (gloo) communicators */
     SKIP_ROW("disable-straggler-on-startup"),
     SKIP_ROW("dist-ckpt-format"),
     SKIP_ROW("dist-ckpt-strictness"),
@@ -165,6 +167,7 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     SKIP_ROW("exit-signal-handler"),
     WORD_ROW("exp-avg-dtype", MF_EXP_AVG_DTYPE, c_state_dtype),
     WORD_ROW("exp-avg-sq-dtype", MF_EXP_AVG_SQ_DTYPE, c_state_dtype),
+    TEXT_ROW("experimental-attention-variant", MF_ATTN_VARIANT),
     INT_ROW("expert-model-parallel-size", MF_EP, -1),
     INT_ROW("expert-tensor-parallel-size", MF_ETP, -1),
     SWITCH_ROW("external-cuda-graph", MF_EXTERNAL_CUDA_GRAPH),
@@ -189,13 +192,20 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     INT_ROW("global-batch-size", MF_GBS, -1),
     SWITCH_ROW("grad-reduce-in-bf16", MF_GRAD_BF16),
     SWITCH_ROW("group-query-attention", MF_GQA),
+    TEXT_ROW("heterogeneous-layers-config-encoded-json", MF_HETERO_JSON),
+    TEXT_ROW("heterogeneous-layers-config-path", MF_HETERO_PATH),
     REAL_ROW("hidden-dropout", MF_HIDDEN_DROPOUT),
     INT_ROW("hidden-size", MF_HIDDEN, MEM4D_MODEL_HIDDEN_SIZE),
+    REAL_ROW("hybrid-attention-ratio", MF_HYBRID_ATTN),
+    TEXT_ROW("hybrid-layer-pattern", MF_HYBRID_PATTERN),
+    REAL_ROW("hybrid-mlp-ratio", MF_HYBRID_MLP),
+    TEXT_ROW("hybrid-override-pattern", MF_HYBRID_OVERRIDE),
     SKIP_ROW("hysteresis"),
     SKIP_ROW("init-method-std"),
     SKIP_ROW("init-method-xavier-uniform"),
     SKIP_ROW("init-model-with-meta-device"),
     SKIP_ROW("initial-loss-scale"),
+    SWITCH_ROW("is-hybrid-model", MF_IS_HYBRID),
     SKIP_ROW("job-name"),
     SKIP_ROW("kill-switch-path"),
     INT_ROW("kv-channels", MF_KV_CHANNELS, MEM4D_MODEL_HEAD_DIM),
@@ -203,6 +213,12 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     INT_ROW("kv-lora-rank", MF_KV_LORA, -1),
     SKIP_ROW("layernorm-epsilon"),
     SKIP_ROW("legacy-tokenizer"),
+    TEXT_ROW("linear-attention-freq", MF_LA_FREQ),
+    INT_ROW("linear-conv-kernel-dim", MF_LIN_CONV, MEM4D_MODEL_CONV_KERNEL),
+    INT_ROW("linear-key-head-dim", MF_LIN_KEY_DIM, MEM4D_MODEL_LINEAR_KEY_HEAD_DIM),
+    INT_ROW("linear-num-key-heads", MF_LIN_KEY_HEADS, MEM4D_MODEL_LINEAR_KEY_HEADS),
+    INT_ROW("linear-num-value-heads", MF_LIN_VALUE_HEADS, MEM4D_MODEL_LINEAR_VALUE_HEADS),
+    INT_ROW("linear-value-head-dim", MF_LIN_VALUE_DIM, MEM4D_MODEL_LINEAR_VALUE_HEAD_DIM),
     SKIP_ROW("load"),
     SKIP_ROW("local-rank"),
     SKIP_ROW("local_rank"),
@@ -236,10 +252,17 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     WORD_ROW("main-grads-dtype", MF_MAIN_GRADS_DTYPE, c_grad_dtype),
     WORD_ROW("main-params-dtype", MF_MAIN_PARAMS_DTYPE, c_param_dtype),
     INT_ROW("make-vocab-size-divisible-by", MF_VOCAB_DIV, -1),
+    WARN_ROW("mamba-chunk-size", "sizes the chunked scan's fp32 states in backward, modelled at mamba_ssm's 128 tokens"),
+    INT_ROW("mamba-head-dim", MF_MAMBA_HEAD_DIM, MEM4D_MODEL_MAMBA_HEAD_DIM),
+    INT_ROW("mamba-num-groups", MF_MAMBA_GROUPS, MEM4D_MODEL_MAMBA_NUM_GROUPS),
+    INT_ROW("mamba-num-heads", MF_MAMBA_HEADS, MEM4D_MODEL_MAMBA_NUM_HEADS),
+    INT_ROW("mamba-state-dim", MF_MAMBA_STATE, MEM4D_MODEL_MAMBA_STATE_DIM),
+    SKIP_ROW("mamba-training-ssm-states-dtype"), /* the scan's transient states, recomputed in backward */
     SKIP_ROW("manual-gc"),
     SKIP_ROW("manual-gc-interval"),
     SKIP_ROW("max-padding-length"),
     INT_ROW("max-position-embeddings", MF_MAX_POS, MEM4D_MODEL_MAX_POSITION),
+    INT_ROW("max-tokens-per-gpu", MF_MAX_TOKENS, -1),
     WORD_ROW("megatron-fsdp-main-grads-dtype", MF_FSDP_GRADS_DTYPE, c_fsdp_dtype),
     WORD_ROW("megatron-fsdp-main-params-dtype", MF_FSDP_PARAMS_DTYPE, c_fsdp_dtype),
     SWITCH_ROW("megatron-fsdp-max-pool-double-buffer", MF_FSDP_MAXPOOL),
@@ -392,7 +415,7 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     REAL_ROW("sgd-momentum", MF_SGD_MOMENTUM),
     SKIP_ROW("sliding-window"),
     WORD_ROW("softmax-type", MF_SOFTMAX, c_softmax),
-    WARN_ROW("spec", "replaces the layer specification; the estimate assumes the GPT layer"),
+    TEXT_ROW("spec", MF_SPEC),
     SKIP_ROW("split"),
     SKIP_ROW("squared-relu"),
     SKIP_ROW("start-weight-decay"),
@@ -433,8 +456,10 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     SKIP_ROW("use-dist-ckpt"),
     SWITCH_ROW("use-distributed-optimizer", MF_DIST_OPT),
     SKIP_ROW("use-distributed-optimizer-instances"),
+    SWITCH_ROW("use-dynamic-batch-size", MF_DYN_BATCH),
     SWITCH_ROW("use-flash-attn", MF_FLASH),
     SKIP_ROW("use-flash-attn-triton"),
+    SKIP_ROW("use-fused-weighted-squared-relu"), /* one kernel for relu² and the routing weight; fc2 keeps its input as before */
     SKIP_ROW("use-legacy-models"),
     SKIP_ROW("use-mcore-models"),
     SWITCH_ROW("use-megatron-fsdp", MF_MEGATRON_FSDP),
@@ -484,5 +509,65 @@ const struct m4d_megatron_flag *m4d_megatron_flag_of(int slot)
     for (size_t i = 0; i < m4d_megatron_flag_n; i++)
         if (m4d_megatron_flags[i].slot == slot && m4d_flag_is_read(&m4d_megatron_flags[i]))
             return &m4d_megatron_flags[i];
+    return NULL;
+}
+
+/* The flags of the trainers that drive Megatron-Core in one command line
+ * (slime's train.py: slime/utils/arguments.py; Megatron-LM's RL loop:
+ * megatron/rl; Model Optimizer's examples/post_training/modelopt): rollout, reward, evaluation and actor sizing, read by the
+ * trainer and not by the model. A name ending in '-' is a family. They do
+ * not change the training step's per-GPU memory: slime's colocated SGLang
+ * engine releases its memory while the actor trains (its
+ * --sglang-mem-fraction-static applies while it generates); Megatron-RL's
+ * inference buffers are the one family that stays, and says so. */
+const struct m4d_trainer_flag m4d_trainer_flags[] = {
+    {"actor-num-gpus-per-node", "slime", NULL},
+    {"actor-num-nodes", "slime", NULL},
+    {"advantage-estimator", "slime", NULL},
+    {"apply-chat-template", "slime", NULL},
+    {"balance-data", "slime", NULL},
+    {"colocate", "slime", NULL},
+    {"decode-only-cuda-graphs", "Megatron-RL", NULL},
+    {"entropy-coef", "slime", NULL},
+    {"eps-clip", "slime", NULL},
+    {"eps-clip-high", "slime", NULL},
+    {"eval-", "slime", NULL},
+    {"export-", "Model Optimizer", NULL},
+    {"finetune-hf-dataset", "Model Optimizer", NULL},
+    {"grpo-", "Megatron-RL", NULL},
+    {"hf-checkpoint", "slime", NULL},
+    {"inference-", "Megatron-RL",
+     "its rollout inference (KV cache, request buffers, --inference-* flags) shares the GPUs with training; "
+     "the estimate is the training step's alone"},
+    {"input-key", "slime", NULL},
+    {"kl-coef", "slime", NULL},
+    {"kl-loss-coef", "slime", NULL},
+    {"kl-loss-type", "slime", NULL},
+    {"label-key", "slime", NULL},
+    {"langrl-env-config", "Megatron-RL", NULL},
+    {"moe-pad-experts-for-cuda-graph-inference", "Megatron-RL", NULL},
+    {"n-samples-per-eval-prompt", "slime", NULL},
+    {"n-samples-per-prompt", "slime", NULL},
+    {"num-rollout", "slime", NULL},
+    {"pretrained-checkpoint", "Megatron-RL", NULL},
+    {"prompt-data", "slime", NULL},
+    {"ref-load", "slime", NULL},
+    {"rl-", "Megatron-RL", NULL},
+    {"rm-type", "slime", NULL},
+    {"rollout-", "slime", NULL},
+    {"sglang-", "slime", NULL},
+    {"use-gated-attention", "slime", NULL}, /* its Qwen3.5 spec's switch; the gate is --attention-output-gate */
+    {"use-kl-loss", "slime", NULL},
+};
+const size_t m4d_trainer_flag_n = sizeof m4d_trainer_flags / sizeof *m4d_trainer_flags;
+
+const struct m4d_trainer_flag *m4d_trainer_flag_find(const char *name)
+{
+    for (size_t i = 0; i < m4d_trainer_flag_n; i++) {
+        const char *f = m4d_trainer_flags[i].flag;
+        size_t n = strlen(f);
+        if (f[n - 1] == '-' ? strncmp(name, f, n) == 0 : strcmp(name, f) == 0)
+            return &m4d_trainer_flags[i];
+    }
     return NULL;
 }

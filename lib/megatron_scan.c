@@ -163,6 +163,7 @@ static void skip_values(const struct flag_tok *tok, int argc, const char *const 
 
 mem4d_status m4d_megatron_scan(mem4d_import *imp, int argc, const char *const *argv, struct m4d_opt_val *vals)
 {
+    const struct m4d_trainer_flag *warned = NULL; /* one warning per trainer family */
     for (int i = 0; i < argc; i++) {
         const char *arg = argv[i];
         if (!arg)
@@ -176,11 +177,17 @@ mem4d_status m4d_megatron_scan(mem4d_import *imp, int argc, const char *const *a
         const struct m4d_megatron_flag *row = m4d_megatron_flag_find(tok.name);
         if (row && m4d_flag_is_read(row)) {
             TRY(read_opt(imp, row, &tok, argc, argv, &i, vals));
+            if (row->slot == MF_SPEC) /* nargs='*': a module, then a function */
+                skip_values(&tok, argc, argv, &i);
             continue;
         }
+        const struct m4d_trainer_flag *trainer = row ? NULL : m4d_trainer_flag_find(tok.name);
         if (row && row->kind == M4D_FLAG_WARN)
             m4d_imp_warn(imp, "--%s %s", row->flag, row->why);
-        else if (!row)
+        else if (trainer && trainer->why && trainer != warned) {
+            m4d_imp_warn(imp, "--%s: %s %s", tok.name, trainer->trainer, trainer->why);
+            warned = trainer;
+        } else if (!row && !trainer)
             m4d_imp_warn(imp, "--%s is not a flag this version knows; it was ignored", tok.name);
         skip_values(&tok, argc, argv, &i);
     }

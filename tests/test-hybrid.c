@@ -218,6 +218,111 @@ START_TEST(refusals_with_sentences)
 }
 END_TEST
 
+
+/* Import a Megatron-LM argument vector (NULL-terminated) into m and l. */
+static mem4d_status import_args(mem4d_import *imp, mem4d_model *m, mem4d_layout *l, uint64_t world, const char **argv)
+{
+    int argc = 0;
+    while (argv[argc])
+        argc++;
+    return mem4d_import_megatron(imp, argc, argv, NULL, world, m, l);
+}
+
+static bool has_warning(const mem4d_import *imp, const char *text)
+{
+    for (size_t i = 0; i < mem4d_import_warning_count(imp); i++)
+        if (strstr(mem4d_import_warning(imp, i), text))
+            return true;
+    return false;
+}
+
+/* Megatron-LM's first hybrid example gave the 8B model by its ratios
+ * (--hybrid-attention-ratio 0.08 --hybrid-mlp-ratio 0.5, 56 layers); today's
+ * writes the pattern those ratios make (examples/mamba/train.sh at
+ * df61e60b and at d98e8a64): both read to the same layers. */
+START_TEST(megatron_ratios_make_the_published_pattern)
+{
+    mem4d_import *imp = NULL;
+    mem4d_model *m = NULL;
+    mem4d_layout *l = NULL;
+    char buf[128];
+    ck_assert_int_eq(mem4d_import_new(&imp), MEM4D_OK);
+    ck_assert_int_eq(mem4d_model_new(&m), MEM4D_OK);
+    ck_assert_int_eq(mem4d_layout_new(&l), MEM4D_OK);
+    const char *ratios[] = {"--num-layers", "56", "--hidden-size", "4096", "--num-attention-heads", "32",
+                            "--hybrid-attention-ratio", "0.08", "--hybrid-mlp-ratio", "0.5", "--seq-length", "4096",
+                            "--micro-batch-size", "1", "--vocab-size", "256000", NULL};
+    ck_assert_msg(import_args(imp, m, l, 8, ratios) == MEM4D_OK, "%s", mem4d_import_message(imp));
+    mem4d_model_get_layer_pattern(m, buf, sizeof buf);
+    ck_assert_str_eq(buf, "M-M-M--M-M*-M-M-M-M--M*-M-M-M-M-M*--M-M-M-M-M*-M--M-M-M-");
+    const char *small[] = {"--num-layers", "48", "--hidden-size", "1024", "--num-attention-heads", "16",
+                           "--is-hybrid-model", "--hybrid-attention-ratio", "0.08", "--hybrid-mlp-ratio", "0.5",
+                           "--seq-length", "4096", "--vocab-size", "256000", NULL};
+    ck_assert_msg(import_args(imp, m, l, 8, small) == MEM4D_OK, "%s", mem4d_import_message(imp));
+    mem4d_model_get_layer_pattern(m, buf, sizeof buf);
+    ck_assert_str_eq(buf, "M-M-M--M-*M-M-M-M--*M-M-M-M-*M--M-M-M-*M-M--M-M-");
+    /* the pattern's pipeline segments become the layout's virtual stages */
+    const char *piped[] = {"--hybrid-layer-pattern", "M-M*|M-M-|ME*E|MEME", "--hidden-size", "1024",
+                           "--num-attention-heads", "16", "--num-experts", "8", "--pipeline-model-parallel-size", "2",
+                           "--seq-length", "4096", "--vocab-size", "256000", NULL};
+    ck_assert_msg(import_args(imp, m, l, 2, piped) == MEM4D_OK, "%s", mem4d_import_message(imp));
+    uint32_t vs[8];
+    uint64_t vpp = 0, L = 0;
+    ck_assert_uint_eq(mem4d_layout_get_stage_layers(l, vs, 8), 4);
+    ck_assert_uint_eq(vs[0] + vs[1] + vs[2] + vs[3], 16);
+    ck_assert_int_eq(mem4d_layout_get(l, MEM4D_LAYOUT_VPP, &vpp), MEM4D_OK);
+    ck_assert_uint_eq(vpp, 2);
+    ck_assert_int_eq(mem4d_model_get(m, MEM4D_MODEL_NUM_LAYERS, &L), MEM4D_OK);
+    ck_assert_uint_eq(L, 16);
+    /* what the flags cannot describe is refused, naming it */
+    const char *hetero[] = {"--heterogeneous-layers-config-path", "config.json", "--num-layers", "80", NULL};
+    ck_assert_int_eq(import_args(imp, m, l, 8, hetero), MEM4D_E_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(mem4d_import_message(imp), "block_configs"));
+    const char *mtp[] = {"--hybrid-layer-pattern", "M*M*/MM", "--hidden-size", "1024", NULL};
+    ck_assert_int_eq(import_args(imp, m, l, 8, mtp), MEM4D_E_UNSUPPORTED);
+    mem4d_layout_free(l);
+    mem4d_model_free(m);
+    mem4d_import_free(imp);
+}
+END_TEST
+
+/* slime's dynamic batching: the longest packed micro-batch the flags allow
+ * (max_tokens_per_gpu on each GPU, cp times it per context-parallel group),
+ * said in a sentence; the trainer's own flags are not memory-relevant and
+ * raise no "not a flag" warning, Megatron-RL's inference buffers one. */
+START_TEST(megatron_dynamic_batching_and_trainer_flags)
+{
+    mem4d_import *imp = NULL;
+    mem4d_model *m = nemotron_h_8b();
+    mem4d_layout *l = NULL;
+    ck_assert_int_eq(mem4d_import_new(&imp), MEM4D_OK);
+    ck_assert_int_eq(mem4d_layout_new(&l), MEM4D_OK);
+    const char *dyn[] = {"--tensor-model-parallel-size", "4", "--context-parallel-size", "4",
+                         "--use-dynamic-batch-size", "--max-tokens-per-gpu", "8192", "--colocate",
+                         "--actor-num-nodes", "4", "--rollout-batch-size", "8", "--n-samples-per-prompt", "8",
+                         "--sglang-mem-fraction-static", "0.75", "--rm-type", "deepscaler", "--eps-clip", "0.2", NULL};
+    ck_assert_msg(import_args(imp, m, l, 32, dyn) == MEM4D_OK, "%s", mem4d_import_message(imp));
+    uint64_t seq = 0, mbs = 0;
+    ck_assert_int_eq(mem4d_layout_get(l, MEM4D_LAYOUT_SEQ_LENGTH, &seq), MEM4D_OK);
+    ck_assert_int_eq(mem4d_layout_get(l, MEM4D_LAYOUT_MICRO_BATCH, &mbs), MEM4D_OK);
+    ck_assert_uint_eq(seq, 4 * 8192);
+    ck_assert_uint_eq(mbs, 1);
+    ck_assert_uint_eq(mem4d_import_warning_count(imp), 1);
+    ck_assert(has_warning(imp, "longest packed micro-batch"));
+    const char *no_max[] = {"--use-dynamic-batch-size", NULL};
+    ck_assert_int_eq(import_args(imp, m, l, 8, no_max), MEM4D_E_MISSING);
+    const char *rl[] = {"--seq-length", "8192", "--grpo-group-size", "16", "--grpo-kl-beta", "0.0",
+                        "--inference-max-requests", "64", "--inference-dynamic-batching-buffer-size-gb", "20",
+                        "--langrl-env-config", "env.yaml", NULL};
+    ck_assert_msg(import_args(imp, m, l, 8, rl) == MEM4D_OK, "%s", mem4d_import_message(imp));
+    ck_assert_uint_eq(mem4d_import_warning_count(imp), 1);
+    ck_assert(has_warning(imp, "shares the GPUs with training"));
+    mem4d_layout_free(l);
+    mem4d_model_free(m);
+    mem4d_import_free(imp);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("hybrid");
@@ -228,6 +333,8 @@ int main(void)
     tcase_add_test(tc, mixer_activations_term_by_term);
     tcase_add_test(tc, stage_placement);
     tcase_add_test(tc, refusals_with_sentences);
+    tcase_add_test(tc, megatron_ratios_make_the_published_pattern);
+    tcase_add_test(tc, megatron_dynamic_batching_and_trainer_flags);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

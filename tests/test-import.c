@@ -1970,6 +1970,11 @@ static const struct {
     {"pai-deepseek-v2-lite-8gpu", "the vocabulary size is unknown"},
     {"kimi-k2-gb200-128gpu-128k-mxfp8", "--offload-optimizer-states moves the optimizer states to the host"},
     {"qwen3-235b-a22b-gb200-256gpu-mxfp8-offload", "--use-separate-send-recv-groups asks for separate pipeline"},
+    {"mamba2-hybrid-800m-8gpu", "the vocabulary size is unknown"},
+    /* Model Optimizer's fine-tuning at its scripts' defaults (TP=DP=1: one GPU); the user sets them */
+    {"nemotron-3-nano-30b-modelopt-finetune-1gpu", "oom"},
+    {"nemotron-h-56b-modelopt-finetune-1gpu", "oom"},
+    {"slime-qwen3.5-27b-32gpu", "--spec slime_plugins.models.qwen3_5"},
 };
 
 START_TEST(recipes_as_written_on_their_hardware)
