@@ -851,14 +851,38 @@ END_TEST
  * sweep of one model over >= 3 layouts on one cluster (GPU, GPU count,
  * sequence, precision). The targets are moe-modelzoo within 12% and every
  * sweep at Spearman >= 0.85; the model reaches neither (doc/perf.md,
- * "Expert layers": the runs spend 2-5 ms per expert layer and micro-batch
- * that no sourced mechanism accounts for), so these guard what it reaches. */
-#define MOE_ZOO_MEDIAN 0.55
+ * "Expert layers": the small-batch runs spend 2-5 ms per expert layer and
+ * micro-batch that no sourced mechanism accounts for), so these guard what
+ * it reaches. */
+#define MOE_ZOO_MEDIAN 0.22
 #define MOE_SWEEP_RHO 0.70
+/* The TFLOP/s of a moe-modelzoo row in its own count. Megatron-LM's
+ * --log-throughput counts causal attention (half of s x s) since
+ * NVIDIA/Megatron-LM@8873b55d (2025-03-06, "Fixes in number of
+ * floating-point operation estimates for MoE and attention layer"), and the
+ * ModelZoo's runs are later (the code revisions of its tables); the
+ * library's TFLOPS_PER_GPU keeps the full count (doc/perf.md, "Outputs").
+ * The prediction is converted: its FLOPs per sequence less half the core
+ * attention, 3 passes x 2 x L s^2 a dh. */
+static double causal_tflops(const struct row *r)
+{
+    double heads = (double)mget(r->m, MEM4D_MODEL_NUM_HEADS), dh = (double)mget(r->m, MEM4D_MODEL_HEAD_DIM);
+    if (dh == 0)
+        dh = (double)mget(r->m, MEM4D_MODEL_HIDDEN_SIZE) / heads;
+    double L = (double)mget(r->m, MEM4D_MODEL_NUM_LAYERS), s = (double)lget(r->l, MEM4D_LAYOUT_SEQ_LENGTH);
+    double full = r->pred * 1e12 * r->step * (double)r->gpus / (double)lget(r->l, MEM4D_LAYOUT_GLOBAL_BATCH);
+    return r->pred * (full - 6 * L * s * s * heads * dh) / full;
+}
+
 START_TEST(moe_rows_match_published_runs)
 {
     static struct row rows[MAX_ROWS];
     size_t n = load(rows), nm = 0;
+    for (size_t i = 0; i < n; i++)
+        if (rows[i].moe && rows[i].kind == TFLOPS && !strcmp(rows[i].source, "moe-modelzoo")) {
+            rows[i].pred = causal_tflops(&rows[i]);
+            rows[i].err = rows[i].pred / rows[i].meas - 1;
+        }
     mem4d_report *rep = NULL;
     ck_assert_int_eq(mem4d_report_new(&rep), MEM4D_OK);
     printf("\nMoE rows: %-7s %-16s %-22s %-4s %-6s %-34s %9s %9s %7s  %s\n", "id", "source", "model", "prec",
