@@ -39,8 +39,12 @@ static bool parse_uint(const char *flag, const char *text, uint64_t min, uint64_
 {
     errno = 0;
     unsigned long long v = all_digits(text) ? strtoull(text, NULL, 10) : 0;
-    if (!all_digits(text) || errno == ERANGE) {
+    if (!all_digits(text)) {
         cli_error("%s needs a non-negative decimal integer, got '%s'", flag, text);
+        return false;
+    }
+    if (errno == ERANGE) {
+        cli_error("%s %s is out of range (at most 18446744073709551615)", flag, text);
         return false;
     }
     if (v < min) {

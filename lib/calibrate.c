@@ -91,7 +91,7 @@ static bool number_after(const char *line, const char *label, double *v, bool *b
         p++;
     char *end = NULL;
     double x = strtod(p, &end);
-    if (end == p || !(x >= 0) || x > 1e18) {
+    if (end == p || !isfinite(x)) { /* a sign is read: the callers' ranges refuse it with the bound */
         *bad = true;
         return false;
     }
@@ -484,7 +484,7 @@ static mem4d_status scan_line(mem4d_calibration *cal, struct scan *sc, const cha
         }
         double tf = 0;
         bool have = number_after(line, "throughput per GPU (TFLOP/s/GPU):", &tf, &bad);
-        if (bad)
+        if (bad || tf < 0)
             return fail(cal, MEM4D_E_PARSE, lineno, "throughput per GPU (TFLOP/s/GPU) is not a number");
         if (!doubles_add(&sc->steps, ms / 1000) || !doubles_add(&sc->tfl, have ? tf : -1))
             return MEM4D_E_NOMEM;
@@ -497,16 +497,16 @@ static mem4d_status scan_line(mem4d_calibration *cal, struct scan *sc, const cha
         bool ok = number_after(line, "| allocated:", &al, &bad) && number_after(line, "| max allocated:", &mal, &bad) &&
                   number_after(line, "| reserved:", &res, &bad) && number_after(line, "| max reserved:", &mres, &bad);
         const char *r = strstr(line, "[Rank ");
-        if (r && (!number_after(r, "[Rank ", &rank, &bad) || rank != floor(rank)))
+        if (r && (!number_after(r, "[Rank ", &rank, &bad) || rank < 0 || rank > 1e18 || rank != floor(rank)))
             ok = false;
         if (!ok || bad || mres < mal)
             return fail(cal, MEM4D_E_PARSE, lineno,
                         "a memory line needs allocated, max allocated, reserved and max reserved (MB), "
                         "max reserved >= max allocated");
-        if (!(mal > 0) || mres > MEM_MAX_MB)
+        if (!(mal > 0) || al < 0 || res < 0 || mres > MEM_MAX_MB)
             return fail(cal, MEM4D_E_RANGE, lineno,
-                        "max allocated must be above 0 MB and max reserved at most 2^30 MB: not a training GPU's "
-                        "memory");
+                        "max allocated must be above 0 MB, no figure negative, and max reserved at most 2^30 MB: "
+                        "not a training GPU's memory");
         /* The last report of the first rank seen: its maxima only grow. */
         if (!sc->have_mem || (uint64_t)rank == sc->mem_rank) {
             sc->have_mem = true;

@@ -68,10 +68,23 @@ static mem4d_status apply_line(mem4d_device *device, const char *b, const char *
     mem4d_status st = mem4d_device_set_str(device, key, val);
     if (st == MEM4D_E_UNKNOWN_KEY)
         m4d_msg(why, why_size, "line %zu: unknown device key \"%s\"", lineno, key);
-    else if (st == MEM4D_E_RANGE)
-        m4d_msg(why, why_size, "line %zu: %s = %s is out of range", lineno, key, val);
-    else if (st != MEM4D_OK)
-        m4d_msg(why, why_size, "line %zu: %s = \"%s\" is not a valid value", lineno, key, val);
+    else if (st != MEM4D_OK) {
+        /* the bounds, so that the sentence says what the key takes */
+        int k = m4d_param_lookup(m4d_device_params, M4D_DEVICE_NPARAM, key);
+        unsigned long long lo = k >= 0 ? (unsigned long long)m4d_device_params[k].min : 0;
+        unsigned long long hi = k >= 0 ? (unsigned long long)m4d_device_params[k].max : 0;
+        const struct m4d_param_desc *d = k >= 0 ? &m4d_device_params[k] : NULL;
+        if (st == MEM4D_E_RANGE)
+            m4d_msg(why, why_size, "line %zu: %s = %s is out of range (%llu to %llu)", lineno, key, val, lo, hi);
+        else if (d && d->values)
+            m4d_msg(why, why_size, "line %zu: %s = \"%s\" is not one of its names (%s, ...)", lineno, key, val,
+                    d->values[0]);
+        else if (d && d->kind == MEM4D_KIND_BOOLEAN)
+            m4d_msg(why, why_size, "line %zu: %s = \"%s\" is not true or false", lineno, key, val);
+        else
+            m4d_msg(why, why_size, "line %zu: %s = \"%s\" is not a whole number from %llu to %llu", lineno, key,
+                    val, lo, hi);
+    }
     return st;
 }
 

@@ -351,13 +351,21 @@ START_TEST(refusals_name_the_line)
         {"x\n iteration 1/ 2 | elapsed time per iteration (ms): 1e18 |\n",
          "line 2: elapsed time per iteration 1e+18 ms is outside [0.1 ms, 1 day]: not a training step",
          MEM4D_E_RANGE},
+        {" iteration 1/ 2 | elapsed time per iteration (ms): -5 |\n",
+         "line 1: elapsed time per iteration -5 ms is outside [0.1 ms, 1 day]: not a training step", MEM4D_E_RANGE},
+        {"[Rank -1] (after 1 iterations) memory (MB) | allocated: 1 | max allocated: 9 | reserved: 2 | "
+         "max reserved: 10\n",
+         "line 1: a memory line needs allocated, max allocated, reserved and max reserved (MB), max reserved >= "
+         "max allocated",
+         MEM4D_E_PARSE},
         {" iteration 1/ 2 | elapsed time per iteration (ms): 900.0 |\n",
          "one iteration line only: the first is warm-up (compilation, allocation), and calibration needs at least "
          "one more",
          MEM4D_E_MISSING},
         {"[Rank 0] (after 1 iterations) memory (MB) | allocated: 0.0 | max allocated: 0.0 | reserved: 0.0 | "
          "max reserved: 0.0\n",
-         "line 1: max allocated must be above 0 MB and max reserved at most 2^30 MB: not a training GPU's memory",
+         "line 1: max allocated must be above 0 MB, no figure negative, and max reserved at most 2^30 MB: not a "
+         "training GPU's memory",
          MEM4D_E_RANGE},
         {"[Rank 0.5] (after 1 iterations) memory (MB) | allocated: 1 | max allocated: 9 | reserved: 2 | "
          "max reserved: 10\n",
