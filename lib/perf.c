@@ -585,6 +585,10 @@ static struct pipeline pipeline_of(const struct m4d_ctx *x, const struct m4d_per
 void m4d_perf_prepare(const struct m4d_ctx *x, const mem4d_device *dev, struct m4d_perf_group *pg)
 {
     pg->ok = dev->v[MEM4D_DEVICE_PEAK_FLOPS] != 0 && x->gbs != 0 && x->p != 0 && x->t != 0 && x->c != 0;
+    /* a layer pattern's Mamba-2, Gated DeltaNet and half layers are not
+     * timed: no speed metrics rather than a transformer layer's (the
+     * estimate's warning says so) */
+    pg->ok = pg->ok && !x->nlt;
     if (!pg->ok)
         return;
     pg->mc = machine_of(x, dev);
