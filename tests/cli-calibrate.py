@@ -102,6 +102,23 @@ class Calibrate(unittest.TestCase):
                 self.assertIn(why, p.stderr)
                 self.assertFalse(os.path.exists(out))
 
+    def test_clamped_workspace_is_said_and_written(self):
+        # Below its least value the workspace is clamped, and the warning
+        # and the device file say the value used, never "not set" (item 4).
+        text = open(os.path.join(DATA, 'llama32-1b-dp8.log')).read()
+        text = text.replace('max allocated: 12003.60', 'max allocated: 100.00').replace(
+            'max reserved: 12232.00', 'max reserved: 200.00')
+        with tempfile.TemporaryDirectory() as d:
+            path, out = os.path.join(d, 'low.log'), os.path.join(d, 'low.device')
+            with open(path, 'w') as f:
+                f.write(text)
+            p = run('calibrate', '--log', path, '--output', out)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn('mem4d: warning: the measured peaks are below the prediction', p.stderr)
+            device = open(out).read()
+            self.assertIn('workspace_bytes = 0\n', device)
+            self.assertNotIn('not set', device)
+
     def test_only_regular_files(self):
         # The README promises exit 2 for a path that is not a regular file:
         # a FIFO used to hang calibrate, /dev/zero to read until memory ran out.

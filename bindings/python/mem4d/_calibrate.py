@@ -53,9 +53,16 @@ class Calibration(_Handle):
         check(code, from_c(lib.mem4d_calibration_message(self)))
 
     def fit(self, device):
-        """Fit the device's constants to every log read; returns the device."""
+        """Fit the device's constants to every log read; returns the device.
+        A constant the fit stopped at its bound is said in `note`."""
         check(lib.mem4d_calibration_fit(self, device), from_c(lib.mem4d_calibration_message(self)))
         return device
+
+    @property
+    def note(self):
+        """After fit(): what it says about a constant kept at its bound
+        (mem4d_calibration_message()), or ""."""
+        return from_c(lib.mem4d_calibration_message(self))
 
     def __len__(self):
         return lib.mem4d_calibration_log_count(self)

@@ -68,6 +68,21 @@ class CalibrationTest(unittest.TestCase):
             cal.add_megatron_log(f.read())
         cal.fit(mem4d.Device.preset("h100-80"))
         self.assertEqual(cal.figures(0), cal.figures(1))
+        self.assertIsInstance(cal.note, str)
+
+    def test_clamped_constant_is_noted(self):
+        # Measured peaks far below the prediction: the workspace goes to its
+        # least value, and the note says so (issue 24, item 4).
+        with open(os.path.join(LOGS, "llama32-1b-dp8.log")) as f:
+            text = f.read()
+        low = text.replace("max allocated: 12003.60", "max allocated: 100.00").replace(
+            "max reserved: 12232.00", "max reserved: 200.00")
+        self.assertNotEqual(low, text)
+        cal = mem4d.Calibration()
+        cal.add_megatron_log(low)
+        device = cal.fit(mem4d.Device.preset("h100-80"))
+        self.assertEqual(device["workspace_bytes"], 0)
+        self.assertIn("workspace_bytes", cal.note)
 
     def test_wrong_types_and_ranges(self):
         # issue 24 item 11: ctypes wrapped 2**64 to 0 and a string of
