@@ -47,7 +47,9 @@ static uint64_t bucket_elements(bool *ok, const struct m4d_ctx *x)
  * into one flat G_b buffer). */
 static uint64_t fsdp_buffers(bool *ok, const struct m4d_ctx *x, const struct layer_share *s)
 {
-    if (m4d_fsdp_keeps_blocks(x) || m4d_fsdp_shard(x) == 1)
+    struct m4d_shards g;
+    m4d_shards(x, &g);
+    if (m4d_fsdp_keeps_blocks(x) || g.fsdp == 1)
         return 0;
     uint64_t params = add(ok, add(ok, s->linear, s->expert), s->replicated);
     return add(ok, mul(ok, 2, m4d_fsdp_block_bytes(ok, x, s)), mul(ok, params, x->grad_bytes));
@@ -155,8 +157,11 @@ uint64_t m4d_step_buffers(bool *ok, const struct m4d_ctx *x, const mem4d_device 
         return add(ok, b, mul(ok, n->all, x->param_bytes));
     if (x->fw != MEM4D_FRAMEWORK_MEGATRON)
         return b;
-    if (x->grad_bytes < 4 && x->master_bytes == 4 && !x->precision_aware)
-        b = add(ok, b, x->zero >= 1 ? muldiv(ok, n->all, 4, x->d * x->c / x->dopt_inst) : mul(ok, n->all, 4));
+    if (x->grad_bytes < 4 && x->master_bytes == 4 && !x->precision_aware) {
+        struct m4d_shards g;
+        m4d_shards(x, &g);
+        b = add(ok, b, x->zero >= 1 ? muldiv(ok, n->all, 4, g.opt) : mul(ok, n->all, 4));
+    }
     return b;
 }
 

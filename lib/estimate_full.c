@@ -125,8 +125,9 @@ static void pattern_init(bool *ok, const struct m4d_ctx *x, struct shared *sh)
 
 static void shared_init(bool *ok, const struct m4d_ctx *x, const mem4d_device *dev, struct shared *sh)
 {
-    struct m4d_ctx dense;
-    m4d_ctx_dense(x, &dense);
+    struct m4d_ctx dense; /* an MoE model's dense layers (a copy of the context: only when there are experts) */
+    if (x->experts)
+        m4d_ctx_dense(x, &dense);
     sh->share = m4d_layer_share(ok, x);
     sh->dense = x->experts ? m4d_layer_share(ok, &dense) : sh->share;
     sh->A_dense = x->experts ? m4d_layer_activation(ok, &dense) : 0; /* set below for dense models */

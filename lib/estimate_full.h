@@ -72,15 +72,6 @@ static inline uint64_t ep_group(const struct m4d_ctx *x) { return x->ep * x->etp
  * residual and bias-dropout-add in fp32; the pipeline sends fp32). */
 static inline uint64_t residual_bytes(const struct m4d_ctx *x) { return x->fp32_residual ? 4 : 2; }
 
-/* One layer's parameters on one rank: the linear weights split by t (expert
- * weights by ep·t_e, t_e the expert tensor-parallel size, t by default),
- * norms and router replicated.
- * `expert` is the part whose optimizer shards over the expert-data-parallel
- * group (d·c/ep) instead of d·c. */
-struct layer_share {
-    uint64_t linear, expert, replicated;
-};
-
 /* What every stage of one estimate shares, computed once per estimate (the
  * search calls m4d_estimate_full() millions of times a second). */
 struct shared {
@@ -117,10 +108,8 @@ struct stage_params {
 
 /* --- estimate_state.c ------------------------------------------------------ */
 
-struct layer_share m4d_layer_share(bool *ok, const struct m4d_ctx *x);
 uint64_t m4d_mtp_share(bool *ok, const struct m4d_ctx *x, const struct shared *sh);
 struct stage_params m4d_stage_params(bool *ok, const struct m4d_ctx *x, const struct shared *sh, uint64_t r);
-uint64_t m4d_fsdp_shard(const struct m4d_ctx *x);
 bool m4d_fsdp_keeps_blocks(const struct m4d_ctx *x);
 uint64_t m4d_fsdp_block_bytes(bool *ok, const struct m4d_ctx *x, const struct layer_share *s);
 void m4d_state_terms(bool *ok, const struct m4d_ctx *x, const struct shared *sh, uint64_t r,

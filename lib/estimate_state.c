@@ -145,9 +145,9 @@ static void odo_state_terms(bool *ok, const struct m4d_ctx *x, const struct stag
  * precision-aware optimizer). */
 static void megatron_state_terms(bool *ok, const struct m4d_ctx *x, const struct stage_params *n, uint64_t *t)
 {
-    uint64_t dc = x->d * x->c, edc = x->experts ? x->t * dc / (x->ep * x->etp) : dc;
-    dc /= x->dopt_inst;
-    edc /= x->dopt_inst;
+    struct m4d_shards sh;
+    m4d_shards(x, &sh);
+    uint64_t dc = sh.opt, edc = sh.eopt;
     uint64_t per = optimizer_bytes_ppm(ok, x), M = 1000000;
     t[MEM4D_TERM_WEIGHTS] = weight_bytes(ok, x, n);
     t[MEM4D_TERM_GRADIENTS] = mul(ok, n->all, x->grad_bytes);
@@ -163,9 +163,19 @@ static void megatron_state_terms(bool *ok, const struct m4d_ctx *x, const struct
         odo_state_terms(ok, x, n, t);
 }
 
-/* FSDP2's shard group: dp_shard x cp (torchtitan's dp_shard_cp mesh), dp
- * divided by the HSDP replicate degree. */
-uint64_t m4d_fsdp_shard(const struct m4d_ctx *x) { return x->d / x->dp_rep * x->c; }
+/* Megatron's distributed optimizer shards over the data-parallel group with
+ * the context-parallel ranks, experts over the expert data-parallel group
+ * (parallel_state.py), each split again by its instances; FSDP2's shard
+ * group is dp_shard x cp (torchtitan's dp_shard_cp mesh), dp divided by the
+ * HSDP replicate degree. */
+void m4d_shards(const struct m4d_ctx *x, struct m4d_shards *s)
+{
+    s->dp = x->d * x->c;
+    s->edp = x->experts ? x->t * s->dp / (x->ep * x->etp) : s->dp;
+    s->opt = s->dp / x->dopt_inst;
+    s->eopt = s->edp / x->dopt_inst;
+    s->fsdp = x->fw == MEM4D_FRAMEWORK_TORCHTITAN ? x->d / x->dp_rep * x->c : s->dp;
+}
 
 /* Does torchtitan keep the stage's transformer blocks unsharded from their
  * forward to their backward? auto: only under pipeline parallelism
@@ -196,7 +206,9 @@ uint64_t m4d_fsdp_block_bytes(bool *ok, const struct m4d_ctx *x, const struct la
 static void fsdp_state_terms(bool *ok, const struct m4d_ctx *x, const struct shared *sh, uint64_t r,
                              const struct stage_params *n, uint64_t *t)
 {
-    uint64_t shard = m4d_fsdp_shard(x), blocks = mul(ok, sh->block, m4d_split_rank_layers(&x->split, r));
+    struct m4d_shards g;
+    m4d_shards(x, &g);
+    uint64_t shard = g.fsdp, blocks = mul(ok, sh->block, m4d_split_rank_layers(&x->split, r));
     uint64_t root = n->all - add(ok, n->linear, mul(ok, sh->share.replicated, m4d_split_rank_layers(&x->split, r)));
     t[MEM4D_TERM_WEIGHTS] = add(ok, muldiv(ok, n->all, x->master_bytes, shard), mul(ok, root, x->param_bytes));
     t[MEM4D_TERM_GRADIENTS] = muldiv(ok, n->all, x->grad_bytes, shard);

@@ -574,6 +574,8 @@ static mem4d_status check_misc(struct m4d_ctx *x, char *why, size_t n)
         m4d_msg(why, n, "padded vocabulary overflows");
         return MEM4D_E_RANGE;
     }
+    /* the model's size depends on the model and V_p alone: once per resolve, not per estimate */
+    x->params_total_ok = m4d_model_params_total(x, x->Vp, &x->params_total);
     return MEM4D_OK;
 }
 

@@ -339,12 +339,16 @@ static bool in_set(uint64_t set, uint64_t v) { return (set >> (v < 63 ? v : 63))
 bool m4d_param_applies(const struct m4d_param_desc *d, uint64_t value, mem4d_framework fw, mem4d_mode mode,
                        char *why, size_t n)
 {
+    bool fw_ok = !d->fw || value == d->def || (d->fw & (1u << fw)) || (d->fw_values && !in_set(d->fw_values, value));
+    bool paper_ok = mode != MEM4D_MODE_PAPER || !d->paper || in_set(d->paper, value);
+    if (fw_ok && paper_ok)
+        return true; /* the common case: no words made */
     char val[32];
     if (d->values && value < d->max + 1)
         m4d_strlcpy(val, d->values[value], sizeof val);
     else
         m4d_msg(val, sizeof val, "%llu", (unsigned long long)value);
-    if (d->fw && value != d->def && !(d->fw & (1u << fw)) && (!d->fw_values || in_set(d->fw_values, value))) {
+    if (!fw_ok) {
         char list[64] = "";
         unsigned left = (unsigned)__builtin_popcount(d->fw);
         for (unsigned f = 0; framework_names[f]; f++)
@@ -356,18 +360,15 @@ bool m4d_param_applies(const struct m4d_param_desc *d, uint64_t value, mem4d_fra
         m4d_msg(why, n, "%s %s is modelled for framework %s only, not %s", d->name, val, list, framework_names[fw]);
         return false;
     }
-    if (mode == MEM4D_MODE_PAPER && d->paper && !in_set(d->paper, value)) {
-        m4d_msg(why, n, "paper mode does not model %s %s; use full mode", d->name, val);
-        return false;
-    }
-    return true;
+    m4d_msg(why, n, "paper mode does not model %s %s; use full mode", d->name, val);
+    return false;
 }
 
 int m4d_params_apply(const struct m4d_param_desc *table, size_t n, const uint64_t *v, int skip, mem4d_framework fw,
                      mem4d_mode mode, char *why, size_t why_size)
 {
-    for (size_t k = 0; k < n; k++)
-        if ((int)k != skip && !m4d_param_applies(&table[k], v[k], fw, mode, why, why_size))
+    for (size_t k = 0; k < n; k++) /* a default applies everywhere (the rows hold that) */
+        if (v[k] != table[k].def && (int)k != skip && !m4d_param_applies(&table[k], v[k], fw, mode, why, why_size))
             return (int)k;
     return -1;
 }

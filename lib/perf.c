@@ -528,7 +528,9 @@ static void dp_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg, doubl
     }
     /* Adam is memory-bound: read the gradient, read and write master
      * weights and both moments, write the bf16 weights. */
-    double shard = x->zero >= 1 ? params / n : params;
+    struct m4d_shards sh;
+    m4d_shards(x, &sh);
+    double shard = x->zero >= 1 ? params / D(sh.opt) : params;
     double per = D(x->grad_bytes) + 2.0 * D(x->master_bytes) + 4.0 * D(x->opt_bytes) + D(x->param_bytes);
     pg->opt_s = shard * per * pg->mc.inv_hbm;
 }
@@ -610,19 +612,22 @@ void m4d_perf_prepare(const struct m4d_ctx *x, const mem4d_device *dev, struct m
                             D(dev->v[MEM4D_DEVICE_HOST_BANDWIDTH]);
     }
     pg->peak = D(dev->v[MEM4D_DEVICE_PEAK_FLOPS]);
-    /* Weights of one layer on one GPU (experts split over ep), and of the
-     * heaviest stage with its embedding. */
-    double wl = 0;
-    uint64_t ap, mp, np;
-    if (m4d_layer_params(x, &ap, &mp, &np))
-        wl = (D(ap + np) + D(mp) / D(x->experts ? x->ep : 1)) / D(x->t);
+    /* Weights of one layer on one GPU, as the memory model shards them
+     * (m4d_layer_share: linear weights over t, experts over ep·etp, norms
+     * and the router replicated), and of the heaviest stage with its
+     * embedding. */
+    bool ok = true;
+    struct layer_share ls = m4d_layer_share(&ok, x);
+    double wl = ok ? D(ls.linear) + D(ls.expert) + D(ls.replicated) : 0;
     pg->accum_layer = wl * pg->mc.accum_bytes * pg->mc.inv_hbm;
     double embed = (x->p == 1 && !x->tied ? 2.0 : 1.0) * D(x->h) * D(x->Vp) / D(x->t);
     dp_prepare(x, pg, pg->layers_max * wl + embed);
     pg->fsdp_ag = pg->fsdp_rs = 0;
-    if (x->zero >= 3) {
-        double n = D(x->d * x->c);
-        struct m4d_link link = link_for(&pg->mc, D(x->t * x->c * x->d), D(x->t)), *l = &link;
+    if (x->zero >= 3) { /* FSDP's gathers and reduce-scatters run over its shard group */
+        struct m4d_shards g;
+        m4d_shards(x, &g);
+        double n = D(g.fsdp);
+        struct m4d_link link = link_for(&pg->mc, D(x->t * g.fsdp), D(x->t)), *l = &link;
         pg->fsdp_ag = ring_time(l, n, wl * D(x->param_bytes), (n - 1) / n, n - 1);
         pg->fsdp_rs = ring_time(l, n, wl * D(x->grad_bytes), (n - 1) / n, n - 1);
     }

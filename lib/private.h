@@ -172,6 +172,7 @@ struct m4d_split {
     uint64_t nvs;                  /* virtual stages of a layer table (0: none) */
     const uint16_t *vs, *vs_first; /* the table: layers and first layer of each virtual stage */
     uint64_t mtp;                  /* multi-token-prediction modules, on the last rank */
+    uint64_t ranks[3];             /* m4d_split_init(): layers of rank 0, a middle rank, rank p - 1 (no table) */
 };
 
 /* Everything the formulas need, resolved and validated once: symbols follow
@@ -240,6 +241,8 @@ struct m4d_ctx {
     bool tp_overlap;                   /* TP collectives chunked under their GEMMs */
     uint64_t bucket, vocab_div;
     mem4d_mode mode;
+    uint64_t params_total;             /* the model's parameters with V_p (MEM4D_INFO_MODEL_PARAMS) */
+    bool params_total_ok;              /* false: they overflow 64 bits */
     const struct m4d_param_desc *paper_row; /* paper mode: the first key it does not model (resolve time), or NULL */
     uint64_t paper_value;                   /* that key's value */
     /* frameworks (doc/full-model.md, "Frameworks") */
@@ -460,7 +463,15 @@ static inline bool m4d_split_by_vstage(const struct m4d_split *sp) { return sp->
 bool m4d_split_even(const struct m4d_split *sp);
 /* Layers of rank r (all its chunks); of virtual stage k; of chunk j of
  * rank r, and that chunk's first layer. */
-uint64_t m4d_split_rank_layers(const struct m4d_split *sp, uint64_t r);
+uint64_t m4d_split_rank_layers_of(const struct m4d_split *sp, uint64_t r);
+/* The same, from the cache m4d_split_init() fills (the estimator asks it
+ * many times per estimate). */
+static inline uint64_t m4d_split_rank_layers(const struct m4d_split *sp, uint64_t r)
+{
+    if (sp->nvs)
+        return m4d_split_rank_layers_of(sp, r);
+    return r == 0 ? sp->ranks[0] : r == sp->p - 1 ? sp->ranks[2] : sp->ranks[1];
+}
 uint64_t m4d_split_vs_layers(const struct m4d_split *sp, uint64_t k);
 uint64_t m4d_split_chunk_layers(const struct m4d_split *sp, uint64_t r, uint64_t j);
 uint64_t m4d_split_chunk_first(const struct m4d_split *sp, uint64_t r, uint64_t j);
@@ -534,6 +545,31 @@ static inline bool m4d_stage_filled(bool peak_only, uint64_t i, uint64_t n)
 /* Memory of a resolved context into a reset report (no speed metrics). */
 mem4d_status m4d_estimate_ctx(const struct m4d_ctx *x, const mem4d_device *dev, mem4d_report *r, bool peak_only);
 
+
+/* --- estimate_state.c: how a rank's state is sharded -------------------------- */
+
+/* The groups a rank's parameters and state are sharded over: the memory
+ * model and the step time read them from here. */
+struct m4d_shards {
+    uint64_t dp;   /* data x context ranks that hold the same dense parameters: d·c */
+    uint64_t edp;  /* expert data-parallel ranks that hold the same experts: t·d·c/(ep·etp) (dp without experts) */
+    uint64_t opt;  /* what ZeRO and the distributed optimizer shard dense state over: dp / its instances */
+    uint64_t eopt; /* the same for the experts' state: edp / its instances */
+    uint64_t fsdp; /* FSDP2's shard group (torchtitan's dp_shard x cp): d/dp_replicate·c; dp elsewhere */
+};
+void m4d_shards(const struct m4d_ctx *x, struct m4d_shards *s);
+
+/* One layer's parameters on one rank: the linear weights split by t (expert
+ * weights by ep·t_e, t_e the expert tensor-parallel size, t by default),
+ * norms and router replicated.
+ * `expert` is the part whose optimizer shards over the expert-data-parallel
+ * group (d·c/ep) instead of d·c. */
+struct layer_share {
+    uint64_t linear, expert, replicated;
+};
+
+/* One layer's parameters on one GPU (an expert layer's with experts). */
+struct layer_share m4d_layer_share(bool *ok, const struct m4d_ctx *x);
 
 /* --- report.c --------------------------------------------------------------- */
 

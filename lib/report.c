@@ -122,7 +122,8 @@ mem4d_status m4d_report_fill_info(mem4d_report *r, const struct m4d_ctx *x)
     r->info[MEM4D_INFO_WORLD] = x->world;
     r->info[MEM4D_INFO_MICROBATCHES] = x->m;
     r->info[MEM4D_INFO_PADDED_VOCAB] = x->Vp;
-    if (!m4d_model_params_total(x, x->Vp, &r->info[MEM4D_INFO_MODEL_PARAMS])) {
+    r->info[MEM4D_INFO_MODEL_PARAMS] = x->params_total;
+    if (!x->params_total_ok) {
         m4d_msg(r->msg, sizeof r->msg, "the parameter count overflows 64 bits");
         return MEM4D_E_RANGE;
     }

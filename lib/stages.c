@@ -30,6 +30,10 @@ void m4d_split_init(struct m4d_split *sp, const mem4d_layout *l, uint64_t L, uin
     sp->vs = l->vs;
     sp->vs_first = l->vs_first;
     sp->mtp = mtp;
+    /* valid or not, nothing below divides by zero: p, v >= 1, rank_mid() checks its ends */
+    sp->ranks[0] = m4d_split_rank_layers_of(sp, 0);
+    sp->ranks[1] = sp->p > 2 ? m4d_split_rank_layers_of(sp, 1) : 0;
+    sp->ranks[2] = m4d_split_rank_layers_of(sp, sp->p - 1);
 }
 
 /* Layers of a middle virtual stage with shorter ends. */
@@ -56,7 +60,7 @@ uint64_t m4d_split_vs_layers(const struct m4d_split *sp, uint64_t k)
     return m4d_split_chunk_layers(sp, k % sp->p, k / sp->p);
 }
 
-uint64_t m4d_split_rank_layers(const struct m4d_split *sp, uint64_t r)
+uint64_t m4d_split_rank_layers_of(const struct m4d_split *sp, uint64_t r)
 {
     if (m4d_split_by_vstage(sp)) {
         uint64_t n = 0;

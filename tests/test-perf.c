@@ -241,6 +241,33 @@ START_TEST(split_forms_agree)
 }
 END_TEST
 
+/* Speed reads memory's sharding (m4d_shards, m4d_layer_share): the
+ * data-parallel bytes follow the parameters a GPU holds, experts over
+ * ep x etp, and FSDP runs over its shard group, d / dp_replicate x cp. The
+ * step time once divided experts by ep alone and ran FSDP over d x cp. */
+START_TEST(speed_reads_memory_sharding)
+{
+    mem4d_device *d = tu_device("h100-80");
+    mem4d_model *moe = tu_model("mixtral-8x7b");
+    mem4d_layout *l = tu_layout("world=64", "tp=2", "ep=4", "etp=1", "seq=4096", "gbs=64", "dist_opt=0", NULL);
+    double etp1 = predict(moe, l, d, MEM4D_METRIC_DP_COMM_S);
+    ck_assert_int_eq(mem4d_layout_set(l, MEM4D_LAYOUT_ETP, 2), MEM4D_OK);
+    double etp2 = predict(moe, l, d, MEM4D_METRIC_DP_COMM_S);
+    ck_assert_msg(etp2 < etp1, "experts over ep x etp: %g s at etp 2 against %g s at etp 1", etp2, etp1);
+    mem4d_layout_free(l);
+    mem4d_model_free(moe);
+    mem4d_model *m = tu_model("llama3.1-8b");
+    l = tu_layout("world=64", "framework=torchtitan", "seq=4096", "gbs=64", NULL);
+    double shard64 = predict(m, l, d, MEM4D_METRIC_DP_COMM_S);
+    ck_assert_int_eq(mem4d_layout_set(l, MEM4D_LAYOUT_DP_REPLICATE, 8), MEM4D_OK);
+    double shard8 = predict(m, l, d, MEM4D_METRIC_DP_COMM_S);
+    ck_assert_msg(shard8 < shard64, "FSDP over 8 ranks (HSDP 8 x 8): %g s against %g s over 64", shard8, shard64);
+    mem4d_layout_free(l);
+    mem4d_model_free(m);
+    mem4d_device_free(d);
+}
+END_TEST
+
 /* Recompute costs time: full repeats the forward (about 4/3 of the
  * compute), selective only the attention core; MFU does not count it. */
 START_TEST(recompute_cost)
@@ -640,6 +667,7 @@ int main(void)
     tcase_add_test(tc, offload_transfers_hide_or_stall);
     tcase_add_test(tc, interleaved_uneven_stages);
     tcase_add_test(tc, split_forms_agree);
+    tcase_add_test(tc, speed_reads_memory_sharding);
     tcase_add_test(tc, search_within_the_nvlink_domain);
     suite_add_tcase(s, tc);
     return tu_run(s);
