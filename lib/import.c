@@ -236,6 +236,9 @@ mem4d_status m4d_imp_alloc_conf(mem4d_import *imp, const char *const *envp, mem4
         if (!known)
             m4d_imp_warn(imp, "%s: '%.40s' is not a key PyTorch's CUDA allocator knows (it refuses the job with "
                          "\"Unrecognized key\"); ignored", name, key);
+        if (strcmp(key, "backend") == 0 && strcmp(tok[i], "cudaMallocAsync") == 0)
+            m4d_imp_warn(imp, "%s: backend:cudaMallocAsync is CUDA's own pool allocator; the reserved memory and "
+                         "fragmentation are modelled for PyTorch's native caching allocator", name);
         if (strcmp(key, "expandable_segments") == 0) {
             if (strcmp(tok[i], "True") != 0 && strcmp(tok[i], "False") != 0) {
                 st = m4d_imp_fail(imp, MEM4D_E_PARSE, "%s: expandable_segments:%.40s is not True or False (PyTorch "

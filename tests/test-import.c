@@ -770,6 +770,9 @@ START_TEST(allocator_conf_from_the_environment)
     const char *typo[] = {"PYTORCH_CUDA_ALLOC_CONF=expandable_segment:True", NULL};
     ck_assert_int_eq(mem4d_import_megatron(fx.imp, 1, argv, typo, 8, fx.model, fx.layout), MEM4D_OK);
     ck_assert(has_warning(fx.imp, "'expandable_segment' is not a key PyTorch's CUDA allocator knows"));
+    const char *async[] = {"PYTORCH_ALLOC_CONF=backend:cudaMallocAsync", NULL};
+    ck_assert_int_eq(mem4d_import_megatron(fx.imp, 1, argv, async, 8, fx.model, fx.layout), MEM4D_OK);
+    ck_assert(has_warning(fx.imp, "backend:cudaMallocAsync is CUDA's own pool allocator"));
     /* no setting in the environment: the layout's own value stays */
     ck_assert_int_eq(mem4d_layout_set(fx.layout, MEM4D_LAYOUT_EXPANDABLE_SEGMENTS, 1), MEM4D_OK);
     ck_assert_int_eq(mem4d_import_megatron(fx.imp, 1, argv, NULL, 8, fx.model, fx.layout), MEM4D_OK);
