@@ -206,9 +206,6 @@ static void warn(mem4d_report *r, const char *text)
  * estimate stands, with a warning naming each. */
 static void unmodelled_warnings(const struct m4d_ctx *x, const mem4d_device *dev, mem4d_report *r)
 {
-    if (x->nlt)
-        warn(r, "step time: the layers of a layer pattern (Mamba-2, Gated DeltaNet, half layers, per-layer "
-                "widths) are not timed; the estimate gives memory only, no speed metrics");
     if (x->compile)
         warn(r, "compile: torch.compile's effect on the transformer blocks' memory (fused "
                 "elementwise kernels, Inductor's saved tensors) is not modelled; measured peaks are lower");

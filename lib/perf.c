@@ -430,16 +430,26 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
         fwd += mt.expert_fwd + mt.router_fwd;
         bwd += mt.expert_bwd + mt.router_bwd + rc_e + rc_r;
     }
+    struct m4d_hybrid_out ho = {0, 0, 1, 1};
+    if (x->nlt) { /* a layer pattern: the mean of its layers, one module each (lib/perf_hybrid.c) */
+        struct m4d_hybrid_in hi = {&pg->mc, M, af, ab, mt.expert_fwd + mt.router_fwd, mt.expert_bwd + mt.router_bwd};
+        m4d_hybrid_mean(x, &hi, &ho);
+        fwd = ho.fwd;
+        bwd = ho.bwd + (x->recompute == 1 && (x->rc_modules & M4D_RC_CORE_ATTN) ? ho.attn_share * af : 0);
+        cast *= 0.5;
+        u.layer_expert *= ho.moe_share;
+        u.layer_router *= ho.moe_share;
+    }
     u.layer_fwd = fwd;
     u.layer_bwd = bwd;
     /* Gradient accumulation outside the GEMMs: every micro-batch's weight
      * gradients added into the accumulated ones (stack_of's bytes). */
     u.layer_compute = pf * fwd + bwd + cast + pg->accum_layer;
-    u.layer_tp = tp_time(x, pg, b, lin / 4, pf);
-    u.layer_cp = cp_time(x, pg, b, af, ab, pf);
+    u.layer_tp = tp_time(x, pg, b, lin / 4, pf) * (x->nlt ? 0.5 : 1); /* a pattern's layer: one module's two */
+    u.layer_cp = cp_time(x, pg, b, af, ab, pf) * ho.attn_share;
     if (pg->moe.on) { /* an expert layer's TP collectives, its dispatch and combine */
         u.layer_tp *= pg->moe.tp_share;
-        u.layer_ep = m4d_moe_exposed(x, &pg->moe, &mt, u.layer_fwd, u.layer_bwd, pf);
+        u.layer_ep = m4d_moe_exposed(x, &pg->moe, &mt, u.layer_fwd, u.layer_bwd, pf) * ho.moe_share;
     }
     /* ZeRO-3 / FSDP: the layer's weights are gathered before its forward
      * and again before its backward, its gradients reduce-scattered after;
@@ -587,10 +597,6 @@ static struct pipeline pipeline_of(const struct m4d_ctx *x, const struct m4d_per
 void m4d_perf_prepare(const struct m4d_ctx *x, const mem4d_device *dev, struct m4d_perf_group *pg)
 {
     pg->ok = dev->v[MEM4D_DEVICE_PEAK_FLOPS] != 0 && x->gbs != 0 && x->p != 0 && x->t != 0 && x->c != 0;
-    /* a layer pattern's Mamba-2, Gated DeltaNet and half layers are not
-     * timed: no speed metrics rather than a transformer layer's (the
-     * estimate's warning says so) */
-    pg->ok = pg->ok && !x->nlt;
     if (!pg->ok)
         return;
     pg->mc = machine_of(x, dev);
@@ -600,7 +606,7 @@ void m4d_perf_prepare(const struct m4d_ctx *x, const mem4d_device *dev, struct m
     m4d_moe_prepare(x, dev, &pg->mc, &pg->moe);
     stage_layers(x, &pg->n_first, &pg->n_mid, &pg->n_last);
     pg->layers_max = MAX(MAX(pg->n_first, pg->n_mid), pg->n_last);
-    pg->flops_per_seq = model_flops_per_seq(x);
+    pg->flops_per_seq = x->nlt ? m4d_hybrid_flops_per_seq(x) : model_flops_per_seq(x);
     /* CPU activation offloading: the offloaded layers' activations go to the
      * host in the forward and come back in the backward, over the host link,
      * each direction on its own copy engine (A_layer is linear in b). */
@@ -618,7 +624,7 @@ void m4d_perf_prepare(const struct m4d_ctx *x, const mem4d_device *dev, struct m
      * embedding. */
     bool ok = true;
     struct layer_share ls = m4d_layer_share(&ok, x);
-    double wl = ok ? D(ls.linear) + D(ls.expert) + D(ls.replicated) : 0;
+    double wl = x->nlt ? m4d_hybrid_mean_layer_weights(x) : ok ? D(ls.linear) + D(ls.expert) + D(ls.replicated) : 0;
     pg->accum_layer = wl * pg->mc.accum_bytes * pg->mc.inv_hbm;
     double embed = (x->p == 1 && !x->tied ? 2.0 : 1.0) * D(x->h) * D(x->Vp) / D(x->t);
     dp_prepare(x, pg, pg->layers_max * wl + embed);

@@ -717,6 +717,24 @@ struct m4d_perf_group {
 };
 void m4d_perf_prepare(const struct m4d_ctx *x, const mem4d_device *dev, struct m4d_perf_group *pg);
 
+/* A layer pattern's step time (lib/perf_hybrid.c): what perf.c hands in for
+ * one micro-batch, and the mean layer it gets back. */
+struct m4d_hybrid_in {
+    const struct m4d_machine *mc;
+    double M;                  /* GEMM rows of the micro-batch on the rank */
+    double attn_fwd, attn_bwd; /* one attention core */
+    double moe_fwd, moe_bwd;   /* one expert layer's routed experts and router */
+};
+struct m4d_hybrid_out {
+    double fwd, bwd;               /* mean forward and backward compute seconds of a layer */
+    double attn_share, moe_share;  /* shares of the layers that are attention, experts */
+};
+void m4d_hybrid_mean(const struct m4d_ctx *x, const struct m4d_hybrid_in *in, struct m4d_hybrid_out *out);
+/* Megatron-LM's model FLOPs per sequence of a hybrid model (hybrid_flops). */
+double m4d_hybrid_flops_per_seq(const struct m4d_ctx *x);
+/* Mean weights of a layer on one GPU (routed experts over ep·etp, the rest over t). */
+double m4d_hybrid_mean_layer_weights(const struct m4d_ctx *x);
+
 void m4d_perf_fill(const struct m4d_ctx *x, const struct m4d_perf_group *pg, mem4d_report *r);
 
 /* --- presets.c -------------------------------------------------------------- */

@@ -323,6 +323,47 @@ START_TEST(megatron_dynamic_batching_and_trainer_flags)
 }
 END_TEST
 
+/* The step time of a pattern: speed metrics, whose model FLOPs are
+ * Megatron-LM's hybrid_flops (training.py, d98e8a64) for Nemotron-H-8B,
+ * counted here from its formula: per layer and forward, Mamba-2
+ * 2sh(2·2h + 2GN + heads) + 7s·2h·N + 2s·2h·h, attention 4sh·p(h + h·g/a) +
+ * 2s²h·p, MLP 4·(f/h)·s·h², the logits 2shV, times 3. */
+START_TEST(step_time_of_a_pattern)
+{
+    mem4d_model *m = nemotron_h_8b();
+    mem4d_device *dev = tu_device("h100-80");
+    mem4d_layout *l = tu_layout("tp=4", "dp=2", "mbs=1", "seq=4096", "gbs=64", "vocab_divisor=1", NULL);
+    mem4d_report *r = NULL;
+    ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
+    ck_assert_msg(mem4d_estimate(m, l, dev, r) == MEM4D_OK, "%s", mem4d_report_message(r));
+    double step = 0, tf = 0;
+    ck_assert_int_eq(mem4d_report_metric(r, MEM4D_METRIC_STEP_TIME_S, &step), MEM4D_OK);
+    ck_assert_int_eq(mem4d_report_metric(r, MEM4D_METRIC_TFLOPS_PER_GPU, &tf), MEM4D_OK);
+    double s = 4096, h = 4096, N = 128, G = 8, heads = 128, a = 32, g = 8, p = 128 * a / h, f = 21504, V = 131072;
+    double mamba = 2 * s * h * (2 * 2 * h + 2 * G * N + heads) + 7 * s * 2 * h * N + 2 * s * 2 * h * h;
+    double attn = 4 * s * h * p * (h + h * g / a) + 2 * s * s * h * p;
+    double mlp = 4 * (f / h) * s * h * h;
+    double want = 3 * (24 * mamba + 4 * attn + 24 * mlp + 2 * s * h * V);
+    double got = tf * 1e12 * step * 8 / 64;
+    ck_assert_msg(got > want * (1 - 1e-9) && got < want * (1 + 1e-9), "model FLOPs %g, Megatron's %g", got, want);
+    /* turning the 24 MLP layers (2hf = 176M weights each) into Mamba-2
+     * layers (110M of projections, and the scan) shortens the step, and
+     * the step follows the layers' kinds, not their count */
+    char pat[64] = "";
+    for (int i = 0; i < 52; i++)
+        strcat(pat, i % 13 == 6 ? "*" : "M");
+    ck_assert_int_eq(mem4d_model_set_layer_pattern(m, pat), MEM4D_OK);
+    double step_m = 0;
+    ck_assert_msg(mem4d_estimate(m, l, dev, r) == MEM4D_OK, "%s", mem4d_report_message(r));
+    ck_assert_int_eq(mem4d_report_metric(r, MEM4D_METRIC_STEP_TIME_S, &step_m), MEM4D_OK);
+    ck_assert_msg(step_m < step, "all-Mamba step %g, hybrid %g", step_m, step);
+    mem4d_report_free(r);
+    mem4d_layout_free(l);
+    mem4d_device_free(dev);
+    mem4d_model_free(m);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("hybrid");
@@ -335,6 +376,7 @@ int main(void)
     tcase_add_test(tc, refusals_with_sentences);
     tcase_add_test(tc, megatron_ratios_make_the_published_pattern);
     tcase_add_test(tc, megatron_dynamic_batching_and_trainer_flags);
+    tcase_add_test(tc, step_time_of_a_pattern);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }
