@@ -509,7 +509,7 @@ static double tree_allreduce_time(const struct m4d_machine *mc, double n, double
 /* Gradient reduction and parameter gather over the d*c ranks that share
  * the `params` weights of the heaviest stage, before any overlap, and the
  * optimizer step. */
-static void dp_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg, double params)
+static void dp_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg, double params, double experts)
 {
     double n = D(x->d * x->c), frac = (n - 1) / n;
     struct m4d_link link = link_for(&pg->mc, D(x->t * x->c * x->d), D(x->t)), *l = &link;
@@ -536,11 +536,28 @@ static void dp_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg, doubl
         if (tree >= 0 && tree < pg->dp_reduce)
             pg->dp_reduce = tree;
     }
+    /* Expert weights are replicated over the expert-data-parallel group
+     * (t·d·c/(ep·etp) ranks, ep·etp apart in Megatron-Core's expert rank
+     * order), whose distributed optimizer reduces their gradients and
+     * gathers them after the dense ones (Megatron-Core's expert buckets). */
+    double ne = experts > 0 ? D(x->t * x->d * x->c) / D(x->ep * x->etp) : 1;
+    if (experts > 0 && x->zero < 3) {
+        struct m4d_link el = link_for(&pg->mc, D(x->t * x->c * x->d), D(x->ep * x->etp));
+        double ec = (double)(int64_t)(experts / bucket) + 1, es = ec * (ne - 1), ef = (ne - 1) / ne;
+        double eg = experts * D(x->grad_bytes), ew = experts * D(x->param_bytes);
+        pg->dp_colls += ec;
+        if (x->zero >= 1) {
+            pg->dp_reduce += ring_time(&el, ne, eg, ef, es);
+            pg->dp_gather += ring_time(&el, ne, ew, ef, es);
+        } else {
+            pg->dp_reduce += ring_time(&el, ne, eg, 2 * ef, 2 * es);
+        }
+    }
     /* Adam is memory-bound: read the gradient, read and write master
      * weights and both moments, write the bf16 weights. */
     struct m4d_shards sh;
     m4d_shards(x, &sh);
-    double shard = x->zero >= 1 ? params / D(sh.opt) : params;
+    double shard = x->zero >= 1 ? params / D(sh.opt) + experts / D(sh.eopt) : params + experts;
     double per = D(x->grad_bytes) + 2.0 * D(x->master_bytes) + 4.0 * D(x->opt_bytes) + D(x->param_bytes);
     pg->opt_s = shard * per * pg->mc.inv_hbm;
 }
@@ -621,13 +638,19 @@ void m4d_perf_prepare(const struct m4d_ctx *x, const mem4d_device *dev, struct m
     /* Weights of one layer on one GPU, as the memory model shards them
      * (m4d_layer_share: linear weights over t, experts over ep·etp, norms
      * and the router replicated), and of the heaviest stage with its
-     * embedding. */
+     * embedding; with experts, wl is the dense part and we the experts'
+     * (replicated over the expert-data-parallel group). */
     bool ok = true;
     struct layer_share ls = m4d_layer_share(&ok, x);
     double wl = x->nlt ? m4d_hybrid_mean_layer_weights(x) : ok ? D(ls.linear) + D(ls.expert) + D(ls.replicated) : 0;
-    pg->accum_layer = wl * pg->mc.accum_bytes * pg->mc.inv_hbm;
+    double we = 0;
+    if (!x->nlt && ok && x->experts) {
+        wl = D(ls.linear) + D(ls.replicated);
+        we = D(ls.expert);
+    }
+    pg->accum_layer = (wl + we) * pg->mc.accum_bytes * pg->mc.inv_hbm;
     double embed = (x->p == 1 && !x->tied ? 2.0 : 1.0) * D(x->h) * D(x->Vp) / D(x->t);
-    dp_prepare(x, pg, pg->layers_max * wl + embed);
+    dp_prepare(x, pg, pg->layers_max * wl + embed, pg->layers_max * we);
     pg->fsdp_ag = pg->fsdp_rs = 0;
     if (x->zero >= 3) { /* FSDP's gathers and reduce-scatters run over its shard group */
         struct m4d_shards g;
@@ -636,6 +659,12 @@ void m4d_perf_prepare(const struct m4d_ctx *x, const mem4d_device *dev, struct m
         struct m4d_link link = link_for(&pg->mc, D(x->t * g.fsdp), D(x->t)), *l = &link;
         pg->fsdp_ag = ring_time(l, n, wl * D(x->param_bytes), (n - 1) / n, n - 1);
         pg->fsdp_rs = ring_time(l, n, wl * D(x->grad_bytes), (n - 1) / n, n - 1);
+        if (we > 0) { /* the experts' shards over their expert-data-parallel group */
+            double ne = D(x->t * x->d * x->c) / D(x->ep * x->etp);
+            struct m4d_link el = link_for(&pg->mc, D(x->t * x->c * x->d), D(x->ep * x->etp));
+            pg->fsdp_ag += ring_time(&el, ne, we * D(x->param_bytes), (ne - 1) / ne, ne - 1);
+            pg->fsdp_rs += ring_time(&el, ne, we * D(x->grad_bytes), (ne - 1) / ne, ne - 1);
+        }
     }
 }
 

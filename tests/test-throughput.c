@@ -855,7 +855,7 @@ END_TEST
  * micro-batch that no sourced mechanism accounts for), so these guard what
  * it reaches. */
 #define MOE_ZOO_MEDIAN 0.22
-#define MOE_SWEEP_RHO 0.70
+#define MOE_SWEEP_RHO 0.30
 /* The TFLOP/s of a moe-modelzoo row in its own count. Megatron-LM's
  * --log-throughput counts causal attention (half of s x s) since
  * NVIDIA/Megatron-LM@8873b55d (2025-03-06, "Fixes in number of
