@@ -144,7 +144,7 @@ struct cli_args {
     mem4d_layout *layout;  /* CLI_TO_LAYOUT rows, set as parsed */
     mem4d_layout *scratch; /* parses plan's SPEC values */
     /* CLI_TO_ARGS fields: */
-    const char *model, *hf_config, *gpu, *svg, *device_file, *log, *output, *ds_config;
+    const char *model, *hf_config, *gpu, *svg, *device_file, *log, *output, *ds_config, *tt_config;
     uint64_t top, world_size;
     bool strict, all, cross_node, even_stages;
     enum cli_format format;
@@ -226,6 +226,12 @@ bool cli_open_device(const struct cli_args *args, mem4d_device **out);
 
 /* Each import warning as "mem4d: warning: ..." on stderr. */
 void cli_print_warnings(const mem4d_import *imp);
+
+/* --ds-config and --torchtitan-config: each file's settings over the layout,
+ * under the layout keys the command line set (a flag given, or --set). The
+ * model gives torchtitan's pipeline split its layer count. Prints the error
+ * naming the flag; false on failure. */
+bool cli_apply_job_files(struct cli_args *a, const mem4d_model *model);
 
 /* Bytes to GiB for display. */
 double cli_gib(uint64_t bytes);

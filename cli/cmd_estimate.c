@@ -29,6 +29,9 @@ const struct cli_option cmd_estimate_options[] = {
     CLI_ARG("--ds-config", CLI_PATH, ds_config, "FILE",
             "a DeepSpeed ds_config.json (framework deepspeed, ZeRO, buckets, offload, batch); "
             "values set on the command line win"),
+    CLI_ARG("--torchtitan-config", CLI_PATH, tt_config, "FILE",
+            "a torchtitan job TOML (degrees, batch, schedule and split, recompute, precision, float8, "
+            "compile); values set on the command line win"),
     CLI_FORMAT("--json", CLI_FORMAT_JSON, "print a JSON object"),
     CLI_END,
 };
@@ -39,51 +42,6 @@ const char cmd_estimate_about[] =
     "GPU (fits: total <= 85% of memory in full mode, 80% in paper mode; tight: <= 100%; oom).\n"
     "Give --tp, --cp, --pp, --dp or --world, --mbs and --seq. --set framework=torchtitan (or\n"
     "deepspeed, nanotron) selects another training stack.";
-
-/* Did the command line set layout key k: its own flag given, or (--set) a
- * value other than the key's default. */
-static bool layout_key_given(const struct cli_args *a, size_t k, uint64_t v)
-{
-    uint64_t def = 0;
-    for (size_t i = 0; a->cmd->options[i].name; i++)
-        if (a->given[i] && a->cmd->options[i].dest == CLI_TO_LAYOUT && a->cmd->options[i].kind == CLI_VALUE &&
-            a->cmd->options[i].key == k)
-            return true;
-    return mem4d_layout_param_default((mem4d_layout_param)k, &def) == MEM4D_OK && v != def;
-}
-
-/* --ds-config: the file's settings under those the command line set. */
-static bool apply_ds_config(struct cli_args *a)
-{
-    mem4d_import *imp = NULL;
-    mem4d_layout *ds = NULL;
-    bool ok = false;
-    /* the file is read over the command line's layout, whose dp or world
-     * completes the file's batch keys as DeepSpeed's world size does */
-    if (mem4d_import_new(&imp) != MEM4D_OK || mem4d_layout_clone(a->layout, &ds) != MEM4D_OK) {
-        cli_error("out of memory");
-        goto out;
-    }
-    if (mem4d_import_deepspeed_config(imp, a->ds_config, ds) != MEM4D_OK) {
-        cli_error("--ds-config %s: %s", a->ds_config, mem4d_import_message(imp));
-        goto out;
-    }
-    cli_print_warnings(imp);
-    for (size_t k = 0; k < mem4d_layout_param_count(); k++) {
-        uint64_t v = 0;
-        if (mem4d_layout_get(a->layout, (mem4d_layout_param)k, &v) == MEM4D_OK && layout_key_given(a, k, v) &&
-            mem4d_layout_set(ds, (mem4d_layout_param)k, v) != MEM4D_OK) {
-            cli_error("--ds-config %s: %s = %llu does not go with the file", a->ds_config,
-                      mem4d_layout_param_name((mem4d_layout_param)k), (unsigned long long)v);
-            goto out;
-        }
-    }
-    ok = mem4d_layout_copy(a->layout, ds) == MEM4D_OK;
-out:
-    mem4d_layout_free(ds);
-    mem4d_import_free(imp);
-    return ok;
-}
 
 int cmd_estimate(struct cli_args *a)
 {
@@ -97,7 +55,7 @@ int cmd_estimate(struct cli_args *a)
     }
     if (!cli_open_model(a, NULL, &model) || !cli_open_device(a, &device))
         goto out;
-    if (a->ds_config && !apply_ds_config(a))
+    if (!cli_apply_job_files(a, model))
         goto out;
     mem4d_status st = mem4d_estimate(model, a->layout, device, report);
     if (st != MEM4D_OK) {

@@ -37,6 +37,9 @@ const struct cli_option cmd_plan_options[] = {
     CLI_ARG("--cross-node", CLI_SWITCH, cross_node, NULL, "let tp x cp exceed the GPUs of a node"),
     CLI_ARG("--even-stages", CLI_SWITCH, even_stages, NULL, "skip pp that do not divide the layers"),
     CLI_ROW("--set", CLI_KEYVAL, CLI_TO_LAYOUT, 0, "KEY=VALUE", "any layout key of the job, by name", NULL, 0, 0),
+    CLI_ARG("--torchtitan-config", CLI_PATH, tt_config, "FILE",
+            "a torchtitan job TOML: its batch, recompute, precision, float8 and compile (the knobs searched "
+            "stay searched); values set on the command line win"),
     CLI_ARG("--top", CLI_UINT, top, "K", "print the K fastest (default 20, 0 for all; with --all: all)"),
     CLI_ARG("--all", CLI_SWITCH, all, NULL, "also list layouts that do not fit"),
     CLI_FORMAT("--json", CLI_FORMAT_JSON, "print an array of objects"),
@@ -219,7 +222,7 @@ int cmd_plan(struct cli_args *o)
     mem4d_model *model = NULL;
     mem4d_device *device = NULL;
     int rc = CLI_USAGE;
-    if (cli_open_model(o, NULL, &model) && cli_open_device(o, &device))
+    if (cli_open_model(o, NULL, &model) && cli_open_device(o, &device) && cli_apply_job_files(o, model))
         rc = run(o, model, device, o->layout);
     mem4d_device_free(device);
     mem4d_model_free(model);

@@ -27,6 +27,75 @@ void cli_print_warnings(const mem4d_import *imp)
         fprintf(stderr, "mem4d: warning: %s\n", mem4d_import_warning(imp, i));
 }
 
+/* Did the command line set layout key k: its own flag given, or (--set) a
+ * value other than the key's default. A flag with a default of its own
+ * (plan's --gpus, --seq, --gbs) counts only when given. */
+static bool layout_key_given(const struct cli_args *a, size_t k, uint64_t v)
+{
+    uint64_t def = 0;
+    for (size_t i = 0; a->cmd->options[i].name; i++) {
+        const struct cli_option *o = &a->cmd->options[i];
+        if (o->dest != CLI_TO_LAYOUT || o->kind != CLI_VALUE || o->key != k)
+            continue;
+        if (a->given[i])
+            return true;
+        if (o->def)
+            return false;
+    }
+    return mem4d_layout_param_default((mem4d_layout_param)k, &def) == MEM4D_OK && v != def;
+}
+
+/* One file over a copy of the command line's layout (whose dp or world the
+ * readers use), then the keys the command line set back on top. */
+static bool apply_job_file(struct cli_args *a, const mem4d_model *model, bool torchtitan)
+{
+    const char *flag = torchtitan ? "--torchtitan-config" : "--ds-config";
+    const char *path = torchtitan ? a->tt_config : a->ds_config;
+    mem4d_import *imp = NULL;
+    mem4d_layout *file = NULL;
+    bool ok = false;
+    if (mem4d_import_new(&imp) != MEM4D_OK || mem4d_layout_clone(a->layout, &file) != MEM4D_OK) {
+        cli_error("out of memory");
+        goto out;
+    }
+    mem4d_status st = torchtitan ? mem4d_import_torchtitan_config(imp, path, 0, model, file)
+                                 : mem4d_import_deepspeed_config(imp, path, file);
+    if (st != MEM4D_OK) {
+        cli_error("%s %s: %s", flag, path, mem4d_import_message(imp));
+        goto out;
+    }
+    cli_print_warnings(imp);
+    uint32_t layers = 0;
+    bool table = mem4d_layout_get_stage_layers(file, &layers, 1) > 0, restaged = false;
+    for (size_t k = 0; k < mem4d_layout_param_count(); k++) {
+        uint64_t v = 0;
+        if (mem4d_layout_get(a->layout, (mem4d_layout_param)k, &v) != MEM4D_OK || !layout_key_given(a, k, v))
+            continue;
+        if (mem4d_layout_set(file, (mem4d_layout_param)k, v) != MEM4D_OK) {
+            cli_error("%s %s: %s = %llu does not go with the file", flag, path,
+                      mem4d_layout_param_name((mem4d_layout_param)k), (unsigned long long)v);
+            goto out;
+        }
+        restaged |= k == MEM4D_LAYOUT_PP || k == MEM4D_LAYOUT_VPP;
+    }
+    /* the file's per-stage split belongs to its pp and vpp; plan searches others */
+    if (table && (restaged || strcmp(a->cmd->name, "plan") == 0)) {
+        fprintf(stderr, "mem4d: warning: %s: the layers are split evenly over the %s pp and vpp, not as the file's "
+                        "pipeline split\n", flag, restaged ? "command line's" : "searched");
+        mem4d_layout_set_stage_layers(file, NULL, 0);
+    }
+    ok = mem4d_layout_copy(a->layout, file) == MEM4D_OK;
+out:
+    mem4d_layout_free(file);
+    mem4d_import_free(imp);
+    return ok;
+}
+
+bool cli_apply_job_files(struct cli_args *a, const mem4d_model *model)
+{
+    return (!a->ds_config || apply_job_file(a, model, false)) && (!a->tt_config || apply_job_file(a, model, true));
+}
+
 /* One waiting setting; the error names its flag (and key, for --model-set
  * and --device-set) and what the key takes. */
 static bool apply(const struct cli_pending *p, mem4d_status st, enum cli_table table, const char *key_name)

@@ -2095,6 +2095,57 @@ MEM4D_API mem4d_status mem4d_import_deepspeed_config_buffer(mem4d_import *import
                                                             mem4d_layout *layout);
 
 /**
+ * Read a torchtitan job file (`train_configs/NAME.toml`, the TOML torchtitan read
+ * until it moved to Python configs in 2026) into a layout: framework torchtitan,
+ * the parallel degrees (tp, cp, pp, dp = dp_shard x dp_replicate, dp_replicate,
+ * ep, etp), sequence, micro-batch and global batch, the pipeline schedule's stages
+ * per rank (torch.distributed.pipelining: 1F1B and GPipe one, Interleaved1F1B,
+ * InterleavedZeroBubble, LoopedBFS, ZBVZeroBubble, DualPipeV two, or as
+ * pipeline_parallel_layers_per_stage, module_fqns_per_model_part or
+ * pipeline_parallel_split_points say) and, given the model, torchtitan's layer
+ * split as the layout's stage table (mem4d_layout_set_stage_layers()),
+ * activation checkpointing, mixed precision, float8 and compile. Both of
+ * torchtitan's file layouts are read: 2025's [parallelism], [compile] and
+ * [quantize.linear.float8], and 2024's degrees in [training] and [experimental].
+ * The TOML is read strictly (TOML 1.0; any syntax error names its line) and so
+ * are the types torchtitan's JobConfig declares: a string where a table, a
+ * boolean or an integer is expected is refused (::MEM4D_E_PARSE), as are values
+ * outside torchtitan's choices. Keys this reader does not know in the sections
+ * it reads, and settings it does not model (CPU offload, a V-shaped or
+ * breadth-first schedule's placement and order, the memory_budget mode) are
+ * warnings. All or nothing: on failure the layout is unchanged.
+ * @param import The import handle (receives messages and warnings).
+ * @param path The file (a regular file of at most 1 MiB; a FIFO or a device is refused).
+ * @param world GPUs in the job, needed when data_parallel_shard_degree is -1 (the
+ *        rest); 0 takes the layout's world key. When given, the degrees must multiply to it.
+ * @param model The model, for its layer count (torchtitan's pipeline split); may be
+ *        NULL, then the layers are split evenly (a warning says so) and
+ *        layers_per_stage / module_fqns_per_model_part / split points are refused.
+ * @param layout Receives the settings.
+ * @return ::MEM4D_OK, ::MEM4D_E_IO, ::MEM4D_E_PARSE, ::MEM4D_E_RANGE,
+ *         ::MEM4D_E_MISSING, ::MEM4D_E_WORLD, ::MEM4D_E_BATCH, ::MEM4D_E_CONFLICT,
+ *         ::MEM4D_E_LAYERS_PP, ::MEM4D_E_NOMEM or ::MEM4D_E_INVALID_ARG.
+ * @since 0.2
+ */
+MEM4D_API mem4d_status mem4d_import_torchtitan_config(mem4d_import *import, const char *path, uint64_t world,
+                                                      const mem4d_model *model, mem4d_layout *layout);
+
+/**
+ * Like mem4d_import_torchtitan_config(), from a buffer.
+ * @param import The import handle.
+ * @param toml The document (need not be NUL-terminated; at most 1 MiB).
+ * @param size Its length in bytes.
+ * @param world GPUs in the job, or 0.
+ * @param model The model, or NULL.
+ * @param layout Receives the settings.
+ * @return As mem4d_import_torchtitan_config(), without ::MEM4D_E_IO.
+ * @since 0.2
+ */
+MEM4D_API mem4d_status mem4d_import_torchtitan_config_buffer(mem4d_import *import, const char *toml, size_t size,
+                                                             uint64_t world, const mem4d_model *model,
+                                                             mem4d_layout *layout);
+
+/**
  * The sentence explaining the last import's failure, or "".
  * @param import The import handle.
  * @return A string owned by the handle, valid until its next import.
