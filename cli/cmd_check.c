@@ -18,6 +18,8 @@ const struct cli_option cmd_check_options[] = {
             "GPUs in the job (else WORLD_SIZE, SLURM_NTASKS, SLURM_JOB_NUM_NODES x SLURM_GPUS_ON_NODE)",
             NULL, 1, 0),
     CLI_ARG("--strict", CLI_SWITCH, strict, NULL, "exit 1 when the verdict is tight too"),
+    CLI_ARG("--torchtitan-config", CLI_PATH, tt_config, "FILE",
+            "check a torchtitan job TOML instead of Megatron-LM arguments (needs --model or --hf-config)"),
     CLI_LAYOUT("--mode", MEM4D_LAYOUT_MODE, NULL, "the full model, or the paper's formula exactly"),
     CLI_ROWS_MODEL("the model when the arguments do not give it (Megatron flags override it)", NULL),
     CLI_MODEL("--vocab-size", CLI_UINT, MEM4D_MODEL_VOCAB_SIZE, "N",
@@ -72,6 +74,39 @@ static bool import_job(const struct cli_args *o, mem4d_import *imp, mem4d_model 
                   "or the model with --model NAME or --hf-config FILE");
         return false;
     }
+    return true;
+}
+
+/* --torchtitan-config: the job's TOML over the model; the world size from
+ * --world-size, else WORLD_SIZE (torchrun's), else the file's degrees. */
+static const char *tt_world_source = "the file's degrees";
+
+static bool import_torchtitan_job(const struct cli_args *o, mem4d_import *imp, const mem4d_model *model)
+{
+    uint64_t world = o->world_size;
+    const char *env = getenv("WORLD_SIZE");
+    if (!world && env && *env) {
+        char *end;
+        unsigned long long w = strtoull(env, &end, 10);
+        if (*end || env[0] < '0' || env[0] > '9' || w == 0 || w > (1u << 24)) {
+            cli_error("WORLD_SIZE '%.32s' is not a number of GPUs", env);
+            return false;
+        }
+        world = w;
+        tt_world_source = "WORLD_SIZE";
+    }
+    if (o->world_size)
+        tt_world_source = "--world-size";
+    if (mem4d_import_torchtitan_config(imp, o->tt_config, world, model, o->layout) != MEM4D_OK) {
+        cli_error("--torchtitan-config %s: %s", o->tt_config, mem4d_import_message(imp));
+        return false;
+    }
+    uint64_t v[4] = {1, 1, 1, 1};
+    static const mem4d_layout_param k[4] = {MEM4D_LAYOUT_TP, MEM4D_LAYOUT_CP, MEM4D_LAYOUT_PP, MEM4D_LAYOUT_DP};
+    for (int i = 0; i < 4; i++)
+        mem4d_layout_get(o->layout, k[i], &v[i]);
+    mem4d_layout_set(o->layout, MEM4D_LAYOUT_WORLD, v[0] * v[1] * v[2] * v[3]); /* each below 2^24, checked */
+    cli_print_warnings(imp);
     return true;
 }
 
@@ -251,14 +286,19 @@ static void propose(const struct cli_args *o, const mem4d_layout *given, const m
     mem4d_layout_free(best);
 }
 
-static void print_json(FILE *out, const mem4d_import *imp, const mem4d_layout *layout,
+static const char *tt_source(const struct cli_args *o, const mem4d_import *imp)
+{
+    return o->tt_config ? tt_world_source : world_source_text(mem4d_import_world_source(imp));
+}
+
+static void print_json(FILE *out, const struct cli_args *o, const mem4d_import *imp, const mem4d_layout *layout,
                        const mem4d_report *report, int status, const struct proposal *p)
 {
     uint64_t world = 0;
     mem4d_layout_get(layout, MEM4D_LAYOUT_WORLD, &world);
     fprintf(out, "{\"exit_status\": %d, \"world_size\": %llu, \"world_source\": ", status,
             (unsigned long long)world);
-    cli_json_string(out, world_source_text(mem4d_import_world_source(imp)));
+    cli_json_string(out, tt_source(o, imp));
     fprintf(out, ", \"warnings\": [");
     for (size_t i = 0; i < mem4d_import_warning_count(imp); i++) {
         fputs(i ? ", " : "", out);
@@ -298,7 +338,7 @@ static int run_check(const struct cli_args *o, mem4d_model *model, mem4d_device 
         cli_error("out of memory");
         goto out;
     }
-    if (!import_job(o, imp, model))
+    if (o->tt_config ? !import_torchtitan_job(o, imp, model) : !import_job(o, imp, model))
         goto out;
     mem4d_status st = mem4d_estimate(model, layout, device, report);
     if (st != MEM4D_OK) {
@@ -309,15 +349,15 @@ static int run_check(const struct cli_args *o, mem4d_model *model, mem4d_device 
     mem4d_verdict v = mem4d_report_verdict(report);
     status = verdict_status(o, v);
     struct proposal p = {.found = false};
-    if (status != CLI_OK)
+    if (status != CLI_OK && !o->tt_config) /* the proposal is Megatron-LM flags */
         propose(o, given, model, device, layout, &p);
     if (o->format == CLI_FORMAT_JSON) {
-        print_json(stdout, imp, layout, report, status, &p);
+        print_json(stdout, o, imp, layout, report, status, &p);
     } else {
         uint64_t world = 0;
         mem4d_layout_get(layout, MEM4D_LAYOUT_WORLD, &world);
         printf("world size %llu (from %s)\n", (unsigned long long)world,
-               world_source_text(mem4d_import_world_source(imp)));
+               tt_source(o, imp));
         cli_print_report(stdout, model, layout, device, report);
         printf("check: %s%s\n", mem4d_verdict_name(v),
                status == CLI_OK ? ", the job may launch"
@@ -339,8 +379,13 @@ out:
 
 int cmd_check(struct cli_args *o)
 {
-    if (o->rest_argc == 0) {
-        cli_error("no Megatron-LM arguments (give them after --)");
+    if (o->rest_argc == 0 && !o->tt_config) {
+        cli_error("no Megatron-LM arguments (give them after --, or --torchtitan-config FILE)");
+        return CLI_USAGE;
+    }
+    if (o->tt_config && (o->rest_argc > 0 || !(o->model || o->hf_config))) {
+        cli_error(o->rest_argc ? "--torchtitan-config and Megatron-LM arguments contradict each other"
+                               : "--torchtitan-config needs the model: --model NAME or --hf-config FILE");
         return CLI_USAGE;
     }
     mem4d_device *device = NULL;

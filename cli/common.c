@@ -66,7 +66,8 @@ static bool apply_job_file(struct cli_args *a, const mem4d_model *model, bool to
     }
     cli_print_warnings(imp);
     uint32_t layers = 0;
-    bool table = mem4d_layout_get_stage_layers(file, &layers, 1) > 0, restaged = false;
+    bool table = mem4d_layout_get_stage_layers(file, &layers, 1) > 0, restaged = false, regrid = false,
+         dp_given = false;
     for (size_t k = 0; k < mem4d_layout_param_count(); k++) {
         uint64_t v = 0;
         if (mem4d_layout_get(a->layout, (mem4d_layout_param)k, &v) != MEM4D_OK || !layout_key_given(a, k, v))
@@ -77,7 +78,13 @@ static bool apply_job_file(struct cli_args *a, const mem4d_model *model, bool to
             goto out;
         }
         restaged |= k == MEM4D_LAYOUT_PP || k == MEM4D_LAYOUT_VPP;
+        regrid |= k == MEM4D_LAYOUT_TP || k == MEM4D_LAYOUT_CP || k == MEM4D_LAYOUT_PP;
+        dp_given |= k == MEM4D_LAYOUT_DP;
     }
+    /* other degrees over the command line's world: dp is what they leave */
+    uint64_t world = 0;
+    if (regrid && !dp_given && mem4d_layout_get(file, MEM4D_LAYOUT_WORLD, &world) == MEM4D_OK && world)
+        mem4d_layout_set(file, MEM4D_LAYOUT_DP, 0);
     /* the file's per-stage split belongs to its pp and vpp; plan searches others */
     if (table && (restaged || strcmp(a->cmd->name, "plan") == 0)) {
         fprintf(stderr, "mem4d: warning: %s: the layers are split evenly over the %s pp and vpp, not as the file's "

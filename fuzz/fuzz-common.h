@@ -132,4 +132,39 @@ static inline void fuzz_check_report(const mem4d_report *r)
                  (int)v, (unsigned long long)peak, (unsigned long long)dev);
 }
 
+/* After a layout reader ran: its messages are there; a failure says why
+ * (unless the reader is not built: no_reader) and leaves the layout as it
+ * was; a layout it accepted estimates on an 80 GiB GPU, or says why not. */
+static inline void fuzz_check_layout_import(mem4d_status st, mem4d_status no_reader, const mem4d_import *imp,
+                                            const mem4d_layout *l, const mem4d_layout *before, const mem4d_model *m)
+{
+    FUZZ_REQUIRE(st != MEM4D_E_IO && st != MEM4D_END, "buffer import gave %d", (int)st);
+    FUZZ_REQUIRE(mem4d_import_message(imp) != NULL, "NULL message");
+    for (size_t i = 0; i < mem4d_import_warning_count(imp); i++)
+        FUZZ_REQUIRE(mem4d_import_warning(imp, i) != NULL, "NULL warning %zu", i);
+    if (st != MEM4D_OK) {
+        if (st != no_reader)
+            FUZZ_REQUIRE(mem4d_import_message(imp)[0] != '\0', "import failed with %d, no message", (int)st);
+        for (size_t k = 0; k < mem4d_layout_param_count(); k++) {
+            uint64_t a = 0, b = 0;
+            (void)mem4d_layout_get(l, (mem4d_layout_param)k, &a);
+            (void)mem4d_layout_get(before, (mem4d_layout_param)k, &b);
+            FUZZ_REQUIRE(a == b, "failed import changed layout key %zu", k);
+        }
+        FUZZ_REQUIRE(mem4d_layout_get_stage_layers(l, NULL, 0) == mem4d_layout_get_stage_layers(before, NULL, 0),
+                     "failed import changed the stage table");
+        return;
+    }
+    mem4d_device *d = NULL;
+    mem4d_report *r = NULL;
+    FUZZ_REQUIRE(mem4d_device_new(&d) == MEM4D_OK && mem4d_report_new(&r) == MEM4D_OK, "new");
+    (void)mem4d_device_set(d, MEM4D_DEVICE_MEMORY_BYTES, UINT64_C(80) << 30);
+    if (mem4d_estimate(m, l, d, r) == MEM4D_OK)
+        fuzz_check_report(r);
+    else
+        FUZZ_REQUIRE(mem4d_report_message(r)[0] != '\0', "estimate failed without a message");
+    mem4d_report_free(r);
+    mem4d_device_free(d);
+}
+
 #endif

@@ -254,6 +254,7 @@ static long layer_index(const char *fqn)
 static mem4d_status explicit_split(struct tt *c, const struct m4d_toml *fqns, const struct m4d_toml *splits,
                                    uint64_t L, uint32_t *table, size_t cap, size_t *n)
 {
+    uint64_t named = 0;
     *n = 0;
     if (fqns) {
         if (fqns->type != M4D_TOML_ARRAY)
@@ -270,7 +271,11 @@ static mem4d_status explicit_split(struct tt *c, const struct m4d_toml *fqns, co
                 layers += layer_index(m->s) >= 0;
             }
             table[(*n)++] = layers;
+            named += layers;
         }
+        if (named != L)
+            return m4d_imp_fail(c->imp, MEM4D_E_LAYERS_PP, DOC ": module_fqns_per_model_part names %llu of the %llu "
+                                "layers", (unsigned long long)named, (unsigned long long)L);
         return MEM4D_OK;
     }
     if (splits->type != M4D_TOML_ARRAY)
@@ -548,15 +553,21 @@ static mem4d_status read_compile(struct tt *c, mem4d_layout *l)
         const struct m4d_toml *parts = m4d_toml_get(c->compile, "components");
         if (parts && parts->type != M4D_TOML_ARRAY)
             return type_error(c, "compile", parts, "a list of names");
+        bool blocks = true;
         if (parts) {
-            loss = false;
+            loss = blocks = false;
             for (const struct m4d_toml *m = parts->first; m; m = m->next) {
                 if (m->type != M4D_TOML_STRING || (strcmp(m->s, "model") != 0 && strcmp(m->s, "loss") != 0))
                     return m4d_imp_fail(c->imp, MEM4D_E_PARSE, DOC ": compile.components holds something other "
                                         "than \"model\" and \"loss\"");
                 loss |= strcmp(m->s, "loss") == 0;
+                blocks |= strcmp(m->s, "model") == 0;
             }
         }
+        if (on && loss && !blocks) /* the layout has no "loss only": the blocks' part is not modelled anyway */
+            m4d_imp_warn(c->imp, DOC ": compile.components = [\"loss\"] compiles the loss alone; estimated as "
+                                 "blocks_and_loss (what compiling the blocks changes is not modelled)");
+        on &= loss || blocks;
     } else {
         TRY(tt_bool(c, "training", m4d_toml_get(c->training, "compile"), &on));
         loss = c->par != NULL; /* training.compile: the loss too since [parallelism] (2025) */

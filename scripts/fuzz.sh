@@ -9,7 +9,7 @@ set -eu
 
 secs=${1:-60}
 [ $# -gt 0 ] && shift
-harnesses=${*:-setters megatron hf_config deepspeed cli batch_script calibrate}
+harnesses=${*:-setters megatron hf_config deepspeed torchtitan cli batch_script calibrate}
 src=$(cd "$(dirname "$0")/.." && pwd)
 build=${FUZZ_BUILD_DIR:-$src/build-fuzz}
 

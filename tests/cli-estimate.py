@@ -257,6 +257,45 @@ class Estimate(unittest.TestCase):
             self.assertEqual(json.loads(p.stdout)['stages'], json.loads(same.stdout)['stages'])
         one_error_line(self, run(*base, '--ds-config', '/nonexistent/ds.json'), '--ds-config')
 
+    def test_torchtitan_config_on_estimate_plan_and_check(self):
+        """The library's torchtitan reader behind --torchtitan-config (issue 24):
+        the file's layout is the command line's, bad files are one line."""
+        job = os.path.join(DATA, 'torchtitan', 'llama4_17bx128e-2026.toml')  # tp 8, pp 4, full AC
+        base = ['--model', 'llama3.1-70b', '--world', '256', '--json']
+        p = run('estimate', *base, '--torchtitan-config', job)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stderr, '')
+        same = run('estimate', *base, '--tp', '8', '--pp', '4', '--mbs', '1', '--gbs', '8', '--seq', '8192',
+                   '--recompute', 'full', '--set', 'framework=torchtitan', '--set', 'stage_layers=20,21,20,19')
+        self.assertEqual(json.loads(p.stdout)['stages'], json.loads(same.stdout)['stages'])
+        # a flag given wins; a pp of its own replaces the file's pipeline split, with a warning
+        p = run('estimate', *base, '--torchtitan-config', job, '--pp', '8')
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn('split evenly', p.stderr)
+        self.assertEqual(len(json.loads(p.stdout)['stages']), 8)
+        p = run('plan', '--model', 'llama3.1-70b', '--gpus', '256', '--torchtitan-config', job, '--top', '3', '--json')
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertTrue(json.loads(p.stdout))
+        p = run('check', '--model', 'llama3.1-70b', '--world-size', '256', '--torchtitan-config', job)
+        self.assertIn(p.returncode, (0, 1), p.stderr)
+        self.assertIn('world size 256 (from --world-size)', p.stdout)
+        one_error_line(self, run('check', '--world-size', '8', '--torchtitan-config', job), 'needs the model')
+        with tempfile.TemporaryDirectory() as d:
+            bad = os.path.join(d, 'job.toml')
+            for text, says in (('[compile]\nenable = "no"\n', 'compile.enable is a string, not true or false'),
+                               ('[parallelism]\ntensor_parallel_degree = 8\n[parallelism]\n', 'line 3'),
+                               ('[parallelism]\npipeline_parallel_degree = 4\n'
+                                'pipeline_parallel_schedule = "Zigzag"\n', 'not one of 1F1B'),
+                               ('[parallelism]\ndata_parallel_shard_degree = 3\n', 'not the world size 256')):
+                with open(bad, 'w') as f:
+                    f.write(text)
+                one_error_line(self, run('estimate', *base, '--torchtitan-config', bad), '--torchtitan-config')
+                self.assertIn(says, run('estimate', *base, '--torchtitan-config', bad).stderr)
+            fifo = os.path.join(d, 'fifo.toml')
+            os.mkfifo(fifo)
+            for path in (fifo, '/dev/zero', d):
+                one_error_line(self, run('estimate', *base, '--torchtitan-config', path), 'not a regular file')
+
     def test_paper_mode_refusal_is_explained(self):
         p = run('estimate', *GOLDEN, '--vpp', '2', '--pp', '2')
         self.assertEqual(p.returncode, 2)

@@ -127,6 +127,8 @@ export const SIGNATURES = Object.freeze([
     ["mem4d_import_hf_config_buffer", "int", ["ptr", "str", "size", "ptr"]],
     ["mem4d_import_deepspeed_config", "int", ["ptr", "str", "ptr"]],
     ["mem4d_import_deepspeed_config_buffer", "int", ["ptr", "str", "size", "ptr"]],
+    ["mem4d_import_torchtitan_config", "int", ["ptr", "str", "u64", "ptr", "ptr"]],
+    ["mem4d_import_torchtitan_config_buffer", "int", ["ptr", "str", "size", "u64", "ptr", "ptr"]],
     ["mem4d_import_message", "str", ["ptr"]],
     ["mem4d_import_warning_count", "size", ["ptr"]],
     ["mem4d_import_warning", "str", ["ptr", "size"]],

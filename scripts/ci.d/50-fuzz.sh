@@ -7,7 +7,7 @@ cd "$(dirname "$0")/../.."
 : "${BUILD_DIR:?}"
 run() { echo "+ $*"; "$@"; }
 secs="${FUZZ_SECONDS:-5}"
-harnesses=(setters megatron hf_config deepspeed cli batch_script calibrate)
+harnesses=(setters megatron hf_config deepspeed torchtitan cli batch_script calibrate)
 
 fuzz="$BUILD_DIR-fuzz"
 [ -f "$fuzz/build.ninja" ] ||

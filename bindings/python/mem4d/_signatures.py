@@ -186,6 +186,8 @@ SIGNATURES = (
     ("mem4d_import_hf_config_buffer", c_status, [IMPORT, cstr, size, MODEL]),
     ("mem4d_import_deepspeed_config", c_status, [IMPORT, cstr, LAYOUT]),
     ("mem4d_import_deepspeed_config_buffer", c_status, [IMPORT, cstr, size, LAYOUT]),
+    ("mem4d_import_torchtitan_config", c_status, [IMPORT, cstr, u64, MODEL, LAYOUT]),
+    ("mem4d_import_torchtitan_config_buffer", c_status, [IMPORT, cstr, size, u64, MODEL, LAYOUT]),
     ("mem4d_import_message", cstr, [IMPORT]),
     ("mem4d_import_warning_count", size, [IMPORT]),
     ("mem4d_import_warning", cstr, [IMPORT, size]),

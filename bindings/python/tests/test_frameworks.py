@@ -87,8 +87,8 @@ enable_fsdp_float8_all_gather = false
 """
 
 
-@unittest.skipIf(sys.version_info < (3, 11), "tomllib needs Python 3.11")
 class TorchtitanTomlTest(unittest.TestCase):
+    """The library reads the TOML (no tomllib needed)."""
     def test_2024_layout(self):
         l = mem4d.torchtitan_layout(TOML_2024, world=8)
         self.assertEqual(l["framework"], 1)
@@ -126,6 +126,50 @@ class TorchtitanTomlTest(unittest.TestCase):
         self.assertEqual(ctx.exception.status, Status.E_PARSE)
         with self.assertRaises(mem4d.Mem4dError):
             mem4d.torchtitan_layout("[activation_checkpoint]\nmode = 'sometimes'\n", world=8)
+
+    def test_schedules_give_stages_per_rank(self):
+        model = mem4d.Model.preset("llama3.1-8b")
+        for name, vpp in (("1F1B", 1), ("GPipe", 1), ("Interleaved1F1B", 2), ("LoopedBFS", 2),
+                          ("ZBVZeroBubble", 2), ("DualPipeV", 2), ("interleavedzerobubble", 2)):
+            l = mem4d.torchtitan_layout(f'[parallelism]\npipeline_parallel_degree = 4\n'
+                                        f'pipeline_parallel_schedule = "{name}"\n', world=32, model=model)
+            self.assertEqual(l["vpp"], vpp, name)
+
+    def test_every_bad_input_is_a_mem4d_error(self):
+        """Each once raised ZeroDivisionError, ValueError, AttributeError,
+        RecursionError, hung or read 3 GB, or was read as something else."""
+        bad = ["[parallelism]\ntensor_parallel_degree = 0\n",      # ZeroDivisionError
+               "[parallelism]\ndata_parallel_shard_degree = 0\n",
+               "parallelism = 'tp8'\n",                              # AttributeError
+               "[compile]\nenable = 'no'\n",                        # "no" read as true
+               "[training]\nmixed_precision_param = 'float64'\n",   # ignored
+               "[activation_checkpoint]\nselective_ac_option = 2\n",
+               "x = " + "[" * 5000 + "]" * 5000 + "\n",              # RecursionError
+               "[training]\nseq_len = 99999999999999999999\n",
+               b"x = '\xff'\n"]
+        for toml in bad:
+            with self.assertRaises(mem4d.Mem4dError, msg=repr(toml)[:60]):
+                mem4d.torchtitan_layout(toml, world=8)
+        for world in (True, 1.0, "8", 2 ** 64, -1):
+            with self.assertRaises(mem4d.Mem4dError, msg=repr(world)):
+                mem4d.torchtitan_layout("", world=world)
+        with self.assertRaises(mem4d.Mem4dError):
+            mem4d.torchtitan_layout({"parallelism": {"tensor_parallel_degree": object()}}, world=8)
+        self.assertEqual(mem4d.torchtitan_layout({"parallelism": {"tensor_parallel_degree": 2}}, world=8)["dp"], 4)
+
+    def test_paths_that_are_not_files(self):
+        import os
+        import tempfile
+        import time
+        with tempfile.TemporaryDirectory() as d:
+            fifo = os.path.join(d, "job.toml")
+            os.mkfifo(fifo)
+            start = time.monotonic()
+            for path in (fifo, "/dev/zero", d, os.path.join(d, "missing.toml")):
+                with self.assertRaises(mem4d.Mem4dError) as ctx:
+                    mem4d.torchtitan_layout(path=path, world=8)
+                self.assertEqual(ctx.exception.status, Status.E_IO, path)
+            self.assertLess(time.monotonic() - start, 30)  # refused, never waited on
 
 
 def deepspeed_available():

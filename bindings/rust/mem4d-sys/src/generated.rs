@@ -1259,6 +1259,35 @@ extern "C" {
         size: usize,
         layout: *mut mem4d_layout,
     ) -> mem4d_status;
+    /// Read a torchtitan job file (`train_configs/NAME.toml`, the TOML torchtitan read until it moved to Python configs
+    /// in 2026) into a layout: framework torchtitan, the parallel degrees (tp, cp, pp, dp = dp_shard x dp_replicate,
+    /// dp_replicate, ep, etp), sequence, micro-batch and global batch, the pipeline schedule's stages per rank
+    /// (torch.distributed.pipelining: 1F1B and GPipe one, Interleaved1F1B, InterleavedZeroBubble, LoopedBFS,
+    /// ZBVZeroBubble, DualPipeV two, or as pipeline_parallel_layers_per_stage, module_fqns_per_model_part or
+    /// pipeline_parallel_split_points say) and, given the model, torchtitan's layer split as the layout's stage table
+    /// (mem4d_layout_set_stage_layers()), activation checkpointing, mixed precision, float8 and compile. Both of
+    /// torchtitan's file layouts are read: 2025's [parallelism], [compile] and [quantize.linear.float8], and 2024's
+    /// degrees in [training] and [experimental]. The TOML is read strictly (TOML 1.0; any syntax error names its line)
+    /// and so are the types torchtitan's JobConfig declares: a string where a table, a boolean or an integer is
+    /// expected is refused (MEM4D_E_PARSE), as are values outside torchtitan's choices. Keys this reader does not know
+    /// in the sections it reads, and settings it does not model (CPU offload, a V-shaped or breadth-first schedule's
+    /// placement and order, the memory_budget mode) are warnings. All or nothing: on failure the layout is unchanged.
+    pub fn mem4d_import_torchtitan_config(
+        import: *mut mem4d_import,
+        path: *const c_char,
+        world: u64,
+        model: *const mem4d_model,
+        layout: *mut mem4d_layout,
+    ) -> mem4d_status;
+    /// Like mem4d_import_torchtitan_config(), from a buffer.
+    pub fn mem4d_import_torchtitan_config_buffer(
+        import: *mut mem4d_import,
+        toml: *const c_char,
+        size: usize,
+        world: u64,
+        model: *const mem4d_model,
+        layout: *mut mem4d_layout,
+    ) -> mem4d_status;
     /// The sentence explaining the last import's failure, or "".
     pub fn mem4d_import_message(import: *const mem4d_import) -> *const c_char;
     /// Number of warnings of the last import.

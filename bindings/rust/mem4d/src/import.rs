@@ -128,6 +128,50 @@ impl Importer {
         self.result(code)
     }
 
+    /// Read a torchtitan job TOML file into `layout` (framework torchtitan,
+    /// degrees, batch, the schedule's stages per rank and, given the model,
+    /// torchtitan's layer split; all or nothing). `world`: GPUs in the job,
+    /// or 0 (needed when data_parallel_shard_degree is -1).
+    pub fn torchtitan_config(
+        &mut self,
+        path: impl AsRef<std::path::Path>,
+        world: u64,
+        model: Option<&Model>,
+        layout: &mut Layout,
+    ) -> Result<()> {
+        let path = path.as_ref();
+        let text = c_string("a path", &path.to_string_lossy())?;
+        let model = model.map_or(std::ptr::null(), |m| m.as_ptr());
+        // SAFETY: live handles (model may be NULL); NUL-terminated path.
+        let code = unsafe {
+            sys::mem4d_import_torchtitan_config(self.ptr.as_ptr(), text.as_ptr(), world, model, layout.as_mut_ptr())
+        };
+        self.result(code)
+    }
+
+    /// Read the text of a torchtitan job TOML into `layout`.
+    pub fn torchtitan_toml(
+        &mut self,
+        toml: &str,
+        world: u64,
+        model: Option<&Model>,
+        layout: &mut Layout,
+    ) -> Result<()> {
+        let model = model.map_or(std::ptr::null(), |m| m.as_ptr());
+        // SAFETY: live handles (model may be NULL); toml points to toml.len() bytes (no NUL needed).
+        let code = unsafe {
+            sys::mem4d_import_torchtitan_config_buffer(
+                self.ptr.as_ptr(),
+                toml.as_ptr().cast(),
+                toml.len(),
+                world,
+                model,
+                layout.as_mut_ptr(),
+            )
+        };
+        self.result(code)
+    }
+
     /// Why the last import failed, or "".
     pub fn message(&self) -> String {
         // SAFETY: live handle; copied at once.

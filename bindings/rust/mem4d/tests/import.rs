@@ -3,7 +3,7 @@
 
 mod common;
 
-use mem4d::{import_megatron, Model, Status, WorldSource};
+use mem4d::{import_megatron, Importer, Layout, Model, Status, WorldSource};
 
 const ARGS: &str = "--num-layers 32 --hidden-size 4096 --ffn-hidden-size 14336 --num-attention-heads 32 \
     --group-query-attention --num-query-groups 8 --seq-length 8192 --max-position-embeddings 131072 --swiglu \
@@ -66,4 +66,25 @@ fn hf_config() {
     let err = Model::from_hf_json(r#"{"hidden_size": 4096,"#).unwrap_err();
     assert_eq!(err.status, Status::E_JSON);
     assert!(!err.message.is_empty());
+}
+
+#[test]
+fn torchtitan_toml() {
+    let model = Model::preset("llama3.1-8b").unwrap();
+    let mut imp = Importer::new().unwrap();
+    let mut layout = Layout::new().unwrap();
+    imp.torchtitan_toml(
+        "[parallelism]\npipeline_parallel_degree = 4\npipeline_parallel_schedule = \"ZBVZeroBubble\"\n",
+        32,
+        Some(&model),
+        &mut layout,
+    )
+    .unwrap();
+    assert_eq!(layout.get("vpp").unwrap(), 2);
+    assert_eq!(layout.get("dp").unwrap(), 8);
+    let err = imp.torchtitan_toml("[compile]\nenable = \"no\"\n", 8, None, &mut layout).unwrap_err();
+    assert_eq!(err.status, Status::E_PARSE);
+    assert!(err.message.contains("compile.enable"), "{err}");
+    let err = imp.torchtitan_config("/dev/zero", 8, None, &mut layout).unwrap_err();
+    assert_eq!(err.status, Status::E_IO);
 }
