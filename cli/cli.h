@@ -227,6 +227,16 @@ bool cli_open_device(const struct cli_args *args, mem4d_device **out);
 /* Each import warning as "mem4d: warning: ..." on stderr. */
 void cli_print_warnings(const mem4d_import *imp);
 
+/* text as it may be shown on a terminal, in JSON, CSV or SVG: control
+ * characters (C0, DEL, C1), bidirectional and line-separator characters and
+ * bytes that are not UTF-8 become \xNN or \uNNNN text; buf holds the result
+ * (cut at a character when full), which is returned. */
+const char *cli_printable(const char *text, char *buf, size_t size);
+
+/* cli_printable() into one of a few rotating static buffers, for printf
+ * arguments (the CLI is single-threaded). */
+const char *cli_text(const char *text);
+
 /* --ds-config and --torchtitan-config: each file's settings over the layout,
  * under the layout keys the command line set (a flag given, or --set). The
  * model gives torchtitan's pipeline split its layer count. Prints the error

@@ -144,7 +144,7 @@ static bool read_logs(const struct cli_args *a, mem4d_calibration *c, char names
             return false;
         }
         const char *base = strrchr(path, '/');
-        snprintf(names[n++], 256, "%s", base ? base + 1 : path);
+        cli_printable(base ? base + 1 : path, names[n++], 256); /* a file name may hold any byte */
     }
     if (n == 0) {
         cli_error("--log needs at least one file");

@@ -279,7 +279,7 @@ static void propose(const struct cli_args *o, const mem4d_layout *given, const m
     if (p->found && !proposal_fits(o, given, device, p, why, sizeof why)) {
         /* never a proposal that does not hold: say what went wrong */
         fprintf(stderr, "mem4d: warning: the best layout found (%s) does not hold over this job's flags: %s\n",
-                p->flags, why);
+                p->flags, cli_text(why));
         p->found = false;
     }
     mem4d_report_free(rep);
@@ -366,7 +366,7 @@ static int run_check(const struct cli_args *o, mem4d_model *model, mem4d_device 
         if (p.found)
             printf("check: propose %s (peak %.1f GiB of %.1f GiB)\n", p.flags, cli_gib(p.peak), cli_gib(p.device));
         if (p.found && p.drop[0])
-            printf("check: in place of the job's %s\n", p.drop);
+            printf("check: in place of the job's %s\n", cli_text(p.drop));
         else if (status != CLI_OK)
             printf("check: no layout of these %llu GPUs fits either\n", (unsigned long long)world);
     }

@@ -24,7 +24,7 @@ static const char *list_names(char *buf, size_t size, size_t (*count)(void), con
 void cli_print_warnings(const mem4d_import *imp)
 {
     for (size_t i = 0; i < mem4d_import_warning_count(imp); i++)
-        fprintf(stderr, "mem4d: warning: %s\n", mem4d_import_warning(imp, i));
+        fprintf(stderr, "mem4d: warning: %s\n", cli_text(mem4d_import_warning(imp, i)));
 }
 
 /* Did the command line set layout key k: its own flag given, or (--set) a

@@ -12,14 +12,65 @@
 
 #include "cli.h"
 
+/* Length of the well-formed UTF-8 sequence at s (1 to 4), or 0. */
+static size_t utf8_len(const unsigned char *s)
+{
+    unsigned c = s[0];
+    size_t n = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    unsigned cp = n == 1 ? c : c & (0x7fu >> n);
+    for (size_t k = 1; k < n; k++) {
+        if ((s[k] & 0xc0) != 0x80)
+            return 0;
+        cp = cp << 6 | (s[k] & 0x3fu);
+    }
+    if ((n == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+        return 0;
+    return n;
+}
+
+const char *cli_printable(const char *text, char *buf, size_t size)
+{
+    const unsigned char *s = (const unsigned char *)(text ? text : "");
+    size_t used = 0;
+    while (*s && size) {
+        size_t n = utf8_len(s);
+        unsigned cp = n == 2 ? (s[0] & 0x1fu) << 6 | (s[1] & 0x3fu) : n == 3 ? (s[0] & 0xfu) << 12 | (s[1] & 0x3fu) << 6 | (s[2] & 0x3fu) : 0;
+        char esc[12] = "";
+        if (n == 0 || (n == 1 && (*s < 0x20 || *s == 0x7f)))
+            snprintf(esc, sizeof esc, "\\x%02x", *s); /* a control character or a byte that is not UTF-8 */
+        else if ((n == 2 && cp >= 0x80 && cp <= 0x9f) || (n == 3 && ((cp >= 0x202a && cp <= 0x202e) ||
+                                                                     (cp >= 0x2066 && cp <= 0x2069) ||
+                                                                     cp == 0x2028 || cp == 0x2029 || cp == 0x200e ||
+                                                                     cp == 0x200f || cp == 0x061c)))
+            snprintf(esc, sizeof esc, "\\u%04x", cp); /* C1 controls, bidirectional and line separators */
+        size_t w = esc[0] ? strlen(esc) : n ? n : 1;
+        if (used + w >= size)
+            break;
+        memcpy(buf + used, esc[0] ? esc : (const char *)s, w);
+        used += w;
+        s += n ? n : 1;
+    }
+    if (size)
+        buf[used] = '\0';
+    return size ? buf : "";
+}
+
+const char *cli_text(const char *text)
+{
+    static char bufs[4][1024];
+    static unsigned next;
+    return cli_printable(text, bufs[next++ % 4], sizeof bufs[0]);
+}
+
 void cli_error(const char *fmt, ...)
 {
+    /* paths, values and the library's sentences quote what the user gave */
+    char msg[2048], shown[4096];
     va_list ap;
     va_start(ap, fmt);
-    fputs("mem4d: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    fprintf(stderr, "mem4d: %s\n", cli_printable(msg, shown, sizeof shown));
 }
 
 /* --- values ----------------------------------------------------------------- */

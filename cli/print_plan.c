@@ -88,7 +88,7 @@ void plan_print_table(FILE *out, const struct plan_rows *rs, size_t n, const str
     bool paper = lget(base, MEM4D_LAYOUT_MODE) != 0;
     mem4d_device_get(dev, paper ? MEM4D_DEVICE_FIT_THRESHOLD_PPM : MEM4D_DEVICE_FULL_FIT_THRESHOLD_PPM, &thr);
     fprintf(out, "mem4d plan: %s on %llu x %s (%.1f GiB, %llu per node), seq %llu, gbs %llu, %s mode\n",
-            model, (unsigned long long)lget(base, MEM4D_LAYOUT_WORLD), gpu, cli_gib(mem),
+            cli_text(model), (unsigned long long)lget(base, MEM4D_LAYOUT_WORLD), cli_text(gpu), cli_gib(mem),
             (unsigned long long)gpn, (unsigned long long)lget(base, MEM4D_LAYOUT_SEQ_LENGTH),
             (unsigned long long)lget(base, MEM4D_LAYOUT_GLOBAL_BATCH),
             mem4d_mode_name(lget(base, MEM4D_LAYOUT_MODE) ? MEM4D_MODE_PAPER : MEM4D_MODE_FULL));
@@ -314,8 +314,11 @@ bool plan_write_svg(const char *path, const struct plan_rows *rs, const char *ti
     fprintf(f, "<svg xmlns='http://www.w3.org/2000/svg' width='%d' height='%d' font-family='sans-serif' "
             "font-size='12'>\n<rect width='100%%' height='100%%' fill='white'/>\n", w, h);
     fprintf(f, "<text x='20' y='24' font-size='15' font-weight='bold'>");
-    for (const char *s = title; *s; s++)
-        fputs(*s == '<' ? "&lt;" : *s == '&' ? "&amp;" : (char[2]){*s, 0}, f);
+    /* XML 1.0 allows no control character and needs UTF-8: the title as
+     * cli_printable() shows it, then XML's escapes */
+    char shown[1024];
+    for (const char *s = cli_printable(title, shown, sizeof shown); *s; s++)
+        fputs(*s == '<' ? "&lt;" : *s == '&' ? "&amp;" : *s == '>' ? "&gt;" : (char[2]){*s, 0}, f);
     fprintf(f, "</text>\n<text x='20' y='44'>best layout per cell (over vpp, recompute, dist_opt): "
             "TFLOP/s per GPU; green fits, amber tight, red oom (peak GiB), grey invalid</text>\n");
     for (size_t i = 0; i < nc; i++)

@@ -3,6 +3,9 @@
  * the JSON object.
  * SPDX-License-Identifier: MIT
  */
+#include <stdlib.h>
+#include <string.h>
+
 #include "cli.h"
 
 double cli_gib(uint64_t bytes)
@@ -87,7 +90,7 @@ void cli_print_report(FILE *out, const mem4d_model *model, const mem4d_layout *l
         mem4d_layout_get(layout, keys[i], &v[i]);
     mem4d_report_info(r, MEM4D_INFO_DP, &v[5]);
     fprintf(out, "%s on %s, tp %llu cp %llu pp %llu dp %llu, micro-batch %llu, sequence %llu, %s mode\n",
-            mem4d_model_name(model), mem4d_device_name(device), (unsigned long long)v[0],
+            cli_text(mem4d_model_name(model)), cli_text(mem4d_device_name(device)), (unsigned long long)v[0],
             (unsigned long long)v[1], (unsigned long long)v[2], (unsigned long long)v[5],
             (unsigned long long)v[3], (unsigned long long)v[4], mem4d_mode_name(mem4d_report_mode(r)));
     fprintf(out, "%5s %8s %9s %9s %11s %9s %9s %9s %9s %9s\n", "stage", "layers", "weights", "grads", "optimizer",
@@ -111,22 +114,25 @@ void cli_print_report(FILE *out, const mem4d_model *model, const mem4d_layout *l
     print_moments(out, r);
     print_speed(out, r, world);
     for (size_t i = 0; i < mem4d_report_warning_count(r); i++)
-        fprintf(out, "warning: %s\n", mem4d_report_warning(r, i));
+        fprintf(out, "warning: %s\n", cli_text(mem4d_report_warning(r, i)));
 }
 
-void cli_json_string(FILE *out, const char *s)
+void cli_json_string(FILE *out, const char *text)
 {
+    /* valid JSON whatever the bytes: control characters and bytes that are
+     * not UTF-8 as cli_printable() shows them, then JSON's own escapes */
+    size_t n = strlen(text) * 6 + 1;
+    char small[1024], *buf = n <= sizeof small ? small : malloc(n);
+    const char *s = buf ? cli_printable(text, buf, n) : "";
     fputc('"', out);
     for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(out, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(out, "\\u%04x", c);
-        else
-            fputc(c, out);
+        if (*s == '"' || *s == '\\')
+            fputc('\\', out);
+        fputc(*s, out);
     }
     fputc('"', out);
+    if (buf != small)
+        free(buf);
 }
 
 void cli_print_metrics_json(FILE *out, const mem4d_report *r)

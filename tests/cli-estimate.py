@@ -7,6 +7,7 @@ import subprocess
 import sys
 import tempfile
 import unittest
+import xml.dom.minidom
 
 MEM4D = None
 GOLDEN = ['--model', 'llama3.1-8b', '--gpu', 'h100-80', '--tp', '2', '--cp', '1', '--pp', '1',
@@ -295,6 +296,59 @@ class Estimate(unittest.TestCase):
             os.mkfifo(fifo)
             for path in (fifo, '/dev/zero', d):
                 one_error_line(self, run('estimate', *base, '--torchtitan-config', path), 'not a regular file')
+
+    def test_control_bytes_in_names_and_messages_are_escaped(self):
+        """A GPU name, a path or a flag with terminal escapes, C1 controls,
+        a right-to-left override or bytes that are not UTF-8 (issue 24): the
+        table, JSON, CSV, SVG and stderr carry them as \\xNN / \\uNNNN text,
+        so JSON and SVG stay valid and no terminal escape gets through."""
+        evil = b'evil\x1b[31mRED\xc2\x9b\xff\xe2\x80\xae<&>"'
+        raw = (b'\x1b', b'\xc2\x9b', b'\xff', b'\xe2\x80\xae')
+
+        def brun(*args):
+            return subprocess.run([MEM4D.encode(), *[a if isinstance(a, bytes) else a.encode() for a in args]],
+                                  capture_output=True, timeout=60)
+
+        def clean(test, data, what):
+            for r in raw:
+                test.assertNotIn(r, data, what)
+            data.decode('utf-8')  # strict: every byte UTF-8
+
+        with tempfile.TemporaryDirectory() as d:
+            dev = os.path.join(d, 'gpu.txt')
+            with open(dev, 'wb') as f:
+                f.write(b'preset = h100-80\nname = ' + evil + b'\n')
+            job = ['--model', 'llama3.1-8b', '--seq', '4096', '--device-file', dev]
+            p = brun('estimate', *job, '--world', '8')
+            self.assertEqual(p.returncode, 0, p.stderr)
+            clean(self, p.stdout, 'estimate table')
+            self.assertIn(b'evil\\x1b[31mRED\\u009b\\xff\\u202e<&>', p.stdout)
+            svg = os.path.join(d, 'plan.svg')
+            p = brun('plan', *job, '--gpus', '8', '--gbs', '64', '--top', '2', '--svg', svg)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            clean(self, p.stdout, 'plan table')
+            with open(svg, 'rb') as f:
+                clean(self, f.read(), 'svg')
+            title = xml.dom.minidom.parse(svg).getElementsByTagName('text')[0].firstChild.data
+            self.assertIn('evil\\x1b[31mRED', title)
+            p = brun('plan', *job, '--gpus', '8', '--gbs', '64', '--csv')
+            clean(self, p.stdout, 'plan csv')
+            # JSON with the library's warnings quoting a flag; stderr the same
+            args = ['--num-layers', '32', '--hidden-size', '4096', '--num-attention-heads', '32', '--seq-length',
+                    '4096', '--max-position-embeddings', '4096', '--vocab-size', '32000', '--micro-batch-size', '1',
+                    b'--frob' + evil]
+            p = brun('check', '--world-size', '8', '--json', '--', *args)
+            self.assertIn(p.returncode, (0, 1), p.stderr)
+            clean(self, p.stdout, 'check json')
+            clean(self, p.stderr, 'check warnings')
+            doc = json.loads(p.stdout.decode())
+            self.assertTrue(any('\\x1b[31m' in w for w in doc['warnings']), doc['warnings'])
+            # an error quoting a path
+            p = brun('estimate', '--model', 'llama3.1-8b', '--world', '8', '--seq', '4096', '--device-file',
+                     os.path.join(d.encode(), evil))
+            self.assertEqual(p.returncode, 2)
+            clean(self, p.stderr, 'error')
+            self.assertEqual(p.stderr.count(b'\n'), 1, p.stderr)
 
     def test_paper_mode_refusal_is_explained(self):
         p = run('estimate', *GOLDEN, '--vpp', '2', '--pp', '2')

@@ -255,11 +255,11 @@ START_TEST(toml_forms)
         "\"parallelism\".'tensor_parallel_degree' = 2\r\n",
         "[ parallelism ]\ntensor_parallel_degree = 0b10\n",
         "parallelism = { tensor_parallel_degree = 2, context_parallel_degree = 1 }\n",
-        "[parallelism]\ntensor_parallel_degree = 2\n[training]\nseq_len = 1_024\n[job]\ndescription = \"\"\"\nmulti\\\n"
+        ("[parallelism]\ntensor_parallel_degree = 2\n[training]\nseq_len = 1_024\n[job]\ndescription = \"\"\"\nmulti\\\n"
         "   line \"quoted\" \\u00e9\"\"\"\nname = '''C:\\raw'''\nwhen = 1979-05-27T07:32:00Z\nday = 1979-05-27\n"
-        "at = 07:32:00.5\nlocal = 1979-05-27 07:32:00\nx = [1, [2, 3], { a = 'b' }, ]\nf = [1e3, -0.5, inf, nan, +1_0.2_5]\n",
-        "[[metrics.sinks]]\nname = 'a'\n[[metrics.sinks]]\nname = 'b'\n[metrics.sinks.opts]\nx = 1\n"
-        "[parallelism]\ntensor_parallel_degree = 2\n",
+        "at = 07:32:00.5\nlocal = 1979-05-27 07:32:00\nx = [1, [2, 3], { a = 'b' }, ]\nf = [1e3, -0.5, inf, nan, +1_0.2_5]\n"),
+        ("[[metrics.sinks]]\nname = 'a'\n[[metrics.sinks]]\nname = 'b'\n[metrics.sinks.opts]\nx = 1\n"
+         "[parallelism]\ntensor_parallel_degree = 2\n"),
         "[a.b.c]\nx = 1\n[a]\ny = 2\n[parallelism]\ntensor_parallel_degree = 2\n",
         "\xef\xbb\xbf[parallelism]\ntensor_parallel_degree = 2\n",
         "[parallelism]\ntensor_parallel_degree = 2\n[job]\nname = \"\xce\xb1\xce\xb2 \\U0001F600\"\n",

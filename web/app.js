@@ -34,7 +34,14 @@ let chosen = null;             // a plan row
 const sortState = { key: "rank", dir: 1 };
 
 const gib = (bytes) => (Number(bytes) / GIB).toFixed(2);
-const setText = (id, text) => { $(id).textContent = text; };
+// Text from a file or the library (a GPU or model name, a message quoting a
+// path or a flag) as the CLI shows it: control characters (C0, DEL, C1),
+// bidirectional and line separators, and the U+FFFD that stands for bytes
+// that were not UTF-8, as \xNN / \uNNNN text (issue 24).
+const shown = (text) => String(text).replace(/[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufffd]/g,
+    (c) => c.charCodeAt(0) < 0x100 ? `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`
+        : `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+const setText = (id, text) => { $(id).textContent = shown(text); };
 const status = (text) => setText("status", text);
 const gpuName = (device) => `${device.name || "GPU"}${device.described ? " (described)" : ""}`;
 
@@ -53,7 +60,7 @@ function clearErrors() {
 function option(value, text, selected) {
     const o = document.createElement("option");
     o.value = value;
-    o.textContent = text;
+    o.textContent = shown(text);
     o.selected = !!selected;
     return o;
 }
@@ -211,7 +218,47 @@ async function readConfig(file) {
     }
 }
 
+// --- a torchtitan job TOML ----------------------------------------------------------
+
+/** Show a layout's value in the form's field for key (a choice by its name). */
+function setField(key, value) {
+    const input = $(`layout-${key}`);
+    if (!input) return;
+    const name = input.tagName === "SELECT" ? m4.Layout.valueName(key, value) : null;
+    input.value = name ?? (input.tagName === "SELECT" ? String(Number(value)) : String(value));
+    input.dispatchEvent(new Event("input"));
+}
+
+async function readTorchtitan(file) {
+    clearErrors();
+    setText("layout-note", "");
+    const text = await file.text();
+    withJob((model) => {
+        const world = BigInt(field_value("world") || "0");
+        let layout;
+        try {
+            layout = m4.Layout.fromTorchtitanToml(text, world, model);
+        } catch (e) {
+            throw { name: e.name, message: `${file.name}: ${e.message}` };  // as the CLI says it: the file first
+        }
+        try {
+            const values = layout.toObject();
+            for (const [key, value] of Object.entries(values)) if (key !== "world") setField(key, value);
+            // the form has no field for the layer table: torchtitan's split is not kept
+            const split = Number(values.pp) > 1 ? " The form splits the layers evenly, not as torchtitan does." : "";
+            const warn = layout.warnings.length ? ` Warnings: ${layout.warnings.join("; ")}` : "";
+            setText("layout-note", `Read ${file.name}.${split}${warn}`);
+            status(`Layout read from ${file.name}.`);
+        } finally {
+            layout.free();
+        }
+    });
+}
+
 function setupDrop() {
+    $("torchtitan-file").addEventListener("change", (ev) => {
+        if (ev.target.files[0]) readTorchtitan(ev.target.files[0]);
+    });
     const zone = $("drop");
     $("config-file").addEventListener("change", (ev) => {
         if (ev.target.files[0]) readConfig(ev.target.files[0]);
@@ -233,7 +280,7 @@ function setupDrop() {
 
 function cell(tag, text, attrs = {}) {
     const c = document.createElement(tag);
-    c.textContent = text;
+    c.textContent = shown(text);
     for (const [k, v] of Object.entries(attrs)) c.setAttribute(k, v);
     return c;
 }
@@ -257,7 +304,7 @@ function showEstimate(model, layout, device, title) {
     section.dataset.deviceBytes = String(r.device_bytes);
     const v = $("verdict");
     v.className = `verdict ${r.verdict}`;
-    v.textContent = `${title}: peak ${gib(r.peak_bytes)} GiB of ${gib(r.device_bytes)} GiB on stage ` +
+    v.textContent = shown(`${title}`) + `: peak ${gib(r.peak_bytes)} GiB of ${gib(r.device_bytes)} GiB on stage ` +
         `${r.peak_stage} (${r.mode} mode) — ${r.verdict}`;
 
     // Stacked bars against the device's memory.

@@ -429,6 +429,29 @@ function bindClasses(lib) {
     }
 
     class Layout extends params("layout") {
+        /**
+         * A layout read from a torchtitan job TOML (text or bytes) by the library's
+         * reader (mem4d_import_torchtitan_config_buffer): world is the number of GPUs
+         * (0: the file's degrees must say), model gives torchtitan's pipeline split its
+         * layers (may be null). .warnings holds the reader's warnings.
+         */
+        static fromTorchtitanToml(toml, world = 0n, model = null) {
+            const imp = new Importer();
+            const layout = new Layout();
+            const [p, n] = lib.bytes(toml);
+            try {
+                imp.check(c.mem4d_import_torchtitan_config_buffer(imp, p, n, BigInt(world), model ?? 0, layout));
+                layout.warnings = imp.warnings;
+                return layout;
+            } catch (e) {
+                layout.free();
+                throw e;
+            } finally {
+                lib.free(p);
+                imp.free();
+            }
+        }
+
         /** Throw Mem4dError naming the first rule this layout breaks for model. */
         validate(model) {
             validateText(c.mem4d_validate, model, this);

@@ -372,6 +372,30 @@ try {
           String(binding.finalized));
     check(binding.freed === "E_INVALID_ARG", "binding: a freed object is refused (E_INVALID_ARG), twice-free is safe");
 
+    // --- a torchtitan job TOML read by the library into the form (issue 24) -------------
+    const ttInput = await page.$("#torchtitan-file");
+    await ttInput.uploadFile(join(dataDir, "torchtitan", "llama4_17bx128e-2026.toml"));
+    await page.waitForFunction(() => /Read llama4/.test(document.getElementById("layout-note").textContent) ||
+                                     document.getElementById("job-error").textContent.length > 0);
+    const tt = await page.evaluate(() => ({
+        tp: document.getElementById("layout-tp").value, pp: document.getElementById("layout-pp").value,
+        dp: document.getElementById("layout-dp").value, error: document.getElementById("job-error").textContent,
+        note: document.getElementById("layout-note").textContent }));
+    check(tt.error === "" && tt.tp === "8" && tt.pp === "4" && tt.dp === "2",
+          "torchtitan TOML: tp 8, pp 4, dp 64 / 32 = 2 in the form", JSON.stringify(tt));
+    const ttBad = await page.evaluate(async () => {
+        const { load } = await import("./mem4d/mem4d.js");
+        const m4 = await load();
+        try {
+            m4.Layout.fromTorchtitanToml("[compile]\nenable = \"no\"\n", 8n);
+            return "accepted";
+        } catch (e) {
+            return e.message;
+        }
+    });
+    check(/compile\.enable is a string, not true or false/.test(ttBad), "torchtitan TOML: a bad type is the library's sentence",
+          ttBad);
+
     check(foreign.length === 0, "the page made no request beyond its own files", foreign.join(" "));
 
     // The same site from file:// (a browser that allows file access).
