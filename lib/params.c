@@ -37,18 +37,23 @@ static const char *const gemm_library_names[] = {"auto", "native", "ampere", NUL
 /* A row may end with where the key applies: .fw = M4D_FW(MEGATRON) (only
  * that framework models its non-default values, or its .fw_values), .paper
  * = the values paper mode models (PAPER_DEFAULT: the default alone). */
-#define BOOL_ROW(n, a, a2, def, ...) {n, a, a2, 0, 1, def, NULL, MEM4D_KIND_BOOLEAN, 0, __VA_ARGS__}
-#define NUM_ROW(n, a, a2, lo, hi, def, ...) {n, a, a2, lo, hi, def, NULL, MEM4D_KIND_INTEGER, 0, __VA_ARGS__}
-#define UNIT_ROW(kind, n, a, a2, lo, hi, def, ...) {n, a, a2, lo, hi, def, NULL, kind, 0, __VA_ARGS__}
-#define BYTES_ROW(n, a, a2, lo, hi, def) UNIT_ROW(MEM4D_KIND_BYTES, n, a, a2, lo, hi, def)
-#define PPM_ROW(n, a, a2, lo, hi, def, ...) UNIT_ROW(MEM4D_KIND_PPM, n, a, a2, lo, hi, def, __VA_ARGS__)
-#define FLOPS_ROW(n, a, a2, lo, hi, def) UNIT_ROW(MEM4D_KIND_FLOPS, n, a, a2, lo, hi, def)
-#define RATE_ROW(n, a, a2, lo, hi, def) UNIT_ROW(MEM4D_KIND_BYTES_PER_S, n, a, a2, lo, hi, def)
-#define NS_ROW(n, a, a2, lo, hi, def) UNIT_ROW(MEM4D_KIND_NANOSECONDS, n, a, a2, lo, hi, def)
+/* Every field named: rows that leave where-it-applies at its default stay
+ * complete for -Wmissing-field-initializers. */
+#define ROW_(n_, a_, a2_, lo_, hi_, def_, vals_, kind_, mask_, ...)                          \
+    {.name = n_, .alias = a_, .alias2 = a2_, .min = lo_, .max = hi_, .def = def_, .values = vals_, \
+     .kind = kind_, .allowed = mask_, __VA_ARGS__}
+#define BOOL_ROW(n, a, a2, d, ...) ROW_(n, a, a2, 0, 1, d, NULL, MEM4D_KIND_BOOLEAN, 0, __VA_ARGS__)
+#define NUM_ROW(n, a, a2, lo, hi, d, ...) ROW_(n, a, a2, lo, hi, d, NULL, MEM4D_KIND_INTEGER, 0, __VA_ARGS__)
+#define UNIT_ROW(kind, n, a, a2, lo, hi, d, ...) ROW_(n, a, a2, lo, hi, d, NULL, kind, 0, __VA_ARGS__)
+#define BYTES_ROW(n, a, a2, lo, hi, d) UNIT_ROW(MEM4D_KIND_BYTES, n, a, a2, lo, hi, d)
+#define PPM_ROW(n, a, a2, lo, hi, d, ...) UNIT_ROW(MEM4D_KIND_PPM, n, a, a2, lo, hi, d, __VA_ARGS__)
+#define FLOPS_ROW(n, a, a2, lo, hi, d) UNIT_ROW(MEM4D_KIND_FLOPS, n, a, a2, lo, hi, d)
+#define RATE_ROW(n, a, a2, lo, hi, d) UNIT_ROW(MEM4D_KIND_BYTES_PER_S, n, a, a2, lo, hi, d)
+#define NS_ROW(n, a, a2, lo, hi, d) UNIT_ROW(MEM4D_KIND_NANOSECONDS, n, a, a2, lo, hi, d)
 /* An enumerated key's largest value follows from its NULL-terminated names. */
-#define ENUM_ROW(n, a, a2, names, def, ...) \
-    {n, a, a2, 0, M4D_LEN(names) - 2, def, names, MEM4D_KIND_CHOICE, 0, __VA_ARGS__}
-#define SET_ROW(n, a, a2, lo, hi, def, mask, ...) {n, a, a2, lo, hi, def, NULL, MEM4D_KIND_WIDTH, mask, __VA_ARGS__}
+#define ENUM_ROW(n, a, a2, names, d, ...) \
+    ROW_(n, a, a2, 0, M4D_LEN(names) - 2, d, names, MEM4D_KIND_CHOICE, 0, __VA_ARGS__)
+#define SET_ROW(n, a, a2, lo, hi, d, mask, ...) ROW_(n, a, a2, lo, hi, d, NULL, MEM4D_KIND_WIDTH, mask, __VA_ARGS__)
 /* Paper mode models the default value alone (the default must be < 63). */
 #define PAPER_DEFAULT(def) .paper = M4D_VAL(def)
 #define MEGATRON_ONLY .fw = M4D_FW(MEGATRON)
