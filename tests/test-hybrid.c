@@ -364,6 +364,50 @@ START_TEST(step_time_of_a_pattern)
 }
 END_TEST
 
+/* A published run: Megatron-Bridge's Nemotron 3 Nano performance recipe on
+ * 16 H100 (NVIDIA-NeMo/Megatron-Bridge@067f987d, perf_recipes/nemotronh/
+ * h100/nemotronh.py nemotron_3_nano_pretrain_16gpu_h100_bf16_config with
+ * recipes/nemotronh/h100/nemotron_3_nano.py): TP 1, EP 8, DP 16, mbs 1,
+ * 8192 tokens, GBS 1024, selective recompute of moe and layernorm, the
+ * distributed optimizer with bf16 gradient reduction (grad_reduce_in_fp32
+ * False), HybridEP, expandable segments, Transformer Engine CUDA graphs of
+ * the attention (and Mamba, whose graph buffers are not modelled). It ran,
+ * so it must not be judged out of memory; the model is its config.json's
+ * (tests/data/hf/hybrid/nemotron-3-nano-30b-a3b.json). */
+START_TEST(published_nemotron_3_nano_run_fits)
+{
+    mem4d_model *m = NULL;
+    ck_assert_int_eq(mem4d_model_new(&m), MEM4D_OK);
+    static const char *const kv[][2] = {
+        {"hidden_size", "2688"}, {"num_attention_heads", "32"}, {"num_key_value_heads", "2"}, {"head_dim", "128"},
+        {"ffn_hidden_size", "1856"}, {"swiglu", "false"}, {"vocab_size", "131072"}, {"num_experts", "128"},
+        {"moe_router_topk", "6"}, {"moe_ffn_hidden_size", "1856"}, {"moe_shared_expert_intermediate_size", "3712"},
+        {"moe_shared_expert_gate", "false"}, {"mamba_num_heads", "64"}, {"mamba_head_dim", "64"},
+        {"mamba_num_groups", "8"}, {"mamba_state_dim", "128"},
+    };
+    for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++)
+        ck_assert_int_eq(mem4d_model_set_str(m, kv[i][0], kv[i][1]), MEM4D_OK);
+    ck_assert_int_eq(mem4d_model_set_layer_pattern(m, "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME"), MEM4D_OK);
+    uint64_t n = 0;
+    ck_assert_int_eq(mem4d_model_num_params(m, &n), MEM4D_OK);
+    ck_assert_uint_eq(n, 31577937344u); /* the checkpoint's safetensors total */
+    mem4d_layout *l = tu_layout("tp=1", "ep=8", "dp=16", "mbs=1", "seq=8192", "gbs=1024", "recompute=selective",
+                                "recompute_modules=68", "main_grad_bytes=2", "dist_opt=true", "moe_dispatcher=hybridep",
+                                "expandable_segments=true", "cuda_graph=transformer_engine", "cuda_graph_scope=1", NULL);
+    mem4d_device *dev = tu_device("h100-80");
+    mem4d_report *r = NULL;
+    ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
+    ck_assert_msg(mem4d_estimate(m, l, dev, r) == MEM4D_OK, "%s", mem4d_report_message(r));
+    printf("Megatron-Bridge Nemotron 3 Nano 16xH100 bf16: %.2f GiB of 80, verdict %d\n",
+           (double)mem4d_report_peak_bytes(r) / GIB, (int)mem4d_report_verdict(r));
+    ck_assert_int_ne(mem4d_report_verdict(r), MEM4D_VERDICT_OOM);
+    mem4d_report_free(r);
+    mem4d_device_free(dev);
+    mem4d_layout_free(l);
+    mem4d_model_free(m);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("hybrid");
@@ -377,6 +421,7 @@ int main(void)
     tcase_add_test(tc, megatron_ratios_make_the_published_pattern);
     tcase_add_test(tc, megatron_dynamic_batching_and_trainer_flags);
     tcase_add_test(tc, step_time_of_a_pattern);
+    tcase_add_test(tc, published_nemotron_3_nano_run_fits);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }
