@@ -408,6 +408,42 @@ START_TEST(published_nemotron_3_nano_run_fits)
 }
 END_TEST
 
+/* qwen3_next without "layer_types": every full_attention_interval-th layer
+ * is full attention; "mlp_only_layers" are dense; each layer two halves. */
+START_TEST(qwen3_next_config_by_interval)
+{
+    static const char json[] =
+        "{\"model_type\": \"qwen3_next\", \"hidden_size\": 256, \"intermediate_size\": 512, "
+        "\"num_hidden_layers\": 8, \"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"head_dim\": 64, "
+        "\"vocab_size\": 1000, \"num_experts\": 4, \"num_experts_per_tok\": 2, \"moe_intermediate_size\": 64, "
+        "\"shared_expert_intermediate_size\": 128, \"full_attention_interval\": 4, \"mlp_only_layers\": [0], "
+        "\"linear_num_key_heads\": 2, \"linear_num_value_heads\": 4, \"linear_key_head_dim\": 32, "
+        "\"linear_value_head_dim\": 32, \"linear_conv_kernel_dim\": 4, \"mtp_num_hidden_layers\": 1}";
+    mem4d_import *imp = NULL;
+    mem4d_model *m = NULL;
+    ck_assert_int_eq(mem4d_import_new(&imp), MEM4D_OK);
+    ck_assert_int_eq(mem4d_model_new(&m), MEM4D_OK);
+    mem4d_status st = mem4d_import_hf_config_buffer(imp, json, sizeof json - 1, m);
+    if (st == MEM4D_E_NO_JSON) { /* built without json-c */
+        mem4d_model_free(m);
+        mem4d_import_free(imp);
+        return;
+    }
+    ck_assert_msg(st == MEM4D_OK, "%s", mem4d_import_message(imp));
+    char buf[64];
+    uint64_t L = 0, gate = 0;
+    mem4d_model_get_layer_pattern(m, buf, sizeof buf);
+    ck_assert_str_eq(buf, "G-GEGE*EGEGEGE*E");
+    ck_assert_int_eq(mem4d_model_get(m, MEM4D_MODEL_NUM_LAYERS, &L), MEM4D_OK);
+    ck_assert_uint_eq(L, 16);
+    ck_assert_int_eq(mem4d_model_get(m, MEM4D_MODEL_ATTENTION_OUTPUT_GATE, &gate), MEM4D_OK);
+    ck_assert_uint_eq(gate, 1);
+    ck_assert(has_warning(imp, "MTP layer"));
+    mem4d_model_free(m);
+    mem4d_import_free(imp);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("hybrid");
@@ -422,6 +458,7 @@ int main(void)
     tcase_add_test(tc, megatron_dynamic_batching_and_trainer_flags);
     tcase_add_test(tc, step_time_of_a_pattern);
     tcase_add_test(tc, published_nemotron_3_nano_run_fits);
+    tcase_add_test(tc, qwen3_next_config_by_interval);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }
