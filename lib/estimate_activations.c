@@ -332,7 +332,13 @@ static uint64_t mixed_layers(bool *ok, const struct m4d_ctx *x, const struct sha
             a = add(ok, a, mul(ok, sh->kA[i], counts[i]));
         return a;
     }
-    return add(ok, mul(ok, sh->A, e), mul(ok, sh->A_dense, l - e));
+    uint64_t a = add(ok, mul(ok, sh->A, e), mul(ok, sh->A_dense, l - e));
+    /* layers that reuse another layer's top-k keep no indexer tensors */
+    if (x->idx_heads && x->idx_freq > 1 && !reruns(x, M4D_RC_CORE_ATTN)) {
+        uint64_t drop = mul(ok, l - m4d_indexer_layers_in(x, first, l), dsa_indexer_bytes(ok, x));
+        a = a > drop ? a - drop : 0;
+    }
+    return a;
 }
 
 /* The largest A_layer among layers [first, first + l) of a layer pattern. */

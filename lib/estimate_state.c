@@ -75,6 +75,16 @@ struct stage_params m4d_stage_params(bool *ok, const struct m4d_ctx *x, const st
         n.linear = add(ok, mul(ok, add(ok, s.linear, s.expert), e), mul(ok, d.linear, l - e));
         n.expert = mul(ok, s.expert, e);
         n.all = add(ok, n.linear, add(ok, mul(ok, s.replicated, e), mul(ok, d.replicated, l - e)));
+        /* layers that reuse another layer's top-k have no (replicated) indexer */
+        uint64_t idx = 0;
+        for (uint64_t j = 0; j < x->v && x->idx_heads; j++)
+            idx = add(ok, idx, m4d_indexer_layers_in(x, m4d_split_chunk_first(&x->split, r, j),
+                                                     m4d_split_chunk_layers(&x->split, r, j)));
+        if (x->idx_heads) {
+            uint64_t p = m4d_dsa_indexer_params(x), drop = mul(ok, l - idx, p);
+            *ok = *ok && p != UINT64_MAX;
+            n.all = n.all > drop ? n.all - drop : 0;
+        }
     }
     if (r == 0)
         n.all = add(ok, n.all, add(ok, emb, position_table(ok, x)));

@@ -323,14 +323,11 @@ static mem4d_status hf_dsa(mem4d_import *imp, struct json_object *root, mem4d_mo
             return m4d_imp_fail(imp, MEM4D_E_MISSING, "config.json has no \"%s\" (the sparse-attention indexer)",
                                 keys[i].key);
     }
-    /* GLM-5.2: only every index_topk_freq-th layer builds an indexer, the
-     * others reuse its top-k (Megatron-Core's dsa_indexer_topk_freq). */
-    uint64_t freq = 1;
-    TRY(hf_uint(imp, root, "index_topk_freq", false, &freq, &given));
-    if (freq > 1)
-        return m4d_imp_fail(imp, MEM4D_E_UNSUPPORTED, "\"index_topk_freq\" %llu: layers that reuse another layer's "
-                            "sparse-attention top-k (and build no indexer) are not expressed by this version",
-                            (unsigned long long)freq);
+    /* GLM-5.2: only every index_topk_freq-th layer after index_skip_topk_offset
+     * builds an indexer, the others reuse its top-k (Megatron-Core's
+     * dsa_indexer_topk_freq); its "indexer_types" list says the same. */
+    TRY(hf_set(imp, root, "index_topk_freq", m, MEM4D_MODEL_DSA_INDEX_TOPK_FREQ, &given));
+    TRY(hf_set(imp, root, "index_skip_topk_offset", m, MEM4D_MODEL_DSA_INDEX_SKIP_OFFSET, &given));
     return hf_deepseek(imp, root, m);
 }
 
@@ -707,7 +704,7 @@ static mem4d_status hf_defaults(mem4d_import *imp, const struct hf_family *f, me
         MEM4D_MODEL_MAMBA_STATE_DIM, MEM4D_MODEL_MAMBA_HEAD_DIM, MEM4D_MODEL_MAMBA_NUM_GROUPS,
         MEM4D_MODEL_MAMBA_NUM_HEADS, MEM4D_MODEL_CONV_KERNEL, MEM4D_MODEL_LINEAR_KEY_HEADS,
         MEM4D_MODEL_LINEAR_VALUE_HEADS, MEM4D_MODEL_LINEAR_KEY_HEAD_DIM, MEM4D_MODEL_LINEAR_VALUE_HEAD_DIM,
-        MEM4D_MODEL_ATTENTION_OUTPUT_GATE,
+        MEM4D_MODEL_ATTENTION_OUTPUT_GATE, MEM4D_MODEL_DSA_INDEX_SKIP_OFFSET, MEM4D_MODEL_DSA_INDEX_TOPK_FREQ,
     };
     for (size_t i = 0; i < sizeof hybrid / sizeof *hybrid; i++)
         m->v[hybrid[i]] = m4d_model_params[hybrid[i]].def;

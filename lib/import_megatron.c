@@ -198,7 +198,7 @@ static mem4d_status apply_positions(mem4d_import *imp, const struct m4d_opt_val 
  * to every switch it leaves out: LayerNorm, a plain 4h MLP, tied
  * embeddings, biases on. Otherwise only the flags given change the model. */
 /* --softmax-type learnable (gpt-oss's per-head sink logits), the DSA
- * indexer's sizes (set by the table) and, in Pai-Megatron-Patch and the ROCm
+ * indexer's sizes and top-k sharing (set by the table) and, in Pai-Megatron-Patch and the ROCm
  * fork, shared experts as --num-shared-experts x --moe-ffn-hidden-size
  * (their scripts also pass --moe-shared-expert-intermediate-size, which
  * wins) behind --enable-shared-expert. */
@@ -215,6 +215,10 @@ static mem4d_status apply_new_attention(mem4d_import *imp, const struct m4d_opt_
     for (size_t i = 0; i < sizeof dsa / sizeof *dsa; i++)
         if (describes && !GIVEN(dsa[i].slot))
             TRY(SET_M(m, dsa[i].key, 0, "--dsa-indexer-*"));
+    if (describes && !GIVEN(MF_DSA_FREQ))
+        TRY(SET_M(m, MEM4D_MODEL_DSA_INDEX_TOPK_FREQ, 1, "--dsa-indexer-topk-freq"));
+    if (describes && !GIVEN(MF_DSA_OFFSET))
+        TRY(SET_M(m, MEM4D_MODEL_DSA_INDEX_SKIP_OFFSET, 0, "--dsa-indexer-skip-topk-offset"));
     if (!GIVEN(MF_NUM_SHARED)) {
         if (GIVEN(MF_ENABLE_SHARED) && !GIVEN(MF_SHARED_FFN))
             m4d_imp_warn(imp, "--enable-shared-expert without --num-shared-experts or "

@@ -145,9 +145,9 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     INT_ROW("dsa-indexer-n-heads", MF_DSA_HEADS, MEM4D_MODEL_DSA_INDEX_HEADS),
     SKIP_ROW("dsa-indexer-rope-interleaved"),
     SKIP_ROW("dsa-indexer-rotate-activation"),
-    SKIP_ROW("dsa-indexer-skip-topk-offset"), /* only with --dsa-indexer-topk-freq above 1 */
+    INT_ROW("dsa-indexer-skip-topk-offset", MF_DSA_OFFSET, MEM4D_MODEL_DSA_INDEX_SKIP_OFFSET),
     INT_ROW("dsa-indexer-topk", MF_DSA_TOPK, MEM4D_MODEL_DSA_INDEX_TOPK),
-    WARN_ROW("dsa-indexer-topk-freq", "shares one layer's top-k indices with the next layers, which then build no indexer; the estimate gives every layer its own indexer, an upper bound"),
+    INT_ROW("dsa-indexer-topk-freq", MF_DSA_FREQ, MEM4D_MODEL_DSA_INDEX_TOPK_FREQ),
     SKIP_ROW("dsa-indexer-use-sparse-loss"),
     SKIP_ROW("dsa-kernel-backend"), /* the fused kernels keep the same indices and inputs for backward */
     SKIP_ROW("embed-layernorm"), /* 2h parameters and one h-wide activation: below a megabyte */

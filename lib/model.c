@@ -257,6 +257,8 @@ void m4d_ctx_model(const mem4d_model *m, struct m4d_ctx *x)
     x->idx_heads = v[MEM4D_MODEL_DSA_INDEX_HEADS];
     x->idx_dim = v[MEM4D_MODEL_DSA_INDEX_HEAD_DIM];
     x->idx_topk = v[MEM4D_MODEL_DSA_INDEX_TOPK];
+    x->idx_freq = v[MEM4D_MODEL_DSA_INDEX_TOPK_FREQ] ? v[MEM4D_MODEL_DSA_INDEX_TOPK_FREQ] : 1;
+    x->idx_offset = v[MEM4D_MODEL_DSA_INDEX_SKIP_OFFSET];
     m4d_ctx_pattern(m, x);
 }
 
@@ -323,7 +325,7 @@ bool m4d_expert_params(const struct m4d_ctx *x, uint64_t fe, uint64_t *out)
  * DSAIndexer, every projection "duplicated" over t): wq_b r_q x n_i·d_i (h
  * rows without a query compression), wk h x d_i, the key's LayerNorm 2·d_i
  * and weights_proj h x n_i, no biases. */
-static uint64_t dsa_indexer_params(const struct m4d_ctx *x)
+uint64_t m4d_dsa_indexer_params(const struct m4d_ctx *x)
 {
     if (!x->idx_heads)
         return 0;
@@ -331,6 +333,22 @@ static uint64_t dsa_indexer_params(const struct m4d_ctx *x)
     if (!m4d_mul3(q_in, x->idx_heads, x->idx_dim, &wq) || !m4d_mul(x->h, x->idx_dim + x->idx_heads, &rest))
         return UINT64_MAX;
     return wq + rest + 2 * x->idx_dim;
+}
+
+/* Megatron-Core's is_dsa_skip_topk_layer (dsa.py): with --dsa-indexer-topk-freq
+ * N > 1, layer n (counted from 1) past the offset o (at least 1) reuses the
+ * top-k of the last layer with (n - o) % N == 0, and builds no indexer; the
+ * first o layers all build one. GLM-5.2 (N 4, o 3): layers 1-3, 7, 11, ... */
+uint64_t m4d_indexer_layers_in(const struct m4d_ctx *x, uint64_t first, uint64_t n)
+{
+    if (!x->idx_heads)
+        return 0;
+    if (x->idx_freq <= 1)
+        return n;
+    uint64_t o = x->idx_offset ? x->idx_offset : 1, count = 0;
+    for (uint64_t i = first; i < first + n; i++)
+        count += (i + 1 > o ? i + 1 - o : 0) % x->idx_freq == 0;
+    return count;
 }
 
 static bool mla_params(const struct m4d_ctx *x, uint64_t *attn, uint64_t *repl)
@@ -342,7 +360,7 @@ static bool mla_params(const struct m4d_ctx *x, uint64_t *attn, uint64_t *repl)
         return false;
     *attn = q + kv + o;
     *repl = down + norm * (x->q_lora + x->kv_lora);
-    return *attn >= q && m4d_add(*repl, dsa_indexer_params(x), repl);
+    return *attn >= q && m4d_add(*repl, m4d_dsa_indexer_params(x), repl);
 }
 
 bool m4d_layer_params(const struct m4d_ctx *x, uint64_t *attn, uint64_t *mlp, uint64_t *repl)
@@ -451,6 +469,11 @@ static bool layers_total(const struct m4d_ctx *x, uint64_t *out)
         return false;
     if (!m4d_mul(each_moe, le, &moe) || !m4d_mul(each_dense, x->L - le, &a) || !m4d_add(moe, a, &b))
         return false;
+    /* layers that reuse another layer's top-k have no indexer (the MTP layers keep theirs) */
+    uint64_t no_idx, idx_params = m4d_dsa_indexer_params(x);
+    if (!m4d_mul(x->L - m4d_indexer_layers_in(x, 0, x->L), x->idx_heads ? idx_params : 0, &no_idx))
+        return false;
+    b -= no_idx;
     if (x->mtp && !mtp_params(x, x->experts ? each_moe : each_dense, &mtp))
         return false;
     return m4d_add(b, mtp, out);

@@ -110,6 +110,10 @@ const struct m4d_param_desc m4d_model_params[] = {
     [MEM4D_MODEL_LINEAR_VALUE_HEAD_DIM] = NUM_ROW("linear_value_head_dim", NULL, NULL, 1, 1u << 14, 128),
     [MEM4D_MODEL_ATTENTION_OUTPUT_GATE] = BOOL_ROW("attention_output_gate", "attn_output_gate", NULL, 0,
         PAPER_DEFAULT(0)),
+    [MEM4D_MODEL_DSA_INDEX_TOPK_FREQ] = NUM_ROW("dsa_indexer_topk_freq", "index_topk_freq", NULL, 1, 4096, 1,
+        PAPER_DEFAULT(1)),
+    [MEM4D_MODEL_DSA_INDEX_SKIP_OFFSET] = NUM_ROW("dsa_indexer_skip_topk_offset", "index_skip_topk_offset", NULL, 0,
+        4096, 0, PAPER_DEFAULT(0)),
 };
 M4D_TABLE_ROWS(m4d_model_params, M4D_MODEL_NPARAM);
 

@@ -26,8 +26,8 @@
 
 /* Number of values of each enum; grow only by appending to the enum, then
  * raise the count, name the new last value and append the table rows. */
-#define M4D_MODEL_NPARAM 46
-M4D_ENUM_COUNT(M4D_MODEL_NPARAM, MEM4D_MODEL_ATTENTION_OUTPUT_GATE);
+#define M4D_MODEL_NPARAM 48
+M4D_ENUM_COUNT(M4D_MODEL_NPARAM, MEM4D_MODEL_DSA_INDEX_SKIP_OFFSET);
 #define M4D_LAYOUT_NPARAM 80
 M4D_ENUM_COUNT(M4D_LAYOUT_NPARAM, MEM4D_LAYOUT_MOE_GROUPED_GEMM);
 #define M4D_DEVICE_NPARAM 29
@@ -192,6 +192,7 @@ struct m4d_ctx {
     bool qk_whole;                     /* Q/K norms over the whole projections (OLMo 2) */
     bool sinks, router_bias;           /* a sink logit per head (gpt-oss); a router bias of E */
     uint64_t idx_heads, idx_dim, idx_topk; /* DSA lightning indexer (0 heads: none) */
+    uint64_t idx_freq, idx_offset;     /* only every idx_freq-th layer after idx_offset has one */
     bool out_gate;                     /* attention output gate (the query projection twice as wide) */
     /* a layer pattern (lib/hybrid.c; nlt = 0: none) and its layers' dimensions */
     uint64_t nlt, nkinds;
@@ -417,6 +418,10 @@ static inline uint64_t m4d_alloc_size(uint64_t bytes)
  * replicates (norms, row-parallel biases); the model must have been
  * validated. false on overflow. */
 bool m4d_layer_params(const struct m4d_ctx *x, uint64_t *attn, uint64_t *mlp, uint64_t *repl);
+/* The sparse-attention indexer: its parameters (UINT64_MAX on overflow) and
+ * how many of layers [first, first + n) build one. */
+uint64_t m4d_dsa_indexer_params(const struct m4d_ctx *x);
+uint64_t m4d_indexer_layers_in(const struct m4d_ctx *x, uint64_t first, uint64_t n);
 
 /* Parameters of one layer of kind k of a layer pattern (model.c). */
 bool m4d_kind_params(const struct m4d_ctx *x, const struct m4d_layer_kind *k, uint64_t *out);

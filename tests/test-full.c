@@ -332,6 +332,33 @@ START_TEST(dsa_indexer_memory)
         mem4d_report_free(a);
         mem4d_report_free(b);
     }
+    /* top-k sharing (--dsa-indexer-topk-freq 2 after offset 1): layers 1 and 3 (from 1)
+     * build an indexer, 2 and 4 reuse their top-k and keep neither its parameters nor its
+     * tensors */
+    mem4d_model *shared = NULL;
+    ck_assert_int_eq(mem4d_model_clone(dsa, &shared), MEM4D_OK);
+    ck_assert_int_eq(mem4d_model_set_str(shared, "index_topk_freq", "2"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_model_set_str(shared, "index_skip_topk_offset", "1"), MEM4D_OK);
+    uint64_t ns = 0;
+    ck_assert_int_eq(mem4d_model_num_params(shared, &ns), MEM4D_OK);
+    ck_assert_uint_eq(ns - np, 2 * (256 * 4 * 64 + 1024 * 64 + 2 * 64 + 1024 * 4));
+    mem4d_report *a = dsa_estimate(plain, "tp=1"), *b = dsa_estimate(shared, "tp=1");
+    ck_assert_uint_eq(get(b, 0, MEM4D_TERM_ACTIVATIONS) - get(a, 0, MEM4D_TERM_ACTIVATIONS), 2 * tok * per);
+    ck_assert_uint_eq(get(b, 0, MEM4D_TERM_PARAMS) - get(a, 0, MEM4D_TERM_PARAMS), ns - np);
+    mem4d_report_free(a);
+    mem4d_report_free(b);
+    /* over two stages each holds one indexer layer and one that reuses its top-k */
+    a = dsa_estimate(plain, "pp=2");
+    b = dsa_estimate(shared, "pp=2");
+    ck_assert_uint_eq(mem4d_report_num_stages(b), 2);
+    for (uint32_t st = 0; st < 2; st++) {
+        ck_assert_uint_eq(get(b, st, MEM4D_TERM_PARAMS) - get(a, st, MEM4D_TERM_PARAMS), (ns - np) / 2);
+        /* one micro-batch (gbs 1) in flight: one indexer layer's tensors */
+        ck_assert_uint_eq(get(b, st, MEM4D_TERM_ACTIVATIONS) - get(a, st, MEM4D_TERM_ACTIVATIONS), tok * per);
+    }
+    mem4d_report_free(a);
+    mem4d_report_free(b);
+    mem4d_model_free(shared);
     mem4d_model_free(plain);
     mem4d_model_free(dsa);
 }

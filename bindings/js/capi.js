@@ -229,6 +229,8 @@ export const ENUMS = Object.freeze({
         MEM4D_MODEL_LINEAR_KEY_HEAD_DIM: 43,
         MEM4D_MODEL_LINEAR_VALUE_HEAD_DIM: 44,
         MEM4D_MODEL_ATTENTION_OUTPUT_GATE: 45,
+        MEM4D_MODEL_DSA_INDEX_TOPK_FREQ: 46,
+        MEM4D_MODEL_DSA_INDEX_SKIP_OFFSET: 47,
     }),
     mem4d_layout_param: Object.freeze({
         MEM4D_LAYOUT_TP: 0,

@@ -339,7 +339,16 @@ typedef enum mem4d_model_param {
      * is multiplied by a sigmoid gate the query projection also produces (Qwen3-Next's
      * gated attention; Megatron's --attention-output-gate): the query projection
      * is twice as wide. Default 0. @since 0.2 */
-    MEM4D_MODEL_ATTENTION_OUTPUT_GATE = 45
+    MEM4D_MODEL_ATTENTION_OUTPUT_GATE = 45,
+    /** "dsa_indexer_topk_freq" ("index_topk_freq"): with the sparse-attention
+     * indexer, only every N-th layer (after the offset below) builds one; the
+     * layers between reuse its top-k and have no indexer (GLM-5.2; Megatron-Core's
+     * --dsa-indexer-topk-freq). Default 1: every layer. @since 0.2 */
+    MEM4D_MODEL_DSA_INDEX_TOPK_FREQ = 46,
+    /** "dsa_indexer_skip_topk_offset" ("index_skip_topk_offset"): the first
+     * layers that all build their own indexer before the sharing pattern starts
+     * (Megatron-Core's is_dsa_skip_topk_layer; 0 counts as 1). Default 0. @since 0.2 */
+    MEM4D_MODEL_DSA_INDEX_SKIP_OFFSET = 47
 } mem4d_model_param;
 
 /**

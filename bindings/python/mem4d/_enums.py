@@ -109,6 +109,8 @@ class ModelParam(enum.IntEnum):
     LINEAR_KEY_HEAD_DIM = 43
     LINEAR_VALUE_HEAD_DIM = 44
     ATTENTION_OUTPUT_GATE = 45
+    DSA_INDEX_TOPK_FREQ = 46
+    DSA_INDEX_SKIP_OFFSET = 47
 
 
 class LayoutParam(enum.IntEnum):
