@@ -607,6 +607,7 @@ static mem4d_status apply_moe_dispatch(mem4d_import *imp, const struct m4d_opt_v
     /* Megatron-Core runs SequentialMLP unless --moe-grouped-gemm (step time only) */
     if (m->v[MEM4D_MODEL_NUM_EXPERTS])
         TRY(SET_L(l, MEM4D_LAYOUT_MOE_GROUPED_GEMM, GIVEN(MF_GROUPED_GEMM), "--moe-grouped-gemm"));
+    TRY(SET_L(l, MEM4D_LAYOUT_MOE_SHARED_EXPERT_OVERLAP, GIVEN(MF_SHARED_OVERLAP), "--moe-shared-expert-overlap"));
     /* --reuse-grad-buf-for-mxfp8-param-ag: the MXFP8 parameters' all-gather
      * runs in the gradient buffer (param_and_grad_buffer.py), so fp8
      * parameters keep no other buffer: what --fp8-param-gather models. */

@@ -257,6 +257,7 @@ static void ctx_layout(const mem4d_layout *l, struct m4d_ctx *x)
     m4d_split_init(&x->split, l, x->L, x->mtp);
     x->imbalance_ppm = v[MEM4D_LAYOUT_MOE_IMBALANCE_PPM];
     x->moe_grouped_gemm = v[MEM4D_LAYOUT_MOE_GROUPED_GEMM] != 0;
+    x->shared_overlap = v[MEM4D_LAYOUT_MOE_SHARED_EXPERT_OVERLAP] != 0;
     /* torchtitan always shards with FSDP2 (over dp_shard x cp); nanotron offers
      * ZeRO-0 and ZeRO-1 only. */
     if (x->fw == MEM4D_FRAMEWORK_TORCHTITAN)

@@ -305,7 +305,7 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     SKIP_ROW("moe-router-topk-scaling-factor"),
     SWITCH_ROW("moe-shared-expert-gate", MF_SHARED_GATE),
     INT_ROW("moe-shared-expert-intermediate-size", MF_SHARED_FFN, MEM4D_MODEL_SHARED_EXPERT_FFN_SIZE),
-    SKIP_ROW("moe-shared-expert-overlap"),
+    SWITCH_ROW("moe-shared-expert-overlap", MF_SHARED_OVERLAP),
     WORD_ROW("moe-token-dispatcher-type", MF_DISPATCHER, c_dispatcher),
     SKIP_ROW("moe-token-drop-policy"),
     SKIP_ROW("moe-use-legacy-grouped-gemm"), /* GroupedMLP instead of TEGroupedMLP: the same weights and kept tensors */

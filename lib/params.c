@@ -237,6 +237,8 @@ const struct m4d_param_desc m4d_layout_params[] = {
     [MEM4D_LAYOUT_ALLGATHER_GROUPS] = BOOL_ROW("allgather_groups", "create_all_gather_group", NULL, 0, MEGATRON_ONLY),
     [MEM4D_LAYOUT_MOE_IMBALANCE_PPM] = NUM_ROW("moe_imbalance_ppm", NULL, NULL, 1000000, 64000000, 1000000),
     [MEM4D_LAYOUT_MOE_GROUPED_GEMM] = BOOL_ROW("moe_grouped_gemm", NULL, NULL, 1),
+    [MEM4D_LAYOUT_MOE_SHARED_EXPERT_OVERLAP] = BOOL_ROW("moe_shared_expert_overlap", NULL, NULL, 0, MEGATRON_ONLY,
+        PAPER_DEFAULT(0)),
 };
 M4D_TABLE_ROWS(m4d_layout_params, M4D_LAYOUT_NPARAM);
 

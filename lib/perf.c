@@ -262,6 +262,8 @@ static void gemms_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
     pg->lin[1] = gemm_of(mc, h, q, rs, eb);
     pg->lin[2] = gemm_of(mc, up, h, r, eb);
     pg->lin[3] = gemm_of(mc, h, F, rs, eb);
+    if (F == 0) /* an expert layer without a shared expert: no down projection either */
+        pg->lin[3].tn = 0;
     pg->head = gemm_of(mc, D(x->Vp) * rt, h, mc->gemm, 2);
     pg->rows_per_b = D(x->s) / D(x->c);
     pg->cast_a = pg->cast_b = 0;
@@ -449,7 +451,7 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
     u.layer_cp = cp_time(x, pg, b, af, ab, pf) * ho.attn_share;
     if (pg->moe.on) { /* an expert layer's TP collectives, its dispatch and combine */
         u.layer_tp *= pg->moe.tp_share;
-        u.layer_ep = m4d_moe_exposed(x, &pg->moe, &mt, u.layer_fwd, u.layer_bwd, pf) * ho.moe_share;
+        u.layer_ep = m4d_moe_exposed(x, &pg->moe, &mt, u.layer_fwd, u.layer_bwd, mlp, pf) * ho.moe_share;
     }
     /* ZeRO-3 / FSDP: the layer's weights are gathered before its forward
      * and again before its backward, its gradients reduce-scattered after;

@@ -199,11 +199,19 @@ void m4d_moe_time(const struct m4d_machine *mc, const struct m4d_moe_group *g, d
 }
 
 double m4d_moe_exposed(const struct m4d_ctx *x, const struct m4d_moe_group *g, const struct m4d_moe_time *t,
-                       double fwd, double bwd, double passes_fwd)
+                       double fwd, double bwd, double shared_fwd, double passes_fwd)
 {
     double c = t->comm, recompute = (passes_fwd - 1) * 2 * c;
     if (x->recompute == 1 && (x->rc_modules & M4D_RC_MOE))
         recompute += 2 * c;
+    if (!x->ep_overlap && x->shared_overlap && shared_fwd > 0) {
+        /* --moe-shared-expert-overlap (moe_layer.py): the shared expert's
+         * fc1 and activation run beside the dispatch, its fc2 beside the
+         * combine, on their own stream; the backward likewise at twice the
+         * compute. Its halves are taken as its two GEMMs' halves. */
+        double f = 0.5 * shared_fwd, b = shared_fwd;
+        return recompute + 2 * MAX0(c - f) + 2 * MAX0(c - b);
+    }
     if (!x->ep_overlap)
         return recompute + 4 * c;
     /* Megatron-Core's combined 1F1B (--overlap-moe-expert-parallel-comm)

@@ -28,8 +28,8 @@
  * raise the count, name the new last value and append the table rows. */
 #define M4D_MODEL_NPARAM 48
 M4D_ENUM_COUNT(M4D_MODEL_NPARAM, MEM4D_MODEL_DSA_INDEX_SKIP_OFFSET);
-#define M4D_LAYOUT_NPARAM 80
-M4D_ENUM_COUNT(M4D_LAYOUT_NPARAM, MEM4D_LAYOUT_MOE_GROUPED_GEMM);
+#define M4D_LAYOUT_NPARAM 81
+M4D_ENUM_COUNT(M4D_LAYOUT_NPARAM, MEM4D_LAYOUT_MOE_SHARED_EXPERT_OVERLAP);
 #define M4D_DEVICE_NPARAM 29
 M4D_ENUM_COUNT(M4D_DEVICE_NPARAM, MEM4D_DEVICE_GRAD_ACCUM_BYTES);
 #define M4D_NTERMS 15
@@ -239,6 +239,7 @@ struct m4d_ctx {
     bool ag_groups;                    /* separate all-gather communicators (--create-all-gather-group) */
     uint64_t imbalance_ppm;            /* busiest EP rank's expert rows over the mean, millionths */
     bool moe_grouped_gemm;             /* local experts' GEMMs grouped (TE GroupedLinear) or sequential */
+    bool shared_overlap;               /* the shared expert beside the dispatch and combine */
     bool tp_overlap;                   /* TP collectives chunked under their GEMMs */
     uint64_t bucket, vocab_div;
     mem4d_mode mode;
@@ -685,9 +686,10 @@ void m4d_moe_prepare(const struct m4d_ctx *x, const mem4d_device *dev, const str
                      struct m4d_moe_group *g);
 void m4d_moe_time(const struct m4d_machine *mc, const struct m4d_moe_group *g, double b, struct m4d_moe_time *t);
 /* Exposed dispatch and combine seconds of one expert layer and micro-batch,
- * beside the layer's forward and backward compute (the EP overlap). */
+ * beside the layer's forward and backward compute (the EP overlap) or its
+ * shared expert's forward (shared_fwd: the shared-expert overlap). */
 double m4d_moe_exposed(const struct m4d_ctx *x, const struct m4d_moe_group *g, const struct m4d_moe_time *t,
-                       double fwd, double bwd, double passes_fwd);
+                       double fwd, double bwd, double shared_fwd, double passes_fwd);
 /* `streams` concurrent GEMMs of m x n x k at `rate` FLOP/s, inputs of `eb`
  * bytes: wave quantisation over their tiles together, rows padded to the
  * tile, the K pipeline fill, or their HBM traffic (lib/perf.c). */

@@ -141,6 +141,21 @@ START_TEST(small_experts)
 }
 END_TEST
 
+/* The shared expert beside the dispatch and combine hides them; without a
+ * shared expert the setting changes nothing. */
+START_TEST(shared_expert_overlap)
+{
+    mem4d_model *m = qwen3("8");
+    double plain = predict(m, EP, "world=64", "ep=8", JOB, NULL);
+    ck_assert(predict(m, EP, "world=64", "ep=8", "moe_shared_expert_overlap=1", JOB, NULL) == plain);
+    ck_assert_int_eq(mem4d_model_set_str(m, "moe_shared_expert_intermediate_size", "8192"), MEM4D_OK);
+    double shared = predict(m, EP, "world=64", "ep=8", JOB, NULL);
+    double hidden = predict(m, EP, "world=64", "ep=8", "moe_shared_expert_overlap=1", JOB, NULL);
+    ck_assert_msg(hidden < 0.8 * shared, "%g %g", hidden, shared);
+    mem4d_model_free(m);
+}
+END_TEST
+
 /* The busiest rank's rows set the pace: 1.5 times the mean costs about 1.5
  * times the expert GEMMs. */
 START_TEST(imbalance)
@@ -205,6 +220,7 @@ int main(void)
     tcase_add_test(tc, ep_overlap);
     tcase_add_test(tc, small_experts);
     tcase_add_test(tc, imbalance);
+    tcase_add_test(tc, shared_expert_overlap);
     tcase_add_test(tc, search_over_experts);
     suite_add_tcase(s, tc);
     return tu_run(s);

@@ -879,7 +879,13 @@ typedef enum mem4d_layout_param {
      * experts' GEMMs run 4 at a time on its compute streams), 0 for Megatron-Core's SequentialMLP (one
      * expert after another). Megatron-LM's default is 0; the library's 1, as every published MoE
      * recipe sets it. Only the step time depends on it. Default 1. @since 0.2 */
-    MEM4D_LAYOUT_MOE_GROUPED_GEMM = 79
+    MEM4D_LAYOUT_MOE_GROUPED_GEMM = 79,
+    /** "moe_shared_expert_overlap": 1 for --moe-shared-expert-overlap, the shared expert run on its own
+     * stream beside the token dispatch and combine (its first linear and activation beside the dispatch,
+     * its second beside the combine; the backward likewise). Only the step time depends on it; no effect
+     * without a shared expert, nor with ::MEM4D_LAYOUT_MOE_EP_OVERLAP (which schedules the communication
+     * itself). Framework megatron. Default 0. @since 0.2 */
+    MEM4D_LAYOUT_MOE_SHARED_EXPERT_OVERLAP = 80
 } mem4d_layout_param;
 
 /**

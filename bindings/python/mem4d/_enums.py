@@ -198,6 +198,7 @@ class LayoutParam(enum.IntEnum):
     ALLGATHER_GROUPS = 77
     MOE_IMBALANCE_PPM = 78
     MOE_GROUPED_GEMM = 79
+    MOE_SHARED_EXPERT_OVERLAP = 80
 
 
 class MoeDispatcher(enum.IntEnum):

@@ -541,6 +541,11 @@ pub const MEM4D_LAYOUT_MOE_IMBALANCE_PPM: mem4d_layout_param = 78;
 /// default is 0; the library's 1, as every published MoE recipe sets it. Only the step time depends on it. Default 1.
 /// @since 0.2
 pub const MEM4D_LAYOUT_MOE_GROUPED_GEMM: mem4d_layout_param = 79;
+/// "moe_shared_expert_overlap": 1 for --moe-shared-expert-overlap, the shared expert run on its own stream beside the
+/// token dispatch and combine (its first linear and activation beside the dispatch, its second beside the combine; the
+/// backward likewise). Only the step time depends on it; no effect without a shared expert, nor with
+/// MEM4D_LAYOUT_MOE_EP_OVERLAP (which schedules the communication itself). Framework megatron. Default 0. @since 0.2
+pub const MEM4D_LAYOUT_MOE_SHARED_EXPERT_OVERLAP: mem4d_layout_param = 80;
 
 /// `mem4d_moe_dispatcher` (a C enum, passed as `int`): Values of MEM4D_LAYOUT_MOE_DISPATCHER.
 pub type mem4d_moe_dispatcher = c_int;
