@@ -57,6 +57,8 @@ static const char *const gemm_library_names[] = {"auto", "native", "ampere", NUL
 /* Paper mode models the default value alone (the default must be < 63). */
 #define PAPER_DEFAULT(def) .paper = M4D_VAL(def)
 #define MEGATRON_ONLY .fw = M4D_FW(MEGATRON)
+/* Tied to one framework release's internals (doc/abi-policy.md): the whole key. */
+#define EXPERIMENTAL .experimental = M4D_ALL_VALUES
 #define TORCHTITAN_ONLY .fw = M4D_FW(TORCHTITAN)
 
 const struct m4d_param_desc m4d_model_params[] = {
@@ -214,8 +216,8 @@ const struct m4d_param_desc m4d_layout_params[] = {
     [MEM4D_LAYOUT_LAST_CHUNK_FEWER_LAYERS] = NUM_ROW("last_chunk_fewer_layers", NULL, NULL, 0, 4096, 0,
         PAPER_DEFAULT(0)),
     [MEM4D_LAYOUT_MOE_DISPATCHER] = ENUM_ROW("moe_dispatcher", "moe_token_dispatcher_type", NULL, dispatcher_names, 0,
-        MEGATRON_ONLY, PAPER_DEFAULT(0)),
-    [MEM4D_LAYOUT_MOE_DISPATCHER_SMS] = NUM_ROW("moe_dispatcher_sms", "moe_flex_dispatcher_num_sms", NULL, 2, 256, 20),
+        MEGATRON_ONLY, PAPER_DEFAULT(0), .experimental = M4D_VAL(MEM4D_MOE_DISPATCHER_DEEPEP) | M4D_VAL(MEM4D_MOE_DISPATCHER_HYBRIDEP)),
+    [MEM4D_LAYOUT_MOE_DISPATCHER_SMS] = NUM_ROW("moe_dispatcher_sms", "moe_flex_dispatcher_num_sms", NULL, 2, 256, 20, EXPERIMENTAL),
     [MEM4D_LAYOUT_MOE_PAD_MULTIPLE] = NUM_ROW("moe_pad_multiple", NULL, NULL, 0, 256, 0,
         MEGATRON_ONLY, PAPER_DEFAULT(0)),
     [MEM4D_LAYOUT_MOE_EP_OVERLAP] = BOOL_ROW("moe_ep_overlap", "overlap_moe_expert_parallel_comm", NULL, 0,
@@ -224,17 +226,17 @@ const struct m4d_param_desc m4d_layout_params[] = {
         MEGATRON_ONLY, PAPER_DEFAULT(0)),
     [MEM4D_LAYOUT_CUDA_GRAPH] = ENUM_ROW("cuda_graph", "cuda_graph_impl", NULL, cuda_graph_names, 0,
         MEGATRON_ONLY, PAPER_DEFAULT(0)),
-    [MEM4D_LAYOUT_CUDA_GRAPH_SCOPE] = NUM_ROW("cuda_graph_scope", "cuda_graph_modules", NULL, 0, 31, 0, MEGATRON_ONLY),
+    [MEM4D_LAYOUT_CUDA_GRAPH_SCOPE] = NUM_ROW("cuda_graph_scope", "cuda_graph_modules", NULL, 0, 31, 0, MEGATRON_ONLY, EXPERIMENTAL),
     [MEM4D_LAYOUT_FP32_RESIDUAL] = BOOL_ROW("fp32_residual", "fp32_residual_connection", NULL, 0,
         MEGATRON_ONLY, PAPER_DEFAULT(0)),
-    [MEM4D_LAYOUT_FSDP_DOUBLE_BUFFER] = BOOL_ROW("fsdp_double_buffer", NULL, NULL, 0, MEGATRON_ONLY, PAPER_DEFAULT(0)),
-    [MEM4D_LAYOUT_OFFLOAD_MODULES] = NUM_ROW("offload_modules", NULL, NULL, 0, 127, 0, MEGATRON_ONLY, PAPER_DEFAULT(0)),
+    [MEM4D_LAYOUT_FSDP_DOUBLE_BUFFER] = BOOL_ROW("fsdp_double_buffer", NULL, NULL, 0, MEGATRON_ONLY, PAPER_DEFAULT(0), EXPERIMENTAL),
+    [MEM4D_LAYOUT_OFFLOAD_MODULES] = NUM_ROW("offload_modules", NULL, NULL, 0, 127, 0, MEGATRON_ONLY, PAPER_DEFAULT(0), EXPERIMENTAL),
     [MEM4D_LAYOUT_ACTIVATION_OFFLOAD_FRACTION_PPM] = PPM_ROW("activation_offload_fraction_ppm", NULL, NULL, 0,
-                                                             1000000, 1000000, MEGATRON_ONLY),
+                                                             1000000, 1000000, MEGATRON_ONLY, EXPERIMENTAL),
     [MEM4D_LAYOUT_DEFER_EMBEDDING_WGRAD] = BOOL_ROW("defer_embedding_wgrad", "defer_embedding_wgrad_compute", NULL, 0,
         MEGATRON_ONLY, PAPER_DEFAULT(0)),
     [MEM4D_LAYOUT_WGRAD_DEFERRAL_LIMIT] = NUM_ROW("wgrad_deferral_limit", NULL, NULL, 0, 1u << 24, 0, MEGATRON_ONLY),
-    [MEM4D_LAYOUT_ALLGATHER_GROUPS] = BOOL_ROW("allgather_groups", "create_all_gather_group", NULL, 0, MEGATRON_ONLY),
+    [MEM4D_LAYOUT_ALLGATHER_GROUPS] = BOOL_ROW("allgather_groups", "create_all_gather_group", NULL, 0, MEGATRON_ONLY, EXPERIMENTAL),
     [MEM4D_LAYOUT_MOE_IMBALANCE_PPM] = NUM_ROW("moe_imbalance_ppm", NULL, NULL, 1000000, 64000000, 1000000),
     [MEM4D_LAYOUT_MOE_GROUPED_GEMM] = BOOL_ROW("moe_grouped_gemm", NULL, NULL, 1),
     [MEM4D_LAYOUT_MOE_SHARED_EXPERT_OVERLAP] = BOOL_ROW("moe_shared_expert_overlap", NULL, NULL, 0, MEGATRON_ONLY,
@@ -396,6 +398,35 @@ const char *m4d_param_value_name(const struct m4d_param_desc *table, size_t n, i
 }
 
 /* --- the tables described to callers (tools and bindings build on these) --- */
+
+mem4d_status mem4d_layout_param_applies(mem4d_layout_param key, uint64_t value, mem4d_framework framework,
+                                        mem4d_mode mode, char *why, size_t why_size)
+{
+    if ((unsigned)key >= M4D_LAYOUT_NPARAM || (unsigned)framework >= M4D_LEN(framework_names) - 1 ||
+        (unsigned)mode >= M4D_NMODES)
+        return MEM4D_E_INVALID_ARG;
+    const struct m4d_param_desc *d = &m4d_layout_params[key];
+    if (m4d_param_applies(d, value, framework, MEM4D_MODE_FULL, why, why_size))
+        return m4d_param_applies(d, value, framework, mode, why, why_size) ? MEM4D_OK : MEM4D_E_UNSUPPORTED;
+    return MEM4D_E_CONFLICT;
+}
+
+mem4d_status mem4d_model_param_applies(mem4d_model_param key, uint64_t value, mem4d_mode mode, char *why,
+                                       size_t why_size)
+{
+    if ((unsigned)key >= M4D_MODEL_NPARAM || (unsigned)mode >= M4D_NMODES)
+        return MEM4D_E_INVALID_ARG;
+    const struct m4d_param_desc *d = &m4d_model_params[key];
+    return m4d_param_applies(d, value, MEM4D_FRAMEWORK_MEGATRON, mode, why, why_size) ? MEM4D_OK
+                                                                                       : MEM4D_E_UNSUPPORTED;
+}
+
+int mem4d_layout_param_experimental(mem4d_layout_param key, uint64_t value)
+{
+    if ((unsigned)key >= M4D_LAYOUT_NPARAM)
+        return 0;
+    return in_set(m4d_layout_params[key].experimental, value);
+}
 
 mem4d_status mem4d_model_param_kind(mem4d_model_param key, mem4d_param_kind *kind)
 {

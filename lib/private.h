@@ -72,12 +72,14 @@ struct m4d_param_desc {
     uint8_t fw;                 /* M4D_FW_* bits of the frameworks that model fw_values; 0: every framework */
     uint64_t fw_values;         /* the values only those frameworks model (0: every value but the default) */
     uint64_t paper;             /* the values paper mode models (0: every value) */
-    bool experimental;          /* tied to one framework release's internals (doc/abi-policy.md) */
+    uint64_t experimental;      /* the values tied to one framework release's internals: outside the ABI
+                                   freeze (doc/abi-policy.md, "Experimental keys"); M4D_ALL_VALUES: the key */
 };
 
 /* Framework bits of a row's fw, and a value set of one value. */
 #define M4D_FW(f) (1u << MEM4D_FRAMEWORK_##f)
 #define M4D_VAL(v) (UINT64_C(1) << (v))
+#define M4D_ALL_VALUES UINT64_MAX
 
 /* Generic access to a parameter array described by a table (params.c). */
 mem4d_status m4d_param_set(const struct m4d_param_desc *table, size_t n, uint64_t *v,

@@ -652,7 +652,231 @@ def emit_js(api, root):
     return {"bindings/js/capi.js": "".join(lines)}
 
 
-EMITTERS = [emit_python, emit_rust_sys, emit_rust_safe, emit_js, emit_versions]
+
+# --- the key table: doc/keys.md and the setters' fuzz dictionary ---------------
+#
+# lib/params.c holds one row per key (name, aliases, bounds, default, kind,
+# where it applies, stability). These emitters read the rows, with the
+# header's one-line meaning of each key, so that the reference and the fuzz
+# dictionary cannot drift from the table.
+
+PARAMS = "lib/params.c"
+SOURCES = [HEADER, PARAMS, "lib/private.h"]
+FRAMEWORKS = ["megatron", "torchtitan", "deepspeed", "nanotron"]
+
+
+def _split_args(text):
+    """Top-level comma-separated arguments of a macro call."""
+    args, depth, cur = [], 0, ""
+    for ch in text:
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        if ch == "," and depth == 0:
+            args.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        args.append(cur.strip())
+    return args
+
+
+def _c_value(expr, names, where):
+    """The value of a constant expression of the table (integers, shifts, |)."""
+    text = re.sub(r"UINT64_C\((\w+)\)", r"\1", expr)
+    text = re.sub(r"\b(\d+)[uU]?[lL]*\b", r"\1", text)
+    text = re.sub(r"M4D_VAL\(([^()]+)\)", r"(1 << (\1))", text)
+    text = re.sub(r"M4D_FW\((\w+)\)", lambda m: f"(1 << {FRAMEWORKS.index(m.group(1).lower())})", text)
+    text = re.sub(r"M4D_LEN\((\w+)\)", lambda m: str(len(names["@" + m.group(1)]) + 1), text)
+
+    def ident(m):
+        if m.group(0) not in names:
+            raise HeaderError(f"{where}: cannot read {m.group(0)!r} in {expr!r}")
+        return str(names[m.group(0)])
+    text = re.sub(r"\b[A-Za-z_]\w*\b", ident, text)
+    if not re.fullmatch(r"[\d\s()<>|+\-*]*", text):
+        raise HeaderError(f"{where}: cannot read {expr!r}")
+    return eval(text)  # digits and operators only, checked above
+
+
+def read_key_table(api, root):
+    """{"model"|"layout"|"device": [row dict in enum order]} from lib/params.c."""
+    with open(os.path.join(root, PARAMS), encoding="utf-8") as f:
+        src = f.read()
+    with open(os.path.join(root, "lib/private.h"), encoding="utf-8") as f:
+        private = f.read()
+    names = {"UINT64_MAX": (1 << 64) - 1, "M4D_ALL_VALUES": (1 << 64) - 1, "NULL": 0}
+    for m in re.finditer(r"^#define (\w+) (\(?UINT64_C\(\d+\) << \d+\)?|\d+)\s*$", src + "\n" + private, re.M):
+        names[m.group(1)] = _c_value(m.group(2), names, PARAMS)
+    for enum in api.enums:
+        for v in enum.values:
+            names[v.name] = v.value
+    for m in re.finditer(r"static const char \*const (\w+)\[\] = \{(.*?)\};", src, re.S):
+        names["@" + m.group(1)] = re.findall(r'"([^"]*)"', m.group(2))
+    macros = {"PAPER_DEFAULT": ".paper = M4D_VAL({})", "MEGATRON_ONLY": ".fw = M4D_FW(MEGATRON)",
+              "TORCHTITAN_ONLY": ".fw = M4D_FW(TORCHTITAN)", "EXPERIMENTAL": ".experimental = M4D_ALL_VALUES"}
+    kinds = {"BOOL_ROW": "boolean", "NUM_ROW": "integer", "ENUM_ROW": "choice", "SET_ROW": "width",
+             "BYTES_ROW": "bytes", "PPM_ROW": "ppm", "FLOPS_ROW": "flop/s", "RATE_ROW": "bytes/s",
+             "NS_ROW": "ns"}
+    tables = {}
+    for table in ("model", "layout", "device"):
+        m = re.search(r"const struct m4d_param_desc m4d_%s_params\[\] = \{(.*?)\n\};" % table, src, re.S)
+        if not m:
+            raise HeaderError(f"{PARAMS}: no m4d_{table}_params table")
+        rows = []
+        for r in re.finditer(r"\[(MEM4D_\w+)\] = (\w+)\((.*?)\),\n(?=\s*\[|$)", m.group(1) + "\n", re.S):
+            key, macro, args = r.group(1), r.group(2), _split_args(r.group(3))
+            where = f"{PARAMS}: {key}"
+            if macro not in kinds:
+                raise HeaderError(f"{where}: unknown row macro {macro}")
+            row = {"key": key, "value": names[key], "kind": kinds[macro], "values": None,
+                   "fw": 0, "fw_values": 0, "paper": 0, "experimental": 0, "widths": 0}
+            strs = [None if a == "NULL" else a.strip('"') for a in args[:3]]
+            row["name"], row["aliases"] = strs[0], [a for a in strs[1:] if a]
+            rest = args[3:]
+            if macro == "BOOL_ROW":
+                row["min"], row["max"], row["def"], extra = 0, 1, _c_value(rest[0], names, where), rest[1:]
+            elif macro == "ENUM_ROW":
+                row["values"] = names["@" + rest[0]]
+                row["min"], row["max"] = 0, len(row["values"]) - 1
+                row["def"], extra = _c_value(rest[1], names, where), rest[2:]
+            else:
+                row["min"], row["max"], row["def"] = (_c_value(a, names, where) for a in rest[:3])
+                extra = rest[3:]
+                if macro == "SET_ROW":
+                    row["widths"], extra = _c_value(extra[0], names, where), extra[1:]
+            for e in extra:
+                mm = re.fullmatch(r"(\w+)(?:\((.*)\))?", e)
+                if mm and mm.group(1) in macros:
+                    e = macros[mm.group(1)].format(mm.group(2))
+                fm = re.fullmatch(r"\.(\w+) = (.*)", e, re.S)
+                if not fm or fm.group(1) not in ("fw", "fw_values", "paper", "experimental"):
+                    raise HeaderError(f"{where}: cannot read {e!r}")
+                row[fm.group(1)] = _c_value(fm.group(2), names, where)
+            rows.append(row)
+        enum = api.enum(f"mem4d_{table}_param")
+        if [r["value"] for r in rows] != [v.value for v in enum.values]:
+            raise HeaderError(f"{PARAMS}: the {table} table's rows are not mem4d_{table}_param's values in order")
+        for row, v in zip(rows, enum.values):
+            row["doc"] = v.doc
+            _check_doc(row, f"{HEADER}: {row['key']}")
+            _check_stability(row, f"{HEADER}: {row['key']}")
+        tables[table] = rows
+    return tables
+
+
+def _check_doc(row, where):
+    """The header's one-line comment may name a key's values ('0 "none", 1
+    "selective"') and its default ('Default none.'), but only as the table
+    has them: the table is their one source."""
+    named = re.findall(r'(\d+) "(\w+)"', row["doc"])
+    if row["values"] and named and [(int(n), w) for n, w in named] != list(enumerate(row["values"])):
+        raise HeaderError(f"{where}: the comment names the values {named}, the table has {row['values']}")
+    m = re.search(r"\bDefault (\w+)", row["doc"])
+    if m:
+        want = {str(row["def"])} | ({row["values"][row["def"]]} if row["values"] else set())
+        if row["kind"] == "boolean":
+            want |= {"on", "true"} if row["def"] else {"off", "false"}
+        if m.group(1) not in want:
+            raise HeaderError(f"{where}: the comment says Default {m.group(1)}, the table {row['def']}")
+
+
+def _check_stability(row, where):
+    """A key's header comment starts with "Experimental" exactly when its row
+    says it is (doc/abi-policy.md)."""
+    said = row["doc"].startswith("Experimental")
+    if said != bool(row["experimental"]):
+        raise HeaderError(f"{where}: the row says {'experimental' if row['experimental'] else 'stable'}, "
+                          f"the comment {'does' if said else 'does not'} start with 'Experimental'")
+
+
+def _in_set(mask, v):
+    return (mask >> (v if v < 63 else 63)) & 1
+
+
+def _value_text(row, v):
+    if row["values"]:
+        return f'{v} "{row["values"][v]}"'
+    return str(v)
+
+
+def _values_of(row, mask):
+    """A value set as text, over the row's range."""
+    if mask == (1 << 64) - 1:
+        return "every value"
+    small = [v for v in range(row["min"], min(row["max"], 62) + 1) if _in_set(mask, v)]
+    text = ", ".join(_value_text(row, v) for v in small)
+    if _in_set(mask, 63) and row["max"] >= 63:
+        text += (", " if text else "") + "63 and above"
+    return text
+
+
+def _range_of(row):
+    if row["values"]:
+        return ", ".join(_value_text(row, v) for v in range(row["max"] + 1))
+    if row["widths"]:
+        return ", ".join(str(w) for w in range(33) if (row["widths"] >> w) & 1)
+    return f'{row["min"]} to {row["max"]}'
+
+
+def _where(row):
+    fw = "every framework"
+    if row["fw"]:
+        who = " or ".join(f for i, f in enumerate(FRAMEWORKS) if (row["fw"] >> i) & 1)
+        fw = f"{who} only" if not row["fw_values"] else f"{_values_of(row, row['fw_values'])}: {who} only"
+    paper = "every value" if not row["paper"] else _values_of(row, row["paper"])
+    return fw, paper
+
+
+def emit_keys(api, root):
+    tables = read_key_table(api, root)
+    out = ["<!-- generated by scripts/gen-bindings.py from lib/params.c and include/mem4d/mem4d.h; "
+           "do not edit -->\n",
+           "# Keys\n",
+           "\n",
+           "Every key of the model, layout and device, as the key table (`lib/params.c`) holds it:\n",
+           "its accepted names (the first is canonical; Megatron-LM's and Hugging Face's spellings\n",
+           "are among the others), its values and default, where it applies (a value set where it\n",
+           "does not is refused with a sentence naming it, never ignored: mem4d_layout_param_applies())\n",
+           "and whether it is experimental (outside the ABI freeze: doc/abi-policy.md). Generated by\n",
+           "`scripts/gen-bindings.py`; `--check` fails when it is stale.\n"]
+    for table in ("model", "layout", "device"):
+        out += ["\n", f"## {table.capitalize()} keys\n", "\n"]
+        cols = "| key | names | values | default | frameworks | paper mode | meaning |\n"
+        if table == "layout":
+            cols = cols.replace("| meaning |", "| stability | meaning |")
+        out.append(cols)
+        out.append("|" + "---|" * (cols.count("|") - 1) + "\n")
+        for row in tables[table]:
+            fw, paper = _where(row)
+            stab = ""
+            if table == "layout":
+                stab = ("experimental" if row["experimental"] == (1 << 64) - 1 else
+                        f"experimental: {_values_of(row, row['experimental'])}" if row["experimental"] else "stable")
+                stab = f" {stab} |"
+            doc = row["doc"].replace("|", "\\|").replace("\n", " ")
+            enum_short = row["key"].replace(f"MEM4D_{table.upper()}_", "")
+            names_ = ", ".join(f"`{n}`" for n in [row["name"]] + row["aliases"])
+            out.append(f"| {enum_short} | {names_} | {_range_of(row)} ({row['kind']}) | "
+                       f"{_value_text(row, row['def'])} | {fw} | {paper} |{stab} {doc} |\n")
+    return {"doc/keys.md": "".join(out)}
+
+
+def emit_fuzz_dict(api, root):
+    tables = read_key_table(api, root)
+    words = set()
+    for rows in tables.values():
+        for row in rows:
+            words.update([row["name"]] + row["aliases"] + (row["values"] or []))
+    lines = ["# generated by scripts/gen-bindings.py from lib/params.c; do not edit\n",
+             "# libFuzzer dictionary: parameter names of model, layout and device, and value names\n"]
+    lines += [f'"{w}"\n' for w in sorted(words)]
+    return {"fuzz/setters.dict": "".join(lines)}
+
+
+EMITTERS = [emit_python, emit_rust_sys, emit_rust_safe, emit_js, emit_versions, emit_keys, emit_fuzz_dict]
 
 
 def read_api(root):

@@ -13,6 +13,48 @@
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
+/* Where each key applies and which values are experimental are part of
+ * its row: a default applies under every framework and mode, and the rows
+ * answer as the estimate does. */
+START_TEST(key_applicability)
+{
+    char why[256];
+    for (int k = 0; k < (int)mem4d_layout_param_count(); k++) {
+        uint64_t def = 0;
+        ck_assert_int_eq(mem4d_layout_param_default((mem4d_layout_param)k, &def), MEM4D_OK);
+        for (int f = MEM4D_FRAMEWORK_MEGATRON; f <= MEM4D_FRAMEWORK_NANOTRON; f++)
+            for (int mode = MEM4D_MODE_FULL; mode <= MEM4D_MODE_PAPER; mode++)
+                ck_assert_msg(mem4d_layout_param_applies((mem4d_layout_param)k, def, (mem4d_framework)f,
+                                                         (mem4d_mode)mode, why, sizeof why) == MEM4D_OK,
+                              "%s's default: %s", mem4d_layout_param_name((mem4d_layout_param)k), why);
+    }
+    for (int k = 0; k < (int)mem4d_model_param_count(); k++) {
+        uint64_t def = 0;
+        ck_assert_int_eq(mem4d_model_param_default((mem4d_model_param)k, &def), MEM4D_OK);
+        ck_assert_int_eq(mem4d_model_param_applies((mem4d_model_param)k, def, MEM4D_MODE_PAPER, why, sizeof why),
+                         MEM4D_OK);
+    }
+    ck_assert_int_eq(mem4d_layout_param_applies(MEM4D_LAYOUT_RECOMPUTE, 3, MEM4D_FRAMEWORK_MEGATRON, MEM4D_MODE_FULL,
+                                                why, sizeof why), MEM4D_E_CONFLICT);
+    ck_assert_str_eq(why, "recompute op is modelled for framework torchtitan only, not megatron");
+    ck_assert_int_eq(mem4d_layout_param_applies(MEM4D_LAYOUT_RECOMPUTE, 2, MEM4D_FRAMEWORK_MEGATRON, MEM4D_MODE_PAPER,
+                                                why, sizeof why), MEM4D_E_UNSUPPORTED);
+    ck_assert_str_eq(why, "paper mode does not model recompute full; use full mode");
+    ck_assert_int_eq(mem4d_layout_param_applies(MEM4D_LAYOUT_RECOMPUTE, 1, MEM4D_FRAMEWORK_NANOTRON, MEM4D_MODE_FULL,
+                                                NULL, 0), MEM4D_OK);
+    ck_assert_int_eq(mem4d_model_param_applies(MEM4D_MODEL_NUM_EXPERTS, 8, MEM4D_MODE_PAPER, NULL, 0),
+                     MEM4D_E_UNSUPPORTED);
+    ck_assert_int_eq(mem4d_model_param_applies(MEM4D_MODEL_NUM_EXPERTS, 8, MEM4D_MODE_FULL, NULL, 0), MEM4D_OK);
+    ck_assert_int_eq(mem4d_layout_param_applies((mem4d_layout_param)-1, 0, MEM4D_FRAMEWORK_MEGATRON, MEM4D_MODE_FULL,
+                                                NULL, 0), MEM4D_E_INVALID_ARG);
+    ck_assert_int_eq(mem4d_layout_param_experimental(MEM4D_LAYOUT_ALLGATHER_GROUPS, 1), 1);
+    ck_assert_int_eq(mem4d_layout_param_experimental(MEM4D_LAYOUT_MOE_DISPATCHER, MEM4D_MOE_DISPATCHER_HYBRIDEP), 1);
+    ck_assert_int_eq(mem4d_layout_param_experimental(MEM4D_LAYOUT_MOE_DISPATCHER, MEM4D_MOE_DISPATCHER_ALLTOALL), 0);
+    ck_assert_int_eq(mem4d_layout_param_experimental(MEM4D_LAYOUT_TP, 8), 0);
+    ck_assert_int_eq(mem4d_layout_param_experimental((mem4d_layout_param)-1, 0), 0);
+}
+END_TEST
+
 START_TEST(status_names)
 {
     static const struct {
@@ -429,6 +471,7 @@ int main(void)
     Suite *s = suite_create("describe");
     TCase *tc = tcase_create("describe");
     tcase_add_test(tc, status_names);
+    tcase_add_test(tc, key_applicability);
     tcase_add_test(tc, version_number);
     tcase_add_test(tc, kind_names);
     tcase_add_loop_test(tc, kinds_and_defaults, 0, (int)N(expect_kinds));

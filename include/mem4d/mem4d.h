@@ -599,7 +599,7 @@ typedef enum mem4d_layout_param {
     MEM4D_LAYOUT_DIST_OPT = 9,          /**< "dist_opt", Megatron's distributed optimizer (ZeRO-1). Default 1. */
     MEM4D_LAYOUT_MAIN_GRAD_BYTES = 10,  /**< "main_grad_bytes": 4 (fp32 main gradients, default) or 2 (bf16). */
     MEM4D_LAYOUT_VPP = 11,              /**< v: "vpp", virtual pipeline chunks per rank (interleaved 1F1B). Default 1. */
-    MEM4D_LAYOUT_RECOMPUTE = 12,        /**< "recompute": 0 "none", 1 "selective", 2 "full". Default none. */
+    MEM4D_LAYOUT_RECOMPUTE = 12,        /**< "recompute": 0 "none", 1 "selective", 2 "full", 3 "op". Default none. */
     MEM4D_LAYOUT_RECOMPUTE_METHOD = 13, /**< "recompute_method": 0 "uniform", 1 "block". */
     MEM4D_LAYOUT_RECOMPUTE_LAYERS = 14, /**< "recompute_num_layers"; 0 means every layer of the stage. */
     MEM4D_LAYOUT_FLASH_ATTN = 15,       /**< "flash_attn": fused attention that keeps no s x s scores. Default 1. */
@@ -786,8 +786,8 @@ typedef enum mem4d_layout_param {
     /** "last_chunk_fewer_layers": the same for the last virtual stage (the last stage's
      * last chunk; --account-for-loss-in-pipeline-split). Default 0. @since 0.2 */
     MEM4D_LAYOUT_LAST_CHUNK_FEWER_LAYERS = 63,
-    /** "moe_dispatcher": how MoE tokens reach their experts (Megatron's
-     * --moe-token-dispatcher-type and --moe-flex-dispatcher-backend), a ::mem4d_moe_dispatcher.
+    /** Experimental (values deepep, hybridep): "moe_dispatcher": how MoE tokens reach their
+     * experts (Megatron's --moe-token-dispatcher-type and --moe-flex-dispatcher-backend), a ::mem4d_moe_dispatcher.
      * allgather gathers every token of the tp x ep group on each rank and back (transients of
      * T·tp·ep tokens); deepep and hybridep (the flex dispatcher) keep persistent communication
      * buffers outside PyTorch's allocator (FIXED): DeepEP's NVLink buffer, a 32 MiB workspace
@@ -797,7 +797,7 @@ typedef enum mem4d_layout_param {
      * handles kept per layer and micro-batch. Needs experts and ep x etp > 1 (flex). Default
      * alltoall. @since 0.2 */
     MEM4D_LAYOUT_MOE_DISPATCHER = 64,
-    /** "moe_dispatcher_sms": streaming multiprocessors DeepEP's kernels use
+    /** Experimental: "moe_dispatcher_sms": streaming multiprocessors DeepEP's kernels use
      * (--moe-flex-dispatcher-num-sms), even, 2 to 256; its buffers scale with them. Default 20
      * (Megatron-Core's). @since 0.2 */
     MEM4D_LAYOUT_MOE_DISPATCHER_SMS = 65,
@@ -825,7 +825,7 @@ typedef enum mem4d_layout_param {
      * mask of s bytes per token); local one hidden state per in-flight micro-batch;
      * full_iteration a copy of every micro-batch's input. Default none. @since 0.2 */
     MEM4D_LAYOUT_CUDA_GRAPH = 69,
-    /** "cuda_graph_scope": what per-layer CUDA graphs capture (--cuda-graph-scope /
+    /** Experimental: "cuda_graph_scope": what per-layer CUDA graphs capture (--cuda-graph-scope /
      * --cuda-graph-modules), bits: 1 attn, 2 mlp, 4 moe, 8 moe_router, 16 moe_preprocess;
      * 0 (default) the whole layer. With attention graphed, transformer_engine keeps a
      * causal mask per graphed layer and micro-batch; the EP overlap refuses mlp and moe
@@ -836,13 +836,13 @@ typedef enum mem4d_layout_param {
      * checkpoints at 4 bytes an element (Transformer Engine's norms still save bf16 copies).
      * Needs 2-byte parameters. Default 0. @since 0.2 */
     MEM4D_LAYOUT_FP32_RESIDUAL = 71,
-    /** "fsdp_double_buffer": Megatron FSDP's persistent double buffers for its all-gathers
+    /** Experimental: "fsdp_double_buffer": Megatron FSDP's persistent double buffers for its all-gathers
      * and reduce-scatters (--fsdp-double-buffer, turned on by --use-nccl-ub): the gathered
      * layers' weights and the reduce-scatter buckets of the forward/backward stay allocated
      * through the optimizer step. Needs zero_stage >= 2 (framework megatron). Default 0.
      * @since 0.2 */
     MEM4D_LAYOUT_FSDP_DOUBLE_BUFFER = 72,
-    /** "offload_modules": Megatron-Core's fine-grained activation offloading
+    /** Experimental: "offload_modules": Megatron-Core's fine-grained activation offloading
      * (--fine-grained-activation-offloading --offload-modules): the inputs these modules keep
      * for backward go to the host during the forward and come back before their backward,
      * bits: 1 attn_norm, 2 qkv_linear, 4 core_attn, 8 attn_proj (needs core_attn), 16
@@ -851,7 +851,7 @@ typedef enum mem4d_layout_param {
      * reloaded). Framework megatron; not with activation_offload_layers, nor the expert
      * modules beside the moe recompute module. Default 0. @since 0.2 */
     MEM4D_LAYOUT_OFFLOAD_MODULES = 73,
-    /** "activation_offload_fraction_ppm": the share of eligible offload groups offloaded
+    /** Experimental: "activation_offload_fraction_ppm": the share of eligible offload groups offloaded
      * (--activation-offload-fraction), millionths; taken as that share of the bytes.
      * Default 1000000. @since 0.2 */
     MEM4D_LAYOUT_ACTIVATION_OFFLOAD_FRACTION_PPM = 74,
@@ -863,7 +863,7 @@ typedef enum mem4d_layout_param {
     /** "wgrad_deferral_limit": how many micro-batches are deferred (--wgrad-deferral-limit);
      * 0 (default) all of them (the global batch's, or pp when it is unknown). @since 0.2 */
     MEM4D_LAYOUT_WGRAD_DEFERRAL_LIMIT = 76,
-    /** "allgather_groups": --create-all-gather-group, separate NCCL communicators over the
+    /** Experimental: "allgather_groups": --create-all-gather-group, separate NCCL communicators over the
      * data×context ranks (and the expert data-parallel ranks with ep > 1) for the
      * distributed optimizer's all-gathers, so they overlap its reduce-scatters: each another
      * communicator's buffers in FIXED. Default 0. @since 0.2 */
@@ -1088,6 +1088,18 @@ MEM4D_API mem4d_status mem4d_layout_param_kind(mem4d_layout_param key, mem4d_par
  * @since 0.2
  */
 MEM4D_API mem4d_status mem4d_layout_param_default(mem4d_layout_param key, uint64_t *value);
+
+/**
+ * Whether a layout key's value is experimental: tied to one framework
+ * release's internals, outside the ABI freeze (doc/abi-policy.md,
+ * "Experimental keys"): its meaning, bounds or default may change in a
+ * minor release, or the value be retired, while its number is never reused.
+ * @param key A layout parameter.
+ * @param value The value asked about (any value of a wholly experimental key).
+ * @return 1 when experimental; 0 when stable, and for an unknown key.
+ * @since 0.2
+ */
+MEM4D_API int mem4d_layout_param_experimental(mem4d_layout_param key, uint64_t value);
 
 /**
  * Check a layout against a model: every rule of doc/formulas.md, section
@@ -1416,6 +1428,40 @@ typedef enum mem4d_mode {
     MEM4D_MODE_FULL = 0,  /**< Every stage, schedules, buffers and fixed costs. */
     MEM4D_MODE_PAPER = 1  /**< arXiv 2411.06465's formula, exactly: the first stage only. */
 } mem4d_mode;
+
+/**
+ * Whether full or paper mode models a layout key's value under a framework:
+ * where a key applies is part of its row in the key table (doc/keys.md),
+ * and an estimate refuses, never ignores, a value set where it does not.
+ * A key's default applies everywhere.
+ * @param key A layout parameter.
+ * @param value The value asked about.
+ * @param framework The framework (::MEM4D_LAYOUT_FRAMEWORK's values).
+ * @param mode ::MEM4D_MODE_FULL, or ::MEM4D_MODE_PAPER for what the paper's formula models.
+ * @param why Receives the sentence naming the key, its value and where it applies; may be NULL.
+ * @param why_size Size of why in bytes.
+ * @return ::MEM4D_OK; ::MEM4D_E_CONFLICT when the framework does not model it
+ *         (mem4d_validate() refuses it); ::MEM4D_E_UNSUPPORTED when only
+ *         paper mode does not (mem4d_estimate() refuses it);
+ *         ::MEM4D_E_INVALID_ARG for an unknown key, framework or mode.
+ * @since 0.2
+ */
+MEM4D_API mem4d_status mem4d_layout_param_applies(mem4d_layout_param key, uint64_t value, mem4d_framework framework,
+                                                  mem4d_mode mode, char *why, size_t why_size);
+
+/**
+ * Whether paper mode models a model key's value (full mode models every one).
+ * @param key A model parameter.
+ * @param value The value asked about.
+ * @param mode ::MEM4D_MODE_FULL or ::MEM4D_MODE_PAPER.
+ * @param why Receives the sentence when it does not; may be NULL.
+ * @param why_size Size of why in bytes.
+ * @return ::MEM4D_OK; ::MEM4D_E_UNSUPPORTED when paper mode does not model it;
+ *         ::MEM4D_E_INVALID_ARG for an unknown key or mode.
+ * @since 0.2
+ */
+MEM4D_API mem4d_status mem4d_model_param_applies(mem4d_model_param key, uint64_t value, mem4d_mode mode, char *why,
+                                                 size_t why_size);
 
 /**
  * Verdict of a report against the device's memory.

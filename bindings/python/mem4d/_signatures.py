@@ -109,6 +109,7 @@ SIGNATURES = (
     ("mem4d_layout_value_name", cstr, [c_enum, u64]),
     ("mem4d_layout_param_kind", c_status, [c_enum, P(c_enum)]),
     ("mem4d_layout_param_default", c_status, [c_enum, P(u64)]),
+    ("mem4d_layout_param_experimental", ctypes.c_int, [c_enum, u64]),
     ("mem4d_validate", c_status, [MODEL, LAYOUT, cstr, size]),
     # device
     ("mem4d_device_new", c_status, [P(DEVICE)]),
@@ -132,6 +133,8 @@ SIGNATURES = (
     ("mem4d_device_load", c_status, [DEVICE, cstr, cstr, size]),
     ("mem4d_device_format", c_status, [DEVICE, cstr, size, P(size)]),
     # estimate
+    ("mem4d_layout_param_applies", c_status, [c_enum, u64, c_enum, c_enum, cstr, size]),
+    ("mem4d_model_param_applies", c_status, [c_enum, u64, c_enum, cstr, size]),
     ("mem4d_report_new", c_status, [P(REPORT)]),
     ("mem4d_report_free", None, [REPORT]),
     ("mem4d_estimate", c_status, [MODEL, LAYOUT, DEVICE, REPORT]),

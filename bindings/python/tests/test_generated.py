@@ -86,7 +86,7 @@ class CheckTest(unittest.TestCase):
         self.root = tempfile.mkdtemp()
         self.addCleanup(shutil.rmtree, self.root)
         gen = _generator()
-        paths = list(gen.generate(support.REPO)) + [gen.HEADER]
+        paths = list(gen.generate(support.REPO)) + list(gen.SOURCES)
         for path in paths:
             os.makedirs(os.path.join(self.root, os.path.dirname(path)), exist_ok=True)
             shutil.copy(os.path.join(support.REPO, path), os.path.join(self.root, path))
@@ -153,6 +153,20 @@ class CheckTest(unittest.TestCase):
         self.assertEqual(code, 1)
         for path in ("bindings/python/pyproject.toml", "bindings/rust/Cargo.toml", "bindings/rust/Cargo.lock"):
             self.assertIn(path + " is stale", err)
+
+    def test_key_table_change_makes_the_reference_stale(self):
+        self.edit("lib/params.c", r'NUM_ROW\("tp", "tensor_model_parallel_size", NULL, 1, 4096, 1\)',
+                  'NUM_ROW("tp", "tensor_model_parallel_size", NULL, 1, 2048, 1)')
+        code, err = self.check()
+        self.assertEqual(code, 1)
+        self.assertIn("doc/keys.md is stale", err)
+
+    def test_header_ranges_come_from_the_table(self):
+        # the header once said recompute takes 0-2 while the table accepts 3 "op"
+        self.edit(self.gen.HEADER, r', 3 "op"\. Default none\.', ". Default none.")
+        code, err = self.check()
+        self.assertEqual(code, 2)
+        self.assertIn("MEM4D_LAYOUT_RECOMPUTE: the comment names the values", err)
 
     def test_keyword_names_are_escaped_in_rust(self):
         self.append_value("mem4d_term", "MEM4D_TERM_STATIC")

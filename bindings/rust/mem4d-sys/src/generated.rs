@@ -297,7 +297,7 @@ pub const MEM4D_LAYOUT_DIST_OPT: mem4d_layout_param = 9;
 pub const MEM4D_LAYOUT_MAIN_GRAD_BYTES: mem4d_layout_param = 10;
 /// v: "vpp", virtual pipeline chunks per rank (interleaved 1F1B). Default 1.
 pub const MEM4D_LAYOUT_VPP: mem4d_layout_param = 11;
-/// "recompute": 0 "none", 1 "selective", 2 "full". Default none.
+/// "recompute": 0 "none", 1 "selective", 2 "full", 3 "op". Default none.
 pub const MEM4D_LAYOUT_RECOMPUTE: mem4d_layout_param = 12;
 /// "recompute_method": 0 "uniform", 1 "block".
 pub const MEM4D_LAYOUT_RECOMPUTE_METHOD: mem4d_layout_param = 13;
@@ -463,17 +463,17 @@ pub const MEM4D_LAYOUT_FIRST_CHUNK_FEWER_LAYERS: mem4d_layout_param = 62;
 /// "last_chunk_fewer_layers": the same for the last virtual stage (the last stage's last chunk;
 /// --account-for-loss-in-pipeline-split). Default 0. @since 0.2
 pub const MEM4D_LAYOUT_LAST_CHUNK_FEWER_LAYERS: mem4d_layout_param = 63;
-/// "moe_dispatcher": how MoE tokens reach their experts (Megatron's --moe-token-dispatcher-type and
-/// --moe-flex-dispatcher-backend), a mem4d_moe_dispatcher. allgather gathers every token of the tp x ep group on each
-/// rank and back (transients of T·tp·ep tokens); deepep and hybridep (the flex dispatcher) keep persistent
-/// communication buffers outside PyTorch's allocator (FIXED): DeepEP's NVLink buffer, a 32 MiB workspace and across
-/// nodes its RDMA buffer in the NVSHMEM heap (512 MiB granularity), sized by the group (ep x etp ranks, one of DeepEP's
-/// configured sizes) and MEM4D_LAYOUT_MOE_DISPATCHER_SMS; HybridEP's buffers sized for every token of the group
-/// reaching one rank, with its routing handles kept per layer and micro-batch. Needs experts and ep x etp > 1 (flex).
-/// Default alltoall. @since 0.2
+/// Experimental (values deepep, hybridep): "moe_dispatcher": how MoE tokens reach their experts (Megatron's
+/// --moe-token-dispatcher-type and --moe-flex-dispatcher-backend), a mem4d_moe_dispatcher. allgather gathers every
+/// token of the tp x ep group on each rank and back (transients of T·tp·ep tokens); deepep and hybridep (the flex
+/// dispatcher) keep persistent communication buffers outside PyTorch's allocator (FIXED): DeepEP's NVLink buffer, a 32
+/// MiB workspace and across nodes its RDMA buffer in the NVSHMEM heap (512 MiB granularity), sized by the group (ep x
+/// etp ranks, one of DeepEP's configured sizes) and MEM4D_LAYOUT_MOE_DISPATCHER_SMS; HybridEP's buffers sized for every
+/// token of the group reaching one rank, with its routing handles kept per layer and micro-batch. Needs experts and ep
+/// x etp > 1 (flex). Default alltoall. @since 0.2
 pub const MEM4D_LAYOUT_MOE_DISPATCHER: mem4d_layout_param = 64;
-/// "moe_dispatcher_sms": streaming multiprocessors DeepEP's kernels use (--moe-flex-dispatcher-num-sms), even, 2 to
-/// 256; its buffers scale with them. Default 20 (Megatron-Core's). @since 0.2
+/// Experimental: "moe_dispatcher_sms": streaming multiprocessors DeepEP's kernels use (--moe-flex-dispatcher-num-sms),
+/// even, 2 to 256; its buffers scale with them. Default 20 (Megatron-Core's). @since 0.2
 pub const MEM4D_LAYOUT_MOE_DISPATCHER_SMS: mem4d_layout_param = 65;
 /// "moe_pad_multiple": each expert's token count rounded up to a multiple of this for fp8/fp4 GEMMs
 /// (--moe-router-padding-for-quantization: 16 for fp8, 32 for MXFP8, 128 for fp4): with the alltoall dispatcher every
@@ -495,29 +495,29 @@ pub const MEM4D_LAYOUT_DELAY_WGRAD: mem4d_layout_param = 68;
 /// a causal mask of s bytes per token); local one hidden state per in-flight micro-batch; full_iteration a copy of
 /// every micro-batch's input. Default none. @since 0.2
 pub const MEM4D_LAYOUT_CUDA_GRAPH: mem4d_layout_param = 69;
-/// "cuda_graph_scope": what per-layer CUDA graphs capture (--cuda-graph-scope / --cuda-graph-modules), bits: 1 attn, 2
-/// mlp, 4 moe, 8 moe_router, 16 moe_preprocess; 0 (default) the whole layer. With attention graphed, transformer_engine
-/// keeps a causal mask per graphed layer and micro-batch; the EP overlap refuses mlp and moe (and the whole layer).
-/// @since 0.2
+/// Experimental: "cuda_graph_scope": what per-layer CUDA graphs capture (--cuda-graph-scope / --cuda-graph-modules),
+/// bits: 1 attn, 2 mlp, 4 moe, 8 moe_router, 16 moe_preprocess; 0 (default) the whole layer. With attention graphed,
+/// transformer_engine keeps a causal mask per graphed layer and micro-batch; the EP overlap refuses mlp and moe (and
+/// the whole layer). @since 0.2
 pub const MEM4D_LAYOUT_CUDA_GRAPH_SCOPE: mem4d_layout_param = 70;
 /// "fp32_residual": --fp32-residual-connection, the residual stream in fp32: each stage's received input kept per
 /// in-flight micro-batch, the pipeline buffers and full-recompute checkpoints at 4 bytes an element (Transformer
 /// Engine's norms still save bf16 copies). Needs 2-byte parameters. Default 0. @since 0.2
 pub const MEM4D_LAYOUT_FP32_RESIDUAL: mem4d_layout_param = 71;
-/// "fsdp_double_buffer": Megatron FSDP's persistent double buffers for its all-gathers and reduce-scatters
-/// (--fsdp-double-buffer, turned on by --use-nccl-ub): the gathered layers' weights and the reduce-scatter buckets of
-/// the forward/backward stay allocated through the optimizer step. Needs zero_stage >= 2 (framework megatron). Default
-/// 0.
+/// Experimental: "fsdp_double_buffer": Megatron FSDP's persistent double buffers for its all-gathers and
+/// reduce-scatters (--fsdp-double-buffer, turned on by --use-nccl-ub): the gathered layers' weights and the
+/// reduce-scatter buckets of the forward/backward stay allocated through the optimizer step. Needs zero_stage >= 2
+/// (framework megatron). Default 0.
 pub const MEM4D_LAYOUT_FSDP_DOUBLE_BUFFER: mem4d_layout_param = 72;
-/// "offload_modules": Megatron-Core's fine-grained activation offloading (--fine-grained-activation-offloading
-/// --offload-modules): the inputs these modules keep for backward go to the host during the forward and come back
-/// before their backward, bits: 1 attn_norm, 2 qkv_linear, 4 core_attn, 8 attn_proj (needs core_attn), 16 mlp_norm, 32
-/// expert_fc1, 64 moe_act (experts only). Two layers' worth stay on the GPU (the last layer's groups, kept so the first
-/// reload does not stall, and the layer being reloaded). Framework megatron; not with activation_offload_layers, nor
-/// the expert modules beside the moe recompute module. Default 0. @since 0.2
+/// Experimental: "offload_modules": Megatron-Core's fine-grained activation offloading
+/// (--fine-grained-activation-offloading --offload-modules): the inputs these modules keep for backward go to the host
+/// during the forward and come back before their backward, bits: 1 attn_norm, 2 qkv_linear, 4 core_attn, 8 attn_proj
+/// (needs core_attn), 16 mlp_norm, 32 expert_fc1, 64 moe_act (experts only). Two layers' worth stay on the GPU (the
+/// last layer's groups, kept so the first reload does not stall, and the layer being reloaded). Framework megatron; not
+/// with activation_offload_layers, nor the expert modules beside the moe recompute module. Default 0. @since 0.2
 pub const MEM4D_LAYOUT_OFFLOAD_MODULES: mem4d_layout_param = 73;
-/// "activation_offload_fraction_ppm": the share of eligible offload groups offloaded (--activation-offload-fraction),
-/// millionths; taken as that share of the bytes. Default 1000000. @since 0.2
+/// Experimental: "activation_offload_fraction_ppm": the share of eligible offload groups offloaded
+/// (--activation-offload-fraction), millionths; taken as that share of the bytes. Default 1000000. @since 0.2
 pub const MEM4D_LAYOUT_ACTIVATION_OFFLOAD_FRACTION_PPM: mem4d_layout_param = 74;
 /// "defer_embedding_wgrad": --defer-embedding-wgrad-compute, the output layer's weight gradient computed at the
 /// pipeline flush: the last stage keeps each deferred micro-batch's head input (2h·T/t_sp) and logits gradient (2 bytes
@@ -526,8 +526,8 @@ pub const MEM4D_LAYOUT_DEFER_EMBEDDING_WGRAD: mem4d_layout_param = 75;
 /// "wgrad_deferral_limit": how many micro-batches are deferred (--wgrad-deferral-limit); 0 (default) all of them (the
 /// global batch's, or pp when it is unknown). @since 0.2
 pub const MEM4D_LAYOUT_WGRAD_DEFERRAL_LIMIT: mem4d_layout_param = 76;
-/// "allgather_groups": --create-all-gather-group, separate NCCL communicators over the data×context ranks (and the
-/// expert data-parallel ranks with ep > 1) for the distributed optimizer's all-gathers, so they overlap its
+/// Experimental: "allgather_groups": --create-all-gather-group, separate NCCL communicators over the data×context ranks
+/// (and the expert data-parallel ranks with ep > 1) for the distributed optimizer's all-gathers, so they overlap its
 /// reduce-scatters: each another communicator's buffers in FIXED. Default 0. @since 0.2
 pub const MEM4D_LAYOUT_ALLGATHER_GROUPS: mem4d_layout_param = 77;
 /// "moe_imbalance_ppm": the expert rows the busiest expert-parallel rank receives over the mean, millionths (1000000:
@@ -1001,6 +1001,10 @@ extern "C" {
     pub fn mem4d_layout_param_kind(key: mem4d_layout_param, kind: *mut mem4d_param_kind) -> mem4d_status;
     /// The value a new layout (mem4d_layout_new()) holds for a parameter.
     pub fn mem4d_layout_param_default(key: mem4d_layout_param, value: *mut u64) -> mem4d_status;
+    /// Whether a layout key's value is experimental: tied to one framework release's internals, outside the ABI freeze
+    /// (doc/abi-policy.md, "Experimental keys"): its meaning, bounds or default may change in a minor release, or the
+    /// value be retired, while its number is never reused.
+    pub fn mem4d_layout_param_experimental(key: mem4d_layout_param, value: u64) -> c_int;
     /// Check a layout against a model: every rule of doc/formulas.md, section "Valid layouts".
     pub fn mem4d_validate(
         model: *const mem4d_model,
@@ -1072,6 +1076,25 @@ extern "C" {
     ) -> mem4d_status;
 
     // estimate
+    /// Whether full or paper mode models a layout key's value under a framework: where a key applies is part of its row
+    /// in the key table (doc/keys.md), and an estimate refuses, never ignores, a value set where it does not. A key's
+    /// default applies everywhere.
+    pub fn mem4d_layout_param_applies(
+        key: mem4d_layout_param,
+        value: u64,
+        framework: mem4d_framework,
+        mode: mem4d_mode,
+        why: *mut c_char,
+        why_size: usize,
+    ) -> mem4d_status;
+    /// Whether paper mode models a model key's value (full mode models every one).
+    pub fn mem4d_model_param_applies(
+        key: mem4d_model_param,
+        value: u64,
+        mode: mem4d_mode,
+        why: *mut c_char,
+        why_size: usize,
+    ) -> mem4d_status;
     /// Create a report. It holds room for every stage, so estimates into it never allocate.
     pub fn mem4d_report_new(out: *mut *mut mem4d_report) -> mem4d_status;
     /// Free a report. NULL is allowed.
