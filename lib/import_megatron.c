@@ -262,8 +262,9 @@ static mem4d_status apply_model(mem4d_import *imp, const struct m4d_opt_val *val
         TRY(SET_M(m, MEM4D_MODEL_EXPERT_TOPK, 0, "--moe-router-topk"));
     }
 
-    if (describes || GIVEN(MF_SWIGLU))
-        TRY(SET_M(m, MEM4D_MODEL_GATED_MLP, GIVEN(MF_SWIGLU), "--swiglu"));
+    /* --quick-geglu (gpt-oss) is a gated linear unit too (Megatron's argument_utils.py) */
+    if (describes || GIVEN(MF_SWIGLU) || GIVEN(MF_QUICK_GEGLU))
+        TRY(SET_M(m, MEM4D_MODEL_GATED_MLP, GIVEN(MF_SWIGLU) || GIVEN(MF_QUICK_GEGLU), "--swiglu"));
     if (GIVEN(MF_NORM))
         TRY(SET_M(m, MEM4D_MODEL_NORM, U(MF_NORM) == M4D_NORM_LAYER ? 1 : 0, "--normalization"));
     else if (GIVEN(MF_RMSNORM_FORK)) /* Megatron-LLaMA's switch for RMSNorm */

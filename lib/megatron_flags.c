@@ -60,6 +60,7 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     SWITCH_ROW("account-for-embedding-in-pipeline-split", MF_ACCOUNT_EMB),
     SWITCH_ROW("account-for-loss-in-pipeline-split", MF_ACCOUNT_LOSS),
     SWITCH_ROW("accumulate-allreduce-grads-in-fp32", MF_ACC_FP32),
+    SKIP_ROW("activation-func-clamp-value"), /* gpt-oss clamps the GLU inputs: no tensor more */
     REAL_ROW("activation-offload-fraction", MF_OFFLOAD_FRACTION),
     WORD_ROW("activations-checkpoint-method", MF_ACT_CKPT_METHOD, c_rc_method),
     INT_ROW("activations-checkpoint-num-layers", MF_ACT_CKPT_LAYERS, -1),
@@ -130,6 +131,7 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     SWITCH_ROW("delay-wgrad-compute", MF_DELAY_WGRAD),
     WARN_ROW("delta-offload-bytes-across-pp-ranks", "keeps N more bytes of offload groups on the GPU for each pipeline rank; the estimate offloads alike on every rank"),
     SKIP_ROW("deterministic-mode"),
+    SKIP_ROW("disable-bf16-reduced-precision-matmul"),
     SWITCH_ROW("disable-bias-linear", MF_NO_BIAS),
     SKIP_ROW("disable-gloo-process-groups"), /* CPU (gloo) communicators */
     SKIP_ROW("disable-straggler-on-startup"),
@@ -154,6 +156,7 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     SKIP_ROW("empty-unused-memory-level"),
     SWITCH_ROW("enable-cuda-graph", MF_ENABLE_CUDA_GRAPH),
     SKIP_ROW("enable-experimental"),
+    SKIP_ROW("enable-gpt-oss"), /* post-training: sets YaRN RoPE, which has no parameters */
     SWITCH_ROW("enable-shared-expert", MF_ENABLE_SHARED), /* Pai-Megatron-Patch and the ROCm fork */
     INT_ROW("encoder-seq-length", MF_ENC_SEQ, -1),
     SKIP_ROW("end-weight-decay"),
@@ -190,6 +193,7 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     WORD_ROW("fp8-recipe", MF_FP8_RECIPE, c_fp8_recipe),
     SWITCH_ROW("fsdp-double-buffer", MF_FSDP_DOUBLE),
     INT_ROW("global-batch-size", MF_GBS, -1),
+    SKIP_ROW("glu-linear-offset"),
     SWITCH_ROW("grad-reduce-in-bf16", MF_GRAD_BF16),
     SWITCH_ROW("group-query-attention", MF_GQA),
     TEXT_ROW("heterogeneous-layers-config-encoded-json", MF_HETERO_JSON),
@@ -287,6 +291,7 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     TEXT_ROW("moe-layer-freq", MF_MOE_FREQ),
     SWITCH_ROW("moe-layer-recompute", MF_MOE_LAYER_RC),
     SWITCH_ROW("moe-pad-expert-input-to-capacity", MF_MOE_PAD),
+    SKIP_ROW("moe-per-layer-logging"),
     SKIP_ROW("moe-permute-fusion"),
     SKIP_ROW("moe-permute-fusion-into-hybridep"),
     SKIP_ROW("moe-router-bias-update-rate"),
@@ -391,6 +396,7 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     INT_ROW("qk-nope-head-dim", MF_QK_HEAD_DIM, -1), /* Pai-Megatron-Patch's spelling of --qk-head-dim */
     INT_ROW("qk-pos-emb-head-dim", MF_QK_POS_DIM, -1),
     INT_ROW("qk-rope-head-dim", MF_QK_POS_DIM, -1), /* Pai-Megatron-Patch's spelling of --qk-pos-emb-head-dim */
+    SWITCH_ROW("quick-geglu", MF_QUICK_GEGLU), /* gpt-oss: a gated linear unit like --swiglu */
     SKIP_ROW("rampup-batch-size"),
     SWITCH_ROW("recompute-activations", MF_RC_ACT),
     WORD_ROW("recompute-granularity", MF_RC_GRAN, c_rc_gran),

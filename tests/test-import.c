@@ -1523,13 +1523,14 @@ START_TEST(megatron_2025_model_flags)
     fx_open(&fx);
     const char *odd[] = {"--num-layers", "4", "--hidden-size", "1024", "--num-attention-heads", "8", "--num-experts", "8",
                          "--moe-ffn-hidden-size", "512", "--num-shared-experts", "2",
-                         "--moe-shared-expert-intermediate-size", "512", "--softmax-type", "off-by-one",
+                         "--moe-shared-expert-intermediate-size", "512", "--softmax-type", "off-by-one", "--quick-geglu",
                          "--position-embedding-type", "rope", "--vocab-size", "32000", "--seq-length", "1024", NULL};
     ck_assert_msg(run_argv(&fx, odd, 0) == MEM4D_OK, "%s", mem4d_import_message(fx.imp));
     ck_assert_uint_eq(mem4d_import_warning_count(fx.imp), 1);
     ck_assert_ptr_nonnull(strstr(mem4d_import_warning(fx.imp, 0), "the intermediate size is used"));
     ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_SHARED_EXPERT_FFN_SIZE), 512);
     ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_ATTENTION_SINKS), 0);
+    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_GATED_MLP), 1); /* --quick-geglu is gated */
     fx_close(&fx);
     fx_open(&fx);
     const char *bare[] = {"--num-layers", "4", "--hidden-size", "1024", "--num-attention-heads", "8", "--num-experts", "8",
@@ -1976,6 +1977,7 @@ static const struct {
     {"pai-deepseek-v2-lite-8gpu", "the vocabulary size is unknown"},
     {"kimi-k2-gb200-128gpu-128k-mxfp8", "--offload-optimizer-states moves the optimizer states to the host"},
     {"qwen3-235b-a22b-gb200-256gpu-mxfp8-offload", "--use-separate-send-recv-groups asks for separate pipeline"},
+    {"megatron-gpt-oss-example-8gpu", "12 layers are not divisible by pp 8"},
     {"mamba2-hybrid-800m-8gpu", "the vocabulary size is unknown"},
     /* Model Optimizer's fine-tuning at its scripts' defaults (TP=DP=1: one GPU); the user sets them */
     {"nemotron-3-nano-30b-modelopt-finetune-1gpu", "oom"},
