@@ -373,6 +373,7 @@ try {
     check(binding.freed === "E_INVALID_ARG", "binding: a freed object is refused (E_INVALID_ARG), twice-free is safe");
 
     // --- a torchtitan job TOML read by the library into the form (issue 24) -------------
+    await setField("layout-world", 256);  // 256 GPUs: dp_shard -1 takes 256 / (tp 8 x pp 4) = 8
     const ttInput = await page.$("#torchtitan-file");
     await ttInput.uploadFile(join(dataDir, "torchtitan", "llama4_17bx128e-2026.toml"));
     await page.waitForFunction(() => /Read llama4/.test(document.getElementById("layout-note").textContent) ||
@@ -381,8 +382,8 @@ try {
         tp: document.getElementById("layout-tp").value, pp: document.getElementById("layout-pp").value,
         dp: document.getElementById("layout-dp").value, error: document.getElementById("job-error").textContent,
         note: document.getElementById("layout-note").textContent }));
-    check(tt.error === "" && tt.tp === "8" && tt.pp === "4" && tt.dp === "2",
-          "torchtitan TOML: tp 8, pp 4, dp 64 / 32 = 2 in the form", JSON.stringify(tt));
+    check(tt.error === "" && tt.tp === "8" && tt.pp === "4" && tt.dp === "8",
+          "torchtitan TOML: tp 8, pp 4, dp 256 / 32 = 8 in the form", JSON.stringify(tt));
     const ttBad = await page.evaluate(async () => {
         const { load } = await import("./mem4d/mem4d.js");
         const m4 = await load();
