@@ -145,6 +145,7 @@ struct cli_args {
     mem4d_layout *scratch; /* parses plan's SPEC values */
     /* CLI_TO_ARGS fields: */
     const char *model, *hf_config, *gpu, *svg, *device_file, *log, *output, *ds_config, *tt_config;
+    const char *log_format, *measured[3]; /* calibrate: --log-format, --measured-step-s, -tflops, -tokens-per-s */
     uint64_t top, world_size;
     bool strict, all, cross_node, even_stages;
     enum cli_format format;
@@ -251,11 +252,15 @@ void cli_print_report(FILE *out, const mem4d_model *model, const mem4d_layout *l
                       const mem4d_device *device, const mem4d_report *report);
 
 /* The JSON object printed by `estimate --json`. */
-void cli_print_report_json(FILE *out, const mem4d_report *report);
+void cli_print_report_json(FILE *out, const mem4d_report *report, const mem4d_device *device);
 
 /* The report's speed figures as a JSON object keyed by mem4d_metric_name(),
- * or null when it has none. */
-void cli_print_metrics_json(FILE *out, const mem4d_report *report);
+ * with "mfu_peak" naming the peak MFU is taken against ("bf16" or "fp8"), or
+ * null when it has none. */
+void cli_print_metrics_json(FILE *out, const mem4d_report *report, const mem4d_device *device);
+
+/* "fp8" when the report's MFU is against the device's fp8 peak, else "bf16". */
+const char *cli_mfu_peak_name(const mem4d_report *report, const mem4d_device *device);
 
 /* Write a JSON string literal (quotes and escapes included). */
 void cli_json_string(FILE *out, const char *s);

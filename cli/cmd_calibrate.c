@@ -14,8 +14,25 @@
 CLI_COMMAND(calibrate);
 
 const struct cli_option cmd_calibrate_options[] = {
-    CLI_ARG("--log", CLI_OUTPUT, log, "FILE[,FILE...]", "Megatron-LM training logs (stdout of pretrain_gpt.py)"),
+    CLI_ARG("--log", CLI_OUTPUT, log, "FILE[,FILE...]", "training logs (stdout of the training script)"),
+    CLI_ARG("--log-format", CLI_NAME, log_format, "megatron|torchtitan|nanotron",
+            "the framework that wrote the logs (default megatron); torchtitan and nanotron logs need the job"),
+    CLI_ARG("--measured-step-s", CLI_NAME, measured[0], "X", "a measured step time in seconds, of the job"),
+    CLI_ARG("--measured-tflops", CLI_NAME, measured[1], "X",
+            "a measured TFLOP/s per GPU under Megatron's count (--log-throughput), of the job"),
+    CLI_ARG("--measured-tokens-per-s", CLI_NAME, measured[2], "X", "measured tokens per second of the whole job"),
     CLI_ROWS_DEVICE,
+    CLI_ROWS_MODEL("the job's model (with the layout flags), or give its Megatron arguments after --", NULL),
+    CLI_LAYOUT("--tp", MEM4D_LAYOUT_TP, "T", "the job's tensor-parallel size"),
+    CLI_LAYOUT("--cp", MEM4D_LAYOUT_CP, "C", "context-parallel size"),
+    CLI_LAYOUT("--pp", MEM4D_LAYOUT_PP, "P", "pipeline-parallel size"),
+    CLI_LAYOUT("--world", MEM4D_LAYOUT_WORLD, "W", "GPUs in the job"),
+    CLI_LAYOUT("--mbs", MEM4D_LAYOUT_MICRO_BATCH, "B", "micro-batch size"),
+    CLI_LAYOUT("--gbs", MEM4D_LAYOUT_GLOBAL_BATCH, "G", "global batch size"),
+    CLI_LAYOUT("--seq", MEM4D_LAYOUT_SEQ_LENGTH, "S", "sequence length"),
+    CLI_LAYOUT("--recompute", MEM4D_LAYOUT_RECOMPUTE, NULL, "activation recomputation"),
+    CLI_LAYOUT("--framework", MEM4D_LAYOUT_FRAMEWORK, NULL, "the training stack"),
+    CLI_ROW("--set", CLI_KEYVAL, CLI_TO_LAYOUT, 0, "KEY=VALUE", "any layout key of the job, by name", NULL, 0, 0),
     CLI_ROW("--world-size", CLI_UINT, CLI_TO_ARGS, CLI_FIELD(world_size), "N",
             "GPUs of the job when the log's arguments block does not say", NULL, 1, 0),
     CLI_ARG("--output", CLI_OUTPUT, output, "FILE", "write the fitted device file here"),
@@ -24,11 +41,15 @@ const struct cli_option cmd_calibrate_options[] = {
 };
 
 const char cmd_calibrate_about[] =
-    "Reads Megatron-LM training logs (the arguments block, the iteration lines, the memory\n"
-    "lines), fits the device given by --gpu / --device-file: the efficiency that dominates\n"
-    "each log's step (matmul, fp8 or communication) and the memory model's fixed workspace\n"
-    "and allocator overhead. Prints the error before and after; --output writes the device\n"
-    "file. Arguments after -- are the job's, for logs without an arguments block.";
+    "Fits the device given by --gpu / --device-file to measured runs: Megatron-LM logs (the\n"
+    "arguments block, the iteration lines, the memory lines), torchtitan or nanotron logs\n"
+    "(--log-format) and figures measured without a log (--measured-step-s, --measured-tflops,\n"
+    "--measured-tokens-per-s). Those need the job: --model and the layout flags, or its\n"
+    "Megatron-LM arguments after --. Of GEMM, fp8 and attention efficiency, the per-micro-batch\n"
+    "overhead and communication efficiency it fits what the runs can tell apart (one constant\n"
+    "for one run) and says which it left at the device's value; from memory lines, the fixed\n"
+    "workspace and allocator overhead. Prints the error before and after; --output writes the\n"
+    "device file, which records on how many runs it was calibrated.";
 
 #define MAX_LOGS 32
 static double figure(const mem4d_calibration *c, size_t i, mem4d_calibration_figure f, bool *have)
@@ -36,6 +57,22 @@ static double figure(const mem4d_calibration *c, size_t i, mem4d_calibration_fig
     double v = 0;
     *have = mem4d_calibration_get(c, i, f, &v) == MEM4D_OK;
     return v;
+}
+
+/* Which speed constants the fit took from the runs, and which it left. */
+static void print_constants(const mem4d_calibration *c)
+{
+    for (int want = 1; want >= 0; want--) {
+        size_t n = 0;
+        mem4d_device_param key;
+        int fitted;
+        for (size_t i = 0; mem4d_calibration_constant(c, i, &key, &fitted) == MEM4D_OK; i++)
+            if (fitted == want)
+                printf("%s%s", n++ ? ", " : want ? "fitted from the runs: " : "left at the device's value: ",
+                       mem4d_device_param_name(key));
+        if (n)
+            printf(want ? "\n" : " (the runs' step times do not tell them apart)\n");
+    }
 }
 
 static void print_table(const mem4d_calibration *c, char names[][256], const mem4d_device *before,
@@ -72,10 +109,13 @@ static void print_table(const mem4d_calibration *c, char names[][256], const mem
         uint64_t x = 0, y = 0;
         mem4d_device_get(before, (mem4d_device_param)k, &x);
         mem4d_device_get(after, (mem4d_device_param)k, &y);
-        if (x != y)
+        if (x != y && k == MEM4D_DEVICE_CALIBRATED_RUNS)
+            printf("the device records calibrated_runs = %llu\n", (unsigned long long)y);
+        else if (x != y)
             printf("fitted %s: %llu -> %llu\n", mem4d_device_param_name((mem4d_device_param)k),
                    (unsigned long long)x, (unsigned long long)y);
     }
+    print_constants(c);
 }
 
 static void print_json(const mem4d_calibration *c, char names[][256], const mem4d_device *after)
@@ -84,7 +124,7 @@ static void print_json(const mem4d_calibration *c, char names[][256], const mem4
         "measured_step_s",           "predicted_step_before_s",       "predicted_step_after_s",
         "measured_tflops_per_gpu",   "measured_max_allocated",        "predicted_max_allocated_before",
         "predicted_max_allocated_after", "measured_max_reserved",     "predicted_max_reserved_before",
-        "predicted_max_reserved_after",  "memory_rank"};
+        "predicted_max_reserved_after",  "memory_rank",               "measured_tokens_per_s"};
     printf("{\"logs\": [");
     for (size_t i = 0; i < mem4d_calibration_log_count(c); i++) {
         printf("%s{\"log\": ", i ? ", " : "");
@@ -97,6 +137,12 @@ static void print_json(const mem4d_calibration *c, char names[][256], const mem4
         }
         printf("}");
     }
+    printf("], \"constants\": [");
+    mem4d_device_param key;
+    int fitted;
+    for (size_t i = 0; mem4d_calibration_constant(c, i, &key, &fitted) == MEM4D_OK; i++)
+        printf("%s{\"key\": \"%s\", \"fitted\": %s}", i ? ", " : "", mem4d_device_param_name(key),
+               fitted ? "true" : "false");
     printf("], \"device\": {");
     for (size_t k = 0; k < mem4d_device_param_count(); k++) {
         uint64_t v = 0;
@@ -122,8 +168,10 @@ static bool write_device(const char *path, const mem4d_device *d)
     return true;
 }
 
-/* Read every log named by --log into the calibration; names[i] its path. */
-static bool read_logs(const struct cli_args *a, mem4d_calibration *c, char names[][256])
+/* Read every log named by --log into the calibration (Megatron-LM's with
+ * their own arguments, the others as the job's); names[i] its path. */
+static bool read_logs(const struct cli_args *a, mem4d_calibration *c, char names[][256], mem4d_log_format format,
+                      const mem4d_model *model, const mem4d_layout *layout)
 {
     char list[4096];
     if (strlen(a->log) >= sizeof list) {
@@ -137,8 +185,11 @@ static bool read_logs(const struct cli_args *a, mem4d_calibration *c, char names
             cli_error("--log: at most %d logs", MAX_LOGS);
             return false;
         }
-        mem4d_status st = mem4d_calibration_add_megatron_log_file(c, path, a->rest_argc,
-                                                                  (const char *const *)a->rest_argv, a->world_size);
+        mem4d_status st = format == MEM4D_LOG_MEGATRON
+                              ? mem4d_calibration_add_megatron_log_file(c, path, a->rest_argc,
+                                                                        (const char *const *)a->rest_argv,
+                                                                        a->world_size)
+                              : mem4d_calibration_add_log_file(c, format, path, model, layout);
         if (st != MEM4D_OK) {
             cli_error("--log %s: %s", path, mem4d_calibration_message(c));
             return false;
@@ -153,21 +204,109 @@ static bool read_logs(const struct cli_args *a, mem4d_calibration *c, char names
     return true;
 }
 
+/* The job of torchtitan / nanotron logs and measured figures: its Megatron-LM
+ * arguments after --, or --model and the layout flags. */
+static bool open_job(struct cli_args *a, mem4d_model **model)
+{
+    if (a->rest_argc == 0)
+        return cli_open_model(a, NULL, model);
+    mem4d_import *imp = NULL;
+    if (mem4d_model_new(model) != MEM4D_OK || mem4d_import_new(&imp) != MEM4D_OK) {
+        cli_error("out of memory");
+        return false;
+    }
+    mem4d_status st = mem4d_import_megatron(imp, a->rest_argc, (const char *const *)a->rest_argv, NULL,
+                                            a->world_size, *model, a->layout);
+    cli_print_warnings(imp);
+    if (st != MEM4D_OK)
+        cli_error("the job's arguments: %s", mem4d_import_message(imp));
+    mem4d_import_free(imp);
+    return st == MEM4D_OK && cli_apply_model_settings(a, *model);
+}
+
+static const char *const measured_flags[3] = {"--measured-step-s", "--measured-tflops", "--measured-tokens-per-s"};
+
+/* The --measured-* values, each a positive number (0 where not given). */
+static bool parse_measured(const struct cli_args *a, double v[3])
+{
+    for (size_t k = 0; k < 3; k++) {
+        v[k] = 0;
+        if (!a->measured[k])
+            continue;
+        char *end = NULL;
+        v[k] = strtod(a->measured[k], &end);
+        if (end == a->measured[k] || *end || !(v[k] > 0) || !isfinite(v[k])) {
+            cli_error("%s %s: not a positive number", measured_flags[k], a->measured[k]);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* --measured-*: each a run of the job; names[n...] say which. */
+static bool add_measured(const struct cli_args *a, const double v[3], mem4d_calibration *c, char names[][256],
+                         const mem4d_model *model, const mem4d_layout *layout)
+{
+    static const mem4d_calibration_figure figs[3] = {MEM4D_CALIBRATION_MEASURED_STEP_S,
+                                                     MEM4D_CALIBRATION_MEASURED_TFLOPS_PER_GPU,
+                                                     MEM4D_CALIBRATION_MEASURED_TOKENS_PER_S};
+    const char *const *flags = measured_flags;
+    for (size_t k = 0; k < 3; k++) {
+        if (!a->measured[k])
+            continue;
+        size_t i = mem4d_calibration_log_count(c);
+        if (i == MAX_LOGS) {
+            cli_error("%s: at most %d logs and measured figures", flags[k], MAX_LOGS);
+            return false;
+        }
+        if (mem4d_calibration_add_measurement(c, model, layout, figs[k], v[k]) != MEM4D_OK) {
+            cli_error("%s: %s", flags[k], mem4d_calibration_message(c));
+            return false;
+        }
+        snprintf(names[i], 256, "%s %s", flags[k] + 2, a->measured[k]);
+    }
+    return true;
+}
+
+
 int cmd_calibrate(struct cli_args *a)
 {
     static char names[MAX_LOGS][256];
     mem4d_calibration *c = NULL;
     mem4d_device *dev = NULL, *before = NULL;
+    mem4d_model *model = NULL;
     int rc = CLI_USAGE;
-    if (!a->log) {
-        cli_error("calibrate needs --log FILE");
+    bool measured = a->measured[0] || a->measured[1] || a->measured[2];
+    if (!a->log && !measured) {
+        cli_error("calibrate needs --log FILE or a measured figure (--measured-step-s, --measured-tflops, "
+                  "--measured-tokens-per-s)");
         return CLI_USAGE;
     }
+    static const char *const formats[] = {"megatron", "torchtitan", "nanotron"};
+    mem4d_log_format format = MEM4D_LOG_MEGATRON;
+    for (size_t i = 0; a->log_format && i <= 3; i++) {
+        if (i == 3) {
+            cli_error("--log-format %s: not megatron, torchtitan or nanotron", a->log_format);
+            return CLI_USAGE;
+        }
+        if (!strcmp(a->log_format, formats[i])) {
+            format = (mem4d_log_format)i;
+            break;
+        }
+    }
+    double values[3];
+    if (!parse_measured(a, values))
+        return CLI_USAGE;
     if (mem4d_calibration_new(&c) != MEM4D_OK) {
         cli_error("out of memory");
         return CLI_FAIL;
     }
-    if (!cli_open_device(a, &dev) || mem4d_device_clone(dev, &before) != MEM4D_OK || !read_logs(a, c, names))
+    if (!cli_open_device(a, &dev) || mem4d_device_clone(dev, &before) != MEM4D_OK)
+        goto out;
+    if ((format != MEM4D_LOG_MEGATRON || measured) && !open_job(a, &model))
+        goto out;
+    if ((a->log && !read_logs(a, c, names, format, model, a->layout)) ||
+        (measured && !add_measured(a, values, c, names, model, a->layout)))
         goto out;
     if (mem4d_calibration_fit(c, dev) != MEM4D_OK) {
         cli_error("%s", mem4d_calibration_message(c));
@@ -185,6 +324,7 @@ int cmd_calibrate(struct cli_args *a)
         printf("device file written to %s (use it with --device-file)\n", a->output);
     rc = CLI_OK;
 out:
+    mem4d_model_free(model);
     mem4d_device_free(before);
     mem4d_device_free(dev);
     mem4d_calibration_free(c);

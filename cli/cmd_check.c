@@ -292,7 +292,8 @@ static const char *tt_source(const struct cli_args *o, const mem4d_import *imp)
 }
 
 static void print_json(FILE *out, const struct cli_args *o, const mem4d_import *imp, const mem4d_layout *layout,
-                       const mem4d_report *report, int status, const struct proposal *p)
+                       const mem4d_device *device, const mem4d_report *report, int status,
+                       const struct proposal *p)
 {
     uint64_t world = 0;
     mem4d_layout_get(layout, MEM4D_LAYOUT_WORLD, &world);
@@ -316,7 +317,7 @@ static void print_json(FILE *out, const struct cli_args *o, const mem4d_import *
         fputs("null", out);
     }
     fprintf(out, ", \"report\": ");
-    cli_print_report_json(out, report);
+    cli_print_report_json(out, report, device);
     fprintf(out, "}\n");
 }
 
@@ -352,7 +353,7 @@ static int run_check(const struct cli_args *o, mem4d_model *model, mem4d_device 
     if (status != CLI_OK && !o->tt_config) /* the proposal is Megatron-LM flags */
         propose(o, given, model, device, layout, &p);
     if (o->format == CLI_FORMAT_JSON) {
-        print_json(stdout, o, imp, layout, report, status, &p);
+        print_json(stdout, o, imp, layout, device, report, status, &p);
     } else {
         uint64_t world = 0;
         mem4d_layout_get(layout, MEM4D_LAYOUT_WORLD, &world);

@@ -25,7 +25,7 @@ const struct cli_command cli_commands[] = {
      cmd_check_about, "MEGATRON-ARGS..."},
     {"presets", "list built-in models and devices", cmd_presets, cmd_presets_options, cmd_presets_about, NULL},
     {"version", "print the library version", cmd_version, cmd_version_options, cmd_version_about, NULL},
-    {"calibrate", "fit the device to Megatron-LM training logs, write a device file", cmd_calibrate,
+    {"calibrate", "fit the device to training logs or measured figures, write a device file", cmd_calibrate,
      cmd_calibrate_options, cmd_calibrate_about, "MEGATRON-ARGS..."},
 };
 const size_t cli_command_count = sizeof cli_commands / sizeof cli_commands[0];

@@ -28,14 +28,21 @@ static double metric(const mem4d_report *r, mem4d_metric m)
 }
 
 /* Speed and where the step goes, when the report has them. */
-static void print_speed(FILE *out, const mem4d_report *r, uint64_t world)
+static void print_speed(FILE *out, const mem4d_report *r, const mem4d_device *dev, uint64_t world)
 {
     double step;
     if (mem4d_report_metric(r, MEM4D_METRIC_STEP_TIME_S, &step) != MEM4D_OK)
         return;
-    fprintf(out, "speed: step %.3f s, %.0f tokens/s (%.0f per GPU), %.1f TFLOP/s per GPU, MFU %.1f%%\n", step,
-            metric(r, MEM4D_METRIC_TOKENS_PER_S), metric(r, MEM4D_METRIC_TOKENS_PER_S) / (double)(world ? world : 1),
-            metric(r, MEM4D_METRIC_TFLOPS_PER_GPU), 100 * metric(r, MEM4D_METRIC_MFU));
+    double w = (double)(world ? world : 1), tok = metric(r, MEM4D_METRIC_TOKENS_PER_S);
+    fprintf(out, "speed: step %.3f s (%.3f-%.3f), %.0f tokens/s (%.0f-%.0f; %.0f per GPU), "
+                 "%.1f TFLOP/s per GPU (%.1f-%.1f), MFU %.1f%% (%.1f-%.1f%%) of the %s peak %.0f TFLOP/s\n",
+            step, metric(r, MEM4D_METRIC_STEP_TIME_LOW_S), metric(r, MEM4D_METRIC_STEP_TIME_HIGH_S), tok,
+            metric(r, MEM4D_METRIC_TOKENS_PER_S_LOW), metric(r, MEM4D_METRIC_TOKENS_PER_S_HIGH), tok / w,
+            metric(r, MEM4D_METRIC_TFLOPS_PER_GPU), metric(r, MEM4D_METRIC_TFLOPS_PER_GPU_LOW),
+            metric(r, MEM4D_METRIC_TFLOPS_PER_GPU_HIGH), 100 * metric(r, MEM4D_METRIC_MFU),
+            100 * metric(r, MEM4D_METRIC_MFU_LOW), 100 * metric(r, MEM4D_METRIC_MFU_HIGH), cli_mfu_peak_name(r, dev),
+            metric(r, MEM4D_METRIC_MFU_PEAK_FLOPS) / 1e12);
+    fputs("band: where 90% of measured runs fell around the prediction (doc/perf.md, \"Uncertainty\")\n", out);
     static const struct {
         const char *label;
         mem4d_metric m;
@@ -112,7 +119,7 @@ void cli_print_report(FILE *out, const mem4d_model *model, const mem4d_layout *l
     uint64_t world = 0;
     mem4d_report_info(r, MEM4D_INFO_WORLD, &world);
     print_moments(out, r);
-    print_speed(out, r, world);
+    print_speed(out, r, device, world);
     for (size_t i = 0; i < mem4d_report_warning_count(r); i++)
         fprintf(out, "warning: %s\n", cli_text(mem4d_report_warning(r, i)));
 }
@@ -135,7 +142,18 @@ void cli_json_string(FILE *out, const char *text)
         free(buf);
 }
 
-void cli_print_metrics_json(FILE *out, const mem4d_report *r)
+/* Which peak MFU is taken against: the fp8 one when the report's peak is the
+ * device's fp8 peak (an fp8 job), else the bf16 one. */
+const char *cli_mfu_peak_name(const mem4d_report *r, const mem4d_device *dev)
+{
+    uint64_t fp8 = 0;
+    mem4d_device_get(dev, MEM4D_DEVICE_PEAK_FP8_FLOPS, &fp8);
+    return fp8 && metric(r, MEM4D_METRIC_MFU_PEAK_FLOPS) == (double)fp8 && metric(r, MEM4D_METRIC_MFU_PEAK_FLOPS) > 0
+               ? "fp8"
+               : "bf16";
+}
+
+void cli_print_metrics_json(FILE *out, const mem4d_report *r, const mem4d_device *dev)
 {
     double v;
     if (mem4d_report_metric(r, MEM4D_METRIC_STEP_TIME_S, &v) != MEM4D_OK) {
@@ -147,10 +165,10 @@ void cli_print_metrics_json(FILE *out, const mem4d_report *r)
         mem4d_report_metric(r, (mem4d_metric)i, &v);
         fprintf(out, "%s\"%s\": %.9g", i ? ", " : "", mem4d_metric_name((mem4d_metric)i), v);
     }
-    fputc('}', out);
+    fprintf(out, ", \"mfu_peak\": \"%s\"}", cli_mfu_peak_name(r, dev));
 }
 
-void cli_print_report_json(FILE *out, const mem4d_report *r)
+void cli_print_report_json(FILE *out, const mem4d_report *r, const mem4d_device *dev)
 {
     static const mem4d_term terms[] = {MEM4D_TERM_WEIGHTS, MEM4D_TERM_GRADIENTS, MEM4D_TERM_OPTIMIZER,
                                        MEM4D_TERM_ACTIVATIONS, MEM4D_TERM_OVERHEAD, MEM4D_TERM_TOTAL,
@@ -181,6 +199,6 @@ void cli_print_report_json(FILE *out, const mem4d_report *r)
     uint64_t params = 0;
     mem4d_report_info(r, MEM4D_INFO_MODEL_PARAMS, &params);
     fprintf(out, "], \"%s\": %llu, \"speed\": ", mem4d_info_name(MEM4D_INFO_MODEL_PARAMS), (unsigned long long)params);
-    cli_print_metrics_json(out, r);
+    cli_print_metrics_json(out, r, dev);
     fprintf(out, "}\n");
 }

@@ -1,8 +1,9 @@
 /*
  * Calibration: read Megatron-LM training logs (the arguments block, the
- * iteration lines, the memory lines), fit the device's efficiency constants
- * to the measured step times and the memory model's fixed and allocator
- * offsets to the measured peaks. Formats are those of Megatron-LM's
+ * iteration lines, the memory lines), torchtitan's and nanotron's step lines
+ * and measured figures without a log; fit the speed constants the runs can
+ * identify to the measured step times and the memory model's fixed and
+ * allocator offsets to the measured peaks. Formats are those of Megatron-LM's
  * megatron/training/training.py (training_log), arguments.py (_print_args)
  * and utils/common_utils.py (report_memory) at NVIDIA/Megatron-LM@d98e8a64;
  * doc/perf.md, "Calibration".
@@ -17,9 +18,15 @@
 
 #define CAL_MAX_LOGS 32
 
+/* What a run's measured speed is, until the fit turns it into a step time
+ * (every one is exactly inverse to the step of the same job). */
+enum cal_kind { CAL_STEP, CAL_TFLOPS, CAL_TOKENS, CAL_TOKENS_PER_GPU };
+
 struct cal_log {
     struct mem4d_model model;
     struct mem4d_layout layout;
+    enum cal_kind kind;
+    double meas;                  /* the measured figure of that kind */
     double step_s, tflops;        /* medians of the iteration lines (first left out) */
     bool have_tflops, have_mem;
     uint64_t mem_rank, mem_stage;
@@ -28,9 +35,14 @@ struct cal_log {
     bool fig_set[M4D_NCALFIG];
 };
 
+/* The speed constants a fit may choose from. */
+#define CAL_NCONST 5
+
 struct mem4d_calibration {
     struct cal_log log[CAL_MAX_LOGS];
     size_t n;
+    bool fitted;
+    int chosen[CAL_NCONST]; /* by cal_consts index: 1 fitted, 0 left */
     mem4d_report *report;
     char msg[M4D_MSG_MAX];
 };
@@ -111,6 +123,56 @@ static double median_from(double *v, size_t n, size_t first)
     qsort(v + first, n - first, sizeof *v, cmp_double);
     size_t k = n - first;
     return k % 2 ? v[first + k / 2] : (v[first + k / 2 - 1] + v[first + k / 2]) / 2;
+}
+
+/* A number as nanotron's human_format() writes it: three significant
+ * digits and a K, M, B, T, P or E for each factor of 1000 ("10.2K"); and
+ * as torchtitan writes tps, with thousands separators ("4,376"). False when
+ * `label` is absent; *bad when no number follows it. */
+static bool scaled_after(const char *line, const char *label, double *v, bool *bad)
+{
+    const char *p = strstr(line, label);
+    if (!p)
+        return false;
+    p += strlen(label);
+    while (*p == ' ')
+        p++;
+    char digits[64];
+    size_t n = 0;
+    for (; (*p >= '0' && *p <= '9') || *p == '.' || *p == ','; p++)
+        if (*p != ',' && n + 1 < sizeof digits)
+            digits[n++] = *p;
+    digits[n] = '\0';
+    char *end = NULL;
+    double x = strtod(digits, &end);
+    if (n == 0 || *end != '\0') {
+        *bad = true;
+        return false;
+    }
+    static const char suffix[] = "KMBTPE";
+    const char *k = *p ? strchr(suffix, *p) : NULL;
+    for (const char *q = suffix; k && q <= k; q++)
+        x *= 1000;
+    *v = x;
+    return true;
+}
+
+/* A line with ANSI colour sequences (ESC [ ... m) removed, in place. */
+static void strip_ansi(char *line)
+{
+    char *w = line;
+    for (const char *r = line; *r; r++) {
+        if (*r == '\033' && r[1] == '[') {
+            r += 2;
+            while (*r && !(*r >= '@' && *r <= '~'))
+                r++;
+            if (!*r)
+                break;
+            continue;
+        }
+        *w++ = *r;
+    }
+    *w = '\0';
 }
 
 /* Growing arrays of one log read: no fixed count drops data. */
@@ -519,6 +581,37 @@ static mem4d_status scan_line(mem4d_calibration *cal, struct scan *sc, const cha
     return MEM4D_OK;
 }
 
+/* A torchtitan metrics line: "step: N  loss: ...  tps: T  tflops: ...". */
+static mem4d_status scan_torchtitan(mem4d_calibration *cal, struct scan *sc, char *line, size_t lineno)
+{
+    strip_ansi(line);
+    bool bad = false;
+    double tps;
+    if (!strstr(line, "step:") || !strstr(line, "loss:"))
+        return MEM4D_OK;
+    if (!scaled_after(line, " tps:", &tps, &bad) || tps <= 0)
+        return bad || strstr(line, " tps:")
+                   ? fail(cal, MEM4D_E_PARSE, lineno, "tps is not a positive number of tokens per second")
+                   : MEM4D_OK;
+    return doubles_add(&sc->steps, tps) ? MEM4D_OK : MEM4D_E_NOMEM;
+}
+
+/* A nanotron iteration line: "iteration: N / M | ... | time_per_iteration_ms: X |
+ * tokens_per_sec: Y | ...". */
+static mem4d_status scan_nanotron(mem4d_calibration *cal, struct scan *sc, char *line, size_t lineno)
+{
+    strip_ansi(line);
+    bool bad = false;
+    double ms;
+    if (!strstr(line, "iteration: ") || !strstr(line, " | "))
+        return MEM4D_OK;
+    if (!scaled_after(line, "time_per_iteration_ms:", &ms, &bad) || !(ms >= STEP_MIN_MS && ms <= STEP_MAX_MS))
+        return bad || strstr(line, "time_per_iteration_ms:")
+                   ? fail(cal, MEM4D_E_PARSE, lineno, "time_per_iteration_ms is not a number of ms in [0.1 ms, 1 day]")
+                   : MEM4D_OK;
+    return doubles_add(&sc->steps, ms / 1000) ? MEM4D_OK : MEM4D_E_NOMEM;
+}
+
 static void scan_free(struct scan *sc)
 {
     free(sc->steps.v);
@@ -527,7 +620,8 @@ static void scan_free(struct scan *sc)
 }
 
 /* Scan the log's lines; a line of any length is read whole. */
-static mem4d_status scan_text(mem4d_calibration *cal, struct scan *sc, const char *text, size_t length)
+static mem4d_status scan_text(mem4d_calibration *cal, mem4d_log_format format, struct scan *sc, const char *text,
+                              size_t length)
 {
     char *line = NULL, *prefix = NULL;
     size_t cap = 0;
@@ -552,7 +646,9 @@ static mem4d_status scan_text(mem4d_calibration *cal, struct scan *sc, const cha
         memcpy(line, p, n);
         line[n] = '\0';
         bool was_in = sc->in_args;
-        st = scan_line(cal, sc, line, lineno);
+        st = format == MEM4D_LOG_TORCHTITAN ? scan_torchtitan(cal, sc, line, lineno)
+             : format == MEM4D_LOG_NANOTRON ? scan_nanotron(cal, sc, line, lineno)
+                                            : scan_line(cal, sc, line, lineno);
         if (st == MEM4D_OK && !was_in && sc->in_args) {
             /* keep the header's prefix: the line buffer is reused */
             free(prefix);
@@ -574,10 +670,32 @@ static mem4d_status scan_text(mem4d_calibration *cal, struct scan *sc, const cha
     return st;
 }
 
+/* A Megatron-LM log's figures into its run, which becomes the last read:
+ * the medians of its iteration lines (the first left out), its memory line. */
+static mem4d_status take_run(mem4d_calibration *cal, struct cal_log *lg, struct scan *sc)
+{
+    lg->step_s = median_from(sc->steps.v, sc->steps.n, 1);
+    lg->kind = CAL_STEP;
+    lg->meas = lg->step_s;
+    size_t nt = 0;
+    for (size_t i = 0; i < sc->tfl.n; i++)
+        if (sc->tfl.v[i] >= 0)
+            sc->tfl.v[nt++] = sc->tfl.v[i];
+    lg->have_tflops = nt > 1;
+    lg->tflops = nt > 1 ? median_from(sc->tfl.v, nt, 1) : 0;
+    lg->have_mem = sc->have_mem;
+    lg->mem_rank = sc->mem_rank;
+    lg->max_alloc = sc->max_alloc;
+    lg->max_res = sc->max_res;
+    cal->n++;
+    cal->fitted = false;
+    return MEM4D_OK;
+}
+
 static mem4d_status add_log(mem4d_calibration *cal, struct scan *sc, const char *text, size_t length, int argc,
                             const char *const *argv, uint64_t world_size)
 {
-    TRY(scan_text(cal, sc, text, length));
+    TRY(scan_text(cal, MEM4D_LOG_MEGATRON, sc, text, length));
     if (sc->in_args)
         return fail(cal, MEM4D_E_PARSE, 0, "the arguments block has no \"end of arguments\" line");
     if (sc->steps.n == 0)
@@ -633,19 +751,7 @@ static mem4d_status add_log(mem4d_calibration *cal, struct scan *sc, const char 
             return fail(cal, MEM4D_E_CONFLICT, sc->mem_line, why);
         }
     }
-    lg->step_s = median_from(sc->steps.v, sc->steps.n, 1);
-    size_t nt = 0;
-    for (size_t i = 0; i < sc->tfl.n; i++)
-        if (sc->tfl.v[i] >= 0)
-            sc->tfl.v[nt++] = sc->tfl.v[i];
-    lg->have_tflops = nt > 1;
-    lg->tflops = nt > 1 ? median_from(sc->tfl.v, nt, 1) : 0;
-    lg->have_mem = sc->have_mem;
-    lg->mem_rank = sc->mem_rank;
-    lg->max_alloc = sc->max_alloc;
-    lg->max_res = sc->max_res;
-    cal->n++;
-    return MEM4D_OK;
+    return take_run(cal, lg, sc);
 }
 
 mem4d_status mem4d_calibration_add_megatron_log(mem4d_calibration *cal, const char *text, size_t length, int argc,
@@ -680,6 +786,115 @@ mem4d_status mem4d_calibration_add_megatron_log_file(mem4d_calibration *cal, con
     return st;
 }
 
+/* A new run of `model` and `layout`, which must describe a job whose speed
+ * the estimate predicts; NULL (the message set) when refused. */
+static struct cal_log *new_run(mem4d_calibration *cal, const mem4d_model *model, const mem4d_layout *layout,
+                               mem4d_status *st)
+{
+    *st = MEM4D_OK;
+    if (cal->n == CAL_MAX_LOGS) {
+        *st = fail(cal, MEM4D_E_RANGE, 0, "too many logs and measurements (at most 32)");
+        return NULL;
+    }
+    if (!layout->v[MEM4D_LAYOUT_GLOBAL_BATCH] || !layout->v[MEM4D_LAYOUT_SEQ_LENGTH] ||
+        (!layout->v[MEM4D_LAYOUT_WORLD] && !layout->v[MEM4D_LAYOUT_DP])) {
+        *st = fail(cal, MEM4D_E_MISSING, 0, "the job needs its GPUs (world), sequence length (seq) and global "
+                                            "batch (gbs) to be timed");
+        return NULL;
+    }
+    char why[M4D_MSG_MAX];
+    *st = mem4d_validate(model, layout, why, sizeof why);
+    if (*st != MEM4D_OK) {
+        m4d_msg(cal->msg, sizeof cal->msg, "the job: %s", why);
+        return NULL;
+    }
+    struct cal_log *lg = &cal->log[cal->n];
+    memset(lg, 0, sizeof *lg);
+    lg->model = *model;
+    lg->layout = *layout;
+    return lg;
+}
+
+mem4d_status mem4d_calibration_add_log(mem4d_calibration *cal, mem4d_log_format format, const char *text,
+                                       size_t length, const mem4d_model *model, const mem4d_layout *layout)
+{
+    if (!cal || (!text && length) || !model || !layout || (unsigned)format > MEM4D_LOG_NANOTRON)
+        return MEM4D_E_INVALID_ARG;
+    cal->msg[0] = '\0';
+    mem4d_status st;
+    struct cal_log *lg = new_run(cal, model, layout, &st);
+    if (!lg)
+        return st;
+    struct scan sc = {0};
+    st = scan_text(cal, format, &sc, text, length);
+    static const char *const what[] = {"no iteration line with \"elapsed time per iteration (ms)\": not a "
+                                       "Megatron-LM training log",
+                                       "no metrics line with \"step:\", \"loss:\" and \"tps:\": not a torchtitan "
+                                       "training log",
+                                       "no iteration line with \"time_per_iteration_ms\": not a nanotron training log"};
+    if (st == MEM4D_OK && sc.in_args)
+        st = fail(cal, MEM4D_E_PARSE, 0, "the arguments block has no \"end of arguments\" line");
+    else if (st == MEM4D_OK && sc.steps.n == 0)
+        st = fail(cal, MEM4D_E_MISSING, 0, what[format]);
+    else if (st == MEM4D_OK && sc.steps.n == 1)
+        st = fail(cal, MEM4D_E_MISSING, 0,
+                  "one step line only: the first is warm-up (compilation, allocation), and calibration needs at "
+                  "least one more");
+    if (st == MEM4D_OK && format == MEM4D_LOG_MEGATRON) {
+        st = take_run(cal, lg, &sc);
+    } else if (st == MEM4D_OK) {
+        double v = median_from(sc.steps.v, sc.steps.n, 1);
+        lg->kind = format == MEM4D_LOG_TORCHTITAN ? CAL_TOKENS_PER_GPU : CAL_STEP;
+        lg->meas = v;
+        lg->step_s = format == MEM4D_LOG_TORCHTITAN ? 0 : v;
+        cal->n++;
+        cal->fitted = false;
+    }
+    scan_free(&sc);
+    return st;
+}
+
+mem4d_status mem4d_calibration_add_log_file(mem4d_calibration *cal, mem4d_log_format format, const char *path,
+                                            const mem4d_model *model, const mem4d_layout *layout)
+{
+    if (!cal || !path || !model || !layout || (unsigned)format > MEM4D_LOG_NANOTRON)
+        return MEM4D_E_INVALID_ARG;
+    static const char *const doc[] = {"Megatron-LM training log", "torchtitan training log", "nanotron training log"};
+    char *text = NULL;
+    size_t len = 0;
+    mem4d_status st = m4d_read_file(path, doc[format], CAL_LOG_MAX_BYTES, &text, &len, cal->msg, sizeof cal->msg);
+    if (st != MEM4D_OK)
+        return st;
+    st = mem4d_calibration_add_log(cal, format, text, len, model, layout);
+    free(text);
+    return st;
+}
+
+mem4d_status mem4d_calibration_add_measurement(mem4d_calibration *cal, const mem4d_model *model,
+                                               const mem4d_layout *layout, mem4d_calibration_figure figure,
+                                               double value)
+{
+    if (!cal || !model || !layout ||
+        (figure != MEM4D_CALIBRATION_MEASURED_STEP_S && figure != MEM4D_CALIBRATION_MEASURED_TFLOPS_PER_GPU &&
+         figure != MEM4D_CALIBRATION_MEASURED_TOKENS_PER_S))
+        return MEM4D_E_INVALID_ARG;
+    cal->msg[0] = '\0';
+    if (!(value > 0) || !isfinite(value))
+        return fail(cal, MEM4D_E_RANGE, 0, "a measured figure must be a positive number");
+    mem4d_status st;
+    struct cal_log *lg = new_run(cal, model, layout, &st);
+    if (!lg)
+        return st;
+    lg->kind = figure == MEM4D_CALIBRATION_MEASURED_STEP_S          ? CAL_STEP
+               : figure == MEM4D_CALIBRATION_MEASURED_TFLOPS_PER_GPU ? CAL_TFLOPS
+                                                                     : CAL_TOKENS;
+    lg->meas = value;
+    lg->step_s = lg->kind == CAL_STEP ? value : 0;
+    cal->n++;
+    cal->fitted = false;
+    return MEM4D_OK;
+}
+
 /* --- fitting ----------------------------------------------------------------------- */
 
 static void set_fig(struct cal_log *lg, mem4d_calibration_figure f, double v)
@@ -691,7 +906,7 @@ static void set_fig(struct cal_log *lg, mem4d_calibration_figure f, double v)
 /* Estimate one log on a device: step time and, for its memory rank's
  * stage, peak allocated and reserved bytes. */
 static mem4d_status predict(mem4d_calibration *cal, struct cal_log *lg, const mem4d_device *dev, double *step,
-                            double *alloc, double *res, double *compute_share)
+                            double *alloc, double *res)
 {
     mem4d_report *r = cal->report;
     mem4d_status st = mem4d_estimate(&lg->model, &lg->layout, dev, r);
@@ -699,15 +914,11 @@ static mem4d_status predict(mem4d_calibration *cal, struct cal_log *lg, const me
         m4d_msg(cal->msg, sizeof cal->msg, "log %zu: %s", (size_t)(lg - cal->log) + 1, mem4d_report_message(r));
         return st;
     }
-    double comm = 0;
     if (mem4d_report_metric(r, MEM4D_METRIC_STEP_TIME_S, step) != MEM4D_OK) {
         m4d_msg(cal->msg, sizeof cal->msg, "log %zu: no step time (a device without peak_flops?)",
                 (size_t)(lg - cal->log) + 1);
         return MEM4D_E_UNSUPPORTED;
     }
-    mem4d_report_metric(r, MEM4D_METRIC_COMPUTE_TIME_S, compute_share);
-    mem4d_report_metric(r, MEM4D_METRIC_EXPOSED_COMM_S, &comm);
-    *compute_share = *compute_share >= comm ? 1 : 0;
     uint64_t world = 0, a = 0, rs = 0;
     mem4d_report_info(r, MEM4D_INFO_WORLD, &world);
     uint32_t nst = mem4d_report_num_stages(r);
@@ -722,12 +933,37 @@ static mem4d_status predict(mem4d_calibration *cal, struct cal_log *lg, const me
     return MEM4D_OK;
 }
 
-/* Sum over the logs of log(predicted / measured)^2 on `dev`. */
+/* The speed constants a fit may choose from, each with the range it is
+ * searched in, whether that search is over log(value) (the rates) or the
+ * value (a time that may be 0), and the move by which its influence on the
+ * runs is measured: a plausible error of the device's value (a third of a
+ * rate, 2 ms per micro-batch). */
+static const struct cal_const {
+    mem4d_device_param key;
+    double lo, hi, move;
+    bool log_scale;
+} cal_consts[CAL_NCONST] = {
+    {MEM4D_DEVICE_MATMUL_EFFICIENCY_PPM, 20000, 1000000, 1.5, true},
+    {MEM4D_DEVICE_FP8_EFFICIENCY_PPM, 20000, 1000000, 1.5, true},
+    {MEM4D_DEVICE_ATTENTION_EFFICIENCY_PPM, 20000, 2000000, 1.5, true},
+    {MEM4D_DEVICE_MICROBATCH_OVERHEAD_NS, 0, 200e6, 2e6, false},
+    {MEM4D_DEVICE_COMM_EFFICIENCY_PPM, 10000, 1000000, 1.5, true},
+};
+
+/* A run's predicted step on `dev`: NAN when it cannot be estimated. */
+static double step_on(mem4d_calibration *cal, struct cal_log *lg, const mem4d_device *dev)
+{
+    double step, a, r;
+    return predict(cal, lg, dev, &step, &a, &r) == MEM4D_OK ? step : NAN;
+}
+
+/* Sum over the runs of log(predicted / measured)^2 on `dev`. */
 static double step_error(mem4d_calibration *cal, const mem4d_device *dev)
 {
-    double e = 0, step, a, r, c;
+    double e = 0;
     for (size_t i = 0; i < cal->n; i++) {
-        if (predict(cal, &cal->log[i], dev, &step, &a, &r, &c) != MEM4D_OK)
+        double step = step_on(cal, &cal->log[i], dev);
+        if (!(step > 0))
             return INFINITY;
         double d = log(step / cal->log[i].step_s);
         e += d * d;
@@ -735,23 +971,200 @@ static double step_error(mem4d_calibration *cal, const mem4d_device *dev)
     return e;
 }
 
-/* Golden-section search of one ppm constant in [lo, hi] for the least error. */
-static void fit_key(mem4d_calibration *cal, mem4d_device *dev, mem4d_device_param key, double lo, double hi)
+static uint64_t const_value(const struct cal_const *k, double x)
+{
+    double v = k->log_scale ? exp(x) : x;
+    return v <= 0 ? 0 : (uint64_t)llround(v);
+}
+
+/* Golden-section search of one constant in its range for the least error. */
+static void fit_key(mem4d_calibration *cal, mem4d_device *dev, const struct cal_const *k)
 {
     const double g = 0.6180339887498949;
-    double a = log(lo), b = log(hi);
+    double a = k->log_scale ? log(k->lo) : k->lo, b = k->log_scale ? log(k->hi) : k->hi;
     for (int it = 0; it < 48; it++) {
         double x1 = b - g * (b - a), x2 = a + g * (b - a);
-        dev->v[key] = (uint64_t)llround(exp(x1));
+        dev->v[k->key] = const_value(k, x1);
         double f1 = step_error(cal, dev);
-        dev->v[key] = (uint64_t)llround(exp(x2));
+        dev->v[k->key] = const_value(k, x2);
         double f2 = step_error(cal, dev);
         if (f1 <= f2)
             b = x2;
         else
             a = x1;
     }
-    dev->v[key] = (uint64_t)llround(exp((a + b) / 2));
+    dev->v[k->key] = const_value(k, (a + b) / 2);
+}
+
+/* A constant's coordinate for the joint fit: log(value) for a rate, the
+ * value in units of its plausible error for a time. */
+static double coord(const struct cal_const *k, uint64_t v)
+{
+    return k->log_scale ? log((double)(v ? v : 1)) : (double)v / k->move;
+}
+
+static uint64_t from_coord(const struct cal_const *k, double x)
+{
+    double lo = k->log_scale ? log(k->lo) : k->lo / k->move, hi = k->log_scale ? log(k->hi) : k->hi / k->move;
+    x = x < lo ? lo : x > hi ? hi : x;
+    return const_value(k, k->log_scale ? x : x * k->move);
+}
+
+/* Levenberg-Marquardt on the chosen constants together (coordinate descent
+ * crawls along the valley two correlated constants make): residuals
+ * log(predicted / measured step), a forward-difference Jacobian. */
+static void fit_joint(mem4d_calibration *cal, mem4d_device *dev, const int *idx, size_t nk)
+{
+    size_t n = cal->n;
+    double lambda = 1e-3, err = step_error(cal, dev);
+    for (int it = 0; it < 40 && err > 1e-14; it++) {
+        double r[CAL_MAX_LOGS], J[CAL_NCONST][CAL_MAX_LOGS], x[CAL_NCONST];
+        for (size_t i = 0; i < n; i++)
+            r[i] = log(step_on(cal, &cal->log[i], dev) / cal->log[i].step_s);
+        for (size_t k = 0; k < nk; k++) {
+            const struct cal_const *c = &cal_consts[idx[k]];
+            x[k] = coord(c, dev->v[c->key]);
+            mem4d_device moved = *dev;
+            double h = 1e-3;
+            moved.v[c->key] = from_coord(c, x[k] + h);
+            double dh = coord(c, moved.v[c->key]) - x[k];
+            if (dh == 0) { /* at the upper bound: step down */
+                moved.v[c->key] = from_coord(c, x[k] - h);
+                dh = coord(c, moved.v[c->key]) - x[k];
+            }
+            for (size_t i = 0; i < n; i++)
+                J[k][i] = dh != 0 ? (log(step_on(cal, &cal->log[i], &moved) / cal->log[i].step_s) - r[i]) / dh : 0;
+        }
+        bool better = false;
+        while (!better && lambda < 1e8) {
+            /* (JtJ + lambda diag(JtJ)) d = -Jt r by Gaussian elimination */
+            double A[CAL_NCONST][CAL_NCONST + 1];
+            for (size_t a = 0; a < nk; a++) {
+                for (size_t b = 0; b < nk; b++) {
+                    double v = 0;
+                    for (size_t i = 0; i < n; i++)
+                        v += J[a][i] * J[b][i];
+                    A[a][b] = v;
+                }
+                double g = 0;
+                for (size_t i = 0; i < n; i++)
+                    g += J[a][i] * r[i];
+                A[a][nk] = -g;
+            }
+            for (size_t a = 0; a < nk; a++)
+                A[a][a] += lambda * (A[a][a] > 0 ? A[a][a] : 1e-12);
+            bool singular = false;
+            for (size_t a = 0; a < nk && !singular; a++) {
+                size_t piv = a;
+                for (size_t b = a + 1; b < nk; b++)
+                    if (fabs(A[b][a]) > fabs(A[piv][a]))
+                        piv = b;
+                if (fabs(A[piv][a]) < 1e-300) {
+                    singular = true;
+                    break;
+                }
+                for (size_t c = 0; c <= nk; c++) {
+                    double t = A[a][c];
+                    A[a][c] = A[piv][c];
+                    A[piv][c] = t;
+                }
+                for (size_t b = 0; b < nk; b++)
+                    if (b != a) {
+                        double f = A[b][a] / A[a][a];
+                        for (size_t c = a; c <= nk; c++)
+                            A[b][c] -= f * A[a][c];
+                    }
+            }
+            if (singular)
+                break;
+            mem4d_device trial = *dev;
+            for (size_t k = 0; k < nk; k++) {
+                const struct cal_const *c = &cal_consts[idx[k]];
+                trial.v[c->key] = from_coord(c, x[k] + A[k][nk] / A[k][k]);
+            }
+            double e = step_error(cal, &trial);
+            if (e < err) {
+                *dev = trial;
+                err = e;
+                lambda = fmax(lambda / 10, 1e-9);
+                better = true;
+            } else {
+                lambda *= 10;
+            }
+        }
+        if (!better)
+            break;
+    }
+}
+
+/* The device's value of a constant as the search moves it: attention's 0
+ * stands for the kernel's own share. */
+static uint64_t effective(const mem4d_device *dev, mem4d_device_param key)
+{
+    return m4d_perf_effective(dev, key);
+}
+
+/* How the runs' log step times move when each constant moves by its
+ * plausible error (J[k][i]), then the constants to fit: greedily the one
+ * whose move is largest once the moves of those already chosen are
+ * projected out (Gram-Schmidt), while that rest still moves some run's step
+ * by CAL_MIN_MOVE and keeps CAL_MIN_OWN of its own move (not a near-copy of
+ * a chosen one), at most one constant per run. */
+#define CAL_MIN_MOVE 0.01
+#define CAL_MIN_OWN 0.25
+static mem4d_status choose_constants(mem4d_calibration *cal, const mem4d_device *dev, const double *base)
+{
+    static double J[CAL_NCONST][CAL_MAX_LOGS], Q[CAL_NCONST][CAL_MAX_LOGS];
+    size_t n = cal->n, nq = 0;
+    double norm0[CAL_NCONST];
+    for (size_t k = 0; k < CAL_NCONST; k++) {
+        const struct cal_const *c = &cal_consts[k];
+        mem4d_device moved = *dev;
+        double v = (double)effective(dev, c->key);
+        moved.v[c->key] = c->log_scale ? (uint64_t)llround(fmax(v / c->move, c->lo)) : (uint64_t)llround(v + c->move);
+        norm0[k] = 0;
+        for (size_t i = 0; i < n; i++) {
+            double step = step_on(cal, &cal->log[i], &moved);
+            if (!(step > 0))
+                return MEM4D_E_UNSUPPORTED;
+            J[k][i] = log(step / base[i]);
+            norm0[k] += J[k][i] * J[k][i];
+        }
+        norm0[k] = sqrt(norm0[k]);
+        cal->chosen[k] = 0;
+    }
+    while (nq < n && nq < CAL_NCONST) {
+        int best = -1;
+        double best_norm = 0, rest[CAL_MAX_LOGS];
+        for (size_t k = 0; k < CAL_NCONST; k++) {
+            if (cal->chosen[k])
+                continue;
+            double r[CAL_MAX_LOGS], nr = 0, most = 0;
+            memcpy(r, J[k], n * sizeof *r);
+            for (size_t q = 0; q < nq; q++) {
+                double dot = 0;
+                for (size_t i = 0; i < n; i++)
+                    dot += r[i] * Q[q][i];
+                for (size_t i = 0; i < n; i++)
+                    r[i] -= dot * Q[q][i];
+            }
+            for (size_t i = 0; i < n; i++)
+                nr += r[i] * r[i], most = fmax(most, fabs(r[i]));
+            nr = sqrt(nr);
+            if (most >= CAL_MIN_MOVE && nr >= CAL_MIN_OWN * norm0[k] && nr > best_norm) {
+                best = (int)k;
+                best_norm = nr;
+                memcpy(rest, r, n * sizeof *r);
+            }
+        }
+        if (best < 0)
+            break;
+        cal->chosen[best] = 1;
+        for (size_t i = 0; i < n; i++)
+            Q[nq][i] = rest[i] / best_norm;
+        nq++;
+    }
+    return MEM4D_OK;
 }
 
 mem4d_status mem4d_calibration_fit(mem4d_calibration *cal, mem4d_device *device)
@@ -759,29 +1172,37 @@ mem4d_status mem4d_calibration_fit(mem4d_calibration *cal, mem4d_device *device)
     if (!cal || !device)
         return MEM4D_E_INVALID_ARG;
     cal->msg[0] = '\0';
+    cal->fitted = false;
     if (cal->n == 0)
         return fail(cal, MEM4D_E_MISSING, 0, "no log to fit");
     mem4d_device dev = *device;
-    bool fit_mm = false, fit_fp8 = false, fit_comm = false;
-    double dalloc = 0, ratio = 0;
+    double dalloc = 0, ratio = 0, base[CAL_MAX_LOGS];
     size_t nmem = 0;
     for (size_t i = 0; i < cal->n; i++) {
         struct cal_log *lg = &cal->log[i];
-        double step, a, r, compute;
-        mem4d_status st = predict(cal, lg, &dev, &step, &a, &r, &compute);
+        double step, a, r, tok = 0, tfl = 0;
+        uint64_t world = 0;
+        mem4d_status st = predict(cal, lg, &dev, &step, &a, &r);
         if (st != MEM4D_OK)
             return st;
+        mem4d_report_metric(cal->report, MEM4D_METRIC_TOKENS_PER_S, &tok);
+        mem4d_report_metric(cal->report, MEM4D_METRIC_TFLOPS_PER_GPU, &tfl);
+        mem4d_report_info(cal->report, MEM4D_INFO_WORLD, &world);
+        /* A throughput is inverse to the step of the same job. */
+        double meas_tokens = lg->kind == CAL_TOKENS ? lg->meas : lg->kind == CAL_TOKENS_PER_GPU ? lg->meas * (double)world : 0;
+        if (lg->kind == CAL_TFLOPS)
+            lg->step_s = step * tfl / lg->meas;
+        else if (meas_tokens > 0)
+            lg->step_s = step * tok / meas_tokens;
+        base[i] = step;
         set_fig(lg, MEM4D_CALIBRATION_MEASURED_STEP_S, lg->step_s);
         set_fig(lg, MEM4D_CALIBRATION_PREDICTED_STEP_BEFORE_S, step);
-        if (lg->have_tflops)
+        if (meas_tokens > 0)
+            set_fig(lg, MEM4D_CALIBRATION_MEASURED_TOKENS_PER_S, meas_tokens);
+        if (lg->kind == CAL_TFLOPS)
+            set_fig(lg, MEM4D_CALIBRATION_MEASURED_TFLOPS_PER_GPU, lg->meas);
+        else if (lg->have_tflops)
             set_fig(lg, MEM4D_CALIBRATION_MEASURED_TFLOPS_PER_GPU, lg->tflops);
-        /* One log fits the constant that dominates its step. */
-        if (compute <= 0)
-            fit_comm = true;
-        else if (lg->layout.v[MEM4D_LAYOUT_FP8])
-            fit_fp8 = true;
-        else
-            fit_mm = true;
         if (lg->have_mem) {
             set_fig(lg, MEM4D_CALIBRATION_MEASURED_MAX_ALLOCATED, lg->max_alloc);
             set_fig(lg, MEM4D_CALIBRATION_MEASURED_MAX_RESERVED, lg->max_res);
@@ -798,34 +1219,37 @@ mem4d_status mem4d_calibration_fit(mem4d_calibration *cal, mem4d_device *device)
             nmem++;
         }
     }
-    /* Coordinate descent over the constants the logs call for. */
-    for (int round = 0; round < (fit_mm + fit_fp8 + fit_comm > 1 ? 3 : 1); round++) {
-        if (fit_mm)
-            fit_key(cal, &dev, MEM4D_DEVICE_MATMUL_EFFICIENCY_PPM, 20000, 1000000);
-        if (fit_fp8)
-            fit_key(cal, &dev, MEM4D_DEVICE_FP8_EFFICIENCY_PPM, 20000, 1000000);
-        if (fit_comm)
-            fit_key(cal, &dev, MEM4D_DEVICE_COMM_EFFICIENCY_PPM, 10000, 1000000);
-    }
+    if (choose_constants(cal, &dev, base) != MEM4D_OK)
+        return fail(cal, MEM4D_E_UNSUPPORTED, 0, "a run cannot be estimated once a constant moves");
+    /* Coordinate descent over the chosen constants, started from the
+     * device's values (attention's 0 from the kernel's own share). */
+    int idx[CAL_NCONST];
+    size_t nfit = 0;
+    for (size_t k = 0; k < CAL_NCONST; k++)
+        if (cal->chosen[k]) {
+            idx[nfit++] = (int)k;
+            dev.v[cal_consts[k].key] = effective(&dev, cal_consts[k].key);
+        }
+    /* One sweep of golden-section searches finds the valley, the joint fit
+     * follows it. */
+    for (size_t k = 0; k < nfit; k++)
+        fit_key(cal, &dev, &cal_consts[idx[k]]);
+    if (nfit > 1)
+        fit_joint(cal, &dev, idx, nfit);
+    dev.v[MEM4D_DEVICE_CALIBRATED_RUNS] = cal->n;
     cal->msg[0] = '\0'; /* a failed trial of the search is no message */
-    /* A constant pinned at its search bound did not fit: the measured steps
-     * are beyond what the device explains (a wrong --gpu, a log of another
-     * job, or a model that misses it). The bound is kept, and said. */
-    static const struct {
-        mem4d_device_param key;
-        double lo;
-    } searched[] = {{MEM4D_DEVICE_MATMUL_EFFICIENCY_PPM, 20000},
-                    {MEM4D_DEVICE_FP8_EFFICIENCY_PPM, 20000},
-                    {MEM4D_DEVICE_COMM_EFFICIENCY_PPM, 10000}};
-    const bool fitted[] = {fit_mm, fit_fp8, fit_comm};
+    /* A rate pinned at its search bound did not fit: the measured steps are
+     * beyond what the device explains (a wrong --gpu, a log of another job,
+     * or a model that misses it). The bound is kept, and said. */
     char note[M4D_MSG_MAX] = "";
-    for (size_t k = 0; k < 3 && !note[0]; k++) {
-        double v = (double)dev.v[searched[k].key];
-        bool high = v >= 1000000 * 0.999;
-        if (fitted[k] && (high || v <= searched[k].lo * 1.001))
+    for (size_t k = 0; k < nfit && !note[0]; k++) {
+        const struct cal_const *c = &cal_consts[idx[k]];
+        double v = (double)dev.v[c->key];
+        bool high = v >= c->hi * 0.999;
+        if (c->log_scale && (high || v <= c->lo * 1.001))
             m4d_msg(note, sizeof note, "%s stopped at its bound %.0f: the measured steps are %s than the device "
-                    "explains at %s; check --gpu or --device-file", mem4d_device_param_name(searched[k].key),
-                    high ? 1000000.0 : searched[k].lo, high ? "faster" : "slower",
+                    "explains at %s; check --gpu or --device-file", mem4d_device_param_name(c->key),
+                    high ? c->hi : c->lo, high ? "faster" : "slower",
                     high ? "full efficiency" : "the least efficiency searched");
     }
     /* Memory: the fixed workspace takes the mean allocated offset (it adds to
@@ -865,8 +1289,8 @@ mem4d_status mem4d_calibration_fit(mem4d_calibration *cal, mem4d_device *device)
     m4d_strlcpy(kept, cal->msg, sizeof kept);
     for (size_t i = 0; i < cal->n; i++) {
         struct cal_log *lg = &cal->log[i];
-        double step, a, r, compute;
-        mem4d_status st = predict(cal, lg, &dev, &step, &a, &r, &compute);
+        double step, a, r;
+        mem4d_status st = predict(cal, lg, &dev, &step, &a, &r);
         if (st != MEM4D_OK)
             return st;
         set_fig(lg, MEM4D_CALIBRATION_PREDICTED_STEP_AFTER_S, step);
@@ -877,6 +1301,21 @@ mem4d_status mem4d_calibration_fit(mem4d_calibration *cal, mem4d_device *device)
     }
     m4d_strlcpy(cal->msg, kept, sizeof cal->msg);
     *device = dev;
+    cal->fitted = true;
+    return MEM4D_OK;
+}
+
+mem4d_status mem4d_calibration_constant(const mem4d_calibration *cal, size_t index, mem4d_device_param *key,
+                                        int *fitted)
+{
+    if (!cal || !key || !fitted)
+        return MEM4D_E_INVALID_ARG;
+    if (!cal->fitted)
+        return MEM4D_E_UNSUPPORTED;
+    if (index >= CAL_NCONST)
+        return MEM4D_E_RANGE;
+    *key = cal_consts[index].key;
+    *fitted = cal->chosen[index];
     return MEM4D_OK;
 }
 

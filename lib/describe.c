@@ -121,6 +121,15 @@ const char *mem4d_metric_name(mem4d_metric metric)
         [MEM4D_METRIC_OPTIMIZER_S] = "optimizer_s",
         [MEM4D_METRIC_EXPERT_COMPUTE_S] = "expert_compute_s",
         [MEM4D_METRIC_ROUTER_PERMUTE_S] = "router_permute_s",
+        [MEM4D_METRIC_STEP_TIME_LOW_S] = "step_time_low_s",
+        [MEM4D_METRIC_STEP_TIME_HIGH_S] = "step_time_high_s",
+        [MEM4D_METRIC_TOKENS_PER_S_LOW] = "tokens_per_s_low",
+        [MEM4D_METRIC_TOKENS_PER_S_HIGH] = "tokens_per_s_high",
+        [MEM4D_METRIC_TFLOPS_PER_GPU_LOW] = "tflops_per_gpu_low",
+        [MEM4D_METRIC_TFLOPS_PER_GPU_HIGH] = "tflops_per_gpu_high",
+        [MEM4D_METRIC_MFU_LOW] = "mfu_low",
+        [MEM4D_METRIC_MFU_HIGH] = "mfu_high",
+        [MEM4D_METRIC_MFU_PEAK_FLOPS] = "mfu_peak_flops",
     };
     M4D_TABLE_ROWS(names, M4D_NMETRICS);
     return (unsigned)metric < M4D_NMETRICS ? names[metric] : NULL;

@@ -276,6 +276,10 @@ const struct m4d_param_desc m4d_device_params[] = {
     [MEM4D_DEVICE_GEMM_LIBRARY] = ENUM_ROW("gemm_library", NULL, NULL, gemm_library_names, 0),
     [MEM4D_DEVICE_MICROBATCH_OVERHEAD_NS] = NS_ROW("microbatch_overhead_ns", NULL, NULL, 0, UINT64_C(1) << 40, 0),
     [MEM4D_DEVICE_GRAD_ACCUM_BYTES] = NUM_ROW("grad_accum_bytes", NULL, NULL, 0, 64, 0),
+    [MEM4D_DEVICE_ATTENTION_EFFICIENCY_PPM] = PPM_ROW("attention_efficiency_ppm", NULL, NULL, 0, 2000000, 0),
+    [MEM4D_DEVICE_CALIBRATED_RUNS] = NUM_ROW("calibrated_runs", NULL, NULL, 0, 1u << 20, 0),
+    [MEM4D_DEVICE_SPEED_BAND_LOW_PPM] = PPM_ROW("speed_band_low_ppm", NULL, NULL, 0, 1000000, 0),
+    [MEM4D_DEVICE_SPEED_BAND_HIGH_PPM] = PPM_ROW("speed_band_high_ppm", NULL, NULL, 0, 100000000, 0),
 };
 M4D_TABLE_ROWS(m4d_device_params, M4D_DEVICE_NPARAM);
 

@@ -83,6 +83,17 @@ static const struct stack {
  * (its userbuffers default, num_sm = 16). */
 #define UB_SMS 16
 
+/* The band of the measured step time around the prediction, as measured /
+ * predicted: the 5th and 95th percentiles over the validation runs
+ * (tests/data/throughput/throughput.csv, every row the model expresses;
+ * doc/perf.md, "Uncertainty"), uncalibrated, and over the same runs
+ * predicted by a device calibrated on the first run of their weak-scaling
+ * series (tests/test-throughput.c prints both). */
+#define BAND_LOW 0.869
+#define BAND_HIGH 1.673
+#define BAND_CAL_LOW 0.920
+#define BAND_CAL_HIGH 1.076
+
 /* Seconds of one micro-batch's work on one GPU. */
 struct unit_time {
     double layer_compute; /* GEMMs, attention, element-wise, launches (+ recompute) */
@@ -155,6 +166,12 @@ static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device
         .intra = {D(dv[MEM4D_DEVICE_INTRA_NODE_BANDWIDTH]) * ce, D(dv[MEM4D_DEVICE_INTRA_NODE_LATENCY_NS]) * 1e-9},
         .inter = {inter * ce, D(dv[MEM4D_DEVICE_INTER_NODE_LATENCY_NS]) * 1e-9},
     };
+    /* A device's own attention rate (a calibration's) replaces the
+     * kernel's forward share; the backward keeps its ratio to it. */
+    if (dv[MEM4D_DEVICE_ATTENTION_EFFICIENCY_PPM]) {
+        mc.attn_bwd *= ppm(dv[MEM4D_DEVICE_ATTENTION_EFFICIENCY_PPM]) / mc.attn_fwd;
+        mc.attn_fwd = ppm(dv[MEM4D_DEVICE_ATTENTION_EFFICIENCY_PPM]);
+    }
     return mc;
 }
 
@@ -613,6 +630,16 @@ static struct pipeline pipeline_of(const struct m4d_ctx *x, const struct m4d_per
     return pl;
 }
 
+uint64_t m4d_perf_effective(const mem4d_device *dev, mem4d_device_param key)
+{
+    if (key != MEM4D_DEVICE_ATTENTION_EFFICIENCY_PPM && key != MEM4D_DEVICE_MICROBATCH_OVERHEAD_NS)
+        return dev->v[key];
+    struct m4d_ctx x = {0}; /* bf16: the attention kernel and the stack do not depend on the job */
+    struct m4d_machine mc = machine_of(&x, dev);
+    double v = key == MEM4D_DEVICE_ATTENTION_EFFICIENCY_PPM ? mc.attn_fwd * 1e6 : mc.mb_overhead * 1e9;
+    return (uint64_t)(v + 0.5);
+}
+
 void m4d_perf_prepare(const struct m4d_ctx *x, const mem4d_device *dev, struct m4d_perf_group *pg)
 {
     pg->ok = dev->v[MEM4D_DEVICE_PEAK_FLOPS] != 0 && x->gbs != 0 && x->p != 0 && x->t != 0 && x->c != 0;
@@ -636,7 +663,17 @@ void m4d_perf_prepare(const struct m4d_ctx *x, const mem4d_device *dev, struct m
         pg->offload_per_b = D(x->act_offload) * D(m4d_layer_activation_bytes(&one)) /
                             D(dev->v[MEM4D_DEVICE_HOST_BANDWIDTH]);
     }
-    pg->peak = D(dev->v[MEM4D_DEVICE_PEAK_FLOPS]);
+    /* MFU against the peak of the precision the GEMMs run in. */
+    pg->peak = D(dev->v[x->fp8 && dev->v[MEM4D_DEVICE_PEAK_FP8_FLOPS] ? MEM4D_DEVICE_PEAK_FP8_FLOPS
+                                                                       : MEM4D_DEVICE_PEAK_FLOPS]);
+    bool cal = dev->v[MEM4D_DEVICE_CALIBRATED_RUNS] != 0;
+    pg->band_lo = dev->v[MEM4D_DEVICE_SPEED_BAND_LOW_PPM] ? ppm(dev->v[MEM4D_DEVICE_SPEED_BAND_LOW_PPM])
+                  : cal                                   ? BAND_CAL_LOW
+                                                          : BAND_LOW;
+    pg->band_hi = dev->v[MEM4D_DEVICE_SPEED_BAND_HIGH_PPM] ? ppm(dev->v[MEM4D_DEVICE_SPEED_BAND_HIGH_PPM])
+                  : cal                                    ? BAND_CAL_HIGH
+                                                           : BAND_HIGH;
+    pg->band_hi = MAX(pg->band_hi, 1); /* the band holds the prediction */
     /* Weights of one layer on one GPU, as the memory model shards them
      * (m4d_layer_share: linear weights over t, experts over ep·etp, norms
      * and the router replicated), and of the heaviest stage with its
@@ -705,6 +742,16 @@ void m4d_perf_fill(const struct m4d_ctx *x, const struct m4d_perf_group *pg, mem
     o[MEM4D_METRIC_DP_COMM_S] = dp + ml * u.layer_fsdp;
     o[MEM4D_METRIC_BUBBLE_S] = pl.bubble;
     o[MEM4D_METRIC_OPTIMIZER_S] = pg->opt_s;
+    double lo = pg->band_lo, hi = pg->band_hi;
+    o[MEM4D_METRIC_STEP_TIME_LOW_S] = step * lo;
+    o[MEM4D_METRIC_STEP_TIME_HIGH_S] = step * hi;
+    o[MEM4D_METRIC_TOKENS_PER_S_LOW] = o[MEM4D_METRIC_TOKENS_PER_S] / hi;
+    o[MEM4D_METRIC_TOKENS_PER_S_HIGH] = o[MEM4D_METRIC_TOKENS_PER_S] / lo;
+    o[MEM4D_METRIC_TFLOPS_PER_GPU_LOW] = tflops / hi;
+    o[MEM4D_METRIC_TFLOPS_PER_GPU_HIGH] = tflops / lo;
+    o[MEM4D_METRIC_MFU_LOW] = o[MEM4D_METRIC_MFU] / hi;
+    o[MEM4D_METRIC_MFU_HIGH] = o[MEM4D_METRIC_MFU] / lo;
+    o[MEM4D_METRIC_MFU_PEAK_FLOPS] = pg->peak;
     o[MEM4D_METRIC_EXPOSED_COMM_S] = o[MEM4D_METRIC_TP_COMM_S] + o[MEM4D_METRIC_CP_COMM_S] +
                                      o[MEM4D_METRIC_EP_COMM_S] + o[MEM4D_METRIC_PP_COMM_S] +
                                      o[MEM4D_METRIC_DP_COMM_S];

@@ -30,14 +30,14 @@
 M4D_ENUM_COUNT(M4D_MODEL_NPARAM, MEM4D_MODEL_DSA_INDEX_SKIP_OFFSET);
 #define M4D_LAYOUT_NPARAM 81
 M4D_ENUM_COUNT(M4D_LAYOUT_NPARAM, MEM4D_LAYOUT_MOE_SHARED_EXPERT_OVERLAP);
-#define M4D_DEVICE_NPARAM 29
-M4D_ENUM_COUNT(M4D_DEVICE_NPARAM, MEM4D_DEVICE_GRAD_ACCUM_BYTES);
+#define M4D_DEVICE_NPARAM 33
+M4D_ENUM_COUNT(M4D_DEVICE_NPARAM, MEM4D_DEVICE_SPEED_BAND_HIGH_PPM);
 #define M4D_NTERMS 15
 M4D_ENUM_COUNT(M4D_NTERMS, MEM4D_TERM_PEAK_MOMENT);
 #define M4D_NINFO 6
 M4D_ENUM_COUNT(M4D_NINFO, MEM4D_INFO_PROCESS_GROUPS);
-#define M4D_NMETRICS 16
-M4D_ENUM_COUNT(M4D_NMETRICS, MEM4D_METRIC_ROUTER_PERMUTE_S);
+#define M4D_NMETRICS 25
+M4D_ENUM_COUNT(M4D_NMETRICS, MEM4D_METRIC_MFU_PEAK_FLOPS);
 #define M4D_NSEARCH_OPTIONS 5
 M4D_ENUM_COUNT(M4D_NSEARCH_OPTIONS, MEM4D_SEARCH_UNEVEN_STAGES);
 #define M4D_NSEARCH_STATS 4
@@ -47,8 +47,8 @@ M4D_ENUM_COUNT(M4D_NSEARCH_STATS, MEM4D_SEARCH_STAT_YIELDED);
 M4D_ENUM_COUNT(M4D_NMODES, MEM4D_MODE_PAPER);
 #define M4D_NSTATUS 23
 M4D_ENUM_COUNT(M4D_NSTATUS, MEM4D_E_EXPERTS);
-#define M4D_NCALFIG 11
-M4D_ENUM_COUNT(M4D_NCALFIG, MEM4D_CALIBRATION_MEMORY_RANK);
+#define M4D_NCALFIG 12
+M4D_ENUM_COUNT(M4D_NCALFIG, MEM4D_CALIBRATION_MEASURED_TOKENS_PER_S);
 
 /* Upper bound of pp (and so of stages in a report). */
 #define M4D_MAX_STAGES 512
@@ -719,7 +719,8 @@ struct m4d_perf_group {
     double n_first, n_mid, n_last, layers_max;
     double dp_reduce, dp_gather, dp_colls, opt_s; /* unhidden DP seconds, buckets, optimizer */
     double fsdp_ag, fsdp_rs;                       /* one layer's ZeRO-3 gather / reduce-scatter */
-    double flops_per_seq, peak;                    /* Megatron's model FLOPs per sequence; bf16 peak */
+    double flops_per_seq, peak;                    /* Megatron's model FLOPs per sequence; the MFU's peak */
+    double band_lo, band_hi;                       /* measured / predicted step: 5th, 95th percentile */
     double offload_per_b;                          /* host transfer seconds of the offloaded layers, per sample */
     double accum_layer;                            /* gradient accumulation seconds of one layer, per micro-batch */
     struct m4d_moe_group moe;                      /* the expert layer's share (lib/perf_moe.c) */
@@ -745,6 +746,10 @@ double m4d_hybrid_flops_per_seq(const struct m4d_ctx *x);
 double m4d_hybrid_mean_layer_weights(const struct m4d_ctx *x);
 
 void m4d_perf_fill(const struct m4d_ctx *x, const struct m4d_perf_group *pg, mem4d_report *r);
+/* The value a speed key takes on a device: its own, or where it is 0 the
+ * stack's (attention_efficiency_ppm: the attention kernel's forward share of
+ * the GEMM rate; microbatch_overhead_ns: the stack's overhead). */
+uint64_t m4d_perf_effective(const mem4d_device *dev, mem4d_device_param key);
 
 /* --- presets.c -------------------------------------------------------------- */
 

@@ -40,6 +40,43 @@ class Calibrate(unittest.TestCase):
                     '--device-file', out, '--json')
             self.assertEqual(p.returncode, 0, p.stderr)
 
+    def test_measured_figures_and_framework_logs(self):
+        """A measured figure without a log and a torchtitan log of a job given by flags:
+        one run fits one constant, says which it left, and the device records the runs."""
+        job = ['--model', 'llama3.1-8b', '--world', '8', '--seq', '8192', '--gbs', '32', '--set', 'zero_stage=3']
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, 'fitted.device')
+            p = run('calibrate', *job, '--measured-tokens-per-s', '65536', '--output', out, '--json')
+            self.assertEqual(p.returncode, 0, p.stderr)
+            doc = json.loads(p.stdout)
+            entry = doc['logs'][0]
+            self.assertAlmostEqual(entry['measured_step_s'], 4.0, delta=1e-9)
+            self.assertAlmostEqual(entry['predicted_step_after_s'] / 4.0, 1, delta=0.005)
+            fitted = {c['key']: c['fitted'] for c in doc['constants']}
+            self.assertEqual(fitted, {'matmul_efficiency_ppm': True, 'fp8_efficiency_ppm': False,
+                                      'attention_efficiency_ppm': False, 'microbatch_overhead_ns': False,
+                                      'comm_efficiency_ppm': False})
+            self.assertEqual(doc['device']['calibrated_runs'], 1)
+            with open(out) as f:
+                self.assertIn('calibrated_runs = 1', f.read())
+            log = os.path.join(d, 'titan.log')
+            with open(log, 'w') as f:
+                for step in (1, 10, 20):
+                    f.write('[rank0]:[titan] - root - INFO - \033[31mstep: %2d  \033[32mloss: 9.00000  '
+                            'memory: 60.50GiB(63.68%%)  \033[34mtps: 8,192  tflops: 400.00  mfu: 40.44%%\033[39m\n'
+                            % step)
+            p = run('calibrate', *job, '--log', log, '--log-format', 'torchtitan')
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn('fitted from the runs: matmul_efficiency_ppm', p.stdout)
+            self.assertIn('left at the device\'s value: fp8_efficiency_ppm, attention_efficiency_ppm', p.stdout)
+            self.assertIn('calibrated_runs = 1', p.stdout)
+        for extra, needle in ((['--measured-step-s', 'soon'], '--measured-step-s soon: not a positive number'),
+                              (['--log', 'x', '--log-format', 'deepspeed'], '--log-format deepspeed: not megatron'),
+                              (['--world', '8', '--measured-step-s', '2'], '--model or --hf-config is required')):
+            p = run('calibrate', *extra)
+            self.assertEqual(p.returncode, 2)
+            self.assertIn(needle, p.stderr)
+
     def test_table(self):
         p = run('calibrate', '--log', os.path.join(DATA, 'llama32-1b-dp8.log'))
         self.assertEqual(p.returncode, 0, p.stderr)
@@ -61,7 +98,7 @@ class Calibrate(unittest.TestCase):
             self.assertIn('No such file', p.stderr)
             p = run('calibrate')
             self.assertEqual(p.returncode, 2)
-            self.assertIn('calibrate needs --log FILE', p.stderr)
+            self.assertIn('calibrate needs --log FILE or a measured figure', p.stderr)
 
     def test_every_argument_megatron_prints(self):
         # The same job from the log with every argument of Megatron-LM's

@@ -121,6 +121,33 @@ class Estimate(unittest.TestCase):
         self.assertIn('67.52', p.stdout)
         self.assertIn('tight', p.stdout)
 
+    def test_speed_band_and_mfu_peak(self):
+        """Every speed figure with its band; MFU against the job's precision's peak, named."""
+        job = ['--model', 'llama3.1-8b', '--gpu', 'h100-80', '--world', '8', '--seq', '8192', '--gbs', '128']
+        p = run('estimate', *job, '--json')
+        self.assertEqual(p.returncode, 0, p.stderr)
+        sp = json.loads(p.stdout)['speed']
+        for x in ('step_time_s', 'tokens_per_s', 'tflops_per_gpu', 'mfu'):
+            lo, hi = x.replace('_s', '_low_s') if x == 'step_time_s' else x + '_low', \
+                x.replace('_s', '_high_s') if x == 'step_time_s' else x + '_high'
+            self.assertLess(sp[lo], sp[x])
+            self.assertGreater(sp[hi], sp[x])
+        self.assertEqual(sp['mfu_peak'], 'bf16')
+        self.assertEqual(sp['mfu_peak_flops'], 989.4e12)
+        fp8 = json.loads(run('estimate', *job, '--set', 'fp8=1', '--json').stdout)['speed']
+        self.assertEqual(fp8['mfu_peak'], 'fp8')
+        self.assertEqual(fp8['mfu_peak_flops'], 1978.9e12)
+        self.assertAlmostEqual(fp8['mfu'], fp8['tflops_per_gpu'] * 1e12 / 1978.9e12, places=7)
+        text = run('estimate', *job).stdout
+        self.assertIn('%.0f tokens/s (%.0f-%.0f;' % (sp['tokens_per_s'], sp['tokens_per_s_low'],
+                                                     sp['tokens_per_s_high']), text)
+        self.assertIn('of the bf16 peak 989 TFLOP/s', text)
+        # A calibrated device narrows the band.
+        cal = json.loads(run('estimate', *job, '--device-set', 'calibrated_runs=1', '--json').stdout)['speed']
+        self.assertEqual(cal['tokens_per_s'], sp['tokens_per_s'])
+        self.assertGreater(cal['tokens_per_s_low'], sp['tokens_per_s_low'])
+        self.assertLess(cal['tokens_per_s_high'], sp['tokens_per_s_high'])
+
     def test_gpu_memory_override(self):
         p = run('estimate', *GOLDEN, '--gpu-memory-gib', '200', '--json')
         self.assertEqual(json.loads(p.stdout)['verdict'], 'fits')

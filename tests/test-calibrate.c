@@ -411,6 +411,191 @@ START_TEST(refusals_name_the_line)
 }
 END_TEST
 
+/* Is device key k among the constants the last fit fitted? */
+static int fitted(const mem4d_calibration *c, mem4d_device_param k)
+{
+    mem4d_device_param key;
+    int f;
+    for (size_t i = 0; mem4d_calibration_constant(c, i, &key, &f) == MEM4D_OK; i++)
+        if (key == k)
+            return f;
+    ck_abort_msg("%s is not a constant the fit considers", mem4d_device_param_name(k));
+    return -1;
+}
+
+/* torchtitan and nanotron logs of a job given as model and layout, in their
+ * own formats (colours included); a measured figure without a log. Each
+ * reads exactly, one run fits the one constant that dominates its step,
+ * and the device records that it was calibrated and on how many runs. */
+START_TEST(framework_logs_and_measurements)
+{
+    mem4d_model *m = tu_model("llama3.1-8b");
+    mem4d_layout *l = tu_layout("world=8", "seq=8192", "gbs=32", "zero_stage=3", NULL);
+    /* torchtitan/components/metrics.py: tps is tokens/s per GPU; step 1 is the warm-up. */
+    static const char titan[] =
+        "[rank0]:[titan] 2025-01-01 10:00:00,000 - root - INFO - Training starts at step 1.\n"
+        "[rank0]:[titan] 2025-01-01 10:00:10,000 - root - INFO - \033[31mstep:  1  \033[32mloss: 12.25000  "
+        "\033[33mgrad_norm:  4.0000  \033[36mmemory: 60.50GiB(63.68%)  \033[34mtps: 1,000  \033[36mtflops: 50.00  "
+        "\033[35mmfu: 5.06%\033[39m\n"
+        "[rank0]:[titan] 2025-01-01 10:00:20,000 - root - INFO - \033[31mstep: 10  \033[32mloss:  9.50000  "
+        "\033[33mgrad_norm:  2.0000  \033[36mmemory: 60.50GiB(63.68%)  \033[34mtps: 8,192  \033[36mtflops: 400.00  "
+        "\033[35mmfu: 40.44%\033[39m\n"
+        "[rank0]:[titan] 2025-01-01 10:00:30,000 - root - INFO - step: 20  loss:  9.00000  grad_norm:  1.0000  "
+        "memory: 60.50GiB(63.68%)  tps: 8,192  tflops: 400.00  mfu: 40.44%\n";
+    mem4d_calibration *c = NULL;
+    ck_assert_int_eq(mem4d_calibration_new(&c), MEM4D_OK);
+    ck_assert_msg(mem4d_calibration_add_log(c, MEM4D_LOG_TORCHTITAN, titan, sizeof titan - 1, m, l) == MEM4D_OK, "%s",
+                  mem4d_calibration_message(c));
+    mem4d_device *d = tu_device("h100-80");
+    ck_assert_int_eq(mem4d_calibration_constant(c, 0, &(mem4d_device_param){0}, &(int){0}), MEM4D_E_UNSUPPORTED);
+    ck_assert_msg(mem4d_calibration_fit(c, d) == MEM4D_OK, "%s", mem4d_calibration_message(c));
+    /* 32 x 8192 tokens at 8192 tokens/s on each of 8 GPUs: 4 s */
+    ck_assert_double_eq_tol(fig(c, 0, MEM4D_CALIBRATION_MEASURED_TOKENS_PER_S), 8 * 8192.0, 1e-9);
+    ck_assert_double_eq_tol(fig(c, 0, MEM4D_CALIBRATION_MEASURED_STEP_S), 4.0, 1e-9);
+    ck_assert(fabs(fig(c, 0, MEM4D_CALIBRATION_PREDICTED_STEP_AFTER_S) / 4.0 - 1) < 0.005);
+    ck_assert_int_eq(fitted(c, MEM4D_DEVICE_MATMUL_EFFICIENCY_PPM), 1);
+    ck_assert_int_eq(fitted(c, MEM4D_DEVICE_ATTENTION_EFFICIENCY_PPM), 0);
+    ck_assert_int_eq(fitted(c, MEM4D_DEVICE_MICROBATCH_OVERHEAD_NS), 0);
+    ck_assert_int_eq(fitted(c, MEM4D_DEVICE_COMM_EFFICIENCY_PPM), 0);
+    ck_assert_int_eq(fitted(c, MEM4D_DEVICE_FP8_EFFICIENCY_PPM), 0);
+    ck_assert_int_eq(mem4d_calibration_constant(c, 99, &(mem4d_device_param){0}, &(int){0}), MEM4D_E_RANGE);
+    ck_assert_uint_eq(dget(d, MEM4D_DEVICE_CALIBRATED_RUNS), 1);
+    mem4d_device_free(d);
+    mem4d_calibration_free(c);
+
+    /* nanotron's human_format: 4.1K ms is 4.1 s (the "elapsed_" name of
+     * older releases read the same). */
+    static const char nano[] =
+        "\033[2;3m01/01 10:00:00 [INFO|DP=0]\033[0m: iteration: 1 / 100 | consumed_tokens: 262K | "
+        "elapsed_time_per_iteration_ms: 9.5K | tokens_per_sec: 27.6K | tokens_per_sec_per_gpu: 3.45K | "
+        "global_batch_size: 262K | lm_loss: 12.2 | lr: 0.0003 | model_tflops_per_gpu: 170 | eta: 0:15:00\n"
+        "\033[2;3m01/01 10:00:04 [INFO|DP=0]\033[0m: iteration: 2 / 100 | consumed_tokens: 524K | "
+        "time_per_iteration_ms: 4.1K | tokens_per_sec: 63.9K | tokens_per_sec_per_gpu: 7.99K | "
+        "global_batch_size: 262K | lm_loss: 11.9 | lr: 0.0003 | model_tflops_per_gpu: 393 | eta: 0:06:40\n";
+    ck_assert_int_eq(mem4d_calibration_new(&c), MEM4D_OK);
+    ck_assert_msg(mem4d_calibration_add_log(c, MEM4D_LOG_NANOTRON, nano, sizeof nano - 1, m, l) == MEM4D_OK, "%s",
+                  mem4d_calibration_message(c));
+    /* A measured figure without a log, of each kind: one run each. */
+    ck_assert_int_eq(mem4d_calibration_add_measurement(c, m, l, MEM4D_CALIBRATION_MEASURED_STEP_S, 4.1), MEM4D_OK);
+    ck_assert_int_eq(mem4d_calibration_add_measurement(c, m, l, MEM4D_CALIBRATION_MEASURED_TOKENS_PER_S,
+                                                       32 * 8192 / 4.1),
+                     MEM4D_OK);
+    d = tu_device("h100-80");
+    ck_assert_msg(mem4d_calibration_fit(c, d) == MEM4D_OK, "%s", mem4d_calibration_message(c));
+    for (size_t i = 0; i < 3; i++)
+        ck_assert_double_eq_tol(fig(c, i, MEM4D_CALIBRATION_MEASURED_STEP_S), 4.1, 1e-9);
+    /* TFLOP/s per GPU under Megatron's count: the predicted figure at 4.1 s. */
+    mem4d_report *r = NULL;
+    ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
+    ck_assert_int_eq(mem4d_estimate(m, l, d, r), MEM4D_OK);
+    double step = 0, tflops = 0;
+    ck_assert_int_eq(mem4d_report_metric(r, MEM4D_METRIC_STEP_TIME_S, &step), MEM4D_OK);
+    ck_assert_int_eq(mem4d_report_metric(r, MEM4D_METRIC_TFLOPS_PER_GPU, &tflops), MEM4D_OK);
+    ck_assert_int_eq(mem4d_calibration_add_measurement(c, m, l, MEM4D_CALIBRATION_MEASURED_TFLOPS_PER_GPU,
+                                                       tflops * step / 4.1),
+                     MEM4D_OK);
+    ck_assert_int_eq(mem4d_calibration_fit(c, d), MEM4D_OK);
+    ck_assert_double_eq_tol(fig(c, 3, MEM4D_CALIBRATION_MEASURED_STEP_S), 4.1, 1e-9);
+    ck_assert_uint_eq(dget(d, MEM4D_DEVICE_CALIBRATED_RUNS), 4);
+    /* Refusals. */
+    ck_assert_int_eq(mem4d_calibration_add_measurement(c, m, l, MEM4D_CALIBRATION_MEASURED_STEP_S, -1),
+                     MEM4D_E_RANGE);
+    ck_assert_str_eq(mem4d_calibration_message(c), "a measured figure must be a positive number");
+    ck_assert_int_eq(mem4d_calibration_add_measurement(c, m, l, MEM4D_CALIBRATION_MEMORY_RANK, 1),
+                     MEM4D_E_INVALID_ARG);
+    mem4d_layout *nogbs = tu_layout("world=8", "seq=8192", NULL);
+    ck_assert_int_eq(mem4d_calibration_add_measurement(c, m, nogbs, MEM4D_CALIBRATION_MEASURED_STEP_S, 1),
+                     MEM4D_E_MISSING);
+    ck_assert_int_eq(mem4d_calibration_add_log(c, MEM4D_LOG_TORCHTITAN, "step: 1  loss: 2  tps: soon\n", 27, m, l),
+                     MEM4D_E_PARSE);
+    ck_assert_str_eq(mem4d_calibration_message(c), "line 1: tps is not a positive number of tokens per second");
+    ck_assert_int_eq(mem4d_calibration_add_log(c, MEM4D_LOG_NANOTRON, "iteration: 1 / 2 | time_per_iteration_ms: x\n",
+                                               44, m, l),
+                     MEM4D_E_PARSE);
+    ck_assert_int_eq(mem4d_calibration_add_log(c, MEM4D_LOG_NANOTRON, "hello\n", 6, m, l), MEM4D_E_MISSING);
+    ck_assert_str_eq(mem4d_calibration_message(c),
+                     "no iteration line with \"time_per_iteration_ms\": not a nanotron training log");
+    ck_assert_int_eq(mem4d_calibration_add_log(c, (mem4d_log_format)7, "", 0, m, l), MEM4D_E_INVALID_ARG);
+    ck_assert_uint_eq(mem4d_calibration_log_count(c), 4);
+    mem4d_layout_free(nogbs);
+    mem4d_report_free(r);
+    mem4d_device_free(d);
+    mem4d_calibration_free(c);
+    mem4d_layout_free(l);
+    mem4d_model_free(m);
+}
+END_TEST
+
+/* Runs that vary what each constant acts on identify more than one: step
+ * times measured on a device whose GEMM efficiency, attention efficiency
+ * and per-micro-batch overhead differ from the preset's, over micro-batch
+ * counts and sequence lengths, are fitted back from the preset. One run
+ * of them fits one constant only. */
+START_TEST(several_runs_identify_several_constants)
+{
+    mem4d_model *m = tu_model("llama3.1-8b");
+    mem4d_device *truth = tu_device("h100-80");
+    ck_assert_int_eq(mem4d_device_set_str(truth, "matmul_efficiency_ppm", "500000"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_device_set_str(truth, "attention_efficiency_ppm", "500000"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_device_set_str(truth, "microbatch_overhead_ns", "20000000"), MEM4D_OK);
+    static const char *const jobs[][4] = {
+        {"seq=2048", "gbs=512", "mbs=1", "pp=1"}, {"seq=2048", "gbs=512", "mbs=8", "pp=1"},
+        {"seq=16384", "gbs=64", "mbs=1", "pp=1"}, {"seq=8192", "gbs=128", "mbs=2", "pp=1"},
+        {"seq=4096", "gbs=256", "mbs=4", "pp=1"},
+    };
+    mem4d_calibration *c = NULL, *one = NULL;
+    ck_assert_int_eq(mem4d_calibration_new(&c), MEM4D_OK);
+    ck_assert_int_eq(mem4d_calibration_new(&one), MEM4D_OK);
+    mem4d_report *r = NULL;
+    ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
+    mem4d_layout *ls[5];
+    for (size_t i = 0; i < 5; i++) {
+        ls[i] = tu_layout("world=8", "tp=2", jobs[i][0], jobs[i][1], jobs[i][2], jobs[i][3], NULL);
+        double step = 0;
+        ck_assert_int_eq(mem4d_estimate(m, ls[i], truth, r), MEM4D_OK);
+        ck_assert_int_eq(mem4d_report_metric(r, MEM4D_METRIC_STEP_TIME_S, &step), MEM4D_OK);
+        ck_assert_int_eq(mem4d_calibration_add_measurement(c, m, ls[i], MEM4D_CALIBRATION_MEASURED_STEP_S, step),
+                         MEM4D_OK);
+        if (i == 0)
+            ck_assert_int_eq(mem4d_calibration_add_measurement(one, m, ls[i], MEM4D_CALIBRATION_MEASURED_STEP_S, step),
+                             MEM4D_OK);
+    }
+    mem4d_device *d = tu_device("h100-80");
+    ck_assert_msg(mem4d_calibration_fit(c, d) == MEM4D_OK, "%s", mem4d_calibration_message(c));
+    ck_assert_int_eq(fitted(c, MEM4D_DEVICE_MATMUL_EFFICIENCY_PPM), 1);
+    ck_assert_int_eq(fitted(c, MEM4D_DEVICE_ATTENTION_EFFICIENCY_PPM), 1);
+    ck_assert_int_eq(fitted(c, MEM4D_DEVICE_MICROBATCH_OVERHEAD_NS), 1);
+    ck_assert_int_eq(fitted(c, MEM4D_DEVICE_FP8_EFFICIENCY_PPM), 0); /* no fp8 run */
+    printf("fitted back: matmul %llu, attention %llu, per micro-batch %llu ns\n",
+           (unsigned long long)dget(d, MEM4D_DEVICE_MATMUL_EFFICIENCY_PPM),
+           (unsigned long long)dget(d, MEM4D_DEVICE_ATTENTION_EFFICIENCY_PPM),
+           (unsigned long long)dget(d, MEM4D_DEVICE_MICROBATCH_OVERHEAD_NS));
+    ck_assert(fabs((double)dget(d, MEM4D_DEVICE_MATMUL_EFFICIENCY_PPM) / 500000 - 1) < 0.03);
+    ck_assert(fabs((double)dget(d, MEM4D_DEVICE_ATTENTION_EFFICIENCY_PPM) / 500000 - 1) < 0.05);
+    ck_assert(fabs((double)dget(d, MEM4D_DEVICE_MICROBATCH_OVERHEAD_NS) / 20e6 - 1) < 0.1);
+    for (size_t i = 0; i < 5; i++)
+        ck_assert(fabs(fig(c, i, MEM4D_CALIBRATION_PREDICTED_STEP_AFTER_S) /
+                       fig(c, i, MEM4D_CALIBRATION_MEASURED_STEP_S) - 1) < 0.005);
+    mem4d_device *d1 = tu_device("h100-80");
+    ck_assert_int_eq(mem4d_calibration_fit(one, d1), MEM4D_OK);
+    int n = 0;
+    mem4d_device_param key;
+    int f;
+    for (size_t i = 0; mem4d_calibration_constant(one, i, &key, &f) == MEM4D_OK; i++)
+        n += f;
+    ck_assert_int_eq(n, 1);
+    for (size_t i = 0; i < 5; i++)
+        mem4d_layout_free(ls[i]);
+    mem4d_device_free(d1);
+    mem4d_device_free(d);
+    mem4d_report_free(r);
+    mem4d_calibration_free(one);
+    mem4d_calibration_free(c);
+    mem4d_device_free(truth);
+    mem4d_model_free(m);
+}
+END_TEST
+
 int main(int argc, char **argv)
 {
     data_dir = argc > 1 ? argv[1] : "tests/data/megatron-logs";
@@ -423,6 +608,8 @@ int main(int argc, char **argv)
     tcase_add_test(tc, refusals_name_the_line);
     tcase_add_test(tc, every_argument_megatron_prints);
     tcase_add_test(tc, long_empty_many_and_list_values);
+    tcase_add_test(tc, framework_logs_and_measurements);
+    tcase_add_test(tc, several_runs_identify_several_constants);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

@@ -624,6 +624,99 @@ END_TEST
  * backward. Over PCIe Gen5 (h100-80) an 8B's 8 layers hide behind the
  * compute: the step is the one without offloading; over a 1 GB/s link they
  * stall it, and the stall is compute time. */
+/* The band: the step time times the device's band, every speed figure
+ * inverse to it; a calibrated device gets the narrower band, and a device's
+ * own band keys replace the library's figures. */
+START_TEST(speed_band)
+{
+    mem4d_model *m = tu_model("llama3.1-8b");
+    mem4d_device *d = tu_device("h100-80");
+    mem4d_layout *l = tu_layout("world=64", "tp=2", "pp=2", "seq=8192", "gbs=256", NULL);
+    mem4d_report *r = NULL;
+    ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
+    ck_assert_int_eq(mem4d_estimate(m, l, d, r), MEM4D_OK);
+    double step = metric(r, MEM4D_METRIC_STEP_TIME_S), lo = metric(r, MEM4D_METRIC_STEP_TIME_LOW_S) / step,
+           hi = metric(r, MEM4D_METRIC_STEP_TIME_HIGH_S) / step;
+    ck_assert(lo < 1 && hi > 1);
+    assert_close(metric(r, MEM4D_METRIC_TOKENS_PER_S_LOW), metric(r, MEM4D_METRIC_TOKENS_PER_S) / hi);
+    assert_close(metric(r, MEM4D_METRIC_TOKENS_PER_S_HIGH), metric(r, MEM4D_METRIC_TOKENS_PER_S) / lo);
+    assert_close(metric(r, MEM4D_METRIC_TFLOPS_PER_GPU_LOW), metric(r, MEM4D_METRIC_TFLOPS_PER_GPU) / hi);
+    assert_close(metric(r, MEM4D_METRIC_TFLOPS_PER_GPU_HIGH), metric(r, MEM4D_METRIC_TFLOPS_PER_GPU) / lo);
+    assert_close(metric(r, MEM4D_METRIC_MFU_LOW), metric(r, MEM4D_METRIC_MFU) / hi);
+    assert_close(metric(r, MEM4D_METRIC_MFU_HIGH), metric(r, MEM4D_METRIC_MFU) / lo);
+    /* Calibrated: the same step, a band no wider. */
+    ck_assert_int_eq(mem4d_device_set_str(d, "calibrated_runs", "1"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_estimate(m, l, d, r), MEM4D_OK);
+    assert_close(metric(r, MEM4D_METRIC_STEP_TIME_S), step);
+    double clo = metric(r, MEM4D_METRIC_STEP_TIME_LOW_S) / step, chi = metric(r, MEM4D_METRIC_STEP_TIME_HIGH_S) / step;
+    ck_assert(clo >= lo && chi <= hi && chi - clo < hi - lo);
+    /* A device's own band; a high bound below 1 is taken as 1. */
+    ck_assert_int_eq(mem4d_device_set_str(d, "speed_band_low_ppm", "950000"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_device_set_str(d, "speed_band_high_ppm", "1100000"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_estimate(m, l, d, r), MEM4D_OK);
+    assert_close(metric(r, MEM4D_METRIC_STEP_TIME_LOW_S), step * 0.95);
+    assert_close(metric(r, MEM4D_METRIC_STEP_TIME_HIGH_S), step * 1.1);
+    ck_assert_int_eq(mem4d_device_set_str(d, "speed_band_high_ppm", "900000"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_estimate(m, l, d, r), MEM4D_OK);
+    assert_close(metric(r, MEM4D_METRIC_STEP_TIME_HIGH_S), step);
+    mem4d_report_free(r);
+    mem4d_layout_free(l);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
+/* MFU is against the peak of the precision the GEMMs run in: an fp8 job on
+ * a device with an fp8 peak against that peak, a bf16 job (or a device
+ * without an fp8 peak) against the bf16 one. */
+START_TEST(mfu_against_the_jobs_precision)
+{
+    mem4d_model *m = tu_model("llama3.1-8b");
+    mem4d_device *d = tu_device("h100-80");
+    mem4d_layout *bf16 = tu_layout("world=8", "seq=8192", "gbs=128", NULL);
+    mem4d_layout *fp8 = tu_layout("world=8", "seq=8192", "gbs=128", "fp8=1", NULL);
+    uint64_t p16 = 0, p8 = 0;
+    ck_assert_int_eq(mem4d_device_get(d, MEM4D_DEVICE_PEAK_FLOPS, &p16), MEM4D_OK);
+    ck_assert_int_eq(mem4d_device_get(d, MEM4D_DEVICE_PEAK_FP8_FLOPS, &p8), MEM4D_OK);
+    ck_assert(p8 > p16);
+    ck_assert(predict(m, bf16, d, MEM4D_METRIC_MFU_PEAK_FLOPS) == (double)p16);
+    ck_assert(predict(m, fp8, d, MEM4D_METRIC_MFU_PEAK_FLOPS) == (double)p8);
+    assert_close(predict(m, fp8, d, MEM4D_METRIC_MFU), predict(m, fp8, d, MEM4D_METRIC_TFLOPS_PER_GPU) * 1e12 / (double)p8);
+    ck_assert(predict(m, fp8, d, MEM4D_METRIC_MFU) < 0.7);
+    ck_assert_int_eq(mem4d_device_set(d, MEM4D_DEVICE_PEAK_FP8_FLOPS, 0), MEM4D_OK);
+    ck_assert(predict(m, fp8, d, MEM4D_METRIC_MFU_PEAK_FLOPS) == (double)p16);
+    mem4d_layout_free(fp8);
+    mem4d_layout_free(bf16);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
+/* microbatch_overhead_ns adds its time once per micro-batch to one stage
+ * (pp 1: m times, nothing else moves); attention_efficiency_ppm at the
+ * kernel's own forward share (FlashAttention-3's 0.83) changes nothing,
+ * below it slows attention. */
+START_TEST(microbatch_overhead_and_attention_efficiency)
+{
+    mem4d_model *m = tu_model("llama3.1-8b");
+    mem4d_device *d = tu_device("h100-80");
+    mem4d_layout *l = tu_layout("world=8", "seq=8192", "gbs=128", NULL); /* m = 16 */
+    ck_assert_int_eq(mem4d_device_set_str(d, "attention_kernel", "fa3"), MEM4D_OK); /* forward share 0.83 */
+    double step = predict(m, l, d, MEM4D_METRIC_STEP_TIME_S);
+    ck_assert_int_eq(mem4d_device_set_str(d, "microbatch_overhead_ns", "1000000"), MEM4D_OK);
+    ck_assert_msg(fabs(predict(m, l, d, MEM4D_METRIC_STEP_TIME_S) - (step + 16 * 1e-3)) < 1e-9, "%.9f",
+                  predict(m, l, d, MEM4D_METRIC_STEP_TIME_S) - step);
+    ck_assert_int_eq(mem4d_device_set_str(d, "microbatch_overhead_ns", "0"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_device_set_str(d, "attention_efficiency_ppm", "830000"), MEM4D_OK);
+    assert_close(predict(m, l, d, MEM4D_METRIC_STEP_TIME_S), step);
+    ck_assert_int_eq(mem4d_device_set_str(d, "attention_efficiency_ppm", "415000"), MEM4D_OK);
+    ck_assert(predict(m, l, d, MEM4D_METRIC_STEP_TIME_S) > step * 1.05);
+    mem4d_layout_free(l);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
 START_TEST(offload_transfers_hide_or_stall)
 {
     mem4d_model *m = tu_model("llama3.1-8b");
@@ -669,6 +762,9 @@ int main(void)
     tcase_add_test(tc, split_forms_agree);
     tcase_add_test(tc, speed_reads_memory_sharding);
     tcase_add_test(tc, search_within_the_nvlink_domain);
+    tcase_add_test(tc, speed_band);
+    tcase_add_test(tc, mfu_against_the_jobs_precision);
+    tcase_add_test(tc, microbatch_overhead_and_attention_efficiency);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

@@ -1215,7 +1215,25 @@ typedef enum mem4d_device_param {
      * gradient accumulation moves outside the weight-gradient GEMMs (0 where
      * the GEMM accumulates into the main gradient, as Megatron's
      * gradient_accumulation_fusion does); 0: the stack's. @since 0.2 */
-    MEM4D_DEVICE_GRAD_ACCUM_BYTES = 28
+    MEM4D_DEVICE_GRAD_ACCUM_BYTES = 28,
+    /** "attention_efficiency_ppm": share of the large-GEMM rate (matmul_efficiency_ppm
+     * x peak_flops) the flash-attention forward reaches at long sequences; the backward
+     * keeps the model's backward-to-forward ratio. 0 (default): the attention kernel's
+     * share (attention_kernel, the stack's; doc/perf.md, "The software stack"). A
+     * calibration fits it when the runs can tell it apart. @since 0.2 */
+    MEM4D_DEVICE_ATTENTION_EFFICIENCY_PPM = 29,
+    /** "calibrated_runs": measured runs the device's speed constants were fitted to
+     * (mem4d_calibration_fit() sets it); 0: not calibrated. It selects the speed band
+     * (doc/perf.md, "Uncertainty"). @since 0.2 */
+    MEM4D_DEVICE_CALIBRATED_RUNS = 30,
+    /** "speed_band_low_ppm": the lower bound of the measured step time as a share of
+     * the predicted one (the 5th percentile of measured / predicted over the
+     * validation runs); 0 (default): the library's figure for a calibrated or an
+     * uncalibrated device. @since 0.2 */
+    MEM4D_DEVICE_SPEED_BAND_LOW_PPM = 31,
+    /** "speed_band_high_ppm": the upper bound, likewise (the 95th percentile);
+     * 0 (default): the library's figure. @since 0.2 */
+    MEM4D_DEVICE_SPEED_BAND_HIGH_PPM = 32
 } mem4d_device_param;
 
 /**
@@ -1541,7 +1559,7 @@ typedef enum mem4d_metric {
     MEM4D_METRIC_STEP_TIME_S = 0,     /**< Seconds per optimizer step. */
     MEM4D_METRIC_TOKENS_PER_S = 1,    /**< Tokens per second, whole job. */
     MEM4D_METRIC_TFLOPS_PER_GPU = 2,  /**< Model TFLOP/s per GPU (Megatron's --log-throughput definition). */
-    MEM4D_METRIC_MFU = 3,             /**< Model FLOPs utilisation: TFLOP/s per GPU over the device's peak. */
+    MEM4D_METRIC_MFU = 3,             /**< Model FLOPs utilisation: TFLOP/s per GPU over the peak of the job's precision (::MEM4D_METRIC_MFU_PEAK_FLOPS; before 0.2 always the bf16 peak). */
     MEM4D_METRIC_BUBBLE_FRACTION = 4, /**< Share of the step lost to the pipeline bubble. */
     MEM4D_METRIC_COMPUTE_TIME_S = 5,  /**< Seconds of compute per step (recompute included). */
     MEM4D_METRIC_EXPOSED_COMM_S = 6,  /**< Seconds of communication not hidden behind compute (the sum of the next five). */
@@ -1558,7 +1576,23 @@ typedef enum mem4d_metric {
     /** Seconds per step of the router (its GEMM, top-k, auxiliary loss) and of the token permutation
      * before the dispatch and after the combine, slowest stage: part of ::MEM4D_METRIC_COMPUTE_TIME_S.
      * 0 for a dense model. @since 0.2 */
-    MEM4D_METRIC_ROUTER_PERMUTE_S = 15
+    MEM4D_METRIC_ROUTER_PERMUTE_S = 15,
+    /** The band the measured step time falls in: the step time times the device's
+     * speed_band_low_ppm (the validation runs' 5th percentile of measured over
+     * predicted, narrower when the device is calibrated; doc/perf.md,
+     * "Uncertainty"). @since 0.2 */
+    MEM4D_METRIC_STEP_TIME_LOW_S = 16,
+    MEM4D_METRIC_STEP_TIME_HIGH_S = 17,    /**< The band's upper step time (speed_band_high_ppm). @since 0.2 */
+    MEM4D_METRIC_TOKENS_PER_S_LOW = 18,    /**< Tokens per second at the band's upper step time. @since 0.2 */
+    MEM4D_METRIC_TOKENS_PER_S_HIGH = 19,   /**< Tokens per second at the band's lower step time. @since 0.2 */
+    MEM4D_METRIC_TFLOPS_PER_GPU_LOW = 20,  /**< TFLOP/s per GPU at the band's upper step time. @since 0.2 */
+    MEM4D_METRIC_TFLOPS_PER_GPU_HIGH = 21, /**< TFLOP/s per GPU at the band's lower step time. @since 0.2 */
+    MEM4D_METRIC_MFU_LOW = 22,             /**< MFU at the band's upper step time. @since 0.2 */
+    MEM4D_METRIC_MFU_HIGH = 23,            /**< MFU at the band's lower step time. @since 0.2 */
+    /** The peak MFU is taken against, FLOP/s: the precision the job's GEMMs run in
+     * (peak_fp8_flops for an fp8 job on a device that has one, else peak_flops).
+     * @since 0.2 */
+    MEM4D_METRIC_MFU_PEAK_FLOPS = 24
 } mem4d_metric;
 
 /**
@@ -2284,13 +2318,18 @@ MEM4D_API mem4d_status mem4d_layout_megatron_args(const mem4d_model *model, cons
  * A calibration reads Megatron-LM training logs (their arguments block, the
  * iteration lines with "elapsed time per iteration (ms)" and "throughput per
  * GPU (TFLOP/s/GPU)", the "[Rank N] ... memory (MB) | allocated: ... | max
- * allocated: ... | reserved: ... | max reserved: ..." lines), then fits a
- * device to them: the efficiency that dominates each log's predicted step
- * (matmul_efficiency_ppm, fp8_efficiency_ppm with fp8, or
- * comm_efficiency_ppm when exposed communication outweighs compute), and
- * the memory model's fixed workspace_bytes and allocator_overhead_ppm from
- * the measured peaks. Several logs fit several constants together. See
- * doc/perf.md, "Calibration".
+ * allocated: ... | reserved: ... | max reserved: ..." lines), torchtitan and
+ * nanotron logs of a job given as a model and a layout, and measured figures
+ * without a log; then fits a device to them. Of the speed constants
+ * matmul_efficiency_ppm, fp8_efficiency_ppm, attention_efficiency_ppm,
+ * microbatch_overhead_ns and comm_efficiency_ppm it fits those the runs'
+ * step times can identify (the one that moves them most; with more runs,
+ * each other one that moves them in a way the ones chosen do not, up to one
+ * constant per run) and leaves the others at the device's value
+ * (mem4d_calibration_constant() says which); from memory lines, the memory
+ * model's fixed workspace_bytes and allocator_overhead_ppm; and it records
+ * calibrated_runs, which narrows the speed band. See doc/perf.md,
+ * "Calibration".
  * @{ */
 
 /** Opaque calibration handle: the logs read so far. @since 0.2 */
@@ -2311,8 +2350,32 @@ typedef enum mem4d_calibration_figure {
     MEM4D_CALIBRATION_MEASURED_MAX_RESERVED = 7,     /**< "max reserved" of that memory line, bytes. */
     MEM4D_CALIBRATION_PREDICTED_MAX_RESERVED_BEFORE = 8,  /**< Peak reserved of the stage before the fit, bytes. */
     MEM4D_CALIBRATION_PREDICTED_MAX_RESERVED_AFTER = 9,   /**< The same after the fit. */
-    MEM4D_CALIBRATION_MEMORY_RANK = 10               /**< The rank whose memory line was read. */
+    MEM4D_CALIBRATION_MEMORY_RANK = 10,              /**< The rank whose memory line was read. */
+    /** Tokens per second of the whole job: a torchtitan log's "tps" (per GPU) times the
+     * GPUs, a nanotron log's "tokens_per_sec", or a measurement given as such. @since 0.2 */
+    MEM4D_CALIBRATION_MEASURED_TOKENS_PER_S = 11
 } mem4d_calibration_figure;
+
+/**
+ * Formats of training logs mem4d_calibration_add_log() reads. Values are fixed
+ * forever; new ones are appended.
+ * @since 0.2
+ */
+typedef enum mem4d_log_format {
+    /** Megatron-LM (and NeMo, Megatron-Bridge): "iteration N/ M | ... | elapsed time per
+     * iteration (ms): X | ... | throughput per GPU (TFLOP/s/GPU): Y |" (training.py,
+     * training_log()), and its memory lines. */
+    MEM4D_LOG_MEGATRON = 0,
+    /** torchtitan: "step: N  loss: ...  memory: XGiB(P%)  tps: T  tflops: F  mfu: M%"
+     * (torchtitan/components/metrics.py, MetricsProcessor.log()); tps is tokens per
+     * second per GPU, ANSI colours are passed over. */
+    MEM4D_LOG_TORCHTITAN = 1,
+    /** nanotron: "iteration: N / M | consumed_tokens: ... | time_per_iteration_ms: X |
+     * tokens_per_sec: Y | tokens_per_sec_per_gpu: Z | ..." (src/nanotron/trainer.py,
+     * train_step_logs(); "elapsed_time_per_iteration_ms" before 2025), numbers in
+     * nanotron's human_format ("10.2K"). */
+    MEM4D_LOG_NANOTRON = 2
+} mem4d_log_format;
 
 /**
  * Create an empty calibration.
@@ -2375,6 +2438,84 @@ MEM4D_API mem4d_status mem4d_calibration_add_megatron_log(mem4d_calibration *cal
  */
 MEM4D_API mem4d_status mem4d_calibration_add_megatron_log_file(mem4d_calibration *cal, const char *path, int argc,
                                                                const char *const *argv, uint64_t world_size);
+
+/**
+ * Read one training log of a job described by @p model and @p layout (which
+ * must have its GPUs, sequence length and global batch): the step time of its
+ * iteration lines (their median, the first line, the warm-up, left out; a log
+ * of one line is taken as it is). A Megatron-LM log's arguments block, if it
+ * has one, is not read: the job is the one given.
+ * @param cal The calibration.
+ * @param format The framework that wrote the log.
+ * @param text The log's bytes (need not be NUL-terminated).
+ * @param length Bytes of text.
+ * @param model The job's model.
+ * @param layout The job's layout.
+ * @return ::MEM4D_OK, ::MEM4D_E_PARSE (a step line it cannot read),
+ *         ::MEM4D_E_MISSING (no step line; a layout without world, sequence or
+ *         global batch), ::MEM4D_E_RANGE (more than 32 logs and measurements),
+ *         a validation status of the job, or ::MEM4D_E_INVALID_ARG.
+ * @since 0.2
+ */
+MEM4D_API mem4d_status mem4d_calibration_add_log(mem4d_calibration *cal, mem4d_log_format format, const char *text,
+                                                 size_t length, const mem4d_model *model, const mem4d_layout *layout);
+
+/**
+ * Read one training log from a file: mem4d_calibration_add_log() on its
+ * contents, under the rule of mem4d_calibration_add_megatron_log_file() (a
+ * regular file of at most 1 GiB; a FIFO, a device or a directory is refused
+ * without blocking).
+ * @param cal The calibration.
+ * @param format The framework that wrote the log.
+ * @param path The log's path.
+ * @param model The job's model.
+ * @param layout The job's layout.
+ * @return What mem4d_calibration_add_log() returns, or ::MEM4D_E_IO (cannot open or
+ *         read; not a regular file), ::MEM4D_E_RANGE (larger than 1 GiB),
+ *         ::MEM4D_E_NOMEM; mem4d_calibration_message() says which.
+ * @since 0.2
+ */
+MEM4D_API mem4d_status mem4d_calibration_add_log_file(mem4d_calibration *cal, mem4d_log_format format,
+                                                      const char *path, const mem4d_model *model,
+                                                      const mem4d_layout *layout);
+
+/**
+ * Add a measured figure of a job without a log: its step time
+ * (::MEM4D_CALIBRATION_MEASURED_STEP_S, seconds), its TFLOP/s per GPU under
+ * Megatron's count (::MEM4D_CALIBRATION_MEASURED_TFLOPS_PER_GPU, the
+ * TFLOPS_PER_GPU metric's definition) or its tokens per second
+ * (::MEM4D_CALIBRATION_MEASURED_TOKENS_PER_S, whole job). It counts as one run.
+ * @param cal The calibration.
+ * @param model The job's model.
+ * @param layout The job's layout (world, sequence length and global batch set).
+ * @param figure One of the three figures above.
+ * @param value The measured value, positive.
+ * @return ::MEM4D_OK, ::MEM4D_E_RANGE (not a positive finite number; more than 32
+ *         runs), ::MEM4D_E_MISSING (a layout without world, sequence or global
+ *         batch), a validation status of the job, or ::MEM4D_E_INVALID_ARG
+ *         (another figure).
+ * @since 0.2
+ */
+MEM4D_API mem4d_status mem4d_calibration_add_measurement(mem4d_calibration *cal, const mem4d_model *model,
+                                                         const mem4d_layout *layout, mem4d_calibration_figure figure,
+                                                         double value);
+
+/**
+ * The speed constants the last mem4d_calibration_fit() considered, one per
+ * index from 0: which device key, and whether the runs could identify it (1:
+ * fitted) or it was left at the device's value (0: the runs' step times
+ * barely depend on it, or they cannot tell it apart from a constant already
+ * fitted; doc/perf.md, "Calibration").
+ * @param cal The calibration.
+ * @param index 0, 1, ... until ::MEM4D_E_RANGE.
+ * @param[out] key Receives the device key.
+ * @param[out] fitted Receives 1 when fitted, 0 when left.
+ * @return ::MEM4D_OK, ::MEM4D_E_RANGE (past the last), ::MEM4D_E_UNSUPPORTED
+ *         (no fit yet) or ::MEM4D_E_INVALID_ARG.
+ * @since 0.2
+ */
+MEM4D_API mem4d_status mem4d_calibration_constant(const mem4d_calibration *cal, size_t index,
+                                                  mem4d_device_param *key, int *fitted);
 
 /**
  * Fit a device to every log read: see the group's description. The device

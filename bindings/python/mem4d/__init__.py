@@ -16,7 +16,7 @@ from ._capi import from_c as _from_c
 from ._capi import lib as _lib
 from ._enums import VERSION as __version__
 from ._calibrate import Calibration
-from ._enums import CalibrationFigure, Framework, Info, Metric, Moment, ParamKind, SearchOption, SearchStat, Term
+from ._enums import CalibrationFigure, Framework, LogFormat, Info, Metric, Moment, ParamKind, SearchOption, SearchStat, Term
 from ._errors import Mem4dError, Status, strerror
 from ._estimate import (GIB, Metrics, Report, ReportBuffer, Stage, estimate,
                         max_micro_batch, max_seq_length, min_gpus,
@@ -34,7 +34,7 @@ def library_version():
 
 
 __all__ = [
-    "GIB", "Calibration", "CalibrationFigure", "Device", "Framework", "Importer", "Info", "Layout", "MegatronImport", "Mem4dError", "Metric",
+    "GIB", "Calibration", "CalibrationFigure", "Device", "Framework", "Importer", "Info", "Layout", "LogFormat", "MegatronImport", "Mem4dError", "Metric",
     "Metrics", "Model", "Moment", "ParamKind", "Plan", "Report", "ReportBuffer", "Search", "SearchOption",
     "SearchStat", "Stage", "Status", "Term", "WorldSource",
     "estimate", "import_deepspeed", "import_megatron", "library_version", "max_micro_batch",

@@ -5,7 +5,7 @@ import ctypes
 
 from ._capi import from_c, lib, to_c
 from ._import import _megatron_argv
-from ._enums import CalibrationFigure
+from ._enums import CalibrationFigure, DeviceParam, LogFormat
 from ._errors import Status, check
 from ._objects import _Handle, _new
 from ._signatures import CALIBRATION
@@ -51,6 +51,34 @@ class Calibration(_Handle):
         argv, argc = _megatron_argv(args, world_size)
         code = lib.mem4d_calibration_add_megatron_log_file(self, to_c(path, "log path"), argc, argv, world_size)
         check(code, from_c(lib.mem4d_calibration_message(self)))
+
+    def add_log(self, text, model, layout, log_format=LogFormat.MEGATRON):
+        """Read one log (str or bytes) of the job `model` / `layout` in `log_format`
+        (LogFormat.TORCHTITAN, NANOTRON or MEGATRON). Mem4dError names the line it
+        cannot read."""
+        data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
+        code = lib.mem4d_calibration_add_log(self, int(log_format), data, len(data), model, layout)
+        check(code, from_c(lib.mem4d_calibration_message(self)))
+
+    def add_measurement(self, model, layout, figure, value):
+        """A measured figure of the job without a log: CalibrationFigure.MEASURED_STEP_S,
+        MEASURED_TFLOPS_PER_GPU (Megatron's count) or MEASURED_TOKENS_PER_S (whole job)."""
+        code = lib.mem4d_calibration_add_measurement(self, model, layout, int(figure), float(value))
+        check(code, from_c(lib.mem4d_calibration_message(self)))
+
+    def constants(self):
+        """After fit(): {device key name: True when fitted from the runs, False when left
+        at the device's value}."""
+        out = {}
+        key, fitted = ctypes.c_int(), ctypes.c_int()
+        i = 0
+        while True:
+            code = lib.mem4d_calibration_constant(self, i, ctypes.byref(key), ctypes.byref(fitted))
+            if code == Status.E_RANGE:
+                return out
+            check(code)
+            out[DeviceParam(key.value).name.lower()] = bool(fitted.value)
+            i += 1
 
     def fit(self, device):
         """Fit the device's constants to every log read; returns the device.

@@ -260,6 +260,10 @@ class DeviceParam(enum.IntEnum):
     GEMM_LIBRARY = 26
     MICROBATCH_OVERHEAD_NS = 27
     GRAD_ACCUM_BYTES = 28
+    ATTENTION_EFFICIENCY_PPM = 29
+    CALIBRATED_RUNS = 30
+    SPEED_BAND_LOW_PPM = 31
+    SPEED_BAND_HIGH_PPM = 32
 
 
 class Mode(enum.IntEnum):
@@ -340,6 +344,15 @@ class Metric(enum.IntEnum):
     OPTIMIZER_S = 13
     EXPERT_COMPUTE_S = 14
     ROUTER_PERMUTE_S = 15
+    STEP_TIME_LOW_S = 16
+    STEP_TIME_HIGH_S = 17
+    TOKENS_PER_S_LOW = 18
+    TOKENS_PER_S_HIGH = 19
+    TFLOPS_PER_GPU_LOW = 20
+    TFLOPS_PER_GPU_HIGH = 21
+    MFU_LOW = 22
+    MFU_HIGH = 23
+    MFU_PEAK_FLOPS = 24
 
 
 class SearchOption(enum.IntEnum):
@@ -386,3 +399,13 @@ class CalibrationFigure(enum.IntEnum):
     PREDICTED_MAX_RESERVED_BEFORE = 8
     PREDICTED_MAX_RESERVED_AFTER = 9
     MEMORY_RANK = 10
+    MEASURED_TOKENS_PER_S = 11
+
+
+class LogFormat(enum.IntEnum):
+    """mem4d_log_format: Formats of training logs mem4d_calibration_add_log() reads. Values are
+    fixed forever; new ones are appended.
+    """
+    MEGATRON = 0
+    TORCHTITAN = 1
+    NANOTRON = 2

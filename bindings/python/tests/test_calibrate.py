@@ -110,6 +110,31 @@ class CalibrationTest(unittest.TestCase):
         by_line.fit(device)
         by_list.fit(mem4d.Device.preset("h100-80"))
         self.assertEqual(by_line.figures(0), by_list.figures(0))
+    def test_framework_log_measurement_and_constants(self):
+        model = mem4d.Model.preset("llama3.1-8b")
+        layout = mem4d.Layout(world=8, seq=8192, gbs=32, zero_stage=3)
+        cal = mem4d.Calibration()
+        titan = "".join("step: %2d  loss: 9.00000  memory: 60.50GiB(63.68%%)  tps: 8,192  tflops: 400.00  "
+                        "mfu: 40.44%%\n" % s for s in (1, 10, 20))
+        cal.add_log(titan, model, layout, mem4d.LogFormat.TORCHTITAN)
+        cal.add_measurement(model, layout, mem4d.CalibrationFigure.MEASURED_STEP_S, 4.0)
+        device = cal.fit(mem4d.Device.preset("h100-80"))
+        self.assertAlmostEqual(cal.figures(0)["measured_step_s"], 4.0, places=9)
+        self.assertAlmostEqual(cal.figures(0)["measured_tokens_per_s"], 65536, places=6)
+        self.assertEqual(device["calibrated_runs"], 2)
+        constants = cal.constants()
+        self.assertTrue(constants["matmul_efficiency_ppm"])
+        self.assertFalse(constants["microbatch_overhead_ns"])
+        # The band narrows on the calibrated device; MFU names its peak.
+        speed = mem4d.estimate(model, layout, device).metrics
+        self.assertLess(speed.tokens_per_s_low, speed.tokens_per_s)
+        self.assertGreater(speed.tokens_per_s_high, speed.tokens_per_s)
+        self.assertEqual(speed.mfu_peak_flops, device["peak_flops"])
+        plain = mem4d.estimate(model, layout, mem4d.Device.preset("h100-80")).metrics
+        self.assertGreater(speed.tokens_per_s_low / speed.tokens_per_s, plain.tokens_per_s_low / plain.tokens_per_s)
+        with self.assertRaises(mem4d.Mem4dError) as cm:
+            cal.add_log("step: 1  loss: 2  tps: soon\n", model, layout, mem4d.LogFormat.TORCHTITAN)
+        self.assertEqual(cm.exception.status, mem4d.Status.E_PARSE)
 
     def test_refused_log_names_the_line(self):
         cal = mem4d.Calibration()

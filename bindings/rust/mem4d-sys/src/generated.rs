@@ -666,6 +666,21 @@ pub const MEM4D_DEVICE_MICROBATCH_OVERHEAD_NS: mem4d_device_param = 27;
 /// weight-gradient GEMMs (0 where the GEMM accumulates into the main gradient, as Megatron's
 /// gradient_accumulation_fusion does); 0: the stack's. @since 0.2
 pub const MEM4D_DEVICE_GRAD_ACCUM_BYTES: mem4d_device_param = 28;
+/// "attention_efficiency_ppm": share of the large-GEMM rate (matmul_efficiency_ppm x peak_flops) the flash-attention
+/// forward reaches at long sequences; the backward keeps the model's backward-to-forward ratio. 0 (default): the
+/// attention kernel's share (attention_kernel, the stack's; doc/perf.md, "The software stack"). A calibration fits it
+/// when the runs can tell it apart. @since 0.2
+pub const MEM4D_DEVICE_ATTENTION_EFFICIENCY_PPM: mem4d_device_param = 29;
+/// "calibrated_runs": measured runs the device's speed constants were fitted to (mem4d_calibration_fit() sets it); 0:
+/// not calibrated. It selects the speed band (doc/perf.md, "Uncertainty"). @since 0.2
+pub const MEM4D_DEVICE_CALIBRATED_RUNS: mem4d_device_param = 30;
+/// "speed_band_low_ppm": the lower bound of the measured step time as a share of the predicted one (the 5th percentile
+/// of measured / predicted over the validation runs); 0 (default): the library's figure for a calibrated or an
+/// uncalibrated device. @since 0.2
+pub const MEM4D_DEVICE_SPEED_BAND_LOW_PPM: mem4d_device_param = 31;
+/// "speed_band_high_ppm": the upper bound, likewise (the 95th percentile); 0 (default): the library's figure. @since
+/// 0.2
+pub const MEM4D_DEVICE_SPEED_BAND_HIGH_PPM: mem4d_device_param = 32;
 
 /// `mem4d_mode` (a C enum, passed as `int`): Which memory model produced a report.
 pub type mem4d_mode = c_int;
@@ -757,7 +772,8 @@ pub const MEM4D_METRIC_STEP_TIME_S: mem4d_metric = 0;
 pub const MEM4D_METRIC_TOKENS_PER_S: mem4d_metric = 1;
 /// Model TFLOP/s per GPU (Megatron's --log-throughput definition).
 pub const MEM4D_METRIC_TFLOPS_PER_GPU: mem4d_metric = 2;
-/// Model FLOPs utilisation: TFLOP/s per GPU over the device's peak.
+/// Model FLOPs utilisation: TFLOP/s per GPU over the peak of the job's precision (MEM4D_METRIC_MFU_PEAK_FLOPS; before
+/// 0.2 always the bf16 peak).
 pub const MEM4D_METRIC_MFU: mem4d_metric = 3;
 /// Share of the step lost to the pipeline bubble.
 pub const MEM4D_METRIC_BUBBLE_FRACTION: mem4d_metric = 4;
@@ -785,6 +801,27 @@ pub const MEM4D_METRIC_EXPERT_COMPUTE_S: mem4d_metric = 14;
 /// Seconds per step of the router (its GEMM, top-k, auxiliary loss) and of the token permutation before the dispatch
 /// and after the combine, slowest stage: part of MEM4D_METRIC_COMPUTE_TIME_S. 0 for a dense model. @since 0.2
 pub const MEM4D_METRIC_ROUTER_PERMUTE_S: mem4d_metric = 15;
+/// The band the measured step time falls in: the step time times the device's speed_band_low_ppm (the validation runs'
+/// 5th percentile of measured over predicted, narrower when the device is calibrated; doc/perf.md, "Uncertainty").
+/// @since 0.2
+pub const MEM4D_METRIC_STEP_TIME_LOW_S: mem4d_metric = 16;
+/// The band's upper step time (speed_band_high_ppm). @since 0.2
+pub const MEM4D_METRIC_STEP_TIME_HIGH_S: mem4d_metric = 17;
+/// Tokens per second at the band's upper step time. @since 0.2
+pub const MEM4D_METRIC_TOKENS_PER_S_LOW: mem4d_metric = 18;
+/// Tokens per second at the band's lower step time. @since 0.2
+pub const MEM4D_METRIC_TOKENS_PER_S_HIGH: mem4d_metric = 19;
+/// TFLOP/s per GPU at the band's upper step time. @since 0.2
+pub const MEM4D_METRIC_TFLOPS_PER_GPU_LOW: mem4d_metric = 20;
+/// TFLOP/s per GPU at the band's lower step time. @since 0.2
+pub const MEM4D_METRIC_TFLOPS_PER_GPU_HIGH: mem4d_metric = 21;
+/// MFU at the band's upper step time. @since 0.2
+pub const MEM4D_METRIC_MFU_LOW: mem4d_metric = 22;
+/// MFU at the band's lower step time. @since 0.2
+pub const MEM4D_METRIC_MFU_HIGH: mem4d_metric = 23;
+/// The peak MFU is taken against, FLOP/s: the precision the job's GEMMs run in (peak_fp8_flops for an fp8 job on a
+/// device that has one, else peak_flops).
+pub const MEM4D_METRIC_MFU_PEAK_FLOPS: mem4d_metric = 24;
 
 /// `mem4d_search_option` (a C enum, passed as `int`): Search options.
 pub type mem4d_search_option = c_int;
@@ -850,6 +887,23 @@ pub const MEM4D_CALIBRATION_PREDICTED_MAX_RESERVED_BEFORE: mem4d_calibration_fig
 pub const MEM4D_CALIBRATION_PREDICTED_MAX_RESERVED_AFTER: mem4d_calibration_figure = 9;
 /// The rank whose memory line was read.
 pub const MEM4D_CALIBRATION_MEMORY_RANK: mem4d_calibration_figure = 10;
+/// Tokens per second of the whole job: a torchtitan log's "tps" (per GPU) times the GPUs, a nanotron log's
+/// "tokens_per_sec", or a measurement given as such. @since 0.2
+pub const MEM4D_CALIBRATION_MEASURED_TOKENS_PER_S: mem4d_calibration_figure = 11;
+
+/// `mem4d_log_format` (a C enum, passed as `int`): Formats of training logs mem4d_calibration_add_log() reads. Values
+/// are fixed forever; new ones are appended.
+pub type mem4d_log_format = c_int;
+/// Megatron-LM (and NeMo, Megatron-Bridge): "iteration N/ M | ... | elapsed time per iteration (ms): X | ... |
+/// throughput per GPU (TFLOP/s/GPU): Y |" (training.py, training_log()), and its memory lines.
+pub const MEM4D_LOG_MEGATRON: mem4d_log_format = 0;
+/// torchtitan: "step: N loss: ... memory: XGiB(P%) tps: T tflops: F mfu: M%" (torchtitan/components/metrics.py,
+/// MetricsProcessor.log()); tps is tokens per second per GPU, ANSI colours are passed over.
+pub const MEM4D_LOG_TORCHTITAN: mem4d_log_format = 1;
+/// nanotron: "iteration: N / M | consumed_tokens: ... | time_per_iteration_ms: X | tokens_per_sec: Y |
+/// tokens_per_sec_per_gpu: Z | ..." (src/nanotron/trainer.py, train_step_logs(); "elapsed_time_per_iteration_ms" before
+/// 2025), numbers in nanotron's human_format ("10.2K").
+pub const MEM4D_LOG_NANOTRON: mem4d_log_format = 2;
 
 /// The statuses' names as the header spells them, indexed by value.
 pub const MEM4D_STATUS_NAMES: [&str; 23] = [
@@ -1375,6 +1429,47 @@ extern "C" {
         argc: c_int,
         argv: *const *const c_char,
         world_size: u64,
+    ) -> mem4d_status;
+    /// Read one training log of a job described by model and layout (which must have its GPUs, sequence length and
+    /// global batch): the step time of its iteration lines (their median, the first line, the warm-up, left out; a log
+    /// of one line is taken as it is). A Megatron-LM log's arguments block, if it has one, is not read: the job is the
+    /// one given.
+    pub fn mem4d_calibration_add_log(
+        cal: *mut mem4d_calibration,
+        format: mem4d_log_format,
+        text: *const c_char,
+        length: usize,
+        model: *const mem4d_model,
+        layout: *const mem4d_layout,
+    ) -> mem4d_status;
+    /// Read one training log from a file: mem4d_calibration_add_log() on its contents, under the rule of
+    /// mem4d_calibration_add_megatron_log_file() (a regular file of at most 1 GiB; a FIFO, a device or a directory is
+    /// refused without blocking).
+    pub fn mem4d_calibration_add_log_file(
+        cal: *mut mem4d_calibration,
+        format: mem4d_log_format,
+        path: *const c_char,
+        model: *const mem4d_model,
+        layout: *const mem4d_layout,
+    ) -> mem4d_status;
+    /// Add a measured figure of a job without a log: its step time (MEM4D_CALIBRATION_MEASURED_STEP_S, seconds), its
+    /// TFLOP/s per GPU under Megatron's count (MEM4D_CALIBRATION_MEASURED_TFLOPS_PER_GPU, the TFLOPS_PER_GPU metric's
+    /// definition) or its tokens per second (MEM4D_CALIBRATION_MEASURED_TOKENS_PER_S, whole job). It counts as one run.
+    pub fn mem4d_calibration_add_measurement(
+        cal: *mut mem4d_calibration,
+        model: *const mem4d_model,
+        layout: *const mem4d_layout,
+        figure: mem4d_calibration_figure,
+        value: c_double,
+    ) -> mem4d_status;
+    /// The speed constants the last mem4d_calibration_fit() considered, one per index from 0: which device key, and
+    /// whether the runs could identify it (1: fitted) or it was left at the device's value (0: the runs' step times
+    /// barely depend on it, or they cannot tell it apart from a constant already fitted; doc/perf.md, "Calibration").
+    pub fn mem4d_calibration_constant(
+        cal: *const mem4d_calibration,
+        index: usize,
+        key: *mut mem4d_device_param,
+        fitted: *mut c_int,
     ) -> mem4d_status;
     /// Fit a device to every log read: see the group's description. The device is changed only on success. A fit that
     /// would take a constant outside its bounds is refused: an efficiency pinned at its search bound (the steps are

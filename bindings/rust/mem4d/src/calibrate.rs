@@ -6,7 +6,7 @@ use std::ptr::{self, NonNull};
 
 use mem4d_sys as sys;
 
-use crate::describe::Device;
+use crate::describe::{Device, Layout, Model};
 use crate::error::{c_string, check, owned_str, Error, Result, Status};
 use crate::import::CArgv;
 
@@ -138,6 +138,55 @@ impl Calibration {
             )
         };
         check(code, || self.message())
+    }
+
+    /// Read one log of the job `model` / `layout` written by `format`
+    /// (`sys::MEM4D_LOG_MEGATRON`, `MEM4D_LOG_TORCHTITAN`, `MEM4D_LOG_NANOTRON`).
+    pub fn add_log(&mut self, format: sys::mem4d_log_format, text: &[u8], model: &Model, layout: &Layout) -> Result<()> {
+        // SAFETY: live handles; text points to text.len() bytes.
+        let code = unsafe {
+            sys::mem4d_calibration_add_log(
+                self.ptr.as_ptr(),
+                format,
+                text.as_ptr() as *const c_char,
+                text.len(),
+                model.as_ptr(),
+                layout.as_ptr(),
+            )
+        };
+        check(code, || self.message())
+    }
+
+    /// A measured figure of the job without a log: `sys::MEM4D_CALIBRATION_MEASURED_STEP_S`,
+    /// `MEASURED_TFLOPS_PER_GPU` (Megatron's count) or `MEASURED_TOKENS_PER_S` (whole job).
+    pub fn add_measurement(
+        &mut self,
+        model: &Model,
+        layout: &Layout,
+        figure: sys::mem4d_calibration_figure,
+        value: f64,
+    ) -> Result<()> {
+        // SAFETY: live handles.
+        let code = unsafe {
+            sys::mem4d_calibration_add_measurement(self.ptr.as_ptr(), model.as_ptr(), layout.as_ptr(), figure, value)
+        };
+        check(code, || self.message())
+    }
+
+    /// After [`Calibration::fit`]: the speed constants it considered, each with
+    /// whether the runs identified it (true: fitted; false: left at the device's value).
+    pub fn constants(&self) -> Result<Vec<(sys::mem4d_device_param, bool)>> {
+        let mut out = Vec::new();
+        loop {
+            let (mut key, mut fitted): (sys::mem4d_device_param, i32) = (0, 0);
+            // SAFETY: live handle; valid out-pointers.
+            let code = unsafe { sys::mem4d_calibration_constant(self.ptr.as_ptr(), out.len(), &mut key, &mut fitted) };
+            if Status(code) == Status::E_RANGE {
+                return Ok(out);
+            }
+            check(code, String::new)?;
+            out.push((key, fitted != 0));
+        }
     }
 
     /// Fit the device's constants to every log read (the device changes in place).

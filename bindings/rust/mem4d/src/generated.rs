@@ -156,7 +156,8 @@ pub enum Metric {
     TokensPerS = sys::MEM4D_METRIC_TOKENS_PER_S,
     /// Model TFLOP/s per GPU (Megatron's --log-throughput definition).
     TflopsPerGpu = sys::MEM4D_METRIC_TFLOPS_PER_GPU,
-    /// Model FLOPs utilisation: TFLOP/s per GPU over the device's peak.
+    /// Model FLOPs utilisation: TFLOP/s per GPU over the peak of the job's precision (MEM4D_METRIC_MFU_PEAK_FLOPS;
+    /// before 0.2 always the bf16 peak).
     Mfu = sys::MEM4D_METRIC_MFU,
     /// Share of the step lost to the pipeline bubble.
     BubbleFraction = sys::MEM4D_METRIC_BUBBLE_FRACTION,
@@ -185,11 +186,32 @@ pub enum Metric {
     /// dispatch and after the combine, slowest stage: part of MEM4D_METRIC_COMPUTE_TIME_S. 0 for a dense model. @since
     /// 0.2
     RouterPermuteS = sys::MEM4D_METRIC_ROUTER_PERMUTE_S,
+    /// The band the measured step time falls in: the step time times the device's speed_band_low_ppm (the validation
+    /// runs' 5th percentile of measured over predicted, narrower when the device is calibrated; doc/perf.md,
+    /// "Uncertainty"). @since 0.2
+    StepTimeLowS = sys::MEM4D_METRIC_STEP_TIME_LOW_S,
+    /// The band's upper step time (speed_band_high_ppm). @since 0.2
+    StepTimeHighS = sys::MEM4D_METRIC_STEP_TIME_HIGH_S,
+    /// Tokens per second at the band's upper step time. @since 0.2
+    TokensPerSLow = sys::MEM4D_METRIC_TOKENS_PER_S_LOW,
+    /// Tokens per second at the band's lower step time. @since 0.2
+    TokensPerSHigh = sys::MEM4D_METRIC_TOKENS_PER_S_HIGH,
+    /// TFLOP/s per GPU at the band's upper step time. @since 0.2
+    TflopsPerGpuLow = sys::MEM4D_METRIC_TFLOPS_PER_GPU_LOW,
+    /// TFLOP/s per GPU at the band's lower step time. @since 0.2
+    TflopsPerGpuHigh = sys::MEM4D_METRIC_TFLOPS_PER_GPU_HIGH,
+    /// MFU at the band's upper step time. @since 0.2
+    MfuLow = sys::MEM4D_METRIC_MFU_LOW,
+    /// MFU at the band's lower step time. @since 0.2
+    MfuHigh = sys::MEM4D_METRIC_MFU_HIGH,
+    /// The peak MFU is taken against, FLOP/s: the precision the job's GEMMs run in (peak_fp8_flops for an fp8 job on a
+    /// device that has one, else peak_flops).
+    MfuPeakFlops = sys::MEM4D_METRIC_MFU_PEAK_FLOPS,
 }
 
 impl Metric {
     /// Every value, in the header's order.
-    pub const ALL: [Metric; 16] = [
+    pub const ALL: [Metric; 25] = [
         Metric::StepTimeS,
         Metric::TokensPerS,
         Metric::TflopsPerGpu,
@@ -206,6 +228,15 @@ impl Metric {
         Metric::OptimizerS,
         Metric::ExpertComputeS,
         Metric::RouterPermuteS,
+        Metric::StepTimeLowS,
+        Metric::StepTimeHighS,
+        Metric::TokensPerSLow,
+        Metric::TokensPerSHigh,
+        Metric::TflopsPerGpuLow,
+        Metric::TflopsPerGpuHigh,
+        Metric::MfuLow,
+        Metric::MfuHigh,
+        Metric::MfuPeakFlops,
     ];
 }
 

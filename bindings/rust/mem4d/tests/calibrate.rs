@@ -57,3 +57,24 @@ fn only_regular_files_are_read() {
     cal.add_megatron_log_file(LOG, &[], 0).unwrap();
     assert_eq!(cal.len(), 1);
 }
+
+#[test]
+fn calibrate_torchtitan_log_and_measurement() {
+    let model = mem4d::Model::preset("llama3.1-8b").unwrap();
+    let layout = mem4d::Layout::with(&[("world", 8), ("seq", 8192), ("gbs", 32), ("zero_stage", 3)]).unwrap();
+    let titan: String = [1, 10, 20]
+        .iter()
+        .map(|s| format!("step: {s:2}  loss: 9.00000  memory: 60.50GiB(63.68%)  tps: 8,192  tflops: 400.00  mfu: 40.44%\n"))
+        .collect();
+    let mut cal = Calibration::new().unwrap();
+    cal.add_log(sys::MEM4D_LOG_TORCHTITAN, titan.as_bytes(), &model, &layout).unwrap();
+    cal.add_measurement(&model, &layout, sys::MEM4D_CALIBRATION_MEASURED_STEP_S, 4.0).unwrap();
+    let mut d = Device::preset("h100-80").unwrap();
+    cal.fit(&mut d).unwrap();
+    let meas = cal.figure(0, sys::MEM4D_CALIBRATION_MEASURED_STEP_S).unwrap().unwrap();
+    assert!((meas - 4.0).abs() < 1e-9);
+    assert_eq!(d.get("calibrated_runs").unwrap(), 2);
+    let constants = cal.constants().unwrap();
+    assert!(constants.contains(&(sys::MEM4D_DEVICE_MATMUL_EFFICIENCY_PPM, true)));
+    assert!(constants.contains(&(sys::MEM4D_DEVICE_MICROBATCH_OVERHEAD_NS, false)));
+}
