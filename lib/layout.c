@@ -371,13 +371,14 @@ static mem4d_status check_framework(const struct m4d_ctx *x, char *why, size_t n
         return MEM4D_E_CONFLICT;
     }
     if (x->dopt_inst > 1) {
-        uint64_t edp = x->experts ? x->t * x->d * x->c / (x->ep * x->etp) : x->d * x->c;
+        struct m4d_shards g;
+        m4d_shards(x, &g);
         if (x->zero < 1) {
             m4d_msg(why, n, "dist_opt_instances %llu needs the distributed optimizer (zero_stage %llu)",
                     U(x->dopt_inst), U(x->zero));
             return MEM4D_E_CONFLICT;
         }
-        if ((x->d * x->c) % x->dopt_inst != 0 || edp % x->dopt_inst != 0) {
+        if (g.dp % x->dopt_inst != 0 || g.edp % x->dopt_inst != 0) {
             m4d_msg(why, n, "dist_opt_instances %llu does not divide dp x cp = %llu%s", U(x->dopt_inst),
                     U(x->d * x->c), x->experts ? " or the experts' data-parallel size" : "");
             return MEM4D_E_CONFLICT;
