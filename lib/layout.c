@@ -179,6 +179,7 @@ const char *mem4d_layout_value_name(mem4d_layout_param key, uint64_t value)
 static void ctx_layout(const mem4d_layout *l, struct m4d_ctx *x)
 {
     const uint64_t *v = l->v;
+    x->lv = v;
     x->t = v[MEM4D_LAYOUT_TP];
     x->c = v[MEM4D_LAYOUT_CP];
     x->p = v[MEM4D_LAYOUT_PP];

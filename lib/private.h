@@ -204,6 +204,9 @@ struct m4d_ctx {
     uint64_t gdn_kh, gdn_vh, gdn_dk, gdn_dv;         /* Gated DeltaNet: key/value heads and head dims */
     uint64_t experts, topk, fe, fs;    /* MoE: experts, top-k, expert ffn, shared-expert ffn */
     /* layout */
+    const uint64_t *lv;                /* the layout's keys as set: a knob the model reads as it is needs no field
+                                          here, x->lv[MEM4D_LAYOUT_KEY] (the search varies only b and recompute,
+                                          which it sets in the fields below) */
     uint64_t t, c, p, d, world, b, gbs, m, s, v; /* m = 0 when gbs unknown */
     bool sp, flash;
     uint64_t ep, etp, zero;            /* etp: experts' tensor parallelism; effective ZeRO stage: max(zero_stage, dist_opt) */
