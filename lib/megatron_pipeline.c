@@ -288,14 +288,13 @@ static unsigned long long lv(const mem4d_layout *l, mem4d_layout_param k)
 /* Megatron-Core's --pipeline-model-parallel-layout for S virtual stages: E
  * and L at the ends, MTP layers before the loss, each run of equal middle
  * stages as "(t*n|)*k", single-quoted for the shell (it holds | ( ) *). */
-static void put_layout_string(struct m4d_out *o, const mem4d_model *m, const mem4d_layout *l, unsigned long long S)
+static void put_layout_string(struct m4d_out *o, const mem4d_model *m, const struct m4d_split *sp)
 {
-    struct m4d_split sp;
-    m4d_split_init(&sp, l, m->v[MEM4D_MODEL_NUM_LAYERS], m->v[MEM4D_MODEL_MTP_LAYERS]);
+    unsigned long long S = sp->nvs ? sp->nvs : sp->p * sp->v;
     m4d_put(o, " --pipeline-model-parallel-layout 'E");
     for (unsigned long long k = 0; k < S;) {
-        unsigned long long n = m4d_split_vs_layers(&sp, k), run = 1;
-        while (k > 0 && k + run < S - 1 && m4d_split_vs_layers(&sp, k + run) == n)
+        unsigned long long n = m4d_split_vs_layers(sp, k), run = 1;
+        while (k > 0 && k + run < S - 1 && m4d_split_vs_layers(sp, k + run) == n)
             run++;
         if (run > 1)
             m4d_put(o, "(");
@@ -322,9 +321,11 @@ void m4d_megatron_put_pipeline(struct m4d_out *o, const mem4d_model *m, const me
     unsigned long long last = lv(l, MEM4D_LAYOUT_LAST_STAGE_LAYERS);
     unsigned long long p = lv(l, MEM4D_LAYOUT_PP), v = lv(l, MEM4D_LAYOUT_VPP);
     unsigned long long L = (unsigned long long)m->v[MEM4D_MODEL_NUM_LAYERS];
-    bool chunked = lv(l, MEM4D_LAYOUT_FIRST_CHUNK_FEWER_LAYERS) || lv(l, MEM4D_LAYOUT_LAST_CHUNK_FEWER_LAYERS);
-    if (l->nvs || (chunked && p && v && p * v >= 2)) {
-        put_layout_string(o, m, l, l->nvs ? l->nvs : p * v);
+    /* a split given per virtual stage (stages.c) has no flags but the layout string */
+    struct m4d_split sp;
+    m4d_split_init(&sp, l, m->v[MEM4D_MODEL_NUM_LAYERS], m->v[MEM4D_MODEL_MTP_LAYERS]);
+    if (m4d_split_by_vstage(&sp) && (sp.nvs || sp.p * sp.v >= 2)) {
+        put_layout_string(o, m, &sp);
         return;
     }
     if (first)

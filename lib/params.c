@@ -45,11 +45,11 @@ static const char *const gemm_library_names[] = {"auto", "native", "ampere", NUL
 #define BOOL_ROW(n, a, a2, d, ...) ROW_(n, a, a2, 0, 1, d, NULL, MEM4D_KIND_BOOLEAN, 0, __VA_ARGS__)
 #define NUM_ROW(n, a, a2, lo, hi, d, ...) ROW_(n, a, a2, lo, hi, d, NULL, MEM4D_KIND_INTEGER, 0, __VA_ARGS__)
 #define UNIT_ROW(kind, n, a, a2, lo, hi, d, ...) ROW_(n, a, a2, lo, hi, d, NULL, kind, 0, __VA_ARGS__)
-#define BYTES_ROW(n, a, a2, lo, hi, d) UNIT_ROW(MEM4D_KIND_BYTES, n, a, a2, lo, hi, d)
+#define BYTES_ROW(n, a, a2, lo, hi, d, ...) UNIT_ROW(MEM4D_KIND_BYTES, n, a, a2, lo, hi, d, __VA_ARGS__)
 #define PPM_ROW(n, a, a2, lo, hi, d, ...) UNIT_ROW(MEM4D_KIND_PPM, n, a, a2, lo, hi, d, __VA_ARGS__)
-#define FLOPS_ROW(n, a, a2, lo, hi, d) UNIT_ROW(MEM4D_KIND_FLOPS, n, a, a2, lo, hi, d)
-#define RATE_ROW(n, a, a2, lo, hi, d) UNIT_ROW(MEM4D_KIND_BYTES_PER_S, n, a, a2, lo, hi, d)
-#define NS_ROW(n, a, a2, lo, hi, d) UNIT_ROW(MEM4D_KIND_NANOSECONDS, n, a, a2, lo, hi, d)
+#define FLOPS_ROW(n, a, a2, lo, hi, d, ...) UNIT_ROW(MEM4D_KIND_FLOPS, n, a, a2, lo, hi, d, __VA_ARGS__)
+#define RATE_ROW(n, a, a2, lo, hi, d, ...) UNIT_ROW(MEM4D_KIND_BYTES_PER_S, n, a, a2, lo, hi, d, __VA_ARGS__)
+#define NS_ROW(n, a, a2, lo, hi, d, ...) UNIT_ROW(MEM4D_KIND_NANOSECONDS, n, a, a2, lo, hi, d, __VA_ARGS__)
 /* An enumerated key's largest value follows from its NULL-terminated names. */
 #define ENUM_ROW(n, a, a2, names, d, ...) \
     ROW_(n, a, a2, 0, M4D_LEN(names) - 2, d, names, MEM4D_KIND_CHOICE, 0, __VA_ARGS__)

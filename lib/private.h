@@ -468,6 +468,9 @@ void m4d_split_init(struct m4d_split *sp, const mem4d_layout *l, uint64_t L, uin
 /* The one rule of a split: MEM4D_OK, or the status and a sentence naming
  * the numbers at fault (why may be NULL). */
 mem4d_status m4d_split_check(const struct m4d_split *sp, char *why, size_t why_size);
+/* The most chunks per rank a split of this form could take (the search
+ * asks m4d_split_check() about each v up to it). */
+uint64_t m4d_split_vpp_max(const struct m4d_split *sp);
 /* Is the split given per virtual stage (shorter ends, a layer table)? */
 static inline bool m4d_split_by_vstage(const struct m4d_split *sp) { return sp->nvs || sp->cf || sp->cl; }
 /* Is it the even split, L/(p·v) layers per virtual stage? */

@@ -341,13 +341,11 @@ static bool build_groups(mem4d_search *s)
     uint64_t gpn = s->dev.v[MEM4D_DEVICE_NVLINK_DOMAIN] ? s->dev.v[MEM4D_DEVICE_NVLINK_DOMAIN]
                                                        : s->dev.v[MEM4D_DEVICE_GPUS_PER_NODE];
     bool local = s->opt[MEM4D_SEARCH_NODE_LOCAL] != 0;
-    bool uneven = s->base.v[MEM4D_LAYOUT_FIRST_STAGE_LAYERS] || s->base.v[MEM4D_LAYOUT_LAST_STAGE_LAYERS];
-    /* Shorter first/last virtual stages: the (L + cf + cl) counted layers
-     * split evenly over the p·v virtual stages (m4d_resolve() checks the rest). */
-    uint64_t cf = s->base.v[MEM4D_LAYOUT_FIRST_CHUNK_FEWER_LAYERS], cl = s->base.v[MEM4D_LAYOUT_LAST_CHUNK_FEWER_LAYERS];
-    bool chunked = cf || cl;
-    /* A layer table fixes pp x vpp to its length. */
-    uint64_t nvs = s->base.nvs;
+    /* The base layout's form of split (stages.c): uneven ends, shorter end
+     * virtual stages, a layer table; each (p, v) below takes that form. */
+    struct m4d_split base_split;
+    m4d_split_init(&base_split, &s->base, L, s->model.v[MEM4D_MODEL_MTP_LAYERS]);
+    bool per_vstage = m4d_split_by_vstage(&base_split), uneven = base_split.first || base_split.last;
     uint64_t div[M4D_MAX_DIVISORS];
     size_t nd = m4d_divisors(world, div, M4D_MAX_DIVISORS);
     /* a model with experts and no ep given: ep over the divisors of the experts */
@@ -371,17 +369,15 @@ static bool build_groups(mem4d_search *s)
                 uint64_t last = s->base.v[MEM4D_LAYOUT_LAST_STAGE_LAYERS];
                 if (!knob_allows(&s->knob[K_DP], d))
                     continue;
-                if (nvs && nvs % p != 0)
-                    continue;
-                if (!nvs && !chunked && !uneven && L % p != 0 &&
+                if (!per_vstage && !uneven && L % p != 0 &&
                     (!s->opt[MEM4D_SEARCH_UNEVEN_STAGES] || !m4d_split_uneven_ends(L, p, &first, &last)))
                     continue;
-                if (chunked || nvs)
+                if (per_vstage)
                     first = last = 0;
                 /* the split's own rule decides which v hold (stages.c) */
-                struct m4d_split sp = {.L = L, .p = p, .first = first, .last = last, .cf = cf, .cl = cl,
-                                       .nvs = nvs, .vs = s->base.vs, .vs_first = s->base.vs_first};
-                uint64_t vmax = p < 2 ? 1 : nvs ? nvs / p : (L + cf + cl) / p;
+                struct m4d_split sp = base_split;
+                sp.p = p, sp.first = first, sp.last = last;
+                uint64_t vmax = m4d_split_vpp_max(&sp);
                 for (uint64_t v = 1; v <= vmax; v++) {
                     sp.v = v;
                     if (m4d_split_check(&sp, NULL, 0) != MEM4D_OK)

@@ -221,6 +221,13 @@ static mem4d_status check_uneven_ends(const struct m4d_split *sp, char *why, siz
     return MEM4D_OK;
 }
 
+uint64_t m4d_split_vpp_max(const struct m4d_split *sp)
+{
+    if (sp->p < 2)
+        return 1;
+    return sp->nvs ? sp->nvs / sp->p : (sp->L + sp->cf + sp->cl) / sp->p;
+}
+
 mem4d_status m4d_split_check(const struct m4d_split *sp, char *why, size_t n)
 {
     if (sp->v > 1 && sp->p < 2) {
