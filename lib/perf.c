@@ -65,15 +65,16 @@ static const struct {
 static const struct stack {
     uint8_t attn, gemm;
     double mb_overhead, accum_bytes, ce_bytes;
+    bool op_sac; /* selective recompute is torchtitan's per-op policy (op_sac_time) */
 } STACKS[M4D_NSTACKS] = {
-    {3, 1, 0, 6, 12},  /* middle: cuDNN attention, autograd's accumulation into bf16 .grad */
-    {5, 1, 0, 0, 12},  /* megatron-lm-2022: fused softmax, gradient_accumulation_fusion */
-    {5, 1, 0, 18, 12}, /* megatron-deepspeed: softmax attention, bf16 update_hp_grads per micro-batch */
-    {3, 1, 0, 0, 12},  /* nemo-24.07: Transformer Engine 1.9's cuDNN attention */
-    {3, 1, 0, 0, 12},  /* nemo-25 */
-    {4, 1, 0, 6, 40},  /* torchtitan: SDPA, autograd accumulation, eager fp32 cross entropy */
-    {1, 1, 0, 6, 40},  /* composer: FlashAttention-2, autograd accumulation, eager fp32 cross entropy */
-    {1, 1, 0, 10, 40}, /* nanotron: FlashAttention-2, fp32 gradient accumulation, fp32 cross entropy */
+    {3, 1, 0, 6, 12, false},  /* middle: cuDNN attention, autograd's accumulation into bf16 .grad */
+    {5, 1, 0, 0, 12, false},  /* megatron-lm-2022: fused softmax, gradient_accumulation_fusion */
+    {5, 1, 0, 18, 12, false}, /* megatron-deepspeed: softmax attention, bf16 update_hp_grads per micro-batch */
+    {3, 1, 0, 0, 12, false},  /* nemo-24.07: Transformer Engine 1.9's cuDNN attention */
+    {3, 1, 0, 0, 12, false},  /* nemo-25 */
+    {4, 1, 0, 6, 40, true},   /* torchtitan: SDPA, autograd accumulation, eager fp32 cross entropy, op SAC */
+    {1, 1, 0, 6, 40, false},  /* composer: FlashAttention-2, autograd accumulation, eager fp32 cross entropy */
+    {1, 1, 0, 10, 40, false}, /* nanotron: FlashAttention-2, fp32 gradient accumulation, fp32 cross entropy */
 };
 /* Kernels per layer and forward pass (norms, GEMMs, RoPE, attention,
  * activation, residual adds, TP collectives); the backward launches twice
@@ -121,6 +122,25 @@ static double ppm(uint64_t v) { return D(v) * 1e-6; }
  * error (no libm, no integer division in the per-layout path). */
 static inline double ceil_q(double q) { return (double)(int64_t)(q + 0.999999); }
 
+/* The sustained clock under a power limit below the board power: dynamic
+ * power is C V^2 f and the voltage tracks the clock across the DVFS range,
+ * so power goes as f^3 and the clock as the cube root of the power ratio
+ * (doc/perf.md, "Power limit"; NVIDIA's data sheets agree within 2%: the
+ * H100 NVL at 400 W peaks at 835.5 TFLOP/s, 0.844 of the 700 W SXM5's
+ * 989.4, against (400/700)^(1/3) = 0.830). Newton's iteration from 1, no
+ * libm; the ratio is clamped to [1/64, 1]. */
+static double power_clock(uint64_t limit_w, uint64_t board_w)
+{
+    if (limit_w == 0 || board_w == 0 || limit_w >= board_w)
+        return 1;
+    double r = D(limit_w) / D(board_w), y = 1;
+    if (r < 1.0 / 64)
+        r = 1.0 / 64;
+    for (int i = 0; i < 12; i++)
+        y = (2 * y + r / (y * y)) / 3;
+    return y;
+}
+
 static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device *dev)
 {
     const uint64_t *dv = dev->v;
@@ -147,6 +167,9 @@ static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device
         peak *= MMA_SYNC_SHARE / eff;
         lin *= MMA_SYNC_SHARE / eff;
     }
+    double clock = power_clock(dv[MEM4D_DEVICE_POWER_LIMIT_W], dv[MEM4D_DEVICE_BOARD_POWER_W]);
+    peak *= clock; /* every compute rate follows the clock; HBM keeps its own */
+    lin *= clock;
     struct m4d_machine mc = {
         .attn_fwd = ATTN_FWD_SHARE * af,
         .attn_bwd = ATTN_BWD_SHARE * ab,
@@ -155,6 +178,7 @@ static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device
                                                                 : st->mb_overhead,
         .accum_bytes = dv[MEM4D_DEVICE_GRAD_ACCUM_BYTES] ? D(dv[MEM4D_DEVICE_GRAD_ACCUM_BYTES]) : st->accum_bytes,
         .ce_bytes = st->ce_bytes,
+        .op_sac = st->op_sac,
         .gemm = peak * eff,
         .gemm_lin = lin * eff,
         .hbm = D(dv[MEM4D_DEVICE_HBM_BANDWIDTH]),
@@ -424,6 +448,22 @@ static double selective_time(const struct m4d_ctx *x, const struct m4d_perf_grou
     return t;
 }
 
+/* torchtitan's selective recompute ("op" policy, torchtitan/models/llama3/
+ * infra/parallelize.py, _custom_policy: "Saves output of all compute ops,
+ * except every second mm"): the attention kernel's output is kept and the
+ * backward re-runs the 2nd, 4th and 6th matmul of the block's forward, in
+ * the order wq wk wv wo, w1 w3 w2 (gated) or w1 w2, and its element-wise
+ * work (norms, RoPE, activation), which the policy never saves. */
+static double op_sac_time(const struct m4d_ctx *x, const struct m4d_perf_group *pg, double M, double ew)
+{
+    const struct m4d_machine *mc = &pg->mc;
+    double m = pg->chunks > 1 ? ceil_q(M / pg->chunks) : M;
+    double q = D(x->a * x->dh), kv = D(x->k * x->dh);
+    double mm = gemm_time(mc, &pg->lin[0], m) * kv / (q + 2 * kv) + gemm_time(mc, &pg->lin[1], m) +
+                (x->gated ? 0.5 * gemm_time(mc, &pg->lin[2], m) : gemm_time(mc, &pg->lin[3], m));
+    return pg->chunks * mm + ew;
+}
+
 static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_perf_group *pg)
 {
     /* Full recompute runs the forward, and its collectives, once more. */
@@ -433,7 +473,9 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
     double ew = b * pg->ew_per_b;
     double fwd = lin + af + ew + KERNELS_FWD * kern;
     double bwd = 2 * lin + ab + 2 * ew + 2 * KERNELS_FWD * kern;
-    if (x->recompute == 1) /* selective: the modules re-run in the backward */
+    if (x->recompute == 1 && pg->mc.op_sac && x->experts == 0 && !x->nlt)
+        bwd += op_sac_time(x, pg, M, ew);
+    else if (x->recompute == 1) /* selective: the modules re-run in the backward */
         bwd += selective_time(x, pg, b, af, mlp);
     struct unit_time u = {0};
     struct m4d_moe_time mt = {0};

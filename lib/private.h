@@ -30,8 +30,8 @@
 M4D_ENUM_COUNT(M4D_MODEL_NPARAM, MEM4D_MODEL_DSA_INDEX_SKIP_OFFSET);
 #define M4D_LAYOUT_NPARAM 81
 M4D_ENUM_COUNT(M4D_LAYOUT_NPARAM, MEM4D_LAYOUT_MOE_SHARED_EXPERT_OVERLAP);
-#define M4D_DEVICE_NPARAM 33
-M4D_ENUM_COUNT(M4D_DEVICE_NPARAM, MEM4D_DEVICE_SPEED_BAND_HIGH_PPM);
+#define M4D_DEVICE_NPARAM 35
+M4D_ENUM_COUNT(M4D_DEVICE_NPARAM, MEM4D_DEVICE_POWER_LIMIT_W);
 #define M4D_NTERMS 15
 M4D_ENUM_COUNT(M4D_NTERMS, MEM4D_TERM_PEAK_MOMENT);
 #define M4D_NINFO 6
@@ -654,6 +654,7 @@ struct m4d_machine {
     double mb_overhead;        /* seconds per micro-batch and stage outside the layers */
     double accum_bytes;        /* HBM bytes per local weight and micro-batch of gradient accumulation */
     double ce_bytes;           /* HBM bytes per logit of the cross entropy, forward and backward */
+    bool op_sac;               /* selective recompute is torchtitan's per-op policy (lib/perf.c) */
 };
 
 /* One GEMM of a layer with its N and K fixed by the group; M (tokens)

@@ -1233,7 +1233,18 @@ typedef enum mem4d_device_param {
     MEM4D_DEVICE_SPEED_BAND_LOW_PPM = 31,
     /** "speed_band_high_ppm": the upper bound, likewise (the 95th percentile);
      * 0 (default): the library's figure. @since 0.2 */
-    MEM4D_DEVICE_SPEED_BAND_HIGH_PPM = 32
+    MEM4D_DEVICE_SPEED_BAND_HIGH_PPM = 32,
+    /** "board_power_w": the board power in watts the device's compute figures
+     * (peak_flops, matmul_efficiency_ppm) hold at, its rated TDP; the
+     * presets set it (doc/presets.md). 0: unknown, and power_limit_w has no
+     * effect. @since 0.2 */
+    MEM4D_DEVICE_BOARD_POWER_W = 33,
+    /** "power_limit_w": the power limit in watts the hosts run their GPUs at
+     * (nvidia-smi -pl). Below board_power_w the sustained clock, and with it
+     * every compute rate (GEMMs, attention), falls as the cube root of the
+     * power ratio; memory-bound work keeps its rate (doc/perf.md, "Power
+     * limit"). 0 (default): the board power. @since 0.2 */
+    MEM4D_DEVICE_POWER_LIMIT_W = 34
 } mem4d_device_param;
 
 /**

@@ -264,6 +264,8 @@ class DeviceParam(enum.IntEnum):
     CALIBRATED_RUNS = 30
     SPEED_BAND_LOW_PPM = 31
     SPEED_BAND_HIGH_PPM = 32
+    BOARD_POWER_W = 33
+    POWER_LIMIT_W = 34
 
 
 class Mode(enum.IntEnum):
