@@ -572,7 +572,9 @@ static double tree_allreduce_time(const struct m4d_machine *mc, double n, double
  * optimizer step. */
 static void dp_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg, double params, double experts)
 {
-    double n = D(x->d * x->c), frac = (n - 1) / n;
+    struct m4d_shards sh; /* the groups memory shards over (m4d_shards) */
+    m4d_shards(x, &sh);
+    double n = D(sh.dp), frac = (n - 1) / n;
     struct m4d_link link = link_for(&pg->mc, D(x->t * x->c * x->d), D(x->t)), *l = &link;
     double bucket = D(x->bucket);
     if (bucket == 0) /* Megatron: max(40M, 1M x dp) elements */
@@ -601,7 +603,7 @@ static void dp_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg, doubl
      * (t·d·c/(ep·etp) ranks, ep·etp apart in Megatron-Core's expert rank
      * order), whose distributed optimizer reduces their gradients and
      * gathers them after the dense ones (Megatron-Core's expert buckets). */
-    double ne = experts > 0 ? D(x->t * x->d * x->c) / D(x->ep * x->etp) : 1;
+    double ne = experts > 0 ? D(sh.edp) : 1;
     if (experts > 0 && x->zero < 3) {
         struct m4d_link el = link_for(&pg->mc, D(x->t * x->c * x->d), D(x->ep * x->etp));
         double ec = (double)(int64_t)(experts / bucket) + 1, es = ec * (ne - 1), ef = (ne - 1) / ne;
@@ -616,8 +618,6 @@ static void dp_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg, doubl
     }
     /* Adam is memory-bound: read the gradient, read and write master
      * weights and both moments, write the bf16 weights. */
-    struct m4d_shards sh;
-    m4d_shards(x, &sh);
     double shard = x->zero >= 1 ? params / D(sh.opt) + experts / D(sh.eopt) : params + experts;
     double per = D(x->grad_bytes) + 2.0 * D(x->master_bytes) + 4.0 * D(x->opt_bytes) + D(x->param_bytes);
     pg->opt_s = shard * per * pg->mc.inv_hbm;
@@ -741,7 +741,7 @@ void m4d_perf_prepare(const struct m4d_ctx *x, const mem4d_device *dev, struct m
         pg->fsdp_ag = ring_time(l, n, wl * D(x->param_bytes), (n - 1) / n, n - 1);
         pg->fsdp_rs = ring_time(l, n, wl * D(x->grad_bytes), (n - 1) / n, n - 1);
         if (we > 0) { /* the experts' shards over their expert-data-parallel group */
-            double ne = D(x->t * x->d * x->c) / D(x->ep * x->etp);
+            double ne = D(g.edp);
             struct m4d_link el = link_for(&pg->mc, D(x->t * x->c * x->d), D(x->ep * x->etp));
             pg->fsdp_ag += ring_time(&el, ne, we * D(x->param_bytes), (ne - 1) / ne, ne - 1);
             pg->fsdp_rs += ring_time(&el, ne, we * D(x->grad_bytes), (ne - 1) / ne, ne - 1);
