@@ -52,7 +52,15 @@ static const struct {
     [3] = {539.0 / 616, 516.0 / 561, 1}, /* cudnn */
     [4] = {335.0 / 616, 322.0 / 561, 1}, /* sdpa */
     [5] = {139.0 / 648, 181.0 / 561, 2}, /* unfused */
+    [6] = {335.0 / 616, 322.0 / 561, 1}, /* triton: FlashAttention-2's, over TRITON_FA_FWD and _BWD */
 };
+/* The Triton flash attention of flash-attn 1.x (flash_attn_triton.py, which
+ * llm-foundry's attn_impl "triton" runs) against FlashAttention-2, on any
+ * GPU: "around 1.3-1.5x faster ... in the forward pass and around 2x faster
+ * in the backward pass" (FlashAttention-2 paper, arXiv 2307.08691, section
+ * 4.1): 1.4 and 2. */
+#define TRITON_FA_FWD 1.4
+#define TRITON_FA_BWD 2.0
 /* mma.sync, the tensor-core instruction of Ampere-generation kernels, reaches
  * about 2/3 of Hopper's tensor-core peak; only warpgroup MMA reaches the rest
  * (FlashAttention-3 paper, section 1). */
@@ -163,6 +171,10 @@ static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device
     double af = ATTN_KERNELS[ak].fwd, ab = ATTN_KERNELS[ak].bwd;
     if (!hopper && ak != 5) /* Ampere: every flash kernel is FlashAttention-2's generation */
         af = ab = 1;
+    if (ak == 6) { /* Triton's flash attention, slower than FlashAttention-2 everywhere */
+        af /= TRITON_FA_FWD;
+        ab /= TRITON_FA_BWD;
+    }
     if (hopper && gl == 2 && MMA_SYNC_SHARE < eff) { /* Ampere kernels on Hopper */
         peak *= MMA_SYNC_SHARE / eff;
         lin *= MMA_SYNC_SHARE / eff;

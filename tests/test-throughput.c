@@ -33,7 +33,7 @@
  * than before issue 21 (RISE: the largest rise reached, in points). */
 #define WORST_SOURCE_MEDIAN 0.38
 #define WORST_SOURCE_MEAN 0.38
-#define RESIDUAL 0.08
+#define RESIDUAL 0.07
 #define SERIES_BELOW 6
 #define CAL_SOURCE 0.20
 #define EXACT_BF16 0.19
@@ -246,7 +246,10 @@ static const struct {
     {"MegaScale (ByteDance", "megatron-lm-2022", "fa2"}, /* MegaScale runs FlashAttention-2 (its section 3.2) */
     {"Megatron-LM", "megatron-lm-2022", NULL},
     {"torchtitan", "torchtitan", NULL},
-    {"llm-foundry", "composer", NULL},
+    /* llm-foundry's benchmark sweep (scripts/train/benchmarking/sweep.sh
+     * at 5e85bd62, the tables' commit) leaves submit_benchmarks.py's
+     * --attn_impl at its default, "triton" */
+    {"llm-foundry", "composer", "triton"},
     {"nanotron", "nanotron", NULL},
 };
 

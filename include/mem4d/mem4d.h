@@ -1199,7 +1199,8 @@ typedef enum mem4d_device_param {
      * fp8 peak, an A100, has none and runs FlashAttention-2), "cudnn" (cuDNN
      * fused attention), "sdpa" (PyTorch's scaled_dot_product_attention, its
      * FlashAttention-2 kernels), "unfused" (softmax over the materialised
-     * s x s scores, no causal skipping). @since 0.2 */
+     * s x s scores, no causal skipping), "triton" (flash-attn 1.x's Triton
+     * kernel, llm-foundry's attn_impl "triton"). @since 0.2 */
     MEM4D_DEVICE_ATTENTION_KERNEL = 25,
     /** "gemm_library": the generation of the GEMM kernels: "auto" (0: the
      * stack's), "native" (kernels of the device's own generation: Hopper's
