@@ -425,7 +425,8 @@ function runEstimate() {
 
 const PLAN_COLUMNS = () => [
     ["rank", "#"], ["tp", "tp"], ["cp", "cp"], ["pp", "pp"], ["dp", "dp"], ["mbs", "mbs"], ["vpp", "vpp"],
-    ["recompute", "recompute"], ["dist_opt", "dist opt"], ["peak_bytes", "peak GiB"],
+    ["recompute", "recompute"], ["ep", "ep"], ["etp", "etp"], ["moe_dispatcher", "dispatcher"],
+    ["dist_opt", "dist opt"], ["peak_bytes", "peak GiB"],
     ["peak_allocated_bytes", "allocated GiB"], ["peak_reserved_bytes", "reserved GiB"], ["verdict", "verdict"],
     ...m4.METRICS.map((m) => [m, m.replace(/_/g, " ")]),
 ];
@@ -436,8 +437,10 @@ function planRow(search, rank) {
     const l = search.layout, r = search.report;
     const row = { rank, layout: l.copy(), peak_bytes: r.peak_bytes, peak_allocated_bytes: r.peak_allocated_bytes,
                   peak_reserved_bytes: r.peak_reserved_bytes, verdict: r.verdict };
-    for (const k of ["tp", "cp", "pp", "dp", "mbs", "vpp", "dist_opt", FIRST, LAST]) row[k] = l.get(k);
+    for (const k of ["tp", "cp", "pp", "dp", "mbs", "vpp", "ep", "etp", "dist_opt", FIRST, LAST]) row[k] = l.get(k);
     row.recompute = l.valueName("recompute");
+    row.etp = row.etp || row.tp;  // 0: the experts take tp, as mem4d plan prints it
+    row.moe_dispatcher = l.valueName("moe_dispatcher");
     for (const m of m4.METRICS) row[m] = r.metric(m);
     return row;
 }
