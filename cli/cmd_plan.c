@@ -111,6 +111,10 @@ static mem4d_status collect(mem4d_search *s, struct plan_rows *rs, struct plan_s
     mem4d_search_stat_get(s, MEM4D_SEARCH_STAT_VISITED, &st->visited);
     mem4d_search_stat_get(s, MEM4D_SEARCH_STAT_PRUNED, &st->pruned);
     mem4d_search_stat_get(s, MEM4D_SEARCH_STAT_VALID, &st->valid);
+    uint64_t eq = 0;
+    mem4d_search_stat_get(s, MEM4D_SEARCH_STAT_EQUIVALENT, &eq);
+    for (size_t i = 0; i < rs->n && i < eq; i++)
+        rs->a[i].equivalent = true;
     mem4d_report_free(r);
     mem4d_layout_free(l);
     return status == MEM4D_END ? MEM4D_OK : status;
@@ -142,7 +146,8 @@ static mem4d_search *open_search(const struct cli_args *o, const mem4d_model *m,
         cli_error("cannot search: %s", mem4d_strerror(st));
         return NULL;
     }
-    if (mem4d_search_set_option(s, MEM4D_SEARCH_FITS_ONLY, !o->all) != MEM4D_OK || !apply_specs(s, o)) {
+    if (mem4d_search_set_option(s, MEM4D_SEARCH_FITS_ONLY, !o->all) != MEM4D_OK ||
+        mem4d_search_set_option(s, MEM4D_SEARCH_TIE_BREAK, 1) != MEM4D_OK || !apply_specs(s, o)) {
         mem4d_search_free(s);
         return NULL;
     }

@@ -51,6 +51,10 @@ bool plan_rows_push(struct plan_rows *rs, const mem4d_layout *l, const mem4d_rep
         mem4d_report_metric(r, MEM4D_METRIC_TOKENS_PER_S, &w->tokens);
         mem4d_report_metric(r, MEM4D_METRIC_TFLOPS_PER_GPU, &w->tflops);
         mem4d_report_metric(r, MEM4D_METRIC_MFU, &w->mfu);
+        mem4d_report_metric(r, MEM4D_METRIC_STEP_TIME_LOW_S, &w->step_lo);
+        mem4d_report_metric(r, MEM4D_METRIC_STEP_TIME_HIGH_S, &w->step_hi);
+        mem4d_report_metric(r, MEM4D_METRIC_TOKENS_PER_S_LOW, &w->tok_lo);
+        mem4d_report_metric(r, MEM4D_METRIC_TOKENS_PER_S_HIGH, &w->tok_hi);
         for (size_t i = 0; i < sizeof plan_parts / sizeof plan_parts[0]; i++)
             mem4d_report_metric(r, plan_parts[i], &w->part[i]);
     }
@@ -110,8 +114,8 @@ void plan_print_table(FILE *out, const struct plan_rows *rs, size_t n, const str
             "dopt");
     if (moe)
         fprintf(out, " %4s %3s %-9s", "ep", "etp", "dispatch");
-    fprintf(out, " %9s %6s %-7s %8s %6s %9s %10s\n", "peak GiB", "% mem", "verdict", "TFLOP/s", "MFU", "step s",
-            "tokens/s");
+    fprintf(out, " %9s %6s %-7s %8s %6s %9s %10s %-17s %s\n", "peak GiB", "% mem", "verdict", "TFLOP/s", "MFU",
+            "step s", "tokens/s", "tokens/s band", "eq");
     for (size_t i = 0; i < n; i++) {
         const struct plan_row *w = &rs->a[i];
         char pp[32];
@@ -127,13 +131,23 @@ void plan_print_table(FILE *out, const struct plan_rows *rs, size_t n, const str
                     (unsigned long long)(w->etp ? w->etp : w->tp), disp_name(w->dispatcher));
         fprintf(out, " %9.2f %5.1f%% %-7s", cli_gib(w->peak),
                 w->device ? 100.0 * (double)w->peak / (double)w->device : 0.0, mem4d_verdict_name(w->verdict));
-        if (w->metrics)
-            fprintf(out, " %8.1f %6.3f %9.3f %10.0f\n", w->tflops, w->mfu, w->step, w->tokens);
-        else
-            fprintf(out, " %8s %6s %9s %10s\n", "-", "-", "-", "-");
+        if (w->metrics) {
+            char band[48];
+            snprintf(band, sizeof band, "%.0f-%.0f", w->tok_lo, w->tok_hi);
+            fprintf(out, " %8.1f %6.3f %9.3f %10.0f %-17s %s\n", w->tflops, w->mfu, w->step, w->tokens, band,
+                    w->equivalent ? "=" : "");
+        } else {
+            fprintf(out, " %8s %6s %9s %10s %-17s\n", "-", "-", "-", "-", "-");
+        }
     }
     if (n < rs->n)
         fprintf(out, "... %zu more (--top 0 lists all)\n", rs->n - n);
+    size_t neq = 0;
+    while (neq < rs->n && rs->a[neq].equivalent)
+        neq++;
+    if (neq > 1)
+        fprintf(out, "eq: the first %zu are equivalent to the fastest (their speed bands overlap its band; "
+                "doc/perf.md, \"Uncertainty\"), listed by fewer model-parallel GPUs, then less memory\n", neq);
 }
 
 static void json_number(FILE *out, bool have, double v)
@@ -163,14 +177,19 @@ void plan_print_json(FILE *out, const struct plan_rows *rs, size_t n)
                 (unsigned long long)w->first, (unsigned long long)w->last, (unsigned long long)w->peak,
                 (unsigned long long)w->allocated, (unsigned long long)w->reserved, (unsigned long long)w->device);
         cli_json_string(out, mem4d_verdict_name(w->verdict));
-        fputs(", \"step_time_s\": ", out);
-        json_number(out, w->metrics, w->step);
-        fputs(", \"tokens_per_s\": ", out);
-        json_number(out, w->metrics, w->tokens);
-        fputs(", \"tflops_per_gpu\": ", out);
-        json_number(out, w->metrics, w->tflops);
-        fputs(", \"mfu\": ", out);
-        json_number(out, w->metrics, w->mfu);
+        const struct {
+            const char *key;
+            double v;
+        } speed[] = {
+            {"step_time_s", w->step},         {"tokens_per_s", w->tokens},         {"tflops_per_gpu", w->tflops},
+            {"mfu", w->mfu},                  {"step_time_low_s", w->step_lo},     {"step_time_high_s", w->step_hi},
+            {"tokens_per_s_low", w->tok_lo},  {"tokens_per_s_high", w->tok_hi},
+        };
+        for (size_t k = 0; k < sizeof speed / sizeof speed[0]; k++) {
+            fprintf(out, ", \"%s\": ", speed[k].key);
+            json_number(out, w->metrics, speed[k].v);
+        }
+        fprintf(out, ", \"equivalent_to_fastest\": %s", w->equivalent ? "true" : "false");
         for (size_t k = 0; k < sizeof plan_parts / sizeof plan_parts[0]; k++) {
             fprintf(out, ", \"%s\": ", mem4d_metric_name(plan_parts[k]));
             json_number(out, w->metrics, w->part[k]);
@@ -184,7 +203,8 @@ void plan_print_csv(FILE *out, const struct plan_rows *rs, size_t n)
 {
     fputs("rank,tp,cp,pp,dp,mbs,vpp,recompute,dist_opt,first_stage_layers,last_stage_layers,peak_bytes,"
           "device_bytes,verdict,"
-          "step_time_s,tokens_per_s,tflops_per_gpu,mfu\n", out);
+          "step_time_s,tokens_per_s,tflops_per_gpu,mfu,tokens_per_s_low,tokens_per_s_high,equivalent_to_fastest\n",
+          out);
     for (size_t i = 0; i < n; i++) {
         const struct plan_row *w = &rs->a[i];
         fprintf(out, "%zu,%llu,%llu,%llu,%llu,%llu,%llu,%s,%s,%llu,%llu,%llu,%llu,%s", i + 1,
@@ -194,9 +214,11 @@ void plan_print_csv(FILE *out, const struct plan_rows *rs, size_t n)
                 (unsigned long long)w->last, (unsigned long long)w->peak, (unsigned long long)w->device,
                 mem4d_verdict_name(w->verdict));
         if (w->metrics)
-            fprintf(out, ",%.9g,%.9g,%.9g,%.9g\n", w->step, w->tokens, w->tflops, w->mfu);
+            fprintf(out, ",%.9g,%.9g,%.9g,%.9g,%.9g,%.9g", w->step, w->tokens, w->tflops, w->mfu, w->tok_lo,
+                    w->tok_hi);
         else
-            fputs(",,,,\n", out);
+            fputs(",,,,,,", out);
+        fprintf(out, ",%s\n", w->equivalent ? "true" : "false");
     }
 }
 

@@ -19,7 +19,9 @@ struct plan_row {
     uint64_t allocated, reserved; /* the peak stage's PEAK_ALLOCATED and PEAK_RESERVED */
     mem4d_verdict verdict;
     bool metrics;
+    bool equivalent; /* its speed band overlaps the fastest's (the search's tie-break) */
     double step, tokens, tflops, mfu;
+    double step_lo, step_hi, tok_lo, tok_hi; /* the speed band */
     double part[PLAN_PARTS]; /* the step's breakdown: plan_parts[] */
 };
 

@@ -142,6 +142,7 @@ const struct m4d_option_desc m4d_search_options[] = {
     [MEM4D_SEARCH_RANKED] = {"ranked", MEM4D_KIND_BOOLEAN, 1},
     [MEM4D_SEARCH_MAX_RESULTS] = {"max_results", MEM4D_KIND_INTEGER, 0},
     [MEM4D_SEARCH_UNEVEN_STAGES] = {"uneven_stages", MEM4D_KIND_BOOLEAN, 1},
+    [MEM4D_SEARCH_TIE_BREAK] = {"tie_break", MEM4D_KIND_BOOLEAN, 0},
 };
 M4D_TABLE_ROWS(m4d_search_options, M4D_NSEARCH_OPTIONS);
 
@@ -183,6 +184,7 @@ const char *mem4d_search_stat_name(mem4d_search_stat stat)
         [MEM4D_SEARCH_STAT_PRUNED] = "pruned",
         [MEM4D_SEARCH_STAT_VALID] = "valid",
         [MEM4D_SEARCH_STAT_YIELDED] = "yielded",
+        [MEM4D_SEARCH_STAT_EQUIVALENT] = "equivalent",
     };
     M4D_TABLE_ROWS(names, M4D_NSEARCH_STATS);
     return (unsigned)stat < M4D_NSEARCH_STATS ? names[stat] : NULL;

@@ -684,6 +684,23 @@ static struct pipeline pipeline_of(const struct m4d_ctx *x, const struct m4d_per
     return pl;
 }
 
+mem4d_status mem4d_device_speed_band(const mem4d_device *dev, double *low, double *high)
+{
+    if (!dev || !low || !high)
+        return MEM4D_E_INVALID_ARG;
+    const uint64_t *dv = dev->v;
+    bool cal = dv[MEM4D_DEVICE_CALIBRATED_RUNS] != 0;
+    double lo = dv[MEM4D_DEVICE_SPEED_BAND_LOW_PPM] ? ppm(dv[MEM4D_DEVICE_SPEED_BAND_LOW_PPM])
+                : cal                               ? BAND_CAL_LOW
+                                                    : BAND_LOW;
+    double hi = dv[MEM4D_DEVICE_SPEED_BAND_HIGH_PPM] ? ppm(dv[MEM4D_DEVICE_SPEED_BAND_HIGH_PPM])
+                : cal                                ? BAND_CAL_HIGH
+                                                     : BAND_HIGH;
+    *low = lo;
+    *high = MAX(hi, 1); /* the band holds the prediction */
+    return MEM4D_OK;
+}
+
 uint64_t m4d_perf_effective(const mem4d_device *dev, mem4d_device_param key)
 {
     if (key != MEM4D_DEVICE_ATTENTION_EFFICIENCY_PPM && key != MEM4D_DEVICE_MICROBATCH_OVERHEAD_NS)
@@ -720,14 +737,7 @@ void m4d_perf_prepare(const struct m4d_ctx *x, const mem4d_device *dev, struct m
     /* MFU against the peak of the precision the GEMMs run in. */
     pg->peak = D(dev->v[x->fp8 && dev->v[MEM4D_DEVICE_PEAK_FP8_FLOPS] ? MEM4D_DEVICE_PEAK_FP8_FLOPS
                                                                        : MEM4D_DEVICE_PEAK_FLOPS]);
-    bool cal = dev->v[MEM4D_DEVICE_CALIBRATED_RUNS] != 0;
-    pg->band_lo = dev->v[MEM4D_DEVICE_SPEED_BAND_LOW_PPM] ? ppm(dev->v[MEM4D_DEVICE_SPEED_BAND_LOW_PPM])
-                  : cal                                   ? BAND_CAL_LOW
-                                                          : BAND_LOW;
-    pg->band_hi = dev->v[MEM4D_DEVICE_SPEED_BAND_HIGH_PPM] ? ppm(dev->v[MEM4D_DEVICE_SPEED_BAND_HIGH_PPM])
-                  : cal                                    ? BAND_CAL_HIGH
-                                                           : BAND_HIGH;
-    pg->band_hi = MAX(pg->band_hi, 1); /* the band holds the prediction */
+    mem4d_device_speed_band(dev, &pg->band_lo, &pg->band_hi);
     /* Weights of one layer on one GPU, as the memory model shards them
      * (m4d_layer_share: linear weights over t, experts over ep·etp, norms
      * and the router replicated), and of the heaviest stage with its

@@ -56,6 +56,7 @@ struct group {
 struct cand {
     double step;      /* predicted seconds; INFINITY without metrics */
     uint64_t peak;
+    uint64_t mp;      /* model-parallel GPUs of its group, t x c x p (the tie-break's) */
     uint32_t gi;      /* index of its group */
     uint32_t b;
     uint8_t rc, verdict;
@@ -625,6 +626,42 @@ static int cmp_cand(const void *pa, const void *pb)
     return (a->b > b->b) - (a->b < b->b);
 }
 
+/* Among candidates equivalent to the fastest: fewer model-parallel GPUs
+ * (the rule "fewest model-parallel GPUs" orders the published sweeps better
+ * than the step-time model does, issue 21), then less peak memory, then the
+ * ranked order. */
+static int cmp_tie(const void *pa, const void *pb)
+{
+    const struct cand *a = pa, *b = pb;
+    if (a->mp != b->mp)
+        return a->mp < b->mp ? -1 : 1;
+    if (a->peak != b->peak)
+        return a->peak < b->peak ? -1 : 1;
+    return cmp_cand(a, b);
+}
+
+/* The candidates whose band overlaps the fastest's, under the calibrated
+ * band (a level common to every layout of the job cancels), form a prefix
+ * of the sorted array (the test is monotone in the step); they are ordered
+ * by the tie-break and counted. */
+static void tie_break(mem4d_search *s)
+{
+    s->stat[MEM4D_SEARCH_STAT_EQUIVALENT] = 0;
+    if (s->ncand == 0 || !(s->cands[0].step < INFINITY))
+        return;
+    mem4d_device rel = s->dev;
+    if (rel.v[MEM4D_DEVICE_CALIBRATED_RUNS] == 0)
+        rel.v[MEM4D_DEVICE_CALIBRATED_RUNS] = 1;
+    double lo, hi;
+    mem4d_device_speed_band(&rel, &lo, &hi);
+    size_t k = 1;
+    while (k < s->ncand && s->cands[k].verdict == s->cands[0].verdict &&
+           s->cands[k].step * lo <= s->cands[0].step * hi)
+        k++;
+    qsort(s->cands, k, sizeof *s->cands, cmp_tie);
+    s->stat[MEM4D_SEARCH_STAT_EQUIVALENT] = k;
+}
+
 /* The whole ranked search: every passing layout into the array, sorted. */
 static mem4d_status run_ranked(mem4d_search *s)
 {
@@ -636,6 +673,7 @@ static mem4d_status run_ranked(mem4d_search *s)
         s->cands[s->ncand++] = (struct cand){
             .step = r->have_metrics ? r->metric[MEM4D_METRIC_STEP_TIME_S] : INFINITY,
             .peak = r->stages[r->peak_stage].t[MEM4D_TERM_TOTAL],
+            .mp = s->groups[s->gi].t * s->groups[s->gi].c * s->groups[s->gi].p,
             .gi = (uint32_t)s->gi,
             .b = (uint32_t)s->work.v[MEM4D_LAYOUT_MICRO_BATCH],
             .rc = (uint8_t)s->work.v[MEM4D_LAYOUT_RECOMPUTE],
@@ -646,6 +684,8 @@ static mem4d_status run_ranked(mem4d_search *s)
         return err;
     if (s->ncand > 1) /* qsort must not see the NULL of an empty array */
         qsort(s->cands, s->ncand, sizeof *s->cands, cmp_cand);
+    if (s->opt[MEM4D_SEARCH_TIE_BREAK])
+        tie_break(s);
     s->ranked_done = true;
     return MEM4D_OK;
 }

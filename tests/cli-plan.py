@@ -55,8 +55,26 @@ for r in rows:
     check(r["tp"] * r["cp"] <= 8, "t*c crosses a node by default")
     # full mode's verdict: fits within full_fit_threshold_ppm (85%) of memory
     check(r["peak_bytes"] <= 0.85 * r["device_bytes"], "fits above 85%")
-steps = [r["step_time_s"] for r in rows]
-check(steps == sorted(steps), "not fastest first")
+# Fastest first, but those equivalent to the fastest (bands overlapping its band) lead, by
+# fewer model-parallel GPUs, then less memory; then the rest by step time.
+eq = [r for r in rows if r["equivalent_to_fastest"]]
+check(len(eq) >= 1 and rows[:len(eq)] == eq, "the equivalent layouts lead")
+fastest = min(rows, key=lambda r: r["step_time_s"])
+check(fastest in eq, "the fastest is among the equivalent")
+for r in rows:
+    check(r["tokens_per_s_low"] < r["tokens_per_s"] < r["tokens_per_s_high"], "a band around tokens/s")
+key = [(r["tp"] * r["cp"] * r["pp"], r["peak_bytes"]) for r in eq]
+check(key == sorted(key), "equivalent layouts by fewer model-parallel GPUs, then less memory")
+rest = [r["step_time_s"] for r in rows[len(eq):]]
+check(rest == sorted(rest), "not fastest first after the equivalent ones")
+# Equivalence compares with the calibrated band whatever the device: on a calibrated
+# device the printed bands are that band, and equivalent means overlapping the fastest's.
+cal = plan_json("--top", "0", "--device-set", "calibrated_runs=1")
+check([r["equivalent_to_fastest"] for r in cal] == [r["equivalent_to_fastest"] for r in rows], "same equivalence")
+fast = min(cal, key=lambda r: r["step_time_s"])
+for r in cal:
+    check(r["equivalent_to_fastest"] == (r["step_time_low_s"] <= fast["step_time_high_s"]), f"equivalence of {r}")
+check(len(eq) < len(rows), "not every layout is equivalent")
 check(len(plan_json("--top", "3")) == 3, "--top 3")
 
 # CSV lists the same layouts in the same order.

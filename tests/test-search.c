@@ -1018,6 +1018,63 @@ START_TEST(solve_best_layout)
 }
 END_TEST
 
+/* The tie-break: the same layouts as strictly fastest first; the first
+ * EQUIVALENT ones are those whose band (the calibrated one) overlaps the
+ * fastest's, by fewer model-parallel GPUs then less memory; the rest keep
+ * the step order. Without the option the stat is 0. */
+START_TEST(tie_break_equivalent_first)
+{
+    mem4d_model *m = tu_model("llama3.1-8b");
+    mem4d_device *d = tu_device("h100-80");
+    mem4d_layout *base = base_layout(16, 4096, 128);
+    double lo, hi;
+    mem4d_device *cal = NULL;
+    ck_assert_int_eq(mem4d_device_clone(d, &cal), MEM4D_OK);
+    ck_assert_int_eq(mem4d_device_set(cal, MEM4D_DEVICE_CALIBRATED_RUNS, 1), MEM4D_OK);
+    ck_assert_int_eq(mem4d_device_speed_band(cal, &lo, &hi), MEM4D_OK);
+    ck_assert(lo < 1 && hi > 1);
+    ck_assert_int_eq(mem4d_device_speed_band(NULL, &lo, &hi), MEM4D_E_INVALID_ARG);
+    double steps[2][4096];
+    uint64_t mp[4096], peak[4096], n[2] = {0, 0}, eq = 0;
+    mem4d_layout *l = NULL;
+    mem4d_report *r = NULL;
+    ck_assert_int_eq(mem4d_layout_new(&l), MEM4D_OK);
+    ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
+    for (int tb = 0; tb <= 1; tb++) {
+        mem4d_search *s = new_search(m, d, base, true, true, true);
+        ck_assert_int_eq(mem4d_search_set_option(s, MEM4D_SEARCH_TIE_BREAK, (uint64_t)tb), MEM4D_OK);
+        while (mem4d_search_next(s, l, r) == MEM4D_OK) {
+            ck_assert_uint_lt(n[tb], 4096);
+            ck_assert_int_eq(mem4d_report_metric(r, MEM4D_METRIC_STEP_TIME_S, &steps[tb][n[tb]]), MEM4D_OK);
+            mp[n[tb]] = get(l, MEM4D_LAYOUT_TP) * get(l, MEM4D_LAYOUT_CP) * get(l, MEM4D_LAYOUT_PP);
+            peak[n[tb]] = mem4d_report_peak_bytes(r);
+            n[tb]++;
+        }
+        ck_assert_int_eq(mem4d_search_stat_get(s, MEM4D_SEARCH_STAT_EQUIVALENT, &eq), MEM4D_OK);
+        if (!tb)
+            ck_assert_uint_eq(eq, 0);
+        mem4d_search_free(s);
+    }
+    ck_assert_uint_eq(n[0], n[1]);
+    ck_assert(eq >= 1 && eq < n[1]);
+    double fastest = steps[0][0];
+    for (uint64_t i = 0; i < n[1]; i++) {
+        ck_assert(i == 0 || steps[0][i] >= steps[0][i - 1]);
+        ck_assert_int_eq(steps[1][i] * lo <= fastest * hi, i < eq);
+        if (i > 0 && i < eq)
+            ck_assert(mp[i] > mp[i - 1] || (mp[i] == mp[i - 1] && peak[i] >= peak[i - 1]));
+        if (i > eq)
+            ck_assert(steps[1][i] >= steps[1][i - 1]);
+    }
+    mem4d_report_free(r);
+    mem4d_layout_free(l);
+    mem4d_layout_free(base);
+    mem4d_device_free(cal);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("search");
@@ -1055,6 +1112,7 @@ int main(void)
     tcase_add_test(tc, solve_max_seq_length);
     tcase_add_test(tc, solve_min_gpus);
     tcase_add_test(tc, solve_best_layout);
+    tcase_add_test(tc, tie_break_equivalent_first);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

@@ -287,7 +287,8 @@ function cell(tag, text, attrs = {}) {
 
 function formatMetric(name, v) {
     if (v === null || v === undefined) return "-";
-    if (name === "tokens_per_s") return Math.round(v).toLocaleString("en-US");
+    if (name.startsWith("tokens_per_s")) return Math.round(v).toLocaleString("en-US");
+    if (name === "mfu_peak_flops") return `${(v / 1e12).toFixed(0)} TFLOP/s`;
     if (name.endsWith("_s")) return v.toFixed(3);
     if (name === "tflops_per_gpu") return v.toFixed(1);
     return v.toFixed(3);
@@ -358,9 +359,16 @@ function showEstimate(model, layout, device, title) {
         pair.append(cell("dt", k.replace(/_/g, " ")), cell("dd", val, attrs));
         dl.append(pair);
     };
+    // A speed figure with its band (where 90% of measured runs fell around the
+    // prediction; doc/perf.md, "Uncertainty"): "152,038 (90,878–174,958)".
+    const band = (k) => {
+        const lo = r.metrics[k === "step_time_s" ? "step_time_low_s" : `${k}_low`];
+        const hi = r.metrics[k === "step_time_s" ? "step_time_high_s" : `${k}_high`];
+        return lo === undefined || hi === undefined ? "" : ` (${formatMetric(k, lo)}–${formatMetric(k, hi)})`;
+    };
     if (r.metrics)
         for (const [k, val] of Object.entries(r.metrics))
-            add(k, formatMetric(k, val), { "data-metric": k, "data-value": String(val) });
+            add(k, formatMetric(k, val) + band(k), { "data-metric": k, "data-value": String(val) });
     else add("speed", "not predicted (needs a global batch and a GPU with a peak)");
     for (const [k, val] of Object.entries(r.info))
         add(k, val.toLocaleString("en-US"), { "data-info": k, "data-value": String(val) });

@@ -77,6 +77,7 @@ export const SIGNATURES = Object.freeze([
     ["mem4d_device_parse", "int", ["ptr", "str", "size", "buf", "size"]],
     ["mem4d_device_load", "int", ["ptr", "str", "buf", "size"]],
     ["mem4d_device_format", "int", ["ptr", "buf", "size", "ptr"]],
+    ["mem4d_device_speed_band", "int", ["ptr", "ptr", "ptr"]],
     ["mem4d_layout_param_applies", "int", ["int", "u64", "int", "int", "buf", "size"]],
     ["mem4d_model_param_applies", "int", ["int", "u64", "int", "buf", "size"]],
     ["mem4d_report_new", "int", ["ptr"]],
@@ -449,12 +450,14 @@ export const ENUMS = Object.freeze({
         MEM4D_SEARCH_RANKED: 2,
         MEM4D_SEARCH_MAX_RESULTS: 3,
         MEM4D_SEARCH_UNEVEN_STAGES: 4,
+        MEM4D_SEARCH_TIE_BREAK: 5,
     }),
     mem4d_search_stat: Object.freeze({
         MEM4D_SEARCH_STAT_VISITED: 0,
         MEM4D_SEARCH_STAT_PRUNED: 1,
         MEM4D_SEARCH_STAT_VALID: 2,
         MEM4D_SEARCH_STAT_YIELDED: 3,
+        MEM4D_SEARCH_STAT_EQUIVALENT: 4,
     }),
     mem4d_world_source: Object.freeze({
         MEM4D_WORLD_NONE: 0,

@@ -1441,6 +1441,20 @@ MEM4D_API mem4d_status mem4d_device_load(mem4d_device *device, const char *path,
  */
 MEM4D_API mem4d_status mem4d_device_format(const mem4d_device *device, char *buf, size_t size, size_t *length);
 
+/**
+ * The band of a measured step time around a predicted one that @p device
+ * gives its estimates: measured / predicted at the 5th and 95th percentile
+ * (speed_band_low_ppm / speed_band_high_ppm, or the library's figures for a
+ * calibrated or uncalibrated device; doc/perf.md, "Uncertainty"). Every
+ * estimate's STEP_TIME_LOW_S and STEP_TIME_HIGH_S are its step time times these.
+ * @param device The device.
+ * @param[out] low Receives the lower factor (at most 1).
+ * @param[out] high Receives the upper factor (at least 1).
+ * @return ::MEM4D_OK or ::MEM4D_E_INVALID_ARG.
+ * @since 0.2
+ */
+MEM4D_API mem4d_status mem4d_device_speed_band(const mem4d_device *device, double *low, double *high);
+
 /** @} */
 
 /* ------------------------------------------------------------------------ */
@@ -1847,9 +1861,16 @@ typedef enum mem4d_search_option {
                                        when the device sets nvlink_domain, e.g. 72 on GB200 NVL72). */
     MEM4D_SEARCH_RANKED = 2,      /**< 1 (default): fastest first (ties: less memory); 0: enumeration order, streamed. */
     MEM4D_SEARCH_MAX_RESULTS = 3, /**< Stop after this many layouts; 0 (default) for no limit. */
-    MEM4D_SEARCH_UNEVEN_STAGES = 4 /**< 1 (default): a pp that does not divide the layers is tried with the
+    MEM4D_SEARCH_UNEVEN_STAGES = 4, /**< 1 (default): a pp that does not divide the layers is tried with the
                                         balanced uneven split (lighter first and last stages, as Megatron's
                                         decoder_first/last_pipeline_num_layers allow); 0: only even splits. */
+    /** "tie_break", ranked mode: 1: the layouts whose speed band overlaps the fastest's
+     * (under the device's calibrated band, mem4d_device_speed_band(): a level common to
+     * every layout of one job does not change their order) are equivalent to it and
+     * come first, by fewer model-parallel GPUs (t x c x p), then less peak memory, then
+     * step time; ::MEM4D_SEARCH_STAT_EQUIVALENT counts them. 0 (default): strictly
+     * fastest first. `mem4d plan` sets it. @since 0.2 */
+    MEM4D_SEARCH_TIE_BREAK = 5
 } mem4d_search_option;
 
 /**
@@ -1860,7 +1881,11 @@ typedef enum mem4d_search_stat {
     MEM4D_SEARCH_STAT_VISITED = 0,  /**< Layouts whose memory was estimated. */
     MEM4D_SEARCH_STAT_PRUNED = 1,   /**< Layouts skipped without an estimate (a sub-space that cannot fit). */
     MEM4D_SEARCH_STAT_VALID = 2,    /**< Valid layouts seen (visited, whatever their verdict). */
-    MEM4D_SEARCH_STAT_YIELDED = 3   /**< Layouts returned by mem4d_search_next(). */
+    MEM4D_SEARCH_STAT_YIELDED = 3,  /**< Layouts returned by mem4d_search_next(). */
+    /** Ranked mode with ::MEM4D_SEARCH_TIE_BREAK, once the first layout is yielded: how many
+     * layouts, from the first, are equivalent to the fastest (1 when it stands alone; 0
+     * without a speed prediction or without the option). @since 0.2 */
+    MEM4D_SEARCH_STAT_EQUIVALENT = 4
 } mem4d_search_stat;
 
 /**

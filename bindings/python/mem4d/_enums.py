@@ -365,6 +365,7 @@ class SearchOption(enum.IntEnum):
     RANKED = 2
     MAX_RESULTS = 3
     UNEVEN_STAGES = 4
+    TIE_BREAK = 5
 
 
 class SearchStat(enum.IntEnum):
@@ -374,6 +375,7 @@ class SearchStat(enum.IntEnum):
     PRUNED = 1
     VALID = 2
     YIELDED = 3
+    EQUIVALENT = 4
 
 
 class WorldSource(enum.IntEnum):

@@ -101,12 +101,15 @@ def _value(name, spec):
 
 
 def plan(model, device, gpus, seq, gbs=0, base=None, **constraints):
-    """Iterate over the layouts of model on gpus devices, fastest first.
+    """Iterate over the layouts of model on gpus devices, fastest first (tie_break=1:
+    as `mem4d plan` lists them, those whose speed band overlaps the fastest's first,
+    by fewer model-parallel GPUs, then less memory).
 
     gpus, seq and gbs set the world size, sequence length and global batch of
     the base layout (a Layout or a dict of further fixed settings, e.g.
     mode="paper"). Keyword arguments are, by name:
-      - search options: fits_only, node_local, ranked, max_results, uneven_stages;
+      - search options: fits_only, node_local, ranked, max_results, uneven_stages,
+        tie_break;
       - searched knobs (tp, cp, pp, dp, mbs, vpp, recompute, dist_opt): an
         exact value, a (min, max) tuple, or a list of allowed values;
       - any other layout parameter: a fixed setting of the base layout.

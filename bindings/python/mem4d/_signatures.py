@@ -132,6 +132,7 @@ SIGNATURES = (
     ("mem4d_device_parse", c_status, [DEVICE, cstr, size, cstr, size]),
     ("mem4d_device_load", c_status, [DEVICE, cstr, cstr, size]),
     ("mem4d_device_format", c_status, [DEVICE, cstr, size, P(size)]),
+    ("mem4d_device_speed_band", c_status, [DEVICE, P(f64), P(f64)]),
     # estimate
     ("mem4d_layout_param_applies", c_status, [c_enum, u64, c_enum, c_enum, cstr, size]),
     ("mem4d_model_param_applies", c_status, [c_enum, u64, c_enum, cstr, size]),

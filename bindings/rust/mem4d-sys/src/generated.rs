@@ -845,6 +845,11 @@ pub const MEM4D_SEARCH_MAX_RESULTS: mem4d_search_option = 3;
 /// 1 (default): a pp that does not divide the layers is tried with the balanced uneven split (lighter first and last
 /// stages, as Megatron's decoder_first/last_pipeline_num_layers allow); 0: only even splits.
 pub const MEM4D_SEARCH_UNEVEN_STAGES: mem4d_search_option = 4;
+/// "tie_break", ranked mode: 1: the layouts whose speed band overlaps the fastest's (under the device's calibrated
+/// band, mem4d_device_speed_band(): a level common to every layout of one job does not change their order) are
+/// equivalent to it and come first, by fewer model-parallel GPUs (t x c x p), then less peak memory, then step time;
+/// MEM4D_SEARCH_STAT_EQUIVALENT counts them. 0 (default): strictly fastest first. `mem4d plan` sets it. @since 0.2
+pub const MEM4D_SEARCH_TIE_BREAK: mem4d_search_option = 5;
 
 /// `mem4d_search_stat` (a C enum, passed as `int`): Counters of a search.
 pub type mem4d_search_stat = c_int;
@@ -856,6 +861,9 @@ pub const MEM4D_SEARCH_STAT_PRUNED: mem4d_search_stat = 1;
 pub const MEM4D_SEARCH_STAT_VALID: mem4d_search_stat = 2;
 /// Layouts returned by mem4d_search_next().
 pub const MEM4D_SEARCH_STAT_YIELDED: mem4d_search_stat = 3;
+/// Ranked mode with MEM4D_SEARCH_TIE_BREAK, once the first layout is yielded: how many layouts, from the first, are
+/// equivalent to the fastest (1 when it stands alone; 0 without a speed prediction or without the option). @since 0.2
+pub const MEM4D_SEARCH_STAT_EQUIVALENT: mem4d_search_stat = 4;
 
 /// `mem4d_world_source` (a C enum, passed as `int`): Where the world size of a Megatron import came from.
 pub type mem4d_world_source = c_int;
@@ -1135,6 +1143,15 @@ extern "C" {
         buf: *mut c_char,
         size: usize,
         length: *mut usize,
+    ) -> mem4d_status;
+    /// The band of a measured step time around a predicted one that device gives its estimates: measured / predicted at
+    /// the 5th and 95th percentile (speed_band_low_ppm / speed_band_high_ppm, or the library's figures for a calibrated
+    /// or uncalibrated device; doc/perf.md, "Uncertainty"). Every estimate's STEP_TIME_LOW_S and STEP_TIME_HIGH_S are
+    /// its step time times these.
+    pub fn mem4d_device_speed_band(
+        device: *const mem4d_device,
+        low: *mut c_double,
+        high: *mut c_double,
     ) -> mem4d_status;
 
     // estimate

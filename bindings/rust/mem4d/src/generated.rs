@@ -256,16 +256,23 @@ pub enum SearchOption {
     /// 1 (default): a pp that does not divide the layers is tried with the balanced uneven split (lighter first and
     /// last stages, as Megatron's decoder_first/last_pipeline_num_layers allow); 0: only even splits.
     UnevenStages = sys::MEM4D_SEARCH_UNEVEN_STAGES,
+    /// "tie_break", ranked mode: 1: the layouts whose speed band overlaps the fastest's (under the device's calibrated
+    /// band, mem4d_device_speed_band(): a level common to every layout of one job does not change their order) are
+    /// equivalent to it and come first, by fewer model-parallel GPUs (t x c x p), then less peak memory, then step
+    /// time; MEM4D_SEARCH_STAT_EQUIVALENT counts them. 0 (default): strictly fastest first. `mem4d plan` sets it.
+    /// @since 0.2
+    TieBreak = sys::MEM4D_SEARCH_TIE_BREAK,
 }
 
 impl SearchOption {
     /// Every value, in the header's order.
-    pub const ALL: [SearchOption; 5] = [
+    pub const ALL: [SearchOption; 6] = [
         SearchOption::FitsOnly,
         SearchOption::NodeLocal,
         SearchOption::Ranked,
         SearchOption::MaxResults,
         SearchOption::UnevenStages,
+        SearchOption::TieBreak,
     ];
 }
 
@@ -281,15 +288,20 @@ pub enum SearchStat {
     Valid = sys::MEM4D_SEARCH_STAT_VALID,
     /// Layouts returned by mem4d_search_next().
     Yielded = sys::MEM4D_SEARCH_STAT_YIELDED,
+    /// Ranked mode with MEM4D_SEARCH_TIE_BREAK, once the first layout is yielded: how many layouts, from the first, are
+    /// equivalent to the fastest (1 when it stands alone; 0 without a speed prediction or without the option). @since
+    /// 0.2
+    Equivalent = sys::MEM4D_SEARCH_STAT_EQUIVALENT,
 }
 
 impl SearchStat {
     /// Every value, in the header's order.
-    pub const ALL: [SearchStat; 4] = [
+    pub const ALL: [SearchStat; 5] = [
         SearchStat::Visited,
         SearchStat::Pruned,
         SearchStat::Valid,
         SearchStat::Yielded,
+        SearchStat::Equivalent,
     ];
 }
 
