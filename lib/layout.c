@@ -410,7 +410,7 @@ static mem4d_status check_framework(const struct m4d_ctx *x, char *why, size_t n
 
 /* DeepEP's configured group sizes (deep_ep/buffer.py, get_dispatch_config
  * and get_combine_config, v1.2.1 and the hybrid-ep branch Megatron-Core
- * imports); m4d_deepep_* in estimate_full.c holds their receive sizes. */
+ * imports); deepep_config() in estimate_buffers.c holds their receive sizes. */
 bool m4d_deepep_group_ok(uint64_t ranks)
 {
     static const uint64_t sizes[] = {2, 4, 8, 16, 24, 32, 64, 128, 144, 160};

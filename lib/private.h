@@ -620,7 +620,7 @@ mem4d_verdict m4d_verdict_for(const mem4d_device *dev, mem4d_mode mode, uint64_t
  * device has no peak or the global batch is unknown. */
 void m4d_perf(const struct m4d_ctx *x, const mem4d_device *dev, mem4d_report *r);
 
-/* Bytes one layer keeps for backward for one micro-batch (estimate_full.c's
+/* Bytes one layer keeps for backward for one micro-batch (estimate_activations.c's
  * A_layer; 0 on overflow). */
 uint64_t m4d_layer_activation_bytes(const struct m4d_ctx *x);
 
