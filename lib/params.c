@@ -25,8 +25,9 @@ static const char *const schedule_names[] = {"1f1b", "afab", NULL};
 static const char *const compile_names[] = {"none", "blocks", "blocks_and_loss", NULL};
 static const char *const dispatcher_names[] = {"alltoall", "allgather", "deepep", "hybridep", NULL};
 static const char *const cuda_graph_names[] = {"none", "local", "transformer_engine", "full_iteration", NULL};
-static const char *const stack_names[] = {"middle",   "megatron-lm-2022", "megatron-deepspeed", "nemo-24.07", "nemo-25",
-                                          "torchtitan", "composer",         "nanotron",           NULL};
+static const char *const stack_names[] = {"middle",     "megatron-lm-2022", "megatron-deepspeed", "nemo-24.07", "nemo-25",
+                                          "torchtitan", "composer",         "nanotron",           "torchtitan-compile",
+                                          NULL};
 M4D_TABLE_ROWS(stack_names, M4D_NSTACKS + 1); /* lib/perf.c's profiles, in order, and the NULL */
 static const char *const attention_names[] = {"auto", "fa2", "fa3", "cudnn", "sdpa", "unfused", "triton", NULL};
 static const char *const gemm_library_names[] = {"auto", "native", "ampere", NULL};

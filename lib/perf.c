@@ -74,16 +74,29 @@ static const struct stack {
     uint8_t attn, gemm;
     double mb_overhead, accum_bytes, ce_bytes;
     bool op_sac; /* selective recompute is torchtitan's per-op policy (op_sac_time) */
+    bool eager;  /* element-wise work as eager PyTorch runs it (EAGER_NORM) */
 } STACKS[M4D_NSTACKS] = {
-    {3, 1, 0, 6, 12, false},  /* middle: cuDNN attention, autograd's accumulation into bf16 .grad */
-    {5, 1, 0, 0, 12, false},  /* megatron-lm-2022: fused softmax, gradient_accumulation_fusion */
-    {5, 1, 0, 18, 12, false}, /* megatron-deepspeed: softmax attention, bf16 update_hp_grads per micro-batch */
-    {3, 1, 0, 0, 12, false},  /* nemo-24.07: Transformer Engine 1.9's cuDNN attention */
-    {3, 1, 0, 0, 12, false},  /* nemo-25 */
-    {4, 1, 0, 6, 40, true},   /* torchtitan: SDPA, autograd accumulation, eager fp32 cross entropy, op SAC */
-    {1, 1, 0, 6, 40, false},  /* composer: FlashAttention-2, autograd accumulation, eager fp32 cross entropy */
-    {1, 1, 0, 10, 40, false}, /* nanotron: FlashAttention-2, fp32 gradient accumulation, fp32 cross entropy */
+    {3, 1, 0, 6, 12, false, false},  /* middle: cuDNN attention, autograd's accumulation into bf16 .grad */
+    {5, 1, 0, 0, 12, false, false},  /* megatron-lm-2022: fused softmax, gradient_accumulation_fusion */
+    {5, 1, 0, 18, 12, false, false}, /* megatron-deepspeed: softmax attention, bf16 update_hp_grads per micro-batch */
+    {3, 1, 0, 0, 12, false, false},  /* nemo-24.07: Transformer Engine 1.9's cuDNN attention */
+    {3, 1, 0, 0, 12, false, false},  /* nemo-25 */
+    {4, 1, 0, 6, 40, true, true},   /* torchtitan: SDPA, autograd accumulation, fp32 cross entropy, op SAC, eager */
+    {1, 1, 0, 6, 40, false, false},  /* composer: FlashAttention-2, autograd accumulation, eager fp32 cross entropy */
+    {1, 1, 0, 10, 40, false, false}, /* nanotron: FlashAttention-2, fp32 gradient accumulation, fp32 cross entropy */
+    {4, 1, 0, 6, 40, true, false}, /* torchtitan-compile: torchtitan with torch.compile's fused element-wise */
 };
+/* Element-wise work as eager PyTorch runs it (torchtitan without
+ * torch.compile), in bf16 elements (2 bytes) moved per element and forward:
+ * RMSNorm is at::rms_norm's composite (aten/src/ATen/native/layer_norm.cpp:
+ * upcast to fp32 (read 2, write 4 bytes), pow (4, 4), mean (4), mul by the
+ * rsqrt (4, 4), type_as (4, 2), mul by the weight (2, 2): 36 bytes, 18);
+ * torchtitan's apply_rotary_emb runs xq.float() (2, 4), the complex
+ * multiply (4, 4) and type_as (4, 2): 20 bytes, 10; SwiGLU's silu (2, 2)
+ * and multiply (2 + 2, 2): 10 bytes per F, 5. */
+#define EAGER_NORM 18.0
+#define EAGER_ROPE 10.0
+#define EAGER_SWIGLU 5.0
 /* Kernels per layer and forward pass (norms, GEMMs, RoPE, attention,
  * activation, residual adds, TP collectives); the backward launches twice
  * as many. */
@@ -191,6 +204,7 @@ static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device
         .accum_bytes = dv[MEM4D_DEVICE_GRAD_ACCUM_BYTES] ? D(dv[MEM4D_DEVICE_GRAD_ACCUM_BYTES]) : st->accum_bytes,
         .ce_bytes = st->ce_bytes,
         .op_sac = st->op_sac,
+        .ew_eager = st->eager,
         .gemm = peak * eff,
         .gemm_lin = lin * eff,
         .hbm = D(dv[MEM4D_DEVICE_HBM_BANDWIDTH]),
@@ -330,9 +344,13 @@ static void gemms_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
      * sequence with SP, RoPE on q and k and the MLP activation on the
      * TP-split widths, bf16. The backward moves twice as much. */
     double sh = x->t > 1 && x->sp ? rt : 1, act = (x->gated ? 3 : 2) * F;
-    pg->ew_per_b = 2 * pg->rows_per_b * (sh * 10 * h + 2 * (q + kv) + act) * mc->inv_hbm;
-    pg->ew_norm_per_b = 2 * pg->rows_per_b * sh * 4 * h * mc->inv_hbm;
-    pg->ew_act_per_b = 2 * pg->rows_per_b * act * mc->inv_hbm;
+    /* Eager PyTorch (EAGER_NORM, _ROPE, _SWIGLU: bf16 elements moved per
+     * element, where a fused kernel moves 2 per norm and per RoPE). */
+    double norm = mc->ew_eager ? EAGER_NORM : 2, rope = mc->ew_eager ? EAGER_ROPE : 2;
+    double acte = mc->ew_eager && x->gated ? EAGER_SWIGLU * F : act;
+    pg->ew_per_b = 2 * pg->rows_per_b * (sh * (2 * norm + 6) * h + rope * (q + kv) + acte) * mc->inv_hbm;
+    pg->ew_norm_per_b = 2 * pg->rows_per_b * sh * 2 * norm * h * mc->inv_hbm;
+    pg->ew_act_per_b = 2 * pg->rows_per_b * acte * mc->inv_hbm;
     /* Cross entropy over fp32 logits: the stack's bytes per logit read and
      * written over forward and backward (12 fused, 40 eager). */
     pg->ce_per_b = mc->ce_bytes * pg->rows_per_b * D(x->Vp) * rt * mc->inv_hbm;

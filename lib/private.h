@@ -43,7 +43,7 @@ M4D_ENUM_COUNT(M4D_NSEARCH_OPTIONS, MEM4D_SEARCH_TIE_BREAK);
 #define M4D_NSEARCH_STATS 5
 M4D_ENUM_COUNT(M4D_NSEARCH_STATS, MEM4D_SEARCH_STAT_EQUIVALENT);
 #define M4D_NMODES 2
-#define M4D_NSTACKS 8 /* named software stacks (MEM4D_DEVICE_STACK), lib/perf.c */
+#define M4D_NSTACKS 9 /* named software stacks (MEM4D_DEVICE_STACK), lib/perf.c */
 M4D_ENUM_COUNT(M4D_NMODES, MEM4D_MODE_PAPER);
 #define M4D_NSTATUS 23
 M4D_ENUM_COUNT(M4D_NSTATUS, MEM4D_E_EXPERTS);
@@ -655,6 +655,7 @@ struct m4d_machine {
     double accum_bytes;        /* HBM bytes per local weight and micro-batch of gradient accumulation */
     double ce_bytes;           /* HBM bytes per logit of the cross entropy, forward and backward */
     bool op_sac;               /* selective recompute is torchtitan's per-op policy (lib/perf.c) */
+    bool ew_eager;             /* element-wise work unfused, as eager PyTorch runs it (lib/perf.c) */
 };
 
 /* One GEMM of a layer with its N and K fixed by the group; M (tokens)

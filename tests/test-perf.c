@@ -577,6 +577,9 @@ START_TEST(power_limit_and_op_recompute)
     ck_assert_int_eq(mem4d_layout_set_str(l, "recompute", "none"), MEM4D_OK);
     titan_norc = with(m, l, d, "stack", "torchtitan", T);
     ck_assert_msg(op > titan_norc * 1.05 && op > megatron, "%g %g %g", op, titan_norc, megatron);
+    /* eager element-wise work (torchtitan's default) against torch.compile's */
+    double eager = with(m, l, d, "stack", "torchtitan", T), compiled = with(m, l, d, "stack", "torchtitan-compile", T);
+    ck_assert_msg(eager > compiled * 1.05 && eager < compiled * 1.5, "%g %g", eager, compiled);
     /* flash-attn 1.x's Triton kernel is slower than FlashAttention-2 on
      * Hopper and on Ampere alike */
     mem4d_device_free(d);

@@ -31,8 +31,8 @@
  * match below Spearman 0.85, calibrated on one run per (source, GPU,
  * precision) <= 5%, bf16 exact rows <= 10%, and no source's median worse
  * than before issue 21 (RISE: the largest rise reached, in points). */
-#define WORST_SOURCE_MEDIAN 0.38
-#define WORST_SOURCE_MEAN 0.38
+#define WORST_SOURCE_MEDIAN 0.29
+#define WORST_SOURCE_MEAN 0.35
 #define RESIDUAL 0.07
 #define SERIES_BELOW 6
 #define CAL_SOURCE 0.20
@@ -245,7 +245,8 @@ static const struct {
     {"DeepSpeed pipeline", "megatron-deepspeed", NULL},
     {"MegaScale (ByteDance", "megatron-lm-2022", "fa2"}, /* MegaScale runs FlashAttention-2 (its section 3.2) */
     {"Megatron-LM", "megatron-lm-2022", NULL},
-    {"torchtitan", "torchtitan", NULL},
+    {"torchtitan (FSDP2, eager)", "torchtitan", NULL},
+    {"torchtitan", "torchtitan-compile", NULL}, /* "+ torch.compile", "+ compile" */
     /* llm-foundry's benchmark sweep (scripts/train/benchmarking/sweep.sh
      * at 5e85bd62, the tables' commit) leaves submit_benchmarks.py's
      * --attn_impl at its default, "triton" */

@@ -1189,8 +1189,9 @@ typedef enum mem4d_device_param {
      * of 2021-22, softmax attention), "megatron-deepspeed" (Megatron-DeepSpeed's
      * pipeline engine, bf16), "nemo-24.07" (Megatron-Core 0.8, Transformer
      * Engine 1.9), "nemo-25" (Megatron-Core 0.11 and later, Transformer Engine
-     * 2, Megatron-Bridge), "torchtitan" (FSDP2, PyTorch SDPA), "composer"
-     * (llm-foundry, PyTorch FSDP, FlashAttention-2), "nanotron". The overlaps a
+     * 2, Megatron-Bridge), "torchtitan" (FSDP2, PyTorch SDPA, eager, its
+     * default), "composer" (llm-foundry, PyTorch FSDP, FlashAttention-2),
+     * "nanotron", "torchtitan-compile" (torchtitan with torch.compile). The overlaps a
      * stack runs are the job's layout keys (tp_comm_overlap,
      * overlap_grad_reduce, overlap_param_gather). @since 0.2 */
     MEM4D_DEVICE_STACK = 24,
