@@ -434,7 +434,7 @@ function runEstimate() {
 const PLAN_COLUMNS = () => [
     ["rank", "#"], ["tp", "tp"], ["cp", "cp"], ["pp", "pp"], ["dp", "dp"], ["mbs", "mbs"], ["vpp", "vpp"],
     ["recompute", "recompute"], ["ep", "ep"], ["etp", "etp"], ["moe_dispatcher", "dispatcher"],
-    ["dist_opt", "dist opt"], ["peak_bytes", "peak GiB"],
+    ["dist_opt", "dist opt"], ["equivalent", "≈ fastest"], ["peak_bytes", "peak GiB"],
     ["peak_allocated_bytes", "allocated GiB"], ["peak_reserved_bytes", "reserved GiB"], ["verdict", "verdict"],
     ...m4.METRICS.map((m) => [m, m.replace(/_/g, " ")]),
 ];
@@ -526,7 +526,7 @@ function runPlan() {
         try {
             const t0 = performance.now();
             const search = m4.plan(model, device, { gpus: base.get("world"), seq: base.get("seq"),
-                                                    gbs: base.get("gbs"), base,
+                                                    gbs: base.get("gbs"), base, tie_break: 1,
                                                     fits_only: $("plan-all").checked ? 0 : 1 });
             const rows = [];
             let valid;
@@ -535,6 +535,8 @@ function runPlan() {
                 let more = 0;
                 while (search.step()) more++;
                 valid = { ...search.stats, more };
+                // As mem4d plan: those whose band overlaps the fastest's lead (doc/perf.md, "Uncertainty").
+                for (const row of rows) row.equivalent = row.rank <= Number(valid.equivalent) ? "=" : "";
             } finally {
                 search.free();
             }
