@@ -24,11 +24,12 @@ static mem4d_status check_args(const mem4d_model *model, const mem4d_layout *lay
 /* The memory half of an estimate, from a resolved context into a reset
  * report: shared by mem4d_estimate() and the search, which resolves once
  * per group of layouts. */
-mem4d_status m4d_estimate_ctx(const struct m4d_ctx *x, const mem4d_device *device, mem4d_report *r, bool peak_only)
+mem4d_status m4d_estimate_ctx(const struct m4d_ctx *x, const mem4d_device *device, mem4d_report *r, bool peak_only,
+                              struct m4d_state_cache *cache)
 {
     r->mode = x->mode;
     mem4d_status st = x->mode == MEM4D_MODE_PAPER ? m4d_estimate_paper(x, r)
-                                                  : m4d_estimate_full(x, device, r, peak_only);
+                                                  : m4d_estimate_full(x, device, r, peak_only, cache);
     if (st != MEM4D_OK)
         return st;
     if ((st = m4d_report_finish(r, device)) != MEM4D_OK) {
@@ -46,7 +47,7 @@ static mem4d_status run(const mem4d_model *model, const mem4d_layout *layout,
     if (st == MEM4D_OK)
         st = m4d_resolve(model, layout, &x, r->msg, sizeof r->msg);
     if (st == MEM4D_OK)
-        st = m4d_estimate_ctx(&x, device, r, false);
+        st = m4d_estimate_ctx(&x, device, r, false, NULL);
     if (st == MEM4D_OK)
         m4d_perf(&x, device, r);
     return st;

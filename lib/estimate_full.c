@@ -167,14 +167,23 @@ struct middle {
 };
 
 static bool stage_memory(const struct m4d_ctx *x, const mem4d_device *dev, const struct shared *sh, uint64_t r,
-                         uint64_t *t, struct middle *mid)
+                         uint64_t *t, struct middle *mid, struct m4d_state_cache *cache)
 {
     bool ok = true;
     bool middle = r != 0 && r != x->p - 1;
-    uint64_t l = m4d_split_rank_layers(&x->split, r), e = middle ? m4d_stage_moe_layers(x, r) : 0;
+    uint64_t l = m4d_split_rank_layers(&x->split, r);
+    int slot = !cache ? -1 : r == 0 ? 0 : r == x->p - 1 ? 2 : r == 1 ? 1 : -1;
     struct stage_params n;
     if (x->nlt)
         middle = false; /* a pattern's middle stages differ in their layers' kinds */
+    if (slot >= 0 && cache->have[slot] && cache->m[slot] == x->m) { /* the search's group, seen before */
+        n = (struct stage_params){cache->all[slot], cache->expert[slot], cache->linear[slot]};
+        t[MEM4D_TERM_WEIGHTS] = cache->w[slot];
+        t[MEM4D_TERM_GRADIENTS] = cache->g[slot];
+        t[MEM4D_TERM_OPTIMIZER] = cache->o[slot];
+        goto state_known;
+    }
+    uint64_t e = middle ? m4d_stage_moe_layers(x, r) : 0;
     if (middle && mid->l == l && mid->e == e) {
         n = mid->n;
         t[MEM4D_TERM_WEIGHTS] = mid->w;
@@ -186,6 +195,14 @@ static bool stage_memory(const struct m4d_ctx *x, const mem4d_device *dev, const
         if (middle)
             *mid = (struct middle){l, e, n, t[MEM4D_TERM_WEIGHTS], t[MEM4D_TERM_GRADIENTS], t[MEM4D_TERM_OPTIMIZER]};
     }
+    if (slot >= 0 && ok) {
+        cache->have[slot] = true;
+        cache->m[slot] = x->m;
+        cache->all[slot] = n.all, cache->expert[slot] = n.expert, cache->linear[slot] = n.linear;
+        cache->w[slot] = t[MEM4D_TERM_WEIGHTS], cache->g[slot] = t[MEM4D_TERM_GRADIENTS];
+        cache->o[slot] = t[MEM4D_TERM_OPTIMIZER];
+    }
+state_known:;
     uint64_t state = add(&ok, add(&ok, t[MEM4D_TERM_WEIGHTS], t[MEM4D_TERM_GRADIENTS]), t[MEM4D_TERM_OPTIMIZER]);
     uint64_t stranded = pick_moment(&ok, x, dev, sh, r, &n, t);
     uint64_t alloc = add(&ok, add(&ok, state, t[MEM4D_TERM_ACTIVATIONS]), t[MEM4D_TERM_BUFFERS]);
@@ -246,7 +263,8 @@ static void unmodelled_warnings(const struct m4d_ctx *x, const mem4d_device *dev
  * warm-up, fall with r), so none exceeds stage 1 in any term: with
  * peak_only, stages 0, 1 and p - 1 decide the peak (tests/test-search.c
  * checks this against every stage). */
-mem4d_status m4d_estimate_full(const struct m4d_ctx *x, const mem4d_device *dev, mem4d_report *r, bool peak_only)
+mem4d_status m4d_estimate_full(const struct m4d_ctx *x, const mem4d_device *dev, mem4d_report *r, bool peak_only,
+                               struct m4d_state_cache *cache)
 {
     bool ok = true;
     struct shared sh;
@@ -261,7 +279,7 @@ mem4d_status m4d_estimate_full(const struct m4d_ctx *x, const mem4d_device *dev,
         if (!m4d_stage_filled(peak_only, i, x->p))
             continue;
         memset(r->stages[i].t, 0, sizeof r->stages[i].t);
-        if (!stage_memory(x, dev, &sh, i, r->stages[i].t, &mid)) {
+        if (!stage_memory(x, dev, &sh, i, r->stages[i].t, &mid, cache)) {
             m4d_msg(r->msg, sizeof r->msg, "the estimate of stage %llu overflows 64 bits", (unsigned long long)i);
             return MEM4D_E_RANGE;
         }

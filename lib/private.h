@@ -545,10 +545,22 @@ static inline bool m4d_is_mixer(char sym) { return sym == 'M' || sym == 'G' || s
 /* --- estimate.c (dispatch), estimate_paper.c, estimate_full.c ------------- */
 
 mem4d_status m4d_estimate_paper(const struct m4d_ctx *x, mem4d_report *r);
+/* What the search keeps of a group's estimates from one layout to the next:
+ * the parameters and state terms of stages 0, 1 and p - 1, which depend on
+ * the group alone (and on m, for torchtitan's accumulated gradients), not on
+ * the micro-batch or recompute. Cleared at each group; NULL: none. */
+struct m4d_state_cache {
+    bool have[3];
+    uint64_t m[3];
+    uint64_t all[3], expert[3], linear[3], w[3], g[3], o[3];
+};
+
 /* peak_only: fill only stages 0, 1 and p-1 (enough for the peak and the
  * verdict: a middle stage never exceeds stage 1, see doc/full-model.md);
  * the report is then for the search's internal use only. */
-mem4d_status m4d_estimate_full(const struct m4d_ctx *x, const mem4d_device *dev, mem4d_report *r, bool peak_only);
+mem4d_status m4d_estimate_full(const struct m4d_ctx *x, const mem4d_device *dev, mem4d_report *r, bool peak_only,
+                               struct m4d_state_cache *cache);
+
 
 /* Is stage i of n filled? With peak_only only stages 0, 1 and n-1 are. */
 static inline bool m4d_stage_filled(bool peak_only, uint64_t i, uint64_t n)
@@ -557,7 +569,8 @@ static inline bool m4d_stage_filled(bool peak_only, uint64_t i, uint64_t n)
 }
 
 /* Memory of a resolved context into a reset report (no speed metrics). */
-mem4d_status m4d_estimate_ctx(const struct m4d_ctx *x, const mem4d_device *dev, mem4d_report *r, bool peak_only);
+mem4d_status m4d_estimate_ctx(const struct m4d_ctx *x, const mem4d_device *dev, mem4d_report *r, bool peak_only,
+                              struct m4d_state_cache *cache);
 
 
 /* --- estimate_state.c: how a rank's state is sharded -------------------------- */
