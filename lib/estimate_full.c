@@ -176,7 +176,8 @@ static bool stage_memory(const struct m4d_ctx *x, const mem4d_device *dev, const
     struct stage_params n;
     if (x->nlt)
         middle = false; /* a pattern's middle stages differ in their layers' kinds */
-    if (slot >= 0 && cache->have[slot] && cache->m[slot] == x->m) { /* the search's group, seen before */
+    /* the search's group, seen before (torchtitan's state depends on m too) */
+    if (slot >= 0 && cache->have[slot] && (x->fw != MEM4D_FRAMEWORK_TORCHTITAN || cache->m[slot] == x->m)) {
         n = (struct stage_params){cache->all[slot], cache->expert[slot], cache->linear[slot]};
         t[MEM4D_TERM_WEIGHTS] = cache->w[slot];
         t[MEM4D_TERM_GRADIENTS] = cache->g[slot];

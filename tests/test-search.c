@@ -322,6 +322,17 @@ START_TEST(complete_with_activation_offloading)
 }
 END_TEST
 
+/* Every framework's searched reports are mem4d_estimate()'s, field for field:
+ * the state terms the search keeps for a group (m4d_state_cache) depend on
+ * the group alone, and torchtitan's also on the micro-batches per step. */
+START_TEST(complete_every_framework)
+{
+    complete_with("llama3.1-8b", tu_layout("world=8", "seq=4096", "gbs=16", "framework=torchtitan", NULL));
+    complete_with("llama3.1-8b", tu_layout("world=8", "seq=4096", "gbs=16", "framework=deepspeed", NULL));
+    complete_with("llama3.1-8b", tu_layout("world=8", "seq=4096", "gbs=16", "framework=nanotron", NULL));
+}
+END_TEST
+
 START_TEST(complete_paper_mode)
 {
     mem4d_layout *base = base_layout(8, 8192, 16);
@@ -1086,6 +1097,7 @@ int main(void)
     tcase_add_test(tc, complete_unknown_batch);
     tcase_add_test(tc, complete_paper_mode);
     tcase_add_test(tc, complete_with_activation_offloading);
+    tcase_add_test(tc, complete_every_framework);
     tcase_add_test(tc, complete_uneven_stages);
     tcase_add_test(tc, middle_stages_never_exceed_stage_one);
     tcase_add_test(tc, complete_pruning_heavy);
