@@ -9,6 +9,8 @@
  * from the result checks that search and estimate agree.
  * SPDX-License-Identifier: MIT
  */
+#include <ctype.h>
+
 #include "fuzz-common.h"
 
 /* A setter that fails must leave the value as it was (header: "value unchanged"). */
@@ -88,14 +90,26 @@ static void set_layer_pattern(mem4d_model *m, const char *name, const char *valu
     FUZZ_REQUIRE(strcmp(after, again) == 0, "%s: the pattern does not round-trip", name);
 }
 
+/* The library's rule for key names: case-insensitive, '-' equal to '_'. */
+static int key_is(const char *a, const char *b)
+{
+    for (; *a && *b; a++, b++) {
+        int ca = *a == '-' ? '_' : tolower((unsigned char)*a);
+        int cb = *b == '-' ? '_' : tolower((unsigned char)*b);
+        if (ca != cb)
+            return 0;
+    }
+    return *a == *b;
+}
+
 static void apply(mem4d_model *m, mem4d_layout *l, mem4d_device *d, const char *name, const char *value)
 {
-    if (strcmp(name, "stage_layers") == 0 || strcmp(name, "l:stage_layers") == 0) {
+    if (key_is(name, "stage_layers") || key_is(name, "l:stage_layers")) {
         set_stage_layers(l, value);
         return;
     }
     const char *bare = strncmp(name, "m:", 2) == 0 ? name + 2 : name;
-    if (strcmp(bare, "layer_pattern") == 0 || strcmp(bare, "hybrid_override_pattern") == 0) {
+    if (key_is(bare, "layer_pattern") || key_is(bare, "hybrid_override_pattern")) {
         set_layer_pattern(m, bare, value);
         return;
     }

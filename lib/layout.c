@@ -140,7 +140,7 @@ mem4d_status mem4d_layout_set_str(mem4d_layout *layout, const char *name, const 
 {
     if (!layout || !name || !value)
         return MEM4D_E_INVALID_ARG;
-    if (strcmp(name, "stage_layers") == 0)
+    if (m4d_name_eq(name, "stage_layers"))
         return set_stage_layers_str(layout, value);
     return m4d_param_set_str(m4d_layout_params, NP, layout->v, name, value);
 }

@@ -87,7 +87,7 @@ mem4d_status mem4d_model_set_str(mem4d_model *model, const char *name, const cha
 {
     if (!model || !name || !value)
         return MEM4D_E_INVALID_ARG;
-    if (m4d_streq_ci(name, "layer_pattern") || m4d_streq_ci(name, "hybrid_override_pattern"))
+    if (m4d_name_eq(name, "layer_pattern") || m4d_name_eq(name, "hybrid_override_pattern"))
         return mem4d_model_set_layer_pattern(model, value);
     return m4d_param_set_str(m4d_model_params, NP, model->v, name, value);
 }

@@ -338,6 +338,8 @@ mem4d_status m4d_parse_value(const struct m4d_param_desc *d, const char *text, u
 int m4d_param_lookup(const struct m4d_param_desc *table, size_t n, const char *name);
 
 /* Case-insensitive ASCII string equality. */
+/* Key names: case-insensitive, '-' equal to '_' (every key lookup uses it). */
+bool m4d_name_eq(const char *a, const char *b);
 bool m4d_streq_ci(const char *a, const char *b);
 
 /* Copy a string into a fixed buffer, truncating at a character boundary. */

@@ -71,7 +71,7 @@ bool m4d_streq_ci(const char *a, const char *b)
 
 /* Parameter names compare case-insensitively with '-' equal to '_', so
  * "tensor-model-parallel-size" finds "tensor_model_parallel_size". */
-static bool name_eq(const char *a, const char *b)
+bool m4d_name_eq(const char *a, const char *b)
 {
     for (; *a && *b; a++, b++) {
         int ca = *a == '-' ? '_' : tolower((unsigned char)*a);
@@ -86,8 +86,8 @@ int m4d_param_lookup(const struct m4d_param_desc *table, size_t n, const char *n
 {
     for (size_t i = 0; i < n; i++) {
         const struct m4d_param_desc *d = &table[i];
-        if (name_eq(name, d->name) || (d->alias && name_eq(name, d->alias)) ||
-            (d->alias2 && name_eq(name, d->alias2)))
+        if (m4d_name_eq(name, d->name) || (d->alias && m4d_name_eq(name, d->alias)) ||
+            (d->alias2 && m4d_name_eq(name, d->alias2)))
             return (int)i;
     }
     return -1;
