@@ -564,10 +564,11 @@ mem4d_status m4d_estimate_full(const struct m4d_ctx *x, const mem4d_device *dev,
                                struct m4d_state_cache *cache);
 
 
-/* Is stage i of n filled? With peak_only only stages 0, 1 and n-1 are. */
-static inline bool m4d_stage_filled(bool peak_only, uint64_t i, uint64_t n)
+/* The filled stage after stage i of n (every stage is filled, or with
+ * peak_only stages 0, 1 and n-1 alone): loops visit the filled stages only. */
+static inline uint64_t m4d_stage_next(bool peak_only, uint64_t i, uint64_t n)
 {
-    return !peak_only || i <= 1 || i + 1 == n;
+    return peak_only && i == 1 && n > 3 ? n - 1 : i + 1;
 }
 
 /* Memory of a resolved context into a reset report (no speed metrics). */

@@ -90,9 +90,7 @@ mem4d_verdict m4d_verdict_for(const mem4d_device *dev, mem4d_mode mode, uint64_t
 mem4d_status m4d_report_finish(mem4d_report *r, const mem4d_device *dev)
 {
     r->peak_stage = 0;
-    for (uint32_t i = 0; i < r->nstages; i++) {
-        if (!m4d_stage_filled(r->peak_only, i, r->nstages))
-            continue;
+    for (uint32_t i = 0; i < r->nstages; i = (uint32_t)m4d_stage_next(r->peak_only, i, r->nstages)) {
         uint64_t *t = r->stages[i].t, alloc = 0, over = 0;
         static const mem4d_term main_terms[] = {MEM4D_TERM_WEIGHTS, MEM4D_TERM_GRADIENTS, MEM4D_TERM_OPTIMIZER,
                                                  MEM4D_TERM_ACTIVATIONS, MEM4D_TERM_BUFFERS};

@@ -464,7 +464,10 @@ static bool group_valid(mem4d_search *s, const struct group *g)
     set_work(s, g, s->mbs[0], 0);
     s->pg_ready = false;
     memset(&s->sc, 0, sizeof s->sc);
-    return m4d_resolve(&s->model, &s->work, &s->gx, NULL, 0) == MEM4D_OK;
+    if (m4d_resolve(&s->model, &s->work, &s->gx, NULL, 0) != MEM4D_OK)
+        return false;
+    s->x = s->gx; /* quick_estimate() changes b, the recompute mode and m alone */
+    return true;
 }
 
 /* mem4d_estimate() of the work layout from the group's context: only what
@@ -475,7 +478,6 @@ static mem4d_status quick_estimate(mem4d_search *s, uint64_t b, uint64_t rc, boo
 {
     struct m4d_ctx *x = &s->x;
     mem4d_report *r = s->scratch;
-    *x = s->gx;
     x->b = b;
     x->recompute = rc;
     x->m = x->gbs ? x->gbs / (b * x->d) : 0;
@@ -573,9 +575,8 @@ static void prune_group(mem4d_search *s)
 static bool static_over_limit(const mem4d_search *s)
 {
     const mem4d_report *r = s->scratch;
-    for (uint32_t i = 0; i < r->nstages; i++) {
-        if (!m4d_stage_filled(r->peak_only, i, r->nstages))
-            continue; /* not filled: like stage 1 */
+    /* the stages not filled are like stage 1 */
+    for (uint32_t i = 0; i < r->nstages; i = (uint32_t)m4d_stage_next(r->peak_only, i, r->nstages)) {
         const uint64_t *t = r->stages[i].t;
         unsigned __int128 sum = (unsigned __int128)t[MEM4D_TERM_WEIGHTS] + t[MEM4D_TERM_GRADIENTS]
                                 + t[MEM4D_TERM_OPTIMIZER];
