@@ -123,37 +123,78 @@ static void pattern_init(bool *ok, const struct m4d_ctx *x, struct shared *sh)
     sh->core_live = live;
 }
 
-static void shared_init(bool *ok, const struct m4d_ctx *x, const mem4d_device *dev, struct shared *sh)
+/* The terms that depend on the group of layouts alone (not on b, the
+ * recompute mode or m): one layer's shares, the MTP modules, the embedding,
+ * the FSDP blocks, the communicators and FIXED but the token-sized buffers.
+ * A layer pattern's block and FSDP buffers wait for its kinds (shared_init). */
+static void group_terms(bool *ok, const struct m4d_ctx *x, const struct m4d_ctx *dense, const mem4d_device *dev,
+                        struct shared *sh)
+{
+    sh->share = m4d_layer_share(ok, x);
+    sh->dense = x->experts ? m4d_layer_share(ok, dense) : sh->share;
+    sh->mtp = m4d_mtp_share(ok, x, sh);
+    sh->emb = muldiv(ok, x->Vp, x->h, x->t);
+    sh->emb_grad = m4d_embedding_grad_bytes(ok, x);
+    if (!x->nlt) {
+        sh->block = m4d_fsdp_block_bytes(ok, x, &sh->share);
+        sh->fsdp_kept = x->fsdp_double ? m4d_megatron_fsdp_buffers(ok, x, &sh->share) : 0;
+    }
+    sh->groups = m4d_process_groups(x);
+    sh->fixed = add(ok, dev->v[MEM4D_DEVICE_CUDA_CONTEXT_BYTES], mul(ok, sh->groups, dev->v[MEM4D_DEVICE_NCCL_BYTES_PER_GROUP]));
+}
+
+static void group_store(struct m4d_state_cache *c, const struct shared *sh)
+{
+    c->share[0] = sh->share.linear, c->share[1] = sh->share.expert, c->share[2] = sh->share.replicated;
+    c->dense[0] = sh->dense.linear, c->dense[1] = sh->dense.expert, c->dense[2] = sh->dense.replicated;
+    c->mtp = sh->mtp, c->emb = sh->emb, c->emb_grad = sh->emb_grad, c->block = sh->block;
+    c->fsdp_kept = sh->fsdp_kept, c->groups = sh->groups, c->fixed = sh->fixed;
+    c->have_group = true;
+}
+
+static void group_load(const struct m4d_state_cache *c, struct shared *sh)
+{
+    sh->share = (struct layer_share){c->share[0], c->share[1], c->share[2]};
+    sh->dense = (struct layer_share){c->dense[0], c->dense[1], c->dense[2]};
+    sh->mtp = c->mtp, sh->emb = c->emb, sh->emb_grad = c->emb_grad, sh->block = c->block;
+    sh->fsdp_kept = c->fsdp_kept, sh->groups = c->groups, sh->fixed = c->fixed;
+}
+
+static void shared_init(bool *ok, const struct m4d_ctx *x, const mem4d_device *dev, struct shared *sh,
+                        struct m4d_state_cache *cache)
 {
     struct m4d_ctx dense; /* an MoE model's dense layers (a copy of the context: only when there are experts) */
     if (x->experts)
         m4d_ctx_dense(x, &dense);
-    sh->share = m4d_layer_share(ok, x);
-    sh->dense = x->experts ? m4d_layer_share(ok, &dense) : sh->share;
+    bool keep = cache && !x->nlt; /* a pattern's kinds replace the share below */
+    if (keep && cache->have_group) {
+        group_load(cache, sh);
+    } else {
+        bool gok = true;
+        group_terms(&gok, x, &dense, dev, sh);
+        if (keep && gok)
+            group_store(cache, sh);
+        *ok = *ok && gok;
+    }
     sh->A_dense = x->experts ? m4d_layer_activation(ok, &dense) : 0; /* set below for dense models */
-    sh->mtp = 0;
-    sh->emb = muldiv(ok, x->Vp, x->h, x->t);
     sh->T = tokens(ok, x);
     sh->A = m4d_layer_activation(ok, x);
     if (!x->experts)
         sh->A_dense = sh->A;
-    sh->mtp = m4d_mtp_share(ok, x, sh);
     sh->C = m4d_checkpoint_bytes(ok, x);
     sh->core_live = m4d_selective_live(ok, x);
     sh->backward = m4d_backward_working_set(ok, x);
     if (x->experts && (x->first_dense || x->moe_period > 1))
         sh->backward = max64(sh->backward, m4d_backward_working_set(ok, &dense));
     m4d_head_bytes(ok, x, &sh->head_keep, &sh->loss, &sh->stranded);
-    if (x->nlt)
+    if (x->nlt) {
         pattern_init(ok, x, sh);
+        sh->block = m4d_fsdp_block_bytes(ok, x, &sh->share);
+        sh->fsdp_kept = x->fsdp_double ? m4d_megatron_fsdp_buffers(ok, x, &sh->share) : 0;
+    }
     sh->emb_keep = m4d_embedding_keep(ok, x);
-    sh->emb_grad = m4d_embedding_grad_bytes(ok, x);
-    sh->block = m4d_fsdp_block_bytes(ok, x, &sh->share);
     sh->sac = m4d_op_sac_layer_keep(ok, x);
     sh->fb = m4d_fwd_bwd_buffers(ok, x, dev, &sh->share);
-    sh->fsdp_kept = x->fsdp_double ? m4d_megatron_fsdp_buffers(ok, x, &sh->share) : 0;
-    sh->groups = m4d_process_groups(x);
-    sh->fixed = add(ok, dev->v[MEM4D_DEVICE_CUDA_CONTEXT_BYTES], mul(ok, sh->groups, dev->v[MEM4D_DEVICE_NCCL_BYTES_PER_GROUP]));
     sh->fixed = add(ok, sh->fixed, m4d_userbuffers(ok, x));
     sh->fixed = add(ok, sh->fixed, m4d_dispatcher_buffers(ok, x, dev));
 }
@@ -270,7 +311,7 @@ mem4d_status m4d_estimate_full(const struct m4d_ctx *x, const mem4d_device *dev,
     bool ok = true;
     struct shared sh;
     struct middle mid = {0};
-    shared_init(&ok, x, dev, &sh);
+    shared_init(&ok, x, dev, &sh, cache);
     /* A pattern of dense and expert layers, or a layer table, can make a
      * middle stage heavier than stage 1. */
     if ((x->experts && (x->first_dense || x->moe_period > 1)) || x->split.nvs || x->nlt)

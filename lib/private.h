@@ -550,11 +550,16 @@ mem4d_status m4d_estimate_paper(const struct m4d_ctx *x, mem4d_report *r);
 /* What the search keeps of a group's estimates from one layout to the next:
  * the parameters and state terms of stages 0, 1 and p - 1, which depend on
  * the group alone (and on m, for torchtitan's accumulated gradients), not on
- * the micro-batch or recompute. Cleared at each group; NULL: none. */
+ * the micro-batch or recompute, and (have_group) the layer shares and the
+ * fixed terms that depend on the group alone (estimate_full.c,
+ * group_terms()). Cleared at each group; NULL: none. */
 struct m4d_state_cache {
     bool have[3];
     uint64_t m[3];
     uint64_t all[3], expert[3], linear[3], w[3], g[3], o[3];
+    bool have_group;
+    uint64_t share[3], dense[3]; /* struct layer_share: linear, expert, replicated */
+    uint64_t mtp, emb, emb_grad, block, fsdp_kept, groups, fixed;
 };
 
 /* peak_only: fill only stages 0, 1 and p-1 (enough for the peak and the
