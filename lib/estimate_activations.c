@@ -642,11 +642,9 @@ void m4d_stage_activations(bool *ok, const struct m4d_ctx *x, const struct share
         transient = add(ok, transient, sh->A);
     *stranded = 0;
     if (r == x->p - 1) {
-        uint64_t kept, merge;
-        m4d_pp_kept_outputs(ok, x, &kept, &merge);
         act = add(ok, act,
                   add(ok, sh->head_keep, mul(ok, mul(ok, x->experts ? sh->A : sh->A_dense, m4d_split_mtp(&x->split, r)), mtp_units)));
-        act = add(ok, act, kept);
+        act = add(ok, act, sh->pp_kept);
         uint64_t layer = transient;
         if (sh->loss > transient) {
             transient = sh->loss;

@@ -36,10 +36,9 @@ static uint64_t pick_moment(bool *ok, const struct m4d_ctx *x, const mem4d_devic
             extra = 0;
         }
     }
-    uint64_t step = add(ok, add(ok, m4d_step_buffers(ok, x, dev, n), recv), sh->fsdp_kept), kept, merge;
-    m4d_pp_kept_outputs(ok, x, &kept, &merge);
+    uint64_t step = add(ok, add(ok, m4d_step_buffers(ok, x, dev, n), recv), sh->fsdp_kept);
     if (r == x->p - 1) /* the merged outputs at the end of the pipeline step */
-        step = add(ok, step, merge);
+        step = add(ok, step, sh->pp_merge);
     if (step > best) {
         t[MEM4D_TERM_ACTIVATIONS] = 0;
         t[MEM4D_TERM_BUFFERS] = step;
@@ -187,6 +186,7 @@ static void shared_init(bool *ok, const struct m4d_ctx *x, const mem4d_device *d
     if (x->experts && (x->first_dense || x->moe_period > 1))
         sh->backward = max64(sh->backward, m4d_backward_working_set(ok, &dense));
     m4d_head_bytes(ok, x, &sh->head_keep, &sh->loss, &sh->stranded);
+    m4d_pp_kept_outputs(ok, x, &sh->pp_kept, &sh->pp_merge);
     if (x->nlt) {
         pattern_init(ok, x, sh);
         sh->block = m4d_fsdp_block_bytes(ok, x, &sh->share);

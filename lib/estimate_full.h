@@ -93,6 +93,7 @@ struct shared {
     uint64_t block;           /* torchtitan: one block's unsharded compute copy */
     uint64_t sac;             /* torchtitan op-selective: kept per block and micro-batch */
     uint64_t stranded;        /* last stage: cached blocks the loss cannot reuse */
+    uint64_t pp_kept, pp_merge; /* last stage: outputs kept at the loss and merged at the step (pp_kept_outputs) */
     /* a layer pattern: each kind's parameters on a rank and A_layer */
     struct layer_share ks[M4D_MAX_LAYER_KINDS];
     uint64_t kA[M4D_MAX_LAYER_KINDS];
