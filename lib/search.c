@@ -85,6 +85,7 @@ struct mem4d_search {
     struct m4d_perf_group pg; /* the step-time model's share of the group (pg_ready) */
     bool pg_ready;
     struct m4d_state_cache sc; /* the group's state terms (m4d_estimate_full) */
+    signed char rc_ok[3];      /* the group's recompute rules per mode: 1, 0, or -1 not yet known */
     struct m4d_ctx x;  /* the candidate's */
     /* ranking */
     struct cand *cands;
@@ -464,6 +465,7 @@ static bool group_valid(mem4d_search *s, const struct group *g)
     set_work(s, g, s->mbs[0], 0);
     s->pg_ready = false;
     memset(&s->sc, 0, sizeof s->sc);
+    memset(s->rc_ok, -1, sizeof s->rc_ok);
     if (m4d_resolve(&s->model, &s->work, &s->gx, NULL, 0) != MEM4D_OK)
         return false;
     s->x = s->gx; /* quick_estimate() changes b, the recompute mode and m alone */
@@ -483,7 +485,10 @@ static mem4d_status quick_estimate(mem4d_search *s, uint64_t b, uint64_t rc, boo
     x->m = x->gbs ? x->gbs / (b * x->d) : 0;
     m4d_report_reset(r, &s->dev);
     mem4d_status st = MEM4D_E_CONFLICT; /* m4d_resolve()'s status for the rule */
-    if (m4d_recompute_layers_ok(x) && m4d_recompute_mode_ok(x, NULL, 0))
+    /* the recompute rules depend on the group and the mode alone */
+    if (s->rc_ok[rc] < 0)
+        s->rc_ok[rc] = m4d_recompute_layers_ok(x) && m4d_recompute_mode_ok(x, NULL, 0);
+    if (s->rc_ok[rc])
         st = m4d_estimate_ctx(x, &s->dev, r, peak_only, &s->sc);
     m4d_report_done(r, st);
     return st;
