@@ -434,7 +434,7 @@ function runEstimate() {
 const PLAN_COLUMNS = () => [
     ["rank", "#"], ["tp", "tp"], ["cp", "cp"], ["pp", "pp"], ["dp", "dp"], ["mbs", "mbs"], ["vpp", "vpp"],
     ["recompute", "recompute"], ["ep", "ep"], ["etp", "etp"], ["moe_dispatcher", "dispatcher"],
-    ["dist_opt", "dist opt"], ["equivalent", "≈ fastest"], ["peak_bytes", "peak GiB"],
+    ["dist_opt", "dist opt"], ["equivalent_to_fastest", "≈ fastest"], ["peak_bytes", "peak GiB"],
     ["peak_allocated_bytes", "allocated GiB"], ["peak_reserved_bytes", "reserved GiB"], ["verdict", "verdict"],
     ...m4.METRICS.map((m) => [m, m.replace(/_/g, " ")]),
 ];
@@ -489,6 +489,7 @@ function renderPlan() {
             let text;
             if (key.startsWith("peak_")) text = gib(v);
             else if (key === "dist_opt") text = v ? "yes" : "no";
+            else if (key === "equivalent_to_fastest") text = v ? "=" : "";
             else if (key === "pp" && (row[FIRST] || row[LAST])) text = `${v} (${row[FIRST]}/${row[LAST]})`;
             else if (m4.METRICS.includes(key)) text = formatMetric(key, v);
             else text = String(v);
@@ -536,7 +537,7 @@ function runPlan() {
                 while (search.step()) more++;
                 valid = { ...search.stats, more };
                 // As mem4d plan: those whose band overlaps the fastest's lead (doc/perf.md, "Uncertainty").
-                for (const row of rows) row.equivalent = row.rank <= Number(valid.equivalent) ? "=" : "";
+                for (const row of rows) row.equivalent_to_fastest = row.rank <= Number(valid.equivalent) ? 1 : 0;
             } finally {
                 search.free();
             }

@@ -246,7 +246,7 @@ try {
         let first = null;
         for (let i = 0; i < 7; i++) {
             const t0 = performance.now();
-            const search = m4.plan(model, device, { gpus: 16384, seq: 8192, gbs: 2048 });
+            const search = m4.plan(model, device, { gpus: 16384, seq: 8192, gbs: 2048, tie_break: 1 });  // as mem4d plan
             const top = search.take(10);
             const stats = search.stats;
             search.free();
