@@ -13,7 +13,8 @@ const LABELS = {
     world: "GPUs", seq: "Sequence length", gbs: "Global batch (0: unknown)", tp: "Tensor parallel (tp)",
     cp: "Context parallel (cp)", pp: "Pipeline parallel (pp)", dp: "Data parallel (dp; 0: from GPUs)",
     mbs: "Micro-batch (mbs)", vpp: "Virtual stages (vpp)", recompute: "Recompute", dist_opt: "Distributed optimizer",
-    mode: "Mode", memory_bytes: "memory_bytes (bytes)",
+    mode: "Mode", memory_bytes: "memory_bytes (bytes)", ep: "Expert parallel (ep)",
+    etp: "Expert tensor parallel (etp; 0: tp)", moe_dispatcher: "MoE token dispatcher",
 };
 const SCALE_KEYS = ["world", "seq", "gbs"];
 // The stacked parts of a stage (the library's term names); terms whose name
