@@ -494,12 +494,21 @@ static double op_sac_time(const struct m4d_ctx *x, const struct m4d_perf_group *
     return pg->chunks * mm + ew;
 }
 
-static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_perf_group *pg)
+static void perf_b_of(const struct m4d_perf_group *pg, double b, struct m4d_perf_b *t)
+{
+    double M = b * pg->rows_per_b;
+    t->b = b;
+    t->lin = linears_fwd(pg, M, &t->mlp, &t->cast);
+    attention_time(pg, b, &t->attn_fwd, &t->attn_bwd);
+    t->head = gemm_time(&pg->mc, &pg->head, M);
+}
+
+static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_perf_group *pg,
+                                     const struct m4d_perf_b *bt)
 {
     /* Full recompute runs the forward, and its collectives, once more. */
     double pf = x->recompute == 2 ? 2 : 1, b = D(x->b), M = b * pg->rows_per_b, kern = pg->mc.kernel;
-    double cast, mlp, lin = linears_fwd(pg, M, &mlp, &cast), af, ab;
-    attention_time(pg, b, &af, &ab);
+    double cast = bt->cast, mlp = bt->mlp, lin = bt->lin, af = bt->attn_fwd, ab = bt->attn_bwd;
     double ew = b * pg->ew_per_b;
     double fwd = lin + af + ew + KERNELS_FWD * kern;
     double bwd = 2 * lin + ab + 2 * ew + 2 * KERNELS_FWD * kern;
@@ -547,7 +556,7 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
      * prefetch hides them behind the neighbouring layer's compute. */
     if (x->zero >= 3)
         u.layer_fsdp = pf * MAX0(pg->fsdp_ag - fwd) + MAX0(pg->fsdp_ag + pg->fsdp_rs - bwd);
-    u.head = 3 * gemm_time(&pg->mc, &pg->head, M) + b * pg->ce_per_b + 6 * kern;
+    u.head = 3 * bt->head + b * pg->ce_per_b + 6 * kern;
     /* Offloading (one stage, no recompute): the transfers run beside the
      * stage's forward and backward; what they outlast stalls the compute
      * (Transformer Engine holds the layers until the copies are done). */
@@ -789,12 +798,18 @@ void m4d_perf_prepare(const struct m4d_ctx *x, const mem4d_device *dev, struct m
     }
 }
 
-void m4d_perf_fill(const struct m4d_ctx *x, const struct m4d_perf_group *pg, mem4d_report *r)
+void m4d_perf_fill_memo(const struct m4d_ctx *x, const struct m4d_perf_group *pg, struct m4d_perf_b *memo,
+                        mem4d_report *r)
 {
     r->have_metrics = false; /* every metric is written below when true */
     if (!pg->ok || x->m == 0)
         return;
-    struct unit_time u = unit_time_of(x, pg);
+    struct m4d_perf_b own;
+    if (!memo)
+        memo = &own, own.b = 0;
+    if (memo->b != D(x->b))
+        perf_b_of(pg, D(x->b), memo);
+    struct unit_time u = unit_time_of(x, pg, memo);
     double p2p = pg->p2p_lat + D(x->b) * pg->p2p_per_b, m = D(x->m);
     struct pipeline pl = pipeline_of(x, pg, &u, p2p);
     /* The DP collectives of the heaviest stage hide behind the last
@@ -838,6 +853,11 @@ void m4d_perf_fill(const struct m4d_ctx *x, const struct m4d_perf_group *pg, mem
                                      o[MEM4D_METRIC_EP_COMM_S] + o[MEM4D_METRIC_PP_COMM_S] +
                                      o[MEM4D_METRIC_DP_COMM_S];
     r->have_metrics = true;
+}
+
+void m4d_perf_fill(const struct m4d_ctx *x, const struct m4d_perf_group *pg, mem4d_report *r)
+{
+    m4d_perf_fill_memo(x, pg, NULL, r);
 }
 
 void m4d_perf(const struct m4d_ctx *x, const mem4d_device *dev, mem4d_report *r)

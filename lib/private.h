@@ -775,6 +775,16 @@ double m4d_hybrid_flops_per_seq(const struct m4d_ctx *x);
 double m4d_hybrid_mean_layer_weights(const struct m4d_ctx *x);
 
 void m4d_perf_fill(const struct m4d_ctx *x, const struct m4d_perf_group *pg, mem4d_report *r);
+/* The GEMM and attention seconds of one micro-batch of a group, which do
+ * not depend on the recompute mode: the search keeps them per b (b = 0:
+ * not known yet) for the next mode's layouts of that b. */
+struct m4d_perf_b {
+    double b;
+    double lin, mlp, cast, attn_fwd, attn_bwd, head;
+};
+/* m4d_perf_fill() reusing *memo when it holds x->b, else filling it. */
+void m4d_perf_fill_memo(const struct m4d_ctx *x, const struct m4d_perf_group *pg, struct m4d_perf_b *memo,
+                        mem4d_report *r);
 /* The value a speed key takes on a device: its own, or where it is 0 the
  * stack's (attention_efficiency_ppm: the attention kernel's forward share of
  * the GEMM rate; microbatch_overhead_ns: the stack's overhead). */

@@ -86,6 +86,7 @@ struct mem4d_search {
     bool pg_ready;
     struct m4d_state_cache sc; /* the group's state terms (m4d_estimate_full) */
     signed char rc_ok[3];      /* the group's recompute rules per mode: 1, 0, or -1 not yet known */
+    struct m4d_perf_b pb[16];  /* the group's per-b step-time terms, by b's index (m4d_perf_fill_memo) */
     struct m4d_ctx x;  /* the candidate's */
     /* ranking */
     struct cand *cands;
@@ -466,6 +467,7 @@ static bool group_valid(mem4d_search *s, const struct group *g)
     s->pg_ready = false;
     memset(&s->sc, 0, sizeof s->sc);
     memset(s->rc_ok, -1, sizeof s->rc_ok);
+    memset(s->pb, 0, sizeof s->pb);
     if (m4d_resolve(&s->model, &s->work, &s->gx, NULL, 0) != MEM4D_OK)
         return false;
     s->x = s->gx; /* quick_estimate() changes b, the recompute mode and m alone */
@@ -502,7 +504,8 @@ static void search_perf(mem4d_search *s)
         m4d_perf_prepare(&s->gx, &s->dev, &s->pg);
         s->pg_ready = true;
     }
-    m4d_perf_fill(&s->x, &s->pg, s->scratch);
+    size_t i = s->bi - 1; /* the candidate's b (next_candidate() moved past it) */
+    m4d_perf_fill_memo(&s->x, &s->pg, i < M4D_LEN(s->pb) ? &s->pb[i] : NULL, s->scratch);
 }
 
 /* Weights, gradients and optimizer state do not depend on v or the
