@@ -580,7 +580,7 @@ void m4d_pp_kept_outputs(bool *ok, const struct m4d_ctx *x, uint64_t *at_loss, u
  * stage, or one layer's backward with its recomputed group. When the first
  * stage's embedding gradient is formed (*at_embedding_grad), one in-flight
  * micro-batch has just been freed. */
-void m4d_stage_activations(bool *ok, const struct m4d_ctx *x, const struct shared *sh, uint64_t r,
+void m4d_stage_activations(bool *ok, const struct m4d_ctx *x, struct shared *sh, uint64_t r,
                            uint64_t *reported_in_flight, uint64_t *peak, uint64_t *at_embedding_grad,
                            uint64_t *stranded)
 {
@@ -622,7 +622,14 @@ void m4d_stage_activations(bool *ok, const struct m4d_ctx *x, const struct share
         act = mul(ok, keep, units);
         *at_embedding_grad = mul(ok, keep, units - 1);
     } else {
-        micro_batch_keep(ok, x, sh, 0, each, m4d_chunk_moe_layers(x, r), &keep, &live);
+        /* stages of as many layers keep as much: stages 0, 1 and p - 1 of
+         * an even split compute it once */
+        uint64_t e = x->experts ? m4d_chunk_moe_layers(x, r) : 0;
+        if (!sh->mbk.have || sh->mbk.l != each || sh->mbk.e != e) {
+            micro_batch_keep(ok, x, sh, 0, each, e, &sh->mbk.keep, &sh->mbk.live);
+            sh->mbk.have = true, sh->mbk.l = each, sh->mbk.e = e;
+        }
+        keep = sh->mbk.keep, live = sh->mbk.live;
         act = mul(ok, keep, units);
         *at_embedding_grad = mul(ok, keep, units - 1);
     }

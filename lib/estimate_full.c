@@ -14,7 +14,7 @@
  * peak, the first stage forming its embedding gradient, and the optimizer
  * step (no activation live). ACTIVATIONS and BUFFERS are those of the
  * winning moment; ties go to the earlier one. */
-static uint64_t pick_moment(bool *ok, const struct m4d_ctx *x, const mem4d_device *dev, const struct shared *sh,
+static uint64_t pick_moment(bool *ok, const struct m4d_ctx *x, const mem4d_device *dev, struct shared *sh,
                             uint64_t r, const struct stage_params *n, uint64_t *t)
 {
     /* kept at every moment */
@@ -187,6 +187,7 @@ static void shared_init(bool *ok, const struct m4d_ctx *x, const mem4d_device *d
         sh->backward = max64(sh->backward, m4d_backward_working_set(ok, &dense));
     m4d_head_bytes(ok, x, &sh->head_keep, &sh->loss, &sh->stranded);
     m4d_pp_kept_outputs(ok, x, &sh->pp_kept, &sh->pp_merge);
+    sh->mbk.have = false;
     if (x->nlt) {
         pattern_init(ok, x, sh);
         sh->block = m4d_fsdp_block_bytes(ok, x, &sh->share);
@@ -207,7 +208,7 @@ struct middle {
     uint64_t w, g, o;
 };
 
-static bool stage_memory(const struct m4d_ctx *x, const mem4d_device *dev, const struct shared *sh, uint64_t r,
+static bool stage_memory(const struct m4d_ctx *x, const mem4d_device *dev, struct shared *sh, uint64_t r,
                          uint64_t *t, struct middle *mid, struct m4d_state_cache *cache)
 {
     bool ok = true;

@@ -94,6 +94,10 @@ struct shared {
     uint64_t sac;             /* torchtitan op-selective: kept per block and micro-batch */
     uint64_t stranded;        /* last stage: cached blocks the loss cannot reuse */
     uint64_t pp_kept, pp_merge; /* last stage: outputs kept at the loss and merged at the step (pp_kept_outputs) */
+    struct {                  /* one micro-batch's keep and live set over l layers, e of them expert layers */
+        bool have;            /* (m4d_stage_activations, one pipeline chunk per stage) */
+        uint64_t l, e, keep, live;
+    } mbk;
     /* a layer pattern: each kind's parameters on a rank and A_layer */
     struct layer_share ks[M4D_MAX_LAYER_KINDS];
     uint64_t kA[M4D_MAX_LAYER_KINDS];
@@ -126,7 +130,7 @@ uint64_t m4d_backward_working_set(bool *ok, const struct m4d_ctx *x);
 void m4d_head_bytes(bool *ok, const struct m4d_ctx *x, uint64_t *keep, uint64_t *loss, uint64_t *stranded);
 uint64_t m4d_embedding_keep(bool *ok, const struct m4d_ctx *x);
 void m4d_pp_kept_outputs(bool *ok, const struct m4d_ctx *x, uint64_t *at_loss, uint64_t *at_merge);
-void m4d_stage_activations(bool *ok, const struct m4d_ctx *x, const struct shared *sh, uint64_t r,
+void m4d_stage_activations(bool *ok, const struct m4d_ctx *x, struct shared *sh, uint64_t r,
                            uint64_t *reported_in_flight, uint64_t *peak, uint64_t *at_embedding_grad,
                            uint64_t *stranded);
 uint64_t m4d_selective_live(bool *ok, const struct m4d_ctx *x);
