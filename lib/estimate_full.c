@@ -159,6 +159,33 @@ static void group_load(const struct m4d_state_cache *c, struct shared *sh)
     sh->fsdp_kept = c->fsdp_kept, sh->groups = c->groups, sh->fixed = c->fixed;
 }
 
+/* The terms that depend on b (and m) but not on the recompute mode; the
+ * search's cache keeps them for the group's other modes (shared_init). */
+static void b_terms(bool *ok, const struct m4d_ctx *x, const mem4d_device *dev, const struct shared *sh,
+                    struct m4d_b_terms *bt)
+{
+    bt->b = x->b;
+    bt->C = m4d_checkpoint_bytes(ok, x);
+    m4d_head_bytes(ok, x, &bt->head_keep, &bt->loss, &bt->stranded);
+    m4d_pp_kept_outputs(ok, x, &bt->pp_kept, &bt->pp_merge);
+    bt->emb_keep = m4d_embedding_keep(ok, x);
+    bt->fb = m4d_fwd_bwd_buffers(ok, x, dev, &sh->share);
+    bt->fixed = add(ok, m4d_userbuffers(ok, x), m4d_dispatcher_buffers(ok, x, dev));
+}
+
+/* The cache's slot of b: the one holding it, else a free one, else NULL. */
+static struct m4d_b_terms *b_slot(struct m4d_state_cache *c, uint64_t b)
+{
+    struct m4d_b_terms *free_slot = NULL;
+    for (size_t i = 0; i < M4D_LEN(c->per_b); i++) {
+        if (c->per_b[i].b == b)
+            return &c->per_b[i];
+        if (!free_slot && c->per_b[i].b == 0)
+            free_slot = &c->per_b[i];
+    }
+    return free_slot;
+}
+
 static void shared_init(bool *ok, const struct m4d_ctx *x, const mem4d_device *dev, struct shared *sh,
                         struct m4d_state_cache *cache)
 {
@@ -180,24 +207,30 @@ static void shared_init(bool *ok, const struct m4d_ctx *x, const mem4d_device *d
     sh->A = m4d_layer_activation(ok, x);
     if (!x->experts)
         sh->A_dense = sh->A;
-    sh->C = m4d_checkpoint_bytes(ok, x);
     sh->core_live = m4d_selective_live(ok, x);
     sh->backward = m4d_backward_working_set(ok, x);
     if (x->experts && (x->first_dense || x->moe_period > 1))
         sh->backward = max64(sh->backward, m4d_backward_working_set(ok, &dense));
-    m4d_head_bytes(ok, x, &sh->head_keep, &sh->loss, &sh->stranded);
-    m4d_pp_kept_outputs(ok, x, &sh->pp_kept, &sh->pp_merge);
     sh->mbk.have = false;
     if (x->nlt) {
         pattern_init(ok, x, sh);
         sh->block = m4d_fsdp_block_bytes(ok, x, &sh->share);
         sh->fsdp_kept = x->fsdp_double ? m4d_megatron_fsdp_buffers(ok, x, &sh->share) : 0;
     }
-    sh->emb_keep = m4d_embedding_keep(ok, x);
     sh->sac = m4d_op_sac_layer_keep(ok, x);
-    sh->fb = m4d_fwd_bwd_buffers(ok, x, dev, &sh->share);
-    sh->fixed = add(ok, sh->fixed, m4d_userbuffers(ok, x));
-    sh->fixed = add(ok, sh->fixed, m4d_dispatcher_buffers(ok, x, dev));
+    struct m4d_b_terms own, *bt = keep ? b_slot(cache, x->b) : NULL;
+    if (!bt || bt->b != x->b) {
+        bool bok = true;
+        struct m4d_b_terms *to = bt ? bt : &own;
+        b_terms(&bok, x, dev, sh, to);
+        if (bt && !bok)
+            bt->b = 0; /* an overflow: not kept */
+        bt = to;
+        *ok = *ok && bok;
+    }
+    sh->C = bt->C, sh->head_keep = bt->head_keep, sh->loss = bt->loss, sh->stranded = bt->stranded;
+    sh->emb_keep = bt->emb_keep, sh->fb = bt->fb, sh->pp_kept = bt->pp_kept, sh->pp_merge = bt->pp_merge;
+    sh->fixed = add(ok, sh->fixed, bt->fixed);
 }
 
 /* A middle stage's parameters and state terms depend on its layer count

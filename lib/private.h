@@ -560,6 +560,11 @@ struct m4d_state_cache {
     bool have_group;
     uint64_t share[3], dense[3]; /* struct layer_share: linear, expert, replicated */
     uint64_t mtp, emb, emb_grad, block, fsdp_kept, groups, fixed;
+    /* the terms that depend on b (and m, which b sets) but not on the
+     * recompute mode, for up to 8 micro-batch sizes (b = 0: a free slot) */
+    struct m4d_b_terms {
+        uint64_t b, C, head_keep, loss, stranded, emb_keep, fb, fixed, pp_kept, pp_merge;
+    } per_b[8];
 };
 
 /* peak_only: fill only stages 0, 1 and p-1 (enough for the peak and the
