@@ -14,8 +14,8 @@
  * peak, the first stage forming its embedding gradient, and the optimizer
  * step (no activation live). ACTIVATIONS and BUFFERS are those of the
  * winning moment; ties go to the earlier one. */
-static uint64_t pick_moment(bool *ok, const struct m4d_ctx *x, const mem4d_device *dev, struct shared *sh,
-                            uint64_t r, const struct stage_params *n, uint64_t *t)
+static uint64_t pick_moment(bool *ok, const struct m4d_ctx *x, struct shared *sh,
+                            uint64_t r, uint64_t step_buffers, uint64_t *t)
 {
     /* kept at every moment */
     uint64_t recv = add(ok, m4d_pp_recv_buffers(ok, x, r), m4d_graph_static_buffers(ok, x, r));
@@ -36,7 +36,7 @@ static uint64_t pick_moment(bool *ok, const struct m4d_ctx *x, const mem4d_devic
             extra = 0;
         }
     }
-    uint64_t step = add(ok, add(ok, m4d_step_buffers(ok, x, dev, n), recv), sh->fsdp_kept);
+    uint64_t step = add(ok, add(ok, step_buffers, recv), sh->fsdp_kept);
     if (r == x->p - 1) /* the merged outputs at the end of the pipeline step */
         step = add(ok, step, sh->pp_merge);
     if (step > best) {
@@ -249,11 +249,13 @@ static bool stage_memory(const struct m4d_ctx *x, const mem4d_device *dev, struc
     uint64_t l = m4d_split_rank_layers(&x->split, r);
     int slot = !cache ? -1 : r == 0 ? 0 : r == x->p - 1 ? 2 : r == 1 ? 1 : -1;
     struct stage_params n;
+    uint64_t stepb; /* the optimizer step's buffers (m4d_step_buffers) */
     if (x->nlt)
         middle = false; /* a pattern's middle stages differ in their layers' kinds */
     /* the search's group, seen before (torchtitan's state depends on m too) */
     if (slot >= 0 && cache->have[slot] && (x->fw != MEM4D_FRAMEWORK_TORCHTITAN || cache->m[slot] == x->m)) {
         n = (struct stage_params){cache->all[slot], cache->expert[slot], cache->linear[slot]};
+        stepb = cache->step[slot];
         t[MEM4D_TERM_WEIGHTS] = cache->w[slot];
         t[MEM4D_TERM_GRADIENTS] = cache->g[slot];
         t[MEM4D_TERM_OPTIMIZER] = cache->o[slot];
@@ -271,16 +273,17 @@ static bool stage_memory(const struct m4d_ctx *x, const mem4d_device *dev, struc
         if (middle)
             *mid = (struct middle){l, e, n, t[MEM4D_TERM_WEIGHTS], t[MEM4D_TERM_GRADIENTS], t[MEM4D_TERM_OPTIMIZER]};
     }
+    stepb = m4d_step_buffers(&ok, x, dev, &n);
     if (slot >= 0 && ok) {
         cache->have[slot] = true;
         cache->m[slot] = x->m;
         cache->all[slot] = n.all, cache->expert[slot] = n.expert, cache->linear[slot] = n.linear;
         cache->w[slot] = t[MEM4D_TERM_WEIGHTS], cache->g[slot] = t[MEM4D_TERM_GRADIENTS];
-        cache->o[slot] = t[MEM4D_TERM_OPTIMIZER];
+        cache->o[slot] = t[MEM4D_TERM_OPTIMIZER], cache->step[slot] = stepb;
     }
 state_known:;
     uint64_t state = add(&ok, add(&ok, t[MEM4D_TERM_WEIGHTS], t[MEM4D_TERM_GRADIENTS]), t[MEM4D_TERM_OPTIMIZER]);
-    uint64_t stranded = pick_moment(&ok, x, dev, sh, r, &n, t);
+    uint64_t stranded = pick_moment(&ok, x, sh, r, stepb, t);
     uint64_t alloc = add(&ok, add(&ok, state, t[MEM4D_TERM_ACTIVATIONS]), t[MEM4D_TERM_BUFFERS]);
     t[MEM4D_TERM_FRAGMENTATION] = add(&ok, m4d_fragmentation(&ok, x, dev, alloc), stranded);
     t[MEM4D_TERM_FIXED] = sh->fixed;

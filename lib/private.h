@@ -556,7 +556,7 @@ mem4d_status m4d_estimate_paper(const struct m4d_ctx *x, mem4d_report *r);
 struct m4d_state_cache {
     bool have[3];
     uint64_t m[3];
-    uint64_t all[3], expert[3], linear[3], w[3], g[3], o[3];
+    uint64_t all[3], expert[3], linear[3], w[3], g[3], o[3], step[3]; /* step: m4d_step_buffers() */
     bool have_group;
     uint64_t share[3], dense[3]; /* struct layer_share: linear, expert, replicated */
     uint64_t mtp, emb, emb_grad, block, fsdp_kept, groups, fixed;
