@@ -84,7 +84,7 @@ static uint64_t nanotron_attention_copies(bool *ok, const struct m4d_ctx *x)
  *   the pre-MLP norm's output, counted already. */
 static uint64_t dispatch_kept(bool *ok, const struct m4d_ctx *x)
 {
-    uint64_t b = 0, N = ep_group(x);
+    uint64_t b = 0, N = m4d_ep_group(x);
     if (x->dispatcher == MEM4D_MOE_DISPATCHER_HYBRIDEP)
         b = mul(ok, N, 4 + 5 * (x->experts / x->ep));
     return b;

@@ -120,8 +120,8 @@ uint64_t m4d_fwd_bwd_buffers(bool *ok, const struct m4d_ctx *x, const mem4d_devi
         b = add(ok, b, mul(ok, T, 2 * x->h));
     if (x->p > 1)
         b = add(ok, b, mul(ok, 2, muldiv(ok, T, residual_bytes(x) * x->h, t_sp(x))));
-    if (x->experts && x->dispatcher == MEM4D_MOE_DISPATCHER_ALLGATHER && ep_group(x) > 1)
-        b = add(ok, b, mul(ok, muldiv(ok, T, ep_group(x), t_sp(x)), add(ok, 6 * x->h, 5 * x->experts)));
+    if (x->experts && x->dispatcher == MEM4D_MOE_DISPATCHER_ALLGATHER && m4d_ep_group(x) > 1)
+        b = add(ok, b, mul(ok, muldiv(ok, T, m4d_ep_group(x), t_sp(x)), add(ok, 6 * x->h, 5 * x->experts)));
     if (x->c > 1)
         b = add(ok, b, mul(ok, 2, muldiv(ok, T, mul(ok, 2 * x->kv_heads, x->qk_dim + x->v_dim), x->t)));
     switch (x->fw) {
@@ -253,7 +253,7 @@ static void deepep_config(uint64_t N, uint64_t *nvl_recv, uint64_t *rdma_recv)
  *   T_p·(2h + 4E' + 4h/128 + (n − 1)·(6h + 12·L·R + 4h/128)) more. */
 uint64_t m4d_dispatcher_buffers(bool *ok, const struct m4d_ctx *x, const mem4d_device *dev)
 {
-    uint64_t N = ep_group(x), hb = 2 * x->h;
+    uint64_t N = m4d_ep_group(x), hb = 2 * x->h;
     if (!x->experts || N < 2)
         return 0;
     if (x->dispatcher == MEM4D_MOE_DISPATCHER_DEEPEP) {

@@ -63,10 +63,6 @@ static inline uint64_t t_sp(const struct m4d_ctx *x) { return x->sp && x->t > 1 
 /* T = s·b/c: tokens of one micro-batch on one context-parallel rank. */
 static inline uint64_t tokens(bool *ok, const struct m4d_ctx *x) { return mul(ok, x->s / x->c, x->b); }
 
-/* The flex dispatcher's group: ep·etp ranks (Megatron-Core's tp_ep group
- * with the expert tensor-parallel size). */
-static inline uint64_t ep_group(const struct m4d_ctx *x) { return x->ep * x->etp; }
-
 /* Bytes of a residual-stream element between layers and stages: 4 with
  * --fp32-residual-connection (the embedding's output, each layer's
  * residual and bias-dropout-add in fp32; the pipeline sends fp32). */

@@ -24,7 +24,7 @@ struct layer_share m4d_layer_share(bool *ok, const struct m4d_ctx *x)
     if (!m4d_expert_params(x, x->fe, &one) || (x->fs && !m4d_expert_params(x, x->fs, &shared)))
         *ok = false;
     uint64_t experts = mul(ok, one, x->experts);
-    s.expert = muldiv(ok, experts, 1, x->ep * x->etp);
+    s.expert = muldiv(ok, experts, 1, m4d_ep_group(x));
     s.linear = add(ok, s.linear, m4d_ceil_div(shared, x->t));
     s.replicated = add(ok, s.replicated, mul(ok, x->h, x->experts) + (x->fs && x->shared_gate ? x->h : 0));
     return s;
@@ -181,7 +181,7 @@ static void megatron_state_terms(bool *ok, const struct m4d_ctx *x, const struct
 void m4d_shards(const struct m4d_ctx *x, struct m4d_shards *s)
 {
     s->dp = x->d * x->c;
-    s->edp = x->experts ? x->t * s->dp / (x->ep * x->etp) : s->dp;
+    s->edp = x->experts ? x->t * s->dp / m4d_ep_group(x) : s->dp;
     s->opt = s->dp / x->dopt_inst;
     s->eopt = s->edp / x->dopt_inst;
     s->fsdp = x->fw == MEM4D_FRAMEWORK_TORCHTITAN ? x->d / x->dp_rep * x->c : s->dp;

@@ -426,7 +426,7 @@ static mem4d_status check_moe_dispatch(const struct m4d_ctx *x, char *why, size_
 {
     static const char *const names[] = {"alltoall", "allgather", "deepep", "hybridep"};
     bool flex = x->dispatcher == MEM4D_MOE_DISPATCHER_DEEPEP || x->dispatcher == MEM4D_MOE_DISPATCHER_HYBRIDEP;
-    uint64_t group = x->ep * x->etp;
+    uint64_t group = m4d_ep_group(x);
     if (!x->experts && (x->dispatcher || x->pad_multiple || x->ep_overlap)) {
         m4d_msg(why, n, "%s needs a mixture-of-experts model",
                 x->dispatcher ? "moe_dispatcher" : x->pad_multiple ? "moe_pad_multiple" : "moe_ep_overlap");
@@ -547,7 +547,7 @@ static mem4d_status check_misc(struct m4d_ctx *x, char *why, size_t n)
      * distinct expert shards, the others replicate them (expert data
      * parallelism); with etp = t this is "ep divides dp x cp". */
     uint64_t tdc = x->t * x->d * x->c;
-    if (x->experts && (x->experts % x->ep != 0 || tdc % (x->ep * x->etp) != 0)) {
+    if (x->experts && (x->experts % x->ep != 0 || tdc % m4d_ep_group(x) != 0)) {
         if (x->etp == x->t)
             m4d_msg(why, n, "%llu experts over ep %llu: ep must divide the experts and dp x cp = %llu",
                     U(x->experts), U(x->ep), U(x->d * x->c));

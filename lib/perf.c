@@ -644,7 +644,7 @@ static void dp_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg, doubl
      * gathers them after the dense ones (Megatron-Core's expert buckets). */
     double ne = experts > 0 ? D(sh.edp) : 1;
     if (experts > 0 && x->zero < 3) {
-        struct m4d_link el = link_for(&pg->mc, D(x->t * x->c * x->d), D(x->ep * x->etp));
+        struct m4d_link el = link_for(&pg->mc, D(x->t * x->c * x->d), D(m4d_ep_group(x)));
         double ec = (double)(int64_t)(experts / bucket) + 1, es = ec * (ne - 1), ef = (ne - 1) / ne;
         double eg = experts * D(x->grad_bytes), ew = experts * D(x->param_bytes);
         pg->dp_colls += ec;
@@ -791,7 +791,7 @@ void m4d_perf_prepare(const struct m4d_ctx *x, const mem4d_device *dev, struct m
         pg->fsdp_rs = ring_time(l, n, wl * D(x->grad_bytes), (n - 1) / n, n - 1);
         if (we > 0) { /* the experts' shards over their expert-data-parallel group */
             double ne = D(g.edp);
-            struct m4d_link el = link_for(&pg->mc, D(x->t * x->c * x->d), D(x->ep * x->etp));
+            struct m4d_link el = link_for(&pg->mc, D(x->t * x->c * x->d), D(m4d_ep_group(x)));
             pg->fsdp_ag += ring_time(&el, ne, we * D(x->param_bytes), (ne - 1) / ne, ne - 1);
             pg->fsdp_rs += ring_time(&el, ne, we * D(x->grad_bytes), (ne - 1) / ne, ne - 1);
         }

@@ -171,7 +171,7 @@ double m4d_hybrid_mean_layer_weights(const struct m4d_ctx *x)
         double e = D(each) / D(x->t);
         if (x->kinds[i].sym == 'E' && m4d_expert_params(x, x->fe, &one)) { /* the routed experts over ep·etp */
             double experts = D(one) * D(x->experts);
-            e += experts / D(x->ep * x->etp) - experts / D(x->t);
+            e += experts / D(m4d_ep_group(x)) - experts / D(x->t);
         }
         w += D(counts[i]) * e;
     }

@@ -263,6 +263,12 @@ struct m4d_ctx {
     uint64_t ag_bucket, prefetch, max_live, offload; /* DeepSpeed; 0 = its default */
 };
 
+/* The expert group: ep·etp consecutive ranks (Megatron-Core's tp_ep group with
+ * the expert tensor-parallel size), over which the experts are split and the
+ * dispatchers send; the one place memory and speed take it from. */
+static inline uint64_t m4d_ep_group(const struct m4d_ctx *x) { return x->ep * x->etp; }
+
+
 /* Bits of cuda_graph_scope, in Megatron's names (0: the whole layer). */
 enum { M4D_GRAPH_ATTN = 1, M4D_GRAPH_MLP = 2, M4D_GRAPH_MOE = 4, M4D_GRAPH_MOE_ROUTER = 8, M4D_GRAPH_MOE_PREPROCESS = 16 };
 
@@ -291,7 +297,7 @@ static inline uint64_t m4d_routed_ppm(const struct m4d_ctx *x)
          * up to a multiple of a, on average (a − 1)/2 rows more, padded by
          * every ep·etp sender with the alltoall dispatcher, once by the
          * receiver with the others; per token of T/t_sp (the rank's share) */
-        uint64_t senders = x->dispatcher == MEM4D_MOE_DISPATCHER_ALLTOALL ? x->ep * x->etp : 1;
+        uint64_t senders = x->dispatcher == MEM4D_MOE_DISPATCHER_ALLTOALL ? m4d_ep_group(x) : 1;
         uint64_t rows2 = (x->experts / x->ep) * senders * (x->pad_multiple - 1); /* twice the mean */
         uint64_t tsp = x->sp && x->t > 1 ? x->t : 1, T = (x->s / x->c) * x->b;
         pad = T ? rows2 * 500000 * tsp / T : 0;
