@@ -14,6 +14,35 @@
  */
 #include "fuzz-common.h"
 
+/* What every reader promises: a refusal says why, an accepted log is counted,
+ * and its fit (when one is possible) reproduces a positive measured step with
+ * at most one constant fitted from one run. */
+static void check_read_and_fit(mem4d_calibration *c, mem4d_status st)
+{
+    const char *msg = mem4d_calibration_message(c);
+    FUZZ_REQUIRE(msg != NULL, "NULL message");
+    if (st != MEM4D_OK)
+        FUZZ_REQUIRE(msg[0] != '\0', "refused with %d and no message", (int)st);
+    FUZZ_REQUIRE(mem4d_calibration_log_count(c) == (st == MEM4D_OK), "log count");
+    if (st != MEM4D_OK)
+        return;
+    mem4d_device *d = NULL;
+    FUZZ_REQUIRE(mem4d_device_new_preset("h100-80", &d) == MEM4D_OK, "device");
+    if (mem4d_calibration_fit(c, d) == MEM4D_OK) {
+        double v;
+        FUZZ_REQUIRE(mem4d_calibration_get(c, 0, MEM4D_CALIBRATION_MEASURED_STEP_S, &v) == MEM4D_OK && v > 0,
+                     "measured step");
+        FUZZ_REQUIRE(mem4d_calibration_get(c, 0, MEM4D_CALIBRATION_PREDICTED_STEP_AFTER_S, &v) == MEM4D_OK && v > 0,
+                     "fitted step");
+        mem4d_device_param key;
+        int fitted, n = 0;
+        for (size_t i = 0; mem4d_calibration_constant(c, i, &key, &fitted) == MEM4D_OK; i++)
+            n += fitted;
+        FUZZ_REQUIRE(n <= 1, "one run fitted %d constants", n);
+    }
+    mem4d_device_free(d);
+}
+
 static void fuzz_log(const char *text, size_t len, uint64_t world)
 {
     /* A small job for logs without an arguments block. */
@@ -25,24 +54,7 @@ static void fuzz_log(const char *text, size_t len, uint64_t world)
     FUZZ_REQUIRE(mem4d_calibration_new(&c) == MEM4D_OK, "new");
     mem4d_status st = mem4d_calibration_add_megatron_log(c, text, len, (int)(sizeof argv / sizeof argv[0]), argv,
                                                          world ? world : 8);
-    const char *msg = mem4d_calibration_message(c);
-    FUZZ_REQUIRE(msg != NULL, "NULL message");
-    if (st != MEM4D_OK)
-        FUZZ_REQUIRE(msg[0] != '\0', "refused with %d and no message", (int)st);
-    FUZZ_REQUIRE(mem4d_calibration_log_count(c) == (st == MEM4D_OK), "log count");
-    if (st == MEM4D_OK) {
-        mem4d_device *d = NULL;
-        FUZZ_REQUIRE(mem4d_device_new_preset("h100-80", &d) == MEM4D_OK, "device");
-        if (mem4d_calibration_fit(c, d) == MEM4D_OK) {
-            double v;
-            FUZZ_REQUIRE(mem4d_calibration_get(c, 0, MEM4D_CALIBRATION_MEASURED_STEP_S, &v) == MEM4D_OK && v > 0,
-                         "measured step");
-            FUZZ_REQUIRE(mem4d_calibration_get(c, 0, MEM4D_CALIBRATION_PREDICTED_STEP_AFTER_S, &v) == MEM4D_OK &&
-                             v > 0,
-                         "fitted step");
-        }
-        mem4d_device_free(d);
-    }
+    check_read_and_fit(c, st);
     mem4d_calibration_free(c);
 }
 
@@ -60,24 +72,7 @@ static void fuzz_framework_log(const char *text, size_t len, mem4d_log_format fo
                      mem4d_layout_set(l, MEM4D_LAYOUT_GLOBAL_BATCH, 64) == MEM4D_OK,
                  "layout");
     mem4d_status st = mem4d_calibration_add_log(c, format, text, len, m, l);
-    if (st != MEM4D_OK)
-        FUZZ_REQUIRE(mem4d_calibration_message(c)[0] != '\0', "refused with %d and no message", (int)st);
-    FUZZ_REQUIRE(mem4d_calibration_log_count(c) == (st == MEM4D_OK), "log count");
-    if (st == MEM4D_OK) {
-        mem4d_device *d = NULL;
-        FUZZ_REQUIRE(mem4d_device_new_preset("h100-80", &d) == MEM4D_OK, "device");
-        if (mem4d_calibration_fit(c, d) == MEM4D_OK) {
-            double v;
-            FUZZ_REQUIRE(mem4d_calibration_get(c, 0, MEM4D_CALIBRATION_MEASURED_STEP_S, &v) == MEM4D_OK && v > 0,
-                         "measured step");
-            mem4d_device_param key;
-            int fitted, n = 0;
-            for (size_t i = 0; mem4d_calibration_constant(c, i, &key, &fitted) == MEM4D_OK; i++)
-                n += fitted;
-            FUZZ_REQUIRE(n <= 1, "one run fitted %d constants", n);
-        }
-        mem4d_device_free(d);
-    }
+    check_read_and_fit(c, st);
     mem4d_layout_free(l);
     mem4d_model_free(m);
     mem4d_calibration_free(c);
