@@ -186,14 +186,47 @@ static struct m4d_b_terms *b_slot(struct m4d_state_cache *c, uint64_t b)
     return free_slot;
 }
 
+bool m4d_act_key(const struct m4d_ctx *x, uint64_t key[M4D_ACT_KEY_LEN])
+{
+    if (x->nlt)
+        return false;
+    const uint64_t k[] = {
+        x->a, x->attn_dropout, x->c, x->cap_pad, x->cap_ppm, x->delay_wgrad, x->dh, x->dispatcher,
+        x->distribute_saved, x->ep, x->ep_overlap, x->etp, x->experts, x->f, x->fe, x->flash, x->fp32_residual,
+        x->fp8, x->fs, (uint64_t)x->fw, x->gated, x->h, x->hidden_dropout, x->idx_dim, x->idx_heads, x->idx_topk,
+        x->k, x->kv_heads, x->kv_lora, x->norms, x->offload_modules, x->offload_ppm, x->pad_multiple, x->q_lora,
+        x->qk_dim, x->rc_modules, x->rope_dim, x->router_bytes, x->s, x->sp, x->t, x->topk, x->v_dim,
+        x->first_dense, x->moe_period,
+    };
+    _Static_assert(sizeof k / sizeof k[0] == M4D_ACT_KEY_LEN, "M4D_ACT_KEY_LEN counts m4d_act_key()'s fields");
+    memcpy(key, k, sizeof k);
+    return true;
+}
+
+/* The terms of one (b, recompute mode): m4d_act_key() lists what they read. */
+static void act_terms(bool *ok, const struct m4d_ctx *x, const struct m4d_ctx *dense, struct m4d_act_terms *a)
+{
+    a->A_dense = x->experts ? m4d_layer_activation(ok, dense) : 0;
+    a->A = m4d_layer_activation(ok, x);
+    if (!x->experts)
+        a->A_dense = a->A;
+    a->core_live = m4d_selective_live(ok, x);
+    a->backward = m4d_backward_working_set(ok, x);
+    if (x->experts && (x->first_dense || x->moe_period > 1))
+        a->backward = max64(a->backward, m4d_backward_working_set(ok, dense));
+    a->sac = m4d_op_sac_layer_keep(ok, x);
+}
+
 static void shared_init(bool *ok, const struct m4d_ctx *x, const mem4d_device *dev, struct shared *sh,
                         struct m4d_state_cache *cache)
 {
     struct m4d_ctx dense; /* an MoE model's dense layers (a copy of the context: only when there are experts) */
-    if (x->experts)
-        m4d_ctx_dense(x, &dense);
     bool keep = cache && !x->nlt; /* a pattern's kinds replace the share below */
-    if (keep && cache->have_group) {
+    struct m4d_act_terms *act = keep ? cache->act : NULL;
+    bool need_group = !(keep && cache->have_group), need_act = !(act && act->have);
+    if (x->experts && (need_group || need_act))
+        m4d_ctx_dense(x, &dense);
+    if (!need_group) {
         group_load(cache, sh);
     } else {
         bool gok = true;
@@ -202,22 +235,24 @@ static void shared_init(bool *ok, const struct m4d_ctx *x, const mem4d_device *d
             group_store(cache, sh);
         *ok = *ok && gok;
     }
-    sh->A_dense = x->experts ? m4d_layer_activation(ok, &dense) : 0; /* set below for dense models */
+    struct m4d_act_terms own_act;
+    if (need_act) {
+        bool aok = true;
+        struct m4d_act_terms *to = act ? act : &own_act;
+        act_terms(&aok, x, &dense, to);
+        to->have = act && aok;
+        act = to;
+        *ok = *ok && aok;
+    }
     sh->T = tokens(ok, x);
-    sh->A = m4d_layer_activation(ok, x);
-    if (!x->experts)
-        sh->A_dense = sh->A;
-    sh->core_live = m4d_selective_live(ok, x);
-    sh->backward = m4d_backward_working_set(ok, x);
-    if (x->experts && (x->first_dense || x->moe_period > 1))
-        sh->backward = max64(sh->backward, m4d_backward_working_set(ok, &dense));
+    sh->A_dense = act->A_dense, sh->A = act->A, sh->core_live = act->core_live, sh->backward = act->backward;
     sh->mbk.have = false;
     if (x->nlt) {
         pattern_init(ok, x, sh);
         sh->block = m4d_fsdp_block_bytes(ok, x, &sh->share);
         sh->fsdp_kept = x->fsdp_double ? m4d_megatron_fsdp_buffers(ok, x, &sh->share) : 0;
     }
-    sh->sac = m4d_op_sac_layer_keep(ok, x);
+    sh->sac = act->sac;
     struct m4d_b_terms own, *bt = keep ? b_slot(cache, x->b) : NULL;
     if (!bt || bt->b != x->b) {
         bool bok = true;

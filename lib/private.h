@@ -571,7 +571,26 @@ struct m4d_state_cache {
     struct m4d_b_terms {
         uint64_t b, C, head_keep, loss, stranded, emb_keep, fb, fixed, pp_kept, pp_merge;
     } per_b[8];
+    /* the activation terms of the candidate's (b, recompute mode) for every
+     * group of the same m4d_act_key() (NULL: none; the search points it) */
+    struct m4d_act_terms *act;
 };
+
+/* A layer's activation terms of one (b, recompute mode): they read only the
+ * context's fields that m4d_act_key() lists, b and the mode, so the search
+ * keeps them across groups that differ in p, d, v or dist_opt alone. have:
+ * filled (only when computed without overflow). */
+struct m4d_act_terms {
+    bool have;
+    uint64_t A_dense, A, core_live, backward, sac;
+};
+/* Entries of m4d_act_key(). */
+#define M4D_ACT_KEY_LEN 45
+/* Every field but b and the recompute mode that m4d_layer_activation(),
+ * m4d_selective_live(), m4d_backward_working_set() and
+ * m4d_op_sac_layer_keep() read (of x and of its dense copy), into key;
+ * false for a layer pattern, whose terms are not kept. */
+bool m4d_act_key(const struct m4d_ctx *x, uint64_t key[M4D_ACT_KEY_LEN]);
 
 /* peak_only: fill only stages 0, 1 and p-1 (enough for the peak and the
  * verdict: a middle stage never exceeds stage 1, see doc/full-model.md);

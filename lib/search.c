@@ -62,6 +62,19 @@ struct cand {
     uint8_t rc, verdict;
 };
 
+/* The activation terms of the groups of one m4d_act_key() (p, d, v and
+ * dist_opt vary among them), by b and recompute mode. */
+#define ACT_SIGS 32
+#define ACT_BS 16
+struct act_sig {
+    bool used;
+    uint64_t key[M4D_ACT_KEY_LEN];
+    struct {
+        uint64_t b; /* 0: a free slot */
+        struct m4d_act_terms rc[3];
+    } per_b[ACT_BS];
+};
+
 struct mem4d_search {
     mem4d_model model;
     mem4d_device dev;
@@ -87,6 +100,8 @@ struct mem4d_search {
     struct m4d_state_cache sc; /* the group's state terms (m4d_estimate_full) */
     signed char rc_ok[3];      /* the group's recompute rules per mode: 1, 0, or -1 not yet known */
     struct m4d_perf_b pb[16];  /* the group's per-b step-time terms, by b's index (m4d_perf_fill_memo) */
+    struct act_sig act[ACT_SIGS]; /* activation terms across groups, by key hash (direct-mapped) */
+    struct act_sig *gact;         /* the current group's (NULL: not kept) */
     struct m4d_ctx x;  /* the candidate's */
     /* ranking */
     struct cand *cands;
@@ -458,6 +473,25 @@ static void set_work(mem4d_search *s, const struct group *g, uint64_t b, uint64_
     v[MEM4D_LAYOUT_MOE_DISPATCHER] = g->disp;
 }
 
+/* The activation terms kept for the groups of x's m4d_act_key(): found,
+ * or a slot reset for it; NULL when they are not kept. */
+static struct act_sig *act_sig_of(mem4d_search *s, const struct m4d_ctx *x)
+{
+    uint64_t key[M4D_ACT_KEY_LEN];
+    if (!m4d_act_key(x, key))
+        return NULL;
+    uint64_t h = 1469598103934665603u;
+    for (size_t i = 0; i < M4D_ACT_KEY_LEN; i++)
+        h = (h ^ key[i]) * 1099511628211u;
+    struct act_sig *g = &s->act[(h ^ (h >> 29)) % ACT_SIGS];
+    if (!g->used || memcmp(g->key, key, sizeof key) != 0) {
+        memset(g, 0, sizeof *g);
+        memcpy(g->key, key, sizeof key);
+        g->used = true;
+    }
+    return g;
+}
+
 /* Resolve the group once, with its first b and no recompute: every rule
  * but the batch split (b divides gbs / d by construction) and the rules of
  * the recompute mode (quick_estimate) depends on the group alone. */
@@ -471,7 +505,25 @@ static bool group_valid(mem4d_search *s, const struct group *g)
     if (m4d_resolve(&s->model, &s->work, &s->gx, NULL, 0) != MEM4D_OK)
         return false;
     s->x = s->gx; /* quick_estimate() changes b, the recompute mode and m alone */
+    s->gact = act_sig_of(s, &s->gx);
     return true;
+}
+
+/* The slot of b among the group's activation terms: the one holding it,
+ * else a free one, else NULL. */
+static struct m4d_act_terms *act_slot(struct act_sig *g, uint64_t b, uint64_t rc)
+{
+    if (!g || rc >= 3)
+        return NULL;
+    for (size_t i = 0; i < ACT_BS; i++) {
+        if (g->per_b[i].b == b)
+            return &g->per_b[i].rc[rc];
+        if (g->per_b[i].b == 0) {
+            g->per_b[i].b = b;
+            return &g->per_b[i].rc[rc];
+        }
+    }
+    return NULL;
 }
 
 /* mem4d_estimate() of the work layout from the group's context: only what
@@ -490,8 +542,10 @@ static mem4d_status quick_estimate(mem4d_search *s, uint64_t b, uint64_t rc, boo
     /* the recompute rules depend on the group and the mode alone */
     if (s->rc_ok[rc] < 0)
         s->rc_ok[rc] = m4d_recompute_layers_ok(x) && m4d_recompute_mode_ok(x, NULL, 0);
-    if (s->rc_ok[rc])
+    if (s->rc_ok[rc]) {
+        s->sc.act = act_slot(s->gact, b, rc);
         st = m4d_estimate_ctx(x, &s->dev, r, peak_only, &s->sc);
+    }
     m4d_report_done(r, st);
     return st;
 }
