@@ -13,9 +13,12 @@
 /* The stage's peak is the largest of three moments: the forward/backward
  * peak, the first stage forming its embedding gradient, and the optimizer
  * step (no activation live). ACTIVATIONS and BUFFERS are those of the
- * winning moment; ties go to the earlier one. */
+ * winning moment; ties go to the earlier one. reload is the optimizer state
+ * that is on the host during forward and backward and back on the GPU for
+ * the step (optimizer_state_offload): OPTIMIZER holds it only when the step
+ * wins. */
 static uint64_t pick_moment(bool *ok, const struct m4d_ctx *x, struct shared *sh,
-                            uint64_t r, uint64_t step_buffers, uint64_t *t)
+                            uint64_t r, uint64_t step_buffers, uint64_t reload, uint64_t *t)
 {
     /* kept at every moment */
     uint64_t recv = add(ok, m4d_pp_recv_buffers(ok, x, r), m4d_graph_static_buffers(ok, x, r));
@@ -39,9 +42,10 @@ static uint64_t pick_moment(bool *ok, const struct m4d_ctx *x, struct shared *sh
     uint64_t step = add(ok, add(ok, step_buffers, recv), sh->fsdp_kept);
     if (r == x->p - 1) /* the merged outputs at the end of the pipeline step */
         step = add(ok, step, sh->pp_merge);
-    if (step > best) {
+    if (add(ok, step, reload) > best) {
         t[MEM4D_TERM_ACTIVATIONS] = 0;
         t[MEM4D_TERM_BUFFERS] = step;
+        t[MEM4D_TERM_OPTIMIZER] = add(ok, t[MEM4D_TERM_OPTIMIZER], reload);
         t[MEM4D_TERM_PEAK_MOMENT] = MEM4D_MOMENT_OPTIMIZER_STEP;
         extra = 0;
     }
@@ -317,8 +321,17 @@ static bool stage_memory(const struct m4d_ctx *x, const mem4d_device *dev, struc
         cache->o[slot] = t[MEM4D_TERM_OPTIMIZER], cache->step[slot] = stepb;
     }
 state_known:;
+    /* Megatron-Core's OptimizerStateOffloader (--offload-optimizer-states)
+     * copies the Adam moments and the fp32 main parameters to the host after
+     * each step and frees them on the GPU, and reloads them before the next
+     * step (doc/full-model.md, "Optimizer state offload"). */
+    uint64_t reload = 0;
+    if (x->opt_state_offload) {
+        reload = t[MEM4D_TERM_OPTIMIZER];
+        t[MEM4D_TERM_OPTIMIZER] = 0;
+    }
+    uint64_t stranded = pick_moment(&ok, x, sh, r, stepb, reload, t);
     uint64_t state = add(&ok, add(&ok, t[MEM4D_TERM_WEIGHTS], t[MEM4D_TERM_GRADIENTS]), t[MEM4D_TERM_OPTIMIZER]);
-    uint64_t stranded = pick_moment(&ok, x, sh, r, stepb, t);
     uint64_t alloc = add(&ok, add(&ok, state, t[MEM4D_TERM_ACTIVATIONS]), t[MEM4D_TERM_BUFFERS]);
     t[MEM4D_TERM_FRAGMENTATION] = add(&ok, m4d_fragmentation(&ok, x, dev, alloc), stranded);
     t[MEM4D_TERM_FIXED] = sh->fixed;
@@ -343,6 +356,9 @@ static void unmodelled_warnings(const struct m4d_ctx *x, const mem4d_device *dev
     if (x->tp_overlap && x->fw == MEM4D_FRAMEWORK_TORCHTITAN)
         warn(r, "async_tp: asynchronous tensor parallelism's symmetric-memory buffers and "
                 "micro-pipelined matmuls are not modelled");
+    if (x->opt_state_offload)
+        warn(r, "optimizer_state_offload: the step time leaves out the host copies of the optimizer state "
+                "(the copy out after each step, the reload the next step waits for)");
     if (x->float8 == 2)
         warn(r, "float8 rowwise: modelled as tensorwise (no float8 all-gather, no weight cache)");
     if (x->act_offload && dev->v[MEM4D_DEVICE_HOST_BANDWIDTH] == 0)

@@ -540,6 +540,9 @@ static mem4d_status apply_precision_aware(mem4d_import *imp, const struct m4d_op
  * precision-aware optimizer for it. */
 static mem4d_status apply_optimizer_offload(mem4d_import *imp, const struct m4d_opt_val *vals, mem4d_layout *l)
 {
+    /* --offload-optimizer-states: Megatron-Core's OptimizerStateOffloader
+     * keeps the distributed optimizer's state on the host between steps */
+    TRY(SET_L(l, MEM4D_LAYOUT_OPTIMIZER_STATE_OFFLOAD, GIVEN(MF_OPT_STATE_OFFLOAD), "--offload-optimizer-states"));
     if (!GIVEN(MF_OPT_OFFLOAD)) {
         if (GIVEN(MF_OPT_OFFLOAD_FRACTION))
             m4d_imp_warn(imp, "--optimizer-offload-fraction is ignored without --optimizer-cpu-offload");

@@ -202,6 +202,7 @@ static void ctx_layout(const mem4d_layout *l, struct m4d_ctx *x)
     x->rc_modules = v[MEM4D_LAYOUT_RECOMPUTE_MODULES];
     x->router_bytes = v[MEM4D_LAYOUT_MOE_ROUTER_BYTES];
     x->opt_offload_ppm = v[MEM4D_LAYOUT_OPTIMIZER_OFFLOAD_PPM];
+    x->opt_state_offload = v[MEM4D_LAYOUT_OPTIMIZER_STATE_OFFLOAD] != 0;
     x->param_bytes = v[MEM4D_LAYOUT_PARAM_BYTES];
     x->grad_bytes = v[MEM4D_LAYOUT_MAIN_GRAD_BYTES];
     x->opt_bytes = v[MEM4D_LAYOUT_OPT_STATE_BYTES];
@@ -369,6 +370,15 @@ static mem4d_status check_framework(const struct m4d_ctx *x, char *why, size_t n
     if (x->odo && (x->zero != 1 || x->experts)) {
         m4d_msg(why, n, "overlapped_dist_opt (Megatron-LLaMA) needs dist_opt and a dense model (zero_stage %llu, "
                 "%llu experts)", U(x->zero), U(x->experts));
+        return MEM4D_E_CONFLICT;
+    }
+    /* Megatron-Core's OptimizerStateOffloader wraps the DistributedOptimizer's
+     * TE FusedAdam and asserts it is one (optimizer_state_offloader.py), which
+     * HybridDeviceOptimizer (--optimizer-cpu-offload) is not. */
+    if (x->opt_state_offload && (x->zero != 1 || x->opt_offload_ppm)) {
+        m4d_msg(why, n, "optimizer_state_offload needs the distributed optimizer (zero_stage %llu) and no "
+                "optimizer_offload_ppm (%llu): Megatron-Core's OptimizerStateOffloader wraps the distributed "
+                "optimizer's Transformer Engine FusedAdam", U(x->zero), U(x->opt_offload_ppm));
         return MEM4D_E_CONFLICT;
     }
     if (x->dopt_inst > 1) {

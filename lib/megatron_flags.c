@@ -357,7 +357,7 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     INT_ROW("num-virtual-stages-per-pipeline-rank", MF_VPP_STAGES, -1),
     SKIP_ROW("num-workers"),
     BITS_ROW("offload-modules", MF_OFFLOAD_MODULES, c_offload_modules),
-    WARN_ROW("offload-optimizer-states", "moves the optimizer states to the host between optimizer steps (Megatron-Core optimizer_state_offloader); the estimate keeps them on the GPU, an upper bound"),
+    SWITCH_ROW("offload-optimizer-states", MF_OPT_STATE_OFFLOAD),
     SKIP_ROW("onnx-safe"),
     SKIP_ROW("openai-gelu"),
     WORD_ROW("optimizer", MF_OPTIMIZER, c_optimizer),

@@ -242,6 +242,8 @@ const struct m4d_param_desc m4d_layout_params[] = {
     [MEM4D_LAYOUT_MOE_GROUPED_GEMM] = BOOL_ROW("moe_grouped_gemm", NULL, NULL, 1),
     [MEM4D_LAYOUT_MOE_SHARED_EXPERT_OVERLAP] = BOOL_ROW("moe_shared_expert_overlap", NULL, NULL, 0, MEGATRON_ONLY,
         PAPER_DEFAULT(0)),
+    [MEM4D_LAYOUT_OPTIMIZER_STATE_OFFLOAD] = BOOL_ROW("optimizer_state_offload", NULL, NULL, 0, MEGATRON_ONLY,
+        PAPER_DEFAULT(0)),
 };
 M4D_TABLE_ROWS(m4d_layout_params, M4D_LAYOUT_NPARAM);
 

@@ -885,7 +885,16 @@ typedef enum mem4d_layout_param {
      * its second beside the combine; the backward likewise). Only the step time depends on it; no effect
      * without a shared expert, nor with ::MEM4D_LAYOUT_MOE_EP_OVERLAP (which schedules the communication
      * itself). Framework megatron. Default 0. @since 0.2 */
-    MEM4D_LAYOUT_MOE_SHARED_EXPERT_OVERLAP = 80
+    MEM4D_LAYOUT_MOE_SHARED_EXPERT_OVERLAP = 80,
+    /** "optimizer_state_offload": 1 for Megatron-Core's --offload-optimizer-states
+     * (OptimizerStateOffloader): after each optimizer step the distributed optimizer's Adam
+     * moments and fp32 main parameters are copied to pinned host memory and their GPU storage
+     * freed, and they are reloaded before the next step. They are off the GPU at the
+     * forward/backward peak and back at the optimizer step, which full mode then counts with
+     * them (doc/full-model.md, "Optimizer state offload"). Unlike ::MEM4D_LAYOUT_OPTIMIZER_OFFLOAD_PPM
+     * nothing is updated on the host. Framework megatron, distributed optimizer. Default 0.
+     * @since 0.2 */
+    MEM4D_LAYOUT_OPTIMIZER_STATE_OFFLOAD = 81
 } mem4d_layout_param;
 
 /**

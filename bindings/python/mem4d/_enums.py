@@ -199,6 +199,7 @@ class LayoutParam(enum.IntEnum):
     MOE_IMBALANCE_PPM = 78
     MOE_GROUPED_GEMM = 79
     MOE_SHARED_EXPERT_OVERLAP = 80
+    OPTIMIZER_STATE_OFFLOAD = 81
 
 
 class MoeDispatcher(enum.IntEnum):
