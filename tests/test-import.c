@@ -2062,6 +2062,8 @@ static const struct {
     /* Model Optimizer's fine-tuning at its scripts' defaults (TP=DP=1: one GPU); the user sets them */
     {"nemotron-3-nano-30b-modelopt-finetune-1gpu", "oom"},
     {"nemotron-h-56b-modelopt-finetune-1gpu", "oom"},
+    {"qwen3-30b-a3b-modelopt-finetune-1gpu", "oom"},
+    {"qwen3-8b-modelopt-finetune-1gpu", "oom"},
     {"slime-qwen3.5-27b-32gpu", "--spec slime_plugins.models.qwen3_5"},
 };
 
