@@ -351,6 +351,48 @@ static bool experts_groups(mem4d_search *s, struct group *g, const uint64_t *div
     return true;
 }
 
+/* A pipeline size's split in the search: whether p is tried (ok), its end
+ * stages and which v up to vmax its rule allows (v of P_SPLIT_V and above
+ * are asked of m4d_split_check() each time, in sp). */
+#define P_SPLIT_V 256
+struct p_split {
+    bool known, ok;
+    uint64_t first, last, vmax;
+    uint64_t vbits[P_SPLIT_V / 64];
+    struct m4d_split sp;
+};
+
+static void p_split_of(const mem4d_search *s, const struct m4d_split *base_split, bool per_vstage, bool uneven,
+                       uint64_t L, uint64_t p, struct p_split *q)
+{
+    q->known = true;
+    q->first = s->base.v[MEM4D_LAYOUT_FIRST_STAGE_LAYERS];
+    q->last = s->base.v[MEM4D_LAYOUT_LAST_STAGE_LAYERS];
+    q->ok = !(!per_vstage && !uneven && L % p != 0 &&
+              (!s->opt[MEM4D_SEARCH_UNEVEN_STAGES] || !m4d_split_uneven_ends(L, p, &q->first, &q->last)));
+    if (!q->ok)
+        return;
+    if (per_vstage)
+        q->first = q->last = 0;
+    /* the split's own rule decides which v hold (stages.c) */
+    q->sp = *base_split;
+    q->sp.p = p, q->sp.first = q->first, q->sp.last = q->last;
+    q->vmax = m4d_split_vpp_max(&q->sp);
+    for (uint64_t v = 1; v <= q->vmax && v < P_SPLIT_V; v++) {
+        q->sp.v = v;
+        if (m4d_split_check(&q->sp, NULL, 0) == MEM4D_OK)
+            q->vbits[v / 64] |= UINT64_C(1) << (v % 64);
+    }
+}
+
+static bool p_split_allows(struct p_split *q, uint64_t v)
+{
+    if (v < P_SPLIT_V)
+        return (q->vbits[v / 64] >> (v % 64)) & 1u;
+    q->sp.v = v;
+    return m4d_split_check(&q->sp, NULL, 0) == MEM4D_OK;
+}
+
 /* Every (t, c, p, v, dist_opt) the constraints allow, in loop order. The
  * rules that need the model are left to m4d_resolve() at group entry. */
 static bool build_groups(mem4d_search *s)
@@ -370,6 +412,11 @@ static bool build_groups(mem4d_search *s)
     /* a model with experts and no ep given: ep over the divisors of the experts */
     uint64_t div_e[M4D_MAX_DIVISORS], E = s->model.v[MEM4D_MODEL_NUM_EXPERTS];
     size_t ndiv_e = E && s->base.v[MEM4D_LAYOUT_EP] == 1 ? m4d_divisors(E, div_e, M4D_MAX_DIVISORS) : 0;
+    /* What depends on p alone (its split: uneven ends, the v it allows) is
+     * found at p's first (t, c) and kept for the others. */
+    struct p_split *ps = calloc(nd ? nd : 1, sizeof *ps);
+    if (!ps)
+        return false;
     s->ngroups = 0;
     for (size_t i = 0; i < nd; i++) {
         uint64_t t = div[i];
@@ -384,22 +431,16 @@ static bool build_groups(mem4d_search *s)
                 if ((world / t / c) % p != 0 || p > M4D_MAX_STAGES || !knob_allows(&s->knob[K_PP], p))
                     continue;
                 uint64_t d = world / t / c / p;
-                uint64_t first = s->base.v[MEM4D_LAYOUT_FIRST_STAGE_LAYERS];
-                uint64_t last = s->base.v[MEM4D_LAYOUT_LAST_STAGE_LAYERS];
                 if (!knob_allows(&s->knob[K_DP], d))
                     continue;
-                if (!per_vstage && !uneven && L % p != 0 &&
-                    (!s->opt[MEM4D_SEARCH_UNEVEN_STAGES] || !m4d_split_uneven_ends(L, p, &first, &last)))
+                struct p_split *q = &ps[k];
+                if (!q->known)
+                    p_split_of(s, &base_split, per_vstage, uneven, L, p, q);
+                if (!q->ok)
                     continue;
-                if (per_vstage)
-                    first = last = 0;
-                /* the split's own rule decides which v hold (stages.c) */
-                struct m4d_split sp = base_split;
-                sp.p = p, sp.first = first, sp.last = last;
-                uint64_t vmax = m4d_split_vpp_max(&sp);
-                for (uint64_t v = 1; v <= vmax; v++) {
-                    sp.v = v;
-                    if (m4d_split_check(&sp, NULL, 0) != MEM4D_OK)
+                uint64_t first = q->first, last = q->last;
+                for (uint64_t v = 1; v <= q->vmax; v++) {
+                    if (!p_split_allows(q, v))
                         continue;
                     if (!knob_allows(&s->knob[K_VPP], v))
                         continue;
@@ -409,13 +450,16 @@ static bool build_groups(mem4d_search *s)
                         if (!knob_allows(&s->knob[K_DIST], dist))
                             continue;
                         struct group g = {.t = t, .c = c, .p = p, .d = d, .v = v, .dist = dist, .first = first, .last = last};
-                        if (!experts_groups(s, &g, ndiv_e ? div_e : NULL, ndiv_e))
+                        if (!experts_groups(s, &g, ndiv_e ? div_e : NULL, ndiv_e)) {
+                            free(ps);
                             return false;
+                        }
                     }
                 }
             }
         }
     }
+    free(ps);
     s->nrc = 0;
     for (uint64_t rc = 0; rc <= 2; rc++)
         if (knob_allows(&s->knob[K_RC], rc))
