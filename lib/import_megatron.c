@@ -456,14 +456,19 @@ static mem4d_status apply_vocab(mem4d_import *imp, const struct m4d_opt_val *val
     return SET_L(l, MEM4D_LAYOUT_VOCAB_DIVISOR, 1, "the padded vocabulary");
 }
 
-/* Layout settings where Megatron-LM's default applies when the flag is absent. */
-static mem4d_status apply_layout_basic(mem4d_import *imp, const struct m4d_opt_val *vals, mem4d_layout *l)
+/* Layout settings where Megatron-LM's default applies when the flag is absent.
+ * --expert-tensor-parallel-size only shapes the expert groups
+ * (parallel_state.initialize_model_parallel builds them whatever the model):
+ * without experts no layer uses them, so a dense model keeps etp = tp. */
+static mem4d_status apply_layout_basic(mem4d_import *imp, const struct m4d_opt_val *vals, const mem4d_model *m,
+                                       mem4d_layout *l)
 {
     TRY(m4d_megatron_set_layout(imp, l, MEM4D_LAYOUT_TP, MF_TP, GIVEN(MF_TP) ? U(MF_TP) : 1));
     TRY(m4d_megatron_set_layout(imp, l, MEM4D_LAYOUT_PP, MF_PP, GIVEN(MF_PP) ? U(MF_PP) : 1));
     TRY(m4d_megatron_set_layout(imp, l, MEM4D_LAYOUT_CP, MF_CP, GIVEN(MF_CP) ? U(MF_CP) : 1));
     TRY(m4d_megatron_set_layout(imp, l, MEM4D_LAYOUT_EP, MF_EP, GIVEN(MF_EP) ? U(MF_EP) : 1));
-    TRY(m4d_megatron_set_layout(imp, l, MEM4D_LAYOUT_ETP, MF_ETP, GIVEN(MF_ETP) ? U(MF_ETP) : 0));
+    bool etp = GIVEN(MF_ETP) && m->v[MEM4D_MODEL_NUM_EXPERTS] != 0;
+    TRY(m4d_megatron_set_layout(imp, l, MEM4D_LAYOUT_ETP, MF_ETP, etp ? U(MF_ETP) : 0));
     if (GIVEN(MF_MBS))
         TRY(m4d_megatron_set_layout(imp, l, MEM4D_LAYOUT_MICRO_BATCH, MF_MBS, U(MF_MBS)));
     if (GIVEN(MF_SEQ))
@@ -941,7 +946,7 @@ mem4d_status mem4d_import_megatron(mem4d_import *import, int argc, const char *c
     if (st == MEM4D_OK)
         st = apply_model(imp, vals, &m);
     if (st == MEM4D_OK)
-        st = apply_layout_basic(imp, vals, &l);
+        st = apply_layout_basic(imp, vals, &m, &l);
     if (st == MEM4D_OK)
         st = m4d_megatron_apply_hybrid(imp, vals, &m, &l);
     if (st == MEM4D_OK)

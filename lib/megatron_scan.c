@@ -161,9 +161,24 @@ static void skip_values(const struct flag_tok *tok, int argc, const char *const 
         ++*i;
 }
 
+/* slime's train.py overrides two Megatron defaults after parsing
+ * (_set_default_megatron_args, slime/backends/megatron_utils/arguments.py at
+ * THUDM/slime@624b824): use_distributed_optimizer = True ("always use zero
+ * optimizer") and bf16 = not fp16. */
+static void slime_defaults(int argc, struct m4d_opt_val *vals)
+{
+    vals[MF_DIST_OPT].given = true;
+    vals[MF_DIST_OPT].at = argc;
+    if (!vals[MF_FP16].given) {
+        vals[MF_BF16].given = true;
+        vals[MF_BF16].at = argc;
+    }
+}
+
 mem4d_status m4d_megatron_scan(mem4d_import *imp, int argc, const char *const *argv, struct m4d_opt_val *vals)
 {
     const struct m4d_trainer_flag *warned = NULL; /* one warning per trainer family */
+    bool slime = false;
     for (int i = 0; i < argc; i++) {
         const char *arg = argv[i];
         if (!arg)
@@ -182,6 +197,7 @@ mem4d_status m4d_megatron_scan(mem4d_import *imp, int argc, const char *const *a
             continue;
         }
         const struct m4d_trainer_flag *trainer = row ? NULL : m4d_trainer_flag_find(tok.name);
+        slime |= trainer && strcmp(trainer->trainer, "slime") == 0;
         if (row && row->kind == M4D_FLAG_WARN)
             m4d_imp_warn(imp, "--%s %s", row->flag, row->why);
         else if (trainer && trainer->why && trainer != warned) {
@@ -191,5 +207,7 @@ mem4d_status m4d_megatron_scan(mem4d_import *imp, int argc, const char *const *a
             m4d_imp_warn(imp, "--%s is not a flag this version knows; it was ignored", tok.name);
         skip_values(&tok, argc, argv, &i);
     }
+    if (slime)
+        slime_defaults(argc, vals);
     return MEM4D_OK;
 }

@@ -1889,7 +1889,9 @@ static mem4d_status judge_recipe(const char *rel, const struct recipe_hw *hw, me
     for (size_t i = 0; i < mem4d_import_warning_count(fx.imp) && n < size; i++) {
         const char *w = mem4d_import_warning(fx.imp, i);
         /* A tokenizer the job also sizes with --vocab-size: a note, not a memory mechanism left out. */
-        if (!strstr(w, "is taken as its size"))
+        /* slime's --use-dynamic-batch-size: modelled as its cap, --max-tokens-per-gpu per GPU; the
+         * note says which bound the estimate is, no mechanism is left out. */
+        if (!strstr(w, "is taken as its size") && !strstr(w, "dynamic batching: the memory is that of the longest"))
             n += (size_t)snprintf(why + n, size - n, "|%s", w);
     }
     if (st == MEM4D_OK) {
@@ -2039,6 +2041,63 @@ START_TEST(offload_optimizer_states_frees_the_state_between_steps)
     mem4d_device_free(dev);
     fx_close(&fx);
     free_args(&a);
+}
+END_TEST
+
+/* slime's train.py always turns the distributed optimizer on and trains in
+ * bf16 unless --fp16 (_set_default_megatron_args, THUDM/slime@624b824): its
+ * commands carry neither flag. Without a slime flag Megatron's own defaults
+ * (fp32, no distributed optimizer) stay. */
+static void slime_import(bool slime, bool fp16, uint64_t *dist_opt, uint64_t *param_bytes)
+{
+    const char *argv[32] = {"--num-layers", "2", "--hidden-size", "256", "--num-attention-heads", "4",
+                            "--seq-length", "128", "--max-position-embeddings", "128", "--vocab-size", "1000",
+                            "--micro-batch-size", "1"};
+    int argc = 14;
+    if (slime)
+        argv[argc++] = "--colocate";
+    if (fp16)
+        argv[argc++] = "--fp16";
+    struct fixture fx;
+    fx_open(&fx);
+    ck_assert_int_eq(mem4d_import_megatron(fx.imp, argc, argv, NULL, 8, fx.model, fx.layout), MEM4D_OK);
+    ck_assert_int_eq(mem4d_layout_get(fx.layout, MEM4D_LAYOUT_DIST_OPT, dist_opt), MEM4D_OK);
+    ck_assert_int_eq(mem4d_layout_get(fx.layout, MEM4D_LAYOUT_PARAM_BYTES, param_bytes), MEM4D_OK);
+    fx_close(&fx);
+}
+
+/* --expert-tensor-parallel-size shapes only the expert groups, which Megatron
+ * builds whatever the model: a dense model given etp 1 at tp 2 (slime's
+ * Qwen3-4B script) is read with etp = tp, not refused. */
+START_TEST(dense_model_ignores_expert_tensor_parallel_size)
+{
+    const char *argv[] = {"--num-layers", "2", "--hidden-size", "256", "--num-attention-heads", "4",
+                          "--seq-length", "128", "--max-position-embeddings", "128", "--vocab-size", "1000",
+                          "--micro-batch-size", "1", "--tensor-model-parallel-size", "2",
+                          "--expert-tensor-parallel-size", "1"};
+    struct fixture fx;
+    fx_open(&fx);
+    ck_assert_int_eq(mem4d_import_megatron(fx.imp, 18, argv, NULL, 8, fx.model, fx.layout), MEM4D_OK);
+    uint64_t etp = 9;
+    ck_assert_int_eq(mem4d_layout_get(fx.layout, MEM4D_LAYOUT_ETP, &etp), MEM4D_OK);
+    ck_assert_uint_eq(etp, 0); /* 0: etp = tp */
+    ck_assert_uint_eq(mem4d_import_warning_count(fx.imp), 0);
+    fx_close(&fx);
+}
+END_TEST
+
+START_TEST(slime_commands_get_slimes_defaults)
+{
+    uint64_t d, p;
+    slime_import(false, false, &d, &p);
+    ck_assert_uint_eq(d, 0);
+    ck_assert_uint_eq(p, 4);
+    slime_import(true, false, &d, &p);
+    ck_assert_uint_eq(d, 1);
+    ck_assert_uint_eq(p, 2);
+    slime_import(true, true, &d, &p); /* --fp16: bf16 = not fp16 stays off, fp16's 2 bytes */
+    ck_assert_uint_eq(d, 1);
+    ck_assert_uint_eq(p, 2);
 }
 END_TEST
 
@@ -2260,6 +2319,8 @@ static Suite *import_suite(void)
     tcase_add_test(tc, published_recipes_fit_their_hardware);
     tcase_add_test(tc, recipes_as_written_on_their_hardware);
     tcase_add_test(tc, offload_optimizer_states_frees_the_state_between_steps);
+    tcase_add_test(tc, slime_commands_get_slimes_defaults);
+    tcase_add_test(tc, dense_model_ignores_expert_tensor_parallel_size);
     tcase_add_test(tc, sgd_momentum_buffers);
     tcase_add_test(tc, moe_capacity_layer_recompute_and_optimizer_instances);
     tcase_add_test(tc, cuda_graphs_and_nccl_user_buffers);
