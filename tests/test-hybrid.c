@@ -111,10 +111,8 @@ static uint64_t term(const mem4d_report *r, uint32_t stage, mem4d_term t)
 /* ACTIVATIONS of stage 0 for a pattern, pp 1 (one micro-batch in flight). */
 static uint64_t activations(mem4d_model *m, const char *pattern, mem4d_layout *l, mem4d_device *dev)
 {
-    mem4d_report *r = NULL;
     ck_assert_int_eq(mem4d_model_set_layer_pattern(m, pattern), MEM4D_OK);
-    ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
-    ck_assert_msg(mem4d_estimate(m, l, dev, r) == MEM4D_OK, "%s", mem4d_report_message(r));
+    mem4d_report *r = tu_estimate(m, l, dev);
     ck_assert_uint_eq(term(r, 0, MEM4D_TERM_PEAK_MOMENT), MEM4D_MOMENT_FORWARD_BACKWARD);
     uint64_t a = term(r, 0, MEM4D_TERM_ACTIVATIONS);
     mem4d_report_free(r);
@@ -162,9 +160,7 @@ START_TEST(stage_placement)
     mem4d_model *m = nemotron_h_8b();
     mem4d_device *dev = tu_device("h200-141");
     mem4d_layout *l = tu_layout("tp=1", "pp=2", "dp=1", "mbs=1", "seq=4096", "gbs=8", NULL);
-    mem4d_report *r = NULL;
-    ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
-    ck_assert_msg(mem4d_estimate(m, l, dev, r) == MEM4D_OK, "%s", mem4d_report_message(r));
+    mem4d_report *r = tu_estimate(m, l, dev);
     uint64_t total = 0, h = 4096, emb = 131072 * h;
     ck_assert_int_eq(mem4d_model_num_params(m, &total), MEM4D_OK);
     uint64_t p0 = term(r, 0, MEM4D_TERM_PARAMS), p1 = term(r, 1, MEM4D_TERM_PARAMS);
@@ -333,9 +329,7 @@ START_TEST(step_time_of_a_pattern)
     mem4d_model *m = nemotron_h_8b();
     mem4d_device *dev = tu_device("h100-80");
     mem4d_layout *l = tu_layout("tp=4", "dp=2", "mbs=1", "seq=4096", "gbs=64", "vocab_divisor=1", NULL);
-    mem4d_report *r = NULL;
-    ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
-    ck_assert_msg(mem4d_estimate(m, l, dev, r) == MEM4D_OK, "%s", mem4d_report_message(r));
+    mem4d_report *r = tu_estimate(m, l, dev);
     double step = 0, tf = 0;
     ck_assert_int_eq(mem4d_report_metric(r, MEM4D_METRIC_STEP_TIME_S, &step), MEM4D_OK);
     ck_assert_int_eq(mem4d_report_metric(r, MEM4D_METRIC_TFLOPS_PER_GPU, &tf), MEM4D_OK);
@@ -395,9 +389,7 @@ START_TEST(published_nemotron_3_nano_run_fits)
                                 "recompute_modules=68", "main_grad_bytes=2", "dist_opt=true", "moe_dispatcher=hybridep",
                                 "expandable_segments=true", "cuda_graph=transformer_engine", "cuda_graph_scope=1", NULL);
     mem4d_device *dev = tu_device("h100-80");
-    mem4d_report *r = NULL;
-    ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
-    ck_assert_msg(mem4d_estimate(m, l, dev, r) == MEM4D_OK, "%s", mem4d_report_message(r));
+    mem4d_report *r = tu_estimate(m, l, dev);
     printf("Megatron-Bridge Nemotron 3 Nano 16xH100 bf16: %.2f GiB of 80, verdict %d\n",
            (double)mem4d_report_peak_bytes(r) / GIB, (int)mem4d_report_verdict(r));
     ck_assert_int_ne(mem4d_report_verdict(r), MEM4D_VERDICT_OOM);

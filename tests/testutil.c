@@ -41,6 +41,14 @@ uint64_t tu_device_get(const mem4d_device *d, const char *key)
     return v;
 }
 
+mem4d_report *tu_estimate(const mem4d_model *m, const mem4d_layout *l, const mem4d_device *d)
+{
+    mem4d_report *r = NULL;
+    ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
+    ck_assert_msg(mem4d_estimate(m, l, d, r) == MEM4D_OK, "%s", mem4d_report_message(r));
+    return r;
+}
+
 mem4d_layout *tu_layout(const char *first, ...)
 {
     mem4d_layout *l = NULL;

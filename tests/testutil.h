@@ -26,6 +26,10 @@ uint64_t tu_device_get(const mem4d_device *d, const char *key);
 /* A layout from "key=value" pairs, NULL-terminated. */
 mem4d_layout *tu_layout(const char *first, ...);
 
+/* A new report of an estimate that must succeed (the test fails with the
+ * report's message otherwise); the caller frees it. */
+mem4d_report *tu_estimate(const mem4d_model *m, const mem4d_layout *l, const mem4d_device *d);
+
 /* Split a CSV line in place at commas into at most max fields; a field may
  * be double-quoted (no escaped quotes inside). The line's newline is
  * dropped. Returns the number of fields. */
