@@ -128,6 +128,8 @@ struct unit_time {
     double head;          /* LM head and loss, forward and backward */
     double layer_bwd;     /* backward compute of one layer (hides DP collectives) */
     double layer_fwd;     /* forward compute of one layer */
+    double dense;         /* an MoE model's dense layer: all of it, and its compute */
+    double dense_compute;
 };
 
 #define MAX0(v) ((v) > 0 ? (v) : 0)
@@ -331,6 +333,10 @@ static void gemms_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
     pg->lin[3] = gemm_of(mc, h, F, rs, eb);
     if (F == 0) /* an expert layer without a shared expert: no down projection either */
         pg->lin[3].tn = 0;
+    /* an MoE model's dense layers run the dense ffn instead */
+    double Fd = D(x->f) * rt;
+    pg->dense_mlp[0] = gemm_of(mc, (x->gated ? 2 : 1) * Fd, h, r, eb);
+    pg->dense_mlp[1] = gemm_of(mc, h, Fd, rs, eb);
     pg->head = gemm_of(mc, D(x->Vp) * rt, h, mc->gemm, 2);
     pg->rows_per_b = D(x->s) / D(x->c);
     pg->cast_a = pg->cast_b = 0;
@@ -351,6 +357,8 @@ static void gemms_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
     pg->ew_per_b = 2 * pg->rows_per_b * (sh * (2 * norm + 6) * h + rope * (q + kv) + acte) * mc->inv_hbm;
     pg->ew_norm_per_b = 2 * pg->rows_per_b * sh * 2 * norm * h * mc->inv_hbm;
     pg->ew_act_per_b = 2 * pg->rows_per_b * acte * mc->inv_hbm;
+    double dact = mc->ew_eager && x->gated ? EAGER_SWIGLU * D(x->f) * rt : (x->gated ? 3 : 2) * D(x->f) * rt;
+    pg->dense_act_per_b = 2 * pg->rows_per_b * (dact - acte) * mc->inv_hbm;
     /* Cross entropy over fp32 logits: the stack's bytes per logit read and
      * written over forward and backward (12 fused, 40 eager). */
     pg->ce_per_b = mc->ce_bytes * pg->rows_per_b * D(x->Vp) * rt * mc->inv_hbm;
@@ -462,10 +470,8 @@ static double cp_time(const struct m4d_ctx *x, const struct m4d_perf_group *pg, 
  * activations of again (Megatron's --recompute-modules; core_attn alone by
  * default): the attention core, the MLP's linears (mlp, moe,
  * shared_experts), the norms, the MLP activation. */
-static double selective_time(const struct m4d_ctx *x, const struct m4d_perf_group *pg, double b, double attn,
-                             double mlp)
+static double selective_time(uint64_t m, const struct m4d_perf_group *pg, double b, double attn, double mlp)
 {
-    uint64_t m = x->rc_modules;
     double t = 0;
     if (m & M4D_RC_CORE_ATTN)
         t += attn;
@@ -515,7 +521,7 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
     if (x->recompute == 1 && pg->mc.op_sac && x->experts == 0 && !x->nlt)
         bwd += op_sac_time(x, pg, M, ew);
     else if (x->recompute == 1) /* selective: the modules re-run in the backward */
-        bwd += selective_time(x, pg, b, af, mlp);
+        bwd += selective_time(x->rc_modules, pg, b, af, mlp);
     struct unit_time u = {0};
     struct m4d_moe_time mt = {0};
     if (pg->moe.on) { /* the routed experts (lib/perf_moe.c) */
@@ -556,6 +562,19 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
      * prefetch hides them behind the neighbouring layer's compute. */
     if (x->zero >= 3)
         u.layer_fsdp = pf * MAX0(pg->fsdp_ag - fwd) + MAX0(pg->fsdp_ag + pg->fsdp_rs - bwd);
+    if (pg->moe.on && pg->d_first + pg->d_mid + pg->d_last > 0) {
+        /* An MoE model's dense layer: the dense MLP in place of the shared
+         * expert, no router, experts or dispatch, all of its TP collectives;
+         * selective recompute re-runs its MLP for the mlp module. */
+        double m = pg->chunks > 1 ? ceil_q(M / pg->chunks) : M;
+        double dmlp = pg->chunks * (gemm_time(&pg->mc, &pg->dense_mlp[0], m) + gemm_time(&pg->mc, &pg->dense_mlp[1], m));
+        double dlin = lin - mlp + dmlp, dew = ew + b * pg->dense_act_per_b;
+        double dfwd = dlin + af + dew + KERNELS_FWD * kern, dbwd = 2 * dlin + ab + 2 * dew + 2 * KERNELS_FWD * kern;
+        if (x->recompute == 1)
+            dbwd += selective_time(x->rc_modules & ~(uint64_t)(M4D_RC_MOE | M4D_RC_SHARED_EXPERTS), pg, b, af, dmlp);
+        u.dense_compute = pf * dfwd + dbwd + cast + pg->accum_layer;
+        u.dense = u.dense_compute + tp_time(x, pg, b, dlin / 4, pf) + u.layer_cp + u.layer_fsdp;
+    }
     u.head = 3 * bt->head + b * pg->ce_per_b + 6 * kern;
     /* Offloading (one stage, no recompute): the transfers run beside the
      * stage's forward and backward; what they outlast stalls the compute
@@ -567,12 +586,26 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
     return u;
 }
 
-/* Layers of the first, the heaviest middle and the last rank (stages.c). */
-static void stage_layers(const struct m4d_ctx *x, double *first, double *mid, double *last)
+/* Layers of the first, the heaviest middle and the last rank (stages.c),
+ * and of an MoE model the dense ones among them (the middle rank: of the
+ * heaviest, the one with the most expert layers). */
+static void stage_layers(const struct m4d_ctx *x, struct m4d_perf_group *pg)
 {
-    *first = D(m4d_split_rank_layers(&x->split, 0));
-    *last = D(m4d_split_rank_layers(&x->split, x->p - 1));
-    *mid = D(m4d_split_middle_max(&x->split));
+    const struct m4d_split *sp = &x->split;
+    pg->n_first = D(m4d_split_rank_layers(sp, 0));
+    pg->n_last = D(m4d_split_rank_layers(sp, x->p - 1));
+    pg->n_mid = D(m4d_split_middle_max(sp));
+    pg->d_first = pg->d_mid = pg->d_last = 0;
+    if (!x->experts || x->nlt || (x->first_dense == 0 && x->moe_period == 1))
+        return;
+    pg->d_first = pg->n_first - D(m4d_stage_moe_layers(x, 0));
+    pg->d_last = x->p > 1 ? pg->n_last - D(m4d_stage_moe_layers(x, x->p - 1)) : 0;
+    double best = -1;
+    for (uint64_t r = 1; r + 1 < x->p; r++) {
+        double n = D(m4d_split_rank_layers(sp, r)), e = D(m4d_stage_moe_layers(x, r));
+        if (n == pg->n_mid && e > best)
+            best = e, pg->d_mid = n - e;
+    }
 }
 
 /* Megatron's model FLOPs per sequence (training.py,
@@ -682,6 +715,7 @@ static double dp_exposed(const struct m4d_ctx *x, const struct m4d_perf_group *p
  * compute and its layers), the bubble, and the whole. */
 struct pipeline {
     double tmax, cmax, lmax, layers_max, bubble, total;
+    double emax; /* expert layers of the slowest stage (lmax without an MoE model's dense ones) */
 };
 
 /* Stage times per micro-batch: the first stage also holds the head when
@@ -692,18 +726,21 @@ static struct pipeline pipeline_of(const struct m4d_ctx *x, const struct m4d_per
 {
     double n_first = pg->n_first, n_mid = pg->n_mid, n_last = pg->n_last, p = D(x->p), v = D(x->v ? x->v : 1);
     double lt = u->layer_compute + u->layer_tp + u->layer_cp + u->layer_ep + u->layer_fsdp;
+    /* an MoE model's dense layers: what each takes beyond an expert layer */
+    double dl = u->dense - lt, dc = u->dense_compute - u->layer_compute;
+    double df = pg->d_first, dm = pg->d_mid, dz = pg->d_last;
     /* The framework's time per micro-batch outside the layers. */
     double hf = (x->p == 1 ? u->head : 0) + pg->mc.mb_overhead;
-    double mo = pg->mc.mb_overhead, tf = n_first * lt + hf + p2p, tm = n_mid * lt + mo + p2p;
-    double tl = n_last * lt + u->head + mo + p2p;
-    struct pipeline pl = {tf, n_first * u->layer_compute + hf, n_first, n_first, 0, 0};
+    double mo = pg->mc.mb_overhead, tf = n_first * lt + df * dl + hf + p2p, tm = n_mid * lt + dm * dl + mo + p2p;
+    double tl = n_last * lt + dz * dl + u->head + mo + p2p;
+    struct pipeline pl = {tf, n_first * u->layer_compute + df * dc + hf, n_first, n_first, 0, 0, n_first - df};
     double sum = tf;
     if (x->p > 1) {
         sum = tf + (p - 2) * tm + tl;
         if (x->p > 2 && tm > pl.tmax)
-            pl = (struct pipeline){tm, n_mid * u->layer_compute + mo, n_mid, 0, 0, 0};
+            pl = (struct pipeline){tm, n_mid * u->layer_compute + dm * dc + mo, n_mid, 0, 0, 0, n_mid - dm};
         if (tl > pl.tmax)
-            pl = (struct pipeline){tl, n_last * u->layer_compute + u->head + mo, n_last, 0, 0, 0};
+            pl = (struct pipeline){tl, n_last * u->layer_compute + dz * dc + u->head + mo, n_last, 0, 0, 0, n_last - dz};
     }
     pl.layers_max = pg->layers_max;
     pl.bubble = (sum - pl.tmax) / v;
@@ -748,7 +785,7 @@ void m4d_perf_prepare(const struct m4d_ctx *x, const mem4d_device *dev, struct m
     attention_prepare(x, pg);
     comm_prepare(x, pg);
     m4d_moe_prepare(x, dev, &pg->mc, &pg->moe);
-    stage_layers(x, &pg->n_first, &pg->n_mid, &pg->n_last);
+    stage_layers(x, pg);
     pg->layers_max = MAX(MAX(pg->n_first, pg->n_mid), pg->n_last);
     pg->flops_per_seq = x->nlt ? m4d_hybrid_flops_per_seq(x) : model_flops_per_seq(x);
     /* CPU activation offloading: the offloaded layers' activations go to the
@@ -832,9 +869,9 @@ void m4d_perf_fill_memo(const struct m4d_ctx *x, const struct m4d_perf_group *pg
     double ml = m * pl.lmax;
     o[MEM4D_METRIC_TP_COMM_S] = ml * u.layer_tp;
     o[MEM4D_METRIC_CP_COMM_S] = ml * u.layer_cp;
-    o[MEM4D_METRIC_EP_COMM_S] = ml * u.layer_ep;
-    o[MEM4D_METRIC_EXPERT_COMPUTE_S] = ml * u.layer_expert;
-    o[MEM4D_METRIC_ROUTER_PERMUTE_S] = ml * u.layer_router;
+    o[MEM4D_METRIC_EP_COMM_S] = m * pl.emax * u.layer_ep;
+    o[MEM4D_METRIC_EXPERT_COMPUTE_S] = m * pl.emax * u.layer_expert;
+    o[MEM4D_METRIC_ROUTER_PERMUTE_S] = m * pl.emax * u.layer_router;
     o[MEM4D_METRIC_PP_COMM_S] = m * p2p;
     o[MEM4D_METRIC_DP_COMM_S] = dp + ml * u.layer_fsdp;
     o[MEM4D_METRIC_BUBBLE_S] = pl.bubble;

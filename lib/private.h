@@ -777,6 +777,14 @@ struct m4d_perf_group {
     double cp_lat, cp_per_b;                       /* one CP ring step */
     double p2p_lat, p2p_per_b;                     /* pipeline send/recv of a micro-batch */
     double n_first, n_mid, n_last, layers_max;
+    /* An MoE model's dense layers (moe_first_dense_layers, a MoE layer
+     * period): how many the first, the middle and the last stage hold, and
+     * their MLP (dense ffn) in place of the shared expert and the routed
+     * experts: up(+gate) and down GEMMs, and the activation's element-wise
+     * seconds per sample beyond the shared expert's. */
+    double d_first, d_mid, d_last;
+    struct m4d_gemm dense_mlp[2];
+    double dense_act_per_b;
     double dp_reduce, dp_gather, dp_colls, opt_s; /* unhidden DP seconds, buckets, optimizer */
     double fsdp_ag, fsdp_rs;                       /* one layer's ZeRO-3 gather / reduce-scatter */
     double flops_per_seq, peak;                    /* Megatron's model FLOPs per sequence; the MFU's peak */

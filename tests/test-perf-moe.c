@@ -77,6 +77,29 @@ START_TEST(breakdown)
 }
 END_TEST
 
+/* DeepSeek-V3's leading dense layers (moe_first_dense_layers) are timed as
+ * dense layers: no expert GEMMs, router or dispatch there, and the dense
+ * ffn (12288 wide, against 8 experts of 1536 routed per token) instead. On
+ * one stage of 8 layers, 2 of them dense, the expert seconds are 6/8 of the
+ * all-expert model's; with pp 2 the first stage holds the dense layers and
+ * the last (all expert layers) keeps its breakdown. */
+START_TEST(dense_layers)
+{
+    mem4d_model *m = qwen3("8");
+    double e8 = predict(m, EXPERTS, "world=64", "ep=8", JOB, NULL);
+    double s8 = predict(m, MEM4D_METRIC_STEP_TIME_S, "world=64", "ep=8", JOB, NULL);
+    double p8 = predict(m, EP, "world=64", "pp=2", "ep=8", JOB, NULL);
+    ck_assert_int_eq(mem4d_model_set_str(m, "moe_first_dense_layers", "2"), MEM4D_OK);
+    double e6 = predict(m, EXPERTS, "world=64", "ep=8", JOB, NULL);
+    double s6 = predict(m, MEM4D_METRIC_STEP_TIME_S, "world=64", "ep=8", JOB, NULL);
+    double p6 = predict(m, EP, "world=64", "pp=2", "ep=8", JOB, NULL);
+    ck_assert_msg(fabs(e6 / e8 - 0.75) < 1e-9, "expert seconds %g against %g", e6, e8);
+    ck_assert_msg(s6 != s8, "the dense layers take as long as expert layers: %g", s6);
+    ck_assert_msg(fabs(p6 - p8) < 1e-9 * p8, "pp 2: the all-expert last stage sets the pace: EP %g against %g", p6, p8);
+    mem4d_model_free(m);
+}
+END_TEST
+
 /* Megatron-Core lays the EP group out over ep·etp consecutive ranks: ep 8
  * with etp 1 stays on one node's NVLink, with etp = tp = 4 it spans four
  * nodes and crosses the network. */
@@ -215,6 +238,7 @@ int main(void)
     TCase *tc = tcase_create("experts");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, breakdown);
+    tcase_add_test(tc, dense_layers);
     tcase_add_test(tc, group_placement);
     tcase_add_test(tc, deepep_once_per_node);
     tcase_add_test(tc, ep_overlap);
