@@ -35,7 +35,8 @@ static uint64_t attention_tensors(bool *ok, const struct m4d_ctx *x)
 
 /* Bytes kept for backward per token and layer, in two halves:
  * repl (split by t_sp): both norms' inputs and outputs, 4h elements of 2 bytes
- *   (MoE: + router logits and probabilities in fp32, + permuted tokens in and out);
+ *   (MoE: + router logits and probabilities in fp32, + the permuted tokens the
+ *   experts' fc1 keeps; the unpermute keeps nothing, see below);
  * split (split by t): Q, K, V (a+2k)·dh and the attention output a·dh,
  *   2 bytes; the attention core's own tensors; the MLP's fc1 output and fc2
  *   input, 3f (SwiGLU) or 2f elements (experts: top-k of them, plus the
@@ -97,6 +98,20 @@ static bool keeps_bf16_expert_input(const struct m4d_ctx *x)
     return x->ep_overlap && x->dispatcher == MEM4D_MOE_DISPATCHER_HYBRIDEP;
 }
 
+/* What an expert layer keeps of its routed tokens, per routed token: the
+ * permuted tokens the grouped fc1 saves, 2h. Since Megatron-Core's "memory
+ * efficient token permutation" (NVIDIA/Megatron-LM@2659630, April 2025,
+ * core 0.13) the router's probabilities multiply the expert activation
+ * (weighted_bias_swiglu, experts.py) and the unpermute takes no probabilities,
+ * so it saves nothing (moe_utils.unpermute; TE's moe_unpermute without
+ * merging_probs keeps only its row map). Before it the unpermute merged the
+ * probabilities and saved the experts' output, 2h more; recipes of 2025-2026
+ * run the newer code. */
+static uint64_t routed_kept(bool *ok, const struct m4d_ctx *x)
+{
+    return routed(ok, x, 2 * x->h);
+}
+
 static void layer_token_bytes(bool *ok, const struct m4d_ctx *x, uint64_t *repl, uint64_t *split)
 {
     uint64_t inter = mlp_saved(x), mlp;
@@ -105,8 +120,11 @@ static void layer_token_bytes(bool *ok, const struct m4d_ctx *x, uint64_t *repl,
         *repl = add(ok, *repl, 2 * x->h);
     if (x->experts) {
         mlp = add(ok, routed(ok, x, mul(ok, inter, x->fe)), inter * x->fs);
-        *repl = add(ok, *repl, add(ok, mul(ok, 2 * x->router_bytes, x->experts), routed(ok, x, 4 * x->h)));
+        *repl = add(ok, *repl, add(ok, mul(ok, 2 * x->router_bytes, x->experts), routed_kept(ok, x)));
         *repl = add(ok, *repl, dispatch_kept(ok, x));
+        /* fp8 with the bf16 input kept as well: the grouped fc1's own fp8 copy */
+        if (x->fp8 && keeps_bf16_expert_input(x))
+            *repl = add(ok, *repl, routed(ok, x, x->h));
     } else {
         mlp = mul(ok, inter, x->f);
     }
@@ -126,6 +144,19 @@ static uint64_t gathered_inputs(const struct m4d_ctx *x)
     return x->fw == MEM4D_FRAMEWORK_TORCHTITAN && x->t > 1 ? 4 * x->h : 0;
 }
 
+/* Norms of a layer that are modules of their own (1 or 2), which
+ * Megatron-Core's layernorm recompute re-runs (transformer_layer.py: only a
+ * norm that is not IdentityOp). Its Transformer Engine spec
+ * (gpt_layer_specs.py) fuses a dense layer's norms into the following linear
+ * (TELayerNormColumnParallelLinear: linear_qkv, linear_fc1), which saves its
+ * own input and ln_out, so recomputing "layernorm" changes nothing there;
+ * multi-latent attention's input norm (its two down-projections read it) and
+ * an expert layer's pre-MLP norm (the router reads it) are modules. */
+static uint64_t separate_norms(const struct m4d_ctx *x)
+{
+    return (x->a && x->kv_lora ? 1 : 0) + (x->experts ? 1 : 0);
+}
+
 /* What selective recomputation of other modules than the attention core
  * drops from a layer's kept bytes per token (Megatron-Core's
  * --recompute-modules; each re-run module keeps only its input, which
@@ -138,12 +169,12 @@ static uint64_t gathered_inputs(const struct m4d_ctx *x)
 static void selective_savings(bool *ok, const struct m4d_ctx *x, uint64_t *repl, uint64_t *split)
 {
     uint64_t inter = x->gated ? 3 : 2, m = x->recompute == 1 ? x->rc_modules : 0;
-    *repl = m & M4D_RC_LAYERNORM ? 4 * x->h : 0;
+    *repl = m & M4D_RC_LAYERNORM ? separate_norms(x) * 2 * x->h : 0;
     *split = 0;
     if (!x->experts && (m & M4D_RC_MLP))
         *split = add(ok, *split, mul(ok, 2 * inter, x->f));
     if (x->experts && (m & M4D_RC_MOE)) {
-        *repl = add(ok, *repl, add(ok, mul(ok, 2 * x->router_bytes, x->experts), routed(ok, x, 4 * x->h)));
+        *repl = add(ok, *repl, add(ok, mul(ok, 2 * x->router_bytes, x->experts), routed_kept(ok, x)));
         *repl = add(ok, *repl, dispatch_kept(ok, x)); /* the re-run dispatch makes its handle again */
         *split = add(ok, *split, mul(ok, 2, add(ok, routed(ok, x, mul(ok, inter, x->fe)), inter * x->fs)));
     } else if (x->experts) {
@@ -168,13 +199,24 @@ static void selective_savings(bool *ok, const struct m4d_ctx *x, uint64_t *repl,
  * also kept in bf16 by the attention backward, so its fp8 copy for the
  * output projection is an extra a·d_v byte per token. What selective
  * recompute already dropped is not counted. */
-static void fp8_savings(bool *ok, const struct m4d_ctx *x, uint64_t *repl, uint64_t *split, uint64_t *extra)
+static void fp8_savings(bool *ok, const struct m4d_ctx *x, uint64_t *repl, uint64_t *split, uint64_t *extra,
+                        uint64_t *extra_repl)
 {
     uint64_t m = x->recompute == 1 ? x->rc_modules : 0;
-    *repl = *split = *extra = 0;
+    *repl = *split = *extra = *extra_repl = 0;
     if (!x->fp8)
         return;
-    *repl = m & M4D_RC_LAYERNORM ? 0 : 2 * x->h;
+    /* the norm outputs: a fused norm's ln_out is kept in fp8 (h of 2h);
+     * multi-latent attention's two down-projections each keep their own fp8
+     * copy (2h: nothing saved); an expert layer's router keeps the bf16
+     * output (nothing saved) and a shared expert's fc1 adds its fp8 copy, h,
+     * unless the norm or the shared expert is recomputed (Megatron-Core then
+     * sets save_original_input on it: moe_layer.py,
+     * set_for_recompute_pre_mlp_layernorm) or the whole MoE layer is. A
+     * recomputed norm's linears likewise keep no copy (transformer_layer.py). */
+    *repl = (x->a && !x->kv_lora ? x->h : 0) + (x->f && !x->experts ? x->h : 0);
+    if (x->experts && x->fs && !(m & (M4D_RC_LAYERNORM | M4D_RC_SHARED_EXPERTS | M4D_RC_MOE)))
+        *extra_repl = x->h;
     *extra = mul(ok, x->a, x->v_dim);
     if (!x->experts) {
         if (!(m & M4D_RC_MLP))
@@ -260,18 +302,41 @@ static uint64_t dsa_indexer_bytes(bool *ok, const struct m4d_ctx *x)
     return mul(ok, tokens(ok, x), b);
 }
 
+/* Multi-latent attention's latents (Megatron-Core multi_latent_attention.py,
+ * get_query_key_value_tensors), bytes per token of the micro-batch. The
+ * down-projections are duplicated over t and, with sequence parallelism, see
+ * the rank's T/t tokens only, so their outputs are split by t_sp: the
+ * compressed query r_q (saved by the query up-projection's fused norm) and
+ * kv_combined r_kv + d_rope (kept whole by the key/value norm's saved view),
+ * 2 bytes each; the up-projections (TELayerNormColumnParallelLinear) save
+ * their normalised inputs, r_q + r_kv, 2 bytes or 1 with fp8 (*repl). With
+ * mla_up_proj recomputed the up-projections run inside CheckpointWithoutOutput,
+ * which keeps only its inputs: no normalised copies, but the rotary key
+ * k_pos_emb, gathered over the whole sequence when sequence parallelism
+ * splits it, 2·d_rope not split (*whole). */
+static void mla_latent_bytes(const struct m4d_ctx *x, uint64_t *repl, uint64_t *whole)
+{
+    *repl = *whole = 0;
+    if (!x->kv_lora || !x->a)
+        return;
+    *repl = 2 * (x->q_lora + x->kv_lora + x->rope_dim);
+    if (reruns(x, M4D_RC_MLA_UP_PROJ))
+        *whole = t_sp(x) > 1 ? 2 * x->rope_dim : 0;
+    else
+        *repl += (x->fp8 ? 1 : 2) * (x->q_lora + x->kv_lora);
+}
+
 /* A_layer: one layer, one micro-batch, no full recompute, less what
- * fine-grained offloading sends to the host. With multi-latent attention
- * also the compressed query and key/value latents and their normalised
- * copies, 2·(2·r_q + 2·r_kv + d_rope) bytes per token: the down-projections
- * are replicated over t and see every token. */
+ * fine-grained offloading sends to the host, with multi-latent attention's
+ * latents (above). */
 uint64_t m4d_layer_activation(bool *ok, const struct m4d_ctx *x)
 {
-    uint64_t repl, split, drop_repl, drop_split, fp8_repl, fp8_split, fp8_extra, T = tokens(ok, x);
+    uint64_t repl, split, drop_repl, drop_split, fp8_repl, fp8_split, fp8_extra, fp8_extra_repl, T = tokens(ok, x);
     layer_token_bytes(ok, x, &repl, &split);
     selective_savings(ok, x, &drop_repl, &drop_split);
-    fp8_savings(ok, x, &fp8_repl, &fp8_split, &fp8_extra);
+    fp8_savings(ok, x, &fp8_repl, &fp8_split, &fp8_extra, &fp8_extra_repl);
     split = add(ok, split, fp8_extra);
+    repl = add(ok, repl, fp8_extra_repl);
     drop_repl = add(ok, drop_repl, fp8_repl);
     drop_split = add(ok, drop_split, fp8_split);
     repl = repl > drop_repl ? repl - drop_repl : 0;
@@ -279,8 +344,9 @@ uint64_t m4d_layer_activation(bool *ok, const struct m4d_ctx *x)
     uint64_t a = add(ok, muldiv(ok, T, repl, t_sp(x)), muldiv(ok, T, split, x->t));
     uint64_t off = offloaded_layer(ok, x);
     a = a > off ? a - off : 0;
-    if (x->kv_lora)
-        a = add(ok, a, mul(ok, T, 2 * (2 * x->q_lora + 2 * x->kv_lora + x->rope_dim)));
+    uint64_t lat_repl, lat_whole;
+    mla_latent_bytes(x, &lat_repl, &lat_whole);
+    a = add(ok, a, add(ok, muldiv(ok, T, lat_repl, t_sp(x)), mul(ok, T, lat_whole)));
     if (!reruns(x, M4D_RC_CORE_ATTN))
         a = add(ok, a, dsa_indexer_bytes(ok, x));
     return add(ok, a, mul(ok, T, gathered_inputs(x)));
