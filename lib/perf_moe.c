@@ -230,5 +230,18 @@ double m4d_moe_exposed(const struct m4d_ctx *x, const struct m4d_moe_group *g, c
     double exposed = MAX0(c - attn_f) + mid + MAX0(c - attn_b);
     /* DeepEP's and HybridEP's SMs are taken from the compute they run beside */
     double hidden = 4 * c - exposed;
-    return recompute + exposed + hidden * (1 / g->sm_keep - 1);
+    double paired = exposed + hidden * (1 / g->sm_keep - 1);
+    /* Only the steady state pairs a forward with a backward: the warm-up's
+     * forwards and the cool-down's backwards run alone, their dispatch and
+     * combine exposed. Megatron-Core's interleaved schedule
+     * (pipeline_parallel/schedules.py, get_pp_rank_microbatches) runs
+     * (p - 1)·2 + (v - 1)·p warm-up chunk forwards on the first rank, one
+     * more with the EP overlap, of its m·v; without pipelining
+     * (combined_1f1b_schedule_for_no_pipelining) the first micro-batch's
+     * forward and the last one's backward run alone. */
+    double p = D(x->p), v = D(x->v ? x->v : 1), steps = D(x->m) * v, alone = 1;
+    if (x->p > 1)
+        alone = (v > 1 ? 2 * (p - 1) + (v - 1) * p : p - 1) + 1;
+    double f = steps > 0 ? MIN(alone / steps, 1) : 0;
+    return recompute + (1 - f) * paired + f * 4 * c;
 }

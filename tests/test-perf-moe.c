@@ -142,6 +142,14 @@ START_TEST(ep_overlap)
     double many = predict(m, T, "world=256", "tp=2", "ep=32", "etp=1", "moe_dispatcher=deepep", "moe_ep_overlap=1",
                           "moe_dispatcher_sms=64", JOB, NULL);
     ck_assert_msg(many > few, "%g %g", many, few);
+    /* the warm-up forwards and cool-down backwards run alone: with pp 2 and
+     * vpp 2 (2 + 2 + 1 of m·v chunk passes on the first rank) fewer
+     * micro-batches expose more of each one's dispatch */
+#define PIPE "world=256", "tp=2", "pp=2", "vpp=2", "ep=32", "etp=1", "moe_dispatcher=deepep", "moe_ep_overlap=1"
+    double m8 = predict(m, EP, PIPE, "seq=4096", "gbs=512", "mbs=1", NULL) / 8; /* dp 64 */
+    double m64 = predict(m, EP, PIPE, "seq=4096", "gbs=4096", "mbs=1", NULL) / 64;
+#undef PIPE
+    ck_assert_msg(m8 > 1.05 * m64, "EP seconds a micro-batch: %g with 8 of them, %g with 64", m8, m64);
     mem4d_model_free(m);
 }
 END_TEST
