@@ -75,17 +75,38 @@ static const struct stack {
     double mb_overhead, accum_bytes, ce_bytes;
     bool op_sac; /* selective recompute is torchtitan's per-op policy (op_sac_time) */
     bool eager;  /* element-wise work as eager PyTorch runs it (EAGER_NORM) */
+    bool zero1_allreduce; /* nanotron's ZeRO-1: fp32 all-reduce, then an unpacked all-gather (dp_prepare) */
 } STACKS[M4D_NSTACKS] = {
-    {3, 1, 0, 6, 12, false, false},  /* middle: cuDNN attention, autograd's accumulation into bf16 .grad */
-    {5, 1, 0, 0, 12, false, false},  /* megatron-lm-2022: fused softmax, gradient_accumulation_fusion */
-    {5, 1, 0, 18, 12, false, false}, /* megatron-deepspeed: softmax attention, bf16 update_hp_grads per micro-batch */
-    {3, 1, 0, 0, 12, false, false},  /* nemo-24.07: Transformer Engine 1.9's cuDNN attention */
-    {3, 1, 0, 0, 12, false, false},  /* nemo-25 */
-    {4, 1, 0, 6, 40, true, true},   /* torchtitan: SDPA, autograd accumulation, fp32 cross entropy, op SAC, eager */
-    {1, 1, 0, 6, 40, false, false},  /* composer: FlashAttention-2, autograd accumulation, eager fp32 cross entropy */
-    {1, 1, 0, 10, 40, false, false}, /* nanotron: FlashAttention-2, fp32 gradient accumulation, fp32 cross entropy */
-    {4, 1, 0, 6, 40, true, false}, /* torchtitan-compile: torchtitan with torch.compile's fused element-wise */
+    {3, 1, 0, 6, 12, false, false, false},  /* middle: cuDNN attention, autograd's accumulation into bf16 .grad */
+    {5, 1, 0, 0, 12, false, false, false},  /* megatron-lm-2022: fused softmax, gradient_accumulation_fusion */
+    {5, 1, 0, 18, 12, false, false, false}, /* megatron-deepspeed: softmax attention, bf16 update_hp_grads per micro-batch */
+    {3, 1, 0, 0, 12, false, false, false},  /* nemo-24.07: Transformer Engine 1.9's cuDNN attention */
+    {3, 1, 0, 0, 12, false, false, false},  /* nemo-25 */
+    {4, 1, 0, 6, 40, true, true, false},    /* torchtitan: SDPA, autograd accumulation, fp32 cross entropy, op SAC, eager */
+    {1, 1, 0, 6, 40, false, false, false},  /* composer: FlashAttention-2, autograd accumulation, eager fp32 cross entropy */
+    {1, 1, 0, 10, 40, false, false, true},  /* nanotron: FlashAttention-2, fp32 gradient accumulation, fp32 cross entropy */
+    {4, 1, 0, 6, 40, true, false, false},   /* torchtitan-compile: torchtitan with torch.compile's fused element-wise */
 };
+/* nanotron's ZeRO-1 with fp32 gradient accumulation (the only ZeRO it
+ * runs with accumulate_grad_in_fp32, its benchmarks' setting) builds no
+ * DistributedDataParallel (trainer.py, init_model: make_ddp is false), so
+ * after the pipeline drains sync_gradients_across_dp all-reduces the whole
+ * contiguous fp32 gradient buffer (reduce_scatter=False: "too memory
+ * hungry"), the optimizer updates the rank's shard, and
+ * ZeroDistributedOptimizer._all_gather_params gathers the bf16 weights
+ * through nanotron's all_gather_coalesced (distributed.py), which for each
+ * of the dp ranks flattens that rank's slices of every parameter tensor
+ * into one buffer and after the gather copies each slice back, one eager
+ * op per (rank, tensor) from a Python loop. NANOTRON_LAYER_TENSORS: a
+ * nanotron Llama layer's parameter tensors (input_layernorm, qkv_proj,
+ * o_proj, post_attention_layernorm, gate_up_proj, down_proj:
+ * models/llama.py); EAGER_OP_S: the host seconds of one eager PyTorch CUDA
+ * op issued back to back (8 us on A100 for an elementwise op,
+ * flagos-ai/Torch-FL pull request 27's cuda submit column; 5-7 us per op
+ * on the CPU in pytorch/pytorch issue 41383), which a loop of small copies
+ * runs at. */
+#define NANOTRON_LAYER_TENSORS 6.0
+#define EAGER_OP_S 8e-6
 /* Element-wise work as eager PyTorch runs it (torchtitan without
  * torch.compile), in bf16 elements (2 bytes) moved per element and forward:
  * RMSNorm is at::rms_norm's composite (aten/src/ATen/native/layer_norm.cpp:
@@ -111,9 +132,9 @@ static const struct stack {
  * doc/perf.md, "Uncertainty"), uncalibrated, and over the same runs
  * predicted by a device calibrated on the first run of their weak-scaling
  * series (tests/test-throughput.c prints both). */
-#define BAND_LOW 0.851
-#define BAND_HIGH 1.447
-#define BAND_CAL_LOW 0.919
+#define BAND_LOW 0.849
+#define BAND_HIGH 1.357
+#define BAND_CAL_LOW 0.923
 #define BAND_CAL_HIGH 1.076
 
 /* Seconds of one micro-batch's work on one GPU. */
@@ -207,6 +228,7 @@ static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device
         .ce_bytes = st->ce_bytes,
         .op_sac = st->op_sac,
         .ew_eager = st->eager,
+        .zero1_allreduce = st->zero1_allreduce,
         .gemm = peak * eff,
         .gemm_lin = lin * eff,
         .hbm = D(dv[MEM4D_DEVICE_HBM_BANDWIDTH]),
@@ -639,6 +661,19 @@ static double tree_allreduce_time(const struct m4d_machine *mc, double n, double
     return colls * 2 * ((r - 1) * mc->intra.lat + hops * mc->inter.lat) + 2 * bytes / (TREE_BW * bw);
 }
 
+/* An all-reduce of `bytes` over the n ranks of the d·c group in `colls`
+ * collectives: ring or NCCL's tree, whichever is faster; the group's
+ * members sit t apart (ranks tp-cp-dp-pp). */
+static double dp_allreduce_time(const struct m4d_ctx *x, const struct m4d_perf_group *pg, const struct m4d_link *l,
+                                double n, double bytes, double colls)
+{
+    double t = D(x->t), per_domain = t < pg->mc.domain ? (double)(int64_t)(pg->mc.domain / t) : 1;
+    double frac = (n - 1) / n, steps = colls * (n - 1);
+    double tree = tree_allreduce_time(&pg->mc, n, per_domain < n ? per_domain : n, bytes, colls);
+    double ring = ring_time(l, n, bytes, 2 * frac, 2 * steps);
+    return tree >= 0 && tree < ring ? tree : ring;
+}
+
 /* Gradient reduction and parameter gather over the d*c ranks that share
  * the `params` weights of the heaviest stage, before any overlap, and the
  * optimizer step. */
@@ -655,21 +690,33 @@ static void dp_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg, doubl
      * n-1 latency-bound steps each. */
     double colls = (double)(int64_t)(params / bucket) + 1, steps = colls * (n - 1);
     double g = params * D(x->grad_bytes), w = params * D(x->param_bytes);
-    pg->dp_reduce = pg->dp_gather = 0;
+    pg->dp_reduce = pg->dp_gather = pg->dp_serial = 0;
     pg->dp_colls = colls;
     if (x->zero >= 3) {
         /* gathers and reduce-scatters run per layer (unit_time_of) */
+    } else if (x->zero >= 1 && pg->mc.zero1_allreduce && n > 1) {
+        /* nanotron's ZeRO-1 (NANOTRON_LAYER_TENSORS): after the pipeline,
+         * one all-reduce of the fp32 buffer, one all-gather of the bf16
+         * weights, and n (tensors + 2) eager ops unpacking it (each rank's
+         * flatten, its copy out of the gather, a copy per tensor) */
+        double tensors = pg->layers_max * NANOTRON_LAYER_TENSORS + 2;
+        pg->dp_serial = dp_allreduce_time(x, pg, l, n, params * 4, 1) + ring_time(l, n, w, frac, n - 1) +
+                        n * (tensors + 2) * EAGER_OP_S;
     } else if (x->zero >= 1) {
         pg->dp_reduce = ring_time(l, n, g, frac, steps);
         pg->dp_gather = ring_time(l, n, w, frac, steps);
     } else {
-        /* an all-reduce: ring or NCCL's tree, whichever is faster; the
-         * d·c group's members sit t apart (ranks tp-cp-dp-pp) */
-        double t = D(x->t), per_domain = t < pg->mc.domain ? (double)(int64_t)(pg->mc.domain / t) : 1;
-        double tree = tree_allreduce_time(&pg->mc, n, per_domain < n ? per_domain : n, g, colls);
-        pg->dp_reduce = ring_time(l, n, g, 2 * frac, 2 * steps);
-        if (tree >= 0 && tree < pg->dp_reduce)
-            pg->dp_reduce = tree;
+        pg->dp_reduce = dp_allreduce_time(x, pg, l, n, g, colls);
+    }
+    /* Tied embeddings on p > 1 stages: after the DP reduction the first and
+     * the last stage all-reduce the shared embedding's gradient
+     * (Megatron-Core finalize_model_grads, _allreduce_embedding_grads;
+     * nanotron sync_tied_weights_gradients, its fp32 buffer), over the
+     * pipeline's link, hidden by nothing. */
+    if (x->tied && x->p > 1) {
+        struct m4d_link el = link_for(&pg->mc, D(x->t * x->c * x->d * x->p), D(x->t * x->c * x->d));
+        double eg = D(x->h) * D(x->Vp) / D(x->t) * (pg->mc.zero1_allreduce ? 4 : D(x->grad_bytes));
+        pg->dp_serial += ring_time(&el, 2, eg, 1, 2);
     }
     /* Expert weights are replicated over the expert-data-parallel group
      * (t·d·c/(ep·etp) ranks, ep·etp apart in Megatron-Core's expert rank
@@ -857,6 +904,7 @@ void m4d_perf_fill_memo(const struct m4d_ctx *x, const struct m4d_perf_group *pg
     double v = D(x->v ? x->v : 1), mq = D(x->m < x->p ? x->m : x->p);
     double widen = 1 + (mq - 1) * (v - 1) / v;
     double dp = dp_exposed(x, pg, pl.layers_max * u.layer_bwd, pl.layers_max * u.layer_fwd, widen);
+    dp += pg->dp_serial;
     double step = pl.total + dp + pg->opt_s;
     double tflops = pg->flops_per_seq * D(x->gbs) / (step * 1e12 * D(x->world));
     double *o = r->metric;

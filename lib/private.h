@@ -708,6 +708,7 @@ struct m4d_machine {
     double ce_bytes;           /* HBM bytes per logit of the cross entropy, forward and backward */
     bool op_sac;               /* selective recompute is torchtitan's per-op policy (lib/perf.c) */
     bool ew_eager;             /* element-wise work unfused, as eager PyTorch runs it (lib/perf.c) */
+    bool zero1_allreduce;      /* ZeRO-1 as nanotron runs it: fp32 all-reduce, unpacked all-gather (lib/perf.c) */
 };
 
 /* One GEMM of a layer with its N and K fixed by the group; M (tokens)
@@ -786,6 +787,7 @@ struct m4d_perf_group {
     struct m4d_gemm dense_mlp[2];
     double dense_act_per_b;
     double dp_reduce, dp_gather, dp_colls, opt_s; /* unhidden DP seconds, buckets, optimizer */
+    double dp_serial;                              /* DP and tied-embedding seconds no overlap hides */
     double fsdp_ag, fsdp_rs;                       /* one layer's ZeRO-3 gather / reduce-scatter */
     double flops_per_seq, peak;                    /* Megatron's model FLOPs per sequence; the MFU's peak */
     double band_lo, band_hi;                       /* measured / predicted step: 5th, 95th percentile */

@@ -624,6 +624,38 @@ START_TEST(microbatch_order_follows_the_stack)
 }
 END_TEST
 
+/* nanotron's ZeRO-1 (lib/perf.c, NANOTRON_LAYER_TENSORS): after the
+ * pipeline an fp32 all-reduce and a gather whose unpacking is one eager op
+ * per data-parallel rank and parameter tensor, none of it hidden whatever
+ * the overlap keys say: doubling dp from 512 to 1024 adds at least 512
+ * ranks' (6 L + 4) ops of 8 us to the DP seconds, and at dp 1024 they are
+ * far above those of the same job on a stack with Megatron's overlapped
+ * distributed optimizer. Tied embeddings over two stages add their
+ * gradient's all-reduce, untied ones nothing. */
+START_TEST(nanotron_zero1_and_tied_embeddings)
+{
+    mem4d_model *m = tu_model("llama3.2-1b");
+    mem4d_device *d = tu_device("h100-80");
+    const mem4d_metric DP = MEM4D_METRIC_DP_COMM_S;
+    mem4d_layout *l = tu_layout("world=512", "seq=4096", "gbs=1024", "mbs=1", "dist_opt=1", "overlap_grad_reduce=1",
+                                "overlap_param_gather=1", NULL);
+    double n512 = with(m, l, d, "stack", "nanotron", DP);
+    ck_assert_int_eq(mem4d_layout_set_str(l, "world", "1024"), MEM4D_OK);
+    double n1024 = with(m, l, d, "stack", "nanotron", DP), mid = with(m, l, d, "stack", "middle", DP);
+    double ops = 512.0 * (6.0 * 16 + 4); /* llama3.2-1b: 16 layers */
+    ck_assert_msg(n1024 - n512 >= ops * 8e-6 * 0.99 && n1024 > 10 * mid, "%g %g %g", n512, n1024, mid);
+    mem4d_layout_free(l);
+    l = tu_layout("world=2", "pp=2", "seq=4096", "gbs=8", "mbs=1", NULL);
+    double tied = predict(m, l, d, DP);
+    ck_assert_int_eq(mem4d_model_set_str(m, "tie_word_embeddings", "0"), MEM4D_OK);
+    double untied = predict(m, l, d, DP);
+    ck_assert_msg(tied > 1e-3 && untied == 0, "%g %g", tied, untied);
+    mem4d_layout_free(l);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
 /* An all-reduce across nodes (no distributed optimizer) runs as NCCL's
  * tree when that is faster than the ring (src/graph/tuning.cc): with one
  * data-parallel rank per node (tp 8) over 1024 nodes and 1e7-element
@@ -806,6 +838,7 @@ int main(void)
     tcase_add_test(tc, microbatch_order_follows_the_stack);
     tcase_add_test(tc, power_limit_and_op_recompute);
     tcase_add_test(tc, tree_all_reduce_across_nodes);
+    tcase_add_test(tc, nanotron_zero1_and_tied_embeddings);
     tcase_add_test(tc, offload_transfers_hide_or_stall);
     tcase_add_test(tc, interleaved_uneven_stages);
     tcase_add_test(tc, split_forms_agree);
