@@ -35,14 +35,20 @@ struct cal_log {
     bool fig_set[M4D_NCALFIG];
 };
 
-/* The speed constants a fit may choose from. */
+/* The speed constants a fit may choose from (mem4d_calibration_constant()
+ * lists them), and the candidates the choice is made among: those, and the
+ * compute level (CAL_LEVEL: the bf16 and fp8 GEMM efficiencies by one
+ * factor). */
 #define CAL_NCONST 5
+#define CAL_NCAND 6
+#define CAL_LEVEL 5
 
 struct mem4d_calibration {
     struct cal_log log[CAL_MAX_LOGS];
     size_t n;
     bool fitted;
-    int chosen[CAL_NCONST]; /* by cal_consts index: 1 fitted, 0 left */
+    int chosen[CAL_NCAND];  /* by cal_consts index: 1 fitted, 0 left */
+    double level_ratio;     /* fp8 over bf16 GEMM efficiency, which the compute level keeps */
     mem4d_report *report;
     char msg[M4D_MSG_MAX];
 };
@@ -937,18 +943,35 @@ static mem4d_status predict(mem4d_calibration *cal, struct cal_log *lg, const me
  * searched in, whether that search is over log(value) (the rates) or the
  * value (a time that may be 0), and the move by which its influence on the
  * runs is measured: a plausible error of the device's value (a third of a
- * rate, 2 ms per micro-batch). */
+ * rate, 2 ms per micro-batch). The last candidate, the compute level, moves
+ * the bf16 GEMM efficiency and with it the fp8 one by the same factor (and
+ * attention, whose rate is a share of the bf16 GEMM's): what one fp8 run
+ * can tell, as it cannot tell its fp8 GEMMs apart from the bf16 attention
+ * and LM head around them. */
 static const struct cal_const {
     mem4d_device_param key;
     double lo, hi, move;
     bool log_scale;
-} cal_consts[CAL_NCONST] = {
-    {MEM4D_DEVICE_MATMUL_EFFICIENCY_PPM, 20000, 1000000, 1.5, true},
-    {MEM4D_DEVICE_FP8_EFFICIENCY_PPM, 20000, 1000000, 1.5, true},
-    {MEM4D_DEVICE_ATTENTION_EFFICIENCY_PPM, 20000, 2000000, 1.5, true},
-    {MEM4D_DEVICE_MICROBATCH_OVERHEAD_NS, 0, 200e6, 2e6, false},
-    {MEM4D_DEVICE_COMM_EFFICIENCY_PPM, 10000, 1000000, 1.5, true},
+    bool level; /* key is the bf16 GEMM efficiency; the fp8 one follows it */
+} cal_consts[CAL_NCAND] = {
+    {MEM4D_DEVICE_MATMUL_EFFICIENCY_PPM, 20000, 1000000, 1.5, true, false},
+    {MEM4D_DEVICE_FP8_EFFICIENCY_PPM, 20000, 1000000, 1.5, true, false},
+    {MEM4D_DEVICE_ATTENTION_EFFICIENCY_PPM, 20000, 2000000, 1.5, true, false},
+    {MEM4D_DEVICE_MICROBATCH_OVERHEAD_NS, 0, 200e6, 2e6, false, false},
+    {MEM4D_DEVICE_COMM_EFFICIENCY_PPM, 10000, 1000000, 1.5, true, false},
+    {MEM4D_DEVICE_MATMUL_EFFICIENCY_PPM, 20000, 1000000, 1.5, true, true},
 };
+
+/* Set a candidate's value on a device: the compute level also sets the fp8
+ * GEMM efficiency at the ratio the fit started from, within its range. */
+static void put(const mem4d_calibration *cal, mem4d_device *dev, const struct cal_const *k, uint64_t v)
+{
+    dev->v[k->key] = v;
+    if (k->level) {
+        double f = (double)v * cal->level_ratio;
+        dev->v[MEM4D_DEVICE_FP8_EFFICIENCY_PPM] = (uint64_t)llround(fmin(fmax(f, k->lo), k->hi));
+    }
+}
 
 /* A run's predicted step on `dev`: NAN when it cannot be estimated. */
 static double step_on(mem4d_calibration *cal, struct cal_log *lg, const mem4d_device *dev)
@@ -984,16 +1007,16 @@ static void fit_key(mem4d_calibration *cal, mem4d_device *dev, const struct cal_
     double a = k->log_scale ? log(k->lo) : k->lo, b = k->log_scale ? log(k->hi) : k->hi;
     for (int it = 0; it < 48; it++) {
         double x1 = b - g * (b - a), x2 = a + g * (b - a);
-        dev->v[k->key] = const_value(k, x1);
+        put(cal, dev, k, const_value(k, x1));
         double f1 = step_error(cal, dev);
-        dev->v[k->key] = const_value(k, x2);
+        put(cal, dev, k, const_value(k, x2));
         double f2 = step_error(cal, dev);
         if (f1 <= f2)
             b = x2;
         else
             a = x1;
     }
-    dev->v[k->key] = const_value(k, (a + b) / 2);
+    put(cal, dev, k, const_value(k, (a + b) / 2));
 }
 
 /* A constant's coordinate for the joint fit: log(value) for a rate, the
@@ -1018,7 +1041,7 @@ static void fit_joint(mem4d_calibration *cal, mem4d_device *dev, const int *idx,
     size_t n = cal->n;
     double lambda = 1e-3, err = step_error(cal, dev);
     for (int it = 0; it < 40 && err > 1e-14; it++) {
-        double r[CAL_MAX_LOGS], J[CAL_NCONST][CAL_MAX_LOGS], x[CAL_NCONST];
+        double r[CAL_MAX_LOGS], J[CAL_NCAND][CAL_MAX_LOGS], x[CAL_NCAND];
         for (size_t i = 0; i < n; i++)
             r[i] = log(step_on(cal, &cal->log[i], dev) / cal->log[i].step_s);
         for (size_t k = 0; k < nk; k++) {
@@ -1026,10 +1049,10 @@ static void fit_joint(mem4d_calibration *cal, mem4d_device *dev, const int *idx,
             x[k] = coord(c, dev->v[c->key]);
             mem4d_device moved = *dev;
             double h = 1e-3;
-            moved.v[c->key] = from_coord(c, x[k] + h);
+            put(cal, &moved, c, from_coord(c, x[k] + h));
             double dh = coord(c, moved.v[c->key]) - x[k];
             if (dh == 0) { /* at the upper bound: step down */
-                moved.v[c->key] = from_coord(c, x[k] - h);
+                put(cal, &moved, c, from_coord(c, x[k] - h));
                 dh = coord(c, moved.v[c->key]) - x[k];
             }
             for (size_t i = 0; i < n; i++)
@@ -1038,7 +1061,7 @@ static void fit_joint(mem4d_calibration *cal, mem4d_device *dev, const int *idx,
         bool better = false;
         while (!better && lambda < 1e8) {
             /* (JtJ + lambda diag(JtJ)) d = -Jt r by Gaussian elimination */
-            double A[CAL_NCONST][CAL_NCONST + 1];
+            double A[CAL_NCAND][CAL_NCAND + 1];
             for (size_t a = 0; a < nk; a++) {
                 for (size_t b = 0; b < nk; b++) {
                     double v = 0;
@@ -1080,7 +1103,7 @@ static void fit_joint(mem4d_calibration *cal, mem4d_device *dev, const int *idx,
             mem4d_device trial = *dev;
             for (size_t k = 0; k < nk; k++) {
                 const struct cal_const *c = &cal_consts[idx[k]];
-                trial.v[c->key] = from_coord(c, x[k] + A[k][nk] / A[k][k]);
+                put(cal, &trial, c, from_coord(c, x[k] + A[k][nk] / A[k][k]));
             }
             double e = step_error(cal, &trial);
             if (e < err) {
@@ -1114,14 +1137,15 @@ static uint64_t effective(const mem4d_device *dev, mem4d_device_param key)
 #define CAL_MIN_OWN 0.25
 static mem4d_status choose_constants(mem4d_calibration *cal, const mem4d_device *dev, const double *base)
 {
-    static double J[CAL_NCONST][CAL_MAX_LOGS], Q[CAL_NCONST][CAL_MAX_LOGS];
+    static double J[CAL_NCAND][CAL_MAX_LOGS], Q[CAL_NCAND][CAL_MAX_LOGS];
     size_t n = cal->n, nq = 0;
-    double norm0[CAL_NCONST];
-    for (size_t k = 0; k < CAL_NCONST; k++) {
+    double norm0[CAL_NCAND];
+    for (size_t k = 0; k < CAL_NCAND; k++) {
         const struct cal_const *c = &cal_consts[k];
         mem4d_device moved = *dev;
         double v = (double)effective(dev, c->key);
-        moved.v[c->key] = c->log_scale ? (uint64_t)llround(fmax(v / c->move, c->lo)) : (uint64_t)llround(v + c->move);
+        put(cal, &moved, c,
+            c->log_scale ? (uint64_t)llround(fmax(v / c->move, c->lo)) : (uint64_t)llround(v + c->move));
         norm0[k] = 0;
         for (size_t i = 0; i < n; i++) {
             double step = step_on(cal, &cal->log[i], &moved);
@@ -1133,10 +1157,10 @@ static mem4d_status choose_constants(mem4d_calibration *cal, const mem4d_device 
         norm0[k] = sqrt(norm0[k]);
         cal->chosen[k] = 0;
     }
-    while (nq < n && nq < CAL_NCONST) {
+    while (nq < n && nq < CAL_NCAND) {
         int best = -1;
         double best_norm = 0, rest[CAL_MAX_LOGS];
-        for (size_t k = 0; k < CAL_NCONST; k++) {
+        for (size_t k = 0; k < CAL_NCAND; k++) {
             if (cal->chosen[k])
                 continue;
             double r[CAL_MAX_LOGS], nr = 0, most = 0;
@@ -1164,6 +1188,10 @@ static mem4d_status choose_constants(mem4d_calibration *cal, const mem4d_device 
             Q[nq][i] = rest[i] / best_norm;
         nq++;
     }
+    /* The level with one of the two GEMM efficiencies spans what the two
+     * span apart: fit those. */
+    if (cal->chosen[CAL_LEVEL] && (cal->chosen[0] || cal->chosen[1]))
+        cal->chosen[CAL_LEVEL] = 0, cal->chosen[0] = cal->chosen[1] = 1;
     return MEM4D_OK;
 }
 
@@ -1219,13 +1247,16 @@ mem4d_status mem4d_calibration_fit(mem4d_calibration *cal, mem4d_device *device)
             nmem++;
         }
     }
+    cal->level_ratio = dev.v[MEM4D_DEVICE_MATMUL_EFFICIENCY_PPM]
+                           ? (double)dev.v[MEM4D_DEVICE_FP8_EFFICIENCY_PPM] / (double)dev.v[MEM4D_DEVICE_MATMUL_EFFICIENCY_PPM]
+                           : 1;
     if (choose_constants(cal, &dev, base) != MEM4D_OK)
         return fail(cal, MEM4D_E_UNSUPPORTED, 0, "a run cannot be estimated once a constant moves");
     /* Coordinate descent over the chosen constants, started from the
      * device's values (attention's 0 from the kernel's own share). */
-    int idx[CAL_NCONST];
+    int idx[CAL_NCAND];
     size_t nfit = 0;
-    for (size_t k = 0; k < CAL_NCONST; k++)
+    for (size_t k = 0; k < CAL_NCAND; k++)
         if (cal->chosen[k]) {
             idx[nfit++] = (int)k;
             dev.v[cal_consts[k].key] = effective(&dev, cal_consts[k].key);
@@ -1315,7 +1346,8 @@ mem4d_status mem4d_calibration_constant(const mem4d_calibration *cal, size_t ind
     if (index >= CAL_NCONST)
         return MEM4D_E_RANGE;
     *key = cal_consts[index].key;
-    *fitted = cal->chosen[index];
+    *fitted = cal->chosen[index] || (cal->chosen[CAL_LEVEL] && (*key == MEM4D_DEVICE_MATMUL_EFFICIENCY_PPM ||
+                                                               *key == MEM4D_DEVICE_FP8_EFFICIENCY_PPM));
     return MEM4D_OK;
 }
 
