@@ -156,6 +156,14 @@ void m4d_moe_prepare(const struct m4d_ctx *x, const mem4d_device *dev, const str
     double logits = tok * E;
     g->router_per_b = (2 * tok * E * h / mc->gemm + (2 * tok * h + ROUTER_BYTES_PER_LOGIT * logits) * mc->inv_hbm) +
                       4 * h * (tok + tok * rho * imb) * mc->inv_hbm;
+    /* the alltoall dispatcher receives its rows grouped by source rank and,
+     * with more than one local expert, sorts them by expert after the
+     * all-to-all and back before the combine (token_dispatcher.py,
+     * MoEAlltoAllTokenDispatcher.dispatch_postprocess and
+     * combine_preprocess, sort_chunks_by_idxs): each received row read and
+     * written twice more */
+    if (x->dispatcher == MEM4D_MOE_DISPATCHER_ALLTOALL && x->ep > 1 && El > 1)
+        g->router_per_b += 8 * h * tok * rho * etp * imb * mc->inv_hbm;
     /* the experts' activation over their rows (bf16): gated reads 2 fe and
      * writes fe per row, else reads and writes fe */
     g->act_per_b = 2 * g->rows_per_b * (x->gated ? 3 : 2) * fe * mc->inv_hbm;

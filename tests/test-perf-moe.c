@@ -100,6 +100,23 @@ START_TEST(dense_layers)
 }
 END_TEST
 
+/* The alltoall dispatcher sorts the rows it receives by local expert and
+ * back (sort_chunks_by_idxs): more memory-bound work than DeepEP's where a
+ * rank holds several experts, the same where it holds one. */
+START_TEST(alltoall_sorts_by_expert)
+{
+    mem4d_model *m = qwen3("8");
+    const mem4d_metric R = MEM4D_METRIC_ROUTER_PERMUTE_S;
+    double a8 = predict(m, R, "world=128", "ep=8", "moe_dispatcher=alltoall", JOB, NULL);
+    double d8 = predict(m, R, "world=128", "ep=8", "moe_dispatcher=deepep", JOB, NULL);
+    double a128 = predict(m, R, "world=128", "ep=128", "moe_dispatcher=alltoall", JOB, NULL);
+    double d128 = predict(m, R, "world=128", "ep=128", "moe_dispatcher=deepep", JOB, NULL);
+    ck_assert_msg(a8 > 1.1 * d8, "16 local experts: alltoall %g, deepep %g", a8, d8);
+    ck_assert_msg(a128 == d128, "one local expert: alltoall %g, deepep %g", a128, d128);
+    mem4d_model_free(m);
+}
+END_TEST
+
 /* Megatron-Core lays the EP group out over ep·etp consecutive ranks: ep 8
  * with etp 1 stays on one node's NVLink, with etp = tp = 4 it spans four
  * nodes and crosses the network. */
@@ -247,6 +264,7 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, breakdown);
     tcase_add_test(tc, dense_layers);
+    tcase_add_test(tc, alltoall_sorts_by_expert);
     tcase_add_test(tc, group_placement);
     tcase_add_test(tc, deepep_once_per_node);
     tcase_add_test(tc, ep_overlap);
