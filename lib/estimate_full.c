@@ -405,8 +405,10 @@ mem4d_status m4d_estimate_full(const struct m4d_ctx *x, const mem4d_device *dev,
     if ((x->experts && (x->first_dense || x->moe_period > 1)) || x->split.nvs || x->nlt)
         peak_only = false;
     r->peak_only = peak_only;
+    /* copied, not memset: gcc's memset of a row is a slow `rep stos` */
+    static const struct m4d_stage zero;
     for (uint64_t i = 0; ok && i < x->p; i = m4d_stage_next(peak_only, i, x->p)) {
-        memset(r->stages[i].t, 0, sizeof r->stages[i].t);
+        r->stages[i] = zero;
         if (!stage_memory(x, dev, &sh, i, r->stages[i].t, &mid, cache)) {
             m4d_msg(r->msg, sizeof r->msg, "the estimate of stage %llu overflows 64 bits", (unsigned long long)i);
             return MEM4D_E_RANGE;

@@ -9,6 +9,8 @@
  * search visits: no libm, no allocation, no integer division.
  * SPDX-License-Identifier: MIT
  */
+#include <string.h>
+
 #include "private.h"
 
 /* GEMM tile of the Hopper/Ampere cuBLAS and CUTLASS kernels large training
@@ -890,6 +892,18 @@ void m4d_perf_prepare(const struct m4d_ctx *x, const mem4d_device *dev, struct m
     }
 }
 
+_Static_assert(M4D_PERF_B_KEY_BYTES % sizeof(double) == 0, "the per-b key holds doubles only (no padding)");
+
+void m4d_perf_b_key(const struct m4d_perf_group *pg, unsigned char key[M4D_PERF_B_KEY_BYTES])
+{
+    memcpy(key, pg->lin, M4D_PERF_B_KEY_BYTES);
+}
+
+bool m4d_perf_b_shared(const struct m4d_perf_group *pg, const unsigned char key[M4D_PERF_B_KEY_BYTES])
+{
+    return memcmp(key, pg->lin, M4D_PERF_B_KEY_BYTES) == 0;
+}
+
 void m4d_perf_fill_memo(const struct m4d_ctx *x, const struct m4d_perf_group *pg, struct m4d_perf_b *memo,
                         mem4d_report *r)
 {
@@ -913,26 +927,55 @@ void m4d_perf_fill_memo(const struct m4d_ctx *x, const struct m4d_perf_group *pg
     double widen = 1 + (mq - 1) * (v - 1) / v;
     double dp = dp_exposed(x, pg, pl.layers_max * u.layer_bwd, pl.layers_max * u.layer_fwd, widen);
     dp += pg->dp_serial;
-    double step = pl.total + dp + pg->opt_s;
-    double tflops = pg->flops_per_seq * D(x->gbs) / (step * 1e12 * D(x->world));
-    double *o = r->metric;
+    struct m4d_perf_parts *o = &r->perf;
+    *o = (struct m4d_perf_parts){
+        .step = pl.total + dp + pg->opt_s,
+        .bubble = pl.bubble,
+        .m = m,
+        .cmax = pl.cmax,
+        .lmax = pl.lmax,
+        .emax = pl.emax,
+        .tp = u.layer_tp,
+        .cp = u.layer_cp,
+        .ep = u.layer_ep,
+        .expert = u.layer_expert,
+        .router = u.layer_router,
+        .fsdp = u.layer_fsdp,
+        .p2p = p2p,
+        .dp = dp,
+        .opt = pg->opt_s,
+        .gbs = D(x->gbs),
+        .s = D(x->s),
+        .world = D(x->world),
+        .flops_per_seq = pg->flops_per_seq,
+        .peak = pg->peak,
+        .band_lo = pg->band_lo,
+        .band_hi = pg->band_hi,
+    };
+    r->have_metrics = true;
+}
+
+void m4d_perf_metrics(const struct m4d_perf_parts *p, double o[M4D_NMETRICS])
+{
+    double step = p->step, m = p->m;
+    double tflops = p->flops_per_seq * p->gbs / (step * 1e12 * p->world);
     o[MEM4D_METRIC_STEP_TIME_S] = step;
-    o[MEM4D_METRIC_TOKENS_PER_S] = D(x->gbs) * D(x->s) / step;
+    o[MEM4D_METRIC_TOKENS_PER_S] = p->gbs * p->s / step;
     o[MEM4D_METRIC_TFLOPS_PER_GPU] = tflops;
-    o[MEM4D_METRIC_MFU] = tflops * 1e12 / pg->peak;
-    o[MEM4D_METRIC_BUBBLE_FRACTION] = pl.bubble / step;
-    o[MEM4D_METRIC_COMPUTE_TIME_S] = m * pl.cmax;
-    double ml = m * pl.lmax;
-    o[MEM4D_METRIC_TP_COMM_S] = ml * u.layer_tp;
-    o[MEM4D_METRIC_CP_COMM_S] = ml * u.layer_cp;
-    o[MEM4D_METRIC_EP_COMM_S] = m * pl.emax * u.layer_ep;
-    o[MEM4D_METRIC_EXPERT_COMPUTE_S] = m * pl.emax * u.layer_expert;
-    o[MEM4D_METRIC_ROUTER_PERMUTE_S] = m * pl.emax * u.layer_router;
-    o[MEM4D_METRIC_PP_COMM_S] = m * p2p;
-    o[MEM4D_METRIC_DP_COMM_S] = dp + ml * u.layer_fsdp;
-    o[MEM4D_METRIC_BUBBLE_S] = pl.bubble;
-    o[MEM4D_METRIC_OPTIMIZER_S] = pg->opt_s;
-    double lo = pg->band_lo, hi = pg->band_hi;
+    o[MEM4D_METRIC_MFU] = tflops * 1e12 / p->peak;
+    o[MEM4D_METRIC_BUBBLE_FRACTION] = p->bubble / step;
+    o[MEM4D_METRIC_COMPUTE_TIME_S] = m * p->cmax;
+    double ml = m * p->lmax;
+    o[MEM4D_METRIC_TP_COMM_S] = ml * p->tp;
+    o[MEM4D_METRIC_CP_COMM_S] = ml * p->cp;
+    o[MEM4D_METRIC_EP_COMM_S] = m * p->emax * p->ep;
+    o[MEM4D_METRIC_EXPERT_COMPUTE_S] = m * p->emax * p->expert;
+    o[MEM4D_METRIC_ROUTER_PERMUTE_S] = m * p->emax * p->router;
+    o[MEM4D_METRIC_PP_COMM_S] = m * p->p2p;
+    o[MEM4D_METRIC_DP_COMM_S] = p->dp + ml * p->fsdp;
+    o[MEM4D_METRIC_BUBBLE_S] = p->bubble;
+    o[MEM4D_METRIC_OPTIMIZER_S] = p->opt;
+    double lo = p->band_lo, hi = p->band_hi;
     o[MEM4D_METRIC_STEP_TIME_LOW_S] = step * lo;
     o[MEM4D_METRIC_STEP_TIME_HIGH_S] = step * hi;
     o[MEM4D_METRIC_TOKENS_PER_S_LOW] = o[MEM4D_METRIC_TOKENS_PER_S] / hi;
@@ -941,11 +984,10 @@ void m4d_perf_fill_memo(const struct m4d_ctx *x, const struct m4d_perf_group *pg
     o[MEM4D_METRIC_TFLOPS_PER_GPU_HIGH] = tflops / lo;
     o[MEM4D_METRIC_MFU_LOW] = o[MEM4D_METRIC_MFU] / hi;
     o[MEM4D_METRIC_MFU_HIGH] = o[MEM4D_METRIC_MFU] / lo;
-    o[MEM4D_METRIC_MFU_PEAK_FLOPS] = pg->peak;
+    o[MEM4D_METRIC_MFU_PEAK_FLOPS] = p->peak;
     o[MEM4D_METRIC_EXPOSED_COMM_S] = o[MEM4D_METRIC_TP_COMM_S] + o[MEM4D_METRIC_CP_COMM_S] +
                                      o[MEM4D_METRIC_EP_COMM_S] + o[MEM4D_METRIC_PP_COMM_S] +
                                      o[MEM4D_METRIC_DP_COMM_S];
-    r->have_metrics = true;
 }
 
 void m4d_perf_fill(const struct m4d_ctx *x, const struct m4d_perf_group *pg, mem4d_report *r)

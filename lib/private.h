@@ -148,6 +148,18 @@ struct m4d_stage {
     uint64_t t[M4D_NTERMS]; /* indexed by mem4d_term */
 };
 
+/* The parts of a layout's step time its metrics are formed from (lib/perf.c):
+ * an estimate keeps these, and m4d_perf_metrics() forms the metrics when they
+ * are read, so a search pays for the step time alone. */
+struct m4d_perf_parts {
+    double step;                    /* seconds per optimizer step */
+    double bubble, m, cmax, lmax, emax; /* bubble; micro-batches; slowest stage's compute, layers, expert layers */
+    double tp, cp, ep, expert, router, fsdp; /* one layer's exposed TP, CP, EP, FSDP seconds; expert, router compute */
+    double p2p, dp, opt;            /* one micro-batch's send/recv; exposed DP; optimizer step */
+    double gbs, s, world;           /* the job: global batch, sequence, GPUs */
+    double flops_per_seq, peak, band_lo, band_hi;
+};
+
 struct mem4d_report {
     mem4d_status status;
     mem4d_mode mode;
@@ -158,7 +170,7 @@ struct mem4d_report {
     uint64_t info[M4D_NINFO];
     bool have_metrics;
     bool peak_only; /* only stages 0, 1 and nstages-1 are filled (search scratch) */
-    double metric[M4D_NMETRICS];
+    struct m4d_perf_parts perf; /* the metrics' parts (m4d_perf_metrics) when have_metrics */
     char msg[M4D_MSG_MAX];
     uint32_t nwarn;                      /* settings the estimate does not model */
     char warn[M4D_MAX_WARN][M4D_MSG_MAX];
@@ -672,6 +684,10 @@ mem4d_verdict m4d_verdict_for(const mem4d_device *dev, mem4d_mode mode, uint64_t
  * device has no peak or the global batch is unknown. */
 void m4d_perf(const struct m4d_ctx *x, const mem4d_device *dev, mem4d_report *r);
 
+/* Every speed metric (indexed by mem4d_metric) from the parts an estimate
+ * kept. */
+void m4d_perf_metrics(const struct m4d_perf_parts *p, double metric[M4D_NMETRICS]);
+
 /* Bytes one layer keeps for backward for one micro-batch (estimate_activations.c's
  * A_layer; 0 on overflow). */
 uint64_t m4d_layer_activation_bytes(const struct m4d_ctx *x);
@@ -767,6 +783,9 @@ double m4d_gemm_mnk(const struct m4d_machine *mc, double m, double n, double k, 
 struct m4d_perf_group {
     bool ok; /* false: no speed for this device / layout */
     struct m4d_machine mc;
+    /* From lin to attn_tiles_per_b: what the per-b terms (struct m4d_perf_b)
+     * are formed from, with the machine, which a search shares; groups equal
+     * there share them (m4d_perf_b_shared). Doubles only: compared bytewise. */
     struct m4d_gemm lin[4], head;                  /* QKV, attention out, MLP up(+gate), down; LM head */
     double chunks;                                 /* t with tp_comm_overlap (chunked GEMMs), else 1 */
     double rows_per_b;                             /* GEMM rows per sample: s / c */
@@ -817,12 +836,20 @@ double m4d_hybrid_mean_layer_weights(const struct m4d_ctx *x);
 
 void m4d_perf_fill(const struct m4d_ctx *x, const struct m4d_perf_group *pg, mem4d_report *r);
 /* The GEMM and attention seconds of one micro-batch of a group, which do
- * not depend on the recompute mode: the search keeps them per b (b = 0:
- * not known yet) for the next mode's layouts of that b. */
+ * not depend on the recompute mode, nor on p, d, v or dist_opt: the search
+ * keeps them per b (b = 0: not known yet) for the other layouts of that b,
+ * in its group and the next groups while m4d_perf_b_shared() holds. */
 struct m4d_perf_b {
     double b;
     double lin, mlp, cast, attn_fwd, attn_bwd, head;
 };
+/* The bytes of a group the per-b terms are formed from (lin to
+ * attn_tiles_per_b), and whether two groups' per-b terms are the same:
+ * those bytes equal (the machine is the same for a whole search). */
+#define M4D_PERF_B_KEY_BYTES                                                                                  \
+    (offsetof(struct m4d_perf_group, attn_tiles_per_b) + sizeof(double) - offsetof(struct m4d_perf_group, lin))
+bool m4d_perf_b_shared(const struct m4d_perf_group *pg, const unsigned char key[M4D_PERF_B_KEY_BYTES]);
+void m4d_perf_b_key(const struct m4d_perf_group *pg, unsigned char key[M4D_PERF_B_KEY_BYTES]);
 /* m4d_perf_fill() reusing *memo when it holds x->b, else filling it. */
 void m4d_perf_fill_memo(const struct m4d_ctx *x, const struct m4d_perf_group *pg, struct m4d_perf_b *memo,
                         mem4d_report *r);

@@ -55,7 +55,7 @@ void m4d_report_copy(mem4d_report *dst, const mem4d_report *src)
     memcpy(dst->info, src->info, sizeof dst->info);
     dst->have_metrics = src->have_metrics;
     dst->peak_only = src->peak_only;
-    memcpy(dst->metric, src->metric, sizeof dst->metric);
+    dst->perf = src->perf;
     memcpy(dst->msg, src->msg, sizeof dst->msg);
     dst->nwarn = src->nwarn;
     memcpy(dst->warn, src->warn, src->nwarn * sizeof dst->warn[0]);
@@ -204,7 +204,9 @@ mem4d_status mem4d_report_metric(const mem4d_report *r, mem4d_metric metric, dou
         return MEM4D_E_INVALID_ARG;
     if (r->status != MEM4D_OK || !r->have_metrics)
         return MEM4D_E_UNSUPPORTED;
-    *value = r->metric[metric];
+    double all[M4D_NMETRICS];
+    m4d_perf_metrics(&r->perf, all);
+    *value = all[metric];
     return MEM4D_OK;
 }
 

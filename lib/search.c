@@ -99,7 +99,9 @@ struct mem4d_search {
     bool pg_ready;
     struct m4d_state_cache sc; /* the group's state terms (m4d_estimate_full) */
     signed char rc_ok[3];      /* the group's recompute rules per mode: 1, 0, or -1 not yet known */
-    struct m4d_perf_b pb[16];  /* the group's per-b step-time terms, by b's index (m4d_perf_fill_memo) */
+    struct m4d_perf_b pb[64];  /* per-b step-time terms by pb_slot(b) (m4d_perf_fill_memo), */
+    unsigned char pb_key[M4D_PERF_B_KEY_BYTES]; /* of the groups with this key (m4d_perf_b_shared) */
+    bool pb_keyed;
     struct act_sig act[ACT_SIGS]; /* activation terms across groups, by key hash (direct-mapped) */
     struct act_sig *gact;         /* the current group's (NULL: not kept) */
     struct m4d_ctx x;  /* the candidate's */
@@ -545,7 +547,6 @@ static bool group_valid(mem4d_search *s, const struct group *g)
     s->pg_ready = false;
     memset(&s->sc, 0, sizeof s->sc);
     memset(s->rc_ok, -1, sizeof s->rc_ok);
-    memset(s->pb, 0, sizeof s->pb);
     if (m4d_resolve(&s->model, &s->work, &s->gx, NULL, 0) != MEM4D_OK)
         return false;
     s->x = s->gx; /* quick_estimate() changes b, the recompute mode and m alone */
@@ -594,6 +595,13 @@ static mem4d_status quick_estimate(mem4d_search *s, uint64_t b, uint64_t rc, boo
     return st;
 }
 
+/* b's slot among the per-b step-time terms: b itself up to 48, above it
+ * by its factors of 2 (the larger b of a global batch's divisors). */
+static size_t pb_slot(uint64_t b)
+{
+    return b <= 48 ? (size_t)(b - 1) : 48 + (size_t)__builtin_ctzll(b) % 16;
+}
+
 /* The speed metrics of the candidate: what its group shares is computed
  * once, at the group's first layout that needs it. */
 static void search_perf(mem4d_search *s)
@@ -601,9 +609,13 @@ static void search_perf(mem4d_search *s)
     if (!s->pg_ready) {
         m4d_perf_prepare(&s->gx, &s->dev, &s->pg);
         s->pg_ready = true;
+        if (!s->pb_keyed || !m4d_perf_b_shared(&s->pg, s->pb_key)) {
+            memset(s->pb, 0, sizeof s->pb);
+            m4d_perf_b_key(&s->pg, s->pb_key);
+            s->pb_keyed = true;
+        }
     }
-    size_t i = s->bi - 1; /* the candidate's b (next_candidate() moved past it) */
-    m4d_perf_fill_memo(&s->x, &s->pg, i < M4D_LEN(s->pb) ? &s->pb[i] : NULL, s->scratch);
+    m4d_perf_fill_memo(&s->x, &s->pg, &s->pb[pb_slot(s->x.b)], s->scratch);
 }
 
 /* Weights, gradients and optimizer state do not depend on v or the
@@ -780,7 +792,7 @@ static mem4d_status run_ranked(mem4d_search *s)
         if (!grow((void **)&s->cands, &s->ccap, s->ncand + 1, sizeof *s->cands))
             return MEM4D_E_NOMEM;
         s->cands[s->ncand++] = (struct cand){
-            .step = r->have_metrics ? r->metric[MEM4D_METRIC_STEP_TIME_S] : INFINITY,
+            .step = r->have_metrics ? r->perf.step : INFINITY,
             .peak = r->stages[r->peak_stage].t[MEM4D_TERM_TOTAL],
             .mp = s->groups[s->gi].t * s->groups[s->gi].c * s->groups[s->gi].p,
             .gi = (uint32_t)s->gi,
