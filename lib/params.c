@@ -30,7 +30,7 @@ static const char *const stack_names[] = {"middle",     "megatron-lm-2022", "meg
                                           NULL};
 M4D_TABLE_ROWS(stack_names, M4D_NSTACKS + 1); /* lib/perf.c's profiles, in order, and the NULL */
 static const char *const attention_names[] = {"auto", "fa2", "fa3", "cudnn", "sdpa", "unfused", "triton", NULL};
-static const char *const gemm_library_names[] = {"auto", "native", "ampere", NULL};
+static const char *const gemm_library_names[] = {"auto", "native", "ampere", "cuda11", NULL};
 
 /* Rows by kind (mem4d_param_kind): NUM_ROW is a plain number, UNIT_ROW a
  * number with a unit (BYTES_ROW, PPM_ROW, FLOPS_ROW, RATE_ROW for bytes/s,

@@ -69,7 +69,7 @@ static const struct {
 #define MMA_SYNC_SHARE (2.0 / 3)
 
 /* A named software stack (MEM4D_DEVICE_STACK): attention kernel (index in
- * ATTN_KERNELS), GEMM library (1 native, 2 ampere), seconds per micro-batch
+ * ATTN_KERNELS), GEMM library (1 native, 2 ampere, 3 cuda11), seconds per micro-batch
  * outside the layers, gradient-accumulation bytes per local weight and
  * micro-batch. doc/perf.md, "The software stack", sources every figure. */
 static const struct stack {
@@ -81,7 +81,7 @@ static const struct stack {
 } STACKS[M4D_NSTACKS] = {
     {3, 1, 0, 6, 12, false, false, false},  /* middle: cuDNN attention, autograd's accumulation into bf16 .grad */
     {5, 1, 0, 0, 12, false, false, false},  /* megatron-lm-2022: fused softmax, gradient_accumulation_fusion */
-    {5, 1, 0, 18, 12, false, false, false}, /* megatron-deepspeed: softmax attention, bf16 update_hp_grads per micro-batch */
+    {5, 3, 0, 18, 12, false, false, false}, /* megatron-deepspeed: softmax attention, bf16 update_hp_grads, CUDA 11 GEMMs */
     {3, 1, 0, 0, 12, false, false, false},  /* nemo-24.07: Transformer Engine 1.9's cuDNN attention */
     {3, 1, 0, 0, 12, false, false, false},  /* nemo-25 */
     {4, 1, 0, 6, 40, true, true, false},    /* torchtitan: SDPA, autograd accumulation, fp32 cross entropy, op SAC, eager */
@@ -124,6 +124,15 @@ static const struct stack {
  * activation, residual adds, TP collectives); the backward launches twice
  * as many. */
 #define KERNELS_FWD 16.0
+/* The share of the SM time a GEMM's partial last wave leaves idle that it
+ * loses: stream-K kernels (Osama et al., "Stream-K: Work-centric Parallel
+ * Decomposition for Dense Matrix-Matrix Multiplication on the GPU", arXiv
+ * 2301.03598, 2023; CUTLASS 2.11 and later, cuBLAS 12) spread that wave
+ * over the idle SMs and pay a partial-sum fix-up, recovering about half;
+ * the data-parallel tiling of a CUDA 11-era library (gemm_library=cuda11)
+ * loses all of it. */
+#define WAVE_LOST 0.5
+#define WAVE_LOST_CUDA11 1.0
 /* SMs Transformer Engine's pipelined reduce-scatter overlap occupies
  * (its userbuffers default, num_sm = 16). */
 #define UB_SMS 16
@@ -237,6 +246,7 @@ static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device
         .domain = dv[MEM4D_DEVICE_NVLINK_DOMAIN] ? D(dv[MEM4D_DEVICE_NVLINK_DOMAIN]) : gpn,
         .kernel = D(dv[MEM4D_DEVICE_KERNEL_OVERHEAD_NS]) * 1e-9,
         .sms = D(dv[MEM4D_DEVICE_SM_COUNT]),
+        .wave_lost = gl == 3 ? WAVE_LOST_CUDA11 : WAVE_LOST,
         .inv_sms = dv[MEM4D_DEVICE_SM_COUNT] ? 1 / D(dv[MEM4D_DEVICE_SM_COUNT]) : 0,
         .inv_hbm = dv[MEM4D_DEVICE_HBM_BANDWIDTH] ? 1 / D(dv[MEM4D_DEVICE_HBM_BANDWIDTH]) : 0,
         .intra = {D(dv[MEM4D_DEVICE_INTRA_NODE_BANDWIDTH]) * ce, D(dv[MEM4D_DEVICE_INTRA_NODE_LATENCY_NS]) * 1e-9},
@@ -282,15 +292,14 @@ static double ring_time(const struct m4d_link *l, double n, double bytes, double
 }
 
 /* Tile-slots lost to wave quantisation over `tiles` equal tiles, as
- * (tiles + lost) / tiles: the SMs idle in the partial last wave. Hopper and
- * later cuBLAS kernels spread that wave over the idle SMs (stream-K /
- * split-K), recovering about half of the idle time; the partial-sum fix-up
- * costs the rest. */
+ * (tiles + lost) / tiles: the SMs idle in the partial last wave, of which
+ * the library loses WAVE_LOST (stream-K kernels recover about half and pay
+ * the partial-sum fix-up with the rest) or WAVE_LOST_CUDA11 (all). */
 static inline double wave_slots(const struct m4d_machine *mc, double tiles)
 {
     if (mc->sms == 0 || tiles <= 0)
         return tiles;
-    return tiles + 0.5 * (ceil_q(tiles * mc->inv_sms) * mc->sms - tiles);
+    return tiles + mc->wave_lost * (ceil_q(tiles * mc->inv_sms) * mc->sms - tiles);
 }
 
 /* One GEMM of N x K at `rate` FLOP/s for large shapes, inputs of `eb`

@@ -715,6 +715,7 @@ struct m4d_machine {
     double domain;       /* GPUs sharing one NVLink domain */
     double kernel;       /* seconds per kernel launch / dependency */
     double sms, inv_sms; /* SMs for wave quantisation; 0: none */
+    double wave_lost;    /* share of a partial last wave's idle SM time a GEMM loses (lib/perf.c) */
     struct m4d_link intra, inter;
     /* The software stack (lib/perf.c, stack_of()). */
     double attn_fwd, attn_bwd; /* attention's rate, forward and backward, as a share of gemm */

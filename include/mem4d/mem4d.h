@@ -1216,7 +1216,9 @@ typedef enum mem4d_device_param {
      * stack's), "native" (kernels of the device's own generation: Hopper's
      * warpgroup MMA, as cuBLAS 12 and Transformer Engine run), "ampere"
      * (mma.sync kernels, which on Hopper reach about 2/3 of the tensor-core
-     * peak). @since 0.2 */
+     * peak), "cuda11" (a CUDA 11-era library, before stream-K: the SMs a
+     * GEMM's partial last wave leaves idle stay idle, where later kernels
+     * spread that wave over them). @since 0.2 */
     MEM4D_DEVICE_GEMM_LIBRARY = 26,
     /** "microbatch_overhead_ns": time per micro-batch and pipeline stage that
      * the framework spends outside the layers' kernels (schedule, data,

@@ -666,7 +666,8 @@ pub const MEM4D_DEVICE_STACK: mem4d_device_param = 24;
 pub const MEM4D_DEVICE_ATTENTION_KERNEL: mem4d_device_param = 25;
 /// "gemm_library": the generation of the GEMM kernels: "auto" (0: the stack's), "native" (kernels of the device's own
 /// generation: Hopper's warpgroup MMA, as cuBLAS 12 and Transformer Engine run), "ampere" (mma.sync kernels, which on
-/// Hopper reach about 2/3 of the tensor-core peak). @since 0.2
+/// Hopper reach about 2/3 of the tensor-core peak), "cuda11" (a CUDA 11-era library, before stream-K: the SMs a GEMM's
+/// partial last wave leaves idle stay idle, where later kernels spread that wave over them). @since 0.2
 pub const MEM4D_DEVICE_GEMM_LIBRARY: mem4d_device_param = 26;
 /// "microbatch_overhead_ns": time per micro-batch and pipeline stage that the framework spends outside the layers'
 /// kernels (schedule, data, loss); 0: the stack's. @since 0.2
