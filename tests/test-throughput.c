@@ -1220,7 +1220,7 @@ END_TEST
  * measured-fastest layout is inside the band of the predicted-fastest
  * (issue 21's targets: >= 0.85 and inside). SWEEP_RHO guards what the model
  * reaches where it falls short of 0.85 (doc/perf.md, "Validation"). */
-#define SWEEP_RHO 0.75
+#define SWEEP_RHO 0.72
 START_TEST(sweeps_keep_their_order)
 {
     static struct row rows[MAX_ROWS];
