@@ -600,8 +600,16 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
     }
     /* ZeRO-3 / FSDP: the layer's weights are gathered before its forward
      * and again before its backward, its gradients reduce-scattered after;
-     * prefetch hides them behind the neighbouring layer's compute. */
-    if (x->zero >= 3)
+     * prefetch hides them behind the neighbouring layer's compute. Under
+     * full recompute Megatron's FSDP gathers a layer once for its re-run
+     * forward and its backward ("When recomputing a whole Transformer
+     * layer, gather parameters once for both the recomputation and backward
+     * computation", custom_fsdp/fully_sharded_data_parallel.py, and
+     * Megatron-FSDP's megatron_fsdp.py: the post-forward hook keeps the
+     * weights in the backward), behind both. */
+    if (x->zero >= 3 && x->recompute == 2 && x->fw == MEM4D_FRAMEWORK_MEGATRON)
+        u.layer_fsdp = MAX0(pg->fsdp_ag - fwd) + MAX0(pg->fsdp_ag + pg->fsdp_rs - fwd - bwd);
+    else if (x->zero >= 3)
         u.layer_fsdp = pf * MAX0(pg->fsdp_ag - fwd) + MAX0(pg->fsdp_ag + pg->fsdp_rs - bwd);
     if (pg->moe.on && pg->d_first + pg->d_mid + pg->d_last > 0) {
         /* An MoE model's dense layer: the dense MLP in place of the shared

@@ -117,6 +117,22 @@ START_TEST(alltoall_sorts_by_expert)
 }
 END_TEST
 
+/* Megatron's FSDP gathers a layer once for the re-run forward of full
+ * recompute and its backward: its exposed gathers are no more than with
+ * selective recompute, where the backward alone hides the second one. */
+START_TEST(fsdp_full_recompute_gathers_once)
+{
+    mem4d_model *m = qwen3("8");
+    const mem4d_metric DP = MEM4D_METRIC_DP_COMM_S;
+#define FSDP "world=256", "tp=2", "ep=8", "zero_stage=3", "seq=4096", "gbs=256", "mbs=1"
+    double full = predict(m, DP, FSDP, "recompute=full", NULL);
+    double sel = predict(m, DP, FSDP, "recompute=selective", NULL);
+#undef FSDP
+    ck_assert_msg(full > 0 && full < sel, "FSDP seconds: full recompute %g, selective %g", full, sel);
+    mem4d_model_free(m);
+}
+END_TEST
+
 /* Megatron-Core lays the EP group out over ep·etp consecutive ranks: ep 8
  * with etp 1 stays on one node's NVLink, with etp = tp = 4 it spans four
  * nodes and crosses the network. */
@@ -265,6 +281,7 @@ int main(void)
     tcase_add_test(tc, breakdown);
     tcase_add_test(tc, dense_layers);
     tcase_add_test(tc, alltoall_sorts_by_expert);
+    tcase_add_test(tc, fsdp_full_recompute_gathers_once);
     tcase_add_test(tc, group_placement);
     tcase_add_test(tc, deepep_once_per_node);
     tcase_add_test(tc, ep_overlap);
