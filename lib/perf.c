@@ -78,16 +78,18 @@ static const struct stack {
     bool op_sac; /* selective recompute is torchtitan's per-op policy (op_sac_time) */
     bool eager;  /* element-wise work as eager PyTorch runs it (EAGER_NORM) */
     bool zero1_allreduce; /* nanotron's ZeRO-1: fp32 all-reduce, then an unpacked all-gather (dp_prepare) */
+    bool dtensor_tp;      /* TP as PyTorch's DTensor runs it: no backward collective hidden (tp_time) */
+    bool fsdp2_copies;    /* FSDP2's copy-out after each all-gather, copy-in before each reduce-scatter */
 } STACKS[M4D_NSTACKS] = {
-    {3, 1, 0, 6, 12, false, false, false},  /* middle: cuDNN attention, autograd's accumulation into bf16 .grad */
-    {5, 1, 0, 0, 12, false, false, false},  /* megatron-lm-2022: fused softmax, gradient_accumulation_fusion */
-    {5, 3, 0, 18, 12, false, false, false}, /* megatron-deepspeed: softmax attention, bf16 update_hp_grads, CUDA 11 GEMMs */
-    {3, 1, 0, 0, 12, false, false, false},  /* nemo-24.07: Transformer Engine 1.9's cuDNN attention */
-    {3, 1, 0, 0, 12, false, false, false},  /* nemo-25 */
-    {4, 1, 0, 6, 40, true, true, false},    /* torchtitan: SDPA, autograd accumulation, fp32 cross entropy, op SAC, eager */
-    {1, 1, 0, 6, 40, false, false, false},  /* composer: FlashAttention-2, autograd accumulation, eager fp32 cross entropy */
-    {1, 1, 0, 10, 40, false, false, true},  /* nanotron: FlashAttention-2, fp32 gradient accumulation, fp32 cross entropy */
-    {4, 1, 0, 6, 40, true, false, false},   /* torchtitan-compile: torchtitan with torch.compile's fused element-wise */
+    {3, 1, 0, 6, 12, false, false, false, false, false},  /* middle: cuDNN attention, autograd's accumulation into bf16 .grad */
+    {5, 1, 0, 0, 12, false, false, false, false, false},  /* megatron-lm-2022: fused softmax, gradient_accumulation_fusion */
+    {5, 3, 0, 18, 12, false, false, false, false, false}, /* megatron-deepspeed: softmax attention, bf16 update_hp_grads, CUDA 11 GEMMs */
+    {3, 1, 0, 0, 12, false, false, false, false, false},  /* nemo-24.07: Transformer Engine 1.9's cuDNN attention */
+    {3, 1, 0, 0, 12, false, false, false, false, false},  /* nemo-25 */
+    {4, 1, 0, 6, 40, true, true, false, true, true},    /* torchtitan: SDPA, autograd accumulation, fp32 cross entropy, op SAC, eager */
+    {1, 1, 0, 6, 40, false, false, false, false, false},  /* composer: FlashAttention-2, autograd accumulation, eager fp32 cross entropy */
+    {1, 1, 0, 10, 40, false, false, true, false, false},  /* nanotron: FlashAttention-2, fp32 gradient accumulation, fp32 cross entropy */
+    {4, 1, 0, 6, 40, true, false, false, true, true},   /* torchtitan-compile: torchtitan with torch.compile's fused element-wise */
 };
 /* nanotron's ZeRO-1 with fp32 gradient accumulation (the only ZeRO it
  * runs with accumulate_grad_in_fp32, its benchmarks' setting) builds no
@@ -108,6 +110,26 @@ static const struct stack {
  * on the CPU in pytorch/pytorch issue 41383), which a loop of small copies
  * runs at. */
 #define NANOTRON_LAYER_TENSORS 6.0
+/* FSDP2 (torchtitan's fully_shard; torch/distributed/fsdp/_fully_shard/
+ * _fsdp_collectives.py) gathers a block's shards into one flat buffer and
+ * then, on the compute stream, copies it out into the unsharded parameters
+ * (foreach_all_gather_copy_out, split_with_sizes_copy: read and write every
+ * gathered byte), once before the forward and once before the backward
+ * (reshard_after_forward); before the reduce-scatter it copies the
+ * gradients into one buffer in the reduce dtype (foreach_reduce,
+ * _chunk_cat: read the bf16 gradient, write the reduce dtype's bytes,
+ * fp32 under torchtitan's default mixed_precision_reduce). Per local weight
+ * and micro-batch: 2 (2 p) + p + g bytes of HBM. FSDP1 (Composer) gathers
+ * into the flat parameter the weights are views of, and needs neither. */
+/* DTENSOR_TP: torchtitan's tensor parallelism is PyTorch's DTensor
+ * (parallelize_module with ColwiseParallel, RowwiseParallel and
+ * SequenceParallel): autograd runs each linear's data and weight gradients
+ * in one node and only then the collective of the input gradient (the
+ * reduce-scatter the forward all-gather's backward is), which the next node
+ * waits for, so none of the backward's four collectives hides under a GEMM,
+ * where Megatron overlaps the two reduce-scatters (and its re-gathers of
+ * the input, which DTensor does not need: it saves the gathered input)
+ * with the weight-gradient GEMMs. Without async TP (tp_comm_overlap). */
 #define EAGER_OP_S 8e-6
 /* Element-wise work as eager PyTorch runs it (torchtitan without
  * torch.compile), in bf16 elements (2 bytes) moved per element and forward:
@@ -144,7 +166,7 @@ static const struct stack {
  * predicted by a device calibrated on the first run of their weak-scaling
  * series (tests/test-throughput.c prints both). */
 #define BAND_LOW 0.870
-#define BAND_HIGH 1.365
+#define BAND_HIGH 1.356
 #define BAND_CAL_LOW 0.924
 #define BAND_CAL_HIGH 1.076
 
@@ -240,6 +262,8 @@ static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device
         .op_sac = st->op_sac,
         .ew_eager = st->eager,
         .zero1_allreduce = st->zero1_allreduce,
+        .dtensor_tp = st->dtensor_tp,
+        .fsdp2_copies = st->fsdp2_copies,
         .gemm = peak * eff,
         .gemm_lin = lin * eff,
         .hbm = D(dv[MEM4D_DEVICE_HBM_BANDWIDTH]),
@@ -488,6 +512,8 @@ static double tp_time(const struct m4d_ctx *x, const struct m4d_perf_group *pg, 
         double chunked = one / t + MAX0(one * (t - 1) / t - gemm_mean);
         return (4 * passes_fwd + 6) * chunked;
     }
+    if (pg->mc.dtensor_tp) /* DTENSOR_TP: the backward's 2 gathers and 2 reduce-scatters, all exposed */
+        return 4 * passes_fwd * one + 4 * one;
     return 4 * passes_fwd * one + 2 * one + 4 * MAX0(one - gemm_mean);
 }
 
@@ -890,6 +916,8 @@ void m4d_perf_prepare(const struct m4d_ctx *x, const mem4d_device *dev, struct m
         we = D(ls.expert);
     }
     pg->accum_layer = (wl + we) * pg->mc.accum_bytes * pg->mc.inv_hbm;
+    if (x->zero >= 3 && pg->mc.fsdp2_copies) /* FSDP2's copy-out and copy-in (above DTENSOR_TP) */
+        pg->accum_layer += (wl + we) * D(5 * x->param_bytes + x->grad_bytes) * pg->mc.inv_hbm;
     double embed = (x->p == 1 && !x->tied ? 2.0 : 1.0) * D(x->h) * D(x->Vp) / D(x->t);
     dp_prepare(x, pg, pg->layers_max * wl + embed, pg->layers_max * we);
     pg->fsdp_ag = pg->fsdp_rs = 0;

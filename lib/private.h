@@ -726,6 +726,8 @@ struct m4d_machine {
     bool op_sac;               /* selective recompute is torchtitan's per-op policy (lib/perf.c) */
     bool ew_eager;             /* element-wise work unfused, as eager PyTorch runs it (lib/perf.c) */
     bool zero1_allreduce;      /* ZeRO-1 as nanotron runs it: fp32 all-reduce, unpacked all-gather (lib/perf.c) */
+    bool dtensor_tp;           /* TP as PyTorch's DTensor runs it: backward collectives exposed (lib/perf.c) */
+    bool fsdp2_copies;         /* FSDP2's copy-out and copy-in around its collectives (lib/perf.c) */
 };
 
 /* One GEMM of a layer with its N and K fixed by the group; M (tokens)
@@ -812,7 +814,7 @@ struct m4d_perf_group {
     double flops_per_seq, peak;                    /* Megatron's model FLOPs per sequence; the MFU's peak */
     double band_lo, band_hi;                       /* measured / predicted step: 5th, 95th percentile */
     double offload_per_b;                          /* host transfer seconds of the offloaded layers, per sample */
-    double accum_layer;                            /* gradient accumulation seconds of one layer, per micro-batch */
+    double accum_layer;                            /* gradient accumulation (and FSDP2 copy) seconds of one layer, per micro-batch */
     struct m4d_moe_group moe;                      /* the expert layer's share (lib/perf_moe.c) */
 };
 void m4d_perf_prepare(const struct m4d_ctx *x, const mem4d_device *dev, struct m4d_perf_group *pg);

@@ -663,6 +663,38 @@ START_TEST(nanotron_zero1_and_tied_embeddings)
 }
 END_TEST
 
+/* torchtitan's stacks: DTensor's TP exposes the backward's four
+ * collectives where Megatron hides two reduce-scatters under the
+ * weight-gradient GEMMs (more TP seconds than the middle stack, same
+ * forward), and FSDP2 copies every gathered weight out of the all-gather
+ * buffer twice and every gradient into the reduce-scatter buffer: with
+ * zero_stage 3 the compute of a 16-layer model grows by at least its
+ * weights' 2 (2 + 2) + 2 + 4 = 14 bytes per weight over HBM against
+ * zero_stage 1, where the middle stack's does not move. */
+START_TEST(torchtitan_tp_and_fsdp2_copies)
+{
+    mem4d_model *m = tu_model("llama3.1-70b");
+    mem4d_device *d = tu_device("h100-80");
+    mem4d_layout *l = tu_layout("world=8", "tp=8", "seq=8192", "gbs=8", "mbs=1", NULL);
+    const mem4d_metric TP = MEM4D_METRIC_TP_COMM_S, C = MEM4D_METRIC_COMPUTE_TIME_S;
+    double tt = with(m, l, d, "stack", "torchtitan-compile", TP), mid = with(m, l, d, "stack", "middle", TP);
+    ck_assert_msg(tt > mid * 1.2, "%g %g", tt, mid); /* 8 collectives a layer against 6 */
+    mem4d_layout_free(l);
+    mem4d_model_free(m);
+    m = tu_model("llama3.2-1b");
+    l = tu_layout("world=8", "seq=4096", "gbs=8", "mbs=1", "zero_stage=1", NULL);
+    double c1 = with(m, l, d, "stack", "torchtitan-compile", C), m1 = with(m, l, d, "stack", "middle", C);
+    ck_assert_int_eq(mem4d_layout_set_str(l, "zero_stage", "3"), MEM4D_OK);
+    double c3 = with(m, l, d, "stack", "torchtitan-compile", C), m3 = with(m, l, d, "stack", "middle", C);
+    double bytes = 16.0 * 60e6 * 14; /* 16 layers of about 60 M weights (h 2048, f 8192, GQA 8) */
+    ck_assert_msg(c3 - c1 > bytes / (double)tu_device_get(d, "hbm_bandwidth") && m3 == m1, "%g %g %g %g", c1, c3, m1,
+                  m3);
+    mem4d_layout_free(l);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
 /* An all-reduce across nodes (no distributed optimizer) runs as NCCL's
  * tree when that is faster than the ring (src/graph/tuning.cc): with one
  * data-parallel rank per node (tp 8) over 1024 nodes and 1e7-element
@@ -846,6 +878,7 @@ int main(void)
     tcase_add_test(tc, power_limit_and_op_recompute);
     tcase_add_test(tc, tree_all_reduce_across_nodes);
     tcase_add_test(tc, nanotron_zero1_and_tied_embeddings);
+    tcase_add_test(tc, torchtitan_tp_and_fsdp2_copies);
     tcase_add_test(tc, offload_transfers_hide_or_stall);
     tcase_add_test(tc, interleaved_uneven_stages);
     tcase_add_test(tc, split_forms_agree);
