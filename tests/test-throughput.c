@@ -1138,6 +1138,19 @@ static double causal_tflops(const struct row *r)
     return r->pred * (full - 6 * L * s * s * heads * dh) / full;
 }
 
+/* A sweep ranks its runs in one unit: tokens/s per GPU. A row that gives
+ * TFLOP/s (in the source's count, as r->pred) is put in tokens/s through
+ * the prediction's own FLOPs per token, which the measured figure shares. */
+static void sweep_tokens(const struct row *r, double *meas, double *pred)
+{
+    *meas = r->meas, *pred = r->pred;
+    if (r->kind != TFLOPS)
+        return;
+    double tok = (double)lget(r->l, MEM4D_LAYOUT_GLOBAL_BATCH) * (double)lget(r->l, MEM4D_LAYOUT_SEQ_LENGTH) /
+                 (r->step * (double)r->gpus);
+    *meas = r->meas * tok / r->pred, *pred = tok;
+}
+
 START_TEST(moe_rows_match_published_runs)
 {
     static struct row rows[MAX_ROWS];
@@ -1192,7 +1205,8 @@ START_TEST(moe_rows_match_published_runs)
                     seen = rows[q].moe && !strcmp(rows[q].sweep, rows[i].sweep) && !strcmp(rows[q].layout, rows[j].layout);
                 layouts += !seen;
                 done[j] = true;
-                meas[k] = rows[j].meas, pred[k++] = rows[j].pred;
+                sweep_tokens(&rows[j], &meas[k], &pred[k]);
+                k++;
             }
         if (k < 3)
             continue;
