@@ -54,6 +54,7 @@ struct row {
     double pred, err;
     double share[7]; /* compute, TP, CP, DP, PP, bubble, optimizer over the step */
     double step;     /* predicted step time, s */
+    double peak;     /* predicted peak memory, bytes */
     double band[2];  /* the band's step times over the predicted step */
     mem4d_model *m;  /* the job, kept for the calibration check */
     mem4d_layout *l;
@@ -374,6 +375,7 @@ static bool predict_row(const struct table *t, char **f, struct row *r)
     if (st == MEM4D_OK)
         ck_assert_int_eq(mem4d_report_metric(rep, MEM4D_METRIC_STEP_TIME_S, &step), MEM4D_OK);
     r->step = step;
+    r->peak = st == MEM4D_OK ? (double)mem4d_report_peak_bytes(rep) : 0;
     for (int i = 0; i < 2 && st == MEM4D_OK; i++) {
         ck_assert_int_eq(mem4d_report_metric(rep, i ? MEM4D_METRIC_STEP_TIME_HIGH_S : MEM4D_METRIC_STEP_TIME_LOW_S,
                                              &part),
@@ -628,6 +630,38 @@ static void per_source(const struct row *rows, size_t n, double *worst_med, doub
  * tokens/s band `mem4d plan` prints: layouts inside it are equivalent).
  * Returns the smallest Spearman of those of >= 5 layouts (1 when none);
  * *judged counts them and *outside those whose fastest is outside. */
+/* Where `mem4d plan` lists a sweep's k runs (idx[] into rows): the runs
+ * whose calibrated band overlaps the fastest's first (lib/search.c,
+ * tie_break), by fewer model-parallel GPUs, then less peak memory, then
+ * speed; then the others by speed. score[] is higher for a run listed
+ * earlier. */
+static void plan_order(const struct row *rows, const size_t *idx, const double *mp, size_t k, double *score)
+{
+    mem4d_device *rel = NULL;
+    ck_assert_int_eq(mem4d_device_clone(rows[idx[0]].d, &rel), MEM4D_OK);
+    ck_assert_int_eq(mem4d_device_set_str(rel, "calibrated_runs", "1"), MEM4D_OK);
+    double lo, hi, best = 0;
+    ck_assert_int_eq(mem4d_device_speed_band(rel, &lo, &hi), MEM4D_OK);
+    mem4d_device_free(rel);
+    for (size_t a = 0; a < k; a++)
+        best = fmax(best, rows[idx[a]].pred);
+    for (size_t a = 0; a < k; a++) {
+        const struct row *r = &rows[idx[a]];
+        if (r->pred * hi < best * lo) { /* not equivalent: by speed, after every equivalent one */
+            score[a] = r->pred;
+            continue;
+        }
+        double before = 0; /* equivalent runs the tie-break lists before this one */
+        for (size_t b = 0; b < k; b++) {
+            const struct row *o = &rows[idx[b]];
+            if (b == a || o->pred * hi < best * lo)
+                continue;
+            before += mp[b] < mp[a] || (mp[b] == mp[a] && (o->peak < r->peak || (o->peak == r->peak && o->pred > r->pred)));
+        }
+        score[a] = 1e12 - before;
+    }
+}
+
 static double sweeps(const struct row *rows, size_t n, size_t *judged, size_t *outside)
 {
     bool done[MAX_ROWS] = {false};
@@ -637,8 +671,8 @@ static double sweeps(const struct row *rows, size_t n, size_t *judged, size_t *o
     for (size_t i = 0; i < n; i++) {
         if (done[i] || rows[i].moe)
             continue;
-        double meas[MAX_ROWS], pred[MAX_ROWS];
-        size_t k = 0, layouts = 0, fm = i, fp = i;
+        double meas[MAX_ROWS], pred[MAX_ROWS], rule[MAX_ROWS], mp[MAX_ROWS], plan[MAX_ROWS];
+        size_t k = 0, layouts = 0, fm = i, fp = i, idx[MAX_ROWS];
         for (size_t j = i; j < n; j++)
             if (!done[j] && !rows[j].moe && !strcmp(rows[j].sweep, rows[i].sweep)) {
                 bool seen = false;
@@ -647,6 +681,10 @@ static double sweeps(const struct row *rows, size_t n, size_t *judged, size_t *o
                            !strcmp(rows[q].layout, rows[j].layout);
                 layouts += !seen;
                 done[j] = true;
+                unsigned tp = 0, cp = 0, pp = 0, mbs = 0;
+                sscanf(rows[j].layout, "tp%u cp%u pp%u vpp%*s mbs%u", &tp, &cp, &pp, &mbs);
+                rule[k] = -1e4 * tp * cp * pp + mbs; /* fewest model-parallel GPUs, then the largest mbs */
+                mp[k] = (double)tp * cp * pp, idx[k] = j;
                 meas[k] = rows[j].meas, pred[k++] = rows[j].pred;
                 fm = rows[j].meas > rows[fm].meas ? j : fm;
                 fp = rows[j].pred > rows[fp].pred ? j : fp;
@@ -656,8 +694,12 @@ static double sweeps(const struct row *rows, size_t n, size_t *judged, size_t *o
         double rho = spearman(meas, pred, k);
         /* the band of tokens/s is the prediction over the step's band */
         bool inside = rows[fm].pred >= rows[fp].pred / rows[fp].band[1];
+        plan_order(rows, idx, mp, k, plan);
         printf("  %-56.56s %zu runs, %zu layouts, Spearman %+.2f%s\n", rows[i].sweep, k, layouts, rho,
                layouts >= 5 ? "" : " (fewer than 5 layouts: printed only)");
+        printf("    the order mem4d plan lists (band-equivalent ones by model-parallel GPUs, memory): %+.2f; the rule "
+               "'fewest model-parallel GPUs, then the largest micro-batch': %+.2f\n",
+               spearman(meas, plan, k), spearman(meas, rule, k));
         printf("    measured fastest %s %s (%.1f, predicted %.1f); predicted fastest %s %s (%.1f, band %.1f-%.1f): %s\n",
                rows[fm].id, rows[fm].layout, rows[fm].meas, rows[fm].pred, rows[fp].id, rows[fp].layout, rows[fp].pred,
                rows[fp].pred / rows[fp].band[1], rows[fp].pred / rows[fp].band[0],
