@@ -171,6 +171,33 @@ static void moe_knobs(const struct table *t, char **f, mem4d_layout *l, const ch
     }
 }
 
+/* nanotron's pipeline split (src/nanotron/models/base.py, build_model, at
+ * the rows' commit c2528430): each block's cost from
+ * get_block_compute_costs() (models/llama.py: a decoder layer 4 a d_qkv h +
+ * 3 f h, the lm_head V h, everything else 0), thresholds total (r + 1) / pp,
+ * and a block stays on the current rank, which the block whose cumulative
+ * cost passes its threshold closes. The front stages get the extra layers
+ * ("stage_layers" of the layout, as text). */
+static void nanotron_split(const struct table *t, char **f, char *out, size_t size)
+{
+    double h = strtod(col(t, f, "hidden"), NULL), ff = strtod(col(t, f, "ffn"), NULL);
+    double v = strtod(col(t, f, "vocab"), NULL), layer = 4 * h * h + 3 * ff * h;
+    unsigned long L = strtoul(col(t, f, "layers"), NULL, 10), pp = strtoul(col(t, f, "pp"), NULL, 10);
+    double total = (double)L * layer + v * h, cum = 0;
+    unsigned long r = 0, n[512] = {0};
+    ck_assert_uint_le(pp, 512);
+    for (unsigned long i = 0; i < L; i++) {
+        n[r]++;
+        cum += layer;
+        if (cum > total * (double)(r + 1) / (double)pp && r + 1 < pp)
+            r++;
+    }
+    size_t k = 0;
+    out[0] = 0;
+    for (unsigned long i = 0; i < pp && k < size; i++)
+        k += (size_t)snprintf(out + k, size - k, "%s%lu", i ? "," : "", n[i]);
+}
+
 static mem4d_layout *layout_of(const struct table *t, char **f, const char *id)
 {
     char b[64];
@@ -194,6 +221,10 @@ static mem4d_layout *layout_of(const struct table *t, char **f, const char *id)
          * first and the last one layer fewer */
         set(l, "first_chunk_fewer_layers", "1", id);
         set(l, "last_chunk_fewer_layers", "1", id);
+    } else if (!strcmp(col(t, f, "source"), "nanotron") && pp > 1) {
+        char split[2048];
+        nanotron_split(t, f, split, sizeof split);
+        set(l, "stage_layers", split, id);
     } else if (pp > 1 && layers % pp != 0 && (layers + 2) % pp == 0) {
         snprintf(b, sizeof b, "%llu", (unsigned long long)((layers + 2) / pp - 1));
         set(l, "decoder_first_pipeline_num_layers", b, id);
