@@ -165,10 +165,10 @@ static const struct stack {
  * doc/perf.md, "Uncertainty"), uncalibrated, and over the same runs
  * predicted by a device calibrated on the first run of their weak-scaling
  * series (tests/test-throughput.c prints both). */
-#define BAND_LOW 0.870
+#define BAND_LOW 0.931
 #define BAND_HIGH 1.356
-#define BAND_CAL_LOW 0.924
-#define BAND_CAL_HIGH 1.076
+#define BAND_CAL_LOW 0.940
+#define BAND_CAL_HIGH 1.098
 
 /* Seconds of one micro-batch's work on one GPU. */
 struct unit_time {
@@ -365,9 +365,9 @@ static double mlp_width_run(const struct m4d_ctx *x)
 }
 
 /* The four linear layers and the head as GEMMs on one GPU: N outputs and K
- * inputs after the TP split. With tp_comm_overlap, userbuffers run each
- * GEMM as t chunks of M/t rows, one per ring step, and the reduce-scatter
- * of the row-parallel ones keeps UB_SMS SMs busy while they run. With fp8
+ * inputs after the TP split, at the full rate and beside a userbuffers
+ * kernel that keeps UB_SMS SMs (lin_ub; linears_time() says which GEMM runs
+ * how with tp_comm_overlap). With fp8
  * each linear casts its input and weight, and in the backward casts and
  * transposes the output gradient and transposes the input (Hopper fp8
  * GEMMs take K-major operands): 5 bytes per input element and 4 per
@@ -392,11 +392,15 @@ static void gemms_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
             rs = r * (mc->sms - UB_SMS) * mc->inv_sms;
     }
     pg->lin[0] = gemm_of(mc, qkv, h, r, eb);
-    pg->lin[1] = gemm_of(mc, h, q, rs, eb);
+    pg->lin[1] = gemm_of(mc, h, q, r, eb);
     pg->lin[2] = gemm_of(mc, up, h, r, eb);
-    pg->lin[3] = gemm_of(mc, h, F, rs, eb);
+    pg->lin[3] = gemm_of(mc, h, F, r, eb);
+    pg->lin_ub[0] = gemm_of(mc, qkv, h, rs, eb);
+    pg->lin_ub[1] = gemm_of(mc, h, q, rs, eb);
+    pg->lin_ub[2] = gemm_of(mc, up, h, rs, eb);
+    pg->lin_ub[3] = gemm_of(mc, h, F, rs, eb);
     if (F == 0) /* an expert layer without a shared expert: no down projection either */
-        pg->lin[3].tn = 0;
+        pg->lin[3].tn = pg->lin_ub[3].tn = 0;
     /* an MoE model's dense layers run the dense ffn instead */
     double Fd = D(x->f) * rt;
     pg->dense_mlp[0] = gemm_of(mc, (x->gated ? 2 : 1) * Fd, h, r, eb);
@@ -428,16 +432,43 @@ static void gemms_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
     pg->ce_per_b = mc->ce_bytes * pg->rows_per_b * D(x->Vp) * rt * mc->inv_hbm;
 }
 
-/* Forward seconds of the four linears for M rows (*mlp: of which the MLP's
- * two), and the fp8 casts. */
-static double linears_fwd(const struct m4d_perf_group *pg, double M, double *mlp, double *cast)
+/* Userbuffers' pipelined reduce-scatter splits its GEMM into this many
+ * chunks (Transformer Engine's initialize_ub() default num_splits of the
+ * "pipeline" method, transformer_engine/pytorch/module/base.py@d0067d0d). */
+#define UB_RS_SPLITS 4.0
+
+/* Forward and backward (dgrad and wgrad) seconds of the four linears for M
+ * rows (*mlp: the MLP's two forward), and the fp8 casts. Without
+ * tp_comm_overlap each GEMM runs whole at the full rate and the backward
+ * costs twice the forward. With it, each GEMM runs as Transformer Engine's
+ * default userbuffers overlap runs it (initialize_ub(), module/base.py
+ * @d0067d0d, methods and get_default_config()): the column-parallel
+ * forwards (qkv_fprop, fc1_fprop) and the row-parallel dgrads (proj_dgrad,
+ * fc2_dgrad) as "ring_exchange", t chunks of M/t rows on every SM (the
+ * copy engine moves the data); the row-parallel forwards (proj_fprop,
+ * fc2_fprop) as "pipeline", UB_RS_SPLITS chunks beside a reduce-scatter
+ * kernel on UB_SMS SMs; the column-parallel dgrads and wgrads (qkv_, fc1_)
+ * as "bulk", whole, beside a collective on UB_SMS SMs; the row-parallel
+ * wgrads ("external") whole on every SM. */
+static double linears_time(const struct m4d_perf_group *pg, double M, double *bwd, double *mlp, double *cast)
 {
     const struct m4d_machine *mc = &pg->mc;
-    double m = pg->chunks > 1 ? ceil_q(M / pg->chunks) : M;
-    double attn = gemm_time(mc, &pg->lin[0], m) + gemm_time(mc, &pg->lin[1], m);
-    *mlp = pg->chunks * (gemm_time(mc, &pg->lin[2], m) + gemm_time(mc, &pg->lin[3], m));
+    const struct m4d_gemm *g = pg->lin, *u = pg->lin_ub;
     *cast = pg->cast_a * M;
-    return pg->chunks * attn + *mlp;
+    if (pg->chunks <= 1) {
+        double attn = gemm_time(mc, &g[0], M) + gemm_time(mc, &g[1], M);
+        *mlp = gemm_time(mc, &g[2], M) + gemm_time(mc, &g[3], M);
+        *bwd = 2 * (attn + *mlp);
+        return attn + *mlp;
+    }
+    double t = pg->chunks, mr = ceil_q(M / t), mp = ceil_q(M * (1 / UB_RS_SPLITS));
+    double col = t * (gemm_time(mc, &g[0], mr) + gemm_time(mc, &g[2], mr));
+    double row = UB_RS_SPLITS * (gemm_time(mc, &u[1], mp) + gemm_time(mc, &u[3], mp));
+    *mlp = t * gemm_time(mc, &g[2], mr) + UB_RS_SPLITS * gemm_time(mc, &u[3], mp);
+    *bwd = 2 * (gemm_time(mc, &u[0], M) + gemm_time(mc, &u[2], M)) +
+           t * (gemm_time(mc, &g[1], mr) + gemm_time(mc, &g[3], mr)) + gemm_time(mc, &g[1], M) +
+           gemm_time(mc, &g[3], M);
+    return col + row;
 }
 
 /* Flash attention of one layer. Causal kernels skip the masked half of
@@ -570,7 +601,7 @@ static void perf_b_of(const struct m4d_perf_group *pg, double b, struct m4d_perf
 {
     double M = b * pg->rows_per_b;
     t->b = b;
-    t->lin = linears_fwd(pg, M, &t->mlp, &t->cast);
+    t->lin = linears_time(pg, M, &t->lin_bwd, &t->mlp, &t->cast);
     attention_time(pg, b, &t->attn_fwd, &t->attn_bwd);
     t->head = gemm_time(&pg->mc, &pg->head, M);
 }
@@ -584,7 +615,7 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
     double ew = b * pg->ew_per_b;
     cast += pg->cast_b / D(x->m); /* the fp8 weight casts, once per step (gemms_prepare) */
     double fwd = lin + af + ew + KERNELS_FWD * kern;
-    double bwd = 2 * lin + ab + 2 * ew + 2 * KERNELS_FWD * kern;
+    double bwd = bt->lin_bwd + ab + 2 * ew + 2 * KERNELS_FWD * kern;
     if (x->recompute == 1 && pg->mc.op_sac && x->experts == 0 && !x->nlt)
         bwd += op_sac_time(x, pg, M, ew);
     else if (x->recompute == 1) /* selective: the modules re-run in the backward */

@@ -790,6 +790,7 @@ struct m4d_perf_group {
      * are formed from, with the machine, which a search shares; groups equal
      * there share them (m4d_perf_b_shared). Doubles only: compared bytewise. */
     struct m4d_gemm lin[4], head;                  /* QKV, attention out, MLP up(+gate), down; LM head */
+    struct m4d_gemm lin_ub[4];                     /* the same beside a userbuffers kernel (SMs - UB_SMS) */
     double chunks;                                 /* t with tp_comm_overlap (chunked GEMMs), else 1 */
     double rows_per_b;                             /* GEMM rows per sample: s / c */
     double cast_a, cast_b;                         /* fp8 casts: seconds per row, fixed */
@@ -844,7 +845,7 @@ void m4d_perf_fill(const struct m4d_ctx *x, const struct m4d_perf_group *pg, mem
  * in its group and the next groups while m4d_perf_b_shared() holds. */
 struct m4d_perf_b {
     double b;
-    double lin, mlp, cast, attn_fwd, attn_bwd, head;
+    double lin, lin_bwd, mlp, cast, attn_fwd, attn_bwd, head; /* lin_bwd: the linears' dgrad and wgrad */
 };
 /* The bytes of a group the per-b terms are formed from (lin to
  * attn_tiles_per_b), and whether two groups' per-b terms are the same:
