@@ -260,6 +260,52 @@ out:
     return fits;
 }
 
+/* Dynamic batching (slime's --use-dynamic-batch-size): every GPU packs up
+ * to --max-tokens-per-gpu tokens, N, so a context-parallel group of c GPUs
+ * holds a sequence of N·c (the reader's rule). The fastest layout then has
+ * the sequence of its own cp: one search per cp that divides the GPUs, with
+ * cp pinned, the sequence N·c and the micro-batch 1 (the packer's), ranked by
+ * tokens per second (the steps of different sequences are not comparable). */
+static mem4d_status best_dynamic_layout(const mem4d_model *model, const mem4d_device *device,
+                                        const mem4d_layout *job, mem4d_layout *best)
+{
+    uint64_t seq = 0, cp = 1, world = 0;
+    mem4d_layout_get(job, MEM4D_LAYOUT_SEQ_LENGTH, &seq);
+    mem4d_layout_get(job, MEM4D_LAYOUT_CP, &cp);
+    mem4d_layout_get(job, MEM4D_LAYOUT_WORLD, &world);
+    uint64_t per_gpu = cp ? seq / cp : 0;
+    double fastest = 0;
+    mem4d_status found = MEM4D_END;
+    mem4d_layout *base = NULL, *cand = NULL;
+    mem4d_report *crep = NULL;
+    mem4d_status st = mem4d_layout_clone(job, &base);
+    if (st == MEM4D_OK)
+        st = mem4d_layout_new(&cand);
+    if (st == MEM4D_OK)
+        st = mem4d_report_new(&crep);
+    for (uint64_t c = 1; st == MEM4D_OK && per_gpu && c <= world; c++) {
+        mem4d_search *s = NULL;
+        if (world % c || mem4d_layout_set(base, MEM4D_LAYOUT_SEQ_LENGTH, per_gpu * c) != MEM4D_OK ||
+            mem4d_search_new(model, device, base, &s) != MEM4D_OK)
+            continue;
+        double tps = 0;
+        if (mem4d_search_bound(s, MEM4D_LAYOUT_CP, c, c) == MEM4D_OK &&
+            mem4d_search_bound(s, MEM4D_LAYOUT_MICRO_BATCH, 1, 1) == MEM4D_OK &&
+            mem4d_search_set_option(s, MEM4D_SEARCH_MAX_RESULTS, 1) == MEM4D_OK &&
+            mem4d_search_next(s, cand, crep) == MEM4D_OK &&
+            mem4d_report_metric(crep, MEM4D_METRIC_TOKENS_PER_S, &tps) == MEM4D_OK && tps > fastest) {
+            fastest = tps;
+            found = MEM4D_OK;
+            st = mem4d_layout_copy(best, cand);
+        }
+        mem4d_search_free(s);
+    }
+    mem4d_report_free(crep);
+    mem4d_layout_free(cand);
+    mem4d_layout_free(base);
+    return st == MEM4D_OK ? found : st;
+}
+
 static void propose(const struct cli_args *o, const mem4d_layout *given, const mem4d_model *model,
                     const mem4d_device *device, const mem4d_layout *job, struct proposal *p)
 {
@@ -269,7 +315,8 @@ static void propose(const struct cli_args *o, const mem4d_layout *given, const m
     if (st == MEM4D_OK)
         st = mem4d_report_new(&rep);
     if (st == MEM4D_OK)
-        st = mem4d_solve_best_layout(model, device, job, best, rep);
+        st = has_arg(o, "--use-dynamic-batch-size") ? best_dynamic_layout(model, device, job, best)
+                                                     : mem4d_solve_best_layout(model, device, job, best, rep);
     if (st == MEM4D_OK)
         st = mem4d_layout_megatron_args(model, best, p->flags, sizeof p->flags, NULL);
     p->found = st == MEM4D_OK;
@@ -368,7 +415,7 @@ static int run_check(const struct cli_args *o, mem4d_model *model, mem4d_device 
             printf("check: propose %s (peak %.1f GiB of %.1f GiB)\n", p.flags, cli_gib(p.peak), cli_gib(p.device));
         if (p.found && p.drop[0])
             printf("check: in place of the job's %s\n", cli_text(p.drop));
-        else if (status != CLI_OK)
+        else if (!p.found && status != CLI_OK)
             printf("check: no layout of these %llu GPUs fits either\n", (unsigned long long)world);
     }
 out:
