@@ -57,8 +57,18 @@ static bool hybrid_spec(const char *spec)
            strncmp(spec, "megatron.core.models.mamba.", 27) == 0;
 }
 
+/* Does the model (a config.json read before the flags) already carry a
+ * layer pattern with Gated DeltaNet layers? */
+static bool has_gdn_pattern(const mem4d_model *m)
+{
+    for (uint8_t k = 0; k < m->nkinds; k++)
+        if (m->kinds[k].sym == 'G')
+            return m->nlt > 0;
+    return false;
+}
+
 /* Refusals of what the flags cannot describe, each naming what is missing. */
-static mem4d_status hybrid_refusals(mem4d_import *imp, const struct m4d_opt_val *vals)
+static mem4d_status hybrid_refusals(mem4d_import *imp, const struct m4d_opt_val *vals, const mem4d_model *m)
 {
     if (GIVEN(MF_HETERO_PATH) || GIVEN(MF_HETERO_JSON))
         return m4d_imp_fail(imp, MEM4D_E_UNSUPPORTED, "--heterogeneous-layers-config-%s describes each layer in a "
@@ -69,6 +79,11 @@ static mem4d_status hybrid_refusals(mem4d_import *imp, const struct m4d_opt_val 
                             "(--experimental-attention-variant, --linear-attention-freq) is read only as a hybrid "
                             "layer pattern: write the layers with --hybrid-layer-pattern (G for Gated DeltaNet)");
     if (GIVEN(MF_SPEC) && !hybrid_spec(vals[MF_SPEC].s)) {
+        /* slime's Qwen3.5 / Qwen3-Next spec builds its layers from the
+         * Hugging Face config: with that config read first (--hf-config) its
+         * pattern is the model's, and the flags give the layout */
+        if (strncmp(vals[MF_SPEC].s, "slime_plugins.models.qwen3", 26) == 0 && has_gdn_pattern(m))
+            return MEM4D_OK;
         if (strncmp(vals[MF_SPEC].s, "slime_plugins.models.qwen3", 26) == 0)
             return m4d_imp_fail(imp, MEM4D_E_UNSUPPORTED, "--spec %.64s builds Gated DeltaNet layers from the Hugging "
                                 "Face config (--hf-checkpoint), which the flags do not carry; estimate the model "
@@ -114,7 +129,25 @@ static mem4d_status pattern_segments(mem4d_import *imp, const char *text, mem4d_
 mem4d_status m4d_megatron_apply_hybrid(mem4d_import *imp, const struct m4d_opt_val *vals, mem4d_model *m,
                                        mem4d_layout *l)
 {
-    TRY(hybrid_refusals(imp, vals));
+    TRY(hybrid_refusals(imp, vals, m));
+    if (GIVEN(MF_SPEC) && !hybrid_spec(vals[MF_SPEC].s) && has_gdn_pattern(m)) {
+        /* slime's spec over the config's pattern: one of its transformer
+         * layers is a mixer and its MLP, two symbols of the pattern */
+        uint64_t L = GIVEN(MF_NUM_LAYERS) ? U(MF_NUM_LAYERS) : 0;
+        if (L && L != m->nlt && 2 * L != m->nlt)
+            return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "--num-layers %llu is not the config's %u layers (%u mixers "
+                                "and MLPs of its layer pattern)", (unsigned long long)L, (unsigned)m->nlt / 2,
+                                (unsigned)m->nlt);
+        TRY(SET_M(m, MEM4D_MODEL_NUM_LAYERS, m->nlt, "--spec"));
+        if (2 * L == m->nlt) { /* the flags' uneven ends count transformer layers too */
+            if (l->nvs)
+                return m4d_imp_fail(imp, MEM4D_E_UNSUPPORTED, "a pipeline layout over slime's %.64s layers "
+                                    "(each a mixer and its MLP) is not read; give the split with "
+                                    "--decoder-first/last-pipeline-num-layers", vals[MF_SPEC].s);
+            l->v[MEM4D_LAYOUT_FIRST_STAGE_LAYERS] *= 2;
+            l->v[MEM4D_LAYOUT_LAST_STAGE_LAYERS] *= 2;
+        }
+    }
     if (GIVEN(MF_ATTN_OUT_GATE))
         TRY(SET_M(m, MEM4D_MODEL_ATTENTION_OUTPUT_GATE, 1, "--attention-output-gate"));
     if (GIVEN(MF_HYBRID_PATTERN) && GIVEN(MF_HYBRID_OVERRIDE))
@@ -165,7 +198,6 @@ mem4d_status m4d_megatron_apply_hybrid(mem4d_import *imp, const struct m4d_opt_v
     if (GIVEN(MF_NUM_LAYERS) && U(MF_NUM_LAYERS) != m->v[MEM4D_MODEL_NUM_LAYERS])
         m4d_imp_warn(imp, "%s has %llu layers; --num-layers %llu is ignored, as Megatron-LM ignores it", flag,
                      (unsigned long long)m->v[MEM4D_MODEL_NUM_LAYERS], (unsigned long long)U(MF_NUM_LAYERS));
-    (void)l;
     return MEM4D_OK;
 }
 

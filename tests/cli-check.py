@@ -133,7 +133,7 @@ def recipe_header(path):
     h = {}
     with open(path) as f:
         for line in f:
-            for key in ("gpus", "gpu-memory-gib", "vocab", "env"):
+            for key in ("gpus", "gpu-memory-gib", "vocab", "env", "hf-config"):
                 if line.startswith(f"# {key}: "):
                     h.setdefault(key, line[len(key) + 4:].split())
     return h
@@ -150,6 +150,7 @@ for sub in ("recipes", "published", "open"):
         env = clean_env(**dict([h["env"][0].split("=", 1)] if "env" in h else []))
         opts = ["--world-size", h["gpus"][0], "--json"] + (["--gpu", h["gpus"][1]] if len(h["gpus"]) > 1 else [])
         opts += ["--vocab-size", h["vocab"][0]] if "vocab" in h else []
+        opts += ["--hf-config", os.path.join(DATA, "hf", h["hf-config"][0])] if "hf-config" in h else []
         rc, out, err = check(opts + (["--gpu-memory-gib", h["gpu-memory-gib"][0]] if "gpu-memory-gib" in h else []),
                              job, env)
         if rc == 2:  # a recipe test-import lists as not judged yet: its vocabulary unknown, layers
