@@ -94,6 +94,7 @@ struct mem4d_search {
     size_t gi, ri, bi; /* position: next candidate to evaluate */
     bool in_group;
     struct group dead; /* the last group whose static bytes cannot fit (p = 0: none) */
+    uint64_t bad_t;    /* a t whose heads rule the model refuses (0: none) */
     struct m4d_ctx gx; /* the current group's context, resolved once */
     struct m4d_perf_group pg; /* the step-time model's share of the group (pg_ready) */
     bool pg_ready;
@@ -299,6 +300,7 @@ mem4d_status mem4d_search_reset(mem4d_search *search)
     search->gi = search->ri = search->bi = 0;
     search->in_group = false;
     search->dead.p = 0;
+    search->bad_t = 0;
     search->ncand = search->ci = 0;
     search->ranked_done = false;
     memset(search->stat, 0, sizeof search->stat);
@@ -547,7 +549,10 @@ static bool group_valid(mem4d_search *s, const struct group *g)
     s->pg_ready = false;
     memset(&s->sc, 0, sizeof s->sc);
     memset(s->rc_ok, -1, sizeof s->rc_ok);
-    if (m4d_resolve(&s->model, &s->work, &s->gx, NULL, 0) != MEM4D_OK)
+    mem4d_status st = m4d_resolve(&s->model, &s->work, &s->gx, NULL, 0);
+    if (st == MEM4D_E_HEADS_TP || st == MEM4D_E_KV_HEADS_TP)
+        s->bad_t = g->t; /* a rule of the model's heads and t alone: no group of this t is valid */
+    if (st != MEM4D_OK)
         return false;
     s->x = s->gx; /* quick_estimate() changes b, the recompute mode and m alone */
     s->gact = act_sig_of(s, &s->gx);
@@ -643,6 +648,8 @@ static bool enter_group(mem4d_search *s, mem4d_status *err)
             s->stat[MEM4D_SEARCH_STAT_PRUNED] += (uint64_t)s->nrc * s->nmbs;
             continue;
         }
+        if (g->t == s->bad_t)
+            continue;
         if (s->nmbs > 0 && s->nrc > 0 && group_valid(s, g)) {
             s->ri = s->bi = 0;
             s->in_group = true;
