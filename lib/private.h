@@ -580,10 +580,10 @@ struct m4d_state_cache {
     uint64_t share[3], dense[3]; /* struct layer_share: linear, expert, replicated */
     uint64_t mtp, emb, emb_grad, block, fsdp_kept, groups, fixed;
     /* the terms that depend on b (and m, which b sets) but not on the
-     * recompute mode, for up to 8 micro-batch sizes (b = 0: a free slot) */
+     * recompute mode, for up to 16 micro-batch sizes (b = 0: a free slot) */
     struct m4d_b_terms {
         uint64_t b, C, head_keep, loss, stranded, emb_keep, fb, fixed, pp_kept, pp_merge;
-    } per_b[8];
+    } per_b[16];
     /* the activation terms of the candidate's (b, recompute mode) for every
      * group of the same m4d_act_key() (NULL: none; the search points it) */
     struct m4d_act_terms *act;

@@ -87,6 +87,7 @@ struct mem4d_search {
     size_t ngroups, gcap;
     uint64_t *mbs;     /* b values of the current group */
     size_t nmbs, mcap;
+    uint64_t mbs_d;    /* the d they are of (0: none yet) */
     uint64_t *gbs_div; /* divisors of the global batch */
     size_t ngbs_div, gdcap;
     uint64_t rcs[3];
@@ -301,6 +302,7 @@ mem4d_status mem4d_search_reset(mem4d_search *search)
     search->in_group = false;
     search->dead.p = 0;
     search->bad_t = 0;
+    search->mbs_d = 0; /* the knobs may change before the next start */
     search->ncand = search->ci = 0;
     search->ranked_done = false;
     memset(search->stat, 0, sizeof search->stat);
@@ -477,16 +479,22 @@ static bool fill_mbs(mem4d_search *s, const struct group *g)
 {
     const struct knob *k = &s->knob[K_MBS];
     uint64_t gbs = s->base.v[MEM4D_LAYOUT_GLOBAL_BATCH];
+    if (s->mbs_d == g->d) /* the list depends on d alone */
+        return true;
     s->nmbs = 0;
+    s->mbs_d = 0;
     if (gbs != 0) {
-        if (gbs % g->d != 0)
+        if (gbs % g->d != 0) {
+            s->mbs_d = g->d;
             return true;
+        }
         uint64_t q = gbs / g->d;
         if (!grow((void **)&s->mbs, &s->mcap, s->ngbs_div, sizeof *s->mbs))
             return false;
         for (size_t i = 0; i < s->ngbs_div && s->gbs_div[i] <= q; i++)
             if (q % s->gbs_div[i] == 0 && knob_allows(k, s->gbs_div[i]))
                 s->mbs[s->nmbs++] = s->gbs_div[i];
+        s->mbs_d = g->d;
         return true;
     }
     uint64_t khi;
@@ -499,6 +507,7 @@ static bool fill_mbs(mem4d_search *s, const struct group *g)
             return false;
         s->mbs[s->nmbs++] = b;
     }
+    s->mbs_d = g->d;
     return true;
 }
 
@@ -666,7 +675,9 @@ static bool next_candidate(mem4d_search *s, mem4d_status *err)
         if (!s->in_group && !enter_group(s, err))
             return false;
         if (s->ri < s->nrc && s->bi < s->nmbs) {
-            set_work(s, &s->groups[s->gi], s->mbs[s->bi], s->rcs[s->ri]);
+            /* group_valid() set the group's knobs */
+            s->work.v[MEM4D_LAYOUT_MICRO_BATCH] = s->mbs[s->bi];
+            s->work.v[MEM4D_LAYOUT_RECOMPUTE] = s->rcs[s->ri];
             s->bi++;
             return true;
         }
