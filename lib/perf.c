@@ -15,7 +15,12 @@
 
 /* GEMM tile of the Hopper/Ampere cuBLAS and CUTLASS kernels large training
  * GEMMs run on (M x N per CTA), and the K a tile's pipeline fill and
- * epilogue cost (4 stages of 64): doc/perf.md, "Constants". */
+ * epilogue cost, in 16-bit elements (4 stages of 64): doc/perf.md,
+ * "Constants". A k-block is 128 bytes wide whatever the type (CUTLASS's
+ * Hopper GEMM examples: TileShape K 32 for tf32 in
+ * 48_hopper_warp_specialized_gemm, 64 for 16-bit, 128 for fp8 in
+ * 54_hopper_fp8_warp_specialized_gemm, NVIDIA/cutlass@3afc42d7), so an fp8
+ * GEMM's fill is 2 x K_FILL of its 1-byte elements. */
 #define TILE_M 128
 #define TILE_N 256
 #define K_FILL 256.0
@@ -166,7 +171,7 @@ static const struct stack {
  * predicted by a device calibrated on the first run of their weak-scaling
  * series (tests/test-throughput.c prints both). */
 #define BAND_LOW 0.931
-#define BAND_HIGH 1.341
+#define BAND_HIGH 1.336
 #define BAND_CAL_LOW 0.948
 #define BAND_CAL_HIGH 1.098
 
@@ -333,7 +338,7 @@ static inline double wave_slots(const struct m4d_machine *mc, double tiles)
 static struct m4d_gemm gemm_of(const struct m4d_machine *mc, double n, double k, double rate, double eb)
 {
     struct m4d_gemm g = {
-        .c = 2 * n * (k + K_FILL) / rate,
+        .c = 2 * n * (k + K_FILL * 2 / eb) / rate,
         .a = (eb * k + 2 * n) * mc->inv_hbm,
         .b = eb * k * n * mc->inv_hbm,
         .tn = ceil_q(n * (1.0 / TILE_N)),
@@ -1084,7 +1089,7 @@ double m4d_gemm_mnk(const struct m4d_machine *mc, double m, double n, double k, 
     double tm = ceil_q(m * (1.0 / TILE_M)), tiles = streams * tm * ceil_q(n * (1.0 / TILE_N));
     if (tiles <= 0)
         return 0;
-    double compute = streams * 2 * tm * TILE_M * n * (k + K_FILL) / rate * wave_slots(mc, tiles) / tiles;
+    double compute = streams * 2 * tm * TILE_M * n * (k + K_FILL * 2 / eb) / rate * wave_slots(mc, tiles) / tiles;
     double memory = streams * (eb * (m * k + k * n) + 2 * m * n) * mc->inv_hbm;
     return MAX(compute, memory);
 }
