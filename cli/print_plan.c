@@ -147,7 +147,7 @@ void plan_print_table(FILE *out, const struct plan_rows *rs, size_t n, const str
         neq++;
     if (neq > 1)
         fprintf(out, "eq: the first %zu are equivalent to the fastest (their speed bands overlap its band; "
-                "doc/perf.md, \"Uncertainty\"), listed by fewer model-parallel GPUs, then less memory\n", neq);
+                "doc/perf.md, \"Uncertainty\"), listed by fewer model-parallel GPUs, then speed\n", neq);
 }
 
 static void json_number(FILE *out, bool have, double v)

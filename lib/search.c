@@ -767,15 +767,13 @@ static int cmp_cand(const void *pa, const void *pb)
 
 /* Among candidates equivalent to the fastest: fewer model-parallel GPUs
  * (the rule "fewest model-parallel GPUs" orders the published sweeps better
- * than the step-time model does, issue 21), then less peak memory, then the
- * ranked order. */
+ * than the step-time model does, issue 21), then the ranked order (faster,
+ * then less peak memory). */
 static int cmp_tie(const void *pa, const void *pb)
 {
     const struct cand *a = pa, *b = pb;
     if (a->mp != b->mp)
         return a->mp < b->mp ? -1 : 1;
-    if (a->peak != b->peak)
-        return a->peak < b->peak ? -1 : 1;
     return cmp_cand(a, b);
 }
 

@@ -1031,7 +1031,7 @@ END_TEST
 
 /* The tie-break: the same layouts as strictly fastest first; the first
  * EQUIVALENT ones are those whose band (the calibrated one) overlaps the
- * fastest's, by fewer model-parallel GPUs then less memory; the rest keep
+ * fastest's, by fewer model-parallel GPUs then step time; the rest keep
  * the step order. Without the option the stat is 0. */
 START_TEST(tie_break_equivalent_first)
 {
@@ -1073,7 +1073,9 @@ START_TEST(tie_break_equivalent_first)
         ck_assert(i == 0 || steps[0][i] >= steps[0][i - 1]);
         ck_assert_int_eq(steps[1][i] * lo <= fastest * hi, i < eq);
         if (i > 0 && i < eq)
-            ck_assert(mp[i] > mp[i - 1] || (mp[i] == mp[i - 1] && peak[i] >= peak[i - 1]));
+            ck_assert(mp[i] > mp[i - 1] || (mp[i] == mp[i - 1] && (steps[1][i] > steps[1][i - 1] ||
+                                                                (steps[1][i] == steps[1][i - 1] &&
+                                                                 peak[i] >= peak[i - 1]))));
         if (i > eq)
             ck_assert(steps[1][i] >= steps[1][i - 1]);
     }

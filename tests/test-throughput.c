@@ -671,8 +671,8 @@ static void per_source(const struct row *rows, size_t n, double *worst_med, doub
  * *judged counts them and *outside those whose fastest is outside. */
 /* Where `mem4d plan` lists a sweep's k runs (idx[] into rows): the runs
  * whose calibrated band overlaps the fastest's first (lib/search.c,
- * tie_break), by fewer model-parallel GPUs, then less peak memory, then
- * speed; then the others by speed. score[] is higher for a run listed
+ * tie_break), by fewer model-parallel GPUs, then speed, then less peak
+ * memory; then the others by speed. score[] is higher for a run listed
  * earlier. */
 static void plan_order(const struct row *rows, const size_t *idx, const double *mp, size_t k, double *score)
 {
@@ -695,7 +695,7 @@ static void plan_order(const struct row *rows, const size_t *idx, const double *
             const struct row *o = &rows[idx[b]];
             if (b == a || o->pred * hi < best * lo)
                 continue;
-            before += mp[b] < mp[a] || (mp[b] == mp[a] && (o->peak < r->peak || (o->peak == r->peak && o->pred > r->pred)));
+            before += mp[b] < mp[a] || (mp[b] == mp[a] && (o->pred > r->pred || (o->pred == r->pred && o->peak < r->peak)));
         }
         score[a] = 1e12 - before;
     }
@@ -736,7 +736,7 @@ static double sweeps(const struct row *rows, size_t n, size_t *judged, size_t *o
         plan_order(rows, idx, mp, k, plan);
         printf("  %-56.56s %zu runs, %zu layouts, Spearman %+.2f%s\n", rows[i].sweep, k, layouts, rho,
                layouts >= 5 ? "" : " (fewer than 5 layouts: printed only)");
-        printf("    the order mem4d plan lists (band-equivalent ones by model-parallel GPUs, memory): %+.2f; the rule "
+        printf("    the order mem4d plan lists (band-equivalent ones by model-parallel GPUs, then speed): %+.2f; the rule "
                "'fewest model-parallel GPUs, then the largest micro-batch': %+.2f\n",
                spearman(meas, plan, k), spearman(meas, rule, k));
         printf("    measured fastest %s %s (%.1f, predicted %.1f); predicted fastest %s %s (%.1f, band %.1f-%.1f): %s\n",

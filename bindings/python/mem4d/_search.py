@@ -103,7 +103,7 @@ def _value(name, spec):
 def plan(model, device, gpus, seq, gbs=0, base=None, **constraints):
     """Iterate over the layouts of model on gpus devices, fastest first (tie_break=1:
     as `mem4d plan` lists them, those whose speed band overlaps the fastest's first,
-    by fewer model-parallel GPUs, then less memory).
+    by fewer model-parallel GPUs, then speed).
 
     gpus, seq and gbs set the world size, sequence length and global batch of
     the base layout (a Layout or a dict of further fixed settings, e.g.

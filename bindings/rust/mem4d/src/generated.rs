@@ -258,8 +258,8 @@ pub enum SearchOption {
     UnevenStages = sys::MEM4D_SEARCH_UNEVEN_STAGES,
     /// "tie_break", ranked mode: 1: the layouts whose speed band overlaps the fastest's (under the device's calibrated
     /// band, mem4d_device_speed_band(): a level common to every layout of one job does not change their order) are
-    /// equivalent to it and come first, by fewer model-parallel GPUs (t x c x p), then less peak memory, then step
-    /// time; MEM4D_SEARCH_STAT_EQUIVALENT counts them. 0 (default): strictly fastest first. `mem4d plan` sets it.
+    /// equivalent to it and come first, by fewer model-parallel GPUs (t x c x p), then step time, then less peak
+    /// memory; MEM4D_SEARCH_STAT_EQUIVALENT counts them. 0 (default): strictly fastest first. `mem4d plan` sets it.
     /// @since 0.2
     TieBreak = sys::MEM4D_SEARCH_TIE_BREAK,
 }
