@@ -552,6 +552,7 @@ uint64_t m4d_backward_working_set(bool *ok, const struct m4d_ctx *x)
  *   _nll_loss_and_log_softmax_backward computes (grad_input + exp(x)) *
  *   grad_output beside the saved result: 4·4 live, the bf16 block stranded
  *   (the fp32 blocks reuse the forward's freed ones, one more is new).
+ * - an RL trainer's log-probability loss (logprob_loss; below).
  * - a compiled loss (compile = blocks_and_loss; torchtitan's
  *   components/loss.py wraps cross_entropy_loss in torch.compile): Inductor
  *   computes the upcast, log-softmax and loss in fused kernels and its
@@ -559,7 +560,16 @@ uint64_t m4d_backward_working_set(bool *ok, const struct m4d_ctx *x)
  *   writes the bf16 gradient directly: 2 + 2. */
 static void loss_blocks(const struct m4d_ctx *x, uint64_t *n2, uint64_t *n4, uint64_t *stranded)
 {
-    if (x->fw == MEM4D_FRAMEWORK_NANOTRON) {
+    if (x->logprob_loss) {
+        /* an RL trainer's loss (slime, THUDM/slime@624b824 ppo_utils.py
+         * _VocabParallelLogProbEntropy): Float16Module casts the logits to
+         * fp32 and frees the bf16 ones (stranded for the fp32 requests); the
+         * max-shifted copy becomes the softmax in place and is saved. Forward
+         * logits + softmax, 2·4; backward the softmax turns into the gradient
+         * in place (then its bf16 cast: 4 + 2). With the entropy's gradient
+         * the logits are saved too and its gradient is made beside them: 3·4. */
+        *n2 = 0, *n4 = x->logprob_loss == 2 ? 3 : 2, *stranded = 1;
+    } else if (x->fw == MEM4D_FRAMEWORK_NANOTRON) {
         *n2 = 1, *n4 = 2;
     } else if (x->compile == 2) {
         *n2 = 2, *n4 = 0;

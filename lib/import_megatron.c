@@ -548,6 +548,8 @@ static mem4d_status apply_optimizer_offload(mem4d_import *imp, const struct m4d_
     /* --offload-optimizer-states: Megatron-Core's OptimizerStateOffloader
      * keeps the distributed optimizer's state on the host between steps */
     TRY(SET_L(l, MEM4D_LAYOUT_OPTIMIZER_STATE_OFFLOAD, GIVEN(MF_OPT_STATE_OFFLOAD), "--offload-optimizer-states"));
+    if (GIVEN(MF_LOGPROB_LOSS))
+        TRY(SET_L(l, MEM4D_LAYOUT_LOGPROB_LOSS, U(MF_LOGPROB_LOSS), "slime's loss"));
     if (!GIVEN(MF_OPT_OFFLOAD)) {
         if (GIVEN(MF_OPT_OFFLOAD_FRACTION))
             m4d_imp_warn(imp, "--optimizer-offload-fraction is ignored without --optimizer-cpu-offload");

@@ -165,8 +165,13 @@ static void skip_values(const struct flag_tok *tok, int argc, const char *const 
  * (_set_default_megatron_args, slime/backends/megatron_utils/arguments.py at
  * THUDM/slime@624b824): use_distributed_optimizer = True ("always use zero
  * optimizer") and bf16 = not fp16. */
-static void slime_defaults(int argc, struct m4d_opt_val *vals)
+static void slime_defaults(int argc, struct m4d_opt_val *vals, bool entropy)
 {
+    /* its loss: log-probabilities (and with --entropy-coef not 0 the
+     * entropy) on the fp32 logits, not Megatron's cross entropy */
+    vals[MF_LOGPROB_LOSS].given = true;
+    vals[MF_LOGPROB_LOSS].u = entropy ? 2 : 1;
+    vals[MF_LOGPROB_LOSS].at = argc;
     vals[MF_DIST_OPT].given = true;
     vals[MF_DIST_OPT].at = argc;
     if (!vals[MF_FP16].given) {
@@ -178,7 +183,7 @@ static void slime_defaults(int argc, struct m4d_opt_val *vals)
 mem4d_status m4d_megatron_scan(mem4d_import *imp, int argc, const char *const *argv, struct m4d_opt_val *vals)
 {
     const struct m4d_trainer_flag *warned = NULL; /* one warning per trainer family */
-    bool slime = false;
+    bool slime = false, entropy = false;
     for (int i = 0; i < argc; i++) {
         const char *arg = argv[i];
         if (!arg)
@@ -198,6 +203,10 @@ mem4d_status m4d_megatron_scan(mem4d_import *imp, int argc, const char *const *a
         }
         const struct m4d_trainer_flag *trainer = row ? NULL : m4d_trainer_flag_find(tok.name);
         slime |= trainer && strcmp(trainer->trainer, "slime") == 0;
+        if (trainer && strcmp(tok.name, "entropy-coef") == 0) { /* last one wins, as argparse */
+            const char *value = tok.value ? tok.value : i + 1 < argc && argv[i + 1] ? argv[i + 1] : "0";
+            entropy = strtod(value, NULL) != 0.0;
+        }
         if (row && row->kind == M4D_FLAG_WARN)
             m4d_imp_warn(imp, "--%s %s", row->flag, row->why);
         else if (trainer && trainer->why && trainer != warned) {
@@ -208,6 +217,6 @@ mem4d_status m4d_megatron_scan(mem4d_import *imp, int argc, const char *const *a
         skip_values(&tok, argc, argv, &i);
     }
     if (slime)
-        slime_defaults(argc, vals);
+        slime_defaults(argc, vals, entropy);
     return MEM4D_OK;
 }

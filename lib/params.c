@@ -244,6 +244,8 @@ const struct m4d_param_desc m4d_layout_params[] = {
         PAPER_DEFAULT(0)),
     [MEM4D_LAYOUT_OPTIMIZER_STATE_OFFLOAD] = BOOL_ROW("optimizer_state_offload", NULL, NULL, 0, MEGATRON_ONLY,
         PAPER_DEFAULT(0)),
+    [MEM4D_LAYOUT_LOGPROB_LOSS] = NUM_ROW("logprob_loss", NULL, NULL, 0, 2, 0, MEGATRON_ONLY, PAPER_DEFAULT(0),
+        EXPERIMENTAL),
 };
 M4D_TABLE_ROWS(m4d_layout_params, M4D_LAYOUT_NPARAM);
 

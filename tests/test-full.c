@@ -290,6 +290,36 @@ static mem4d_report *dsa_estimate(const mem4d_model *m, const char *extra)
     return r;
 }
 
+/* An RL trainer's log-probability loss (logprob_loss): at the loss 8 bytes
+ * per logit (fp32 logits and the softmax it keeps) where Megatron's cross
+ * entropy without the fused kernel holds 6 (bf16 logits and one fp32 copy),
+ * 12 with the entropy's gradient; T = 1024 tokens, V_p = 32000 on one GPU,
+ * where the loss is the largest transient. */
+START_TEST(logprob_loss_memory)
+{
+    mem4d_model *m = NULL;
+    ck_assert_int_eq(mem4d_model_new(&m), MEM4D_OK);
+    static const char *const keys[][2] = {{"hidden_size", "256"}, {"num_layers", "2"}, {"num_attention_heads", "4"},
+                                          {"ffn_hidden_size", "1024"}, {"vocab_size", "32000"}};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        ck_assert_int_eq(mem4d_model_set_str(m, keys[i][0], keys[i][1]), MEM4D_OK);
+    uint64_t peak[3];
+    static const char *const mode[3] = {"logprob_loss=0", "logprob_loss=1", "logprob_loss=2"};
+    for (int i = 0; i < 3; i++) {
+        mem4d_layout *l = tu_layout("pp=1", "dp=1", "seq=1024", "mbs=1", "gbs=1", "cross_entropy_fusion=0",
+                                    "make_vocab_size_divisible_by=128", mode[i], NULL);
+        mem4d_report *r = tu_estimate(m, l, device);
+        peak[i] = get(r, 0, MEM4D_TERM_PEAK_ALLOCATED);
+        mem4d_report_free(r);
+        mem4d_layout_free(l);
+    }
+    const uint64_t logits = 1024 * 32000;
+    ck_assert_uint_eq(peak[1] - peak[0], 2 * logits);
+    ck_assert_uint_eq(peak[2] - peak[0], 6 * logits);
+    mem4d_model_free(m);
+}
+END_TEST
+
 START_TEST(dsa_indexer_memory)
 {
     static const char *const keys[][2] = {
@@ -1260,6 +1290,7 @@ int main(void)
     tcase_add_test(tc, moe_preset_parameter_counts);
     tcase_add_test(tc, overflow_is_range_not_wrap);
     tcase_add_test(tc, dsa_indexer_memory);
+    tcase_add_test(tc, logprob_loss_memory);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

@@ -2067,6 +2067,8 @@ END_TEST
  * bf16 unless --fp16 (_set_default_megatron_args, THUDM/slime@624b824): its
  * commands carry neither flag. Without a slime flag Megatron's own defaults
  * (fp32, no distributed optimizer) stay. */
+static uint64_t slime_loss; /* the last slime_import()'s logprob_loss */
+
 static void slime_import(bool slime, bool fp16, uint64_t *dist_opt, uint64_t *param_bytes)
 {
     const char *argv[32] = {"--num-layers", "2", "--hidden-size", "256", "--num-attention-heads", "4",
@@ -2075,13 +2077,14 @@ static void slime_import(bool slime, bool fp16, uint64_t *dist_opt, uint64_t *pa
     int argc = 14;
     if (slime)
         argv[argc++] = "--colocate";
-    if (fp16)
-        argv[argc++] = "--fp16";
+    if (fp16) /* with slime's entropy term too, given as --flag=value */
+        argv[argc++] = "--fp16", argv[argc++] = "--entropy-coef=0.01";
     struct fixture fx;
     fx_open(&fx);
     ck_assert_int_eq(mem4d_import_megatron(fx.imp, argc, argv, NULL, 8, fx.model, fx.layout), MEM4D_OK);
     ck_assert_int_eq(mem4d_layout_get(fx.layout, MEM4D_LAYOUT_DIST_OPT, dist_opt), MEM4D_OK);
     ck_assert_int_eq(mem4d_layout_get(fx.layout, MEM4D_LAYOUT_PARAM_BYTES, param_bytes), MEM4D_OK);
+    ck_assert_int_eq(mem4d_layout_get(fx.layout, MEM4D_LAYOUT_LOGPROB_LOSS, &slime_loss), MEM4D_OK);
     fx_close(&fx);
 }
 
@@ -2111,12 +2114,15 @@ START_TEST(slime_commands_get_slimes_defaults)
     slime_import(false, false, &d, &p);
     ck_assert_uint_eq(d, 0);
     ck_assert_uint_eq(p, 4);
+    ck_assert_uint_eq(slime_loss, 0); /* Megatron's cross entropy */
     slime_import(true, false, &d, &p);
     ck_assert_uint_eq(d, 1);
     ck_assert_uint_eq(p, 2);
+    ck_assert_uint_eq(slime_loss, 1); /* slime's log-probabilities on fp32 logits */
     slime_import(true, true, &d, &p); /* --fp16: bf16 = not fp16 stays off, fp16's 2 bytes */
     ck_assert_uint_eq(d, 1);
     ck_assert_uint_eq(p, 2);
+    ck_assert_uint_eq(slime_loss, 2); /* --entropy-coef=0.01: the entropy's gradient too */
 }
 END_TEST
 

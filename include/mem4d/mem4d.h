@@ -894,7 +894,17 @@ typedef enum mem4d_layout_param {
      * them (doc/full-model.md, "Optimizer state offload"). Unlike ::MEM4D_LAYOUT_OPTIMIZER_OFFLOAD_PPM
      * nothing is updated on the host. Framework megatron, distributed optimizer. Default 0.
      * @since 0.2 */
-    MEM4D_LAYOUT_OPTIMIZER_STATE_OFFLOAD = 81
+    MEM4D_LAYOUT_OPTIMIZER_STATE_OFFLOAD = 81,
+    /** Experimental: "logprob_loss": the loss a reinforcement-learning trainer computes on the logits instead
+     * of Megatron's cross entropy (doc/full-model.md, "Dynamic batching and the trainers").
+     * 0: Megatron's. 1: slime's log-probabilities: Megatron-Core's Float16Module returns the
+     * logits cast to fp32 (the model is called without labels) and the loss keeps its own
+     * fp32 softmax for backward, 8 bytes per logit at the loss where Megatron's fused cross
+     * entropy works in place on one fp32 copy (6). 2: the same with an entropy term in the loss
+     * (slime's --entropy-coef not 0), which also keeps the fp32 logits and makes the entropy's
+     * gradient beside the softmax's in backward, 12 bytes per logit. Framework megatron.
+     * Default 0. @since 0.2 */
+    MEM4D_LAYOUT_LOGPROB_LOSS = 82
 } mem4d_layout_param;
 
 /**

@@ -200,6 +200,7 @@ class LayoutParam(enum.IntEnum):
     MOE_GROUPED_GEMM = 79
     MOE_SHARED_EXPERT_OVERLAP = 80
     OPTIMIZER_STATE_OFFLOAD = 81
+    LOGPROB_LOSS = 82
 
 
 class MoeDispatcher(enum.IntEnum):
