@@ -266,9 +266,10 @@ static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device
         .ce_bytes = st->ce_bytes,
         .op_sac = st->op_sac,
         .ew_eager = st->eager,
-        .zero1_allreduce = st->zero1_allreduce,
-        .dtensor_tp = st->dtensor_tp,
-        .fsdp2_copies = st->fsdp2_copies,
+        /* the framework's own distributed code, whichever stack computes */
+        .zero1_allreduce = st->zero1_allreduce || x->fw == MEM4D_FRAMEWORK_NANOTRON,
+        .dtensor_tp = st->dtensor_tp || x->fw == MEM4D_FRAMEWORK_TORCHTITAN,
+        .fsdp2_copies = st->fsdp2_copies || x->fw == MEM4D_FRAMEWORK_TORCHTITAN,
         .gemm = peak * eff,
         .gemm_lin = lin * eff,
         .hbm = D(dv[MEM4D_DEVICE_HBM_BANDWIDTH]),

@@ -651,6 +651,10 @@ START_TEST(nanotron_zero1_and_tied_embeddings)
     double n1024 = with(m, l, d, "stack", "nanotron", DP), mid = with(m, l, d, "stack", "middle", DP);
     double ops = 512.0 * (6.0 * 16 + 4); /* llama3.2-1b: 16 layers */
     ck_assert_msg(n1024 - n512 >= ops * 8e-6 * 0.99 && n1024 > 10 * mid, "%g %g %g", n512, n1024, mid);
+    /* the job's framework brings its own DP code on any stack */
+    ck_assert_int_eq(mem4d_layout_set_str(l, "framework", "nanotron"), MEM4D_OK);
+    double fw = with(m, l, d, "stack", "middle", DP);
+    ck_assert_msg(fw > 10 * mid, "%g %g", fw, mid);
     mem4d_layout_free(l);
     l = tu_layout("world=2", "pp=2", "seq=4096", "gbs=8", "mbs=1", NULL);
     double tied = predict(m, l, d, DP);
