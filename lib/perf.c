@@ -106,15 +106,20 @@ static const struct stack {
  * through nanotron's all_gather_coalesced (distributed.py), which for each
  * of the dp ranks flattens that rank's slices of every parameter tensor
  * into one buffer and after the gather copies each slice back, one eager
- * op per (rank, tensor) from a Python loop. NANOTRON_LAYER_TENSORS: a
- * nanotron Llama layer's parameter tensors (input_layernorm, qkv_proj,
- * o_proj, post_attention_layernorm, gate_up_proj, down_proj:
- * models/llama.py); EAGER_OP_S: the host seconds of one eager PyTorch CUDA
- * op issued back to back (8 us on A100 for an elementwise op,
- * flagos-ai/Torch-FL pull request 27's cuda submit column; 5-7 us per op
- * on the CPU in pytorch/pytorch issue 41383), which a loop of small copies
- * runs at. */
+ * op per (rank, tensor) from a Python loop; the slices themselves are
+ * Python indexing (tensor[slice(...)]) per (rank, tensor), in
+ * _all_gather_params. NANOTRON_LAYER_TENSORS: a nanotron Llama layer's
+ * parameter tensors (input_layernorm, qkv_proj, o_proj,
+ * post_attention_layernorm, gate_up_proj, down_proj: models/llama.py);
+ * EAGER_OP_S: the host seconds of one eager PyTorch CUDA op issued back to
+ * back (8 us on A100 for an elementwise op, flagos-ai/Torch-FL pull
+ * request 27's cuda submit column; 5-7 us per op on the CPU in
+ * pytorch/pytorch issue 41383), which a loop of small copies runs at;
+ * EAGER_VIEW_S: one that launches no kernel, a view (about 2 us, "approx
+ * half of it is python parsing overhead", in the same issue). */
 #define NANOTRON_LAYER_TENSORS 6.0
+#define EAGER_OP_S 8e-6
+#define EAGER_VIEW_S 2e-6
 /* FSDP2 (torchtitan's fully_shard; torch/distributed/fsdp/_fully_shard/
  * _fsdp_collectives.py) gathers a block's shards into one flat buffer and
  * then, on the compute stream, copies it out into the unsharded parameters
@@ -135,7 +140,6 @@ static const struct stack {
  * where Megatron overlaps the two reduce-scatters (and its re-gathers of
  * the input, which DTensor does not need: it saves the gathered input)
  * with the weight-gradient GEMMs. Without async TP (tp_comm_overlap). */
-#define EAGER_OP_S 8e-6
 /* Element-wise work as eager PyTorch runs it (torchtitan without
  * torch.compile), in bf16 elements (2 bytes) moved per element and forward:
  * RMSNorm is at::rms_norm's composite (aten/src/ATen/native/layer_norm.cpp:
@@ -788,10 +792,11 @@ static void dp_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg, doubl
         /* nanotron's ZeRO-1 (NANOTRON_LAYER_TENSORS): after the pipeline,
          * one all-reduce of the fp32 buffer, one all-gather of the bf16
          * weights, and n (tensors + 2) eager ops unpacking it (each rank's
-         * flatten, its copy out of the gather, a copy per tensor) */
+         * flatten, its copy out of the gather, a copy per tensor) after
+         * n tensors slices to gather into */
         double tensors = pg->layers_max * NANOTRON_LAYER_TENSORS + 2;
         pg->dp_serial = dp_allreduce_time(x, pg, l, n, params * 4, 1) + ring_time(l, n, w, frac, n - 1) +
-                        n * (tensors + 2) * EAGER_OP_S;
+                        n * ((tensors + 2) * EAGER_OP_S + tensors * EAGER_VIEW_S);
     } else if (x->zero >= 1) {
         pg->dp_reduce = ring_time(l, n, g, frac, steps);
         pg->dp_gather = ring_time(l, n, w, frac, steps);
