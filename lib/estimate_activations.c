@@ -197,7 +197,8 @@ static void selective_savings(bool *ok, const struct m4d_ctx *x, uint64_t *repl,
  * permuted tokens the grouped fc1 takes (h per routed token, the bf16 copy
  * freed). The attention output is
  * also kept in bf16 by the attention backward, so its fp8 copy for the
- * output projection is an extra a·d_v byte per token. What selective
+ * output projection is an extra a·d_v byte per token with the delayed
+ * recipe (the other recipes save the bf16 input instead). What selective
  * recompute already dropped is not counted. */
 static void fp8_savings(bool *ok, const struct m4d_ctx *x, uint64_t *repl, uint64_t *split, uint64_t *extra,
                         uint64_t *extra_repl)
@@ -217,7 +218,11 @@ static void fp8_savings(bool *ok, const struct m4d_ctx *x, uint64_t *repl, uint6
     *repl = (x->a && !x->kv_lora ? x->h : 0) + (x->f && !x->experts ? x->h : 0);
     if (x->experts && x->fs && !(m & (M4D_RC_LAYERNORM | M4D_RC_SHARED_EXPERTS | M4D_RC_MOE)))
         *extra_repl = x->h;
-    *extra = mul(ok, x->a, x->v_dim);
+    /* the output projection's fp8 copy of the attention output, unless
+     * Megatron-Core has it save the bf16 input the attention keeps (any
+     * recipe but delayed: attention.py, set_save_original_input) */
+    if (x->fw != MEM4D_FRAMEWORK_MEGATRON || x->fp8_recipe == 0)
+        *extra = mul(ok, x->a, x->v_dim);
     if (!x->experts) {
         if (!(m & M4D_RC_MLP))
             *split = x->f;

@@ -482,6 +482,8 @@ static mem4d_status apply_layout_basic(mem4d_import *imp, const struct m4d_opt_v
     TRY(SET_L(l, MEM4D_LAYOUT_OVERLAPPED_DIST_OPT, GIVEN(MF_ODO), "--overlapped-distributed-optimizer"));
     TRY(m4d_megatron_set_layout(imp, l, MEM4D_LAYOUT_VOCAB_DIVISOR, MF_VOCAB_DIV, GIVEN(MF_VOCAB_DIV) ? U(MF_VOCAB_DIV) : 128));
     TRY(SET_L(l, MEM4D_LAYOUT_FP8, GIVEN(MF_FP8), "--fp8-format"));
+    if (GIVEN(MF_FP8) && GIVEN(MF_FP8_RECIPE)) /* the choices in the key's order (megatron_flags.c) */
+        TRY(m4d_megatron_set_layout(imp, l, MEM4D_LAYOUT_FP8_RECIPE, MF_FP8_RECIPE, U(MF_FP8_RECIPE)));
     TRY(m4d_megatron_set_layout(imp, l, MEM4D_LAYOUT_FIRST_STAGE_LAYERS, MF_FIRST_LAYERS, GIVEN(MF_FIRST_LAYERS) ? U(MF_FIRST_LAYERS) : 0));
     TRY(m4d_megatron_set_layout(imp, l, MEM4D_LAYOUT_LAST_STAGE_LAYERS, MF_LAST_LAYERS, GIVEN(MF_LAST_LAYERS) ? U(MF_LAST_LAYERS) : 0));
     TRY(SET_L(l, MEM4D_LAYOUT_OVERLAP_GRAD_REDUCE, GIVEN(MF_OVERLAP_GRAD), "--overlap-grad-reduce"));

@@ -40,6 +40,7 @@ static const char *const c_flex_backend[] = {"deepep", "hybridep", "ncclep", NUL
 static const char *const c_offload_modules[] = {"attn_norm", "qkv_linear", "core_attn", "attn_proj", "mlp_norm",
                                                 "expert_fc1", "moe_act", "fused_group_mlp", "gdp_qkv", NULL};
 static const char *const c_fsdp_dtype[] = {"fp32", "bf16", "fp16", "auto", NULL};
+/* in the order of the layout key fp8_recipe's values */
 static const char *const c_fp8_recipe[] = {"delayed", "tensorwise", "mxfp8", "blockwise", "custom", NULL};
 /* Megatron-Core TransformerConfig.softmax_type; "learnable" is gpt-oss's per-head sink. */
 static const char *const c_softmax[] = {"vanilla", "off-by-one", "learnable", NULL};

@@ -28,8 +28,8 @@
  * raise the count, name the new last value and append the table rows. */
 #define M4D_MODEL_NPARAM 48
 M4D_ENUM_COUNT(M4D_MODEL_NPARAM, MEM4D_MODEL_DSA_INDEX_SKIP_OFFSET);
-#define M4D_LAYOUT_NPARAM 83
-M4D_ENUM_COUNT(M4D_LAYOUT_NPARAM, MEM4D_LAYOUT_LOGPROB_LOSS);
+#define M4D_LAYOUT_NPARAM 84
+M4D_ENUM_COUNT(M4D_LAYOUT_NPARAM, MEM4D_LAYOUT_FP8_RECIPE);
 #define M4D_DEVICE_NPARAM 35
 M4D_ENUM_COUNT(M4D_DEVICE_NPARAM, MEM4D_DEVICE_POWER_LIMIT_W);
 #define M4D_NTERMS 15
@@ -228,6 +228,7 @@ struct m4d_ctx {
     uint64_t opt_offload_ppm;          /* share of the Adam moments on the host */
     bool opt_state_offload;            /* optimizer state on the host between steps */
     uint64_t logprob_loss;             /* an RL trainer's loss on fp32 logits (0: Megatron's cross entropy) */
+    uint64_t fp8_recipe;               /* Transformer Engine's fp8 recipe (0: delayed) */
     uint64_t param_bytes, grad_bytes, opt_bytes, master_bytes;
     bool fp8, overlap_grad, overlap_param;
     bool hidden_dropout, attn_dropout; /* dropout on: masks kept for backward */

@@ -290,6 +290,18 @@ static mem4d_report *dsa_estimate(const mem4d_model *m, const char *extra)
     return r;
 }
 
+/* h 256, 4 heads, f 1024, V 32000 and `layers` layers. */
+static mem4d_model *small_model(const char *layers)
+{
+    mem4d_model *m = NULL;
+    ck_assert_int_eq(mem4d_model_new(&m), MEM4D_OK);
+    const char *const keys[][2] = {{"hidden_size", "256"}, {"num_layers", layers}, {"num_attention_heads", "4"},
+                                   {"ffn_hidden_size", "1024"}, {"vocab_size", "32000"}};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        ck_assert_int_eq(mem4d_model_set_str(m, keys[i][0], keys[i][1]), MEM4D_OK);
+    return m;
+}
+
 /* An RL trainer's log-probability loss (logprob_loss): at the loss 8 bytes
  * per logit (fp32 logits and the softmax it keeps) where Megatron's cross
  * entropy without the fused kernel holds 6 (bf16 logits and one fp32 copy),
@@ -297,12 +309,7 @@ static mem4d_report *dsa_estimate(const mem4d_model *m, const char *extra)
  * where the loss is the largest transient. */
 START_TEST(logprob_loss_memory)
 {
-    mem4d_model *m = NULL;
-    ck_assert_int_eq(mem4d_model_new(&m), MEM4D_OK);
-    static const char *const keys[][2] = {{"hidden_size", "256"}, {"num_layers", "2"}, {"num_attention_heads", "4"},
-                                          {"ffn_hidden_size", "1024"}, {"vocab_size", "32000"}};
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-        ck_assert_int_eq(mem4d_model_set_str(m, keys[i][0], keys[i][1]), MEM4D_OK);
+    mem4d_model *m = small_model("2");
     uint64_t peak[3];
     static const char *const mode[3] = {"logprob_loss=0", "logprob_loss=1", "logprob_loss=2"};
     for (int i = 0; i < 3; i++) {
@@ -316,6 +323,29 @@ START_TEST(logprob_loss_memory)
     const uint64_t logits = 1024 * 32000;
     ck_assert_uint_eq(peak[1] - peak[0], 2 * logits);
     ck_assert_uint_eq(peak[2] - peak[0], 6 * logits);
+    mem4d_model_free(m);
+}
+END_TEST
+
+/* fp8 with Megatron-Core: the delayed recipe keeps the output projection's
+ * fp8 copy of the attention output (a·d_v bytes per token and layer); the
+ * others save the bf16 input the attention keeps anyway. 4 layers, a·d_v =
+ * 256, 1024 tokens, one micro-batch in flight. */
+START_TEST(fp8_recipe_attention_output_copy)
+{
+    mem4d_model *m = small_model("4");
+    static const char *const recipe[] = {"fp8_recipe=delayed", "fp8_recipe=tensorwise", "fp8_recipe=mxfp8",
+                                         "fp8_recipe=blockwise", "fp8_recipe=custom"};
+    uint64_t act[5];
+    for (int i = 0; i < 5; i++) {
+        mem4d_layout *l = tu_layout("pp=1", "dp=1", "seq=1024", "mbs=1", "gbs=1", "fp8=1", recipe[i], NULL);
+        mem4d_report *r = tu_estimate(m, l, device);
+        act[i] = get(r, 0, MEM4D_TERM_ACTIVATIONS);
+        mem4d_report_free(r);
+        mem4d_layout_free(l);
+    }
+    for (int i = 1; i < 5; i++)
+        ck_assert_uint_eq(act[0] - act[i], 4 * 1024 * 256);
     mem4d_model_free(m);
 }
 END_TEST
@@ -1291,6 +1321,7 @@ int main(void)
     tcase_add_test(tc, overflow_is_range_not_wrap);
     tcase_add_test(tc, dsa_indexer_memory);
     tcase_add_test(tc, logprob_loss_memory);
+    tcase_add_test(tc, fp8_recipe_attention_output_copy);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

@@ -2009,6 +2009,8 @@ START_TEST(offload_optimizer_states_frees_the_state_between_steps)
     uint64_t v = 0;
     ck_assert_int_eq(mem4d_layout_get(fx.layout, MEM4D_LAYOUT_OPTIMIZER_STATE_OFFLOAD, &v), MEM4D_OK);
     ck_assert_uint_eq(v, 1);
+    ck_assert_int_eq(mem4d_layout_get(fx.layout, MEM4D_LAYOUT_FP8_RECIPE, &v), MEM4D_OK);
+    ck_assert_uint_eq(v, 2); /* --fp8-recipe mxfp8 */
     mem4d_device *dev = NULL;
     ck_assert_int_eq(mem4d_device_new_preset("gb200-186", &dev), MEM4D_OK);
     mem4d_report *on = NULL, *off = NULL;

@@ -324,6 +324,7 @@ export const ENUMS = Object.freeze({
         MEM4D_LAYOUT_MOE_SHARED_EXPERT_OVERLAP: 80,
         MEM4D_LAYOUT_OPTIMIZER_STATE_OFFLOAD: 81,
         MEM4D_LAYOUT_LOGPROB_LOSS: 82,
+        MEM4D_LAYOUT_FP8_RECIPE: 83,
     }),
     mem4d_moe_dispatcher: Object.freeze({
         MEM4D_MOE_DISPATCHER_ALLTOALL: 0,

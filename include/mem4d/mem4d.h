@@ -904,7 +904,15 @@ typedef enum mem4d_layout_param {
      * (slime's --entropy-coef not 0), which also keeps the fp32 logits and makes the entropy's
      * gradient beside the softmax's in backward, 12 bytes per logit. Framework megatron.
      * Default 0. @since 0.2 */
-    MEM4D_LAYOUT_LOGPROB_LOSS = 82
+    MEM4D_LAYOUT_LOGPROB_LOSS = 82,
+    /** "fp8_recipe": Transformer Engine's fp8 scaling recipe with ::MEM4D_LAYOUT_FP8 (Megatron's
+     * --fp8-recipe): 0 "delayed" (Megatron's default), 1 "tensorwise", 2 "mxfp8", 3 "blockwise",
+     * 4 "custom". Memory: with any recipe but delayed, Megatron-Core has the attention's output
+     * projection save its bf16 input, which the attention kernel keeps anyway, instead of an fp8
+     * copy of it (attention.py, set_save_original_input; Transformer Engine 2.6 and later), so
+     * the a·d_v bytes per token of that copy are not kept (doc/full-model.md). Framework
+     * megatron. Default 0. @since 0.2 */
+    MEM4D_LAYOUT_FP8_RECIPE = 83
 } mem4d_layout_param;
 
 /**

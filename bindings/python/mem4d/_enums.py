@@ -201,6 +201,7 @@ class LayoutParam(enum.IntEnum):
     MOE_SHARED_EXPERT_OVERLAP = 80
     OPTIMIZER_STATE_OFFLOAD = 81
     LOGPROB_LOSS = 82
+    FP8_RECIPE = 83
 
 
 class MoeDispatcher(enum.IntEnum):
