@@ -317,13 +317,13 @@ static void put_layout_string(struct m4d_out *o, const mem4d_model *m, const str
  * end virtual stages are written as a pipeline layout. */
 void m4d_megatron_put_pipeline(struct m4d_out *o, const mem4d_model *m, const mem4d_layout *l)
 {
-    unsigned long long first = lv(l, MEM4D_LAYOUT_FIRST_STAGE_LAYERS);
-    unsigned long long last = lv(l, MEM4D_LAYOUT_LAST_STAGE_LAYERS);
     unsigned long long p = lv(l, MEM4D_LAYOUT_PP), v = lv(l, MEM4D_LAYOUT_VPP);
     unsigned long long L = (unsigned long long)m->v[MEM4D_MODEL_NUM_LAYERS];
-    /* a split given per virtual stage (stages.c) has no flags but the layout string */
+    /* the split as stages.c forms it; one given per virtual stage has no
+     * flags but the layout string */
     struct m4d_split sp;
     m4d_split_init(&sp, l, m->v[MEM4D_MODEL_NUM_LAYERS], m->v[MEM4D_MODEL_MTP_LAYERS]);
+    unsigned long long first = sp.first, last = sp.last;
     if (m4d_split_by_vstage(&sp) && (sp.nvs || sp.p * sp.v >= 2)) {
         put_layout_string(o, m, &sp);
         return;

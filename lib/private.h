@@ -186,6 +186,7 @@ struct m4d_split {
     uint64_t nvs;                  /* virtual stages of a layer table (0: none) */
     const uint16_t *vs, *vs_first; /* the table: layers and first layer of each virtual stage */
     uint64_t mtp;                  /* multi-token-prediction modules, on the last rank */
+    const uint64_t *lv;            /* the layout's keys, a form's own parameters (NULL: none; stages.c) */
     uint64_t ranks[3];             /* m4d_split_init(): layers of rank 0, a middle rank, rank p - 1 (no table) */
 };
 
@@ -488,6 +489,14 @@ static inline bool m4d_recompute_layers_ok(const struct m4d_ctx *x)
 /* Fill a split from a layout's keys and table, for a model of L layers and
  * mtp MTP modules (m4d_resolve(); the Megatron-LM writer). */
 void m4d_split_init(struct m4d_split *sp, const mem4d_layout *l, uint64_t L, uint64_t mtp);
+/* The split at p ranks of v chunks each: what its form derives from p and
+ * v, and the cache of m4d_split_rank_layers() (m4d_split_init() ends with it). */
+void m4d_split_at(struct m4d_split *sp, uint64_t p, uint64_t v);
+/* The split a search tries at p ranks (v = 1) for a base layout's split:
+ * the base's form at p, or for an even base whose layers do not split over
+ * p, when `uneven`, the search's uneven ends (m4d_split_uneven_ends). false
+ * when p has none; which v hold is m4d_split_check()'s. */
+bool m4d_split_search_at(const struct m4d_split *base, uint64_t p, bool uneven, struct m4d_split *out);
 /* The one rule of a split: MEM4D_OK, or the status and a sentence naming
  * the numbers at fault (why may be NULL). */
 mem4d_status m4d_split_check(const struct m4d_split *sp, char *why, size_t why_size);

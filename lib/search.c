@@ -368,24 +368,18 @@ struct p_split {
     struct m4d_split sp;
 };
 
-static void p_split_of(const mem4d_search *s, const struct m4d_split *base_split, bool per_vstage, bool uneven,
-                       uint64_t L, uint64_t p, struct p_split *q)
+static void p_split_of(const mem4d_search *s, const struct m4d_split *base_split, uint64_t p, struct p_split *q)
 {
     q->known = true;
-    q->first = s->base.v[MEM4D_LAYOUT_FIRST_STAGE_LAYERS];
-    q->last = s->base.v[MEM4D_LAYOUT_LAST_STAGE_LAYERS];
-    q->ok = !(!per_vstage && !uneven && L % p != 0 &&
-              (!s->opt[MEM4D_SEARCH_UNEVEN_STAGES] || !m4d_split_uneven_ends(L, p, &q->first, &q->last)));
+    q->ok = m4d_split_search_at(base_split, p, s->opt[MEM4D_SEARCH_UNEVEN_STAGES] != 0, &q->sp);
     if (!q->ok)
         return;
-    if (per_vstage)
-        q->first = q->last = 0;
+    q->first = q->sp.first;
+    q->last = q->sp.last;
     /* the split's own rule decides which v hold (stages.c) */
-    q->sp = *base_split;
-    q->sp.p = p, q->sp.first = q->first, q->sp.last = q->last;
     q->vmax = m4d_split_vpp_max(&q->sp);
     for (uint64_t v = 1; v <= q->vmax && v < P_SPLIT_V; v++) {
-        q->sp.v = v;
+        m4d_split_at(&q->sp, p, v);
         if (m4d_split_check(&q->sp, NULL, 0) == MEM4D_OK)
             q->vbits[v / 64] |= UINT64_C(1) << (v % 64);
     }
@@ -395,7 +389,7 @@ static bool p_split_allows(struct p_split *q, uint64_t v)
 {
     if (v < P_SPLIT_V)
         return (q->vbits[v / 64] >> (v % 64)) & 1u;
-    q->sp.v = v;
+    m4d_split_at(&q->sp, q->sp.p, v);
     return m4d_split_check(&q->sp, NULL, 0) == MEM4D_OK;
 }
 
@@ -412,7 +406,6 @@ static bool build_groups(mem4d_search *s)
      * virtual stages, a layer table; each (p, v) below takes that form. */
     struct m4d_split base_split;
     m4d_split_init(&base_split, &s->base, L, s->model.v[MEM4D_MODEL_MTP_LAYERS]);
-    bool per_vstage = m4d_split_by_vstage(&base_split), uneven = base_split.first || base_split.last;
     uint64_t div[M4D_MAX_DIVISORS];
     size_t nd = m4d_divisors(world, div, M4D_MAX_DIVISORS);
     /* a model with experts and no ep given: ep over the divisors of the experts */
@@ -441,7 +434,7 @@ static bool build_groups(mem4d_search *s)
                     continue;
                 struct p_split *q = &ps[k];
                 if (!q->known)
-                    p_split_of(s, &base_split, per_vstage, uneven, L, p, q);
+                    p_split_of(s, &base_split, p, q);
                 if (!q->ok)
                     continue;
                 uint64_t first = q->first, last = q->last;

@@ -30,10 +30,32 @@ void m4d_split_init(struct m4d_split *sp, const mem4d_layout *l, uint64_t L, uin
     sp->vs = l->vs;
     sp->vs_first = l->vs_first;
     sp->mtp = mtp;
+    sp->lv = v;
+    m4d_split_at(sp, sp->p, sp->v);
+}
+
+void m4d_split_at(struct m4d_split *sp, uint64_t p, uint64_t v)
+{
+    sp->p = p ? p : 1;
+    sp->v = v ? v : 1;
     /* valid or not, nothing below divides by zero: p, v >= 1, rank_mid() checks its ends */
     sp->ranks[0] = m4d_split_rank_layers_of(sp, 0);
     sp->ranks[1] = sp->p > 2 ? m4d_split_rank_layers_of(sp, 1) : 0;
     sp->ranks[2] = m4d_split_rank_layers_of(sp, sp->p - 1);
+}
+
+bool m4d_split_search_at(const struct m4d_split *base, uint64_t p, bool uneven, struct m4d_split *out)
+{
+    *out = *base;
+    if (m4d_split_by_vstage(out)) /* a form per virtual stage has no end ranks */
+        out->first = out->last = 0;
+    m4d_split_at(out, p, 1);
+    if (!m4d_split_even(out) || out->L % out->p == 0)
+        return true;
+    if (!uneven || !m4d_split_uneven_ends(out->L, out->p, &out->first, &out->last))
+        return false;
+    m4d_split_at(out, p, 1);
+    return true;
 }
 
 /* Layers of a middle virtual stage with shorter ends. */
