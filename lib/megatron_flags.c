@@ -591,8 +591,7 @@ const struct m4d_trainer_flag m4d_trainer_flags[] = {
     {"log-correct-samples", "slime", NULL},
     {"log-multi-turn", "slime", NULL},
     {"log-passrate", "slime", NULL},
-    {"log-probs-chunk-size", "slime",
-     "computes the log-probabilities in chunks of that many tokens; the estimate keeps Megatron's cross entropy at the head"},
+    {"log-probs-chunk-size", "slime", NULL}, /* every chunk keeps its softmax: the loss still holds 8 bytes per logit */
     {"log-probs-max-tokens-per-gpu", "slime",
      "packs its forward-only log-probability pass up to that many tokens per GPU; the estimate is the training step's"},
     {"log-reward-category", "slime", NULL},
