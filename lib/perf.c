@@ -139,7 +139,11 @@ static const struct stack {
  * waits for, so none of the backward's four collectives hides under a GEMM,
  * where Megatron overlaps the two reduce-scatters (and its re-gathers of
  * the input, which DTensor does not need: it saves the gathered input)
- * with the weight-gradient GEMMs. Without async TP (tp_comm_overlap). */
+ * with the weight-gradient GEMMs. Without async TP (tp_comm_overlap).
+ * Under torchtitan's selective "op" recompute the policy's _save_list
+ * (mm, the SDPA kernels, reduce_scatter_tensor, max) keeps the
+ * reduce-scatters' outputs but not the all-gathers', so the recompute
+ * gathers each column-parallel input again: two more collectives a layer. */
 /* Element-wise work as eager PyTorch runs it (torchtitan without
  * torch.compile), in bf16 elements (2 bytes) moved per element and forward:
  * RMSNorm is at::rms_norm's composite (aten/src/ATen/native/layer_norm.cpp:
@@ -549,12 +553,15 @@ static double tp_time(const struct m4d_ctx *x, const struct m4d_perf_group *pg, 
     if (pg->tp_lat == 0 && pg->tp_per_b == 0)
         return 0;
     double t = D(x->t), one = pg->tp_lat + b * pg->tp_per_b;
+    /* torchtitan's op policy saves the reduce-scatters' outputs, not the
+     * all-gathers': its recompute gathers the two inputs again (DTENSOR_TP) */
+    double regather = pg->mc.dtensor_tp && pg->mc.op_sac && x->recompute == 1 ? 2 : 0;
     if (x->tp_overlap) {
         double chunked = one / t + MAX0(one * (t - 1) / t - gemm_mean);
-        return (4 * passes_fwd + 6) * chunked;
+        return (4 * passes_fwd + 6 + regather) * chunked;
     }
     if (pg->mc.dtensor_tp) /* DTENSOR_TP: the backward's 2 gathers and 2 reduce-scatters, all exposed */
-        return 4 * passes_fwd * one + 4 * one;
+        return 4 * passes_fwd * one + (4 + regather) * one;
     return 4 * passes_fwd * one + 2 * one + 4 * MAX0(one - gemm_mean);
 }
 

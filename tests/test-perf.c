@@ -670,7 +670,7 @@ END_TEST
 /* torchtitan's stacks: DTensor's TP exposes the backward's four
  * collectives where Megatron hides two reduce-scatters under the
  * weight-gradient GEMMs (more TP seconds than the middle stack, same
- * forward), and FSDP2 copies every gathered weight out of the all-gather
+ * forward), its op recompute gathers the inputs again, and FSDP2 copies every gathered weight out of the all-gather
  * buffer twice and every gradient into the reduce-scatter buffer: with
  * zero_stage 3 the compute of a 16-layer model grows by at least its
  * weights' 2 (2 + 2) + 2 + 4 = 14 bytes per weight over HBM against
@@ -683,6 +683,10 @@ START_TEST(torchtitan_tp_and_fsdp2_copies)
     const mem4d_metric TP = MEM4D_METRIC_TP_COMM_S, C = MEM4D_METRIC_COMPUTE_TIME_S;
     double tt = with(m, l, d, "stack", "torchtitan-compile", TP), mid = with(m, l, d, "stack", "middle", TP);
     ck_assert_msg(tt > mid * 1.2, "%g %g", tt, mid); /* 8 collectives a layer against 6 */
+    /* the op policy re-gathers the two inputs in its recompute (10 against 8) */
+    ck_assert_int_eq(mem4d_layout_set_str(l, "recompute", "selective"), MEM4D_OK);
+    double tts = with(m, l, d, "stack", "torchtitan-compile", TP), mids = with(m, l, d, "stack", "middle", TP);
+    ck_assert_msg(tts > tt * 1.2 && mids == mid, "%g %g %g %g", tts, tt, mids, mid);
     mem4d_layout_free(l);
     mem4d_model_free(m);
     m = tu_model("llama3.2-1b");
