@@ -257,16 +257,23 @@ static mem4d_layout *layout_of(const struct table *t, char **f, const char *id)
     else
         set(l, "dist_opt", dopt, id);
     const char *ov = val(t, f, "overlap_dp", b, sizeof b);
+    bool nemotron = !strcmp(col(t, f, "source"), "nemotron4-reports");
     /* The Nemotron-4 reports do not state the DP overlaps; NVIDIA's
      * NeMo-Framework-Launcher configs of those models set them
      * (launcher_scripts/conf/training/nemotron/nemotron_15b.yaml@089b90e6
      * and nemotron_340b.yaml@3be81fc1: overlap_grad_sync, overlap_param_sync). */
-    if (!*ov && !strcmp(col(t, f, "source"), "nemotron4-reports"))
+    if (!*ov && nemotron)
         ov = "1";
     set(l, "overlap_grad_reduce", ov, id);
     set(l, "overlap_param_gather", ov, id);
-    if (strcmp(col(t, f, "source"), "moe-modelzoo") != 0)
-        set(l, "tp_comm_overlap", val(t, f, "tp_comm_overlap", b, sizeof b), id);
+    const char *tov = strcmp(col(t, f, "source"), "moe-modelzoo") ? val(t, f, "tp_comm_overlap", b, sizeof b) : "";
+    /* The 15B's config, the one its DP overlaps come from, also sets
+     * ub_tp_comm_overlap: True. (The 340B's own pretraining config,
+     * nemotron_340b.yaml@7c842fcd, "actual GPU/GBS numbers used in
+     * pretraining", sets it False: the 340B rows keep their column.) */
+    if (!*tov && nemotron && !strcmp(col(t, f, "model"), "Nemotron-4-15B"))
+        tov = "1";
+    set(l, "tp_comm_overlap", tov, id);
     if (strncmp(col(t, f, "precision"), "fp8", 3) == 0)
         set(l, "fp8", "1", id);
     return l;
