@@ -179,7 +179,7 @@ static const struct stack {
  * predicted by a device calibrated on the first run of their weak-scaling
  * series (tests/test-throughput.c prints both). */
 #define BAND_LOW 0.934
-#define BAND_HIGH 1.336
+#define BAND_HIGH 1.319
 #define BAND_CAL_LOW 0.949
 #define BAND_CAL_HIGH 1.098
 
@@ -283,6 +283,7 @@ static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device
         .hbm = D(dv[MEM4D_DEVICE_HBM_BANDWIDTH]),
         .domain = dv[MEM4D_DEVICE_NVLINK_DOMAIN] ? D(dv[MEM4D_DEVICE_NVLINK_DOMAIN]) : gpn,
         .kernel = D(dv[MEM4D_DEVICE_KERNEL_OVERHEAD_NS]) * 1e-9,
+        .host_op = EAGER_OP_S,
         .sms = D(dv[MEM4D_DEVICE_SM_COUNT]),
         .wave_lost = gl == 3 ? WAVE_LOST_CUDA11 : WAVE_LOST,
         .inv_sms = dv[MEM4D_DEVICE_SM_COUNT] ? 1 / D(dv[MEM4D_DEVICE_SM_COUNT]) : 0,
@@ -671,6 +672,10 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
     if (pg->moe.on) { /* an expert layer's TP collectives, its dispatch and combine */
         u.layer_tp *= pg->moe.tp_share;
         u.layer_ep = m4d_moe_exposed(x, &pg->moe, &mt, u.layer_fwd, u.layer_bwd, mlp, pf) * ho.moe_share;
+        /* the GPU waiting for the host (lib/perf_moe.c), counted with the router's launches */
+        double host = m4d_moe_host(x, &pg->moe, u.layer_fwd, u.layer_bwd, u.layer_ep + u.layer_tp, pf) * ho.moe_share;
+        u.layer_compute += host;
+        u.layer_router += host;
     }
     /* ZeRO-3 / FSDP: the layer's weights are gathered before its forward
      * and again before its backward, its gradients reduce-scattered after;

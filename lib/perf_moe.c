@@ -36,6 +36,54 @@
  * activation, combine (2), unpermute; the backward launches twice as many
  * (Megatron-Core moe_layer.py / token_dispatcher.py). */
 #define MOE_KERNELS_FWD 12.0
+/* Host work of an expert layer (Megatron-Core 1e057005, the revision of
+ * the Megatron-MoE-ModelZoo runs, with Transformer Engine 2.2, the
+ * ModelZoo's container, dockers/Dockerfile@31c5686): the eager ops the host
+ * issues, each EAGER_OP_S of host time. Forward, besides the expert GEMMs:
+ * the attention block 12 (transformer_layer.py, attention.py with TE
+ * modules: norm, sequence-parallel all-gather and QKV GEMM, q and k norms,
+ * RoPE on q and k, attention, projection GEMM and reduce-scatter,
+ * bias-dropout-add, the pre-MLP norm), the router 21 (router.py and
+ * moe_utils.py: fp32 casts of input and weight and the gating GEMM; top-k,
+ * softmax, two zeros_like, two scatters, the int and bool casts and the
+ * count of topk_softmax_with_capacity; the aux loss's softmax, its TP
+ * all-reduce, sum, product, sum and scale; the tracker's division, index
+ * and add), the dispatcher 26 (token_dispatcher.py, _DeepepManager and
+ * fused_a2a.py: the top-k of setup_metadata, DeepEP's layout, notify and
+ * dispatch kernels and three output allocations, _indices_to_multihot's 14
+ * (two zeros, the mask, two boolean indexings, arange, sum,
+ * repeat_interleave, two index_puts, the bool cast), TE's permute with
+ * probabilities 5), the experts' other work 10 (TEGroupedMLP: the input
+ * splits, output allocations and multi-stream events of two GroupedLinear,
+ * the weighted SwiGLU), unpermute and combine 4; plus one GEMM per local
+ * expert and linear. The backward issues twice the forward's ops besides
+ * the experts (the convention of KERNELS_FWD, lib/perf.c) and per local
+ * expert and linear four: the dgrad and wgrad GEMMs, the placeholder
+ * gradient handle_custom_ddp_from_mcore allocates, and the weight's
+ * gradient accumulation with Megatron's DDP hook (grouped_linear.py@
+ * release_v2.2, _GroupedLinear.backward). */
+#define MOE_HOST_ATTN 12.0
+#define MOE_HOST_ROUTER 21.0
+#define MOE_HOST_PREPROCESS 1.0
+#define MOE_HOST_FWD (MOE_HOST_ATTN + MOE_HOST_ROUTER + MOE_HOST_PREPROCESS + 25.0 + 10.0 + 4.0)
+/* Ops issued after the dispatcher's device-to-host synchronisations before
+ * a kernel that outlasts its successors' issue (the launches the GPU,
+ * drained by the synchronisation, runs as fast as the host issues them):
+ * DeepEP (Megatron-Core's flex dispatcher) waits on the host for the
+ * notify kernel's counts (buffer.dispatch: "the CPU will wait for GPU's
+ * signal to arrive"), then allocates and launches the dispatch (4 ops);
+ * _indices_to_multihot then synchronises three times (two boolean
+ * indexings and repeat_interleave size their outputs on the host: 4 and 3
+ * ops between them, 9 after the last: index, index_put, bool cast, TE's
+ * permute, the GroupedLinear's split and allocation before its first GEMM),
+ * 20 in all; HybridEP, another backend of that dispatcher, is taken alike.
+ * The allgather dispatcher's tokens_per_expert .cpu() drains the compute
+ * stream before its permute and its probabilities' masked_select, 10. The
+ * alltoall dispatcher copies its counts on a side stream
+ * (cuda_dtoh_stream) and waits for that copy alone, the compute stream
+ * keeping its queue: 0; with the capacity padded, nothing to wait for. */
+#define MOE_SYNC_OPS_FLEX 20.0
+#define MOE_SYNC_OPS_ALLGATHER 10.0
 /* Bytes per router logit (fp32) over a forward: the logits written, read
  * by the fused softmax/top-k, the scores written, read by the auxiliary
  * loss; the backward moves as many. */
@@ -168,6 +216,26 @@ void m4d_moe_prepare(const struct m4d_ctx *x, const mem4d_device *dev, const str
      * writes fe per row, else reads and writes fe */
     g->act_per_b = 2 * g->rows_per_b * (x->gated ? 3 : 2) * fe * mc->inv_hbm;
     g->kernels = (MOE_KERNELS_FWD + 2 * El) * mc->kernel;
+    /* the host's ops (MOE_HOST_*); a CUDA graph replays its scope's ops
+     * from one launch (Megatron's --cuda-graph-scope: attn, moe_router,
+     * moe_preprocess; moe, the whole layer or the whole iteration only with
+     * static shapes, hence no synchronisation either) */
+    uint64_t sc = x->graph_scope;
+    bool iter = x->cuda_graph == MEM4D_CUDA_GRAPH_FULL_ITERATION, graph = x->cuda_graph != 0 && !iter;
+    bool all = graph && sc == 0, moe = all || (graph && (sc & M4D_GRAPH_MOE));
+    double attn = all || (graph && (sc & M4D_GRAPH_ATTN)) ? 1 : MOE_HOST_ATTN;
+    double router = graph && (sc & M4D_GRAPH_MOE_ROUTER) ? 1 : MOE_HOST_ROUTER;
+    double pre = graph && (sc & M4D_GRAPH_MOE_PREPROCESS) ? 1 : MOE_HOST_PREPROCESS;
+    double block = moe ? 1 : router + pre + MOE_HOST_FWD - MOE_HOST_ATTN - MOE_HOST_ROUTER - MOE_HOST_PREPROCESS;
+    double gemms = moe ? 0 : El;
+    g->host_fwd = iter ? 0 : (attn + block + 2 * gemms) * mc->host_op;
+    g->host_bwd = iter ? 0 : (2 * (attn + block) + 8 * gemms) * mc->host_op;
+    double sync_ops = 0;
+    if (x->dispatcher == MEM4D_MOE_DISPATCHER_DEEPEP || x->dispatcher == MEM4D_MOE_DISPATCHER_HYBRIDEP)
+        sync_ops = MOE_SYNC_OPS_FLEX;
+    else if (x->dispatcher == MEM4D_MOE_DISPATCHER_ALLGATHER)
+        sync_ops = MOE_SYNC_OPS_ALLGATHER;
+    g->stretch = iter || moe ? 0 : sync_ops * MAX0(mc->host_op - mc->kernel);
     dispatch_prepare(x, dev, mc, g, tok, imb);
     /* DeepEP's and HybridEP's kernels hold their SMs while they run beside
      * the compute they overlap */
@@ -252,4 +320,27 @@ double m4d_moe_exposed(const struct m4d_ctx *x, const struct m4d_moe_group *g, c
         alone = (v > 1 ? 2 * (p - 1) + (v - 1) * p : p - 1) + 1;
     double f = steps > 0 ? MIN(alone / steps, 1) : 0;
     return recompute + (1 - f) * paired + f * 4 * c;
+}
+
+double m4d_moe_host(const struct m4d_ctx *x, const struct m4d_moe_group *g, double fwd, double bwd, double comm,
+                    double passes_fwd)
+{
+    /* Each forward of the layer runs its dispatcher's synchronisations
+     * (again in a full recompute's re-run and in a recompute of the moe
+     * module), after which the GPU waits for the host's next launches: the
+     * host's lead is gone at every expert layer, so the forward runs at the
+     * slower of its GPU and its host work, at least stretch behind. The
+     * backward has no synchronisation (DeepEP's cached dispatch and combine,
+     * the alltoall splits of the forward); the host keeps its lead but runs
+     * no faster than it issues. With the EP overlap one host thread issues a
+     * forward and a backward together (model_chunk_schedule_plan.py). */
+    double rerun = passes_fwd - 1, forwards = passes_fwd;
+    if (x->recompute == 1 && (x->rc_modules & M4D_RC_MOE))
+        forwards += 1;
+    double hf = g->host_fwd, hb = g->host_bwd + rerun * g->host_fwd;
+    if (x->ep_overlap)
+        return MAX(MAX0(hf + hb - (fwd + bwd + rerun * fwd + comm)), forwards * g->stretch);
+    double f = MAX(MAX0(hf - fwd - 0.5 * comm), g->stretch);
+    double b = MAX(MAX0(hb - bwd - rerun * fwd - 0.5 * comm), (forwards - 1) * g->stretch);
+    return f + b;
 }

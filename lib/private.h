@@ -725,6 +725,7 @@ struct m4d_machine {
     double hbm, inv_hbm; /* bytes/s of HBM and its inverse; 0: not modelled */
     double domain;       /* GPUs sharing one NVLink domain */
     double kernel;       /* seconds per kernel launch / dependency */
+    double host_op;      /* host seconds of one eager op issued back to back (EAGER_OP_S, lib/perf.c) */
     double sms, inv_sms; /* SMs for wave quantisation; 0: none */
     double wave_lost;    /* share of a partial last wave's idle SM time a GEMM loses (lib/perf.c) */
     struct m4d_link intra, inter;
@@ -764,6 +765,8 @@ struct m4d_moe_group {
     double router_per_b;    /* router GEMM, top-k, aux loss, permute and unpermute: forward seconds per sample */
     double act_per_b;       /* the experts' activation: forward seconds per sample */
     double kernels;         /* launch seconds of an expert layer's forward */
+    double host_fwd, host_bwd; /* host seconds that issue an expert layer's forward and backward */
+    double stretch;         /* GPU seconds lost after the dispatcher's host synchronisations, per forward */
     double comm_lat, comm_per_b; /* one dispatch (or combine): latency, seconds per sample */
     double sm_keep;         /* share of the SMs compute keeps beside DeepEP / HybridEP kernels */
     double tp_share;        /* share of a dense layer's TP collectives an expert layer runs */
@@ -783,6 +786,12 @@ void m4d_moe_time(const struct m4d_machine *mc, const struct m4d_moe_group *g, d
  * shared expert's forward (shared_fwd: the shared-expert overlap). */
 double m4d_moe_exposed(const struct m4d_ctx *x, const struct m4d_moe_group *g, const struct m4d_moe_time *t,
                        double fwd, double bwd, double shared_fwd, double passes_fwd);
+/* Seconds one expert layer and micro-batch waits for the host: the launches
+ * the GPU outruns after the dispatcher's device-to-host synchronisations,
+ * and a forward or backward whose host work outlasts its GPU work (fwd,
+ * bwd: the layer's compute; comm: its exposed collectives). */
+double m4d_moe_host(const struct m4d_ctx *x, const struct m4d_moe_group *g, double fwd, double bwd, double comm,
+                    double passes_fwd);
 /* `streams` concurrent GEMMs of m x n x k at `rate` FLOP/s, inputs of `eb`
  * bytes: wave quantisation over their tiles together, rows padded to the
  * tile, the K pipeline fill, or their HBM traffic (lib/perf.c). */
