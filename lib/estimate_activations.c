@@ -731,7 +731,7 @@ void m4d_stage_activations(bool *ok, const struct m4d_ctx *x, struct shared *sh,
     *stranded = 0;
     if (r == x->p - 1) {
         act = add(ok, act,
-                  add(ok, sh->head_keep, mul(ok, mul(ok, x->experts ? sh->A : sh->A_dense, m4d_split_mtp(&x->split, r)), mtp_units)));
+                  add(ok, sh->head_keep, mul(ok, mul(ok, sh->A_mtp, m4d_split_mtp(&x->split, r)), mtp_units)));
         act = add(ok, act, sh->pp_kept);
         uint64_t layer = transient;
         if (sh->loss > transient) {

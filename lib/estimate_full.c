@@ -250,6 +250,9 @@ static void shared_init(bool *ok, const struct m4d_ctx *x, const mem4d_device *d
     }
     sh->T = tokens(ok, x);
     sh->A_dense = act->A_dense, sh->A = act->A, sh->core_live = act->core_live, sh->backward = act->backward;
+    /* an MTP module is a GPT layer, an expert one with experts, even beside
+     * a layer pattern (whose kinds replace A below) */
+    sh->A_mtp = x->experts ? act->A : act->A_dense;
     sh->mbk.have = false;
     if (x->nlt) {
         pattern_init(ok, x, sh);

@@ -78,6 +78,7 @@ struct shared {
     uint64_t emb;             /* V_p·h/t */
     uint64_t T;               /* tokens of a micro-batch on a rank */
     uint64_t A, C;            /* A_layer and a full-recompute checkpoint */
+    uint64_t A_mtp;           /* an MTP module's layer (a GPT layer of the model's dimensions) */
     uint64_t core_live;       /* selective recompute: one re-run attention core */
     uint64_t backward;        /* one layer's backward working set */
     uint64_t head_keep, loss; /* last stage (head_bytes) */

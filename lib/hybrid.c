@@ -107,8 +107,10 @@ mem4d_status m4d_pattern_check(const mem4d_model *m, char *why, size_t n)
                 (unsigned long long)v[MEM4D_MODEL_NUM_LAYERS], (unsigned)m->nlt);
         return MEM4D_E_MODEL;
     }
-    if (v[MEM4D_MODEL_MTP_LAYERS]) {
-        m4d_msg(why, n, "multi-token prediction beside a layer pattern is not modelled "
+    /* an MTP module is counted as a GPT layer of the model's dimensions
+     * (model.c pattern_total): only beside attention layers */
+    if (v[MEM4D_MODEL_MTP_LAYERS] && !has_symbol(m, '*')) {
+        m4d_msg(why, n, "multi-token prediction beside a layer pattern without attention layers is not modelled "
                         "(set mtp_num_layers to 0)");
         return MEM4D_E_MODEL;
     }

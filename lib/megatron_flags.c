@@ -172,6 +172,7 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     WORD_ROW("exp-avg-dtype", MF_EXP_AVG_DTYPE, c_state_dtype),
     WORD_ROW("exp-avg-sq-dtype", MF_EXP_AVG_SQ_DTYPE, c_state_dtype),
     TEXT_ROW("experimental-attention-variant", MF_ATTN_VARIANT),
+    TEXT_ROW("linear-attention-type", MF_ATTN_VARIANT), /* its earlier name (Megatron-LM@ba3682c) */
     INT_ROW("expert-model-parallel-size", MF_EP, -1),
     INT_ROW("expert-tensor-parallel-size", MF_ETP, -1),
     SWITCH_ROW("external-cuda-graph", MF_EXTERNAL_CUDA_GRAPH),
@@ -342,6 +343,7 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     SKIP_ROW("no-save-optim"),
     SKIP_ROW("no-save-rng"),
     SKIP_ROW("no-shared-fs"),
+    SKIP_ROW("no-weight-decay-cond-type"),
     SKIP_ROW("non-persistent-ckpt-type"),
     SKIP_ROW("non-persistent-save-interval"),
     SKIP_ROW("norm-epsilon"),

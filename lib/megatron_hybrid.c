@@ -57,6 +57,56 @@ static bool hybrid_spec(const char *spec)
            strncmp(spec, "megatron.core.models.mamba.", 27) == 0;
 }
 
+/* Megatron-Core's names of Gated DeltaNet as an attention variant
+ * (transformer_config.py experimental_attention_variant; earlier
+ * --linear-attention-type gated_delta_net). */
+static bool gdn_variant(const char *v)
+{
+    return strcmp(v, "gated_delta_net") == 0 || strcmp(v, "gdn") == 0;
+}
+
+/* Gated DeltaNet inside GPT layers (--experimental-attention-variant gdn
+ * --linear-attention-freq F; experimental_attention_variant_module_specs.py
+ * get_linear_attention_pattern): layer i (from 0) mixes with Gated DeltaNet
+ * unless F is an integer N and (i + 1) % N == 0, or F is a list
+ * expression whose i-th entry is 0 (softmax attention). Each GPT layer is
+ * the mixer and its MLP, two symbols of a layer pattern: G or *, then E for
+ * an expert layer (--moe-layer-freq) or - for a dense one. */
+static mem4d_status gdn_gpt_pattern(mem4d_import *imp, const struct m4d_opt_val *vals, const mem4d_model *m,
+                                    char *out, size_t size)
+{
+    const char *f = vals[MF_LA_FREQ].s;
+    uint64_t L = m->v[MEM4D_MODEL_NUM_LAYERS], first = 0, period = 1, mask = 1;
+    if (L == 0 || 2 * L >= size)
+        return m4d_imp_fail(imp, MEM4D_E_MISSING, "--linear-attention-freq needs --num-layers (1 to %d)",
+                            (int)(size / 2 - 1));
+    if (strchr(f, '[')) {
+        size_t n;
+        bool fits;
+        if (!m4d_moe_pattern_read(f, &n, &fits, &first, &period, &mask) || !fits || n != L)
+            return m4d_imp_fail(imp, MEM4D_E_PARSE, "--linear-attention-freq '%.64s' is not a list expression of "
+                                "%llu 0s and 1s (like \"([1]*3+[0])*12\")", f, (unsigned long long)L);
+    } else {
+        TRY(m4d_megatron_parse_int(imp, "linear-attention-freq", f, &period));
+        if (period == 0 || period > 64)
+            return m4d_imp_fail(imp, MEM4D_E_RANGE, "--linear-attention-freq %llu must be between 1 and 64",
+                                (unsigned long long)period);
+        mask = (period == 64 ? ~UINT64_C(0) : (UINT64_C(1) << period) - 1) & ~(UINT64_C(1) << (period - 1));
+    }
+    struct m4d_ctx x = {0};
+    x.experts = m->v[MEM4D_MODEL_NUM_EXPERTS];
+    x.first_dense = m->v[MEM4D_MODEL_MOE_FIRST_DENSE];
+    x.moe_period = m->v[MEM4D_MODEL_MOE_LAYER_FREQ] ? m->v[MEM4D_MODEL_MOE_LAYER_FREQ] : 1;
+    x.moe_mask = m->v[MEM4D_MODEL_MOE_LAYER_MASK];
+    for (uint64_t i = 0; i < L; i++) {
+        bool la = i >= first && ((mask >> ((i - first) % period)) & 1u);
+        out[2 * i] = la ? 'G' : '*';
+        out[2 * i + 1] = m4d_is_moe_layer(&x, i) ? 'E' : '-';
+    }
+    out[2 * L] = '\0';
+    return MEM4D_OK;
+}
+
 /* Does the model (a config.json read before the flags) already carry a
  * layer pattern with Gated DeltaNet layers? */
 static bool has_gdn_pattern(const mem4d_model *m)
@@ -74,10 +124,13 @@ static mem4d_status hybrid_refusals(mem4d_import *imp, const struct m4d_opt_val 
         return m4d_imp_fail(imp, MEM4D_E_UNSUPPORTED, "--heterogeneous-layers-config-%s describes each layer in a "
                             "config.json the flags do not carry; read that file with --hf-config (its "
                             "block_configs become a layer pattern)", GIVEN(MF_HETERO_PATH) ? "path" : "encoded-json");
-    if (GIVEN(MF_ATTN_VARIANT) || GIVEN(MF_LA_FREQ))
-        return m4d_imp_fail(imp, MEM4D_E_UNSUPPORTED, "Gated DeltaNet inside transformer layers "
-                            "(--experimental-attention-variant, --linear-attention-freq) is read only as a hybrid "
-                            "layer pattern: write the layers with --hybrid-layer-pattern (G for Gated DeltaNet)");
+    if (GIVEN(MF_ATTN_VARIANT) && !gdn_variant(vals[MF_ATTN_VARIANT].s))
+        return m4d_imp_fail(imp, MEM4D_E_UNSUPPORTED, "--experimental-attention-variant %.32s is not read; only "
+                            "Gated DeltaNet (gated_delta_net, gdn) with --linear-attention-freq is",
+                            vals[MF_ATTN_VARIANT].s);
+    if (GIVEN(MF_ATTN_VARIANT) != GIVEN(MF_LA_FREQ))
+        return m4d_imp_fail(imp, MEM4D_E_MISSING, "Gated DeltaNet inside transformer layers needs both "
+                            "--experimental-attention-variant (or --linear-attention-type) and --linear-attention-freq");
     if (GIVEN(MF_SPEC) && !hybrid_spec(vals[MF_SPEC].s)) {
         /* slime's Qwen3.5 / Qwen3-Next spec builds its layers from the
          * Hugging Face config: with that config read first (--hf-config) its
@@ -158,7 +211,16 @@ mem4d_status m4d_megatron_apply_hybrid(mem4d_import *imp, const struct m4d_opt_v
     const char *flag = GIVEN(MF_HYBRID_PATTERN) ? "--hybrid-layer-pattern" : "--hybrid-override-pattern";
     static char built[M4D_MAX_PATTERN + 1];
     char main_part[M4D_MAX_PATTERN * 2 + 1];
-    if (!text && (GIVEN(MF_IS_HYBRID) || GIVEN(MF_HYBRID_ATTN) || GIVEN(MF_HYBRID_MLP))) {
+    bool gpt_halves = false; /* a GPT layer is two symbols (mixer, MLP) of the pattern */
+    if (GIVEN(MF_LA_FREQ)) {
+        if (text || GIVEN(MF_IS_HYBRID))
+            return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "--linear-attention-freq places Gated DeltaNet in GPT "
+                                "layers; a hybrid model's pattern places its own (give one of them)");
+        TRY(gdn_gpt_pattern(imp, vals, m, built, sizeof built));
+        text = built;
+        flag = "--linear-attention-freq";
+        gpt_halves = true;
+    } else if (!text && (GIVEN(MF_IS_HYBRID) || GIVEN(MF_HYBRID_ATTN) || GIVEN(MF_HYBRID_MLP))) {
         /* older Megatron-LM (--is-hybrid-model, or pretrain_mamba.py, whose
          * model is hybrid by its ratios): the pattern from --num-layers and
          * the ratios, none meaning every layer Mamba-2 */
@@ -195,9 +257,16 @@ mem4d_status m4d_megatron_apply_hybrid(mem4d_import *imp, const struct m4d_opt_v
     TRY(SET_M(m, MEM4D_MODEL_MOE_FIRST_DENSE, 0, flag));
     TRY(SET_M(m, MEM4D_MODEL_MOE_LAYER_FREQ, 1, flag));
     TRY(SET_M(m, MEM4D_MODEL_MOE_LAYER_MASK, 1, flag));
-    if (GIVEN(MF_NUM_LAYERS) && U(MF_NUM_LAYERS) != m->v[MEM4D_MODEL_NUM_LAYERS])
+    if (gpt_halves) { /* the flags' uneven ends count GPT layers */
+        if (l->nvs)
+            return m4d_imp_fail(imp, MEM4D_E_UNSUPPORTED, "a pipeline layout over GPT layers with Gated DeltaNet "
+                                "is not read; give the split with --decoder-first/last-pipeline-num-layers");
+        l->v[MEM4D_LAYOUT_FIRST_STAGE_LAYERS] *= 2;
+        l->v[MEM4D_LAYOUT_LAST_STAGE_LAYERS] *= 2;
+    } else if (GIVEN(MF_NUM_LAYERS) && U(MF_NUM_LAYERS) != m->v[MEM4D_MODEL_NUM_LAYERS]) {
         m4d_imp_warn(imp, "%s has %llu layers; --num-layers %llu is ignored, as Megatron-LM ignores it", flag,
                      (unsigned long long)m->v[MEM4D_MODEL_NUM_LAYERS], (unsigned long long)U(MF_NUM_LAYERS));
+    }
     return MEM4D_OK;
 }
 

@@ -444,16 +444,21 @@ bool m4d_kind_params(const struct m4d_ctx *x, const struct m4d_layer_kind *k, ui
     return one_layer(&one, out);
 }
 
-/* A layer pattern: each layer by its kind. */
+/* A layer pattern: each layer by its kind; MTP modules are GPT layers of
+ * the model's dimensions (attention and, with experts, an expert MLP:
+ * Qwen3-Next's MTP layer is a full-attention layer beside its Gated
+ * DeltaNet ones). */
 static bool pattern_total(const struct m4d_ctx *x, uint64_t *out)
 {
-    uint64_t counts[M4D_MAX_LAYER_KINDS], each, sum;
+    uint64_t counts[M4D_MAX_LAYER_KINDS], each, sum, mtp = 0;
     m4d_pattern_kind_count(x, 0, x->nlt, counts);
     *out = 0;
     for (uint64_t i = 0; i < x->nkinds; i++)
         if (!m4d_kind_params(x, &x->kinds[i], &each) || !m4d_mul(each, counts[i], &sum) || !m4d_add(*out, sum, out))
             return false;
-    return true;
+    if (x->mtp && (!one_layer(x, &each) || !mtp_params(x, each, &mtp)))
+        return false;
+    return m4d_add(*out, mtp, out);
 }
 
 /* L_e expert layers and L - L_e dense ones (of width f), and the MTP modules

@@ -224,6 +224,14 @@ static mem4d_status import_args(mem4d_import *imp, mem4d_model *m, mem4d_layout 
     return mem4d_import_megatron(imp, argc, argv, NULL, world, m, l);
 }
 
+/* A new import, model and layout. */
+static void open_import(mem4d_import **imp, mem4d_model **m, mem4d_layout **l)
+{
+    ck_assert_int_eq(mem4d_import_new(imp), MEM4D_OK);
+    ck_assert_int_eq(mem4d_model_new(m), MEM4D_OK);
+    ck_assert_int_eq(mem4d_layout_new(l), MEM4D_OK);
+}
+
 static bool has_warning(const mem4d_import *imp, const char *text)
 {
     for (size_t i = 0; i < mem4d_import_warning_count(imp); i++)
@@ -231,6 +239,75 @@ static bool has_warning(const mem4d_import *imp, const char *text)
             return true;
     return false;
 }
+
+/* Gated DeltaNet inside GPT layers (Qwen3-Next in Megatron-Core:
+ * --experimental-attention-variant gated_delta_net, earlier
+ * --linear-attention-type, with --linear-attention-freq): layer i mixes with
+ * softmax attention when (i + 1) % N == 0 or the list says 0; each GPT layer
+ * is two symbols, the mixer and its MLP (E with experts); uneven ends count
+ * GPT layers; an MTP module is a GPT layer beside the pattern. */
+START_TEST(gdn_inside_gpt_layers)
+{
+    mem4d_import *imp = NULL;
+    mem4d_model *m = NULL;
+    mem4d_layout *l = NULL;
+    char buf[128];
+    open_import(&imp, &m, &l);
+    const char *freq[] = {"--num-layers", "8", "--hidden-size", "256", "--num-attention-heads", "4",
+                          "--seq-length", "1024", "--micro-batch-size", "1", "--vocab-size", "1000",
+                          "--num-experts", "4", "--moe-ffn-hidden-size", "128", "--moe-layer-freq", "([0]+[1]*7)",
+                          "--linear-attention-type", "gated_delta_net", "--linear-attention-freq", "4",
+                          "--pipeline-model-parallel-size", "2", "--decoder-first-pipeline-num-layers", "3",
+                          "--decoder-last-pipeline-num-layers", "5", "--mtp-num-layers", "1",
+                          "--position-embedding-type", "rope", "--linear-num-key-heads", "2",
+                          "--linear-num-value-heads", "4", "--linear-key-head-dim", "32", "--linear-value-head-dim", "32",
+                          NULL};
+    ck_assert_msg(import_args(imp, m, l, 2, freq) == MEM4D_OK, "%s", mem4d_import_message(imp));
+    mem4d_model_get_layer_pattern(m, buf, sizeof buf);
+    ck_assert_str_eq(buf, "G-GEGE*EGEGEGE*E");
+    uint64_t v = 0;
+    ck_assert_int_eq(mem4d_layout_get(l, MEM4D_LAYOUT_FIRST_STAGE_LAYERS, &v), MEM4D_OK);
+    ck_assert_uint_eq(v, 6);
+    ck_assert_int_eq(mem4d_layout_get(l, MEM4D_LAYOUT_LAST_STAGE_LAYERS, &v), MEM4D_OK);
+    ck_assert_uint_eq(v, 10);
+    ck_assert_uint_eq(mem4d_import_warning_count(imp), 0);
+    mem4d_device *dev = NULL;
+    ck_assert_int_eq(mem4d_device_new_preset("h100-80", &dev), MEM4D_OK);
+    mem4d_report *r = NULL;
+    ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
+    ck_assert_msg(mem4d_estimate(m, l, dev, r) == MEM4D_OK, "%s", mem4d_report_message(r));
+    /* the same with the list form, and the current flag name */
+    const char *list[] = {"--num-layers", "8", "--hidden-size", "256", "--num-attention-heads", "4",
+                          "--seq-length", "1024", "--micro-batch-size", "1", "--vocab-size", "1000",
+                          "--experimental-attention-variant", "gdn", "--linear-attention-freq", "([1]*3+[0])*2",
+                          "--linear-num-key-heads", "2", "--linear-num-value-heads", "4", NULL};
+    mem4d_model *m2 = NULL;
+    ck_assert_int_eq(mem4d_model_new(&m2), MEM4D_OK);
+    ck_assert_msg(import_args(imp, m2, l, 1, list) == MEM4D_OK, "%s", mem4d_import_message(imp));
+    mem4d_model_get_layer_pattern(m2, buf, sizeof buf);
+    ck_assert_str_eq(buf, "G-G-G-*-G-G-G-*-");
+    /* refusals, each saying why */
+    const char *nofreq[] = {"--num-layers", "8", "--hidden-size", "256", "--num-attention-heads", "4",
+                            "--seq-length", "1024", "--vocab-size", "1000", "--experimental-attention-variant", "gdn",
+                            NULL};
+    ck_assert_int_eq(import_args(imp, m2, l, 1, nofreq), MEM4D_E_MISSING);
+    ck_assert_ptr_nonnull(strstr(mem4d_import_message(imp), "--linear-attention-freq"));
+    const char *badlen[] = {"--num-layers", "8", "--hidden-size", "256", "--num-attention-heads", "4",
+                            "--seq-length", "1024", "--vocab-size", "1000", "--experimental-attention-variant", "gdn",
+                            "--linear-attention-freq", "([1]*3+[0])", NULL};
+    ck_assert_int_eq(import_args(imp, m2, l, 1, badlen), MEM4D_E_PARSE);
+    const char *dsa[] = {"--num-layers", "8", "--hidden-size", "256", "--num-attention-heads", "4",
+                         "--seq-length", "1024", "--vocab-size", "1000", "--experimental-attention-variant", "dsa",
+                         NULL};
+    ck_assert_int_eq(import_args(imp, m2, l, 1, dsa), MEM4D_E_UNSUPPORTED);
+    mem4d_report_free(r);
+    mem4d_device_free(dev);
+    mem4d_model_free(m2);
+    mem4d_layout_free(l);
+    mem4d_model_free(m);
+    mem4d_import_free(imp);
+}
+END_TEST
 
 /* Megatron-LM's first hybrid example gave the 8B model by its ratios
  * (--hybrid-attention-ratio 0.08 --hybrid-mlp-ratio 0.5, 56 layers); today's
@@ -242,9 +319,7 @@ START_TEST(megatron_ratios_make_the_published_pattern)
     mem4d_model *m = NULL;
     mem4d_layout *l = NULL;
     char buf[128];
-    ck_assert_int_eq(mem4d_import_new(&imp), MEM4D_OK);
-    ck_assert_int_eq(mem4d_model_new(&m), MEM4D_OK);
-    ck_assert_int_eq(mem4d_layout_new(&l), MEM4D_OK);
+    open_import(&imp, &m, &l);
     const char *ratios[] = {"--num-layers", "56", "--hidden-size", "4096", "--num-attention-heads", "32",
                             "--hybrid-attention-ratio", "0.08", "--hybrid-mlp-ratio", "0.5", "--seq-length", "4096",
                             "--micro-batch-size", "1", "--vocab-size", "256000", NULL};
@@ -451,6 +526,7 @@ int main(void)
     tcase_add_test(tc, step_time_of_a_pattern);
     tcase_add_test(tc, published_nemotron_3_nano_run_fits);
     tcase_add_test(tc, qwen3_next_config_by_interval);
+    tcase_add_test(tc, gdn_inside_gpt_layers);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

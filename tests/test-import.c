@@ -2214,6 +2214,7 @@ static const struct {
     {"kimi-k2-gb200-128gpu-128k-mxfp8", MEM4D_VERDICT_FITS},
     {"qwen3-235b-a22b-h100-256gpu-64k-cp4", MEM4D_VERDICT_FITS},
     {"qwen3-235b-a22b-gb200-128gpu-128k-mxfp8", MEM4D_VERDICT_FITS},
+    {"qwen3-next-80b-a3b-h100-128gpu", MEM4D_VERDICT_FITS}, /* Gated DeltaNet in GPT layers, one MTP layer */
     {"qwen3-30b-a3b-32gpu-ep8", MEM4D_VERDICT_FITS},
     {"qwen3-30b-a3b-b200-8gpu", MEM4D_VERDICT_FITS},
     {"qwen3-30b-a3b-modelopt-finetune-1gpu", MEM4D_VERDICT_OOM},
@@ -2267,8 +2268,8 @@ START_TEST(recipes_of_2025_2026_models)
         published += hw.published;
         mem4d_report_free(r);
     }
-    ck_assert_uint_ge(n, 22);
-    ck_assert_uint_ge(published, 7);
+    ck_assert_uint_ge(n, 23);
+    ck_assert_uint_ge(published, 8);
 }
 END_TEST
 
