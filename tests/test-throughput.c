@@ -311,6 +311,29 @@ static const struct {
     {"nanotron", "nanotron", NULL},
 };
 
+/* Rows whose own run names another attention kernel than their stack's:
+ * llm-foundry's large-scale table ("H100 80GB BF16 (Large Scale, >= 128
+ * GPUs)") was run by scripts/train/benchmarking/sweep.py (PR #838,
+ * 5e85bd62), which passes --attn_impl flash for 1b, 3b, 7b and 70b and
+ * --attn_impl triton for 13b and 30b, and installs .[gpu-flash2]
+ * (flash-attn 2.4.2, submit_benchmarks.py at that commit). */
+static const struct {
+    const char *source, *notes, *model, *attention;
+} row_kernels[] = {
+    {"llm-foundry-mpt", "(Large Scale, >= 128 GPUs)", "MPT-1b", "fa2"},
+    {"llm-foundry-mpt", "(Large Scale, >= 128 GPUs)", "MPT-3b", "fa2"},
+    {"llm-foundry-mpt", "(Large Scale, >= 128 GPUs)", "MPT-7b", "fa2"},
+    {"llm-foundry-mpt", "(Large Scale, >= 128 GPUs)", "MPT-70b", "fa2"},
+};
+
+static void set_row_kernel(mem4d_device *d, const char *source, const char *notes, const char *model)
+{
+    for (size_t i = 0; i < sizeof row_kernels / sizeof row_kernels[0]; i++)
+        if (!strcmp(source, row_kernels[i].source) && strstr(notes, row_kernels[i].notes) &&
+            !strcmp(model, row_kernels[i].model))
+            ck_assert_int_eq(mem4d_device_set_str(d, "attention_kernel", row_kernels[i].attention), MEM4D_OK);
+}
+
 static void set_stack(mem4d_device *d, const char *framework, const char *id)
 {
     for (size_t i = 0; i < sizeof stacks / sizeof stacks[0]; i++)
@@ -393,6 +416,7 @@ static bool predict_row(const struct table *t, char **f, struct row *r)
     mem4d_device *d = tu_device(r->gpu);
     ck_assert_int_eq(mem4d_device_set_str(d, "gpus_per_node", val(t, f, "gpus_per_node", b, sizeof b)), MEM4D_OK);
     set_stack(d, col(t, f, "framework"), r->id);
+    set_row_kernel(d, r->source, col(t, f, "notes"), r->model);
     /* DeepSpeed's pipeline engine in fp16 leaves the accumulation to
      * autograd (the bf16 path's update_hp_grads, the profile's 18 bytes,
      * runs only with bf16): the fp16 .grad, 6 bytes per weight; its ZeRO-1
