@@ -199,6 +199,16 @@ void m4d_moe_prepare(const struct m4d_ctx *x, const mem4d_device *dev, const str
     g->h = h;
     g->eb = x->fp8 ? 1 : 2;
     g->rate = mc->gemm_lin;
+    /* The weight gradients: with the accumulation fused into the GEMM (a
+     * stack without a separate accumulation pass, accum_bytes 0: Megatron's
+     * gradient_accumulation_fusion, on by default, hands TE's GroupedLinear
+     * fuse_wgrad_accumulation, whose wgrad GEMMs write into each expert's
+     * main_grad with accumulate set: grouped_linear.py@v2.2,
+     * _GroupedLinear.backward) the epilogue reads and writes the main
+     * gradient, grad_bytes each (fp32 by default); otherwise it writes a
+     * bf16 gradient and the stack's accumulation pass (accum_layer,
+     * lib/perf.c) adds it. */
+    g->wgrad_out = mc->accum_bytes > 0 ? 2 : 2 * D(x->grad_bytes);
     /* router: logits GEMM (tok x E x h) and the fp32 logits' passes;
      * permute and unpermute read and write each token and each copy */
     double logits = tok * E;
@@ -255,6 +265,18 @@ static double gemms(const struct m4d_machine *mc, const struct m4d_moe_group *g,
     return m4d_gemm_mnk(mc, m, nn, k, g->rate, g->eb, g->streams) * n / g->streams;
 }
 
+/* `n` identical weight-gradient GEMMs (m x nn x k, k the rows): as gemms(),
+ * or the HBM traffic with the epilogue's wgrad_out bytes per weight element
+ * when that is slower (few rows per expert: 2·k FLOPs per element against
+ * 8 bytes of an fp32 main gradient is memory-bound on every GPU below
+ * about 4·rate/HBM rows: 950 on an H100, 794 TFLOP/s over 3.35 TB/s). */
+static double wgrads(const struct m4d_machine *mc, const struct m4d_moe_group *g, double n, double m, double nn,
+                     double k)
+{
+    double mem = n * (g->eb * (m * k + k * nn) + g->wgrad_out * m * nn) * mc->inv_hbm;
+    return MAX(gemms(mc, g, n, m, nn, k), mem);
+}
+
 void m4d_moe_time(const struct m4d_machine *mc, const struct m4d_moe_group *g, double b, struct m4d_moe_time *t)
 {
     double El = g->experts_local, rows = b * g->rows_per_b, me = rows / El;
@@ -263,7 +285,7 @@ void m4d_moe_time(const struct m4d_machine *mc, const struct m4d_moe_group *g, d
      * fe x h x me: the rows are the reduction) */
     double f1 = gemms(mc, g, El, me, g->fc1_n, g->h), f2 = gemms(mc, g, El, me, g->h, g->fc2_k);
     double d1 = gemms(mc, g, El, me, g->h, g->fc1_n), d2 = gemms(mc, g, El, me, g->fc2_k, g->h);
-    double w1 = gemms(mc, g, El, g->h, g->fc1_n, me), w2 = gemms(mc, g, El, g->fc2_k, g->h, me);
+    double w1 = wgrads(mc, g, El, g->h, g->fc1_n, me), w2 = wgrads(mc, g, El, g->fc2_k, g->h, me);
     double act = b * g->act_per_b;
     t->expert_fwd = f1 + f2 + act;
     t->expert_bwd = d1 + d2 + w1 + w2 + 2 * act;

@@ -762,6 +762,7 @@ struct m4d_moe_group {
     double streams;         /* expert GEMMs that share the SMs at a time */
     double fc1_n, fc2_k, h; /* fc1's outputs, fc2's inputs (after etp), the hidden size */
     double eb, rate;        /* input bytes per element, FLOP/s of large GEMMs */
+    double wgrad_out;       /* HBM bytes per weight element a wgrad GEMM's epilogue moves */
     double router_per_b;    /* router GEMM, top-k, aux loss, permute and unpermute: forward seconds per sample */
     double act_per_b;       /* the experts' activation: forward seconds per sample */
     double kernels;         /* launch seconds of an expert layer's forward */

@@ -1237,11 +1237,12 @@ END_TEST
  * "Expert layers": the small-batch runs spend 2-5 ms per expert layer and
  * micro-batch that no sourced mechanism accounts for; the host's share of
  * it, counted from the code, is about 0.1 ms), so these guard what it
- * reaches. The Qwen3-235B sweep reads +0.29: the TP 4 / EP 8, EP 32 and
- * PP 32 runs (t3-177, t3-173, t3-176) are predicted within 0.1% of each
- * other, measured at 1130, 1663 and 1354 tokens/s. */
+ * reaches. The Qwen3-235B sweep reads +0.46: the TP 4 / EP 8 run (t3-177)
+ * is predicted 2.6% slower than the EP 32 and PP 32 runs (t3-173, t3-176),
+ * which stay within 0.1% of each other, measured at 1130, 1663 and 1354
+ * tokens/s. */
 #define MOE_ZOO_MEDIAN 0.19
-#define MOE_SWEEP_RHO 0.25
+#define MOE_SWEEP_RHO 0.40
 /* The TFLOP/s of a moe-modelzoo row in its own count. Megatron-LM's
  * --log-throughput counts causal attention (half of s x s) since
  * NVIDIA/Megatron-LM@8873b55d (2025-03-06, "Fixes in number of
