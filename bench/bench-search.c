@@ -57,12 +57,17 @@ static double paper_loop_ns(double budget, uint64_t *least)
             }
     uint64_t low = UINT64_MAX, evals = 0;
     double t0 = now(), t;
+    /* One pass over the grid takes about a microsecond and a read of the
+     * CPU clock about 0.4 us here: the clock is read once per PASSES passes
+     * so that its cost stays out of the figure (under 0.1%). */
+    enum { PASSES = 1024 };
     do {
-        for (size_t i = 0; i < n; i++) {
-            uint64_t bytes = paper_bytes(grid[i][0], grid[i][1], grid[i][2], grid[i][3], grid[i][4]);
-            low = bytes < low ? bytes : low;
-        }
-        evals += n;
+        for (int pass = 0; pass < PASSES; pass++)
+            for (size_t i = 0; i < n; i++) {
+                uint64_t bytes = paper_bytes(grid[i][0], grid[i][1], grid[i][2], grid[i][3], grid[i][4]);
+                low = bytes < low ? bytes : low;
+            }
+        evals += PASSES * n;
         t = now() - t0;
     } while (t < budget);
     *least = low;
