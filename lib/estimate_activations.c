@@ -608,6 +608,21 @@ void m4d_head_bytes(bool *ok, const struct m4d_ctx *x, uint64_t *keep, uint64_t 
     *stranded = x->expandable ? round : add(ok, round, mul(ok, ns, m4d_alloc_size(e2)));
 }
 
+/* One MTP depth's loss, kept until the backward (Megatron-Core
+ * multi_token_prediction.py process_mtp_loss, NVIDIA/Megatron-LM@d98e8a6):
+ * in forward, before the main head's logits, each depth computes its logits
+ * and its cross entropy, and the loss reaches the graph through
+ * MTPLossAutoScaler; the cross entropy (fused or not,
+ * fusions/fused_cross_entropy.py and tensor_parallel/cross_entropy.py)
+ * saves its fp32 softmax (exp_logits, T·V_p/t) with the target mask (bool)
+ * and the masked targets (int64) for backward. The bf16 logits are freed
+ * once the next depth's replace them. */
+uint64_t m4d_mtp_loss_keep(bool *ok, const struct m4d_ctx *x)
+{
+    uint64_t T = tokens(ok, x);
+    return add(ok, muldiv(ok, mul(ok, T, 4), x->Vp, x->t), mul(ok, T, 1 + 8));
+}
+
 /* First stage, one micro-batch: the int64 token ids 8·T and, with hidden
  * dropout, the embedding dropout's one-byte mask h·T/t_sp (Megatron-Core's
  * LanguageModelEmbedding scatters to the sequence-parallel region first). */
@@ -655,6 +670,16 @@ void m4d_pp_kept_outputs(bool *ok, const struct m4d_ctx *x, uint64_t *at_loss, u
     *at_merge = add(ok, *at_merge, mul(ok, mul(ok, E2, m), 2));
 }
 
+/* Of the `units` chunk micro-batches in flight on a stage, those of chunk j:
+ * Megatron's interleaved schedule runs its forwards in groups of p
+ * micro-batches per chunk, chunk 0 to v-1 and round again
+ * (get_model_chunk_id), so q·p + min(p, rest − j·p) are chunk j's. */
+static uint64_t chunk_units(const struct m4d_ctx *x, uint64_t units, uint64_t j)
+{
+    uint64_t pv = x->p * x->v, q = units / pv, rest = units % pv;
+    return q * x->p + (rest > j * x->p ? min64(x->p, rest - j * x->p) : 0);
+}
+
 /* Activations of stage r at two moments. At the forward/backward peak
  * (*peak): the in-flight micro-batches' kept tensors, the first stage's
  * token ids (int64), and the larger of two transients: the loss on the last
@@ -668,16 +693,15 @@ void m4d_stage_activations(bool *ok, const struct m4d_ctx *x, struct shared *sh,
     uint64_t units, each, keep, live, act, mtp_units;
     m4d_in_flight(x, r, &units, &each);
     *reported_in_flight = x->v > 1 ? m4d_ceil_div(units, x->v) : units;
-    mtp_units = units;
+    /* the MTP modules follow the last chunk: only its micro-batches keep them */
+    mtp_units = x->v > 1 ? chunk_units(x, units, x->v - 1) : units;
     if (m4d_split_by_vstage(&x->split) && x->v > 1) {
-        /* Chunks of unequal length: Megatron's interleaved schedule runs its
-         * forwards in groups of p micro-batches per chunk, chunk 0 to v-1 and
-         * round again (get_model_chunk_id), so of the `units` in flight
-         * q·p + min(p, rest − j·p) are chunk j's; each keeps its own layers. */
-        uint64_t pv = x->p * x->v, q = units / pv, rest = units % pv, first_keep = 0;
+        /* Chunks of unequal length: each of chunk j's micro-batches in
+         * flight (chunk_units) keeps its own layers. */
+        uint64_t first_keep = 0;
         act = live = 0;
         for (uint64_t j = 0; j < x->v; j++) {
-            uint64_t nj = q * x->p + (rest > j * x->p ? min64(x->p, rest - j * x->p) : 0), kj, lj;
+            uint64_t nj = chunk_units(x, units, j), kj, lj;
             uint64_t l = m4d_split_chunk_layers(&x->split, r, j);
             uint64_t first = m4d_split_chunk_first(&x->split, r, j);
             micro_batch_keep(ok, x, sh, first, l, m4d_moe_layers_in(x, first, l), &kj, &lj);
@@ -686,8 +710,6 @@ void m4d_stage_activations(bool *ok, const struct m4d_ctx *x, struct shared *sh,
                 live = max64(live, lj);
             if (j == 0)
                 first_keep = kj;
-            if (j == x->v - 1)
-                mtp_units = nj;
         }
         *at_embedding_grad = act > first_keep ? act - first_keep : 0;
     } else if (x->nlt) {
@@ -730,8 +752,8 @@ void m4d_stage_activations(bool *ok, const struct m4d_ctx *x, struct shared *sh,
         transient = add(ok, transient, sh->A);
     *stranded = 0;
     if (r == x->p - 1) {
-        act = add(ok, act,
-                  add(ok, sh->head_keep, mul(ok, mul(ok, sh->A_mtp, m4d_split_mtp(&x->split, r)), mtp_units)));
+        uint64_t mtp = m4d_split_mtp(&x->split, r);
+        act = add(ok, act, add(ok, sh->head_keep, mul(ok, mul(ok, add(ok, sh->A_mtp, m4d_mtp_loss_keep(ok, x)), mtp), mtp_units)));
         act = add(ok, act, sh->pp_kept);
         uint64_t layer = transient;
         if (sh->loss > transient) {

@@ -125,6 +125,7 @@ uint64_t m4d_op_sac_layer_keep(bool *ok, const struct m4d_ctx *x);
 void m4d_in_flight(const struct m4d_ctx *x, uint64_t r, uint64_t *units, uint64_t *layers_each);
 uint64_t m4d_backward_working_set(bool *ok, const struct m4d_ctx *x);
 void m4d_head_bytes(bool *ok, const struct m4d_ctx *x, uint64_t *keep, uint64_t *loss, uint64_t *stranded);
+uint64_t m4d_mtp_loss_keep(bool *ok, const struct m4d_ctx *x);
 uint64_t m4d_embedding_keep(bool *ok, const struct m4d_ctx *x);
 void m4d_pp_kept_outputs(bool *ok, const struct m4d_ctx *x, uint64_t *at_loss, uint64_t *at_merge);
 void m4d_stage_activations(bool *ok, const struct m4d_ctx *x, struct shared *sh, uint64_t r,

@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Published measured peaks of MoE and hybrid jobs, as Megatron-LM flags
+(tests/data/megatron/measured/*.args, each citing its source and what its
+figure measures): `mem4d check` reads each on its GPUs and the predicted
+peaks (torch's max_memory_allocated and max_memory_reserved) are compared
+with the published ones. Prints every row's error; asserts that every run
+that ran is not judged out of memory, that no peak is under-predicted by
+more than MAX_UNDER (an estimate below a measured peak is the dangerous
+direction: a job judged to fit that runs out of memory) and that none is
+over-predicted by more than MAX_OVER (what the rows' headers name as not
+expressible makes them high, never low).
+Usage: cli-measured-peaks.py PATH/TO/mem4d TESTS/DATA"""
+
+import glob
+import json
+import os
+import shlex
+import subprocess
+import sys
+
+CLI, DATA = sys.argv[1], sys.argv[2]
+MAX_UNDER, MAX_OVER = 0.10, 0.15
+GIB = 2.0**30
+failures = []
+
+
+def header(lines, key):
+    for line in lines:
+        if line.startswith("# " + key + ":"):
+            return line.split(":", 1)[1].split()[0]
+    return None
+
+
+files = sorted(glob.glob(os.path.join(DATA, "megatron", "measured", "*.args")))
+if not files:
+    failures.append("no measured recipes found")
+print(f"{'recipe':40s} {'metric':9s} {'measured':>9s} {'predicted':>9s} {'error':>8s}  verdict   (GiB)")
+for path in files:
+    name = os.path.basename(path)[: -len(".args")]
+    with open(path) as f:
+        text = f.read()
+    lines = text.splitlines()
+    gpus_line = [l for l in lines if l.startswith("# gpus:")]
+    if not gpus_line or len(gpus_line[0].split()) < 4:
+        failures.append(f"{name}: no '# gpus: N PRESET' line")
+        continue
+    gpus, gpu = gpus_line[0].split()[2:4]
+    argv = ["check", "--json", "--world-size", gpus, "--gpu", gpu]
+    vocab = header(lines, "vocab")
+    if vocab:
+        argv += ["--vocab-size", vocab]
+    env = dict(os.environ)
+    env.pop("PYTORCH_CUDA_ALLOC_CONF", None)
+    for line in lines:
+        if line.startswith("# env:"):
+            k, v = line.split(":", 1)[1].strip().split("=", 1)
+            env[k] = v
+    p = subprocess.run([CLI, *argv, "--", *shlex.split(text, comments=True)], capture_output=True, text=True,
+                       env=env, timeout=300)
+    if p.returncode not in (0, 1):
+        failures.append(f"{name}: check exit {p.returncode}: {p.stderr.strip()}")
+        continue
+    report = json.loads(p.stdout)["report"]
+    if report["warnings"]:
+        failures.append(f"{name}: read with warnings: {report['warnings']}")
+    if report["verdict"] == "oom":
+        failures.append(f"{name}: a published run is judged out of memory")
+    for metric, key in (("allocated", "peak_allocated_bytes"), ("reserved", "peak_reserved_bytes")):
+        gb = header(lines, f"measured-{metric}-gb")
+        if gb is None:
+            continue
+        meas = float(gb) * 1e9
+        pred = float(report[key])
+        err = (pred - meas) / meas
+        print(f"{name:40s} {metric:9s} {meas / GIB:9.2f} {pred / GIB:9.2f} {100 * err:+7.1f}%  {report['verdict']}")
+        if err < -MAX_UNDER:
+            failures.append(f"{name}: {metric} under-predicted by {-100 * err:.1f}% (limit {100 * MAX_UNDER:.0f}%)")
+        if err > MAX_OVER:
+            failures.append(f"{name}: {metric} over-predicted by {100 * err:.1f}% (limit {100 * MAX_OVER:.0f}%)")
+for f in failures:
+    print("FAIL:", f)
+sys.exit(1 if failures else 0)
