@@ -646,6 +646,7 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
         bwd += selective_time(x->rc_modules, pg, b, af, mlp);
     struct unit_time u = {0};
     struct m4d_moe_time mt = {0};
+    double ecast = 0; /* the experts' fp8 casts, per micro-batch and once per step */
     if (pg->moe.on) { /* the routed experts (lib/perf_moe.c) */
         m4d_moe_time(&pg->mc, &pg->moe, b, &mt);
         double rc_e = 0, rc_r = 0;
@@ -653,7 +654,8 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
             rc_e = mt.expert_fwd, rc_r = mt.router_fwd;
         else if (x->recompute == 1 && (x->rc_modules & M4D_RC_MOE_ACT))
             rc_e = mt.act;
-        u.layer_expert = pf * mt.expert_fwd + mt.expert_bwd + rc_e;
+        ecast = mt.cast + pg->moe.cast_w / D(x->m);
+        u.layer_expert = pf * mt.expert_fwd + mt.expert_bwd + rc_e + ecast;
         u.layer_router = pf * mt.router_fwd + mt.router_bwd + rc_r;
         fwd += mt.expert_fwd + mt.router_fwd;
         bwd += mt.expert_bwd + mt.router_bwd + rc_e + rc_r;
@@ -672,7 +674,7 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
     u.layer_bwd = bwd;
     /* Gradient accumulation outside the GEMMs: every micro-batch's weight
      * gradients added into the accumulated ones (stack_of's bytes). */
-    u.layer_compute = pf * fwd + bwd + cast + pg->accum_layer;
+    u.layer_compute = pf * fwd + bwd + cast + ecast * ho.moe_share + pg->accum_layer;
     u.layer_tp = tp_time(x, pg, b, lin / 4, pf) * (x->nlt ? 0.5 : 1); /* a pattern's layer: one module's two */
     u.layer_cp = cp_time(x, pg, b, af, ab, pf) * ho.attn_share;
     if (pg->moe.on) { /* an expert layer's TP collectives, its dispatch and combine */

@@ -209,6 +209,18 @@ void m4d_moe_prepare(const struct m4d_ctx *x, const mem4d_device *dev, const str
      * bf16 gradient and the stack's accumulation pass (accum_layer,
      * lib/perf.c) adds it. */
     g->wgrad_out = mc->accum_bytes > 0 ? 2 : 2 * D(x->grad_bytes);
+    /* fp8: the experts' GEMMs pay the casts perf.c's linears pay (TE's
+     * GroupedLinear quantizes every expert's input rowwise and columnwise,
+     * tex.fused_multi_quantize, and in the backward its output gradient;
+     * each expert's weight once per step, cached by is_first_microbatch:
+     * grouped_linear.py@v2.2, _GroupedLinear.forward and backward): 5 bytes
+     * per input element and 4 per output element of each row, 5 per weight
+     * element (lib/perf.c, gemms_prepare) */
+    g->cast_per_b = g->cast_w = 0;
+    if (x->fp8) {
+        g->cast_per_b = g->rows_per_b * (5 * (h + fe) + 4 * (g->fc1_n + h)) * mc->inv_hbm;
+        g->cast_w = 5 * El * h * (g->fc1_n + fe) * mc->inv_hbm;
+    }
     /* router: logits GEMM (tok x E x h) and the fp32 logits' passes;
      * permute and unpermute read and write each token and each copy */
     double logits = tok * E;
@@ -293,6 +305,7 @@ void m4d_moe_time(const struct m4d_machine *mc, const struct m4d_moe_group *g, d
     t->router_fwd = b * g->router_per_b + g->kernels;
     t->router_bwd = 2 * t->router_fwd;
     t->act = act;
+    t->cast = b * g->cast_per_b;
     t->comm = g->comm_lat + b * g->comm_per_b;
 }
 

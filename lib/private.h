@@ -763,6 +763,7 @@ struct m4d_moe_group {
     double fc1_n, fc2_k, h; /* fc1's outputs, fc2's inputs (after etp), the hidden size */
     double eb, rate;        /* input bytes per element, FLOP/s of large GEMMs */
     double wgrad_out;       /* HBM bytes per weight element a wgrad GEMM's epilogue moves */
+    double cast_per_b, cast_w; /* fp8 casts of the experts' inputs and output gradients per sample; of their weights, per step */
     double router_per_b;    /* router GEMM, top-k, aux loss, permute and unpermute: forward seconds per sample */
     double act_per_b;       /* the experts' activation: forward seconds per sample */
     double kernels;         /* launch seconds of an expert layer's forward */
@@ -778,6 +779,7 @@ struct m4d_moe_group {
  * the expert weight gradients, the activation alone, one dispatch. */
 struct m4d_moe_time {
     double expert_fwd, expert_bwd, wgrad, act, router_fwd, router_bwd, comm;
+    double cast; /* fp8 casts of the expert GEMMs' inputs and output gradients */
 };
 void m4d_moe_prepare(const struct m4d_ctx *x, const mem4d_device *dev, const struct m4d_machine *mc,
                      struct m4d_moe_group *g);
