@@ -1114,7 +1114,37 @@ void m4d_perf(const struct m4d_ctx *x, const mem4d_device *dev, mem4d_report *r)
 double m4d_gemm_mnk(const struct m4d_machine *mc, double m, double n, double k, double rate, double eb,
                     double streams)
 {
-    double tm = ceil_q(m * (1.0 / TILE_M)), tiles = streams * tm * ceil_q(n * (1.0 / TILE_N));
+    return m4d_gemm_tiles(mc, m, ceil_q(m * (1.0 / TILE_M)), n, k, rate, eb, streams);
+}
+
+/* A GEMM whose m rows spread about their mean with standard deviation sd
+ * (uniform on m ± √3·sd, the spread of that variance): the mean of its
+ * time over the whole row tiles its rows take, each tile count weighted by
+ * the share of the spread that needs it (the wave quantisation is not
+ * linear in the tiles: the mean tile count would put every GEMM on a wave
+ * boundary that only some cross). */
+double m4d_gemm_spread(const struct m4d_machine *mc, double m, double sd, double n, double k, double rate, double eb,
+                       double streams)
+{
+    double a = 1.7320508075688772 * sd, lo = m > a ? m - a : 0, hi = m + a;
+    double j0 = ceil_q(lo * (1.0 / TILE_M)), j1 = ceil_q(hi * (1.0 / TILE_M));
+    if (hi - lo < 1e-6)
+        return m4d_gemm_mnk(mc, m, n, k, rate, eb, streams);
+    if (j1 - j0 > 8) /* a spread over many tiles: half a tile of padding on average */
+        return m4d_gemm_tiles(mc, m, m * (1.0 / TILE_M) + 0.5, n, k, rate, eb, streams);
+    double t = 0;
+    for (double j = j0 > 0 ? j0 : 1; j <= j1; j++) {
+        double from = MAX(lo, (j - 1) * TILE_M), to = hi < j * TILE_M ? hi : j * TILE_M;
+        if (to > from)
+            t += (to - from) * m4d_gemm_tiles(mc, m, j, n, k, rate, eb, streams);
+    }
+    return t / (hi - lo);
+}
+
+double m4d_gemm_tiles(const struct m4d_machine *mc, double m, double tm, double n, double k, double rate, double eb,
+                      double streams)
+{
+    double tiles = streams * tm * ceil_q(n * (1.0 / TILE_N));
     if (tiles <= 0)
         return 0;
     double compute = streams * 2 * tm * TILE_M * n * (k + K_FILL * 2 / eb) / rate * wave_slots(mc, tiles) / tiles;

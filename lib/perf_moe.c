@@ -194,6 +194,12 @@ void m4d_moe_prepare(const struct m4d_ctx *x, const mem4d_device *dev, const str
      * group's routed copies, gathered over etp */
     g->rows_per_b = tok * rho * etp * imb;
     g->streams = x->moe_grouped_gemm && x->ep_overlap ? MIN(GROUPED_STREAMS, El) : 1;
+    /* Each expert's rows are a random count: with balanced routing (each
+     * token's k experts drawn at random, what --moe-router-force-load-
+     * balancing gives) binomial, of variance M_e·(1 − k/E) about its mean
+     * M_e; padded to the capacity, fixed. Its GEMMs pad the count to whole
+     * row tiles (m4d_gemm_spread). */
+    g->row_var = x->cap_ppm && x->cap_pad ? 0 : 1 - D(x->topk) / E;
     g->fc1_n = (x->gated ? 2 : 1) * fe;
     g->fc2_k = fe;
     g->h = h;
@@ -270,11 +276,33 @@ void m4d_moe_prepare(const struct m4d_ctx *x, const mem4d_device *dev, const str
     g->tp_share = x->fs ? 1 : 0.5;
 }
 
-/* `n` identical GEMMs of m x n_ x k on `streams` concurrent streams. */
+/* Square root by Newton's iteration (no libm on the per-layout path). */
+static double root(double v)
+{
+    if (v <= 0)
+        return 0;
+    double y = v > 1 ? 0.5 * v + 0.5 : 1;
+    for (int i = 0; i < 64; i++) {
+        double z = 0.5 * (y + v / y);
+        if (z >= y)
+            break;
+        y = z;
+    }
+    return y;
+}
+
+/* `n` GEMMs of m x n_ x k on `streams` concurrent streams, their m rows
+ * spread with standard deviation sd (0: all alike). */
+static double gemms_sd(const struct m4d_machine *mc, const struct m4d_moe_group *g, double n, double m, double sd,
+                       double nn, double k)
+{
+    return m4d_gemm_spread(mc, m, sd, nn, k, g->rate, g->eb, g->streams) * n / g->streams;
+}
+
 static double gemms(const struct m4d_machine *mc, const struct m4d_moe_group *g, double n, double m, double nn,
                     double k)
 {
-    return m4d_gemm_mnk(mc, m, nn, k, g->rate, g->eb, g->streams) * n / g->streams;
+    return gemms_sd(mc, g, n, m, 0, nn, k);
 }
 
 /* `n` identical weight-gradient GEMMs (m x nn x k, k the rows): as gemms(),
@@ -295,8 +323,9 @@ void m4d_moe_time(const struct m4d_machine *mc, const struct m4d_moe_group *g, d
     /* forward: fc1 (me x fc1_n x h), fc2 (me x h x fe); backward: dgrad of
      * each (me x h x fc1_n, me x fe x h) and wgrad (h x fc1_n x me,
      * fe x h x me: the rows are the reduction) */
-    double f1 = gemms(mc, g, El, me, g->fc1_n, g->h), f2 = gemms(mc, g, El, me, g->h, g->fc2_k);
-    double d1 = gemms(mc, g, El, me, g->h, g->fc1_n), d2 = gemms(mc, g, El, me, g->fc2_k, g->h);
+    double sd = root(me * g->row_var); /* the spread of an expert's rows */
+    double f1 = gemms_sd(mc, g, El, me, sd, g->fc1_n, g->h), f2 = gemms_sd(mc, g, El, me, sd, g->h, g->fc2_k);
+    double d1 = gemms_sd(mc, g, El, me, sd, g->h, g->fc1_n), d2 = gemms_sd(mc, g, El, me, sd, g->fc2_k, g->h);
     double w1 = wgrads(mc, g, El, g->h, g->fc1_n, me), w2 = wgrads(mc, g, El, g->fc2_k, g->h, me);
     double act = b * g->act_per_b;
     t->expert_fwd = f1 + f2 + act;

@@ -763,6 +763,7 @@ struct m4d_moe_group {
     double fc1_n, fc2_k, h; /* fc1's outputs, fc2's inputs (after etp), the hidden size */
     double eb, rate;        /* input bytes per element, FLOP/s of large GEMMs */
     double wgrad_out;       /* HBM bytes per weight element a wgrad GEMM's epilogue moves */
+    double row_var;         /* variance of an expert's rows over their mean (random routing; 0 padded) */
     double cast_per_b, cast_w; /* fp8 casts of the experts' inputs and output gradients per sample; of their weights, per step */
     double router_per_b;    /* router GEMM, top-k, aux loss, permute and unpermute: forward seconds per sample */
     double act_per_b;       /* the experts' activation: forward seconds per sample */
@@ -800,6 +801,14 @@ double m4d_moe_host(const struct m4d_ctx *x, const struct m4d_moe_group *g, doub
  * tile, the K pipeline fill, or their HBM traffic (lib/perf.c). */
 double m4d_gemm_mnk(const struct m4d_machine *mc, double m, double n, double k, double rate, double eb,
                     double streams);
+/* The same with the row tiles given: tm, the (mean) 128-row tiles of m. */
+double m4d_gemm_tiles(const struct m4d_machine *mc, double m, double tm, double n, double k, double rate, double eb,
+                      double streams);
+/* The same averaged over a spread of the rows: uniform on m ± √3·sd (the
+ * spread of standard deviation sd), each whole tile count weighted by its
+ * share. sd 0: m4d_gemm_mnk. */
+double m4d_gemm_spread(const struct m4d_machine *mc, double m, double sd, double n, double k, double rate, double eb,
+                       double streams);
 
 /* What the step time of a layout shares with every layout that differs only
  * in the micro-batch size and recompute (a search group): the machine, the
