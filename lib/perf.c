@@ -149,7 +149,16 @@ static const struct stack {
  * Under torchtitan's selective "op" recompute the policy's _save_list
  * (mm, the SDPA kernels, reduce_scatter_tensor, max) keeps the
  * reduce-scatters' outputs but not the all-gathers', so the recompute
- * gathers each column-parallel input again: two more collectives a layer. */
+ * gathers each column-parallel input again: two more collectives a layer.
+ * Async TP (tp_comm_overlap) is PyTorch's micro-pipeline pass
+ * (torch/_inductor/fx_passes/micro_pipeline_tp.py, pytorch/pytorch@5f65158a
+ * and already @00122fb1), which fuses an all-gather with the matmuls that
+ * take its result as their left operand and a reduce-scatter with the one
+ * matmul that produces its input (_find_producer_matmul: an mm, or a reshape
+ * of one). The backward's reduce-scatters of the column-parallel input
+ * gradients reduce a sum (torchtitan's wq + wk + wv and w1 + w3 are separate
+ * linears: models/llama3/model.py@820504e2), whose producer is an add: those
+ * two stay whole and exposed; every other collective is split. */
 /* Element-wise work as eager PyTorch runs it (torchtitan without
  * torch.compile), in bf16 elements (2 bytes) moved per element and forward:
  * RMSNorm is at::rms_norm's composite (aten/src/ATen/native/layer_norm.cpp:
@@ -565,6 +574,8 @@ static double tp_time(const struct m4d_ctx *x, const struct m4d_perf_group *pg, 
     double regather = pg->mc.dtensor_tp && pg->mc.op_sac && x->recompute == 1 ? 2 : 0;
     if (x->tp_overlap) {
         double chunked = one / t + MAX0(one * (t - 1) / t - gemm_mean);
+        if (pg->mc.dtensor_tp) /* DTENSOR_TP's async TP: the backward's two reduce-scatters stay whole */
+            return (4 * passes_fwd + 2 + regather) * chunked + 2 * one;
         return (4 * passes_fwd + 6 + regather) * chunked;
     }
     if (pg->mc.dtensor_tp) /* DTENSOR_TP: the backward's 2 gathers and 2 reduce-scatters, all exposed */
