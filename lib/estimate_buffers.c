@@ -308,16 +308,3 @@ uint64_t m4d_graph_static_buffers(bool *ok, const struct m4d_ctx *x, uint64_t r)
     uint64_t one = attn ? add(ok, H, mul(ok, T, x->s)) : H;
     return add(ok, mul(ok, mul(ok, units, each), one), H);
 }
-
-/* The caching allocator's reserved-but-unallocated bytes at the peak,
- * besides the stranded blocks the moment names: allocator_overhead_ppm of
- * the allocated peak (blocks split and cached across sizes; measured
- * reserved/allocated ratios, doc/full-model.md). With expandable segments
- * the allocator maps and unmaps 2 MiB pages within one growing segment per
- * stream, so only the page rounding of the peak remains. */
-uint64_t m4d_fragmentation(bool *ok, const struct m4d_ctx *x, const mem4d_device *dev, uint64_t alloc)
-{
-    if (x->expandable)
-        return m4d_alloc_size(alloc) - alloc;
-    return muldiv(ok, alloc, dev->v[MEM4D_DEVICE_ALLOCATOR_OVERHEAD_PPM], 1000000);
-}

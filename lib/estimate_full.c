@@ -21,7 +21,11 @@ static uint64_t pick_moment(bool *ok, const struct m4d_ctx *x, struct shared *sh
                             uint64_t r, uint64_t step_buffers, uint64_t reload, uint64_t *t)
 {
     /* kept at every moment */
-    uint64_t recv = add(ok, m4d_pp_recv_buffers(ok, x, r), m4d_graph_static_buffers(ok, x, r));
+    uint64_t recv = 0; /* torchtitan's pipeline and CUDA graphs alone keep buffers of their own */
+    if (x->fw == MEM4D_FRAMEWORK_TORCHTITAN && x->p > 1)
+        recv = m4d_pp_recv_buffers(ok, x, r);
+    if (x->cuda_graph)
+        recv = add(ok, recv, m4d_graph_static_buffers(ok, x, r));
     uint64_t act, act_emb, fb = add(ok, sh->fb, recv), stranded, extra;
     m4d_stage_activations(ok, x, sh, r, &t[MEM4D_TERM_IN_FLIGHT], &act, &act_emb, &stranded);
     extra = stranded;

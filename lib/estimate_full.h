@@ -68,6 +68,46 @@ static inline uint64_t tokens(bool *ok, const struct m4d_ctx *x) { return mul(ok
  * residual and bias-dropout-add in fp32; the pipeline sends fp32). */
 static inline uint64_t residual_bytes(const struct m4d_ctx *x) { return x->fp32_residual ? 4 : 2; }
 
+/* The schedule's micro-batches in flight (estimate_activations.c's) and the
+ * allocator's fragmentation (estimate_buffers.c's) are inline: every stage
+ * of every estimate of a search asks them. */
+
+/* Micro-batches live on stage r at its peak. 1F1B: min(p − r, m).
+ * Interleaved (v chunks of ℓ_r/v layers): Megatron's warm-up
+ * 2(p−r−1) + (v−1)·p chunk-micro-batches plus the one of the first
+ * steady-state step, capped at m·v. m = 0 (unknown) is taken as large. */
+static inline void m4d_in_flight(const struct m4d_ctx *x, uint64_t r, uint64_t *units, uint64_t *layers_each)
+{
+    if (x->v > 1) {
+        uint64_t n = 2 * (x->p - r - 1) + (x->v - 1) * x->p + 1;
+        if (x->m > 0 && n > x->m * x->v)
+            n = x->m * x->v;
+        *units = n;
+        *layers_each = m4d_split_rank_layers(&x->split, r) / x->v;
+        return;
+    }
+    uint64_t n = x->p - r;
+    if (x->afab && x->m > n) /* all forward, all backward: every micro-batch */
+        n = x->m;
+    if (x->m > 0 && x->m < n)
+        n = x->m;
+    *units = n;
+    *layers_each = m4d_split_rank_layers(&x->split, r);
+}
+
+/* The caching allocator's reserved-but-unallocated bytes at the peak,
+ * besides the stranded blocks the moment names: allocator_overhead_ppm of
+ * the allocated peak (blocks split and cached across sizes; measured
+ * reserved/allocated ratios, doc/full-model.md). With expandable segments
+ * the allocator maps and unmaps 2 MiB pages within one growing segment per
+ * stream, so only the page rounding of the peak remains. */
+static inline uint64_t m4d_fragmentation(bool *ok, const struct m4d_ctx *x, const mem4d_device *dev, uint64_t alloc)
+{
+    if (x->expandable)
+        return m4d_alloc_size(alloc) - alloc;
+    return muldiv(ok, alloc, dev->v[MEM4D_DEVICE_ALLOCATOR_OVERHEAD_PPM], 1000000);
+}
+
 /* What every stage of one estimate shares, computed once per estimate (the
  * search calls m4d_estimate_full() millions of times a second). */
 struct shared {
@@ -122,7 +162,6 @@ void m4d_state_terms(bool *ok, const struct m4d_ctx *x, const struct shared *sh,
 uint64_t m4d_layer_activation(bool *ok, const struct m4d_ctx *x);
 uint64_t m4d_checkpoint_bytes(bool *ok, const struct m4d_ctx *x);
 uint64_t m4d_op_sac_layer_keep(bool *ok, const struct m4d_ctx *x);
-void m4d_in_flight(const struct m4d_ctx *x, uint64_t r, uint64_t *units, uint64_t *layers_each);
 uint64_t m4d_backward_working_set(bool *ok, const struct m4d_ctx *x);
 void m4d_head_bytes(bool *ok, const struct m4d_ctx *x, uint64_t *keep, uint64_t *loss, uint64_t *stranded);
 uint64_t m4d_mtp_loss_keep(bool *ok, const struct m4d_ctx *x);
@@ -146,6 +185,5 @@ uint64_t m4d_process_groups(const struct m4d_ctx *x);
 uint64_t m4d_userbuffers(bool *ok, const struct m4d_ctx *x);
 uint64_t m4d_dispatcher_buffers(bool *ok, const struct m4d_ctx *x, const mem4d_device *dev);
 uint64_t m4d_graph_static_buffers(bool *ok, const struct m4d_ctx *x, uint64_t r);
-uint64_t m4d_fragmentation(bool *ok, const struct m4d_ctx *x, const mem4d_device *dev, uint64_t alloc);
 
 #endif
