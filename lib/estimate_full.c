@@ -154,7 +154,8 @@ static void group_store(struct m4d_state_cache *c, const struct shared *sh)
 {
     c->share[0] = sh->share.linear, c->share[1] = sh->share.expert, c->share[2] = sh->share.replicated;
     c->dense[0] = sh->dense.linear, c->dense[1] = sh->dense.expert, c->dense[2] = sh->dense.replicated;
-    c->mtp = sh->mtp, c->emb = sh->emb, c->emb_grad = sh->emb_grad, c->block = sh->block;
+    c->mtp[0] = sh->mtp.linear, c->mtp[1] = sh->mtp.expert, c->mtp[2] = sh->mtp.replicated;
+    c->emb = sh->emb, c->emb_grad = sh->emb_grad, c->block = sh->block;
     c->fsdp_kept = sh->fsdp_kept, c->groups = sh->groups, c->fixed = sh->fixed;
     c->have_group = true;
 }
@@ -163,7 +164,8 @@ static void group_load(const struct m4d_state_cache *c, struct shared *sh)
 {
     sh->share = (struct layer_share){c->share[0], c->share[1], c->share[2]};
     sh->dense = (struct layer_share){c->dense[0], c->dense[1], c->dense[2]};
-    sh->mtp = c->mtp, sh->emb = c->emb, sh->emb_grad = c->emb_grad, sh->block = c->block;
+    sh->mtp = (struct layer_share){c->mtp[0], c->mtp[1], c->mtp[2]};
+    sh->emb = c->emb, sh->emb_grad = c->emb_grad, sh->block = c->block;
     sh->fsdp_kept = c->fsdp_kept, sh->groups = c->groups, sh->fixed = c->fixed;
 }
 

@@ -46,11 +46,23 @@ static inline uint64_t muldiv(bool *ok, uint64_t a, uint64_t b, uint64_t d)
     return r;
 }
 
-/* v per routed expert input, times the expert inputs per token (top-k, or
- * with a capacity factor, m4d_routed_ppm). */
+/* v per routed expert input, times the expert inputs per token the
+ * busiest expert-parallel rank receives: top-k (or with a capacity factor,
+ * m4d_routed_ppm) times moe_imbalance_ppm, the rows that rank receives over
+ * the mean. Dropless routing hands a rank every token its experts are
+ * chosen for, so its permuted tokens and expert activations grow with its
+ * load; a capacity factor bounds them (dropping: at most the capacity;
+ * padding: exactly it). Balanced (10⁶) by default. */
 static inline uint64_t routed(bool *ok, const struct m4d_ctx *x, uint64_t v)
 {
-    return muldiv(ok, v, m4d_routed_ppm(x), 1000000);
+    uint64_t ppm = m4d_routed_ppm(x), imb = x->imbalance_ppm;
+    if (imb > 1000000 && !x->cap_pad) {
+        uint64_t pad = ppm - x->topk * (x->cap_ppm && x->cap_ppm < 1000000 ? x->cap_ppm : 1000000);
+        uint64_t f = x->cap_ppm ? (imb < x->cap_ppm ? imb : x->cap_ppm) : imb;
+        if (!x->cap_ppm || x->cap_ppm > 1000000)
+            ppm = add(ok, mul(ok, x->topk, f), pad);
+    }
+    return muldiv(ok, v, ppm, 1000000);
 }
 
 static inline uint64_t max64(uint64_t a, uint64_t b) { return a > b ? a : b; }
@@ -114,7 +126,7 @@ struct shared {
     struct layer_share share; /* one layer's parameters on a rank (an expert layer's with experts) */
     struct layer_share dense; /* one dense layer's (= share without experts) */
     uint64_t A_dense;         /* A_layer of a dense layer */
-    uint64_t mtp;             /* the MTP modules' parameters on the last stage */
+    struct layer_share mtp;   /* the MTP modules' parameters on the last stage */
     uint64_t emb;             /* V_p·h/t */
     uint64_t T;               /* tokens of a micro-batch on a rank */
     uint64_t A, C;            /* A_layer and a full-recompute checkpoint */
@@ -150,7 +162,7 @@ struct stage_params {
 
 /* --- estimate_state.c ------------------------------------------------------ */
 
-uint64_t m4d_mtp_share(bool *ok, const struct m4d_ctx *x, const struct shared *sh);
+struct layer_share m4d_mtp_share(bool *ok, const struct m4d_ctx *x, const struct shared *sh);
 struct stage_params m4d_stage_params(bool *ok, const struct m4d_ctx *x, const struct shared *sh, uint64_t r);
 bool m4d_fsdp_keeps_blocks(const struct m4d_ctx *x);
 uint64_t m4d_fsdp_block_bytes(bool *ok, const struct m4d_ctx *x, const struct layer_share *s);

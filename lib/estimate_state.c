@@ -39,13 +39,22 @@ static uint64_t position_table(bool *ok, const struct m4d_ctx *x)
 }
 
 /* Multi-token-prediction modules on the last stage: each a layer (an
- * expert layer with experts), the projection 2h·h split over t, three norms. */
-uint64_t m4d_mtp_share(bool *ok, const struct m4d_ctx *x, const struct shared *sh)
+ * expert layer with experts), the projection 2h·h split over t, three norms
+ * (one module for every depth with mtp_use_repeated_layer). As a layer's
+ * share: linear (the layer's linear weights with its experts', and eh_proj),
+ * expert (the experts', kept with the other expert weights: Megatron-Core
+ * puts every expert parameter, an MTP layer's too, in the expert-parallel
+ * buffers and shards their optimizer state over the expert data-parallel
+ * group) and replicated (the rest: the layer's, and the three norms). */
+struct layer_share m4d_mtp_share(bool *ok, const struct m4d_ctx *x, const struct shared *sh)
 {
     const struct layer_share *s = x->experts ? &sh->share : &sh->dense;
-    uint64_t each = add(ok, add(ok, add(ok, s->linear, s->expert), s->replicated),
-                        m4d_ceil_div(2 * x->h * x->h, x->t) + 3 * (x->layernorm ? 2 : 1) * x->h);
-    return mul(ok, each, x->mtp);
+    uint64_t n = m4d_mtp_modules(x);
+    return (struct layer_share){
+        .linear = mul(ok, add(ok, add(ok, s->linear, s->expert), m4d_ceil_div(2 * x->h * x->h, x->t)), n),
+        .expert = mul(ok, s->expert, n),
+        .replicated = mul(ok, add(ok, s->replicated, 3 * (x->layernorm ? 2 : 1) * x->h), n),
+    };
 }
 
 /* A layer pattern's layers [first, first + l) into n, by their kinds. */
@@ -89,7 +98,9 @@ struct stage_params m4d_stage_params(bool *ok, const struct m4d_ctx *x, const st
     if (r == 0)
         n.all = add(ok, n.all, add(ok, emb, position_table(ok, x)));
     if (r == x->p - 1) {
-        n.all = add(ok, add(ok, n.all, sh->mtp), (x->layernorm ? 2 : 1) * x->h);
+        n.linear = add(ok, n.linear, sh->mtp.linear);
+        n.expert = add(ok, n.expert, sh->mtp.expert);
+        n.all = add(ok, add(ok, n.all, add(ok, sh->mtp.linear, sh->mtp.replicated)), (x->layernorm ? 2 : 1) * x->h);
         if (!x->tied || x->p > 1)
             n.all = add(ok, n.all, emb);
     }

@@ -321,6 +321,7 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     SKIP_ROW("mscale-all-dim"),
     SKIP_ROW("mtp-loss-scaling-factor"),
     INT_ROW("mtp-num-layers", MF_MTP, MEM4D_MODEL_MTP_LAYERS),
+    SWITCH_ROW("mtp-use-repeated-layer", MF_MTP_REPEATED),
     SWITCH_ROW("multi-latent-attention", MF_MLA),
     SKIP_ROW("nccl-communicator-config-path"),
     SKIP_ROW("no-async-tensor-model-parallel-allreduce"),

@@ -179,6 +179,38 @@ static mem4d_status pattern_segments(mem4d_import *imp, const char *text, mem4d_
                           : m4d_imp_fail(imp, st, "--hybrid-layer-pattern's pipeline segments are not a layer table");
 }
 
+/* The multi-token-prediction depths of a unified pattern, "main/d/d..."
+ * (Megatron-Core hybrid_layer_allocation.py parse_hybrid_pattern: one
+ * pattern per depth after each '/', all identical; arguments.py takes
+ * mtp_num_layers from their count, over --mtp-num-layers with a warning).
+ * A depth of an attention layer and an MLP ("*E" with experts, "*-"
+ * without) is the MTP module libmem4d counts (a GPT layer, its eh_proj and
+ * norms); another depth pattern is refused. */
+static mem4d_status mtp_depths(mem4d_import *imp, const struct m4d_opt_val *vals, mem4d_model *m, const char *flag,
+                               const char *depths)
+{
+    const char *end = strchr(depths, '/');
+    size_t len = end ? (size_t)(end - depths) : strlen(depths), n = 0;
+    for (const char *c = depths;; c += len + 1) {
+        if (strncmp(c, depths, len) != 0 || (c[len] != '/' && c[len] != '\0'))
+            return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "%s has multi-token-prediction depths that differ; "
+                                "Megatron-Core requires every depth's pattern to be the same", flag);
+        n++;
+        if (c[len] == '\0')
+            break;
+    }
+    if (len == 0)
+        return MEM4D_OK; /* "main/": no depth */
+    if (len != 2 || depths[0] != '*' || (depths[1] != 'E' && depths[1] != '-'))
+        return m4d_imp_fail(imp, MEM4D_E_UNSUPPORTED, "%s has multi-token-prediction depths '%.*s'; an MTP "
+                            "depth of an attention layer and its MLP ('*E' or '*-') is modelled, not this one",
+                            flag, (int)(len < 16 ? len : 16), depths);
+    if (GIVEN(MF_MTP) && U(MF_MTP) != n)
+        m4d_imp_warn(imp, "--mtp-num-layers %llu conflicts with the %zu depths of %s; its depths are used, as "
+                     "Megatron-LM uses them", (unsigned long long)U(MF_MTP), n, flag);
+    return SET_M(m, MEM4D_MODEL_MTP_LAYERS, n, flag);
+}
+
 mem4d_status m4d_megatron_apply_hybrid(mem4d_import *imp, const struct m4d_opt_val *vals, mem4d_model *m,
                                        mem4d_layout *l)
 {
@@ -241,11 +273,11 @@ mem4d_status m4d_megatron_apply_hybrid(mem4d_import *imp, const struct m4d_opt_v
     } else if (GIVEN(MF_HYBRID_ATTN) || GIVEN(MF_HYBRID_MLP)) {
         m4d_imp_warn(imp, "%s overrides --hybrid-attention-ratio and --hybrid-mlp-ratio", flag);
     }
-    if (strchr(text, '/'))
-        return m4d_imp_fail(imp, MEM4D_E_UNSUPPORTED, "%s has multi-token-prediction depths ('/'), which a "
-                            "layer pattern does not model", flag);
+    const char *slash = strchr(text, '/');
+    if (slash)
+        TRY(mtp_depths(imp, vals, m, flag, slash + 1));
     size_t n = 0;
-    for (const char *c = text; *c && n + 1 < sizeof main_part; c++)
+    for (const char *c = text; *c && *c != '/' && n + 1 < sizeof main_part; c++)
         if (*c != '|')
             main_part[n++] = *c;
     main_part[n] = '\0';

@@ -249,6 +249,7 @@ void m4d_ctx_model(const mem4d_model *m, struct m4d_ctx *x)
     x->v_dim = x->kv_lora ? v[MEM4D_MODEL_V_HEAD_DIM] : x->dh;
     x->kv_heads = x->kv_lora ? x->a : x->k;
     x->mtp = v[MEM4D_MODEL_MTP_LAYERS];
+    x->mtp_repeated = v[MEM4D_MODEL_MTP_REPEATED_LAYER] != 0;
     x->shared_gate = v[MEM4D_MODEL_SHARED_EXPERT_GATE] != 0;
     x->norms = v[MEM4D_MODEL_NORMS_PER_LAYER] ? v[MEM4D_MODEL_NORMS_PER_LAYER] : 2;
     x->qk_whole = v[MEM4D_MODEL_QK_NORM_WHOLE] != 0;
@@ -421,14 +422,17 @@ static bool one_layer(const struct m4d_ctx *x, uint64_t *out)
 /* A multi-token-prediction module (DeepSeek-V3; Megatron-Core's
  * MultiTokenPredictionLayer): a transformer layer, the projection eh_proj
  * 2h x h and three norms (of the embedding, of the hidden state, before the
- * shared head); the embedding and the head are the model's own. */
+ * shared head); the embedding and the head are the model's own. With
+ * mtp_use_repeated_layer one module serves every depth
+ * (multi_token_prediction.py: "only 1 layer is created and applied
+ * mtp_num_layers times"). */
 static bool mtp_params(const struct m4d_ctx *x, uint64_t layer, uint64_t *out)
 {
     uint64_t each;
     if (!m4d_mul(2 * x->h, x->h, &each) || !m4d_add(each, layer, &each) ||
         !m4d_add(each, 3 * (x->layernorm ? 2 : 1) * x->h, &each))
         return false;
-    return m4d_mul(each, x->mtp, out);
+    return m4d_mul(each, m4d_mtp_modules(x), out);
 }
 
 /* One layer of kind k of a layer pattern: a Mamba-2, Gated DeltaNet or

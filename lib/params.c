@@ -118,6 +118,7 @@ const struct m4d_param_desc m4d_model_params[] = {
         PAPER_DEFAULT(1)),
     [MEM4D_MODEL_DSA_INDEX_SKIP_OFFSET] = NUM_ROW("dsa_indexer_skip_topk_offset", "index_skip_topk_offset", NULL, 0,
         4096, 0, PAPER_DEFAULT(0)),
+    [MEM4D_MODEL_MTP_REPEATED_LAYER] = BOOL_ROW("mtp_use_repeated_layer", NULL, NULL, 0, PAPER_DEFAULT(0)),
 };
 M4D_TABLE_ROWS(m4d_model_params, M4D_MODEL_NPARAM);
 

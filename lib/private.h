@@ -26,8 +26,8 @@
 
 /* Number of values of each enum; grow only by appending to the enum, then
  * raise the count, name the new last value and append the table rows. */
-#define M4D_MODEL_NPARAM 48
-M4D_ENUM_COUNT(M4D_MODEL_NPARAM, MEM4D_MODEL_DSA_INDEX_SKIP_OFFSET);
+#define M4D_MODEL_NPARAM 49
+M4D_ENUM_COUNT(M4D_MODEL_NPARAM, MEM4D_MODEL_MTP_REPEATED_LAYER);
 #define M4D_LAYOUT_NPARAM 84
 M4D_ENUM_COUNT(M4D_LAYOUT_NPARAM, MEM4D_LAYOUT_FP8_RECIPE);
 #define M4D_DEVICE_NPARAM 35
@@ -202,6 +202,7 @@ struct m4d_ctx {
     uint64_t q_lora, kv_lora, rope_dim; /* MLA (kv_lora > 0): compression ranks, rotary head dim */
     uint64_t qk_dim, v_dim, kv_heads;  /* per head Q/K and V dims, heads of K and V (MLA: qk = nope + rope, kv_heads = a) */
     uint64_t mtp;                      /* multi-token-prediction layers on the last stage */
+    bool mtp_repeated;                 /* one MTP module's weights serve every depth */
     bool shared_gate;                  /* the shared expert has a gate of h parameters */
     uint64_t norms;                    /* normalisations per layer (2; Gemma 2/3: 4) */
     bool qk_whole;                     /* Q/K norms over the whole projections (OLMo 2) */
@@ -283,6 +284,10 @@ struct m4d_ctx {
  * the expert tensor-parallel size), over which the experts are split and the
  * dispatchers send; the one place memory and speed take it from. */
 static inline uint64_t m4d_ep_group(const struct m4d_ctx *x) { return x->ep * x->etp; }
+
+/* MTP modules whose weights the last stage holds: one for every depth, or
+ * one in all with mtp_use_repeated_layer. */
+static inline uint64_t m4d_mtp_modules(const struct m4d_ctx *x) { return x->mtp_repeated && x->mtp ? 1 : x->mtp; }
 
 
 /* Bits of cuda_graph_scope, in Megatron's names (0: the whole layer). */
@@ -589,7 +594,7 @@ struct m4d_state_cache {
     uint64_t all[3], expert[3], linear[3], w[3], g[3], o[3], step[3]; /* step: m4d_step_buffers() */
     bool have_group;
     uint64_t share[3], dense[3]; /* struct layer_share: linear, expert, replicated */
-    uint64_t mtp, emb, emb_grad, block, fsdp_kept, groups, fixed;
+    uint64_t mtp[3], emb, emb_grad, block, fsdp_kept, groups, fixed; /* mtp: a layer_share as share[] */
     /* the terms that depend on b (and m, which b sets) but not on the
      * recompute mode, for up to 16 micro-batch sizes (b = 0: a free slot) */
     struct m4d_b_terms {

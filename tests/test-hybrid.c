@@ -351,6 +351,29 @@ START_TEST(megatron_ratios_make_the_published_pattern)
     ck_assert_ptr_nonnull(strstr(mem4d_import_message(imp), "block_configs"));
     const char *mtp[] = {"--hybrid-layer-pattern", "M*M*/MM", "--hidden-size", "1024", NULL};
     ck_assert_int_eq(import_args(imp, m, l, 8, mtp), MEM4D_E_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(mem4d_import_message(imp), "'MM'"));
+    /* MTP depths of attention and its MLP after '/' (parse_hybrid_pattern): the
+     * depth count is mtp_num_layers; with --mtp-use-repeated-layer one module's
+     * weights serve both depths */
+    const char *depths[] = {"--hybrid-layer-pattern", "M*M-/*-/*-", "--hidden-size", "1024", "--num-attention-heads",
+                            "16", "--ffn-hidden-size", "4096", "--seq-length", "4096", "--vocab-size", "32000",
+                            "--disable-bias-linear", "--normalization", "RMSNorm", NULL};
+    mem4d_model *d = NULL;
+    ck_assert_int_eq(mem4d_model_new(&d), MEM4D_OK);
+    ck_assert_msg(import_args(imp, d, l, 8, depths) == MEM4D_OK, "%s", mem4d_import_message(imp));
+    uint64_t mtp_layers = 0, two = 0, one = 0;
+    ck_assert_int_eq(mem4d_model_get(d, MEM4D_MODEL_MTP_LAYERS, &mtp_layers), MEM4D_OK);
+    ck_assert_uint_eq(mtp_layers, 2);
+    ck_assert_int_eq(mem4d_model_get(d, MEM4D_MODEL_NUM_LAYERS, &L), MEM4D_OK);
+    ck_assert_uint_eq(L, 4);
+    ck_assert_int_eq(mem4d_model_num_params(d, &two), MEM4D_OK);
+    ck_assert_int_eq(mem4d_model_set(d, MEM4D_MODEL_MTP_REPEATED_LAYER, 1), MEM4D_OK);
+    ck_assert_int_eq(mem4d_model_num_params(d, &one), MEM4D_OK);
+    mem4d_model_free(d);
+    /* one module less: a dense GPT layer (4h² + 2hf + 2h norms), eh_proj 2h² and three norms */
+    ck_assert_uint_eq(two - one, 4 * 1024 * 1024 + 2 * 1024 * 4096 + 2 * 1024 + 2 * 1024 * 1024 + 3 * 1024);
+    const char *uneven[] = {"--hybrid-layer-pattern", "M*M-/*-/*E", "--hidden-size", "1024", NULL};
+    ck_assert_int_eq(import_args(imp, m, l, 8, uneven), MEM4D_E_CONFLICT);
     mem4d_layout_free(l);
     mem4d_model_free(m);
     mem4d_import_free(imp);

@@ -348,7 +348,12 @@ typedef enum mem4d_model_param {
     /** "dsa_indexer_skip_topk_offset" ("index_skip_topk_offset"): the first
      * layers that all build their own indexer before the sharing pattern starts
      * (Megatron-Core's is_dsa_skip_topk_layer; 0 counts as 1). Default 0. @since 0.2 */
-    MEM4D_MODEL_DSA_INDEX_SKIP_OFFSET = 47
+    MEM4D_MODEL_DSA_INDEX_SKIP_OFFSET = 47,
+    /** "mtp_use_repeated_layer": 1 when one multi-token-prediction module is
+     * applied at every depth (Megatron-Core's --mtp-use-repeated-layer;
+     * Nemotron 3.5 Lightning): its weights, gradients and optimizer state are
+     * one module's, its activations every depth's. Default 0. @since 0.2 */
+    MEM4D_MODEL_MTP_REPEATED_LAYER = 48
 } mem4d_model_param;
 
 /**

@@ -111,6 +111,7 @@ class ModelParam(enum.IntEnum):
     ATTENTION_OUTPUT_GATE = 45
     DSA_INDEX_TOPK_FREQ = 46
     DSA_INDEX_SKIP_OFFSET = 47
+    MTP_REPEATED_LAYER = 48
 
 
 class LayoutParam(enum.IntEnum):
