@@ -702,14 +702,18 @@ void m4d_stage_activations(bool *ok, const struct m4d_ctx *x, struct shared *sh,
         act = mul(ok, keep, units);
         *at_embedding_grad = mul(ok, keep, units - 1);
     } else {
-        /* stages of as many layers keep as much: stages 0, 1 and p - 1 of
-         * an even split compute it once */
+        /* stages of as many layers keep as much: each (layers, expert
+         * layers) is computed once per estimate (stages 0, 1 and p - 1 of
+         * an even split share one; uneven ends take up to three) */
         uint64_t e = x->experts ? m4d_chunk_moe_layers(x, r) : 0;
-        if (!sh->mbk.have || sh->mbk.l != each || sh->mbk.e != e) {
-            micro_batch_keep(ok, x, sh, 0, each, e, &sh->mbk.keep, &sh->mbk.live);
-            sh->mbk.have = true, sh->mbk.l = each, sh->mbk.e = e;
+        size_t i = 0;
+        while (i + 1 < M4D_LEN(sh->mbk) && sh->mbk[i].have && (sh->mbk[i].l != each || sh->mbk[i].e != e))
+            i++;
+        if (!sh->mbk[i].have || sh->mbk[i].l != each || sh->mbk[i].e != e) {
+            micro_batch_keep(ok, x, sh, 0, each, e, &sh->mbk[i].keep, &sh->mbk[i].live);
+            sh->mbk[i].have = true, sh->mbk[i].l = each, sh->mbk[i].e = e;
         }
-        keep = sh->mbk.keep, live = sh->mbk.live;
+        keep = sh->mbk[i].keep, live = sh->mbk[i].live;
         act = mul(ok, keep, units);
         *at_embedding_grad = mul(ok, keep, units - 1);
     }

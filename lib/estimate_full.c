@@ -259,7 +259,7 @@ static void shared_init(bool *ok, const struct m4d_ctx *x, const mem4d_device *d
     /* an MTP module is a GPT layer, an expert one with experts, even beside
      * a layer pattern (whose kinds replace A below) */
     sh->A_mtp = x->experts ? act->A : act->A_dense;
-    sh->mbk.have = false;
+    sh->mbk[0].have = sh->mbk[1].have = sh->mbk[2].have = false;
     if (x->nlt) {
         pattern_init(ok, x, sh);
         sh->block = m4d_fsdp_block_bytes(ok, x, &sh->share);

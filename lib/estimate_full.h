@@ -144,9 +144,9 @@ struct shared {
     uint64_t stranded;        /* last stage: cached blocks the loss cannot reuse */
     uint64_t pp_kept, pp_merge; /* last stage: outputs kept at the loss and merged at the step (pp_kept_outputs) */
     struct {                  /* one micro-batch's keep and live set over l layers, e of them expert layers */
-        bool have;            /* (m4d_stage_activations, one pipeline chunk per stage) */
-        uint64_t l, e, keep, live;
-    } mbk;
+        bool have;            /* (m4d_stage_activations, one pipeline chunk per stage): one for */
+        uint64_t l, e, keep, live; /* each stage a peak-only estimate fills (0, 1, p - 1: uneven ends differ) */
+    } mbk[3];
     /* a layer pattern: each kind's parameters on a rank and A_layer */
     struct layer_share ks[M4D_MAX_LAYER_KINDS];
     uint64_t kA[M4D_MAX_LAYER_KINDS];
