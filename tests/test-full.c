@@ -873,6 +873,20 @@ START_TEST(moe_token_capacity)
     ck_assert_uint_eq(drop15, none);
     ck_assert_uint_eq(drop05, pad05);
     ck_assert_uint_lt(pad05, none);
+    /* the busiest rank's load (moe_imbalance_ppm): dropless, its routed rows
+     * grow as a capacity factor's padding does; a dropping capacity bounds
+     * them, a padded one fixes them */
+    mem4d_report *i0, *i1, *i2;
+    uint64_t imb15 = moe_activations("moe_imbalance_ppm=1500000", NULL, &i0);
+    uint64_t imb15_drop12 = moe_activations("moe_imbalance_ppm=1500000", "moe_capacity_factor_ppm=1200000", &i1);
+    uint64_t imb15_drop20 = moe_activations("moe_imbalance_ppm=1500000", "moe_capacity_factor_ppm=2000000", &i2);
+    ck_assert_uint_eq(imb15, pad15);
+    ck_assert_uint_gt(imb15_drop12, none);
+    ck_assert_uint_lt(imb15_drop12, imb15);
+    ck_assert_uint_eq(imb15_drop20, imb15); /* dropping at 2.0: the load 1.5 stays under it */
+    mem4d_report_free(i0);
+    mem4d_report_free(i1);
+    mem4d_report_free(i2);
     same_except(r0, r1, BIT(MEM4D_TERM_ACTIVATIONS));
     same_except(r0, r4, BIT(MEM4D_TERM_ACTIVATIONS));
     mem4d_report *rs[] = {r0, r1, r2, r3, r4, r5};
