@@ -35,6 +35,7 @@ def header(lines, key):
     return None
 
 
+errors = []
 files = sorted(glob.glob(os.path.join(DATA, "megatron", "measured", "*.args")))
 if not files:
     failures.append("no measured recipes found")
@@ -78,6 +79,7 @@ for path in files:
         meas = float(gb) * 1e9 if gb is not None else float(nbytes)
         pred = float(where[key])
         err = (pred - meas) / meas
+        errors.append(err)
         print(f"{name:40s} {metric:9s} {meas / GIB:9.2f} {pred / GIB:9.2f} {100 * err:+7.1f}%  {report['verdict']}")
         if err < -MAX_UNDER:
             failures.append(f"{name}: {metric} under-predicted by {-100 * err:.1f}% (limit {100 * MAX_UNDER:.0f}%)")
@@ -89,6 +91,11 @@ for path in files:
         meas, pred = float(run_max), float(where["peak_allocated_bytes"])
         print(f"{name:40s} {'run max':9s} {meas / GIB:9.2f} {pred / GIB:9.2f} {100 * (pred - meas) / meas:+7.1f}%  "
               f"(routing imbalance: moe_imbalance_ppm not set)")
+if errors:
+    a = sorted(abs(e) for e in errors)
+    med = a[len(a) // 2] if len(a) % 2 else (a[len(a) // 2 - 1] + a[len(a) // 2]) / 2
+    print(f"{len(errors)} figures: median |error| {100 * med:.1f}%, worst under-prediction {100 * min(errors):+.1f}%, "
+          f"worst over-prediction {100 * max(errors):+.1f}%")
 for f in failures:
     print("FAIL:", f)
 sys.exit(1 if failures else 0)
