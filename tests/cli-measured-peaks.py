@@ -12,7 +12,9 @@ over-predicted by more than MAX_OVER (what the rows' headers name as not
 expressible makes them high, never low). A row measured by Megatron-LM's
 tensorboard writer (`# measured-stage: last`) is compared with the last
 stage; a row with `# run-max-allocated-bytes` also prints the run's maximum,
-which natural routing raised past the balanced estimate (not asserted).
+which natural routing raised past the balanced estimate (not asserted). A
+row with `# known-gap: WHY` (a mechanism libmem4d does not model yet) is
+printed with its reason and left out of the limits and the statistics.
 Usage: cli-measured-peaks.py PATH/TO/mem4d TESTS/DATA"""
 
 import glob
@@ -35,11 +37,11 @@ def header(lines, key):
     return None
 
 
-errors = []
+errors, gaps = [], []
 files = sorted(glob.glob(os.path.join(DATA, "megatron", "measured", "*.args")))
 if not files:
     failures.append("no measured recipes found")
-print(f"{'recipe':40s} {'metric':9s} {'measured':>9s} {'predicted':>9s} {'error':>8s}  verdict   (GiB)")
+print(f"{'recipe':56s} {'metric':9s} {'measured':>9s} {'predicted':>9s} {'error':>8s}  verdict   (GiB)")
 for path in files:
     name = os.path.basename(path)[: -len(".args")]
     with open(path) as f:
@@ -70,6 +72,14 @@ for path in files:
         failures.append(f"{name}: read with warnings: {report['warnings']}")
     if report["verdict"] == "oom":
         failures.append(f"{name}: a published run is judged out of memory")
+    gap = []
+    for i, line in enumerate(lines):  # the reason, with its continuation lines ("#   ...")
+        if line.startswith("# known-gap:"):
+            gap.append(line.split(":", 1)[1].strip())
+            for more in lines[i + 1:]:
+                if not more.startswith("#   "):
+                    break
+                gap[-1] += " " + more[1:].strip()
     # the stage the figure covers: the last rank's (Megatron-LM's tensorboard writer), else the peak stage
     where = report["stages"][-1] if header(lines, "measured-stage") == "last" else report
     for metric, key in (("allocated", "peak_allocated_bytes"), ("reserved", "peak_reserved_bytes")):
@@ -79,8 +89,12 @@ for path in files:
         meas = float(gb) * 1e9 if gb is not None else float(nbytes)
         pred = float(where[key])
         err = (pred - meas) / meas
+        print(f"{name[:56]:56s} {metric:9s} {meas / GIB:9.2f} {pred / GIB:9.2f} {100 * err:+7.1f}%  {report['verdict']}"
+              f"{'  [known gap]' if gap else ''}")
+        if gap:  # listed with its reason below, not in the statistics
+            gaps.append(f"{name}: {100 * err:+.1f}%: {gap[0]}")
+            continue
         errors.append(err)
-        print(f"{name:40s} {metric:9s} {meas / GIB:9.2f} {pred / GIB:9.2f} {100 * err:+7.1f}%  {report['verdict']}")
         if err < -MAX_UNDER:
             failures.append(f"{name}: {metric} under-predicted by {-100 * err:.1f}% (limit {100 * MAX_UNDER:.0f}%)")
         if err > MAX_OVER:
@@ -89,13 +103,15 @@ for path in files:
     run_max = header(lines, "run-max-allocated-bytes")
     if run_max is not None:
         meas, pred = float(run_max), float(where["peak_allocated_bytes"])
-        print(f"{name:40s} {'run max':9s} {meas / GIB:9.2f} {pred / GIB:9.2f} {100 * (pred - meas) / meas:+7.1f}%  "
+        print(f"{name[:56]:56s} {'run max':9s} {meas / GIB:9.2f} {pred / GIB:9.2f} {100 * (pred - meas) / meas:+7.1f}%  "
               f"(routing imbalance: moe_imbalance_ppm not set)")
 if errors:
     a = sorted(abs(e) for e in errors)
     med = a[len(a) // 2] if len(a) % 2 else (a[len(a) // 2 - 1] + a[len(a) // 2]) / 2
     print(f"{len(errors)} figures: median |error| {100 * med:.1f}%, worst under-prediction {100 * min(errors):+.1f}%, "
           f"worst over-prediction {100 * max(errors):+.1f}%")
+for g in gaps:
+    print("known gap:", g)
 for f in failures:
     print("FAIL:", f)
 sys.exit(1 if failures else 0)
