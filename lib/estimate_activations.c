@@ -733,8 +733,10 @@ void m4d_stage_activations(bool *ok, const struct m4d_ctx *x, struct shared *sh,
         transient = add(ok, transient, sh->A);
     *stranded = 0;
     if (r == x->p - 1) {
-        uint64_t mtp = m4d_split_mtp(&x->split, r);
-        act = add(ok, act, add(ok, sh->head_keep, mul(ok, mul(ok, add(ok, sh->A_mtp, m4d_mtp_loss_keep(ok, x)), mtp), mtp_units)));
+        uint64_t mtp = m4d_split_mtp(&x->split, r), mtp_keep = 0; /* no MTP module: no loss of its own to size */
+        if (mtp)
+            mtp_keep = mul(ok, mul(ok, add(ok, sh->A_mtp, m4d_mtp_loss_keep(ok, x)), mtp), mtp_units);
+        act = add(ok, act, add(ok, sh->head_keep, mtp_keep));
         act = add(ok, act, sh->pp_kept);
         uint64_t layer = transient;
         if (sh->loss > transient) {
