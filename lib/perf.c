@@ -190,13 +190,22 @@ static const struct stack {
 /* The band of the measured step time around the prediction, as measured /
  * predicted: the 5th and 95th percentiles over the validation runs
  * (tests/data/throughput/throughput.csv, every row the model expresses;
- * doc/perf.md, "Uncertainty"), uncalibrated, and over the same runs
- * predicted by a device calibrated on the first run of their weak-scaling
- * series (tests/test-throughput.c prints both). */
+ * doc/perf.md, "Uncertainty"), uncalibrated, and over the exact runs
+ * predicted by a device calibrated on the first run of their (source, GPU,
+ * precision): a calibration carried to other models and layouts of its
+ * stack, the widest use a calibrated device file gets (it also holds the
+ * runs of a weak-scaling series calibrated on its first run;
+ * tests/test-throughput.c prints all of them). */
 #define BAND_LOW 0.903
 #define BAND_HIGH 1.343
-#define BAND_CAL_LOW 0.949
-#define BAND_CAL_HIGH 1.098
+#define BAND_CAL_LOW 0.869
+#define BAND_CAL_HIGH 1.147
+/* Between layouts of one job (the search's equivalence, m4d_speed_band_
+ * relative()): the band of the runs of a weak-scaling series predicted by a
+ * device calibrated on its first run, where the level common to one job's
+ * layouts cancels and what remains is the model's spread within a family. */
+#define BAND_REL_LOW 0.949
+#define BAND_REL_HIGH 1.098
 
 /* Seconds of one micro-batch's work on one GPU. */
 struct unit_time {
@@ -938,6 +947,14 @@ mem4d_status mem4d_device_speed_band(const mem4d_device *dev, double *low, doubl
     *low = lo;
     *high = MAX(hi, 1); /* the band holds the prediction */
     return MEM4D_OK;
+}
+
+void m4d_speed_band_relative(const mem4d_device *dev, double *low, double *high)
+{
+    const uint64_t *dv = dev->v;
+    *low = dv[MEM4D_DEVICE_SPEED_BAND_LOW_PPM] ? ppm(dv[MEM4D_DEVICE_SPEED_BAND_LOW_PPM]) : BAND_REL_LOW;
+    double hi = dv[MEM4D_DEVICE_SPEED_BAND_HIGH_PPM] ? ppm(dv[MEM4D_DEVICE_SPEED_BAND_HIGH_PPM]) : BAND_REL_HIGH;
+    *high = MAX(hi, 1);
 }
 
 uint64_t m4d_perf_effective(const mem4d_device *dev, mem4d_device_param key)

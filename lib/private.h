@@ -898,6 +898,9 @@ void m4d_perf_fill_memo(const struct m4d_ctx *x, const struct m4d_perf_group *pg
  * stack's (attention_efficiency_ppm: the attention kernel's forward share of
  * the GEMM rate; microbatch_overhead_ns: the stack's overhead). */
 uint64_t m4d_perf_effective(const mem4d_device *dev, mem4d_device_param key);
+/* The band between layouts of one job (doc/perf.md, "Uncertainty"): the
+ * device's own speed_band_*_ppm where set, else the calibrated series band. */
+void m4d_speed_band_relative(const mem4d_device *dev, double *low, double *high);
 
 /* --- presets.c -------------------------------------------------------------- */
 

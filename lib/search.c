@@ -770,8 +770,8 @@ static int cmp_tie(const void *pa, const void *pb)
     return cmp_cand(a, b);
 }
 
-/* The candidates whose band overlaps the fastest's, under the calibrated
- * band (a level common to every layout of the job cancels), form a prefix
+/* The candidates whose band overlaps the fastest's, under the band between
+ * layouts of one job (a level common to them cancels), form a prefix
  * of the sorted array (the test is monotone in the step); they are ordered
  * by the tie-break and counted. */
 static void tie_break(mem4d_search *s)
@@ -779,11 +779,8 @@ static void tie_break(mem4d_search *s)
     s->stat[MEM4D_SEARCH_STAT_EQUIVALENT] = 0;
     if (s->ncand == 0 || !(s->cands[0].step < INFINITY))
         return;
-    mem4d_device rel = s->dev;
-    if (rel.v[MEM4D_DEVICE_CALIBRATED_RUNS] == 0)
-        rel.v[MEM4D_DEVICE_CALIBRATED_RUNS] = 1;
     double lo, hi;
-    mem4d_device_speed_band(&rel, &lo, &hi);
+    m4d_speed_band_relative(&s->dev, &lo, &hi);
     size_t k = 1;
     while (k < s->ncand && s->cands[k].verdict == s->cands[0].verdict &&
            s->cands[k].step * lo <= s->cands[0].step * hi)

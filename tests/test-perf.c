@@ -771,12 +771,13 @@ START_TEST(speed_band)
     assert_close(metric(r, MEM4D_METRIC_TFLOPS_PER_GPU_HIGH), metric(r, MEM4D_METRIC_TFLOPS_PER_GPU) / lo);
     assert_close(metric(r, MEM4D_METRIC_MFU_LOW), metric(r, MEM4D_METRIC_MFU) / hi);
     assert_close(metric(r, MEM4D_METRIC_MFU_HIGH), metric(r, MEM4D_METRIC_MFU) / lo);
-    /* Calibrated: the same step, a band no wider. */
+    /* Calibrated: the same step, a narrower band (not nested: a
+     * calibration carried to another model can overshoot, doc/perf.md). */
     ck_assert_int_eq(mem4d_device_set_str(d, "calibrated_runs", "1"), MEM4D_OK);
     ck_assert_int_eq(mem4d_estimate(m, l, d, r), MEM4D_OK);
     assert_close(metric(r, MEM4D_METRIC_STEP_TIME_S), step);
     double clo = metric(r, MEM4D_METRIC_STEP_TIME_LOW_S) / step, chi = metric(r, MEM4D_METRIC_STEP_TIME_HIGH_S) / step;
-    ck_assert(clo >= lo && chi <= hi && chi - clo < hi - lo);
+    ck_assert(clo < 1 && chi > 1 && chi / clo < hi / lo && chi < hi);
     /* A device's own band; a high bound below 1 is taken as 1. */
     ck_assert_int_eq(mem4d_device_set_str(d, "speed_band_low_ppm", "950000"), MEM4D_OK);
     ck_assert_int_eq(mem4d_device_set_str(d, "speed_band_high_ppm", "1100000"), MEM4D_OK);
