@@ -76,6 +76,12 @@ static mem4d_status apply_vpp(mem4d_import *imp, const struct m4d_opt_val *vals,
             return m4d_imp_fail(imp, MEM4D_E_MISSING, "--num-layers-per-virtual-pipeline-stage needs --num-layers");
         if (per == 0)
             return m4d_imp_fail(imp, MEM4D_E_RANGE, "--num-layers-per-virtual-pipeline-stage must be at least 1");
+        /* a layer pattern of GPT layers, each a mixer and its MLP (Gated
+         * DeltaNet in GPT layers, slime's spec): the flag counts GPT layers,
+         * half the pattern's symbols, and so do the chunks */
+        bool halves = m->nlt && GIVEN(MF_NUM_LAYERS) && 2 * U(MF_NUM_LAYERS) == L;
+        if (halves)
+            L /= 2;
         /* Megatron counts the embedding and the loss as layers here too
          * when they are accounted for in the split (validate_args). */
         L += GIVEN(MF_ACCOUNT_EMB) + GIVEN(MF_ACCOUNT_LOSS);

@@ -286,6 +286,15 @@ START_TEST(gdn_inside_gpt_layers)
     ck_assert_msg(import_args(imp, m2, l, 1, list) == MEM4D_OK, "%s", mem4d_import_message(imp));
     mem4d_model_get_layer_pattern(m2, buf, sizeof buf);
     ck_assert_str_eq(buf, "G-G-G-*-G-G-G-*-");
+    /* --num-layers-per-virtual-pipeline-stage counts GPT layers too: 8 layers
+     * over pp 2 at 2 a chunk are 2 chunks a rank, not the 16 symbols' 4 */
+    const char *vpp[] = {"--num-layers", "8", "--hidden-size", "256", "--num-attention-heads", "4",
+                         "--seq-length", "1024", "--vocab-size", "1000", "--experimental-attention-variant", "gdn",
+                         "--linear-attention-freq", "4", "--linear-num-key-heads", "2", "--linear-num-value-heads", "4",
+                         "--pipeline-model-parallel-size", "2", "--num-layers-per-virtual-pipeline-stage", "2", NULL};
+    ck_assert_msg(import_args(imp, m2, l, 2, vpp) == MEM4D_OK, "%s", mem4d_import_message(imp));
+    ck_assert_int_eq(mem4d_layout_get(l, MEM4D_LAYOUT_VPP, &v), MEM4D_OK);
+    ck_assert_uint_eq(v, 2);
     /* refusals, each saying why */
     const char *nofreq[] = {"--num-layers", "8", "--hidden-size", "256", "--num-attention-heads", "4",
                             "--seq-length", "1024", "--vocab-size", "1000", "--experimental-attention-variant", "gdn",
