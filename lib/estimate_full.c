@@ -316,6 +316,10 @@ static bool stage_memory(const struct m4d_ctx *x, const mem4d_device *dev, struc
         t[MEM4D_TERM_GRADIENTS] = mid->g;
         t[MEM4D_TERM_OPTIMIZER] = mid->o;
     } else {
+        /* the state terms add to their row: it starts from zero (copied,
+         * not memset: gcc's memset of a row is a slow `rep stos`) */
+        static const struct m4d_stage zero;
+        memcpy(t, zero.t, sizeof zero.t);
         n = m4d_stage_params(&ok, x, sh, r);
         m4d_state_terms(&ok, x, sh, r, &n, t);
         if (middle)
@@ -414,10 +418,9 @@ mem4d_status m4d_estimate_full(const struct m4d_ctx *x, const mem4d_device *dev,
     if ((x->experts && (x->first_dense || x->moe_period > 1)) || x->split.nvs || x->nlt)
         peak_only = false;
     r->peak_only = peak_only;
-    /* copied, not memset: gcc's memset of a row is a slow `rep stos` */
-    static const struct m4d_stage zero;
+    /* stage_memory() writes every term of its row but the four sums
+     * m4d_report_finish() writes: no row is cleared first */
     for (uint64_t i = 0; ok && i < x->p; i = m4d_stage_next(peak_only, i, x->p)) {
-        r->stages[i] = zero;
         if (!stage_memory(x, dev, &sh, i, r->stages[i].t, &mid, cache)) {
             m4d_msg(r->msg, sizeof r->msg, "the estimate of stage %llu overflows 64 bits", (unsigned long long)i);
             return MEM4D_E_RANGE;
