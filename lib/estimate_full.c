@@ -432,6 +432,7 @@ mem4d_status m4d_estimate_full(const struct m4d_ctx *x, const mem4d_device *dev,
     }
     r->nstages = (uint32_t)x->p;
     r->info[MEM4D_INFO_PROCESS_GROUPS] = sh.groups;
-    unmodelled_warnings(x, dev, r);
+    if (!peak_only) /* a peak-only report is the search's scratch: nobody reads its warnings */
+        unmodelled_warnings(x, dev, r);
     return MEM4D_OK;
 }

@@ -622,8 +622,9 @@ struct m4d_act_terms {
 bool m4d_act_key(const struct m4d_ctx *x, uint64_t key[M4D_ACT_KEY_LEN]);
 
 /* peak_only: fill only stages 0, 1 and p-1 (enough for the peak and the
- * verdict: a middle stage never exceeds stage 1, see doc/full-model.md);
- * the report is then for the search's internal use only. */
+ * verdict: a middle stage never exceeds stage 1, see doc/full-model.md),
+ * and write no warnings; the report is then for the search's internal use
+ * only. */
 mem4d_status m4d_estimate_full(const struct m4d_ctx *x, const mem4d_device *dev, mem4d_report *r, bool peak_only,
                                struct m4d_state_cache *cache);
 
