@@ -589,13 +589,17 @@ static mem4d_status check_misc(struct m4d_ctx *x, char *why, size_t n)
         m4d_msg(why, n, "padded vocabulary overflows");
         return MEM4D_E_RANGE;
     }
-    /* the model's size depends on the model and V_p alone: once per resolve, not per estimate */
-    x->params_total_ok = m4d_model_params_total(x, x->Vp, &x->params_total);
     return MEM4D_OK;
 }
 
 mem4d_status m4d_resolve(const mem4d_model *model, const mem4d_layout *layout,
                          struct m4d_ctx *x, char *why, size_t n)
+{
+    return m4d_resolve_memo(model, layout, x, why, n, NULL);
+}
+
+mem4d_status m4d_resolve_memo(const mem4d_model *model, const mem4d_layout *layout, struct m4d_ctx *x,
+                              char *why, size_t n, struct m4d_resolve_memo *memo)
 {
     memset(x, 0, sizeof *x);
     if (why && n)
@@ -628,9 +632,19 @@ mem4d_status m4d_resolve(const mem4d_model *model, const mem4d_layout *layout,
     }
     if ((st = check_world(x, why, n)) != MEM4D_OK || (st = check_tp(x, why, n)) != MEM4D_OK ||
         (st = m4d_split_check(&x->split, why, n)) != MEM4D_OK || (st = check_seq_batch(x, why, n)) != MEM4D_OK ||
-        (st = m4d_pattern_layout_check(x, why, n)) != MEM4D_OK)
+        (st = m4d_pattern_layout_check(x, why, n)) != MEM4D_OK || (st = check_misc(x, why, n)) != MEM4D_OK)
         return st;
-    return check_misc(x, why, n);
+    /* the model's size depends on the model and V_p alone: once per resolve
+     * (or per V_p of a search), not per estimate */
+    if (memo && memo->have && memo->Vp == x->Vp) {
+        x->params_total_ok = memo->ok;
+        x->params_total = memo->total;
+        return MEM4D_OK;
+    }
+    x->params_total_ok = m4d_model_params_total(x, x->Vp, &x->params_total);
+    if (memo)
+        *memo = (struct m4d_resolve_memo){true, x->params_total_ok, x->Vp, x->params_total};
+    return MEM4D_OK;
 }
 
 mem4d_status mem4d_validate(const mem4d_model *model, const mem4d_layout *layout, char *why, size_t why_size)

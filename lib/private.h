@@ -481,6 +481,19 @@ bool m4d_expert_params(const struct m4d_ctx *x, uint64_t fe, uint64_t *out);
 mem4d_status m4d_resolve(const mem4d_model *model, const mem4d_layout *layout,
                          struct m4d_ctx *x, char *why, size_t why_size);
 
+/* The model's parameter count at one padded vocabulary V_p (it depends on
+ * the model and V_p alone): a search resolves a thousand groups of one
+ * model at a handful of V_p. have = false: empty. */
+struct m4d_resolve_memo {
+    bool have, ok;
+    uint64_t Vp, total;
+};
+
+/* m4d_resolve() taking the parameter count from *memo when it holds the
+ * same V_p, and leaving the one it computes there (memo NULL: none). */
+mem4d_status m4d_resolve_memo(const mem4d_model *model, const mem4d_layout *layout, struct m4d_ctx *x,
+                              char *why, size_t why_size, struct m4d_resolve_memo *memo);
+
 /* The recompute-layers rule of m4d_resolve(): full recomputation of no more
  * layers than a stage holds. The search checks it alone per candidate, whose
  * recompute settings change after its group was resolved. */

@@ -106,6 +106,7 @@ struct mem4d_search {
     bool pb_keyed;
     struct act_sig act[ACT_SIGS]; /* activation terms across groups, by key hash (direct-mapped) */
     struct act_sig *gact;         /* the current group's (NULL: not kept) */
+    struct m4d_resolve_memo rmemo; /* the model's parameter count at the last V_p resolved */
     struct m4d_ctx x;  /* the candidate's */
     /* ranking */
     struct cand *cands;
@@ -551,7 +552,7 @@ static bool group_valid(mem4d_search *s, const struct group *g)
     s->pg_ready = false;
     memset(&s->sc, 0, sizeof s->sc);
     memset(s->rc_ok, -1, sizeof s->rc_ok);
-    mem4d_status st = m4d_resolve(&s->model, &s->work, &s->gx, NULL, 0);
+    mem4d_status st = m4d_resolve_memo(&s->model, &s->work, &s->gx, NULL, 0, &s->rmemo);
     if (st == MEM4D_E_HEADS_TP || st == MEM4D_E_KV_HEADS_TP)
         s->bad_t = g->t; /* a rule of the model's heads and t alone: no group of this t is valid */
     if (st != MEM4D_OK)
