@@ -81,23 +81,47 @@ static uint64_t deepspeed_buffers(bool *ok, const struct m4d_ctx *x, const struc
     return b;
 }
 
-/* Megatron FSDP's communication buffers during forward/backward: the
- * reduce-scatter bucket (ZeRO-2/3, two with overlap) and one layer's
- * gathered weights (ZeRO-3, two when prefetching). With its double
- * buffers (FixedPoolAllocator, fsdp_double_buffer: two of each, allocated
- * once) they stay allocated through the optimizer step too. */
+/* Megatron-FSDP's all-gather prefetch window: suggested_communication_unit_size
+ * = max(1e9, 2·(unit params)/(units)) elements (megatron_fsdp.py, "Cap to 1B
+ * elements" written as max), half of it the prefetch size (5e8), and
+ * AllGatherPipeline.all_gather_params adds the next units' buckets until
+ * the prefetched elements reach it. */
+#define MFSDP_AG_PREFETCH UINT64_C(500000000)
+
+/* Megatron FSDP's communication buffers during forward/backward, the part
+ * every stage shares. ZeRO-2: the reduce-scatter bucket max(40M, 1M·dp)
+ * elements (two with overlap). ZeRO-3: the units are the transformer layers
+ * (mcore_fsdp_adapter.py), each its own bucket; with its double buffers
+ * (FixedPoolAllocator, fsdp_double_buffer: allocated once, they stay
+ * allocated through the optimizer step too) two layers' gathered weights and
+ * two layers' unsharded gradients; without, the unsharded gradients of the
+ * layer in backward (its reduce-scatter queued), the gathered weights being
+ * the stage's (m4d_megatron_fsdp_gather). */
 uint64_t m4d_megatron_fsdp_buffers(bool *ok, const struct m4d_ctx *x, const struct layer_share *s)
 {
-    uint64_t b = 0;
-    if (x->fw != MEM4D_FRAMEWORK_MEGATRON)
+    if (x->fw != MEM4D_FRAMEWORK_MEGATRON || x->zero < 2)
         return 0;
-    if (x->zero >= 2)
-        b = add(ok, b, mul(ok, mul(ok, bucket_elements(ok, x), x->grad_bytes), x->overlap_grad || x->fsdp_double ? 2 : 1));
-    if (x->zero >= 3) {
-        uint64_t layer = add(ok, add(ok, s->linear, s->expert), s->replicated);
-        b = add(ok, b, mul(ok, mul(ok, layer, x->param_bytes), x->overlap_param || x->fsdp_double ? 2 : 1));
-    }
-    return b;
+    if (x->zero == 2)
+        return mul(ok, mul(ok, bucket_elements(ok, x), x->grad_bytes), x->overlap_grad || x->fsdp_double ? 2 : 1);
+    uint64_t layer = add(ok, add(ok, s->linear, s->expert), s->replicated);
+    if (!x->fsdp_double)
+        return mul(ok, layer, x->grad_bytes);
+    return mul(ok, 2, add(ok, mul(ok, layer, x->grad_bytes), mul(ok, layer, x->param_bytes)));
+}
+
+/* Megatron-FSDP (ZeRO-3, no double buffers) at the start of backward, a
+ * stage's own part: the unit in backward and the units prefetched after it
+ * until the prefetch reaches MFSDP_AG_PREFETCH elements, all of them
+ * gathered in P_b: min(units, layer + 5e8 + layer) elements, every layer of
+ * a stage below 5e8 parameters a GPU. The gradients of the layers done go
+ * on the reduce-scatter queue (capacity the 1e9 elements above) as their
+ * weights are released, so the sum does not grow with G_b <= P_b. */
+uint64_t m4d_megatron_fsdp_gather(bool *ok, const struct m4d_ctx *x, const struct layer_share *s, uint64_t units)
+{
+    if (x->fw != MEM4D_FRAMEWORK_MEGATRON || x->zero < 3 || x->fsdp_double)
+        return 0;
+    uint64_t layer = add(ok, add(ok, s->linear, s->expert), s->replicated);
+    return mul(ok, min64(units, add(ok, MFSDP_AG_PREFETCH, mul(ok, 2, layer))), x->param_bytes);
 }
 
 /* BUFFERS during forward/backward: kernel workspaces; the sequence-parallel
@@ -109,8 +133,7 @@ uint64_t m4d_megatron_fsdp_buffers(bool *ok, const struct m4d_ctx *x, const stru
  * the combine the unpermuted output with its fp32 copy for the
  * reduce-scatter: N·T/t_sp tokens of 6h + 5E bytes; with context
  * parallelism the ring's send and receive K/V blocks 2·(2·T·k·(d_qk + d_v)/t); with ZeRO-2/3 the
- * reduce-scatter bucket (two with overlap) and, with ZeRO-3, one layer's
- * gathered weights (two when prefetching). Megatron's own buckets are views
+ * Megatron-FSDP buffers above. Megatron's own buckets are views
  * of the persistent grad/param buffers (counted in GRADIENTS/WEIGHTS). */
 uint64_t m4d_fwd_bwd_buffers(bool *ok, const struct m4d_ctx *x, const mem4d_device *dev,
                              const struct layer_share *s)

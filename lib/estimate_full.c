@@ -17,8 +17,8 @@
  * that is on the host during forward and backward and back on the GPU for
  * the step (optimizer_state_offload): OPTIMIZER holds it only when the step
  * wins. */
-static uint64_t pick_moment(bool *ok, const struct m4d_ctx *x, struct shared *sh,
-                            uint64_t r, uint64_t step_buffers, uint64_t reload, uint64_t *t)
+static uint64_t pick_moment(bool *ok, const struct m4d_ctx *x, struct shared *sh, uint64_t r,
+                            uint64_t step_buffers, uint64_t reload, uint64_t gather, uint64_t *t)
 {
     /* kept at every moment */
     uint64_t recv = 0; /* torchtitan's pipeline and CUDA graphs alone keep buffers of their own */
@@ -26,7 +26,7 @@ static uint64_t pick_moment(bool *ok, const struct m4d_ctx *x, struct shared *sh
         recv = m4d_pp_recv_buffers(ok, x, r);
     if (x->cuda_graph)
         recv = add(ok, recv, m4d_graph_static_buffers(ok, x, r));
-    uint64_t act, act_emb, fb = add(ok, sh->fb, recv), stranded, extra;
+    uint64_t act, act_emb, fb = add(ok, add(ok, sh->fb, recv), gather), stranded, extra;
     m4d_stage_activations(ok, x, sh, r, &t[MEM4D_TERM_IN_FLIGHT], &act, &act_emb, &stranded);
     extra = stranded;
     t[MEM4D_TERM_ACTIVATIONS] = act;
@@ -343,7 +343,11 @@ state_known:;
         reload = t[MEM4D_TERM_OPTIMIZER];
         t[MEM4D_TERM_OPTIMIZER] = 0;
     }
-    uint64_t stranded = pick_moment(&ok, x, sh, r, stepb, reload, t);
+    /* Megatron-FSDP's gathered layers at the start of backward (the stage's units) */
+    uint64_t gather = 0;
+    if (x->zero >= 3 && x->fw == MEM4D_FRAMEWORK_MEGATRON)
+        gather = m4d_megatron_fsdp_gather(&ok, x, &sh->share, n.all - m4d_stage_root_params(&ok, x, sh, r));
+    uint64_t stranded = pick_moment(&ok, x, sh, r, stepb, reload, gather, t);
     uint64_t state = add(&ok, add(&ok, t[MEM4D_TERM_WEIGHTS], t[MEM4D_TERM_GRADIENTS]), t[MEM4D_TERM_OPTIMIZER]);
     uint64_t alloc = add(&ok, add(&ok, state, t[MEM4D_TERM_ACTIVATIONS]), t[MEM4D_TERM_BUFFERS]);
     t[MEM4D_TERM_FRAGMENTATION] = add(&ok, m4d_fragmentation(&ok, x, dev, alloc), stranded);

@@ -164,6 +164,7 @@ struct stage_params {
 
 struct layer_share m4d_mtp_share(bool *ok, const struct m4d_ctx *x, const struct shared *sh);
 struct stage_params m4d_stage_params(bool *ok, const struct m4d_ctx *x, const struct shared *sh, uint64_t r);
+uint64_t m4d_stage_root_params(bool *ok, const struct m4d_ctx *x, const struct shared *sh, uint64_t r);
 bool m4d_fsdp_keeps_blocks(const struct m4d_ctx *x);
 uint64_t m4d_fsdp_block_bytes(bool *ok, const struct m4d_ctx *x, const struct layer_share *s);
 void m4d_state_terms(bool *ok, const struct m4d_ctx *x, const struct shared *sh, uint64_t r,
@@ -189,6 +190,7 @@ uint64_t m4d_selective_live(bool *ok, const struct m4d_ctx *x);
 uint64_t m4d_pp_recv_buffers(bool *ok, const struct m4d_ctx *x, uint64_t r);
 uint64_t m4d_embedding_grad_bytes(bool *ok, const struct m4d_ctx *x);
 uint64_t m4d_megatron_fsdp_buffers(bool *ok, const struct m4d_ctx *x, const struct layer_share *s);
+uint64_t m4d_megatron_fsdp_gather(bool *ok, const struct m4d_ctx *x, const struct layer_share *s, uint64_t units);
 uint64_t m4d_fwd_bwd_buffers(bool *ok, const struct m4d_ctx *x, const mem4d_device *dev,
                              const struct layer_share *s);
 uint64_t m4d_step_buffers(bool *ok, const struct m4d_ctx *x, const mem4d_device *dev,

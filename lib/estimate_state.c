@@ -74,7 +74,7 @@ static void pattern_params(bool *ok, const struct m4d_ctx *x, const struct share
 struct stage_params m4d_stage_params(bool *ok, const struct m4d_ctx *x, const struct shared *sh, uint64_t r)
 {
     const struct layer_share s = sh->share, d = sh->dense;
-    uint64_t l = m4d_split_rank_layers(&x->split, r), e = m4d_stage_moe_layers(x, r), emb = sh->emb;
+    uint64_t l = m4d_split_rank_layers(&x->split, r), e = m4d_stage_moe_layers(x, r);
     struct stage_params n = {0, 0, 0};
     if (x->nlt) {
         for (uint64_t j = 0; j < x->v; j++)
@@ -95,16 +95,30 @@ struct stage_params m4d_stage_params(bool *ok, const struct m4d_ctx *x, const st
             n.all = n.all > drop ? n.all - drop : 0;
         }
     }
-    if (r == 0)
-        n.all = add(ok, n.all, add(ok, emb, position_table(ok, x)));
     if (r == x->p - 1) {
         n.linear = add(ok, n.linear, sh->mtp.linear);
         n.expert = add(ok, n.expert, sh->mtp.expert);
-        n.all = add(ok, add(ok, n.all, add(ok, sh->mtp.linear, sh->mtp.replicated)), (x->layernorm ? 2 : 1) * x->h);
-        if (!x->tied || x->p > 1)
-            n.all = add(ok, n.all, emb);
+        n.all = add(ok, n.all, add(ok, sh->mtp.linear, sh->mtp.replicated));
     }
+    n.all = add(ok, n.all, m4d_stage_root_params(ok, x, sh, r));
     return n;
+}
+
+/* The stage's parameters outside its transformer layers (and MTP modules):
+ * on the first stage the embedding and a learned position table, on the
+ * last the final norm and the output layer (not with a tied head on one
+ * stage: the embedding is the head). Megatron-FSDP's units are the
+ * transformer layers (mcore_fsdp_adapter.py: TransformerLayer,
+ * MoETransformerLayer, MambaLayer); these are its root. */
+uint64_t m4d_stage_root_params(bool *ok, const struct m4d_ctx *x, const struct shared *sh, uint64_t r)
+{
+    uint64_t root = r == 0 ? add(ok, sh->emb, position_table(ok, x)) : 0;
+    if (r == x->p - 1) {
+        root = add(ok, root, (x->layernorm ? 2 : 1) * x->h);
+        if (!x->tied || x->p > 1)
+            root = add(ok, root, sh->emb);
+    }
+    return root;
 }
 
 /* WEIGHTS of a stage before any sharding: every parameter in the training
@@ -163,8 +177,15 @@ static void odo_state_terms(bool *ok, const struct m4d_ctx *x, const struct stag
  * the domain only (parallel_state.py: the intra-partial data-parallel
  * groups of d·c/instances ranks, and of the expert data-parallel size
  * /instances). Adam's two moments may differ in precision (the
- * precision-aware optimizer). */
-static void megatron_state_terms(bool *ok, const struct m4d_ctx *x, const struct stage_params *n, uint64_t *t)
+ * precision-aware optimizer). Megatron-FSDP (ZeRO-2/3) shards each
+ * parameter group's gradient and weight buffers over the group's own FSDP
+ * group, the expert data-parallel one for experts (param_and_grad_buffer.py:
+ * get_fsdp_group(is_expert_parallel=group.is_expert_param)), and at ZeRO-3
+ * keeps its root's buckets (root: the parameters outside the transformer
+ * layers) gathered for good besides their shard (AllGatherPipeline.reset
+ * (preserve_non_fsdp_units=True)): P_b·root more. */
+static void megatron_state_terms(bool *ok, const struct m4d_ctx *x, const struct stage_params *n, uint64_t root,
+                                 uint64_t *t)
 {
     struct m4d_shards sh;
     m4d_shards(x, &sh);
@@ -177,9 +198,15 @@ static void megatron_state_terms(bool *ok, const struct m4d_ctx *x, const struct
         t[MEM4D_TERM_OPTIMIZER] = add(ok, muldiv(ok, n->all - n->expert, per, mul(ok, dc, M)),
                                       muldiv(ok, n->expert, per, mul(ok, edc, M)));
     if (x->zero >= 2)
-        t[MEM4D_TERM_GRADIENTS] = muldiv(ok, t[MEM4D_TERM_GRADIENTS], 1, dc);
-    if (x->zero >= 3)
-        t[MEM4D_TERM_WEIGHTS] = muldiv(ok, t[MEM4D_TERM_WEIGHTS], 1, dc);
+        t[MEM4D_TERM_GRADIENTS] = add(ok, muldiv(ok, n->all - n->expert, x->grad_bytes, dc),
+                                      muldiv(ok, n->expert, x->grad_bytes, edc));
+    if (x->zero >= 3) {
+        /* the experts' own bytes: every expert parameter is a linear weight */
+        struct stage_params ex = {n->expert, n->expert, n->expert};
+        uint64_t w = t[MEM4D_TERM_WEIGHTS], we = weight_bytes(ok, x, &ex);
+        t[MEM4D_TERM_WEIGHTS] = add(ok, add(ok, muldiv(ok, w - we, 1, dc), muldiv(ok, we, 1, edc)),
+                                    mul(ok, root, x->param_bytes));
+    }
     if (x->odo)
         odo_state_terms(ok, x, n, t);
 }
@@ -290,5 +317,5 @@ void m4d_state_terms(bool *ok, const struct m4d_ctx *x, const struct shared *sh,
     case MEM4D_FRAMEWORK_DEEPSPEED: deepspeed_state_terms(ok, x, n, t); return;
     case MEM4D_FRAMEWORK_MEGATRON: break;
     }
-    megatron_state_terms(ok, x, n, t);
+    megatron_state_terms(ok, x, n, x->zero >= 3 ? m4d_stage_root_params(ok, x, sh, r) : 0, t);
 }

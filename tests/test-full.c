@@ -598,11 +598,17 @@ START_TEST(distributed_optimizer_and_zero)
     ck_assert_uint_eq(get(z2, 1, MEM4D_TERM_BUFFERS) - get(z1, 1, MEM4D_TERM_BUFFERS), 40000000 * 4);
     mem4d_report *z2o = run("zero_stage=2", "overlap_grad_reduce=true", NULL);
     ck_assert_uint_eq(get(z2o, 1, MEM4D_TERM_BUFFERS) - get(z1, 1, MEM4D_TERM_BUFFERS), 2 * 40000000 * 4);
-    /* ZeRO-3: weights sharded, plus one layer's gathered bf16 weights (two when prefetching). */
+    /* ZeRO-3 (Megatron-FSDP): weights sharded, the first stage's embedding (the root, outside
+     * the layers) also kept whole; in backward the layer's fp32 gradients instead of the ZeRO-2
+     * bucket, and the stage's layers gathered in bf16 up to the 5e8-element prefetch past the
+     * layer in backward and the one that crosses it. */
     mem4d_report *z3 = run("zero_stage=3", "overlap_param_gather=true", NULL);
     same_except(z2, z3, BIT(MEM4D_TERM_WEIGHTS) | BIT(MEM4D_TERM_BUFFERS));
     ck_assert_uint_eq(get(z3, 1, MEM4D_TERM_WEIGHTS), 2 * 8 * P_LAYER / 2);
-    ck_assert_uint_eq(get(z3, 1, MEM4D_TERM_BUFFERS) - get(z2, 1, MEM4D_TERM_BUFFERS), 2 * 2 * P_LAYER);
+    ck_assert_uint_eq(get(z3, 0, MEM4D_TERM_WEIGHTS), 2 * (8 * P_LAYER + EMB) / 2 + 2 * EMB);
+    uint64_t gathered = 8 * P_LAYER < 500000000 + 2 * P_LAYER ? 8 * P_LAYER : 500000000 + 2 * P_LAYER;
+    ck_assert_uint_eq(get(z3, 1, MEM4D_TERM_BUFFERS) + 40000000 * 4 - get(z2, 1, MEM4D_TERM_BUFFERS),
+                      4 * P_LAYER + 2 * gathered);
     mem4d_report_free(z0);
     mem4d_report_free(z1);
     mem4d_report_free(ov);
@@ -855,6 +861,21 @@ static uint64_t moe_activations(const char *cap, const char *pad, mem4d_report *
     *out = moe_estimate(tu_layout("pp=2", "dp=4", "ep=4", "seq=4096", "gbs=32", cap, pad, NULL));
     return get(*out, 0, MEM4D_TERM_ACTIVATIONS);
 }
+
+/* Megatron-FSDP shards the experts' gradients (ZeRO-2/3) over the expert
+ * data-parallel group, as the distributed optimizer does their optimizer
+ * state: with fp32 gradients and 12 optimizer bytes a parameter the
+ * optimizer state is three times the gradients, dense and expert parts
+ * alike (dp 4, ep 4: the experts unsharded). */
+START_TEST(fsdp_expert_shards)
+{
+    mem4d_report *r = moe_estimate(tu_layout("pp=2", "dp=4", "ep=4", "seq=4096", "gbs=32", "zero_stage=3", NULL));
+    uint64_t g = get(r, 0, MEM4D_TERM_GRADIENTS), n = get(r, 0, MEM4D_TERM_PARAMS);
+    ck_assert_uint_eq(3 * g, get(r, 0, MEM4D_TERM_OPTIMIZER));
+    ck_assert_uint_gt(g, 4 * n / 4);
+    mem4d_report_free(r);
+}
+END_TEST
 
 START_TEST(moe_token_capacity)
 {
@@ -1152,13 +1173,15 @@ START_TEST(cuda_graph_static_buffers)
 END_TEST
 
 /* Megatron FSDP's double buffers (ZeRO-3, no overlap flags): the
- * forward/backward keeps two gathered layers and two reduce-scatter buckets
- * instead of one each, and they stay allocated at the optimizer step. */
+ * forward/backward keeps two gathered layers and two layers' unsharded
+ * gradients (the units' buckets) instead of the prefetch window and one
+ * layer's gradients, and they stay allocated at the optimizer step. */
 START_TEST(fsdp_double_buffers)
 {
     mem4d_report *a = run("zero_stage=3", NULL), *b = run("zero_stage=3", "fsdp_double_buffer=1", NULL);
-    uint64_t bucket = UINT64_C(40000000) * 4, layer = P_LAYER * 2; /* max(40M, 1M·dp) fp32 grads; bf16 weights */
-    ck_assert_uint_eq(delta(a, b, 1, MEM4D_TERM_BUFFERS), bucket + layer);
+    uint64_t grads = P_LAYER * 4, layer = P_LAYER * 2; /* fp32 grads; bf16 weights */
+    uint64_t window = 2 * (8 * P_LAYER < 500000000 + 2 * P_LAYER ? 8 * P_LAYER : 500000000 + 2 * P_LAYER);
+    ck_assert_uint_eq(get(b, 1, MEM4D_TERM_BUFFERS) + window + grads, get(a, 1, MEM4D_TERM_BUFFERS) + 2 * (grads + layer));
     same_except(a, b, BIT(MEM4D_TERM_BUFFERS));
     mem4d_report_free(a);
     mem4d_report_free(b);
@@ -1321,6 +1344,7 @@ int main(void)
     tcase_add_test(tc, activation_offloading);
     tcase_add_test(tc, shorter_end_virtual_stages);
     tcase_add_test(tc, virtual_stage_layer_table);
+    tcase_add_test(tc, fsdp_expert_shards);
     tcase_add_test(tc, moe_token_capacity);
     tcase_add_test(tc, moe_token_dispatchers);
     tcase_add_test(tc, moe_router_padding);
