@@ -431,7 +431,7 @@ static bool predict_row(const struct table *t, char **f, struct row *r)
     mem4d_report *rep = NULL;
     ck_assert_int_eq(mem4d_report_new(&rep), MEM4D_OK);
     mem4d_status st = mem4d_estimate(m, l, d, rep);
-    /* Only an approx row (or a MoE row, branch i22's) may be one the
+    /* Only an approx row (or a MoE row, judged by moe_rows_match_published_runs) may be one the
      * library cannot express. */
     ck_assert_msg(st == MEM4D_OK || strcmp(r->status, "approx") == 0 || r->moe, "row %s: %s", r->id,
                   mem4d_report_message(rep));
@@ -562,7 +562,7 @@ static double spearman(const double *a, const double *b, size_t n)
  * series of 70B, for one, moves by 0.2% without a trend). */
 #define SERIES_MIN_SPREAD 0.02
 
-/* Spearman of every series of >= 4 runs (MoE series left to branch i22);
+/* Spearman of every series of >= 4 runs (MoE series: moe_rows_match_published_runs);
  * returns how many of those with an order to match fall below 0.85. */
 static size_t series_orders(const struct row *rows, size_t n)
 {
@@ -671,7 +671,7 @@ static void per_source(const struct row *rows, size_t n, double *worst_med, doub
     size_t ns = sources_of(rows, n, src), nres = 0, nmoe = 0;
     double res[MAX_ROWS], moe_res[MAX_ROWS];
     *worst_med = *worst_mean = *worst_rise = 0;
-    printf("\nper source, uncalibrated (every row that is not suspect; MoE rows are branch i22's and not judged):\n");
+    printf("\nper source, uncalibrated (every row that is not suspect; MoE rows printed here, judged below):\n");
     printf("  %-18s %5s  %-24s  %-24s\n", "", "", "median |err|  mean err", "residual after 1 constant");
     printf("  %-18s %5s  %8s %7s %8s %7s  %8s %7s\n", "source", "rows", "before", "now", "before", "now", "before",
            "now");
