@@ -932,29 +932,29 @@ static struct pipeline pipeline_of(const struct m4d_ctx *x, const struct m4d_per
     return pl;
 }
 
+/* A band: the device's own speed_band_*_ppm where set, else lo and hi; the
+ * high bound at least 1 (the band holds the prediction). */
+static void band_of(const mem4d_device *dev, double lo, double hi, double *low, double *high)
+{
+    const uint64_t *dv = dev->v;
+    *low = dv[MEM4D_DEVICE_SPEED_BAND_LOW_PPM] ? ppm(dv[MEM4D_DEVICE_SPEED_BAND_LOW_PPM]) : lo;
+    if (dv[MEM4D_DEVICE_SPEED_BAND_HIGH_PPM])
+        hi = ppm(dv[MEM4D_DEVICE_SPEED_BAND_HIGH_PPM]);
+    *high = MAX(hi, 1);
+}
+
 mem4d_status mem4d_device_speed_band(const mem4d_device *dev, double *low, double *high)
 {
     if (!dev || !low || !high)
         return MEM4D_E_INVALID_ARG;
-    const uint64_t *dv = dev->v;
-    bool cal = dv[MEM4D_DEVICE_CALIBRATED_RUNS] != 0;
-    double lo = dv[MEM4D_DEVICE_SPEED_BAND_LOW_PPM] ? ppm(dv[MEM4D_DEVICE_SPEED_BAND_LOW_PPM])
-                : cal                               ? BAND_CAL_LOW
-                                                    : BAND_LOW;
-    double hi = dv[MEM4D_DEVICE_SPEED_BAND_HIGH_PPM] ? ppm(dv[MEM4D_DEVICE_SPEED_BAND_HIGH_PPM])
-                : cal                                ? BAND_CAL_HIGH
-                                                     : BAND_HIGH;
-    *low = lo;
-    *high = MAX(hi, 1); /* the band holds the prediction */
+    bool cal = dev->v[MEM4D_DEVICE_CALIBRATED_RUNS] != 0;
+    band_of(dev, cal ? BAND_CAL_LOW : BAND_LOW, cal ? BAND_CAL_HIGH : BAND_HIGH, low, high);
     return MEM4D_OK;
 }
 
 void m4d_speed_band_relative(const mem4d_device *dev, double *low, double *high)
 {
-    const uint64_t *dv = dev->v;
-    *low = dv[MEM4D_DEVICE_SPEED_BAND_LOW_PPM] ? ppm(dv[MEM4D_DEVICE_SPEED_BAND_LOW_PPM]) : BAND_REL_LOW;
-    double hi = dv[MEM4D_DEVICE_SPEED_BAND_HIGH_PPM] ? ppm(dv[MEM4D_DEVICE_SPEED_BAND_HIGH_PPM]) : BAND_REL_HIGH;
-    *high = MAX(hi, 1);
+    band_of(dev, BAND_REL_LOW, BAND_REL_HIGH, low, high);
 }
 
 uint64_t m4d_perf_effective(const mem4d_device *dev, mem4d_device_param key)
