@@ -97,16 +97,25 @@ static mem4d_status fail(mem4d_calibration *cal, mem4d_status st, size_t lineno,
     return st;
 }
 
+/* Where the value after the first `label` in the line starts (its spaces
+ * skipped), or NULL when the label is absent. */
+static const char *after_label(const char *line, const char *label)
+{
+    const char *p = strstr(line, label);
+    if (!p)
+        return NULL;
+    for (p += strlen(label); *p == ' '; p++)
+        ;
+    return p;
+}
+
 /* The number after `label` in the line, or false when the label is absent;
  * *bad when it is there but no number follows. */
 static bool number_after(const char *line, const char *label, double *v, bool *bad)
 {
-    const char *p = strstr(line, label);
+    const char *p = after_label(line, label);
     if (!p)
         return false;
-    p += strlen(label);
-    while (*p == ' ')
-        p++;
     char *end = NULL;
     double x = strtod(p, &end);
     if (end == p || !isfinite(x)) { /* a sign is read: the callers' ranges refuse it with the bound */
@@ -137,12 +146,9 @@ static double median_from(double *v, size_t n, size_t first)
  * `label` is absent; *bad when no number follows it. */
 static bool scaled_after(const char *line, const char *label, double *v, bool *bad)
 {
-    const char *p = strstr(line, label);
+    const char *p = after_label(line, label);
     if (!p)
         return false;
-    p += strlen(label);
-    while (*p == ' ')
-        p++;
     char digits[64];
     size_t n = 0;
     for (; (*p >= '0' && *p <= '9') || *p == '.' || *p == ','; p++)
