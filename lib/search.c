@@ -469,26 +469,19 @@ static bool build_groups(mem4d_search *s)
 
 /* Micro-batch sizes of a group: divisors b of gbs / d, or, with the global
  * batch unknown, every allowed b up to the bound (64 unless bounded). */
-static bool fill_mbs(mem4d_search *s, const struct group *g)
+static bool list_mbs(mem4d_search *s, const struct group *g)
 {
     const struct knob *k = &s->knob[K_MBS];
     uint64_t gbs = s->base.v[MEM4D_LAYOUT_GLOBAL_BATCH];
-    if (s->mbs_d == g->d) /* the list depends on d alone */
-        return true;
-    s->nmbs = 0;
-    s->mbs_d = 0;
     if (gbs != 0) {
-        if (gbs % g->d != 0) {
-            s->mbs_d = g->d;
+        if (gbs % g->d != 0)
             return true;
-        }
         uint64_t q = gbs / g->d;
         if (!grow((void **)&s->mbs, &s->mcap, s->ngbs_div, sizeof *s->mbs))
             return false;
         for (size_t i = 0; i < s->ngbs_div && s->gbs_div[i] <= q; i++)
             if (q % s->gbs_div[i] == 0 && knob_allows(k, s->gbs_div[i]))
                 s->mbs[s->nmbs++] = s->gbs_div[i];
-        s->mbs_d = g->d;
         return true;
     }
     uint64_t khi;
@@ -501,6 +494,19 @@ static bool fill_mbs(mem4d_search *s, const struct group *g)
             return false;
         s->mbs[s->nmbs++] = b;
     }
+    return true;
+}
+
+/* The group's micro-batch list, refilled only when d changes (it depends on
+ * d alone); mbs_d names the d it is of once it is whole. */
+static bool fill_mbs(mem4d_search *s, const struct group *g)
+{
+    if (s->mbs_d == g->d)
+        return true;
+    s->nmbs = 0;
+    s->mbs_d = 0;
+    if (!list_mbs(s, g))
+        return false;
     s->mbs_d = g->d;
     return true;
 }
