@@ -51,7 +51,7 @@ static uint64_t fsdp_buffers(bool *ok, const struct m4d_ctx *x, const struct lay
     m4d_shards(x, &g);
     if (m4d_fsdp_keeps_blocks(x) || g.fsdp == 1)
         return 0;
-    uint64_t params = add(ok, add(ok, s->linear, s->expert), s->replicated);
+    uint64_t params = share_total(ok, s);
     return add(ok, mul(ok, 2, m4d_fsdp_block_bytes(ok, x, s)), mul(ok, params, x->grad_bytes));
 }
 
@@ -73,7 +73,7 @@ static uint64_t deepspeed_buffers(bool *ok, const struct m4d_ctx *x, const struc
     if (x->zero >= 1)
         b = mul(ok, mul(ok, bucket, x->param_bytes), x->contiguous_grads && x->overlap_grad ? 2 : 1);
     if (x->zero >= 3) {
-        uint64_t layer = add(ok, add(ok, s->linear, s->expert), s->replicated);
+        uint64_t layer = share_total(ok, s);
         uint64_t live = add(ok, layer, x->prefetch ? x->prefetch : DS_PREFETCH_DEFAULT);
         live = min64(live, x->max_live ? x->max_live : DS_MAX_LIVE_DEFAULT);
         b = add(ok, b, mul(ok, max64(live, layer), x->param_bytes));
@@ -103,7 +103,7 @@ uint64_t m4d_megatron_fsdp_buffers(bool *ok, const struct m4d_ctx *x, const stru
         return 0;
     if (x->zero == 2)
         return mul(ok, mul(ok, bucket_elements(ok, x), x->grad_bytes), x->overlap_grad || x->fsdp_double ? 2 : 1);
-    uint64_t layer = add(ok, add(ok, s->linear, s->expert), s->replicated);
+    uint64_t layer = share_total(ok, s);
     if (!x->fsdp_double)
         return mul(ok, layer, x->grad_bytes);
     return mul(ok, 2, add(ok, mul(ok, layer, x->grad_bytes), mul(ok, layer, x->param_bytes)));
@@ -120,7 +120,7 @@ uint64_t m4d_megatron_fsdp_gather(bool *ok, const struct m4d_ctx *x, const struc
 {
     if (x->fw != MEM4D_FRAMEWORK_MEGATRON || x->zero < 3 || x->fsdp_double)
         return 0;
-    uint64_t layer = add(ok, add(ok, s->linear, s->expert), s->replicated);
+    uint64_t layer = share_total(ok, s);
     return mul(ok, min64(units, add(ok, MFSDP_AG_PREFETCH, mul(ok, 2, layer))), x->param_bytes);
 }
 

@@ -65,6 +65,12 @@ static inline uint64_t routed(bool *ok, const struct m4d_ctx *x, uint64_t v)
     return muldiv(ok, v, ppm, 1000000);
 }
 
+/* All of one layer's parameters on a rank (struct layer_share's parts). */
+static inline uint64_t share_total(bool *ok, const struct layer_share *s)
+{
+    return add(ok, add(ok, s->linear, s->expert), s->replicated);
+}
+
 static inline uint64_t max64(uint64_t a, uint64_t b) { return a > b ? a : b; }
 static inline uint64_t min64(uint64_t a, uint64_t b) { return a < b ? a : b; }
 

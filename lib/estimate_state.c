@@ -67,7 +67,7 @@ static void pattern_params(bool *ok, const struct m4d_ctx *x, const struct share
         const struct layer_share *k = &sh->ks[i];
         n->linear = add(ok, n->linear, mul(ok, add(ok, k->linear, k->expert), counts[i]));
         n->expert = add(ok, n->expert, mul(ok, k->expert, counts[i]));
-        n->all = add(ok, n->all, mul(ok, add(ok, add(ok, k->linear, k->expert), k->replicated), counts[i]));
+        n->all = add(ok, n->all, mul(ok, share_total(ok, k), counts[i]));
     }
 }
 
