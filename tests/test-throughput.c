@@ -1043,6 +1043,29 @@ static struct band_check band_check(double *ratio, const double (*band)[2], size
     return b;
 }
 
+/* Print the median |error| of the calibrated runs (err[] not NAN) of one
+ * source, or of every source when `source` is NULL, and of their exact
+ * runs; returns the latter, -1 when there is none. */
+static double cal_line(const struct row *rows, size_t n, const double *err, const char *source)
+{
+    double e[MAX_ROWS], ex[MAX_ROWS];
+    size_t k = 0, kx = 0;
+    for (size_t i = 0; i < n; i++)
+        if ((!source || !strcmp(rows[i].source, source)) && !isnan(err[i])) {
+            e[k++] = fabs(err[i]);
+            if (!strcmp(rows[i].status, "exact"))
+                ex[kx++] = fabs(err[i]);
+        }
+    if (!k)
+        return -1;
+    double medx = kx ? tu_median(ex, kx) : -1;
+    printf("  %-18s median |error| %5.1f%% (%zu runs)", source ? source : "every source", 100 * tu_median(e, k), k);
+    if (kx)
+        printf(", exact runs %5.1f%% (%zu)", 100 * medx, kx);
+    printf("\n");
+    return medx;
+}
+
 /* Calibrate the device on the first run of each group from a log of that
  * run in its framework's format, then predict the group's other runs;
  * returns the largest per-source median |error| of the exact runs, and the
@@ -1128,25 +1151,11 @@ static double calibrated(struct row *rows, size_t n, bool by_series, struct band
            "the other runs:\n", by_series ? "weak-scaling series" : "(source, GPU, precision)");
     double worst = 0;
     for (size_t s = 0; s < ns; s++) {
-        double e[MAX_ROWS];
-        size_t k = 0, kx = 0;
-        double ex[MAX_ROWS];
-        for (size_t i = 0; i < n; i++)
-            if (!strcmp(rows[i].source, sources[s]) && !isnan(err[i])) {
-                e[k++] = fabs(err[i]);
-                if (!strcmp(rows[i].status, "exact"))
-                    ex[kx++] = fabs(err[i]);
-            }
-        if (!k)
-            continue;
-        double med = tu_median(e, k), medx = kx ? tu_median(ex, kx) : -1;
-        printf("  %-18s median |error| %5.1f%% (%zu runs)", sources[s], 100 * med, k);
-        if (kx)
-            printf(", exact runs %5.1f%% (%zu)", 100 * medx, kx);
-        printf("\n");
-        if (kx && medx > worst)
+        double medx = cal_line(rows, n, err, sources[s]);
+        if (medx > worst)
             worst = medx;
     }
+    cal_line(rows, n, err, NULL); /* the figure: one median over every calibrated run */
     return worst;
 }
 
