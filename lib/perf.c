@@ -192,14 +192,14 @@ static const struct stack {
  * (tests/data/throughput/throughput.csv, every row the model expresses;
  * doc/perf.md, "Uncertainty"), uncalibrated, and over the exact runs
  * predicted by a device calibrated on the first run of their (source, GPU,
- * precision): a calibration carried to other models and layouts of its
+ * precision, stack): a calibration carried to other models and layouts of its
  * stack, the widest use a calibrated device file gets (it also holds the
  * runs of a weak-scaling series calibrated on its first run;
  * tests/test-throughput.c prints all of them). */
 #define BAND_LOW 0.903
 #define BAND_HIGH 1.343
-#define BAND_CAL_LOW 0.869
-#define BAND_CAL_HIGH 1.147
+#define BAND_CAL_LOW 0.844
+#define BAND_CAL_HIGH 1.117
 /* Between layouts of one job (the search's equivalence, m4d_speed_band_
  * relative()): the band of the runs of a weak-scaling series predicted by a
  * device calibrated on its first run, where the level common to one job's
