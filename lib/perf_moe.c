@@ -80,8 +80,10 @@
  * The allgather dispatcher's tokens_per_expert .cpu() drains the compute
  * stream before its permute and its probabilities' masked_select, 10. The
  * alltoall dispatcher copies its counts on a side stream
- * (cuda_dtoh_stream) and waits for that copy alone, the compute stream
- * keeping its queue: 0; with the capacity padded, nothing to wait for. */
+ * (cuda_dtoh_stream) that waits for the compute stream, and the host waits
+ * for that copy before the EP all-to-all; the compute stream keeps the
+ * first permute queued and the all-to-all, launched next, outlasts what
+ * follows: 0; with the capacity padded, nothing to wait for. */
 #define MOE_SYNC_OPS_FLEX 20.0
 #define MOE_SYNC_OPS_ALLGATHER 10.0
 /* Bytes per router logit (fp32) over a forward: the logits written, read
