@@ -197,7 +197,7 @@ static const struct stack {
  * runs of a weak-scaling series calibrated on its first run;
  * tests/test-throughput.c prints all of them). */
 #define BAND_LOW 0.903
-#define BAND_HIGH 1.343
+#define BAND_HIGH 1.324
 #define BAND_CAL_LOW 0.844
 #define BAND_CAL_HIGH 1.117
 /* Between layouts of one job (the search's equivalence, m4d_speed_band_
@@ -205,7 +205,7 @@ static const struct stack {
  * device calibrated on its first run, where the level common to one job's
  * layouts cancels and what remains is the model's spread within a family. */
 #define BAND_REL_LOW 0.949
-#define BAND_REL_HIGH 1.098
+#define BAND_REL_HIGH 1.096
 
 /* Seconds of one micro-batch's work on one GPU. */
 struct unit_time {

@@ -602,7 +602,12 @@ static size_t series_orders(const struct row *rows, size_t n)
 
 /* The per-source figures of the model before issue 21 (lib/perf.c at
  * a72d516): median |error|, mean signed error, and the median residual
- * after one constant per source, over the source's rows that are not MoE. */
+ * after one constant per source, over the source's rows that are not MoE.
+ * nanotron's are a72d516's predictions against the measurements as they
+ * are now (its runs' own tokens/s, the 80B-on-64-GPUs run's GQA, row 284
+ * suspect: tests/data/throughput/README.md), over the 24 rows a72d516
+ * expresses (not the 80B on 32 stages); against the SVG's MFU, which
+ * counts more FLOPs than the runs did, they read 14.9%, +25.6%, 13.6%. */
 static const struct {
     const char *source;
     double med, mean, resid;
@@ -611,7 +616,7 @@ static const struct {
     {"mt-nlg", 0.541, +0.550, 0.015},
     {"llama3-paper", 0.040, -0.101, 0.082},
     {"torchtitan", 0.671, +0.700, 0.103},
-    {"nanotron", 0.149, +0.256, 0.136},
+    {"nanotron", 0.217, +0.275, 0.166},
     {"nemo-24.07", 0.072, -0.039, 0.033},
     {"megatron-bridge", 0.059, +0.012, 0.063},
     {"korthikanti2022", 0.194, +0.213, 0.038},
@@ -721,7 +726,7 @@ static void per_source(const struct row *rows, size_t n, double *worst_med, doub
  * calibration's percentiles, which step_time_matches_published_runs checks
  * against what it measures. */
 #define REL_LOW 0.949
-#define REL_HIGH 1.098
+#define REL_HIGH 1.096
 
 /* Where `mem4d plan` lists a sweep's k runs (idx[] into rows): the runs
  * whose band between layouts overlaps the fastest's first (lib/search.c,
