@@ -30,12 +30,21 @@
  * queue: one expert GEMM at a time. The EP overlap's recipes raise it to
  * 32 (Megatron-MoE-ModelZoo sbatch_benchmarking.sh, A2A_OVERLAP=1). */
 #define GROUPED_STREAMS 4.0
-/* Kernels of an expert layer's forward besides the expert GEMMs: router
- * GEMM, fused top-k/softmax, auxiliary loss (2), permute (2, with
- * --moe-permute-fusion), dispatch (2: the count exchange, the tokens),
- * activation, combine (2), unpermute; the backward launches twice as many
- * (Megatron-Core moe_layer.py / token_dispatcher.py). */
-#define MOE_KERNELS_FWD 12.0
+/* Kernels of an expert layer's forward besides the attention block and
+ * the expert GEMMs: the host's ops below (MOE_HOST_*, counted from
+ * Megatron-Core 1e057005 with Transformer Engine 2.2) less those that
+ * launch nothing: the router's 21 (casts, gating GEMM, top-k, softmax,
+ * the routing map's fills, scatters and casts, the count, the aux loss's
+ * softmax, all-reduce, sums, product and scale, the tracker's three), the
+ * preprocess 1, the dispatcher's 25 less its three output allocations
+ * (the metadata top-k; DeepEP's layout, notify and dispatch; the
+ * multihot's 14; TE's permute 5), of the experts' 10 only the weighted
+ * SwiGLU (splits, allocations and stream events launch nothing), the
+ * unpermute and combine 4: 49. The alltoall dispatcher launches about as
+ * many (its count sums and all-gather, the counts' copies, TE's permute,
+ * the all-to-all and the sort by local expert each way). The backward
+ * launches twice as many (the convention of KERNELS_FWD, lib/perf.c). */
+#define MOE_KERNELS_FWD 49.0
 /* Host work of an expert layer (Megatron-Core 1e057005, the revision of
  * the Megatron-MoE-ModelZoo runs, with Transformer Engine 2.2, the
  * ModelZoo's container, dockers/Dockerfile@31c5686): the eager ops the host
