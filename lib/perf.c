@@ -88,19 +88,20 @@ static const struct stack {
     double mb_overhead, accum_bytes, ce_bytes;
     bool op_sac; /* selective recompute is torchtitan's per-op policy (op_sac_time) */
     bool eager;  /* element-wise work as eager PyTorch runs it (EAGER_NORM) */
+    bool eager_act; /* only the gated activation eager (EAGER_SWIGLU): nanotron's GLUActivation (models/llama.py: split, silu, multiply; its norms and RoPE are Triton kernels) */
     bool zero1_allreduce; /* nanotron's ZeRO-1: fp32 all-reduce, then an unpacked all-gather (dp_prepare) */
     bool dtensor_tp;      /* TP as PyTorch's DTensor runs it: no backward collective hidden (tp_time) */
     bool fsdp2_copies;    /* FSDP2's copy-out after each all-gather, copy-in before each reduce-scatter */
 } STACKS[M4D_NSTACKS] = {
-    {3, 1, 0, 6, 12, false, false, false, false, false},  /* middle: cuDNN attention, autograd's accumulation into bf16 .grad */
-    {5, 1, 0, 0, 12, false, false, false, false, false},  /* megatron-lm-2022: fused softmax, gradient_accumulation_fusion */
-    {5, 3, 0, 18, 12, false, false, false, false, false}, /* megatron-deepspeed: softmax attention, bf16 update_hp_grads, CUDA 11 GEMMs */
-    {3, 1, 0, 0, 12, false, false, false, false, false},  /* nemo-24.07: Transformer Engine 1.9's cuDNN attention */
-    {3, 1, 0, 0, 12, false, false, false, false, false},  /* nemo-25 */
-    {4, 1, 0, 6, 40, true, true, false, true, true},    /* torchtitan: SDPA, autograd accumulation, fp32 cross entropy, op SAC, eager */
-    {1, 1, 0, 18, 40, false, false, false, false, false}, /* composer: FlashAttention-2, FSDP1 gradient path, eager fp32 cross entropy */
-    {1, 1, 0, 10, 40, false, false, true, false, false},  /* nanotron: FlashAttention-2, fp32 gradient accumulation, fp32 cross entropy */
-    {4, 1, 0, 6, 40, true, false, false, true, true},   /* torchtitan-compile: torchtitan with torch.compile's fused element-wise */
+    {3, 1, 0, 6, 12, false, false, false, false, false, false},  /* middle: cuDNN attention, autograd's accumulation into bf16 .grad */
+    {5, 1, 0, 0, 12, false, false, false, false, false, false},  /* megatron-lm-2022: fused softmax, gradient_accumulation_fusion */
+    {5, 3, 0, 18, 12, false, false, false, false, false, false}, /* megatron-deepspeed: softmax attention, bf16 update_hp_grads, CUDA 11 GEMMs */
+    {3, 1, 0, 0, 12, false, false, false, false, false, false},  /* nemo-24.07: Transformer Engine 1.9's cuDNN attention */
+    {3, 1, 0, 0, 12, false, false, false, false, false, false},  /* nemo-25 */
+    {4, 1, 0, 6, 40, true, true, false, false, true, true},   /* torchtitan: SDPA, autograd accumulation, fp32 cross entropy, op SAC, eager */
+    {1, 1, 0, 18, 40, false, false, false, false, false, false}, /* composer: FlashAttention-2, FSDP1 gradient path, eager fp32 cross entropy */
+    {1, 1, 0, 10, 40, false, false, true, true, false, false},  /* nanotron: FlashAttention-2, fp32 gradient accumulation, fp32 cross entropy, eager SwiGLU */
+    {4, 1, 0, 6, 40, true, false, false, false, true, true},   /* torchtitan-compile: torchtitan with torch.compile's fused element-wise */
 };
 /* nanotron's ZeRO-1 with fp32 gradient accumulation (the only ZeRO it
  * runs with accumulate_grad_in_fp32, its benchmarks' setting) builds no
@@ -298,6 +299,7 @@ static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device
         .ce_bytes = st->ce_bytes,
         .op_sac = st->op_sac,
         .ew_eager = st->eager,
+        .act_eager = st->eager_act,
         /* the framework's own distributed code, whichever stack computes */
         .zero1_allreduce = st->zero1_allreduce || x->fw == MEM4D_FRAMEWORK_NANOTRON,
         .dtensor_tp = st->dtensor_tp || x->fw == MEM4D_FRAMEWORK_TORCHTITAN,
@@ -460,11 +462,11 @@ static void gemms_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
     /* Eager PyTorch (EAGER_NORM, _ROPE, _SWIGLU: bf16 elements moved per
      * element, where a fused kernel moves 2 per norm and per RoPE). */
     double norm = mc->ew_eager ? EAGER_NORM : 2, rope = mc->ew_eager ? EAGER_ROPE : 2;
-    double acte = mc->ew_eager && x->gated ? EAGER_SWIGLU * F : act;
+    double acte = (mc->ew_eager || mc->act_eager) && x->gated ? EAGER_SWIGLU * F : act;
     pg->ew_per_b = 2 * pg->rows_per_b * (sh * (2 * norm + 6) * h + rope * (q + kv) + acte) * mc->inv_hbm;
     pg->ew_norm_per_b = 2 * pg->rows_per_b * sh * 2 * norm * h * mc->inv_hbm;
     pg->ew_act_per_b = 2 * pg->rows_per_b * acte * mc->inv_hbm;
-    double dact = mc->ew_eager && x->gated ? EAGER_SWIGLU * D(x->f) * rt : (x->gated ? 3 : 2) * D(x->f) * rt;
+    double dact = (mc->ew_eager || mc->act_eager) && x->gated ? EAGER_SWIGLU * D(x->f) * rt : (x->gated ? 3 : 2) * D(x->f) * rt;
     pg->dense_act_per_b = 2 * pg->rows_per_b * (dact - acte) * mc->inv_hbm;
     /* Cross entropy over fp32 logits: the stack's bytes per logit read and
      * written over forward and backward (12 fused, 40 eager). */

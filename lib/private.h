@@ -756,6 +756,7 @@ struct m4d_machine {
     double ce_bytes;           /* HBM bytes per logit of the cross entropy, forward and backward */
     bool op_sac;               /* selective recompute is torchtitan's per-op policy (lib/perf.c) */
     bool ew_eager;             /* element-wise work unfused, as eager PyTorch runs it (lib/perf.c) */
+    bool act_eager;            /* only the gated activation unfused (nanotron's GLUActivation) */
     bool zero1_allreduce;      /* ZeRO-1 as nanotron runs it: fp32 all-reduce, unpacked all-gather (lib/perf.c) */
     bool dtensor_tp;           /* TP as PyTorch's DTensor runs it: backward collectives exposed (lib/perf.c) */
     bool fsdp2_copies;         /* FSDP2's copy-out and copy-in around its collectives (lib/perf.c) */
