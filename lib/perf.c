@@ -92,16 +92,17 @@ static const struct stack {
     bool zero1_allreduce; /* nanotron's ZeRO-1: fp32 all-reduce, then an unpacked all-gather (dp_prepare) */
     bool dtensor_tp;      /* TP as PyTorch's DTensor runs it: no backward collective hidden (tp_time) */
     bool fsdp2_copies;    /* FSDP2's copy-out after each all-gather, copy-in before each reduce-scatter */
+    bool titan_model;     /* torchtitan's Llama: separate linears, GQA by repeat_kv (TITAN_MODEL) */
 } STACKS[M4D_NSTACKS] = {
-    {3, 1, 0, 6, 12, false, false, false, false, false, false},  /* middle: cuDNN attention, autograd's accumulation into bf16 .grad */
-    {5, 1, 0, 0, 12, false, false, false, false, false, false},  /* megatron-lm-2022: fused softmax, gradient_accumulation_fusion */
-    {5, 3, 0, 18, 12, false, false, false, false, false, false}, /* megatron-deepspeed: softmax attention, bf16 update_hp_grads, CUDA 11 GEMMs */
-    {3, 1, 0, 0, 12, false, false, false, false, false, false},  /* nemo-24.07: Transformer Engine 1.9's cuDNN attention */
-    {3, 1, 0, 0, 12, false, false, false, false, false, false},  /* nemo-25 */
-    {4, 1, 0, 6, 40, true, true, false, false, true, true},   /* torchtitan: SDPA, autograd accumulation, fp32 cross entropy, op SAC, eager */
-    {1, 1, 0, 18, 40, false, false, false, false, false, false}, /* composer: FlashAttention-2, FSDP1 gradient path, eager fp32 cross entropy */
-    {1, 1, 0, 10, 40, false, false, true, true, false, false},  /* nanotron: FlashAttention-2, fp32 gradient accumulation, fp32 cross entropy, eager SwiGLU */
-    {4, 1, 0, 6, 40, true, false, false, false, true, true},   /* torchtitan-compile: torchtitan with torch.compile's fused element-wise */
+    {3, 1, 0, 6, 12, false, false, false, false, false, false, false},  /* middle: cuDNN attention, autograd's accumulation into bf16 .grad */
+    {5, 1, 0, 0, 12, false, false, false, false, false, false, false},  /* megatron-lm-2022: fused softmax, gradient_accumulation_fusion */
+    {5, 3, 0, 18, 12, false, false, false, false, false, false, false}, /* megatron-deepspeed: softmax attention, bf16 update_hp_grads, CUDA 11 GEMMs */
+    {3, 1, 0, 0, 12, false, false, false, false, false, false, false},  /* nemo-24.07: Transformer Engine 1.9's cuDNN attention */
+    {3, 1, 0, 0, 12, false, false, false, false, false, false, false},  /* nemo-25 */
+    {4, 1, 0, 6, 40, true, true, false, false, true, true, true},     /* torchtitan: SDPA, autograd accumulation, fp32 cross entropy, op SAC, eager */
+    {1, 1, 0, 18, 40, false, false, false, false, false, false, false}, /* composer: FlashAttention-2, FSDP1 gradient path, eager fp32 cross entropy */
+    {1, 1, 0, 10, 40, false, false, true, true, false, false, false},  /* nanotron: FlashAttention-2, fp32 gradient accumulation, fp32 cross entropy, eager SwiGLU */
+    {4, 1, 0, 6, 40, true, false, false, false, true, true, true},     /* torchtitan-compile: torchtitan with torch.compile's fused element-wise */
 };
 /* nanotron's ZeRO-1 with fp32 gradient accumulation (the only ZeRO it
  * runs with accumulate_grad_in_fp32, its benchmarks' setting) builds no
@@ -171,6 +172,22 @@ static const struct stack {
 #define EAGER_NORM 18.0
 #define EAGER_ROPE 10.0
 #define EAGER_SWIGLU 5.0
+/* TITAN_MODEL: torchtitan's Llama (torchtitan/models/llama/model.py at
+ * 9dec370a, the December 2024 benchmark's commit, and models/llama3/model.py
+ * at 820504e2, the async-TP one's) is written as separate linears, wq, wk,
+ * wv and w1, w3 each its own nn.Linear on the same input, and runs grouped-
+ * query attention by repeat_kv (unsqueeze, expand, reshape: a copy of K and
+ * V at the query heads' width) before SDPA. Eager, per token and layer in
+ * bf16 elements: the two copies read kv and write q each, 2 (q + kv), and
+ * the backward's autograd sums the input gradients of the linears that share
+ * an input, 2 adds for wq, wk, wv and 1 for w1, w3, each reading 2 and
+ * writing 1 of h: 9 h (6 h without a gate). Compiled (torch.compile per
+ * block), Inductor writes K once at the query width from the RoPE kernel
+ * and expands V in one copy, 2 q more than the fused RoPE of a fused-QKV
+ * model, and fuses the sums into the next kernel, which then reads the
+ * other gradients: 3 h (2 h). */
+#define TITAN_GRAD_SUMS_EAGER 9.0
+#define TITAN_GRAD_SUMS_COMPILED 3.0
 /* Kernels per layer and forward pass (norms, GEMMs, RoPE, attention,
  * activation, residual adds, TP collectives); the backward launches twice
  * as many. */
@@ -304,6 +321,7 @@ static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device
         .zero1_allreduce = st->zero1_allreduce || x->fw == MEM4D_FRAMEWORK_NANOTRON,
         .dtensor_tp = st->dtensor_tp || x->fw == MEM4D_FRAMEWORK_TORCHTITAN,
         .fsdp2_copies = st->fsdp2_copies || x->fw == MEM4D_FRAMEWORK_TORCHTITAN,
+        .titan_model = st->titan_model || x->fw == MEM4D_FRAMEWORK_TORCHTITAN,
         .gemm = peak * eff,
         .gemm_lin = lin * eff,
         .hbm = D(dv[MEM4D_DEVICE_HBM_BANDWIDTH]),
@@ -463,7 +481,15 @@ static void gemms_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
      * element, where a fused kernel moves 2 per norm and per RoPE). */
     double norm = mc->ew_eager ? EAGER_NORM : 2, rope = mc->ew_eager ? EAGER_ROPE : 2;
     double acte = (mc->ew_eager || mc->act_eager) && x->gated ? EAGER_SWIGLU * F : act;
-    pg->ew_per_b = 2 * pg->rows_per_b * (sh * (2 * norm + 6) * h + rope * (q + kv) + acte) * mc->inv_hbm;
+    /* torchtitan's Llama (TITAN_MODEL): repeat_kv's copies in the forward,
+     * the sums of the shared inputs' gradients in the backward */
+    double rep = 0, sums = 0;
+    if (mc->titan_model) {
+        rep = kv < q ? (mc->ew_eager ? 2 * (q + kv) : 2 * q) : 0;
+        sums = (mc->ew_eager ? TITAN_GRAD_SUMS_EAGER : TITAN_GRAD_SUMS_COMPILED) * (x->gated ? 1 : 2.0 / 3) * h;
+    }
+    pg->ew_per_b = 2 * pg->rows_per_b * (sh * (2 * norm + 6) * h + rope * (q + kv) + acte + rep) * mc->inv_hbm;
+    pg->ew_grad_per_b = 2 * pg->rows_per_b * sums * mc->inv_hbm;
     pg->ew_norm_per_b = 2 * pg->rows_per_b * sh * 2 * norm * h * mc->inv_hbm;
     pg->ew_act_per_b = 2 * pg->rows_per_b * acte * mc->inv_hbm;
     double dact = (mc->ew_eager || mc->act_eager) && x->gated ? EAGER_SWIGLU * D(x->f) * rt : (x->gated ? 3 : 2) * D(x->f) * rt;
@@ -661,7 +687,7 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
     double ew = b * pg->ew_per_b;
     cast += pg->cast_b / D(x->m); /* the fp8 weight casts, once per step (gemms_prepare) */
     double fwd = lin + af + ew + KERNELS_FWD * kern;
-    double bwd = bt->lin_bwd + ab + 2 * ew + 2 * KERNELS_FWD * kern;
+    double bwd = bt->lin_bwd + ab + 2 * ew + b * pg->ew_grad_per_b + 2 * KERNELS_FWD * kern;
     if (x->recompute == 1 && pg->mc.op_sac && x->experts == 0 && !x->nlt)
         bwd += op_sac_time(x, pg, M, ew);
     else if (x->recompute == 1) /* selective: the modules re-run in the backward */

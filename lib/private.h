@@ -760,6 +760,7 @@ struct m4d_machine {
     bool zero1_allreduce;      /* ZeRO-1 as nanotron runs it: fp32 all-reduce, unpacked all-gather (lib/perf.c) */
     bool dtensor_tp;           /* TP as PyTorch's DTensor runs it: backward collectives exposed (lib/perf.c) */
     bool fsdp2_copies;         /* FSDP2's copy-out and copy-in around its collectives (lib/perf.c) */
+    bool titan_model;          /* torchtitan's Llama: separate linears, GQA by repeat_kv (lib/perf.c) */
 };
 
 /* One GEMM of a layer with its N and K fixed by the group; M (tokens)
@@ -848,6 +849,7 @@ struct m4d_perf_group {
     double cast_a, cast_b;                         /* fp8 casts: seconds per row, fixed */
     double attn_per_b, attn_tiles_per_b;           /* forward attention at full waves, query tiles */
     double ew_per_b, ce_per_b;                     /* element-wise forward, cross entropy (fwd+bwd) */
+    double ew_grad_per_b;                          /* element-wise work of the backward alone (TITAN_MODEL's gradient sums) */
     double ew_norm_per_b, ew_act_per_b;            /* of the forward: the norms, the MLP activation */
     double tp_lat, tp_per_b;                       /* one TP collective: latency, transfer per sample */
     double cp_lat, cp_per_b;                       /* one CP ring step */
