@@ -93,16 +93,18 @@ static const struct stack {
     bool dtensor_tp;      /* TP as PyTorch's DTensor runs it: no backward collective hidden (tp_time) */
     bool fsdp2_copies;    /* FSDP2's copy-out after each all-gather, copy-in before each reduce-scatter */
     bool titan_model;     /* torchtitan's Llama: separate linears, GQA by repeat_kv (TITAN_MODEL) */
+    bool tp_sync;         /* Megatron-DeepSpeed's TP: the backward's all-reduces on the compute stream (tp_time) */
+    bool ds_pipe;         /* DeepSpeed's pipeline engine: its blocking p2p and partitioned activations (comm_prepare) */
 } STACKS[M4D_NSTACKS] = {
-    {3, 1, 0, 6, 12, false, false, false, false, false, false, false},  /* middle: cuDNN attention, autograd's accumulation into bf16 .grad */
-    {5, 1, 0, 0, 12, false, false, false, false, false, false, false},  /* megatron-lm-2022: fused softmax, gradient_accumulation_fusion */
-    {5, 3, 0, 18, 12, false, false, false, false, false, false, false}, /* megatron-deepspeed: softmax attention, bf16 update_hp_grads, CUDA 11 GEMMs */
-    {3, 1, 0, 0, 12, false, false, false, false, false, false, false},  /* nemo-24.07: Transformer Engine 1.9's cuDNN attention */
-    {3, 1, 0, 0, 12, false, false, false, false, false, false, false},  /* nemo-25 */
-    {4, 1, 0, 6, 40, true, true, false, false, true, true, true},     /* torchtitan: SDPA, autograd accumulation, fp32 cross entropy, op SAC, eager */
-    {1, 1, 0, 18, 40, false, false, false, false, false, false, false}, /* composer: FlashAttention-2, FSDP1 gradient path, eager fp32 cross entropy */
-    {1, 1, 0, 10, 40, false, false, true, true, false, false, false},  /* nanotron: FlashAttention-2, fp32 gradient accumulation, fp32 cross entropy, eager SwiGLU */
-    {4, 1, 0, 6, 40, true, false, false, false, true, true, true},     /* torchtitan-compile: torchtitan with torch.compile's fused element-wise */
+    {3, 1, 0, 6, 12, false, false, false, false, false, false, false, false, false},  /* middle: cuDNN attention, autograd's accumulation into bf16 .grad */
+    {5, 1, 0, 0, 12, false, false, false, false, false, false, false, false, false},  /* megatron-lm-2022: fused softmax, gradient_accumulation_fusion */
+    {5, 3, 0, 18, 12, false, false, false, false, false, false, false, true, true}, /* megatron-deepspeed: softmax attention, bf16 update_hp_grads, CUDA 11 GEMMs, its TP and pipeline */
+    {3, 1, 0, 0, 12, false, false, false, false, false, false, false, false, false},  /* nemo-24.07: Transformer Engine 1.9's cuDNN attention */
+    {3, 1, 0, 0, 12, false, false, false, false, false, false, false, false, false},  /* nemo-25 */
+    {4, 1, 0, 6, 40, true, true, false, false, true, true, true, false, false},     /* torchtitan: SDPA, autograd accumulation, fp32 cross entropy, op SAC, eager */
+    {1, 1, 0, 18, 40, false, false, false, false, false, false, false, false, false}, /* composer: FlashAttention-2, FSDP1 gradient path, eager fp32 cross entropy */
+    {1, 1, 0, 10, 40, false, false, true, true, false, false, false, false, false},  /* nanotron: FlashAttention-2, fp32 gradient accumulation, fp32 cross entropy, eager SwiGLU */
+    {4, 1, 0, 6, 40, true, false, false, false, true, true, true, false, false},     /* torchtitan-compile: torchtitan with torch.compile's fused element-wise */
 };
 /* nanotron's ZeRO-1 with fp32 gradient accumulation (the only ZeRO it
  * runs with accumulate_grad_in_fp32, its benchmarks' setting) builds no
@@ -161,6 +163,24 @@ static const struct stack {
  * gradients reduce a sum (torchtitan's wq + wk + wv and w1 + w3 are separate
  * linears: models/llama3/model.py@820504e2), whose producer is an add: those
  * two stay whole and exposed; every other collective is split. */
+/* TP_SYNC: Megatron-DeepSpeed's tensor parallelism of 2021-22
+ * (bigscience-workshop/Megatron-DeepSpeed@99c8fe07 megatron/mpu/layers.py:
+ * ColumnParallelLinear.forward runs copy_to_tensor_model_parallel_region,
+ * then F.linear; mpu/mappings.py: its backward all-reduces) predates the
+ * asynchronous all-reduce: autograd computes the linear's input and weight
+ * gradients in one node and then all-reduces the input gradient on the
+ * compute stream, so the backward's two all-reduces of a layer are exposed.
+ * DS_PIPE: DeepSpeed's pipeline engine (deepspeed/runtime/pipe/, v0.6.0):
+ * TrainSchedule pairs a stage with one neighbour per step and p2p.send/recv
+ * are torch.distributed.send/recv, which the compute stream waits for; an
+ * event simulation of the schedule with rendezvous transfers exposes 4
+ * transfers per micro-batch on a middle stage (2 with each neighbour) and 2
+ * on an end stage, against Megatron's 2 batched ones. With TP the engine
+ * sends 1/t of the activation (is_pipe_partitioned: a meta tensor, then the
+ * data) and all-gathers it over the TP group (PartitionedTensor.full()):
+ * the received input, the saved output and the received gradient on a
+ * middle stage, 2 on the first, 1 on the last. doc/perf.md, "The software
+ * stack". */
 /* Element-wise work as eager PyTorch runs it (torchtitan without
  * torch.compile), in bf16 elements (2 bytes) moved per element and forward:
  * RMSNorm is at::rms_norm's composite (aten/src/ATen/native/layer_norm.cpp:
@@ -322,6 +342,8 @@ static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device
         .dtensor_tp = st->dtensor_tp || x->fw == MEM4D_FRAMEWORK_TORCHTITAN,
         .fsdp2_copies = st->fsdp2_copies || x->fw == MEM4D_FRAMEWORK_TORCHTITAN,
         .titan_model = st->titan_model || x->fw == MEM4D_FRAMEWORK_TORCHTITAN,
+        .tp_sync = st->tp_sync,
+        .ds_pipe = st->ds_pipe || x->fw == MEM4D_FRAMEWORK_DEEPSPEED,
         .gemm = peak * eff,
         .gemm_lin = lin * eff,
         .hbm = D(dv[MEM4D_DEVICE_HBM_BANDWIDTH]),
@@ -583,13 +605,23 @@ static void comm_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
     pg->cp_lat = cl.lat;
     pg->cp_per_b = cl.bw > 0 ? 2 * s / c * D(x->k * x->dh) / t * 2 / cl.bw : 0;
     pg->p2p_lat = pg->p2p_per_b = 0;
+    for (int i = 0; i < 3; i++)
+        pg->p2p_n[i] = pg->p2p_ag[i] = 0;
     if (x->p > 1) {
         double chunks = 2 * D(x->v ? x->v : 1);
         struct m4d_link pl = link_for(mc, D(x->t * x->c * x->d * x->p), D(x->t * x->c * x->d));
-        ring_coef(&pl, 2, s * h * 2 / (t * c), 1, 1, &pg->p2p_lat,
-                  &pg->p2p_per_b);
-        pg->p2p_lat *= chunks;
-        pg->p2p_per_b *= chunks;
+        ring_coef(&pl, 2, s * h * 2 / (t * c), 1, 1, &pg->p2p_lat, &pg->p2p_per_b);
+        pg->p2p_n[0] = pg->p2p_n[1] = pg->p2p_n[2] = chunks;
+        if (mc->ds_pipe) { /* DS_PIPE: each end trades with one neighbour, a middle stage with two */
+            pg->p2p_lat *= 2; /* the partition's meta tensor, then its data */
+            pg->p2p_n[0] = pg->p2p_n[2] = 2;
+            pg->p2p_n[1] = x->p > 2 ? 4 : 2;
+            if (x->t > 1) { /* the all-gathers of the partitioned activations and gradients */
+                pg->p2p_ag[0] = 2;
+                pg->p2p_ag[1] = 3;
+                pg->p2p_ag[2] = 1;
+            }
+        }
     }
 }
 
@@ -617,6 +649,8 @@ static double tp_time(const struct m4d_ctx *x, const struct m4d_perf_group *pg, 
     }
     if (pg->mc.dtensor_tp) /* DTENSOR_TP: the backward's 2 gathers and 2 reduce-scatters, all exposed */
         return 4 * passes_fwd * one + (4 + regather) * one;
+    if (pg->mc.tp_sync) /* TP_SYNC: the backward's 2 all-reduces (4 one-way collectives' bytes), all exposed */
+        return 4 * passes_fwd * one + 4 * one;
     return 4 * passes_fwd * one + 2 * one + 4 * MAX0(one - gemm_mean);
 }
 
@@ -928,13 +962,14 @@ static double dp_exposed(const struct m4d_ctx *x, const struct m4d_perf_group *p
 struct pipeline {
     double tmax, cmax, lmax, layers_max, bubble, total;
     double emax; /* expert layers of the slowest stage (lmax without an MoE model's dense ones) */
+    double p2p;  /* the slowest stage's pipeline transfers per micro-batch */
 };
 
 /* Stage times per micro-batch: the first stage also holds the head when
  * p = 1. The slowest stage sets the pace of the steady state; the others'
  * warm-up and cool-down form the bubble, cut by v. */
 static struct pipeline pipeline_of(const struct m4d_ctx *x, const struct m4d_perf_group *pg,
-                                   const struct unit_time *u, double p2p)
+                                   const struct unit_time *u, const double p2p[3])
 {
     double n_first = pg->n_first, n_mid = pg->n_mid, n_last = pg->n_last, p = D(x->p), v = D(x->v ? x->v : 1);
     double lt = u->layer_compute + u->layer_tp + u->layer_cp + u->layer_ep + u->layer_fsdp;
@@ -943,16 +978,17 @@ static struct pipeline pipeline_of(const struct m4d_ctx *x, const struct m4d_per
     double df = pg->d_first, dm = pg->d_mid, dz = pg->d_last;
     /* The framework's time per micro-batch outside the layers. */
     double hf = (x->p == 1 ? u->head : 0) + pg->mc.mb_overhead;
-    double mo = pg->mc.mb_overhead, tf = n_first * lt + df * dl + hf + p2p, tm = n_mid * lt + dm * dl + mo + p2p;
-    double tl = n_last * lt + dz * dl + u->head + mo + p2p;
-    struct pipeline pl = {tf, n_first * u->layer_compute + df * dc + hf, n_first, n_first, 0, 0, n_first - df};
+    double mo = pg->mc.mb_overhead, tf = n_first * lt + df * dl + hf + p2p[0];
+    double tm = n_mid * lt + dm * dl + mo + p2p[1], tl = n_last * lt + dz * dl + u->head + mo + p2p[2];
+    struct pipeline pl = {tf, n_first * u->layer_compute + df * dc + hf, n_first, n_first, 0, 0, n_first - df, p2p[0]};
     double sum = tf;
     if (x->p > 1) {
         sum = tf + (p - 2) * tm + tl;
         if (x->p > 2 && tm > pl.tmax)
-            pl = (struct pipeline){tm, n_mid * u->layer_compute + dm * dc + mo, n_mid, 0, 0, 0, n_mid - dm};
+            pl = (struct pipeline){tm, n_mid * u->layer_compute + dm * dc + mo, n_mid, 0, 0, 0, n_mid - dm, p2p[1]};
         if (tl > pl.tmax)
-            pl = (struct pipeline){tl, n_last * u->layer_compute + dz * dc + u->head + mo, n_last, 0, 0, 0, n_last - dz};
+            pl = (struct pipeline){tl, n_last * u->layer_compute + dz * dc + u->head + mo, n_last, 0, 0, 0, n_last - dz,
+                                   p2p[2]};
     }
     pl.layers_max = pg->layers_max;
     pl.bubble = (sum - pl.tmax) / v;
@@ -1081,7 +1117,10 @@ void m4d_perf_fill_memo(const struct m4d_ctx *x, const struct m4d_perf_group *pg
     if (memo->b != D(x->b))
         perf_b_of(pg, D(x->b), memo);
     struct unit_time u = unit_time_of(x, pg, memo);
-    double p2p = pg->p2p_lat + D(x->b) * pg->p2p_per_b, m = D(x->m);
+    double one = pg->p2p_lat + D(x->b) * pg->p2p_per_b, ag = pg->tp_lat + D(x->b) * pg->tp_per_b, m = D(x->m);
+    double p2p[3];
+    for (int i = 0; i < 3; i++)
+        p2p[i] = pg->p2p_n[i] * one + pg->p2p_ag[i] * ag;
     struct pipeline pl = pipeline_of(x, pg, &u, p2p);
     /* The DP collectives of the heaviest stage hide behind the last
      * micro-batch's backward (reduce) and the first forward (gather).
@@ -1106,7 +1145,7 @@ void m4d_perf_fill_memo(const struct m4d_ctx *x, const struct m4d_perf_group *pg
         .expert = u.layer_expert,
         .router = u.layer_router,
         .fsdp = u.layer_fsdp,
-        .p2p = p2p,
+        .p2p = pl.p2p,
         .dp = dp,
         .opt = pg->opt_s,
         .gbs = D(x->gbs),

@@ -761,6 +761,8 @@ struct m4d_machine {
     bool dtensor_tp;           /* TP as PyTorch's DTensor runs it: backward collectives exposed (lib/perf.c) */
     bool fsdp2_copies;         /* FSDP2's copy-out and copy-in around its collectives (lib/perf.c) */
     bool titan_model;          /* torchtitan's Llama: separate linears, GQA by repeat_kv (lib/perf.c) */
+    bool tp_sync;              /* TP's backward all-reduces on the compute stream, none hidden (lib/perf.c) */
+    bool ds_pipe;              /* DeepSpeed's pipeline engine: blocking p2p, partitioned activations (lib/perf.c) */
 };
 
 /* One GEMM of a layer with its N and K fixed by the group; M (tokens)
@@ -853,7 +855,8 @@ struct m4d_perf_group {
     double ew_norm_per_b, ew_act_per_b;            /* of the forward: the norms, the MLP activation */
     double tp_lat, tp_per_b;                       /* one TP collective: latency, transfer per sample */
     double cp_lat, cp_per_b;                       /* one CP ring step */
-    double p2p_lat, p2p_per_b;                     /* pipeline send/recv of a micro-batch */
+    double p2p_lat, p2p_per_b;                     /* one pipeline transfer of a micro-batch: latency, per sample */
+    double p2p_n[3], p2p_ag[3];                    /* transfers and TP all-gathers per micro-batch: first, middle, last stage */
     double n_first, n_mid, n_last, layers_max;
     /* An MoE model's dense layers (moe_first_dense_layers, a MoE layer
      * period): how many the first, the middle and the last stage hold, and

@@ -530,6 +530,48 @@ START_TEST(software_stack)
 }
 END_TEST
 
+/* Megatron-DeepSpeed's TP and DeepSpeed's pipeline engine (doc/perf.md,
+ * "The software stack"): the backward's all-reduces are exposed (the bytes
+ * of 4 one-way collectives a layer, against 2 exposed and the rest under
+ * the weight-gradient GEMMs); a middle stage trades 4 transfers per
+ * micro-batch with its neighbours against Megatron's 2, each a meta tensor
+ * and the data, and with TP all-gathers what it receives. The same
+ * pipeline runs with framework=deepspeed on any stack. */
+START_TEST(megatron_deepspeed_tp_and_pipeline)
+{
+    mem4d_model *m = tu_model("llama3.1-70b");
+    ck_assert_int_eq(mem4d_model_set_str(m, "vocab_size", "1024"), MEM4D_OK); /* a small head: a middle stage paces */
+    mem4d_device *a = tu_device("a100-80"), *d = NULL;
+    ck_assert_int_eq(mem4d_device_clone(a, &d), MEM4D_OK); /* the profile's keys on the middle stack */
+    ck_assert_int_eq(mem4d_device_set_str(d, "attention_kernel", "unfused"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_device_set_str(d, "gemm_library", "cuda11"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_device_set_str(d, "grad_accum_bytes", "18"), MEM4D_OK);
+    const mem4d_metric T = MEM4D_METRIC_STEP_TIME_S, TP = MEM4D_METRIC_TP_COMM_S, PP = MEM4D_METRIC_PP_COMM_S;
+    mem4d_layout *l = tu_layout("world=32", "tp=8", "pp=4", "seq=2048", "gbs=64", "mbs=1", "recompute=none", NULL);
+    assert_close(with(m, l, d, "stack", "megatron-deepspeed", TP), predict(m, l, d, TP) * 8 / 6);
+    ck_assert_int_eq(mem4d_layout_set_str(l, "recompute", "full"), MEM4D_OK); /* the forward's all-reduces twice */
+    assert_close(with(m, l, d, "stack", "megatron-deepspeed", TP), predict(m, l, d, TP) * 12 / 10);
+    double pp_ds = with(m, l, d, "stack", "megatron-deepspeed", PP), pp_mid = predict(m, l, d, PP);
+    ck_assert_msg(pp_ds > 2 * pp_mid, "%g %g", pp_ds, pp_mid);
+    ck_assert(with(m, l, d, "stack", "megatron-deepspeed", T) > predict(m, l, d, T));
+    mem4d_layout_free(l);
+    /* No TP, stages on other nodes (dp 8): 4 transfers of 2 latencies
+     * against 2 of 1, m = 8 */
+    l = tu_layout("world=32", "pp=4", "seq=2048", "gbs=64", "mbs=1", NULL);
+    pp_ds = with(m, l, d, "stack", "megatron-deepspeed", PP), pp_mid = predict(m, l, d, PP);
+    uint64_t lat_ns = 0;
+    ck_assert_int_eq(mem4d_device_get(a, MEM4D_DEVICE_INTER_NODE_LATENCY_NS, &lat_ns), MEM4D_OK);
+    double lat = 1e-9 * (double)lat_ns;
+    ck_assert_msg(fabs(pp_ds - 2 * pp_mid - 8 * 4 * lat) < 1e-9, "%g %g", pp_ds, pp_mid);
+    ck_assert_int_eq(mem4d_layout_set_str(l, "framework", "deepspeed"), MEM4D_OK);
+    assert_close(predict(m, l, d, PP), pp_ds);
+    mem4d_layout_free(l);
+    mem4d_device_free(d);
+    mem4d_device_free(a);
+    mem4d_model_free(m);
+}
+END_TEST
+
 /* Per-micro-batch costs: a fixed overhead adds m times itself to a
  * one-stage step; gradient accumulation traffic costs more at micro-batch 1
  * (more micro-batches, each moving every local weight) than at 4. */
@@ -882,6 +924,7 @@ int main(void)
     tcase_add_test(tc, nics_shared);
     tcase_add_test(tc, ring_uses_the_node_nics);
     tcase_add_test(tc, software_stack);
+    tcase_add_test(tc, megatron_deepspeed_tp_and_pipeline);
     tcase_add_test(tc, per_microbatch_costs);
     tcase_add_test(tc, microbatch_order_follows_the_stack);
     tcase_add_test(tc, power_limit_and_op_recompute);

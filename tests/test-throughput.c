@@ -426,6 +426,14 @@ static bool predict_row(const struct table *t, char **f, struct row *r)
      * runs only with bf16): the fp16 .grad, 6 bytes per weight; its ZeRO-1
      * reduces those fp16 gradients (communication_data_type: the model's
      * dtype), 2 bytes per weight. */
+    /* Megatron-DeepSpeed of 2021-22 (MT-NLG's, BigScience's) has no
+     * sequence parallelism: its TP all-reduces the full activations and
+     * every rank runs the norms, dropouts and residual adds on all of them
+     * (bigscience-workshop/Megatron-DeepSpeed@99c8fe07: no
+     * --sequence-parallel in megatron/arguments.py, mpu/mappings.py reduces
+     * with all_reduce). */
+    if (strstr(col(t, f, "framework"), "DeepSpeed pipeline"))
+        ck_assert_int_eq(mem4d_layout_set_str(l, "sequence_parallel", "0"), MEM4D_OK);
     if (!strncmp(col(t, f, "precision"), "fp16", 4) && strstr(col(t, f, "framework"), "DeepSpeed pipeline"))
     {
         ck_assert_int_eq(mem4d_device_set_str(d, "grad_accum_bytes", "6"), MEM4D_OK);
@@ -1459,7 +1467,7 @@ END_TEST
  * measured-fastest layout is inside the band of the predicted-fastest
  * (issue 21's targets: >= 0.85 and inside). SWEEP_RHO guards what the model
  * reaches where it falls short of 0.85 (doc/perf.md, "Validation"). */
-#define SWEEP_RHO 0.60
+#define SWEEP_RHO 0.70
 START_TEST(sweeps_keep_their_order)
 {
     static struct row rows[MAX_ROWS];
