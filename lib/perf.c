@@ -235,7 +235,7 @@ static const struct stack {
  * runs of a weak-scaling series calibrated on its first run;
  * tests/test-throughput.c prints all of them). */
 #define BAND_LOW 0.903
-#define BAND_HIGH 1.324
+#define BAND_HIGH 1.314
 #define BAND_CAL_LOW 0.844
 #define BAND_CAL_HIGH 1.117
 /* Between layouts of one job (the search's equivalence, m4d_speed_band_

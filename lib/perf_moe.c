@@ -20,6 +20,18 @@
  * NVLink and RDMA forwarding"): 0.95 of the raw link, where NCCL's rings
  * reach comm_efficiency_ppm. */
 #define DEEPEP_LINK_EFF 0.95
+/* Inside an NVLink domain their copies are bound by the SMs they run on
+ * once the link is faster than those SMs can feed: bytes per second per
+ * SM. DeepEP's normal intranode kernels on Hopper: 337 GB/s with its
+ * tests' 24 SMs on an H20, whose NVLink has the H100's 450 GB/s a
+ * direction (deepseek-ai/DeepEP issue 16; its maintainers: more SMs for
+ * more bandwidth, Buffer.set_num_sms), 14.0 GB/s an SM; on an H800 (~160
+ * GB/s) the same 24 SMs reach the link. HybridEP on GB200, BF16, 8 ranks:
+ * dispatch 362, 513, 616 GB/s and combine 310, 426, 520 at 16, 24 and 32
+ * SMs (DeepEP pull request 420, its intranode table), 19.6 GB/s an SM at
+ * 24 (the mean of dispatch and combine, which one figure times here). */
+#define DEEPEP_SM_BW 14.0e9
+#define HYBRIDEP_SM_BW 19.6e9
 /* Transformer Engine's GroupedLinear runs a bf16 expert GEMM per local
  * expert on a pool of 4 compute streams
  * (transformer_engine/common/util/multi_stream.cpp,
@@ -172,6 +184,10 @@ static void dispatch_prepare(const struct m4d_ctx *x, const mem4d_device *dev, c
             intra = k * (per - 1) / ep;
         }
         double bi = flex ? raw_intra * DEEPEP_LINK_EFF : mc->intra.bw;
+        if (flex) { /* the SMs moe_dispatcher_sms gives it feed the NVLink copies */
+            double per_sm = x->dispatcher == MEM4D_MOE_DISPATCHER_HYBRIDEP ? HYBRIDEP_SM_BW : DEEPEP_SM_BW;
+            bi = MIN(bi, per_sm * D(x->dispatcher_sms));
+        }
         double bx = flex ? raw_inter * DEEPEP_LINK_EFF : mc->inter.bw;
         double scale = tok * row * rho / k * imb;
         double ti = bi > 0 ? intra * scale / bi : 0, tx = bx > 0 ? inter * scale / bx : 0;

@@ -1348,9 +1348,9 @@ END_TEST
  * it, counted from the code, is about 0.1 ms), so these guard what it
  * reaches. The Qwen3-235B sweep reads +0.67: the TP 4 / EP 8, PP 32 and
  * EP 32 runs (t3-177, t3-176, t3-173) are predicted in their measured
- * order but 5% apart (1843, 1914, 1936 tokens/s against 1130, 1354, 1663),
+ * order but 8% apart (1788, 1914, 1936 tokens/s against 1130, 1354, 1663),
  * and the Megatron-FSDP run (t3-175), measured with the fastest, is
- * predicted fourth (1897). */
+ * predicted fourth (1806). */
 #define MOE_ZOO_MEDIAN 0.17
 #define MOE_SWEEP_RHO 0.60
 /* The TFLOP/s of a moe-modelzoo row in its own count. Megatron-LM's
