@@ -95,16 +95,17 @@ static const struct stack {
     bool titan_model;     /* torchtitan's Llama: separate linears, GQA by repeat_kv (TITAN_MODEL) */
     bool tp_sync;         /* Megatron-DeepSpeed's TP: the backward's all-reduces on the compute stream (tp_time) */
     bool ds_pipe;         /* DeepSpeed's pipeline engine: its blocking p2p and partitioned activations (comm_prepare) */
+    bool fsdp_root;       /* ZeRO-3 as PyTorch's FSDP (1 or 2) wraps a model: the root unit's collectives (FSDP_ROOT) */
 } STACKS[M4D_NSTACKS] = {
-    {3, 1, 0, 6, 12, false, false, false, false, false, false, false, false, false},  /* middle: cuDNN attention, autograd's accumulation into bf16 .grad */
-    {5, 1, 0, 0, 12, false, false, false, false, false, false, false, false, false},  /* megatron-lm-2022: fused softmax, gradient_accumulation_fusion */
-    {5, 3, 0, 18, 12, false, false, false, false, false, false, false, true, true}, /* megatron-deepspeed: softmax attention, bf16 update_hp_grads, CUDA 11 GEMMs, its TP and pipeline */
-    {3, 1, 0, 0, 12, false, false, false, false, false, false, false, false, false},  /* nemo-24.07: Transformer Engine 1.9's cuDNN attention */
-    {3, 1, 0, 0, 12, false, false, false, false, false, false, false, false, false},  /* nemo-25 */
-    {4, 1, 0, 6, 40, true, true, false, false, true, true, true, false, false},     /* torchtitan: SDPA, autograd accumulation, fp32 cross entropy, op SAC, eager */
-    {1, 1, 0, 18, 40, false, false, false, false, false, false, false, false, false}, /* composer: FlashAttention-2, FSDP1 gradient path, eager fp32 cross entropy */
-    {1, 1, 0, 10, 40, false, false, true, true, false, false, false, false, false},  /* nanotron: FlashAttention-2, fp32 gradient accumulation, fp32 cross entropy, eager SwiGLU */
-    {4, 1, 0, 6, 40, true, false, false, false, true, true, true, false, false},     /* torchtitan-compile: torchtitan with torch.compile's fused element-wise */
+    {3, 1, 0, 6, 12, false, false, false, false, false, false, false, false, false, false},  /* middle: cuDNN attention, autograd's accumulation into bf16 .grad */
+    {5, 1, 0, 0, 12, false, false, false, false, false, false, false, false, false, false},  /* megatron-lm-2022: fused softmax, gradient_accumulation_fusion */
+    {5, 3, 0, 18, 12, false, false, false, false, false, false, false, true, true, false}, /* megatron-deepspeed: softmax attention, bf16 update_hp_grads, CUDA 11 GEMMs, its TP and pipeline */
+    {3, 1, 0, 0, 12, false, false, false, false, false, false, false, false, false, false},  /* nemo-24.07: Transformer Engine 1.9's cuDNN attention */
+    {3, 1, 0, 0, 12, false, false, false, false, false, false, false, false, false, false},  /* nemo-25 */
+    {4, 1, 0, 6, 40, true, true, false, false, true, true, true, false, false, true},     /* torchtitan: SDPA, autograd accumulation, fp32 cross entropy, op SAC, eager */
+    {1, 1, 0, 18, 40, false, false, false, false, false, false, false, false, false, true}, /* composer: FlashAttention-2, FSDP1 gradient path, eager fp32 cross entropy */
+    {1, 1, 0, 10, 40, false, false, true, true, false, false, false, false, false, false},  /* nanotron: FlashAttention-2, fp32 gradient accumulation, fp32 cross entropy, eager SwiGLU */
+    {4, 1, 0, 6, 40, true, false, false, false, true, true, true, false, false, true},     /* torchtitan-compile: torchtitan with torch.compile's fused element-wise */
 };
 /* nanotron's ZeRO-1 with fp32 gradient accumulation (the only ZeRO it
  * runs with accumulate_grad_in_fp32, its benchmarks' setting) builds no
@@ -141,6 +142,18 @@ static const struct stack {
  * fp32 under torchtitan's default mixed_precision_reduce). Per local weight
  * and micro-batch: 2 (2 p) + p + g bytes of HBM. FSDP1 (Composer) gathers
  * into the flat parameter the weights are views of, and needs neither. */
+/* FSDP_ROOT: PyTorch's FSDP (FSDP2's fully_shard, FSDP1's
+ * FullyShardedDataParallel) wraps each block as a unit and the model itself
+ * as the root, whose parameters are what the blocks leave: the embedding,
+ * the final norm and the output layer (torchtitan's apply_fsdp,
+ * parallelisms/parallelize_llama.py at 9dec370a: fully_shard per block,
+ * then fully_shard(model); llm-foundry's FSDP wraps each block and the
+ * model). Before the first block's forward nothing runs to hide the root's
+ * gather and the first block's, queued behind it (the embedding lookup is
+ * microseconds), and after the first block's backward only the embedding's
+ * remains to hide that block's reduce-scatter and the root's, which the
+ * optimizer step waits for. Every micro-batch gathers them again (FSDP
+ * reshards after the backward); the last reduce-scatters are once a step. */
 /* DTENSOR_TP: torchtitan's tensor parallelism is PyTorch's DTensor
  * (parallelize_module with ColwiseParallel, RowwiseParallel and
  * SequenceParallel): autograd runs each linear's data and weight gradients
@@ -234,15 +247,15 @@ static const struct stack {
  * stack, the widest use a calibrated device file gets (it also holds the
  * runs of a weak-scaling series calibrated on its first run;
  * tests/test-throughput.c prints all of them). */
-#define BAND_LOW 0.903
+#define BAND_LOW 0.902
 #define BAND_HIGH 1.314
 #define BAND_CAL_LOW 0.844
-#define BAND_CAL_HIGH 1.117
+#define BAND_CAL_HIGH 1.100
 /* Between layouts of one job (the search's equivalence, m4d_speed_band_
  * relative()): the band of the runs of a weak-scaling series predicted by a
  * device calibrated on its first run, where the level common to one job's
  * layouts cancels and what remains is the model's spread within a family. */
-#define BAND_REL_LOW 0.949
+#define BAND_REL_LOW 0.950
 #define BAND_REL_HIGH 1.096
 
 /* Seconds of one micro-batch's work on one GPU. */
@@ -344,6 +357,7 @@ static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device
         .titan_model = st->titan_model || x->fw == MEM4D_FRAMEWORK_TORCHTITAN,
         .tp_sync = st->tp_sync,
         .ds_pipe = st->ds_pipe || x->fw == MEM4D_FRAMEWORK_DEEPSPEED,
+        .fsdp_root = st->fsdp_root || x->fw == MEM4D_FRAMEWORK_TORCHTITAN,
         .gemm = peak * eff,
         .gemm_lin = lin * eff,
         .hbm = D(dv[MEM4D_DEVICE_HBM_BANDWIDTH]),
@@ -1076,7 +1090,7 @@ void m4d_perf_prepare(const struct m4d_ctx *x, const mem4d_device *dev, struct m
         pg->accum_layer += (wl + we) * D(5 * x->param_bytes + x->grad_bytes) * pg->mc.inv_hbm;
     double embed = (x->p == 1 && !x->tied ? 2.0 : 1.0) * D(x->h) * D(x->Vp) / D(x->t);
     dp_prepare(x, pg, pg->layers_max * wl + embed, pg->layers_max * we);
-    pg->fsdp_ag = pg->fsdp_rs = 0;
+    pg->fsdp_ag = pg->fsdp_rs = pg->fsdp_edge_ag = pg->fsdp_edge_rs = 0;
     if (x->zero >= 3) { /* FSDP's gathers and reduce-scatters run over its shard group */
         struct m4d_shards g;
         m4d_shards(x, &g);
@@ -1084,6 +1098,10 @@ void m4d_perf_prepare(const struct m4d_ctx *x, const mem4d_device *dev, struct m
         struct m4d_link link = link_for(&pg->mc, D(x->t * g.fsdp), D(x->t)), *l = &link;
         pg->fsdp_ag = ring_time(l, n, wl * D(x->param_bytes), (n - 1) / n, n - 1);
         pg->fsdp_rs = ring_time(l, n, wl * D(x->grad_bytes), (n - 1) / n, n - 1);
+        if (pg->mc.fsdp_root) { /* FSDP_ROOT: the root unit's and the first block's, not hidden */
+            pg->fsdp_edge_ag = pg->fsdp_ag + ring_time(l, n, embed * D(x->param_bytes), (n - 1) / n, n - 1);
+            pg->fsdp_edge_rs = pg->fsdp_rs + ring_time(l, n, embed * D(x->grad_bytes), (n - 1) / n, n - 1);
+        }
         if (we > 0) { /* the experts' shards over their expert-data-parallel group */
             double ne = D(g.edp);
             struct m4d_link el = link_for(&pg->mc, D(x->t * x->c * x->d), D(m4d_ep_group(x)));
@@ -1130,7 +1148,7 @@ void m4d_perf_fill_memo(const struct m4d_ctx *x, const struct m4d_perf_group *pg
     double v = D(x->v ? x->v : 1), mq = D(x->m < x->p ? x->m : x->p);
     double widen = 1 + (mq - 1) * (v - 1) / v;
     double dp = dp_exposed(x, pg, pl.layers_max * u.layer_bwd, pl.layers_max * u.layer_fwd, widen);
-    dp += pg->dp_serial;
+    dp += pg->dp_serial + m * pg->fsdp_edge_ag + pg->fsdp_edge_rs; /* FSDP_ROOT */
     struct m4d_perf_parts *o = &r->perf;
     *o = (struct m4d_perf_parts){
         .step = pl.total + dp + pg->opt_s,

@@ -763,6 +763,7 @@ struct m4d_machine {
     bool titan_model;          /* torchtitan's Llama: separate linears, GQA by repeat_kv (lib/perf.c) */
     bool tp_sync;              /* TP's backward all-reduces on the compute stream, none hidden (lib/perf.c) */
     bool ds_pipe;              /* DeepSpeed's pipeline engine: blocking p2p, partitioned activations (lib/perf.c) */
+    bool fsdp_root;            /* ZeRO-3 as PyTorch's FSDP wraps a model: the root unit's collectives exposed (lib/perf.c) */
 };
 
 /* One GEMM of a layer with its N and K fixed by the group; M (tokens)
@@ -869,6 +870,7 @@ struct m4d_perf_group {
     double dp_reduce, dp_gather, dp_colls, opt_s; /* unhidden DP seconds, buckets, optimizer */
     double dp_serial;                              /* DP and tied-embedding seconds no overlap hides */
     double fsdp_ag, fsdp_rs;                       /* one layer's ZeRO-3 gather / reduce-scatter */
+    double fsdp_edge_ag, fsdp_edge_rs;             /* FSDP_ROOT: gathers before the first forward, reduce-scatters after the last backward */
     double flops_per_seq, peak;                    /* Megatron's model FLOPs per sequence; the MFU's peak */
     double band_lo, band_hi;                       /* measured / predicted step: 5th, 95th percentile */
     double offload_per_b;                          /* host transfer seconds of the offloaded layers, per sample */
