@@ -360,9 +360,15 @@ static const struct {
     /* Jean Zay's A100 nodes: "8 GPUs per node ... 4 OmniPath links",
      * "Inter-node connect: Omni-Path Architecture (OPA)"
      * (bigscience-workshop/bigscience train/tr11-176B-ml/README.md,
-     * "Hardware"); Omni-Path runs 100 Gb/s per link. */
+     * "Hardware"). What NCCL reaches through one of them is measured on
+     * that partition (experiments/bandwidth/all_reduce_bench-a100-n4.txt,
+     * 2022-01-28, NCCL 2.10.3, 4 nodes x 8 A100 80 GB): a 4 GB all-reduce
+     * at 40.5-40.8 Gbps bus bandwidth, its ring's two channels leaving each
+     * node through one NIC (NET/IB/3 out, NET/IB/1 in, no GDRDMA): 5.07
+     * GB/s per link, 41% of Omni-Path's 100 Gb/s. The device takes it as
+     * the link's rate over comm_efficiency_ppm (0.7), 7.24 GB/s. */
     {"bloom-prequel", "nics_per_node", "4"},
-    {"bloom-prequel", "nic_bandwidth", "12500000000"},
+    {"bloom-prequel", "nic_bandwidth", "7240000000"},
 };
 
 /* The source's hardware on the row's device: the table above, and the power
@@ -1467,7 +1473,7 @@ END_TEST
  * measured-fastest layout is inside the band of the predicted-fastest
  * (issue 21's targets: >= 0.85 and inside). SWEEP_RHO guards what the model
  * reaches where it falls short of 0.85 (doc/perf.md, "Validation"). */
-#define SWEEP_RHO 0.70
+#define SWEEP_RHO 0.75
 START_TEST(sweeps_keep_their_order)
 {
     static struct row rows[MAX_ROWS];
