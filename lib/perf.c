@@ -248,7 +248,7 @@ static const struct stack {
  * runs of a weak-scaling series calibrated on its first run;
  * tests/test-throughput.c prints all of them). */
 #define BAND_LOW 0.902
-#define BAND_HIGH 1.314
+#define BAND_HIGH 1.287
 #define BAND_CAL_LOW 0.844
 #define BAND_CAL_HIGH 1.100
 /* Between layouts of one job (the search's equivalence, m4d_speed_band_
@@ -645,8 +645,13 @@ static void comm_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
  * the output gradient are exposed; the input re-gathers and the gradient
  * reduce-scatters run asynchronously under the dgrad and wgrad GEMMs.
  * With tp_comm_overlap every collective is split into t chunks under its
- * GEMM: only the first chunk and what the GEMM cannot cover is exposed. */
-static double tp_time(const struct m4d_ctx *x, const struct m4d_perf_group *pg, double b, double gemm_mean,
+ * GEMM: only the first chunk and what the GEMM cannot cover is exposed.
+ * A collective hides under the GEMM it feeds or is fed by, not under the
+ * layer's mean GEMM: half of them under the attention block's (QKV, the
+ * output projection: ga, their mean), half under the MLP's (gm), so a
+ * collective longer than the small attention GEMMs shows even when the
+ * MLP's would cover it. */
+static double tp_time(const struct m4d_ctx *x, const struct m4d_perf_group *pg, double b, double ga, double gm,
                       double passes_fwd)
 {
     if (pg->tp_lat == 0 && pg->tp_per_b == 0)
@@ -656,7 +661,7 @@ static double tp_time(const struct m4d_ctx *x, const struct m4d_perf_group *pg, 
      * all-gathers': its recompute gathers the two inputs again (DTENSOR_TP) */
     double regather = pg->mc.dtensor_tp && pg->mc.op_sac && x->recompute == 1 ? 2 : 0;
     if (x->tp_overlap) {
-        double chunked = one / t + MAX0(one * (t - 1) / t - gemm_mean);
+        double rest = one * (t - 1) / t, chunked = one / t + 0.5 * (MAX0(rest - ga) + MAX0(rest - gm));
         if (pg->mc.dtensor_tp) /* DTENSOR_TP's async TP: the backward's two reduce-scatters stay whole */
             return (4 * passes_fwd + 2 + regather) * chunked + 2 * one;
         return (4 * passes_fwd + 6 + regather) * chunked;
@@ -665,7 +670,7 @@ static double tp_time(const struct m4d_ctx *x, const struct m4d_perf_group *pg, 
         return 4 * passes_fwd * one + (4 + regather) * one;
     if (pg->mc.tp_sync) /* TP_SYNC: the backward's 2 all-reduces (4 one-way collectives' bytes), all exposed */
         return 4 * passes_fwd * one + 4 * one;
-    return 4 * passes_fwd * one + 2 * one + 4 * MAX0(one - gemm_mean);
+    return 4 * passes_fwd * one + 2 * one + 2 * (MAX0(one - ga) + MAX0(one - gm));
 }
 
 /* CP ring attention: c-1 steps of K,V per forward, K,V and dK,dV per
@@ -771,7 +776,7 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
     /* Gradient accumulation outside the GEMMs: every micro-batch's weight
      * gradients added into the accumulated ones (stack_of's bytes). */
     u.layer_compute = pf * fwd + bwd + cast + ecast * ho.moe_share + pg->accum_layer;
-    u.layer_tp = tp_time(x, pg, b, lin / 4, pf) * (x->nlt ? 0.5 : 1); /* a pattern's layer: one module's two */
+    u.layer_tp = tp_time(x, pg, b, (lin - mlp) / 2, mlp / 2, pf) * (x->nlt ? 0.5 : 1); /* a pattern's layer: one module's two */
     u.layer_cp = cp_time(x, pg, b, af, ab, pf) * ho.attn_share;
     if (pg->moe.on) { /* an expert layer's TP collectives, its dispatch and combine */
         u.layer_tp *= pg->moe.tp_share;
@@ -805,7 +810,7 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
         if (x->recompute == 1)
             dbwd += selective_time(x->rc_modules & ~(uint64_t)(M4D_RC_MOE | M4D_RC_SHARED_EXPERTS), pg, b, af, dmlp);
         u.dense_compute = pf * dfwd + dbwd + cast + pg->accum_layer;
-        u.dense = u.dense_compute + tp_time(x, pg, b, dlin / 4, pf) + u.layer_cp + u.layer_fsdp;
+        u.dense = u.dense_compute + tp_time(x, pg, b, (dlin - dmlp) / 2, dmlp / 2, pf) + u.layer_cp + u.layer_fsdp;
     }
     u.head = 3 * bt->head + b * pg->ce_per_b + 6 * kern;
     /* Offloading (one stage, no recompute): the transfers run beside the

@@ -724,7 +724,10 @@ START_TEST(torchtitan_tp_and_fsdp2_copies)
     mem4d_layout *l = tu_layout("world=8", "tp=8", "seq=8192", "gbs=8", "mbs=1", NULL);
     const mem4d_metric TP = MEM4D_METRIC_TP_COMM_S, C = MEM4D_METRIC_COMPUTE_TIME_S;
     double tt = with(m, l, d, "stack", "torchtitan-compile", TP), mid = with(m, l, d, "stack", "middle", TP);
-    ck_assert_msg(tt > mid * 1.2, "%g %g", tt, mid); /* 8 collectives a layer against 6 */
+    /* 8 collectives a layer exposed against Megatron's 6 and what the
+     * attention block's GEMMs, smaller than a collective at this shape,
+     * leave of its other 4 (about 1.17 times) */
+    ck_assert_msg(tt > mid * 1.1, "%g %g", tt, mid);
     /* the op policy re-gathers the two inputs in its recompute (10 against 8) */
     ck_assert_int_eq(mem4d_layout_set_str(l, "recompute", "selective"), MEM4D_OK);
     double tts = with(m, l, d, "stack", "torchtitan-compile", TP), mids = with(m, l, d, "stack", "middle", TP);
