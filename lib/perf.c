@@ -237,6 +237,11 @@ static const struct stack {
 /* SMs Transformer Engine's pipelined reduce-scatter overlap occupies
  * (its userbuffers default, num_sm = 16). */
 #define UB_SMS 16
+/* SMs a NCCL collective's kernel holds while it runs, one CTA per channel,
+ * which no compute kernel shares ("If you are on DGX with 8 NICs and a top
+ * speed of 190 GB/s, then it would use 16 SMs"; "NCCL CTAs won't share an
+ * SM with compute kernels": NCCL's maintainer in NVIDIA/nccl issue 689). */
+#define NCCL_SMS 16.0
 
 /* The band of the measured step time around the prediction, as measured /
  * predicted: the 5th and 95th percentiles over the validation runs
@@ -247,16 +252,16 @@ static const struct stack {
  * stack, the widest use a calibrated device file gets (it also holds the
  * runs of a weak-scaling series calibrated on its first run;
  * tests/test-throughput.c prints all of them). */
-#define BAND_LOW 0.902
-#define BAND_HIGH 1.287
-#define BAND_CAL_LOW 0.844
-#define BAND_CAL_HIGH 1.100
+#define BAND_LOW 0.899
+#define BAND_HIGH 1.263
+#define BAND_CAL_LOW 0.860
+#define BAND_CAL_HIGH 1.077
 /* Between layouts of one job (the search's equivalence, m4d_speed_band_
  * relative()): the band of the runs of a weak-scaling series predicted by a
  * device calibrated on its first run, where the level common to one job's
  * layouts cancels and what remains is the model's spread within a family. */
-#define BAND_REL_LOW 0.950
-#define BAND_REL_HIGH 1.096
+#define BAND_REL_LOW 0.957
+#define BAND_REL_HIGH 1.087
 
 /* Seconds of one micro-batch's work on one GPU. */
 struct unit_time {
@@ -367,6 +372,7 @@ static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device
         .sms = D(dv[MEM4D_DEVICE_SM_COUNT]),
         .wave_lost = gl == 3 ? WAVE_LOST_CUDA11 : WAVE_LOST,
         .inv_sms = dv[MEM4D_DEVICE_SM_COUNT] ? 1 / D(dv[MEM4D_DEVICE_SM_COUNT]) : 0,
+        .nccl_slow = D(dv[MEM4D_DEVICE_SM_COUNT]) > NCCL_SMS ? NCCL_SMS / (D(dv[MEM4D_DEVICE_SM_COUNT]) - NCCL_SMS) : 0,
         .inv_hbm = dv[MEM4D_DEVICE_HBM_BANDWIDTH] ? 1 / D(dv[MEM4D_DEVICE_HBM_BANDWIDTH]) : 0,
         .intra = {D(dv[MEM4D_DEVICE_INTRA_NODE_BANDWIDTH]) * ce, D(dv[MEM4D_DEVICE_INTRA_NODE_LATENCY_NS]) * 1e-9},
         .inter = {inter * ce, D(dv[MEM4D_DEVICE_INTER_NODE_LATENCY_NS]) * 1e-9},
@@ -731,6 +737,14 @@ static void perf_b_of(const struct m4d_perf_group *pg, double b, struct m4d_perf
     t->head = gemm_time(&pg->mc, &pg->head, M);
 }
 
+/* What `hidden` seconds of NCCL collectives behind compute cost that
+ * compute: it runs on the SMs their kernels leave it (NCCL_SMS of the
+ * device's), so it takes sms / (sms - NCCL_SMS) as long while they run. */
+static inline double nccl_cost(const struct m4d_perf_group *pg, double hidden)
+{
+    return hidden > 0 ? hidden * pg->mc.nccl_slow : 0;
+}
+
 static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_perf_group *pg,
                                      const struct m4d_perf_b *bt)
 {
@@ -794,11 +808,17 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
      * layer, gather parameters once for both the recomputation and backward
      * computation", custom_fsdp/fully_sharded_data_parallel.py, and
      * Megatron-FSDP's megatron_fsdp.py: the post-forward hook keeps the
-     * weights in the backward), behind both. */
-    if (x->zero >= 3 && x->recompute == 2 && x->fw == MEM4D_FRAMEWORK_MEGATRON)
-        u.layer_fsdp = MAX0(pg->fsdp_ag - fwd) + MAX0(pg->fsdp_ag + pg->fsdp_rs - fwd - bwd);
-    else if (x->zero >= 3)
-        u.layer_fsdp = pf * MAX0(pg->fsdp_ag - fwd) + MAX0(pg->fsdp_ag + pg->fsdp_rs - bwd);
+     * weights in the backward), behind both. The compute they hide behind
+     * runs on the SMs their kernels leave it (nccl_cost). */
+    if (x->zero >= 3) {
+        bool once = x->recompute == 2 && x->fw == MEM4D_FRAMEWORK_MEGATRON;
+        if (once)
+            u.layer_fsdp = MAX0(pg->fsdp_ag - fwd) + MAX0(pg->fsdp_ag + pg->fsdp_rs - fwd - bwd);
+        else
+            u.layer_fsdp = pf * MAX0(pg->fsdp_ag - fwd) + MAX0(pg->fsdp_ag + pg->fsdp_rs - bwd);
+        double comm = (once ? 1 : pf) * pg->fsdp_ag + pg->fsdp_ag + pg->fsdp_rs;
+        u.layer_fsdp += nccl_cost(pg, comm - u.layer_fsdp);
+    }
     if (pg->moe.on && pg->d_first + pg->d_mid + pg->d_last > 0) {
         /* An MoE model's dense layer: the dense MLP in place of the shared
          * expert, no router, experts or dispatch, all of its TP collectives;
@@ -964,7 +984,8 @@ static void dp_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg, doubl
  * all but the last bucket hide behind the rest of the last micro-batch's
  * backward. With v chunks the others hide in the cool-down (widen), but the
  * first chunk's 1/v finishes last, behind its own backward only. The
- * parameter gather is the same against the first forwards. */
+ * parameter gather is the same against the first forwards. What hides
+ * costs the compute it hides behind the SMs its kernels hold (nccl_cost). */
 static double dp_exposed(const struct m4d_ctx *x, const struct m4d_perf_group *pg, double bwd_stage,
                          double fwd_stage, double widen)
 {
@@ -973,7 +994,7 @@ static double dp_exposed(const struct m4d_ctx *x, const struct m4d_perf_group *p
         reduce = MAX(MAX(reduce - widen * bwd_stage, reduce / colls), MAX0(reduce - bwd_stage) / v);
     if (x->overlap_param)
         gather = MAX(MAX(gather - widen * fwd_stage, gather / colls), MAX0(gather - fwd_stage) / v);
-    return reduce + gather;
+    return reduce + gather + nccl_cost(pg, pg->dp_reduce + pg->dp_gather - reduce - gather);
 }
 
 /* The pipeline of one step: the slowest stage's time per micro-batch (its

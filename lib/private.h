@@ -746,6 +746,7 @@ struct m4d_machine {
     double kernel;       /* seconds per kernel launch / dependency */
     double host_op;      /* host seconds of one eager op issued back to back (EAGER_OP_S, lib/perf.c) */
     double sms, inv_sms; /* SMs for wave quantisation; 0: none */
+    double nccl_slow;    /* extra compute seconds per second of NCCL collective hidden behind it (NCCL_SMS) */
     double wave_lost;    /* share of a partial last wave's idle SM time a GEMM loses (lib/perf.c) */
     struct m4d_link intra, inter;
     /* The software stack (lib/perf.c, stack_of()). */
