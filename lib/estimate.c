@@ -28,13 +28,18 @@ mem4d_status m4d_estimate_ctx(const struct m4d_ctx *x, const mem4d_device *devic
                               struct m4d_state_cache *cache)
 {
     r->mode = x->mode;
-    mem4d_status st = x->mode == MEM4D_MODE_PAPER ? m4d_estimate_paper(x, r)
-                                                  : m4d_estimate_full(x, device, r, peak_only, cache);
-    if (st != MEM4D_OK)
-        return st;
-    if ((st = m4d_report_finish(r, device)) != MEM4D_OK) {
-        m4d_msg(r->msg, sizeof r->msg, "the estimate overflows 64 bits");
-        return st;
+    mem4d_status st;
+    if (x->mode == MEM4D_MODE_PAPER) {
+        if ((st = m4d_estimate_paper(x, r)) != MEM4D_OK)
+            return st;
+        if ((st = m4d_report_finish(r, device)) != MEM4D_OK) {
+            m4d_msg(r->msg, sizeof r->msg, "the estimate overflows 64 bits");
+            return st;
+        }
+    } else if (M4D_UNLIKELY((st = m4d_estimate_full(x, device, r, peak_only, cache)) != MEM4D_OK)) {
+        return st; /* full mode sums each stage and picks the peak as it fills them */
+    } else {
+        m4d_report_verdict(r, device);
     }
     return m4d_report_fill_info(r, x);
 }

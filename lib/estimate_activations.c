@@ -393,8 +393,8 @@ uint64_t m4d_op_sac_layer_keep(bool *ok, const struct m4d_ctx *x)
 
 /* l layers' A_layer, e of them expert layers: e·A_e + (l − e)·A_dense;
  * with a layer pattern the layers [first, first + l) by their kinds. */
-static uint64_t mixed_layers(bool *ok, const struct m4d_ctx *x, const struct shared *sh, uint64_t first, uint64_t l,
-                             uint64_t e)
+static M4D_INLINE uint64_t mixed_layers(bool *ok, const struct m4d_ctx *x, const struct shared *sh, uint64_t first,
+                                        uint64_t l, uint64_t e)
 {
     if (x->nlt) {
         uint64_t counts[M4D_MAX_LAYER_KINDS], a = 0;
@@ -431,8 +431,8 @@ static uint64_t pattern_max_layer(const struct m4d_ctx *x, const struct shared *
  * uniform, N per group: ⌈l/N⌉·C kept, N·A_layer live;
  * block, first N recomputed: N·C + (l−N)·A_layer kept, one A_layer live.
  * N = 0 means all l layers. */
-static void micro_batch_keep(bool *ok, const struct m4d_ctx *x, const struct shared *sh, uint64_t first,
-                             uint64_t l, uint64_t e, uint64_t *keep, uint64_t *live)
+static M4D_INLINE void micro_batch_keep(bool *ok, const struct m4d_ctx *x, const struct shared *sh, uint64_t first,
+                                        uint64_t l, uint64_t e, uint64_t *keep, uint64_t *live)
 {
     uint64_t C = sh->C;
     uint64_t Amax = x->nlt ? pattern_max_layer(x, sh, first, l) : e ? max64(sh->A, sh->A_dense) : sh->A_dense;
@@ -442,16 +442,16 @@ static void micro_batch_keep(bool *ok, const struct m4d_ctx *x, const struct sha
      * model_layers - num_layers sets of activations are on GPU at any
      * time"); offloaded expert layers are taken to be dense ones, an upper
      * bound. Megatron allows it on one stage without recomputation only. */
-    if (x->act_offload && l > x->act_offload) {
+    if (M4D_UNLIKELY(x->act_offload) && l > x->act_offload) {
         l -= x->act_offload;
         e = min64(e, l);
     }
-    if (x->recompute == 3 && l > 0) { /* op-selective: the block re-run in backward completes A */
+    if (M4D_UNLIKELY(x->recompute == 3) && l > 0) { /* op-selective: the block re-run in backward completes A */
         *keep = mul(ok, sh->sac, l);
         *live = Amax > sh->sac ? Amax - sh->sac : 0;
         return;
     }
-    if (x->recompute == 2 && x->fw == MEM4D_FRAMEWORK_TORCHTITAN && l > 0) {
+    if (M4D_UNLIKELY(x->recompute == 2 && x->fw == MEM4D_FRAMEWORK_TORCHTITAN) && l > 0) {
         /* every block checkpointed on its own, or only every N-th (layer-selective) */
         uint64_t ck = x->rc_every > 1 ? l / x->rc_every : l;
         *keep = add(ok, mul(ok, C, ck), mul(ok, Amax, l - ck));
@@ -672,7 +672,7 @@ void m4d_stage_activations(bool *ok, const struct m4d_ctx *x, struct shared *sh,
     *reported_in_flight = x->v > 1 ? m4d_ceil_div(units, x->v) : units;
     /* the MTP modules follow the last chunk: only its micro-batches keep them */
     mtp_units = x->v > 1 ? chunk_units(x, units, x->v - 1) : units;
-    if (m4d_split_by_vstage(&x->split) && x->v > 1) {
+    if (M4D_UNLIKELY(m4d_split_by_vstage(&x->split)) && x->v > 1) {
         /* Chunks of unequal length: each of chunk j's micro-batches in
          * flight (chunk_units) keeps its own layers. */
         uint64_t first_keep = 0;
@@ -689,7 +689,7 @@ void m4d_stage_activations(bool *ok, const struct m4d_ctx *x, struct shared *sh,
                 first_keep = kj;
         }
         *at_embedding_grad = act > first_keep ? act - first_keep : 0;
-    } else if (x->nlt) {
+    } else if (M4D_UNLIKELY(x->nlt)) {
         /* a layer pattern: the heaviest chunk's layers, as below */
         keep = live = 0;
         for (uint64_t j = 0; j < x->v; j++) {
@@ -721,7 +721,7 @@ void m4d_stage_activations(bool *ok, const struct m4d_ctx *x, struct shared *sh,
         act = add(ok, act, mul(ok, sh->emb_keep, *reported_in_flight));
     /* fp32 residuals: the schedule keeps each received input (fp32), besides
      * the bf16 copy the first norm saves; rank 0's first chunk receives none */
-    if (x->fp32_residual && x->p > 1) {
+    if (M4D_UNLIKELY(x->fp32_residual) && x->p > 1) {
         uint64_t received = r > 0 ? units : units - m4d_ceil_div(units, x->v);
         act = add(ok, act, mul(ok, received, muldiv(ok, tokens(ok, x), 4 * x->h, t_sp(x))));
     }
@@ -729,7 +729,7 @@ void m4d_stage_activations(bool *ok, const struct m4d_ctx *x, struct shared *sh,
     /* EP overlap: one micro-batch's forward runs layer by layer beside
      * another's backward (model_chunk_schedule_plan.py): at worst a whole
      * forward layer is allocated before the backward frees its attention */
-    if (x->ep_overlap)
+    if (M4D_UNLIKELY(x->ep_overlap))
         transient = add(ok, transient, sh->A);
     *stranded = 0;
     if (r == x->p - 1) {

@@ -22,9 +22,9 @@ static uint64_t pick_moment(bool *ok, const struct m4d_ctx *x, struct shared *sh
 {
     /* kept at every moment */
     uint64_t recv = 0; /* torchtitan's pipeline and CUDA graphs alone keep buffers of their own */
-    if (x->fw == MEM4D_FRAMEWORK_TORCHTITAN && x->p > 1)
+    if (M4D_UNLIKELY(x->fw == MEM4D_FRAMEWORK_TORCHTITAN && x->p > 1))
         recv = m4d_pp_recv_buffers(ok, x, r);
-    if (x->cuda_graph)
+    if (M4D_UNLIKELY(x->cuda_graph))
         recv = add(ok, recv, m4d_graph_static_buffers(ok, x, r));
     uint64_t act, act_emb, fb = add(ok, add(ok, sh->fb, recv), gather), stranded, extra;
     m4d_stage_activations(ok, x, sh, r, &t[MEM4D_TERM_IN_FLIGHT], &act, &act_emb, &stranded);
@@ -55,7 +55,7 @@ static uint64_t pick_moment(bool *ok, const struct m4d_ctx *x, struct shared *sh
     }
     /* CUDA graphs: the graphed activations live in a private pool the eager
      * optimizer step cannot reuse; the smaller of the two stays reserved */
-    if (x->cuda_graph)
+    if (M4D_UNLIKELY(x->cuda_graph))
         extra = add(ok, extra, min64(act, step > recv ? step - recv : 0));
     return extra;
 }
@@ -183,17 +183,17 @@ static void b_terms(bool *ok, const struct m4d_ctx *x, const mem4d_device *dev, 
     bt->fixed = add(ok, m4d_userbuffers(ok, x), m4d_dispatcher_buffers(ok, x, dev));
 }
 
-/* The cache's slot of b: the one holding it, else a free one, else NULL. */
+/* The cache's slot of b: the one holding it, else the free one where b's
+ * probe sequence ends, else NULL. */
 static struct m4d_b_terms *b_slot(struct m4d_state_cache *c, uint64_t b)
 {
-    struct m4d_b_terms *free_slot = NULL;
+    _Static_assert(M4D_LEN(c->per_b) == 16, "m4d_b_probe() hashes into 16 slots");
     for (size_t i = 0; i < M4D_LEN(c->per_b); i++) {
-        if (c->per_b[i].b == b)
-            return &c->per_b[i];
-        if (!free_slot && c->per_b[i].b == 0)
-            free_slot = &c->per_b[i];
+        struct m4d_b_terms *e = &c->per_b[m4d_b_probe(b, i)];
+        if (e->b == b || e->b == 0)
+            return e;
     }
-    return free_slot;
+    return NULL;
 }
 
 bool m4d_act_key(const struct m4d_ctx *x, uint64_t key[M4D_ACT_KEY_LEN])
@@ -234,9 +234,9 @@ static void shared_init(bool *ok, const struct m4d_ctx *x, const mem4d_device *d
     bool keep = cache && !x->nlt; /* a pattern's kinds replace the share below */
     struct m4d_act_terms *act = keep ? cache->act : NULL;
     bool need_group = !(keep && cache->have_group), need_act = !(act && act->have);
-    if (x->experts && (need_group || need_act))
+    if (M4D_UNLIKELY(need_group || need_act) && x->experts)
         m4d_ctx_dense(x, &dense);
-    if (!need_group) {
+    if (M4D_LIKELY(!need_group)) {
         group_load(cache, sh);
     } else {
         bool gok = true;
@@ -246,7 +246,7 @@ static void shared_init(bool *ok, const struct m4d_ctx *x, const mem4d_device *d
         *ok = *ok && gok;
     }
     struct m4d_act_terms own_act;
-    if (need_act) {
+    if (M4D_UNLIKELY(need_act)) {
         bool aok = true;
         struct m4d_act_terms *to = act ? act : &own_act;
         act_terms(&aok, x, &dense, to);
@@ -289,26 +289,14 @@ struct middle {
     uint64_t w, g, o;
 };
 
-static bool stage_memory(const struct m4d_ctx *x, const mem4d_device *dev, struct shared *sh, uint64_t r,
-                         uint64_t *t, struct middle *mid, struct m4d_state_cache *cache)
+/* The stage's parameters, state terms and step buffers when the search's
+ * cache does not hold them (out of line: a search finds them cached for
+ * all but a group's first layouts). */
+static M4D_NOINLINE void stage_state(bool *ok, const struct m4d_ctx *x, const mem4d_device *dev, struct shared *sh,
+                                     uint64_t r, uint64_t l, bool middle, int slot, uint64_t *t, struct middle *mid,
+                                     struct m4d_state_cache *cache, struct stage_params *np, uint64_t *stepb)
 {
-    bool ok = true;
-    bool middle = r != 0 && r != x->p - 1;
-    uint64_t l = m4d_split_rank_layers(&x->split, r);
-    int slot = !cache ? -1 : r == 0 ? 0 : r == x->p - 1 ? 2 : r == 1 ? 1 : -1;
     struct stage_params n;
-    uint64_t stepb; /* the optimizer step's buffers (m4d_step_buffers) */
-    if (x->nlt)
-        middle = false; /* a pattern's middle stages differ in their layers' kinds */
-    /* the search's group, seen before (torchtitan's state depends on m too) */
-    if (slot >= 0 && cache->have[slot] && (x->fw != MEM4D_FRAMEWORK_TORCHTITAN || cache->m[slot] == x->m)) {
-        n = (struct stage_params){cache->all[slot], cache->expert[slot], cache->linear[slot]};
-        stepb = cache->step[slot];
-        t[MEM4D_TERM_WEIGHTS] = cache->w[slot];
-        t[MEM4D_TERM_GRADIENTS] = cache->g[slot];
-        t[MEM4D_TERM_OPTIMIZER] = cache->o[slot];
-        goto state_known;
-    }
     uint64_t e = middle ? m4d_stage_moe_layers(x, r) : 0;
     if (middle && mid->l == l && mid->e == e) {
         n = mid->n;
@@ -320,32 +308,56 @@ static bool stage_memory(const struct m4d_ctx *x, const mem4d_device *dev, struc
          * not memset: gcc's memset of a row is a slow `rep stos`) */
         static const struct m4d_stage zero;
         memcpy(t, zero.t, sizeof zero.t);
-        n = m4d_stage_params(&ok, x, sh, r);
-        m4d_state_terms(&ok, x, sh, r, &n, t);
+        n = m4d_stage_params(ok, x, sh, r);
+        m4d_state_terms(ok, x, sh, r, &n, t);
         if (middle)
             *mid = (struct middle){l, e, n, t[MEM4D_TERM_WEIGHTS], t[MEM4D_TERM_GRADIENTS], t[MEM4D_TERM_OPTIMIZER]};
     }
-    stepb = m4d_step_buffers(&ok, x, dev, &n);
-    if (slot >= 0 && ok) {
+    *stepb = m4d_step_buffers(ok, x, dev, &n);
+    if (slot >= 0 && *ok) {
         cache->have[slot] = true;
         cache->m[slot] = x->m;
         cache->all[slot] = n.all, cache->expert[slot] = n.expert, cache->linear[slot] = n.linear;
         cache->w[slot] = t[MEM4D_TERM_WEIGHTS], cache->g[slot] = t[MEM4D_TERM_GRADIENTS];
-        cache->o[slot] = t[MEM4D_TERM_OPTIMIZER], cache->step[slot] = stepb;
+        cache->o[slot] = t[MEM4D_TERM_OPTIMIZER], cache->step[slot] = *stepb;
     }
-state_known:;
+    *np = n;
+}
+
+static bool stage_memory(const struct m4d_ctx *x, const mem4d_device *dev, struct shared *sh, uint64_t r,
+                         uint64_t *t, struct middle *mid, struct m4d_state_cache *cache)
+{
+    bool ok = true;
+    bool middle = r != 0 && r != x->p - 1;
+    uint64_t l = m4d_split_rank_layers(&x->split, r);
+    int slot = !cache ? -1 : r == 0 ? 0 : r == x->p - 1 ? 2 : r == 1 ? 1 : -1;
+    struct stage_params n;
+    uint64_t stepb; /* the optimizer step's buffers (m4d_step_buffers) */
+    if (M4D_UNLIKELY(x->nlt))
+        middle = false; /* a pattern's middle stages differ in their layers' kinds */
+    /* the search's group, seen before (torchtitan's state depends on m too) */
+    if (M4D_LIKELY(slot >= 0 && cache->have[slot] &&
+                   (x->fw != MEM4D_FRAMEWORK_TORCHTITAN || cache->m[slot] == x->m))) {
+        n = (struct stage_params){cache->all[slot], cache->expert[slot], cache->linear[slot]};
+        stepb = cache->step[slot];
+        t[MEM4D_TERM_WEIGHTS] = cache->w[slot];
+        t[MEM4D_TERM_GRADIENTS] = cache->g[slot];
+        t[MEM4D_TERM_OPTIMIZER] = cache->o[slot];
+    } else {
+        stage_state(&ok, x, dev, sh, r, l, middle, slot, t, mid, cache, &n, &stepb);
+    }
     /* Megatron-Core's OptimizerStateOffloader (--offload-optimizer-states)
      * copies the Adam moments and the fp32 main parameters to the host after
      * each step and frees them on the GPU, and reloads them before the next
      * step (doc/full-model.md, "Optimizer state offload"). */
     uint64_t reload = 0;
-    if (x->opt_state_offload) {
+    if (M4D_UNLIKELY(x->opt_state_offload)) {
         reload = t[MEM4D_TERM_OPTIMIZER];
         t[MEM4D_TERM_OPTIMIZER] = 0;
     }
     /* Megatron-FSDP's gathered layers at the start of backward (the stage's units) */
     uint64_t gather = 0;
-    if (x->zero >= 3 && x->fw == MEM4D_FRAMEWORK_MEGATRON)
+    if (M4D_UNLIKELY(x->zero >= 3 && x->fw == MEM4D_FRAMEWORK_MEGATRON))
         gather = m4d_megatron_fsdp_gather(&ok, x, &sh->share, n.all - m4d_stage_root_params(&ok, x, sh, r));
     uint64_t stranded = pick_moment(&ok, x, sh, r, stepb, reload, gather, t);
     uint64_t state = add(&ok, add(&ok, t[MEM4D_TERM_WEIGHTS], t[MEM4D_TERM_GRADIENTS]), t[MEM4D_TERM_OPTIMIZER]);
@@ -419,18 +431,26 @@ mem4d_status m4d_estimate_full(const struct m4d_ctx *x, const mem4d_device *dev,
     shared_init(&ok, x, dev, &sh, cache);
     /* A pattern of dense and expert layers, or a layer table, can make a
      * middle stage heavier than stage 1. */
-    if ((x->experts && (x->first_dense || x->moe_period > 1)) || x->split.nvs || x->nlt)
+    if (M4D_UNLIKELY((x->experts && (x->first_dense || x->moe_period > 1)) || x->split.nvs || x->nlt))
         peak_only = false;
     r->peak_only = peak_only;
-    /* stage_memory() writes every term of its row but the four sums
-     * m4d_report_finish() writes: no row is cleared first */
+    /* stage_memory() writes every term of its row but the four sums,
+     * written next: no row is cleared first */
+    bool sums_ok = true;
+    uint64_t peak = 0;
+    r->peak_stage = 0;
     for (uint64_t i = 0; ok && i < x->p; i = m4d_stage_next(peak_only, i, x->p)) {
-        if (!stage_memory(x, dev, &sh, i, r->stages[i].t, &mid, cache)) {
+        uint64_t *t = r->stages[i].t;
+        if (!stage_memory(x, dev, &sh, i, t, &mid, cache)) {
             m4d_msg(r->msg, sizeof r->msg, "the estimate of stage %llu overflows 64 bits", (unsigned long long)i);
             return MEM4D_E_RANGE;
         }
+        if (M4D_UNLIKELY(!m4d_stage_sums(t)))
+            sums_ok = false;
+        if (t[MEM4D_TERM_TOTAL] > peak || i == 0) /* the first stage of the largest TOTAL */
+            peak = t[MEM4D_TERM_TOTAL], r->peak_stage = (uint32_t)i;
     }
-    if (!ok) {
+    if (!ok || !sums_ok) {
         m4d_msg(r->msg, sizeof r->msg, "the estimate overflows 64 bits");
         return MEM4D_E_RANGE;
     }

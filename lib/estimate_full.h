@@ -18,7 +18,7 @@
 static inline uint64_t add(bool *ok, uint64_t a, uint64_t b)
 {
     uint64_t r;
-    if (!m4d_add(a, b, &r)) {
+    if (M4D_UNLIKELY(!m4d_add(a, b, &r))) {
         *ok = false;
         return 0;
     }
@@ -28,7 +28,7 @@ static inline uint64_t add(bool *ok, uint64_t a, uint64_t b)
 static inline uint64_t mul(bool *ok, uint64_t a, uint64_t b)
 {
     uint64_t r;
-    if (!m4d_mul(a, b, &r)) {
+    if (M4D_UNLIKELY(!m4d_mul(a, b, &r))) {
         *ok = false;
         return 0;
     }
@@ -39,7 +39,7 @@ static inline uint64_t mul(bool *ok, uint64_t a, uint64_t b)
 static inline uint64_t muldiv(bool *ok, uint64_t a, uint64_t b, uint64_t d)
 {
     uint64_t r;
-    if (!m4d_muldiv_ceil(a, b, d, &r)) {
+    if (M4D_UNLIKELY(!m4d_muldiv_ceil(a, b, d, &r))) {
         *ok = false;
         return 0;
     }

@@ -836,7 +836,7 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
     /* Offloading (one stage, no recompute): the transfers run beside the
      * stage's forward and backward; what they outlast stalls the compute
      * (Transformer Engine holds the layers until the copies are done). */
-    if (pg->offload_per_b > 0 && pg->layers_max > 0) {
+    if (M4D_UNLIKELY(pg->offload_per_b > 0) && pg->layers_max > 0) {
         double xfer = b * pg->offload_per_b, layers = pg->layers_max;
         u.layer_compute += (MAX0(xfer - layers * fwd) + MAX0(xfer - layers * bwd)) / layers;
     }

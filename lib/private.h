@@ -386,6 +386,18 @@ mem4d_status m4d_read_file(const char *path, const char *doc, size_t max, char *
 #define M4D_MAX_DIVISORS 1536
 size_t m4d_divisors(uint64_t n, uint64_t *out, size_t cap);
 
+/* Branch hints for the per-layout path (a search runs it millions of times a
+ * second): the compiler lays out the expected side as the straight line.
+ * Only where one side is rare in every job (an overflow, a setting few jobs
+ * use); the result never depends on them. */
+#define M4D_LIKELY(c) __builtin_expect(!!(c), 1)
+#define M4D_UNLIKELY(c) __builtin_expect(!!(c), 0)
+/* A static helper with one hot call site, inlined into it (gcc left the
+ * search's and the activations' out of line), and a rare path kept out of
+ * its caller's straight line. */
+#define M4D_INLINE inline __attribute__((always_inline))
+#define M4D_NOINLINE __attribute__((noinline))
+
 /* Checked arithmetic: false on overflow (the output is then unspecified). */
 static inline bool m4d_add(uint64_t a, uint64_t b, uint64_t *r) { return !__builtin_add_overflow(a, b, r); }
 static inline bool m4d_mul(uint64_t a, uint64_t b, uint64_t *r) { return !__builtin_mul_overflow(a, b, r); }
@@ -402,7 +414,7 @@ static inline uint64_t m4d_ceil_div(uint64_t n, uint64_t d) { return n / d + (n 
 static inline bool m4d_muldiv_ceil(uint64_t a, uint64_t b, uint64_t d, uint64_t *r)
 {
     uint64_t x64; /* the common case: a 64-bit division is far cheaper than a 128-bit one */
-    if (!__builtin_mul_overflow(a, b, &x64)) {
+    if (M4D_LIKELY(!__builtin_mul_overflow(a, b, &x64))) {
         *r = x64 / d + (x64 % d != 0);
         return true;
     }
@@ -532,7 +544,7 @@ uint64_t m4d_split_rank_layers_of(const struct m4d_split *sp, uint64_t r);
  * many times per estimate). */
 static inline uint64_t m4d_split_rank_layers(const struct m4d_split *sp, uint64_t r)
 {
-    if (sp->nvs)
+    if (M4D_UNLIKELY(sp->nvs))
         return m4d_split_rank_layers_of(sp, r);
     return r == 0 ? sp->ranks[0] : r == sp->p - 1 ? sp->ranks[2] : sp->ranks[1];
 }
@@ -618,6 +630,27 @@ struct m4d_state_cache {
     struct m4d_act_terms *act;
 };
 
+/* Slot i of the probe sequence of micro-batch size b in a table of 16 (the
+ * search's per-b caches): a multiplicative hash of b, then the next slots
+ * (a search asks for its few b in turn; a scan from slot 0 walked past
+ * all the earlier ones every time). */
+static inline size_t m4d_b_probe(uint64_t b, size_t i)
+{
+    return ((size_t)((b * UINT64_C(0x9E3779B97F4A7C15)) >> 60) + i) & 15;
+}
+
+/* Empty a cache for a new group: its flags and free slots alone (a field
+ * is read only under its flag; a memset of the 1.6 KB was a `rep stos`
+ * at every group of a search). */
+static inline void m4d_state_cache_clear(struct m4d_state_cache *c)
+{
+    c->have[0] = c->have[1] = c->have[2] = false;
+    c->have_group = false;
+    for (size_t i = 0; i < M4D_LEN(c->per_b); i++)
+        c->per_b[i].b = 0;
+    c->act = NULL;
+}
+
 /* A layer's activation terms of one (b, recompute mode): they read only the
  * context's fields that m4d_act_key() lists, b and the mode, so the search
  * keeps them across groups that differ in p, d, v or dist_opt alone. have:
@@ -634,10 +667,11 @@ struct m4d_act_terms {
  * false for a layer pattern, whose terms are not kept. */
 bool m4d_act_key(const struct m4d_ctx *x, uint64_t key[M4D_ACT_KEY_LEN]);
 
-/* peak_only: fill only stages 0, 1 and p-1 (enough for the peak and the
- * verdict: a middle stage never exceeds stage 1, see doc/full-model.md),
- * and write no warnings; the report is then for the search's internal use
- * only. */
+/* Every stage's row with its sums (m4d_stage_sums) and the peak stage; the
+ * verdict is the caller's (m4d_report_verdict). peak_only: fill only stages
+ * 0, 1 and p-1 (enough for the peak and the verdict: a middle stage never
+ * exceeds stage 1, see doc/full-model.md), and write no warnings; the report
+ * is then for the search's internal use only. */
 mem4d_status m4d_estimate_full(const struct m4d_ctx *x, const mem4d_device *dev, mem4d_report *r, bool peak_only,
                                struct m4d_state_cache *cache);
 
@@ -684,7 +718,33 @@ struct layer_share m4d_layer_share(bool *ok, const struct m4d_ctx *x);
 /* Clear a report's results before an estimate. */
 void m4d_report_reset(mem4d_report *r, const mem4d_device *dev);
 
-/* Sum the parts of every stage into TOTAL, pick the peak stage and the verdict. */
+/* One stage row's four sums from its parts; false on overflow.
+ * OVERHEAD = BUFFERS + FRAGMENTATION + FIXED; TOTAL = the four main terms +
+ * OVERHEAD; PEAK_ALLOCATED = TOTAL - FRAGMENTATION - FIXED;
+ * PEAK_RESERVED = PEAK_ALLOCATED + FRAGMENTATION. (Inline: full mode sums
+ * every stage it fills.) */
+static inline bool m4d_stage_sums(uint64_t *t)
+{
+    uint64_t alloc = 0, over = 0;
+    static const mem4d_term main_terms[] = {MEM4D_TERM_WEIGHTS, MEM4D_TERM_GRADIENTS, MEM4D_TERM_OPTIMIZER,
+                                             MEM4D_TERM_ACTIVATIONS, MEM4D_TERM_BUFFERS};
+    for (size_t k = 0; k < sizeof main_terms / sizeof main_terms[0]; k++)
+        if (M4D_UNLIKELY(!m4d_add(alloc, t[main_terms[k]], &alloc)))
+            return false;
+    if (M4D_UNLIKELY(!m4d_add(t[MEM4D_TERM_BUFFERS], t[MEM4D_TERM_FRAGMENTATION], &over) ||
+                     !m4d_add(over, t[MEM4D_TERM_FIXED], &over)))
+        return false;
+    t[MEM4D_TERM_OVERHEAD] = over;
+    t[MEM4D_TERM_PEAK_ALLOCATED] = alloc;
+    return m4d_add(alloc, t[MEM4D_TERM_FRAGMENTATION], &t[MEM4D_TERM_PEAK_RESERVED]) &&
+           m4d_add(t[MEM4D_TERM_PEAK_RESERVED], t[MEM4D_TERM_FIXED], &t[MEM4D_TERM_TOTAL]);
+}
+
+/* The device's size and the verdict of the peak stage (peak_stage set). */
+void m4d_report_verdict(mem4d_report *r, const mem4d_device *dev);
+
+/* Sum the parts of every stage into TOTAL, pick the peak stage and the
+ * verdict (paper mode; full mode sums each stage as it fills it). */
 mem4d_status m4d_report_finish(mem4d_report *r, const mem4d_device *dev);
 
 /* Job-wide infos of a resolved context; MEM4D_E_RANGE (with the message) on overflow. */

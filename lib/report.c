@@ -83,33 +83,23 @@ mem4d_verdict m4d_verdict_for(const mem4d_device *dev, mem4d_mode mode, uint64_t
     return m4d_over_fit_limit(dev, mode, peak) ? MEM4D_VERDICT_TIGHT : MEM4D_VERDICT_FITS;
 }
 
-/* OVERHEAD = BUFFERS + FRAGMENTATION + FIXED; TOTAL = the four main terms +
- * OVERHEAD; PEAK_ALLOCATED = TOTAL - FRAGMENTATION - FIXED;
- * PEAK_RESERVED = PEAK_ALLOCATED + FRAGMENTATION. The verdict is
- * m4d_verdict_for() of the peak TOTAL. */
+void m4d_report_verdict(mem4d_report *r, const mem4d_device *dev)
+{
+    r->device_bytes = dev->v[MEM4D_DEVICE_MEMORY_BYTES];
+    r->verdict = m4d_verdict_for(dev, r->mode, r->stages[r->peak_stage].t[MEM4D_TERM_TOTAL]);
+}
+
 mem4d_status m4d_report_finish(mem4d_report *r, const mem4d_device *dev)
 {
     r->peak_stage = 0;
     for (uint32_t i = 0; i < r->nstages; i = (uint32_t)m4d_stage_next(r->peak_only, i, r->nstages)) {
-        uint64_t *t = r->stages[i].t, alloc = 0, over = 0;
-        static const mem4d_term main_terms[] = {MEM4D_TERM_WEIGHTS, MEM4D_TERM_GRADIENTS, MEM4D_TERM_OPTIMIZER,
-                                                 MEM4D_TERM_ACTIVATIONS, MEM4D_TERM_BUFFERS};
-        for (size_t k = 0; k < sizeof main_terms / sizeof main_terms[0]; k++)
-            if (!m4d_add(alloc, t[main_terms[k]], &alloc))
-                return MEM4D_E_RANGE;
-        if (!m4d_add(t[MEM4D_TERM_BUFFERS], t[MEM4D_TERM_FRAGMENTATION], &over) ||
-            !m4d_add(over, t[MEM4D_TERM_FIXED], &over))
-            return MEM4D_E_RANGE;
-        t[MEM4D_TERM_OVERHEAD] = over;
-        t[MEM4D_TERM_PEAK_ALLOCATED] = alloc;
-        if (!m4d_add(alloc, t[MEM4D_TERM_FRAGMENTATION], &t[MEM4D_TERM_PEAK_RESERVED]) ||
-            !m4d_add(t[MEM4D_TERM_PEAK_RESERVED], t[MEM4D_TERM_FIXED], &t[MEM4D_TERM_TOTAL]))
+        uint64_t *t = r->stages[i].t;
+        if (!m4d_stage_sums(t))
             return MEM4D_E_RANGE;
         if (t[MEM4D_TERM_TOTAL] > r->stages[r->peak_stage].t[MEM4D_TERM_TOTAL])
             r->peak_stage = i;
     }
-    r->device_bytes = dev->v[MEM4D_DEVICE_MEMORY_BYTES];
-    r->verdict = m4d_verdict_for(dev, r->mode, r->stages[r->peak_stage].t[MEM4D_TERM_TOTAL]);
+    m4d_report_verdict(r, dev);
     return MEM4D_OK;
 }
 

@@ -556,7 +556,7 @@ static bool group_valid(mem4d_search *s, const struct group *g)
 {
     set_work(s, g, s->mbs[0], 0);
     s->pg_ready = false;
-    memset(&s->sc, 0, sizeof s->sc);
+    m4d_state_cache_clear(&s->sc);
     memset(s->rc_ok, -1, sizeof s->rc_ok);
     mem4d_status st = m4d_resolve_memo(&s->model, &s->work, &s->gx, NULL, 0, &s->rmemo);
     if (st == MEM4D_E_HEADS_TP || st == MEM4D_E_KV_HEADS_TP)
@@ -569,17 +569,19 @@ static bool group_valid(mem4d_search *s, const struct group *g)
 }
 
 /* The slot of b among the group's activation terms: the one holding it,
- * else a free one, else NULL. */
+ * else the free one where b's probe sequence ends (taken for b), else NULL. */
 static struct m4d_act_terms *act_slot(struct act_sig *g, uint64_t b, uint64_t rc)
 {
+    _Static_assert(ACT_BS == 16, "m4d_b_probe() hashes into 16 slots");
     if (!g || rc >= 3)
         return NULL;
     for (size_t i = 0; i < ACT_BS; i++) {
-        if (g->per_b[i].b == b)
-            return &g->per_b[i].rc[rc];
-        if (g->per_b[i].b == 0) {
-            g->per_b[i].b = b;
-            return &g->per_b[i].rc[rc];
+        size_t k = m4d_b_probe(b, i);
+        if (g->per_b[k].b == b)
+            return &g->per_b[k].rc[rc];
+        if (g->per_b[k].b == 0) {
+            g->per_b[k].b = b;
+            return &g->per_b[k].rc[rc];
         }
     }
     return NULL;
@@ -589,7 +591,7 @@ static struct m4d_act_terms *act_slot(struct act_sig *g, uint64_t b, uint64_t rc
  * b and the recompute mode change is redone, and the speed metrics wait
  * until the layout passes the filter (m4d_perf() in scan()). The report is
  * field for field mem4d_estimate()'s; tests/test-search.c proves it. */
-static mem4d_status quick_estimate(mem4d_search *s, uint64_t b, uint64_t rc, bool peak_only)
+static M4D_INLINE mem4d_status quick_estimate(mem4d_search *s, uint64_t b, uint64_t rc, bool peak_only)
 {
     struct m4d_ctx *x = &s->x;
     mem4d_report *r = s->scratch;
@@ -599,7 +601,7 @@ static mem4d_status quick_estimate(mem4d_search *s, uint64_t b, uint64_t rc, boo
     m4d_report_reset(r, &s->dev);
     mem4d_status st = MEM4D_E_CONFLICT; /* m4d_resolve()'s status for the rule */
     /* the recompute rules depend on the group and the mode alone */
-    if (s->rc_ok[rc] < 0)
+    if (M4D_UNLIKELY(s->rc_ok[rc] < 0))
         s->rc_ok[rc] = m4d_recompute_layers_ok(x) && m4d_recompute_mode_ok(x, NULL, 0);
     if (s->rc_ok[rc]) {
         s->sc.act = act_slot(s->gact, b, rc);
@@ -618,9 +620,9 @@ static size_t pb_slot(uint64_t b)
 
 /* The speed metrics of the candidate: what its group shares is computed
  * once, at the group's first layout that needs it. */
-static void search_perf(mem4d_search *s)
+static M4D_INLINE void search_perf(mem4d_search *s)
 {
-    if (!s->pg_ready) {
+    if (M4D_UNLIKELY(!s->pg_ready)) {
         m4d_perf_prepare(&s->gx, &s->dev, &s->pg);
         s->pg_ready = true;
         if (!s->pb_keyed || !m4d_perf_b_shared(&s->pg, s->pb_key)) {
@@ -844,10 +846,10 @@ mem4d_status mem4d_search_next(mem4d_search *search, mem4d_layout *layout, mem4d
         return MEM4D_E_INVALID_ARG;
     mem4d_search *s = search;
     mem4d_status st;
-    if (!s->started && (st = start(s)) != MEM4D_OK)
+    if (M4D_UNLIKELY(!s->started) && (st = start(s)) != MEM4D_OK)
         return st;
     uint64_t max = s->opt[MEM4D_SEARCH_MAX_RESULTS];
-    if (max != 0 && s->stat[MEM4D_SEARCH_STAT_YIELDED] >= max)
+    if (M4D_UNLIKELY(max != 0) && s->stat[MEM4D_SEARCH_STAT_YIELDED] >= max)
         return MEM4D_END;
     if (s->opt[MEM4D_SEARCH_RANKED]) {
         if (!s->ranked_done && (st = run_ranked(s)) != MEM4D_OK)
