@@ -1073,12 +1073,13 @@ struct band_check {
     double covered; /* share of the runs whose measured step falls in the band */
     double q05, q95; /* 5th and 95th percentile of measured / predicted step */
     size_t n;
+    double lib[2]; /* the band the library gave the first run (every run's) */
 };
 
 /* measured / predicted step of runs[0..n) against their bands. */
 static struct band_check band_check(double *ratio, const double (*band)[2], size_t n)
 {
-    struct band_check b = {0, 0, 0, n};
+    struct band_check b = {0, 0, 0, n, {n ? band[0][0] : 0, n ? band[0][1] : 0}};
     size_t in = 0;
     for (size_t i = 0; i < n; i++)
         in += ratio[i] >= band[i][0] && ratio[i] <= band[i][1];
@@ -1314,6 +1315,14 @@ START_TEST(step_time_matches_published_runs)
                   "(source, GPU, precision, stack) < 80%%", 100 * bcx_source.covered);
     ck_assert_msg(bc_series.covered >= 0.8, "the calibrated band holds %.1f%% of the runs calibrated per series < 80%%",
                   100 * bc_series.covered);
+    /* The bands the library prints are these percentiles (lib/perf.c BAND_*):
+     * a change of the model that moves them refreshes the constants. */
+    ck_assert_msg(fabs(bc.q05 - bc.lib[0]) < 5e-4 && fabs(bc.q95 - bc.lib[1]) < 5e-4,
+                  "the uncalibrated band (lib/perf.c BAND_LOW/HIGH) %.3f-%.3f is not the runs' %.3f-%.3f",
+                  bc.lib[0], bc.lib[1], bc.q05, bc.q95);
+    ck_assert_msg(fabs(bcx_source.q05 - bcx_source.lib[0]) < 5e-4 && fabs(bcx_source.q95 - bcx_source.lib[1]) < 5e-4,
+                  "the calibrated band (lib/perf.c BAND_CAL_LOW/HIGH) %.3f-%.3f is not the exact runs' %.3f-%.3f",
+                  bcx_source.lib[0], bcx_source.lib[1], bcx_source.q05, bcx_source.q95);
     ck_assert_msg(fabs(bc_series.q05 - REL_LOW) < 5e-4 && fabs(bc_series.q95 - REL_HIGH) < 5e-4,
                   "the band between layouts (REL_*, lib/perf.c BAND_REL_*) %.3f-%.3f is not the series calibration's "
                   "%.3f-%.3f", REL_LOW, REL_HIGH, bc_series.q05, bc_series.q95);
