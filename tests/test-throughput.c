@@ -38,8 +38,8 @@
 #define WORST_SOURCE_MEAN 0.28
 #define RESIDUAL 0.05
 #define SERIES_BELOW 2
-#define CAL_SOURCE 0.13
-#define CAL_SOURCE_ALL 0.07
+#define CAL_SOURCE 0.12
+#define CAL_SOURCE_ALL 0.065
 #define EXACT_BF16 0.10
 #define RISE 0.050
 
