@@ -676,6 +676,13 @@ static double tp_time(const struct m4d_ctx *x, const struct m4d_perf_group *pg, 
         return 4 * passes_fwd * one + (4 + regather) * one;
     if (pg->mc.tp_sync) /* TP_SYNC: the backward's 2 all-reduces (4 one-way collectives' bytes), all exposed */
         return 4 * passes_fwd * one + 4 * one;
+    /* TP_ASYNC_AR: without SP the backward gathers nothing; each block's one
+     * all-reduce (of its column-parallel input gradient) runs under the
+     * weight-gradient GEMM launched after it (Megatron-LM's
+     * ColumnParallelLinearWithAsyncAllreduce, NVIDIA/Megatron-LM@02bb1f5c
+     * megatron/mpu/layers.py) */
+    if (!x->sp)
+        return 4 * passes_fwd * one + MAX0(2 * one - ga) + MAX0(2 * one - gm);
     return 4 * passes_fwd * one + 2 * one + 2 * (MAX0(one - ga) + MAX0(one - gm));
 }
 

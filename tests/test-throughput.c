@@ -438,7 +438,12 @@ static bool predict_row(const struct table *t, char **f, struct row *r)
      * (bigscience-workshop/Megatron-DeepSpeed@99c8fe07: no
      * --sequence-parallel in megatron/arguments.py, mpu/mappings.py reduces
      * with all_reduce). */
-    if (strstr(col(t, f, "framework"), "DeepSpeed pipeline"))
+    /* Rows whose source states that the run had no sequence parallelism
+     * (Korthikanti et al. 2022, arXiv 2205.05198: its "full recompute"
+     * baseline is tensor parallelism alone; "present work" is sequence
+     * parallelism with selective recompute) are predicted as they ran. */
+    if (strstr(col(t, f, "framework"), "DeepSpeed pipeline") ||
+        strstr(col(t, f, "notes"), "WITHOUT sequence parallelism"))
         ck_assert_int_eq(mem4d_layout_set_str(l, "sequence_parallel", "0"), MEM4D_OK);
     if (!strncmp(col(t, f, "precision"), "fp16", 4) && strstr(col(t, f, "framework"), "DeepSpeed pipeline"))
     {
