@@ -344,6 +344,11 @@ static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device
     double clock = power_clock(dv[MEM4D_DEVICE_POWER_LIMIT_W], dv[MEM4D_DEVICE_BOARD_POWER_W]);
     peak *= clock; /* every compute rate follows the clock; HBM keeps its own */
     lin *= clock;
+    /* What a streaming kernel reaches of the data sheet's HBM rate: the
+     * device's measured share (presets: doc/presets.md), folded in once. */
+    double hbm = D(dv[MEM4D_DEVICE_HBM_BANDWIDTH]);
+    if (dv[MEM4D_DEVICE_HBM_EFFICIENCY_PPM])
+        hbm *= ppm(dv[MEM4D_DEVICE_HBM_EFFICIENCY_PPM]);
     struct m4d_machine mc = {
         .attn_fwd = ATTN_FWD_SHARE * af,
         .attn_bwd = ATTN_BWD_SHARE * ab,
@@ -365,7 +370,7 @@ static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device
         .fsdp_root = st->fsdp_root || x->fw == MEM4D_FRAMEWORK_TORCHTITAN,
         .gemm = peak * eff,
         .gemm_lin = lin * eff,
-        .hbm = D(dv[MEM4D_DEVICE_HBM_BANDWIDTH]),
+        .hbm = hbm,
         .domain = dv[MEM4D_DEVICE_NVLINK_DOMAIN] ? D(dv[MEM4D_DEVICE_NVLINK_DOMAIN]) : gpn,
         .kernel = D(dv[MEM4D_DEVICE_KERNEL_OVERHEAD_NS]) * 1e-9,
         .host_op = EAGER_OP_S,
@@ -373,7 +378,7 @@ static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device
         .wave_lost = gl == 3 ? WAVE_LOST_CUDA11 : WAVE_LOST,
         .inv_sms = dv[MEM4D_DEVICE_SM_COUNT] ? 1 / D(dv[MEM4D_DEVICE_SM_COUNT]) : 0,
         .nccl_slow = D(dv[MEM4D_DEVICE_SM_COUNT]) > NCCL_SMS ? NCCL_SMS / (D(dv[MEM4D_DEVICE_SM_COUNT]) - NCCL_SMS) : 0,
-        .inv_hbm = dv[MEM4D_DEVICE_HBM_BANDWIDTH] ? 1 / D(dv[MEM4D_DEVICE_HBM_BANDWIDTH]) : 0,
+        .inv_hbm = hbm > 0 ? 1 / hbm : 0,
         .intra = {D(dv[MEM4D_DEVICE_INTRA_NODE_BANDWIDTH]) * ce, D(dv[MEM4D_DEVICE_INTRA_NODE_LATENCY_NS]) * 1e-9},
         .inter = {inter * ce, D(dv[MEM4D_DEVICE_INTER_NODE_LATENCY_NS]) * 1e-9},
     };

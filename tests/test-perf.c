@@ -599,6 +599,42 @@ START_TEST(per_microbatch_costs)
 }
 END_TEST
 
+/* hbm_efficiency_ppm is the share of hbm_bandwidth memory-bound kernels
+ * reach: at half, every memory-bound second doubles, as at half the
+ * bandwidth, while the GEMMs' and attention's compute keeps its rate (the
+ * step grows by less than 2x); 0 and 1000000 are the data sheet's rate; the
+ * memory figures do not read it. */
+START_TEST(hbm_efficiency_scales_memory_bound_time)
+{
+    mem4d_model *m = tu_model("llama3.1-8b");
+    mem4d_device *d = tu_device("h100-80");
+    mem4d_layout *l = tu_layout("world=8", "tp=2", "seq=4096", "gbs=64", "mbs=1", NULL);
+    const mem4d_metric T = MEM4D_METRIC_STEP_TIME_S;
+    double base = with(m, l, d, "hbm_efficiency_ppm", "0", T);
+    ck_assert_double_eq_tol(with(m, l, d, "hbm_efficiency_ppm", "1000000", T), base, 1e-12 * base);
+    double half = with(m, l, d, "hbm_efficiency_ppm", "500000", T);
+    ck_assert_double_eq_tol(with(m, l, d, "hbm_bandwidth", "1675000000000", T), half, 1e-12 * half);
+    ck_assert_msg(half > base * 1.02 && half < base * 2, "%g %g", half, base);
+    double opt = with(m, l, d, "hbm_efficiency_ppm", "500000", MEM4D_METRIC_OPTIMIZER_S);
+    ck_assert_double_eq_tol(opt, 2 * with(m, l, d, "hbm_efficiency_ppm", "0", MEM4D_METRIC_OPTIMIZER_S), 1e-9 * opt);
+    mem4d_report *a = NULL, *b = NULL;
+    mem4d_device *h = NULL;
+    ck_assert_int_eq(mem4d_device_clone(d, &h), MEM4D_OK);
+    ck_assert_int_eq(mem4d_device_set_str(h, "hbm_efficiency_ppm", "500000"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_report_new(&a), MEM4D_OK);
+    ck_assert_int_eq(mem4d_report_new(&b), MEM4D_OK);
+    ck_assert_int_eq(mem4d_estimate(m, l, d, a), MEM4D_OK);
+    ck_assert_int_eq(mem4d_estimate(m, l, h, b), MEM4D_OK);
+    ck_assert_uint_eq(mem4d_report_peak_bytes(a), mem4d_report_peak_bytes(b));
+    mem4d_report_free(a);
+    mem4d_report_free(b);
+    mem4d_device_free(h);
+    mem4d_layout_free(l);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
 /* A power limit below the board power slows the compute by the cube root
  * of the power ratio (the H100 SXM5 preset is rated at 700 W): a
  * compute-bound single GPU at 500 W takes about (700/500)^(1/3) = 1.119 of
@@ -945,6 +981,7 @@ int main(void)
     tcase_add_test(tc, speed_band);
     tcase_add_test(tc, mfu_against_the_jobs_precision);
     tcase_add_test(tc, microbatch_overhead_and_attention_efficiency);
+    tcase_add_test(tc, hbm_efficiency_scales_memory_bound_time);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

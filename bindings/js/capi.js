@@ -381,6 +381,7 @@ export const ENUMS = Object.freeze({
         MEM4D_DEVICE_SPEED_BAND_HIGH_PPM: 32,
         MEM4D_DEVICE_BOARD_POWER_W: 33,
         MEM4D_DEVICE_POWER_LIMIT_W: 34,
+        MEM4D_DEVICE_HBM_EFFICIENCY_PPM: 35,
     }),
     mem4d_mode: Object.freeze({
         MEM4D_MODE_FULL: 0,

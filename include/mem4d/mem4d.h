@@ -1280,7 +1280,14 @@ typedef enum mem4d_device_param {
      * every compute rate (GEMMs, attention), falls as the cube root of the
      * power ratio; memory-bound work keeps its rate (doc/perf.md, "Power
      * limit"). 0 (default): the board power. @since 0.2 */
-    MEM4D_DEVICE_POWER_LIMIT_W = 34
+    MEM4D_DEVICE_POWER_LIMIT_W = 34,
+    /** "hbm_efficiency_ppm": share of hbm_bandwidth that memory-bound kernels
+     * (element-wise work, norms, casts, cross entropy, the optimizer step,
+     * gradient accumulation, a GEMM's memory floor) reach: a streaming
+     * kernel's measured bandwidth over the data sheet's (published figures per
+     * GPU in doc/presets.md; the presets leave it at 0, doc/perf.md says why).
+     * 0 (default): the data sheet's rate. @since 0.2 */
+    MEM4D_DEVICE_HBM_EFFICIENCY_PPM = 35
 } mem4d_device_param;
 
 /**

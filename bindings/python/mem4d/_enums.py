@@ -270,6 +270,7 @@ class DeviceParam(enum.IntEnum):
     SPEED_BAND_HIGH_PPM = 32
     BOARD_POWER_W = 33
     POWER_LIMIT_W = 34
+    HBM_EFFICIENCY_PPM = 35
 
 
 class Mode(enum.IntEnum):

@@ -716,6 +716,11 @@ pub const MEM4D_DEVICE_BOARD_POWER_W: mem4d_device_param = 33;
 /// sustained clock, and with it every compute rate (GEMMs, attention), falls as the cube root of the power ratio;
 /// memory-bound work keeps its rate (doc/perf.md, "Power limit"). 0 (default): the board power. @since 0.2
 pub const MEM4D_DEVICE_POWER_LIMIT_W: mem4d_device_param = 34;
+/// "hbm_efficiency_ppm": share of hbm_bandwidth that memory-bound kernels (element-wise work, norms, casts, cross
+/// entropy, the optimizer step, gradient accumulation, a GEMM's memory floor) reach: a streaming kernel's measured
+/// bandwidth over the data sheet's (published figures per GPU in doc/presets.md; the presets leave it at 0, doc/perf.md
+/// says why). 0 (default): the data sheet's rate. @since 0.2
+pub const MEM4D_DEVICE_HBM_EFFICIENCY_PPM: mem4d_device_param = 35;
 
 /// `mem4d_mode` (a C enum, passed as `int`): Which memory model produced a report.
 pub type mem4d_mode = c_int;
