@@ -183,12 +183,28 @@ static void b_terms(bool *ok, const struct m4d_ctx *x, const mem4d_device *dev, 
     bt->fixed = add(ok, m4d_userbuffers(ok, x), m4d_dispatcher_buffers(ok, x, dev));
 }
 
+bool m4d_b_key(const struct m4d_ctx *x, struct m4d_ctx *key)
+{
+    if (x->nlt)
+        return false;
+    memcpy(key, x, sizeof *x); /* padding too: keys are compared bytewise */
+    key->b = key->m = key->recompute = 0;
+    key->v = key->split.v = 0;
+    /* Megatron reads the ZeRO stage in a b term only from 2 on (the FSDP
+     * buffers): the distributed optimizer's 1 and 0 share them */
+    if (key->fw == MEM4D_FRAMEWORK_MEGATRON && key->zero < 2)
+        key->zero = 0;
+    return true;
+}
+
 /* The cache's slot of b: the one holding it, else the free one where b's
  * probe sequence ends, else NULL. */
 static struct m4d_b_terms *b_slot(struct m4d_state_cache *c, uint64_t b)
 {
-    _Static_assert(M4D_LEN(c->per_b) == 16, "m4d_b_probe() hashes into 16 slots");
-    for (size_t i = 0; i < M4D_LEN(c->per_b); i++) {
+    _Static_assert(M4D_B_SLOTS == 16, "m4d_b_probe() hashes into 16 slots");
+    if (!c->per_b)
+        return NULL;
+    for (size_t i = 0; i < M4D_B_SLOTS; i++) {
         struct m4d_b_terms *e = &c->per_b[m4d_b_probe(b, i)];
         if (e->b == b || e->b == 0)
             return e;

@@ -607,6 +607,14 @@ static inline bool m4d_is_mixer(char sym) { return sym == 'M' || sym == 'G' || s
 /* --- estimate.c (dispatch), estimate_paper.c, estimate_full.c ------------- */
 
 mem4d_status m4d_estimate_paper(const struct m4d_ctx *x, mem4d_report *r);
+
+/* One micro-batch size's terms of m4d_estimate_full() that do not depend on
+ * the recompute mode (b = 0: a free slot of a table of M4D_B_SLOTS). */
+struct m4d_b_terms {
+    uint64_t b, C, head_keep, loss, stranded, emb_keep, fb, fixed, pp_kept, pp_merge;
+};
+#define M4D_B_SLOTS 16
+
 /* What the search keeps of a group's estimates from one layout to the next:
  * the parameters and state terms of stages 0, 1 and p - 1, which depend on
  * the group alone (and on m, for torchtitan's accumulated gradients), not on
@@ -621,10 +629,10 @@ struct m4d_state_cache {
     uint64_t share[3], dense[3]; /* struct layer_share: linear, expert, replicated */
     uint64_t mtp[3], emb, emb_grad, block, fsdp_kept, groups, fixed; /* mtp: a layer_share as share[] */
     /* the terms that depend on b (and m, which b sets) but not on the
-     * recompute mode, for up to 16 micro-batch sizes (b = 0: a free slot) */
-    struct m4d_b_terms {
-        uint64_t b, C, head_keep, loss, stranded, emb_keep, fb, fixed, pp_kept, pp_merge;
-    } per_b[16];
+     * recompute mode, for up to M4D_B_SLOTS micro-batch sizes (b = 0: a free
+     * slot), shared by the groups of one m4d_b_key() (NULL: none kept; the
+     * search points it) */
+    struct m4d_b_terms *per_b;
     /* the activation terms of the candidate's (b, recompute mode) for every
      * group of the same m4d_act_key() (NULL: none; the search points it) */
     struct m4d_act_terms *act;
@@ -646,8 +654,7 @@ static inline void m4d_state_cache_clear(struct m4d_state_cache *c)
 {
     c->have[0] = c->have[1] = c->have[2] = false;
     c->have_group = false;
-    for (size_t i = 0; i < M4D_LEN(c->per_b); i++)
-        c->per_b[i].b = 0;
+    c->per_b = NULL;
     c->act = NULL;
 }
 
@@ -666,6 +673,12 @@ struct m4d_act_terms {
  * m4d_op_sac_layer_keep() read (of x and of its dense copy), into key;
  * false for a layer pattern, whose terms are not kept. */
 bool m4d_act_key(const struct m4d_ctx *x, uint64_t key[M4D_ACT_KEY_LEN]);
+/* The key of x's b terms (struct m4d_b_terms): the whole context, byte for
+ * byte, with the fields they do not read cleared (b, m and the recompute
+ * mode, which the slots and the state cache carry; the chunks v); false for
+ * a layer pattern, whose terms are not kept. Groups of equal keys share
+ * their b terms. */
+bool m4d_b_key(const struct m4d_ctx *x, struct m4d_ctx *key);
 
 /* Every stage's row with its sums (m4d_stage_sums) and the peak stage; the
  * verdict is the caller's (m4d_report_verdict). peak_only: fill only stages

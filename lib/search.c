@@ -75,6 +75,18 @@ struct act_sig {
     } per_b[ACT_BS];
 };
 
+/* The b terms of the groups of one m4d_b_key() (v and dist_opt vary among
+ * a search's consecutive groups; under Megatron both leave the key), by b.
+ * Four: DeepSpeed's two ZeRO stages of one (t, c, p) and room to spare, and
+ * the search stays below glibc's 128 KiB mmap threshold (eight crossed it:
+ * every new search then faulted its pages in, +0.1 ms a plan). */
+#define B_SIGS 4
+struct b_sig {
+    bool used;
+    struct m4d_ctx key;
+    struct m4d_b_terms per_b[M4D_B_SLOTS];
+};
+
 struct mem4d_search {
     mem4d_model model;
     mem4d_device dev;
@@ -106,6 +118,7 @@ struct mem4d_search {
     bool pb_keyed;
     struct act_sig act[ACT_SIGS]; /* activation terms across groups, by key hash (direct-mapped) */
     struct act_sig *gact;         /* the current group's (NULL: not kept) */
+    struct b_sig bsig[B_SIGS];    /* b terms across groups, by a hash of their key's group knobs */
     struct m4d_resolve_memo rmemo; /* the model's parameter count at the last V_p resolved */
     struct m4d_ctx x;  /* the candidate's */
     /* ranking */
@@ -530,6 +543,15 @@ static void set_work(mem4d_search *s, const struct group *g, uint64_t b, uint64_
     v[MEM4D_LAYOUT_MOE_DISPATCHER] = g->disp;
 }
 
+/* FNV-1a of n words, its high bits folded down (a cache's slot). */
+static uint64_t key_hash(const uint64_t *k, size_t n)
+{
+    uint64_t h = 1469598103934665603u;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ k[i]) * 1099511628211u;
+    return h ^ (h >> 29);
+}
+
 /* The activation terms kept for the groups of x's m4d_act_key(): found,
  * or a slot reset for it; NULL when they are not kept. */
 static struct act_sig *act_sig_of(mem4d_search *s, const struct m4d_ctx *x)
@@ -537,16 +559,33 @@ static struct act_sig *act_sig_of(mem4d_search *s, const struct m4d_ctx *x)
     uint64_t key[M4D_ACT_KEY_LEN];
     if (!m4d_act_key(x, key))
         return NULL;
-    uint64_t h = 1469598103934665603u;
-    for (size_t i = 0; i < M4D_ACT_KEY_LEN; i++)
-        h = (h ^ key[i]) * 1099511628211u;
-    struct act_sig *g = &s->act[(h ^ (h >> 29)) % ACT_SIGS];
+    struct act_sig *g = &s->act[key_hash(key, M4D_ACT_KEY_LEN) % ACT_SIGS];
     if (!g->used || memcmp(g->key, key, sizeof key) != 0) {
         memset(g, 0, sizeof *g);
         memcpy(g->key, key, sizeof key);
         g->used = true;
     }
     return g;
+}
+
+/* The b terms kept for the groups of x's m4d_b_key(): found, or a slot
+ * reset for it; NULL when they are not kept. The slot is picked by the
+ * knobs that tell a search's groups apart, the key compared whole. */
+static struct m4d_b_terms *b_sig_of(mem4d_search *s, const struct m4d_ctx *x)
+{
+    struct m4d_ctx key;
+    if (!m4d_b_key(x, &key))
+        return NULL;
+    const uint64_t k[] = {key.t, key.c, key.p, key.d, key.zero, key.ep, key.etp, key.dispatcher,
+                          key.split.first, key.split.last};
+    struct b_sig *g = &s->bsig[key_hash(k, M4D_LEN(k)) % B_SIGS];
+    if (!g->used || memcmp(&g->key, &key, sizeof key) != 0) {
+        for (size_t i = 0; i < M4D_B_SLOTS; i++)
+            g->per_b[i].b = 0;
+        memcpy(&g->key, &key, sizeof key);
+        g->used = true;
+    }
+    return g->per_b;
 }
 
 /* Resolve the group once, with its first b and no recompute: every rule
@@ -565,6 +604,7 @@ static bool group_valid(mem4d_search *s, const struct group *g)
         return false;
     s->x = s->gx; /* quick_estimate() changes b, the recompute mode and m alone */
     s->gact = act_sig_of(s, &s->gx);
+    s->sc.per_b = b_sig_of(s, &s->gx);
     return true;
 }
 

@@ -333,6 +333,53 @@ START_TEST(complete_every_framework)
 }
 END_TEST
 
+/* The search keeps the b terms (the head's and loss's, the forward/backward
+ * buffers) across the groups of one key (m4d_b_key(): the context but b,
+ * the recompute mode and v, and Megatron's ZeRO stage below 2). DeepSpeed's
+ * buffers follow its ZeRO stage, which dist_opt sets: two layouts differing
+ * in it alone differ in BUFFERS, and each searched report is still
+ * mem4d_estimate()'s (a key without the stage hands the dist_opt 0 group
+ * the dist_opt 1 group's buffers, and drain() fails). Megatron's groups
+ * differ in v and dist_opt and share them. */
+START_TEST(b_terms_kept_per_key)
+{
+    mem4d_model *m = tu_model("llama3.1-8b");
+    mem4d_device *d = tu_device("h100-80");
+    mem4d_report *r0 = NULL, *r1 = NULL;
+    ck_assert_int_eq(mem4d_report_new(&r0), MEM4D_OK);
+    ck_assert_int_eq(mem4d_report_new(&r1), MEM4D_OK);
+    mem4d_layout *l0 = tu_layout("world=8", "seq=4096", "gbs=16", "framework=deepspeed", "dp=8", "dist_opt=0", NULL);
+    mem4d_layout *l1 = tu_layout("world=8", "seq=4096", "gbs=16", "framework=deepspeed", "dp=8", "dist_opt=1", NULL);
+    ck_assert_int_eq(mem4d_estimate(m, l0, d, r0), MEM4D_OK);
+    ck_assert_int_eq(mem4d_estimate(m, l1, d, r1), MEM4D_OK);
+    uint64_t b0, b1;
+    ck_assert_int_eq(mem4d_report_get(r0, 0, MEM4D_TERM_BUFFERS, &b0), MEM4D_OK);
+    ck_assert_int_eq(mem4d_report_get(r1, 0, MEM4D_TERM_BUFFERS, &b1), MEM4D_OK);
+    ck_assert_uint_ne(b0, b1);
+    const char *fw[] = {"framework=deepspeed", "framework=megatron"};
+    for (size_t i = 0; i < 2; i++) {
+        mem4d_layout *base = tu_layout("world=8", "seq=4096", "gbs=16", fw[i], NULL);
+        mem4d_search *s = new_search(m, d, base, false, false, false);
+        uint64_t pp = i == 0 ? 1 : 2;
+        ck_assert_int_eq(mem4d_search_bound(s, MEM4D_LAYOUT_TP, 1, 1), MEM4D_OK);
+        ck_assert_int_eq(mem4d_search_bound(s, MEM4D_LAYOUT_CP, 1, 1), MEM4D_OK);
+        ck_assert_int_eq(mem4d_search_bound(s, MEM4D_LAYOUT_PP, pp, pp), MEM4D_OK);
+        struct tuples got = {0};
+        drain(s, m, d, &got);
+        ck_assert_uint_gt(got.n, 2);
+        free(got.a);
+        mem4d_search_free(s);
+        mem4d_layout_free(base);
+    }
+    mem4d_layout_free(l1);
+    mem4d_layout_free(l0);
+    mem4d_report_free(r1);
+    mem4d_report_free(r0);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
 START_TEST(complete_paper_mode)
 {
     mem4d_layout *base = base_layout(8, 8192, 16);
@@ -1099,6 +1146,7 @@ int main(void)
     tcase_add_test(tc, complete_paper_mode);
     tcase_add_test(tc, complete_with_activation_offloading);
     tcase_add_test(tc, complete_every_framework);
+    tcase_add_test(tc, b_terms_kept_per_key);
     tcase_add_test(tc, complete_uneven_stages);
     tcase_add_test(tc, middle_stages_never_exceed_stage_one);
     tcase_add_test(tc, complete_pruning_heavy);
