@@ -553,8 +553,8 @@ uint64_t m4d_split_chunk_layers(const struct m4d_split *sp, uint64_t r, uint64_t
 uint64_t m4d_split_chunk_first(const struct m4d_split *sp, uint64_t r, uint64_t j);
 /* The heaviest rank between the ends (with p < 3, the heavier end). */
 uint64_t m4d_split_middle_max(const struct m4d_split *sp);
-/* MTP modules on rank r. */
-uint64_t m4d_split_mtp(const struct m4d_split *sp, uint64_t r);
+/* MTP modules on rank r (inline: every last stage of a search's estimates asks). */
+static inline uint64_t m4d_split_mtp(const struct m4d_split *sp, uint64_t r) { return r == sp->p - 1 ? sp->mtp : 0; }
 /* The simplest form of a layer table t[S] over p ranks: even, shorter end
  * virtual stages (cf, cl), uneven end ranks (first, last), or the table
  * itself (nvs = S; vs left NULL for the caller to set). */

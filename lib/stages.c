@@ -141,8 +141,6 @@ uint64_t m4d_split_middle_max(const struct m4d_split *sp)
     return m;
 }
 
-uint64_t m4d_split_mtp(const struct m4d_split *sp, uint64_t r) { return r == sp->p - 1 ? sp->mtp : 0; }
-
 /* L_e(r): expert layers of rank r, over its chunks. */
 uint64_t m4d_stage_moe_layers(const struct m4d_ctx *x, uint64_t r)
 {
