@@ -671,13 +671,13 @@ static double tp_time(const struct m4d_ctx *x, const struct m4d_perf_group *pg, 
     /* torchtitan's op policy saves the reduce-scatters' outputs, not the
      * all-gathers': its recompute gathers the two inputs again (DTENSOR_TP) */
     double regather = pg->mc.dtensor_tp && pg->mc.op_sac && x->recompute == 1 ? 2 : 0;
-    if (x->tp_overlap) {
+    if (M4D_UNLIKELY(x->tp_overlap)) {
         double rest = one * (t - 1) / t, chunked = one / t + 0.5 * (MAX0(rest - ga) + MAX0(rest - gm));
         if (pg->mc.dtensor_tp) /* DTENSOR_TP's async TP: the backward's two reduce-scatters stay whole */
             return (4 * passes_fwd + 2 + regather) * chunked + 2 * one;
         return (4 * passes_fwd + 6 + regather) * chunked;
     }
-    if (pg->mc.dtensor_tp) /* DTENSOR_TP: the backward's 2 gathers and 2 reduce-scatters, all exposed */
+    if (M4D_UNLIKELY(pg->mc.dtensor_tp)) /* DTENSOR_TP: the backward's 2 gathers and 2 reduce-scatters, all exposed */
         return 4 * passes_fwd * one + (4 + regather) * one;
     if (pg->mc.tp_sync) /* TP_SYNC: the backward's 2 all-reduces (4 one-way collectives' bytes), all exposed */
         return 4 * passes_fwd * one + 4 * one;
@@ -767,14 +767,14 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
     cast += pg->cast_b / D(x->m); /* the fp8 weight casts, once per step (gemms_prepare) */
     double fwd = lin + af + ew + KERNELS_FWD * kern;
     double bwd = bt->lin_bwd + ab + 2 * ew + b * pg->ew_grad_per_b + 2 * KERNELS_FWD * kern;
-    if (x->recompute == 1 && pg->mc.op_sac && x->experts == 0 && !x->nlt)
+    if (M4D_UNLIKELY(x->recompute == 1 && pg->mc.op_sac && x->experts == 0 && !x->nlt))
         bwd += op_sac_time(x, pg, M, ew);
     else if (x->recompute == 1) /* selective: the modules re-run in the backward */
         bwd += selective_time(x->rc_modules, pg, b, af, mlp);
     struct unit_time u = {0};
     struct m4d_moe_time mt = {0};
     double ecast = 0; /* the experts' fp8 casts, per micro-batch and once per step */
-    if (pg->moe.on) { /* the routed experts (lib/perf_moe.c) */
+    if (M4D_UNLIKELY(pg->moe.on)) { /* the routed experts (lib/perf_moe.c) */
         m4d_moe_time(&pg->mc, &pg->moe, b, &mt);
         double rc_e = 0, rc_r = 0;
         if (x->recompute == 1 && (x->rc_modules & M4D_RC_MOE))
@@ -788,7 +788,7 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
         bwd += mt.expert_bwd + mt.router_bwd + rc_e + rc_r;
     }
     struct m4d_hybrid_out ho = {0, 0, 1, 1};
-    if (x->nlt) { /* a layer pattern: the mean of its layers, one module each (lib/perf_hybrid.c) */
+    if (M4D_UNLIKELY(x->nlt)) { /* a layer pattern: the mean of its layers, one module each (lib/perf_hybrid.c) */
         struct m4d_hybrid_in hi = {&pg->mc, M, af, ab, mt.expert_fwd + mt.router_fwd, mt.expert_bwd + mt.router_bwd};
         m4d_hybrid_mean(x, &hi, &ho);
         fwd = ho.fwd;
@@ -804,7 +804,7 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
     u.layer_compute = pf * fwd + bwd + cast + ecast * ho.moe_share + pg->accum_layer;
     u.layer_tp = tp_time(x, pg, b, (lin - mlp) / 2, mlp / 2, pf) * (x->nlt ? 0.5 : 1); /* a pattern's layer: one module's two */
     u.layer_cp = cp_time(x, pg, b, af, ab, pf) * ho.attn_share;
-    if (pg->moe.on) { /* an expert layer's TP collectives, its dispatch and combine */
+    if (M4D_UNLIKELY(pg->moe.on)) { /* an expert layer's TP collectives, its dispatch and combine */
         u.layer_tp *= pg->moe.tp_share;
         u.layer_ep = m4d_moe_exposed(x, &pg->moe, &mt, u.layer_fwd, u.layer_bwd, mlp, pf) * ho.moe_share;
         /* the GPU waiting for the host (lib/perf_moe.c), counted with the router's launches */
@@ -822,7 +822,7 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
      * Megatron-FSDP's megatron_fsdp.py: the post-forward hook keeps the
      * weights in the backward), behind both. The compute they hide behind
      * runs on the SMs their kernels leave it (nccl_cost). */
-    if (x->zero >= 3) {
+    if (M4D_UNLIKELY(x->zero >= 3)) {
         bool once = x->recompute == 2 && x->fw == MEM4D_FRAMEWORK_MEGATRON;
         if (once)
             u.layer_fsdp = MAX0(pg->fsdp_ag - fwd) + MAX0(pg->fsdp_ag + pg->fsdp_rs - fwd - bwd);
@@ -831,7 +831,7 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
         double comm = (once ? 1 : pf) * pg->fsdp_ag + pg->fsdp_ag + pg->fsdp_rs;
         u.layer_fsdp += nccl_cost(pg, comm - u.layer_fsdp);
     }
-    if (pg->moe.on && pg->d_first + pg->d_mid + pg->d_last > 0) {
+    if (M4D_UNLIKELY(pg->moe.on) && pg->d_first + pg->d_mid + pg->d_last > 0) {
         /* An MoE model's dense layer: the dense MLP in place of the shared
          * expert, no router, experts or dispatch, all of its TP collectives;
          * selective recompute re-runs its MLP for the mlp module. */
