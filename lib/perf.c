@@ -240,8 +240,17 @@ static const struct stack {
 /* SMs a NCCL collective's kernel holds while it runs, one CTA per channel,
  * which no compute kernel shares ("If you are on DGX with 8 NICs and a top
  * speed of 190 GB/s, then it would use 16 SMs"; "NCCL CTAs won't share an
- * SM with compute kernels": NCCL's maintainer in NVIDIA/nccl issue 689). */
+ * SM with compute kernels": NCCL's maintainer in NVIDIA/nccl issue 689):
+ * the figure for a group inside one NVLink domain and for one with 8
+ * members per node; nccl_slow_of() derives the others. */
 #define NCCL_SMS 16.0
+/* Bytes/s per GPU of the network from which NCCL's ring search splits a
+ * cross-node channel in two (NVIDIA/nccl v2.25.1 src/graph/search.cc): a
+ * channel runs at the fastest of its speeds (sm90: 48, 45, 42, 40, 30, 24
+ * GB/s, ...; sm80: 48, 30, 28, 24, ...) not above the GPU's NIC, and
+ * ncclTopoDupChannels splits it from 25 GB/s: 400 Gb/s NICs (48) split,
+ * 200 Gb/s ones (24) do not. */
+#define NCCL_DUP_BW 28e9
 
 /* The band of the measured step time around the prediction, as measured /
  * predicted: the 5th and 95th percentiles over the validation runs
@@ -252,7 +261,7 @@ static const struct stack {
  * stack, the widest use a calibrated device file gets (it also holds the
  * runs of a weak-scaling series calibrated on its first run;
  * tests/test-throughput.c prints all of them). */
-#define BAND_LOW 0.899
+#define BAND_LOW 0.901
 #define BAND_HIGH 1.263
 #define BAND_CAL_LOW 0.860
 #define BAND_CAL_HIGH 1.077
@@ -261,7 +270,7 @@ static const struct stack {
  * device calibrated on its first run, where the level common to one job's
  * layouts cancels and what remains is the model's spread within a family. */
 #define BAND_REL_LOW 0.957
-#define BAND_REL_HIGH 1.087
+#define BAND_REL_HIGH 1.089
 
 /* Seconds of one micro-batch's work on one GPU. */
 struct unit_time {
@@ -377,7 +386,7 @@ static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device
         .sms = D(dv[MEM4D_DEVICE_SM_COUNT]),
         .wave_lost = gl == 3 ? WAVE_LOST_CUDA11 : WAVE_LOST,
         .inv_sms = dv[MEM4D_DEVICE_SM_COUNT] ? 1 / D(dv[MEM4D_DEVICE_SM_COUNT]) : 0,
-        .nccl_slow = D(dv[MEM4D_DEVICE_SM_COUNT]) > NCCL_SMS ? NCCL_SMS / (D(dv[MEM4D_DEVICE_SM_COUNT]) - NCCL_SMS) : 0,
+        .nccl_dup = inter >= NCCL_DUP_BW ? 2 : 1,
         .inv_hbm = hbm > 0 ? 1 / hbm : 0,
         .intra = {D(dv[MEM4D_DEVICE_INTRA_NODE_BANDWIDTH]) * ce, D(dv[MEM4D_DEVICE_INTRA_NODE_LATENCY_NS]) * 1e-9},
         .inter = {inter * ce, D(dv[MEM4D_DEVICE_INTER_NODE_LATENCY_NS]) * 1e-9},
@@ -749,12 +758,33 @@ static void perf_b_of(const struct m4d_perf_group *pg, double b, struct m4d_perf
     t->head = gemm_time(&pg->mc, &pg->head, M);
 }
 
-/* What `hidden` seconds of NCCL collectives behind compute cost that
- * compute: it runs on the SMs their kernels leave it (NCCL_SMS of the
- * device's), so it takes sms / (sms - NCCL_SMS) as long while they run. */
-static inline double nccl_cost(const struct m4d_perf_group *pg, double hidden)
+/* Extra compute seconds per second of a NCCL ring collective hidden
+ * behind compute, for a group of `span` consecutive ranks whose members
+ * are `stride` apart (link_for): the compute runs on the SMs its CTAs, one
+ * per channel, leave it, sms / (sms - channels) as long. Inside an NVLink
+ * domain, NCCL_SMS. Across domains NCCL's ring search (NVIDIA/nccl
+ * v2.25.1 src/graph/search.cc, ncclTopoCompute) finds one channel per NIC
+ * its g members in the node reach, one per GPU on a DGX, at up to 48 GB/s;
+ * ncclTopoDupChannels doubles them where that is at least 25 GB/s and
+ * there are at most 4 (nccl_dup), and src/graph/connect.cc
+ * (ncclTopoPostset) doubles every ring's channels again: 2g or 4g CTAs,
+ * 16 for a DGX's 8 members per node, 4 for one member per node on 400 Gb/s
+ * NICs (Megatron-FSDP's expert shards over nodes). */
+static double nccl_slow_of(const struct m4d_machine *mc, double span, double stride)
 {
-    return hidden > 0 ? hidden * pg->mc.nccl_slow : 0;
+    double s = NCCL_SMS;
+    if (span > mc->domain) {
+        double g = stride < mc->domain ? (double)(int64_t)(mc->domain / stride) : 1;
+        s = 2 * g * (g <= 4 ? mc->nccl_dup : 1);
+    }
+    return mc->sms > s ? s / (mc->sms - s) : 0;
+}
+
+/* What `hidden` seconds of NCCL collectives behind compute cost that
+ * compute at `slow` extra seconds per second (nccl_slow_of). */
+static inline double nccl_cost(double hidden, double slow)
+{
+    return hidden > 0 ? hidden * slow : 0;
 }
 
 static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_perf_group *pg,
@@ -829,7 +859,7 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
         else
             u.layer_fsdp = pf * MAX0(pg->fsdp_ag - fwd) + MAX0(pg->fsdp_ag + pg->fsdp_rs - bwd);
         double comm = (once ? 1 : pf) * pg->fsdp_ag + pg->fsdp_ag + pg->fsdp_rs;
-        u.layer_fsdp += nccl_cost(pg, comm - u.layer_fsdp);
+        u.layer_fsdp += nccl_cost(comm - u.layer_fsdp, pg->fsdp_slow);
     }
     if (M4D_UNLIKELY(pg->moe.on) && pg->d_first + pg->d_mid + pg->d_last > 0) {
         /* An MoE model's dense layer: the dense MLP in place of the shared
@@ -973,8 +1003,10 @@ static void dp_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg, doubl
      * order), whose distributed optimizer reduces their gradients and
      * gathers them after the dense ones (Megatron-Core's expert buckets). */
     double ne = experts > 0 ? D(sh.edp) : 1;
+    pg->dp_slow = nccl_slow_of(&pg->mc, D(x->t * x->c * x->d), D(x->t));
     if (experts > 0 && x->zero < 3) {
         struct m4d_link el = link_for(&pg->mc, D(x->t * x->c * x->d), D(m4d_ep_group(x)));
+        double dense = pg->dp_reduce + pg->dp_gather;
         double ec = (double)(int64_t)(experts / bucket) + 1, es = ec * (ne - 1), ef = (ne - 1) / ne;
         double eg = experts * D(x->grad_bytes), ew = experts * D(x->param_bytes);
         pg->dp_colls += ec;
@@ -984,6 +1016,11 @@ static void dp_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg, doubl
         } else {
             pg->dp_reduce += ring_time(&el, ne, eg, 2 * ef, 2 * es);
         }
+        /* the hidden seconds' SMs, each group's by its share of them */
+        double all = pg->dp_reduce + pg->dp_gather;
+        if (all > 0)
+            pg->dp_slow = (dense * pg->dp_slow +
+                           (all - dense) * nccl_slow_of(&pg->mc, D(x->t * x->c * x->d), D(m4d_ep_group(x)))) / all;
     }
     /* Adam is memory-bound: read the gradient, read and write master
      * weights and both moments, write the bf16 weights. */
@@ -1006,7 +1043,7 @@ static double dp_exposed(const struct m4d_ctx *x, const struct m4d_perf_group *p
         reduce = MAX(MAX(reduce - widen * bwd_stage, reduce / colls), MAX0(reduce - bwd_stage) / v);
     if (x->overlap_param)
         gather = MAX(MAX(gather - widen * fwd_stage, gather / colls), MAX0(gather - fwd_stage) / v);
-    return reduce + gather + nccl_cost(pg, pg->dp_reduce + pg->dp_gather - reduce - gather);
+    return reduce + gather + nccl_cost(pg->dp_reduce + pg->dp_gather - reduce - gather, pg->dp_slow);
 }
 
 /* The pipeline of one step: the slowest stage's time per micro-batch (its
@@ -1136,6 +1173,7 @@ void m4d_perf_prepare(const struct m4d_ctx *x, const mem4d_device *dev, struct m
         struct m4d_link link = link_for(&pg->mc, D(x->t * g.fsdp), D(x->t)), *l = &link;
         pg->fsdp_ag = ring_time(l, n, wl * D(x->param_bytes), (n - 1) / n, n - 1);
         pg->fsdp_rs = ring_time(l, n, wl * D(x->grad_bytes), (n - 1) / n, n - 1);
+        pg->fsdp_slow = nccl_slow_of(&pg->mc, D(x->t * g.fsdp), D(x->t));
         if (pg->mc.fsdp_root) { /* FSDP_ROOT: the root unit's and the first block's, not hidden */
             pg->fsdp_edge_ag = pg->fsdp_ag + ring_time(l, n, embed * D(x->param_bytes), (n - 1) / n, n - 1);
             pg->fsdp_edge_rs = pg->fsdp_rs + ring_time(l, n, embed * D(x->grad_bytes), (n - 1) / n, n - 1);
@@ -1143,8 +1181,14 @@ void m4d_perf_prepare(const struct m4d_ctx *x, const mem4d_device *dev, struct m
         if (we > 0) { /* the experts' shards over their expert-data-parallel group */
             double ne = D(g.edp);
             struct m4d_link el = link_for(&pg->mc, D(x->t * x->c * x->d), D(m4d_ep_group(x)));
+            double dense = pg->fsdp_ag + pg->fsdp_rs;
             pg->fsdp_ag += ring_time(&el, ne, we * D(x->param_bytes), (ne - 1) / ne, ne - 1);
             pg->fsdp_rs += ring_time(&el, ne, we * D(x->grad_bytes), (ne - 1) / ne, ne - 1);
+            /* the hidden seconds' SMs, each group's by its share of them */
+            double all = pg->fsdp_ag + pg->fsdp_rs;
+            if (all > 0)
+                pg->fsdp_slow = (dense * pg->fsdp_slow + (all - dense) * nccl_slow_of(&pg->mc, D(x->t * x->c * x->d),
+                                                                                      D(m4d_ep_group(x)))) / all;
         }
     }
 }

@@ -819,7 +819,7 @@ struct m4d_machine {
     double kernel;       /* seconds per kernel launch / dependency */
     double host_op;      /* host seconds of one eager op issued back to back (EAGER_OP_S, lib/perf.c) */
     double sms, inv_sms; /* SMs for wave quantisation; 0: none */
-    double nccl_slow;    /* extra compute seconds per second of NCCL collective hidden behind it (NCCL_SMS) */
+    double nccl_dup;     /* 2 where NCCL's ring search duplicates a cross-node group's channels (nccl_slow_of) */
     double wave_lost;    /* share of a partial last wave's idle SM time a GEMM loses (lib/perf.c) */
     struct m4d_link intra, inter;
     /* The software stack (lib/perf.c, stack_of()). */
@@ -942,6 +942,7 @@ struct m4d_perf_group {
     struct m4d_gemm dense_mlp[2];
     double dense_act_per_b;
     double dp_reduce, dp_gather, dp_colls, opt_s; /* unhidden DP seconds, buckets, optimizer */
+    double dp_slow, fsdp_slow;                     /* extra compute seconds per hidden DP / FSDP second (nccl_slow_of) */
     double dp_serial;                              /* DP and tied-embedding seconds no overlap hides */
     double fsdp_ag, fsdp_rs;                       /* one layer's ZeRO-3 gather / reduce-scatter */
     double fsdp_edge_ag, fsdp_edge_rs;             /* FSDP_ROOT: gathers before the first forward, reduce-scatters after the last backward */
