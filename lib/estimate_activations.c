@@ -3,7 +3,6 @@
  * per micro-batch, recomputation and offloading, the micro-batches a
  * pipeline schedule keeps in flight, the loss and the first and last
  * stages' extras (doc/full-model.md, "Activations").
- * Compiled as part of estimate_full.c (which includes it), not on its own.
  * SPDX-License-Identifier: MIT
  */
 #include "estimate_full.h"
@@ -663,11 +662,10 @@ static uint64_t chunk_units(const struct m4d_ctx *x, uint64_t units, uint64_t j)
  * token ids (int64), and the larger of two transients: the loss on the last
  * stage, or one layer's backward with its recomputed group. When the first
  * stage's embedding gradient is formed (*at_embedding_grad), one in-flight
- * micro-batch has just been freed. (Inlined into its one caller, estimate_full.c's
- * pick_moment(), which compiles this file with its own.) */
-static M4D_INLINE void m4d_stage_activations(bool *ok, const struct m4d_ctx *x, struct shared *sh, uint64_t r,
-                                             uint64_t *reported_in_flight, uint64_t *peak,
-                                             uint64_t *at_embedding_grad, uint64_t *stranded)
+ * micro-batch has just been freed. */
+void m4d_stage_activations(bool *ok, const struct m4d_ctx *x, struct shared *sh, uint64_t r,
+                           uint64_t *reported_in_flight, uint64_t *peak, uint64_t *at_embedding_grad,
+                           uint64_t *stranded)
 {
     uint64_t units, each, keep, live, act, mtp_units;
     m4d_in_flight(x, r, &units, &each);

@@ -9,12 +9,6 @@
 #include <string.h>
 
 #include "estimate_full.h"
-/* One translation unit with the activations (lib/meson.build compiles
- * estimate_activations.c here, not on its own), so that the per-stage
- * m4d_stage_activations() inlines into pick_moment(): called out of line for
- * stages 0, 1 and p - 1 of every estimate a search makes, its prologue,
- * epilogue and eight arguments were 3.7% of the search's instructions. */
-#include "estimate_activations.c"
 
 /* The stage's peak is the largest of three moments: the forward/backward
  * peak, the first stage forming its embedding gradient, and the optimizer

@@ -186,8 +186,9 @@ void m4d_head_bytes(bool *ok, const struct m4d_ctx *x, uint64_t *keep, uint64_t 
 uint64_t m4d_mtp_loss_keep(bool *ok, const struct m4d_ctx *x);
 uint64_t m4d_embedding_keep(bool *ok, const struct m4d_ctx *x);
 void m4d_pp_kept_outputs(bool *ok, const struct m4d_ctx *x, uint64_t *at_loss, uint64_t *at_merge);
-/* m4d_stage_activations(): static in estimate_activations.c, which
- * estimate_full.c compiles with its own (the estimate's one caller). */
+void m4d_stage_activations(bool *ok, const struct m4d_ctx *x, struct shared *sh, uint64_t r,
+                           uint64_t *reported_in_flight, uint64_t *peak, uint64_t *at_embedding_grad,
+                           uint64_t *stranded);
 uint64_t m4d_selective_live(bool *ok, const struct m4d_ctx *x);
 
 /* --- estimate_buffers.c ---------------------------------------------------- */
