@@ -251,6 +251,16 @@ static const struct stack {
  * ncclTopoDupChannels splits it from 25 GB/s: 400 Gb/s NICs (48) split,
  * 200 Gb/s ones (24) do not. */
 #define NCCL_DUP_BW 28e9
+/* A GEMM beside a NCCL kernel on Hopper takes PERSISTENT_WAVES times as
+ * long: CUDA 12's cuBLAS picks persistent kernels there, which launch one
+ * CTA per SM and loop over tiles, so the CTAs that do not fit beside the
+ * collective's run as a second wave ("the matmuls take 2x as long to
+ * complete when they are overlapped with a NCCL kernel", FSDP training on
+ * H100, pytorch/pytorch issue 143988). While a collective of T seconds
+ * hides behind them, the GEMMs do T / PERSISTENT_WAVES seconds of their
+ * work: they cost T (1 - 1 / PERSISTENT_WAVES) more, unless the collective
+ * outlasts them (unit_time_of, FSDP). */
+#define PERSISTENT_WAVES 2.0
 
 /* The band of the measured step time around the prediction, as measured /
  * predicted: the 5th and 95th percentiles over the validation runs
@@ -262,15 +272,15 @@ static const struct stack {
  * runs of a weak-scaling series calibrated on its first run;
  * tests/test-throughput.c prints all of them). */
 #define BAND_LOW 0.901
-#define BAND_HIGH 1.263
-#define BAND_CAL_LOW 0.860
-#define BAND_CAL_HIGH 1.077
+#define BAND_HIGH 1.251
+#define BAND_CAL_LOW 0.871
+#define BAND_CAL_HIGH 1.075
 /* Between layouts of one job (the search's equivalence, m4d_speed_band_
  * relative()): the band of the runs of a weak-scaling series predicted by a
  * device calibrated on its first run, where the level common to one job's
  * layouts cancels and what remains is the model's spread within a family. */
 #define BAND_REL_LOW 0.957
-#define BAND_REL_HIGH 1.089
+#define BAND_REL_HIGH 1.104
 
 /* Seconds of one micro-batch's work on one GPU. */
 struct unit_time {
@@ -387,6 +397,7 @@ static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device
         .wave_lost = gl == 3 ? WAVE_LOST_CUDA11 : WAVE_LOST,
         .inv_sms = dv[MEM4D_DEVICE_SM_COUNT] ? 1 / D(dv[MEM4D_DEVICE_SM_COUNT]) : 0,
         .nccl_dup = inter >= NCCL_DUP_BW ? 2 : 1,
+        .persistent = hopper && gl == 1 && dv[MEM4D_DEVICE_SM_COUNT] != 0,
         .inv_hbm = hbm > 0 ? 1 / hbm : 0,
         .intra = {D(dv[MEM4D_DEVICE_INTRA_NODE_BANDWIDTH]) * ce, D(dv[MEM4D_DEVICE_INTRA_NODE_LATENCY_NS]) * 1e-9},
         .inter = {inter * ce, D(dv[MEM4D_DEVICE_INTER_NODE_LATENCY_NS]) * 1e-9},
@@ -854,12 +865,27 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
      * runs on the SMs their kernels leave it (nccl_cost). */
     if (M4D_UNLIKELY(x->zero >= 3)) {
         bool once = x->recompute == 2 && x->fw == MEM4D_FRAMEWORK_MEGATRON;
-        if (once)
-            u.layer_fsdp = MAX0(pg->fsdp_ag - fwd) + MAX0(pg->fsdp_ag + pg->fsdp_rs - fwd - bwd);
-        else
-            u.layer_fsdp = pf * MAX0(pg->fsdp_ag - fwd) + MAX0(pg->fsdp_ag + pg->fsdp_rs - bwd);
-        double comm = (once ? 1 : pf) * pg->fsdp_ag + pg->fsdp_ag + pg->fsdp_rs;
-        u.layer_fsdp += nccl_cost(comm - u.layer_fsdp, pg->fsdp_slow);
+        double ag = pg->fsdp_ag, agrs = pg->fsdp_ag + pg->fsdp_rs;
+        if (pg->mc.persistent) {
+            /* Hopper's CUDA 12 cuBLAS runs persistent GEMMs, one CTA per
+             * SM: beside the collective's CTAs the last of them wait for a
+             * second wave (PERSISTENT_WAVES), the layer's other kernels lose
+             * the SMs. A collective of T seconds beside W seconds of compute
+             * leaves it T (1 - 1 / waves) of work undone, or outlasts it. */
+            double work = pf * fwd + bwd, gemm = work > 0 ? (pf * lin + bt->lin_bwd) / work : 0;
+            double lost = gemm * (1 - 1 / PERSISTENT_WAVES) + (1 - gemm) * pg->fsdp_slow;
+            if (once)
+                u.layer_fsdp = MAX(ag - fwd, lost * ag) + MAX(agrs - fwd - bwd, lost * agrs);
+            else
+                u.layer_fsdp = pf * MAX(ag - fwd, lost * ag) + MAX(agrs - bwd, lost * agrs);
+        } else {
+            if (once)
+                u.layer_fsdp = MAX0(ag - fwd) + MAX0(agrs - fwd - bwd);
+            else
+                u.layer_fsdp = pf * MAX0(ag - fwd) + MAX0(agrs - bwd);
+            double comm = (once ? 1 : pf) * ag + agrs;
+            u.layer_fsdp += nccl_cost(comm - u.layer_fsdp, pg->fsdp_slow);
+        }
     }
     if (M4D_UNLIKELY(pg->moe.on) && pg->d_first + pg->d_mid + pg->d_last > 0) {
         /* An MoE model's dense layer: the dense MLP in place of the shared
