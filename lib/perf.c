@@ -259,7 +259,9 @@ static const struct stack {
  * H100, pytorch/pytorch issue 143988). While a collective of T seconds
  * hides behind them, the GEMMs do T / PERSISTENT_WAVES seconds of their
  * work: they cost T (1 - 1 / PERSISTENT_WAVES) more, unless the collective
- * outlasts them (unit_time_of, FSDP). */
+ * outlasts them (unit_time_of, FSDP). The grid is sized to the GPU's SMs at
+ * launch, so any SMs the collective holds make the second wave: the cost
+ * follows the collective's T (ring_time_split), not its channel count. */
 #define PERSISTENT_WAVES 2.0
 
 /* The band of the measured step time around the prediction, as measured /
@@ -272,15 +274,15 @@ static const struct stack {
  * runs of a weak-scaling series calibrated on its first run;
  * tests/test-throughput.c prints all of them). */
 #define BAND_LOW 0.901
-#define BAND_HIGH 1.251
-#define BAND_CAL_LOW 0.871
-#define BAND_CAL_HIGH 1.075
+#define BAND_HIGH 1.256
+#define BAND_CAL_LOW 0.860
+#define BAND_CAL_HIGH 1.073
 /* Between layouts of one job (the search's equivalence, m4d_speed_band_
  * relative()): the band of the runs of a weak-scaling series predicted by a
  * device calibrated on its first run, where the level common to one job's
  * layouts cancels and what remains is the model's spread within a family. */
-#define BAND_REL_LOW 0.957
-#define BAND_REL_HIGH 1.104
+#define BAND_REL_LOW 0.954
+#define BAND_REL_HIGH 1.089
 
 /* Seconds of one micro-batch's work on one GPU. */
 struct unit_time {
@@ -439,6 +441,25 @@ static double ring_time(const struct m4d_link *l, double n, double bytes, double
     if (n <= 1 || l->bw <= 0)
         return 0;
     return steps * l->lat + frac * bytes / l->bw;
+}
+
+/* A ring all-gather or reduce-scatter of `frac` of `bytes` per GPU over
+ * the n ranks of a group of `span` consecutive ranks `stride` apart
+ * (link_for), as NCCL's tuner times one (src/graph/tuning.cc,
+ * ncclTopoTuneModel: nsteps = n − 1 of which nInterSteps = nodes − 1 cross
+ * the network at its latency, the others NVLink's): a ring leaves each
+ * NVLink domain once, so across d domains of g members each it takes
+ * (n − d)·λ_intra + (d − 1)·λ_inter, not (n − 1)·λ_inter. */
+static double ring_time_split(const struct m4d_machine *mc, double span, double stride, double n, double bytes,
+                              double frac)
+{
+    struct m4d_link l = link_for(mc, span, stride);
+    if (n <= 1 || l.bw <= 0)
+        return 0;
+    if (span <= mc->domain)
+        return ring_time(&l, n, bytes, frac, n - 1);
+    double g = stride < mc->domain ? (double)(int64_t)(mc->domain / stride) : 1, d = ceil_q(n / g);
+    return (n - d) * mc->intra.lat + (d - 1) * l.lat + frac * bytes / l.bw;
 }
 
 /* Tile-slots lost to wave quantisation over `tiles` equal tiles, as
@@ -1196,20 +1217,19 @@ void m4d_perf_prepare(const struct m4d_ctx *x, const mem4d_device *dev, struct m
         struct m4d_shards g;
         m4d_shards(x, &g);
         double n = D(g.fsdp);
-        struct m4d_link link = link_for(&pg->mc, D(x->t * g.fsdp), D(x->t)), *l = &link;
-        pg->fsdp_ag = ring_time(l, n, wl * D(x->param_bytes), (n - 1) / n, n - 1);
-        pg->fsdp_rs = ring_time(l, n, wl * D(x->grad_bytes), (n - 1) / n, n - 1);
-        pg->fsdp_slow = nccl_slow_of(&pg->mc, D(x->t * g.fsdp), D(x->t));
+        double span = D(x->t * g.fsdp), frac = (n - 1) / n;
+        pg->fsdp_ag = ring_time_split(&pg->mc, span, D(x->t), n, wl * D(x->param_bytes), frac);
+        pg->fsdp_rs = ring_time_split(&pg->mc, span, D(x->t), n, wl * D(x->grad_bytes), frac);
+        pg->fsdp_slow = nccl_slow_of(&pg->mc, span, D(x->t));
         if (pg->mc.fsdp_root) { /* FSDP_ROOT: the root unit's and the first block's, not hidden */
-            pg->fsdp_edge_ag = pg->fsdp_ag + ring_time(l, n, embed * D(x->param_bytes), (n - 1) / n, n - 1);
-            pg->fsdp_edge_rs = pg->fsdp_rs + ring_time(l, n, embed * D(x->grad_bytes), (n - 1) / n, n - 1);
+            pg->fsdp_edge_ag = pg->fsdp_ag + ring_time_split(&pg->mc, span, D(x->t), n, embed * D(x->param_bytes), frac);
+            pg->fsdp_edge_rs = pg->fsdp_rs + ring_time_split(&pg->mc, span, D(x->t), n, embed * D(x->grad_bytes), frac);
         }
         if (we > 0) { /* the experts' shards over their expert-data-parallel group */
-            double ne = D(g.edp);
-            struct m4d_link el = link_for(&pg->mc, D(x->t * x->c * x->d), D(m4d_ep_group(x)));
+            double ne = D(g.edp), es = D(x->t * x->c * x->d), est = D(m4d_ep_group(x));
             double dense = pg->fsdp_ag + pg->fsdp_rs;
-            pg->fsdp_ag += ring_time(&el, ne, we * D(x->param_bytes), (ne - 1) / ne, ne - 1);
-            pg->fsdp_rs += ring_time(&el, ne, we * D(x->grad_bytes), (ne - 1) / ne, ne - 1);
+            pg->fsdp_ag += ring_time_split(&pg->mc, es, est, ne, we * D(x->param_bytes), (ne - 1) / ne);
+            pg->fsdp_rs += ring_time_split(&pg->mc, es, est, ne, we * D(x->grad_bytes), (ne - 1) / ne);
             /* the hidden seconds' SMs, each group's by its share of them */
             double all = pg->fsdp_ag + pg->fsdp_rs;
             if (all > 0)

@@ -528,6 +528,26 @@ START_TEST(persistent_gemms_lose_half_of_a_hidden_collective)
 }
 END_TEST
 
+/* FSDP's rings across nodes take the network's latency only where they
+ * leave a node (ring_time_split, lib/perf.c; NCCL's ncclTopoTuneModel):
+ * over 64 nodes of 8, 63 steps at the inter-node latency and 448 at the
+ * NVLink one, so 5 us more per NVLink step costs more than 15 us more per
+ * network step, and neither is free. */
+START_TEST(fsdp_rings_cross_the_network_once_per_node)
+{
+    mem4d_model *m = tu_model("llama3.1-8b");
+    mem4d_device *d = tu_device("h100-80");
+    mem4d_layout *l = tu_layout("world=512", "seq=8192", "mbs=1", "gbs=512", "zero_stage=3", NULL);
+    double base = predict(m, l, d, MEM4D_METRIC_DP_COMM_S);
+    double inter = with(m, l, d, "inter_node_latency_ns", "30000", MEM4D_METRIC_DP_COMM_S) - base;
+    double intra = with(m, l, d, "intra_node_latency_ns", "10000", MEM4D_METRIC_DP_COMM_S) - base;
+    ck_assert_msg(inter > 0 && intra > 1.5 * inter, "%g %g %g", base, inter, intra);
+    mem4d_layout_free(l);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
 /* The software stack: the attention kernel's generation orders the step
  * (FlashAttention-3 before cuDNN before FlashAttention-2 before softmax
  * attention on Hopper; an A100 has no FA3 and runs FA2), Ampere-generation
@@ -1009,6 +1029,7 @@ int main(void)
     tcase_add_test(tc, ring_uses_the_node_nics);
     tcase_add_test(tc, hidden_collectives_hold_nccls_channels);
     tcase_add_test(tc, persistent_gemms_lose_half_of_a_hidden_collective);
+    tcase_add_test(tc, fsdp_rings_cross_the_network_once_per_node);
     tcase_add_test(tc, software_stack);
     tcase_add_test(tc, megatron_deepspeed_tp_and_pipeline);
     tcase_add_test(tc, per_microbatch_costs);
