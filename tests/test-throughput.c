@@ -1362,20 +1362,18 @@ END_TEST
  * and mean signed error, uncalibrated, and the rank correlation of each
  * sweep of one model over >= 3 layouts on one cluster (GPU, GPU count,
  * sequence, precision). The targets are moe-modelzoo within 12% and every
- * sweep at Spearman >= 0.85; the model reaches neither (doc/perf.md,
- * "Expert layers": the small-batch runs spend 2-5 ms per expert layer and
- * micro-batch that no sourced mechanism accounts for; the host's share of
- * it, counted from the code, is about 0.1 ms), so these guard what it
- * reaches. The Qwen3-235B sweep reads +0.67: the TP 4 / EP 8, PP 32 and
- * EP 32 runs (t3-177, t3-176, t3-173) are predicted in their measured
- * order but 8% apart (1788, 1914, 1936 tokens/s against 1130, 1354, 1663),
- * and the Megatron-FSDP run (t3-175), measured with the fastest, is
- * predicted fourth (1806). What its hidden FSDP collectives cost the
- * compute (NCCL_SMS, lib/perf.c) puts it last (1665, -10.6%: the model
- * already charges it a quarter of its step in exposed FSDP gathers) and
- * the sweep at +0.46. */
+ * sweep at Spearman >= 0.85. The sweep target is met and held here: the
+ * Qwen3-235B sweep reads +0.90 since FSDP's rings pay the network's latency
+ * only where they leave a node (5a047d7), which puts the Megatron-FSDP run
+ * (t3-175, measured with the fastest) second (1941 tokens/s, +4.2%) after the
+ * EP-overlap run (t3-174, over-credited: +39.9%), and the EP 32, PP 32 and
+ * TP 4 / EP 8 runs (t3-173, t3-176, t3-177) in their measured order. The
+ * median is not met (doc/perf.md, "Expert layers": the small-batch runs
+ * spend 2-5 ms per expert layer and micro-batch that no sourced mechanism
+ * accounts for; the host's share of it, counted from the code, is about
+ * 0.1 ms), so MOE_ZOO_MEDIAN guards what it reaches. */
 #define MOE_ZOO_MEDIAN 0.17
-#define MOE_SWEEP_RHO 0.45
+#define MOE_SWEEP_RHO 0.85
 /* The TFLOP/s of a moe-modelzoo row in its own count. Megatron-LM's
  * --log-throughput counts causal attention (half of s x s) since
  * NVIDIA/Megatron-LM@8873b55d (2025-03-06, "Fixes in number of
