@@ -340,8 +340,11 @@ static M4D_NOINLINE void stage_state(bool *ok, const struct m4d_ctx *x, const me
     *np = n;
 }
 
+/* Stage r's row, its four sums (m4d_stage_sums()'s, from the allocation sum
+ * computed here) included; false when a term overflows, *sums_ok false when
+ * only a sum does. */
 static bool stage_memory(const struct m4d_ctx *x, const mem4d_device *dev, struct shared *sh, uint64_t r,
-                         uint64_t *t, struct middle *mid, struct m4d_state_cache *cache)
+                         uint64_t *t, struct middle *mid, struct m4d_state_cache *cache, bool *sums_ok)
 {
     bool ok = true;
     bool middle = r != 0 && r != x->p - 1;
@@ -378,10 +381,17 @@ static bool stage_memory(const struct m4d_ctx *x, const mem4d_device *dev, struc
     uint64_t stranded = pick_moment(&ok, x, sh, r, stepb, reload, gather, t);
     uint64_t state = add(&ok, add(&ok, t[MEM4D_TERM_WEIGHTS], t[MEM4D_TERM_GRADIENTS]), t[MEM4D_TERM_OPTIMIZER]);
     uint64_t alloc = add(&ok, add(&ok, state, t[MEM4D_TERM_ACTIVATIONS]), t[MEM4D_TERM_BUFFERS]);
-    t[MEM4D_TERM_FRAGMENTATION] = add(&ok, m4d_fragmentation(&ok, x, dev, alloc), stranded);
+    uint64_t frag = add(&ok, m4d_fragmentation(&ok, x, dev, alloc), stranded);
+    t[MEM4D_TERM_FRAGMENTATION] = frag;
     t[MEM4D_TERM_FIXED] = sh->fixed;
     t[MEM4D_TERM_PARAMS] = n.all;
     t[MEM4D_TERM_LAYERS] = l;
+    /* m4d_stage_sums() of the row: alloc is its PEAK_ALLOCATED, the five
+     * main terms summed in the same order */
+    t[MEM4D_TERM_PEAK_ALLOCATED] = alloc;
+    t[MEM4D_TERM_OVERHEAD] = add(sums_ok, add(sums_ok, t[MEM4D_TERM_BUFFERS], frag), sh->fixed);
+    t[MEM4D_TERM_PEAK_RESERVED] = add(sums_ok, alloc, frag);
+    t[MEM4D_TERM_TOTAL] = add(sums_ok, t[MEM4D_TERM_PEAK_RESERVED], sh->fixed);
     return ok;
 }
 
@@ -450,19 +460,17 @@ mem4d_status m4d_estimate_full(const struct m4d_ctx *x, const mem4d_device *dev,
     if (M4D_UNLIKELY((x->experts && (x->first_dense || x->moe_period > 1)) || x->split.nvs || x->nlt))
         peak_only = false;
     r->peak_only = peak_only;
-    /* stage_memory() writes every term of its row but the four sums,
-     * written next: no row is cleared first */
+    /* stage_memory() writes every term of its row and its four sums: no
+     * row is cleared first */
     bool sums_ok = true;
     uint64_t peak = 0;
     r->peak_stage = 0;
     for (uint64_t i = 0; ok && i < x->p; i = m4d_stage_next(peak_only, i, x->p)) {
         uint64_t *t = r->stages[i].t;
-        if (!stage_memory(x, dev, &sh, i, t, &mid, cache)) {
+        if (!stage_memory(x, dev, &sh, i, t, &mid, cache, &sums_ok)) {
             m4d_msg(r->msg, sizeof r->msg, "the estimate of stage %llu overflows 64 bits", (unsigned long long)i);
             return MEM4D_E_RANGE;
         }
-        if (M4D_UNLIKELY(!m4d_stage_sums(t)))
-            sums_ok = false;
         if (t[MEM4D_TERM_TOTAL] > peak || i == 0) /* the first stage of the largest TOTAL */
             peak = t[MEM4D_TERM_TOTAL], r->peak_stage = (uint32_t)i;
     }
