@@ -553,13 +553,16 @@ static uint64_t key_hash(const uint64_t *k, size_t n)
 }
 
 /* The activation terms kept for the groups of x's m4d_act_key(): found,
- * or a slot reset for it; NULL when they are not kept. */
+ * or a slot reset for it; NULL when they are not kept. The slot is picked
+ * by the knobs of the key that tell a search's groups apart, the key
+ * compared whole (as b_sig_of()). */
 static struct act_sig *act_sig_of(mem4d_search *s, const struct m4d_ctx *x)
 {
     uint64_t key[M4D_ACT_KEY_LEN];
     if (!m4d_act_key(x, key))
         return NULL;
-    struct act_sig *g = &s->act[key_hash(key, M4D_ACT_KEY_LEN) % ACT_SIGS];
+    const uint64_t k[] = {x->t, x->c, x->ep, x->etp, x->dispatcher, x->sp};
+    struct act_sig *g = &s->act[key_hash(k, M4D_LEN(k)) % ACT_SIGS];
     if (!g->used || memcmp(g->key, key, sizeof key) != 0) {
         memset(g, 0, sizeof *g);
         memcpy(g->key, key, sizeof key);
