@@ -1167,7 +1167,8 @@ uint64_t m4d_perf_effective(const mem4d_device *dev, mem4d_device_param key)
     return (uint64_t)(v + 0.5);
 }
 
-void m4d_perf_prepare(const struct m4d_ctx *x, const mem4d_device *dev, struct m4d_perf_group *pg)
+void m4d_perf_prepare(const struct m4d_ctx *x, const mem4d_device *dev, const struct layer_share *share,
+                      struct m4d_perf_group *pg)
 {
     pg->ok = dev->v[MEM4D_DEVICE_PEAK_FLOPS] != 0 && x->gbs != 0 && x->p != 0 && x->t != 0 && x->c != 0;
     if (!pg->ok)
@@ -1200,7 +1201,7 @@ void m4d_perf_prepare(const struct m4d_ctx *x, const mem4d_device *dev, struct m
      * embedding; with experts, wl is the dense part and we the experts'
      * (replicated over the expert-data-parallel group). */
     bool ok = true;
-    struct layer_share ls = m4d_layer_share(&ok, x);
+    struct layer_share ls = share ? *share : m4d_layer_share(&ok, x);
     double wl = x->nlt ? m4d_hybrid_mean_layer_weights(x) : ok ? D(ls.linear) + D(ls.expert) + D(ls.replicated) : 0;
     double we = 0;
     if (!x->nlt && ok && x->experts) {
@@ -1348,7 +1349,7 @@ void m4d_perf_fill(const struct m4d_ctx *x, const struct m4d_perf_group *pg, mem
 void m4d_perf(const struct m4d_ctx *x, const mem4d_device *dev, mem4d_report *r)
 {
     struct m4d_perf_group pg;
-    m4d_perf_prepare(x, dev, &pg);
+    m4d_perf_prepare(x, dev, NULL, &pg);
     m4d_perf_fill(x, &pg, r);
 }
 

@@ -953,7 +953,10 @@ struct m4d_perf_group {
     double accum_layer;                            /* gradient accumulation (and FSDP2 copy) seconds of one layer, per micro-batch */
     struct m4d_moe_group moe;                      /* the expert layer's share (lib/perf_moe.c) */
 };
-void m4d_perf_prepare(const struct m4d_ctx *x, const mem4d_device *dev, struct m4d_perf_group *pg);
+/* share: m4d_layer_share(x) when the caller holds it (a search group's state
+ * cache, computed without overflow), else NULL. */
+void m4d_perf_prepare(const struct m4d_ctx *x, const mem4d_device *dev, const struct layer_share *share,
+                      struct m4d_perf_group *pg);
 
 /* A layer pattern's step time (lib/perf_hybrid.c): what perf.c hands in for
  * one micro-batch, and the mean layer it gets back. */

@@ -666,7 +666,11 @@ static size_t pb_slot(uint64_t b)
 static M4D_INLINE void search_perf(mem4d_search *s)
 {
     if (M4D_UNLIKELY(!s->pg_ready)) {
-        m4d_perf_prepare(&s->gx, &s->dev, &s->pg);
+        /* the layer's share, which the group's state cache holds after its
+         * first estimate (b, m and the recompute mode do not change it) */
+        const uint64_t *c = s->sc.share;
+        struct layer_share share = {c[0], c[1], c[2]};
+        m4d_perf_prepare(&s->gx, &s->dev, s->sc.have_group ? &share : NULL, &s->pg);
         s->pg_ready = true;
         if (!s->pb_keyed || !m4d_perf_b_shared(&s->pg, s->pb_key)) {
             memset(s->pb, 0, sizeof s->pb);
