@@ -332,6 +332,8 @@ static double power_clock(uint64_t limit_w, uint64_t board_w)
     return y;
 }
 
+/* Of x it reads the framework and fp8 alone, which no search knob changes:
+ * a search computes it once (m4d_perf_machine(), search.c). */
 static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device *dev)
 {
     const uint64_t *dv = dev->v;
@@ -1167,13 +1169,18 @@ uint64_t m4d_perf_effective(const mem4d_device *dev, mem4d_device_param key)
     return (uint64_t)(v + 0.5);
 }
 
+struct m4d_machine m4d_perf_machine(const struct m4d_ctx *x, const mem4d_device *dev)
+{
+    return machine_of(x, dev);
+}
+
 void m4d_perf_prepare(const struct m4d_ctx *x, const mem4d_device *dev, const struct layer_share *share,
-                      struct m4d_perf_group *pg)
+                      const struct m4d_machine *mc, struct m4d_perf_group *pg)
 {
     pg->ok = dev->v[MEM4D_DEVICE_PEAK_FLOPS] != 0 && x->gbs != 0 && x->p != 0 && x->t != 0 && x->c != 0;
     if (!pg->ok)
         return;
-    pg->mc = machine_of(x, dev);
+    pg->mc = mc ? *mc : machine_of(x, dev);
     gemms_prepare(x, pg);
     attention_prepare(x, pg);
     comm_prepare(x, pg);
@@ -1349,7 +1356,7 @@ void m4d_perf_fill(const struct m4d_ctx *x, const struct m4d_perf_group *pg, mem
 void m4d_perf(const struct m4d_ctx *x, const mem4d_device *dev, mem4d_report *r)
 {
     struct m4d_perf_group pg;
-    m4d_perf_prepare(x, dev, NULL, &pg);
+    m4d_perf_prepare(x, dev, NULL, NULL, &pg);
     m4d_perf_fill(x, &pg, r);
 }
 

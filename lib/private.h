@@ -954,9 +954,12 @@ struct m4d_perf_group {
     struct m4d_moe_group moe;                      /* the expert layer's share (lib/perf_moe.c) */
 };
 /* share: m4d_layer_share(x) when the caller holds it (a search group's state
- * cache, computed without overflow), else NULL. */
+ * cache, computed without overflow), else NULL; mc: m4d_perf_machine(x, dev)
+ * when the caller holds it (a search's, which varies neither), else NULL. */
 void m4d_perf_prepare(const struct m4d_ctx *x, const mem4d_device *dev, const struct layer_share *share,
-                      struct m4d_perf_group *pg);
+                      const struct m4d_machine *mc, struct m4d_perf_group *pg);
+/* The machine of a device for x: it reads the framework and fp8 of x alone. */
+struct m4d_machine m4d_perf_machine(const struct m4d_ctx *x, const mem4d_device *dev);
 
 /* A layer pattern's step time (lib/perf_hybrid.c): what perf.c hands in for
  * one micro-batch, and the mean layer it gets back. */

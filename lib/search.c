@@ -111,6 +111,8 @@ struct mem4d_search {
     struct m4d_ctx gx; /* the current group's context, resolved once */
     struct m4d_perf_group pg; /* the step-time model's share of the group (pg_ready) */
     bool pg_ready;
+    struct m4d_machine mc; /* m4d_perf_machine() of the search's framework, fp8 and device (mc_ready) */
+    bool mc_ready;
     struct m4d_state_cache sc; /* the group's state terms (m4d_estimate_full) */
     signed char rc_ok[3];      /* the group's recompute rules per mode: 1, 0, or -1 not yet known */
     struct m4d_perf_b pb[64];  /* per-b step-time terms by pb_slot(b) (m4d_perf_fill_memo), */
@@ -670,7 +672,9 @@ static M4D_INLINE void search_perf(mem4d_search *s)
          * first estimate (b, m and the recompute mode do not change it) */
         const uint64_t *c = s->sc.share;
         struct layer_share share = {c[0], c[1], c[2]};
-        m4d_perf_prepare(&s->gx, &s->dev, s->sc.have_group ? &share : NULL, &s->pg);
+        if (M4D_UNLIKELY(!s->mc_ready)) /* no knob changes what it reads */
+            s->mc = m4d_perf_machine(&s->gx, &s->dev), s->mc_ready = true;
+        m4d_perf_prepare(&s->gx, &s->dev, s->sc.have_group ? &share : NULL, &s->mc, &s->pg);
         s->pg_ready = true;
         if (!s->pb_keyed || !m4d_perf_b_shared(&s->pg, s->pb_key)) {
             memset(s->pb, 0, sizeof s->pb);
