@@ -415,6 +415,13 @@ static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device
     return mc;
 }
 
+/* A group's members in one NVLink domain, its ranks `stride` apart: the
+ * g of link_for(), ring_time_split() and nccl_slow_of(). */
+static inline double domain_members(const struct m4d_machine *mc, double stride)
+{
+    return stride < mc->domain ? (double)(int64_t)(mc->domain / stride) : 1;
+}
+
 /* Megatron orders ranks tp-cp-dp-pp: a group whose members span `span`
  * consecutive ranks stays on NVLink when span <= the NVLink domain (a node,
  * or a whole NVL72 rack). Otherwise it crosses the network, where NCCL's
@@ -429,7 +436,7 @@ static struct m4d_link link_for(const struct m4d_machine *mc, double span, doubl
     if (span <= mc->domain)
         return mc->intra;
     struct m4d_link l = mc->inter;
-    double g = stride < mc->domain ? (double)(int64_t)(mc->domain / stride) : 1;
+    double g = domain_members(mc, stride);
     l.bw *= g;
     if (mc->intra.bw > 0 && l.bw > mc->intra.bw)
         l.bw = mc->intra.bw;
@@ -460,7 +467,7 @@ static double ring_time_split(const struct m4d_machine *mc, double span, double 
         return 0;
     if (span <= mc->domain)
         return ring_time(&l, n, bytes, frac, n - 1);
-    double g = stride < mc->domain ? (double)(int64_t)(mc->domain / stride) : 1, d = ceil_q(n / g);
+    double d = ceil_q(n / domain_members(mc, stride));
     return (n - d) * mc->intra.lat + (d - 1) * l.lat + frac * bytes / l.bw;
 }
 
@@ -808,7 +815,7 @@ static double nccl_slow_of(const struct m4d_machine *mc, double span, double str
 {
     double s = NCCL_SMS;
     if (span > mc->domain) {
-        double g = stride < mc->domain ? (double)(int64_t)(mc->domain / stride) : 1;
+        double g = domain_members(mc, stride);
         s = 2 * g * (g <= 4 ? mc->nccl_dup : 1);
     }
     return mc->sms > s ? s / (mc->sms - s) : 0;
