@@ -1928,6 +1928,16 @@ static mem4d_status judge_recipe(const char *rel, const struct recipe_hw *hw, me
     return st;
 }
 
+/* A recipe's hardware line read into *hw and the recipe judged on it into a
+ * new report *r (the caller frees it); judge_recipe()'s status. */
+static mem4d_status read_and_judge_recipe(const char *rel, struct recipe_hw *hw, mem4d_report **r, char *why,
+                                          size_t size)
+{
+    recipe_header(rel, hw);
+    ck_assert_int_eq(mem4d_report_new(r), MEM4D_OK);
+    return judge_recipe(rel, hw, *r, why, size);
+}
+
 static void print_recipe_row(const char *name, const struct recipe_hw *hw, const mem4d_report *r, const char *verdict)
 {
     double gib = 1024.0 * 1024.0 * 1024.0;
@@ -1970,10 +1980,8 @@ START_TEST(published_recipes_fit_their_hardware)
         char rel[200], why[4096];
         snprintf(rel, sizeof rel, "published/%.150s", names[i]);
         struct recipe_hw hw;
-        recipe_header(rel, &hw);
         mem4d_report *r = NULL;
-        ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
-        mem4d_status st = judge_recipe(rel, &hw, r, why, sizeof why);
+        mem4d_status st = read_and_judge_recipe(rel, &hw, &r, why, sizeof why);
         ck_assert_msg(st == MEM4D_OK && strchr(why, '|') == NULL, "%s: %s", names[i], why);
         mem4d_verdict v = mem4d_report_verdict(r);
         print_recipe_row(names[i], &hw, r, mem4d_verdict_name(v));
@@ -2168,10 +2176,8 @@ START_TEST(recipes_as_written_on_their_hardware)
                 listed++;
             }
         struct recipe_hw hw;
-        recipe_header(rel, &hw);
         mem4d_report *r = NULL;
-        ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
-        mem4d_status st = judge_recipe(rel, &hw, r, why, sizeof why);
+        mem4d_status st = read_and_judge_recipe(rel, &hw, &r, why, sizeof why);
         if (st == MEM4D_E_NO_JSON) {
             mem4d_report_free(r);
             free(names[i]);
@@ -2245,10 +2251,8 @@ START_TEST(recipes_of_2025_2026_models)
         char rel[200], why[4096];
         snprintf(rel, sizeof rel, "recipes/%s.args", recipes_2025[i].name);
         struct recipe_hw hw;
-        recipe_header(rel, &hw);
         mem4d_report *r = NULL;
-        ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
-        mem4d_status st = judge_recipe(rel, &hw, r, why, sizeof why);
+        mem4d_status st = read_and_judge_recipe(rel, &hw, &r, why, sizeof why);
         if (st == MEM4D_E_NO_JSON) {
             mem4d_report_free(r);
             continue;
