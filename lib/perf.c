@@ -313,18 +313,20 @@ static double ppm(uint64_t v) { return D(v) * 1e-6; }
  * error (no libm, no integer division in the per-layout path). */
 static inline double ceil_q(double q) { return (double)(int64_t)(q + 0.999999); }
 
-/* The sustained clock under a power limit below the board power: dynamic
- * power is C V^2 f and the voltage tracks the clock across the DVFS range,
- * so power goes as f^3 and the clock as the cube root of the power ratio
- * (doc/perf.md, "Power limit"; NVIDIA's data sheets agree within 2%: the
- * H100 NVL at 400 W peaks at 835.5 TFLOP/s, 0.844 of the 700 W SXM5's
- * 989.4, against (400/700)^(1/3) = 0.830). Newton's iteration from 1, no
- * libm; the ratio is clamped to [1/64, 1]. */
+/* The sustained clock under a power limit below the board power. Of the
+ * board's power a share does not follow the SM clock: what an H100 or H200
+ * SXM draws idle at P0 (67-71 W of 700 W on H100 80GB HBM3, 73-76 W on
+ * H200, nvidia-smi; IDLE_SHARE), the HBM, the board and the leakage. The
+ * rest is dynamic, C V^2 f, and the voltage tracks the clock across the
+ * DVFS range, so it goes as f^3 and the clock as the cube root of the
+ * dynamic power's ratio (doc/perf.md, "Power limit"). Newton's iteration
+ * from 1, no libm; the ratio is clamped to [1/64, 1]. */
+#define IDLE_SHARE 0.1
 static double power_clock(uint64_t limit_w, uint64_t board_w)
 {
     if (limit_w == 0 || board_w == 0 || limit_w >= board_w)
         return 1;
-    double r = D(limit_w) / D(board_w), y = 1;
+    double idle = IDLE_SHARE * D(board_w), r = (D(limit_w) - idle) / (D(board_w) - idle), y = 1;
     if (r < 1.0 / 64)
         r = 1.0 / 64;
     for (int i = 0; i < 12; i++)

@@ -1278,8 +1278,9 @@ typedef enum mem4d_device_param {
     /** "power_limit_w": the power limit in watts the hosts run their GPUs at
      * (nvidia-smi -pl). Below board_power_w the sustained clock, and with it
      * every compute rate (GEMMs, attention), falls as the cube root of the
-     * power ratio; memory-bound work keeps its rate (doc/perf.md, "Power
-     * limit"). 0 (default): the board power. @since 0.2 */
+     * ratio of the power above the board's idle share (a tenth of it);
+     * memory-bound work keeps its rate (doc/perf.md, "Power limit").
+     * 0 (default): the board power. @since 0.2 */
     MEM4D_DEVICE_POWER_LIMIT_W = 34,
     /** "hbm_efficiency_ppm": share of hbm_bandwidth that memory-bound kernels
      * (element-wise work, norms, casts, cross entropy, the optimizer step,

@@ -713,8 +713,9 @@ pub const MEM4D_DEVICE_SPEED_BAND_HIGH_PPM: mem4d_device_param = 32;
 /// its rated TDP; the presets set it (doc/presets.md). 0: unknown, and power_limit_w has no effect. @since 0.2
 pub const MEM4D_DEVICE_BOARD_POWER_W: mem4d_device_param = 33;
 /// "power_limit_w": the power limit in watts the hosts run their GPUs at (nvidia-smi -pl). Below board_power_w the
-/// sustained clock, and with it every compute rate (GEMMs, attention), falls as the cube root of the power ratio;
-/// memory-bound work keeps its rate (doc/perf.md, "Power limit"). 0 (default): the board power. @since 0.2
+/// sustained clock, and with it every compute rate (GEMMs, attention), falls as the cube root of the ratio of the power
+/// above the board's idle share (a tenth of it); memory-bound work keeps its rate (doc/perf.md, "Power limit"). 0
+/// (default): the board power. @since 0.2
 pub const MEM4D_DEVICE_POWER_LIMIT_W: mem4d_device_param = 34;
 /// "hbm_efficiency_ppm": share of hbm_bandwidth that memory-bound kernels (element-wise work, norms, casts, cross
 /// entropy, the optimizer step, gradient accumulation, a GEMM's memory floor) reach: a streaming kernel's measured
