@@ -623,6 +623,11 @@ static mem4d_status apply_moe_dispatch(mem4d_import *imp, const struct m4d_opt_v
     if (m->v[MEM4D_MODEL_NUM_EXPERTS])
         TRY(SET_L(l, MEM4D_LAYOUT_MOE_GROUPED_GEMM, GIVEN(MF_GROUPED_GEMM), "--moe-grouped-gemm"));
     TRY(SET_L(l, MEM4D_LAYOUT_MOE_SHARED_EXPERT_OVERLAP, GIVEN(MF_SHARED_OVERLAP), "--moe-shared-expert-overlap"));
+    /* --moe-router-force-load-balancing routes each token to random experts
+     * (moe_utils.py, apply_random_logits): balanced, 10^6; without it the
+     * learned router's imbalance is derived (0; step time only) */
+    if (GIVEN(MF_FORCE_BALANCE))
+        TRY(SET_L(l, MEM4D_LAYOUT_MOE_IMBALANCE_PPM, 1000000, "--moe-router-force-load-balancing"));
     /* --reuse-grad-buf-for-mxfp8-param-ag: the MXFP8 parameters' all-gather
      * runs in the gradient buffer (param_and_grad_buffer.py), so fp8
      * parameters keep no other buffer: what --fp8-param-gather models. */

@@ -457,6 +457,11 @@ static mem4d_status check_moe_dispatch(const struct m4d_ctx *x, char *why, size_
         m4d_msg(why, n, "moe_pad_to_capacity does not work with the DeepEP dispatcher (Megatron-Core refuses it)");
         return MEM4D_E_CONFLICT;
     }
+    if (x->imbalance_ppm && x->imbalance_ppm < 1000000) {
+        m4d_msg(why, n, "moe_imbalance_ppm %llu is below 1000000 (the busiest rank's rows over the mean; 0 derives "
+                "it)", U(x->imbalance_ppm));
+        return MEM4D_E_RANGE;
+    }
     if (x->dispatcher_sms % 2) {
         m4d_msg(why, n, "moe_dispatcher_sms %llu must be even (DeepEP pairs them into channels)",
                 U(x->dispatcher_sms));

@@ -240,7 +240,7 @@ const struct m4d_param_desc m4d_layout_params[] = {
         MEGATRON_ONLY, PAPER_DEFAULT(0)),
     [MEM4D_LAYOUT_WGRAD_DEFERRAL_LIMIT] = NUM_ROW("wgrad_deferral_limit", NULL, NULL, 0, 1u << 24, 0, MEGATRON_ONLY),
     [MEM4D_LAYOUT_ALLGATHER_GROUPS] = BOOL_ROW("allgather_groups", "create_all_gather_group", NULL, 0, MEGATRON_ONLY, EXPERIMENTAL),
-    [MEM4D_LAYOUT_MOE_IMBALANCE_PPM] = NUM_ROW("moe_imbalance_ppm", NULL, NULL, 1000000, 64000000, 1000000),
+    [MEM4D_LAYOUT_MOE_IMBALANCE_PPM] = NUM_ROW("moe_imbalance_ppm", NULL, NULL, 0, 64000000, 0),
     [MEM4D_LAYOUT_MOE_GROUPED_GEMM] = BOOL_ROW("moe_grouped_gemm", NULL, NULL, 1),
     [MEM4D_LAYOUT_MOE_SHARED_EXPERT_OVERLAP] = BOOL_ROW("moe_shared_expert_overlap", NULL, NULL, 0, MEGATRON_ONLY,
         PAPER_DEFAULT(0)),

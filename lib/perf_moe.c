@@ -118,6 +118,83 @@
 
 static inline double D(uint64_t v) { return (double)(int64_t)v; }
 
+/* A learned router's expert loads under an auxiliary balancing loss, their
+ * relative standard deviation about the mean: Wang et al., "Auxiliary-Loss-
+ * Free Load Balancing Strategy for Mixture-of-Experts" (arXiv 2408.15664,
+ * Table 2) measure MaxVio_global = (max_i Load_i - mean)/mean = 0.52 over
+ * the validation set for their 3B DeepSeekMoE model (64 routed experts)
+ * trained with the auxiliary loss at alpha = 0.001 (0.72 for the 1B); with
+ * loads spread normally about the mean that maximum is sigma times
+ * E[max of 64 standard normals] = 2.3437 (NORMAL_MAX below). */
+#define ROUTER_LOAD_MAXVIO 0.52
+#define ROUTER_LOAD_SD (ROUTER_LOAD_MAXVIO / 2.3437)
+
+/* E[max of n independent standard normal draws], the integral of
+ * x n phi(x) Phi(x)^(n-1) over x (Simpson's rule on [-12, 12]; the
+ * classical tables, e.g. Harter 1961, agree to 4 digits), two points an
+ * octave; linear in n between them, within 1.3% (at n = 5). */
+static const double NORMAL_MAX[][2] = {
+    {1, 0},         {2, 0.5642},    {3, 0.8463},    {4, 1.0294},    {6, 1.2672},    {8, 1.4236},
+    {12, 1.6292},   {16, 1.7660},   {24, 1.9477},   {32, 2.0697},   {48, 2.2331},   {64, 2.3437},
+    {96, 2.4930},   {128, 2.5946},  {192, 2.7325},  {256, 2.8269},  {384, 2.9555},  {512, 3.0439},
+    {768, 3.1648},  {1024, 3.2482}, {1536, 3.3627}, {2048, 3.4418}, {3072, 3.5506}, {4096, 3.6261},
+};
+
+static double normal_max(double n)
+{
+    size_t last = sizeof NORMAL_MAX / sizeof NORMAL_MAX[0] - 1;
+    if (n >= NORMAL_MAX[last][0])
+        return NORMAL_MAX[last][1];
+    size_t i = 1;
+    while (NORMAL_MAX[i][0] < n)
+        i++;
+    const double *a = NORMAL_MAX[i - 1], *b = NORMAL_MAX[i];
+    return n <= a[0] ? a[1] : a[1] + (b[1] - a[1]) * (n - a[0]) / (b[0] - a[0]);
+}
+
+/* Square root by Newton's iteration (no libm on the per-layout path). */
+static double root(double v)
+{
+    if (v <= 0)
+        return 0;
+    double y = v > 1 ? 0.5 * v + 0.5 : 1;
+    for (int i = 0; i < 64; i++) {
+        double z = 0.5 * (y + v / y);
+        if (z >= y)
+            break;
+        y = z;
+    }
+    return y;
+}
+
+/* The busiest EP rank's expert rows over the mean (doc/perf.md, "Token
+ * imbalance"): ι as the layout gives it (moe_imbalance_ppm; 10^6 is
+ * balanced routing, --moe-router-force-load-balancing), else derived for
+ * dropless routing with a learned router. A rank's load is the sum over
+ * its E_l = E/ep experts; each expert's share deviates by ROUTER_LOAD_SD
+ * (systematic: the router's preferences) plus the sampling of `rows`
+ * routed copies (binomial, 1 - k/E); the ep ranks' loads sum to the whole
+ * (the factor (1 - 1/ep) E/(E - 1)), and every rank waits for the busiest
+ * at the combine: the expected maximum of ep draws, E[max] = 1 +
+ * normal_max(ep) · cv. More local experts average a rank's load out; more
+ * ranks draw a larger maximum. A capacity factor caps the load: dropping
+ * at the capacity, at most max(factor, 1) of the mean; padded to it,
+ * exactly the capacity (already in m4d_routed_ppm): 1. */
+static double imbalance(const struct m4d_ctx *x, double rows)
+{
+    if (x->cap_ppm && x->cap_pad)
+        return 1;
+    double imb = 1;
+    if (x->imbalance_ppm) {
+        imb = D(x->imbalance_ppm) * 1e-6;
+    } else if (x->ep > 1 && x->experts > 1 && rows > 0) {
+        double ep = D(x->ep), E = D(x->experts), k = D(x->topk);
+        double var = (1 - 1 / ep) * E / (E - 1) * (ROUTER_LOAD_SD * ROUTER_LOAD_SD * ep / E + (1 - k / E) / rows);
+        imb = 1 + normal_max(ep) * root(var);
+    }
+    return x->cap_ppm ? MIN(imb, MAX(D(x->cap_ppm) * 1e-6, 1)) : imb;
+}
+
 /* Probability that none of a token's k experts (drawn without repetition
  * from E) is among the `held` experts of a rank or a node. */
 static double miss(double E, double held, double k)
@@ -213,9 +290,11 @@ void m4d_moe_prepare(const struct m4d_ctx *x, const mem4d_device *dev, const str
         return;
     double tsp = x->sp && x->t > 1 ? D(x->t) : 1, etp = D(x->etp), h = D(x->h);
     double E = D(x->experts), El = E / D(x->ep), fe = D(x->fe ? x->fe : x->f) / etp;
-    double imb = x->imbalance_ppm ? D(x->imbalance_ppm) * 1e-6 : 1;
     double rho = D(m4d_routed_ppm(x)) * 1e-6;
     double tok = D(x->s) / (D(x->c) * tsp); /* tokens a rank routes per sample */
+    /* the sampling term counts one sample's copies a rank receives: a
+     * group is prepared once for every micro-batch size */
+    double imb = imbalance(x, tok * D(x->topk) * etp);
     g->experts_local = El;
     /* rows the busiest rank's experts compute per sample: its share of the
      * group's routed copies, gathered over etp */
@@ -301,21 +380,6 @@ void m4d_moe_prepare(const struct m4d_ctx *x, const mem4d_device *dev, const str
     /* an expert layer without a shared expert runs only attention's TP
      * collectives: its tokens reach the experts through the dispatcher */
     g->tp_share = x->fs ? 1 : 0.5;
-}
-
-/* Square root by Newton's iteration (no libm on the per-layout path). */
-static double root(double v)
-{
-    if (v <= 0)
-        return 0;
-    double y = v > 1 ? 0.5 * v + 0.5 : 1;
-    for (int i = 0; i < 64; i++) {
-        double z = 0.5 * (y + v / y);
-        if (z >= y)
-            break;
-        y = z;
-    }
-    return y;
 }
 
 /* `n` GEMMs of m x n_ x k on `streams` concurrent streams, their m rows

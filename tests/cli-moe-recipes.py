@@ -63,6 +63,9 @@ for recipe, config, gpus, vocab, gbs, extra in CASES:
     check(report["speed"]["expert_compute_s"] > 0 and report["speed"]["router_permute_s"] > 0,
           f"{recipe}: no expert compute in the step breakdown")
     sets = []
+    # the recipe's routing: forced balance, or the learned router's derived imbalance
+    if "--moe-router-force-load-balancing" in recipe_args(recipe):
+        sets += ["--set", "moe_imbalance_ppm=1000000"]
     for kv in OVERLAPS + extra:
         sets += ["--set", kv]
     p = run("plan", "--hf-config", os.path.join(DATA, "hf", "recent", config), "--gpu", "h100-80",

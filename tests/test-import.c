@@ -812,6 +812,12 @@ START_TEST(moe_token_dispatchers)
     ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_MOE_EP_OVERLAP), 1);
     ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_DELAY_WGRAD), 1);
     ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_MOE_PAD_MULTIPLE), 16);
+    /* dropless routing with the learned router: the imbalance derived (0);
+     * forced balance: 10^6 */
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_MOE_IMBALANCE_PPM), 0);
+    const char *forced[] = {"--expert-model-parallel-size", "8", "--moe-router-force-load-balancing", NULL};
+    ck_assert_int_eq(run_argv(&fx, forced, 8), MEM4D_OK);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_MOE_IMBALANCE_PPM), 1000000);
     const char *offload[] = {"--expert-model-parallel-size", "8", "--fine-grained-activation-offloading",
                              "--offload-modules", "core_attn", "attn_proj", "expert_fc1", "--activation-offload-fraction",
                              "0.5", "--min-offloaded-tensor-size", "1048576", NULL};

@@ -250,9 +250,44 @@ END_TEST
 START_TEST(imbalance)
 {
     mem4d_model *m = qwen3("8");
-    double even = predict(m, EXPERTS, "world=64", "ep=8", JOB, NULL);
+    double even = predict(m, EXPERTS, "world=64", "ep=8", "moe_imbalance_ppm=1000000", JOB, NULL);
     double skew = predict(m, EXPERTS, "world=64", "ep=8", "moe_imbalance_ppm=1500000", JOB, NULL);
     ck_assert_msg(skew > 1.35 * even && skew < 1.65 * even, "%g %g", skew, even);
+    mem4d_model_free(m);
+}
+END_TEST
+
+/* Dropless routing with a learned router (moe_imbalance_ppm 0): the busiest
+ * of ep ranks, each the sum of E/ep experts' loads. Qwen3-235B's 128
+ * experts: EP 8 (16 a rank) about 1.08 of balanced, EP 32 (4 a rank) about
+ * 1.22; one rank holds every expert at EP 1; a capacity factor caps it. */
+START_TEST(derived_imbalance)
+{
+    mem4d_model *m = qwen3("8");
+    double r[2];
+    const char *eps[2] = {"ep=8", "ep=32"};
+    for (int i = 0; i < 2; i++) {
+        double even = predict(m, EXPERTS, "world=64", eps[i], "moe_imbalance_ppm=1000000", JOB, NULL);
+        r[i] = predict(m, EXPERTS, "world=64", eps[i], JOB, NULL) / even;
+    }
+    ck_assert_msg(r[0] > 1.04 && r[0] < 1.12, "%g", r[0]);
+    ck_assert_msg(r[1] > 1.15 && r[1] < 1.30, "%g", r[1]);
+    ck_assert(predict(m, EXPERTS, "world=64", "ep=1", JOB, NULL) ==
+              predict(m, EXPERTS, "world=64", "ep=1", "moe_imbalance_ppm=1000000", JOB, NULL));
+    /* dropping at the capacity: at most max(factor, 1) of the mean */
+    ck_assert(predict(m, EXPERTS, "world=64", "ep=32", "moe_capacity_factor_ppm=1000000", JOB, NULL) ==
+              predict(m, EXPERTS, "world=64", "ep=32", "moe_capacity_factor_ppm=1000000",
+                      "moe_imbalance_ppm=1000000", JOB, NULL));
+    ck_assert(predict(m, EXPERTS, "world=64", "ep=8", "moe_capacity_factor_ppm=1200000",
+                      "moe_imbalance_ppm=1500000", JOB, NULL) ==
+              predict(m, EXPERTS, "world=64", "ep=8", "moe_capacity_factor_ppm=1200000",
+                      "moe_imbalance_ppm=1200000", JOB, NULL));
+    /* below the mean is no load a rank can have */
+    char why[256];
+    mem4d_layout *l = tu_layout("world=64", "ep=8", "moe_imbalance_ppm=500000", JOB, NULL);
+    ck_assert_int_eq(mem4d_validate(m, l, why, sizeof why), MEM4D_E_RANGE);
+    ck_assert_msg(strstr(why, "moe_imbalance_ppm") != NULL, "%s", why);
+    mem4d_layout_free(l);
     mem4d_model_free(m);
 }
 END_TEST
@@ -312,6 +347,7 @@ int main(void)
     tcase_add_test(tc, ep_overlap);
     tcase_add_test(tc, small_experts);
     tcase_add_test(tc, imbalance);
+    tcase_add_test(tc, derived_imbalance);
     tcase_add_test(tc, host_bound);
     tcase_add_test(tc, shared_expert_overlap);
     tcase_add_test(tc, search_over_experts);

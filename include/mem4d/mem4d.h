@@ -874,11 +874,13 @@ typedef enum mem4d_layout_param {
      * communicator's buffers in FIXED. Default 0. @since 0.2 */
     MEM4D_LAYOUT_ALLGATHER_GROUPS = 77,
     /** "moe_imbalance_ppm": the expert rows the busiest expert-parallel rank receives over the mean,
-     * millionths (1000000: balanced, what --moe-router-force-load-balancing gives). Dropless routing
-     * with a learned router loads some ranks more; every rank waits for the busiest at the combine, so
-     * its expert GEMMs and the bytes it receives set the step (doc/perf.md, "Expert layers"). Set it
-     * from the router's measured loads; `mem4d calibrate` leaves it as set. Default 1000000.
-     * @since 0.2 */
+     * millionths, 1000000 or more (1000000: balanced, what --moe-router-force-load-balancing gives,
+     * which the Megatron-LM reader sets). Dropless routing with a learned router loads some ranks more;
+     * every rank waits for the busiest at the combine, so its expert GEMMs and the bytes it receives set
+     * the step. 0 derives it for dropless routing from a published per-expert load spread of an
+     * auxiliary-loss router, the experts per rank and ep (doc/perf.md, "Token imbalance"); a capacity
+     * factor caps either. Set it from the router's measured loads; the step time uses the derived
+     * figure, memory only a value set. `mem4d calibrate` leaves it as set. Default 0. @since 0.2 */
     MEM4D_LAYOUT_MOE_IMBALANCE_PPM = 78,
     /** "moe_grouped_gemm": 1 for --moe-grouped-gemm (Transformer Engine's GroupedLinear: the local
      * experts' GEMMs run 4 at a time on its compute streams), 0 for Megatron-Core's SequentialMLP (one
