@@ -264,6 +264,15 @@ static const struct stack {
  * follows the collective's T (ring_time_split), not its channel count. */
 #define PERSISTENT_WAVES 2.0
 
+/* What one second of a collective (or DeepEP's kernels) hidden beside
+ * compute costs that compute: its GEMMs (the share `gemm` of it) the
+ * persistent second wave where the library runs persistent kernels, the
+ * rest the SMs the collective holds (`slow` extra seconds per second). */
+static inline double beside_cost(const struct m4d_machine *mc, double gemm, double slow)
+{
+    return mc->persistent ? gemm * (1 - 1 / PERSISTENT_WAVES) + (1 - gemm) * slow : slow;
+}
+
 /* The band of the measured step time around the prediction, as measured /
  * predicted: the 5th and 95th percentiles over the validation runs
  * (tests/data/throughput/throughput.csv, every row the model expresses;
@@ -879,7 +888,12 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
     u.layer_cp = cp_time(x, pg, b, af, ab, pf) * ho.attn_share;
     if (M4D_UNLIKELY(pg->moe.on)) { /* an expert layer's TP collectives, its dispatch and combine */
         u.layer_tp *= pg->moe.tp_share;
-        u.layer_ep = m4d_moe_exposed(x, &pg->moe, &mt, u.layer_fwd, u.layer_bwd, mlp, pf) * ho.moe_share;
+        /* the GEMMs' share of the layer's compute, which the overlapped
+         * dispatch and combine run beside */
+        double egemm = mt.expert_fwd + mt.expert_bwd - 3 * mt.act, work = u.layer_fwd + u.layer_bwd;
+        double gshare = work > 0 ? (lin + bt->lin_bwd + egemm) / work : 0;
+        double lost = beside_cost(&pg->mc, gshare, 1 / pg->moe.sm_keep - 1);
+        u.layer_ep = m4d_moe_exposed(x, &mt, u.layer_fwd, u.layer_bwd, mlp, pf, lost) * ho.moe_share;
         /* the GPU waiting for the host (lib/perf_moe.c), counted with the router's launches */
         double host = m4d_moe_host(x, &pg->moe, u.layer_fwd, u.layer_bwd, u.layer_ep + u.layer_tp, pf) * ho.moe_share;
         u.layer_compute += host;
@@ -905,7 +919,7 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
              * the SMs. A collective of T seconds beside W seconds of compute
              * leaves it T (1 - 1 / waves) of work undone, or outlasts it. */
             double work = pf * fwd + bwd, gemm = work > 0 ? (pf * lin + bt->lin_bwd) / work : 0;
-            double lost = gemm * (1 - 1 / PERSISTENT_WAVES) + (1 - gemm) * pg->fsdp_slow;
+            double lost = beside_cost(&pg->mc, gemm, pg->fsdp_slow);
             if (once)
                 u.layer_fsdp = MAX(ag - fwd, lost * ag) + MAX(agrs - fwd - bwd, lost * agrs);
             else

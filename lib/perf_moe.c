@@ -429,8 +429,8 @@ void m4d_moe_time(const struct m4d_machine *mc, const struct m4d_moe_group *g, d
     t->comm = g->comm_lat + b * g->comm_per_b;
 }
 
-double m4d_moe_exposed(const struct m4d_ctx *x, const struct m4d_moe_group *g, const struct m4d_moe_time *t,
-                       double fwd, double bwd, double shared_fwd, double passes_fwd)
+double m4d_moe_exposed(const struct m4d_ctx *x, const struct m4d_moe_time *t,
+                       double fwd, double bwd, double shared_fwd, double passes_fwd, double lost)
 {
     double c = t->comm, recompute = (passes_fwd - 1) * 2 * c;
     if (x->recompute == 1 && (x->rc_modules & M4D_RC_MOE))
@@ -459,9 +459,11 @@ double m4d_moe_exposed(const struct m4d_ctx *x, const struct m4d_moe_group *g, c
     double dw = x->delay_wgrad ? t->wgrad : 0, mlp_b = t->expert_bwd - dw, mlp_f = t->expert_fwd;
     double mid = MAX(MAX(c, mlp_b) + c, MAX(mlp_b + dw, c) + mlp_f) - (mlp_b + dw + mlp_f);
     double exposed = MAX0(c - attn_f) + mid + MAX0(c - attn_b);
-    /* DeepEP's and HybridEP's SMs are taken from the compute they run beside */
+    /* what the hidden dispatch and combine cost the compute they run
+     * beside (`lost` a second: DeepEP's and HybridEP's SMs taken from it,
+     * and a persistent GEMM's second wave, lib/perf.c beside_cost) */
     double hidden = 4 * c - exposed;
-    double paired = exposed + hidden * (1 / g->sm_keep - 1);
+    double paired = exposed + hidden * lost;
     /* Only the steady state pairs a forward with a backward: the warm-up's
      * forwards and the cool-down's backwards run alone, their dispatch and
      * combine exposed. Megatron-Core's interleaved schedule

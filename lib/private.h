@@ -887,8 +887,8 @@ void m4d_moe_time(const struct m4d_machine *mc, const struct m4d_moe_group *g, d
 /* Exposed dispatch and combine seconds of one expert layer and micro-batch,
  * beside the layer's forward and backward compute (the EP overlap) or its
  * shared expert's forward (shared_fwd: the shared-expert overlap). */
-double m4d_moe_exposed(const struct m4d_ctx *x, const struct m4d_moe_group *g, const struct m4d_moe_time *t,
-                       double fwd, double bwd, double shared_fwd, double passes_fwd);
+double m4d_moe_exposed(const struct m4d_ctx *x, const struct m4d_moe_time *t,
+                       double fwd, double bwd, double shared_fwd, double passes_fwd, double lost);
 /* Seconds one expert layer and micro-batch waits for the host: the launches
  * the GPU outruns after the dispatcher's device-to-host synchronisations,
  * and a forward or backward whose host work outlasts its GPU work (fwd,
