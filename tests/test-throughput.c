@@ -780,6 +780,39 @@ static void plan_order(const struct row *rows, const size_t *idx, const double *
     }
 }
 
+/* The pairs of a sweep's k runs (idx[] into rows) whose predicted order is
+ * the reverse of the measured one, the three farthest apart (measured gap
+ * plus predicted gap): what costs the Spearman most, and where a missing
+ * mechanism shows first. */
+static void misordered_pairs(const struct row *rows, const size_t *idx, size_t k)
+{
+    size_t worst[3][2] = {{0}};
+    double gap[3] = {0, 0, 0};
+    size_t n = 0;
+    for (size_t a = 0; a < k; a++)
+        for (size_t b = a + 1; b < k; b++) {
+            const struct row *x = &rows[idx[a]], *y = &rows[idx[b]];
+            double dm = x->meas / y->meas - 1, dp = x->pred / y->pred - 1;
+            if (dm * dp >= 0)
+                continue;
+            n++;
+            double g = fabs(dm) + fabs(dp);
+            for (int q = 0; q < 3; q++)
+                if (g > gap[q]) {
+                    for (int r = 2; r > q; r--)
+                        gap[r] = gap[r - 1], worst[r][0] = worst[r - 1][0], worst[r][1] = worst[r - 1][1];
+                    gap[q] = g, worst[q][0] = idx[a], worst[q][1] = idx[b];
+                    break;
+                }
+        }
+    printf("    %zu of %zu pairs misordered%s\n", n, k * (k - 1) / 2, n ? "; the farthest apart:" : "");
+    for (int q = 0; q < 3 && q < (int)n; q++) {
+        const struct row *x = &rows[worst[q][0]], *y = &rows[worst[q][1]];
+        printf("      %s %s vs %s %s: measured %+.1f%%, predicted %+.1f%%\n", x->id, x->layout, y->id, y->layout,
+               100 * (x->meas / y->meas - 1), 100 * (x->pred / y->pred - 1));
+    }
+}
+
 static double sweeps(const struct row *rows, size_t n, size_t *judged, size_t *outside)
 {
     bool done[MAX_ROWS] = {false};
@@ -822,6 +855,7 @@ static double sweeps(const struct row *rows, size_t n, size_t *judged, size_t *o
                rows[fm].id, rows[fm].layout, rows[fm].meas, rows[fm].pred, rows[fp].id, rows[fp].layout, rows[fp].pred,
                rows[fp].pred / rows[fp].band[1], rows[fp].pred / rows[fp].band[0],
                inside ? "inside its band" : "OUTSIDE its band");
+        misordered_pairs(rows, idx, k);
         if (layouts >= 5) {
             ++*judged;
             *outside += !inside;
@@ -1504,11 +1538,15 @@ START_TEST(sweeps_keep_their_order)
     static struct row rows[MAX_ROWS];
     size_t n = load(rows, sweeps_path), judged, outside;
     ck_assert_uint_gt(n, 0);
-    printf("%-7s %-26s %-28s %6s %10s %10s %8s\n", "id", "sweep", "layout", "gbs", "measured", "predicted", "error");
+    printf("%-7s %-26s %-28s %6s %10s %10s %8s  step: compute tp cp dp pp bubble optimizer (%%)\n", "id", "sweep",
+           "layout", "gbs", "measured", "predicted", "error");
     for (size_t i = 0; i < n; i++) {
         uint64_t gbs = lget(rows[i].l, MEM4D_LAYOUT_GLOBAL_BATCH);
-        printf("%-7s %-26.26s %-28s %6llu %10.1f %10.1f %+7.1f%%\n", rows[i].id, rows[i].model, rows[i].layout,
+        printf("%-7s %-26.26s %-28s %6llu %10.1f %10.1f %+7.1f%% ", rows[i].id, rows[i].model, rows[i].layout,
                (unsigned long long)gbs, rows[i].meas, rows[i].pred, 100 * rows[i].err);
+        for (int k = 0; k < 7; k++)
+            printf(" %3.0f", 100 * rows[i].share[k]);
+        printf("\n");
     }
     size_t m = 0, judged_nt, outside_nt; /* nanotron's rows last */
     for (size_t i = 0; i < n; i++)
