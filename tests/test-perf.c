@@ -746,6 +746,37 @@ START_TEST(power_limit_and_op_recompute)
 }
 END_TEST
 
+/* The power law against a measured clock sweep of LLM training layers:
+ * Perseus (SOSP'24) published each forward and backward's time and energy
+ * on an A100 80GB SXM at every locked clock (ml-energy/zeus@38cb3f90,
+ * sosp24_data/emulation/stage_profile/gpt3-175b+a100_sxm_bf16.csv and
+ * bloom+a100_sxm_bf16.csv): at 5/7 of the power they draw at the top clock
+ * (475-482 W) GPT-3 175B's layers run at 0.889 (forward) and 0.898
+ * (backward) of their top speed, BLOOM's at 0.912 and 0.909. The model's
+ * compute of a GPT-3 175B layer on that board, capped at 5/7 of it, lies
+ * within 2% of that range. */
+START_TEST(power_limit_matches_a_measured_clock_sweep)
+{
+    mem4d_model *m = NULL;
+    ck_assert_int_eq(mem4d_model_new(&m), MEM4D_OK);
+    static const char *const dims[][2] = {
+        {"hidden_size", "12288"},     {"num_layers", "4"},   {"num_attention_heads", "96"}, {"vocab_size", "50257"},
+        {"ffn_hidden_size", "49152"}, {"gated_mlp", "0"},    {"normalization", "layernorm"},
+    };
+    for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++)
+        ck_assert_int_eq(mem4d_model_set_str(m, dims[i][0], dims[i][1]), MEM4D_OK);
+    mem4d_device *d = tu_device("a100-80");
+    ck_assert_int_eq(mem4d_device_set_str(d, "board_power_w", "475"), MEM4D_OK);
+    mem4d_layout *l = tu_layout("world=1", "seq=2048", "gbs=8", "mbs=1", "recompute=none", NULL);
+    const mem4d_metric C = MEM4D_METRIC_COMPUTE_TIME_S;
+    double speed = predict(m, l, d, C) / with(m, l, d, "power_limit_w", "339", C); /* 475 * 5/7 */
+    ck_assert_msg(speed > 0.889 * 0.98 && speed < 0.912 * 1.02, "%g", speed);
+    mem4d_layout_free(l);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
 /* A 176B GPT (BLOOM's dims) over 448 A100s, tp 4, pp 14: with Megatron's
  * fused gradient accumulation micro-batch 1 is fastest (the smallest
  * bubble); on Megatron-DeepSpeed's bf16 pipeline engine, which moves every
@@ -1036,6 +1067,7 @@ int main(void)
     tcase_add_test(tc, per_microbatch_costs);
     tcase_add_test(tc, microbatch_order_follows_the_stack);
     tcase_add_test(tc, power_limit_and_op_recompute);
+    tcase_add_test(tc, power_limit_matches_a_measured_clock_sweep);
     tcase_add_test(tc, tree_all_reduce_across_nodes);
     tcase_add_test(tc, nanotron_zero1_and_tied_embeddings);
     tcase_add_test(tc, torchtitan_tp_and_fsdp2_copies);
