@@ -746,6 +746,21 @@ START_TEST(power_limit_and_op_recompute)
 }
 END_TEST
 
+/* A GPT (LayerNorm, an ungated MLP) of the given dimensions. */
+static mem4d_model *gpt_model(const char *hidden, const char *layers, const char *heads, const char *vocab,
+                              const char *ffn)
+{
+    mem4d_model *m = NULL;
+    ck_assert_int_eq(mem4d_model_new(&m), MEM4D_OK);
+    const char *const dims[][2] = {
+        {"hidden_size", hidden}, {"num_layers", layers}, {"num_attention_heads", heads}, {"vocab_size", vocab},
+        {"ffn_hidden_size", ffn}, {"gated_mlp", "0"},    {"normalization", "layernorm"},
+    };
+    for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++)
+        ck_assert_int_eq(mem4d_model_set_str(m, dims[i][0], dims[i][1]), MEM4D_OK);
+    return m;
+}
+
 /* The power law against a measured clock sweep of LLM training layers:
  * Perseus (SOSP'24) published each forward and backward's time and energy
  * on an A100 80GB SXM at every locked clock (ml-energy/zeus@38cb3f90,
@@ -757,14 +772,7 @@ END_TEST
  * within 2% of that range. */
 START_TEST(power_limit_matches_a_measured_clock_sweep)
 {
-    mem4d_model *m = NULL;
-    ck_assert_int_eq(mem4d_model_new(&m), MEM4D_OK);
-    static const char *const dims[][2] = {
-        {"hidden_size", "12288"},     {"num_layers", "4"},   {"num_attention_heads", "96"}, {"vocab_size", "50257"},
-        {"ffn_hidden_size", "49152"}, {"gated_mlp", "0"},    {"normalization", "layernorm"},
-    };
-    for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++)
-        ck_assert_int_eq(mem4d_model_set_str(m, dims[i][0], dims[i][1]), MEM4D_OK);
+    mem4d_model *m = gpt_model("12288", "4", "96", "50257", "49152");
     mem4d_device *d = tu_device("a100-80");
     ck_assert_int_eq(mem4d_device_set_str(d, "board_power_w", "475"), MEM4D_OK);
     mem4d_layout *l = tu_layout("world=1", "seq=2048", "gbs=8", "mbs=1", "recompute=none", NULL);
@@ -784,14 +792,7 @@ END_TEST
  * overtakes it, as the measured sweeps of that stack show. */
 START_TEST(microbatch_order_follows_the_stack)
 {
-    mem4d_model *m = NULL;
-    ck_assert_int_eq(mem4d_model_new(&m), MEM4D_OK);
-    static const char *const dims[][2] = {
-        {"hidden_size", "14336"}, {"num_layers", "70"},    {"num_attention_heads", "112"}, {"vocab_size", "250880"},
-        {"ffn_hidden_size", "57344"}, {"gated_mlp", "0"},  {"normalization", "layernorm"},
-    };
-    for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++)
-        ck_assert_int_eq(mem4d_model_set_str(m, dims[i][0], dims[i][1]), MEM4D_OK);
+    mem4d_model *m = gpt_model("14336", "70", "112", "250880", "57344");
     mem4d_device *d = tu_device("a100-80");
     mem4d_layout *l = tu_layout("world=448", "tp=4", "pp=14", "seq=2048", "gbs=2048", "recompute=full", "dist_opt=1",
                                 "sequence_parallel=0", "mbs=1", NULL);
