@@ -282,7 +282,7 @@ static inline double beside_cost(const struct m4d_machine *mc, double gemm, doub
  * stack, the widest use a calibrated device file gets (it also holds the
  * runs of a weak-scaling series calibrated on its first run;
  * tests/test-throughput.c prints all of them). */
-#define BAND_LOW 0.901
+#define BAND_LOW 0.904
 #define BAND_HIGH 1.256
 #define BAND_CAL_LOW 0.860
 #define BAND_CAL_HIGH 1.073
@@ -290,7 +290,7 @@ static inline double beside_cost(const struct m4d_machine *mc, double gemm, doub
  * relative()): the band of the runs of a weak-scaling series predicted by a
  * device calibrated on its first run, where the level common to one job's
  * layouts cancels and what remains is the model's spread within a family. */
-#define BAND_REL_LOW 0.954
+#define BAND_REL_LOW 0.957
 #define BAND_REL_HIGH 1.089
 
 /* Seconds of one micro-batch's work on one GPU. */
