@@ -39,9 +39,9 @@ struct cal_log {
  * lists them), and the candidates the choice is made among: those, and the
  * compute level (CAL_LEVEL: the bf16 and fp8 GEMM efficiencies by one
  * factor). */
-#define CAL_NCONST 5
-#define CAL_NCAND 6
-#define CAL_LEVEL 5
+#define CAL_NCONST 6
+#define CAL_NCAND 7
+#define CAL_LEVEL 6
 
 struct mem4d_calibration {
     struct cal_log log[CAL_MAX_LOGS];
@@ -949,7 +949,11 @@ static mem4d_status predict(mem4d_calibration *cal, struct cal_log *lg, const me
  * searched in, whether that search is over log(value) (the rates) or the
  * value (a time that may be 0), and the move by which its influence on the
  * runs is measured: a plausible error of the device's value (a third of a
- * rate, 2 ms per micro-batch). The last candidate, the compute level, moves
+ * rate, 2 ms per micro-batch; the router's load spread moves only dropless
+ * MoE runs whose imbalance is derived, so it is chosen only when such a run
+ * differs from the others in a way the rates do not explain: beside a
+ * forced-balance run of the job, or runs at several ep). The last
+ * candidate, the compute level, moves
  * the bf16 GEMM efficiency and with it the fp8 one by the same factor (and
  * attention, whose rate is a share of the bf16 GEMM's): what one fp8 run
  * can tell, as it cannot tell its fp8 GEMMs apart from the bf16 attention
@@ -965,6 +969,7 @@ static const struct cal_const {
     {MEM4D_DEVICE_ATTENTION_EFFICIENCY_PPM, 20000, 2000000, 1.5, true, false},
     {MEM4D_DEVICE_MICROBATCH_OVERHEAD_NS, 0, 200e6, 2e6, false, false},
     {MEM4D_DEVICE_COMM_EFFICIENCY_PPM, 10000, 1000000, 1.5, true, false},
+    {MEM4D_DEVICE_MOE_LOAD_SPREAD_PPM, 1000, 4000000, 1.5, true, false},
     {MEM4D_DEVICE_MATMUL_EFFICIENCY_PPM, 20000, 1000000, 1.5, true, true},
 };
 
@@ -1283,7 +1288,7 @@ mem4d_status mem4d_calibration_fit(mem4d_calibration *cal, mem4d_device *device)
         const struct cal_const *c = &cal_consts[idx[k]];
         double v = (double)dev.v[c->key];
         bool high = v >= c->hi * 0.999;
-        if (c->log_scale && (high || v <= c->lo * 1.001))
+        if (c->log_scale && c->key != MEM4D_DEVICE_MOE_LOAD_SPREAD_PPM && (high || v <= c->lo * 1.001))
             m4d_msg(note, sizeof note, "%s stopped at its bound %.0f: the measured steps are %s than the device "
                     "explains at %s; check --gpu or --device-file", mem4d_device_param_name(c->key),
                     high ? c->hi : c->lo, high ? "faster" : "slower",

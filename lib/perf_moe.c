@@ -118,17 +118,6 @@
 
 static inline double D(uint64_t v) { return (double)(int64_t)v; }
 
-/* A learned router's expert loads under an auxiliary balancing loss, their
- * relative standard deviation about the mean: Wang et al., "Auxiliary-Loss-
- * Free Load Balancing Strategy for Mixture-of-Experts" (arXiv 2408.15664,
- * Table 2) measure MaxVio_global = (max_i Load_i - mean)/mean = 0.52 over
- * the validation set for their 3B DeepSeekMoE model (64 routed experts)
- * trained with the auxiliary loss at alpha = 0.001 (0.72 for the 1B); with
- * loads spread normally about the mean that maximum is sigma times
- * E[max of 64 standard normals] = 2.3437 (NORMAL_MAX below). */
-#define ROUTER_LOAD_MAXVIO 0.52
-#define ROUTER_LOAD_SD (ROUTER_LOAD_MAXVIO / 2.3437)
-
 /* E[max of n independent standard normal draws], the integral of
  * x n phi(x) Phi(x)^(n-1) over x (Simpson's rule on [-12, 12]; the
  * classical tables, e.g. Harter 1961, agree to 4 digits), two points an
@@ -171,8 +160,14 @@ static double root(double v)
  * imbalance"): ι as the layout gives it (moe_imbalance_ppm; 10^6 is
  * balanced routing, --moe-router-force-load-balancing), else derived for
  * dropless routing with a learned router. A rank's load is the sum over
- * its E_l = E/ep experts; each expert's share deviates by ROUTER_LOAD_SD
- * (systematic: the router's preferences) plus the sampling of `rows`
+ * its E_l = E/ep experts; each expert's share deviates by `spread`, the
+ * device's moe_load_spread_ppm (systematic: the router's preferences; by
+ * default an auxiliary-loss router's: Wang et al., "Auxiliary-Loss-Free
+ * Load Balancing Strategy for Mixture-of-Experts", arXiv 2408.15664,
+ * Table 2, measure MaxVio_global = (max_i Load_i - mean)/mean = 0.52 over
+ * the validation set for their 3B DeepSeekMoE model, 64 routed experts,
+ * auxiliary loss at alpha = 0.001; with loads spread normally that
+ * maximum is sigma times E[max of 64 normals] = 2.3437), plus the sampling of `rows`
  * routed copies (binomial, 1 - k/E); the ep ranks' loads sum to the whole
  * (the factor (1 - 1/ep) E/(E - 1)), and every rank waits for the busiest
  * at the combine: the expected maximum of ep draws, E[max] = 1 +
@@ -180,7 +175,7 @@ static double root(double v)
  * ranks draw a larger maximum. A capacity factor caps the load: dropping
  * at the capacity, at most max(factor, 1) of the mean; padded to it,
  * exactly the capacity (already in m4d_routed_ppm): 1. */
-static double imbalance(const struct m4d_ctx *x, double rows)
+static double imbalance(const struct m4d_ctx *x, double spread, double rows)
 {
     if (x->cap_ppm && x->cap_pad)
         return 1;
@@ -189,7 +184,7 @@ static double imbalance(const struct m4d_ctx *x, double rows)
         imb = D(x->imbalance_ppm) * 1e-6;
     } else if (x->ep > 1 && x->experts > 1 && rows > 0) {
         double ep = D(x->ep), E = D(x->experts), k = D(x->topk);
-        double var = (1 - 1 / ep) * E / (E - 1) * (ROUTER_LOAD_SD * ROUTER_LOAD_SD * ep / E + (1 - k / E) / rows);
+        double var = (1 - 1 / ep) * E / (E - 1) * (spread * spread * ep / E + (1 - k / E) / rows);
         imb = 1 + normal_max(ep) * root(var);
     }
     return x->cap_ppm ? MIN(imb, MAX(D(x->cap_ppm) * 1e-6, 1)) : imb;
@@ -294,7 +289,7 @@ void m4d_moe_prepare(const struct m4d_ctx *x, const mem4d_device *dev, const str
     double tok = D(x->s) / (D(x->c) * tsp); /* tokens a rank routes per sample */
     /* the sampling term counts one sample's copies a rank receives: a
      * group is prepared once for every micro-batch size */
-    double imb = imbalance(x, tok * D(x->topk) * etp);
+    double imb = imbalance(x, D(dev->v[MEM4D_DEVICE_MOE_LOAD_SPREAD_PPM]) * 1e-6, tok * D(x->topk) * etp);
     g->experts_local = El;
     /* rows the busiest rank's experts compute per sample: its share of the
      * group's routed copies, gathered over etp */

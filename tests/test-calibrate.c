@@ -35,6 +35,15 @@ static double fig(const mem4d_calibration *c, size_t log, mem4d_calibration_figu
     return v;
 }
 
+/* After the fit every one of the n runs' predicted steps is within 0.5% of
+ * its measured one. */
+static void steps_match(const mem4d_calibration *c, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        ck_assert(fabs(fig(c, i, MEM4D_CALIBRATION_PREDICTED_STEP_AFTER_S) /
+                       fig(c, i, MEM4D_CALIBRATION_MEASURED_STEP_S) - 1) < 0.005);
+}
+
 static uint64_t dget(const mem4d_device *d, mem4d_device_param k)
 {
     uint64_t v = 0;
@@ -573,9 +582,7 @@ START_TEST(several_runs_identify_several_constants)
     ck_assert(fabs((double)dget(d, MEM4D_DEVICE_MATMUL_EFFICIENCY_PPM) / 500000 - 1) < 0.03);
     ck_assert(fabs((double)dget(d, MEM4D_DEVICE_ATTENTION_EFFICIENCY_PPM) / 500000 - 1) < 0.05);
     ck_assert(fabs((double)dget(d, MEM4D_DEVICE_MICROBATCH_OVERHEAD_NS) / 20e6 - 1) < 0.1);
-    for (size_t i = 0; i < 5; i++)
-        ck_assert(fabs(fig(c, i, MEM4D_CALIBRATION_PREDICTED_STEP_AFTER_S) /
-                       fig(c, i, MEM4D_CALIBRATION_MEASURED_STEP_S) - 1) < 0.005);
+    steps_match(c, 5);
     mem4d_device *d1 = tu_device("h100-80");
     ck_assert_int_eq(mem4d_calibration_fit(one, d1), MEM4D_OK);
     int n = 0;
@@ -596,6 +603,56 @@ START_TEST(several_runs_identify_several_constants)
 }
 END_TEST
 
+/* A router's load spread (moe_load_spread_ppm) moves only dropless MoE runs
+ * whose imbalance is derived: with a forced-balance run of the same job
+ * beside a dropless one the fit tells it from the rates and recovers it; a
+ * forced-balance run alone leaves it. (Two runs fit two constants: when the
+ * rates are off too, the rate that moves both runs most, here the
+ * communication efficiency at EP 32, takes their common gap, and the spread
+ * comes back within about 6%.) */
+START_TEST(dropless_runs_fit_the_load_spread)
+{
+    mem4d_model *m = tu_qwen3("8");
+    mem4d_device *truth = tu_device("h100-80");
+    ck_assert_int_eq(mem4d_device_set_str(truth, "moe_load_spread_ppm", "600000"), MEM4D_OK);
+    const char *routing[2] = {"moe_imbalance_ppm=1000000", "moe_imbalance_ppm=0"};
+    mem4d_calibration *c = NULL, *forced = NULL;
+    ck_assert_int_eq(mem4d_calibration_new(&c), MEM4D_OK);
+    ck_assert_int_eq(mem4d_calibration_new(&forced), MEM4D_OK);
+    mem4d_report *r = NULL;
+    ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
+    for (size_t i = 0; i < 2; i++) {
+        mem4d_layout *l = tu_layout("world=64", "ep=32", "seq=4096", "gbs=256", "mbs=1", routing[i], NULL);
+        double step = 0;
+        ck_assert_int_eq(mem4d_estimate(m, l, truth, r), MEM4D_OK);
+        ck_assert_int_eq(mem4d_report_metric(r, MEM4D_METRIC_STEP_TIME_S, &step), MEM4D_OK);
+        ck_assert_int_eq(mem4d_calibration_add_measurement(c, m, l, MEM4D_CALIBRATION_MEASURED_STEP_S, step),
+                         MEM4D_OK);
+        if (i == 0)
+            ck_assert_int_eq(mem4d_calibration_add_measurement(forced, m, l, MEM4D_CALIBRATION_MEASURED_STEP_S, step),
+                             MEM4D_OK);
+        mem4d_layout_free(l);
+    }
+    mem4d_device *d = tu_device("h100-80");
+    ck_assert_msg(mem4d_calibration_fit(c, d) == MEM4D_OK, "%s", mem4d_calibration_message(c));
+    ck_assert_int_eq(fitted(c, MEM4D_DEVICE_MOE_LOAD_SPREAD_PPM), 1);
+    printf("fitted back: load spread %llu\n", (unsigned long long)dget(d, MEM4D_DEVICE_MOE_LOAD_SPREAD_PPM));
+    ck_assert(fabs((double)dget(d, MEM4D_DEVICE_MOE_LOAD_SPREAD_PPM) / 600000 - 1) < 0.02);
+    steps_match(c, 2);
+    mem4d_device *d1 = tu_device("h100-80");
+    ck_assert_int_eq(mem4d_calibration_fit(forced, d1), MEM4D_OK);
+    ck_assert_int_eq(fitted(forced, MEM4D_DEVICE_MOE_LOAD_SPREAD_PPM), 0);
+    ck_assert_uint_eq(dget(d1, MEM4D_DEVICE_MOE_LOAD_SPREAD_PPM), 221871);
+    mem4d_device_free(d1);
+    mem4d_device_free(d);
+    mem4d_report_free(r);
+    mem4d_calibration_free(forced);
+    mem4d_calibration_free(c);
+    mem4d_device_free(truth);
+    mem4d_model_free(m);
+}
+END_TEST
+
 int main(int argc, char **argv)
 {
     data_dir = argc > 1 ? argv[1] : "tests/data/megatron-logs";
@@ -610,6 +667,7 @@ int main(int argc, char **argv)
     tcase_add_test(tc, long_empty_many_and_list_values);
     tcase_add_test(tc, framework_logs_and_measurements);
     tcase_add_test(tc, several_runs_identify_several_constants);
+    tcase_add_test(tc, dropless_runs_fit_the_load_spread);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

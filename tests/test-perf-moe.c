@@ -11,23 +11,6 @@
 
 #include "testutil.h"
 
-/* Qwen3-235B-A22B's layer (model_configs/benchmarking/Qwen3-235B-A22B.yaml)
- * with `layers` layers. */
-static mem4d_model *qwen3(const char *layers)
-{
-    mem4d_model *m = NULL;
-    ck_assert_int_eq(mem4d_model_new(&m), MEM4D_OK);
-    static const char *const dims[][2] = {
-        {"hidden_size", "4096"},   {"ffn_hidden_size", "12288"}, {"num_attention_heads", "64"},
-        {"num_query_groups", "4"}, {"kv_channels", "128"},       {"vocab_size", "151936"},
-        {"num_experts", "128"},    {"moe_router_topk", "8"},     {"moe_ffn_hidden_size", "1536"},
-    };
-    for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++)
-        ck_assert_int_eq(mem4d_model_set_str(m, dims[i][0], dims[i][1]), MEM4D_OK);
-    ck_assert_int_eq(mem4d_model_set_str(m, "num_layers", layers), MEM4D_OK);
-    return m;
-}
-
 /* The metric of model m on h100-80 for the layout of the given keys. */
 static double predict(const mem4d_model *m, mem4d_metric which, const char *first, ...)
 {
@@ -67,7 +50,7 @@ START_TEST(breakdown)
     ck_assert(predict(dense, EXPERTS, "world=8", JOB, NULL) == 0);
     ck_assert(predict(dense, MEM4D_METRIC_ROUTER_PERMUTE_S, "world=8", JOB, NULL) == 0);
     mem4d_model_free(dense);
-    mem4d_model *m = qwen3("8");
+    mem4d_model *m = tu_qwen3("8");
     double e = predict(m, EXPERTS, "world=64", "ep=8", JOB, NULL);
     double r = predict(m, MEM4D_METRIC_ROUTER_PERMUTE_S, "world=64", "ep=8", JOB, NULL);
     double c = predict(m, MEM4D_METRIC_COMPUTE_TIME_S, "world=64", "ep=8", JOB, NULL);
@@ -85,7 +68,7 @@ END_TEST
  * the last (all expert layers) keeps its breakdown. */
 START_TEST(dense_layers)
 {
-    mem4d_model *m = qwen3("8");
+    mem4d_model *m = tu_qwen3("8");
     double e8 = predict(m, EXPERTS, "world=64", "ep=8", JOB, NULL);
     double s8 = predict(m, MEM4D_METRIC_STEP_TIME_S, "world=64", "ep=8", JOB, NULL);
     double p8 = predict(m, EP, "world=64", "pp=2", "ep=8", JOB, NULL);
@@ -107,7 +90,7 @@ END_TEST
  * host's 8 us instead of the GPU's 2 us, 8 layers and 2 micro-batches. */
 START_TEST(alltoall_sorts_by_expert)
 {
-    mem4d_model *m = qwen3("8");
+    mem4d_model *m = tu_qwen3("8");
     const mem4d_metric R = MEM4D_METRIC_ROUTER_PERMUTE_S;
     double a8 = predict(m, R, "world=128", "ep=8", "moe_dispatcher=alltoall", JOB, NULL);
     double d8 = predict(m, R, "world=128", "ep=8", "moe_dispatcher=deepep", JOB, NULL);
@@ -125,7 +108,7 @@ END_TEST
  * selective recompute, where the backward alone hides the second one. */
 START_TEST(fsdp_full_recompute_gathers_once)
 {
-    mem4d_model *m = qwen3("8");
+    mem4d_model *m = tu_qwen3("8");
     const mem4d_metric DP = MEM4D_METRIC_DP_COMM_S;
 #define FSDP "world=256", "tp=2", "ep=8", "zero_stage=3", "seq=4096", "gbs=256", "mbs=1"
     double full = predict(m, DP, FSDP, "recompute=full", NULL);
@@ -141,7 +124,7 @@ END_TEST
  * nodes and crosses the network. */
 START_TEST(group_placement)
 {
-    mem4d_model *m = qwen3("8");
+    mem4d_model *m = tu_qwen3("8");
     double inside = predict(m, EP, "world=64", "tp=4", "ep=8", "etp=1", "moe_dispatcher=alltoall", JOB, NULL);
     double across = predict(m, EP, "world=64", "tp=4", "ep=8", "etp=4", "moe_dispatcher=alltoall", JOB, NULL);
     ck_assert_msg(3 * inside < across, "%g %g", inside, across);
@@ -154,7 +137,7 @@ END_TEST
  * sends one per remote expert (6) at NCCL's share. */
 START_TEST(deepep_once_per_node)
 {
-    mem4d_model *m = qwen3("8");
+    mem4d_model *m = tu_qwen3("8");
     double a2a = predict(m, EP, "world=256", "tp=2", "ep=32", "etp=1", "moe_dispatcher=alltoall", JOB, NULL);
     double deepep = predict(m, EP, "world=256", "tp=2", "ep=32", "etp=1", "moe_dispatcher=deepep", JOB, NULL);
     double ratio = a2a / deepep, want = (6.0 / 0.7) / (2.7 / 0.95); /* bytes over the link's share */
@@ -167,7 +150,7 @@ END_TEST
  * another's compute; DeepEP's SMs are taken from that compute. */
 START_TEST(ep_overlap)
 {
-    mem4d_model *m = qwen3("8");
+    mem4d_model *m = tu_qwen3("8");
     double plain = predict(m, EP, "world=256", "tp=2", "ep=32", "etp=1", "moe_dispatcher=deepep", JOB, NULL);
     double hidden = predict(m, EP, "world=256", "tp=2", "ep=32", "etp=1", "moe_dispatcher=deepep", "moe_ep_overlap=1",
                             JOB, NULL);
@@ -196,7 +179,7 @@ END_TEST
  * beat one expert at a time. */
 START_TEST(small_experts)
 {
-    mem4d_model *m = qwen3("8");
+    mem4d_model *m = tu_qwen3("8");
     double ep8 = predict(m, EXPERTS, "world=256", "tp=4", "ep=8", "etp=1", JOB, NULL);
     double ep32 = predict(m, EXPERTS, "world=256", "tp=4", "ep=32", "etp=1", JOB, NULL);
     ck_assert_msg(ep8 > 1.3 * ep32, "%g %g", ep8, ep32);
@@ -218,7 +201,7 @@ END_TEST
  * the forward's 31 where the backward stays host-bound. */
 START_TEST(host_bound)
 {
-    mem4d_model *m = qwen3("8");
+    mem4d_model *m = tu_qwen3("8");
 #define TINY "world=32", "tp=4", "ep=8", "seq=128", "gbs=64", "mbs=1", "recompute=selective"
     const mem4d_metric C = MEM4D_METRIC_COMPUTE_TIME_S;
     double step = predict(m, MEM4D_METRIC_STEP_TIME_S, TINY, NULL), eager = predict(m, C, TINY, NULL);
@@ -234,7 +217,7 @@ END_TEST
  * shared expert the setting changes nothing. */
 START_TEST(shared_expert_overlap)
 {
-    mem4d_model *m = qwen3("8");
+    mem4d_model *m = tu_qwen3("8");
     double plain = predict(m, EP, "world=64", "ep=8", JOB, NULL);
     ck_assert(predict(m, EP, "world=64", "ep=8", "moe_shared_expert_overlap=1", JOB, NULL) == plain);
     ck_assert_int_eq(mem4d_model_set_str(m, "moe_shared_expert_intermediate_size", "8192"), MEM4D_OK);
@@ -249,7 +232,7 @@ END_TEST
  * times the expert GEMMs. */
 START_TEST(imbalance)
 {
-    mem4d_model *m = qwen3("8");
+    mem4d_model *m = tu_qwen3("8");
     double even = predict(m, EXPERTS, "world=64", "ep=8", "moe_imbalance_ppm=1000000", JOB, NULL);
     double skew = predict(m, EXPERTS, "world=64", "ep=8", "moe_imbalance_ppm=1500000", JOB, NULL);
     ck_assert_msg(skew > 1.35 * even && skew < 1.65 * even, "%g %g", skew, even);
@@ -263,7 +246,7 @@ END_TEST
  * 1.22; one rank holds every expert at EP 1; a capacity factor caps it. */
 START_TEST(derived_imbalance)
 {
-    mem4d_model *m = qwen3("8");
+    mem4d_model *m = tu_qwen3("8");
     double r[2];
     const char *eps[2] = {"ep=8", "ep=32"};
     for (int i = 0; i < 2; i++) {
@@ -296,7 +279,7 @@ END_TEST
  * whose layout leaves ep at 1, and keeps an ep the layout gives. */
 START_TEST(search_over_experts)
 {
-    mem4d_model *m = qwen3("8");
+    mem4d_model *m = tu_qwen3("8");
     mem4d_device *d = tu_device("h100-80");
     for (int fixed = 0; fixed <= 1; fixed++) {
         mem4d_layout *base = tu_layout("world=64", "seq=4096", "gbs=256", fixed ? "ep=8" : "ep=1", NULL);

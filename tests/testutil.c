@@ -25,6 +25,21 @@ mem4d_model *tu_model(const char *preset)
     return m;
 }
 
+mem4d_model *tu_qwen3(const char *layers)
+{
+    mem4d_model *m = NULL;
+    ck_assert_int_eq(mem4d_model_new(&m), MEM4D_OK);
+    static const char *const dims[][2] = {
+        {"hidden_size", "4096"},   {"ffn_hidden_size", "12288"}, {"num_attention_heads", "64"},
+        {"num_query_groups", "4"}, {"kv_channels", "128"},       {"vocab_size", "151936"},
+        {"num_experts", "128"},    {"moe_router_topk", "8"},     {"moe_ffn_hidden_size", "1536"},
+    };
+    for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++)
+        ck_assert_int_eq(mem4d_model_set_str(m, dims[i][0], dims[i][1]), MEM4D_OK);
+    ck_assert_int_eq(mem4d_model_set_str(m, "num_layers", layers), MEM4D_OK);
+    return m;
+}
+
 mem4d_device *tu_device(const char *preset)
 {
     mem4d_device *d = NULL;

@@ -20,6 +20,10 @@ int tu_run(Suite *s);
 mem4d_model *tu_model(const char *preset);
 mem4d_device *tu_device(const char *preset);
 
+/* Qwen3-235B-A22B's layer (Megatron-MoE-ModelZoo
+ * model_configs/benchmarking/Qwen3-235B-A22B.yaml) with `layers` layers. */
+mem4d_model *tu_qwen3(const char *layers);
+
 /* A device's value of the key named `key` (aborts the test on failure). */
 uint64_t tu_device_get(const mem4d_device *d, const char *key);
 

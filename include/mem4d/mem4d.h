@@ -1290,7 +1290,16 @@ typedef enum mem4d_device_param {
      * kernel's measured bandwidth over the data sheet's (published figures per
      * GPU in doc/presets.md; the presets leave it at 0, doc/perf.md says why).
      * 0 (default): the data sheet's rate. @since 0.2 */
-    MEM4D_DEVICE_HBM_EFFICIENCY_PPM = 35
+    MEM4D_DEVICE_HBM_EFFICIENCY_PPM = 35,
+    /** "moe_load_spread_ppm": the relative standard deviation of each expert's share of the
+     * routed tokens under a learned router (its lasting preferences), millionths, from which the
+     * step time derives the busiest expert-parallel rank's load for dropless routing (layout key
+     * moe_imbalance_ppm 0; doc/perf.md, "Token imbalance"). A trait of the model's router and data
+     * rather than of the GPU, kept with the device so that a calibration can fit it from dropless
+     * runs (beside a forced-balance run, or runs at several ep, that tell it from the GEMM rate).
+     * Default 221871: an auxiliary-loss router at coefficient 0.001 (MaxVio 0.52 over 64 experts,
+     * arXiv 2408.15664, Table 2). @since 0.2 */
+    MEM4D_DEVICE_MOE_LOAD_SPREAD_PPM = 36
 } mem4d_device_param;
 
 /**
@@ -2405,7 +2414,8 @@ MEM4D_API mem4d_status mem4d_layout_megatron_args(const mem4d_model *model, cons
  * nanotron logs of a job given as a model and a layout, and measured figures
  * without a log; then fits a device to them. Of the speed constants
  * matmul_efficiency_ppm, fp8_efficiency_ppm, attention_efficiency_ppm,
- * microbatch_overhead_ns and comm_efficiency_ppm it fits those the runs'
+ * microbatch_overhead_ns, comm_efficiency_ppm and moe_load_spread_ppm (which
+ * only dropless MoE runs with a derived imbalance depend on) it fits those the runs'
  * step times can identify (the one that moves them most; with more runs,
  * each other one that moves them in a way the ones chosen do not, up to one
  * constant per run) and leaves the others at the device's value

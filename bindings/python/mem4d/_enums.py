@@ -271,6 +271,7 @@ class DeviceParam(enum.IntEnum):
     BOARD_POWER_W = 33
     POWER_LIMIT_W = 34
     HBM_EFFICIENCY_PPM = 35
+    MOE_LOAD_SPREAD_PPM = 36
 
 
 class Mode(enum.IntEnum):

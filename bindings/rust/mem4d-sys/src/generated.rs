@@ -724,6 +724,13 @@ pub const MEM4D_DEVICE_POWER_LIMIT_W: mem4d_device_param = 34;
 /// bandwidth over the data sheet's (published figures per GPU in doc/presets.md; the presets leave it at 0, doc/perf.md
 /// says why). 0 (default): the data sheet's rate. @since 0.2
 pub const MEM4D_DEVICE_HBM_EFFICIENCY_PPM: mem4d_device_param = 35;
+/// "moe_load_spread_ppm": the relative standard deviation of each expert's share of the routed tokens under a learned
+/// router (its lasting preferences), millionths, from which the step time derives the busiest expert-parallel rank's
+/// load for dropless routing (layout key moe_imbalance_ppm 0; doc/perf.md, "Token imbalance"). A trait of the model's
+/// router and data rather than of the GPU, kept with the device so that a calibration can fit it from dropless runs
+/// (beside a forced-balance run, or runs at several ep, that tell it from the GEMM rate). Default 221871: an
+/// auxiliary-loss router at coefficient 0.001 (MaxVio 0.52 over 64 experts, arXiv 2408.15664, Table 2). @since 0.2
+pub const MEM4D_DEVICE_MOE_LOAD_SPREAD_PPM: mem4d_device_param = 36;
 
 /// `mem4d_mode` (a C enum, passed as `int`): Which memory model produced a report.
 pub type mem4d_mode = c_int;
