@@ -95,7 +95,7 @@ static const struct stack {
     bool titan_model;     /* torchtitan's Llama: separate linears, GQA by repeat_kv (TITAN_MODEL) */
     bool tp_sync;         /* Megatron-DeepSpeed's TP: the backward's all-reduces on the compute stream (tp_time) */
     bool ds_pipe;         /* DeepSpeed's pipeline engine: its blocking p2p and partitioned activations (comm_prepare) */
-    bool fsdp_root;       /* ZeRO-3 as PyTorch's FSDP (1 or 2) wraps a model: the root unit's collectives (FSDP_ROOT) */
+    bool fsdp_root;       /* ZeRO-2/3 as PyTorch's FSDP (1 or 2) wraps a model: the root unit's collectives (FSDP_ROOT), ZeRO-2 as SHARD_GRAD_OP (FSDP_SHARD_GRAD_OP) */
 } STACKS[M4D_NSTACKS] = {
     {3, 1, 0, 6, 12, false, false, false, false, false, false, false, false, false, false},  /* middle: cuDNN attention, autograd's accumulation into bf16 .grad */
     {5, 1, 0, 0, 12, false, false, false, false, false, false, false, false, false, false},  /* megatron-lm-2022: fused softmax, gradient_accumulation_fusion */
@@ -154,6 +154,19 @@ static const struct stack {
  * remains to hide that block's reduce-scatter and the root's, which the
  * optimizer step waits for. Every micro-batch gathers them again (FSDP
  * reshards after the backward); the last reduce-scatters are once a step. */
+/* FSDP_SHARD_GRAD_OP: FSDP1's ShardingStrategy.SHARD_GRAD_OP (FSDP2's
+ * reshard_after_forward=False) keeps each unit's gathered weights from its
+ * forward to its backward: PyTorch's torch/distributed/fsdp/
+ * _runtime_utils.py (2.1, the llm-foundry rows' torch) reshards after the
+ * forward only for the RESHARD_AFTER_FORWARD_HANDLE_STRATEGIES (FULL_SHARD,
+ * HYBRID_SHARD: _post_forward_reshard), and after the backward whenever the
+ * gradients are synchronised (_should_free_in_backward), so each micro-batch gathers every unit once,
+ * before its forward (a re-run forward under recompute finds it gathered),
+ * and reduce-scatters its gradients after its backward: the units, rings
+ * and exposure of ZeRO-3 without the backward's gather. Megatron's
+ * bucketed ZeRO-2 (gradients reduced once a step, weights gathered after
+ * the optimizer) is another schedule: zero_stage 2 means this one on the
+ * stacks that wrap the model in PyTorch's FSDP (fsdp_root). */
 /* DTENSOR_TP: torchtitan's tensor parallelism is PyTorch's DTensor
  * (parallelize_module with ColwiseParallel, RowwiseParallel and
  * SequenceParallel): autograd runs each linear's data and weight gradients
@@ -283,14 +296,14 @@ static inline double beside_cost(const struct m4d_machine *mc, double gemm, doub
  * runs of a weak-scaling series calibrated on its first run;
  * tests/test-throughput.c prints all of them). */
 #define BAND_LOW 0.904
-#define BAND_HIGH 1.256
+#define BAND_HIGH 1.240
 #define BAND_CAL_LOW 0.860
-#define BAND_CAL_HIGH 1.073
+#define BAND_CAL_HIGH 1.063
 /* Between layouts of one job (the search's equivalence, m4d_speed_band_
  * relative()): the band of the runs of a weak-scaling series predicted by a
  * device calibrated on its first run, where the level common to one job's
  * layouts cancels and what remains is the model's spread within a family. */
-#define BAND_REL_LOW 0.957
+#define BAND_REL_LOW 0.968
 #define BAND_REL_HIGH 1.089
 
 /* Seconds of one micro-batch's work on one GPU. */
@@ -431,6 +444,16 @@ static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device
 static inline double domain_members(const struct m4d_machine *mc, double stride)
 {
     return stride < mc->domain ? (double)(int64_t)(mc->domain / stride) : 1;
+}
+
+/* Whether the weights are gathered and the gradients reduce-scattered per
+ * layer, as FSDP units: ZeRO-3, and ZeRO-2 where PyTorch's FSDP wraps the
+ * model (fsdp_root), whose ZeRO-2 is FSDP1's SHARD_GRAD_OP (FSDP2's
+ * reshard_after_forward=False): the same units, the weights kept gathered
+ * from the forward through the backward (FSDP_SHARD_GRAD_OP). */
+static inline bool fsdp_units(const struct m4d_ctx *x, const struct m4d_machine *mc)
+{
+    return x->zero >= 3 || (x->zero == 2 && mc->fsdp_root);
 }
 
 /* Megatron orders ranks tp-cp-dp-pp: a group whose members span `span`
@@ -909,9 +932,14 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
      * Megatron-FSDP's megatron_fsdp.py: the post-forward hook keeps the
      * weights in the backward), behind both. The compute they hide behind
      * runs on the SMs their kernels leave it (nccl_cost). */
-    if (M4D_UNLIKELY(x->zero >= 3)) {
-        bool once = x->recompute == 2 && x->fw == MEM4D_FRAMEWORK_MEGATRON;
-        double ag = pg->fsdp_ag, agrs = pg->fsdp_ag + pg->fsdp_rs;
+    if (M4D_UNLIKELY(fsdp_units(x, &pg->mc))) {
+        /* The forward's gather (n1 of them, g1 seconds each) hides behind
+         * the forward; the backward's collectives (g2) behind the backward
+         * and whatever forward runs in it (w2). FSDP_SHARD_GRAD_OP: one
+         * gather a micro-batch, only the reduce-scatter in the backward. */
+        bool sgo = x->zero == 2, once = sgo || (x->recompute == 2 && x->fw == MEM4D_FRAMEWORK_MEGATRON);
+        double g1 = pg->fsdp_ag, g2 = (sgo ? 0 : pg->fsdp_ag) + pg->fsdp_rs, n1 = once ? 1 : pf;
+        double over2 = sgo ? g2 - bwd - (pf - 1) * fwd : once ? g2 - fwd - bwd : g2 - bwd; /* g2 beyond w2 */
         if (pg->mc.persistent) {
             /* Hopper's CUDA 12 cuBLAS runs persistent GEMMs, one CTA per
              * SM: beside the collective's CTAs the last of them wait for a
@@ -920,17 +948,10 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
              * leaves it T (1 - 1 / waves) of work undone, or outlasts it. */
             double work = pf * fwd + bwd, gemm = work > 0 ? (pf * lin + bt->lin_bwd) / work : 0;
             double lost = beside_cost(&pg->mc, gemm, pg->fsdp_slow);
-            if (once)
-                u.layer_fsdp = MAX(ag - fwd, lost * ag) + MAX(agrs - fwd - bwd, lost * agrs);
-            else
-                u.layer_fsdp = pf * MAX(ag - fwd, lost * ag) + MAX(agrs - bwd, lost * agrs);
+            u.layer_fsdp = n1 * MAX(g1 - fwd, lost * g1) + MAX(over2, lost * g2);
         } else {
-            if (once)
-                u.layer_fsdp = MAX0(ag - fwd) + MAX0(agrs - fwd - bwd);
-            else
-                u.layer_fsdp = pf * MAX0(ag - fwd) + MAX0(agrs - bwd);
-            double comm = (once ? 1 : pf) * ag + agrs;
-            u.layer_fsdp += nccl_cost(comm - u.layer_fsdp, pg->fsdp_slow);
+            u.layer_fsdp = n1 * MAX0(g1 - fwd) + MAX0(over2);
+            u.layer_fsdp += nccl_cost(n1 * g1 + g2 - u.layer_fsdp, pg->fsdp_slow);
         }
     }
     if (M4D_UNLIKELY(pg->moe.on) && pg->d_first + pg->d_mid + pg->d_last > 0) {
@@ -1043,7 +1064,7 @@ static void dp_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg, doubl
     double g = params * D(x->grad_bytes), w = params * D(x->param_bytes);
     pg->dp_reduce = pg->dp_gather = pg->dp_serial = 0;
     pg->dp_colls = colls;
-    if (x->zero >= 3) {
+    if (fsdp_units(x, &pg->mc)) {
         /* gathers and reduce-scatters run per layer (unit_time_of) */
     } else if (x->zero >= 1 && pg->mc.zero1_allreduce && n > 1) {
         /* nanotron's ZeRO-1 (NANOTRON_LAYER_TENSORS): after the pipeline,
@@ -1244,7 +1265,7 @@ void m4d_perf_prepare(const struct m4d_ctx *x, const mem4d_device *dev, const st
     double embed = (x->p == 1 && !x->tied ? 2.0 : 1.0) * D(x->h) * D(x->Vp) / D(x->t);
     dp_prepare(x, pg, pg->layers_max * wl + embed, pg->layers_max * we);
     pg->fsdp_ag = pg->fsdp_rs = pg->fsdp_edge_ag = pg->fsdp_edge_rs = 0;
-    if (x->zero >= 3) { /* FSDP's gathers and reduce-scatters run over its shard group */
+    if (fsdp_units(x, &pg->mc)) { /* FSDP's gathers and reduce-scatters run over its shard group */
         struct m4d_shards g;
         m4d_shards(x, &g);
         double n = D(g.fsdp);
