@@ -11,6 +11,9 @@
 
 #include "testutil.h"
 
+/* A device key predict() sets on h100-80 when not NULL ("key=value"). */
+static const char *device_kv;
+
 /* The metric of model m on h100-80 for the layout of the given keys. */
 static double predict(const mem4d_model *m, mem4d_metric which, const char *first, ...)
 {
@@ -27,6 +30,12 @@ static double predict(const mem4d_model *m, mem4d_metric which, const char *firs
     }
     va_end(ap);
     mem4d_device *d = tu_device("h100-80");
+    if (device_kv) {
+        const char *eq = strchr(device_kv, '=');
+        char key[64];
+        snprintf(key, sizeof key, "%.*s", (int)(eq - device_kv), device_kv);
+        ck_assert_int_eq(mem4d_device_set_str(d, key, eq + 1), MEM4D_OK);
+    }
     mem4d_report *r = NULL;
     ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
     ck_assert_msg(mem4d_estimate(m, l, d, r) == MEM4D_OK, "%s", mem4d_report_message(r));
@@ -169,6 +178,29 @@ START_TEST(ep_overlap)
     double m64 = predict(m, EP, PIPE, "seq=4096", "gbs=4096", "mbs=1", NULL) / 64;
 #undef PIPE
     ck_assert_msg(m8 > 1.05 * m64, "EP seconds a micro-batch: %g with 8 of them, %g with 64", m8, m64);
+    mem4d_model_free(m);
+}
+END_TEST
+
+/* What the EP overlap hides costs the compute beside it: on Hopper's
+ * persistent cuBLAS GEMMs (gemm_library native) a second wave for the
+ * GEMMs, on a CUDA 11-era library only the SMs DeepEP holds. */
+START_TEST(ep_overlap_persistent)
+{
+    mem4d_model *m = tu_qwen3("8");
+#define EP32 "world=256", "tp=2", "ep=32", "etp=1", "moe_dispatcher=deepep"
+#define STEADY "seq=4096", "gbs=8192", "mbs=1", "recompute=selective" /* 64 micro-batches: mostly paired */
+    double ratio[2];
+    static const char *const libs[2] = {"gemm_library=native", "gemm_library=cuda11"};
+    for (int i = 0; i < 2; i++) {
+        device_kv = libs[i];
+        ratio[i] = predict(m, EP, EP32, "moe_ep_overlap=1", STEADY, NULL) / predict(m, EP, EP32, STEADY, NULL);
+    }
+    device_kv = NULL;
+#undef STEADY
+#undef EP32
+    ck_assert_msg(ratio[0] > 1.3 * ratio[1], "EP seconds with the overlap over without: %g native, %g cuda11",
+                  ratio[0], ratio[1]);
     mem4d_model_free(m);
 }
 END_TEST
@@ -328,6 +360,7 @@ int main(void)
     tcase_add_test(tc, group_placement);
     tcase_add_test(tc, deepep_once_per_node);
     tcase_add_test(tc, ep_overlap);
+    tcase_add_test(tc, ep_overlap_persistent);
     tcase_add_test(tc, small_experts);
     tcase_add_test(tc, imbalance);
     tcase_add_test(tc, derived_imbalance);
