@@ -74,6 +74,25 @@ static const struct {
  * the backward takes (155/68 - 0.239 * 1.4) / 0.761 = 2.56. */
 #define TRITON_FA_FWD 1.4
 #define TRITON_FA_BWD 2.56
+/* ATTN_UNPAD: llm-foundry's attn_impl "flash" (flash_attn_fn,
+ * llmfoundry/models/layers/attention.py at 5e85bd62, and the same copies
+ * at 8c8dd48f) runs FlashAttention-2's varlen kernel on unpadded rows: it
+ * gathers q, k and v into them (flash-attn's bert_padding.unpad_input,
+ * index_first_axis) and puts the output back into the padded batch
+ * (pad_input), also when no token is padding. flash_attn/bert_padding.py
+ * (Dao-AILab/flash-attention v2.4.2, the rows' flash-attn) gathers with
+ * torch.gather over an int64 index repeated across the row
+ * (repeat(indices, "z -> z d")), so per bf16 element the index is written
+ * and read (8 + 8 bytes) beside the element's read and write (2 + 2):
+ * UNPAD_GATHER; the backward zeroes the gradient, builds the index again
+ * and scatters (2 + 16 + 4): UNPAD_SCATTER. The output's put zeroes the
+ * padded tensor and writes the rows (IndexPutFirstAxis: 2 + 4): PAD_PUT;
+ * its backward indexes the rows out (4): PAD_GATHER. Bytes per element of
+ * a layer's q (and of its k and v), HBM-bound. */
+#define UNPAD_GATHER 20.0
+#define UNPAD_SCATTER 22.0
+#define PAD_PUT 6.0
+#define PAD_GATHER 4.0
 /* mma.sync, the tensor-core instruction of Ampere-generation kernels, reaches
  * about 2/3 of Hopper's tensor-core peak; only warpgroup MMA reaches the rest
  * (FlashAttention-3 paper, section 1). */
@@ -96,16 +115,17 @@ static const struct stack {
     bool tp_sync;         /* Megatron-DeepSpeed's TP: the backward's all-reduces on the compute stream (tp_time) */
     bool ds_pipe;         /* DeepSpeed's pipeline engine: its blocking p2p and partitioned activations (comm_prepare) */
     bool fsdp_root;       /* ZeRO-2/3 as PyTorch's FSDP (1 or 2) wraps a model: the root unit's collectives (FSDP_ROOT), ZeRO-2 as SHARD_GRAD_OP (FSDP_SHARD_GRAD_OP) */
+    bool attn_unpad;      /* FlashAttention-2 called through llm-foundry's flash_attn_fn: its unpadding copies (ATTN_UNPAD) */
 } STACKS[M4D_NSTACKS] = {
-    {3, 1, 0, 6, 12, false, false, false, false, false, false, false, false, false, false},  /* middle: cuDNN attention, autograd's accumulation into bf16 .grad */
-    {5, 1, 0, 0, 12, false, false, false, false, false, false, false, false, false, false},  /* megatron-lm-2022: fused softmax, gradient_accumulation_fusion */
-    {5, 3, 0, 18, 12, false, false, false, false, false, false, false, true, true, false}, /* megatron-deepspeed: softmax attention, bf16 update_hp_grads, CUDA 11 GEMMs, its TP and pipeline */
-    {3, 1, 0, 0, 12, false, false, false, false, false, false, false, false, false, false},  /* nemo-24.07: Transformer Engine 1.9's cuDNN attention */
-    {3, 1, 0, 0, 12, false, false, false, false, false, false, false, false, false, false},  /* nemo-25 */
-    {4, 1, 0, 6, 40, true, true, false, false, true, true, true, false, false, true},     /* torchtitan: SDPA, autograd accumulation, fp32 cross entropy, op SAC, eager */
-    {1, 1, 0, 18, 40, false, false, false, false, false, false, false, false, false, true}, /* composer: FlashAttention-2, FSDP1 gradient path, eager fp32 cross entropy */
-    {1, 1, 0, 10, 40, false, false, true, true, false, false, false, false, false, false},  /* nanotron: FlashAttention-2, fp32 gradient accumulation, fp32 cross entropy, eager SwiGLU */
-    {4, 1, 0, 6, 40, true, false, false, false, true, true, true, false, false, true},     /* torchtitan-compile: torchtitan with torch.compile's fused element-wise */
+    {3, 1, 0, 6, 12, false, false, false, false, false, false, false, false, false, false, false},  /* middle: cuDNN attention, autograd's accumulation into bf16 .grad */
+    {5, 1, 0, 0, 12, false, false, false, false, false, false, false, false, false, false, false},  /* megatron-lm-2022: fused softmax, gradient_accumulation_fusion */
+    {5, 3, 0, 18, 12, false, false, false, false, false, false, false, true, true, false, false}, /* megatron-deepspeed: softmax attention, bf16 update_hp_grads, CUDA 11 GEMMs, its TP and pipeline */
+    {3, 1, 0, 0, 12, false, false, false, false, false, false, false, false, false, false, false},  /* nemo-24.07: Transformer Engine 1.9's cuDNN attention */
+    {3, 1, 0, 0, 12, false, false, false, false, false, false, false, false, false, false, false},  /* nemo-25 */
+    {4, 1, 0, 6, 40, true, true, false, false, true, true, true, false, false, true, false},     /* torchtitan: SDPA, autograd accumulation, fp32 cross entropy, op SAC, eager */
+    {1, 1, 0, 18, 40, false, false, false, false, false, false, false, false, false, true, true}, /* composer: FlashAttention-2, FSDP1 gradient path, eager fp32 cross entropy */
+    {1, 1, 0, 10, 40, false, false, true, true, false, false, false, false, false, false, false},  /* nanotron: FlashAttention-2, fp32 gradient accumulation, fp32 cross entropy, eager SwiGLU */
+    {4, 1, 0, 6, 40, true, false, false, false, true, true, true, false, false, true, false},     /* torchtitan-compile: torchtitan with torch.compile's fused element-wise */
 };
 /* nanotron's ZeRO-1 with fp32 gradient accumulation (the only ZeRO it
  * runs with accumulate_grad_in_fp32, its benchmarks' setting) builds no
@@ -296,9 +316,9 @@ static inline double beside_cost(const struct m4d_machine *mc, double gemm, doub
  * runs of a weak-scaling series calibrated on its first run;
  * tests/test-throughput.c prints all of them). */
 #define BAND_LOW 0.904
-#define BAND_HIGH 1.240
+#define BAND_HIGH 1.238
 #define BAND_CAL_LOW 0.860
-#define BAND_CAL_HIGH 1.063
+#define BAND_CAL_HIGH 1.038
 /* Between layouts of one job (the search's equivalence, m4d_speed_band_
  * relative()): the band of the runs of a weak-scaling series predicted by a
  * device calibrated on its first run, where the level common to one job's
@@ -415,6 +435,7 @@ static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device
         .tp_sync = st->tp_sync,
         .ds_pipe = st->ds_pipe || x->fw == MEM4D_FRAMEWORK_DEEPSPEED,
         .fsdp_root = st->fsdp_root || x->fw == MEM4D_FRAMEWORK_TORCHTITAN,
+        .attn_unpad = st->attn_unpad && ak == 1, /* the flash-attn package's FlashAttention-2 */
         .gemm = peak * eff,
         .gemm_lin = lin * eff,
         .hbm = hbm,
@@ -621,6 +642,11 @@ static void gemms_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
     }
     pg->ew_per_b = 2 * pg->rows_per_b * (sh * (2 * norm + 6) * h + rope * (q + kv) + acte + rep) * mc->inv_hbm;
     pg->ew_grad_per_b = 2 * pg->rows_per_b * sums * mc->inv_hbm;
+    pg->pad_per_b = 0;
+    if (mc->attn_unpad) { /* ATTN_UNPAD: q, k and v gathered, the output put back; the reverse in the backward */
+        pg->pad_per_b = pg->rows_per_b * (UNPAD_GATHER * (q + 2 * kv) + PAD_PUT * q) * mc->inv_hbm;
+        pg->ew_grad_per_b += pg->rows_per_b * (UNPAD_SCATTER * (q + 2 * kv) + PAD_GATHER * q) * mc->inv_hbm;
+    }
     pg->ew_norm_per_b = 2 * pg->rows_per_b * sh * 2 * norm * h * mc->inv_hbm;
     pg->ew_act_per_b = 2 * pg->rows_per_b * acte * mc->inv_hbm;
     double dact = (mc->ew_eager || mc->act_eager) && x->gated ? EAGER_SWIGLU * D(x->f) * rt : (x->gated ? 3 : 2) * D(x->f) * rt;
@@ -870,7 +896,7 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
     double cast = bt->cast, mlp = bt->mlp, lin = bt->lin, af = bt->attn_fwd, ab = bt->attn_bwd;
     double ew = b * pg->ew_per_b;
     cast += pg->cast_b / D(x->m); /* the fp8 weight casts, once per step (gemms_prepare) */
-    double fwd = lin + af + ew + KERNELS_FWD * kern;
+    double fwd = lin + af + ew + b * pg->pad_per_b + KERNELS_FWD * kern;
     double bwd = bt->lin_bwd + ab + 2 * ew + b * pg->ew_grad_per_b + 2 * KERNELS_FWD * kern;
     if (M4D_UNLIKELY(x->recompute == 1 && pg->mc.op_sac && x->experts == 0 && !x->nlt))
         bwd += op_sac_time(x, pg, M, ew);

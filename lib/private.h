@@ -839,6 +839,7 @@ struct m4d_machine {
     bool ds_pipe;              /* DeepSpeed's pipeline engine: blocking p2p, partitioned activations (lib/perf.c) */
     bool persistent;           /* GEMMs are persistent kernels (Hopper, CUDA 12 cuBLAS): PERSISTENT_WAVES (lib/perf.c) */
     bool fsdp_root;            /* ZeRO-2/3 as PyTorch's FSDP wraps a model: the root unit's collectives exposed, ZeRO-2 as SHARD_GRAD_OP (lib/perf.c) */
+    bool attn_unpad;           /* flash attention through llm-foundry's unpadding copies (ATTN_UNPAD, lib/perf.c) */
 };
 
 /* One GEMM of a layer with its N and K fixed by the group; M (tokens)
@@ -927,7 +928,8 @@ struct m4d_perf_group {
     double cast_a, cast_b;                         /* fp8 casts: seconds per row, fixed */
     double attn_per_b, attn_tiles_per_b;           /* forward attention at full waves, query tiles */
     double ew_per_b, ce_per_b;                     /* element-wise forward, cross entropy (fwd+bwd) */
-    double ew_grad_per_b;                          /* element-wise work of the backward alone (TITAN_MODEL's gradient sums) */
+    double ew_grad_per_b;                          /* element-wise work of the backward alone (TITAN_MODEL's gradient sums, ATTN_UNPAD's) */
+    double pad_per_b;                              /* ATTN_UNPAD's copies in the forward */
     double ew_norm_per_b, ew_act_per_b;            /* of the forward: the norms, the MLP activation */
     double tp_lat, tp_per_b;                       /* one TP collective: latency, transfer per sample */
     double cp_lat, cp_per_b;                       /* one CP ring step */
