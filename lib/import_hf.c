@@ -696,7 +696,7 @@ static mem4d_status hf_defaults(mem4d_import *imp, const struct hf_family *f, me
         MEM4D_MODEL_QK_POS_EMB_HEAD_DIM, MEM4D_MODEL_V_HEAD_DIM, MEM4D_MODEL_MTP_LAYERS,
         MEM4D_MODEL_POSITION_EMBEDDING, MEM4D_MODEL_QK_NORM_WHOLE, MEM4D_MODEL_ATTENTION_SINKS,
         MEM4D_MODEL_ROUTER_BIAS, MEM4D_MODEL_DSA_INDEX_HEADS, MEM4D_MODEL_DSA_INDEX_HEAD_DIM,
-        MEM4D_MODEL_DSA_INDEX_TOPK,
+        MEM4D_MODEL_DSA_INDEX_TOPK, MEM4D_MODEL_ROUTER_EXPERT_BIAS,
     };
     for (size_t i = 0; i < sizeof zero / sizeof *zero; i++)
         m->v[zero[i]] = 0;
@@ -793,6 +793,17 @@ static mem4d_status hf_apply(mem4d_import *imp, struct json_object *top, mem4d_m
     TRY(SET_M(m, MEM4D_MODEL_TIED_EMBEDDINGS, tied, "\"tie_word_embeddings\""));
     if (f->extra)
         TRY(f->extra(imp, root, m));
+    /* Auxiliary-loss-free balancing, a per-expert bias on the scores before
+     * the top-k (a buffer: the step time only): DeepSeek-V3's and Kimi K2's
+     * "topk_method": "noaux_tc", MiniMax's "use_routing_bias"; GLM-4.5's and
+     * Nemotron-H's routers always carry e_score_correction_bias
+     * (transformers' modeling_glm4_moe.py, modeling_nemotron_h.py). */
+    const char *topk = hf_string(root, "topk_method");
+    bool routing_bias = false;
+    TRY(hf_bool(imp, root, "use_routing_bias", &routing_bias));
+    if ((topk && strcmp(topk, "noaux_tc") == 0) || routing_bias || f->extra == hf_glm4_moe ||
+        f->extra == hf_nemotron_h)
+        TRY(SET_M(m, MEM4D_MODEL_ROUTER_EXPERT_BIAS, 1, "\"topk_method\""));
     m4d_strlcpy(m->name, "custom", sizeof m->name);
     return MEM4D_OK;
 }

@@ -307,6 +307,8 @@ static mem4d_status apply_model(mem4d_import *imp, const struct m4d_opt_val *val
         TRY(SET_M(m, MEM4D_MODEL_MTP_LAYERS, 0, "--mtp-num-layers"));
     if (describes || GIVEN(MF_MTP_REPEATED))
         TRY(SET_M(m, MEM4D_MODEL_MTP_REPEATED_LAYER, GIVEN(MF_MTP_REPEATED), "--mtp-use-repeated-layer"));
+    if (describes || GIVEN(MF_EXPERT_BIAS))
+        TRY(SET_M(m, MEM4D_MODEL_ROUTER_EXPERT_BIAS, GIVEN(MF_EXPERT_BIAS), "--moe-router-enable-expert-bias"));
     if (GIVEN(MF_SHARED_FFN) || GIVEN(MF_SHARED_GATE))
         TRY(SET_M(m, MEM4D_MODEL_SHARED_EXPERT_GATE, GIVEN(MF_SHARED_GATE), "--moe-shared-expert-gate"));
     TRY(apply_mla(imp, vals, describes, m));

@@ -298,7 +298,7 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     SKIP_ROW("moe-permute-fusion-into-hybridep"),
     SKIP_ROW("moe-router-bias-update-rate"),
     WORD_ROW("moe-router-dtype", MF_ROUTER_DTYPE, c_router_dtype),
-    SKIP_ROW("moe-router-enable-expert-bias"),
+    SWITCH_ROW("moe-router-enable-expert-bias", MF_EXPERT_BIAS), /* a buffer: step time only */
     SWITCH_ROW("moe-router-force-load-balancing", MF_FORCE_BALANCE), /* step time only */
     SKIP_ROW("moe-router-fusion"),
     SKIP_ROW("moe-router-group-topk"),

@@ -119,6 +119,7 @@ const struct m4d_param_desc m4d_model_params[] = {
     [MEM4D_MODEL_DSA_INDEX_SKIP_OFFSET] = NUM_ROW("dsa_indexer_skip_topk_offset", "index_skip_topk_offset", NULL, 0,
         4096, 0, PAPER_DEFAULT(0)),
     [MEM4D_MODEL_MTP_REPEATED_LAYER] = BOOL_ROW("mtp_use_repeated_layer", NULL, NULL, 0, PAPER_DEFAULT(0)),
+    [MEM4D_MODEL_ROUTER_EXPERT_BIAS] = BOOL_ROW("moe_router_expert_bias", "moe_router_enable_expert_bias", NULL, 0),
 };
 M4D_TABLE_ROWS(m4d_model_params, M4D_MODEL_NPARAM);
 
@@ -291,7 +292,7 @@ const struct m4d_param_desc m4d_device_params[] = {
     [MEM4D_DEVICE_BOARD_POWER_W] = NUM_ROW("board_power_w", "tdp_w", NULL, 0, 100000, 0),
     [MEM4D_DEVICE_POWER_LIMIT_W] = NUM_ROW("power_limit_w", "power_cap_w", NULL, 0, 100000, 0),
     [MEM4D_DEVICE_HBM_EFFICIENCY_PPM] = PPM_ROW("hbm_efficiency_ppm", NULL, NULL, 0, 1000000, 0),
-    [MEM4D_DEVICE_MOE_LOAD_SPREAD_PPM] = PPM_ROW("moe_load_spread_ppm", NULL, NULL, 0, 4000000, 221871),
+    [MEM4D_DEVICE_MOE_LOAD_SPREAD_PPM] = PPM_ROW("moe_load_spread_ppm", NULL, NULL, 0, 4000000, 0),
 };
 M4D_TABLE_ROWS(m4d_device_params, M4D_DEVICE_NPARAM);
 

@@ -1231,6 +1231,10 @@ void m4d_speed_band_relative(const mem4d_device *dev, double *low, double *high)
 
 uint64_t m4d_perf_effective(const mem4d_device *dev, mem4d_device_param key)
 {
+    /* the load spread's 0 is the router's published figure: an auxiliary-
+     * loss router's, 0.52 / 2.3437 (lib/perf_moe.c, spread_of()) */
+    if (key == MEM4D_DEVICE_MOE_LOAD_SPREAD_PPM)
+        return dev->v[key] ? dev->v[key] : 221871;
     if (key != MEM4D_DEVICE_ATTENTION_EFFICIENCY_PPM && key != MEM4D_DEVICE_MICROBATCH_OVERHEAD_NS)
         return dev->v[key];
     struct m4d_ctx x = {0}; /* bf16: the attention kernel and the stack do not depend on the job */

@@ -156,18 +156,31 @@ static double root(double v)
     return y;
 }
 
+/* The router's per-expert load spread, the relative standard deviation of
+ * an expert's share about the mean: the device's moe_load_spread_ppm when
+ * set (a calibration fits it), else the router's published figure. Wang
+ * et al., "Auxiliary-Loss-Free Load Balancing Strategy for Mixture-of-
+ * Experts" (arXiv 2408.15664, Table 2) measure MaxVio_global = (max_i Load_i
+ * - mean)/mean over the validation set of their 3B DeepSeekMoE model (64
+ * routed experts): 0.52 trained with the auxiliary loss at alpha = 0.001,
+ * 0.04 with the per-expert bias instead (0.72 and 0.04 at 1B); with loads
+ * spread normally that maximum is sigma times E[max of 64 normals] =
+ * 2.3437. */
+#define SPREAD_AUX_LOSS (0.52 / 2.3437)
+#define SPREAD_EXPERT_BIAS (0.04 / 2.3437)
+
+static double spread_of(const struct m4d_ctx *x, const mem4d_device *dev)
+{
+    uint64_t v = dev->v[MEM4D_DEVICE_MOE_LOAD_SPREAD_PPM];
+    return v ? D(v) * 1e-6 : x->expert_bias ? SPREAD_EXPERT_BIAS : SPREAD_AUX_LOSS;
+}
+
 /* The busiest EP rank's expert rows over the mean (doc/perf.md, "Token
  * imbalance"): ι as the layout gives it (moe_imbalance_ppm; 10^6 is
  * balanced routing, --moe-router-force-load-balancing), else derived for
  * dropless routing with a learned router. A rank's load is the sum over
- * its E_l = E/ep experts; each expert's share deviates by `spread`, the
- * device's moe_load_spread_ppm (systematic: the router's preferences; by
- * default an auxiliary-loss router's: Wang et al., "Auxiliary-Loss-Free
- * Load Balancing Strategy for Mixture-of-Experts", arXiv 2408.15664,
- * Table 2, measure MaxVio_global = (max_i Load_i - mean)/mean = 0.52 over
- * the validation set for their 3B DeepSeekMoE model, 64 routed experts,
- * auxiliary loss at alpha = 0.001; with loads spread normally that
- * maximum is sigma times E[max of 64 normals] = 2.3437), plus the sampling of `rows`
+ * its E_l = E/ep experts; each expert's share deviates by `spread`
+ * (systematic: the router's preferences; spread_of() below) plus the sampling of `rows`
  * routed copies (binomial, 1 - k/E); the ep ranks' loads sum to the whole
  * (the factor (1 - 1/ep) E/(E - 1)), and every rank waits for the busiest
  * at the combine: the expected maximum of ep draws, E[max] = 1 +
@@ -289,7 +302,7 @@ void m4d_moe_prepare(const struct m4d_ctx *x, const mem4d_device *dev, const str
     double tok = D(x->s) / (D(x->c) * tsp); /* tokens a rank routes per sample */
     /* the sampling term counts one sample's copies a rank receives: a
      * group is prepared once for every micro-batch size */
-    double imb = imbalance(x, D(dev->v[MEM4D_DEVICE_MOE_LOAD_SPREAD_PPM]) * 1e-6, tok * D(x->topk) * etp);
+    double imb = imbalance(x, spread_of(x, dev), tok * D(x->topk) * etp);
     g->experts_local = El;
     /* rows the busiest rank's experts compute per sample: its share of the
      * group's routed copies, gathered over etp */

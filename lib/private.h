@@ -26,8 +26,8 @@
 
 /* Number of values of each enum; grow only by appending to the enum, then
  * raise the count, name the new last value and append the table rows. */
-#define M4D_MODEL_NPARAM 49
-M4D_ENUM_COUNT(M4D_MODEL_NPARAM, MEM4D_MODEL_MTP_REPEATED_LAYER);
+#define M4D_MODEL_NPARAM 50
+M4D_ENUM_COUNT(M4D_MODEL_NPARAM, MEM4D_MODEL_ROUTER_EXPERT_BIAS);
 #define M4D_LAYOUT_NPARAM 84
 M4D_ENUM_COUNT(M4D_LAYOUT_NPARAM, MEM4D_LAYOUT_FP8_RECIPE);
 #define M4D_DEVICE_NPARAM 37
@@ -207,6 +207,7 @@ struct m4d_ctx {
     uint64_t norms;                    /* normalisations per layer (2; Gemma 2/3: 4) */
     bool qk_whole;                     /* Q/K norms over the whole projections (OLMo 2) */
     bool sinks, router_bias;           /* a sink logit per head (gpt-oss); a router bias of E */
+    bool expert_bias;                  /* auxiliary-loss-free balancing (a per-expert score bias) */
     uint64_t idx_heads, idx_dim, idx_topk; /* DSA lightning indexer (0 heads: none) */
     uint64_t idx_freq, idx_offset;     /* only every idx_freq-th layer after idx_offset has one */
     bool out_gate;                     /* attention output gate (the query projection twice as wide) */

@@ -1755,6 +1755,38 @@ static int check_counts(const char *sub, struct fixture *fx)
     return rows;
 }
 
+/* Auxiliary-loss-free balancing (moe_router_expert_bias) as the configs
+ * and Megatron's flag say: DeepSeek-V3's, Kimi K2's and GLM-5's "topk_method"
+ * "noaux_tc", MiniMax's "use_routing_bias"; not Qwen3's or Mixtral's
+ * auxiliary-loss routers. */
+START_TEST(router_expert_bias)
+{
+    struct fixture fx;
+    fx_open(&fx);
+    if (MEM4D_HAVE_JSON) {
+        static const char *const files[][2] = {
+            {"deepseek-v3.json", "1"}, {"kimi-k2-instruct.json", "1"}, {"glm-5.json", "1"},
+            {"minimax-m2.5.json", "1"}, {"qwen3-235b-a22b.json", "0"}, {"gpt-oss-20b.json", "0"},
+        };
+        for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+            char path[1200];
+            snprintf(path, sizeof path, "%s/hf/recent/%s", data_dir, files[i][0]);
+            ck_assert_msg(mem4d_import_hf_config(fx.imp, path, fx.model) == MEM4D_OK, "%s: %s", files[i][0],
+                          mem4d_import_message(fx.imp));
+            uint64_t v = mget(fx.model, MEM4D_MODEL_ROUTER_EXPERT_BIAS);
+            ck_assert_msg(v == (uint64_t)(files[i][1][0] - '0'), "%s: %llu", files[i][0], (unsigned long long)v);
+        }
+    }
+    const char *args[] = {"--num-layers", "4", "--hidden-size", "1024", "--num-attention-heads", "16",
+                          "--ffn-hidden-size", "2816", "--num-experts", "8", "--moe-router-topk", "2",
+                          "--vocab-size", "32000", "--seq-length", "1024", "--max-position-embeddings", "1024",
+                          "--expert-model-parallel-size", "8", "--moe-router-enable-expert-bias", NULL};
+    ck_assert_msg(run_argv(&fx, args, 8) == MEM4D_OK, "%s", mem4d_import_message(fx.imp));
+    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_ROUTER_EXPERT_BIAS), 1);
+    fx_close(&fx);
+}
+END_TEST
+
 /* tests/data/hf (shapes of printed module trees) and tests/data/hf/public
  * (weight indexes): each config's count within 0.05% of the independent one. */
 START_TEST(hf_configs_match_published_counts)
@@ -2425,6 +2457,7 @@ static Suite *import_suite(void)
     tcase_add_test(tc, hf_deeply_nested_document_is_an_error);
     tcase_add_test(tc, cut_text_stays_utf8);
     tcase_add_test(tc, hf_configs_match_published_counts);
+    tcase_add_test(tc, router_expert_bias);
     tcase_add_test(tc, hf_recent_configs_read_or_refused);
     tcase_add_test(tc, megatron_2025_model_flags);
     tcase_add_test(tc, published_recipes_fit_their_hardware);

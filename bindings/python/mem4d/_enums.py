@@ -112,6 +112,7 @@ class ModelParam(enum.IntEnum):
     DSA_INDEX_TOPK_FREQ = 46
     DSA_INDEX_SKIP_OFFSET = 47
     MTP_REPEATED_LAYER = 48
+    ROUTER_EXPERT_BIAS = 49
 
 
 class LayoutParam(enum.IntEnum):

@@ -272,6 +272,13 @@ pub const MEM4D_MODEL_DSA_INDEX_SKIP_OFFSET: mem4d_model_param = 47;
 /// --mtp-use-repeated-layer; Nemotron 3.5 Lightning): its weights, gradients and optimizer state are one module's, its
 /// activations every depth's. Default 0. @since 0.2
 pub const MEM4D_MODEL_MTP_REPEATED_LAYER: mem4d_model_param = 48;
+/// "moe_router_expert_bias" ("moe_router_enable_expert_bias"): 1 when the router balances its experts' loads with a
+/// per-expert bias added to the scores before the top-k and moved against each expert's load after every step
+/// (auxiliary-loss-free balancing: DeepSeek-V3's e_score_correction_bias, config.json "topk_method": "noaux_tc" or
+/// "use_routing_bias"; Megatron's --moe-router-enable-expert-bias). A buffer, not a parameter: only the step time
+/// depends on it, through the load spread dropless routing is derived from (device key moe_load_spread_ppm;
+/// doc/perf.md, "Token imbalance"). Default 0. @since 0.2
+pub const MEM4D_MODEL_ROUTER_EXPERT_BIAS: mem4d_model_param = 49;
 
 /// `mem4d_layout_param` (a C enum, passed as `int`): Layout parameters. Values are fixed forever; new keys are
 /// appended. The string names are short ("tp"); Megatron-LM's argument names ("tensor_model_parallel_size") are
@@ -728,8 +735,10 @@ pub const MEM4D_DEVICE_HBM_EFFICIENCY_PPM: mem4d_device_param = 35;
 /// router (its lasting preferences), millionths, from which the step time derives the busiest expert-parallel rank's
 /// load for dropless routing (layout key moe_imbalance_ppm 0; doc/perf.md, "Token imbalance"). A trait of the model's
 /// router and data rather than of the GPU, kept with the device so that a calibration can fit it from dropless runs
-/// (beside a forced-balance run, or runs at several ep, that tell it from the GEMM rate). Default 221871: an
-/// auxiliary-loss router at coefficient 0.001 (MaxVio 0.52 over 64 experts, arXiv 2408.15664, Table 2). @since 0.2
+/// (beside a forced-balance run, or runs at several ep, that tell it from the GEMM rate). 0 (default): the router's
+/// published figure, 221871 for an auxiliary-loss router at coefficient 0.001 (MaxVio 0.52 over 64 experts, arXiv
+/// 2408.15664, Table 2), 17067 with the model's moe_router_expert_bias (MaxVio 0.04, the same table); a calibration
+/// starts from the first. @since 0.2
 pub const MEM4D_DEVICE_MOE_LOAD_SPREAD_PPM: mem4d_device_param = 36;
 
 /// `mem4d_mode` (a C enum, passed as `int`): Which memory model produced a report.
