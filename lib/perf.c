@@ -116,16 +116,17 @@ static const struct stack {
     bool ds_pipe;         /* DeepSpeed's pipeline engine: its blocking p2p and partitioned activations (comm_prepare) */
     bool fsdp_root;       /* ZeRO-2/3 as PyTorch's FSDP (1 or 2) wraps a model: the root unit's collectives (FSDP_ROOT), ZeRO-2 as SHARD_GRAD_OP (FSDP_SHARD_GRAD_OP) */
     bool attn_unpad;      /* FlashAttention-2 called through llm-foundry's flash_attn_fn: its unpadding copies (ATTN_UNPAD) */
+    bool nanotron_model;  /* nanotron's Llama: its attention's q/k/v reshuffles copied (NANOTRON_MODEL) */
 } STACKS[M4D_NSTACKS] = {
-    {3, 1, 0, 6, 12, false, false, false, false, false, false, false, false, false, false, false},  /* middle: cuDNN attention, autograd's accumulation into bf16 .grad */
-    {5, 1, 0, 0, 12, false, false, false, false, false, false, false, false, false, false, false},  /* megatron-lm-2022: fused softmax, gradient_accumulation_fusion */
-    {5, 3, 0, 18, 12, false, false, false, false, false, false, false, true, true, false, false}, /* megatron-deepspeed: softmax attention, bf16 update_hp_grads, CUDA 11 GEMMs, its TP and pipeline */
-    {3, 1, 0, 0, 12, false, false, false, false, false, false, false, false, false, false, false},  /* nemo-24.07: Transformer Engine 1.9's cuDNN attention */
-    {3, 1, 0, 0, 12, false, false, false, false, false, false, false, false, false, false, false},  /* nemo-25 */
-    {4, 1, 0, 6, 40, true, true, false, false, true, true, true, false, false, true, false},     /* torchtitan: SDPA, autograd accumulation, fp32 cross entropy, op SAC, eager */
-    {1, 1, 0, 18, 40, false, false, false, false, false, false, false, false, false, true, true}, /* composer: FlashAttention-2, FSDP1 gradient path, eager fp32 cross entropy */
-    {1, 1, 0, 10, 40, false, false, true, true, false, false, false, false, false, false, false},  /* nanotron: FlashAttention-2, fp32 gradient accumulation, fp32 cross entropy, eager SwiGLU */
-    {4, 1, 0, 6, 40, true, false, false, false, true, true, true, false, false, true, false},     /* torchtitan-compile: torchtitan with torch.compile's fused element-wise */
+    {3, 1, 0, 6, 12, false, false, false, false, false, false, false, false, false, false, false, false},  /* middle: cuDNN attention, autograd's accumulation into bf16 .grad */
+    {5, 1, 0, 0, 12, false, false, false, false, false, false, false, false, false, false, false, false},  /* megatron-lm-2022: fused softmax, gradient_accumulation_fusion */
+    {5, 3, 0, 18, 12, false, false, false, false, false, false, false, true, true, false, false, false}, /* megatron-deepspeed: softmax attention, bf16 update_hp_grads, CUDA 11 GEMMs, its TP and pipeline */
+    {3, 1, 0, 0, 12, false, false, false, false, false, false, false, false, false, false, false, false},  /* nemo-24.07: Transformer Engine 1.9's cuDNN attention */
+    {3, 1, 0, 0, 12, false, false, false, false, false, false, false, false, false, false, false, false},  /* nemo-25 */
+    {4, 1, 0, 6, 40, true, true, false, false, true, true, true, false, false, true, false, false},     /* torchtitan: SDPA, autograd accumulation, fp32 cross entropy, op SAC, eager */
+    {1, 1, 0, 18, 40, false, false, false, false, false, false, false, false, false, true, true, false}, /* composer: FlashAttention-2, FSDP1 gradient path, eager fp32 cross entropy */
+    {1, 1, 0, 10, 40, false, false, true, true, false, false, false, false, false, false, false, true},  /* nanotron: FlashAttention-2, fp32 gradient accumulation, fp32 cross entropy, eager SwiGLU */
+    {4, 1, 0, 6, 40, true, false, false, false, true, true, true, false, false, true, false, false},     /* torchtitan-compile: torchtitan with torch.compile's fused element-wise */
 };
 /* nanotron's ZeRO-1 with fp32 gradient accumulation (the only ZeRO it
  * runs with accumulate_grad_in_fp32, its benchmarks' setting) builds no
@@ -254,6 +255,23 @@ static const struct stack {
  * other gradients: 3 h (2 h). */
 #define TITAN_GRAD_SUMS_EAGER 9.0
 #define TITAN_GRAD_SUMS_COMPILED 3.0
+/* NANOTRON_MODEL: nanotron's CausalSelfAttention (src/nanotron/models/
+ * llama.py, training path, at huggingface/nanotron@67c5ebb6, the commit of
+ * its benchmark branch nouamane/bench2, and unchanged at c2528430) reshuffles
+ * q, k and v with copies a fused-QKV model does not make. Forward, in bytes
+ * per token and layer of q = a dh / t and kv = k dh / t: the qkv output made
+ * [3, b, s, heads, dh] by permute(...).contiguous() (or, with GQA, three
+ * transpose(0, 1).contiguous()), 4 (q + 2 kv); K and V concatenated by
+ * torch.cat, 8 kv, and permuted to [b, s, 2, heads, dh] and made contiguous
+ * for flash-attn's rotary, 8 kv. Backward: the split of that tensor into K
+ * and V concatenates dK and dV, 8 kv; the unbind of the permuted qkv stacks
+ * dQ, dK and dV, 4 (q + 2 kv), and the view of the qkv output reshapes the
+ * permuted gradient, another 4 (q + 2 kv) (GQA's split has no such view). With
+ * b > 1 o_proj's input is the transposed attention output, which the matmul
+ * copies (4 q), and the view's backward copies its gradient back (4 q): the
+ * same copy the memory model keeps (nanotron_attention_copies). Flash
+ * attention takes K and V as strided views (maybe_contiguous copies only a
+ * non-unit last stride), and the rotary runs in place (counted as RoPE). */
 /* Kernels per layer and forward pass (norms, GEMMs, RoPE, attention,
  * activation, residual adds, TP collectives); the backward launches twice
  * as many. */
@@ -316,7 +334,7 @@ static inline double beside_cost(const struct m4d_machine *mc, double gemm, doub
  * runs of a weak-scaling series calibrated on its first run;
  * tests/test-throughput.c prints all of them). */
 #define BAND_LOW 0.904
-#define BAND_HIGH 1.238
+#define BAND_HIGH 1.232
 #define BAND_CAL_LOW 0.860
 #define BAND_CAL_HIGH 1.038
 /* Between layouts of one job (the search's equivalence, m4d_speed_band_
@@ -432,6 +450,7 @@ static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device
         .dtensor_tp = st->dtensor_tp || x->fw == MEM4D_FRAMEWORK_TORCHTITAN,
         .fsdp2_copies = st->fsdp2_copies || x->fw == MEM4D_FRAMEWORK_TORCHTITAN,
         .titan_model = st->titan_model || x->fw == MEM4D_FRAMEWORK_TORCHTITAN,
+        .nanotron_model = st->nanotron_model || x->fw == MEM4D_FRAMEWORK_NANOTRON,
         .tp_sync = st->tp_sync,
         .ds_pipe = st->ds_pipe || x->fw == MEM4D_FRAMEWORK_DEEPSPEED,
         .fsdp_root = st->fsdp_root || x->fw == MEM4D_FRAMEWORK_TORCHTITAN,
@@ -641,7 +660,16 @@ static void gemms_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
         sums = (mc->ew_eager ? TITAN_GRAD_SUMS_EAGER : TITAN_GRAD_SUMS_COMPILED) * (x->gated ? 1 : 2.0 / 3) * h;
     }
     pg->ew_per_b = 2 * pg->rows_per_b * (sh * (2 * norm + 6) * h + rope * (q + kv) + acte + rep) * mc->inv_hbm;
-    pg->ew_grad_per_b = 2 * pg->rows_per_b * sums * mc->inv_hbm;
+    /* nanotron's attention copies (NANOTRON_MODEL), bytes: the forward's, the
+     * backward's (with the GQA split, no view to copy back through) */
+    double cf = 0, cb = 0;
+    if (mc->nanotron_model) {
+        cf = 4 * (q + 2 * kv) + 16 * kv;
+        cb = 8 * kv + (x->k < x->a ? 1 : 2) * 4 * (q + 2 * kv);
+    }
+    pg->copy_per_b = pg->rows_per_b * cf * mc->inv_hbm;
+    pg->copy_mb_per_b = mc->nanotron_model ? pg->rows_per_b * 4 * q * mc->inv_hbm : 0;
+    pg->ew_grad_per_b = pg->rows_per_b * (2 * sums + cb) * mc->inv_hbm;
     pg->pad_per_b = 0;
     if (mc->attn_unpad) { /* ATTN_UNPAD: q, k and v gathered, the output put back; the reverse in the backward */
         pg->pad_per_b = pg->rows_per_b * (UNPAD_GATHER * (q + 2 * kv) + PAD_PUT * q) * mc->inv_hbm;
@@ -895,9 +923,11 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
     double pf = x->recompute == 2 ? 2 : 1, b = D(x->b), M = b * pg->rows_per_b, kern = pg->mc.kernel;
     double cast = bt->cast, mlp = bt->mlp, lin = bt->lin, af = bt->attn_fwd, ab = bt->attn_bwd;
     double ew = b * pg->ew_per_b;
+    /* NANOTRON_MODEL: its attention's copies, forward and backward (b > 1: o_proj's input, each way) */
+    double copy = b * pg->copy_per_b, copy_mb = b > 1 ? b * pg->copy_mb_per_b : 0;
     cast += pg->cast_b / D(x->m); /* the fp8 weight casts, once per step (gemms_prepare) */
-    double fwd = lin + af + ew + b * pg->pad_per_b + KERNELS_FWD * kern;
-    double bwd = bt->lin_bwd + ab + 2 * ew + b * pg->ew_grad_per_b + 2 * KERNELS_FWD * kern;
+    double fwd = lin + af + ew + b * pg->pad_per_b + copy + copy_mb + KERNELS_FWD * kern;
+    double bwd = bt->lin_bwd + ab + 2 * ew + b * pg->ew_grad_per_b + copy_mb + 2 * KERNELS_FWD * kern;
     if (M4D_UNLIKELY(x->recompute == 1 && pg->mc.op_sac && x->experts == 0 && !x->nlt))
         bwd += op_sac_time(x, pg, M, ew);
     else if (x->recompute == 1) /* selective: the modules re-run in the backward */

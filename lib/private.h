@@ -836,6 +836,7 @@ struct m4d_machine {
     bool dtensor_tp;           /* TP as PyTorch's DTensor runs it: backward collectives exposed (lib/perf.c) */
     bool fsdp2_copies;         /* FSDP2's copy-out and copy-in around its collectives (lib/perf.c) */
     bool titan_model;          /* torchtitan's Llama: separate linears, GQA by repeat_kv (lib/perf.c) */
+    bool nanotron_model;       /* nanotron's Llama: its attention's q/k/v reshuffles copied (lib/perf.c, NANOTRON_MODEL) */
     bool tp_sync;              /* TP's backward all-reduces on the compute stream, none hidden (lib/perf.c) */
     bool ds_pipe;              /* DeepSpeed's pipeline engine: blocking p2p, partitioned activations (lib/perf.c) */
     bool persistent;           /* GEMMs are persistent kernels (Hopper, CUDA 12 cuBLAS): PERSISTENT_WAVES (lib/perf.c) */
@@ -932,6 +933,7 @@ struct m4d_perf_group {
     double ew_grad_per_b;                          /* element-wise work of the backward alone (TITAN_MODEL's gradient sums, ATTN_UNPAD's) */
     double pad_per_b;                              /* ATTN_UNPAD's copies in the forward */
     double ew_norm_per_b, ew_act_per_b;            /* of the forward: the norms, the MLP activation */
+    double copy_per_b, copy_mb_per_b;              /* NANOTRON_MODEL's forward copies; those of b > 1 only, forward and backward each */
     double tp_lat, tp_per_b;                       /* one TP collective: latency, transfer per sample */
     double cp_lat, cp_per_b;                       /* one CP ring step */
     double p2p_lat, p2p_per_b;                     /* one pipeline transfer of a micro-batch: latency, per sample */

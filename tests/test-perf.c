@@ -843,6 +843,41 @@ START_TEST(nanotron_zero1_and_tied_embeddings)
 }
 END_TEST
 
+/* nanotron's attention as written (NANOTRON_MODEL, lib/perf.c): its
+ * q/k/v reshuffles copy, per token and layer of q = a dh and kv = k dh
+ * bytes, 4 (q + 2 kv) + 16 kv forward and 8 kv + 4 (q + 2 kv) backward with
+ * GQA, 4 (q + 2 kv) more backward without (the view of the projection's
+ * output), and 4 q each way with a micro-batch above 1 (o_proj's input).
+ * One GPU, so the framework changes only that: the compute time grows by
+ * those bytes over HBM, on any stack. */
+START_TEST(nanotron_attention_copies)
+{
+    mem4d_model *m = tu_model("llama3.2-1b"); /* h 2048, 32 heads of 64, 8 KV heads, 16 layers */
+    mem4d_device *d = tu_device("h100-80");
+    const mem4d_metric C = MEM4D_METRIC_COMPUTE_TIME_S;
+    double hbm = (double)tu_device_get(d, "hbm_bandwidth"), tokens = 16.0 * 4096 * 4; /* layers x seq x gbs */
+    static const char *const mbs[] = {"1", "2"};
+    for (int heads = 0; heads < 2; heads++) {
+        double q = 2048, kv = heads ? 2048 : 512; /* GQA, then MHA with its view's copy */
+        double per = 4 * (q + 2 * kv) + 16 * kv + 8 * kv + (heads ? 2 : 1) * 4 * (q + 2 * kv);
+        for (int i = 0; i < 2; i++) {
+            mem4d_layout *l = tu_layout("world=1", "seq=4096", "gbs=4", "dist_opt=0", NULL);
+            ck_assert_int_eq(mem4d_layout_set_str(l, "mbs", mbs[i]), MEM4D_OK);
+            double mg = predict(m, l, d, C);
+            ck_assert_int_eq(mem4d_layout_set_str(l, "framework", "nanotron"), MEM4D_OK);
+            double nt = predict(m, l, d, C);
+            double bytes = tokens * (per + (i ? 8 * q : 0));
+            ck_assert_msg(fabs(nt - mg - bytes / hbm) <= 1e-9 * nt, "heads %d mbs %s: %.9g - %.9g != %.9g", heads,
+                          mbs[i], nt, mg, bytes / hbm);
+            mem4d_layout_free(l);
+        }
+        ck_assert_int_eq(mem4d_model_set_str(m, "num_query_groups", "32"), MEM4D_OK);
+    }
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
 /* torchtitan's stacks: DTensor's TP exposes the backward's four
  * collectives where Megatron hides two reduce-scatters under the
  * weight-gradient GEMMs (more TP seconds than the middle stack, same
@@ -1071,6 +1106,7 @@ int main(void)
     tcase_add_test(tc, power_limit_matches_a_measured_clock_sweep);
     tcase_add_test(tc, tree_all_reduce_across_nodes);
     tcase_add_test(tc, nanotron_zero1_and_tied_embeddings);
+    tcase_add_test(tc, nanotron_attention_copies);
     tcase_add_test(tc, torchtitan_tp_and_fsdp2_copies);
     tcase_add_test(tc, offload_transfers_hide_or_stall);
     tcase_add_test(tc, interleaved_uneven_stages);
