@@ -548,6 +548,57 @@ START_TEST(fsdp_rings_cross_the_network_once_per_node)
 }
 END_TEST
 
+/* ZeRO-2 where PyTorch's FSDP wraps the model is SHARD_GRAD_OP
+ * (FSDP_SHARD_GRAD_OP, lib/perf.c): each layer's gather before its forward
+ * and its reduce-scatter after its backward run as rings over every rank,
+ * whose NVLink steps' latency it pays (its gather once: less than ZeRO-3,
+ * which gathers again for the backward); Megatron's ZeRO-2 reduces in
+ * buckets of dp x 1M weights, a few rings a step, where the same latency
+ * moves far less. */
+START_TEST(shard_grad_op_gathers_per_layer)
+{
+    mem4d_model *m = tu_model("llama3.1-8b");
+    mem4d_device *c = tu_device("h100-80"), *mid = tu_device("h100-80");
+    ck_assert_int_eq(mem4d_device_set_str(c, "stack", "composer"), MEM4D_OK);
+    mem4d_layout *l2 = tu_layout("world=512", "seq=2048", "mbs=4", "gbs=2048", "zero_stage=2", NULL);
+    mem4d_layout *l3 = tu_layout("world=512", "seq=2048", "mbs=4", "gbs=2048", "zero_stage=3", NULL);
+    double sgo = predict(m, l2, c, MEM4D_METRIC_DP_COMM_S), full = predict(m, l3, c, MEM4D_METRIC_DP_COMM_S);
+    double sgo_lat = with(m, l2, c, "intra_node_latency_ns", "10000", MEM4D_METRIC_DP_COMM_S) - sgo;
+    double mid0 = predict(m, l2, mid, MEM4D_METRIC_DP_COMM_S);
+    double mid_lat = with(m, l2, mid, "intra_node_latency_ns", "10000", MEM4D_METRIC_DP_COMM_S) - mid0;
+    ck_assert_msg(sgo > 0 && sgo < full, "SHARD_GRAD_OP %g s against FULL_SHARD %g s", sgo, full);
+    ck_assert_msg(sgo_lat > 10 * mid_lat && sgo_lat > 0, "latency: %g s per layer-ring, %g s bucketed", sgo_lat, mid_lat);
+    mem4d_layout_free(l2);
+    mem4d_layout_free(l3);
+    mem4d_device_free(c);
+    mem4d_device_free(mid);
+    mem4d_model_free(m);
+}
+END_TEST
+
+/* llm-foundry's flash attention (ATTN_UNPAD, lib/perf.c): the composer
+ * stack's FlashAttention-2 gathers q, k and v into unpadded rows and puts
+ * the output back, 20 + 22 bytes per element of q, k and v and 6 + 4 per
+ * element of the output, over HBM, in every layer and micro-batch; sdpa,
+ * the same kernels' rate, takes the padded batch as it is. */
+START_TEST(composer_flash_attention_unpads)
+{
+    mem4d_model *m = tu_model("llama3.1-8b");
+    mem4d_device *d = tu_device("h100-80");
+    ck_assert_int_eq(mem4d_device_set_str(d, "stack", "composer"), MEM4D_OK);
+    mem4d_layout *l = tu_layout("world=8", "seq=8192", "mbs=1", "gbs=64", NULL);
+    double fa2 = predict(m, l, d, MEM4D_METRIC_COMPUTE_TIME_S);
+    double sdpa = with(m, l, d, "attention_kernel", "sdpa", MEM4D_METRIC_COMPUTE_TIME_S);
+    /* 32 layers, 8 micro-batches of 8192 rows; q 4096 wide, k and v 1024 */
+    double bytes = 32.0 * 8 * 8192 * ((20.0 + 22) * (4096 + 2 * 1024) + (6.0 + 4) * 4096);
+    double expect = bytes / 3350e9;
+    ck_assert_msg(fabs(fa2 - sdpa - expect) < 1e-3 * expect, "%g s more, expected %g", fa2 - sdpa, expect);
+    mem4d_layout_free(l);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
 /* The software stack: the attention kernel's generation orders the step
  * (FlashAttention-3 before cuDNN before FlashAttention-2 before softmax
  * attention on Hopper; an A100 has no FA3 and runs FA2), Ampere-generation
@@ -1099,6 +1150,8 @@ int main(void)
     tcase_add_test(tc, persistent_gemms_lose_half_of_a_hidden_collective);
     tcase_add_test(tc, fsdp_rings_cross_the_network_once_per_node);
     tcase_add_test(tc, software_stack);
+    tcase_add_test(tc, shard_grad_op_gathers_per_layer);
+    tcase_add_test(tc, composer_flash_attention_unpads);
     tcase_add_test(tc, megatron_deepspeed_tp_and_pipeline);
     tcase_add_test(tc, per_microbatch_costs);
     tcase_add_test(tc, microbatch_order_follows_the_stack);
