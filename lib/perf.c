@@ -334,7 +334,7 @@ static inline double beside_cost(const struct m4d_machine *mc, double gemm, doub
  * runs of a weak-scaling series calibrated on its first run;
  * tests/test-throughput.c prints all of them). */
 #define BAND_LOW 0.904
-#define BAND_HIGH 1.232
+#define BAND_HIGH 1.230
 #define BAND_CAL_LOW 0.860
 #define BAND_CAL_HIGH 1.038
 /* Between layouts of one job (the search's equivalence, m4d_speed_band_
@@ -394,15 +394,34 @@ static double power_clock(uint64_t limit_w, uint64_t board_w)
     return y;
 }
 
-/* Of x it reads the framework and fp8 alone, which no search knob changes:
- * a search computes it once (m4d_perf_machine(), search.c). */
+/* An fp8 recipe's linear-layer GEMM time with its quantization (Transformer
+ * Engine's autocast: the casts, scaling factors and the recipe's GEMM
+ * kernel) over delayed scaling's, which the fp8 peak and casts above stand
+ * for (mamf-finder's fp8 is a tensor-wise scaled_mm; doc/presets.md).
+ * Transformer Engine's GEMM benchmark, one layer's 12 linear GEMMs of a 5B
+ * model (hidden 4096, ffn 16384, 15,872 tokens), autocast:
+ * tensorwise (current scaling) 20.285 against 18.978 ms and blockwise
+ * 22.882 ms on an H200 NVL, MXFP8 8.984 against 7.802 ms on a B300
+ * (NVIDIA/TransformerEngine@d0067d0 docs/examples/gemm_profiling/
+ * gemm_profiling.rst, "Worked Example"; on the B300 tensorwise is 9.147 and
+ * blockwise 1.30x over bf16's 12.758 against delayed's 1.61x, the figure
+ * b300_model_config_speedup.png). Indexed by fp8_recipe: delayed,
+ * tensorwise, mxfp8, blockwise, custom; each recipe at the figure of the
+ * generation that introduced it (Hopper; MXFP8 runs on Blackwell only). */
+static const double FP8_RECIPE_TIME[] = {1, 20.285 / 18.978, 8.984 / 7.802, 22.882 / 18.978, 1};
+
+/* Of x it reads the framework, fp8 and its recipe alone, which no search
+ * knob changes: a search computes it once (m4d_perf_machine(), search.c). */
 static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device *dev)
 {
     const uint64_t *dv = dev->v;
     double eff = ppm(dv[MEM4D_DEVICE_MATMUL_EFFICIENCY_PPM]), ce = ppm(dv[MEM4D_DEVICE_COMM_EFFICIENCY_PPM]);
-    double peak = D(dv[MEM4D_DEVICE_PEAK_FLOPS]), lin = peak;
-    if (x->fp8 && dv[MEM4D_DEVICE_PEAK_FP8_FLOPS] != 0)
-        lin = D(dv[MEM4D_DEVICE_PEAK_FP8_FLOPS]) * ppm(dv[MEM4D_DEVICE_FP8_EFFICIENCY_PPM]) / eff;
+    double peak = D(dv[MEM4D_DEVICE_PEAK_FLOPS]), lin = peak, fp8_slow = 1;
+    if (x->fp8 && dv[MEM4D_DEVICE_PEAK_FP8_FLOPS] != 0) {
+        if (x->fp8_recipe < sizeof FP8_RECIPE_TIME / sizeof FP8_RECIPE_TIME[0])
+            fp8_slow = FP8_RECIPE_TIME[x->fp8_recipe];
+        lin = D(dv[MEM4D_DEVICE_PEAK_FP8_FLOPS]) * ppm(dv[MEM4D_DEVICE_FP8_EFFICIENCY_PPM]) / eff / fp8_slow;
+    }
     double gpn = D(dv[MEM4D_DEVICE_GPUS_PER_NODE] ? dv[MEM4D_DEVICE_GPUS_PER_NODE] : 1);
     double inter = D(dv[MEM4D_DEVICE_INTER_NODE_BANDWIDTH]);
     /* The node's NICs are shared by every GPU whose ring leaves the node. */
@@ -457,6 +476,7 @@ static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device
         .attn_unpad = st->attn_unpad && ak == 1, /* the flash-attn package's FlashAttention-2 */
         .gemm = peak * eff,
         .gemm_lin = lin * eff,
+        .fp8_slow = fp8_slow,
         .hbm = hbm,
         .domain = dv[MEM4D_DEVICE_NVLINK_DOMAIN] ? D(dv[MEM4D_DEVICE_NVLINK_DOMAIN]) : gpn,
         .kernel = D(dv[MEM4D_DEVICE_KERNEL_OVERHEAD_NS]) * 1e-9,
@@ -640,8 +660,8 @@ static void gemms_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
     pg->cast_a = pg->cast_b = 0;
     if (x->fp8) {
         double in = 2 * h + q + F, out = qkv + up + 2 * h, w = h * (qkv + up + q + F);
-        pg->cast_a = (5 * in + 4 * out) * mc->inv_hbm;
-        pg->cast_b = 5 * w * mc->inv_hbm;
+        pg->cast_a = (5 * in + 4 * out) * mc->inv_hbm * mc->fp8_slow;
+        pg->cast_b = 5 * w * mc->inv_hbm * mc->fp8_slow;
     }
     /* Memory-bound element-wise work of a forward: two norms (read, write
      * h) and two residual adds (read 2h, write h) on the TP-sharded

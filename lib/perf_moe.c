@@ -338,8 +338,8 @@ void m4d_moe_prepare(const struct m4d_ctx *x, const mem4d_device *dev, const str
      * element (lib/perf.c, gemms_prepare) */
     g->cast_per_b = g->cast_w = 0;
     if (x->fp8) {
-        g->cast_per_b = g->rows_per_b * (5 * (h + fe) + 4 * (g->fc1_n + h)) * mc->inv_hbm;
-        g->cast_w = 5 * El * h * (g->fc1_n + fe) * mc->inv_hbm;
+        g->cast_per_b = g->rows_per_b * (5 * (h + fe) + 4 * (g->fc1_n + h)) * mc->inv_hbm * mc->fp8_slow;
+        g->cast_w = 5 * El * h * (g->fc1_n + fe) * mc->inv_hbm * mc->fp8_slow;
     }
     /* router: logits GEMM (tok x E x h) and the fp32 logits' passes;
      * permute and unpermute read and write each token and each copy */

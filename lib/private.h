@@ -814,7 +814,8 @@ struct m4d_link {
 /* Per-device figures, in SI units, with the efficiencies applied. */
 struct m4d_machine {
     double gemm;         /* bf16 FLOP/s reached by large GEMMs */
-    double gemm_lin;     /* FLOP/s of large linear-layer GEMMs (fp8 when on) */
+    double gemm_lin;     /* FLOP/s of large linear-layer GEMMs (fp8 when on, at its recipe's FP8_RECIPE_TIME) */
+    double fp8_slow;     /* the fp8 recipe's GEMM and quantization time over delayed scaling's (FP8_RECIPE_TIME); 1 */
     double hbm, inv_hbm; /* bytes/s of HBM and its inverse; 0: not modelled */
     double domain;       /* GPUs sharing one NVLink domain */
     double kernel;       /* seconds per kernel launch / dependency */

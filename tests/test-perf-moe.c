@@ -205,6 +205,28 @@ START_TEST(ep_overlap_persistent)
 }
 END_TEST
 
+/* An fp8 recipe's GEMMs and quantization take its measured time over
+ * delayed scaling's: blockwise slower than MXFP8 slower than delayed; the
+ * recipe does nothing without fp8. */
+START_TEST(fp8_recipe)
+{
+    mem4d_model *m = tu_qwen3("8");
+    const mem4d_metric T = MEM4D_METRIC_STEP_TIME_S;
+#define FP8 "world=64", "ep=8", "fp8=1"
+    double delayed = predict(m, T, FP8, JOB, NULL);
+    double mx = predict(m, T, FP8, "fp8_recipe=mxfp8", JOB, NULL);
+    double block = predict(m, T, FP8, "fp8_recipe=blockwise", JOB, NULL);
+    double experts = predict(m, EXPERTS, FP8, JOB, NULL);
+    double block_experts = predict(m, EXPERTS, FP8, "fp8_recipe=blockwise", JOB, NULL);
+#undef FP8
+    ck_assert_msg(delayed < mx && mx < block, "%g %g %g", delayed, mx, block);
+    ck_assert_msg(block_experts > 1.1 * experts, "expert seconds %g blockwise, %g delayed", block_experts, experts);
+    ck_assert(predict(m, T, "world=64", "ep=8", "fp8_recipe=blockwise", JOB, NULL) ==
+              predict(m, T, "world=64", "ep=8", JOB, NULL));
+    mem4d_model_free(m);
+}
+END_TEST
+
 /* Many small experts: the same routed rows over 16 local experts (ep 8:
  * 512 rows each at tp 4) take longer than over 4 (ep 32: 2048 rows each);
  * grouped GEMMs sharing the SMs (with the EP overlap's hardware queues)
@@ -368,6 +390,7 @@ int main(void)
     tcase_add_test(tc, deepep_once_per_node);
     tcase_add_test(tc, ep_overlap);
     tcase_add_test(tc, ep_overlap_persistent);
+    tcase_add_test(tc, fp8_recipe);
     tcase_add_test(tc, small_experts);
     tcase_add_test(tc, imbalance);
     tcase_add_test(tc, derived_imbalance);

@@ -180,6 +180,12 @@ static void moe_knobs(const struct table *t, char **f, mem4d_layout *l, const ch
         if (!strstr(col(t, f, "source_ref"), "H100 table"))
             set(l, "delay_wgrad", "1", id);
     }
+    /* the fp8 recipe: "MXFP8(1x32 block scaling)" (PR=mxfp8), "PR=fp8
+     * block-wise FP8" (the Mixtral script's blockwise recipe) */
+    if (strstr(notes, "MXFP8"))
+        set(l, "fp8_recipe", "mxfp8", id);
+    else if (strstr(notes, "block-wise FP8"))
+        set(l, "fp8_recipe", "blockwise", id);
     if (strstr(notes, "capacity factor 1.0")) {
         set(l, "moe_capacity_factor_ppm", "1000000", id);
         set(l, "moe_pad_to_capacity", strstr(notes, "pad to capacity") ? "1" : "0", id);

@@ -925,8 +925,10 @@ typedef enum mem4d_layout_param {
      * 4 "custom". Memory: with any recipe but delayed, Megatron-Core has the attention's output
      * projection save its bf16 input, which the attention kernel keeps anyway, instead of an fp8
      * copy of it (attention.py, set_save_original_input; Transformer Engine 2.6 and later), so
-     * the a·d_v bytes per token of that copy are not kept (doc/full-model.md). Framework
-     * megatron. Default 0. @since 0.2 */
+     * the a·d_v bytes per token of that copy are not kept (doc/full-model.md). Speed: the
+     * linear and expert GEMMs with their quantization take the recipe's measured time over
+     * delayed scaling's (doc/perf.md, FP8_RECIPE_TIME). Framework megatron. Default 0.
+     * @since 0.2 */
     MEM4D_LAYOUT_FP8_RECIPE = 83
 } mem4d_layout_param;
 

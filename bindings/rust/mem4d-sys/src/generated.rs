@@ -578,7 +578,9 @@ pub const MEM4D_LAYOUT_LOGPROB_LOSS: mem4d_layout_param = 82;
 /// (Megatron's default), 1 "tensorwise", 2 "mxfp8", 3 "blockwise", 4 "custom". Memory: with any recipe but delayed,
 /// Megatron-Core has the attention's output projection save its bf16 input, which the attention kernel keeps anyway,
 /// instead of an fp8 copy of it (attention.py, set_save_original_input; Transformer Engine 2.6 and later), so the a·d_v
-/// bytes per token of that copy are not kept (doc/full-model.md). Framework megatron. Default 0. @since 0.2
+/// bytes per token of that copy are not kept (doc/full-model.md). Speed: the linear and expert GEMMs with their
+/// quantization take the recipe's measured time over delayed scaling's (doc/perf.md, FP8_RECIPE_TIME). Framework
+/// megatron. Default 0.
 pub const MEM4D_LAYOUT_FP8_RECIPE: mem4d_layout_param = 83;
 
 /// `mem4d_moe_dispatcher` (a C enum, passed as `int`): Values of MEM4D_LAYOUT_MOE_DISPATCHER.
