@@ -45,6 +45,34 @@
 
 static const char *csv_path;   /* argv[1]; read-only after main() starts */
 static const char *sweeps_path; /* argv[2]: tests/data/throughput/sweeps.csv */
+static const char *figures_path; /* argv[3], optional: where fig() appends */
+
+/* One record of the figures that scripts/gen-validation.py lays out as the
+ * generated blocks of doc/perf.md and README.md (and `validation-fresh`
+ * checks): tab-separated fields, the first naming the record, doubles at
+ * full precision (%.17g; the script rounds them). Written only when the
+ * test is given a third argument; opened per record, as each test case
+ * runs in a child of its own. */
+static void fig(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void fig(const char *fmt, ...)
+{
+    if (!figures_path)
+        return;
+    FILE *f = fopen(figures_path, "a");
+    if (!f) { /* no ck_assert: main() writes the guards outside any test */
+        perror(figures_path);
+        exit(1);
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(f, fmt, ap);
+    va_end(ap);
+    fputc('\n', f);
+    if (fclose(f) != 0) {
+        perror(figures_path);
+        exit(1);
+    }
+}
 
 struct row {
     char id[16], source[32], model[48], precision[24], status[16], gpu[24];
@@ -657,6 +685,7 @@ static size_t series_orders(const struct row *rows, size_t n)
         printf("  %-64.64s n=%zu spread %4.1f%% Spearman %+.2f%s\n", rows[i].key, k, 100 * (hi / lo - 1), rho,
                ordered ? "" : " (spread below 2%: no order to match)");
         below += ordered && rho < 0.85;
+        fig("series\t%s\t%zu\t%.17g\t%.17g\t%d", rows[i].key, k, hi / lo - 1, rho, ordered);
     }
     return below;
 }
@@ -766,6 +795,9 @@ static void per_source(const struct row *rows, size_t n, double *worst_med, doub
             printf("  %-18s %5zu  %7.1f%% %6.1f%% %+7.1f%% %+6.1f%%  %7.1f%% %6.1f%%%s\n", src[s], f.n,
                    known ? 100 * before_i21[b].med : NAN, 100 * f.med, known ? 100 * before_i21[b].mean : NAN, 100 * f.mean,
                    known ? 100 * before_i21[b].resid : NAN, 100 * f.resid, moe ? "  (MoE, printed only)" : "");
+            fig("source\t%s\t%d\t%zu\t%.17g\t%.17g\t%.17g\t%.17g\t%.17g\t%.17g", src[s], moe, f.n, f.med, f.mean,
+                f.resid, known ? before_i21[b].med : NAN, known ? before_i21[b].mean : NAN,
+                known ? before_i21[b].resid : NAN);
             if (moe)
                 continue;
             *worst_med = fmax(*worst_med, f.med);
@@ -776,6 +808,7 @@ static void per_source(const struct row *rows, size_t n, double *worst_med, doub
     }
     *resid = nres ? tu_median(res, nres) : 0;
     printf("  residual after one constant per source, median over %zu rows: %.1f%%\n", nres, 100 * *resid);
+    fig("residual\t%zu\t%.17g", nres, *resid);
 }
 
 /* Sweeps: rows of one model on one cluster (GPU, GPU count, sequence,
@@ -896,6 +929,8 @@ static double sweeps(const struct row *rows, size_t n, size_t *judged, size_t *o
                rows[fp].pred / rows[fp].band[1], rows[fp].pred / rows[fp].band[0],
                inside ? "inside its band" : "OUTSIDE its band");
         misordered_pairs(rows, idx, k);
+        fig("sweep\t%s\t%s\t%zu\t%zu\t%.17g\t%.17g\t%.17g\t%d", rows[i].source, rows[i].sweep, k, layouts, rho,
+            spearman(meas, plan, k), spearman(meas, rule, k), inside);
         if (layouts >= 5) {
             ++*judged;
             *outside += !inside;
@@ -1177,7 +1212,8 @@ static struct band_check band_check(double *ratio, const double (*band)[2], size
 /* Print the median |error| of the calibrated runs (err[] not NAN) of one
  * source, or of every source when `source` is NULL, and of their exact
  * runs; returns the former, *exact the latter (-1 when there is none). */
-static double cal_line(const struct row *rows, size_t n, const double *err, const char *source, double *exact)
+static double cal_line(const struct row *rows, size_t n, const double *err, const char *source, double *exact,
+                       int mode)
 {
     double e[MAX_ROWS], ex[MAX_ROWS];
     size_t k = 0, kx = 0;
@@ -1195,6 +1231,7 @@ static double cal_line(const struct row *rows, size_t n, const double *err, cons
     if (kx)
         printf(", exact runs %5.1f%% (%zu)", 100 * *exact, kx);
     printf("\n");
+    fig("cal\t%d\t%s\t%zu\t%.17g\t%zu\t%.17g", mode, source ? source : "*", k, med, kx, *exact);
     return med;
 }
 
@@ -1329,11 +1366,11 @@ static double calibrated(struct row *rows, size_t n, enum cal_mode mode, double 
     printf("\nafter calibrating on %s (through a log in its framework's format), the other runs:\n", what[mode]);
     double worst = 0, medx;
     for (size_t s = 0; s < ns; s++) {
-        cal_line(rows, n, err, sources[s], &medx);
+        cal_line(rows, n, err, sources[s], &medx, (int)mode);
         if (medx > worst)
             worst = medx;
     }
-    *all = cal_line(rows, n, err, NULL, &medx); /* the figure: one median over every calibrated run */
+    *all = cal_line(rows, n, err, NULL, &medx, (int)mode); /* the figure: one median over every calibrated run */
     return worst;
 }
 
@@ -1358,6 +1395,8 @@ START_TEST(step_time_matches_published_runs)
             double all = median_err(rows, n, stats[st], precs[p], NULL, &k);
             if (k)
                 printf("  %-6s %-4s %6.1f%% (%zu rows)\n", stats[st], p ? "fp8" : "bf16", 100 * all, k);
+            if (k)
+                fig("status\t%s\t%s\t%zu\t%.17g", stats[st], p ? "fp8" : "bf16", k, all);
         }
     double bf16 = median_err(rows, n, "exact", "bf1", NULL, &k);
     double fp8 = median_err(rows, n, "exact", "fp8", NULL, &k);
@@ -1390,6 +1429,11 @@ START_TEST(step_time_matches_published_runs)
            bcx_source.q95, 100 * bcx_source.covered, bcx_source.n);
     printf("                        per weak-scaling series         %.3f %.3f  %5.1f%% of %zu runs\n", bcx_series.q05,
            bcx_series.q95, 100 * bcx_series.covered, bcx_series.n);
+    const struct band_check *bands[] = {&bc, &bc_source, &bc_series, &bcx_source, &bcx_series};
+    static const char *const band_names[] = {"uncalibrated", "source", "series", "source-exact", "series-exact"};
+    for (size_t b = 0; b < 5; b++)
+        fig("band\t%s\t%.17g\t%.17g\t%.17g\t%zu", band_names[b], bands[b]->q05, bands[b]->q95, bands[b]->covered,
+            bands[b]->n);
     fflush(stdout);
     ck_assert_msg(bc.covered >= 0.8, "the uncalibrated band holds %.1f%% of the runs < 80%%", 100 * bc.covered);
     /* The calibrated band is that of a calibration carried to the other
@@ -1546,6 +1590,7 @@ START_TEST(moe_rows_match_published_runs)
         double rho = spearman(meas, pred, k);
         printf("  %-60.60s %zu runs, %zu layouts, Spearman %+.2f%s\n", rows[i].sweep, k, layouts, rho,
                layouts >= 3 ? "" : " (one layout: routing variants, printed only)");
+        fig("moe-sweep\t%s\t%zu\t%zu\t%.17g", rows[i].sweep, k, layouts, rho);
         if (layouts < 3)
             continue;
         judged++;
@@ -1616,6 +1661,20 @@ int main(int argc, char **argv)
 {
     csv_path = argc > 1 ? argv[1] : "tests/data/throughput/throughput.csv";
     sweeps_path = argc > 2 ? argv[2] : "tests/data/throughput/sweeps.csv";
+    figures_path = argc > 3 ? argv[3] : NULL;
+    /* the guards, for the generated "targets" table (scripts/gen-validation.py) */
+    fig("guard\tWORST_SOURCE_MEDIAN\t%.17g", WORST_SOURCE_MEDIAN);
+    fig("guard\tWORST_SOURCE_MEAN\t%.17g", WORST_SOURCE_MEAN);
+    fig("guard\tRESIDUAL\t%.17g", RESIDUAL);
+    fig("guard\tSERIES_BELOW\t%d", SERIES_BELOW);
+    fig("guard\tCAL_SOURCE\t%.17g", CAL_SOURCE);
+    fig("guard\tCAL_SOURCE_ALL\t%.17g", CAL_SOURCE_ALL);
+    fig("guard\tEXACT_BF16\t%.17g", EXACT_BF16);
+    fig("guard\tRISE\t%.17g", RISE);
+    fig("guard\tSWEEP_RHO\t%.17g", SWEEP_RHO);
+    fig("guard\tSWEEP_RHO_NANOTRON\t%.17g", SWEEP_RHO_NANOTRON);
+    fig("guard\tMOE_ZOO_MEDIAN\t%.17g", MOE_ZOO_MEDIAN);
+    fig("guard\tMOE_SWEEP_RHO\t%.17g", MOE_SWEEP_RHO);
     Suite *s = suite_create("throughput");
     TCase *tc = tcase_create("published-runs");
     tcase_set_timeout(tc, 120);
