@@ -20,7 +20,9 @@ script rounds them (percentages to 0.1, Spearman to 0.01, band bounds to
 of the files in BLOCKS. Text outside the markers is never touched: prose
 that explains a figure goes there, the figure itself inside. The meson test
 `validation-fresh` runs `--check` on the current build; when a change of
-the model moves a figure it fails, naming this command. Python stdlib only.
+the model moves a figure it fails, naming this command. A rebase that
+conflicts inside a block: take either side, rebuild, regenerate. Python
+stdlib only.
 SPDX-License-Identifier: MIT
 """
 import argparse
@@ -382,7 +384,8 @@ def main(argv=None):
         print(f"\ngen-validation: the validation figures in {' and '.join(stale)} are not what the throughput "
               f"test computes now (diff above). Regenerate them from the repository root with\n\n    {REGEN}\n\n"
               "and commit the files with the change that moved the figures (prose outside the "
-              "'<!-- validation:... -->' markers that quotes a moved figure is yours to update).")
+              "'<!-- validation:... -->' markers that quotes a moved figure is yours to update). A rebase "
+              "that conflicts inside a block: take either side, rebuild, regenerate.")
         return 1
     if args.check:
         print("gen-validation: README.md and doc/perf.md hold the figures the throughput test computes")
