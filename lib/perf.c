@@ -239,6 +239,15 @@ static const struct stack {
 #define EAGER_NORM 18.0
 #define EAGER_ROPE 10.0
 #define EAGER_SWIGLU 5.0
+/* EAGER_GLU_SPLIT: nanotron's GLUActivation (models/llama.py) takes the gate
+ * and up halves of one fused gate_up output by torch.split, whose backward
+ * concatenates their gradients into one tensor (autograd's split backward is
+ * a cat: read 2 and write 2 bytes of each of the 2 F elements of a token, 8
+ * per F); its eager backward otherwise moves 18 bytes per F (the multiply's
+ * two gradients, 6 each, silu's 6), where twice the forward's 10 is charged:
+ * 26 against 20, 6 bytes per F more in the backward (EAGER_SWIGLU's
+ * eager_act profile only; torchtitan's w1 and w3 are separate linears). */
+#define EAGER_GLU_SPLIT 6.0
 /* TITAN_MODEL: torchtitan's Llama (torchtitan/models/llama/model.py at
  * 9dec370a, the December 2024 benchmark's commit, and models/llama3/model.py
  * at 820504e2, the async-TP one's) is written as separate linears, wq, wk,
@@ -334,7 +343,7 @@ static inline double beside_cost(const struct m4d_machine *mc, double gemm, doub
  * runs of a weak-scaling series calibrated on its first run;
  * tests/test-throughput.c prints all of them). */
 #define BAND_LOW 0.904
-#define BAND_HIGH 1.230
+#define BAND_HIGH 1.223
 #define BAND_CAL_LOW 0.860
 #define BAND_CAL_HIGH 1.038
 /* Between layouts of one job (the search's equivalence, m4d_speed_band_
@@ -689,7 +698,8 @@ static void gemms_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
     }
     pg->copy_per_b = pg->rows_per_b * cf * mc->inv_hbm;
     pg->copy_mb_per_b = mc->nanotron_model ? pg->rows_per_b * 4 * q * mc->inv_hbm : 0;
-    pg->ew_grad_per_b = pg->rows_per_b * (2 * sums + cb) * mc->inv_hbm;
+    double split = mc->act_eager && x->gated ? EAGER_GLU_SPLIT * F : 0; /* nanotron's GLU split, backward */
+    pg->ew_grad_per_b = pg->rows_per_b * (2 * sums + cb + split) * mc->inv_hbm;
     pg->pad_per_b = 0;
     if (mc->attn_unpad) { /* ATTN_UNPAD: q, k and v gathered, the output put back; the reverse in the backward */
         pg->pad_per_b = pg->rows_per_b * (UNPAD_GATHER * (q + 2 * kv) + PAD_PUT * q) * mc->inv_hbm;

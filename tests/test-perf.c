@@ -929,6 +929,33 @@ START_TEST(nanotron_attention_copies)
 }
 END_TEST
 
+/* nanotron's eager SwiGLU (EAGER_SWIGLU, EAGER_GLU_SPLIT): against the
+ * middle stack given nanotron's attention kernel and accumulation bytes, the
+ * nanotron stack moves, per token and layer, 10 bytes per element of F in the
+ * forward where a fused activation moves 6, twice those in the backward, and
+ * the backward of torch.split's cat, 6 more: 18 F; and its cross entropy 40
+ * bytes per logit against 12. One GPU, the same framework: nothing else
+ * differs. */
+START_TEST(nanotron_eager_swiglu)
+{
+    mem4d_model *m = tu_model("llama3.2-1b"); /* f 8192, 16 layers, vocab 128256 */
+    mem4d_device *d = tu_device("h100-80"), *mid = NULL;
+    ck_assert_int_eq(mem4d_device_clone(d, &mid), MEM4D_OK);
+    ck_assert_int_eq(mem4d_device_set_str(mid, "attention_kernel", "fa2"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_device_set_str(mid, "grad_accum_bytes", "10"), MEM4D_OK);
+    mem4d_layout *l = tu_layout("world=1", "seq=4096", "gbs=4", "mbs=1", "dist_opt=0", "framework=nanotron", NULL);
+    const mem4d_metric C = MEM4D_METRIC_COMPUTE_TIME_S;
+    double nt = with(m, l, d, "stack", "nanotron", C), md = predict(m, l, mid, C);
+    double hbm = (double)tu_device_get(d, "hbm_bandwidth"), tokens = 4096.0 * 4;
+    double bytes = tokens * (16 * 18 * 8192.0 + (40 - 12) * 128256.0);
+    ck_assert_msg(fabs(nt - md - bytes / hbm) <= 1e-9 * nt, "%.9g - %.9g != %.9g", nt, md, bytes / hbm);
+    mem4d_layout_free(l);
+    mem4d_device_free(mid);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
 /* torchtitan's stacks: DTensor's TP exposes the backward's four
  * collectives where Megatron hides two reduce-scatters under the
  * weight-gradient GEMMs (more TP seconds than the middle stack, same
@@ -1160,6 +1187,7 @@ int main(void)
     tcase_add_test(tc, tree_all_reduce_across_nodes);
     tcase_add_test(tc, nanotron_zero1_and_tied_embeddings);
     tcase_add_test(tc, nanotron_attention_copies);
+    tcase_add_test(tc, nanotron_eager_swiglu);
     tcase_add_test(tc, torchtitan_tp_and_fsdp2_copies);
     tcase_add_test(tc, offload_transfers_hide_or_stall);
     tcase_add_test(tc, interleaved_uneven_stages);
