@@ -125,7 +125,7 @@ static const struct stack {
     {3, 1, 0, 0, 12, false, false, false, false, false, false, false, false, false, false, false, false},  /* nemo-25 */
     {4, 1, 0, 6, 40, true, true, false, false, true, true, true, false, false, true, false, false},     /* torchtitan: SDPA, autograd accumulation, fp32 cross entropy, op SAC, eager */
     {1, 1, 0, 18, 40, false, false, false, false, false, false, false, false, false, true, true, false}, /* composer: FlashAttention-2, FSDP1 gradient path, eager fp32 cross entropy */
-    {1, 1, 0, 10, 40, false, false, true, true, false, false, false, false, false, false, false, true},  /* nanotron: FlashAttention-2, fp32 gradient accumulation, fp32 cross entropy, eager SwiGLU */
+    {1, 1, 0, 10, 52, false, false, true, true, false, false, false, false, false, false, false, true},  /* nanotron: FlashAttention-2, fp32 gradient accumulation, Megatron's unfused fp32 cross entropy (52), eager SwiGLU */
     {4, 1, 0, 6, 40, true, false, false, false, true, true, true, false, false, true, false, false},     /* torchtitan-compile: torchtitan with torch.compile's fused element-wise */
 };
 /* nanotron's ZeRO-1 with fp32 gradient accumulation (the only ZeRO it
