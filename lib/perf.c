@@ -323,6 +323,16 @@ static const struct stack {
  * launch, so any SMs the collective holds make the second wave: the cost
  * follows the collective's T (ring_time_split), not its channel count. */
 #define PERSISTENT_WAVES 2.0
+/* On Ampere a kernel beside a NCCL kernel takes AMPERE_BESIDE times as
+ * long, GEMMs and the rest alike: profiled GPT training on A100-SXM4-80GB
+ * (NVIDIA/nccl issue 1428, Nsight Systems), beside an all-gather a GEMM
+ * 1.18 -> 2.08 ms, attention 0.18 -> 0.33 ms, an element-wise kernel 0.02
+ * -> 0.05 ms; NCCL's maintainer puts it on memory bandwidth, of which NCCL
+ * moves 2-3 times its link bytes (stores, reads back, user data). The
+ * GEMMs' ratio, 2.08 / 1.18, for all of them (the element-wise kernels
+ * are a small share of a layer). While a collective of T seconds hides
+ * behind them they cost T (1 - 1 / AMPERE_BESIDE), at least its SMs'. */
+#define AMPERE_BESIDE (2.08 / 1.18)
 
 /* What one second of a collective (or DeepEP's kernels) hidden beside
  * compute costs that compute: its GEMMs (the share `gemm` of it) the
@@ -330,6 +340,8 @@ static const struct stack {
  * rest the SMs the collective holds (`slow` extra seconds per second). */
 static inline double beside_cost(const struct m4d_machine *mc, double gemm, double slow)
 {
+    if (mc->ampere_beside) /* AMPERE_BESIDE: every kernel beside it */
+        return slow > 1 - 1 / AMPERE_BESIDE ? slow : 1 - 1 / AMPERE_BESIDE;
     return mc->persistent ? gemm * (1 - 1 / PERSISTENT_WAVES) + (1 - gemm) * slow : slow;
 }
 
@@ -344,13 +356,13 @@ static inline double beside_cost(const struct m4d_machine *mc, double gemm, doub
  * tests/test-throughput.c prints all of them). */
 #define BAND_LOW 0.904
 #define BAND_HIGH 1.223
-#define BAND_CAL_LOW 0.860
+#define BAND_CAL_LOW 0.878
 #define BAND_CAL_HIGH 1.038
 /* Between layouts of one job (the search's equivalence, m4d_speed_band_
  * relative()): the band of the runs of a weak-scaling series predicted by a
  * device calibrated on its first run, where the level common to one job's
  * layouts cancels and what remains is the model's spread within a family. */
-#define BAND_REL_LOW 0.968
+#define BAND_REL_LOW 0.971
 #define BAND_REL_HIGH 1.089
 
 /* Seconds of one micro-batch's work on one GPU. */
@@ -495,6 +507,7 @@ static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device
         .inv_sms = dv[MEM4D_DEVICE_SM_COUNT] ? 1 / D(dv[MEM4D_DEVICE_SM_COUNT]) : 0,
         .nccl_dup = inter >= NCCL_DUP_BW ? 2 : 1,
         .persistent = hopper && gl == 1 && dv[MEM4D_DEVICE_SM_COUNT] != 0,
+        .ampere_beside = !hopper && dv[MEM4D_DEVICE_SM_COUNT] != 0,
         .inv_hbm = hbm > 0 ? 1 / hbm : 0,
         .intra = {D(dv[MEM4D_DEVICE_INTRA_NODE_BANDWIDTH]) * ce, D(dv[MEM4D_DEVICE_INTRA_NODE_LATENCY_NS]) * 1e-9},
         .inter = {inter * ce, D(dv[MEM4D_DEVICE_INTER_NODE_LATENCY_NS]) * 1e-9},
@@ -1026,11 +1039,12 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
         bool sgo = x->zero == 2, once = sgo || (x->recompute == 2 && x->fw == MEM4D_FRAMEWORK_MEGATRON);
         double g1 = pg->fsdp_ag, g2 = (sgo ? 0 : pg->fsdp_ag) + pg->fsdp_rs, n1 = once ? 1 : pf;
         double over2 = sgo ? g2 - bwd - (pf - 1) * fwd : once ? g2 - fwd - bwd : g2 - bwd; /* g2 beyond w2 */
-        if (pg->mc.persistent) {
+        if (pg->mc.persistent || pg->mc.ampere_beside) {
             /* Hopper's CUDA 12 cuBLAS runs persistent GEMMs, one CTA per
              * SM: beside the collective's CTAs the last of them wait for a
              * second wave (PERSISTENT_WAVES), the layer's other kernels lose
-             * the SMs. A collective of T seconds beside W seconds of compute
+             * the SMs; on Ampere every kernel runs AMPERE_BESIDE times as
+             * long. A collective of T seconds beside W seconds of compute
              * leaves it T (1 - 1 / waves) of work undone, or outlasts it. */
             double work = pf * fwd + bwd, gemm = work > 0 ? (pf * lin + bt->lin_bwd) / work : 0;
             double lost = beside_cost(&pg->mc, gemm, pg->fsdp_slow);

@@ -841,6 +841,7 @@ struct m4d_machine {
     bool tp_sync;              /* TP's backward all-reduces on the compute stream, none hidden (lib/perf.c) */
     bool ds_pipe;              /* DeepSpeed's pipeline engine: blocking p2p, partitioned activations (lib/perf.c) */
     bool persistent;           /* GEMMs are persistent kernels (Hopper, CUDA 12 cuBLAS): PERSISTENT_WAVES (lib/perf.c) */
+    bool ampere_beside;        /* Ampere: every kernel beside a NCCL kernel AMPERE_BESIDE times as long (lib/perf.c) */
     bool fsdp_root;            /* ZeRO-2/3 as PyTorch's FSDP wraps a model: the root unit's collectives exposed, ZeRO-2 as SHARD_GRAD_OP (lib/perf.c) */
     bool attn_unpad;           /* flash attention through llm-foundry's unpadding copies (ATTN_UNPAD, lib/perf.c) */
 };
