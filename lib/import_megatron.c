@@ -504,6 +504,11 @@ static mem4d_status apply_layout_basic(mem4d_import *imp, const struct m4d_opt_v
     /* Userbuffers overlap: the step-time model reads it, full mode counts its buffers in FIXED. */
     TRY(SET_L(l, MEM4D_LAYOUT_TP_COMM_OVERLAP, GIVEN(MF_TP_OVERLAP), "--tp-comm-overlap"));
     TRY(SET_L(l, MEM4D_LAYOUT_CROSS_ENTROPY_FUSION, GIVEN(MF_CE_FUSION) && !te_ce, "--cross-entropy-loss-fusion"));
+    /* The step time's cross entropy: without --cross-entropy-loss-fusion (Megatron-LM's default)
+     * the unfused vocab_parallel_cross_entropy, with it the implementation named (native by
+     * default); the values in the key's order (params.c). */
+    TRY(SET_L(l, MEM4D_LAYOUT_CROSS_ENTROPY_IMPL, !GIVEN(MF_CE_FUSION) ? 1 : te_ce ? 3 : 2,
+              "--cross-entropy-loss-fusion"));
     TRY(SET_L(l, MEM4D_LAYOUT_MOE_ROUTER_BYTES, GIVEN(MF_ROUTER_DTYPE) && U(MF_ROUTER_DTYPE) == 1 ? 8 : 4,
               "--moe-router-dtype"));
     return MEM4D_OK;

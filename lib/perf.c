@@ -356,7 +356,7 @@ static inline double beside_cost(const struct m4d_machine *mc, double gemm, doub
  * tests/test-throughput.c prints all of them). */
 #define BAND_LOW 0.904
 #define BAND_HIGH 1.223
-#define BAND_CAL_LOW 0.878
+#define BAND_CAL_LOW 0.877
 #define BAND_CAL_HIGH 1.038
 /* Between layouts of one job (the search's equivalence, m4d_speed_band_
  * relative()): the band of the runs of a weak-scaling series predicted by a
@@ -431,8 +431,31 @@ static double power_clock(uint64_t limit_w, uint64_t board_w)
  * generation that introduced it (Hopper; MXFP8 runs on Blackwell only). */
 static const double FP8_RECIPE_TIME[] = {1, 20.285 / 18.978, 8.984 / 7.802, 22.882 / 18.978, 1};
 
-/* Of x it reads the framework, fp8 and its recipe alone, which no search
- * knob changes: a search computes it once (m4d_perf_machine(), search.c). */
+/* HBM bytes per logit of Megatron's cross entropy over forward and
+ * backward, by cross_entropy_impl (doc/perf.md, "Cross entropy", counts each
+ * kernel). Unfused (NVIDIA/Megatron-LM@1e057005
+ * megatron/core/tensor_parallel/cross_entropy.py): the fp32 cast (2 + 4),
+ * the max (4), the in-place subtraction (8), exp (8), the sum (4), the
+ * division (8); backward the product with the output gradient (8) and
+ * autograd's cast back to bf16 (6). Native (fusions/fused_cross_entropy.py,
+ * each torch.compile'd step one pass): cast and max (6), subtraction, exp
+ * and sum (8), division (8); backward the gradient read, its bf16 written
+ * and the in-place update of the saved softmax written back (10); the
+ * releases that rebuild the mutated fp32 copy in a fresh buffer and copy it
+ * back (cross_entropy_fusion = 1) add 4 + 4 in the forward's and the
+ * backward's step that reduce over or scatter into it. Transformer Engine's
+ * parallel_cross_entropy (transformer_engine/pytorch/triton/cross_entropy.py,
+ * 2.2 to 2.17): the online softmax reads the bf16 logits (2), the loss
+ * kernel reads them again and writes the gradient in their place (4), the
+ * backward scales it in place (4). */
+#define CE_UNFUSED 52.0
+#define CE_NATIVE 32.0
+#define CE_NATIVE_COPY_BACK 16.0
+#define CE_TE 10.0
+
+/* Of x it reads the framework, fp8 and its recipe and the cross entropy's
+ * kernels alone, which no search knob changes: a search computes it once
+ * (m4d_perf_machine(), search.c). */
 static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device *dev)
 {
     const uint64_t *dv = dev->v;
@@ -481,7 +504,10 @@ static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device
         .mb_overhead = dv[MEM4D_DEVICE_MICROBATCH_OVERHEAD_NS] ? D(dv[MEM4D_DEVICE_MICROBATCH_OVERHEAD_NS]) * 1e-9
                                                                 : st->mb_overhead,
         .accum_bytes = dv[MEM4D_DEVICE_GRAD_ACCUM_BYTES] ? D(dv[MEM4D_DEVICE_GRAD_ACCUM_BYTES]) : st->accum_bytes,
-        .ce_bytes = st->ce_bytes,
+        .ce_bytes = x->ce_impl == 1   ? CE_UNFUSED
+                    : x->ce_impl == 2 ? CE_NATIVE + (x->ce_fusion ? CE_NATIVE_COPY_BACK : 0)
+                    : x->ce_impl == 3 ? CE_TE
+                                      : st->ce_bytes,
         .op_sac = st->op_sac,
         .ew_eager = st->eager,
         .act_eager = st->eager_act,

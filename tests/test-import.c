@@ -1371,6 +1371,15 @@ static const struct modelled_case {
      MEM4D_LAYOUT_CROSS_ENTROPY_FUSION, 0},
     {{BASE_JOB, "--cross-entropy-loss-fusion", "--cross-entropy-fusion-impl", "native"}, -1,
      MEM4D_LAYOUT_CROSS_ENTROPY_FUSION, 1},
+    /* The step time's cross entropy: unfused without the flag (Megatron-LM's default), else the
+     * implementation named, native by default (cross_entropy_impl: 1 unfused, 2 native, 3 te). */
+    {{BASE_JOB}, -1, MEM4D_LAYOUT_CROSS_ENTROPY_IMPL, 1},
+    {{BASE_JOB, "--cross-entropy-loss-fusion"}, -1, MEM4D_LAYOUT_CROSS_ENTROPY_IMPL, 2},
+    {{BASE_JOB, "--cross-entropy-loss-fusion", "--cross-entropy-fusion-impl", "native"}, -1,
+     MEM4D_LAYOUT_CROSS_ENTROPY_IMPL, 2},
+    {{BASE_JOB, "--cross-entropy-loss-fusion", "--cross-entropy-fusion-impl", "te"}, -1,
+     MEM4D_LAYOUT_CROSS_ENTROPY_IMPL, 3},
+    {{BASE_JOB, "--cross-entropy-fusion-impl", "te"}, -1, MEM4D_LAYOUT_CROSS_ENTROPY_IMPL, 1},
     {{"--num-layers", "4", "--hidden-size", "1024", "--num-attention-heads", "16", "--max-position-embeddings",
       "2048", "--RMSNorm", "--overlapped-distributed-optimizer", "--vocab-size", "32000"}, MEM4D_MODEL_NORM, -1, 0},
     /* The embedding and the loss counted as layers: (4 + 2) / 2 stages, one fewer at each end. */

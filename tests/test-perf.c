@@ -729,6 +729,45 @@ START_TEST(per_microbatch_costs)
 }
 END_TEST
 
+/* The cross entropy's kernels (cross_entropy_impl): on one stage the loss's
+ * HBM seconds add to the step in proportion to its bytes per logit, so the
+ * step differences between implementations stand as their byte
+ * differences: unfused 52, native 32 (48 with the releases' copy-back,
+ * cross_entropy_fusion = 1), te 10, and the Megatron stacks' profile 12
+ * (doc/perf.md, "Cross entropy"); the memory figures do not read it. */
+START_TEST(cross_entropy_kernels)
+{
+    mem4d_model *m = tu_model("llama3.1-8b");
+    mem4d_device *d = tu_device("h100-80");
+    ck_assert_int_eq(mem4d_device_set_str(d, "stack", "nemo-25"), MEM4D_OK);
+    static const char *const impl[] = {"stack", "unfused", "native", "te"};
+    double t[5];
+    uint64_t peak[5];
+    for (int i = 0; i < 5; i++) {
+        mem4d_layout *l = tu_layout("world=8", "tp=2", "seq=4096", "gbs=64", "mbs=1", NULL);
+        ck_assert_int_eq(mem4d_layout_set_str(l, "cross_entropy_impl", impl[i < 4 ? i : 2]), MEM4D_OK);
+        if (i == 4)
+            ck_assert_int_eq(mem4d_layout_set_str(l, "cross_entropy_fusion", "1"), MEM4D_OK);
+        mem4d_report *r = NULL;
+        ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
+        ck_assert_int_eq(mem4d_estimate(m, l, d, r), MEM4D_OK);
+        t[i] = metric(r, MEM4D_METRIC_STEP_TIME_S);
+        peak[i] = mem4d_report_peak_bytes(r);
+        mem4d_report_free(r);
+        mem4d_layout_free(l);
+    }
+    double per_byte = (t[1] - t[3]) / (52 - 10);
+    ck_assert_msg(per_byte > 0, "unfused %g s, te %g s", t[1], t[3]);
+    ck_assert_double_eq_tol(t[0] - t[3], 2 * per_byte, 1e-9 * t[0]);
+    ck_assert_double_eq_tol(t[2] - t[3], 22 * per_byte, 1e-9 * t[0]);
+    ck_assert_double_eq_tol(t[4] - t[3], 38 * per_byte, 1e-9 * t[0]);
+    for (int i = 1; i < 4; i++)
+        ck_assert_uint_eq(peak[i], peak[0]);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
 /* hbm_efficiency_ppm is the share of hbm_bandwidth memory-bound kernels
  * reach: at half, every memory-bound second doubles, as at half the
  * bandwidth, while the GEMMs' and attention's compute keeps its rate (the
@@ -1199,6 +1238,7 @@ int main(void)
     tcase_add_test(tc, composer_flash_attention_unpads);
     tcase_add_test(tc, megatron_deepspeed_tp_and_pipeline);
     tcase_add_test(tc, per_microbatch_costs);
+    tcase_add_test(tc, cross_entropy_kernels);
     tcase_add_test(tc, microbatch_order_follows_the_stack);
     tcase_add_test(tc, power_limit_and_op_recompute);
     tcase_add_test(tc, power_limit_matches_a_measured_clock_sweep);

@@ -208,6 +208,12 @@ static void moe_knobs(const struct table *t, char **f, mem4d_layout *l, const ch
         if (!strstr(col(t, f, "source_ref"), "H100 table"))
             set(l, "delay_wgrad", "1", id);
     }
+    /* The H100 table's runs (2025-05) used the model yaml of 31c5686
+     * (model_configs/benchmarking/Qwen3-235B-A22B.yaml), which has no
+     * --cross-entropy-loss-fusion: Megatron-LM's unfused cross entropy (the
+     * flag came in 274316a, 2025-08-20, with --cross-entropy-fusion-impl te) */
+    if (strstr(col(t, f, "source_ref"), "H100 table"))
+        set(l, "cross_entropy_impl", "unfused", id);
     /* the fp8 recipe: "MXFP8(1x32 block scaling)" (PR=mxfp8), "PR=fp8
      * block-wise FP8" (the Mixtral script's blockwise recipe) */
     if (strstr(notes, "MXFP8"))
@@ -996,6 +1002,13 @@ static size_t megatron_log(const struct row *r, double step_s, char *buf, size_t
     if (last)
         ARG("decoder_last_pipeline_num_layers", "%llu", (unsigned long long)last);
     ARG("context_parallel_size", "%llu", (unsigned long long)lget(l, MEM4D_LAYOUT_CP));
+    /* the row's cross entropy: the stack profiles' fused figure stands for the fused
+     * loss the recipes turn on, nearest Transformer Engine's (doc/perf.md, "Cross entropy") */
+    uint64_t ce = lget(l, MEM4D_LAYOUT_CROSS_ENTROPY_IMPL);
+    if (ce != 1) {
+        ARG("cross_entropy_fusion_impl", "%s", ce == 2 ? "native" : "te");
+        ARG("cross_entropy_loss_fusion", "True");
+    }
     ARG("ffn_hidden_size", "%llu", (unsigned long long)mget(m, MEM4D_MODEL_FFN_HIDDEN_SIZE));
     if (lget(l, MEM4D_LAYOUT_FP8))
         ARG("fp8", "hybrid");

@@ -327,6 +327,7 @@ export const ENUMS = Object.freeze({
         MEM4D_LAYOUT_OPTIMIZER_STATE_OFFLOAD: 81,
         MEM4D_LAYOUT_LOGPROB_LOSS: 82,
         MEM4D_LAYOUT_FP8_RECIPE: 83,
+        MEM4D_LAYOUT_CROSS_ENTROPY_IMPL: 84,
     }),
     mem4d_moe_dispatcher: Object.freeze({
         MEM4D_MOE_DISPATCHER_ALLTOALL: 0,

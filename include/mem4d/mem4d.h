@@ -929,7 +929,19 @@ typedef enum mem4d_layout_param {
      * linear and expert GEMMs with their quantization take the recipe's measured time over
      * delayed scaling's (doc/perf.md, FP8_RECIPE_TIME). Framework megatron. Default 0.
      * @since 0.2 */
-    MEM4D_LAYOUT_FP8_RECIPE = 83
+    MEM4D_LAYOUT_FP8_RECIPE = 83,
+    /** "cross_entropy_impl": the kernels of Megatron's vocab-parallel cross entropy, for the
+     * step time (HBM bytes per logit over forward and backward; doc/perf.md, "Cross
+     * entropy"): 0 "stack" (the stack profile's figure: 12 on the Megatron stacks, 40 on the
+     * PyTorch-native ones), 1 "unfused" (Megatron-LM without --cross-entropy-loss-fusion,
+     * its default: tensor_parallel/cross_entropy.py's separate kernels, 52), 2 "native"
+     * (--cross-entropy-loss-fusion with --cross-entropy-fusion-impl native: the steps
+     * compiled by torch.compile, 32, and 48 with ::MEM4D_LAYOUT_CROSS_ENTROPY_FUSION, the
+     * releases whose compiled steps rebuild the fp32 logits and copy them back), 3 "te"
+     * (--cross-entropy-fusion-impl te: Transformer Engine's parallel_cross_entropy, two
+     * passes over the bf16 logits and the gradient written in place, 10). The memory
+     * figures do not read it. Framework megatron. Default 0. @since 0.2 */
+    MEM4D_LAYOUT_CROSS_ENTROPY_IMPL = 84
 } mem4d_layout_param;
 
 /**

@@ -204,6 +204,7 @@ class LayoutParam(enum.IntEnum):
     OPTIMIZER_STATE_OFFLOAD = 81
     LOGPROB_LOSS = 82
     FP8_RECIPE = 83
+    CROSS_ENTROPY_IMPL = 84
 
 
 class MoeDispatcher(enum.IntEnum):
