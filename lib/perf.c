@@ -348,16 +348,16 @@ static inline double beside_cost(const struct m4d_machine *mc, double gemm, doub
 /* The band of the measured step time around the prediction, as measured /
  * predicted: the 5th and 95th percentiles over the validation runs
  * (tests/data/throughput/throughput.csv, every row the model expresses;
- * doc/perf.md, "Uncertainty"), uncalibrated, and over the exact runs
- * predicted by a device calibrated on the first run of their (source, GPU,
+ * doc/perf.md, "Uncertainty"), uncalibrated, and over the runs, exact and
+ * approximate, predicted by a device calibrated on the first run of their (source, GPU,
  * precision, stack): a calibration carried to other models and layouts of its
  * stack, the widest use a calibrated device file gets (it also holds the
  * runs of a weak-scaling series calibrated on its first run;
  * tests/test-throughput.c prints all of them). */
 #define BAND_LOW 0.904
 #define BAND_HIGH 1.223
-#define BAND_CAL_LOW 0.877
-#define BAND_CAL_HIGH 1.038
+#define BAND_CAL_LOW 0.871
+#define BAND_CAL_HIGH 1.166
 /* Between layouts of one job (the search's equivalence, m4d_speed_band_
  * relative()): the band of the runs of a weak-scaling series predicted by a
  * device calibrated on its first run, where the level common to one job's
