@@ -117,16 +117,17 @@ static const struct stack {
     bool fsdp_root;       /* ZeRO-2/3 as PyTorch's FSDP (1 or 2) wraps a model: the root unit's collectives (FSDP_ROOT), ZeRO-2 as SHARD_GRAD_OP (FSDP_SHARD_GRAD_OP) */
     bool attn_unpad;      /* FlashAttention-2 called through llm-foundry's flash_attn_fn: its unpadding copies (ATTN_UNPAD) */
     bool nanotron_model;  /* nanotron's Llama: its attention's q/k/v reshuffles copied (NANOTRON_MODEL) */
+    bool te_norm_fp8;     /* Megatron-Core's TE layers: the norm before qkv and fc1 writes fp8 itself (TE_FP8_CASTS) */
 } STACKS[M4D_NSTACKS] = {
-    {3, 1, 0, 6, 12, false, false, false, false, false, false, false, false, false, false, false, false},  /* middle: cuDNN attention, autograd's accumulation into bf16 .grad */
-    {5, 1, 0, 0, 12, false, false, false, false, false, false, false, false, false, false, false, false},  /* megatron-lm-2022: fused softmax, gradient_accumulation_fusion */
-    {5, 3, 0, 18, 12, false, false, false, false, false, false, false, true, true, false, false, false}, /* megatron-deepspeed: softmax attention, bf16 update_hp_grads, CUDA 11 GEMMs, its TP and pipeline */
-    {3, 1, 0, 0, 12, false, false, false, false, false, false, false, false, false, false, false, false},  /* nemo-24.07: Transformer Engine 1.9's cuDNN attention */
-    {3, 1, 0, 0, 12, false, false, false, false, false, false, false, false, false, false, false, false},  /* nemo-25 */
-    {4, 1, 0, 6, 40, true, true, false, false, true, true, true, false, false, true, false, false},     /* torchtitan: SDPA, autograd accumulation, fp32 cross entropy, op SAC, eager */
-    {1, 1, 0, 18, 40, false, false, false, false, false, false, false, false, false, true, true, false}, /* composer: FlashAttention-2, FSDP1 gradient path, eager fp32 cross entropy */
-    {1, 1, 0, 10, 52, false, false, true, true, false, false, false, false, false, false, false, true},  /* nanotron: FlashAttention-2, fp32 gradient accumulation, Megatron's unfused fp32 cross entropy (52), eager SwiGLU */
-    {4, 1, 0, 6, 40, true, false, false, false, true, true, true, false, false, true, false, false},     /* torchtitan-compile: torchtitan with torch.compile's fused element-wise */
+    {3, 1, 0, 6, 12, false, false, false, false, false, false, false, false, false, false, false, false, true},  /* middle: cuDNN attention, autograd's accumulation into bf16 .grad */
+    {5, 1, 0, 0, 12, false, false, false, false, false, false, false, false, false, false, false, false, true},  /* megatron-lm-2022: fused softmax, gradient_accumulation_fusion */
+    {5, 3, 0, 18, 12, false, false, false, false, false, false, false, true, true, false, false, false, false}, /* megatron-deepspeed: softmax attention, bf16 update_hp_grads, CUDA 11 GEMMs, its TP and pipeline */
+    {3, 1, 0, 0, 12, false, false, false, false, false, false, false, false, false, false, false, false, true},  /* nemo-24.07: Transformer Engine 1.9's cuDNN attention */
+    {3, 1, 0, 0, 12, false, false, false, false, false, false, false, false, false, false, false, false, true},  /* nemo-25 */
+    {4, 1, 0, 6, 40, true, true, false, false, true, true, true, false, false, true, false, false, false},     /* torchtitan: SDPA, autograd accumulation, fp32 cross entropy, op SAC, eager */
+    {1, 1, 0, 18, 40, false, false, false, false, false, false, false, false, false, true, true, false, false}, /* composer: FlashAttention-2, FSDP1 gradient path, eager fp32 cross entropy */
+    {1, 1, 0, 10, 52, false, false, true, true, false, false, false, false, false, false, false, true, false},  /* nanotron: FlashAttention-2, fp32 gradient accumulation, Megatron's unfused fp32 cross entropy (52), eager SwiGLU */
+    {4, 1, 0, 6, 40, true, false, false, false, true, true, true, false, false, true, false, false, false},     /* torchtitan-compile: torchtitan with torch.compile's fused element-wise */
 };
 /* nanotron's ZeRO-1 with fp32 gradient accumulation (the only ZeRO it
  * runs with accumulate_grad_in_fp32, its benchmarks' setting) builds no
@@ -354,9 +355,9 @@ static inline double beside_cost(const struct m4d_machine *mc, double gemm, doub
  * stack, the widest use a calibrated device file gets (it also holds the
  * runs of a weak-scaling series calibrated on its first run;
  * tests/test-throughput.c prints all of them). */
-#define BAND_LOW 0.904
+#define BAND_LOW 0.915
 #define BAND_HIGH 1.223
-#define BAND_CAL_LOW 0.871
+#define BAND_CAL_LOW 0.875
 #define BAND_CAL_HIGH 1.166
 /* Between layouts of one job (the search's equivalence, m4d_speed_band_
  * relative()): the band of the runs of a weak-scaling series predicted by a
@@ -521,6 +522,7 @@ static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device
         .ds_pipe = st->ds_pipe || x->fw == MEM4D_FRAMEWORK_DEEPSPEED,
         .fsdp_root = st->fsdp_root || x->fw == MEM4D_FRAMEWORK_TORCHTITAN,
         .attn_unpad = st->attn_unpad && ak == 1, /* the flash-attn package's FlashAttention-2 */
+        .te_norm_fp8 = st->te_norm_fp8,
         .gemm = peak * eff,
         .gemm_lin = lin * eff,
         .fp8_slow = fp8_slow,
@@ -662,14 +664,42 @@ static double mlp_width_run(const struct m4d_ctx *x)
     return D(x->experts == 0 ? x->f : x->fs);
 }
 
+/* TE_FP8_CASTS: bytes per element Transformer Engine's fp8 linears move
+ * beyond bf16's to quantize a tensor (read 2, write 1), transpose an fp8
+ * one (read 1, write 1), do both in one kernel (read 2, write 1 + 1), or
+ * quantize unfused, then transpose (5). With delayed scaling (TE 1.9, tag
+ * v1.9, pytorch/module/): a te.Linear casts and transposes its input in
+ * one kernel (linear.py, fp8_cast_transpose_fused), or under sequence
+ * parallelism casts it in the forward (on its own 1/t of the rows when it
+ * then gathers them) and transposes the whole in the backward
+ * (fp8_transpose); a LayerNormLinear's norm writes its output in fp8
+ * itself (layernorm_linear.py: ln_out uint8 from _apply_normalization),
+ * which then pays only the backward's transpose. Megatron-Core's TE layers
+ * (transformer_engine.py: TELayerNormColumnParallelLinear for qkv and fc1,
+ * TERowParallelLinear for the output projection and fc2, the activation
+ * its own in bf16; NVIDIA/Megatron-LM@d98e8a64) take the fused norm for
+ * qkv and fc1 (te_norm_fp8 in the stack), other stacks' te.Linear layers
+ * (llm-foundry's fc_type te) a cast of every input. Output gradients are
+ * cast and transposed in one kernel (base.py, grad_output_preprocess),
+ * except a row-parallel linear's under sequence parallelism: cast on its
+ * 1/t of the rows, gathered in fp8, then transposed. TE 2.x keeps the
+ * fused norm for delayed scaling; its current scaling writes the norm in
+ * bf16, takes its amax, then quantizes (pytorch/csrc/extensions/
+ * normalization.cpp@v2.2, nvte_compute_amax on the unquantized output):
+ * every recipe but delayed pays the unfused count. */
+#define FP8_Q 3.0
+#define FP8_T 2.0
+#define FP8_QT 4.0
+#define FP8_Q_THEN_T 5.0
+
 /* The four linear layers and the head as GEMMs on one GPU: N outputs and K
  * inputs after the TP split, at the full rate and beside a userbuffers
  * kernel that keeps UB_SMS SMs (lin_ub; linears_time() says which GEMM runs
  * how with tp_comm_overlap). With fp8
- * each linear casts its input and weight, and in the backward casts and
- * transposes the output gradient and transposes the input (Hopper fp8
- * GEMMs take K-major operands): 5 bytes per input element and 4 per
- * output element per micro-batch, over HBM. The weight's cast and
+ * each linear's input, output gradient and weight are quantized, and
+ * the input and output gradient also transposed for the backward (Hopper
+ * fp8 GEMMs take K-major operands), over HBM, per micro-batch at the bytes
+ * per element below (TE_FP8_CASTS). The weight's cast and
  * transpose (5 bytes per element) run once per step: Megatron-Core sets
  * is_first_microbatch on the step's first micro-batch (pipeline_parallel/
  * schedules.py, forward_step: model.set_is_first_microbatch()) and its TE
@@ -707,8 +737,17 @@ static void gemms_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
     pg->rows_per_b = D(x->s) / D(x->c);
     pg->cast_a = pg->cast_b = 0;
     if (x->fp8) {
-        double in = 2 * h + q + F, out = qkv + up + 2 * h, w = h * (qkv + up + q + F);
-        pg->cast_a = (5 * in + 4 * out) * mc->inv_hbm * mc->fp8_slow;
+        double w = h * (qkv + up + q + F), in, out;
+        if (x->fp8_recipe == 0) { /* delayed scaling (TE_FP8_CASTS) */
+            bool sp = x->t > 1 && x->sp;
+            double full = sp ? FP8_Q + FP8_T : FP8_QT, shard = sp ? FP8_Q * rt + FP8_T : FP8_QT;
+            in = (mc->te_norm_fp8 ? FP8_T : shard) * 2 * h + full * (q + F);
+            out = FP8_QT * (qkv + up) + shard * 2 * h;
+        } else {
+            in = FP8_Q_THEN_T * (2 * h + q + F);
+            out = FP8_QT * (qkv + up + 2 * h);
+        }
+        pg->cast_a = (in + out) * mc->inv_hbm * mc->fp8_slow;
         pg->cast_b = 5 * w * mc->inv_hbm * mc->fp8_slow;
     }
     /* Memory-bound element-wise work of a forward: two norms (read, write

@@ -329,9 +329,10 @@ void m4d_moe_prepare(const struct m4d_ctx *x, const mem4d_device *dev, const str
      * bf16 gradient and the stack's accumulation pass (accum_layer,
      * lib/perf.c) adds it. */
     g->wgrad_out = mc->accum_bytes > 0 ? 2 : 2 * D(x->grad_bytes);
-    /* fp8: the experts' GEMMs pay the casts perf.c's linears pay (TE's
-     * GroupedLinear quantizes every expert's input rowwise and columnwise,
-     * tex.fused_multi_quantize, and in the backward its output gradient;
+    /* fp8: the experts' GEMMs pay the unfused casts of perf.c's linears
+     * (TE_FP8_CASTS; TE's GroupedLinear quantizes every expert's input
+     * rowwise and columnwise, tex.fused_multi_quantize, and in the
+     * backward its output gradient;
      * each expert's weight once per step, cached by is_first_microbatch:
      * grouped_linear.py@v2.2, _GroupedLinear.forward and backward): 5 bytes
      * per input element and 4 per output element of each row, 5 per weight

@@ -845,6 +845,7 @@ struct m4d_machine {
     bool ampere_beside;        /* Ampere: every kernel beside a NCCL kernel AMPERE_BESIDE times as long (lib/perf.c) */
     bool fsdp_root;            /* ZeRO-2/3 as PyTorch's FSDP wraps a model: the root unit's collectives exposed, ZeRO-2 as SHARD_GRAD_OP (lib/perf.c) */
     bool attn_unpad;           /* flash attention through llm-foundry's unpadding copies (ATTN_UNPAD, lib/perf.c) */
+    bool te_norm_fp8;          /* the norm before qkv and fc1 writes fp8 itself (TE_FP8_CASTS, lib/perf.c) */
 };
 
 /* One GEMM of a layer with its N and K fixed by the group; M (tokens)
