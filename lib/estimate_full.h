@@ -52,10 +52,11 @@ static inline uint64_t muldiv(bool *ok, uint64_t a, uint64_t b, uint64_t d)
  * the mean. Dropless routing hands a rank every token its experts are
  * chosen for, so its permuted tokens and expert activations grow with its
  * load; a capacity factor bounds them (dropping: at most the capacity;
- * padding: exactly it). Balanced (10⁶) by default. */
+ * padding: exactly it). Unset, the busiest rank's load the step time
+ * derives for dropless routing (m4d_moe_imbalance_ppm, at resolve). */
 static inline uint64_t routed(bool *ok, const struct m4d_ctx *x, uint64_t v)
 {
-    uint64_t ppm = m4d_routed_ppm(x), imb = x->imbalance_ppm;
+    uint64_t ppm = m4d_routed_ppm(x), imb = x->routed_imb_ppm;
     if (imb > 1000000 && !x->cap_pad) {
         uint64_t pad = ppm - x->topk * (x->cap_ppm && x->cap_ppm < 1000000 ? x->cap_ppm : 1000000);
         uint64_t f = x->cap_ppm ? (imb < x->cap_ppm ? imb : x->cap_ppm) : imb;

@@ -640,6 +640,7 @@ mem4d_status m4d_resolve_memo(const mem4d_model *model, const mem4d_layout *layo
         (st = m4d_split_check(&x->split, why, n)) != MEM4D_OK || (st = check_seq_batch(x, why, n)) != MEM4D_OK ||
         (st = m4d_pattern_layout_check(x, why, n)) != MEM4D_OK || (st = check_misc(x, why, n)) != MEM4D_OK)
         return st;
+    x->routed_imb_ppm = m4d_moe_imbalance_ppm(x);
     /* the model's size depends on the model and V_p alone: once per resolve
      * (or per V_p of a search), not per estimate */
     if (memo && memo->have && memo->Vp == x->Vp) {

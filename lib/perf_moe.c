@@ -171,7 +171,7 @@ static double root(double v)
 
 static double spread_of(const struct m4d_ctx *x, const mem4d_device *dev)
 {
-    uint64_t v = dev->v[MEM4D_DEVICE_MOE_LOAD_SPREAD_PPM];
+    uint64_t v = dev ? dev->v[MEM4D_DEVICE_MOE_LOAD_SPREAD_PPM] : 0;
     return v ? D(v) * 1e-6 : x->expert_bias ? SPREAD_EXPERT_BIAS : SPREAD_AUX_LOSS;
 }
 
@@ -188,19 +188,46 @@ static double spread_of(const struct m4d_ctx *x, const mem4d_device *dev)
  * ranks draw a larger maximum. A capacity factor caps the load: dropping
  * at the capacity, at most max(factor, 1) of the mean; padded to it,
  * exactly the capacity (already in m4d_routed_ppm): 1. */
+static double uncapped(const struct m4d_ctx *x, double spread, double rows)
+{
+    if (x->imbalance_ppm)
+        return D(x->imbalance_ppm) * 1e-6;
+    if (x->ep > 1 && x->experts > 1 && rows > 0) {
+        double ep = D(x->ep), E = D(x->experts), k = D(x->topk);
+        double var = (1 - 1 / ep) * E / (E - 1) * (spread * spread * ep / E + (1 - k / E) / rows);
+        return 1 + normal_max(ep) * root(var);
+    }
+    return 1;
+}
+
 static double imbalance(const struct m4d_ctx *x, double spread, double rows)
 {
     if (x->cap_ppm && x->cap_pad)
         return 1;
-    double imb = 1;
-    if (x->imbalance_ppm) {
-        imb = D(x->imbalance_ppm) * 1e-6;
-    } else if (x->ep > 1 && x->experts > 1 && rows > 0) {
-        double ep = D(x->ep), E = D(x->experts), k = D(x->topk);
-        double var = (1 - 1 / ep) * E / (E - 1) * (spread * spread * ep / E + (1 - k / E) / rows);
-        imb = 1 + normal_max(ep) * root(var);
-    }
+    double imb = uncapped(x, spread, rows);
     return x->cap_ppm ? MIN(imb, MAX(D(x->cap_ppm) * 1e-6, 1)) : imb;
+}
+
+/* Tokens a rank routes per sample: s over context and sequence
+ * parallelism. */
+static double tokens_per_sample(const struct m4d_ctx *x)
+{
+    return D(x->s) / (D(x->c) * (x->sp && x->t > 1 ? D(x->t) : 1));
+}
+
+/* The busiest rank's routed rows over the mean that memory sizes its
+ * routed-token buffers by (lib/estimate_full.h, routed(); it applies the
+ * capacity factor itself), millionths, rounded up: moe_imbalance_ppm as
+ * set, else the figure the step time derives for dropless routing with the
+ * router's published load spread (a device's moe_load_spread_ppm is the
+ * step time's alone: memory is resolved without a device). Once per
+ * resolve. */
+uint64_t m4d_moe_imbalance_ppm(const struct m4d_ctx *x)
+{
+    if (!x->experts)
+        return 1000000;
+    double imb = uncapped(x, spread_of(x, NULL), tokens_per_sample(x) * D(x->topk) * D(x->etp));
+    return (uint64_t)(imb * 1e6 + 0.999999);
 }
 
 /* Probability that none of a token's k experts (drawn without repetition
@@ -296,10 +323,10 @@ void m4d_moe_prepare(const struct m4d_ctx *x, const mem4d_device *dev, const str
     g->on = x->experts != 0;
     if (!g->on)
         return;
-    double tsp = x->sp && x->t > 1 ? D(x->t) : 1, etp = D(x->etp), h = D(x->h);
+    double etp = D(x->etp), h = D(x->h);
     double E = D(x->experts), El = E / D(x->ep), fe = D(x->fe ? x->fe : x->f) / etp;
     double rho = D(m4d_routed_ppm(x)) * 1e-6;
-    double tok = D(x->s) / (D(x->c) * tsp); /* tokens a rank routes per sample */
+    double tok = tokens_per_sample(x);
     /* the sampling term counts one sample's copies a rank receives: a
      * group is prepared once for every micro-batch size */
     double imb = imbalance(x, spread_of(x, dev), tok * D(x->topk) * etp);

@@ -262,6 +262,7 @@ struct m4d_ctx {
     uint64_t wgrad_defer_limit;        /* micro-batches deferred (0: all) */
     bool ag_groups;                    /* separate all-gather communicators (--create-all-gather-group) */
     uint64_t imbalance_ppm;            /* busiest EP rank's expert rows over the mean, millionths */
+    uint64_t routed_imb_ppm;           /* what memory sizes the routed rows by: the above, or derived (m4d_moe_imbalance_ppm) */
     bool moe_grouped_gemm;             /* local experts' GEMMs grouped (TE GroupedLinear) or sequential */
     bool shared_overlap;               /* the shared expert beside the dispatch and combine */
     bool tp_overlap;                   /* TP collectives chunked under their GEMMs */
@@ -888,6 +889,7 @@ struct m4d_moe_time {
     double expert_fwd, expert_bwd, wgrad, act, router_fwd, router_bwd, comm;
     double cast; /* fp8 casts of the expert GEMMs' inputs and output gradients */
 };
+uint64_t m4d_moe_imbalance_ppm(const struct m4d_ctx *x);
 void m4d_moe_prepare(const struct m4d_ctx *x, const mem4d_device *dev, const struct m4d_machine *mc,
                      struct m4d_moe_group *g);
 void m4d_moe_time(const struct m4d_machine *mc, const struct m4d_moe_group *g, double b, struct m4d_moe_time *t);

@@ -5,7 +5,9 @@
  * global batch 64 (m = 32) on an H100-80.
  * SPDX-License-Identifier: MIT
  */
+#include <math.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "testutil.h"
@@ -856,9 +858,14 @@ static mem4d_report *moe_estimate(mem4d_layout *l)
     return r;
 }
 
+/* The MoE figures below are term by term for balanced routing (what
+ * --moe-router-force-load-balancing gives); unset, moe_imbalance_ppm takes
+ * the dropless load the step time derives (moe_routed_rows_follow_the_load). */
+#define BALANCED "moe_imbalance_ppm=1000000"
+
 static uint64_t moe_activations(const char *cap, const char *pad, mem4d_report **out)
 {
-    *out = moe_estimate(tu_layout("pp=2", "dp=4", "ep=4", "seq=4096", "gbs=32", cap, pad, NULL));
+    *out = moe_estimate(tu_layout("pp=2", "dp=4", "ep=4", "seq=4096", "gbs=32", BALANCED, cap, pad, NULL));
     return get(*out, 0, MEM4D_TERM_ACTIVATIONS);
 }
 
@@ -874,6 +881,39 @@ START_TEST(fsdp_expert_shards)
     ck_assert_uint_eq(3 * g, get(r, 0, MEM4D_TERM_OPTIMIZER));
     ck_assert_uint_gt(g, 4 * n / 4);
     mem4d_report_free(r);
+}
+END_TEST
+
+/* Unset, moe_imbalance_ppm sizes the routed rows by the busiest rank's
+ * dropless load, the figure the step time waits for (doc/perf.md, "Token
+ * imbalance"): Qwen1.5-MoE's 60 experts, top-4, over ep 4 (15 a rank),
+ * 4096 tokens a rank: the router's published spread sigma = 0.52/2.3437,
+ * a rank's relative variance (1 - 1/4)·60/59·(sigma²·4/60 + (1 - 4/60)/
+ * (4096·4)), the largest of 4 normal draws 1.0294 sigma above the mean:
+ * iota = 1.0520, rounded up to millionths. One rank holds every expert at
+ * ep 1; a dropping capacity of 1 caps the load at the mean. */
+START_TEST(moe_routed_rows_follow_the_load)
+{
+    double sigma = 0.52 / 2.3437, E = 60, k = 4, ep = 4, rows = 4096 * 4;
+    double var = (1 - 1 / ep) * E / (E - 1) * (sigma * sigma * ep / E + (1 - k / E) / rows);
+    char iota[64];
+    snprintf(iota, sizeof iota, "moe_imbalance_ppm=%llu", (unsigned long long)ceil((1 + 1.0294 * sqrt(var)) * 1e6));
+    mem4d_report *unset = moe_estimate(tu_layout("pp=2", "dp=4", "ep=4", "seq=4096", "gbs=32", NULL));
+    mem4d_report *derived = moe_estimate(tu_layout("pp=2", "dp=4", "ep=4", "seq=4096", "gbs=32", iota, NULL));
+    mem4d_report *even = moe_estimate(tu_layout("pp=2", "dp=4", "ep=4", "seq=4096", "gbs=32", BALANCED, NULL));
+    ck_assert_uint_eq(get(unset, 0, MEM4D_TERM_ACTIVATIONS), get(derived, 0, MEM4D_TERM_ACTIVATIONS));
+    ck_assert_uint_gt(get(unset, 0, MEM4D_TERM_ACTIVATIONS), get(even, 0, MEM4D_TERM_ACTIVATIONS));
+    same_except(even, unset, BIT(MEM4D_TERM_ACTIVATIONS));
+    mem4d_report *rs[] = {unset, derived, even, NULL, NULL, NULL, NULL};
+    rs[3] = moe_estimate(tu_layout("pp=2", "dp=4", "ep=1", "seq=4096", "gbs=32", NULL));
+    rs[4] = moe_estimate(tu_layout("pp=2", "dp=4", "ep=1", "seq=4096", "gbs=32", BALANCED, NULL));
+    ck_assert_uint_eq(get(rs[3], 0, MEM4D_TERM_ACTIVATIONS), get(rs[4], 0, MEM4D_TERM_ACTIVATIONS));
+    rs[5] = moe_estimate(tu_layout("pp=2", "dp=4", "ep=4", "seq=4096", "gbs=32", "moe_capacity_factor_ppm=1000000", NULL));
+    rs[6] = moe_estimate(
+        tu_layout("pp=2", "dp=4", "ep=4", "seq=4096", "gbs=32", "moe_capacity_factor_ppm=1000000", BALANCED, NULL));
+    ck_assert_uint_eq(get(rs[5], 0, MEM4D_TERM_ACTIVATIONS), get(rs[6], 0, MEM4D_TERM_ACTIVATIONS));
+    for (size_t i = 0; i < sizeof rs / sizeof rs[0]; i++)
+        mem4d_report_free(rs[i]);
 }
 END_TEST
 
@@ -933,7 +973,7 @@ END_TEST
  * (stage 0 keeps 2 in flight, 12 layers each), plus the keys given. */
 static mem4d_report *moe_run(const char *a, const char *b, const char *c)
 {
-    return moe_estimate(tu_layout("pp=2", "dp=4", "ep=4", "seq=4096", "gbs=32", a, b, c, NULL));
+    return moe_estimate(tu_layout("pp=2", "dp=4", "ep=4", "seq=4096", "gbs=32", BALANCED, a, b, c, NULL));
 }
 
 static uint64_t delta(const mem4d_report *a, const mem4d_report *b, uint32_t stage, mem4d_term t)
@@ -1063,7 +1103,7 @@ END_TEST
  * is A = (act(16) − act(2) − the token ids 8·T of one more micro-batch)/6. */
 static mem4d_report *overlap_run(const char *gbs, const char *a, const char *b)
 {
-    return moe_estimate(tu_layout("pp=2", "vpp=2", "dp=4", "ep=4", "seq=4096", gbs, a, b, NULL));
+    return moe_estimate(tu_layout("pp=2", "vpp=2", "dp=4", "ep=4", "seq=4096", BALANCED, gbs, a, b, NULL));
 }
 
 START_TEST(moe_ep_overlap_and_delayed_wgrad)
@@ -1346,6 +1386,7 @@ int main(void)
     tcase_add_test(tc, virtual_stage_layer_table);
     tcase_add_test(tc, fsdp_expert_shards);
     tcase_add_test(tc, moe_token_capacity);
+    tcase_add_test(tc, moe_routed_rows_follow_the_load);
     tcase_add_test(tc, moe_token_dispatchers);
     tcase_add_test(tc, moe_router_padding);
     tcase_add_test(tc, moe_ep_overlap_and_delayed_wgrad);

@@ -887,8 +887,10 @@ typedef enum mem4d_layout_param {
      * every rank waits for the busiest at the combine, so its expert GEMMs and the bytes it receives set
      * the step. 0 derives it for dropless routing from a published per-expert load spread of an
      * auxiliary-loss router, the experts per rank and ep (doc/perf.md, "Token imbalance"); a capacity
-     * factor caps either. Set it from the router's measured loads; the step time uses the derived
-     * figure, memory only a value set. `mem4d calibrate` leaves it as set. Default 0. @since 0.2 */
+     * factor caps either. Set it from the router's measured loads. Memory sizes the busiest rank's
+     * routed-token buffers by it too: unset, by the derived figure with the router's published spread
+     * (a device's moe_load_spread_ppm is the step time's alone). `mem4d calibrate` leaves it as set.
+     * Default 0. @since 0.2 */
     MEM4D_LAYOUT_MOE_IMBALANCE_PPM = 78,
     /** "moe_grouped_gemm": 1 for --moe-grouped-gemm (Transformer Engine's GroupedLinear: the local
      * experts' GEMMs run 4 at a time on its compute streams), 0 for Megatron-Core's SequentialMLP (one
