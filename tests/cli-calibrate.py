@@ -6,6 +6,7 @@ one line on stderr naming the line, exit status 2.
 Usage: cli-calibrate.py MEM4D DATA_DIR"""
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -76,6 +77,50 @@ class Calibrate(unittest.TestCase):
             p = run('calibrate', *extra)
             self.assertEqual(p.returncode, 2)
             self.assertIn(needle, p.stderr)
+
+    def test_moe_logs_fit_the_load_spread(self):
+        """Two Megatron-LM logs of one MoE job (8 experts, top-2, ep 8 on 8 GPUs), one run with
+        --moe-router-force-load-balancing and one dropless: the dropless run's extra time is the
+        busiest rank's load, and calibrate fits the router's load spread (moe_load_spread_ppm) from
+        it, with the GEMM rate; the steps are what a device with that spread predicts."""
+        def moe_log(path, forced, step_ms):
+            with open(os.path.join(DATA, 'llama32-1b-dp8.log')) as f:
+                lines = [l for l in f.read().splitlines() if 'memory (MB)' not in l]
+            args = {'expert_model_parallel_size': '8', 'moe_ffn_hidden_size': '8192', 'moe_grouped_gemm': 'True',
+                    'moe_router_force_load_balancing': str(forced), 'moe_router_topk': '2',
+                    'moe_token_dispatcher_type': 'alltoall', 'num_experts': '8'}
+            start = next(i for i, l in enumerate(lines) if l.endswith(' arguments ------------------------'))
+            end = next(i for i, l in enumerate(lines) if 'end of arguments' in l)
+            block = lines[start + 1:end] + ['  %s %s %s' % (k, '.' * (45 - len(k)), v) for k, v in args.items()]
+            block.sort(key=lambda l: l.split()[0].lower())
+            body = [re.sub(r'elapsed time per iteration \(ms\): [0-9.]+',
+                           'elapsed time per iteration (ms): %.1f' % step_ms, l) for l in lines[end + 1:]]
+            with open(path, 'w') as f:
+                f.write('\n'.join(lines[:start + 1] + block + [lines[end]] + body) + '\n')
+
+        with tempfile.TemporaryDirectory() as d:
+            logs = [os.path.join(d, n) for n in ('forced.log', 'dropless.log')]
+            for path, forced in zip(logs, (True, False)):
+                moe_log(path, forced, 1000.0)
+            # the steps a device whose router spreads its loads by 0.6 predicts
+            p = run('calibrate', '--log', ','.join(logs), '--device-set', 'moe_load_spread_ppm=600000', '--json')
+            self.assertEqual(p.returncode, 0, p.stderr)
+            truth = [e['predicted_step_before_s'] for e in json.loads(p.stdout)['logs']]
+            self.assertGreater(truth[1], 1.1 * truth[0])
+            for path, forced, step in zip(logs, (True, False), truth):
+                moe_log(path, forced, 1000 * step)
+            p = run('calibrate', '--log', ','.join(logs), '--json')
+            self.assertEqual(p.returncode, 0, p.stderr)
+            doc = json.loads(p.stdout)
+            fitted = {c['key'] for c in doc['constants'] if c['fitted']}
+            self.assertEqual(fitted, {'matmul_efficiency_ppm', 'moe_load_spread_ppm'})
+            self.assertAlmostEqual(doc['device']['moe_load_spread_ppm'] / 600000, 1, delta=0.02)
+            for e in doc['logs']:
+                self.assertAlmostEqual(e['predicted_step_after_s'] / e['measured_step_s'], 1, delta=0.005)
+            # the forced-balance run alone cannot tell the spread
+            p = run('calibrate', '--log', logs[0], '--json')
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertEqual(json.loads(p.stdout)['device']['moe_load_spread_ppm'], 0)
 
     def test_table(self):
         p = run('calibrate', '--log', os.path.join(DATA, 'llama32-1b-dp8.log'))
