@@ -98,6 +98,28 @@ static const struct {
  * (FlashAttention-3 paper, section 1). */
 #define MMA_SYNC_SHARE (2.0 / 3)
 
+/* HBM bytes per logit of Megatron's cross entropy over forward and
+ * backward, by cross_entropy_impl (doc/perf.md, "Cross entropy", counts each
+ * kernel). Unfused (NVIDIA/Megatron-LM@1e057005
+ * megatron/core/tensor_parallel/cross_entropy.py): the fp32 cast (2 + 4),
+ * the max (4), the in-place subtraction (8), exp (8), the sum (4), the
+ * division (8); backward the product with the output gradient (8) and
+ * autograd's cast back to bf16 (6). Native (fusions/fused_cross_entropy.py,
+ * each torch.compile'd step one pass): cast and max (6), subtraction, exp
+ * and sum (8), division (8); backward the gradient read, its bf16 written
+ * and the in-place update of the saved softmax written back (10); the
+ * releases that rebuild the mutated fp32 copy in a fresh buffer and copy it
+ * back (cross_entropy_fusion = 1) add 4 + 4 in the forward's and the
+ * backward's step that reduce over or scatter into it. Transformer Engine's
+ * parallel_cross_entropy (transformer_engine/pytorch/triton/cross_entropy.py,
+ * 2.2 to 2.17): the online softmax reads the bf16 logits (2), the loss
+ * kernel reads them again and writes the gradient in their place (4), the
+ * backward scales it in place (4). */
+#define CE_UNFUSED 52.0
+#define CE_NATIVE 32.0
+#define CE_NATIVE_COPY_BACK 16.0
+#define CE_TE 10.0
+
 /* A named software stack (MEM4D_DEVICE_STACK): attention kernel (index in
  * ATTN_KERNELS), GEMM library (1 native, 2 ampere, 3 cuda11), seconds per micro-batch
  * outside the layers, gradient-accumulation bytes per local weight and
@@ -120,13 +142,13 @@ static const struct stack {
     bool te_norm_fp8;     /* Megatron-Core's TE layers: the norm before qkv and fc1 writes fp8 itself (TE_FP8_CASTS) */
 } STACKS[M4D_NSTACKS] = {
     {3, 1, 0, 6, 12, false, false, false, false, false, false, false, false, false, false, false, false, true},  /* middle: cuDNN attention, autograd's accumulation into bf16 .grad */
-    {5, 1, 0, 0, 12, false, false, false, false, false, false, false, false, false, false, false, false, true},  /* megatron-lm-2022: fused softmax, gradient_accumulation_fusion */
-    {5, 3, 0, 18, 12, false, false, false, false, false, false, false, true, true, false, false, false, false}, /* megatron-deepspeed: softmax attention, bf16 update_hp_grads, CUDA 11 GEMMs, its TP and pipeline */
-    {3, 1, 0, 0, 12, false, false, false, false, false, false, false, false, false, false, false, false, true},  /* nemo-24.07: Transformer Engine 1.9's cuDNN attention */
+    {5, 1, 0, 0, CE_UNFUSED, false, false, false, false, false, false, false, false, false, false, false, false, true},  /* megatron-lm-2022: fused softmax, gradient_accumulation_fusion, unfused cross entropy */
+    {5, 3, 0, 18, CE_UNFUSED, false, false, false, false, false, false, false, true, true, false, false, false, false}, /* megatron-deepspeed: softmax attention, bf16 update_hp_grads, CUDA 11 GEMMs, its TP and pipeline, unfused cross entropy */
+    {3, 1, 0, 0, CE_NATIVE + CE_NATIVE_COPY_BACK, false, false, false, false, false, false, false, false, false, false, false, false, true},  /* nemo-24.07: Transformer Engine 1.9's cuDNN attention, Megatron-Core 0.8's native fused cross entropy */
     {3, 1, 0, 0, 12, false, false, false, false, false, false, false, false, false, false, false, false, true},  /* nemo-25 */
     {4, 1, 0, 6, 40, true, true, false, false, true, true, true, false, false, true, false, false, false},     /* torchtitan: SDPA, autograd accumulation, fp32 cross entropy, op SAC, eager */
     {1, 1, 0, 18, 40, false, false, false, false, false, false, false, false, false, true, true, false, false}, /* composer: FlashAttention-2, FSDP1 gradient path, eager fp32 cross entropy */
-    {1, 1, 0, 10, 52, false, false, true, true, false, false, false, false, false, false, false, true, false},  /* nanotron: FlashAttention-2, fp32 gradient accumulation, Megatron's unfused fp32 cross entropy (52), eager SwiGLU */
+    {1, 1, 0, 10, CE_UNFUSED, false, false, true, true, false, false, false, false, false, false, false, true, false},  /* nanotron: FlashAttention-2, fp32 gradient accumulation, Megatron's unfused fp32 cross entropy (52), eager SwiGLU */
     {4, 1, 0, 6, 40, true, false, false, false, true, true, true, false, false, true, false, false, false},     /* torchtitan-compile: torchtitan with torch.compile's fused element-wise */
 };
 /* nanotron's ZeRO-1 with fp32 gradient accumulation (the only ZeRO it
@@ -431,28 +453,6 @@ static double power_clock(uint64_t limit_w, uint64_t board_w)
  * tensorwise, mxfp8, blockwise, custom; each recipe at the figure of the
  * generation that introduced it (Hopper; MXFP8 runs on Blackwell only). */
 static const double FP8_RECIPE_TIME[] = {1, 20.285 / 18.978, 8.984 / 7.802, 22.882 / 18.978, 1};
-
-/* HBM bytes per logit of Megatron's cross entropy over forward and
- * backward, by cross_entropy_impl (doc/perf.md, "Cross entropy", counts each
- * kernel). Unfused (NVIDIA/Megatron-LM@1e057005
- * megatron/core/tensor_parallel/cross_entropy.py): the fp32 cast (2 + 4),
- * the max (4), the in-place subtraction (8), exp (8), the sum (4), the
- * division (8); backward the product with the output gradient (8) and
- * autograd's cast back to bf16 (6). Native (fusions/fused_cross_entropy.py,
- * each torch.compile'd step one pass): cast and max (6), subtraction, exp
- * and sum (8), division (8); backward the gradient read, its bf16 written
- * and the in-place update of the saved softmax written back (10); the
- * releases that rebuild the mutated fp32 copy in a fresh buffer and copy it
- * back (cross_entropy_fusion = 1) add 4 + 4 in the forward's and the
- * backward's step that reduce over or scatter into it. Transformer Engine's
- * parallel_cross_entropy (transformer_engine/pytorch/triton/cross_entropy.py,
- * 2.2 to 2.17): the online softmax reads the bf16 logits (2), the loss
- * kernel reads them again and writes the gradient in their place (4), the
- * backward scales it in place (4). */
-#define CE_UNFUSED 52.0
-#define CE_NATIVE 32.0
-#define CE_NATIVE_COPY_BACK 16.0
-#define CE_TE 10.0
 
 /* Of x it reads the framework, fp8 and its recipe and the cross entropy's
  * kernels alone, which no search knob changes: a search computes it once

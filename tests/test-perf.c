@@ -640,14 +640,17 @@ START_TEST(software_stack)
      * kernels half recover: never faster, slower on A100 and H100 alike. */
     ck_assert(with(m, l, h, "gemm_library", "cuda11", T) > with(m, l, h, "gemm_library", "native", T));
     ck_assert(with(m, l, a, "gemm_library", "cuda11", T) > with(m, l, a, "gemm_library", "native", T));
-    /* megatron-deepspeed = softmax attention, 18 accumulation bytes and
-     * CUDA 11 GEMMs */
+    /* megatron-deepspeed = softmax attention, 18 accumulation bytes, CUDA
+     * 11 GEMMs and Megatron's unfused cross entropy */
     mem4d_device *d = NULL;
     ck_assert_int_eq(mem4d_device_clone(h, &d), MEM4D_OK);
     ck_assert_int_eq(mem4d_device_set_str(d, "attention_kernel", "unfused"), MEM4D_OK);
     ck_assert_int_eq(mem4d_device_set_str(d, "grad_accum_bytes", "18"), MEM4D_OK);
     ck_assert_int_eq(mem4d_device_set_str(d, "gemm_library", "cuda11"), MEM4D_OK);
-    assert_close(with(m, l, h, "stack", "megatron-deepspeed", T), predict(m, l, d, T));
+    ck_assert_int_eq(mem4d_layout_set_str(l, "cross_entropy_impl", "unfused"), MEM4D_OK);
+    double ds_keys = predict(m, l, d, T);
+    ck_assert_int_eq(mem4d_layout_set_str(l, "cross_entropy_impl", "stack"), MEM4D_OK);
+    assert_close(with(m, l, h, "stack", "megatron-deepspeed", T), ds_keys);
     ck_assert_int_eq(mem4d_device_set_str(d, "gemm_library", "native"), MEM4D_OK);
     ck_assert_int_eq(mem4d_device_set_str(d, "stack", "nope"), MEM4D_E_PARSE);
     /* With the same attention and accumulation, an eager stack's fp32 cross

@@ -1002,9 +1002,13 @@ static size_t megatron_log(const struct row *r, double step_s, char *buf, size_t
     if (last)
         ARG("decoder_last_pipeline_num_layers", "%llu", (unsigned long long)last);
     ARG("context_parallel_size", "%llu", (unsigned long long)lget(l, MEM4D_LAYOUT_CP));
-    /* the row's cross entropy: the stack profiles' fused figure stands for the fused
-     * loss the recipes turn on, nearest Transformer Engine's (doc/perf.md, "Cross entropy") */
-    uint64_t ce = lget(l, MEM4D_LAYOUT_CROSS_ENTROPY_IMPL);
+    /* the row's cross entropy as its layout or its stack's profile has it (doc/perf.md,
+     * "Cross entropy"): megatron-lm-2022 and megatron-deepspeed unfused, nemo-24.07 native
+     * (Megatron-Core 0.8), the other Megatron profiles' 12 nearest Transformer Engine's */
+    uint64_t ce = lget(l, MEM4D_LAYOUT_CROSS_ENTROPY_IMPL), stack = 0;
+    ck_assert_int_eq(mem4d_device_get(r->d, MEM4D_DEVICE_STACK, &stack), MEM4D_OK);
+    if (ce == 0)
+        ce = stack == 1 || stack == 2 ? 1 : stack == 3 ? 2 : 3;
     if (ce != 1) {
         ARG("cross_entropy_fusion_impl", "%s", ce == 2 ? "native" : "te");
         ARG("cross_entropy_loss_fusion", "True");

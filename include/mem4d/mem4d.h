@@ -934,7 +934,8 @@ typedef enum mem4d_layout_param {
     MEM4D_LAYOUT_FP8_RECIPE = 83,
     /** "cross_entropy_impl": the kernels of Megatron's vocab-parallel cross entropy, for the
      * step time (HBM bytes per logit over forward and backward; doc/perf.md, "Cross
-     * entropy"): 0 "stack" (the stack profile's figure: 12 on the Megatron stacks, 40 on the
+     * entropy"): 0 "stack" (the stack profile's figure: 12 on middle and nemo-25, 48 on
+     * nemo-24.07, 52 on megatron-lm-2022, megatron-deepspeed and nanotron, 40 on the other
      * PyTorch-native ones), 1 "unfused" (Megatron-LM without --cross-entropy-loss-fusion,
      * its default: tensor_parallel/cross_entropy.py's separate kernels, 52), 2 "native"
      * (--cross-entropy-loss-fusion with --cross-entropy-fusion-impl native: the steps

@@ -584,13 +584,14 @@ pub const MEM4D_LAYOUT_LOGPROB_LOSS: mem4d_layout_param = 82;
 /// megatron. Default 0.
 pub const MEM4D_LAYOUT_FP8_RECIPE: mem4d_layout_param = 83;
 /// "cross_entropy_impl": the kernels of Megatron's vocab-parallel cross entropy, for the step time (HBM bytes per logit
-/// over forward and backward; doc/perf.md, "Cross entropy"): 0 "stack" (the stack profile's figure: 12 on the Megatron
-/// stacks, 40 on the PyTorch-native ones), 1 "unfused" (Megatron-LM without --cross-entropy-loss-fusion, its default:
-/// tensor_parallel/cross_entropy.py's separate kernels, 52), 2 "native" (--cross-entropy-loss-fusion with
-/// --cross-entropy-fusion-impl native: the steps compiled by torch.compile, 32, and 48 with
-/// MEM4D_LAYOUT_CROSS_ENTROPY_FUSION, the releases whose compiled steps rebuild the fp32 logits and copy them back), 3
-/// "te" (--cross-entropy-fusion-impl te: Transformer Engine's parallel_cross_entropy, two passes over the bf16 logits
-/// and the gradient written in place, 10). The memory figures do not read it. Framework megatron. Default 0. @since 0.2
+/// over forward and backward; doc/perf.md, "Cross entropy"): 0 "stack" (the stack profile's figure: 12 on middle and
+/// nemo-25, 48 on nemo-24.07, 52 on megatron-lm-2022, megatron-deepspeed and nanotron, 40 on the other PyTorch-native
+/// ones), 1 "unfused" (Megatron-LM without --cross-entropy-loss-fusion, its default: tensor_parallel/cross_entropy.py's
+/// separate kernels, 52), 2 "native" (--cross-entropy-loss-fusion with --cross-entropy-fusion-impl native: the steps
+/// compiled by torch.compile, 32, and 48 with MEM4D_LAYOUT_CROSS_ENTROPY_FUSION, the releases whose compiled steps
+/// rebuild the fp32 logits and copy them back), 3 "te" (--cross-entropy-fusion-impl te: Transformer Engine's
+/// parallel_cross_entropy, two passes over the bf16 logits and the gradient written in place, 10). The memory figures
+/// do not read it. Framework megatron. Default 0. @since 0.2
 pub const MEM4D_LAYOUT_CROSS_ENTROPY_IMPL: mem4d_layout_param = 84;
 
 /// `mem4d_moe_dispatcher` (a C enum, passed as `int`): Values of MEM4D_LAYOUT_MOE_DISPATCHER.
