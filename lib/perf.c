@@ -377,9 +377,9 @@ static inline double beside_cost(const struct m4d_machine *mc, double gemm, doub
  * stack, the widest use a calibrated device file gets (it also holds the
  * runs of a weak-scaling series calibrated on its first run;
  * tests/test-throughput.c prints all of them). */
-#define BAND_LOW 0.915
+#define BAND_LOW 0.924
 #define BAND_HIGH 1.223
-#define BAND_CAL_LOW 0.875
+#define BAND_CAL_LOW 0.884
 #define BAND_CAL_HIGH 1.166
 /* Between layouts of one job (the search's equivalence, m4d_speed_band_
  * relative()): the band of the runs of a weak-scaling series predicted by a
@@ -873,6 +873,16 @@ static void comm_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
     double t = D(x->t), c = D(x->c), s = D(x->s), h = D(x->h);
     struct m4d_link tl = link_for(mc, t, 1), cl = link_for(mc, t * c, t);
     ring_coef(&tl, t, s * h * 2 / c, (t - 1) / t, t - 1, &pg->tp_lat, &pg->tp_per_b);
+    /* TP_FP8_GATHER: under fp8, Megatron-Core's TE layers gather fp8, 1
+     * byte an element: the norm's fp8 output before QKV and fc1 in the
+     * forward and again for the wgrad (layernorm_linear.py@v1.9: ln_out
+     * uint8, gather_along_first_dim(ln_out); with userbuffers its fp8
+     * buffer), the row-parallel linears' output gradient cast on its own
+     * rows, then gathered (base.py grad_output_preprocess: cast_to_fp8, then
+     * gather_along_first_dim or the ub fp8 buffer); TE 2.2 gathers the
+     * quantized tensor alike (gather_along_first_dim(..., quantizer=)).
+     * The reduce-scatters carry the bf16 GEMM outputs. */
+    pg->tp_ag_share = x->fp8 && mc->te_norm_fp8 ? 0.5 : 1;
     pg->cp_lat = cl.lat;
     pg->cp_per_b = cl.bw > 0 ? 2 * s / c * D(x->k * x->dh) / t * 2 / cl.bw : 0;
     pg->p2p_lat = pg->p2p_per_b = 0;
@@ -914,6 +924,8 @@ static double tp_time(const struct m4d_ctx *x, const struct m4d_perf_group *pg, 
     if (pg->tp_lat == 0 && pg->tp_per_b == 0)
         return 0;
     double t = D(x->t), one = pg->tp_lat + b * pg->tp_per_b;
+    /* an all-gather's (TP_FP8_GATHER) */
+    double ag = pg->tp_lat + b * pg->tp_per_b * pg->tp_ag_share;
     /* torchtitan's op policy saves the reduce-scatters' outputs, not the
      * all-gathers': its recompute gathers the two inputs again (DTENSOR_TP) */
     double regather = pg->mc.dtensor_tp && pg->mc.op_sac && x->recompute == 1 ? 2 : 0;
@@ -921,7 +933,10 @@ static double tp_time(const struct m4d_ctx *x, const struct m4d_perf_group *pg, 
         double rest = one * (t - 1) / t, chunked = one / t + 0.5 * (MAX0(rest - ga) + MAX0(rest - gm));
         if (pg->mc.dtensor_tp) /* DTENSOR_TP's async TP: the backward's two reduce-scatters stay whole */
             return (4 * passes_fwd + 2 + regather) * chunked + 2 * one;
-        return (4 * passes_fwd + 6 + regather) * chunked;
+        /* forward 2 gathers and 2 reduce-scatters; backward 2 gathers of
+         * the output gradient, 2 of the inputs, 2 reduce-scatters */
+        double rest_ag = ag * (t - 1) / t, chunked_ag = ag / t + 0.5 * (MAX0(rest_ag - ga) + MAX0(rest_ag - gm));
+        return (2 * passes_fwd + 4) * chunked_ag + (2 * passes_fwd + 2) * chunked;
     }
     if (M4D_UNLIKELY(pg->mc.dtensor_tp)) /* DTENSOR_TP: the backward's 2 gathers and 2 reduce-scatters, all exposed */
         return 4 * passes_fwd * one + (4 + regather) * one;
@@ -934,7 +949,7 @@ static double tp_time(const struct m4d_ctx *x, const struct m4d_perf_group *pg, 
      * megatron/mpu/layers.py) */
     if (!x->sp)
         return 4 * passes_fwd * one + MAX0(2 * one - ga) + MAX0(2 * one - gm);
-    return 4 * passes_fwd * one + 2 * one + 2 * (MAX0(one - ga) + MAX0(one - gm));
+    return 2 * passes_fwd * (ag + one) + 2 * ag + MAX0(ag - ga) + MAX0(one - ga) + MAX0(ag - gm) + MAX0(one - gm);
 }
 
 /* CP ring attention: c-1 steps of K,V per forward, K,V and dK,dV per

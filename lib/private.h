@@ -941,6 +941,7 @@ struct m4d_perf_group {
     double ew_norm_per_b, ew_act_per_b;            /* of the forward: the norms, the MLP activation */
     double copy_per_b, copy_mb_per_b;              /* NANOTRON_MODEL's forward copies; those of b > 1 only, forward and backward each */
     double tp_lat, tp_per_b;                       /* one TP collective: latency, transfer per sample */
+    double tp_ag_share;                            /* an all-gather's share of tp_per_b (TP_FP8_GATHER, lib/perf.c) */
     double cp_lat, cp_per_b;                       /* one CP ring step */
     double p2p_lat, p2p_per_b;                     /* one pipeline transfer of a micro-batch: latency, per sample */
     double p2p_n[3], p2p_ag[3];                    /* transfers and TP all-gathers per micro-batch: first, middle, last stage */

@@ -616,6 +616,32 @@ START_TEST(composer_flash_attention_unpads)
 }
 END_TEST
 
+/* TP_FP8_GATHER (lib/perf.c): under fp8, Megatron-Core's TE layers gather
+ * fp8 tensors and reduce-scatter bf16 ones, so a tp 8 layer's TP seconds
+ * fall on a stack with those layers (nemo-25) against one whose TP takes
+ * the same path without them (composer); in bf16 they are the same. */
+START_TEST(fp8_tp_gathers_move_one_byte)
+{
+    mem4d_model *m = tu_model("llama3.1-70b");
+    mem4d_device *d = tu_device("h100-80");
+    ck_assert_int_eq(mem4d_device_set_str(d, "stack", "nemo-25"), MEM4D_OK);
+    const char *prec[] = {"fp8=0", "fp8=1"};
+    for (int i = 0; i < 2; i++) {
+        mem4d_layout *l = tu_layout("world=8", "tp=8", "sequence_parallel=1", "seq=8192", "mbs=1", "gbs=8", prec[i],
+                                    NULL);
+        double te = predict(m, l, d, MEM4D_METRIC_TP_COMM_S);
+        double other = with(m, l, d, "stack", "composer", MEM4D_METRIC_TP_COMM_S);
+        if (i == 0)
+            ck_assert_msg(te == other, "bf16: %g against %g s", te, other);
+        else
+            ck_assert_msg(te < 0.9 * other, "fp8: %g against %g s", te, other);
+        mem4d_layout_free(l);
+    }
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
 /* The software stack: the attention kernel's generation orders the step
  * (FlashAttention-3 before cuDNN before FlashAttention-2 before softmax
  * attention on Hopper; an A100 has no FA3 and runs FA2), Ampere-generation
@@ -1259,6 +1285,7 @@ int main(void)
     tcase_add_test(tc, mfu_against_the_jobs_precision);
     tcase_add_test(tc, microbatch_overhead_and_attention_efficiency);
     tcase_add_test(tc, hbm_efficiency_scales_memory_bound_time);
+    tcase_add_test(tc, fp8_tp_gathers_move_one_byte);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }
