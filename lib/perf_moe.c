@@ -86,7 +86,18 @@
 #define MOE_HOST_ATTN 12.0
 #define MOE_HOST_ROUTER 21.0
 #define MOE_HOST_PREPROCESS 1.0
-#define MOE_HOST_FWD (MOE_HOST_ATTN + MOE_HOST_ROUTER + MOE_HOST_PREPROCESS + 25.0 + 10.0 + 4.0)
+#define MOE_HOST_EXPERTS 10.0
+#define MOE_HOST_FWD (MOE_HOST_ATTN + MOE_HOST_ROUTER + MOE_HOST_PREPROCESS + 25.0 + MOE_HOST_EXPERTS + 4.0)
+/* Megatron-Core's SequentialMLP (moe_grouped_gemm 0; Megatron-LM@1e057005
+ * megatron/core/transformer/moe/experts.py, SequentialMLP.forward) runs
+ * each local expert as its own MLP: with more than one,
+ * tokens_per_expert.tolist(), a torch.split of the tokens and one of the
+ * probabilities, then per expert fc1, the weighted activation and fc2, and
+ * one torch.cat of the outputs (a single expert is called directly). In
+ * place of TEGroupedMLP's MOE_HOST_EXPERTS ops and one activation kernel:
+ * SEQ_MLP_OPS + E_l ops, E_l activations and the cat, E_l kernels more;
+ * the GEMMs are one per expert and linear either way. */
+#define SEQ_MLP_OPS 4.0
 /* Ops issued after the dispatcher's device-to-host synchronisations before
  * a kernel that outlasts its successors' issue (the launches the GPU,
  * drained by the synchronisation, runs as fast as the host issues them):
@@ -385,7 +396,9 @@ void m4d_moe_prepare(const struct m4d_ctx *x, const mem4d_device *dev, const str
     /* the experts' activation over their rows (bf16): gated reads 2 fe and
      * writes fe per row, else reads and writes fe */
     g->act_per_b = 2 * g->rows_per_b * (x->gated ? 3 : 2) * fe * mc->inv_hbm;
-    g->kernels = (MOE_KERNELS_FWD + 2 * El) * mc->kernel;
+    bool seq = !x->moe_grouped_gemm && El > 1; /* SequentialMLP's own ops (SEQ_MLP_OPS) */
+    double experts_ops = x->moe_grouped_gemm ? MOE_HOST_EXPERTS : (seq ? SEQ_MLP_OPS : 0) + El;
+    g->kernels = (MOE_KERNELS_FWD + 2 * El + (seq ? El : 0)) * mc->kernel;
     /* the host's ops (MOE_HOST_*); a CUDA graph replays its scope's ops
      * from one launch (Megatron's --cuda-graph-scope: attn, moe_router,
      * moe_preprocess; moe, the whole layer or the whole iteration only with
@@ -396,7 +409,9 @@ void m4d_moe_prepare(const struct m4d_ctx *x, const mem4d_device *dev, const str
     double attn = all || (graph && (sc & M4D_GRAPH_ATTN)) ? 1 : MOE_HOST_ATTN;
     double router = graph && (sc & M4D_GRAPH_MOE_ROUTER) ? 1 : MOE_HOST_ROUTER;
     double pre = graph && (sc & M4D_GRAPH_MOE_PREPROCESS) ? 1 : MOE_HOST_PREPROCESS;
-    double block = moe ? 1 : router + pre + MOE_HOST_FWD - MOE_HOST_ATTN - MOE_HOST_ROUTER - MOE_HOST_PREPROCESS;
+    double block = moe ? 1
+                       : router + pre + MOE_HOST_FWD - MOE_HOST_ATTN - MOE_HOST_ROUTER - MOE_HOST_PREPROCESS -
+                             MOE_HOST_EXPERTS + experts_ops;
     double gemms = moe ? 0 : El;
     g->host_fwd = iter ? 0 : (attn + block + 2 * gemms) * mc->host_op;
     g->host_bwd = iter ? 0 : (2 * (attn + block) + 8 * gemms) * mc->host_op;

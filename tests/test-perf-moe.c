@@ -337,6 +337,35 @@ START_TEST(small_experts)
 }
 END_TEST
 
+/* Megatron-Core's SequentialMLP (moe_grouped_gemm 0) runs its 16 local
+ * experts (ep 8) one MLP after another: without the EP overlap the GEMMs
+ * take as long as TE's GroupedLinear's (one at a time either way), but each
+ * expert launches its own activation and the outputs are concatenated, 16
+ * kernels more a forward (32 a backward) at 2 us, 8 layers, 4
+ * micro-batches; where the host sets the pace (tp 4, 128 tokens: the
+ * backward, test host_bound), its ops (4 + 16 a forward against
+ * GroupedMLP's 10, twice that backward) cost more too. */
+START_TEST(sequential_experts)
+{
+    mem4d_model *m = tu_qwen3("8");
+    const mem4d_metric R = MEM4D_METRIC_ROUTER_PERMUTE_S;
+    double grouped = predict(m, R, "world=64", "ep=8", JOB, NULL);
+    double seq = predict(m, R, "world=64", "ep=8", "moe_grouped_gemm=0", JOB, NULL);
+    ck_assert_msg(fabs(seq - grouped - 3 * 16 * 2e-6 * 8 * 4) < 1e-9, "router and launches %g, grouped %g", seq,
+                  grouped);
+    ck_assert(predict(m, EXPERTS, "world=64", "ep=8", JOB, NULL) ==
+              predict(m, EXPERTS, "world=64", "ep=8", "moe_grouped_gemm=0", JOB, NULL));
+#define TINY "world=32", "tp=4", "ep=8", "seq=128", "gbs=64", "mbs=1", "recompute=selective"
+    const mem4d_metric T = MEM4D_METRIC_STEP_TIME_S;
+    double host = predict(m, T, TINY, "moe_grouped_gemm=0", NULL) - predict(m, T, TINY, NULL);
+#undef TINY
+    /* 64 layer passes: the 48 more launches at 2 us on the GPU, and the
+     * host-bound backward's 20 more ops at 8 us beyond its 32 more launches */
+    ck_assert_msg(fabs(host - 64 * (48 * 2e-6 + (20 * 8e-6 - 32 * 2e-6))) < 1e-9, "host-bound: %g s more", host);
+    mem4d_model_free(m);
+}
+END_TEST
+
 /* Where an expert layer's GPU work is shorter than the host's, the GPU
  * runs at the host's pace: Qwen3-235B at tp 4 and ep 8 with 32 tokens a
  * rank issues 73 + 2·16 ops a forward and 146 + 8·16 a backward, 8 us
@@ -491,6 +520,7 @@ int main(void)
     tcase_add_test(tc, imbalance);
     tcase_add_test(tc, derived_imbalance);
     tcase_add_test(tc, host_bound);
+    tcase_add_test(tc, sequential_experts);
     tcase_add_test(tc, shared_expert_overlap);
     tcase_add_test(tc, search_over_experts);
     suite_add_tcase(s, tc);
