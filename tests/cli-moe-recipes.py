@@ -12,7 +12,7 @@ layouts that fit before the "tight" ones). TOL is
 the model's measured MoE residual after one constant per source when the
 test was written (doc/perf.md, "Expert layers": 11% over the 21
 moe-modelzoo rows), narrower than plan's own equivalence band (two layouts
-whose speed bands overlap, BAND_REL_LOW/HIGH in lib/perf.c: 1.089/0.954).
+whose speed bands overlap, BAND_REL_LOW/HIGH in lib/perf.c).
 The plan must also search expert parallelism: its layouts span several ep,
 etp and dispatchers, and each row's step breakdown names the expert GEMMs,
 the router and permutation and the exposed dispatch and combine.

@@ -910,8 +910,8 @@ pub const MEM4D_SEARCH_MAX_RESULTS: mem4d_search_option = 3;
 /// stages, as Megatron's decoder_first/last_pipeline_num_layers allow); 0: only even splits.
 pub const MEM4D_SEARCH_UNEVEN_STAGES: mem4d_search_option = 4;
 /// "tie_break", ranked mode: 1: the layouts whose speed band overlaps the fastest's (under the band between layouts of
-/// one job, 0.957-1.089 of the step, or the device's own speed_band_low_ppm/_high_ppm: a level common to every layout
-/// of one job does not change their order; doc/perf.md, "Uncertainty") are equivalent to it and come first, by fewer
+/// one job that doc/perf.md states, or the device's own speed_band_low_ppm/_high_ppm: a level common to every layout of
+/// one job does not change their order; doc/perf.md, "Uncertainty") are equivalent to it and come first, by fewer
 /// model-parallel GPUs (t x c x p), then step time, then less peak memory; MEM4D_SEARCH_STAT_EQUIVALENT counts them. 0
 /// (default): strictly fastest first. `mem4d plan` sets it. @since 0.2
 pub const MEM4D_SEARCH_TIE_BREAK: mem4d_search_option = 5;
