@@ -47,6 +47,7 @@ mkdir -p "$exp"
 "$cli" estimate --model llama3.1-8b --gpu h100-80 --tp 2 --world 4 --seq 8192 --mode paper --json > "$exp/golden.json"
 "$cli" estimate --model llama3.1-8b --gpu h100-80 --gpu-memory-gib 40 --tp 2 --world 4 --seq 8192 --mode paper --json \
     > "$exp/golden40.json" || true  # exit 1: it does not fit
+"$cli" estimate --model mixtral-8x7b --gpu h100-80 --world 8 --seq 4096 --gbs 64 --set ep=8 --json > "$exp/moe.json"
 "$cli" plan --model llama3.1-70b --gpu h100-80 --gpus 64 --seq 8192 --gbs 512 --top 10 --json > "$exp/plan.json"
 "$cli" plan --model llama3.1-405b --gpu h100-80 --gpus 16384 --seq 8192 --gbs 2048 --top 10 --json > "$exp/plan405.json"
 grep -v '^#' tests/data/megatron/llama3-8b-tp1-cp2.args | xargs "$cli" check --gpu h100-80 --world-size 8 --json -- \

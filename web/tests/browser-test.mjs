@@ -6,7 +6,7 @@
 // --expected holds what scripts/ci.d/80-web.sh had the native CLI print:
 // golden.json (mem4d estimate --json of the paper's golden job), golden40.json
 // (the same on a 40 GiB GPU), plan.json and plan405.json (mem4d plan --json),
-// check.json (mem4d check --json), broken.txt (the CLI's error line for a
+// check.json (mem4d check --json), moe.json (mem4d estimate --json of an MoE job), broken.txt (the CLI's error line for a
 // truncated config.json), tp3.txt (its error line for tp 3).
 // Prints the page's ready time, the time of a Llama-3.1-405B plan on 16,384
 // GPUs in the browser and the .wasm size; saves a screenshot of each state.
@@ -173,6 +173,27 @@ try {
     await setField("gpu", "a100-80");
     await setField("gpu", "h100-80");  // back to the preset's own settings
     await page.click("#gpu-custom summary");
+
+    // --- a mixture of experts: the step's expert terms, against mem4d estimate --json --
+    await setField("model", "mixtral-8x7b");
+    await setField("layout-mode", "full");
+    await setField("layout-world", 8);
+    await setField("layout-tp", 1);
+    await setField("layout-seq", 4096);
+    await setField("layout-gbs", 64);
+    await setField("layout-ep", 8);
+    await page.click("#estimate-btn");
+    await page.waitForFunction(() => document.querySelector('#metrics [data-metric="expert_compute_s"]'));
+    const moe = JSON.parse(expected("moe.json"));
+    const terms = await page.$$eval("#metrics [data-metric]", (els) =>
+        Object.fromEntries(els.map((e) => [e.dataset.metric, Number(e.dataset.value)])));
+    for (const k of ["step_time_s", "expert_compute_s", "router_permute_s", "ep_comm_s"])
+        check(moe.speed[k] > 0 && Math.abs(terms[k] / moe.speed[k] - 1) < 1e-6,
+              `MoE job (Mixtral-8x7B, ep 8): ${k} as mem4d estimate --json`, `${terms[k]} vs ${moe.speed[k]}`);
+    await shot("02c-moe-estimate");
+    await setField("layout-ep", 1);  // the golden job's fields again, as the plan below expects them
+    await setField("layout-tp", 2);
+    await setField("layout-seq", 8192);
 
     // --- a plan, against mem4d plan --json --------------------------------------------
     await setField("model", "llama3.1-70b");

@@ -109,6 +109,19 @@ class AgreesWithCliTest(unittest.TestCase):
                     for field in ("params", "layers", "in_flight"):
                         self.assertEqual(getattr(stage, field), c_stage[field], field)
 
+    def test_moe_step_breakdown_matches_cli_json(self):
+        """An expert-parallel job: the step's expert GEMMs, router and permutation and exposed
+        dispatch/combine (issue 22) as the CLI's JSON gives them."""
+        argv = [self.cli, "estimate", "--model", "mixtral-8x7b", "--gpu", "h100-80", "--dp", "8",
+                "--seq", "4096", "--gbs", "64", "--set", "ep=8", "--set", "moe_dispatcher=deepep", "--json"]
+        speed = json.loads(subprocess.run(argv, check=True, capture_output=True, text=True).stdout)["speed"]
+        report = mem4d.estimate(mem4d.Model.preset("mixtral-8x7b"),
+                                mem4d.Layout(dp=8, seq=4096, gbs=64, ep=8, moe_dispatcher="deepep"),
+                                mem4d.Device.preset("h100-80"))
+        for key in ("step_time_s", "expert_compute_s", "router_permute_s", "ep_comm_s"):
+            self.assertGreater(speed[key], 0.0, key)
+            self.assertAlmostEqual(getattr(report.metrics, key) / speed[key], 1.0, delta=1e-6, msg=key)
+
     def test_example_prints_the_cli_table(self):
         argv = [self.cli, "estimate", "--model", "llama3.1-70b", "--gpu", "h100-80",
                 "--tp", "8", "--pp", "4", "--dp", "2", "--mbs", "1", "--seq", "8192"]
