@@ -1115,8 +1115,11 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
         /* The forward's gather (n1 of them, g1 seconds each) hides behind
          * the forward; the backward's collectives (g2) behind the backward
          * and whatever forward runs in it (w2). FSDP_SHARD_GRAD_OP: one
-         * gather a micro-batch, only the reduce-scatter in the backward. */
-        bool sgo = x->zero == 2, once = sgo || (x->recompute == 2 && x->fw == MEM4D_FRAMEWORK_MEGATRON);
+         * gather a micro-batch, only the reduce-scatter in the backward;
+         * FSDP2 with reshard_after_forward "never" (2) is that schedule
+         * (torchtitan's fsdp_reshard_after_forward, NeMo AutoModel's
+         * default: doc/perf.md, "Expert data parallelism"). */
+        bool sgo = x->zero == 2 || (x->fw == MEM4D_FRAMEWORK_TORCHTITAN && x->reshard == 2), once = sgo || (x->recompute == 2 && x->fw == MEM4D_FRAMEWORK_MEGATRON);
         double g1 = pg->fsdp_ag, g2 = (sgo ? 0 : pg->fsdp_ag) + pg->fsdp_rs, n1 = once ? 1 : pf;
         double over2 = sgo ? g2 - bwd - (pf - 1) * fwd : once ? g2 - fwd - bwd : g2 - bwd; /* g2 beyond w2 */
         if (pg->mc.persistent || pg->mc.ampere_beside) {

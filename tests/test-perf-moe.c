@@ -268,8 +268,13 @@ START_TEST(fsdp_with_experts)
     const mem4d_metric DP = MEM4D_METRIC_DP_COMM_S;
 #define TT "world=64", "framework=torchtitan", "seq=4096", "gbs=256", "mbs=1"
     double ep8 = predict(m, DP, TT, "ep=8", NULL), ep64 = predict(m, DP, TT, "ep=64", NULL);
-#undef TT
     ck_assert_msg(ep64 < 0.25 * ep8, "FSDP seconds: %g at ep 64, %g at ep 8", ep64, ep8);
+    /* reshard_after_forward "never" (NeMo AutoModel's default) keeps each
+     * block gathered from its forward to its backward: one gather a
+     * micro-batch, not two */
+    double kept = predict(m, DP, TT, "ep=8", "reshard_after_forward=never", NULL);
+#undef TT
+    ck_assert_msg(kept < 0.8 * ep8, "FSDP seconds: %g kept gathered, %g resharded", kept, ep8);
     mem4d_model_free(m);
 }
 END_TEST
