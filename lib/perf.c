@@ -184,7 +184,8 @@ static const struct stack {
  * gradients into one buffer in the reduce dtype (foreach_reduce,
  * _chunk_cat: read the bf16 gradient, write the reduce dtype's bytes,
  * fp32 under torchtitan's default mixed_precision_reduce). Per local weight
- * and micro-batch: 2 (2 p) + p + g bytes of HBM. FSDP1 (Composer) gathers
+ * and micro-batch: 2 (2 p) + p + g bytes of HBM; 2 p + p + g with
+ * reshard_after_forward never (one gather). FSDP1 (Composer) gathers
  * into the flat parameter the weights are views of, and needs neither. */
 /* FSDP_ROOT: PyTorch's FSDP (FSDP2's fully_shard, FSDP1's
  * FullyShardedDataParallel) wraps each block as a unit and the model itself
@@ -1447,8 +1448,10 @@ void m4d_perf_prepare(const struct m4d_ctx *x, const mem4d_device *dev, const st
         we = D(ls.expert);
     }
     pg->accum_layer = (wl + we) * pg->mc.accum_bytes * pg->mc.inv_hbm;
-    if (x->zero >= 3 && pg->mc.fsdp2_copies) /* FSDP2's copy-out and copy-in (above DTENSOR_TP) */
-        pg->accum_layer += (wl + we) * D(5 * x->param_bytes + x->grad_bytes) * pg->mc.inv_hbm;
+    if (x->zero >= 3 && pg->mc.fsdp2_copies) { /* FSDP2's copy-out and copy-in (above DTENSOR_TP) */
+        uint64_t outs = x->fw == MEM4D_FRAMEWORK_TORCHTITAN && x->reshard == 2 ? 1 : 2; /* gathers a micro-batch */
+        pg->accum_layer += (wl + we) * D(2 * outs * x->param_bytes + x->param_bytes + x->grad_bytes) * pg->mc.inv_hbm;
+    }
     double embed = (x->p == 1 && !x->tied ? 2.0 : 1.0) * D(x->h) * D(x->Vp) / D(x->t);
     dp_prepare(x, pg, pg->layers_max * wl + embed, pg->layers_max * we);
     pg->fsdp_ag = pg->fsdp_rs = pg->fsdp_edge_ag = pg->fsdp_edge_rs = 0;
