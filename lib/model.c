@@ -256,6 +256,7 @@ void m4d_ctx_model(const mem4d_model *m, struct m4d_ctx *x)
     x->sinks = v[MEM4D_MODEL_ATTENTION_SINKS] != 0;
     x->router_bias = v[MEM4D_MODEL_ROUTER_BIAS] != 0;
     x->expert_bias = v[MEM4D_MODEL_ROUTER_EXPERT_BIAS] != 0;
+    x->sq_relu = v[MEM4D_MODEL_ACTIVATION] == 1;
     x->idx_heads = v[MEM4D_MODEL_DSA_INDEX_HEADS];
     x->idx_dim = v[MEM4D_MODEL_DSA_INDEX_HEAD_DIM];
     x->idx_topk = v[MEM4D_MODEL_DSA_INDEX_TOPK];

@@ -12,6 +12,7 @@
 #define MiB (UINT64_C(1) << 20)
 
 static const char *const norm_names[] = {"rmsnorm", "layernorm", NULL};
+static const char *const activation_names[] = {"default", "squared_relu", NULL};
 static const char *const recompute_names[] = {"none", "selective", "full", "op", NULL};
 static const char *const method_names[] = {"uniform", "block", NULL};
 static const char *const mode_names[] = {"full", "paper", NULL};
@@ -121,6 +122,7 @@ const struct m4d_param_desc m4d_model_params[] = {
         4096, 0, PAPER_DEFAULT(0)),
     [MEM4D_MODEL_MTP_REPEATED_LAYER] = BOOL_ROW("mtp_use_repeated_layer", NULL, NULL, 0, PAPER_DEFAULT(0)),
     [MEM4D_MODEL_ROUTER_EXPERT_BIAS] = BOOL_ROW("moe_router_expert_bias", "moe_router_enable_expert_bias", NULL, 0),
+    [MEM4D_MODEL_ACTIVATION] = ENUM_ROW("activation", "activation_func", NULL, activation_names, 0),
 };
 M4D_TABLE_ROWS(m4d_model_params, M4D_MODEL_NPARAM);
 

@@ -140,16 +140,17 @@ static const struct stack {
     bool attn_unpad;      /* FlashAttention-2 called through llm-foundry's flash_attn_fn: its unpadding copies (ATTN_UNPAD) */
     bool nanotron_model;  /* nanotron's Llama: its attention's q/k/v reshuffles copied (NANOTRON_MODEL) */
     bool te_norm_fp8;     /* Megatron-Core's TE layers: the norm before qkv and fc1 writes fp8 itself (TE_FP8_CASTS) */
+    bool sq_relu_fused;   /* squared ReLU compiled into one kernel each way, not eager (SQ_RELU_EAGER) */
 } STACKS[M4D_NSTACKS] = {
-    {3, 1, 0, 6, 12, false, false, false, false, false, false, false, false, false, false, false, false, true},  /* middle: cuDNN attention, autograd's accumulation into bf16 .grad */
-    {5, 1, 0, 0, CE_UNFUSED, false, false, false, false, false, false, false, false, false, false, false, false, true},  /* megatron-lm-2022: fused softmax, gradient_accumulation_fusion, unfused cross entropy */
-    {5, 3, 0, 18, CE_UNFUSED, false, false, false, false, false, false, false, true, true, false, false, false, false}, /* megatron-deepspeed: softmax attention, bf16 update_hp_grads, CUDA 11 GEMMs, its TP and pipeline, unfused cross entropy */
-    {3, 1, 0, 0, CE_NATIVE + CE_NATIVE_COPY_BACK, false, false, false, false, false, false, false, false, false, false, false, false, true},  /* nemo-24.07: Transformer Engine 1.9's cuDNN attention, Megatron-Core 0.8's native fused cross entropy */
-    {3, 1, 0, 0, 12, false, false, false, false, false, false, false, false, false, false, false, false, true},  /* nemo-25 */
-    {4, 1, 0, 6, 40, true, true, false, false, true, true, true, false, false, true, false, false, false},     /* torchtitan: SDPA, autograd accumulation, fp32 cross entropy, op SAC, eager */
-    {1, 1, 0, 18, 40, false, false, false, false, false, false, false, false, false, true, true, false, false}, /* composer: FlashAttention-2, FSDP1 gradient path, eager fp32 cross entropy */
-    {1, 1, 0, 10, CE_UNFUSED, false, false, true, true, false, false, false, false, false, false, false, true, false},  /* nanotron: FlashAttention-2, fp32 gradient accumulation, Megatron's unfused fp32 cross entropy (52), eager SwiGLU */
-    {4, 1, 0, 6, 40, true, false, false, false, true, true, true, false, false, true, false, false, false},     /* torchtitan-compile: torchtitan with torch.compile's fused element-wise */
+    {3, 1, 0, 6, 12, false, false, false, false, false, false, false, false, false, false, false, false, true, true},  /* middle: cuDNN attention, autograd's accumulation into bf16 .grad */
+    {5, 1, 0, 0, CE_UNFUSED, false, false, false, false, false, false, false, false, false, false, false, false, true, false},  /* megatron-lm-2022: fused softmax, gradient_accumulation_fusion, unfused cross entropy */
+    {5, 3, 0, 18, CE_UNFUSED, false, false, false, false, false, false, false, true, true, false, false, false, false, false}, /* megatron-deepspeed: softmax attention, bf16 update_hp_grads, CUDA 11 GEMMs, its TP and pipeline, unfused cross entropy */
+    {3, 1, 0, 0, CE_NATIVE + CE_NATIVE_COPY_BACK, false, false, false, false, false, false, false, false, false, false, false, false, true, false},  /* nemo-24.07: Transformer Engine 1.9's cuDNN attention, Megatron-Core 0.8's native fused cross entropy */
+    {3, 1, 0, 0, 12, false, false, false, false, false, false, false, false, false, false, false, false, true, false},  /* nemo-25 */
+    {4, 1, 0, 6, 40, true, true, false, false, true, true, true, false, false, true, false, false, false, false},     /* torchtitan: SDPA, autograd accumulation, fp32 cross entropy, op SAC, eager */
+    {1, 1, 0, 18, 40, false, false, false, false, false, false, false, false, false, true, true, false, false, false}, /* composer: FlashAttention-2, FSDP1 gradient path, eager fp32 cross entropy */
+    {1, 1, 0, 10, CE_UNFUSED, false, false, true, true, false, false, false, false, false, false, false, true, false, false},  /* nanotron: FlashAttention-2, fp32 gradient accumulation, Megatron's unfused fp32 cross entropy (52), eager SwiGLU */
+    {4, 1, 0, 6, 40, true, false, false, false, true, true, true, false, false, true, false, false, false, true},     /* torchtitan-compile: torchtitan with torch.compile's fused element-wise */
 };
 /* nanotron's ZeRO-1 with fp32 gradient accumulation (the only ZeRO it
  * runs with accumulate_grad_in_fp32, its benchmarks' setting) builds no
@@ -272,6 +273,21 @@ static const struct stack {
  * 26 against 20, 6 bytes per F more in the backward (EAGER_SWIGLU's
  * eager_act profile only; torchtitan's w1 and w3 are separate linears). */
 #define EAGER_GLU_SPLIT 6.0
+/* SQ_RELU_EAGER: squared ReLU as NeMo defines it for Nemotron
+ * (nemo/collections/llm/fn/activation.py, squared_relu: torch.pow(
+ * torch.nn.functional.relu(x), 2), its @torch.jit.script commented out,
+ * "remove until we have serialization"; NemotronConfig's activation_func)
+ * runs as eager PyTorch, in bf16 elements per element of the MLP's F:
+ * forward relu (read 1, write 1) and pow (1, 1), 4 where a fused
+ * activation moves 2; backward PowBackward0 (grad * (2 * x.pow(1)): a copy
+ * for pow(x, 1), 1 + 1; the scalar multiply, 1 + 1; the product with the
+ * gradient, 2 + 1) and ReluBackward0 (threshold_backward: 2 + 1), 10 where
+ * twice the forward's 4 is charged: SQ_RELU_BWD more. Megatron-Core's own
+ * squared_relu (megatron/core/activations.py) is @jit_fuser, torch.compile
+ * on PyTorch 2.2 and later: one kernel each way, as GeLU's; so are
+ * torch.compile's (sq_relu_fused in STACKS). */
+#define SQ_RELU_FWD 4.0
+#define SQ_RELU_BWD 2.0
 /* TITAN_MODEL: torchtitan's Llama (torchtitan/models/llama/model.py at
  * 9dec370a, the December 2024 benchmark's commit, and models/llama3/model.py
  * at 820504e2, the async-TP one's) is written as separate linears, wq, wk,
@@ -386,8 +402,8 @@ static inline double beside_cost(const struct m4d_machine *mc, double gemm, doub
  * relative()): the band of the runs of a weak-scaling series predicted by a
  * device calibrated on its first run, where the level common to one job's
  * layouts cancels and what remains is the model's spread within a family. */
-#define BAND_REL_LOW 0.971
-#define BAND_REL_HIGH 1.089
+#define BAND_REL_LOW 0.969
+#define BAND_REL_HIGH 1.087
 
 /* Seconds of one micro-batch's work on one GPU. */
 struct unit_time {
@@ -524,6 +540,7 @@ static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device
         .fsdp_root = st->fsdp_root || x->fw == MEM4D_FRAMEWORK_TORCHTITAN,
         .attn_unpad = st->attn_unpad && ak == 1, /* the flash-attn package's FlashAttention-2 */
         .te_norm_fp8 = st->te_norm_fp8,
+        .sq_relu_eager = !st->sq_relu_fused,
         .gemm = peak * eff,
         .gemm_lin = lin * eff,
         .fp8_slow = fp8_slow,
@@ -760,6 +777,9 @@ static void gemms_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
      * element, where a fused kernel moves 2 per norm and per RoPE). */
     double norm = mc->ew_eager ? EAGER_NORM : 2, rope = mc->ew_eager ? EAGER_ROPE : 2;
     double acte = (mc->ew_eager || mc->act_eager) && x->gated ? EAGER_SWIGLU * F : act;
+    bool sqr = x->sq_relu && !x->gated && mc->sq_relu_eager; /* SQ_RELU_EAGER */
+    if (sqr)
+        acte = SQ_RELU_FWD * F;
     /* torchtitan's Llama (TITAN_MODEL): repeat_kv's copies in the forward,
      * the sums of the shared inputs' gradients in the backward */
     double rep = 0, sums = 0;
@@ -778,7 +798,7 @@ static void gemms_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
     pg->copy_per_b = pg->rows_per_b * cf * mc->inv_hbm;
     pg->copy_mb_per_b = mc->nanotron_model ? pg->rows_per_b * 4 * q * mc->inv_hbm : 0;
     double split = mc->act_eager && x->gated ? EAGER_GLU_SPLIT * F : 0; /* nanotron's GLU split, backward */
-    pg->ew_grad_per_b = pg->rows_per_b * (2 * sums + cb + split) * mc->inv_hbm;
+    pg->ew_grad_per_b = pg->rows_per_b * (2 * sums + cb + split + (sqr ? 2 * SQ_RELU_BWD * F : 0)) * mc->inv_hbm;
     pg->pad_per_b = 0;
     if (mc->attn_unpad) { /* ATTN_UNPAD: q, k and v gathered, the output put back; the reverse in the backward */
         pg->pad_per_b = pg->rows_per_b * (UNPAD_GATHER * (q + 2 * kv) + PAD_PUT * q) * mc->inv_hbm;
@@ -786,7 +806,9 @@ static void gemms_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
     }
     pg->ew_norm_per_b = 2 * pg->rows_per_b * sh * 2 * norm * h * mc->inv_hbm;
     pg->ew_act_per_b = 2 * pg->rows_per_b * acte * mc->inv_hbm;
-    double dact = (mc->ew_eager || mc->act_eager) && x->gated ? EAGER_SWIGLU * D(x->f) * rt : (x->gated ? 3 : 2) * D(x->f) * rt;
+    double dact = (mc->ew_eager || mc->act_eager) && x->gated ? EAGER_SWIGLU * D(x->f) * rt
+                  : sqr                                        ? SQ_RELU_FWD * D(x->f) * rt
+                                                               : (x->gated ? 3 : 2) * D(x->f) * rt;
     pg->dense_act_per_b = 2 * pg->rows_per_b * (dact - acte) * mc->inv_hbm;
     /* Cross entropy over fp32 logits: the stack's bytes per logit read and
      * written over forward and backward (12 fused, 40 eager). */

@@ -26,8 +26,8 @@
 
 /* Number of values of each enum; grow only by appending to the enum, then
  * raise the count, name the new last value and append the table rows. */
-#define M4D_MODEL_NPARAM 50
-M4D_ENUM_COUNT(M4D_MODEL_NPARAM, MEM4D_MODEL_ROUTER_EXPERT_BIAS);
+#define M4D_MODEL_NPARAM 51
+M4D_ENUM_COUNT(M4D_MODEL_NPARAM, MEM4D_MODEL_ACTIVATION);
 #define M4D_LAYOUT_NPARAM 85
 M4D_ENUM_COUNT(M4D_LAYOUT_NPARAM, MEM4D_LAYOUT_CROSS_ENTROPY_IMPL);
 #define M4D_DEVICE_NPARAM 37
@@ -208,6 +208,7 @@ struct m4d_ctx {
     bool qk_whole;                     /* Q/K norms over the whole projections (OLMo 2) */
     bool sinks, router_bias;           /* a sink logit per head (gpt-oss); a router bias of E */
     bool expert_bias;                  /* auxiliary-loss-free balancing (a per-expert score bias) */
+    bool sq_relu;                      /* the MLP's activation is squared ReLU (step time only) */
     uint64_t idx_heads, idx_dim, idx_topk; /* DSA lightning indexer (0 heads: none) */
     uint64_t idx_freq, idx_offset;     /* only every idx_freq-th layer after idx_offset has one */
     bool out_gate;                     /* attention output gate (the query projection twice as wide) */
@@ -835,6 +836,7 @@ struct m4d_machine {
     bool op_sac;               /* selective recompute is torchtitan's per-op policy (lib/perf.c) */
     bool ew_eager;             /* element-wise work unfused, as eager PyTorch runs it (lib/perf.c) */
     bool act_eager;            /* only the gated activation unfused (nanotron's GLUActivation) */
+    bool sq_relu_eager;        /* squared ReLU as two eager kernels (lib/perf.c, SQ_RELU_EAGER) */
     bool zero1_allreduce;      /* ZeRO-1 as nanotron runs it: fp32 all-reduce, unpacked all-gather (lib/perf.c) */
     bool dtensor_tp;           /* TP as PyTorch's DTensor runs it: backward collectives exposed (lib/perf.c) */
     bool fsdp2_copies;         /* FSDP2's copy-out and copy-in around its collectives (lib/perf.c) */

@@ -797,6 +797,51 @@ START_TEST(cross_entropy_kernels)
 }
 END_TEST
 
+/* activation=squared_relu (SQ_RELU_EAGER, lib/perf.c): on a stack that
+ * runs NeMo's eager squared ReLU, the non-gated MLP's activation moves 16
+ * more bytes per element of f and micro-batch than a fused one (forward 4
+ * more, charged again twice in the backward, and 4 more there), over HBM;
+ * Megatron-Core's own (the middle profile, @jit_fuser) and a gated MLP move
+ * what the default does; the memory figures do not read it. */
+START_TEST(eager_squared_relu)
+{
+    mem4d_model *m = tu_model("llama3.1-8b");
+    ck_assert_int_eq(mem4d_model_set_str(m, "gated_mlp", "0"), MEM4D_OK);
+    mem4d_model *sq = NULL;
+    ck_assert_int_eq(mem4d_model_clone(m, &sq), MEM4D_OK);
+    ck_assert_int_eq(mem4d_model_set_str(sq, "activation", "squared_relu"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_model_set_str(sq, "activation", "relu"), MEM4D_E_PARSE);
+    mem4d_device *d = tu_device("h100-80");
+    ck_assert_int_eq(mem4d_device_set_str(d, "hbm_bandwidth", "1000000000000"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_device_set_str(d, "hbm_efficiency_ppm", "1000000"), MEM4D_OK);
+    mem4d_layout *l = tu_layout("world=1", "seq=4096", "gbs=8", "mbs=1", NULL);
+    const mem4d_metric T = MEM4D_METRIC_STEP_TIME_S;
+    double mid = with(m, l, d, "stack", "middle", T), nemo = with(m, l, d, "stack", "nemo-25", T);
+    assert_close(with(sq, l, d, "stack", "middle", T), mid);
+    double extra = 8.0 * 32 * 4096 * 14336 * 16 / 1e12; /* m, layers, rows, f, bytes; 1 TB/s */
+    ck_assert_double_eq_tol(with(sq, l, d, "stack", "nemo-25", T) - nemo, extra, 1e-9 * nemo);
+    ck_assert_int_eq(mem4d_model_set_str(m, "gated_mlp", "1"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_model_set_str(sq, "gated_mlp", "1"), MEM4D_OK);
+    assert_close(with(sq, l, d, "stack", "nemo-25", T), with(m, l, d, "stack", "nemo-25", T));
+    ck_assert_int_eq(mem4d_model_set_str(m, "gated_mlp", "0"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_model_set_str(sq, "gated_mlp", "0"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_device_set_str(d, "stack", "nemo-25"), MEM4D_OK);
+    mem4d_report *r[2] = {NULL, NULL};
+    const mem4d_model *both[2] = {m, sq};
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(mem4d_report_new(&r[i]), MEM4D_OK);
+        ck_assert_int_eq(mem4d_estimate(both[i], l, d, r[i]), MEM4D_OK);
+    }
+    ck_assert_uint_eq(mem4d_report_peak_bytes(r[0]), mem4d_report_peak_bytes(r[1]));
+    mem4d_report_free(r[0]);
+    mem4d_report_free(r[1]);
+    mem4d_layout_free(l);
+    mem4d_device_free(d);
+    mem4d_model_free(sq);
+    mem4d_model_free(m);
+}
+END_TEST
+
 /* hbm_efficiency_ppm is the share of hbm_bandwidth memory-bound kernels
  * reach: at half, every memory-bound second doubles, as at half the
  * bandwidth, while the GEMMs' and attention's compute keeps its rate (the
@@ -1268,6 +1313,7 @@ int main(void)
     tcase_add_test(tc, megatron_deepspeed_tp_and_pipeline);
     tcase_add_test(tc, per_microbatch_costs);
     tcase_add_test(tc, cross_entropy_kernels);
+    tcase_add_test(tc, eager_squared_relu);
     tcase_add_test(tc, microbatch_order_follows_the_stack);
     tcase_add_test(tc, power_limit_and_op_recompute);
     tcase_add_test(tc, power_limit_matches_a_measured_clock_sweep);

@@ -241,6 +241,7 @@ export const ENUMS = Object.freeze({
         MEM4D_MODEL_DSA_INDEX_SKIP_OFFSET: 47,
         MEM4D_MODEL_MTP_REPEATED_LAYER: 48,
         MEM4D_MODEL_ROUTER_EXPERT_BIAS: 49,
+        MEM4D_MODEL_ACTIVATION: 50,
     }),
     mem4d_layout_param: Object.freeze({
         MEM4D_LAYOUT_TP: 0,

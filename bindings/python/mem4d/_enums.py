@@ -113,6 +113,7 @@ class ModelParam(enum.IntEnum):
     DSA_INDEX_SKIP_OFFSET = 47
     MTP_REPEATED_LAYER = 48
     ROUTER_EXPERT_BIAS = 49
+    ACTIVATION = 50
 
 
 class LayoutParam(enum.IntEnum):
