@@ -145,7 +145,7 @@ static const struct stack {
     {3, 1, 0, 6, 12, false, false, false, false, false, false, false, false, false, false, false, false, true, true},  /* middle: cuDNN attention, autograd's accumulation into bf16 .grad */
     {5, 1, 0, 0, CE_UNFUSED, false, false, false, false, false, false, false, false, false, false, false, false, true, false},  /* megatron-lm-2022: fused softmax, gradient_accumulation_fusion, unfused cross entropy */
     {5, 3, 0, 18, CE_UNFUSED, false, false, false, false, false, false, false, true, true, false, false, false, false, false}, /* megatron-deepspeed: softmax attention, bf16 update_hp_grads, CUDA 11 GEMMs, its TP and pipeline, unfused cross entropy */
-    {3, 1, 0, 0, CE_NATIVE + CE_NATIVE_COPY_BACK, false, false, false, false, false, false, false, false, false, false, false, false, true, false},  /* nemo-24.07: Transformer Engine 1.9's cuDNN attention, Megatron-Core 0.8's native fused cross entropy */
+    {3, 1, 0, 0, CE_NATIVE + CE_NATIVE_COPY_BACK, false, false, false, false, false, false, false, false, false, false, false, false, true, true},  /* nemo-24.07: Transformer Engine 1.9's cuDNN attention, Megatron-Core 0.8's native fused cross entropy */
     {3, 1, 0, 0, 12, false, false, false, false, false, false, false, false, false, false, false, false, true, false},  /* nemo-25 */
     {4, 1, 0, 6, 40, true, true, false, false, true, true, true, false, false, true, false, false, false, false},     /* torchtitan: SDPA, autograd accumulation, fp32 cross entropy, op SAC, eager */
     {1, 1, 0, 18, 40, false, false, false, false, false, false, false, false, false, true, true, false, false, false}, /* composer: FlashAttention-2, FSDP1 gradient path, eager fp32 cross entropy */
@@ -273,7 +273,7 @@ static const struct stack {
  * 26 against 20, 6 bytes per F more in the backward (EAGER_SWIGLU's
  * eager_act profile only; torchtitan's w1 and w3 are separate linears). */
 #define EAGER_GLU_SPLIT 6.0
-/* SQ_RELU_EAGER: squared ReLU as NeMo defines it for Nemotron
+/* SQ_RELU_EAGER: squared ReLU as NeMo 2 defines it for Nemotron
  * (nemo/collections/llm/fn/activation.py, squared_relu: torch.pow(
  * torch.nn.functional.relu(x), 2), its @torch.jit.script commented out,
  * "remove until we have serialization"; NemotronConfig's activation_func)
@@ -284,8 +284,11 @@ static const struct stack {
  * gradient, 2 + 1) and ReluBackward0 (threshold_backward: 2 + 1), 10 where
  * twice the forward's 4 is charged: SQ_RELU_BWD more. Megatron-Core's own
  * squared_relu (megatron/core/activations.py) is @jit_fuser, torch.compile
- * on PyTorch 2.2 and later: one kernel each way, as GeLU's; so are
- * torch.compile's (sq_relu_fused in STACKS). */
+ * on PyTorch 2.2 and later: one kernel each way, as GeLU's; so are NeMo 1's
+ * (nemo/collections/nlp/modules/common/megatron/utils.py, squared_relu
+ * @jit_fuser at NeMo v2.0.0 to v2.2.1, which activation_to_func hands its
+ * Megatron-Core GPT model: the nemo-24.07 profile) and torch.compile's
+ * (sq_relu_fused in STACKS). */
 #define SQ_RELU_FWD 4.0
 #define SQ_RELU_BWD 2.0
 /* TITAN_MODEL: torchtitan's Llama (torchtitan/models/llama/model.py at
@@ -402,8 +405,8 @@ static inline double beside_cost(const struct m4d_machine *mc, double gemm, doub
  * relative()): the band of the runs of a weak-scaling series predicted by a
  * device calibrated on its first run, where the level common to one job's
  * layouts cancels and what remains is the model's spread within a family. */
-#define BAND_REL_LOW 0.969
-#define BAND_REL_HIGH 1.087
+#define BAND_REL_LOW 0.971
+#define BAND_REL_HIGH 1.090
 
 /* Seconds of one micro-batch's work on one GPU. */
 struct unit_time {

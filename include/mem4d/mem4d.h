@@ -365,8 +365,8 @@ typedef enum mem4d_model_param {
     /** "activation" ("activation_func"): the MLP's activation, 0 "default" (GeLU, or SiLU in a
      * gated MLP: the kernels Megatron fuses) or 1 "squared_relu" (relu, then the square:
      * Nemotron-4's). Only the step time depends on it: where the software stack runs it unfused
-     * (NeMo's own squared_relu, two eager kernels forward and four backward), its element-wise
-     * traffic is the eager kernels' (doc/perf.md, "Squared ReLU as NeMo runs it"). Default 0.
+     * (NeMo 2's own squared_relu, two eager kernels forward and four backward), its element-wise
+     * traffic is the eager kernels' (doc/perf.md, "Squared ReLU as NeMo 2 runs it"). Default 0.
      * @since 0.2 */
     MEM4D_MODEL_ACTIVATION = 50
 } mem4d_model_param;

@@ -281,8 +281,8 @@ pub const MEM4D_MODEL_MTP_REPEATED_LAYER: mem4d_model_param = 48;
 pub const MEM4D_MODEL_ROUTER_EXPERT_BIAS: mem4d_model_param = 49;
 /// "activation" ("activation_func"): the MLP's activation, 0 "default" (GeLU, or SiLU in a gated MLP: the kernels
 /// Megatron fuses) or 1 "squared_relu" (relu, then the square: Nemotron-4's). Only the step time depends on it: where
-/// the software stack runs it unfused (NeMo's own squared_relu, two eager kernels forward and four backward), its
-/// element-wise traffic is the eager kernels' (doc/perf.md, "Squared ReLU as NeMo runs it"). Default 0.
+/// the software stack runs it unfused (NeMo 2's own squared_relu, two eager kernels forward and four backward), its
+/// element-wise traffic is the eager kernels' (doc/perf.md, "Squared ReLU as NeMo 2 runs it"). Default 0.
 pub const MEM4D_MODEL_ACTIVATION: mem4d_model_param = 50;
 
 /// `mem4d_layout_param` (a C enum, passed as `int`): Layout parameters. Values are fixed forever; new keys are
