@@ -32,6 +32,12 @@
  * 24 (the mean of dispatch and combine, which one figure times here). */
 #define DEEPEP_SM_BW 14.0e9
 #define HYBRIDEP_SM_BW 19.6e9
+/* HybridEP's published figures (deepseek-ai/DeepEP@94a9f8f, hybrid-ep
+ * branch, docs/README_Hybrid-EP.md) time its NVLink copies on B200 and
+ * GB200 alone, NVLink 5 at 900 GB/s a direction; its H100 table is of
+ * 16-64 ranks over InfiniBand, bound by the RDMA link from 8 SMs on, and
+ * gives no NVLink rate. Below this link HYBRIDEP_SM_BW is not sourced. */
+#define HYBRIDEP_NVLINK_MEASURED 900e9
 /* Transformer Engine's GroupedLinear runs a bf16 expert GEMM per local
  * expert on a pool of 4 compute streams
  * (transformer_engine/common/util/multi_stream.cpp,
@@ -128,6 +134,11 @@
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 
 static inline double D(uint64_t v) { return (double)(int64_t)v; }
+
+bool m4d_hybridep_sourced(const mem4d_device *dev)
+{
+    return D(dev->v[MEM4D_DEVICE_INTRA_NODE_BANDWIDTH]) >= HYBRIDEP_NVLINK_MEASURED;
+}
 
 /* E[max of n independent standard normal draws], the integral of
  * x n phi(x) Phi(x)^(n-1) over x (Simpson's rule on [-12, 12]; the

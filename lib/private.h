@@ -579,6 +579,10 @@ bool m4d_recompute_mode_ok(const struct m4d_ctx *x, char *why, size_t why_size);
 mem4d_status m4d_model_check(const mem4d_model *model, char *why, size_t why_size);
 /* One of DeepEP's configured group sizes (layout.c). */
 bool m4d_deepep_group_ok(uint64_t ranks);
+/* Whether HybridEP's NVLink rate (HYBRIDEP_SM_BW, lib/perf_moe.c) was
+ * measured on a link like the device's: else the estimate warns and the
+ * search does not propose HybridEP unless asked to. */
+bool m4d_hybridep_sourced(const mem4d_device *dev);
 void m4d_ctx_model(const mem4d_model *model, struct m4d_ctx *x);
 bool m4d_model_params_total(const struct m4d_ctx *x, uint64_t vocab, uint64_t *out);
 

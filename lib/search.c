@@ -337,8 +337,9 @@ mem4d_status mem4d_search_stat_get(const mem4d_search *search, mem4d_search_stat
  * divisors: a model with experts whose layout leaves ep at 1) every ep
  * whose ep·etp ranks fold into the stage's t·d·c, etp 1 or t (Megatron-
  * Core's parallel folding, or the experts split like the dense layers), and
- * every dispatcher (m4d_resolve() refuses what DeepEP cannot run); else the
- * base layout's. false when out of memory. */
+ * every dispatcher (m4d_resolve() refuses what DeepEP cannot run; HybridEP
+ * only where m4d_hybridep_sourced(), unless the dispatcher knob is set);
+ * else the base layout's. false when out of memory. */
 static bool experts_groups(mem4d_search *s, struct group *g, const uint64_t *div_e, size_t ndiv_e)
 {
     const uint64_t *b = s->base.v;
@@ -350,6 +351,9 @@ static bool experts_groups(mem4d_search *s, struct group *g, const uint64_t *div
         etps[0] = 1, etps[1] = g->t;
         netp = g->t > 1 ? 2 : 1;
         disp_lo = 0, disp_hi = MEM4D_MOE_DISPATCHER_HYBRIDEP;
+        const struct knob *k = &s->knob[K_DISP];
+        if (!m4d_hybridep_sourced(&s->dev) && k->nset == 0 && k->lo == 0)
+            disp_hi = MEM4D_MOE_DISPATCHER_DEEPEP;
     }
     uint64_t tdc = g->t * g->d * g->c;
     for (size_t i = 0; i < nep; i++) {

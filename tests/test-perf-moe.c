@@ -465,43 +465,87 @@ START_TEST(derived_imbalance)
 }
 END_TEST
 
+/* The dispatchers a search over experts yields (a bit per dispatcher),
+ * with ep fixed at `ep` (1: searched), the dispatchers allowed `allow` (0:
+ * any), on device d; *eps and *etp1 receive the ep values and the count of
+ * layouts with etp 1. */
+static uint64_t searched(const mem4d_model *m, const mem4d_device *d, const char *ep, uint64_t allow, uint64_t *eps,
+                         uint64_t *etp1)
+{
+    mem4d_layout *base = tu_layout("world=64", "seq=4096", "gbs=256", ep, NULL);
+    mem4d_search *s = NULL;
+    ck_assert_int_eq(mem4d_search_new(m, d, base, &s), MEM4D_OK);
+    ck_assert_int_eq(mem4d_search_set_option(s, MEM4D_SEARCH_FITS_ONLY, 0), MEM4D_OK);
+    if (allow)
+        ck_assert_int_eq(mem4d_search_allow(s, MEM4D_LAYOUT_MOE_DISPATCHER, &allow, 1), MEM4D_OK);
+    mem4d_layout *l = NULL;
+    ck_assert_int_eq(mem4d_layout_new(&l), MEM4D_OK);
+    uint64_t disps = 0, n = 0;
+    *eps = *etp1 = 0;
+    while (mem4d_search_next(s, l, NULL) == MEM4D_OK) {
+        uint64_t e, etp, disp;
+        ck_assert_int_eq(mem4d_layout_get(l, MEM4D_LAYOUT_EP, &e), MEM4D_OK);
+        ck_assert_int_eq(mem4d_layout_get(l, MEM4D_LAYOUT_ETP, &etp), MEM4D_OK);
+        ck_assert_int_eq(mem4d_layout_get(l, MEM4D_LAYOUT_MOE_DISPATCHER, &disp), MEM4D_OK);
+        *eps |= UINT64_C(1) << (e < 63 ? e : 63);
+        disps |= UINT64_C(1) << disp;
+        *etp1 += etp == 1;
+        n++;
+    }
+    ck_assert_uint_gt(n, 0);
+    mem4d_layout_free(l);
+    mem4d_search_free(s);
+    mem4d_layout_free(base);
+    return disps;
+}
+
 /* The search varies ep, etp and the dispatcher for a model with experts
- * whose layout leaves ep at 1, and keeps an ep the layout gives. */
+ * whose layout leaves ep at 1, and keeps an ep the layout gives. HybridEP
+ * only where its NVLink rate was measured (B200, GB200's NVLink 5), not on
+ * an H100 unless asked for. */
 START_TEST(search_over_experts)
 {
     mem4d_model *m = tu_qwen3("8");
-    mem4d_device *d = tu_device("h100-80");
-    for (int fixed = 0; fixed <= 1; fixed++) {
-        mem4d_layout *base = tu_layout("world=64", "seq=4096", "gbs=256", fixed ? "ep=8" : "ep=1", NULL);
-        mem4d_search *s = NULL;
-        ck_assert_int_eq(mem4d_search_new(m, d, base, &s), MEM4D_OK);
-        ck_assert_int_eq(mem4d_search_set_option(s, MEM4D_SEARCH_FITS_ONLY, 0), MEM4D_OK);
-        mem4d_layout *l = NULL;
-        ck_assert_int_eq(mem4d_layout_new(&l), MEM4D_OK);
-        uint64_t eps = 0, disps = 0, etp1 = 0, n = 0;
-        while (mem4d_search_next(s, l, NULL) == MEM4D_OK) {
-            uint64_t ep, etp, disp;
-            ck_assert_int_eq(mem4d_layout_get(l, MEM4D_LAYOUT_EP, &ep), MEM4D_OK);
-            ck_assert_int_eq(mem4d_layout_get(l, MEM4D_LAYOUT_ETP, &etp), MEM4D_OK);
-            ck_assert_int_eq(mem4d_layout_get(l, MEM4D_LAYOUT_MOE_DISPATCHER, &disp), MEM4D_OK);
-            eps |= UINT64_C(1) << (ep < 63 ? ep : 63);
-            disps |= UINT64_C(1) << disp;
-            etp1 += etp == 1;
-            n++;
-        }
-        ck_assert_uint_gt(n, 0);
-        if (fixed) {
-            ck_assert_uint_eq(eps, UINT64_C(1) << 8);
-        } else {
-            ck_assert_msg(__builtin_popcountll(eps) >= 4, "ep values %llx", (unsigned long long)eps);
-            ck_assert_msg(__builtin_popcountll(disps) == 4, "dispatchers %llx", (unsigned long long)disps);
-            ck_assert_uint_gt(etp1, 0);
-        }
-        mem4d_layout_free(l);
-        mem4d_search_free(s);
-        mem4d_layout_free(base);
+    mem4d_device *h100 = tu_device("h100-80"), *b200 = tu_device("b200-180");
+    const uint64_t all = 15, hybridep = UINT64_C(1) << MEM4D_MOE_DISPATCHER_HYBRIDEP;
+    uint64_t eps, etp1;
+    ck_assert_uint_eq(searched(m, h100, "ep=8", 0, &eps, &etp1), 1); /* the layout's alltoall */
+    ck_assert_uint_eq(eps, UINT64_C(1) << 8);
+    uint64_t disps = searched(m, h100, "ep=1", 0, &eps, &etp1);
+    ck_assert_msg(__builtin_popcountll(eps) >= 4, "ep values %llx", (unsigned long long)eps);
+    ck_assert_uint_gt(etp1, 0);
+    ck_assert_msg(disps == (all & ~hybridep), "dispatchers on h100-80 %llx", (unsigned long long)disps);
+    disps = searched(m, h100, "ep=1", MEM4D_MOE_DISPATCHER_HYBRIDEP, &eps, &etp1);
+    ck_assert_msg(disps == hybridep, "dispatchers asked for on h100-80 %llx", (unsigned long long)disps);
+    disps = searched(m, b200, "ep=1", 0, &eps, &etp1);
+    ck_assert_msg(disps == all, "dispatchers on b200-180 %llx", (unsigned long long)disps);
+    mem4d_device_free(b200);
+    mem4d_device_free(h100);
+    mem4d_model_free(m);
+}
+END_TEST
+
+/* HybridEP on a link its published NVLink rate was not measured on (an
+ * H100's 450 GB/s) is timed with a warning that says so; on B200 and
+ * GB200 (900 GB/s) without one. */
+START_TEST(hybridep_unsourced_warns)
+{
+    mem4d_model *m = tu_qwen3("8");
+    mem4d_layout *l = tu_layout("world=64", "ep=8", "etp=1", "moe_dispatcher=hybridep", JOB, NULL);
+    const char *gpus[] = {"h100-80", "b200-180", "gb200-186"};
+    for (int i = 0; i < 3; i++) {
+        mem4d_device *d = tu_device(gpus[i]);
+        mem4d_report *r = NULL;
+        ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
+        ck_assert_msg(mem4d_estimate(m, l, d, r) == MEM4D_OK, "%s", mem4d_report_message(r));
+        int found = 0;
+        for (size_t w = 0; w < mem4d_report_warning_count(r); w++)
+            found += strstr(mem4d_report_warning(r, w), "hybridep") != NULL;
+        ck_assert_msg(found == (i == 0), "%s: %d HybridEP warnings", gpus[i], found);
+        mem4d_report_free(r);
+        mem4d_device_free(d);
     }
-    mem4d_device_free(d);
+    mem4d_layout_free(l);
     mem4d_model_free(m);
 }
 END_TEST
@@ -531,6 +575,7 @@ int main(void)
     tcase_add_test(tc, sequential_experts);
     tcase_add_test(tc, shared_expert_overlap);
     tcase_add_test(tc, search_over_experts);
+    tcase_add_test(tc, hybridep_unsourced_warns);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

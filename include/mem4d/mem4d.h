@@ -814,8 +814,10 @@ typedef enum mem4d_layout_param {
      * and across nodes its RDMA buffer in the NVSHMEM heap (512 MiB granularity), sized by the
      * group (ep x etp ranks, one of DeepEP's configured sizes) and ::MEM4D_LAYOUT_MOE_DISPATCHER_SMS;
      * HybridEP's buffers sized for every token of the group reaching one rank, with its routing
-     * handles kept per layer and micro-batch. Needs experts and ep x etp > 1 (flex). Default
-     * alltoall. @since 0.2 */
+     * handles kept per layer and micro-batch. Needs experts and ep x etp > 1 (flex). HybridEP's
+     * NVLink rate is published for 900 GB/s links (B200, GB200) alone: on a device whose
+     * intra_node_bandwidth is lower (H100) its step time carries a warning and the search
+     * proposes it only when the dispatcher is listed. Default alltoall. @since 0.2 */
     MEM4D_LAYOUT_MOE_DISPATCHER = 64,
     /** Experimental: "moe_dispatcher_sms": streaming multiprocessors DeepEP's kernels use
      * (--moe-flex-dispatcher-num-sms), even, 2 to 256; its buffers scale with them. Default 20
