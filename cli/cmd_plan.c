@@ -156,17 +156,25 @@ static mem4d_search *open_search(const struct cli_args *o, const mem4d_model *m,
 
 /* Why no layout is valid: the rule the plainest split (tp = cp = pp = 1,
  * every GPU data-parallel, one sample a micro-batch unless bound) breaks. */
-static void why_none_valid(const mem4d_model *m, const mem4d_layout *base, char *why, size_t size)
+static void why_none_valid(const mem4d_model *m, const mem4d_device *d, const mem4d_layout *base, char *why,
+                           size_t size)
 {
     mem4d_layout *l = NULL;
+    mem4d_report *r = NULL;
     char text[256] = "";
     if (mem4d_layout_clone(base, &l) == MEM4D_OK) {
         mem4d_layout_set(l, MEM4D_LAYOUT_TP, 1);
         mem4d_layout_set(l, MEM4D_LAYOUT_CP, 1);
         mem4d_layout_set(l, MEM4D_LAYOUT_PP, 1);
         mem4d_layout_set(l, MEM4D_LAYOUT_DP, 0);
-        if (mem4d_validate(m, l, text, sizeof text) == MEM4D_OK)
-            snprintf(text, sizeof text, "tp, cp and pp of 1 are valid alone; the bounds given exclude them");
+        /* the rules of the layout alone, then those of the device (DeepEP over 4-GPU nodes) */
+        if (mem4d_validate(m, l, text, sizeof text) == MEM4D_OK) {
+            if (mem4d_report_new(&r) == MEM4D_OK && mem4d_estimate(m, l, d, r) == MEM4D_E_CONFLICT)
+                snprintf(text, sizeof text, "%s", mem4d_report_message(r));
+            else
+                snprintf(text, sizeof text, "tp, cp and pp of 1 are valid alone; the bounds given exclude them");
+            mem4d_report_free(r);
+        }
         mem4d_layout_free(l);
     }
     snprintf(why, size, "with tp 1, cp 1, pp 1, dp %llu: %s", (unsigned long long)lget(base, MEM4D_LAYOUT_WORLD),
@@ -197,7 +205,7 @@ static int run(const struct cli_args *o, const mem4d_model *m, const mem4d_devic
         goto out;
     }
     if (st.valid == 0)
-        why_none_valid(m, base, st.why, sizeof st.why);
+        why_none_valid(m, d, base, st.why, sizeof st.why);
     uint64_t top = cli_given(o, "--top") ? o->top : o->all ? 0 : DEFAULT_TOP;
     size_t n = top && top < rs.n ? (size_t)top : rs.n;
     const char *model_name = o->hf_config ? o->hf_config : mem4d_model_name(m);

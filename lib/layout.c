@@ -433,6 +433,28 @@ bool m4d_deepep_group_ok(uint64_t ranks)
     return false;
 }
 
+/* DeepEP's normal (training) kernels take each 8 consecutive ranks of the
+ * group as one node's NVLink peers (NUM_MAX_NVL_PEERS 8, rdma_rank = rank /
+ * 8, num_ranks a multiple of 8 above it: deepseek-ai/DeepEP@94a9f8f
+ * csrc/deep_ep.cpp, Buffer::Buffer) and reach them by CUDA IPC, which
+ * stays inside a node: a group of up to 8 runs the intranode kernels, so
+ * on one node. On nodes of fewer than 8 GPUs (a GB200 NVL72's 4-GPU trays)
+ * a group wider than a node runs neither (DeepEP issues 392 and 579: the
+ * normal mode does not support GB200; NVIDIA's runs used a modified,
+ * unpublished DeepEP). HybridEP and the all-to-all run there. */
+#define DEEPEP_NVL_PEERS 8
+mem4d_status m4d_check_device(const struct m4d_ctx *x, const mem4d_device *dev, char *why, size_t n)
+{
+    uint64_t gpn = dev->v[MEM4D_DEVICE_GPUS_PER_NODE], group = m4d_ep_group(x);
+    if (x->dispatcher == MEM4D_MOE_DISPATCHER_DEEPEP && gpn && gpn < DEEPEP_NVL_PEERS && group > gpn) {
+        m4d_msg(why, n, "DeepEP's normal kernels do not run an ep x etp group of %llu ranks over nodes of %llu GPUs "
+                "(it needs one node, or 8 GPUs a node: a GB200 NVL72 tray holds 4; DeepEP issue 579); use "
+                "hybridep or alltoall", U(group), U(gpn));
+        return MEM4D_E_CONFLICT;
+    }
+    return MEM4D_OK;
+}
+
 /* The MoE token dispatcher and the Megatron-Core features around it
  * (transformer_config.py __post_init__, token_dispatcher.py). */
 static mem4d_status check_moe_dispatch(const struct m4d_ctx *x, char *why, size_t n)

@@ -579,6 +579,9 @@ bool m4d_recompute_mode_ok(const struct m4d_ctx *x, char *why, size_t why_size);
 mem4d_status m4d_model_check(const mem4d_model *model, char *why, size_t why_size);
 /* One of DeepEP's configured group sizes (layout.c). */
 bool m4d_deepep_group_ok(uint64_t ranks);
+/* The rules of a resolved layout that need the device (DeepEP over nodes
+ * of fewer than 8 GPUs): MEM4D_OK or MEM4D_E_CONFLICT with why. */
+mem4d_status m4d_check_device(const struct m4d_ctx *x, const mem4d_device *dev, char *why, size_t n);
 /* Whether HybridEP's NVLink rate (HYBRIDEP_SM_BW, lib/perf_moe.c) was
  * measured on a link like the device's: else the estimate warns and the
  * search does not propose HybridEP unless asked to. */

@@ -337,7 +337,8 @@ mem4d_status mem4d_search_stat_get(const mem4d_search *search, mem4d_search_stat
  * divisors: a model with experts whose layout leaves ep at 1) every ep
  * whose ep·etp ranks fold into the stage's t·d·c, etp 1 or t (Megatron-
  * Core's parallel folding, or the experts split like the dense layers), and
- * every dispatcher (m4d_resolve() refuses what DeepEP cannot run; HybridEP
+ * every dispatcher (m4d_resolve() and m4d_check_device() refuse what DeepEP
+ * cannot run; HybridEP
  * only where m4d_hybridep_sourced(), unless the dispatcher knob is set);
  * else the base layout's. false when out of memory. */
 static bool experts_groups(mem4d_search *s, struct group *g, const uint64_t *div_e, size_t ndiv_e)
@@ -607,6 +608,8 @@ static bool group_valid(mem4d_search *s, const struct group *g)
     m4d_state_cache_clear(&s->sc);
     memset(s->rc_ok, -1, sizeof s->rc_ok);
     mem4d_status st = m4d_resolve_memo(&s->model, &s->work, &s->gx, NULL, 0, &s->rmemo);
+    if (st == MEM4D_OK)
+        st = m4d_check_device(&s->gx, &s->dev, NULL, 0);
     if (st == MEM4D_E_HEADS_TP || st == MEM4D_E_KV_HEADS_TP)
         s->bad_t = g->t; /* a rule of the model's heads and t alone: no group of this t is valid */
     if (st != MEM4D_OK)

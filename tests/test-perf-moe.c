@@ -180,28 +180,45 @@ END_TEST
 
 /* On a GB200 NVL72 (4 GPUs a tray, 72 on one NVLink domain) HybridEP keeps
  * an ep 32 group's tokens on NVLink: its EP seconds do not depend on the
- * network, where DeepEP (at most 8 NVLink peers: a tray of 4 here) sends
- * one RDMA copy per remote tray. On 4-GPU NVLink domains HybridEP crosses
- * the network too. */
+ * network. On 4-GPU NVLink domains HybridEP crosses the network. DeepEP's
+ * normal kernels do not run a group wider than a tray there (8 NVLink
+ * peers a node or one node; DeepEP issue 579): refused, within a tray
+ * estimated. */
 START_TEST(hybridep_in_the_nvlink_domain)
 {
     mem4d_model *m = tu_qwen3("8");
     mem4d_device *d = tu_device("gb200-186");
     mem4d_layout *l = tu_layout("world=64", "ep=32", "etp=1", "moe_imbalance_ppm=1000000", JOB, NULL);
-    double t[2][2]; /* [hybridep, deepep][NICs as preset, a quarter of their speed] */
+    double t[2]; /* NICs as preset, a quarter of their speed */
     uint64_t bw = tu_device_get(d, "nic_bandwidth");
-    for (int i = 0; i < 2; i++) {
-        ck_assert_int_eq(mem4d_layout_set_str(l, "moe_dispatcher", i ? "deepep" : "hybridep"), MEM4D_OK);
-        for (int j = 0; j < 2; j++) {
-            ck_assert_int_eq(mem4d_device_set(d, MEM4D_DEVICE_NIC_BANDWIDTH, j ? bw / 4 : bw), MEM4D_OK);
-            t[i][j] = metric_of(m, l, d, EP);
-        }
+    ck_assert_int_eq(mem4d_layout_set_str(l, "moe_dispatcher", "hybridep"), MEM4D_OK);
+    for (int j = 0; j < 2; j++) {
+        ck_assert_int_eq(mem4d_device_set(d, MEM4D_DEVICE_NIC_BANDWIDTH, j ? bw / 4 : bw), MEM4D_OK);
+        t[j] = metric_of(m, l, d, EP);
     }
-    ck_assert_msg(t[0][1] == t[0][0] && t[0][0] > 0, "HybridEP %g s, %g s on a slower network", t[0][0], t[0][1]);
-    ck_assert_msg(t[1][1] > 2 * t[1][0], "DeepEP %g s, %g s on a slower network", t[1][0], t[1][1]);
+    ck_assert_msg(t[1] == t[0] && t[0] > 0, "HybridEP %g s, %g s on a slower network", t[0], t[1]);
+    ck_assert_int_eq(mem4d_device_set(d, MEM4D_DEVICE_NIC_BANDWIDTH, bw), MEM4D_OK);
+    mem4d_report *r = NULL;
+    ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
+    ck_assert_int_eq(mem4d_layout_set_str(l, "moe_dispatcher", "deepep"), MEM4D_OK);
+    const char *eps[] = {"32", "8", "4"};
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(mem4d_layout_set_str(l, "ep", eps[i]), MEM4D_OK);
+        mem4d_status st = mem4d_estimate(m, l, d, r);
+        ck_assert_msg(st == (i < 2 ? MEM4D_E_CONFLICT : MEM4D_OK), "DeepEP ep %s on gb200-186: %s", eps[i],
+                      mem4d_report_message(r));
+        if (i < 2)
+            ck_assert_ptr_nonnull(strstr(mem4d_report_message(r), "DeepEP issue 579"));
+    }
+    /* nodes of 8 GPUs (an H100 node's) run it */
+    ck_assert_int_eq(mem4d_device_set(d, MEM4D_DEVICE_GPUS_PER_NODE, 8), MEM4D_OK);
+    ck_assert_int_eq(mem4d_layout_set_str(l, "ep", "32"), MEM4D_OK);
+    ck_assert_msg(mem4d_estimate(m, l, d, r) == MEM4D_OK, "%s", mem4d_report_message(r));
+    mem4d_report_free(r);
+    ck_assert_int_eq(mem4d_device_set(d, MEM4D_DEVICE_GPUS_PER_NODE, 4), MEM4D_OK);
     ck_assert_int_eq(mem4d_device_set(d, MEM4D_DEVICE_NVLINK_DOMAIN, 4), MEM4D_OK);
     ck_assert_int_eq(mem4d_layout_set_str(l, "moe_dispatcher", "hybridep"), MEM4D_OK);
-    ck_assert_msg(metric_of(m, l, d, EP) > t[0][1], "HybridEP over 4-GPU domains");
+    ck_assert_msg(metric_of(m, l, d, EP) > t[1], "HybridEP over 4-GPU domains");
     mem4d_layout_free(l);
     mem4d_device_free(d);
     mem4d_model_free(m);
@@ -519,6 +536,13 @@ START_TEST(search_over_experts)
     ck_assert_msg(disps == hybridep, "dispatchers asked for on h100-80 %llx", (unsigned long long)disps);
     disps = searched(m, b200, "ep=1", 0, &eps, &etp1);
     ck_assert_msg(disps == all, "dispatchers on b200-180 %llx", (unsigned long long)disps);
+    /* DeepEP on a GB200 only inside a 4-GPU tray */
+    mem4d_device *gb200 = tu_device("gb200-186");
+    disps = searched(m, gb200, "ep=1", MEM4D_MOE_DISPATCHER_DEEPEP, &eps, &etp1);
+    ck_assert_msg(disps == UINT64_C(1) << MEM4D_MOE_DISPATCHER_DEEPEP, "%llx", (unsigned long long)disps);
+    ck_assert_msg(etp1 > 0 && (eps & ~UINT64_C(0x16)) == 0, "DeepEP's ep values on gb200-186 %llx",
+                  (unsigned long long)eps);
+    mem4d_device_free(gb200);
     mem4d_device_free(b200);
     mem4d_device_free(h100);
     mem4d_model_free(m);

@@ -817,7 +817,9 @@ typedef enum mem4d_layout_param {
      * handles kept per layer and micro-batch. Needs experts and ep x etp > 1 (flex). HybridEP's
      * NVLink rate is published for 900 GB/s links (B200, GB200) alone: on a device whose
      * intra_node_bandwidth is lower (H100) its step time carries a warning and the search
-     * proposes it only when the dispatcher is listed. Default alltoall. @since 0.2 */
+     * proposes it only when the dispatcher is listed. DeepEP over nodes of fewer than 8 GPUs
+     * (a GB200 NVL72's 4-GPU trays) runs only inside a node: a wider ep x etp group is refused
+     * by mem4d_estimate() (::MEM4D_E_CONFLICT). Default alltoall. @since 0.2 */
     MEM4D_LAYOUT_MOE_DISPATCHER = 64,
     /** Experimental: "moe_dispatcher_sms": streaming multiprocessors DeepEP's kernels use
      * (--moe-flex-dispatcher-num-sms), even, 2 to 256; its buffers scale with them. Default 20

@@ -488,7 +488,8 @@ pub const MEM4D_LAYOUT_LAST_CHUNK_FEWER_LAYERS: mem4d_layout_param = 63;
 /// token of the group reaching one rank, with its routing handles kept per layer and micro-batch. Needs experts and ep
 /// x etp > 1 (flex). HybridEP's NVLink rate is published for 900 GB/s links (B200, GB200) alone: on a device whose
 /// intra_node_bandwidth is lower (H100) its step time carries a warning and the search proposes it only when the
-/// dispatcher is listed. Default alltoall. @since 0.2
+/// dispatcher is listed. DeepEP over nodes of fewer than 8 GPUs (a GB200 NVL72's 4-GPU trays) runs only inside a node:
+/// a wider ep x etp group is refused by mem4d_estimate() (MEM4D_E_CONFLICT). Default alltoall. @since 0.2
 pub const MEM4D_LAYOUT_MOE_DISPATCHER: mem4d_layout_param = 64;
 /// Experimental: "moe_dispatcher_sms": streaming multiprocessors DeepEP's kernels use (--moe-flex-dispatcher-num-sms),
 /// even, 2 to 256; its buffers scale with them. Default 20 (Megatron-Core's). @since 0.2
