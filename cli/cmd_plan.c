@@ -33,7 +33,7 @@ const struct cli_option cmd_plan_options[] = {
     CLI_SEARCH("--dist-opt", MEM4D_LAYOUT_DIST_OPT, "distributed optimizer searched (false, true)"),
     CLI_SEARCH("--ep", MEM4D_LAYOUT_EP, "expert-parallel sizes searched (a model with experts, ep not set)"),
     CLI_SEARCH("--etp", MEM4D_LAYOUT_ETP, "experts' tensor-parallel sizes searched (1 or tp)"),
-    CLI_SEARCH("--dispatcher", MEM4D_LAYOUT_MOE_DISPATCHER, "MoE dispatchers searched (alltoall, allgather, deepep, hybridep)"),
+    CLI_SEARCH("--dispatcher", MEM4D_LAYOUT_MOE_DISPATCHER, "MoE dispatchers searched (alltoall, allgather, deepep, hybridep; hybridep only on 900 GB/s NVLink unless listed)"),
     CLI_ARG("--cross-node", CLI_SWITCH, cross_node, NULL, "let tp x cp exceed the GPUs of a node"),
     CLI_ARG("--even-stages", CLI_SWITCH, even_stages, NULL, "skip pp that do not divide the layers"),
     CLI_ROW("--set", CLI_KEYVAL, CLI_TO_LAYOUT, 0, "KEY=VALUE", "any layout key of the job, by name", NULL, 0, 0),
