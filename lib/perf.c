@@ -951,7 +951,7 @@ static double tp_time(const struct m4d_ctx *x, const struct m4d_perf_group *pg, 
         return 0;
     double t = D(x->t), one = pg->tp_lat + b * pg->tp_per_b;
     /* an all-gather's (TP_FP8_GATHER) */
-    double ag = pg->tp_lat + b * pg->tp_per_b * pg->tp_ag_share;
+    double ag = M4D_LIKELY(pg->tp_ag_whole) ? one : pg->tp_lat + b * pg->tp_per_b * pg->tp_ag_share;
     /* torchtitan's op policy saves the reduce-scatters' outputs, not the
      * all-gathers': its recompute gathers the two inputs again (DTENSOR_TP) */
     double regather = pg->mc.dtensor_tp && pg->mc.op_sac && x->recompute == 1 ? 2 : 0;
@@ -975,6 +975,10 @@ static double tp_time(const struct m4d_ctx *x, const struct m4d_perf_group *pg, 
      * megatron/mpu/layers.py) */
     if (!x->sp)
         return 4 * passes_fwd * one + MAX0(2 * one - ga) + MAX0(2 * one - gm);
+    if (M4D_LIKELY(pg->tp_ag_whole)) { /* ag == one: the same sum, each MAX0 formed once */
+        double xa = MAX0(one - ga), xm = MAX0(one - gm);
+        return 2 * passes_fwd * (one + one) + 2 * one + xa + xa + xm + xm;
+    }
     return 2 * passes_fwd * (ag + one) + 2 * ag + MAX0(ag - ga) + MAX0(one - ga) + MAX0(ag - gm) + MAX0(one - gm);
 }
 
@@ -1073,10 +1077,16 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
     double cast = bt->cast, mlp = bt->mlp, lin = bt->lin, af = bt->attn_fwd, ab = bt->attn_bwd;
     double ew = b * pg->ew_per_b;
     /* NANOTRON_MODEL: its attention's copies, forward and backward (b > 1: o_proj's input, each way) */
-    double copy = b * pg->copy_per_b, copy_mb = b > 1 ? b * pg->copy_mb_per_b : 0;
     cast += pg->cast_b / D(x->m); /* the fp8 weight casts, once per step (gemms_prepare) */
-    double fwd = lin + af + ew + b * pg->pad_per_b + copy + copy_mb + KERNELS_FWD * kern;
-    double bwd = bt->lin_bwd + ab + 2 * ew + b * pg->ew_grad_per_b + copy_mb + 2 * KERNELS_FWD * kern;
+    double fwd, bwd;
+    if (M4D_UNLIKELY(pg->attn_copies)) {
+        double copy = b * pg->copy_per_b, copy_mb = b > 1 ? b * pg->copy_mb_per_b : 0;
+        fwd = lin + af + ew + b * pg->pad_per_b + copy + copy_mb + KERNELS_FWD * kern;
+        bwd = bt->lin_bwd + ab + 2 * ew + b * pg->ew_grad_per_b + copy_mb + 2 * KERNELS_FWD * kern;
+    } else { /* the same sums without their zero terms */
+        fwd = lin + af + ew + KERNELS_FWD * kern;
+        bwd = bt->lin_bwd + ab + 2 * ew + b * pg->ew_grad_per_b + 2 * KERNELS_FWD * kern;
+    }
     if (M4D_UNLIKELY(x->recompute == 1 && pg->mc.op_sac && x->experts == 0 && !x->nlt))
         bwd += op_sac_time(x, pg, M, ew);
     else if (x->recompute == 1) /* selective: the modules re-run in the backward */
@@ -1137,7 +1147,7 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
      * Megatron-FSDP's megatron_fsdp.py: the post-forward hook keeps the
      * weights in the backward), behind both. The compute they hide behind
      * runs on the SMs their kernels leave it (nccl_cost). */
-    if (M4D_UNLIKELY(fsdp_units(x, &pg->mc))) {
+    if (M4D_UNLIKELY(pg->fsdp)) {
         /* The forward's gather (n1 of them, g1 seconds each) hides behind
          * the forward; the backward's collectives (g2) behind the backward
          * and whatever forward runs in it (w2). FSDP_SHARD_GRAD_OP: one
@@ -1163,7 +1173,7 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
             u.layer_fsdp += nccl_cost(n1 * g1 + g2 - u.layer_fsdp, pg->fsdp_slow);
         }
     }
-    if (M4D_UNLIKELY(pg->moe.on) && pg->d_first + pg->d_mid + pg->d_last > 0) {
+    if (M4D_UNLIKELY(pg->moe_dense)) {
         /* An MoE model's dense layer: the dense MLP in place of the shared
          * expert, no router, experts or dispatch, all of its TP collectives;
          * selective recompute re-runs its MLP for the mlp module. */
@@ -1444,6 +1454,10 @@ void m4d_perf_prepare(const struct m4d_ctx *x, const mem4d_device *dev, const st
     m4d_moe_prepare(x, dev, &pg->mc, &pg->moe);
     stage_layers(x, pg);
     pg->layers_max = MAX(MAX(pg->n_first, pg->n_mid), pg->n_last);
+    pg->fsdp = fsdp_units(x, &pg->mc);
+    pg->attn_copies = pg->pad_per_b != 0 || pg->copy_per_b != 0 || pg->copy_mb_per_b != 0;
+    pg->tp_ag_whole = pg->tp_ag_share == 1;
+    pg->moe_dense = pg->moe.on && pg->d_first + pg->d_mid + pg->d_last > 0;
     pg->flops_per_seq = x->nlt ? m4d_hybrid_flops_per_seq(x) : model_flops_per_seq(x);
     /* CPU activation offloading: the offloaded layers' activations go to the
      * host in the forward and come back in the backward, over the host link,

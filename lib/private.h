@@ -973,6 +973,12 @@ struct m4d_perf_group {
     double offload_per_b;                          /* host transfer seconds of the offloaded layers, per sample */
     double accum_layer;                            /* gradient accumulation (and FSDP2 copy) seconds of one layer, per micro-batch */
     struct m4d_moe_group moe;                      /* the expert layer's share (lib/perf_moe.c) */
+    /* Settings fixed for the group, read once per layout by the step time
+     * (m4d_perf_prepare sets them from the terms above): */
+    bool fsdp;        /* the weights gathered per layer (fsdp_units) */
+    bool attn_copies; /* pad_per_b, copy_per_b or copy_mb_per_b nonzero */
+    bool tp_ag_whole; /* tp_ag_share == 1: an all-gather moves what a reduce-scatter does */
+    bool moe_dense;   /* experts with dense layers in a stage (d_first + d_mid + d_last > 0) */
 };
 /* share: m4d_layer_share(x) when the caller holds it (a search group's state
  * cache, computed without overflow), else NULL; mc: m4d_perf_machine(x, dev)
