@@ -26,17 +26,19 @@
  * tests' 24 SMs on an H20, whose NVLink has the H100's 450 GB/s a
  * direction (deepseek-ai/DeepEP issue 16; its maintainers: more SMs for
  * more bandwidth, Buffer.set_num_sms), 14.0 GB/s an SM; on an H800 (~160
- * GB/s) the same 24 SMs reach the link. HybridEP on GB200, BF16, 8 ranks:
- * dispatch 362, 513, 616 GB/s and combine 310, 426, 520 at 16, 24 and 32
- * SMs (DeepEP pull request 420, its intranode table), 19.6 GB/s an SM at
- * 24 (the mean of dispatch and combine, which one figure times here). */
+ * GB/s) the same 24 SMs reach the link. HybridEP's copies (TMA) need
+ * fewer SMs and stop at a share of the link: on GB200, BF16, 8 ranks, its
+ * Torch API rows give dispatch 550.10 and 545.71 GB/s, combine 538.44 and
+ * 568.94 at 16 and 32 SMs (deepseek-ai/DeepEP@94a9f8f, hybrid-ep branch,
+ * docs/README_Hybrid-EP.md, GB200 table; the same file's B200 row, 16 SMs:
+ * 535.94 and 530.86), the mean of dispatch and combine (which one figure
+ * times here) 544.3 at 16 SMs, 34.0 GB/s an SM, and 557.3 at 32: twice
+ * the SMs add 2%, a ceiling of 557.3/900 = 0.62 of NVLink 5's 900 GB/s a
+ * direction. (The 362/513/616 and 310/426/520 GB/s at 16/24/32 SMs of
+ * that README's second GB200 table are DeepEP's normal kernels.) */
 #define DEEPEP_SM_BW 14.0e9
-#define HYBRIDEP_SM_BW 19.6e9
-/* HybridEP's published figures (deepseek-ai/DeepEP@94a9f8f, hybrid-ep
- * branch, docs/README_Hybrid-EP.md) time its NVLink copies on B200 and
- * GB200 alone, NVLink 5 at 900 GB/s a direction; its H100 table is of
- * 16-64 ranks over InfiniBand, bound by the RDMA link from 8 SMs on, and
- * gives no NVLink rate. Below this link HYBRIDEP_SM_BW is not sourced. */
+#define HYBRIDEP_SM_BW 34.0e9
+#define HYBRIDEP_LINK_EFF 0.62
 #define HYBRIDEP_NVLINK_MEASURED 900e9
 /* Transformer Engine's GroupedLinear runs a bf16 expert GEMM per local
  * expert on a pool of 4 compute streams
@@ -317,11 +319,10 @@ static void dispatch_prepare(const struct m4d_ctx *x, const mem4d_device *dev, c
             inter = k * (ep - per) / ep;
             intra = k * (per - 1) / ep;
         }
-        double bi = flex ? raw_intra * DEEPEP_LINK_EFF : mc->intra.bw;
-        if (flex) { /* the SMs moe_dispatcher_sms gives it feed the NVLink copies */
-            double per_sm = x->dispatcher == MEM4D_MOE_DISPATCHER_HYBRIDEP ? HYBRIDEP_SM_BW : DEEPEP_SM_BW;
-            bi = MIN(bi, per_sm * D(x->dispatcher_sms));
-        }
+        bool hyb = x->dispatcher == MEM4D_MOE_DISPATCHER_HYBRIDEP;
+        double bi = flex ? raw_intra * (hyb ? HYBRIDEP_LINK_EFF : DEEPEP_LINK_EFF) : mc->intra.bw;
+        if (flex) /* the SMs moe_dispatcher_sms gives it feed the NVLink copies, up to that share */
+            bi = MIN(bi, (hyb ? HYBRIDEP_SM_BW : DEEPEP_SM_BW) * D(x->dispatcher_sms));
         double bx = flex ? raw_inter * DEEPEP_LINK_EFF : mc->inter.bw;
         double scale = tok * row * rho / k * imb;
         double ti = bi > 0 ? intra * scale / bi : 0, tx = bx > 0 ? inter * scale / bx : 0;
