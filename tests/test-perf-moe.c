@@ -225,6 +225,30 @@ START_TEST(hybridep_in_the_nvlink_domain)
 }
 END_TEST
 
+/* HybridEP's NVLink copies on a GB200 NVL72: SM-bound below 16 SMs (34
+ * GB/s an SM: half the SMs, twice the seconds), then at a ceiling of 0.62
+ * of the link that more SMs do not raise (its GB200 rows: 544 GB/s at 16
+ * SMs, 557 at 32). */
+START_TEST(hybridep_sm_ceiling)
+{
+    mem4d_model *m = tu_qwen3("8");
+    mem4d_device *d = tu_device("gb200-186");
+    mem4d_layout *l =
+        tu_layout("world=64", "ep=32", "etp=1", "moe_imbalance_ppm=1000000", "moe_dispatcher=hybridep", JOB, NULL);
+    const char *sms[] = {"4", "8", "20", "64"};
+    double t[4];
+    for (int i = 0; i < 4; i++) {
+        ck_assert_int_eq(mem4d_layout_set_str(l, "moe_dispatcher_sms", sms[i]), MEM4D_OK);
+        t[i] = metric_of(m, l, d, EP);
+    }
+    ck_assert_msg(fabs(t[0] / t[1] / 2 - 1) < 0.02, "HybridEP 4 / 8 SMs: %g s / %g s", t[0], t[1]);
+    ck_assert_msg(t[1] > 2 * t[2] && t[2] == t[3], "HybridEP 8, 20, 64 SMs: %g, %g, %g s", t[1], t[2], t[3]);
+    mem4d_layout_free(l);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
 /* The EP overlap hides one micro-batch's dispatch and combine under
  * another's compute; DeepEP's SMs are taken from that compute. */
 START_TEST(ep_overlap)
@@ -587,6 +611,7 @@ int main(void)
     tcase_add_test(tc, deepep_once_per_node);
     tcase_add_test(tc, allgather_moves_every_token);
     tcase_add_test(tc, hybridep_in_the_nvlink_domain);
+    tcase_add_test(tc, hybridep_sm_ceiling);
     tcase_add_test(tc, ep_overlap);
     tcase_add_test(tc, ep_overlap_persistent);
     tcase_add_test(tc, fp8_recipe);
