@@ -932,6 +932,12 @@ static void comm_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
     }
 }
 
+/* One TP all-gather of b samples (TP_FP8_GATHER: tp_ag_share of the bytes). */
+static inline double tp_allgather(const struct m4d_perf_group *pg, double b)
+{
+    return pg->tp_lat + b * pg->tp_per_b * pg->tp_ag_share;
+}
+
 /* TP collectives of one layer (SP: all-gather before the column-parallel
  * linears, reduce-scatter after the row-parallel ones; all-reduces without
  * SP move the same bytes). Forward: 4 exposed. Backward: the 2 gathers of
@@ -950,8 +956,6 @@ static double tp_time(const struct m4d_ctx *x, const struct m4d_perf_group *pg, 
     if (pg->tp_lat == 0 && pg->tp_per_b == 0)
         return 0;
     double t = D(x->t), one = pg->tp_lat + b * pg->tp_per_b;
-    /* an all-gather's (TP_FP8_GATHER) */
-    double ag = M4D_LIKELY(pg->tp_ag_whole) ? one : pg->tp_lat + b * pg->tp_per_b * pg->tp_ag_share;
     /* torchtitan's op policy saves the reduce-scatters' outputs, not the
      * all-gathers': its recompute gathers the two inputs again (DTENSOR_TP) */
     double regather = pg->mc.dtensor_tp && pg->mc.op_sac && x->recompute == 1 ? 2 : 0;
@@ -961,7 +965,7 @@ static double tp_time(const struct m4d_ctx *x, const struct m4d_perf_group *pg, 
             return (4 * passes_fwd + 2 + regather) * chunked + 2 * one;
         /* forward 2 gathers and 2 reduce-scatters; backward 2 gathers of
          * the output gradient, 2 of the inputs, 2 reduce-scatters */
-        double rest_ag = ag * (t - 1) / t, chunked_ag = ag / t + 0.5 * (MAX0(rest_ag - ga) + MAX0(rest_ag - gm));
+        double ag = tp_allgather(pg, b), rest_ag = ag * (t - 1) / t, chunked_ag = ag / t + 0.5 * (MAX0(rest_ag - ga) + MAX0(rest_ag - gm));
         return (2 * passes_fwd + 4) * chunked_ag + (2 * passes_fwd + 2) * chunked;
     }
     if (M4D_UNLIKELY(pg->mc.dtensor_tp)) /* DTENSOR_TP: the backward's 2 gathers and 2 reduce-scatters, all exposed */
@@ -979,6 +983,7 @@ static double tp_time(const struct m4d_ctx *x, const struct m4d_perf_group *pg, 
         double xa = MAX0(one - ga), xm = MAX0(one - gm);
         return 2 * passes_fwd * (one + one) + 2 * one + xa + xa + xm + xm;
     }
+    double ag = tp_allgather(pg, b);
     return 2 * passes_fwd * (ag + one) + 2 * ag + MAX0(ag - ga) + MAX0(one - ga) + MAX0(ag - gm) + MAX0(one - gm);
 }
 
@@ -1076,10 +1081,10 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
     double pf = x->recompute == 2 ? 2 : 1, b = D(x->b), M = b * pg->rows_per_b, kern = pg->mc.kernel;
     double cast = bt->cast, mlp = bt->mlp, lin = bt->lin, af = bt->attn_fwd, ab = bt->attn_bwd;
     double ew = b * pg->ew_per_b;
-    /* NANOTRON_MODEL: its attention's copies, forward and backward (b > 1: o_proj's input, each way) */
     cast += pg->cast_b / D(x->m); /* the fp8 weight casts, once per step (gemms_prepare) */
     double fwd, bwd;
     if (M4D_UNLIKELY(pg->attn_copies)) {
+        /* NANOTRON_MODEL: its attention's copies, forward and backward (b > 1: o_proj's input, each way); ATTN_UNPAD's */
         double copy = b * pg->copy_per_b, copy_mb = b > 1 ? b * pg->copy_mb_per_b : 0;
         fwd = lin + af + ew + b * pg->pad_per_b + copy + copy_mb + KERNELS_FWD * kern;
         bwd = bt->lin_bwd + ab + 2 * ew + b * pg->ew_grad_per_b + copy_mb + 2 * KERNELS_FWD * kern;
