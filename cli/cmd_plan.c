@@ -154,10 +154,35 @@ static mem4d_search *open_search(const struct cli_args *o, const mem4d_model *m,
     return s;
 }
 
+/* The device's refusal of the plainest split l with each dispatcher
+ * --dispatcher lists (HybridEP on an A100 or an MI300X: m4d_check_device()),
+ * at ep 2 where the layout leaves ep to the search: true, with the first's
+ * reason in text, when the device refuses every one. */
+static bool dispatchers_refused(const struct cli_args *o, const mem4d_model *m, const mem4d_device *d,
+                                const mem4d_layout *l, mem4d_report *r, char *text, size_t size)
+{
+    const struct cli_spec *sp = NULL;
+    for (size_t k = 0; k < o->n_spec; k++)
+        if (o->spec[k].key == MEM4D_LAYOUT_MOE_DISPATCHER)
+            sp = &o->spec[k];
+    mem4d_layout *t = NULL;
+    bool refused = sp && mem4d_layout_clone(l, &t) == MEM4D_OK;
+    if (refused && lget(l, MEM4D_LAYOUT_EP) <= 1)
+        mem4d_layout_set(t, MEM4D_LAYOUT_EP, 2);
+    size_t n = !sp ? 0 : sp->is_list ? sp->n : (size_t)(sp->hi - sp->lo + 1); /* a list, or one value or a range */
+    for (size_t i = 0; refused && i < n; i++)
+        refused = mem4d_layout_set(t, MEM4D_LAYOUT_MOE_DISPATCHER, sp->is_list ? sp->list[i] : sp->lo + i) ==
+                      MEM4D_OK && mem4d_estimate(m, t, d, r) == MEM4D_E_CONFLICT;
+    if (refused)
+        snprintf(text, size, "%s", mem4d_report_message(r)); /* the last one's */
+    mem4d_layout_free(t);
+    return refused;
+}
+
 /* Why no layout is valid: the rule the plainest split (tp = cp = pp = 1,
  * every GPU data-parallel, one sample a micro-batch unless bound) breaks. */
-static void why_none_valid(const mem4d_model *m, const mem4d_device *d, const mem4d_layout *base, char *why,
-                           size_t size)
+static void why_none_valid(const struct cli_args *o, const mem4d_model *m, const mem4d_device *d,
+                           const mem4d_layout *base, char *why, size_t size)
 {
     mem4d_layout *l = NULL;
     mem4d_report *r = NULL;
@@ -167,11 +192,12 @@ static void why_none_valid(const mem4d_model *m, const mem4d_device *d, const me
         mem4d_layout_set(l, MEM4D_LAYOUT_CP, 1);
         mem4d_layout_set(l, MEM4D_LAYOUT_PP, 1);
         mem4d_layout_set(l, MEM4D_LAYOUT_DP, 0);
-        /* the rules of the layout alone, then those of the device (DeepEP over 4-GPU nodes) */
+        /* the rules of the layout alone, then those of the device (DeepEP over 4-GPU nodes, HybridEP
+         * before Hopper), with the layout's dispatcher or the ones listed */
         if (mem4d_validate(m, l, text, sizeof text) == MEM4D_OK) {
             if (mem4d_report_new(&r) == MEM4D_OK && mem4d_estimate(m, l, d, r) == MEM4D_E_CONFLICT)
                 snprintf(text, sizeof text, "%s", mem4d_report_message(r));
-            else
+            else if (!r || !dispatchers_refused(o, m, d, l, r, text, sizeof text))
                 snprintf(text, sizeof text, "tp, cp and pp of 1 are valid alone; the bounds given exclude them");
             mem4d_report_free(r);
         }
@@ -205,7 +231,7 @@ static int run(const struct cli_args *o, const mem4d_model *m, const mem4d_devic
         goto out;
     }
     if (st.valid == 0)
-        why_none_valid(m, d, base, st.why, sizeof st.why);
+        why_none_valid(o, m, d, base, st.why, sizeof st.why);
     uint64_t top = cli_given(o, "--top") ? o->top : o->all ? 0 : DEFAULT_TOP;
     size_t n = top && top < rs.n ? (size_t)top : rs.n;
     const char *model_name = o->hf_config ? o->hf_config : mem4d_model_name(m);

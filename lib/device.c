@@ -43,6 +43,18 @@ mem4d_status mem4d_device_new_preset(const char *name, mem4d_device **out)
     return MEM4D_E_UNKNOWN_PRESET;
 }
 
+/* An AMD GPU: the library knows a device's vendor by its preset alone, a
+ * device keeps its preset's name (a clone, a device file's preset line, and
+ * mem4d_device_format()'s name line, which a parse restores); a device of
+ * another name is of no known vendor. */
+bool m4d_device_rocm(const mem4d_device *device)
+{
+    for (size_t i = 0; i < m4d_device_preset_n; i++)
+        if (m4d_device_presets[i].rocm && m4d_streq_ci(device->name, m4d_device_presets[i].name))
+            return true;
+    return false;
+}
+
 mem4d_status mem4d_device_clone(const mem4d_device *device, mem4d_device **out)
 {
     if (!out)

@@ -433,20 +433,59 @@ bool m4d_deepep_group_ok(uint64_t ranks)
     return false;
 }
 
-/* DeepEP's normal (training) kernels take each 8 consecutive ranks of the
- * group as one node's NVLink peers (NUM_MAX_NVL_PEERS 8, rdma_rank = rank /
- * 8, num_ranks a multiple of 8 above it: deepseek-ai/DeepEP@94a9f8f
- * csrc/deep_ep.cpp, Buffer::Buffer) and reach them by CUDA IPC, which
- * stays inside a node: a group of up to 8 runs the intranode kernels, so
- * on one node. On nodes of fewer than 8 GPUs (a GB200 NVL72's 4-GPU trays)
- * a group wider than a node runs neither (DeepEP issues 392 and 579: the
- * normal mode does not support GB200; NVIDIA's runs used a modified,
- * unpublished DeepEP). HybridEP and the all-to-all run there. */
+/* What the flex dispatchers run on (doc/perf.md, "What the flex
+ * dispatchers run on"). DeepEP's normal (training) kernels take each 8
+ * consecutive ranks of the group as one node's NVLink peers
+ * (NUM_MAX_NVL_PEERS 8, rdma_rank = rank / 8, num_ranks a multiple of 8
+ * above it: deepseek-ai/DeepEP@94a9f8f csrc/deep_ep.cpp, Buffer::Buffer)
+ * and reach them by CUDA IPC, which stays inside a node: a group of up to 8
+ * runs the intranode kernels, so on one node. On nodes of fewer than 8
+ * GPUs (a GB200 NVL72's 4-GPU trays) a group wider than a node runs neither
+ * (DeepEP issues 392 and 579: the normal mode does not support GB200;
+ * NVIDIA's runs used a modified, unpublished DeepEP). HybridEP and the
+ * all-to-all run there.
+ * Before Hopper (SM80) DeepEP builds with DISABLE_SM90_FEATURES, which
+ * asserts NVSHMEM off (setup.py), and without NVSHMEM a Buffer asserts one
+ * RDMA rank (csrc/deep_ep.cpp): the intranode kernels alone, a group of at
+ * most 8 ranks on one node. HybridEP's kernels copy with the TMA
+ * (cuda::ptx::cp_async_bulk, SM90 and later: csrc/hybrid_ep/backend/
+ * hybrid_ep_backend.cuh, docs/README_Hybrid-EP.md), and have no ROCm port
+ * (ROCm/DeepEP@92b4ae1 ports DeepEP's kernels alone). DeepEP runs on an
+ * MI300X (that port), so an AMD GPU refuses HybridEP only. The library
+ * reads a device that states a bf16 peak and no fp8 one as a GPU before
+ * Hopper (as lib/perf.c does), and knows an AMD GPU by its preset's name
+ * (m4d_device_rocm()); what it cannot tell apart (a Volta, an Ada, a
+ * custom AMD device) it does not refuse. */
 #define DEEPEP_NVL_PEERS 8
 mem4d_status m4d_check_device(const struct m4d_ctx *x, const mem4d_device *dev, char *why, size_t n)
 {
-    uint64_t gpn = dev->v[MEM4D_DEVICE_GPUS_PER_NODE], group = m4d_ep_group(x);
-    if (x->dispatcher == MEM4D_MOE_DISPATCHER_DEEPEP && gpn && gpn < DEEPEP_NVL_PEERS && group > gpn) {
+    if (x->dispatcher != MEM4D_MOE_DISPATCHER_DEEPEP && x->dispatcher != MEM4D_MOE_DISPATCHER_HYBRIDEP)
+        return MEM4D_OK;
+    const uint64_t *dv = dev->v;
+    uint64_t gpn = dv[MEM4D_DEVICE_GPUS_PER_NODE], group = m4d_ep_group(x);
+    bool pre_hopper = dv[MEM4D_DEVICE_PEAK_FLOPS] != 0 && dv[MEM4D_DEVICE_PEAK_FP8_FLOPS] == 0;
+    if (x->dispatcher == MEM4D_MOE_DISPATCHER_HYBRIDEP) {
+        if (m4d_device_rocm(dev)) {
+            m4d_msg(why, n, "HybridEP is CUDA code for NVIDIA GPUs (TMA copies over NVLink) with no ROCm port, and "
+                    "%s is an AMD GPU; use deepep (ROCm/DeepEP) or alltoall", dev->name);
+            return MEM4D_E_CONFLICT;
+        }
+        if (pre_hopper) {
+            m4d_msg(why, n, "HybridEP's kernels copy with the TMA (cp.async.bulk), which GPUs before Hopper lack, and "
+                    "a device with no fp8 peak (peak_fp8_flops 0: an A100) is one; use deepep or alltoall, or set "
+                    "peak_fp8_flops for a Hopper or later");
+            return MEM4D_E_CONFLICT;
+        }
+        return MEM4D_OK;
+    }
+    uint64_t most = gpn && gpn < DEEPEP_NVL_PEERS ? gpn : DEEPEP_NVL_PEERS;
+    if (pre_hopper && group > most) {
+        m4d_msg(why, n, "DeepEP before Hopper (no fp8 peak, peak_fp8_flops 0: an A100) builds without NVSHMEM and "
+                "runs its intranode kernels alone, an ep x etp group of at most %llu ranks on one node, not %llu; "
+                "use alltoall, or set peak_fp8_flops for a Hopper", U(most), U(group));
+        return MEM4D_E_CONFLICT;
+    }
+    if (gpn && gpn < DEEPEP_NVL_PEERS && group > gpn) {
         m4d_msg(why, n, "DeepEP's normal kernels do not run an ep x etp group of %llu ranks over nodes of %llu GPUs "
                 "(it needs one node, or 8 GPUs a node: a GB200 NVL72 tray holds 4; DeepEP issue 579); use "
                 "hybridep or alltoall", U(group), U(gpn));

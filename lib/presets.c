@@ -42,13 +42,16 @@ const struct m4d_model_preset m4d_model_presets[] = {
 };
 const size_t m4d_model_preset_n = sizeof m4d_model_presets / sizeof m4d_model_presets[0];
 
-#define D(name_, gib, bf16_tf, fp8_tf, hbm_gbs, intra_gbs, inter_gbs, sms, eff, fp8eff, ...) \
-    {name_, {[MEM4D_DEVICE_MEMORY_BYTES] = (gib) * GiB, [MEM4D_DEVICE_PEAK_FLOPS] = (bf16_tf) * T12 / 10, \
+#define DV(rocm_, name_, gib, bf16_tf, fp8_tf, hbm_gbs, intra_gbs, inter_gbs, sms, eff, fp8eff, ...) \
+    {name_, rocm_, {[MEM4D_DEVICE_MEMORY_BYTES] = (gib) * GiB, [MEM4D_DEVICE_PEAK_FLOPS] = (bf16_tf) * T12 / 10, \
              [MEM4D_DEVICE_PEAK_FP8_FLOPS] = (fp8_tf) * T12 / 10, [MEM4D_DEVICE_HBM_BANDWIDTH] = (hbm_gbs) * G9, \
              [MEM4D_DEVICE_INTRA_NODE_BANDWIDTH] = (intra_gbs) * G9, \
              [MEM4D_DEVICE_INTER_NODE_BANDWIDTH] = (inter_gbs) * G9, [MEM4D_DEVICE_SM_COUNT] = sms, \
              [MEM4D_DEVICE_MATMUL_EFFICIENCY_PPM] = (eff) * 1000, [MEM4D_DEVICE_FP8_EFFICIENCY_PPM] = (fp8eff) * 1000, \
              __VA_ARGS__}}
+/* An NVIDIA GPU (CUDA), and an AMD one (ROCm: m4d_device_rocm()). */
+#define D(...) DV(false, __VA_ARGS__)
+#define D_ROCM(...) DV(true, __VA_ARGS__)
 
 /* Memory: the capacity the vendor states, read in GiB (2^30 bytes), the unit
  * nvidia-smi and rocm-smi report. Peaks are dense (no sparsity), in tenths of
@@ -79,6 +82,6 @@ const struct m4d_device_preset m4d_device_presets[] = {
     D("gb200-186", 186, 25000, 50000, 8000, 900, 50, 148, 729, 723, [MEM4D_DEVICE_GPUS_PER_NODE] = 4,
       [MEM4D_DEVICE_NVLINK_DOMAIN] = 72, [MEM4D_DEVICE_NICS_PER_NODE] = 4, [MEM4D_DEVICE_NIC_BANDWIDTH] = 50 * G9,
       [MEM4D_DEVICE_HOST_BANDWIDTH] = 450 * G9, W(1200)),
-    D("mi300x-192", 192, 13074, 26149, 5300, 448, 50, 304, 514, 1, PCIE5, W(750)),
+    D_ROCM("mi300x-192", 192, 13074, 26149, 5300, 448, 50, 304, 514, 1, PCIE5, W(750)),
 };
 const size_t m4d_device_preset_n = sizeof m4d_device_presets / sizeof m4d_device_presets[0];

@@ -579,9 +579,12 @@ bool m4d_recompute_mode_ok(const struct m4d_ctx *x, char *why, size_t why_size);
 mem4d_status m4d_model_check(const mem4d_model *model, char *why, size_t why_size);
 /* One of DeepEP's configured group sizes (layout.c). */
 bool m4d_deepep_group_ok(uint64_t ranks);
-/* The rules of a resolved layout that need the device (DeepEP over nodes
- * of fewer than 8 GPUs): MEM4D_OK or MEM4D_E_CONFLICT with why. */
+/* The rules of a resolved layout that need the device (what DeepEP and
+ * HybridEP run on: the node, the GPU's generation and vendor): MEM4D_OK or
+ * MEM4D_E_CONFLICT with why. */
 mem4d_status m4d_check_device(const struct m4d_ctx *x, const mem4d_device *dev, char *why, size_t n);
+/* An AMD GPU (ROCm, not CUDA): a device named after a ROCm preset (device.c). */
+bool m4d_device_rocm(const mem4d_device *device);
 /* Whether HybridEP's NVLink rate (HYBRIDEP_SM_BW, lib/perf_moe.c) was
  * measured on a link like the device's: else the estimate warns and the
  * search does not propose HybridEP unless asked to. */
@@ -1043,6 +1046,7 @@ struct m4d_model_preset {
 };
 struct m4d_device_preset {
     const char *name;
+    bool rocm; /* an AMD GPU, programmed through ROCm/HIP, not CUDA (m4d_device_rocm()) */
     uint64_t v[M4D_DEVICE_NPARAM]; /* 0 where the default applies */
 };
 extern const struct m4d_model_preset m4d_model_presets[];

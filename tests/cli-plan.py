@@ -196,6 +196,15 @@ p = run("plan", "--model", "llama3.1-8b", "--model-set", "num_layers=1", "--gpus
 check("No layout is valid" in p.stdout and "global batch 3 is not divisible by micro-batch 1 x dp 7" in p.stdout
       and "Try more GPUs" not in p.stdout, f"no valid layout: {p.stdout!r}")
 
+# A dispatcher the GPU cannot run, the only one listed, is the reason given:
+# HybridEP before Hopper (an A100) and on an AMD GPU (doc/perf.md, "What the
+# flex dispatchers run on").
+for gpu, word in (("a100-80", "before Hopper"), ("mi300x-192", "no ROCm port")):
+    p = run("plan", "--model", "qwen2-57b-a14b", "--gpus", "16", "--seq", "1024", "--gbs", "16", "--gpu", gpu,
+            "--dispatcher", "hybridep", code=1)
+    check("No layout is valid" in p.stdout and "HybridEP" in p.stdout and word in p.stdout,
+          f"hybridep on {gpu}: {p.stdout!r}")
+
 # A failed write of the landscape is an error that says so.
 if os.path.exists("/dev/full"):
     p = run("plan", *JOB, "--svg", "/dev/full", code=2)

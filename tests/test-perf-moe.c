@@ -509,9 +509,9 @@ END_TEST
 /* The dispatchers a search over experts yields (a bit per dispatcher),
  * with ep fixed at `ep` (1: searched), the dispatchers allowed `allow` (0:
  * any), on device d; *eps and *etp1 receive the ep values and the count of
- * layouts with etp 1. */
-static uint64_t searched(const mem4d_model *m, const mem4d_device *d, const char *ep, uint64_t allow, uint64_t *eps,
-                         uint64_t *etp1)
+ * layouts with etp 1, *count the count of layouts. */
+static uint64_t search_layouts(const mem4d_model *m, const mem4d_device *d, const char *ep, uint64_t allow,
+                               uint64_t *eps, uint64_t *etp1, uint64_t *count)
 {
     mem4d_layout *base = tu_layout("world=64", "seq=4096", "gbs=256", ep, NULL);
     mem4d_search *s = NULL;
@@ -533,10 +533,19 @@ static uint64_t searched(const mem4d_model *m, const mem4d_device *d, const char
         *etp1 += etp == 1;
         n++;
     }
-    ck_assert_uint_gt(n, 0);
+    *count = n;
     mem4d_layout_free(l);
     mem4d_search_free(s);
     mem4d_layout_free(base);
+    return disps;
+}
+
+/* search_layouts(), which yields some layout. */
+static uint64_t searched(const mem4d_model *m, const mem4d_device *d, const char *ep, uint64_t allow, uint64_t *eps,
+                         uint64_t *etp1)
+{
+    uint64_t n = 0, disps = search_layouts(m, d, ep, allow, eps, etp1, &n);
+    ck_assert_uint_gt(n, 0);
     return disps;
 }
 
@@ -567,8 +576,101 @@ START_TEST(search_over_experts)
     ck_assert_msg(etp1 > 0 && (eps & ~UINT64_C(0x16)) == 0, "DeepEP's ep values on gb200-186 %llx",
                   (unsigned long long)eps);
     mem4d_device_free(gb200);
+    /* DeepEP before Hopper (an A100) within a node's 8 GPUs alone, on an MI300X at every ep; no HybridEP on
+     * either, even when asked for */
+    mem4d_device *a100 = tu_device("a100-80"), *mi300x = tu_device("mi300x-192");
+    disps = searched(m, a100, "ep=1", MEM4D_MOE_DISPATCHER_DEEPEP, &eps, &etp1);
+    ck_assert_msg(disps == UINT64_C(1) << MEM4D_MOE_DISPATCHER_DEEPEP, "%llx", (unsigned long long)disps);
+    ck_assert_msg((eps & UINT64_C(0x100)) && (eps & ~UINT64_C(0x116)) == 0, "DeepEP's ep values on a100-80 %llx",
+                  (unsigned long long)eps);
+    searched(m, mi300x, "ep=1", MEM4D_MOE_DISPATCHER_DEEPEP, &eps, &etp1);
+    ck_assert_msg(eps >> 16, "DeepEP's ep values on mi300x-192 %llx", (unsigned long long)eps);
+    uint64_t n = 0;
+    search_layouts(m, a100, "ep=1", MEM4D_MOE_DISPATCHER_HYBRIDEP, &eps, &etp1, &n);
+    ck_assert_uint_eq(n, 0);
+    search_layouts(m, mi300x, "ep=1", MEM4D_MOE_DISPATCHER_HYBRIDEP, &eps, &etp1, &n);
+    ck_assert_uint_eq(n, 0);
+    mem4d_device_free(mi300x);
+    mem4d_device_free(a100);
     mem4d_device_free(b200);
     mem4d_device_free(h100);
+    mem4d_model_free(m);
+}
+END_TEST
+
+/* model m's layout l on device d: its status, with the message in why */
+static mem4d_status estimate_why(const mem4d_model *m, const mem4d_layout *l, const mem4d_device *d, char *why,
+                                 size_t n)
+{
+    mem4d_report *r = NULL;
+    ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
+    mem4d_status st = mem4d_estimate(m, l, d, r);
+    snprintf(why, n, "%s", mem4d_report_message(r));
+    mem4d_report_free(r);
+    return st;
+}
+
+/* What the flex dispatchers run on (doc/perf.md, "What the flex dispatchers
+ * run on"). HybridEP's TMA copies need Hopper or later, and CUDA: an A100
+ * (no fp8 peak) and an MI300X refuse it. DeepEP before Hopper runs its
+ * intranode kernels alone (ep x etp up to 8, one node); on an MI300X
+ * (ROCm/DeepEP) it runs as on an H100. A copy of an MI300X, or one read
+ * back from its device file, is an MI300X; an A100 given an fp8 peak is
+ * taken for a Hopper, and a device that states no peak refuses nothing. */
+START_TEST(flex_dispatchers_by_gpu)
+{
+    mem4d_model *m = tu_qwen3("8");
+    mem4d_layout *l = tu_layout("world=64", "etp=1", JOB, NULL);
+    static const struct {
+        const char *gpu, *ep, *dispatcher, *why; /* why: a word of the refusal, NULL where estimated */
+    } cases[] = {
+        {"a100-80", "2", "hybridep", "TMA"},           {"a100-80", "8", "hybridep", "TMA"},
+        {"a100-80", "8", "deepep", NULL},              {"a100-80", "16", "deepep", "intranode"},
+        {"a100-80", "64", "deepep", "intranode"},      {"mi300x-192", "8", "hybridep", "ROCm"},
+        {"mi300x-192", "64", "hybridep", "ROCm"},      {"mi300x-192", "32", "deepep", NULL},
+        {"h100-80", "32", "deepep", NULL},             {"h100-80", "8", "hybridep", NULL},
+    };
+    char why[256];
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        mem4d_device *d = tu_device(cases[i].gpu);
+        ck_assert_int_eq(mem4d_layout_set_str(l, "ep", cases[i].ep), MEM4D_OK);
+        ck_assert_int_eq(mem4d_layout_set_str(l, "moe_dispatcher", cases[i].dispatcher), MEM4D_OK);
+        mem4d_status st = estimate_why(m, l, d, why, sizeof why);
+        ck_assert_msg(st == (cases[i].why ? MEM4D_E_CONFLICT : MEM4D_OK), "%s ep %s %s: %s", cases[i].gpu,
+                      cases[i].ep, cases[i].dispatcher, why);
+        ck_assert_msg(!cases[i].why || strstr(why, cases[i].why), "%s", why);
+        mem4d_device_free(d);
+    }
+    /* an MI300X's copy and its device file read back */
+    mem4d_device *mi = tu_device("mi300x-192"), *copy = NULL, *back = NULL;
+    char text[8192];
+    ck_assert_int_eq(mem4d_device_clone(mi, &copy), MEM4D_OK);
+    ck_assert_int_eq(mem4d_device_format(mi, text, sizeof text, NULL), MEM4D_OK);
+    ck_assert_int_eq(mem4d_device_new(&back), MEM4D_OK);
+    ck_assert_int_eq(mem4d_device_parse(back, text, strlen(text), why, sizeof why), MEM4D_OK);
+    ck_assert_int_eq(mem4d_layout_set_str(l, "ep", "8"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_layout_set_str(l, "moe_dispatcher", "hybridep"), MEM4D_OK);
+    ck_assert_int_eq(estimate_why(m, l, copy, why, sizeof why), MEM4D_E_CONFLICT);
+    ck_assert_int_eq(estimate_why(m, l, back, why, sizeof why), MEM4D_E_CONFLICT);
+    /* a device with memory alone: no generation, no vendor known */
+    mem4d_device *bare = NULL;
+    ck_assert_int_eq(mem4d_device_new(&bare), MEM4D_OK);
+    ck_assert_int_eq(mem4d_device_set_str(bare, "memory_bytes", "85899345920"), MEM4D_OK);
+    ck_assert_msg(estimate_why(m, l, bare, why, sizeof why) == MEM4D_OK, "%s", why);
+    /* an A100 with an fp8 peak runs both */
+    mem4d_device *a100 = tu_device("a100-80");
+    ck_assert_int_eq(mem4d_device_set(a100, MEM4D_DEVICE_PEAK_FP8_FLOPS, tu_device_get(a100, "peak_flops") * 2),
+                     MEM4D_OK);
+    ck_assert_msg(estimate_why(m, l, a100, why, sizeof why) == MEM4D_OK, "%s", why);
+    ck_assert_int_eq(mem4d_layout_set_str(l, "ep", "16"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_layout_set_str(l, "moe_dispatcher", "deepep"), MEM4D_OK);
+    ck_assert_msg(estimate_why(m, l, a100, why, sizeof why) == MEM4D_OK, "%s", why);
+    mem4d_device_free(a100);
+    mem4d_device_free(bare);
+    mem4d_device_free(back);
+    mem4d_device_free(copy);
+    mem4d_device_free(mi);
+    mem4d_layout_free(l);
     mem4d_model_free(m);
 }
 END_TEST
@@ -625,6 +727,7 @@ int main(void)
     tcase_add_test(tc, shared_expert_overlap);
     tcase_add_test(tc, search_over_experts);
     tcase_add_test(tc, hybridep_unsourced_warns);
+    tcase_add_test(tc, flex_dispatchers_by_gpu);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }
