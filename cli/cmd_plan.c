@@ -156,7 +156,7 @@ static mem4d_search *open_search(const struct cli_args *o, const mem4d_model *m,
 
 /* The device's refusal of the plainest split l with each dispatcher
  * --dispatcher lists (HybridEP on an A100 or an MI300X: m4d_check_device()),
- * at ep 2 where the layout leaves ep to the search: true, with the first's
+ * at ep 2 where the layout leaves ep to the search: true, with the last one's
  * reason in text, when the device refuses every one. */
 static bool dispatchers_refused(const struct cli_args *o, const mem4d_model *m, const mem4d_device *d,
                                 const mem4d_layout *l, mem4d_report *r, char *text, size_t size)
