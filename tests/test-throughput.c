@@ -363,6 +363,12 @@ static mem4d_layout *layout_of(const struct table *t, char **f, const char *id)
     set(l, "tp_comm_overlap", tov, id);
     if (strncmp(col(t, f, "precision"), "fp8", 3) == 0)
         set(l, "fp8", "1", id);
+    /* "fp8 (current scaling)": Megatron-Bridge's FP8-CS runs, whose
+     * bf16_with_fp8_current_scaling_mixed sets fp8_recipe "tensorwise"
+     * (per-tensor current scaling; NVIDIA-NeMo/Megatron-Bridge@0509780
+     * src/megatron/bridge/training/mixed_precision.py) */
+    if (strstr(col(t, f, "precision"), "current scaling"))
+        set(l, "fp8_recipe", "tensorwise", id);
     return l;
 }
 
