@@ -91,27 +91,12 @@ static inline uint64_t residual_bytes(const struct m4d_ctx *x) { return x->fp32_
  * allocator's fragmentation (estimate_buffers.c's) are inline: every stage
  * of every estimate of a search asks them. */
 
-/* Micro-batches live on stage r at its peak. 1F1B: min(p − r, m).
- * Interleaved (v chunks of ℓ_r/v layers): Megatron's warm-up
- * 2(p−r−1) + (v−1)·p chunk-micro-batches plus the one of the first
- * steady-state step, capped at m·v. m = 0 (unknown) is taken as large. */
+/* Micro-batches live on stage r at its peak (m4d_in_flight_units(),
+ * lib/private.h) and the layers of each: ℓ_r, or ℓ_r/v a chunk. */
 static inline void m4d_in_flight(const struct m4d_ctx *x, uint64_t r, uint64_t *units, uint64_t *layers_each)
 {
-    if (x->v > 1) {
-        uint64_t n = 2 * (x->p - r - 1) + (x->v - 1) * x->p + 1;
-        if (x->m > 0 && n > x->m * x->v)
-            n = x->m * x->v;
-        *units = n;
-        *layers_each = m4d_split_rank_layers(&x->split, r) / x->v;
-        return;
-    }
-    uint64_t n = x->p - r;
-    if (x->afab && x->m > n) /* all forward, all backward: every micro-batch */
-        n = x->m;
-    if (x->m > 0 && x->m < n)
-        n = x->m;
-    *units = n;
-    *layers_each = m4d_split_rank_layers(&x->split, r);
+    *units = m4d_in_flight_units(x, r);
+    *layers_each = m4d_split_rank_layers(&x->split, r) / (x->v > 1 ? x->v : 1);
 }
 
 /* The caching allocator's reserved-but-unallocated bytes at the peak,

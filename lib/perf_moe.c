@@ -532,13 +532,17 @@ double m4d_moe_exposed(const struct m4d_ctx *x, const struct m4d_moe_time *t,
      * combine exposed. Megatron-Core's interleaved schedule
      * (pipeline_parallel/schedules.py, get_pp_rank_microbatches) runs
      * (p - 1)·2 + (v - 1)·p warm-up chunk forwards on the first rank, one
-     * more with the EP overlap, of its m·v; without pipelining
-     * (combined_1f1b_schedule_for_no_pipelining) the first micro-batch's
-     * forward and the last one's backward run alone. */
-    double p = D(x->p), v = D(x->v ? x->v : 1), steps = D(x->m) * v, alone = 1;
-    if (x->p > 1)
-        alone = (v > 1 ? 2 * (p - 1) + (v - 1) * p : p - 1) + 1;
-    double f = steps > 0 ? MIN(alone / steps, 1) : 0;
+     * more with the EP overlap, of its m·v: the chunk passes the first
+     * stage holds at its peak, m4d_in_flight_units() (memory's count). Without
+     * pipelining (combined_1f1b_schedule_for_no_pipelining) the first
+     * micro-batch's forward and the last one's backward run alone. All
+     * forward, all backward (pipeline_schedule=afab) pairs none: every
+     * micro-batch is in flight at once, so f = 1 and every dispatch and
+     * combine is exposed (the overlap lives in Megatron-Core's 1F1B
+     * schedules only). */
+    uint64_t units = x->p > 1 || x->afab ? m4d_in_flight_units(x, 0) : 1;
+    double steps = D(x->m) * D(x->v ? x->v : 1);
+    double f = steps > 0 ? MIN(D(units) / steps, 1) : 0;
     return recompute + (1 - f) * paired + f * 4 * c;
 }
 

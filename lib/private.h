@@ -293,6 +293,24 @@ static inline uint64_t m4d_ep_group(const struct m4d_ctx *x) { return x->ep * x-
  * one in all with mtp_use_repeated_layer. */
 static inline uint64_t m4d_mtp_modules(const struct m4d_ctx *x) { return x->mtp_repeated && x->mtp ? 1 : x->mtp; }
 
+/* Chunk-micro-batch passes live on stage r at its peak (the one owner of
+ * the schedule's warm-up count: memory's m4d_in_flight(), lib/estimate_full.h,
+ * and the EP overlap's unpaired passes, lib/perf_moe.c). 1F1B: min(p − r, m).
+ * Interleaved (v chunks): Megatron's warm-up 2(p−r−1) + (v−1)·p chunk passes
+ * plus the one of the first steady-state step, capped at m·v. All forward,
+ * all backward: every micro-batch. m = 0 (unknown) is taken as large. */
+static inline uint64_t m4d_in_flight_units(const struct m4d_ctx *x, uint64_t r)
+{
+    if (x->v > 1) {
+        uint64_t n = 2 * (x->p - r - 1) + (x->v - 1) * x->p + 1;
+        return x->m > 0 && n > x->m * x->v ? x->m * x->v : n;
+    }
+    uint64_t n = x->p - r;
+    if (x->afab && x->m > n) /* all forward, all backward: every micro-batch */
+        n = x->m;
+    return x->m > 0 && x->m < n ? x->m : n;
+}
+
 
 /* Bits of cuda_graph_scope, in Megatron's names (0: the whole layer). */
 enum { M4D_GRAPH_ATTN = 1, M4D_GRAPH_MLP = 2, M4D_GRAPH_MOE = 4, M4D_GRAPH_MOE_ROUTER = 8, M4D_GRAPH_MOE_PREPROCESS = 16 };

@@ -276,6 +276,77 @@ START_TEST(ep_overlap)
 }
 END_TEST
 
+/* The EP overlap's unpaired passes are the chunk passes memory holds on the
+ * first stage at its peak (one rule, m4d_in_flight_units()): the overlap
+ * hides nothing exactly when every chunk pass of the first rank is a
+ * warm-up one, m·v <= 2(p-1) + (v-1)·p + 1, where memory's in-flight count
+ * on stage 0 is every micro-batch; under all forward, all backward every
+ * micro-batch is in flight and none pairs. Fails if the two drift. */
+static void ep_and_in_flight(const mem4d_model *m, uint64_t p, uint64_t v, uint64_t mb, bool afab, bool overlap,
+                             double *ep, uint64_t *in_flight)
+{
+    mem4d_layout *l = NULL;
+    ck_assert_int_eq(mem4d_layout_new(&l), MEM4D_OK);
+    char gbs[32], pp[32], vpp[32];
+    uint64_t dp = 256 / (2 * p);
+    snprintf(gbs, sizeof gbs, "%llu", (unsigned long long)(mb * dp));
+    snprintf(pp, sizeof pp, "%llu", (unsigned long long)p);
+    snprintf(vpp, sizeof vpp, "%llu", (unsigned long long)v);
+    const char *kv[][2] = {{"world", "256"}, {"tp", "2"}, {"pp", pp}, {"vpp", vpp}, {"ep", "32"}, {"etp", "1"},
+                           {"moe_dispatcher", "deepep"}, {"moe_ep_overlap", overlap ? "1" : "0"},
+                           {"pipeline_schedule", afab ? "afab" : "1f1b"}, {"seq", "4096"}, {"gbs", gbs},
+                           {"mbs", "1"}, {"recompute", "selective"}};
+    for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++)
+        ck_assert_msg(mem4d_layout_set_str(l, kv[i][0], kv[i][1]) == MEM4D_OK, "%s", kv[i][0]);
+    mem4d_device *d = tu_device("h100-80");
+    mem4d_report *r = NULL;
+    ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
+    ck_assert_msg(mem4d_estimate(m, l, d, r) == MEM4D_OK, "%s", mem4d_report_message(r));
+    ck_assert_int_eq(mem4d_report_metric(r, EP, ep), MEM4D_OK);
+    ck_assert_int_eq(mem4d_report_get(r, 0, MEM4D_TERM_IN_FLIGHT, in_flight), MEM4D_OK);
+    mem4d_report_free(r);
+    mem4d_device_free(d);
+    mem4d_layout_free(l);
+}
+
+START_TEST(ep_overlap_warmup_is_memorys)
+{
+    mem4d_model *m = tu_qwen3("8");
+    static const uint64_t pv[][2] = {{2, 2}, {4, 2}, {2, 4}};
+    for (size_t i = 0; i < sizeof pv / sizeof pv[0]; i++) {
+        uint64_t p = pv[i][0], v = pv[i][1], warm = 2 * (p - 1) + (v - 1) * p + 1;
+        for (uint64_t mb = 1; mb <= 3 * p; mb++) {
+            double plain, hidden;
+            uint64_t a, b;
+            ep_and_in_flight(m, p, v, mb, false, false, &plain, &a);
+            ep_and_in_flight(m, p, v, mb, false, true, &hidden, &b);
+            uint64_t units = mb * v < warm ? mb * v : warm;
+            ck_assert_uint_eq(a, b);
+            ck_assert_msg(b == (units + v - 1) / v, "pp %llu vpp %llu m %llu: in flight %llu",
+                          (unsigned long long)p, (unsigned long long)v, (unsigned long long)mb,
+                          (unsigned long long)b);
+            bool all_warm = mb * v <= warm;
+            ck_assert_msg(all_warm ? fabs(hidden - plain) <= 1e-12 * plain : hidden < plain,
+                          "pp %llu vpp %llu m %llu: EP %g with the overlap, %g without", (unsigned long long)p,
+                          (unsigned long long)v, (unsigned long long)mb, hidden, plain);
+        }
+    }
+    /* pp 1: one forward and one backward alone, memory holds one; afab:
+     * memory holds all 4 and the overlap hides nothing */
+    double plain, hidden;
+    uint64_t a, b;
+    ep_and_in_flight(m, 1, 1, 4, false, false, &plain, &a);
+    ep_and_in_flight(m, 1, 1, 4, false, true, &hidden, &b);
+    ck_assert_msg(a == 1 && b == 1 && hidden < plain, "%llu %llu %g %g", (unsigned long long)a,
+                  (unsigned long long)b, hidden, plain);
+    ep_and_in_flight(m, 1, 1, 4, true, false, &plain, &a);
+    ep_and_in_flight(m, 1, 1, 4, true, true, &hidden, &b);
+    ck_assert_msg(a == 4 && b == 4 && fabs(hidden - plain) <= 1e-12 * plain, "%llu %llu %g %g",
+                  (unsigned long long)a, (unsigned long long)b, hidden, plain);
+    mem4d_model_free(m);
+}
+END_TEST
+
 /* --delay-wgrad-compute under the EP overlap runs the experts' weight
  * gradients apart (mlp_bwd_dw), after the dgrads: the backward dispatch
  * waits for the dgrads alone and the forward dispatch hides under the
@@ -715,6 +786,7 @@ int main(void)
     tcase_add_test(tc, hybridep_in_the_nvlink_domain);
     tcase_add_test(tc, hybridep_sm_ceiling);
     tcase_add_test(tc, ep_overlap);
+    tcase_add_test(tc, ep_overlap_warmup_is_memorys);
     tcase_add_test(tc, ep_overlap_persistent);
     tcase_add_test(tc, fp8_recipe);
     tcase_add_test(tc, delayed_wgrad);
