@@ -137,6 +137,16 @@
 
 static inline double D(uint64_t v) { return (double)(int64_t)v; }
 
+/* DeepEP's rates (DEEPEP_SM_BW, DEEPEP_LINK_EFF) are of its CUDA kernels
+ * over NVLink (H800, H20); its ROCm port (ROCm/DeepEP@0e3ef16 README.md,
+ * "AMD ROCm Support": xGMI intranode, HIPified kernels, "some NVIDIA-only
+ * optimizations (e.g., PTX loads) are not mirrored") publishes no MI300X
+ * figure: on an AMD GPU they are not sourced. */
+bool m4d_deepep_sourced(const mem4d_device *dev)
+{
+    return !m4d_device_rocm(dev);
+}
+
 bool m4d_hybridep_sourced(const mem4d_device *dev)
 {
     return D(dev->v[MEM4D_DEVICE_INTRA_NODE_BANDWIDTH]) >= HYBRIDEP_NVLINK_MEASURED;

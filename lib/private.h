@@ -607,6 +607,10 @@ bool m4d_device_rocm(const mem4d_device *device);
  * measured on a link like the device's: else the estimate warns and the
  * search does not propose HybridEP unless asked to. */
 bool m4d_hybridep_sourced(const mem4d_device *dev);
+/* Whether DeepEP's rates (DEEPEP_SM_BW, DEEPEP_LINK_EFF, lib/perf_moe.c)
+ * were measured on a GPU of the device's vendor (not on an AMD GPU): else
+ * the estimate warns and the search does not propose DeepEP unless asked. */
+bool m4d_deepep_sourced(const mem4d_device *dev);
 void m4d_ctx_model(const mem4d_model *model, struct m4d_ctx *x);
 bool m4d_model_params_total(const struct m4d_ctx *x, uint64_t vocab, uint64_t *out);
 

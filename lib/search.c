@@ -339,7 +339,8 @@ mem4d_status mem4d_search_stat_get(const mem4d_search *search, mem4d_search_stat
  * Core's parallel folding, or the experts split like the dense layers), and
  * every dispatcher (m4d_resolve() and m4d_check_device() refuse what DeepEP
  * cannot run; HybridEP
- * only where m4d_hybridep_sourced(), unless the dispatcher knob is set);
+ * only where m4d_hybridep_sourced() and DeepEP only where
+ * m4d_deepep_sourced() (not on an AMD GPU), unless the dispatcher knob is set);
  * else the base layout's. false when out of memory. */
 static bool experts_groups(mem4d_search *s, struct group *g, const uint64_t *div_e, size_t ndiv_e)
 {
@@ -353,7 +354,9 @@ static bool experts_groups(mem4d_search *s, struct group *g, const uint64_t *div
         netp = g->t > 1 ? 2 : 1;
         disp_lo = 0, disp_hi = MEM4D_MOE_DISPATCHER_HYBRIDEP;
         const struct knob *k = &s->knob[K_DISP];
-        if (!m4d_hybridep_sourced(&s->dev) && k->nset == 0 && k->lo == 0)
+        if (k->nset == 0 && k->lo == 0 && !m4d_deepep_sourced(&s->dev))
+            disp_hi = MEM4D_MOE_DISPATCHER_ALLGATHER;
+        else if (k->nset == 0 && k->lo == 0 && !m4d_hybridep_sourced(&s->dev))
             disp_hi = MEM4D_MOE_DISPATCHER_DEEPEP;
     }
     uint64_t tdc = g->t * g->d * g->c;

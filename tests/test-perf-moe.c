@@ -661,6 +661,9 @@ START_TEST(search_over_experts)
     ck_assert_uint_eq(n, 0);
     search_layouts(m, mi300x, "ep=1", MEM4D_MOE_DISPATCHER_HYBRIDEP, &eps, &etp1, &n);
     ck_assert_uint_eq(n, 0);
+    /* DeepEP's rates are NVIDIA's: on an MI300X only when asked for */
+    disps = searched(m, mi300x, "ep=1", 0, &eps, &etp1);
+    ck_assert_msg(disps == 3, "dispatchers on mi300x-192 %llx", (unsigned long long)disps);
     mem4d_device_free(mi300x);
     mem4d_device_free(a100);
     mem4d_device_free(b200);
@@ -746,14 +749,15 @@ START_TEST(flex_dispatchers_by_gpu)
 }
 END_TEST
 
-/* HybridEP on a link its published NVLink rate was not measured on (an
- * H100's 450 GB/s) is timed with a warning that says so; on B200 and
- * GB200 (900 GB/s) without one. */
-START_TEST(hybridep_unsourced_warns)
+/* Estimate ep 8 over 64 GPUs with `dispatcher` on each of the three
+ * devices, and assert that only the first one's report has a warning that
+ * names the dispatcher. */
+static void dispatcher_warns_first_only(const char *dispatcher, const char *const gpus[3])
 {
+    char set[64];
+    snprintf(set, sizeof set, "moe_dispatcher=%s", dispatcher);
     mem4d_model *m = tu_qwen3("8");
-    mem4d_layout *l = tu_layout("world=64", "ep=8", "etp=1", "moe_dispatcher=hybridep", JOB, NULL);
-    const char *gpus[] = {"h100-80", "b200-180", "gb200-186"};
+    mem4d_layout *l = tu_layout("world=64", "ep=8", "etp=1", set, JOB, NULL);
     for (int i = 0; i < 3; i++) {
         mem4d_device *d = tu_device(gpus[i]);
         mem4d_report *r = NULL;
@@ -761,13 +765,31 @@ START_TEST(hybridep_unsourced_warns)
         ck_assert_msg(mem4d_estimate(m, l, d, r) == MEM4D_OK, "%s", mem4d_report_message(r));
         int found = 0;
         for (size_t w = 0; w < mem4d_report_warning_count(r); w++)
-            found += strstr(mem4d_report_warning(r, w), "hybridep") != NULL;
-        ck_assert_msg(found == (i == 0), "%s: %d HybridEP warnings", gpus[i], found);
+            found += strstr(mem4d_report_warning(r, w), dispatcher) != NULL;
+        ck_assert_msg(found == (i == 0), "%s: %d %s warnings", gpus[i], found, dispatcher);
         mem4d_report_free(r);
         mem4d_device_free(d);
     }
     mem4d_layout_free(l);
     mem4d_model_free(m);
+}
+
+/* HybridEP on a link its published NVLink rate was not measured on (an
+ * H100's 450 GB/s) is timed with a warning that says so; on B200 and
+ * GB200 (900 GB/s) without one. */
+START_TEST(hybridep_unsourced_warns)
+{
+    static const char *const gpus[] = {"h100-80", "b200-180", "gb200-186"};
+    dispatcher_warns_first_only("hybridep", gpus);
+}
+END_TEST
+
+/* DeepEP on an AMD GPU (ROCm/DeepEP) is timed with rates measured on
+ * NVIDIA GPUs: the estimate says so; not on an NVIDIA GPU. */
+START_TEST(deepep_unsourced_on_amd)
+{
+    static const char *const gpus[] = {"mi300x-192", "h100-80", "b200-180"};
+    dispatcher_warns_first_only("deepep", gpus);
 }
 END_TEST
 
@@ -799,6 +821,7 @@ int main(void)
     tcase_add_test(tc, shared_expert_overlap);
     tcase_add_test(tc, search_over_experts);
     tcase_add_test(tc, hybridep_unsourced_warns);
+    tcase_add_test(tc, deepep_unsourced_on_amd);
     tcase_add_test(tc, flex_dispatchers_by_gpu);
     suite_add_tcase(s, tc);
     return tu_run(s);
