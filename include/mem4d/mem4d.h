@@ -817,8 +817,10 @@ typedef enum mem4d_layout_param {
      * handles kept per layer and micro-batch. Needs experts and ep x etp > 1 (flex). HybridEP's
      * NVLink rate is published for 900 GB/s links (B200, GB200) alone: on a device whose
      * intra_node_bandwidth is lower (H100) its step time carries a warning and the search
-     * proposes it only when the dispatcher is listed. DeepEP over nodes of fewer than 8 GPUs
-     * (a GB200 NVL72's 4-GPU trays) runs only inside a node: a wider ep x etp group is refused
+     * proposes it only when the dispatcher is listed; so does DeepEP on an AMD GPU (the
+     * mi300x-192 preset: its rates are measured on NVIDIA GPUs alone). DeepEP over nodes of
+     * fewer than 8 GPUs (a GB200 NVL72's 4-GPU trays) runs only inside a node: a wider ep x etp
+     * group is refused
      * by mem4d_estimate() (::MEM4D_E_CONFLICT). So are HybridEP on a GPU before Hopper (a device
      * with peak_flops and no peak_fp8_flops, an A100) or on an AMD GPU (the mi300x-192 preset),
      * and DeepEP before Hopper over a group of more than 8 GPUs or wider than a node.

@@ -488,10 +488,11 @@ pub const MEM4D_LAYOUT_LAST_CHUNK_FEWER_LAYERS: mem4d_layout_param = 63;
 /// token of the group reaching one rank, with its routing handles kept per layer and micro-batch. Needs experts and ep
 /// x etp > 1 (flex). HybridEP's NVLink rate is published for 900 GB/s links (B200, GB200) alone: on a device whose
 /// intra_node_bandwidth is lower (H100) its step time carries a warning and the search proposes it only when the
-/// dispatcher is listed. DeepEP over nodes of fewer than 8 GPUs (a GB200 NVL72's 4-GPU trays) runs only inside a node:
-/// a wider ep x etp group is refused by mem4d_estimate() (MEM4D_E_CONFLICT). So are HybridEP on a GPU before Hopper (a
-/// device with peak_flops and no peak_fp8_flops, an A100) or on an AMD GPU (the mi300x-192 preset), and DeepEP before
-/// Hopper over a group of more than 8 GPUs or wider than a node. Default alltoall. @since 0.2
+/// dispatcher is listed; so does DeepEP on an AMD GPU (the mi300x-192 preset: its rates are measured on NVIDIA GPUs
+/// alone). DeepEP over nodes of fewer than 8 GPUs (a GB200 NVL72's 4-GPU trays) runs only inside a node: a wider ep x
+/// etp group is refused by mem4d_estimate() (MEM4D_E_CONFLICT). So are HybridEP on a GPU before Hopper (a device with
+/// peak_flops and no peak_fp8_flops, an A100) or on an AMD GPU (the mi300x-192 preset), and DeepEP before Hopper over a
+/// group of more than 8 GPUs or wider than a node. Default alltoall. @since 0.2
 pub const MEM4D_LAYOUT_MOE_DISPATCHER: mem4d_layout_param = 64;
 /// Experimental: "moe_dispatcher_sms": streaming multiprocessors DeepEP's kernels use (--moe-flex-dispatcher-num-sms),
 /// even, 2 to 256; its buffers scale with them. Default 20 (Megatron-Core's). @since 0.2
