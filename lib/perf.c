@@ -728,6 +728,13 @@ static double mlp_width_run(const struct m4d_ctx *x)
  * reuses the cached fp8 copy for the step's other micro-batches
  * (extensions/transformer_engine.py, TELinear.forward;
  * NVIDIA/Megatron-LM@d98e8a64). */
+/* An MoE model with dense layers (moe_first_dense_layers, a MoE layer
+ * period; a layer pattern's are lib/perf_hybrid.c's). */
+static bool has_dense_layers(const struct m4d_ctx *x)
+{
+    return x->experts && !x->nlt && (x->first_dense > 0 || x->moe_period != 1);
+}
+
 static void gemms_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
 {
     const struct m4d_machine *mc = &pg->mc;
@@ -750,10 +757,17 @@ static void gemms_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
     pg->lin_ub[3] = gemm_of(mc, h, F, rs, eb);
     if (F == 0) /* an expert layer without a shared expert: no down projection either */
         pg->lin[3].tn = pg->lin_ub[3].tn = 0;
-    /* an MoE model's dense layers run the dense ffn instead */
-    double Fd = D(x->f) * rt;
-    pg->dense_mlp[0] = gemm_of(mc, (x->gated ? 2 : 1) * Fd, h, r, eb);
-    pg->dense_mlp[1] = gemm_of(mc, h, Fd, rs, eb);
+    /* an MoE model's dense layers run the dense ffn instead, timed as a
+     * dense model's MLP (linears_time) */
+    memset(pg->dense_mlp, 0, sizeof pg->dense_mlp);
+    memset(pg->dense_mlp_ub, 0, sizeof pg->dense_mlp_ub);
+    if (has_dense_layers(x)) {
+        double Fd = D(x->f) * rt, upd = (x->gated ? 2 : 1) * Fd;
+        pg->dense_mlp[0] = gemm_of(mc, upd, h, r, eb);
+        pg->dense_mlp[1] = gemm_of(mc, h, Fd, r, eb);
+        pg->dense_mlp_ub[0] = gemm_of(mc, upd, h, rs, eb);
+        pg->dense_mlp_ub[1] = gemm_of(mc, h, Fd, rs, eb);
+    }
     pg->head = gemm_of(mc, D(x->Vp) * rt, h, mc->gemm, 2);
     pg->rows_per_b = D(x->s) / D(x->c);
     pg->cast_a = pg->cast_b = 0;
@@ -836,24 +850,24 @@ static void gemms_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
  * kernel on UB_SMS SMs; the column-parallel dgrads and wgrads (qkv_, fc1_)
  * as "bulk", whole, beside a collective on UB_SMS SMs; the row-parallel
  * wgrads ("external") whole on every SM. */
-static double linears_time(const struct m4d_perf_group *pg, double M, double *bwd, double *mlp, double *cast)
+static double linears_time(const struct m4d_perf_group *pg, const struct m4d_gemm *mg, const struct m4d_gemm *mu,
+                           double M, double *bwd, double *mlp)
 {
     const struct m4d_machine *mc = &pg->mc;
-    const struct m4d_gemm *g = pg->lin, *u = pg->lin_ub;
-    *cast = pg->cast_a * M;
+    const struct m4d_gemm *g = pg->lin, *u = pg->lin_ub; /* the MLP's: mg, mu (up, down) */
     if (pg->chunks <= 1) {
         double attn = gemm_time(mc, &g[0], M) + gemm_time(mc, &g[1], M);
-        *mlp = gemm_time(mc, &g[2], M) + gemm_time(mc, &g[3], M);
+        *mlp = gemm_time(mc, &mg[0], M) + gemm_time(mc, &mg[1], M);
         *bwd = 2 * (attn + *mlp);
         return attn + *mlp;
     }
     double t = pg->chunks, mr = ceil_q(M / t), mp = ceil_q(M * (1 / UB_RS_SPLITS));
-    double col = t * (gemm_time(mc, &g[0], mr) + gemm_time(mc, &g[2], mr));
-    double row = UB_RS_SPLITS * (gemm_time(mc, &u[1], mp) + gemm_time(mc, &u[3], mp));
-    *mlp = t * gemm_time(mc, &g[2], mr) + UB_RS_SPLITS * gemm_time(mc, &u[3], mp);
-    *bwd = 2 * (gemm_time(mc, &u[0], M) + gemm_time(mc, &u[2], M)) +
-           t * (gemm_time(mc, &g[1], mr) + gemm_time(mc, &g[3], mr)) + gemm_time(mc, &g[1], M) +
-           gemm_time(mc, &g[3], M);
+    double col = t * (gemm_time(mc, &g[0], mr) + gemm_time(mc, &mg[0], mr));
+    double row = UB_RS_SPLITS * (gemm_time(mc, &u[1], mp) + gemm_time(mc, &mu[1], mp));
+    *mlp = t * gemm_time(mc, &mg[0], mr) + UB_RS_SPLITS * gemm_time(mc, &mu[1], mp);
+    *bwd = 2 * (gemm_time(mc, &u[0], M) + gemm_time(mc, &mu[0], M)) +
+           t * (gemm_time(mc, &g[1], mr) + gemm_time(mc, &mg[1], mr)) + gemm_time(mc, &g[1], M) +
+           gemm_time(mc, &mg[1], M);
     return col + row;
 }
 
@@ -1040,7 +1054,11 @@ static void perf_b_of(const struct m4d_perf_group *pg, double b, struct m4d_perf
 {
     double M = b * pg->rows_per_b;
     t->b = b;
-    t->lin = linears_time(pg, M, &t->lin_bwd, &t->mlp, &t->cast);
+    t->lin = linears_time(pg, pg->lin + 2, pg->lin_ub + 2, M, &t->lin_bwd, &t->mlp);
+    t->cast = pg->cast_a * M;
+    t->dense_lin = t->dense_lin_bwd = t->dense_mlp = 0;
+    if (M4D_UNLIKELY(pg->dense_mlp[0].tn > 0))
+        t->dense_lin = linears_time(pg, pg->dense_mlp, pg->dense_mlp_ub, M, &t->dense_lin_bwd, &t->dense_mlp);
     attention_time(pg, b, &t->attn_fwd, &t->attn_bwd);
     t->head = gemm_time(&pg->mc, &pg->head, M);
 }
@@ -1182,10 +1200,9 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
         /* An MoE model's dense layer: the dense MLP in place of the shared
          * expert, no router, experts or dispatch, all of its TP collectives;
          * selective recompute re-runs its MLP for the mlp module. */
-        double m = pg->chunks > 1 ? ceil_q(M / pg->chunks) : M;
-        double dmlp = pg->chunks * (gemm_time(&pg->mc, &pg->dense_mlp[0], m) + gemm_time(&pg->mc, &pg->dense_mlp[1], m));
-        double dlin = lin - mlp + dmlp, dew = ew + b * pg->dense_act_per_b;
-        double dfwd = dlin + af + dew + KERNELS_FWD * kern, dbwd = 2 * dlin + ab + 2 * dew + 2 * KERNELS_FWD * kern;
+        double dmlp = bt->dense_mlp, dlin = bt->dense_lin, dew = ew + b * pg->dense_act_per_b;
+        double dfwd = dlin + af + dew + KERNELS_FWD * kern;
+        double dbwd = bt->dense_lin_bwd + ab + 2 * dew + 2 * KERNELS_FWD * kern;
         if (x->recompute == 1)
             dbwd += selective_time(x->rc_modules & ~(uint64_t)(M4D_RC_MOE | M4D_RC_SHARED_EXPERTS), pg, b, af, dmlp);
         u.dense_compute = pf * dfwd + dbwd + cast + pg->accum_layer;
@@ -1212,7 +1229,7 @@ static void stage_layers(const struct m4d_ctx *x, struct m4d_perf_group *pg)
     pg->n_last = D(m4d_split_rank_layers(sp, x->p - 1));
     pg->n_mid = D(m4d_split_middle_max(sp));
     pg->d_first = pg->d_mid = pg->d_last = 0;
-    if (!x->experts || x->nlt || (x->first_dense == 0 && x->moe_period == 1))
+    if (!has_dense_layers(x))
         return;
     pg->d_first = pg->n_first - D(m4d_stage_moe_layers(x, 0));
     pg->d_last = x->p > 1 ? pg->n_last - D(m4d_stage_moe_layers(x, x->p - 1)) : 0;

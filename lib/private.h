@@ -965,6 +965,7 @@ struct m4d_perf_group {
      * there share them (m4d_perf_b_shared). Doubles only: compared bytewise. */
     struct m4d_gemm lin[4], head;                  /* QKV, attention out, MLP up(+gate), down; LM head */
     struct m4d_gemm lin_ub[4];                     /* the same beside a userbuffers kernel (SMs - UB_SMS) */
+    struct m4d_gemm dense_mlp[2], dense_mlp_ub[2]; /* an MoE model's dense layer: its MLP's up(+gate) and down, each way (else tn 0) */
     double chunks;                                 /* t with tp_comm_overlap (chunked GEMMs), else 1 */
     double rows_per_b;                             /* GEMM rows per sample: s / c */
     double cast_a, cast_b;                         /* fp8 casts: seconds per row, fixed */
@@ -982,11 +983,9 @@ struct m4d_perf_group {
     double n_first, n_mid, n_last, layers_max;
     /* An MoE model's dense layers (moe_first_dense_layers, a MoE layer
      * period): how many the first, the middle and the last stage hold, and
-     * their MLP (dense ffn) in place of the shared expert and the routed
-     * experts: up(+gate) and down GEMMs, and the activation's element-wise
-     * seconds per sample beyond the shared expert's. */
+     * the activation's element-wise seconds per sample of their MLP (dense
+     * ffn, GEMMs dense_mlp above) beyond the shared expert's. */
     double d_first, d_mid, d_last;
-    struct m4d_gemm dense_mlp[2];
     double dense_act_per_b;
     double dp_reduce, dp_gather, dp_colls, opt_s; /* unhidden DP seconds, buckets, optimizer */
     double dp_slow, fsdp_slow;                     /* extra compute seconds per hidden DP / FSDP second (nccl_slow_of) */
@@ -1039,6 +1038,7 @@ void m4d_perf_fill(const struct m4d_ctx *x, const struct m4d_perf_group *pg, mem
 struct m4d_perf_b {
     double b;
     double lin, lin_bwd, mlp, cast, attn_fwd, attn_bwd, head; /* lin_bwd: the linears' dgrad and wgrad */
+    double dense_lin, dense_lin_bwd, dense_mlp;              /* the same of an MoE model's dense layer (dense_mlp[0].tn > 0) */
 };
 /* The bytes of a group the per-b terms are formed from (lin to
  * attn_tiles_per_b), and whether two groups' per-b terms are the same:
