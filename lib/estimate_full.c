@@ -432,10 +432,10 @@ static void unmodelled_warnings(const struct m4d_ctx *x, const mem4d_device *dev
     if (dv[MEM4D_DEVICE_PEAK_FLOPS] && x->world > domain && !nics && dv[MEM4D_DEVICE_INTER_NODE_BANDWIDTH] == 0)
         warn(r, "inter_node_bandwidth is 0 (unknown): the step time leaves out the communication between nodes "
                 "(set it, or nics_per_node and nic_bandwidth)");
-    if (dv[MEM4D_DEVICE_PEAK_FLOPS] && x->dispatcher == MEM4D_MOE_DISPATCHER_HYBRIDEP && !m4d_hybridep_sourced(dev))
+    if (dv[MEM4D_DEVICE_PEAK_FLOPS] && x->dispatcher == MEM4D_MOE_DISPATCHER_HYBRIDEP && !m4d_dispatcher_sourced(dev, x->dispatcher))
         warn(r, "moe_dispatcher hybridep: its NVLink rate is published on B200/GB200 (900 GB/s) only, not on this "
                 "device's link (its H100 figures are RDMA-bound): the dispatch time uses the GB200 rate, unsourced here");
-    if (dv[MEM4D_DEVICE_PEAK_FLOPS] && x->dispatcher == MEM4D_MOE_DISPATCHER_DEEPEP && !m4d_deepep_sourced(dev))
+    if (dv[MEM4D_DEVICE_PEAK_FLOPS] && x->dispatcher == MEM4D_MOE_DISPATCHER_DEEPEP && !m4d_dispatcher_sourced(dev, x->dispatcher))
         warn(r, "moe_dispatcher deepep: its rates are measured on NVIDIA H800/H20 (NVLink, CUDA kernels) only; "
                 "ROCm/DeepEP publishes none on this AMD GPU (xGMI, HIP kernels): the dispatch time uses the "
                 "NVIDIA rates, unsourced here");

@@ -141,15 +141,18 @@ static inline double D(uint64_t v) { return (double)(int64_t)v; }
  * over NVLink (H800, H20); its ROCm port (ROCm/DeepEP@0e3ef16 README.md,
  * "AMD ROCm Support": xGMI intranode, HIPified kernels, "some NVIDIA-only
  * optimizations (e.g., PTX loads) are not mirrored") publishes no MI300X
- * figure: on an AMD GPU they are not sourced. */
-bool m4d_deepep_sourced(const mem4d_device *dev)
+ * figure: on an AMD GPU they are not sourced. HybridEP's NVLink rate is
+ * sourced on a link of HYBRIDEP_NVLINK_MEASURED and faster. */
+bool m4d_dispatcher_sourced(const mem4d_device *dev, uint64_t dispatcher)
 {
-    return !m4d_device_rocm(dev);
-}
-
-bool m4d_hybridep_sourced(const mem4d_device *dev)
-{
-    return D(dev->v[MEM4D_DEVICE_INTRA_NODE_BANDWIDTH]) >= HYBRIDEP_NVLINK_MEASURED;
+    switch (dispatcher) {
+    case MEM4D_MOE_DISPATCHER_DEEPEP:
+        return !m4d_device_rocm(dev);
+    case MEM4D_MOE_DISPATCHER_HYBRIDEP:
+        return D(dev->v[MEM4D_DEVICE_INTRA_NODE_BANDWIDTH]) >= HYBRIDEP_NVLINK_MEASURED;
+    default:
+        return true;
+    }
 }
 
 /* E[max of n independent standard normal draws], the integral of

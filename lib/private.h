@@ -603,14 +603,14 @@ bool m4d_deepep_group_ok(uint64_t ranks);
 mem4d_status m4d_check_device(const struct m4d_ctx *x, const mem4d_device *dev, char *why, size_t n);
 /* An AMD GPU (ROCm, not CUDA): a device named after a ROCm preset (device.c). */
 bool m4d_device_rocm(const mem4d_device *device);
-/* Whether HybridEP's NVLink rate (HYBRIDEP_SM_BW, lib/perf_moe.c) was
- * measured on a link like the device's: else the estimate warns and the
- * search does not propose HybridEP unless asked to. */
-bool m4d_hybridep_sourced(const mem4d_device *dev);
-/* Whether DeepEP's rates (DEEPEP_SM_BW, DEEPEP_LINK_EFF, lib/perf_moe.c)
- * were measured on a GPU of the device's vendor (not on an AMD GPU): else
- * the estimate warns and the search does not propose DeepEP unless asked. */
-bool m4d_deepep_sourced(const mem4d_device *dev);
+/* Whether a dispatcher's rates (lib/perf_moe.c) were measured on a device
+ * like this one: HybridEP's NVLink rate (HYBRIDEP_SM_BW) on a link as fast
+ * as the one it was measured on, DeepEP's (DEEPEP_SM_BW, DEEPEP_LINK_EFF)
+ * on a GPU of the device's vendor (not an AMD GPU); the all-to-all and
+ * all-gather are timed from the device's own links. Where not, the
+ * estimate warns and the search does not propose the dispatcher unless
+ * asked to. */
+bool m4d_dispatcher_sourced(const mem4d_device *dev, uint64_t dispatcher);
 void m4d_ctx_model(const mem4d_model *model, struct m4d_ctx *x);
 bool m4d_model_params_total(const struct m4d_ctx *x, uint64_t vocab, uint64_t *out);
 

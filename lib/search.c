@@ -338,9 +338,8 @@ mem4d_status mem4d_search_stat_get(const mem4d_search *search, mem4d_search_stat
  * whose ep·etp ranks fold into the stage's t·d·c, etp 1 or t (Megatron-
  * Core's parallel folding, or the experts split like the dense layers), and
  * every dispatcher (m4d_resolve() and m4d_check_device() refuse what DeepEP
- * cannot run; HybridEP
- * only where m4d_hybridep_sourced() and DeepEP only where
- * m4d_deepep_sourced() (not on an AMD GPU), unless the dispatcher knob is set);
+ * cannot run; a dispatcher whose rates are not sourced on the device,
+ * m4d_dispatcher_sourced(), only when the dispatcher knob is set);
  * else the base layout's. false when out of memory. */
 static bool experts_groups(mem4d_search *s, struct group *g, const uint64_t *div_e, size_t ndiv_e)
 {
@@ -353,12 +352,9 @@ static bool experts_groups(mem4d_search *s, struct group *g, const uint64_t *div
         etps[0] = 1, etps[1] = g->t;
         netp = g->t > 1 ? 2 : 1;
         disp_lo = 0, disp_hi = MEM4D_MOE_DISPATCHER_HYBRIDEP;
-        const struct knob *k = &s->knob[K_DISP];
-        if (k->nset == 0 && k->lo == 0 && !m4d_deepep_sourced(&s->dev))
-            disp_hi = MEM4D_MOE_DISPATCHER_ALLGATHER;
-        else if (k->nset == 0 && k->lo == 0 && !m4d_hybridep_sourced(&s->dev))
-            disp_hi = MEM4D_MOE_DISPATCHER_DEEPEP;
     }
+    const struct knob *kd = &s->knob[K_DISP];
+    bool listed = kd->nset != 0 || kd->lo != 0; /* the dispatcher knob set: what it lists is tried */
     uint64_t tdc = g->t * g->d * g->c;
     for (size_t i = 0; i < nep; i++) {
         if (div_e && !knob_allows(&s->knob[K_EP], ep[i]))
@@ -368,7 +364,7 @@ static bool experts_groups(mem4d_search *s, struct group *g, const uint64_t *div
             if (div_e && (!knob_allows(&s->knob[K_ETP], etp) || tdc % (ep[i] * etp) != 0))
                 continue;
             for (uint64_t disp = disp_lo; disp <= disp_hi; disp++) {
-                if (div_e && (!knob_allows(&s->knob[K_DISP], disp) ||
+                if (div_e && (!knob_allows(kd, disp) || (!listed && !m4d_dispatcher_sourced(&s->dev, disp)) ||
                               (disp >= MEM4D_MOE_DISPATCHER_DEEPEP && ep[i] * etp < 2)))
                     continue;
                 if (!grow((void **)&s->groups, &s->gcap, s->ngroups + 1, sizeof *s->groups))
