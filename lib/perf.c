@@ -142,15 +142,29 @@ static const struct stack {
     bool te_norm_fp8;     /* Megatron-Core's TE layers: the norm before qkv and fc1 writes fp8 itself (TE_FP8_CASTS) */
     bool sq_relu_fused;   /* squared ReLU compiled into one kernel each way, not eager (SQ_RELU_EAGER) */
 } STACKS[M4D_NSTACKS] = {
-    {3, 1, 0, 6, 12, false, false, false, false, false, false, false, false, false, false, false, false, true, true},  /* middle: cuDNN attention, autograd's accumulation into bf16 .grad */
-    {5, 1, 0, 0, CE_UNFUSED, false, false, false, false, false, false, false, false, false, false, false, false, true, false},  /* megatron-lm-2022: fused softmax, gradient_accumulation_fusion, unfused cross entropy */
-    {5, 3, 0, 18, CE_UNFUSED, false, false, false, false, false, false, false, true, true, false, false, false, false, false}, /* megatron-deepspeed: softmax attention, bf16 update_hp_grads, CUDA 11 GEMMs, its TP and pipeline, unfused cross entropy */
-    {3, 1, 0, 0, CE_NATIVE + CE_NATIVE_COPY_BACK, false, false, false, false, false, false, false, false, false, false, false, false, true, true},  /* nemo-24.07: Transformer Engine 1.9's cuDNN attention, Megatron-Core 0.8's native fused cross entropy */
-    {3, 1, 0, 0, 12, false, false, false, false, false, false, false, false, false, false, false, false, true, false},  /* nemo-25 */
-    {4, 1, 0, 6, 40, true, true, false, false, true, true, true, false, false, true, false, false, false, false},     /* torchtitan: SDPA, autograd accumulation, fp32 cross entropy, op SAC, eager */
-    {1, 1, 0, 18, 40, false, false, false, false, false, false, false, false, false, true, true, false, false, false}, /* composer: FlashAttention-2, FSDP1 gradient path, eager fp32 cross entropy */
-    {1, 1, 0, 10, CE_UNFUSED, false, false, true, true, false, false, false, false, false, false, false, true, false, false},  /* nanotron: FlashAttention-2, fp32 gradient accumulation, Megatron's unfused fp32 cross entropy (52), eager SwiGLU */
-    {4, 1, 0, 6, 40, true, false, false, false, true, true, true, false, false, true, false, false, false, true},     /* torchtitan-compile: torchtitan with torch.compile's fused element-wise */
+    /* middle: cuDNN attention, autograd's accumulation into bf16 .grad */
+    {.attn = 3, .gemm = 1, .accum_bytes = 6, .ce_bytes = 12, .te_norm_fp8 = true, .sq_relu_fused = true},
+    /* megatron-lm-2022: fused softmax, gradient_accumulation_fusion, unfused cross entropy */
+    {.attn = 5, .gemm = 1, .ce_bytes = CE_UNFUSED, .te_norm_fp8 = true},
+    /* megatron-deepspeed: softmax attention, bf16 update_hp_grads, CUDA 11 GEMMs, its TP and pipeline, unfused cross
+     * entropy */
+    {.attn = 5, .gemm = 3, .accum_bytes = 18, .ce_bytes = CE_UNFUSED, .tp_sync = true, .ds_pipe = true},
+    /* nemo-24.07: Transformer Engine 1.9's cuDNN attention, Megatron-Core 0.8's native fused cross entropy */
+    {.attn = 3, .gemm = 1, .ce_bytes = CE_NATIVE + CE_NATIVE_COPY_BACK, .te_norm_fp8 = true, .sq_relu_fused = true},
+    /* nemo-25 */
+    {.attn = 3, .gemm = 1, .ce_bytes = 12, .te_norm_fp8 = true},
+    /* torchtitan: SDPA, autograd accumulation, fp32 cross entropy, op SAC, eager */
+    {.attn = 4, .gemm = 1, .accum_bytes = 6, .ce_bytes = 40, .op_sac = true, .eager = true, .dtensor_tp = true,
+     .fsdp2_copies = true, .titan_model = true, .fsdp_root = true},
+    /* composer: FlashAttention-2, FSDP1 gradient path, eager fp32 cross entropy */
+    {.attn = 1, .gemm = 1, .accum_bytes = 18, .ce_bytes = 40, .fsdp_root = true, .attn_unpad = true},
+    /* nanotron: FlashAttention-2, fp32 gradient accumulation, Megatron's unfused fp32 cross entropy (52), eager
+     * SwiGLU */
+    {.attn = 1, .gemm = 1, .accum_bytes = 10, .ce_bytes = CE_UNFUSED, .eager_act = true, .zero1_allreduce = true,
+     .nanotron_model = true},
+    /* torchtitan-compile: torchtitan with torch.compile's fused element-wise */
+    {.attn = 4, .gemm = 1, .accum_bytes = 6, .ce_bytes = 40, .op_sac = true, .dtensor_tp = true, .fsdp2_copies = true,
+     .titan_model = true, .fsdp_root = true, .sq_relu_fused = true},
 };
 /* nanotron's ZeRO-1 with fp32 gradient accumulation (the only ZeRO it
  * runs with accumulate_grad_in_fp32, its benchmarks' setting) builds no
