@@ -412,7 +412,7 @@ static inline double beside_cost(const struct m4d_machine *mc, double gemm, doub
  * runs of a weak-scaling series calibrated on its first run;
  * tests/test-throughput.c prints all of them). */
 #define BAND_LOW 0.923
-#define BAND_HIGH 1.223
+#define BAND_HIGH 1.221
 #define BAND_CAL_LOW 0.884
 #define BAND_CAL_HIGH 1.166
 /* Between layouts of one job (the search's equivalence, m4d_speed_band_

@@ -34,8 +34,8 @@
  * CAL_SOURCE_ALL: every run), bf16 exact rows <= 10%, and no source's
  * median worse than before issue 21 (RISE: the largest rise reached, in
  * points). Calibrated on each run's nearest run, the 5% is asserted. */
-#define WORST_SOURCE_MEDIAN 0.27
-#define WORST_SOURCE_MEAN 0.28
+#define WORST_SOURCE_MEDIAN 0.21
+#define WORST_SOURCE_MEAN 0.22
 #define RESIDUAL 0.05
 #define SERIES_BELOW 2
 #define CAL_SOURCE 0.12
@@ -439,13 +439,21 @@ static void set_stack(mem4d_device *d, const char *framework, const char *id)
     /* any other framework: the default, middle stack */
 }
 
-/* What a source states of its hardware beyond the preset the row names:
- * torchtitan's Grand Teton H100s have 96 GB of HBM2e at 2.4 TB/s
+/* What a source states of its hardware, or of its numerics, beyond the
+ * preset the row names and its stack's profile: torchtitan's Grand Teton
+ * H100s have 96 GB of HBM2e at 2.4 TB/s
  * (benchmarks/llama3_h100_202412_torchtitan.md, "Hardware"). */
 static const struct {
     const char *source, *key, *value;
 } hardware[] = {
     {"torchtitan", "hbm_bandwidth", "2400000000000"},
+    /* Llama 3's gradients accumulate in fp32 over the micro-batches (arXiv
+     * 2407.21783, sec. 3.3.2, "Numerical stability": "we use FP32 gradient
+     * accumulation during backward computation over multiple
+     * micro-batches"): a bf16 weight's gradient added into an fp32 buffer,
+     * nanotron's 10 bytes per weight and micro-batch (read 2 and 4, write
+     * 4), where the middle profile charges autograd's 6 into a bf16 .grad */
+    {"llama3-paper", "grad_accum_bytes", "10"},
     /* Jean Zay's A100 nodes: "8 GPUs per node ... 4 OmniPath links",
      * "Inter-node connect: Omni-Path Architecture (OPA)"
      * (bigscience-workshop/bigscience train/tr11-176B-ml/README.md,
