@@ -93,6 +93,34 @@ static const struct {
 #define UNPAD_SCATTER 22.0
 #define PAD_PUT 6.0
 #define PAD_GATHER 4.0
+/* TE_CP_RING: Megatron-Core's context parallelism runs Transformer
+ * Engine's p2p ring (AttnFuncWithCPAndKVP2P, transformer_engine/pytorch/
+ * attention.py, the same code at v1.9 and v2.0), which around its c
+ * attention kernels per layer moves HBM bytes a single kernel does not
+ * (sbhd, causal, bf16; per element of a token's local q and of its k,
+ * on the last CP rank, whose every step covers its whole local q). Forward:
+ * torch.cat of k and v into the first p2p buffer (read 2, write 2, both:
+ * TE_CP_KV_COPY per element of k), the output zeroed (TE_CP_OUT_ZERO), and
+ * after the ring one merge per step, flash_attn_fwd_out_correction
+ * compiled by jit_fuser into one kernel (read the step's output, read and
+ * write the merged one: TE_CP_MERGE). Backward: the saved k,v copied into
+ * the first p2p buffer (TE_CP_KV_COPY), each step's dq and dk,dv copied
+ * (TE_CP_COPY) then added (TE_CP_ADD: read 2 + 2, write 2) into the
+ * accumulators: dq copied once and added c - 1 times, the dk,dv halves of
+ * steps 0 .. c-2 (one element of k a token each, copied then added) and
+ * the whole dk,dv of the diagonal step c - 1 (two), 4 + 6c per element of
+ * k. From TE 2.2 (attention.py at v2.2; dot_product_attention/
+ * context_parallel.py from v2.3, the same at v2.8) the first step's merge
+ * writes the output itself (flash_attn_fwd_out_correction_init: read 2,
+ * write 2, TE_CP_MERGE_INIT) and nothing is zeroed: c - 1 merges follow.
+ * The softmax statistics (one float per query and head) are left out:
+ * 1/dh of the output. */
+#define TE_CP_KV_COPY 8.0
+#define TE_CP_OUT_ZERO 2.0
+#define TE_CP_MERGE 6.0
+#define TE_CP_MERGE_INIT 4.0
+#define TE_CP_COPY 4.0
+#define TE_CP_ADD 6.0
 /* mma.sync, the tensor-core instruction of Ampere-generation kernels, reaches
  * about 2/3 of Hopper's tensor-core peak; only warpgroup MMA reaches the rest
  * (FlashAttention-3 paper, section 1). */
@@ -141,6 +169,7 @@ static const struct stack {
     bool nanotron_model;  /* nanotron's Llama: its attention's q/k/v reshuffles copied (NANOTRON_MODEL) */
     bool te_norm_fp8;     /* Megatron-Core's TE layers: the norm before qkv and fc1 writes fp8 itself (TE_FP8_CASTS) */
     bool sq_relu_fused;   /* squared ReLU compiled into one kernel each way, not eager (SQ_RELU_EAGER) */
+    uint8_t te_cp_ring;   /* Megatron-Core's CP through Transformer Engine's p2p ring, its merges and copies (TE_CP_RING): 1 TE 1.9-2.1, 2 TE 2.2 and later */
 } STACKS[M4D_NSTACKS] = {
     /* middle: cuDNN attention, autograd's accumulation into bf16 .grad */
     {.attn = 3, .gemm = 1, .accum_bytes = 6, .ce_bytes = 12, .te_norm_fp8 = true, .sq_relu_fused = true},
@@ -150,9 +179,10 @@ static const struct stack {
      * entropy */
     {.attn = 5, .gemm = 3, .accum_bytes = 18, .ce_bytes = CE_UNFUSED, .tp_sync = true, .ds_pipe = true},
     /* nemo-24.07: Transformer Engine 1.9's cuDNN attention, Megatron-Core 0.8's native fused cross entropy */
-    {.attn = 3, .gemm = 1, .ce_bytes = CE_NATIVE + CE_NATIVE_COPY_BACK, .te_norm_fp8 = true, .sq_relu_fused = true},
+    {.attn = 3, .gemm = 1, .ce_bytes = CE_NATIVE + CE_NATIVE_COPY_BACK, .te_norm_fp8 = true, .sq_relu_fused = true,
+     .te_cp_ring = 1},
     /* nemo-25 */
-    {.attn = 3, .gemm = 1, .ce_bytes = 12, .te_norm_fp8 = true},
+    {.attn = 3, .gemm = 1, .ce_bytes = 12, .te_norm_fp8 = true, .te_cp_ring = 2},
     /* torchtitan: SDPA, autograd accumulation, fp32 cross entropy, op SAC, eager */
     {.attn = 4, .gemm = 1, .accum_bytes = 6, .ce_bytes = 40, .op_sac = true, .eager = true, .dtensor_tp = true,
      .fsdp2_copies = true, .titan_model = true, .fsdp_root = true},
@@ -411,8 +441,8 @@ static inline double beside_cost(const struct m4d_machine *mc, double gemm, doub
  * stack, the widest use a calibrated device file gets (it also holds the
  * runs of a weak-scaling series calibrated on its first run;
  * tests/test-throughput.c prints all of them). */
-#define BAND_LOW 0.923
-#define BAND_HIGH 1.221
+#define BAND_LOW 0.920
+#define BAND_HIGH 1.220
 #define BAND_CAL_LOW 0.884
 #define BAND_CAL_HIGH 1.166
 /* Between layouts of one job (the search's equivalence, m4d_speed_band_
@@ -557,6 +587,7 @@ static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device
         .fsdp_root = st->fsdp_root || x->fw == MEM4D_FRAMEWORK_TORCHTITAN,
         .attn_unpad = st->attn_unpad && ak == 1, /* the flash-attn package's FlashAttention-2 */
         .te_norm_fp8 = st->te_norm_fp8,
+        .te_cp_ring = x->fw == MEM4D_FRAMEWORK_MEGATRON ? st->te_cp_ring : 0,
         .sq_relu_eager = !st->sq_relu_fused,
         .gemm = peak * eff,
         .gemm_lin = lin * eff,
@@ -827,6 +858,15 @@ static void gemms_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
         cb = 8 * kv + (x->k < x->a ? 1 : 2) * 4 * (q + 2 * kv);
     }
     pg->copy_per_b = pg->rows_per_b * cf * mc->inv_hbm;
+    pg->cp_fwd_per_b = pg->cp_bwd_per_b = 0;
+    if (mc->te_cp_ring && x->c > 1) { /* TE_CP_RING */
+        double c = D(x->c);
+        double merges = mc->te_cp_ring == 1 ? TE_CP_OUT_ZERO + TE_CP_MERGE * c : TE_CP_MERGE_INIT + TE_CP_MERGE * (c - 1);
+        pg->cp_fwd_per_b = pg->rows_per_b * (TE_CP_KV_COPY * kv + merges * q) * mc->inv_hbm;
+        pg->cp_bwd_per_b = pg->rows_per_b *
+                           (TE_CP_KV_COPY * kv + (TE_CP_COPY + TE_CP_ADD * (c - 1)) * q + (TE_CP_COPY + TE_CP_ADD * c) * kv) *
+                           mc->inv_hbm;
+    }
     pg->copy_mb_per_b = mc->nanotron_model ? pg->rows_per_b * 4 * q * mc->inv_hbm : 0;
     double split = mc->act_eager && x->gated ? EAGER_GLU_SPLIT * F : 0; /* nanotron's GLU split, backward */
     pg->ew_grad_per_b = pg->rows_per_b * (2 * sums + cb + split + (sqr ? 2 * SQ_RELU_BWD * F : 0)) * mc->inv_hbm;
@@ -1112,22 +1152,22 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
     /* Full recompute runs the forward, and its collectives, once more. */
     double pf = x->recompute == 2 ? 2 : 1, b = D(x->b), M = b * pg->rows_per_b, kern = pg->mc.kernel;
     double cast = bt->cast, mlp = bt->mlp, lin = bt->lin, af = bt->attn_fwd, ab = bt->attn_bwd;
-    double ew = b * pg->ew_per_b;
+    double ew = b * pg->ew_per_b, cpf = b * pg->cp_fwd_per_b, cpb = b * pg->cp_bwd_per_b; /* TE_CP_RING */
     cast += pg->cast_b / D(x->m); /* the fp8 weight casts, once per step (gemms_prepare) */
     double fwd, bwd;
     if (M4D_UNLIKELY(pg->attn_copies)) {
         /* NANOTRON_MODEL: its attention's copies, forward and backward (b > 1: o_proj's input, each way); ATTN_UNPAD's */
         double copy = b * pg->copy_per_b, copy_mb = b > 1 ? b * pg->copy_mb_per_b : 0;
-        fwd = lin + af + ew + b * pg->pad_per_b + copy + copy_mb + KERNELS_FWD * kern;
-        bwd = bt->lin_bwd + ab + 2 * ew + b * pg->ew_grad_per_b + copy_mb + 2 * KERNELS_FWD * kern;
+        fwd = lin + af + cpf + ew + b * pg->pad_per_b + copy + copy_mb + KERNELS_FWD * kern;
+        bwd = bt->lin_bwd + ab + cpb + 2 * ew + b * pg->ew_grad_per_b + copy_mb + 2 * KERNELS_FWD * kern;
     } else { /* the same sums without their zero terms */
-        fwd = lin + af + ew + KERNELS_FWD * kern;
-        bwd = bt->lin_bwd + ab + 2 * ew + b * pg->ew_grad_per_b + 2 * KERNELS_FWD * kern;
+        fwd = lin + af + cpf + ew + KERNELS_FWD * kern;
+        bwd = bt->lin_bwd + ab + cpb + 2 * ew + b * pg->ew_grad_per_b + 2 * KERNELS_FWD * kern;
     }
     if (M4D_UNLIKELY(x->recompute == 1 && pg->mc.op_sac && x->experts == 0 && !x->nlt))
         bwd += op_sac_time(x, pg, M, ew);
     else if (x->recompute == 1) /* selective: the modules re-run in the backward */
-        bwd += selective_time(x->rc_modules, pg, b, af, mlp);
+        bwd += selective_time(x->rc_modules, pg, b, af + cpf, mlp);
     struct unit_time u = {0};
     struct m4d_moe_time mt = {0};
     double ecast = 0; /* the experts' fp8 casts, per micro-batch and once per step */
@@ -1215,10 +1255,10 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
          * expert, no router, experts or dispatch, all of its TP collectives;
          * selective recompute re-runs its MLP for the mlp module. */
         double dmlp = bt->dense_mlp, dlin = bt->dense_lin, dew = ew + b * pg->dense_act_per_b;
-        double dfwd = dlin + af + dew + KERNELS_FWD * kern;
-        double dbwd = bt->dense_lin_bwd + ab + 2 * dew + 2 * KERNELS_FWD * kern;
+        double dfwd = dlin + af + cpf + dew + KERNELS_FWD * kern;
+        double dbwd = bt->dense_lin_bwd + ab + cpb + 2 * dew + 2 * KERNELS_FWD * kern;
         if (x->recompute == 1)
-            dbwd += selective_time(x->rc_modules & ~(uint64_t)(M4D_RC_MOE | M4D_RC_SHARED_EXPERTS), pg, b, af, dmlp);
+            dbwd += selective_time(x->rc_modules & ~(uint64_t)(M4D_RC_MOE | M4D_RC_SHARED_EXPERTS), pg, b, af + cpf, dmlp);
         u.dense_compute = pf * dfwd + dbwd + cast + pg->accum_layer;
         u.dense = u.dense_compute + tp_time(x, pg, b, (dlin - dmlp) / 2, dmlp / 2, pf) + u.layer_cp + u.layer_fsdp;
     }

@@ -881,6 +881,7 @@ struct m4d_machine {
     bool fsdp_root;            /* ZeRO-2/3 as PyTorch's FSDP wraps a model: the root unit's collectives exposed, ZeRO-2 as SHARD_GRAD_OP (lib/perf.c) */
     bool attn_unpad;           /* flash attention through llm-foundry's unpadding copies (ATTN_UNPAD, lib/perf.c) */
     bool te_norm_fp8;          /* the norm before qkv and fc1 writes fp8 itself (TE_FP8_CASTS, lib/perf.c) */
+    uint8_t te_cp_ring;        /* CP as Transformer Engine's p2p ring runs it (TE_CP_RING, lib/perf.c): 0 not, 1 TE 1.9-2.1, 2 TE 2.2+ */
 };
 
 /* One GEMM of a layer with its N and K fixed by the group; M (tokens)
@@ -975,6 +976,7 @@ struct m4d_perf_group {
     double pad_per_b;                              /* ATTN_UNPAD's copies in the forward */
     double ew_norm_per_b, ew_act_per_b;            /* of the forward: the norms, the MLP activation */
     double copy_per_b, copy_mb_per_b;              /* NANOTRON_MODEL's forward copies; those of b > 1 only, forward and backward each */
+    double cp_fwd_per_b, cp_bwd_per_b;             /* TE_CP_RING's merges and copies around the attention, forward, backward */
     double tp_lat, tp_per_b;                       /* one TP collective: latency, transfer per sample */
     double tp_ag_share;                            /* an all-gather's share of tp_per_b (TP_FP8_GATHER, lib/perf.c) */
     double cp_lat, cp_per_b;                       /* one CP ring step */

@@ -797,6 +797,41 @@ START_TEST(cross_entropy_kernels)
 }
 END_TEST
 
+/* TE_CP_RING (lib/perf.c): context parallelism on the NeMo stacks runs
+ * Transformer Engine's p2p ring, whose merges and copies move, per token of
+ * a layer's local sequence and micro-batch, 8 bytes per element of k and
+ * 10 (TE 2.2 and later, nemo-25) or 14 (TE 1.9, nemo-24.07) per element of
+ * q in the forward, and 8 kv + (4 + 6(c-1)) q + (4 + 6c) kv in the
+ * backward, over HBM; without CP, and on a stack whose CP is not TE's ring
+ * (middle), nothing. Llama-3.1-8B: q 4096 and kv 1024 elements a token. */
+START_TEST(te_cp_ring_merges)
+{
+    mem4d_model *m = tu_model("llama3.1-8b");
+    mem4d_device *d = tu_device("h100-80");
+    ck_assert_int_eq(mem4d_device_set_str(d, "hbm_bandwidth", "1000000000000"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_device_set_str(d, "hbm_efficiency_ppm", "1000000"), MEM4D_OK);
+    mem4d_layout *cp1 = tu_layout("world=1", "seq=8192", "gbs=8", "mbs=1", NULL);
+    mem4d_layout *cp2 = tu_layout("world=2", "cp=2", "seq=8192", "gbs=8", "mbs=1", NULL);
+    ck_assert_int_eq(mem4d_layout_set_str(cp1, "cross_entropy_impl", "te"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_layout_set_str(cp2, "cross_entropy_impl", "te"), MEM4D_OK);
+    const mem4d_metric T = MEM4D_METRIC_STEP_TIME_S;
+    double rows = 8.0 * 32 * 4096 / 1e12; /* m, layers, local tokens; 1 TB/s */
+    /* without CP the two NeMo profiles time a Llama alike */
+    assert_close(with(m, cp1, d, "stack", "nemo-24.07", T), with(m, cp1, d, "stack", "nemo-25", T));
+    double n24 = with(m, cp2, d, "stack", "nemo-24.07", T), n25 = with(m, cp2, d, "stack", "nemo-25", T);
+    ck_assert_double_eq_tol(n24 - n25, rows * 4 * 4096, 1e-9 * n25);
+    /* against middle, whose CP is not TE's ring: the whole forward and backward bytes */
+    double ring = (n25 - with(m, cp2, d, "stack", "middle", T)) -
+                  (with(m, cp1, d, "stack", "nemo-25", T) - with(m, cp1, d, "stack", "middle", T));
+    double fwd = 8 * 1024 + 10 * 4096, bwd = 8 * 1024 + 10 * 4096 + 16 * 1024;
+    ck_assert_double_eq_tol(ring, rows * (fwd + bwd), 1e-9 * n25);
+    mem4d_layout_free(cp1);
+    mem4d_layout_free(cp2);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
 /* activation=squared_relu (SQ_RELU_EAGER, lib/perf.c): on a stack that
  * runs NeMo's eager squared ReLU, the non-gated MLP's activation moves 16
  * more bytes per element of f and micro-batch than a fused one (forward 4
@@ -1314,6 +1349,7 @@ int main(void)
     tcase_add_test(tc, per_microbatch_costs);
     tcase_add_test(tc, cross_entropy_kernels);
     tcase_add_test(tc, eager_squared_relu);
+    tcase_add_test(tc, te_cp_ring_merges);
     tcase_add_test(tc, microbatch_order_follows_the_stack);
     tcase_add_test(tc, power_limit_and_op_recompute);
     tcase_add_test(tc, power_limit_matches_a_measured_clock_sweep);
