@@ -368,6 +368,102 @@ static const struct stack {
  * same copy the memory model keeps (nanotron_attention_copies). Flash
  * attention takes K and V as strided views (maybe_contiguous copies only a
  * non-unit last stride), and the rotary runs in place (counted as RoPE). */
+/* NANOTRON_HOST: the host work of one nanotron Llama layer and micro-batch
+ * (huggingface/nanotron@67c5ebb6, the benchmark branch, model and TP code
+ * unchanged at c2528430: models/llama.py, parallel/tensor_parallel/
+ * functional.py and distributed_differentiable_primitives.py,
+ * optim/gradient_accumulator.py; flash-attn v2.5.0's Triton RMSNorm
+ * (ops/triton/layer_norm.py) and rotary (layers/rotary.py,
+ * ops/triton/rotary.py) and its varlen attention), counted by kind, each at
+ * its host cost: an op a Python line issues that launches a kernel or
+ * allocates (EAGER_OP_S); a call that launches nothing, a view, a slice, a
+ * module's __call__, a cached lookup, a kernel the C++ autograd engine
+ * issues (EAGER_VIEW_S); an autograd.Function's apply or Python backward
+ * (AUTOGRAD_FN_S); a Triton launch (TRITON_LAUNCH_S); a c10d NCCL
+ * collective (COLL_OPS eager ops: its Python wrapper and Work, the stream
+ * handshake, NCCL's enqueue). Forward at tp 1: 22 ops (2 per RMSNorm: y,
+ * rstd; the 4 F.linear; the permute copy of qkv, the cat and permute copy
+ * of K and V; cu_seqlens' 2 zeros, 2 sums, 2 cumsums; the varlen call;
+ * 2 residual adds; silu, mul), 49 calls (13 module calls; 4 per norm:
+ * reshapes, weight.contiguous, its torch.cuda.device; 12 reshapes of q, k
+ * and v; 7 in the rotary; 6 around the attention; 3 on its output), 9
+ * autograd.Functions (2 norms, 2 column and 2 row linears, 2 rotaries,
+ * flash attention), 4 Triton launches (norms, rotaries). Backward: 26 ops
+ * (dgrad and wgrad matmuls of the 4 linears; 4 per norm: dx, the per-SM dw
+ * partials, their sum and cast; dq, dk, dv and the varlen call; the fp32
+ * accumulation of the 6 weights' gradients, FP32GradientAccumulator.
+ * _accumulate_grad, one add_ each), 97 calls (18 kernels of the C++ nodes:
+ * residual sums, SwiGLU, the reshapes' copies, 6 AccumulateGrad; 36 in the
+ * accumulation loop, 6 a weight; 43 in the Python backwards), 9 Python
+ * backwards, 4 Triton launches. At tp > 1 (REDUCE_SCATTER with async
+ * communication, the benchmark's): a column linear's forward gathers
+ * (all_gather_into_tensor, async), allocates its output, splits it and
+ * runs the local sub-GEMM, waits, then the other shards' (+2 ops, 12
+ * calls, 1 collective); a row linear's forward reduce-scatters through a
+ * nested autograd.Function (+1 op, 3 calls, 1 Function, 1 collective);
+ * backward, a column linear re-gathers its input and reduce-scatters its
+ * input gradient (+3 ops, 6 calls, 2 collectives), a row linear gathers
+ * the output gradient and splits the dgrad (+2 ops, 15 calls, 1
+ * collective). The shards before and after a rank's own are one sub-GEMM
+ * each (NANOTRON_HOST_SUB: an mm and its views, forward in the two column
+ * linears, backward in the two row linears): one at tp 2, two on the
+ * middle ranks from tp 3, whose pace the collectives impose on all. */
+struct host_count {
+    double ops, calls, fns, triton, colls;
+};
+static const struct host_count NANOTRON_HOST_FWD = {22, 49, 9, 4, 0}, NANOTRON_HOST_BWD = {26, 97, 9, 4, 0};
+static const struct host_count NANOTRON_HOST_TP_FWD = {6, 30, 2, 0, 4}, NANOTRON_HOST_TP_BWD = {10, 42, 0, 0, 6};
+static const struct host_count NANOTRON_HOST_SUB_FWD = {2, 8, 0, 0, 0}, NANOTRON_HOST_SUB_BWD = {2, 6, 0, 0, 0};
+/* TRITON_LAUNCH_S: the Python side of one launch of a compiled Triton
+ * kernel with many arguments, 62 us (triton-lang/triton pull request 3503:
+ * the Triton shipped with PyTorch 2.2, "40us to 4.2us for kernels with a
+ * few params, or 62us to 6us for kernels with many params"; flash-attn's
+ * layer-norm kernel takes 33 arguments, its rotary 25, each behind
+ * autotune and heuristics wrappers, and the benchmark ran PyTorch 2.1's
+ * Triton 2.1). AUTOGRAD_FN_S: a Python autograd.Function's apply over a
+ * direct call, 17 us (pytorch/pytorch issue 189573, "13 in 2 out -> 17us
+ * overhead"), taken for its Python backward as well. COLL_OPS: a c10d
+ * collective as eager ops (above). */
+#define TRITON_LAUNCH_S 62e-6
+#define AUTOGRAD_FN_S 17e-6
+#define COLL_OPS 3.0
+
+static double host_seconds(const struct host_count *c, const struct host_count *tp, const struct host_count *sub,
+                           double subs)
+{
+    const struct host_count *k[3] = {c, tp, sub};
+    double w[3] = {1, tp ? 1 : 0, tp ? subs : 0}, s = 0;
+    for (int i = 0; i < 3; i++)
+        if (w[i] > 0)
+            s += w[i] * ((k[i]->ops + COLL_OPS * k[i]->colls) * EAGER_OP_S + k[i]->calls * EAGER_VIEW_S +
+                         k[i]->fns * AUTOGRAD_FN_S + k[i]->triton * TRITON_LAUNCH_S);
+    return s;
+}
+
+/* EAGER_HOST: a framework that issues a layer's kernels from Python, one
+ * eager op at a time, runs the layer no faster than its host issues it.
+ * The host runs ahead of the GPU only as far as the launch queue holds
+ * (the layer's ops are stream-ordered: nanotron's collectives are async or
+ * wait on the stream, and nothing in a layer reads a device value on the
+ * host), so each pass of a layer takes the slower of its GPU work and its
+ * host work, forward and backward apart (the forward's host work lies
+ * between the backward's, a head and a loss away). Counted from the
+ * framework's own code, whichever stack computes: nanotron's Llama
+ * (NANOTRON_HOST). Other stacks have no count and keep their GPU time:
+ * Megatron-Core and Transformer Engine (issue their modules from C++
+ * extensions), torchtitan and Composer, whose validation runs spend 10 ms
+ * or more of GPU time a layer and micro-batch. */
+static void host_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
+{
+    pg->host_fwd = pg->host_bwd = 0;
+    if (!pg->mc.nanotron_model || x->experts || x->nlt)
+        return;
+    bool tp = x->t > 1;
+    double subs = x->t > 2 ? 2 : 1;
+    pg->host_fwd = host_seconds(&NANOTRON_HOST_FWD, tp ? &NANOTRON_HOST_TP_FWD : NULL, &NANOTRON_HOST_SUB_FWD, subs);
+    pg->host_bwd = host_seconds(&NANOTRON_HOST_BWD, tp ? &NANOTRON_HOST_TP_BWD : NULL, &NANOTRON_HOST_SUB_BWD, subs);
+}
+
 /* Kernels per layer and forward pass (norms, GEMMs, RoPE, attention,
  * activation, residual adds, TP collectives); the backward launches twice
  * as many. */
@@ -1201,6 +1297,11 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
     u.layer_compute = pf * fwd + bwd + cast + ecast * ho.moe_share + pg->accum_layer;
     u.layer_tp = tp_time(x, pg, b, (lin - mlp) / 2, mlp / 2, pf) * (x->nlt ? 0.5 : 1); /* a pattern's layer: one module's two */
     u.layer_cp = cp_time(x, pg, b, af, ab, pf) * ho.attn_share;
+    if (M4D_UNLIKELY(pg->host_fwd > 0)) { /* EAGER_HOST: the GPU waiting for the host's launches */
+        double half = 0.5 * (u.layer_tp + u.layer_cp), rerun = pf - 1;
+        u.layer_compute += MAX0(pg->host_fwd - fwd - half) +
+                           MAX0(pg->host_bwd + rerun * pg->host_fwd - bwd - rerun * fwd - pg->accum_layer - half);
+    }
     if (M4D_UNLIKELY(pg->moe.on)) { /* an expert layer's TP collectives, its dispatch and combine */
         u.layer_tp *= pg->moe.tp_share;
         /* the GEMMs' share of the layer's compute, which the overlapped
@@ -1563,6 +1664,7 @@ void m4d_perf_prepare(const struct m4d_ctx *x, const mem4d_device *dev, const st
         we = D(ls.expert);
     }
     pg->accum_layer = (wl + we) * pg->mc.accum_bytes * pg->mc.inv_hbm;
+    host_prepare(x, pg);
     if (x->zero >= 3 && pg->mc.fsdp2_copies) { /* FSDP2's copy-out and copy-in (above DTENSOR_TP) */
         uint64_t outs = x->fw == MEM4D_FRAMEWORK_TORCHTITAN && x->reshard == 2 ? 1 : 2; /* gathers a micro-batch */
         pg->accum_layer += (wl + we) * D(2 * outs * x->param_bytes + x->param_bytes + x->grad_bytes) * pg->mc.inv_hbm;
