@@ -539,7 +539,7 @@ static inline double beside_cost(const struct m4d_machine *mc, double gemm, doub
  * runs of a weak-scaling series calibrated on its first run;
  * tests/test-throughput.c prints all of them). */
 #define BAND_LOW 0.920
-#define BAND_HIGH 1.220
+#define BAND_HIGH 1.219
 #define BAND_CAL_LOW 0.884
 #define BAND_CAL_HIGH 1.166
 /* Between layouts of one job (the search's equivalence, m4d_speed_band_
@@ -681,6 +681,7 @@ static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device
         .nanotron_model = st->nanotron_model || x->fw == MEM4D_FRAMEWORK_NANOTRON,
         .tp_sync = st->tp_sync,
         .ds_pipe = st->ds_pipe || x->fw == MEM4D_FRAMEWORK_DEEPSPEED,
+        .ds_zero1 = st->ds_pipe || x->fw == MEM4D_FRAMEWORK_DEEPSPEED, /* the same engine's ZeRO (DS_ZERO1) */
         .fsdp_root = st->fsdp_root || x->fw == MEM4D_FRAMEWORK_TORCHTITAN,
         .attn_unpad = st->attn_unpad && ak == 1, /* the flash-attn package's FlashAttention-2 */
         .te_norm_fp8 = st->te_norm_fp8,
@@ -1441,6 +1442,19 @@ static double dp_allreduce_time(const struct m4d_ctx *x, const struct m4d_perf_g
     return tree >= 0 && tree < ring ? tree : ring;
 }
 
+/* DS_ZERO1: DeepSpeed's ZeRO stage 1 (DeepSpeedZeroOptimizer, deepspeed/
+ * runtime/zero/stage_1_and_2.py, v0.5.9 to v0.9.0; stage2.py from v0.5.0).
+ * The engine turns contiguous_gradients off for stage 1
+ * (_configure_zero_optimizer, "Overlap and contiguous grads are
+ * meaningless in stage 1"), so reduce_ipg_grads takes
+ * buffered_reduce_fallback, whose allreduce_bucket sets rank = None and
+ * runs dist.all_reduce over the data-parallel group on each bucket of
+ * fp16/bf16 gradients (flattened, divided by dp, copied back); step() then
+ * all-gathers the updated 16-bit partitions. DS_BUCKET: reduce_bucket_size
+ * and allgather_bucket_size's default, 5·10^8 elements (runtime/zero/
+ * constants.py). */
+#define DS_BUCKET 5e8
+
 /* Gradient reduction and parameter gather over the d*c ranks that share
  * the `params` weights of the heaviest stage, before any overlap, and the
  * optimizer step. */
@@ -1472,6 +1486,17 @@ static void dp_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg, doubl
         double tensors = pg->layers_max * NANOTRON_LAYER_TENSORS + 2;
         pg->dp_serial = dp_allreduce_time(x, pg, l, n, params * 4, 1) + ring_time(l, n, w, frac, n - 1) +
                         n * ((tensors + 2) * EAGER_OP_S + tensors * EAGER_VIEW_S);
+    } else if (x->zero == 1 && pg->mc.ds_zero1 && n > 1) {
+        /* DS_ZERO1: DeepSpeed's ZeRO stage 1 all-reduces the whole
+         * gradient in reduce_bucket_size buckets, then all-gathers the
+         * updated weights in allgather_bucket_size shards (both 5·10^8
+         * elements by default): 3 (n-1)/n of the bytes where a
+         * reduce-scatter and a gather move 2 (n-1)/n (doc/perf.md, "The
+         * software stack") */
+        double dcolls = (double)(int64_t)(params / (x->bucket ? D(x->bucket) : DS_BUCKET)) + 1;
+        pg->dp_colls = dcolls;
+        pg->dp_reduce = dp_allreduce_time(x, pg, l, n, g, dcolls);
+        pg->dp_gather = ring_time(l, n, w, frac, dcolls * (n - 1));
     } else if (x->zero >= 1) {
         pg->dp_reduce = ring_time(l, n, g, frac, steps);
         pg->dp_gather = ring_time(l, n, w, frac, steps);
@@ -1529,9 +1554,11 @@ static double dp_exposed(const struct m4d_ctx *x, const struct m4d_perf_group *p
                          double fwd_stage, double widen)
 {
     double reduce = pg->dp_reduce, gather = pg->dp_gather, colls = pg->dp_colls, v = D(x->v ? x->v : 1);
-    if (x->overlap_grad)
+    /* DS_ZERO1: DeepSpeed turns overlap_comm off for stage 1 */
+    bool overlap = !(x->zero == 1 && pg->mc.ds_zero1);
+    if (x->overlap_grad && overlap)
         reduce = MAX(MAX(reduce - widen * bwd_stage, reduce / colls), MAX0(reduce - bwd_stage) / v);
-    if (x->overlap_param)
+    if (x->overlap_param && overlap)
         gather = MAX(MAX(gather - widen * fwd_stage, gather / colls), MAX0(gather - fwd_stage) / v);
     return reduce + gather + nccl_cost(pg->dp_reduce + pg->dp_gather - reduce - gather, pg->dp_slow);
 }

@@ -674,9 +674,11 @@ START_TEST(software_stack)
     ck_assert_int_eq(mem4d_device_set_str(d, "grad_accum_bytes", "18"), MEM4D_OK);
     ck_assert_int_eq(mem4d_device_set_str(d, "gemm_library", "cuda11"), MEM4D_OK);
     ck_assert_int_eq(mem4d_layout_set_str(l, "cross_entropy_impl", "unfused"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_layout_set_str(l, "dist_opt", "0"), MEM4D_OK); /* its ZeRO-1 apart (deepspeed_zero1) */
     double ds_keys = predict(m, l, d, T);
     ck_assert_int_eq(mem4d_layout_set_str(l, "cross_entropy_impl", "stack"), MEM4D_OK);
     assert_close(with(m, l, h, "stack", "megatron-deepspeed", T), ds_keys);
+    ck_assert_int_eq(mem4d_layout_set_str(l, "dist_opt", "1"), MEM4D_OK);
     ck_assert_int_eq(mem4d_device_set_str(d, "gemm_library", "native"), MEM4D_OK);
     ck_assert_int_eq(mem4d_device_set_str(d, "stack", "nope"), MEM4D_E_PARSE);
     /* With the same attention and accumulation, an eager stack's fp32 cross
@@ -692,6 +694,18 @@ START_TEST(software_stack)
 }
 END_TEST
 
+/* The megatron-deepspeed profile's keys on the middle stack of device a:
+ * what the profile adds besides them is the engine's own code. */
+static mem4d_device *ds_profile_keys(const mem4d_device *a)
+{
+    mem4d_device *d = NULL;
+    ck_assert_int_eq(mem4d_device_clone(a, &d), MEM4D_OK);
+    ck_assert_int_eq(mem4d_device_set_str(d, "attention_kernel", "unfused"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_device_set_str(d, "gemm_library", "cuda11"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_device_set_str(d, "grad_accum_bytes", "18"), MEM4D_OK);
+    return d;
+}
+
 /* Megatron-DeepSpeed's TP and DeepSpeed's pipeline engine (doc/perf.md,
  * "The software stack"): the backward's all-reduces are exposed (the bytes
  * of 4 one-way collectives a layer, against 2 exposed and the rest under
@@ -703,11 +717,7 @@ START_TEST(megatron_deepspeed_tp_and_pipeline)
 {
     mem4d_model *m = tu_model("llama3.1-70b");
     ck_assert_int_eq(mem4d_model_set_str(m, "vocab_size", "1024"), MEM4D_OK); /* a small head: a middle stage paces */
-    mem4d_device *a = tu_device("a100-80"), *d = NULL;
-    ck_assert_int_eq(mem4d_device_clone(a, &d), MEM4D_OK); /* the profile's keys on the middle stack */
-    ck_assert_int_eq(mem4d_device_set_str(d, "attention_kernel", "unfused"), MEM4D_OK);
-    ck_assert_int_eq(mem4d_device_set_str(d, "gemm_library", "cuda11"), MEM4D_OK);
-    ck_assert_int_eq(mem4d_device_set_str(d, "grad_accum_bytes", "18"), MEM4D_OK);
+    mem4d_device *a = tu_device("a100-80"), *d = ds_profile_keys(a);
     const mem4d_metric T = MEM4D_METRIC_STEP_TIME_S, TP = MEM4D_METRIC_TP_COMM_S, PP = MEM4D_METRIC_PP_COMM_S;
     mem4d_layout *l = tu_layout("world=32", "tp=8", "pp=4", "seq=2048", "gbs=64", "mbs=1", "recompute=none", NULL);
     assert_close(with(m, l, d, "stack", "megatron-deepspeed", TP), predict(m, l, d, TP) * 8 / 6);
@@ -727,6 +737,33 @@ START_TEST(megatron_deepspeed_tp_and_pipeline)
     ck_assert_msg(fabs(pp_ds - 2 * pp_mid - 8 * 4 * lat) < 1e-9, "%g %g", pp_ds, pp_mid);
     ck_assert_int_eq(mem4d_layout_set_str(l, "framework", "deepspeed"), MEM4D_OK);
     assert_close(predict(m, l, d, PP), pp_ds);
+    mem4d_layout_free(l);
+    mem4d_device_free(d);
+    mem4d_device_free(a);
+    mem4d_model_free(m);
+}
+END_TEST
+
+/* DeepSpeed's ZeRO-1 (DS_ZERO1, doc/perf.md "The software stack"): the
+ * whole gradient all-reduced, then the weights gathered, on one node a
+ * ring's 3 (n-1)/n of the bytes against a reduce-scatter's and a gather's
+ * 2 (n-1)/n; exposed whatever the overlap keys say (the engine turns
+ * overlap_comm off for stage 1); the same with framework=deepspeed. */
+START_TEST(deepspeed_zero1)
+{
+    mem4d_model *m = tu_model("llama3.1-8b");
+    mem4d_device *a = tu_device("a100-80"), *d = ds_profile_keys(a);
+    ck_assert_int_eq(mem4d_device_set_str(d, "intra_node_latency_ns", "0"), MEM4D_OK); /* bytes alone */
+    const mem4d_metric DP = MEM4D_METRIC_DP_COMM_S;
+    mem4d_layout *l = tu_layout("world=8", "seq=2048", "gbs=64", "mbs=1", "dist_opt=1", "main_grad_bytes=2", NULL);
+    double ds = with(m, l, d, "stack", "megatron-deepspeed", DP), mid = predict(m, l, d, DP);
+    ck_assert_msg(fabs(ds / mid - 1.5) < 0.01, "%g %g", ds, mid);
+    ck_assert_int_eq(mem4d_layout_set_str(l, "overlap_grad_reduce", "1"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_layout_set_str(l, "overlap_param_gather", "1"), MEM4D_OK);
+    assert_close(with(m, l, d, "stack", "megatron-deepspeed", DP), ds);
+    ck_assert(predict(m, l, d, DP) < mid);
+    ck_assert_int_eq(mem4d_layout_set_str(l, "framework", "deepspeed"), MEM4D_OK);
+    assert_close(predict(m, l, d, DP), ds);
     mem4d_layout_free(l);
     mem4d_device_free(d);
     mem4d_device_free(a);
@@ -1343,6 +1380,7 @@ int main(void)
     tcase_add_test(tc, ampere_kernels_slow_beside_a_collective);
     tcase_add_test(tc, fsdp_rings_cross_the_network_once_per_node);
     tcase_add_test(tc, software_stack);
+    tcase_add_test(tc, deepspeed_zero1);
     tcase_add_test(tc, shard_grad_op_gathers_per_layer);
     tcase_add_test(tc, composer_flash_attention_unpads);
     tcase_add_test(tc, megatron_deepspeed_tp_and_pipeline);
