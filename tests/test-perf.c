@@ -1158,6 +1158,37 @@ START_TEST(nanotron_eager_swiglu)
 }
 END_TEST
 
+/* nanotron's host-bound layers (EAGER_HOST, NANOTRON_HOST in lib/perf.c):
+ * nanotron issues a layer's kernels from Python, so a layer's forward and
+ * backward take no less than the host's issue of them, 0.977 + 1.167 ms
+ * at tp >= 3 by its counted ops, Functions, Triton launches and
+ * collectives. On 8 GPUs at tp 8, micro-batch 1, 1024 tokens, a 16-layer
+ * model's layers take no less than 16 x 2.144 ms a micro-batch under
+ * framework nanotron (compute and exposed TP time, which the host's
+ * pace includes), where the same job under Megatron's framework, whose
+ * layers have no such count, takes less: the floor is what binds. */
+START_TEST(nanotron_host_bound_layers)
+{
+    mem4d_model *m = tu_model("llama3.2-1b"); /* 16 layers */
+    mem4d_device *d = tu_device("h100-80");
+    double layers = 0, floor = 16 * (0.977e-3 + 1.167e-3), micro = 8;
+    static const char *const fw[] = {"nanotron", "megatron"};
+    for (int i = 0; i < 2; i++) {
+        mem4d_layout *l = tu_layout("world=8", "tp=8", "seq=1024", "gbs=8", "mbs=1", "dist_opt=0", NULL);
+        ck_assert_int_eq(mem4d_layout_set_str(l, "framework", fw[i]), MEM4D_OK);
+        layers = (predict(m, l, d, MEM4D_METRIC_COMPUTE_TIME_S) + predict(m, l, d, MEM4D_METRIC_TP_COMM_S)) / micro;
+        if (i == 0)
+            ck_assert_msg(layers >= floor * (1 - 1e-9), "nanotron: %.6g s a micro-batch < the host's %.6g", layers,
+                          floor);
+        else
+            ck_assert_msg(layers < floor, "megatron: %.6g s a micro-batch, not below the floor %.6g", layers, floor);
+        mem4d_layout_free(l);
+    }
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
 /* torchtitan's stacks: DTensor's TP exposes the backward's four
  * collectives where Megatron hides two reduce-scatters under the
  * weight-gradient GEMMs (more TP seconds than the middle stack, same
@@ -1395,6 +1426,7 @@ int main(void)
     tcase_add_test(tc, nanotron_zero1_and_tied_embeddings);
     tcase_add_test(tc, nanotron_attention_copies);
     tcase_add_test(tc, nanotron_eager_swiglu);
+    tcase_add_test(tc, nanotron_host_bound_layers);
     tcase_add_test(tc, torchtitan_tp_and_fsdp2_copies);
     tcase_add_test(tc, offload_transfers_hide_or_stall);
     tcase_add_test(tc, interleaved_uneven_stages);
