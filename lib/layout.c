@@ -206,6 +206,7 @@ static void ctx_layout(const mem4d_layout *l, struct m4d_ctx *x)
     x->logprob_loss = v[MEM4D_LAYOUT_LOGPROB_LOSS];
     x->fp8_recipe = v[MEM4D_LAYOUT_FP8_RECIPE];
     x->ce_impl = v[MEM4D_LAYOUT_CROSS_ENTROPY_IMPL];
+    x->cp_all_gather = v[MEM4D_LAYOUT_CP_COMM_TYPE] == 1;
     x->param_bytes = v[MEM4D_LAYOUT_PARAM_BYTES];
     x->grad_bytes = v[MEM4D_LAYOUT_MAIN_GRAD_BYTES];
     x->opt_bytes = v[MEM4D_LAYOUT_OPT_STATE_BYTES];

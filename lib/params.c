@@ -27,6 +27,7 @@ static const char *const compile_names[] = {"none", "blocks", "blocks_and_loss",
 static const char *const dispatcher_names[] = {"alltoall", "allgather", "deepep", "hybridep", NULL};
 static const char *const fp8_recipe_names[] = {"delayed", "tensorwise", "mxfp8", "blockwise", "custom", NULL};
 static const char *const ce_impl_names[] = {"stack", "unfused", "native", "te", NULL};
+static const char *const cp_comm_names[] = {"p2p", "all_gather", NULL};
 static const char *const cuda_graph_names[] = {"none", "local", "transformer_engine", "full_iteration", NULL};
 static const char *const stack_names[] = {"middle",     "megatron-lm-2022", "megatron-deepspeed", "nemo-24.07", "nemo-25",
                                           "torchtitan", "composer",         "nanotron",           "torchtitan-compile",
@@ -255,6 +256,7 @@ const struct m4d_param_desc m4d_layout_params[] = {
     [MEM4D_LAYOUT_FP8_RECIPE] = ENUM_ROW("fp8_recipe", NULL, NULL, fp8_recipe_names, 0, MEGATRON_ONLY, PAPER_DEFAULT(0)),
     [MEM4D_LAYOUT_CROSS_ENTROPY_IMPL] = ENUM_ROW("cross_entropy_impl", NULL, NULL, ce_impl_names, 0, MEGATRON_ONLY,
         PAPER_DEFAULT(0)),
+    [MEM4D_LAYOUT_CP_COMM_TYPE] = ENUM_ROW("cp_comm_type", NULL, NULL, cp_comm_names, 0, PAPER_DEFAULT(0)),
 };
 M4D_TABLE_ROWS(m4d_layout_params, M4D_LAYOUT_NPARAM);
 

@@ -957,7 +957,7 @@ static void gemms_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
     }
     pg->copy_per_b = pg->rows_per_b * cf * mc->inv_hbm;
     pg->cp_fwd_per_b = pg->cp_bwd_per_b = 0;
-    if (mc->te_cp_ring && x->c > 1) { /* TE_CP_RING */
+    if (mc->te_cp_ring && x->c > 1 && !x->cp_all_gather) { /* TE_CP_RING: the ring's, not CP_ALL_GATHER's */
         double c = D(x->c);
         double merges = mc->te_cp_ring == 1 ? TE_CP_OUT_ZERO + TE_CP_MERGE * c : TE_CP_MERGE_INIT + TE_CP_MERGE * (c - 1);
         pg->cp_fwd_per_b = pg->rows_per_b * (TE_CP_KV_COPY * kv + merges * q) * mc->inv_hbm;
@@ -1155,13 +1155,30 @@ static double tp_time(const struct m4d_ctx *x, const struct m4d_perf_group *pg, 
 
 /* CP ring attention: c-1 steps of K,V per forward, K,V and dK,dV per
  * backward, each step under the attention of the chunk it brings; each
- * step's latency is a synchronisation and never hides. */
+ * step's latency is a synchronisation and never hides. CP_ALL_GATHER
+ * (cp_comm_type all_gather): Llama 3's context parallelism "first
+ * all-gather[s] the key (K) and value (V) tensors, and then compute[s]
+ * attention output for the local query (Q) tensor chunk ... the all-gather
+ * communication latency is exposed in the critical path" (arXiv 2407.21783,
+ * sec. 3.3.2); Transformer Engine's implementation of it
+ * (AttnFuncWithCPAndKVAllGather, "KV all-gather between CP ranks is
+ * exposed. Refer section 3.3.2 of The Llama 3 Herd of Models",
+ * transformer_engine/pytorch/attention/dot_product_attention/
+ * context_parallel.py at NVIDIA/TransformerEngine@d0067d0d) gathers K and V
+ * (two ring all-gathers of c - 1 steps, each rank's chunk of K and V once
+ * over the link in all) on the compute stream before the forward's
+ * attention, gathers them again before the backward's, and reduce-scatters
+ * dK and dV after it: nothing under the attention. */
 static double cp_time(const struct m4d_ctx *x, const struct m4d_perf_group *pg, double b, double attn_f,
                       double attn_b, double passes_fwd)
 {
     if (x->c <= 1)
         return 0;
     double c = D(x->c), xfer = b * pg->cp_per_b, k = pg->mc.kernel;
+    if (x->cp_all_gather) {
+        double gather = 2 * ((c - 1) * pg->cp_lat + k) + (c - 1) * xfer; /* K's and V's */
+        return passes_fwd * gather + 2 * gather;                          /* backward: gathers, reduce-scatters */
+    }
     double sf = attn_f / c, sb = attn_b / c; /* one step's attention */
     double fwd = (c - 1) * (pg->cp_lat + MAX0(xfer - sf) + k);
     double bwd = (c - 1) * (pg->cp_lat + MAX0(2 * xfer - sb) + 2 * k);

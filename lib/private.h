@@ -28,8 +28,8 @@
  * raise the count, name the new last value and append the table rows. */
 #define M4D_MODEL_NPARAM 51
 M4D_ENUM_COUNT(M4D_MODEL_NPARAM, MEM4D_MODEL_ACTIVATION);
-#define M4D_LAYOUT_NPARAM 85
-M4D_ENUM_COUNT(M4D_LAYOUT_NPARAM, MEM4D_LAYOUT_CROSS_ENTROPY_IMPL);
+#define M4D_LAYOUT_NPARAM 86
+M4D_ENUM_COUNT(M4D_LAYOUT_NPARAM, MEM4D_LAYOUT_CP_COMM_TYPE);
 #define M4D_DEVICE_NPARAM 37
 M4D_ENUM_COUNT(M4D_DEVICE_NPARAM, MEM4D_DEVICE_MOE_LOAD_SPREAD_PPM);
 #define M4D_NTERMS 15
@@ -234,6 +234,7 @@ struct m4d_ctx {
     uint64_t logprob_loss;             /* an RL trainer's loss on fp32 logits (0: Megatron's cross entropy) */
     uint64_t fp8_recipe;               /* Transformer Engine's fp8 recipe (0: delayed) */
     uint64_t ce_impl;                  /* the cross entropy's kernels (0: the stack's) */
+    bool cp_all_gather;                /* CP all-gathers K,V (cp_comm_type 1), not the ring */
     uint64_t param_bytes, grad_bytes, opt_bytes, master_bytes;
     bool fp8, overlap_grad, overlap_param;
     bool hidden_dropout, attn_dropout; /* dropout on: masks kept for backward */

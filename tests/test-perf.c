@@ -869,6 +869,44 @@ START_TEST(te_cp_ring_merges)
 }
 END_TEST
 
+/* cp_comm_type=all_gather (CP_ALL_GATHER, lib/perf.c): K and V gathered
+ * before the forward's attention and again before the backward's, dK and
+ * dV reduce-scattered after it, none of it under the attention, where the
+ * ring hides its transfers under the attention of the chunk each brings;
+ * a recomputed forward gathers once more (3 collectives' time a layer
+ * without recompute, 4 with full recompute); the memory figures do not
+ * read it. */
+START_TEST(cp_all_gather_is_exposed)
+{
+    mem4d_model *m = tu_model("llama3.1-8b");
+    mem4d_device *d = tu_device("h100-80");
+    double cp[2][2];
+    uint64_t peak[2];
+    for (int type = 0; type < 2; type++)
+        for (int rc = 0; rc < 2; rc++) {
+            mem4d_layout *l = tu_layout("world=16", "tp=8", "cp=2", "seq=65536", "gbs=8", "mbs=1", NULL);
+            ck_assert_int_eq(mem4d_layout_set_str(l, "cp_comm_type", type ? "all_gather" : "p2p"), MEM4D_OK);
+            ck_assert_int_eq(mem4d_layout_set_str(l, "recompute", rc ? "full" : "none"), MEM4D_OK);
+            mem4d_report *r = NULL;
+            ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
+            ck_assert_int_eq(mem4d_estimate(m, l, d, r), MEM4D_OK);
+            cp[type][rc] = metric(r, MEM4D_METRIC_CP_COMM_S);
+            if (rc == 0)
+                peak[type] = mem4d_report_peak_bytes(r);
+            mem4d_report_free(r);
+            mem4d_layout_free(l);
+        }
+    ck_assert_msg(cp[1][0] > 2 * cp[0][0], "all-gather %g s, ring %g s", cp[1][0], cp[0][0]);
+    ck_assert_double_eq_tol(cp[1][1] / cp[1][0], 4.0 / 3, 1e-9);
+    ck_assert_uint_eq(peak[1], peak[0]);
+    mem4d_layout *l = tu_layout("world=16", "tp=8", "cp=2", "seq=65536", "gbs=8", "mbs=1", NULL);
+    ck_assert_int_eq(mem4d_layout_set_str(l, "cp_comm_type", "a2a"), MEM4D_E_PARSE);
+    mem4d_layout_free(l);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
 /* activation=squared_relu (SQ_RELU_EAGER, lib/perf.c): on a stack that
  * runs NeMo's eager squared ReLU, the non-gated MLP's activation moves 16
  * more bytes per element of f and micro-batch than a fused one (forward 4
@@ -1417,6 +1455,7 @@ int main(void)
     tcase_add_test(tc, megatron_deepspeed_tp_and_pipeline);
     tcase_add_test(tc, per_microbatch_costs);
     tcase_add_test(tc, cross_entropy_kernels);
+    tcase_add_test(tc, cp_all_gather_is_exposed);
     tcase_add_test(tc, eager_squared_relu);
     tcase_add_test(tc, te_cp_ring_merges);
     tcase_add_test(tc, microbatch_order_follows_the_stack);

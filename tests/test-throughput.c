@@ -311,6 +311,11 @@ static mem4d_layout *layout_of(const struct table *t, char **f, const char *id)
         set(l, "decoder_first_pipeline_num_layers", b, id);
         set(l, "decoder_last_pipeline_num_layers", b, id);
     }
+    /* Llama 3's context parallelism all-gathers K and V, its latency "exposed
+     * in the critical path" (arXiv 2407.21783, sec. 3.3.2, "Context
+     * parallelism for long sequences"): cp_comm_type all_gather */
+    if (!strcmp(col(t, f, "source"), "llama3-paper"))
+        set(l, "cp_comm_type", "all_gather", id);
     /* vpp "?" (not stated) and interleaving over uneven stages are predicted as 1F1B. */
     const char *vpp = val(t, f, "vpp", b, sizeof b);
     if (*vpp && mem4d_layout_set_str(l, "vpp", vpp) == MEM4D_OK) {

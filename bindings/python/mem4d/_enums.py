@@ -206,6 +206,7 @@ class LayoutParam(enum.IntEnum):
     LOGPROB_LOSS = 82
     FP8_RECIPE = 83
     CROSS_ENTROPY_IMPL = 84
+    CP_COMM_TYPE = 85
 
 
 class MoeDispatcher(enum.IntEnum):

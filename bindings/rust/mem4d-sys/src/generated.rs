@@ -604,6 +604,14 @@ pub const MEM4D_LAYOUT_FP8_RECIPE: mem4d_layout_param = 83;
 /// parallel_cross_entropy, two passes over the bf16 logits and the gradient written in place, 10). The memory figures
 /// do not read it. Framework megatron. Default 0. @since 0.2
 pub const MEM4D_LAYOUT_CROSS_ENTROPY_IMPL: mem4d_layout_param = 84;
+/// "cp_comm_type": how context parallelism moves K and V, for the step time (doc/perf.md, "Communication, on the links
+/// it crosses", CP): 0 "p2p" (the ring: c − 1 steps of K,V in the forward and of K,V and dK,dV in the backward, each
+/// under the attention of the chunk it brings; Megatron's --cp-comm-type p2p, its default), 1 "all_gather" (K and V
+/// all-gathered over the CP group before the attention and again before its backward, dK and dV reduce-scattered after
+/// it, none of it under compute: Llama 3's CP, arXiv 2407.21783 sec. 3.3.2, and Transformer Engine's
+/// AttnFuncWithCPAndKVAllGather, Megatron's --cp-comm-type allgather). The memory figures do not read it. Default 0.
+/// @since 0.2
+pub const MEM4D_LAYOUT_CP_COMM_TYPE: mem4d_layout_param = 85;
 
 /// `mem4d_moe_dispatcher` (a C enum, passed as `int`): Values of MEM4D_LAYOUT_MOE_DISPATCHER.
 pub type mem4d_moe_dispatcher = c_int;
