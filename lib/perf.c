@@ -539,7 +539,7 @@ static inline double beside_cost(const struct m4d_machine *mc, double gemm, doub
  * runs of a weak-scaling series calibrated on its first run;
  * tests/test-throughput.c prints all of them). */
 #define BAND_LOW 0.920
-#define BAND_HIGH 1.219
+#define BAND_HIGH 1.218
 #define BAND_CAL_LOW 0.884
 #define BAND_CAL_HIGH 1.166
 /* Between layouts of one job (the search's equivalence, m4d_speed_band_
@@ -885,6 +885,7 @@ static void gemms_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
     double F = mlp_width_run(x) * rt, up = (x->gated ? 2 : 1) * F, qkv = q + 2 * kv;
     double eb = x->fp8 ? 1 : 2, r = mc->gemm_lin, rs = r;
     pg->chunks = 1;
+    pg->row_slices = mc->nanotron_model && x->t > 1 && !x->tp_overlap ? D(x->t) : 0; /* NANOTRON_TP_SLICES */
     if (x->tp_overlap && x->t > 1) {
         pg->chunks = D(x->t);
         if (mc->sms > UB_SMS)
@@ -1002,11 +1003,47 @@ static void gemms_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
  * kernel on UB_SMS SMs; the column-parallel dgrads and wgrads (qkv_, fc1_)
  * as "bulk", whole, beside a collective on UB_SMS SMs; the row-parallel
  * wgrads ("external") whole on every SM. */
+/* NANOTRON_TP_SLICES: nanotron's tensor-parallel linears with
+ * tp_linear_async_communication in REDUCE_SCATTER mode, its benchmarks'
+ * setting (scripts/scaling_benchmarks.py; src/nanotron/parallel/
+ * tensor_parallel/functional.py at huggingface/nanotron@67c5ebb6 and
+ * c2528430), run two GEMMs of a layer as slices of their M rows, one
+ * torch.mm per slice into a view of one output: a column-parallel forward
+ * (_ColumnLinearAsyncCommunication: its own rank's M/t rows while the
+ * all-gather runs, then the rows of the ranks before it and those after it)
+ * and a row-parallel input gradient (_RowLinearAsyncCommunication.backward,
+ * the same three slices around the gradient's all-gather). Rank r's slices
+ * are r M/t, M/t and (t - 1 - r) M/t rows, each with its own partial last
+ * wave; the TP collectives wait for the slowest rank. Every other GEMM of
+ * the layer runs whole. */
+static double rank_slices_time(const struct m4d_machine *mc, const struct m4d_gemm *g, double M, double t)
+{
+    double m = M / t, worst = 0;
+    for (double r = 0; r < t; r++) {
+        double s = gemm_time(mc, g, m);
+        if (r > 0)
+            s += gemm_time(mc, g, r * m);
+        if (r < t - 1)
+            s += gemm_time(mc, g, (t - 1 - r) * m);
+        worst = MAX(worst, s);
+    }
+    return worst;
+}
+
 static double linears_time(const struct m4d_perf_group *pg, const struct m4d_gemm *mg, const struct m4d_gemm *mu,
                            double M, double *bwd, double *mlp)
 {
     const struct m4d_machine *mc = &pg->mc;
     const struct m4d_gemm *g = pg->lin, *u = pg->lin_ub; /* the MLP's: mg, mu (up, down) */
+    if (M4D_UNLIKELY(pg->row_slices > 1)) { /* NANOTRON_TP_SLICES */
+        double t = pg->row_slices, col = gemm_time(mc, &g[0], M), up = gemm_time(mc, &mg[0], M);
+        double row = gemm_time(mc, &g[1], M), down = gemm_time(mc, &mg[1], M);
+        double attn = rank_slices_time(mc, &g[0], M, t) + row;
+        *mlp = rank_slices_time(mc, &mg[0], M, t) + down;
+        /* column dgrad and wgrad whole; row dgrad sliced, wgrad whole */
+        *bwd = 2 * (col + up) + rank_slices_time(mc, &g[1], M, t) + rank_slices_time(mc, &mg[1], M, t) + row + down;
+        return attn + *mlp;
+    }
     if (pg->chunks <= 1) {
         double attn = gemm_time(mc, &g[0], M) + gemm_time(mc, &g[1], M);
         *mlp = gemm_time(mc, &mg[0], M) + gemm_time(mc, &mg[1], M);

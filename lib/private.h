@@ -970,6 +970,7 @@ struct m4d_perf_group {
     struct m4d_gemm lin_ub[4];                     /* the same beside a userbuffers kernel (SMs - UB_SMS) */
     struct m4d_gemm dense_mlp[2], dense_mlp_ub[2]; /* an MoE model's dense layer: its MLP's up(+gate) and down, each way (else tn 0) */
     double chunks;                                 /* t with tp_comm_overlap (chunked GEMMs), else 1 */
+    double row_slices;                             /* t where nanotron's async TP slices GEMMs by rank (NANOTRON_TP_SLICES), else 0 */
     double rows_per_b;                             /* GEMM rows per sample: s / c */
     double cast_a, cast_b;                         /* fp8 casts: seconds per row, fixed */
     double attn_per_b, attn_tiles_per_b;           /* forward attention at full waves, query tiles */

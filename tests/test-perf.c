@@ -1169,6 +1169,43 @@ START_TEST(nanotron_attention_copies)
 }
 END_TEST
 
+/* nanotron's tensor-parallel GEMMs sliced by rank (NANOTRON_TP_SLICES,
+ * lib/perf.c): at tp 4 each column-parallel forward and row-parallel input
+ * gradient runs as two or three GEMMs of M/4 and 2 M/4 rows, each with its
+ * own partial last wave. What the framework adds to the compute (its
+ * attention copies and the slices) is therefore the same on a device
+ * without SMs to quantise waves over (sm_count 0) and on the H100's 132 at
+ * tp 1, where nothing is sliced, and larger on the 132 SMs at tp 4. */
+START_TEST(nanotron_tp_slices)
+{
+    mem4d_model *m = tu_model("llama3.2-1b");
+    mem4d_device *d = tu_device("h100-80"), *flat = NULL;
+    ck_assert_int_eq(mem4d_device_clone(d, &flat), MEM4D_OK);
+    ck_assert_int_eq(mem4d_device_set_str(flat, "sm_count", "0"), MEM4D_OK);
+    const mem4d_metric C = MEM4D_METRIC_COMPUTE_TIME_S;
+    static const char *const tp[] = {"1", "4"};
+    for (int i = 0; i < 2; i++) {
+        double added[2];
+        for (int j = 0; j < 2; j++) {
+            mem4d_layout *l = tu_layout("seq=4096", "gbs=4", "mbs=4", "dist_opt=0", NULL);
+            ck_assert_int_eq(mem4d_layout_set_str(l, "world", tp[i]), MEM4D_OK);
+            ck_assert_int_eq(mem4d_layout_set_str(l, "tp", tp[i]), MEM4D_OK);
+            double mg = predict(m, l, j ? d : flat, C);
+            ck_assert_int_eq(mem4d_layout_set_str(l, "framework", "nanotron"), MEM4D_OK);
+            added[j] = predict(m, l, j ? d : flat, C) - mg;
+            mem4d_layout_free(l);
+        }
+        if (i == 0)
+            ck_assert_msg(fabs(added[1] - added[0]) <= 1e-9 * added[0], "tp 1: %.9g %.9g", added[0], added[1]);
+        else /* the qkv slices' waves: 0.2 ms of 0.06 s of compute (a micro-batch of 4 keeps the layers above the host floor, EAGER_HOST) */
+            ck_assert_msg(added[1] - added[0] > 1e-4, "tp 4: %.9g %.9g", added[0], added[1]);
+    }
+    mem4d_device_free(flat);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
 /* nanotron's eager SwiGLU (EAGER_SWIGLU, EAGER_GLU_SPLIT): against the
  * middle stack given nanotron's attention kernel and accumulation bytes, the
  * nanotron stack moves, per token and layer, 10 bytes per element of F in the
@@ -1466,6 +1503,7 @@ int main(void)
     tcase_add_test(tc, nanotron_attention_copies);
     tcase_add_test(tc, nanotron_eager_swiglu);
     tcase_add_test(tc, nanotron_host_bound_layers);
+    tcase_add_test(tc, nanotron_tp_slices);
     tcase_add_test(tc, torchtitan_tp_and_fsdp2_copies);
     tcase_add_test(tc, offload_transfers_hide_or_stall);
     tcase_add_test(tc, interleaved_uneven_stages);
