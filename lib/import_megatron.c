@@ -503,6 +503,12 @@ static mem4d_status apply_layout_basic(mem4d_import *imp, const struct m4d_opt_v
     bool te_ce = strcmp(choice(vals, MF_CE_IMPL), "te") == 0;
     /* Userbuffers overlap: the step-time model reads it, full mode counts its buffers in FIXED. */
     TRY(SET_L(l, MEM4D_LAYOUT_TP_COMM_OVERLAP, GIVEN(MF_TP_OVERLAP), "--tp-comm-overlap"));
+    /* --cp-comm-type (Megatron's default p2p, the ring): allgather on every layer is
+     * cp_comm_type all_gather; a2a (Ulysses) is not modelled and is timed as the ring */
+    uint64_t cp_comm = GIVEN(MF_CP_COMM) ? U(MF_CP_COMM) : 1;
+    if (cp_comm & ~(UINT64_C(1) | UINT64_C(1) << 2))
+        m4d_imp_warn(imp, "--cp-comm-type a2a is timed as the p2p ring");
+    TRY(SET_L(l, MEM4D_LAYOUT_CP_COMM_TYPE, cp_comm == UINT64_C(1) << 2, "--cp-comm-type"));
     TRY(SET_L(l, MEM4D_LAYOUT_CROSS_ENTROPY_FUSION, GIVEN(MF_CE_FUSION) && !te_ce, "--cross-entropy-loss-fusion"));
     /* The step time's cross entropy: without --cross-entropy-loss-fusion (Megatron-LM's default)
      * the unfused vocab_parallel_cross_entropy, with it the implementation named (native by

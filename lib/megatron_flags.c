@@ -27,6 +27,8 @@ static const char *const c_rc_modules[] = {"core_attn", "mlp", "layernorm", "moe
                                            "mla_up_proj", "moe", NULL};
 static const char *const c_router_dtype[] = {"fp32", "fp64", NULL};
 static const char *const c_ce_impl[] = {"native", "te", NULL};
+/* --cp-comm-type, per layer (nargs='+'); bit i for choice i (import_megatron.c) */
+static const char *const c_cp_comm[] = {"p2p", "a2a", "allgather", "a2a+p2p", NULL};
 static const char *const c_grad_dtype[] = {"fp32", "bf16", NULL};
 static const char *const c_param_dtype[] = {"fp32", "fp16", NULL};
 static const char *const c_state_dtype[] = {"fp32", "fp16", "bf16", "fp8", NULL};
@@ -100,7 +102,7 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     SKIP_ROW("clip-grad"),
     SKIP_ROW("codecarbon-dir"),
     INT_ROW("context-parallel-size", MF_CP, -1),
-    SKIP_ROW("cp-comm-type"),
+    BITS_ROW("cp-comm-type", MF_CP_COMM, c_cp_comm),
     SWITCH_ROW("cpu-offloading", MF_CPU_OFFLOAD),
     INT_ROW("cpu-offloading-num-layers", MF_CPU_OFFLOAD_LAYERS, -1),
     SWITCH_ROW("create-all-gather-group", MF_AG_GROUP),

@@ -601,6 +601,19 @@ START_TEST(memory_flags_not_modelled_warn)
 }
 END_TEST
 
+/* --cp-comm-type a2a (Ulysses' all-to-all) is not modelled: timed as the ring, with a warning. */
+START_TEST(cp_comm_type_a2a_warns)
+{
+    struct fixture fx;
+    fx_open(&fx);
+    const char *argv[] = {"--context-parallel-size", "2", "--cp-comm-type", "a2a", NULL};
+    ck_assert_int_eq(run_argv(&fx, argv, 0), MEM4D_OK);
+    ck_assert(has_warning(fx.imp, "--cp-comm-type a2a is timed as the p2p ring"));
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_CP_COMM_TYPE), 0);
+    fx_close(&fx);
+}
+END_TEST
+
 /* --optimizer sgd keeps one momentum buffer, none with --sgd-momentum 0. */
 START_TEST(sgd_momentum_buffers)
 {
@@ -1380,6 +1393,13 @@ static const struct modelled_case {
     {{BASE_JOB, "--cross-entropy-loss-fusion", "--cross-entropy-fusion-impl", "te"}, -1,
      MEM4D_LAYOUT_CROSS_ENTROPY_IMPL, 3},
     {{BASE_JOB, "--cross-entropy-fusion-impl", "te"}, -1, MEM4D_LAYOUT_CROSS_ENTROPY_IMPL, 1},
+    /* Context parallelism's exchange: the ring (p2p, Megatron's default), or allgather on every
+     * layer (cp_comm_type 1, the exposed all-gather); a mix is timed as the ring. */
+    {{BASE_JOB}, -1, MEM4D_LAYOUT_CP_COMM_TYPE, 0},
+    {{BASE_JOB, "--cp-comm-type", "p2p"}, -1, MEM4D_LAYOUT_CP_COMM_TYPE, 0},
+    {{BASE_JOB, "--cp-comm-type", "allgather"}, -1, MEM4D_LAYOUT_CP_COMM_TYPE, 1},
+    {{BASE_JOB, "--cp-comm-type", "allgather", "allgather", "allgather", "allgather"}, -1, MEM4D_LAYOUT_CP_COMM_TYPE, 1},
+    {{BASE_JOB, "--cp-comm-type", "allgather", "p2p", "allgather", "p2p"}, -1, MEM4D_LAYOUT_CP_COMM_TYPE, 0},
     {{"--num-layers", "4", "--hidden-size", "1024", "--num-attention-heads", "16", "--max-position-embeddings",
       "2048", "--RMSNorm", "--overlapped-distributed-optimizer", "--vocab-size", "32000"}, MEM4D_MODEL_NORM, -1, 0},
     /* The embedding and the loss counted as layers: (4 + 2) / 2 stages, one fewer at each end. */
@@ -2453,6 +2473,7 @@ static Suite *import_suite(void)
     tcase_add_test(tc, moe_topk_defaults_to_two);
     tcase_add_test(tc, silent_flags_say_nothing);
     tcase_add_test(tc, memory_flags_not_modelled_warn);
+    tcase_add_test(tc, cp_comm_type_a2a_warns);
     tcase_add_test(tc, warnings_are_bounded);
     tcase_add_loop_test(tc, world_size_source, 0, N(world_cases));
     tcase_add_test(tc, megatron_rejects_null_arguments);

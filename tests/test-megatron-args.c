@@ -73,6 +73,7 @@ END_TEST
 static const char *const round_trips[][12] = {
     {"tp=8", "pp=4", "dp=2", "mbs=1", "gbs=128", "seq=8192", NULL},
     {"tp=4", "cp=2", "pp=8", "vpp=5", "dp=1", "mbs=2", "seq=8192", "tp_comm_overlap=1", NULL},
+    {"tp=8", "cp=4", "pp=2", "dp=1", "mbs=1", "seq=32768", "cp_comm_type=all_gather", NULL},
     {"tp=8", "pp=16", "first_stage_layers=3", "last_stage_layers=7", "dp=4", "seq=4096", NULL},
     {"tp=8", "pp=16", "vpp=2", "first_stage_layers=10", "last_stage_layers=14", "dp=1", "seq=4096", NULL},
     {"tp=1", "dp=64", "sp=0", "dist_opt=0", "recompute=selective", "seq=2048", "tp_comm_overlap=1", NULL},
@@ -100,7 +101,7 @@ static const mem4d_layout_param compared[] = {
     MEM4D_LAYOUT_RECOMPUTE, MEM4D_LAYOUT_RECOMPUTE_METHOD, MEM4D_LAYOUT_RECOMPUTE_LAYERS,
     MEM4D_LAYOUT_TP_COMM_OVERLAP, MEM4D_LAYOUT_OPTIMIZER_MOMENTS, MEM4D_LAYOUT_DIST_OPT_INSTANCES,
     MEM4D_LAYOUT_MOE_CAPACITY_FACTOR_PPM, MEM4D_LAYOUT_MOE_PAD_TO_CAPACITY, MEM4D_LAYOUT_ACTIVATION_OFFLOAD_LAYERS,
-    MEM4D_LAYOUT_FIRST_CHUNK_FEWER_LAYERS, MEM4D_LAYOUT_LAST_CHUNK_FEWER_LAYERS,
+    MEM4D_LAYOUT_FIRST_CHUNK_FEWER_LAYERS, MEM4D_LAYOUT_LAST_CHUNK_FEWER_LAYERS, MEM4D_LAYOUT_CP_COMM_TYPE,
 };
 
 #define M4D_TEST_VS 64
