@@ -552,6 +552,11 @@ static bool predict_row(const struct table *t, char **f, struct row *r)
         ck_assert_int_eq(mem4d_device_set_str(d, "grad_accum_bytes", "6"), MEM4D_OK);
         ck_assert_int_eq(mem4d_layout_set_str(l, "main_grad_bytes", "2"), MEM4D_OK);
     }
+    /* Rows whose run reduced its gradients in bf16, as their source states
+     * (the notes say where): a bf16 main-gradient buffer, reduce-scattered at
+     * 2 bytes a weight (tests/data/throughput/README.md) */
+    if (strstr(col(t, f, "notes"), "gradients reduced in bf16"))
+        ck_assert_int_eq(mem4d_layout_set_str(l, "main_grad_bytes", "2"), MEM4D_OK);
     set_hardware(d, r->source, col(t, f, "gpu"), r->id);
     mem4d_report *rep = NULL;
     ck_assert_int_eq(mem4d_report_new(&rep), MEM4D_OK);
@@ -1043,6 +1048,8 @@ static size_t megatron_log(const struct row *r, double step_s, char *buf, size_t
     if (lget(l, MEM4D_LAYOUT_FP8))
         ARG("fp8", "hybrid");
     ARG("global_batch_size", "%llu", (unsigned long long)lget(l, MEM4D_LAYOUT_GLOBAL_BATCH));
+    if (lget(l, MEM4D_LAYOUT_MAIN_GRAD_BYTES) == 2)
+        ARG("grad_reduce_in_bf16", "True");
     uint64_t a = mget(m, MEM4D_MODEL_NUM_HEADS), k = mget(m, MEM4D_MODEL_NUM_KV_HEADS);
     if (k && k != a)
         ARG("group_query_attention", "True");
