@@ -547,7 +547,7 @@ static inline double beside_cost(const struct m4d_machine *mc, double gemm, doub
  * device calibrated on its first run, where the level common to one job's
  * layouts cancels and what remains is the model's spread within a family. */
 #define BAND_REL_LOW 0.971
-#define BAND_REL_HIGH 1.090
+#define BAND_REL_HIGH 1.095
 
 /* Seconds of one micro-batch's work on one GPU. */
 struct unit_time {
