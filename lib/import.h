@@ -141,6 +141,8 @@ enum { M4D_BACKEND_UNFUSED = 2, M4D_BACKEND_LOCAL = 3 };
 enum { M4D_DTYPE_FP32 = 0 }; /* first of every dtype list */
 enum { M4D_OPT_ADAM = 0 };
 enum { M4D_SOFTMAX_LEARNABLE = 2 };
+/* --cp-comm-type's words (bits of a BITS flag) */
+enum { M4D_CP_P2P = 0, M4D_CP_ALL_GATHER = 1, M4D_CP_ALLGATHER = 2, M4D_CP_A2A = 3, M4D_CP_A2A_P2P = 4 };
 
 struct m4d_megatron_flag {
     const char *flag;           /* without the leading "--" */

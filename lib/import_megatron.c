@@ -503,12 +503,6 @@ static mem4d_status apply_layout_basic(mem4d_import *imp, const struct m4d_opt_v
     bool te_ce = strcmp(choice(vals, MF_CE_IMPL), "te") == 0;
     /* Userbuffers overlap: the step-time model reads it, full mode counts its buffers in FIXED. */
     TRY(SET_L(l, MEM4D_LAYOUT_TP_COMM_OVERLAP, GIVEN(MF_TP_OVERLAP), "--tp-comm-overlap"));
-    /* --cp-comm-type (Megatron's default p2p, the ring): allgather on every layer is
-     * cp_comm_type all_gather; a2a (Ulysses) is not modelled and is timed as the ring */
-    uint64_t cp_comm = GIVEN(MF_CP_COMM) ? U(MF_CP_COMM) : 1;
-    if (cp_comm & ~(UINT64_C(1) | UINT64_C(1) << 2))
-        m4d_imp_warn(imp, "--cp-comm-type a2a is timed as the p2p ring");
-    TRY(SET_L(l, MEM4D_LAYOUT_CP_COMM_TYPE, cp_comm == UINT64_C(1) << 2, "--cp-comm-type"));
     TRY(SET_L(l, MEM4D_LAYOUT_CROSS_ENTROPY_FUSION, GIVEN(MF_CE_FUSION) && !te_ce, "--cross-entropy-loss-fusion"));
     /* The step time's cross entropy: without --cross-entropy-loss-fusion (Megatron-LM's default)
      * the unfused vocab_parallel_cross_entropy, with it the implementation named (native by
@@ -930,6 +924,44 @@ static mem4d_status apply_attention(mem4d_import *imp, const struct m4d_opt_val 
     return SET_L(l, MEM4D_LAYOUT_FLASH_ATTN, flash, "--use-flash-attn");
 }
 
+/* --cp-comm-type (nargs='+', default p2p): one word for every layer, or
+ * one per layer, handed to Transformer Engine's attention as its
+ * cp_comm_type (TEDotProductAttention, megatron/core/extensions/
+ * transformer_engine.py at NVIDIA/Megatron-LM@d98e8a6). The step time
+ * models two of TE's four: p2p (the ring, layout key cp_comm_type 0) and
+ * all_gather (1). a2a (Ulysses: Q, K, V and the output exchanged
+ * all-to-all, heads split over the group), a2a+p2p (a2a inside
+ * --hierarchical-context-parallel-sizes' inner groups, the ring across
+ * them) and a list mixing kinds are not modelled: the ring's cost stands
+ * in, and a warning says so. At context-parallel size 1 TE gets no CP
+ * group and the word does nothing. */
+static mem4d_status apply_context_parallel(mem4d_import *imp, const struct m4d_opt_val *vals, mem4d_layout *l)
+{
+    uint64_t bits = GIVEN(MF_CP_COMM) ? U(MF_CP_COMM) : UINT64_C(1) << M4D_CP_P2P;
+    uint64_t ag = (UINT64_C(1) << M4D_CP_ALL_GATHER) | (UINT64_C(1) << M4D_CP_ALLGATHER);
+    bool cp = l->v[MEM4D_LAYOUT_CP] > 1;
+    unsigned words = vals[MF_CP_COMM].words;
+    /* TransformerConfig.__post_init__ asserts it when cp > 1 */
+    if (cp && words > 1 && GIVEN(MF_NUM_LAYERS) && words != U(MF_NUM_LAYERS))
+        return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "--cp-comm-type lists %u types but --num-layers is %llu "
+                            "(Megatron-LM wants one type, or one per layer)", words,
+                            (unsigned long long)U(MF_NUM_LAYERS));
+    bool all_gather = (bits & ag) == bits;
+    if (cp && (bits & ag) != bits && (bits & ~(UINT64_C(1) << M4D_CP_P2P)) != 0) {
+        const char *what = bits & (UINT64_C(1) << M4D_CP_A2A_P2P) ? "a2a+p2p (hierarchical: all-to-all inside "
+                           "the inner groups, the ring across them)" : bits & (UINT64_C(1) << M4D_CP_A2A) ?
+                           "a2a (Ulysses: Q, K, V and the output exchanged all-to-all)" :
+                           "a per-layer mix of p2p and all_gather";
+        m4d_imp_warn(imp, "--cp-comm-type: %s is not modelled; the step time charges context parallelism the "
+                     "ring's (p2p) transfers instead", what);
+        all_gather = false;
+    }
+    if (cp && all_gather && (bits & (UINT64_C(1) << M4D_CP_ALLGATHER)))
+        m4d_imp_warn(imp, "--cp-comm-type allgather: Transformer Engine's attention names it all_gather and "
+                     "raises on 'allgather' (only the DSA attention takes either); read as all_gather");
+    return SET_L(l, MEM4D_LAYOUT_CP_COMM_TYPE, all_gather, "--cp-comm-type");
+}
+
 /* World size and, as Megatron-LM does without --global-batch-size, a
  * global batch of one micro-batch per data-parallel rank. */
 static mem4d_status apply_world(mem4d_import *imp, const struct m4d_opt_val *vals, uint64_t world,
@@ -997,6 +1029,8 @@ mem4d_status mem4d_import_megatron(mem4d_import *import, int argc, const char *c
         st = apply_recompute(imp, vals, &l);
     if (st == MEM4D_OK)
         st = apply_attention(imp, vals, &l);
+    if (st == MEM4D_OK)
+        st = apply_context_parallel(imp, vals, &l);
     if (st == MEM4D_OK)
         st = m4d_megatron_read_pipeline(imp, vals, &m, &l);
     if (st == MEM4D_OK)

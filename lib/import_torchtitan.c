@@ -575,6 +575,28 @@ static mem4d_status read_compile(struct tt *c, mem4d_layout *l)
     return SET_T(MEM4D_LAYOUT_COMPILE, on ? (loss ? 2 : 1) : 0, "compile.enable");
 }
 
+/* context_parallel_rotate_method: how PyTorch's context-parallel SDPA
+ * moves K and V (torch/distributed/tensor/experimental/_attention.py,
+ * _templated_ring_attention and its backward). "alltoall" passes them round
+ * the ring, each step under the attention of a chunk (permute_tensor): the
+ * ring, cp_comm_type p2p. "allgather", torchtitan's default, all-gathers
+ * them once, issued before the local chunk's attention and awaited after
+ * it, and passes dK and dV round the ring: neither the ring nor the exposed
+ * all_gather; the ring's cost stands in, and a warning says so. */
+static mem4d_status read_context_parallel(struct tt *c, int64_t cp, mem4d_layout *l)
+{
+    static const char *const methods[] = {"allgather", "alltoall", NULL};
+    const char *method = "allgather";
+    size_t k = 0;
+    TRY(par_str(c, "context_parallel_rotate_method", &method));
+    TRY(choice(c, "context_parallel_rotate_method", method, methods, &k));
+    if (cp > 1 && k == 0)
+        m4d_imp_warn(c->imp, DOC ": context_parallel_rotate_method allgather (torchtitan's default: K and V "
+                             "all-gathered once, under the local chunk's attention only) is not modelled; the step "
+                             "time charges context parallelism the ring's transfers (alltoall) instead");
+    return SET_T(MEM4D_LAYOUT_CP_COMM_TYPE, 0, "context_parallel_rotate_method");
+}
+
 static mem4d_status tt_apply(struct tt *c, uint64_t world, const mem4d_model *model, mem4d_layout *l)
 {
     const struct m4d_toml *quantize = NULL, *linear = NULL;
@@ -616,6 +638,7 @@ static mem4d_status tt_apply(struct tt *c, uint64_t world, const mem4d_model *mo
     TRY(read_precision(c, l));
     TRY(read_float8(c, l));
     TRY(read_compile(c, l));
+    TRY(read_context_parallel(c, d.cp, l));
     bool async_tp = false;
     const char *reshard = "default";
     size_t r = 0;

@@ -17,6 +17,7 @@ struct m4d_opt_val {
     double r;   /* M4D_FLAG_REAL */
     const char *s; /* M4D_FLAG_TEXT: the argument itself */
     int at;        /* where in the vector it was last given (argparse: last one wins) */
+    unsigned words; /* M4D_FLAG_BITS: how many words it was given (a per-layer list) */
 };
 
 /* In an applier, with `vals` the scanned flags: was slot o given, its integer. */

@@ -66,8 +66,8 @@ static void put_memory_switches(struct m4d_out *o, const mem4d_model *m, const m
         m4d_put(o, " --overlap-param-gather");
     if (lv(l, MEM4D_LAYOUT_TP_COMM_OVERLAP) && lv(l, MEM4D_LAYOUT_TP) > 1)
         m4d_put(o, " --tp-comm-overlap");
-    if (lv(l, MEM4D_LAYOUT_CP_COMM_TYPE) == 1 && lv(l, MEM4D_LAYOUT_CP) > 1)
-        m4d_put(o, " --cp-comm-type allgather");
+    if (lv(l, MEM4D_LAYOUT_CP_COMM_TYPE) == 1 && lv(l, MEM4D_LAYOUT_CP) > 1) /* TE's name, not --help's "allgather" */
+        m4d_put(o, " --cp-comm-type all_gather");
     if (lv(l, MEM4D_LAYOUT_RECOMPUTE) == 1) {
         m4d_put(o, " --recompute-granularity selective");
     } else if (lv(l, MEM4D_LAYOUT_RECOMPUTE) == 2) {

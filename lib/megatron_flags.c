@@ -27,8 +27,6 @@ static const char *const c_rc_modules[] = {"core_attn", "mlp", "layernorm", "moe
                                            "mla_up_proj", "moe", NULL};
 static const char *const c_router_dtype[] = {"fp32", "fp64", NULL};
 static const char *const c_ce_impl[] = {"native", "te", NULL};
-/* --cp-comm-type, per layer (nargs='+'); bit i for choice i (import_megatron.c) */
-static const char *const c_cp_comm[] = {"p2p", "a2a", "allgather", "a2a+p2p", NULL};
 static const char *const c_grad_dtype[] = {"fp32", "bf16", NULL};
 static const char *const c_param_dtype[] = {"fp32", "fp16", NULL};
 static const char *const c_state_dtype[] = {"fp32", "fp16", "bf16", "fp8", NULL};
@@ -46,6 +44,10 @@ static const char *const c_fsdp_dtype[] = {"fp32", "bf16", "fp16", "auto", NULL}
 static const char *const c_fp8_recipe[] = {"delayed", "tensorwise", "mxfp8", "blockwise", "custom", NULL};
 /* Megatron-Core TransformerConfig.softmax_type; "learnable" is gpt-oss's per-head sink. */
 static const char *const c_softmax[] = {"vanilla", "off-by-one", "learnable", NULL};
+/* Transformer Engine's cp_comm_type names (attn_forward_func_with_cp, context_parallel.py at
+ * NVIDIA/TransformerEngine@d0067d0d), then "allgather", the spelling of Megatron-LM's --help,
+ * in the order of M4D_CP_* (import.h). */
+static const char *const c_cp_comm[] = {"p2p", "all_gather", "allgather", "a2a", "a2a+p2p", NULL};
 
 #define INT_ROW(f, slot, key) {f, M4D_FLAG_INT, slot, key, NULL, NULL}
 #define SWITCH_ROW(f, slot) {f, M4D_FLAG_SWITCH, slot, -1, NULL, NULL}
@@ -102,7 +104,7 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     SKIP_ROW("clip-grad"),
     SKIP_ROW("codecarbon-dir"),
     INT_ROW("context-parallel-size", MF_CP, -1),
-    BITS_ROW("cp-comm-type", MF_CP_COMM, c_cp_comm),
+    BITS_ROW("cp-comm-type", MF_CP_COMM, c_cp_comm), /* one word, or one per layer */
     SWITCH_ROW("cpu-offloading", MF_CPU_OFFLOAD),
     INT_ROW("cpu-offloading-num-layers", MF_CPU_OFFLOAD_LAYERS, -1),
     SWITCH_ROW("create-all-gather-group", MF_AG_GROUP),

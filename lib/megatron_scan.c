@@ -100,13 +100,15 @@ static mem4d_status parse_word(mem4d_import *imp, const struct m4d_megatron_flag
 /* A list of choices (nargs='+'): the first word, then every following word
  * that is not a flag (argc 0: the value came after '=', alone). */
 static mem4d_status parse_bits(mem4d_import *imp, const struct m4d_megatron_flag *d, const char *text, int argc,
-                               const char *const *argv, int *i, uint64_t *out)
+                               const char *const *argv, int *i, uint64_t *out, unsigned *words)
 {
     uint64_t one = 0;
     *out = 0;
+    *words = 0;
     for (;;) {
         TRY(parse_word(imp, d, text, &one));
         *out |= UINT64_C(1) << one;
+        ++*words;
         if (*i + 1 >= argc || !argv[*i + 1] || is_flag(argv[*i + 1]))
             return MEM4D_OK;
         text = argv[++*i];
@@ -141,7 +143,7 @@ static mem4d_status read_opt(mem4d_import *imp, const struct m4d_megatron_flag *
     case M4D_FLAG_REAL: st = parse_real(imp, d->flag, text, &v->r); break;
     case M4D_FLAG_WORD: st = parse_word(imp, d, text, &v->u); break;
     case M4D_FLAG_TEXT: v->s = text; break;
-    case M4D_FLAG_BITS: st = parse_bits(imp, d, text, tok->value ? 0 : argc, argv, i, &v->u); break;
+    case M4D_FLAG_BITS: st = parse_bits(imp, d, text, tok->value ? 0 : argc, argv, i, &v->u, &v->words); break;
     default: break;
     }
     if (st == MEM4D_OK) {

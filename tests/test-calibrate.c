@@ -227,6 +227,21 @@ START_TEST(every_argument_megatron_prints)
     text = slurp("llama31-8b-cp2-16gpu.log", &len);
     job_figures(text, len, b);
     ck_assert(a[0] == b[0]);
+    /* cp_comm_type (a list, cp 2): all_gather is its exposed all-gather, a
+     * slower step; a2a, not modelled, is estimated as the ring */
+    static const char *const p2p = "  cp_comm_type .................................... ['p2p']\n";
+    char *at = strstr(all, p2p);
+    ck_assert_ptr_nonnull(at);
+    static char other[1 << 17];
+    const char *const kinds[] = {"['all_gather']", "['a2a']"};
+    for (size_t k = 0; k < 2; k++) {
+        int n = snprintf(other, sizeof other, "%.*s  cp_comm_type .................................... %s\n%s",
+                         (int)(at - all), all, kinds[k], at + strlen(p2p));
+        ck_assert(n > 0 && (size_t)n < sizeof other);
+        job_figures(other, (size_t)n, b);
+        ck_assert_msg(k == 0 ? b[0] > a[0] : b[0] == a[0], "%s: step %g s, p2p %g s", kinds[k], b[0], a[0]);
+        ck_assert(b[1] == a[1]); /* the memory does not read it */
+    }
     /* Behind a launcher's prefix on every line (torchrun --tee, srun -l),
      * with another rank's line inside the block: the same job. */
     static char prefixed[1 << 18];

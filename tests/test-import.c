@@ -601,15 +601,66 @@ START_TEST(memory_flags_not_modelled_warn)
 }
 END_TEST
 
-/* --cp-comm-type a2a (Ulysses' all-to-all) is not modelled: timed as the ring, with a warning. */
-START_TEST(cp_comm_type_a2a_warns)
+/* --cp-comm-type: p2p (the default) and all_gather set the layout key; a2a,
+ * a2a+p2p and a per-layer mix are not modelled: the ring stands in and a
+ * warning says so (at cp 1 the word does nothing: no warning); "allgather"
+ * (--help's spelling) reads as all_gather, with TE's refusal of it named;
+ * a per-layer list must name every layer. */
+START_TEST(cp_comm_type_read_or_warned)
 {
+    static const struct {
+        const char *type[5];
+        const char *cp;
+        uint64_t key;
+        const char *warning; /* NULL: none */
+    } cases[] = {
+        {{NULL}, "2", 0, NULL},
+        {{"p2p"}, "2", 0, NULL},
+        {{"all_gather"}, "2", 1, NULL},
+        {{"all_gather", "all_gather", "all_gather", "all_gather"}, "2", 1, NULL},
+        {{"allgather"}, "2", 1, "names it all_gather and raises on 'allgather'"},
+        {{"a2a"}, "2", 0, "--cp-comm-type: a2a (Ulysses"},
+        {{"a2a+p2p"}, "4", 0, "--cp-comm-type: a2a+p2p (hierarchical"},
+        {{"p2p", "all_gather", "p2p", "p2p"}, "2", 0, "a per-layer mix of p2p and all_gather is not modelled"},
+        {{"a2a"}, "1", 0, NULL},
+        {{"all_gather"}, "1", 1, NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct fixture fx;
+        fx_open(&fx);
+        const char *argv[24] = {"--num-layers", "4", "--hidden-size", "1024", "--num-attention-heads", "16",
+                                "--seq-length", "8192", "--max-position-embeddings", "8192",
+                                "--context-parallel-size", cases[i].cp};
+        int argc = 12;
+        if (cases[i].type[0])
+            argv[argc++] = "--cp-comm-type";
+        for (size_t k = 0; k < 5 && cases[i].type[k]; k++)
+            argv[argc++] = cases[i].type[k];
+        argv[argc++] = "--vocab-size";
+        argv[argc++] = "32000";
+        argv[argc] = NULL;
+        ck_assert_int_eq(mem4d_layout_set(fx.layout, MEM4D_LAYOUT_CP_COMM_TYPE, 1 - cases[i].key), MEM4D_OK);
+        ck_assert_msg(run_argv(&fx, argv, 8) == MEM4D_OK, "case %zu: %s", i, mem4d_import_message(fx.imp));
+        ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_CP_COMM_TYPE), cases[i].key);
+        bool any = false;
+        for (size_t w = 0; w < mem4d_import_warning_count(fx.imp); w++)
+            any |= strstr(mem4d_import_warning(fx.imp, w), "cp-comm-type") != NULL;
+        if (cases[i].warning)
+            ck_assert_msg(has_warning(fx.imp, cases[i].warning), "case %zu: no warning '%s'", i, cases[i].warning);
+        else
+            ck_assert_msg(!any, "case %zu: %s", i, mem4d_import_warning(fx.imp, 0));
+        fx_close(&fx);
+    }
+    /* TransformerConfig asserts one type per layer when it is a list (cp > 1) */
     struct fixture fx;
     fx_open(&fx);
-    const char *argv[] = {"--context-parallel-size", "2", "--cp-comm-type", "a2a", NULL};
-    ck_assert_int_eq(run_argv(&fx, argv, 0), MEM4D_OK);
-    ck_assert(has_warning(fx.imp, "--cp-comm-type a2a is timed as the p2p ring"));
-    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_CP_COMM_TYPE), 0);
+    const char *argv[] = {"--num-layers", "4", "--context-parallel-size", "2", "--cp-comm-type", "p2p",
+                          "all_gather", NULL};
+    ck_assert_int_eq(run_argv(&fx, argv, 8), MEM4D_E_CONFLICT);
+    ck_assert_str_eq(mem4d_import_message(fx.imp), "--cp-comm-type lists 2 types but --num-layers is 4 "
+                                                   "(Megatron-LM wants one type, or one per layer)");
+    const char *typo[] = {"--context-parallel-size", "2", "--cp-comm-type", "ring", NULL};
+    ck_assert_int_eq(run_argv(&fx, typo, 8), MEM4D_E_PARSE);
     fx_close(&fx);
 }
 END_TEST
@@ -1393,13 +1444,15 @@ static const struct modelled_case {
     {{BASE_JOB, "--cross-entropy-loss-fusion", "--cross-entropy-fusion-impl", "te"}, -1,
      MEM4D_LAYOUT_CROSS_ENTROPY_IMPL, 3},
     {{BASE_JOB, "--cross-entropy-fusion-impl", "te"}, -1, MEM4D_LAYOUT_CROSS_ENTROPY_IMPL, 1},
-    /* Context parallelism's exchange: the ring (p2p, Megatron's default), or allgather on every
-     * layer (cp_comm_type 1, the exposed all-gather); a mix is timed as the ring. */
+    /* Context parallelism's exchange: the ring (p2p, Megatron's default), or all_gather on every
+     * layer (cp_comm_type 1, the exposed all-gather; --help's "allgather" read as it); a mix is
+     * timed as the ring (cp_comm_type_read_or_warned: with a warning at cp > 1). */
     {{BASE_JOB}, -1, MEM4D_LAYOUT_CP_COMM_TYPE, 0},
     {{BASE_JOB, "--cp-comm-type", "p2p"}, -1, MEM4D_LAYOUT_CP_COMM_TYPE, 0},
+    {{BASE_JOB, "--cp-comm-type", "all_gather"}, -1, MEM4D_LAYOUT_CP_COMM_TYPE, 1},
     {{BASE_JOB, "--cp-comm-type", "allgather"}, -1, MEM4D_LAYOUT_CP_COMM_TYPE, 1},
-    {{BASE_JOB, "--cp-comm-type", "allgather", "allgather", "allgather", "allgather"}, -1, MEM4D_LAYOUT_CP_COMM_TYPE, 1},
-    {{BASE_JOB, "--cp-comm-type", "allgather", "p2p", "allgather", "p2p"}, -1, MEM4D_LAYOUT_CP_COMM_TYPE, 0},
+    {{BASE_JOB, "--cp-comm-type", "all_gather", "all_gather", "all_gather", "all_gather"}, -1, MEM4D_LAYOUT_CP_COMM_TYPE, 1},
+    {{BASE_JOB, "--cp-comm-type", "all_gather", "p2p", "all_gather", "p2p"}, -1, MEM4D_LAYOUT_CP_COMM_TYPE, 0},
     {{"--num-layers", "4", "--hidden-size", "1024", "--num-attention-heads", "16", "--max-position-embeddings",
       "2048", "--RMSNorm", "--overlapped-distributed-optimizer", "--vocab-size", "32000"}, MEM4D_MODEL_NORM, -1, 0},
     /* The embedding and the loss counted as layers: (4 + 2) / 2 stages, one fewer at each end. */
@@ -2473,7 +2526,7 @@ static Suite *import_suite(void)
     tcase_add_test(tc, moe_topk_defaults_to_two);
     tcase_add_test(tc, silent_flags_say_nothing);
     tcase_add_test(tc, memory_flags_not_modelled_warn);
-    tcase_add_test(tc, cp_comm_type_a2a_warns);
+    tcase_add_test(tc, cp_comm_type_read_or_warned);
     tcase_add_test(tc, warnings_are_bounded);
     tcase_add_loop_test(tc, world_size_source, 0, N(world_cases));
     tcase_add_test(tc, megatron_rejects_null_arguments);

@@ -246,6 +246,33 @@ START_TEST(what_torchtitan_refuses)
 }
 END_TEST
 
+/* context_parallel_rotate_method: alltoall is the ring (cp_comm_type p2p);
+ * allgather, torchtitan's default, is neither model, so at cp > 1 the ring
+ * stands in with a warning; a value torch lacks is refused. */
+START_TEST(context_parallel_rotate_method)
+{
+    static const struct {
+        const char *toml;
+        bool warns;
+    } cases[] = {
+        {"[parallelism]\ncontext_parallel_degree = 2\ncontext_parallel_rotate_method = \"alltoall\"\n", false},
+        {"[parallelism]\ncontext_parallel_degree = 2\ncontext_parallel_rotate_method = \"allgather\"\n", true},
+        {"[parallelism]\ncontext_parallel_degree = 2\n", true}, /* the default */
+        {"[experimental]\ncontext_parallel_degree = 2\n", true}, /* 2024's section */
+        {"[parallelism]\ncontext_parallel_degree = 1\n", false}, /* no context parallelism */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ck_assert_int_eq(mem4d_layout_set(lay, MEM4D_LAYOUT_CP_COMM_TYPE, 1), MEM4D_OK);
+        ck_assert_msg(tt(cases[i].toml, 8, NULL) == MEM4D_OK, "%s: %s", cases[i].toml, mem4d_import_message(imp));
+        ck_assert_uint_eq(get(MEM4D_LAYOUT_CP_COMM_TYPE), 0);
+        ck_assert_msg(warned("context_parallel_rotate_method allgather") == cases[i].warns, "%s", cases[i].toml);
+    }
+    ck_assert_int_eq(tt("[parallelism]\ncontext_parallel_degree = 2\ncontext_parallel_rotate_method = \"ring\"\n",
+                        8, NULL), MEM4D_E_PARSE);
+    ck_assert_ptr_nonnull(strstr(mem4d_import_message(imp), "is not one of allgather, alltoall"));
+}
+END_TEST
+
 /* TOML 1.0: the forms of the specification read as it says. */
 START_TEST(toml_forms)
 {
@@ -378,6 +405,7 @@ int main(void)
     tcase_add_test(tc, published_job_files);
     tcase_add_test(tc, schedules_and_stages_per_rank);
     tcase_add_test(tc, what_torchtitan_refuses);
+    tcase_add_test(tc, context_parallel_rotate_method);
     tcase_add_test(tc, toml_forms);
     tcase_add_test(tc, toml_errors);
     tcase_add_test(tc, hostile_input);

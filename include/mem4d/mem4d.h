@@ -967,8 +967,10 @@ typedef enum mem4d_layout_param {
      * --cp-comm-type p2p, its default), 1 "all_gather" (K and V all-gathered over the CP group
      * before the attention and again before its backward, dK and dV reduce-scattered after it,
      * none of it under compute: Llama 3's CP, arXiv 2407.21783 sec. 3.3.2, and Transformer
-     * Engine's AttnFuncWithCPAndKVAllGather, Megatron's --cp-comm-type allgather). The memory
-     * figures do not read it. Default 0. @since 0.2 */
+     * Engine's AttnFuncWithCPAndKVAllGather, Megatron's --cp-comm-type all_gather). Not modelled,
+     * read as 0 with an import warning: Megatron's a2a and a2a+p2p, a per-layer list mixing
+     * kinds, torchtitan's context_parallel_rotate_method allgather (one all-gather under the
+     * local chunk's attention). The memory figures do not read it. Default 0. @since 0.2 */
     MEM4D_LAYOUT_CP_COMM_TYPE = 85
 } mem4d_layout_param;
 
@@ -2435,7 +2437,8 @@ MEM4D_API mem4d_status mem4d_import_set_llama_like(mem4d_import *import, int ena
  * a launch script: the parallel sizes, micro-batch (and global batch and
  * sequence length when set), uneven first/last stages, virtual pipeline
  * chunks, sequence parallelism, optimizer sharding, gradient/parameter
- * overlap and recompute, e.g. "--tensor-model-parallel-size 8
+ * overlap, recompute, the TP communication overlap and the all-gather
+ * context parallelism (cp_comm_type), e.g. "--tensor-model-parallel-size 8
  * --context-parallel-size 1 --pipeline-model-parallel-size 4
  * --micro-batch-size 1 --sequence-parallel --use-distributed-optimizer".
  * Switches that are off are not written, so the line replaces the job's
