@@ -39,9 +39,9 @@ struct cal_log {
  * lists them), and the candidates the choice is made among: those, and the
  * compute level (CAL_LEVEL: the bf16 and fp8 GEMM efficiencies by one
  * factor). */
-#define CAL_NCONST 6
-#define CAL_NCAND 7
-#define CAL_LEVEL 6
+#define CAL_NCONST 7
+#define CAL_NCAND 8
+#define CAL_LEVEL 7
 
 struct mem4d_calibration {
     struct cal_log log[CAL_MAX_LOGS];
@@ -952,8 +952,13 @@ static mem4d_status predict(mem4d_calibration *cal, struct cal_log *lg, const me
  * rate, 2 ms per micro-batch; the router's load spread moves only dropless
  * MoE runs whose imbalance is derived, so it is chosen only when such a run
  * differs from the others in a way the rates do not explain: beside a
- * forced-balance run of the job, or runs at several ep). The last
- * candidate, the compute level, moves
+ * forced-balance run of the job, or runs at several ep). Communication is
+ * two candidates, the links inside a node (comm_efficiency_ppm, once the
+ * network has its own value) and the network (inter_node_efficiency_ppm):
+ * a run whose exposed communication crosses the network tells the
+ * network's rate, and fitting comm_efficiency_ppm from it would carry that
+ * figure onto the NVLink traffic of every other job (a tensor-parallel
+ * all-reduce inside a node). The last candidate, the compute level, moves
  * the bf16 GEMM efficiency and with it the fp8 one by the same factor (and
  * attention, whose rate is a share of the bf16 GEMM's): what one fp8 run
  * can tell, as it cannot tell its fp8 GEMMs apart from the bf16 attention
@@ -970,6 +975,7 @@ static const struct cal_const {
     {MEM4D_DEVICE_MICROBATCH_OVERHEAD_NS, 0, 200e6, 2e6, false, false},
     {MEM4D_DEVICE_COMM_EFFICIENCY_PPM, 10000, 1000000, 1.5, true, false},
     {MEM4D_DEVICE_MOE_LOAD_SPREAD_PPM, 1000, 4000000, 1.5, true, false},
+    {MEM4D_DEVICE_INTER_NODE_EFFICIENCY_PPM, 10000, 1000000, 1.5, true, false},
     {MEM4D_DEVICE_MATMUL_EFFICIENCY_PPM, 20000, 1000000, 1.5, true, true},
 };
 
@@ -1261,6 +1267,11 @@ mem4d_status mem4d_calibration_fit(mem4d_calibration *cal, mem4d_device *device)
     cal->level_ratio = dev.v[MEM4D_DEVICE_MATMUL_EFFICIENCY_PPM]
                            ? (double)dev.v[MEM4D_DEVICE_FP8_EFFICIENCY_PPM] / (double)dev.v[MEM4D_DEVICE_MATMUL_EFFICIENCY_PPM]
                            : 1;
+    /* The network's efficiency is the links' until set: given its own value
+     * here, comm_efficiency_ppm moves the links inside a node alone. A fit
+     * that moves neither leaves the key as it was. */
+    uint64_t net0 = dev.v[MEM4D_DEVICE_INTER_NODE_EFFICIENCY_PPM];
+    dev.v[MEM4D_DEVICE_INTER_NODE_EFFICIENCY_PPM] = effective(&dev, MEM4D_DEVICE_INTER_NODE_EFFICIENCY_PPM);
     if (choose_constants(cal, &dev, base) != MEM4D_OK)
         return fail(cal, MEM4D_E_UNSUPPORTED, 0, "a run cannot be estimated once a constant moves");
     /* Coordinate descent over the chosen constants, started from the
@@ -1278,6 +1289,8 @@ mem4d_status mem4d_calibration_fit(mem4d_calibration *cal, mem4d_device *device)
         fit_key(cal, &dev, &cal_consts[idx[k]]);
     if (nfit > 1)
         fit_joint(cal, &dev, idx, nfit);
+    if (!cal->chosen[4] && !cal->chosen[6])
+        dev.v[MEM4D_DEVICE_INTER_NODE_EFFICIENCY_PPM] = net0;
     dev.v[MEM4D_DEVICE_CALIBRATED_RUNS] = cal->n;
     cal->msg[0] = '\0'; /* a failed trial of the search is no message */
     /* A rate pinned at its search bound did not fit: the measured steps are

@@ -300,6 +300,7 @@ const struct m4d_param_desc m4d_device_params[] = {
     [MEM4D_DEVICE_POWER_LIMIT_W] = NUM_ROW("power_limit_w", "power_cap_w", NULL, 0, 100000, 0),
     [MEM4D_DEVICE_HBM_EFFICIENCY_PPM] = PPM_ROW("hbm_efficiency_ppm", NULL, NULL, 0, 1000000, 0),
     [MEM4D_DEVICE_MOE_LOAD_SPREAD_PPM] = PPM_ROW("moe_load_spread_ppm", NULL, NULL, 0, 4000000, 0),
+    [MEM4D_DEVICE_INTER_NODE_EFFICIENCY_PPM] = PPM_ROW("inter_node_efficiency_ppm", NULL, NULL, 0, 1000000, 0),
 };
 M4D_TABLE_ROWS(m4d_device_params, M4D_DEVICE_NPARAM);
 

@@ -540,7 +540,7 @@ static inline double beside_cost(const struct m4d_machine *mc, double gemm, doub
  * tests/test-throughput.c prints all of them). */
 #define BAND_LOW 0.923
 #define BAND_HIGH 1.218
-#define BAND_CAL_LOW 0.886
+#define BAND_CAL_LOW 0.891
 #define BAND_CAL_HIGH 1.166
 /* Between layouts of one job (the search's equivalence, m4d_speed_band_
  * relative()): the band of the runs of a weak-scaling series predicted by a
@@ -702,7 +702,8 @@ static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device
         .ampere_beside = !hopper && dv[MEM4D_DEVICE_SM_COUNT] != 0,
         .inv_hbm = hbm > 0 ? 1 / hbm : 0,
         .intra = {D(dv[MEM4D_DEVICE_INTRA_NODE_BANDWIDTH]) * ce, D(dv[MEM4D_DEVICE_INTRA_NODE_LATENCY_NS]) * 1e-9},
-        .inter = {inter * ce, D(dv[MEM4D_DEVICE_INTER_NODE_LATENCY_NS]) * 1e-9},
+        .inter = {inter * (dv[MEM4D_DEVICE_INTER_NODE_EFFICIENCY_PPM] ? ppm(dv[MEM4D_DEVICE_INTER_NODE_EFFICIENCY_PPM]) : ce),
+                  D(dv[MEM4D_DEVICE_INTER_NODE_LATENCY_NS]) * 1e-9},
     };
     /* A device's own attention rate (a calibration's) replaces the
      * kernel's forward share; the backward keeps its ratio to it. */
@@ -1687,6 +1688,9 @@ uint64_t m4d_perf_effective(const mem4d_device *dev, mem4d_device_param key)
      * loss router's, 0.52 / 2.3437 (lib/perf_moe.c, spread_of()) */
     if (key == MEM4D_DEVICE_MOE_LOAD_SPREAD_PPM)
         return dev->v[key] ? dev->v[key] : 221871;
+    /* the network's efficiency is the links' until set */
+    if (key == MEM4D_DEVICE_INTER_NODE_EFFICIENCY_PPM)
+        return dev->v[key] ? dev->v[key] : dev->v[MEM4D_DEVICE_COMM_EFFICIENCY_PPM];
     if (key != MEM4D_DEVICE_ATTENTION_EFFICIENCY_PPM && key != MEM4D_DEVICE_MICROBATCH_OVERHEAD_NS)
         return dev->v[key];
     struct m4d_ctx x = {0}; /* bf16: the attention kernel and the stack do not depend on the job */

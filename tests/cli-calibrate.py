@@ -56,7 +56,8 @@ class Calibrate(unittest.TestCase):
             fitted = {c['key']: c['fitted'] for c in doc['constants']}
             self.assertEqual(fitted, {'matmul_efficiency_ppm': True, 'fp8_efficiency_ppm': False,
                                       'attention_efficiency_ppm': False, 'microbatch_overhead_ns': False,
-                                      'comm_efficiency_ppm': False, 'moe_load_spread_ppm': False})
+                                      'comm_efficiency_ppm': False, 'moe_load_spread_ppm': False,
+                                      'inter_node_efficiency_ppm': False})
             self.assertEqual(doc['device']['calibrated_runs'], 1)
             with open(out) as f:
                 self.assertIn('calibrated_runs = 1', f.read())

@@ -623,7 +623,8 @@ END_TEST
  * beside a dropless one the fit tells it from the rates and recovers it; a
  * forced-balance run alone leaves it. (Two runs fit two constants: when the
  * rates are off too, the rate that moves both runs most, here the
- * communication efficiency at EP 32, takes their common gap, and the spread
+ * network's efficiency at EP 32 (its all-to-all crosses nodes), takes their
+ * common gap, and the spread
  * comes back within about 6%.) */
 START_TEST(dropless_runs_fit_the_load_spread)
 {
@@ -668,6 +669,68 @@ START_TEST(dropless_runs_fit_the_load_spread)
 }
 END_TEST
 
+/* One run whose exposed communication crosses the network tells the
+ * network's rate, not NVLink's: calibrated on a data-parallel job over 16
+ * nodes of a device whose network reaches 40% of its rate (NVLink the
+ * preset's 70%), the fit takes inter_node_efficiency_ppm, leaves
+ * comm_efficiency_ppm, and a tensor-parallel job inside one node is
+ * predicted as on the true device. Fitting comm_efficiency_ppm instead
+ * (both links, what the fit did before the network had its own key)
+ * slows that job's NVLink all-reduces by the network's figure. */
+START_TEST(network_run_leaves_nvlink)
+{
+    mem4d_model *m = tu_model("llama3.1-8b");
+    mem4d_device *truth = tu_device("h100-80");
+    ck_assert_int_eq(mem4d_device_set_str(truth, "inter_node_efficiency_ppm", "400000"), MEM4D_OK);
+    mem4d_layout *dp = tu_layout("world=128", "seq=1024", "gbs=128", "mbs=1", NULL);
+    mem4d_layout *tp = tu_layout("world=8", "tp=8", "seq=8192", "gbs=64", "mbs=1", NULL);
+    mem4d_report *r = NULL;
+    ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
+    double step_dp = 0, step_tp = 0, pred_tp = 0, preset_tp = 0;
+    ck_assert_int_eq(mem4d_estimate(m, dp, truth, r), MEM4D_OK);
+    ck_assert_int_eq(mem4d_report_metric(r, MEM4D_METRIC_STEP_TIME_S, &step_dp), MEM4D_OK);
+    ck_assert_int_eq(mem4d_estimate(m, tp, truth, r), MEM4D_OK);
+    ck_assert_int_eq(mem4d_report_metric(r, MEM4D_METRIC_STEP_TIME_S, &step_tp), MEM4D_OK);
+    mem4d_calibration *c = NULL;
+    ck_assert_int_eq(mem4d_calibration_new(&c), MEM4D_OK);
+    ck_assert_int_eq(mem4d_calibration_add_measurement(c, m, dp, MEM4D_CALIBRATION_MEASURED_STEP_S, step_dp), MEM4D_OK);
+    mem4d_device *d = tu_device("h100-80");
+    ck_assert_int_eq(mem4d_estimate(m, tp, d, r), MEM4D_OK);
+    ck_assert_int_eq(mem4d_report_metric(r, MEM4D_METRIC_STEP_TIME_S, &preset_tp), MEM4D_OK);
+    ck_assert_double_eq_tol(preset_tp / step_tp, 1, 1e-12); /* NVLink alike on both */
+    ck_assert_msg(mem4d_calibration_fit(c, d) == MEM4D_OK, "%s", mem4d_calibration_message(c));
+    ck_assert_int_eq(fitted(c, MEM4D_DEVICE_INTER_NODE_EFFICIENCY_PPM), 1);
+    ck_assert_int_eq(fitted(c, MEM4D_DEVICE_COMM_EFFICIENCY_PPM), 0);
+    ck_assert_uint_eq(dget(d, MEM4D_DEVICE_COMM_EFFICIENCY_PPM), 700000);
+    printf("fitted back: network %llu\n", (unsigned long long)dget(d, MEM4D_DEVICE_INTER_NODE_EFFICIENCY_PPM));
+    ck_assert(fabs((double)dget(d, MEM4D_DEVICE_INTER_NODE_EFFICIENCY_PPM) / 400000 - 1) < 0.02);
+    steps_match(c, 1);
+    ck_assert_int_eq(mem4d_estimate(m, tp, d, r), MEM4D_OK);
+    ck_assert_int_eq(mem4d_report_metric(r, MEM4D_METRIC_STEP_TIME_S, &pred_tp), MEM4D_OK);
+    ck_assert_msg(fabs(pred_tp / step_tp - 1) < 1e-3, "tp job %.4f s on the fitted device, %.4f s on the true one",
+                  pred_tp, step_tp);
+    /* A fit that moves neither link leaves the network's key unset. */
+    mem4d_calibration *one = NULL;
+    ck_assert_int_eq(mem4d_calibration_new(&one), MEM4D_OK);
+    ck_assert_int_eq(mem4d_calibration_add_measurement(one, m, tp, MEM4D_CALIBRATION_MEASURED_STEP_S, step_tp * 1.1),
+                     MEM4D_OK);
+    mem4d_device *d1 = tu_device("h100-80");
+    ck_assert_msg(mem4d_calibration_fit(one, d1) == MEM4D_OK, "%s", mem4d_calibration_message(one));
+    ck_assert_int_eq(fitted(one, MEM4D_DEVICE_INTER_NODE_EFFICIENCY_PPM), 0);
+    if (!fitted(one, MEM4D_DEVICE_COMM_EFFICIENCY_PPM))
+        ck_assert_uint_eq(dget(d1, MEM4D_DEVICE_INTER_NODE_EFFICIENCY_PPM), 0);
+    mem4d_device_free(d1);
+    mem4d_calibration_free(one);
+    mem4d_device_free(d);
+    mem4d_calibration_free(c);
+    mem4d_report_free(r);
+    mem4d_layout_free(tp);
+    mem4d_layout_free(dp);
+    mem4d_device_free(truth);
+    mem4d_model_free(m);
+}
+END_TEST
+
 int main(int argc, char **argv)
 {
     data_dir = argc > 1 ? argv[1] : "tests/data/megatron-logs";
@@ -683,6 +746,7 @@ int main(int argc, char **argv)
     tcase_add_test(tc, framework_logs_and_measurements);
     tcase_add_test(tc, several_runs_identify_several_constants);
     tcase_add_test(tc, dropless_runs_fit_the_load_spread);
+    tcase_add_test(tc, network_run_leaves_nvlink);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

@@ -1353,7 +1353,14 @@ typedef enum mem4d_device_param {
      * coefficient 0.001 (MaxVio 0.52 over 64 experts, arXiv 2408.15664, Table 2), 17067 with the
      * model's moe_router_expert_bias (MaxVio 0.04, the same table); a calibration starts from the
      * first. @since 0.2 */
-    MEM4D_DEVICE_MOE_LOAD_SPREAD_PPM = 36
+    MEM4D_DEVICE_MOE_LOAD_SPREAD_PPM = 36,
+    /** "inter_node_efficiency_ppm": share of the network's rate (inter_node_bandwidth, or
+     * nics_per_node x nic_bandwidth over the node's GPUs) that NCCL's collectives and
+     * point-to-point transfers across nodes reach, in place of comm_efficiency_ppm there; the
+     * links inside a node keep comm_efficiency_ppm. What a calibration fits when its runs' exposed
+     * communication crosses the network (doc/perf.md, "Calibration"). 0 (default):
+     * comm_efficiency_ppm. @since 0.2 */
+    MEM4D_DEVICE_INTER_NODE_EFFICIENCY_PPM = 37
 } mem4d_device_param;
 
 /**
@@ -2469,8 +2476,9 @@ MEM4D_API mem4d_status mem4d_layout_megatron_args(const mem4d_model *model, cons
  * nanotron logs of a job given as a model and a layout, and measured figures
  * without a log; then fits a device to them. Of the speed constants
  * matmul_efficiency_ppm, fp8_efficiency_ppm, attention_efficiency_ppm,
- * microbatch_overhead_ns, comm_efficiency_ppm and moe_load_spread_ppm (which
- * only dropless MoE runs with a derived imbalance depend on) it fits those the runs'
+ * microbatch_overhead_ns, comm_efficiency_ppm (the links inside a node),
+ * moe_load_spread_ppm (which only dropless MoE runs with a derived imbalance
+ * depend on) and inter_node_efficiency_ppm (the network) it fits those the runs'
  * step times can identify (the one that moves them most; with more runs,
  * each other one that moves them in a way the ones chosen do not, up to one
  * constant per run) and leaves the others at the device's value

@@ -276,6 +276,7 @@ class DeviceParam(enum.IntEnum):
     POWER_LIMIT_W = 34
     HBM_EFFICIENCY_PPM = 35
     MOE_LOAD_SPREAD_PPM = 36
+    INTER_NODE_EFFICIENCY_PPM = 37
 
 
 class Mode(enum.IntEnum):

@@ -773,6 +773,11 @@ pub const MEM4D_DEVICE_HBM_EFFICIENCY_PPM: mem4d_device_param = 35;
 /// 2408.15664, Table 2), 17067 with the model's moe_router_expert_bias (MaxVio 0.04, the same table); a calibration
 /// starts from the first. @since 0.2
 pub const MEM4D_DEVICE_MOE_LOAD_SPREAD_PPM: mem4d_device_param = 36;
+/// "inter_node_efficiency_ppm": share of the network's rate (inter_node_bandwidth, or nics_per_node x nic_bandwidth
+/// over the node's GPUs) that NCCL's collectives and point-to-point transfers across nodes reach, in place of
+/// comm_efficiency_ppm there; the links inside a node keep comm_efficiency_ppm. What a calibration fits when its runs'
+/// exposed communication crosses the network (doc/perf.md, "Calibration"). 0 (default): comm_efficiency_ppm. @since 0.2
+pub const MEM4D_DEVICE_INTER_NODE_EFFICIENCY_PPM: mem4d_device_param = 37;
 
 /// `mem4d_mode` (a C enum, passed as `int`): Which memory model produced a report.
 pub type mem4d_mode = c_int;
