@@ -538,7 +538,7 @@ static inline double beside_cost(const struct m4d_machine *mc, double gemm, doub
  * stack, the widest use a calibrated device file gets (it also holds the
  * runs of a weak-scaling series calibrated on its first run;
  * tests/test-throughput.c prints all of them). */
-#define BAND_LOW 0.923
+#define BAND_LOW 0.927
 #define BAND_HIGH 1.218
 #define BAND_CAL_LOW 0.891
 #define BAND_CAL_HIGH 1.166
