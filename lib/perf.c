@@ -547,7 +547,7 @@ static inline double beside_cost(const struct m4d_machine *mc, double gemm, doub
  * device calibrated on its first run, where the level common to one job's
  * layouts cancels and what remains is the model's spread within a family. */
 #define BAND_REL_LOW 0.971
-#define BAND_REL_HIGH 1.095
+#define BAND_REL_HIGH 1.092
 
 /* Seconds of one micro-batch's work on one GPU. */
 struct unit_time {
@@ -1593,9 +1593,13 @@ static void dp_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg, doubl
                            (all - dense) * nccl_slow_of(&pg->mc, D(x->t * x->c * x->d), D(m4d_ep_group(x)))) / all;
     }
     /* Adam is memory-bound: read the gradient, read and write master
-     * weights and both moments, write the bf16 weights. */
+     * weights and both moments, write the bf16 weights. Without a master
+     * copy (master_weight_bytes 0: fp32 training, or Apex's
+     * DistributedFusedAdam with store_params False, which reads the weights'
+     * shard, updates it and writes it back) the weights are read as well. */
     double shard = x->zero >= 1 ? params / D(sh.opt) + experts / D(sh.eopt) : params + experts;
-    double per = D(x->grad_bytes) + 2.0 * D(x->master_bytes) + 4.0 * D(x->opt_bytes) + D(x->param_bytes);
+    double per = D(x->grad_bytes) + 2.0 * D(x->master_bytes) + 4.0 * D(x->opt_bytes) +
+                 (x->master_bytes ? 1.0 : 2.0) * D(x->param_bytes);
     pg->opt_s = shard * per * pg->mc.inv_hbm;
 }
 
