@@ -538,16 +538,16 @@ static inline double beside_cost(const struct m4d_machine *mc, double gemm, doub
  * stack, the widest use a calibrated device file gets (it also holds the
  * runs of a weak-scaling series calibrated on its first run;
  * tests/test-throughput.c prints all of them). */
-#define BAND_LOW 0.927
-#define BAND_HIGH 1.218
-#define BAND_CAL_LOW 0.891
-#define BAND_CAL_HIGH 1.166
+#define BAND_LOW 0.911
+#define BAND_HIGH 1.195
+#define BAND_CAL_LOW 0.889
+#define BAND_CAL_HIGH 1.152
 /* Between layouts of one job (the search's equivalence, m4d_speed_band_
  * relative()): the band of the runs of a weak-scaling series predicted by a
  * device calibrated on its first run, where the level common to one job's
  * layouts cancels and what remains is the model's spread within a family. */
 #define BAND_REL_LOW 0.971
-#define BAND_REL_HIGH 1.092
+#define BAND_REL_HIGH 1.093
 
 /* Seconds of one micro-batch's work on one GPU. */
 struct unit_time {

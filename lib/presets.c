@@ -66,22 +66,26 @@ const size_t m4d_model_preset_n = sizeof m4d_model_presets / sizeof m4d_model_pr
 #define PCIE5 [MEM4D_DEVICE_HOST_BANDWIDTH] = 64 * G9
 /* The board power the compute figures hold at: the data sheets' maximum TDP. */
 #define W(n) [MEM4D_DEVICE_BOARD_POWER_W] = n
-#define H100_NVL(name_) D(name_, 94, 8355, 16710, 3900, 300, 50, 132, 803, 709, [MEM4D_DEVICE_NVLINK_DOMAIN] = 2, PCIE5, W(400))
+/* The share of the HBM rate a streaming kernel (one load, one store stream)
+ * reaches, measured per GPU (doc/presets.md, "Achievable HBM bandwidth");
+ * every H100 takes the H100 PCIe's, B200 and GB200 have none measured. */
+#define HBM(ppm) [MEM4D_DEVICE_HBM_EFFICIENCY_PPM] = ppm
+#define H100_NVL(name_) D(name_, 94, 8355, 16710, 3900, 300, 50, 132, 803, 709, [MEM4D_DEVICE_NVLINK_DOMAIN] = 2, PCIE5, W(400), HBM(852000))
 const struct m4d_device_preset m4d_device_presets[] = {
-    D("a100-40", 40, 3120, 0, 1555, 300, 25, 108, 869, 1, PCIE4, W(400)),
-    D("a100-80", 80, 3120, 0, 2039, 300, 25, 108, 869, 1, PCIE4, W(400)),
-    D("h100-80", 80, 9894, 19789, 3350, 450, 50, 132, 803, 709, PCIE5, W(700)),
+    D("a100-40", 40, 3120, 0, 1555, 300, 25, 108, 869, 1, PCIE4, W(400), HBM(888000)),
+    D("a100-80", 80, 3120, 0, 2039, 300, 25, 108, 869, 1, PCIE4, W(400), HBM(849000)),
+    D("h100-80", 80, 9894, 19789, 3350, 450, 50, 132, 803, 709, PCIE5, W(700), HBM(852000)),
     /* h100-94 keeps the figures it always had, the H100 NVL's. */
     H100_NVL("h100-94"),
-    D("h100-sxm-94", 94, 9894, 19789, 3350, 450, 50, 132, 803, 709, PCIE5, W(700)),
+    D("h100-sxm-94", 94, 9894, 19789, 3350, 450, 50, 132, 803, 709, PCIE5, W(700), HBM(852000)),
     H100_NVL("h100-nvl-94"),
-    D("h200-141", 141, 9894, 19789, 4800, 450, 50, 132, 803, 734, PCIE5, W(700)),
+    D("h200-141", 141, 9894, 19789, 4800, 450, 50, 132, 803, 734, PCIE5, W(700), HBM(850000)),
     D("b200-180", 180, 22500, 45000, 8000, 900, 50, 148, 776, 763, W(1000)),
     /* One GPU of a GB200 NVL72 rack: 18 trays of 4 GPUs in one NVLink
      * domain, one 400 Gb/s ConnectX-7 per GPU. */
     D("gb200-186", 186, 25000, 50000, 8000, 900, 50, 148, 729, 723, [MEM4D_DEVICE_GPUS_PER_NODE] = 4,
       [MEM4D_DEVICE_NVLINK_DOMAIN] = 72, [MEM4D_DEVICE_NICS_PER_NODE] = 4, [MEM4D_DEVICE_NIC_BANDWIDTH] = 50 * G9,
       [MEM4D_DEVICE_HOST_BANDWIDTH] = 450 * G9, W(1200)),
-    D_ROCM("mi300x-192", 192, 13074, 26149, 5300, 448, 50, 304, 514, 1, PCIE5, W(750)),
+    D_ROCM("mi300x-192", 192, 13074, 26149, 5300, 448, 50, 304, 514, 1, PCIE5, W(750), HBM(777000)),
 };
 const size_t m4d_device_preset_n = sizeof m4d_device_presets / sizeof m4d_device_presets[0];

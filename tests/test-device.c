@@ -12,14 +12,17 @@
 
 #define GiB (UINT64_C(1) << 30)
 
+/* hbm_ppm: the measured share of the HBM rate a streaming kernel reaches
+ * (doc/presets.md, "Achievable HBM bandwidth"); 0 where none is published. */
 static const struct {
     const char *name;
-    uint64_t memory, peak_tflops10, gpus_per_node;
+    uint64_t memory, peak_tflops10, gpus_per_node, hbm_ppm;
 } published[] = {
-    {"a100-40", 40 * GiB, 3120, 8},      {"a100-80", 80 * GiB, 3120, 8},      {"h100-80", 80 * GiB, 9894, 8},
-    {"h100-94", 94 * GiB, 8355, 8},      {"h100-nvl-94", 94 * GiB, 8355, 8},  {"h100-sxm-94", 94 * GiB, 9894, 8},
-    {"h200-141", 141 * GiB, 9894, 8},    {"b200-180", 180 * GiB, 22500, 8},   {"gb200-186", 186 * GiB, 25000, 4},
-    {"mi300x-192", 192 * GiB, 13074, 8},
+    {"a100-40", 40 * GiB, 3120, 8, 888000},      {"a100-80", 80 * GiB, 3120, 8, 849000},
+    {"h100-80", 80 * GiB, 9894, 8, 852000},      {"h100-94", 94 * GiB, 8355, 8, 852000},
+    {"h100-nvl-94", 94 * GiB, 8355, 8, 852000},  {"h100-sxm-94", 94 * GiB, 9894, 8, 852000},
+    {"h200-141", 141 * GiB, 9894, 8, 850000},    {"b200-180", 180 * GiB, 22500, 8, 0},
+    {"gb200-186", 186 * GiB, 25000, 4, 0},       {"mi300x-192", 192 * GiB, 13074, 8, 777000},
 };
 
 START_TEST(presets)
@@ -32,6 +35,8 @@ START_TEST(presets)
     ck_assert_uint_eq(v, published[_i].peak_tflops10 * UINT64_C(100000000000));
     mem4d_device_get(d, MEM4D_DEVICE_GPUS_PER_NODE, &v);
     ck_assert_uint_eq(v, published[_i].gpus_per_node);
+    mem4d_device_get(d, MEM4D_DEVICE_HBM_EFFICIENCY_PPM, &v);
+    ck_assert_uint_eq(v, published[_i].hbm_ppm);
     mem4d_device_get(d, MEM4D_DEVICE_SM_COUNT, &v);
     ck_assert_uint_gt(v, 100);
     mem4d_device_get(d, MEM4D_DEVICE_FIT_THRESHOLD_PPM, &v);

@@ -486,6 +486,14 @@ static double with(const mem4d_model *m, const mem4d_layout *l, const mem4d_devi
     return v;
 }
 
+/* The HBM rate memory-bound kernels reach: the data sheet's hbm_bandwidth
+ * times the device's measured share, hbm_efficiency_ppm (0: all of it). */
+static double hbm_rate(const mem4d_device *d)
+{
+    double eff = (double)tu_device_get(d, "hbm_efficiency_ppm");
+    return (double)tu_device_get(d, "hbm_bandwidth") * (eff ? eff / 1e6 : 1);
+}
+
 /* The DP seconds a ZeRO-3 group of one member per node (tp 8 on 2 nodes)
  * costs on `gpu` (with `lib`, a gemm_library, when not NULL) over 400 Gb/s
  * NICs (*fast, 50 GB/s per GPU) and over 200 Gb/s ones (*slow). */
@@ -608,7 +616,7 @@ START_TEST(composer_flash_attention_unpads)
     double sdpa = with(m, l, d, "attention_kernel", "sdpa", MEM4D_METRIC_COMPUTE_TIME_S);
     /* 32 layers, 8 micro-batches of 8192 rows; q 4096 wide, k and v 1024 */
     double bytes = 32.0 * 8 * 8192 * ((20.0 + 22) * (4096 + 2 * 1024) + (6.0 + 4) * 4096);
-    double expect = bytes / 3350e9;
+    double expect = bytes / hbm_rate(d);
     ck_assert_msg(fabs(fa2 - sdpa - expect) < 1e-3 * expect, "%g s more, expected %g", fa2 - sdpa, expect);
     mem4d_layout_free(l);
     mem4d_device_free(d);
@@ -956,7 +964,8 @@ END_TEST
  * reach: at half, every memory-bound second doubles, as at half the
  * bandwidth, while the GEMMs' and attention's compute keeps its rate (the
  * step grows by less than 2x); 0 and 1000000 are the data sheet's rate; the
- * memory figures do not read it. */
+ * preset carries its GPU's measured share; the memory figures do not read
+ * it. */
 START_TEST(hbm_efficiency_scales_memory_bound_time)
 {
     mem4d_model *m = tu_model("llama3.1-8b");
@@ -966,7 +975,15 @@ START_TEST(hbm_efficiency_scales_memory_bound_time)
     double base = with(m, l, d, "hbm_efficiency_ppm", "0", T);
     ck_assert_double_eq_tol(with(m, l, d, "hbm_efficiency_ppm", "1000000", T), base, 1e-12 * base);
     double half = with(m, l, d, "hbm_efficiency_ppm", "500000", T);
-    ck_assert_double_eq_tol(with(m, l, d, "hbm_bandwidth", "1675000000000", T), half, 1e-12 * half);
+    mem4d_device *full = NULL;
+    ck_assert_int_eq(mem4d_device_clone(d, &full), MEM4D_OK);
+    ck_assert_int_eq(mem4d_device_set_str(full, "hbm_efficiency_ppm", "0"), MEM4D_OK);
+    ck_assert_double_eq_tol(with(m, l, full, "hbm_bandwidth", "1675000000000", T), half, 1e-12 * half);
+    /* the preset's measured share (0.852 on an H100) is the same rate */
+    double preset = predict(m, l, d, T);
+    ck_assert_double_eq_tol(with(m, l, full, "hbm_bandwidth", "2854200000000", T), preset, 1e-12 * preset);
+    ck_assert_msg(preset > base, "%g %g", preset, base);
+    mem4d_device_free(full);
     ck_assert_msg(half > base * 1.02 && half < base * 2, "%g %g", half, base);
     double opt = with(m, l, d, "hbm_efficiency_ppm", "500000", MEM4D_METRIC_OPTIMIZER_S);
     ck_assert_double_eq_tol(opt, 2 * with(m, l, d, "hbm_efficiency_ppm", "0", MEM4D_METRIC_OPTIMIZER_S), 1e-9 * opt);
@@ -1146,7 +1163,7 @@ START_TEST(nanotron_attention_copies)
     mem4d_model *m = tu_model("llama3.2-1b"); /* h 2048, 32 heads of 64, 8 KV heads, 16 layers */
     mem4d_device *d = tu_device("h100-80");
     const mem4d_metric C = MEM4D_METRIC_COMPUTE_TIME_S;
-    double hbm = (double)tu_device_get(d, "hbm_bandwidth"), tokens = 16.0 * 4096 * 4; /* layers x seq x gbs */
+    double hbm = hbm_rate(d), tokens = 16.0 * 4096 * 4; /* layers x seq x gbs */
     static const char *const mbs[] = {"1", "2"};
     for (int heads = 0; heads < 2; heads++) {
         double q = 2048, kv = heads ? 2048 : 512; /* GQA, then MHA with its view's copy */
@@ -1223,7 +1240,7 @@ START_TEST(nanotron_eager_swiglu)
     mem4d_layout *l = tu_layout("world=1", "seq=4096", "gbs=4", "mbs=1", "dist_opt=0", "framework=nanotron", NULL);
     const mem4d_metric C = MEM4D_METRIC_COMPUTE_TIME_S;
     double nt = with(m, l, d, "stack", "nanotron", C), md = predict(m, l, mid, C);
-    double hbm = (double)tu_device_get(d, "hbm_bandwidth"), tokens = 4096.0 * 4;
+    double hbm = hbm_rate(d), tokens = 4096.0 * 4;
     double bytes = tokens * (16 * 18 * 8192.0 + (52 - 12) * 128256.0);
     ck_assert_msg(fabs(nt - md - bytes / hbm) <= 1e-9 * nt, "%.9g - %.9g != %.9g", nt, md, bytes / hbm);
     mem4d_layout_free(l);

@@ -1339,9 +1339,9 @@ typedef enum mem4d_device_param {
     /** "hbm_efficiency_ppm": share of hbm_bandwidth that memory-bound kernels
      * (element-wise work, norms, casts, cross entropy, the optimizer step,
      * gradient accumulation, a GEMM's memory floor) reach: a streaming
-     * kernel's measured bandwidth over the data sheet's (published figures per
-     * GPU in doc/presets.md; the presets leave it at 0, doc/perf.md says why).
-     * 0 (default): the data sheet's rate. @since 0.2 */
+     * kernel's measured bandwidth over the data sheet's (the presets carry
+     * their GPU's published figure, doc/presets.md; B200 and GB200 have none).
+     * 0: the data sheet's rate. @since 0.2 */
     MEM4D_DEVICE_HBM_EFFICIENCY_PPM = 35,
     /** "moe_load_spread_ppm": the relative standard deviation of each expert's share of the
      * routed tokens under a learned router (its lasting preferences), millionths, from which the
