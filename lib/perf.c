@@ -42,6 +42,24 @@
 #define ATTN_FWD_SHARE 0.83
 #define ATTN_BWD_SHARE 0.65
 #define ATTN_BWD_WORK 2.5
+/* ATTN_DROPOUT: attention dropout (attention_dropout 1) inside a fused
+ * attention kernel, which draws its Philox mask in the forward and again in
+ * the backward. The cost is a share of the kernel's forward-and-backward
+ * time: 0.594 -> 0.614 ms at p 0.1 on H200, Transformer Engine 2.15's cuDNN
+ * backend, sbhd (Megatron-Core's layout), bf16, 4 x 1024 tokens, 16 heads of
+ * 128 (NVIDIA/TransformerEngine issue #3312). FlashAttention-2 on GB200
+ * pays 5% (0.695 -> 0.728 ms, pull request #3313 in the same repository). */
+#define ATTN_DROPOUT 0.034
+/* DROPOUT_FWD, DROPOUT_BWD: hidden dropout (hidden_dropout 1) in
+ * Megatron-Core's bias-dropout-add after attention and after the MLP
+ * (megatron/core/fusions/fused_bias_dropout.py at core_r0.10.0, compiled by
+ * jit_fuser, torch.compile from PyTorch 2.2). The forward's fused kernel
+ * also writes the one-byte mask it keeps for the backward (DROPOUT_FWD
+ * bytes per element). The backward runs a kernel that reads the gradient
+ * and the mask and writes the dropped gradient (2 + 1 + 2 bytes), where
+ * without dropout the add passes its gradient through with no kernel. */
+#define DROPOUT_FWD 1.0
+#define DROPOUT_BWD 5.0
 /* Each attention kernel's rate on Hopper and later (a device with an fp8
  * peak) over FlashAttention-3's, forward and backward, at 16k tokens, H100
  * SXM5 bf16 hd128 (FlashAttention-3 paper, arXiv 2407.08608, Figures 5 and
@@ -970,6 +988,10 @@ static void gemms_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
     pg->copy_mb_per_b = mc->nanotron_model ? pg->rows_per_b * 4 * q * mc->inv_hbm : 0;
     double split = mc->act_eager && x->gated ? EAGER_GLU_SPLIT * F : 0; /* nanotron's GLU split, backward */
     pg->ew_grad_per_b = pg->rows_per_b * (2 * sums + cb + split + (sqr ? 2 * SQ_RELU_BWD * F : 0)) * mc->inv_hbm;
+    if (x->hidden_dropout) { /* DROPOUT_FWD, DROPOUT_BWD: two a layer, on the rows the residual adds run on */
+        pg->ew_per_b += pg->rows_per_b * sh * 2 * DROPOUT_FWD * h * mc->inv_hbm;
+        pg->ew_grad_per_b += pg->rows_per_b * sh * 2 * (DROPOUT_BWD - 2 * DROPOUT_FWD) * h * mc->inv_hbm;
+    }
     pg->pad_per_b = 0;
     if (mc->attn_unpad) { /* ATTN_UNPAD: q, k and v gathered, the output put back; the reverse in the backward */
         pg->pad_per_b = pg->rows_per_b * (UNPAD_GATHER * (q + 2 * kv) + PAD_PUT * q) * mc->inv_hbm;
@@ -1068,7 +1090,7 @@ static void attention_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg
 {
     double w = pg->mc.attn_work, qd = D(x->a * x->dh), sc = D(x->s) / D(x->c), kv = 0.5 * w * sc;
     double flops = 0.5 * w * 4 * D(x->s) * D(x->s) * qd / D(x->t * x->c);
-    pg->attn_per_b = flops * (kv + ATTN_FILL) / (pg->mc.gemm * kv);
+    pg->attn_per_b = flops * (kv + ATTN_FILL) / (pg->mc.gemm * kv) * (x->attn_dropout ? 1 + ATTN_DROPOUT : 1);
     pg->attn_tiles_per_b = D(x->a) / D(x->t) * ceil_q(sc * (1.0 / ATTN_TILE));
 }
 

@@ -298,6 +298,49 @@ START_TEST(recompute_cost)
 }
 END_TEST
 
+/* Dropout costs time only where it moves bytes or draws masks: hidden
+ * dropout is memory traffic (nothing without an HBM rate), attention
+ * dropout slows the attention kernel whatever the HBM rate. */
+START_TEST(dropout_cost)
+{
+    mem4d_model *m = tu_model("llama3.1-8b");
+    mem4d_device *d = tu_device("h100-80");
+    mem4d_layout *l = tu_layout("world=8", "tp=2", "seq=4096", "gbs=64", NULL);
+    double none = predict(m, l, d, MEM4D_METRIC_COMPUTE_TIME_S);
+    ck_assert_int_eq(mem4d_layout_set_str(l, "hidden_dropout", "1"), MEM4D_OK);
+    double hid = predict(m, l, d, MEM4D_METRIC_COMPUTE_TIME_S);
+    ck_assert_int_eq(mem4d_layout_set_str(l, "attention_dropout", "1"), MEM4D_OK);
+    double both = predict(m, l, d, MEM4D_METRIC_COMPUTE_TIME_S);
+    ck_assert(none < hid && hid < both && both < 1.02 * none);
+    ck_assert_int_eq(mem4d_device_set(d, MEM4D_DEVICE_HBM_BANDWIDTH, 0), MEM4D_OK);
+    double att0 = predict(m, l, d, MEM4D_METRIC_COMPUTE_TIME_S);
+    ck_assert_int_eq(mem4d_layout_set_str(l, "hidden_dropout", "0"), MEM4D_OK);
+    assert_close(predict(m, l, d, MEM4D_METRIC_COMPUTE_TIME_S), att0);
+    ck_assert_int_eq(mem4d_layout_set_str(l, "attention_dropout", "0"), MEM4D_OK);
+    ck_assert(predict(m, l, d, MEM4D_METRIC_COMPUTE_TIME_S) < att0);
+    mem4d_layout_free(l);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
+/* Adam without a master copy reads the weights it updates: per parameter
+ * the fp32 gradient (4), both fp32 moments read and written (16), the bf16
+ * weights read and written (4), against 4 + 8 + 16 + 2 with an fp32 master. */
+START_TEST(optimizer_without_master_reads_the_weights)
+{
+    mem4d_model *m = tu_model("llama3.1-8b");
+    mem4d_device *d = tu_device("h100-80");
+    mem4d_layout *l = tu_layout("world=8", "seq=4096", "gbs=64", "dist_opt=1", NULL);
+    double master = predict(m, l, d, MEM4D_METRIC_OPTIMIZER_S);
+    ck_assert_int_eq(mem4d_layout_set_str(l, "master_weight_bytes", "0"), MEM4D_OK);
+    ck_assert_double_eq_tol(predict(m, l, d, MEM4D_METRIC_OPTIMIZER_S), master * 24 / 30, 1e-9 * master);
+    mem4d_layout_free(l);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
 /* Data parallelism: per-GPU throughput falls slowly as d grows while the
  * micro-batches per step hide the gradient traffic, and overlapping the
  * reduce-scatter and all-gather with compute hides part of it. */
@@ -1492,6 +1535,8 @@ int main(void)
     tcase_add_test(tc, communication_links);
     tcase_add_test(tc, pipeline_bubble);
     tcase_add_test(tc, recompute_cost);
+    tcase_add_test(tc, dropout_cost);
+    tcase_add_test(tc, optimizer_without_master_reads_the_weights);
     tcase_add_test(tc, data_parallel_scaling);
     tcase_add_test(tc, breakdown_adds_up);
     tcase_add_test(tc, tp_overlap_and_nvlink_domain);

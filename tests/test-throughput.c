@@ -571,6 +571,12 @@ static bool predict_row(const struct table *t, char **f, struct row *r)
      * cross_entropy_loss_fusion: Megatron-Core's default, False) */
     if (strstr(col(t, f, "notes"), "unfused cross entropy"))
         ck_assert_int_eq(mem4d_layout_set_str(l, "cross_entropy_impl", "unfused"), MEM4D_OK);
+    /* and whose config kept Megatron's dropouts (a NeMo 1 GPT-3 config:
+     * hidden_dropout and attention_dropout 0.1) */
+    if (strstr(col(t, f, "notes"), "hidden and attention dropout")) {
+        ck_assert_int_eq(mem4d_layout_set_str(l, "hidden_dropout", "1"), MEM4D_OK);
+        ck_assert_int_eq(mem4d_layout_set_str(l, "attention_dropout", "1"), MEM4D_OK);
+    }
     set_hardware(d, r->source, col(t, f, "gpu"), r->id);
     mem4d_report *rep = NULL;
     ck_assert_int_eq(mem4d_report_new(&rep), MEM4D_OK);
@@ -1040,6 +1046,9 @@ static size_t megatron_log(const struct row *r, double step_s, char *buf, size_t
             "................................................", v);             \
     } while (0)
     ARG("add_bias_linear", "False");
+    /* the row's dropouts (Megatron-LM defaults both to 0.1: a log that left
+     * them out would read as on) */
+    ARG("attention_dropout", "%s", lget(l, MEM4D_LAYOUT_ATTENTION_DROPOUT) ? "0.1" : "0.0");
     ARG("bf16", "True");
     uint64_t first = lget(l, MEM4D_LAYOUT_FIRST_STAGE_LAYERS), last = lget(l, MEM4D_LAYOUT_LAST_STAGE_LAYERS);
     if (first)
@@ -1076,6 +1085,7 @@ static size_t megatron_log(const struct row *r, double step_s, char *buf, size_t
     uint64_t a = mget(m, MEM4D_MODEL_NUM_HEADS), k = mget(m, MEM4D_MODEL_NUM_KV_HEADS);
     if (k && k != a)
         ARG("group_query_attention", "True");
+    ARG("hidden_dropout", "%s", lget(l, MEM4D_LAYOUT_HIDDEN_DROPOUT) ? "0.1" : "0.0");
     ARG("hidden_size", "%llu", (unsigned long long)mget(m, MEM4D_MODEL_HIDDEN_SIZE));
     ARG("max_position_embeddings", "%llu", (unsigned long long)lget(l, MEM4D_LAYOUT_SEQ_LENGTH));
     ARG("micro_batch_size", "%llu", (unsigned long long)lget(l, MEM4D_LAYOUT_MICRO_BATCH));
