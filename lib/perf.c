@@ -556,16 +556,16 @@ static inline double beside_cost(const struct m4d_machine *mc, double gemm, doub
  * stack, the widest use a calibrated device file gets (it also holds the
  * runs of a weak-scaling series calibrated on its first run;
  * tests/test-throughput.c prints all of them). */
-#define BAND_LOW 0.911
-#define BAND_HIGH 1.195
-#define BAND_CAL_LOW 0.889
-#define BAND_CAL_HIGH 1.152
+#define BAND_LOW 0.881
+#define BAND_HIGH 1.187
+#define BAND_CAL_LOW 0.895
+#define BAND_CAL_HIGH 1.136
 /* Between layouts of one job (the search's equivalence, m4d_speed_band_
  * relative()): the band of the runs of a weak-scaling series predicted by a
  * device calibrated on its first run, where the level common to one job's
  * layouts cancels and what remains is the model's spread within a family. */
-#define BAND_REL_LOW 0.971
-#define BAND_REL_HIGH 1.093
+#define BAND_REL_LOW 0.962
+#define BAND_REL_HIGH 1.096
 
 /* Seconds of one micro-batch's work on one GPU. */
 struct unit_time {
@@ -581,6 +581,9 @@ struct unit_time {
     double layer_fwd;     /* forward compute of one layer */
     double dense;         /* an MoE model's dense layer: all of it, and its compute */
     double dense_compute;
+    /* of layer_compute, dense_compute and head, the GEMMs and attention,
+     * whose rate follows the SM clock (POWER_BALANCE) */
+    double layer_clocked, dense_clocked, head_clocked;
 };
 
 #define MAX0(v) ((v) > 0 ? (v) : 0)
@@ -596,25 +599,91 @@ static double ppm(uint64_t v) { return D(v) * 1e-6; }
  * error (no libm, no integer division in the per-layout path). */
 static inline double ceil_q(double q) { return (double)(int64_t)(q + 0.999999); }
 
-/* The sustained clock under a power limit below the board power. Of the
- * board's power a share does not follow the SM clock: what an H100 or H200
- * SXM draws idle at P0 (67-71 W of 700 W on H100 80GB HBM3, 73-76 W on
- * H200, nvidia-smi; IDLE_SHARE), the HBM, the board and the leakage. The
+/* The power balance of a step. The compute figures (peak_flops,
+ * matmul_efficiency_ppm: mamf-finder's MAMF) are a burst; a step draws the board's power and its clock settles where the
+ * step's mean power meets the limit (power_limit_w, else board_power_w).
+ * Of the board's power a share does not follow the SM clock: what an H100
+ * or H200 SXM draws idle at P0 (67-71 W of 700 W on H100 80GB HBM3, 73-76 W
+ * on H200, nvidia-smi; IDLE_SHARE), the HBM, the board and the leakage. The
  * rest is dynamic, C V^2 f, and the voltage tracks the clock across the
  * DVFS range, so it goes as f^3 and the clock as the cube root of the
- * dynamic power's ratio (doc/perf.md, "Power limit"). Newton's iteration
- * from 1, no libm; the ratio is clamped to [1/64, 1]. */
+ * dynamic power's ratio (doc/perf.md, "Power limit"). Where mamf-finder
+ * publishes the rate a GEMM sustains once the board sits at its TDP (MSMF,
+ * SUSTAINED) the burst's dynamic power is the board's over the cube of
+ * that rate's share of the burst; elsewhere the burst is taken as what
+ * the board sustains. */
 #define IDLE_SHARE 0.1
-static double power_clock(uint64_t limit_w, uint64_t board_w)
+/* The rate a GEMM sustains once the board sits at its TDP (mamf-finder's
+ * MSMF, stas00/ml-engineering@082816f, fast-mamf branch,
+ * compute/accelerator/README.md) over the burst the presets' efficiencies
+ * hold (their MAMF, the historical protocol's), bf16 and fp8, by SMs and
+ * board power: H200 SXM's MSMF 708.5 and 1288.7 TFLOP/s (carried to H100
+ * SXM: the same GH100 die, 132 SMs, 1980 MHz boost and 700 W TDP) over
+ * H100 SXM's 0.803 and 0.709 of 989.4 and 1978.9; B200 SXM's 1456.3 and
+ * 2795.7 over its 0.776 and 0.763 of 2250 and 4500. */
+static const struct {
+    uint64_t sms, board_w;
+    double bf16, fp8;
+} SUSTAINED[] = {
+    {132, 700, 708.5 / (0.803 * 989.4), 1288.7 / (0.709 * 1978.9)},
+    {148, 1000, 1456.3 / (0.776 * 2250), 2795.7 / (0.763 * 4500)},
+};
+
+/* The cube of the compute rate (a share of the burst's) that a step of
+ * compute alone sustains at the limit: SUSTAINED cubed, times the
+ * dynamic power's share left under power_limit_w (clamped to [1/64, 1]);
+ * 1 without a board power. */
+static double power_r_of(const uint64_t *dv, bool fp8)
 {
-    if (limit_w == 0 || board_w == 0 || limit_w >= board_w)
+    uint64_t limit_w = dv[MEM4D_DEVICE_POWER_LIMIT_W], board_w = dv[MEM4D_DEVICE_BOARD_POWER_W];
+    if (board_w == 0)
         return 1;
-    double idle = IDLE_SHARE * D(board_w), r = (D(limit_w) - idle) / (D(board_w) - idle), y = 1;
-    if (r < 1.0 / 64)
-        r = 1.0 / 64;
-    for (int i = 0; i < 12; i++)
-        y = (2 * y + r / (y * y)) / 3;
-    return y;
+    double rho = 1, r = 1;
+    for (size_t i = 0; dv[MEM4D_DEVICE_PEAK_FP8_FLOPS] != 0 && i < sizeof SUSTAINED / sizeof SUSTAINED[0]; i++)
+        if (SUSTAINED[i].sms == dv[MEM4D_DEVICE_SM_COUNT] && SUSTAINED[i].board_w == board_w)
+            rho = fp8 ? SUSTAINED[i].fp8 : SUSTAINED[i].bf16;
+    if (limit_w != 0 && limit_w < board_w) {
+        double idle = IDLE_SHARE * D(board_w);
+        r = (D(limit_w) - idle) / (D(board_w) - idle);
+        if (r < 1.0 / 64)
+            r = 1.0 / 64;
+    }
+    return rho * rho * rho * r;
+}
+
+/* POWER_BALANCE: the clock y (a share of the burst's) of a step whose
+ * GEMMs and attention take k seconds at the burst, whose other kernels
+ * (element-wise, copies: HBM-bound, their rate not the SM clock's) take e
+ * more, both at the SMs' busy power, idle + P_dyn y^3, and whose other time
+ * o (exposed communication, bubble, optimizer, host) draws the idle share:
+ * the step's mean power meets the limit where y^3 (k + e y) = r (k + (e +
+ * o) y). Returned as z = 1/y, the GEMMs' stretch, the root of
+ * h(z) = r k z^4 + r (e + o) z^3 - k z - e; the caller checks that y = 1
+ * is above the limit (h(1) < 0). h is convex, h(1/cbrt(r)) = o >= 0:
+ * Halley's iteration from there (one division a step, cubic), Newton's
+ * where Halley's denominator is not positive; no libm. */
+static inline double power_stretch(double r, double zc, double k, double e, double o)
+{
+    double rk = r * k, reo = r * (e + o), z = zc;
+    for (int i = 0; i < 32; i++) {
+        double z2 = z * z, h = (rk * z + reo) * z2 * z - k * z - e, h1 = (4 * rk * z + 3 * reo) * z2 - k;
+        double h2 = (12 * rk * z + 6 * reo) * z, den = 2 * h1 * h1 - h * h2;
+        double d = den > 0 ? 2 * h * h1 / den : h / h1;
+        z -= d;
+        if (d < 1e-3 * z && d > -1e-3 * z) /* cubic: what is left is of the order of d^3 */
+            break;
+    }
+    return z;
+}
+
+/* The inverse cube root of r in [1/64, 1]: Newton's iteration from 1 on
+ * r z^3 = 1, no libm. */
+static double inv_cbrt_unit(double r)
+{
+    double z = 1;
+    for (int i = 0; i < 40; i++)
+        z = z * (4 - r * z * z * z) / 3;
+    return z;
 }
 
 /* An fp8 recipe's linear-layer GEMM time with its quantization (Transformer
@@ -669,9 +738,6 @@ static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device
         peak *= MMA_SYNC_SHARE / eff;
         lin *= MMA_SYNC_SHARE / eff;
     }
-    double clock = power_clock(dv[MEM4D_DEVICE_POWER_LIMIT_W], dv[MEM4D_DEVICE_BOARD_POWER_W]);
-    peak *= clock; /* every compute rate follows the clock; HBM keeps its own */
-    lin *= clock;
     /* What a streaming kernel reaches of the data sheet's HBM rate: the
      * device's measured share (presets: doc/presets.md), folded in once. */
     double hbm = D(dv[MEM4D_DEVICE_HBM_BANDWIDTH]);
@@ -708,6 +774,7 @@ static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device
         .gemm = peak * eff,
         .gemm_lin = lin * eff,
         .fp8_slow = fp8_slow,
+        .power_r = power_r_of(dv, x->fp8 && dv[MEM4D_DEVICE_PEAK_FP8_FLOPS] != 0),
         .hbm = hbm,
         .domain = dv[MEM4D_DEVICE_NVLINK_DOMAIN] ? D(dv[MEM4D_DEVICE_NVLINK_DOMAIN]) : gpn,
         .kernel = D(dv[MEM4D_DEVICE_KERNEL_OVERHEAD_NS]) * 1e-9,
@@ -723,6 +790,7 @@ static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device
         .inter = {inter * (dv[MEM4D_DEVICE_INTER_NODE_EFFICIENCY_PPM] ? ppm(dv[MEM4D_DEVICE_INTER_NODE_EFFICIENCY_PPM]) : ce),
                   D(dv[MEM4D_DEVICE_INTER_NODE_LATENCY_NS]) * 1e-9},
     };
+    mc.power_zc = inv_cbrt_unit(mc.power_r);
     /* A device's own attention rate (a calibration's) replaces the
      * kernel's forward share; the backward keeps its ratio to it. */
     if (dv[MEM4D_DEVICE_ATTENTION_EFFICIENCY_PPM]) {
@@ -1374,6 +1442,12 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
     /* Gradient accumulation outside the GEMMs: every micro-batch's weight
      * gradients added into the accumulated ones (stack_of's bytes). */
     u.layer_compute = pf * fwd + bwd + cast + ecast * ho.moe_share + pg->accum_layer;
+    u.layer_clocked = pf * (lin + af) + bt->lin_bwd + ab;
+    if (M4D_UNLIKELY(pg->moe.on || x->nlt)) { /* the expert GEMMs; a layer pattern's mean (m4d_hybrid_mean) */
+        u.layer_clocked += (pf * mt.expert_fwd + mt.expert_bwd - 3 * mt.act) * ho.moe_share;
+        if (u.layer_clocked > u.layer_compute)
+            u.layer_clocked = u.layer_compute;
+    }
     u.layer_tp = tp_time(x, pg, b, (lin - mlp) / 2, mlp / 2, pf) * (x->nlt ? 0.5 : 1); /* a pattern's layer: one module's two */
     u.layer_cp = cp_time(x, pg, b, af, ab, pf) * ho.attn_share;
     if (M4D_UNLIKELY(pg->host_fwd > 0)) { /* EAGER_HOST: the GPU waiting for the host's launches */
@@ -1440,9 +1514,11 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
         if (x->recompute == 1)
             dbwd += selective_time(x->rc_modules & ~(uint64_t)(M4D_RC_MOE | M4D_RC_SHARED_EXPERTS), pg, b, af + cpf, dmlp);
         u.dense_compute = pf * dfwd + dbwd + cast + pg->accum_layer;
+        u.dense_clocked = pf * (dlin + af) + bt->dense_lin_bwd + ab;
         u.dense = u.dense_compute + tp_time(x, pg, b, (dlin - dmlp) / 2, dmlp / 2, pf) + u.layer_cp + u.layer_fsdp;
     }
     u.head = 3 * bt->head + b * pg->ce_per_b + 6 * kern;
+    u.head_clocked = 3 * bt->head;
     /* Offloading (one stage, no recompute): the transfers run beside the
      * stage's forward and backward; what they outlast stalls the compute
      * (Transformer Engine holds the layers until the copies are done). */
@@ -1650,6 +1726,7 @@ struct pipeline {
     double tmax, cmax, lmax, layers_max, bubble, total;
     double emax; /* expert layers of the slowest stage (lmax without an MoE model's dense ones) */
     double p2p;  /* the slowest stage's pipeline transfers per micro-batch */
+    double head; /* 1 where the slowest stage holds the head */
 };
 
 /* Stage times per micro-batch: the first stage also holds the head when
@@ -1667,15 +1744,16 @@ static struct pipeline pipeline_of(const struct m4d_ctx *x, const struct m4d_per
     double hf = (x->p == 1 ? u->head : 0) + pg->mc.mb_overhead;
     double mo = pg->mc.mb_overhead, tf = n_first * lt + df * dl + hf + p2p[0];
     double tm = n_mid * lt + dm * dl + mo + p2p[1], tl = n_last * lt + dz * dl + u->head + mo + p2p[2];
-    struct pipeline pl = {tf, n_first * u->layer_compute + df * dc + hf, n_first, n_first, 0, 0, n_first - df, p2p[0]};
+    struct pipeline pl = {tf, n_first * u->layer_compute + df * dc + hf, n_first, n_first, 0, 0, n_first - df, p2p[0],
+                          x->p == 1};
     double sum = tf;
     if (x->p > 1) {
         sum = tf + (p - 2) * tm + tl;
         if (x->p > 2 && tm > pl.tmax)
-            pl = (struct pipeline){tm, n_mid * u->layer_compute + dm * dc + mo, n_mid, 0, 0, 0, n_mid - dm, p2p[1]};
+            pl = (struct pipeline){tm, n_mid * u->layer_compute + dm * dc + mo, n_mid, 0, 0, 0, n_mid - dm, p2p[1], 0};
         if (tl > pl.tmax)
             pl = (struct pipeline){tl, n_last * u->layer_compute + dz * dc + u->head + mo, n_last, 0, 0, 0, n_last - dz,
-                                   p2p[2]};
+                                   p2p[2], 1};
     }
     pl.layers_max = pg->layers_max;
     pl.bubble = (sum - pl.tmax) / v;
@@ -1848,9 +1926,25 @@ void m4d_perf_fill_memo(const struct m4d_ctx *x, const struct m4d_perf_group *pg
     double widen = 1 + (mq - 1) * (v - 1) / v;
     double dp = dp_exposed(x, pg, pl.layers_max * u.layer_bwd, pl.layers_max * u.layer_fwd, widen);
     dp += pg->dp_serial + m * pg->fsdp_edge_ag + pg->fsdp_edge_rs; /* FSDP_ROOT */
+    double step = pl.total + dp + pg->opt_s, c = m * pl.cmax, pr = pg->mc.power_r;
+    /* POWER_BALANCE (power_stretch): the slowest stage's GEMMs and attention
+     * (kmax a micro-batch), and the bubble's share of them (the other
+     * stages'), at the clock the step's mean power sustains. */
+    if (pr * step < c) {
+        double kmax = pl.lmax * u.layer_clocked + (pl.lmax - pl.emax) * (u.dense_clocked - u.layer_clocked) +
+                      pl.head * u.head_clocked,
+               k = m * kmax;
+        if (k > 0) {
+            double stretch = power_stretch(pr, pg->mc.power_zc, k, c - k, step - c) - 1;
+            double bk = pl.bubble > 0 ? pl.bubble * kmax / pl.tmax : 0;
+            step += stretch * (k + bk);
+            pl.bubble += stretch * bk;
+            pl.cmax += stretch * kmax;
+        }
+    }
     struct m4d_perf_parts *o = &r->perf;
     *o = (struct m4d_perf_parts){
-        .step = pl.total + dp + pg->opt_s,
+        .step = step,
         .bubble = pl.bubble,
         .m = m,
         .cmax = pl.cmax,

@@ -852,6 +852,8 @@ struct m4d_machine {
     double gemm;         /* bf16 FLOP/s reached by large GEMMs */
     double gemm_lin;     /* FLOP/s of large linear-layer GEMMs (fp8 when on, at its recipe's FP8_RECIPE_TIME) */
     double fp8_slow;     /* the fp8 recipe's GEMM and quantization time over delayed scaling's (FP8_RECIPE_TIME); 1 */
+    double power_r;      /* the cube of the compute rate a step of compute alone sustains at the power limit (power_r_of) */
+    double power_zc;     /* the inverse of that rate, power_r^(-1/3) */
     double hbm, inv_hbm; /* bytes/s of HBM and its inverse; 0: not modelled */
     double domain;       /* GPUs sharing one NVLink domain */
     double kernel;       /* seconds per kernel launch / dependency */

@@ -880,8 +880,8 @@ static void per_source(const struct row *rows, size_t n, double *worst_med, doub
  * (lib/perf.c BAND_REL_*, m4d_speed_band_relative()): the series
  * calibration's percentiles, which step_time_matches_published_runs checks
  * against what it measures. */
-#define REL_LOW 0.971
-#define REL_HIGH 1.093
+#define REL_LOW 0.962
+#define REL_HIGH 1.096
 
 /* Where `mem4d plan` lists a sweep's k runs (idx[] into rows): the runs
  * whose band between layouts overlaps the fastest's first (lib/search.c,
@@ -1703,8 +1703,13 @@ END_TEST
 /* nanotron's one-node sweeps (HF's benchmark table, sweeps.csv README) are
  * guarded apart: what misorders them (the part of the floor per layer at
  * tp >= 2 beyond the host work the model counts, doc/perf.md "Layout
- * sweeps") is not what misorders BLOOM's; they read +0.90, +0.95, +0.93. */
-#define SWEEP_RHO_NANOTRON 0.89
+ * sweeps") is not what misorders BLOOM's; they read +0.91, +0.95, +0.87.
+ * The 8.86B sweep read +0.93 before the power balance (lib/perf.c
+ * POWER_BALANCE): its tp 1 layouts, all GEMMs and no TP time, keep the
+ * lowest clock, which takes them toward their measured speed (+22 ->
+ * +12%) while the tp 2 and 4 layouts stay over-predicted by what their TP
+ * collectives cost beside the GEMMs (doc/perf.md, "Power limit"). */
+#define SWEEP_RHO_NANOTRON 0.86
 START_TEST(sweeps_keep_their_order)
 {
     static struct row rows[MAX_ROWS];

@@ -751,13 +751,16 @@ pub const MEM4D_DEVICE_SPEED_BAND_LOW_PPM: mem4d_device_param = 31;
 /// "speed_band_high_ppm": the upper bound, likewise (the 95th percentile); 0 (default): the library's figure. @since
 /// 0.2
 pub const MEM4D_DEVICE_SPEED_BAND_HIGH_PPM: mem4d_device_param = 32;
-/// "board_power_w": the board power in watts the device's compute figures (peak_flops, matmul_efficiency_ppm) hold at,
-/// its rated TDP; the presets set it (doc/presets.md). 0: unknown, and power_limit_w has no effect. @since 0.2
+/// "board_power_w": the board's rated TDP in watts; the presets set it (doc/presets.md). The step's mean power sets the
+/// clock its GEMMs and attention run at: where the rate a GEMM sustains at the TDP is published (H100/H200 SXM, B200:
+/// mamf-finder's MSMF) below the burst the compute figures (peak_flops, matmul_efficiency_ppm) hold, a step busy with
+/// them runs below that burst (doc/perf.md, "Power limit"). 0: unknown, no power balance, and power_limit_w has no
+/// effect. @since 0.2
 pub const MEM4D_DEVICE_BOARD_POWER_W: mem4d_device_param = 33;
 /// "power_limit_w": the power limit in watts the hosts run their GPUs at (nvidia-smi -pl). Below board_power_w the
-/// sustained clock, and with it every compute rate (GEMMs, attention), falls as the cube root of the ratio of the power
-/// above the board's idle share (a tenth of it); memory-bound work keeps its rate (doc/perf.md, "Power limit"). 0
-/// (default): the board power. @since 0.2
+/// clock of a step's GEMMs and attention falls as the cube root of the ratio of the power above the board's idle share
+/// (a tenth of it), less where the step spends time outside its kernels (the step's power balance); memory-bound work
+/// keeps its rate (doc/perf.md, "Power limit"). 0 (default): the board power. @since 0.2
 pub const MEM4D_DEVICE_POWER_LIMIT_W: mem4d_device_param = 34;
 /// "hbm_efficiency_ppm": share of hbm_bandwidth that memory-bound kernels (element-wise work, norms, casts, cross
 /// entropy, the optimizer step, gradient accumulation, a GEMM's memory floor) reach: a streaming kernel's measured
