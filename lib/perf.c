@@ -556,9 +556,9 @@ static inline double beside_cost(const struct m4d_machine *mc, double gemm, doub
  * stack, the widest use a calibrated device file gets (it also holds the
  * runs of a weak-scaling series calibrated on its first run;
  * tests/test-throughput.c prints all of them). */
-#define BAND_LOW 0.881
+#define BAND_LOW 0.889
 #define BAND_HIGH 1.187
-#define BAND_CAL_LOW 0.895
+#define BAND_CAL_LOW 0.898
 #define BAND_CAL_HIGH 1.136
 /* Between layouts of one job (the search's equivalence, m4d_speed_band_
  * relative()): the band of the runs of a weak-scaling series predicted by a
@@ -699,8 +699,13 @@ static double inv_cbrt_unit(double r)
  * blockwise 1.30x over bf16's 12.758 against delayed's 1.61x, the figure
  * b300_model_config_speedup.png). Indexed by fp8_recipe: delayed,
  * tensorwise, mxfp8, blockwise, custom; each recipe at the figure of the
- * generation that introduced it (Hopper; MXFP8 runs on Blackwell only). */
-static const double FP8_RECIPE_TIME[] = {1, 20.285 / 18.978, 8.984 / 7.802, 22.882 / 18.978, 1};
+ * generation that introduced it (Hopper; MXFP8 runs on Blackwell only).
+ * Tensorwise is 1 (TE_FP8_CURRENT): its GEMM is delayed scaling's kernel
+ * (one per-tensor scale an operand), pre-quantized 16.785 ms against
+ * delayed's 18.978 autocast on the H200 NVL, and the whole 1.307 ms of
+ * its autocast excess is its quantization's amax pass, which
+ * gemms_prepare charges by bytes. */
+static const double FP8_RECIPE_TIME[] = {1, 1, 8.984 / 7.802, 22.882 / 18.978, 1};
 
 /* Of x it reads the framework, fp8 and its recipe and the cross entropy's
  * kernels alone, which no search knob changes: a search computes it once
@@ -942,6 +947,27 @@ static double mlp_width_run(const struct m4d_ctx *x)
 #define FP8_T 2.0
 #define FP8_QT 4.0
 #define FP8_Q_THEN_T 5.0
+/* TE_FP8_CURRENT: tensorwise (current) scaling, Transformer Engine 2.9
+ * (tag v2.9; Megatron-Bridge 25.11's pin, pyproject.toml@v0.2.0) with
+ * Megatron-Core 0.15. Float8CurrentScalingQuantizer::quantize
+ * (pytorch/csrc/quantizer.cpp) reads the bf16 tensor once for its amax
+ * (nvte_compute_amax, 2 bytes an element; all-reduced over the TP group
+ * for a sequence-parallel shard), then casts it, with its transpose in the
+ * same kernel when both layouts are wanted (nvte_quantize_v2): 2 + 4. TE's
+ * own norm computes the amax as it writes its bf16 output
+ * (extensions/normalization.cpp, FUSED_NORM_AMAX_FP8 unless
+ * NVTE_NORM_FWD_USE_CUDNN), so the norm before qkv and fc1 pays the cast
+ * alone: 4, or under sequence parallelism a row-wise cast of its shard,
+ * the fp8 gather and the transpose (3/t + 2, layernorm_linear.py). The
+ * output projection keeps its bf16 input (Megatron-Core's attention.py
+ * set_save_original_input for every recipe but delayed, core_v0.15.3)
+ * and quantizes it row-wise in the forward and column-wise in the
+ * backward (linear.py, save_original_input): 2 × (2 + 3). A
+ * row-parallel output gradient under sequence parallelism is quantized on
+ * its shard, gathered, then transposed ((2 + 3)/t + 2, base.py
+ * grad_output_preprocess); every other tensor 2 + 4, each weight 2 + 4
+ * once per step. */
+#define FP8_AMAX 2.0
 
 /* The four linear layers and the head as GEMMs on one GPU: N outputs and K
  * inputs after the TP split, at the full rate and beside a userbuffers
@@ -1004,17 +1030,25 @@ static void gemms_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
     pg->cast_a = pg->cast_b = 0;
     if (x->fp8) {
         double w = h * (qkv + up + q + F), in, out;
+        double wb = FP8_Q_THEN_T;
+        bool sp = x->t > 1 && x->sp;
         if (x->fp8_recipe == 0) { /* delayed scaling (TE_FP8_CASTS) */
-            bool sp = x->t > 1 && x->sp;
             double full = sp ? FP8_Q + FP8_T : FP8_QT, shard = sp ? FP8_Q * rt + FP8_T : FP8_QT;
             in = (mc->te_norm_fp8 ? FP8_T : shard) * 2 * h + full * (q + F);
             out = FP8_QT * (qkv + up) + shard * 2 * h;
+        } else if (x->fp8_recipe == 1) { /* tensorwise, current scaling (TE_FP8_CURRENT) */
+            double whole = FP8_AMAX + FP8_QT, shard = sp ? (FP8_AMAX + FP8_Q) * rt + FP8_T : whole;
+            double norm = !mc->te_norm_fp8 ? shard : sp ? FP8_Q * rt + FP8_T : FP8_QT;
+            double proj = x->fw == MEM4D_FRAMEWORK_MEGATRON ? 2 * (FP8_AMAX + FP8_Q) : whole;
+            in = norm * 2 * h + proj * q + whole * F;
+            out = whole * (qkv + up) + shard * 2 * h;
+            wb = whole;
         } else {
             in = FP8_Q_THEN_T * (2 * h + q + F);
             out = FP8_QT * (qkv + up + 2 * h);
         }
         pg->cast_a = (in + out) * mc->inv_hbm * mc->fp8_slow;
-        pg->cast_b = 5 * w * mc->inv_hbm * mc->fp8_slow;
+        pg->cast_b = wb * w * mc->inv_hbm * mc->fp8_slow;
     }
     /* Memory-bound element-wise work of a forward: two norms (read, write
      * h) and two residual adds (read 2h, write h) on the TP-sharded

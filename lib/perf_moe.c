@@ -400,11 +400,15 @@ void m4d_moe_prepare(const struct m4d_ctx *x, const mem4d_device *dev, const str
      * each expert's weight once per step, cached by is_first_microbatch:
      * grouped_linear.py@v2.2, _GroupedLinear.forward and backward): 5 bytes
      * per input element and 4 per output element of each row, 5 per weight
-     * element (lib/perf.c, gemms_prepare) */
+     * element (lib/perf.c, gemms_prepare); tensorwise scaling reads each
+     * once more for its amax (TE_FP8_CURRENT: 2 bytes; its GEMMs run at
+     * delayed scaling's rate) */
     g->cast_per_b = g->cast_w = 0;
     if (x->fp8) {
-        g->cast_per_b = g->rows_per_b * (5 * (h + fe) + 4 * (g->fc1_n + h)) * mc->inv_hbm * mc->fp8_slow;
-        g->cast_w = 5 * El * h * (g->fc1_n + fe) * mc->inv_hbm * mc->fp8_slow;
+        double amax = x->fp8_recipe == 1 ? 2 : 0;
+        g->cast_per_b =
+            g->rows_per_b * ((5 + amax) * (h + fe) + (4 + amax) * (g->fc1_n + h)) * mc->inv_hbm * mc->fp8_slow;
+        g->cast_w = (5 + amax) * El * h * (g->fc1_n + fe) * mc->inv_hbm * mc->fp8_slow;
     }
     /* router: logits GEMM (tok x E x h) and the fp32 logits' passes;
      * permute and unpermute read and write each token and each copy */

@@ -548,6 +548,34 @@ static double hbm_rate(const mem4d_device *d)
     return (double)tu_device_get(d, "hbm_bandwidth") * (eff ? eff / 1e6 : 1);
 }
 
+/* TE_FP8_CURRENT (lib/perf.c): tensorwise scaling runs delayed scaling's
+ * GEMMs and pays its quantization in HBM bytes, beyond delayed's per row of
+ * a tp-1 Megatron-Core layer: the amax pass over every quantized tensor
+ * but the norm outputs (whose norm takes it), the norm outputs' cast and
+ * transpose where delayed's norm writes fp8 (4 against 2), and the output
+ * projection's two half casts of its saved bf16 input (10 against 4):
+ * 8h + 6q + 2F + 2(qkv + up) bytes, and one byte more per weight element
+ * once per step. One micro-batch, so the weights' casts count once. */
+START_TEST(fp8_tensorwise_pays_bytes_not_gemms)
+{
+    mem4d_model *m = tu_model("llama3.1-8b");
+    mem4d_device *d = tu_device("h100-80");
+    ck_assert_int_eq(mem4d_device_set_str(d, "stack", "nemo-25"), MEM4D_OK);
+    mem4d_layout *l = tu_layout("world=1", "seq=4096", "mbs=1", "gbs=1", "fp8=1", "fp8_recipe=delayed", NULL);
+    double delayed = predict(m, l, d, MEM4D_METRIC_STEP_TIME_S);
+    ck_assert_int_eq(mem4d_layout_set_str(l, "fp8_recipe", "tensorwise"), MEM4D_OK);
+    double tensorwise = predict(m, l, d, MEM4D_METRIC_STEP_TIME_S);
+    double h = 4096, q = 4096, kv = 1024, F = 14336, qkv = q + 2 * kv, up = 2 * F, L = 32;
+    double row = 8 * h + 6 * q + 2 * F + 2 * (qkv + up), w = h * (qkv + up + q + F);
+    double expect = L * (4096 * row + w) / hbm_rate(d);
+    ck_assert_msg(fabs((tensorwise - delayed) - expect) <= 1e-9 * delayed, "%.9g s more, expected %.9g",
+                  tensorwise - delayed, expect);
+    mem4d_layout_free(l);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
 /* The DP seconds a ZeRO-3 group of one member per node (tp 8 on 2 nodes)
  * costs on `gpu` (with `lib`, a gemm_library, when not NULL) over 400 Gb/s
  * NICs (*fast, 50 GB/s per GPU) and over 200 Gb/s ones (*slow). */
@@ -1590,6 +1618,7 @@ int main(void)
     tcase_add_test(tc, breakdown_adds_up);
     tcase_add_test(tc, tp_overlap_and_nvlink_domain);
     tcase_add_test(tc, fp8_linear_only);
+    tcase_add_test(tc, fp8_tensorwise_pays_bytes_not_gemms);
     tcase_add_test(tc, nics_shared);
     tcase_add_test(tc, ring_uses_the_node_nics);
     tcase_add_test(tc, hidden_collectives_hold_nccls_channels);
