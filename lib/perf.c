@@ -792,7 +792,7 @@ static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device
         .ampere_beside = !hopper && dv[MEM4D_DEVICE_SM_COUNT] != 0,
         .inv_hbm = hbm > 0 ? 1 / hbm : 0,
         .intra = {D(dv[MEM4D_DEVICE_INTRA_NODE_BANDWIDTH]) * ce, D(dv[MEM4D_DEVICE_INTRA_NODE_LATENCY_NS]) * 1e-9},
-        .inter = {inter * (dv[MEM4D_DEVICE_INTER_NODE_EFFICIENCY_PPM] ? ppm(dv[MEM4D_DEVICE_INTER_NODE_EFFICIENCY_PPM]) : ce),
+        .inter = {inter * ppm(m4d_perf_effective(dev, MEM4D_DEVICE_INTER_NODE_EFFICIENCY_PPM)),
                   D(dv[MEM4D_DEVICE_INTER_NODE_LATENCY_NS]) * 1e-9},
     };
     mc.power_zc = inv_cbrt_unit(mc.power_r);

@@ -297,7 +297,7 @@ static void dispatch_prepare(const struct m4d_ctx *x, const mem4d_device *dev, c
 {
     double ep = D(x->ep), etp = D(x->etp), E = D(x->experts), El = E / ep, k = D(x->topk);
     double row = 2 * D(x->h), ce = D(dev->v[MEM4D_DEVICE_COMM_EFFICIENCY_PPM]) * 1e-6;
-    double ie = dev->v[MEM4D_DEVICE_INTER_NODE_EFFICIENCY_PPM] ? D(dev->v[MEM4D_DEVICE_INTER_NODE_EFFICIENCY_PPM]) * 1e-6 : ce;
+    double ie = D(m4d_perf_effective(dev, MEM4D_DEVICE_INTER_NODE_EFFICIENCY_PPM)) * 1e-6;
     double raw_intra = ce > 0 ? mc->intra.bw / ce : 0, raw_inter = ie > 0 ? mc->inter.bw / ie : 0;
     double G = D(dev->v[MEM4D_DEVICE_GPUS_PER_NODE] ? dev->v[MEM4D_DEVICE_GPUS_PER_NODE] : 1);
     double rho = D(m4d_routed_ppm(x)) * 1e-6; /* expert copies per token (capacity, padding) */
