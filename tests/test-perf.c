@@ -1508,8 +1508,8 @@ START_TEST(speed_band)
     assert_close(metric(r, MEM4D_METRIC_TFLOPS_PER_GPU_HIGH), metric(r, MEM4D_METRIC_TFLOPS_PER_GPU) / lo);
     assert_close(metric(r, MEM4D_METRIC_MFU_LOW), metric(r, MEM4D_METRIC_MFU) / hi);
     assert_close(metric(r, MEM4D_METRIC_MFU_HIGH), metric(r, MEM4D_METRIC_MFU) / lo);
-    /* Calibrated: the same step, a narrower band (not nested: a
-     * calibration carried to another model can overshoot, doc/perf.md). */
+    /* Calibrated: the same step, a narrower band (not necessarily nested:
+     * a calibration carried to another model can overshoot, doc/perf.md). */
     ck_assert_int_eq(mem4d_device_set_str(d, "calibrated_runs", "1"), MEM4D_OK);
     ck_assert_int_eq(mem4d_estimate(m, l, d, r), MEM4D_OK);
     assert_close(metric(r, MEM4D_METRIC_STEP_TIME_S), step);
