@@ -64,7 +64,8 @@ const size_t m4d_model_preset_n = sizeof m4d_model_presets / sizeof m4d_model_pr
  * (Transformer Engine's CPU-offloading guide); B200's is left unknown. */
 #define PCIE4 [MEM4D_DEVICE_HOST_BANDWIDTH] = 32 * G9
 #define PCIE5 [MEM4D_DEVICE_HOST_BANDWIDTH] = 64 * G9
-/* The board power the compute figures hold at: the data sheets' maximum TDP. */
+/* The board's rated power: the data sheets' maximum TDP, what the step's
+ * power balance holds a step's mean power to (POWER_BALANCE, lib/perf.c). */
 #define W(n) [MEM4D_DEVICE_BOARD_POWER_W] = n
 /* The share of the HBM rate a streaming kernel (one load, one store stream)
  * reaches, measured per GPU (doc/presets.md, "Achievable HBM bandwidth");
