@@ -1048,6 +1048,8 @@ static void gemms_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
             out = FP8_QT * (qkv + up + 2 * h);
         }
         pg->cast_a = (in + out) * mc->inv_hbm * mc->fp8_slow;
+        if (x->fp8_params)
+            wb = FP8_T;
         pg->cast_b = wb * w * mc->inv_hbm * mc->fp8_slow;
     }
     /* Memory-bound element-wise work of a forward: two norms (read, write
@@ -1659,7 +1661,7 @@ static void dp_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg, doubl
     /* NCCL runs bucket-sized reduce-scatters and all-gathers as rings:
      * n-1 latency-bound steps each. */
     double colls = (double)(int64_t)(params / bucket) + 1, steps = colls * (n - 1);
-    double g = params * D(x->grad_bytes), w = params * D(x->param_bytes);
+    double g = params * D(x->grad_bytes), w = params * D(x->param_bytes) - pg->fp8_gather_lin * D(x->param_bytes - 1);
     pg->dp_reduce = pg->dp_gather = pg->dp_serial = 0;
     pg->dp_colls = colls;
     if (fsdp_units(x, &pg->mc)) {
@@ -1894,6 +1896,7 @@ void m4d_perf_prepare(const struct m4d_ctx *x, const mem4d_device *dev, const st
         pg->accum_layer += (wl + we) * D(2 * outs * x->param_bytes + x->param_bytes + x->grad_bytes) * pg->mc.inv_hbm;
     }
     double embed = (x->p == 1 && !x->tied ? 2.0 : 1.0) * D(x->h) * D(x->Vp) / D(x->t);
+    pg->fp8_gather_lin = x->fp8 && x->fp8_params && ok && !x->nlt ? pg->layers_max * D(ls.linear) : 0;
     dp_prepare(x, pg, pg->layers_max * wl + embed, pg->layers_max * we);
     pg->fsdp_ag = pg->fsdp_rs = pg->fsdp_edge_ag = pg->fsdp_edge_rs = 0;
     if (fsdp_units(x, &pg->mc)) { /* FSDP's gathers and reduce-scatters run over its shard group */
@@ -1901,7 +1904,8 @@ void m4d_perf_prepare(const struct m4d_ctx *x, const mem4d_device *dev, const st
         m4d_shards(x, &g);
         double n = D(g.fsdp);
         double span = D(x->t * g.fsdp), frac = (n - 1) / n;
-        pg->fsdp_ag = ring_time_split(&pg->mc, span, D(x->t), n, wl * D(x->param_bytes), frac);
+        double lin8 = x->fp8 && x->fp8_params && ok && !x->nlt ? D(ls.linear) : 0;
+        pg->fsdp_ag = ring_time_split(&pg->mc, span, D(x->t), n, wl * D(x->param_bytes) - lin8 * D(x->param_bytes - 1), frac);
         pg->fsdp_rs = ring_time_split(&pg->mc, span, D(x->t), n, wl * D(x->grad_bytes), frac);
         pg->fsdp_slow = nccl_slow_of(&pg->mc, span, D(x->t));
         if (pg->mc.fsdp_root) { /* FSDP_ROOT: the root unit's and the first block's, not hidden */

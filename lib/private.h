@@ -995,6 +995,7 @@ struct m4d_perf_group {
     double d_first, d_mid, d_last;
     double dense_act_per_b;
     double dp_reduce, dp_gather, dp_colls, opt_s; /* unhidden DP seconds, buckets, optimizer */
+    double fp8_gather_lin; /* linear weights the DP and FSDP gathers move in fp8 (fp8_param_gather) */
     double dp_slow, fsdp_slow;                     /* extra compute seconds per hidden DP / FSDP second (nccl_slow_of) */
     double dp_serial;                              /* DP and tied-embedding seconds no overlap hides */
     double fsdp_ag, fsdp_rs;                       /* one layer's ZeRO-3 gather / reduce-scatter */

@@ -576,6 +576,36 @@ START_TEST(fp8_tensorwise_pays_bytes_not_gemms)
 }
 END_TEST
 
+/* fp8_param_gather (lib/perf.c, gemms_prepare and dp_prepare): the linear
+ * weights live in fp8, so the step only transposes each (2 bytes an
+ * element, where a bf16 weight is cast and transposed: 5) and the
+ * distributed optimizer gathers them at one byte, not two. */
+START_TEST(fp8_param_gather_moves_one_byte)
+{
+    mem4d_model *m = tu_model("llama3.1-8b");
+    mem4d_device *d = tu_device("h100-80");
+    ck_assert_int_eq(mem4d_device_set_str(d, "stack", "nemo-25"), MEM4D_OK);
+    mem4d_layout *l = tu_layout("world=1", "seq=4096", "mbs=1", "gbs=1", "fp8=1", NULL);
+    double bf16_weights = predict(m, l, d, MEM4D_METRIC_STEP_TIME_S);
+    ck_assert_int_eq(mem4d_layout_set_str(l, "fp8_param_gather", "1"), MEM4D_OK);
+    double fp8_weights = predict(m, l, d, MEM4D_METRIC_STEP_TIME_S);
+    double h = 4096, q = 4096, kv = 1024, F = 14336, w = 32 * h * (q + 2 * kv + 2 * F + q + F);
+    double expect = (5 - 2) * w / hbm_rate(d);
+    ck_assert_msg(fabs((bf16_weights - fp8_weights) - expect) <= 1e-9 * bf16_weights, "%.9g s less, expected %.9g",
+                  bf16_weights - fp8_weights, expect);
+    mem4d_layout_free(l);
+    l = tu_layout("world=16", "seq=4096", "mbs=1", "gbs=16", "fp8=1", "dist_opt=1", "overlap_param_gather=0", NULL);
+    double gather2 = predict(m, l, d, MEM4D_METRIC_DP_COMM_S);
+    ck_assert_int_eq(mem4d_layout_set_str(l, "fp8_param_gather", "1"), MEM4D_OK);
+    double gather1 = predict(m, l, d, MEM4D_METRIC_DP_COMM_S);
+    ck_assert_msg(gather1 < gather2 && gather1 > 0.5 * gather2, "DP %g s with fp8 weights, %g without", gather1,
+                  gather2);
+    mem4d_layout_free(l);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
 /* The DP seconds a ZeRO-3 group of one member per node (tp 8 on 2 nodes)
  * costs on `gpu` (with `lib`, a gemm_library, when not NULL) over 400 Gb/s
  * NICs (*fast, 50 GB/s per GPU) and over 200 Gb/s ones (*slow). */
@@ -1619,6 +1649,7 @@ int main(void)
     tcase_add_test(tc, tp_overlap_and_nvlink_domain);
     tcase_add_test(tc, fp8_linear_only);
     tcase_add_test(tc, fp8_tensorwise_pays_bytes_not_gemms);
+    tcase_add_test(tc, fp8_param_gather_moves_one_byte);
     tcase_add_test(tc, nics_shared);
     tcase_add_test(tc, ring_uses_the_node_nics);
     tcase_add_test(tc, hidden_collectives_hold_nccls_channels);

@@ -372,8 +372,12 @@ static mem4d_layout *layout_of(const struct table *t, char **f, const char *id)
      * bf16_with_fp8_current_scaling_mixed sets fp8_recipe "tensorwise"
      * (per-tensor current scaling; NVIDIA-NeMo/Megatron-Bridge@0509780
      * src/megatron/bridge/training/mixed_precision.py) */
-    if (strstr(col(t, f, "precision"), "current scaling"))
+    if (strstr(col(t, f, "precision"), "current scaling")) {
         set(l, "fp8_recipe", "tensorwise", id);
+        /* the same preset sets fp8_param_gather=True (mixed_precision.py
+         * at NVIDIA-NeMo/Megatron-Bridge v0.2.0, the 25.11 release) */
+        set(l, "fp8_param_gather", "1", id);
+    }
     return l;
 }
 
