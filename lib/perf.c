@@ -1683,9 +1683,10 @@ static void dp_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg, doubl
          * reduce-scatter and a gather move 2 (n-1)/n (doc/perf.md, "The
          * software stack") */
         double dcolls = (double)(int64_t)(params / (x->bucket ? D(x->bucket) : DS_BUCKET)) + 1;
+        double gcolls = (double)(int64_t)(params / (x->ag_bucket ? D(x->ag_bucket) : DS_BUCKET)) + 1;
         pg->dp_colls = dcolls;
         pg->dp_reduce = dp_allreduce_time(x, pg, l, n, g, dcolls);
-        pg->dp_gather = ring_time(l, n, w, frac, dcolls * (n - 1));
+        pg->dp_gather = ring_time(l, n, w, frac, gcolls * (n - 1));
     } else if (x->zero >= 1) {
         pg->dp_reduce = ring_time(l, n, g, frac, steps);
         pg->dp_gather = ring_time(l, n, w, frac, steps);

@@ -884,6 +884,18 @@ START_TEST(deepspeed_zero1)
     ck_assert(predict(m, l, d, DP) < mid);
     ck_assert_int_eq(mem4d_layout_set_str(l, "framework", "deepspeed"), MEM4D_OK);
     assert_close(predict(m, l, d, DP), ds);
+    /* The gather runs in allgather_bucket_size shards (all_gather_dp_groups),
+     * not in the reduce's buckets: 8 B parameters in shards of 10^6 elements
+     * are thousands of latency-bound gathers on the links' latency. */
+    mem4d_device_free(d);
+    d = ds_profile_keys(a);
+    ck_assert_int_eq(mem4d_device_set_str(d, "stack", "megatron-deepspeed"), MEM4D_OK);
+    double five = predict(m, l, d, DP);
+    ck_assert_int_eq(mem4d_layout_set_str(l, "allgather_bucket_size", "1000000"), MEM4D_OK);
+    double shards = predict(m, l, d, DP);
+    ck_assert_msg(shards > 1.1 * five, "%g %g", shards, five);
+    ck_assert_int_eq(mem4d_layout_set_str(l, "allgather_bucket_size", "500000000"), MEM4D_OK);
+    assert_close(predict(m, l, d, DP), five);
     mem4d_layout_free(l);
     mem4d_device_free(d);
     mem4d_device_free(a);
