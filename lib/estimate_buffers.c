@@ -56,9 +56,8 @@ static uint64_t fsdp_buffers(bool *ok, const struct m4d_ctx *x, const struct lay
 }
 
 /* DeepSpeed's defaults (deepspeed/runtime/zero/config.py): reduce and
- * all-gather buckets 5·10^8 elements, stage-3 prefetch bucket 5·10^7 and
- * at most 10^9 live parameters. */
-#define DS_BUCKET_DEFAULT UINT64_C(500000000)
+ * all-gather buckets (M4D_DS_BUCKET, private.h), stage-3 prefetch bucket
+ * 5·10^7 and at most 10^9 live parameters. */
 #define DS_PREFETCH_DEFAULT UINT64_C(50000000)
 #define DS_MAX_LIVE_DEFAULT UINT64_C(1000000000)
 
@@ -69,7 +68,7 @@ static uint64_t fsdp_buffers(bool *ok, const struct m4d_ctx *x, const struct lay
  * prefetch bucket, at most stage3_max_live_parameters. */
 static uint64_t deepspeed_buffers(bool *ok, const struct m4d_ctx *x, const struct layer_share *s)
 {
-    uint64_t b = 0, bucket = x->bucket ? x->bucket : DS_BUCKET_DEFAULT;
+    uint64_t b = 0, bucket = x->bucket ? x->bucket : M4D_DS_BUCKET;
     if (x->zero >= 1)
         b = mul(ok, mul(ok, bucket, x->param_bytes), x->contiguous_grads && x->overlap_grad ? 2 : 1);
     if (x->zero >= 3) {
@@ -172,7 +171,7 @@ uint64_t m4d_step_buffers(bool *ok, const struct m4d_ctx *x, const mem4d_device 
          * parameters; nothing on the GPU when the optimizer is offloaded. */
         if (x->zero >= 3 || x->offload)
             return b;
-        uint64_t ag = x->ag_bucket ? x->ag_bucket : DS_BUCKET_DEFAULT;
+        uint64_t ag = x->ag_bucket ? x->ag_bucket : M4D_DS_BUCKET;
         b = add(ok, b, muldiv(ok, n->all, 4, x->zero >= 1 ? x->d * x->c : 1));
         return add(ok, b, mul(ok, min64(ag, n->all), x->param_bytes));
     }

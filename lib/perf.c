@@ -1639,10 +1639,9 @@ static double dp_allreduce_time(const struct m4d_ctx *x, const struct m4d_perf_g
  * buffered_reduce_fallback, whose allreduce_bucket sets rank = None and
  * runs dist.all_reduce over the data-parallel group on each bucket of
  * fp16/bf16 gradients (flattened, divided by dp, copied back); step() then
- * all-gathers the updated 16-bit partitions. DS_BUCKET: reduce_bucket_size
- * and allgather_bucket_size's default, 5·10^8 elements (runtime/zero/
- * constants.py). */
-#define DS_BUCKET 5e8
+ * all-gathers the updated 16-bit partitions, the buckets
+ * reduce_bucket_size and allgather_bucket_size (M4D_DS_BUCKET, private.h,
+ * the memory model's too). */
 
 /* Gradient reduction and parameter gather over the d*c ranks that share
  * the `params` weights of the heaviest stage, before any overlap, and the
@@ -1682,8 +1681,8 @@ static void dp_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg, doubl
          * elements by default): 3 (n-1)/n of the bytes where a
          * reduce-scatter and a gather move 2 (n-1)/n (doc/perf.md, "The
          * software stack") */
-        double dcolls = (double)(int64_t)(params / (x->bucket ? D(x->bucket) : DS_BUCKET)) + 1;
-        double gcolls = (double)(int64_t)(params / (x->ag_bucket ? D(x->ag_bucket) : DS_BUCKET)) + 1;
+        double dcolls = (double)(int64_t)(params / (x->bucket ? D(x->bucket) : D(M4D_DS_BUCKET))) + 1;
+        double gcolls = (double)(int64_t)(params / (x->ag_bucket ? D(x->ag_bucket) : D(M4D_DS_BUCKET))) + 1;
         pg->dp_colls = dcolls;
         pg->dp_reduce = dp_allreduce_time(x, pg, l, n, g, dcolls);
         pg->dp_gather = ring_time(l, n, w, frac, gcolls * (n - 1));

@@ -192,6 +192,12 @@ struct m4d_split {
 
 /* Everything the formulas need, resolved and validated once: symbols follow
  * doc/formulas.md. Filled by m4d_resolve(). */
+/* DeepSpeed's reduce_bucket_size and allgather_bucket_size default, 5·10^8
+ * elements (deepspeed/runtime/zero/config.py, constants.py): the buffers'
+ * size (estimate_buffers.c) and the ZeRO-1 collectives' count (DS_ZERO1,
+ * perf.c). */
+#define M4D_DS_BUCKET UINT64_C(500000000)
+
 struct m4d_ctx {
     /* model */
     uint64_t h, f, L, a, k, dh, V, Vp; /* Vp: padded vocabulary (= V in paper mode) */
