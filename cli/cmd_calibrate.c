@@ -46,10 +46,11 @@ const char cmd_calibrate_about[] =
     "(--log-format) and figures measured without a log (--measured-step-s, --measured-tflops,\n"
     "--measured-tokens-per-s). Those need the job: --model and the layout flags, or its\n"
     "Megatron-LM arguments after --. Of GEMM, fp8 and attention efficiency, the per-micro-batch\n"
-    "overhead and communication efficiency it fits what the runs can tell apart (one constant\n"
-    "for one run) and says which it left at the device's value; from memory lines, the fixed\n"
-    "workspace and allocator overhead. Prints the error before and after; --output writes the\n"
-    "device file, which records on how many runs it was calibrated.";
+    "overhead, the communication efficiency inside a node and across nodes apart, and the MoE\n"
+    "router's load spread it fits what the runs can tell apart (one constant for one run) and\n"
+    "says which it left at the device's value; from memory lines, the fixed workspace and\n"
+    "allocator overhead. Prints the error before and after; --output writes the device file,\n"
+    "which records on how many runs it was calibrated.";
 
 #define MAX_LOGS 32
 static double figure(const mem4d_calibration *c, size_t i, mem4d_calibration_figure f, bool *have)
