@@ -557,9 +557,9 @@ static inline double beside_cost(const struct m4d_machine *mc, double gemm, doub
  * runs of a weak-scaling series calibrated on its first run;
  * tests/test-throughput.c prints all of them). */
 #define BAND_LOW 0.889
-#define BAND_HIGH 1.187
+#define BAND_HIGH 1.182
 #define BAND_CAL_LOW 0.898
-#define BAND_CAL_HIGH 1.136
+#define BAND_CAL_HIGH 1.141
 /* Between layouts of one job (the search's equivalence, m4d_speed_band_
  * relative()): the band of the runs of a weak-scaling series predicted by a
  * device calibrated on its first run, where the level common to one job's
@@ -1353,6 +1353,9 @@ static double cp_time(const struct m4d_ctx *x, const struct m4d_perf_group *pg, 
  * activations of again (Megatron's --recompute-modules; core_attn alone by
  * default): the attention core, the MLP's linears (mlp, moe,
  * shared_experts), the norms, the MLP activation. */
+/* The selective re-runs whose time selective_time counts as GEMMs and
+ * attention (the attention core, an MLP's linears), not element-wise work. */
+#define RC_CLOCKED (M4D_RC_CORE_ATTN | M4D_RC_MLP | M4D_RC_MOE | M4D_RC_SHARED_EXPERTS)
 static double selective_time(uint64_t m, const struct m4d_perf_group *pg, double b, double attn, double mlp)
 {
     double t = 0;
@@ -1443,10 +1446,14 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
         fwd = lin + af + cpf + ew + KERNELS_FWD * kern;
         bwd = bt->lin_bwd + ab + cpb + 2 * ew + b * pg->ew_grad_per_b + 2 * KERNELS_FWD * kern;
     }
-    if (M4D_UNLIKELY(x->recompute == 1 && pg->mc.op_sac && x->experts == 0 && !x->nlt))
-        bwd += op_sac_time(x, pg, M, ew);
-    else if (x->recompute == 1) /* selective: the modules re-run in the backward */
+    double rc_clocked = 0; /* of the re-run, its GEMMs and attention (POWER_BALANCE) */
+    if (M4D_UNLIKELY(x->recompute == 1 && pg->mc.op_sac && x->experts == 0 && !x->nlt)) {
+        rc_clocked = op_sac_time(x, pg, M, 0);
+        bwd += rc_clocked + ew;
+    } else if (x->recompute == 1) { /* selective: the modules re-run in the backward */
         bwd += selective_time(x->rc_modules, pg, b, af + cpf, mlp);
+        rc_clocked = selective_time(x->rc_modules & RC_CLOCKED, pg, b, af, mlp);
+    }
     struct unit_time u = {0};
     struct m4d_moe_time mt = {0};
     double ecast = 0; /* the experts' fp8 casts, per micro-batch and once per step */
@@ -1478,7 +1485,7 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
     /* Gradient accumulation outside the GEMMs: every micro-batch's weight
      * gradients added into the accumulated ones (stack_of's bytes). */
     u.layer_compute = pf * fwd + bwd + cast + ecast * ho.moe_share + pg->accum_layer;
-    u.layer_clocked = pf * (lin + af) + bt->lin_bwd + ab;
+    u.layer_clocked = pf * (lin + af) + bt->lin_bwd + ab + rc_clocked;
     if (M4D_UNLIKELY(pg->moe.on || x->nlt)) { /* the expert GEMMs; a layer pattern's mean (m4d_hybrid_mean) */
         u.layer_clocked += (pf * mt.expert_fwd + mt.expert_bwd - 3 * mt.act) * ho.moe_share;
         if (u.layer_clocked > u.layer_compute)
