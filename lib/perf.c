@@ -557,14 +557,14 @@ static inline double beside_cost(const struct m4d_machine *mc, double gemm, doub
  * runs of a weak-scaling series calibrated on its first run;
  * tests/test-throughput.c prints all of them). */
 #define BAND_LOW 0.889
-#define BAND_HIGH 1.182
+#define BAND_HIGH 1.183
 #define BAND_CAL_LOW 0.898
-#define BAND_CAL_HIGH 1.141
+#define BAND_CAL_HIGH 1.163
 /* Between layouts of one job (the search's equivalence, m4d_speed_band_
  * relative()): the band of the runs of a weak-scaling series predicted by a
  * device calibrated on its first run, where the level common to one job's
  * layouts cancels and what remains is the model's spread within a family. */
-#define BAND_REL_LOW 0.962
+#define BAND_REL_LOW 0.963
 #define BAND_REL_HIGH 1.096
 
 /* Seconds of one micro-batch's work on one GPU. */
