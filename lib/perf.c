@@ -557,9 +557,9 @@ static inline double beside_cost(const struct m4d_machine *mc, double gemm, doub
  * runs of a weak-scaling series calibrated on its first run;
  * tests/test-throughput.c prints all of them). */
 #define BAND_LOW 0.889
-#define BAND_HIGH 1.183
-#define BAND_CAL_LOW 0.898
-#define BAND_CAL_HIGH 1.163
+#define BAND_HIGH 1.165
+#define BAND_CAL_LOW 0.895
+#define BAND_CAL_HIGH 1.142
 /* Between layouts of one job (the search's equivalence, m4d_speed_band_
  * relative()): the band of the runs of a weak-scaling series predicted by a
  * device calibrated on its first run, where the level common to one job's
@@ -1283,6 +1283,25 @@ static inline double tp_allgather(const struct m4d_perf_group *pg, double b)
  * output projection: ga, their mean), half under the MLP's (gm), so a
  * collective longer than the small attention GEMMs shows even when the
  * MLP's would cover it. */
+/* TP_BESIDE: what a backward TP collective of `coll` seconds costs the
+ * layer when Megatron's asynchronous path runs it beside a weight-gradient
+ * GEMM of `window` seconds (the input's re-gather, the input gradient's
+ * reduce-scatter or all-reduce, launched before the GEMM): the part that
+ * outlasts the GEMM, and the compute the collective's kernel takes from
+ * the GEMM beside it, as FSDP's hidden collectives pay it (unit_time_of:
+ * on Hopper's persistent GEMMs max(T - W, l T), PERSISTENT_WAVES; on
+ * Ampere AMPERE_BESIDE; elsewhere its SMs, nccl_cost). NCCL's collectives
+ * take "extra GPU cycles for communication" (arXiv 2407.21783, sec. 3.3.3,
+ * of NCCL's all-gather, reduce-scatter and point-to-point); userbuffers'
+ * GEMMs (tp_comm_overlap) pay their UB_SMS instead (lin_ub). */
+static inline double tp_beside(const struct m4d_perf_group *pg, double coll, double window)
+{
+    double x = MAX0(coll - window);
+    if (pg->mc.persistent || pg->mc.ampere_beside)
+        return MAX(x, pg->tp_lost * coll);
+    return x + (coll - x) * pg->tp_lost; /* nccl_cost */
+}
+
 static double tp_time(const struct m4d_ctx *x, const struct m4d_perf_group *pg, double b, double ga, double gm,
                       double passes_fwd)
 {
@@ -1311,13 +1330,14 @@ static double tp_time(const struct m4d_ctx *x, const struct m4d_perf_group *pg, 
      * ColumnParallelLinearWithAsyncAllreduce, NVIDIA/Megatron-LM@02bb1f5c
      * megatron/mpu/layers.py) */
     if (!x->sp)
-        return 4 * passes_fwd * one + MAX0(2 * one - ga) + MAX0(2 * one - gm);
-    if (M4D_LIKELY(pg->tp_ag_whole)) { /* ag == one: the same sum, each MAX0 formed once */
-        double xa = MAX0(one - ga), xm = MAX0(one - gm);
+        return 4 * passes_fwd * one + tp_beside(pg, 2 * one, ga) + tp_beside(pg, 2 * one, gm);
+    if (M4D_LIKELY(pg->tp_ag_whole)) { /* ag == one: the same sum, each term formed once */
+        double xa = tp_beside(pg, one, ga), xm = tp_beside(pg, one, gm);
         return 2 * passes_fwd * (one + one) + 2 * one + xa + xa + xm + xm;
     }
     double ag = tp_allgather(pg, b);
-    return 2 * passes_fwd * (ag + one) + 2 * ag + MAX0(ag - ga) + MAX0(one - ga) + MAX0(ag - gm) + MAX0(one - gm);
+    return 2 * passes_fwd * (ag + one) + 2 * ag + tp_beside(pg, ag, ga) + tp_beside(pg, one, ga) + tp_beside(pg, ag, gm) +
+           tp_beside(pg, one, gm);
 }
 
 /* CP ring attention: c-1 steps of K,V per forward, K,V and dK,dV per
@@ -1868,6 +1888,7 @@ void m4d_perf_prepare(const struct m4d_ctx *x, const mem4d_device *dev, const st
     stage_layers(x, pg);
     pg->layers_max = MAX(MAX(pg->n_first, pg->n_mid), pg->n_last);
     pg->fsdp = fsdp_units(x, &pg->mc);
+    pg->tp_lost = x->t > 1 ? beside_cost(&pg->mc, 1, nccl_slow_of(&pg->mc, D(x->t), 1)) : 0; /* TP_BESIDE */
     pg->attn_copies = pg->pad_per_b != 0 || pg->copy_per_b != 0 || pg->copy_mb_per_b != 0;
     pg->tp_ag_whole = pg->tp_ag_share == 1;
     pg->moe_dense = pg->moe.on && pg->d_first + pg->d_mid + pg->d_last > 0;

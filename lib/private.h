@@ -990,6 +990,7 @@ struct m4d_perf_group {
     double cp_fwd_per_b, cp_bwd_per_b;             /* TE_CP_RING's merges and copies around the attention, forward, backward */
     double tp_lat, tp_per_b;                       /* one TP collective: latency, transfer per sample */
     double tp_ag_share;                            /* an all-gather's share of tp_per_b (TP_FP8_GATHER, lib/perf.c) */
+    double tp_lost;                                /* compute seconds lost per second of a TP collective hidden under a GEMM (TP_BESIDE, lib/perf.c) */
     double cp_lat, cp_per_b;                       /* one CP ring step */
     double p2p_lat, p2p_per_b;                     /* one pipeline transfer of a micro-batch: latency, per sample */
     double p2p_n[3], p2p_ag[3];                    /* transfers and TP all-gathers per micro-batch: first, middle, last stage */
