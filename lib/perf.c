@@ -1577,10 +1577,10 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
         double dmlp = bt->dense_mlp, dlin = bt->dense_lin, dew = ew + b * pg->dense_act_per_b;
         double dfwd = dlin + af + cpf + dew + KERNELS_FWD * kern;
         double dbwd = bt->dense_lin_bwd + ab + cpb + 2 * dew + 2 * KERNELS_FWD * kern;
-        if (x->recompute == 1)
-            dbwd += selective_time(x->rc_modules & ~(uint64_t)(M4D_RC_MOE | M4D_RC_SHARED_EXPERTS), pg, b, af + cpf, dmlp);
+        uint64_t drc = x->recompute == 1 ? x->rc_modules & ~(uint64_t)(M4D_RC_MOE | M4D_RC_SHARED_EXPERTS) : 0;
+        dbwd += selective_time(drc, pg, b, af + cpf, dmlp);
         u.dense_compute = pf * dfwd + dbwd + cast + pg->accum_layer;
-        u.dense_clocked = pf * (dlin + af) + bt->dense_lin_bwd + ab;
+        u.dense_clocked = pf * (dlin + af) + bt->dense_lin_bwd + ab + selective_time(drc & RC_CLOCKED, pg, b, af, dmlp);
         u.dense = u.dense_compute + tp_time(x, pg, b, (dlin - dmlp) / 2, dmlp / 2, pf) + u.layer_cp + u.layer_fsdp;
     }
     u.head = 3 * bt->head + b * pg->ce_per_b + 6 * kern;
