@@ -949,7 +949,8 @@ static mem4d_status predict(mem4d_calibration *cal, struct cal_log *lg, const me
  * searched in, whether that search is over log(value) (the rates) or the
  * value (a time that may be 0), and the move by which its influence on the
  * runs is measured: a plausible error of the device's value (a third of a
- * rate, 2 ms per micro-batch; the router's load spread moves only dropless
+ * rate, 4 ms per micro-batch, of which the power balance gives part back
+ * on a power-limited board as the clock the idle time leaves; the router's load spread moves only dropless
  * MoE runs whose imbalance is derived, so it is chosen only when such a run
  * differs from the others in a way the rates do not explain: beside a
  * forced-balance run of the job, or runs at several ep). Communication is
@@ -972,7 +973,7 @@ static const struct cal_const {
     {MEM4D_DEVICE_MATMUL_EFFICIENCY_PPM, 20000, 1000000, 1.5, true, false},
     {MEM4D_DEVICE_FP8_EFFICIENCY_PPM, 20000, 1000000, 1.5, true, false},
     {MEM4D_DEVICE_ATTENTION_EFFICIENCY_PPM, 20000, 2000000, 1.5, true, false},
-    {MEM4D_DEVICE_MICROBATCH_OVERHEAD_NS, 0, 200e6, 2e6, false, false},
+    {MEM4D_DEVICE_MICROBATCH_OVERHEAD_NS, 0, 200e6, 4e6, false, false},
     {MEM4D_DEVICE_COMM_EFFICIENCY_PPM, 10000, 1000000, 1.5, true, false},
     {MEM4D_DEVICE_MOE_LOAD_SPREAD_PPM, 1000, 4000000, 1.5, true, false},
     {MEM4D_DEVICE_INTER_NODE_EFFICIENCY_PPM, 10000, 1000000, 1.5, true, false},

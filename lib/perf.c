@@ -584,6 +584,9 @@ struct unit_time {
     /* of layer_compute, dense_compute and head, the GEMMs and attention,
      * whose rate follows the SM clock (POWER_BALANCE) */
     double layer_clocked, dense_clocked, head_clocked;
+    /* of layer_compute, the GPU waiting for the host's launches (EAGER_HOST,
+     * m4d_moe_host): idle power (POWER_BALANCE) */
+    double layer_host;
 };
 
 #define MAX0(v) ((v) > 0 ? (v) : 0)
@@ -655,7 +658,9 @@ static double power_r_of(const uint64_t *dv, bool fp8)
  * GEMMs and attention take k seconds at the burst, whose other kernels
  * (element-wise, copies: HBM-bound, their rate not the SM clock's) take e
  * more, both at the SMs' busy power, idle + P_dyn y^3, and whose other time
- * o (exposed communication, bubble, optimizer, host) draws the idle share:
+ * o (exposed communication, bubble, optimizer, the GPU waiting for the
+ * host's launches or the framework's per-micro-batch time) draws the idle
+ * share:
  * the step's mean power meets the limit where y^3 (k + e y) = r (k + (e +
  * o) y). Returned as z = 1/y, the GEMMs' stretch, the root of
  * h(z) = r k z^4 + r (e + o) z^3 - k z - e; the caller checks that y = 1
@@ -1518,8 +1523,9 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
     u.layer_cp = cp_time(x, pg, b, af, ab, pf) * ho.attn_share;
     if (M4D_UNLIKELY(pg->host_fwd > 0)) { /* EAGER_HOST: the GPU waiting for the host's launches */
         double half = 0.5 * (u.layer_tp + u.layer_cp), rerun = pf - 1;
-        u.layer_compute += MAX0(pg->host_fwd - fwd - half) +
-                           MAX0(pg->host_bwd + rerun * pg->host_fwd - bwd - rerun * fwd - pg->accum_layer - half);
+        u.layer_host = MAX0(pg->host_fwd - fwd - half) +
+                       MAX0(pg->host_bwd + rerun * pg->host_fwd - bwd - rerun * fwd - pg->accum_layer - half);
+        u.layer_compute += u.layer_host;
     }
     if (M4D_UNLIKELY(pg->moe.on)) { /* an expert layer's TP collectives, its dispatch and combine */
         u.layer_tp *= pg->moe.tp_share;
@@ -1532,6 +1538,7 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
         /* the GPU waiting for the host (lib/perf_moe.c), counted with the router's launches */
         double host = m4d_moe_host(x, &pg->moe, u.layer_fwd, u.layer_bwd, u.layer_ep + u.layer_tp, pf) * ho.moe_share;
         u.layer_compute += host;
+        u.layer_host += host;
         u.layer_router += host;
     }
     /* ZeRO-3 / FSDP: the layer's weights are gathered before its forward
@@ -1995,10 +2002,15 @@ void m4d_perf_fill_memo(const struct m4d_ctx *x, const struct m4d_perf_group *pg
     double widen = 1 + (mq - 1) * (v - 1) / v;
     double dp = dp_exposed(x, pg, pl.layers_max * u.layer_bwd, pl.layers_max * u.layer_fwd, widen);
     dp += pg->dp_serial + m * pg->fsdp_edge_ag + pg->fsdp_edge_rs; /* FSDP_ROOT */
-    double step = pl.total + dp + pg->opt_s, c = m * pl.cmax, pr = pg->mc.power_r;
+    double step = pl.total + dp + pg->opt_s, pr = pg->mc.power_r;
     /* POWER_BALANCE (power_stretch): the slowest stage's GEMMs and attention
      * (kmax a micro-batch), and the bubble's share of them (the other
-     * stages'), at the clock the step's mean power sustains. */
+     * stages'), at the clock the step's mean power sustains. Of its compute
+     * the SMs run busy all but the time the GPU waits for the host (the
+     * launches of EAGER_HOST and m4d_moe_host, the framework's time a
+     * micro-batch outside the layers, microbatch_overhead_ns): there the
+     * GPU runs nothing and draws the idle share, as in the rest of the step. */
+    double c = m * (pl.cmax - pl.emax * u.layer_host - pg->mc.mb_overhead);
     if (pr * step < c) {
         double kmax = pl.lmax * u.layer_clocked + (pl.lmax - pl.emax) * (u.dense_clocked - u.layer_clocked) +
                       pl.head * u.head_clocked,
