@@ -1717,9 +1717,12 @@ static void dp_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg, doubl
          * updated weights in allgather_bucket_size shards (both 5·10^8
          * elements by default): 3 (n-1)/n of the bytes where a
          * reduce-scatter and a gather move 2 (n-1)/n (doc/perf.md, "The
-         * software stack") */
+         * software stack"). The gather's shards: num_shards = max(1,
+         * partition numel x dp // allgather_bucket_size), the last shard
+         * taking the remainder (step(), stage_1_and_2.py at v0.5.10 and
+         * v0.6.0) */
         double dcolls = (double)(int64_t)(params / (x->bucket ? D(x->bucket) : D(M4D_DS_BUCKET))) + 1;
-        double gcolls = (double)(int64_t)(params / (x->ag_bucket ? D(x->ag_bucket) : D(M4D_DS_BUCKET))) + 1;
+        double gcolls = MAX((double)(int64_t)(params / (x->ag_bucket ? D(x->ag_bucket) : D(M4D_DS_BUCKET))), 1);
         pg->dp_colls = dcolls;
         pg->dp_reduce = dp_allreduce_time(x, pg, l, n, g, dcolls);
         pg->dp_gather = ring_time(l, n, w, frac, gcolls * (n - 1));

@@ -905,6 +905,12 @@ START_TEST(deepspeed_zero1)
     ck_assert_msg(shards > 1.1 * five, "%g %g", shards, five);
     ck_assert_int_eq(mem4d_layout_set_str(l, "allgather_bucket_size", "500000000"), MEM4D_OK);
     assert_close(predict(m, l, d, DP), five);
+    /* num_shards = max(1, P // allgather_bucket_size): 8.0 B parameters in
+     * a bucket of 5 B elements are one gather, as in a bucket of 20 B */
+    ck_assert_int_eq(mem4d_layout_set_str(l, "allgather_bucket_size", "5000000000"), MEM4D_OK);
+    double one = predict(m, l, d, DP);
+    ck_assert_int_eq(mem4d_layout_set_str(l, "allgather_bucket_size", "20000000000"), MEM4D_OK);
+    ck_assert_double_eq_tol(predict(m, l, d, DP), one, 1e-12 * one);
     mem4d_layout_free(l);
     mem4d_device_free(d);
     mem4d_device_free(a);
