@@ -44,12 +44,23 @@
 #define ATTN_BWD_WORK 2.5
 /* ATTN_DROPOUT: attention dropout (attention_dropout 1) inside a fused
  * attention kernel, which draws its Philox mask in the forward and again in
- * the backward. The cost is a share of the kernel's forward-and-backward
+ * the backward (a flash kernel; unfused attention runs it as its own
+ * kernel over the scores, ATTN_DROPOUT_BYTES). The cost is a share of the kernel's forward-and-backward
  * time: 0.594 -> 0.614 ms at p 0.1 on H200, Transformer Engine 2.15's cuDNN
  * backend, sbhd (Megatron-Core's layout), bf16, 4 x 1024 tokens, 16 heads of
  * 128 (NVIDIA/TransformerEngine issue #3312). FlashAttention-2 on GB200
  * pays 5% (0.695 -> 0.728 ms, pull request #3313 in the same repository). */
 #define ATTN_DROPOUT 0.034
+/* ATTN_DROPOUT_BYTES: unfused (softmax) attention applies attention dropout
+ * as an element-wise kernel of its own over the s x s probabilities
+ * (Megatron's CoreAttention: self.attention_dropout, torch.nn.Dropout):
+ * the forward's native_dropout reads the bf16 probabilities and writes them
+ * dropped and a one-byte bool mask (2 + 2 + 1), the backward's
+ * native_dropout_backward reads the gradient and the mask and writes the
+ * gradient (2 + 1 + 2) (PyTorch aten/src/ATen/native/Dropout.cpp,
+ * native_functions.yaml). The kernel's rate is the matmul-and-softmax
+ * measurement's (ATTN_KERNELS[5], without dropout) no more. */
+#define ATTN_DROPOUT_BYTES 5.0
 /* DROPOUT_FWD, DROPOUT_BWD: hidden dropout (hidden_dropout 1) in
  * Megatron-Core's bias-dropout-add after attention and after the MLP
  * (megatron/core/fusions/fused_bias_dropout.py at core_r0.10.0, compiled by
@@ -781,6 +792,7 @@ static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device
         .ds_zero1 = st->ds_pipe || x->fw == MEM4D_FRAMEWORK_DEEPSPEED, /* the same engine's ZeRO (DS_ZERO1) */
         .fsdp_root = st->fsdp_root || x->fw == MEM4D_FRAMEWORK_TORCHTITAN,
         .attn_unpad = st->attn_unpad && ak == 1, /* the flash-attn package's FlashAttention-2 */
+        .attn_unfused = ak == 5,
         .te_norm_fp8 = st->te_norm_fp8,
         .te_cp_ring = x->fw == MEM4D_FRAMEWORK_MEGATRON ? st->te_cp_ring : 0,
         .sq_relu_eager = !st->sq_relu_fused,
@@ -1104,6 +1116,11 @@ static void gemms_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
         pg->ew_per_b += pg->rows_per_b * sh * 2 * DROPOUT_FWD * h * mc->inv_hbm;
         pg->ew_grad_per_b += pg->rows_per_b * sh * 2 * (DROPOUT_BWD - 2 * DROPOUT_FWD) * h * mc->inv_hbm;
     }
+    if (x->attn_dropout && mc->attn_unfused) { /* ATTN_DROPOUT_BYTES: the rank's heads' s x s probabilities */
+        double probs = pg->rows_per_b * D(x->s) * D(x->a) / D(x->t) * ATTN_DROPOUT_BYTES * mc->inv_hbm;
+        pg->ew_per_b += probs;
+        pg->ew_grad_per_b -= probs; /* the backward moves 2 ew_per_b: the same bytes once */
+    }
     pg->pad_per_b = 0;
     if (mc->attn_unpad) { /* ATTN_UNPAD: q, k and v gathered, the output put back; the reverse in the backward */
         pg->pad_per_b = pg->rows_per_b * (UNPAD_GATHER * (q + 2 * kv) + PAD_PUT * q) * mc->inv_hbm;
@@ -1202,7 +1219,8 @@ static void attention_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg
 {
     double w = pg->mc.attn_work, qd = D(x->a * x->dh), sc = D(x->s) / D(x->c), kv = 0.5 * w * sc;
     double flops = 0.5 * w * 4 * D(x->s) * D(x->s) * qd / D(x->t * x->c);
-    pg->attn_per_b = flops * (kv + ATTN_FILL) / (pg->mc.gemm * kv) * (x->attn_dropout ? 1 + ATTN_DROPOUT : 1);
+    bool fused_drop = x->attn_dropout && !pg->mc.attn_unfused; /* ATTN_DROPOUT; unfused: ATTN_DROPOUT_BYTES */
+    pg->attn_per_b = flops * (kv + ATTN_FILL) / (pg->mc.gemm * kv) * (fused_drop ? 1 + ATTN_DROPOUT : 1);
     pg->attn_tiles_per_b = D(x->a) / D(x->t) * ceil_q(sc * (1.0 / ATTN_TILE));
 }
 

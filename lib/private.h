@@ -890,6 +890,7 @@ struct m4d_machine {
     bool ampere_beside;        /* Ampere: every kernel beside a NCCL kernel AMPERE_BESIDE times as long (lib/perf.c) */
     bool fsdp_root;            /* ZeRO-2/3 as PyTorch's FSDP wraps a model: the root unit's collectives exposed, ZeRO-2 as SHARD_GRAD_OP (lib/perf.c) */
     bool attn_unpad;           /* flash attention through llm-foundry's unpadding copies (ATTN_UNPAD, lib/perf.c) */
+    bool attn_unfused;         /* softmax attention: its dropout a kernel of its own (ATTN_DROPOUT_BYTES, lib/perf.c) */
     bool te_norm_fp8;          /* the norm before qkv and fc1 writes fp8 itself (TE_FP8_CASTS, lib/perf.c) */
     uint8_t te_cp_ring;        /* CP as Transformer Engine's p2p ring runs it (TE_CP_RING, lib/perf.c): 0 not, 1 TE 1.9-2.1, 2 TE 2.2+ */
 };

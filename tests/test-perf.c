@@ -311,7 +311,8 @@ END_TEST
 
 /* Dropout costs time only where it moves bytes or draws masks: hidden
  * dropout is memory traffic (nothing without an HBM rate), attention
- * dropout slows the attention kernel whatever the HBM rate. */
+ * dropout slows a flash attention kernel whatever the HBM rate, and is
+ * memory traffic beside unfused attention. */
 START_TEST(dropout_cost)
 {
     mem4d_model *m = tu_model("llama3.1-8b");
@@ -329,6 +330,19 @@ START_TEST(dropout_cost)
     assert_close(predict(m, l, d, MEM4D_METRIC_COMPUTE_TIME_S), att0);
     ck_assert_int_eq(mem4d_layout_set_str(l, "attention_dropout", "0"), MEM4D_OK);
     ck_assert(predict(m, l, d, MEM4D_METRIC_COMPUTE_TIME_S) < att0);
+    /* unfused attention: dropout is a kernel of its own over the
+     * probabilities, bytes alone (ATTN_DROPOUT_BYTES), nothing without an
+     * HBM rate; the matmuls and softmax keep their rate */
+    ck_assert_int_eq(mem4d_device_set_str(d, "attention_kernel", "unfused"), MEM4D_OK);
+    double soft = predict(m, l, d, MEM4D_METRIC_COMPUTE_TIME_S);
+    ck_assert_int_eq(mem4d_layout_set_str(l, "attention_dropout", "1"), MEM4D_OK);
+    assert_close(predict(m, l, d, MEM4D_METRIC_COMPUTE_TIME_S), soft);
+    mem4d_device_free(d);
+    d = tu_device("h100-80");
+    ck_assert_int_eq(mem4d_device_set_str(d, "attention_kernel", "unfused"), MEM4D_OK);
+    double drop = predict(m, l, d, MEM4D_METRIC_COMPUTE_TIME_S);
+    ck_assert_int_eq(mem4d_layout_set_str(l, "attention_dropout", "0"), MEM4D_OK);
+    ck_assert(predict(m, l, d, MEM4D_METRIC_COMPUTE_TIME_S) < drop);
     mem4d_layout_free(l);
     mem4d_device_free(d);
     mem4d_model_free(m);
