@@ -39,9 +39,18 @@ struct cal_log {
  * lists them), and the candidates the choice is made among: those, and the
  * compute level (CAL_LEVEL: the bf16 and fp8 GEMM efficiencies by one
  * factor). */
-#define CAL_NCONST 7
-#define CAL_NCAND 8
-#define CAL_LEVEL 7
+enum cal_cand { /* the candidates' indices in cal_consts and cal->chosen */
+    CAL_MATMUL,
+    CAL_FP8,
+    CAL_ATTENTION,
+    CAL_OVERHEAD,
+    CAL_COMM,       /* the links inside a node */
+    CAL_LOAD_SPREAD,
+    CAL_NETWORK,    /* the links between nodes */
+    CAL_LEVEL,
+    CAL_NCAND
+};
+#define CAL_NCONST CAL_LEVEL /* the constants: every candidate before the level */
 
 struct mem4d_calibration {
     struct cal_log log[CAL_MAX_LOGS];
@@ -970,14 +979,14 @@ static const struct cal_const {
     bool log_scale;
     bool level; /* key is the bf16 GEMM efficiency; the fp8 one follows it */
 } cal_consts[CAL_NCAND] = {
-    {MEM4D_DEVICE_MATMUL_EFFICIENCY_PPM, 20000, 1000000, 1.5, true, false},
-    {MEM4D_DEVICE_FP8_EFFICIENCY_PPM, 20000, 1000000, 1.5, true, false},
-    {MEM4D_DEVICE_ATTENTION_EFFICIENCY_PPM, 20000, 2000000, 1.5, true, false},
-    {MEM4D_DEVICE_MICROBATCH_OVERHEAD_NS, 0, 200e6, 4e6, false, false},
-    {MEM4D_DEVICE_COMM_EFFICIENCY_PPM, 10000, 1000000, 1.5, true, false},
-    {MEM4D_DEVICE_MOE_LOAD_SPREAD_PPM, 1000, 4000000, 1.5, true, false},
-    {MEM4D_DEVICE_INTER_NODE_EFFICIENCY_PPM, 10000, 1000000, 1.5, true, false},
-    {MEM4D_DEVICE_MATMUL_EFFICIENCY_PPM, 20000, 1000000, 1.5, true, true},
+    [CAL_MATMUL] = {MEM4D_DEVICE_MATMUL_EFFICIENCY_PPM, 20000, 1000000, 1.5, true, false},
+    [CAL_FP8] = {MEM4D_DEVICE_FP8_EFFICIENCY_PPM, 20000, 1000000, 1.5, true, false},
+    [CAL_ATTENTION] = {MEM4D_DEVICE_ATTENTION_EFFICIENCY_PPM, 20000, 2000000, 1.5, true, false},
+    [CAL_OVERHEAD] = {MEM4D_DEVICE_MICROBATCH_OVERHEAD_NS, 0, 200e6, 4e6, false, false},
+    [CAL_COMM] = {MEM4D_DEVICE_COMM_EFFICIENCY_PPM, 10000, 1000000, 1.5, true, false},
+    [CAL_LOAD_SPREAD] = {MEM4D_DEVICE_MOE_LOAD_SPREAD_PPM, 1000, 4000000, 1.5, true, false},
+    [CAL_NETWORK] = {MEM4D_DEVICE_INTER_NODE_EFFICIENCY_PPM, 10000, 1000000, 1.5, true, false},
+    [CAL_LEVEL] = {MEM4D_DEVICE_MATMUL_EFFICIENCY_PPM, 20000, 1000000, 1.5, true, true},
 };
 
 /* Set a candidate's value on a device: the compute level also sets the fp8
@@ -1208,8 +1217,8 @@ static mem4d_status choose_constants(mem4d_calibration *cal, const mem4d_device 
     }
     /* The level with one of the two GEMM efficiencies spans what the two
      * span apart: fit those. */
-    if (cal->chosen[CAL_LEVEL] && (cal->chosen[0] || cal->chosen[1]))
-        cal->chosen[CAL_LEVEL] = 0, cal->chosen[0] = cal->chosen[1] = 1;
+    if (cal->chosen[CAL_LEVEL] && (cal->chosen[CAL_MATMUL] || cal->chosen[CAL_FP8]))
+        cal->chosen[CAL_LEVEL] = 0, cal->chosen[CAL_MATMUL] = cal->chosen[CAL_FP8] = 1;
     return MEM4D_OK;
 }
 
@@ -1290,7 +1299,7 @@ mem4d_status mem4d_calibration_fit(mem4d_calibration *cal, mem4d_device *device)
         fit_key(cal, &dev, &cal_consts[idx[k]]);
     if (nfit > 1)
         fit_joint(cal, &dev, idx, nfit);
-    if (!cal->chosen[4] && !cal->chosen[6])
+    if (!cal->chosen[CAL_COMM] && !cal->chosen[CAL_NETWORK])
         dev.v[MEM4D_DEVICE_INTER_NODE_EFFICIENCY_PPM] = net0;
     dev.v[MEM4D_DEVICE_CALIBRATED_RUNS] = cal->n;
     cal->msg[0] = '\0'; /* a failed trial of the search is no message */
