@@ -68,7 +68,7 @@ static uint64_t fsdp_buffers(bool *ok, const struct m4d_ctx *x, const struct lay
  * prefetch bucket, at most stage3_max_live_parameters. */
 static uint64_t deepspeed_buffers(bool *ok, const struct m4d_ctx *x, const struct layer_share *s)
 {
-    uint64_t b = 0, bucket = x->bucket ? x->bucket : M4D_DS_BUCKET;
+    uint64_t b = 0, bucket = m4d_ds_bucket(x->bucket);
     if (x->zero >= 1)
         b = mul(ok, mul(ok, bucket, x->param_bytes), x->contiguous_grads && x->overlap_grad ? 2 : 1);
     if (x->zero >= 3) {
@@ -171,7 +171,7 @@ uint64_t m4d_step_buffers(bool *ok, const struct m4d_ctx *x, const mem4d_device 
          * parameters; nothing on the GPU when the optimizer is offloaded. */
         if (x->zero >= 3 || x->offload)
             return b;
-        uint64_t ag = x->ag_bucket ? x->ag_bucket : M4D_DS_BUCKET;
+        uint64_t ag = m4d_ds_bucket(x->ag_bucket);
         b = add(ok, b, muldiv(ok, n->all, 4, x->zero >= 1 ? x->d * x->c : 1));
         return add(ok, b, mul(ok, min64(ag, n->all), x->param_bytes));
     }

@@ -1739,8 +1739,8 @@ static void dp_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg, doubl
          * partition numel x dp // allgather_bucket_size), the last shard
          * taking the remainder (step(), stage_1_and_2.py at v0.5.10 and
          * v0.6.0) */
-        double dcolls = (double)(int64_t)(params / (x->bucket ? D(x->bucket) : D(M4D_DS_BUCKET))) + 1;
-        double gcolls = MAX((double)(int64_t)(params / (x->ag_bucket ? D(x->ag_bucket) : D(M4D_DS_BUCKET))), 1);
+        double dcolls = (double)(int64_t)(params / D(m4d_ds_bucket(x->bucket))) + 1;
+        double gcolls = MAX((double)(int64_t)(params / D(m4d_ds_bucket(x->ag_bucket))), 1);
         pg->dp_colls = dcolls;
         pg->dp_reduce = dp_allreduce_time(x, pg, l, n, g, dcolls);
         pg->dp_gather = ring_time(l, n, w, frac, gcolls * (n - 1));

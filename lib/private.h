@@ -197,6 +197,9 @@ struct m4d_split {
  * size (estimate_buffers.c) and the ZeRO-1 collectives' count (DS_ZERO1,
  * perf.c). */
 #define M4D_DS_BUCKET UINT64_C(500000000)
+/* A DeepSpeed bucket key's value (bucket_size, allgather_bucket_size): 0 is
+ * its default. */
+static inline uint64_t m4d_ds_bucket(uint64_t set) { return set ? set : M4D_DS_BUCKET; }
 
 struct m4d_ctx {
     /* model */
