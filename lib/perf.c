@@ -457,16 +457,10 @@ static const struct host_count NANOTRON_HOST_SUB_FWD = {2, 8, 0, 0, 0}, NANOTRON
 #define AUTOGRAD_FN_S 17e-6
 #define COLL_OPS 3.0
 
-static double host_seconds(const struct host_count *c, const struct host_count *tp, const struct host_count *sub,
-                           double subs)
+static double host_seconds(const struct host_count *c)
 {
-    const struct host_count *k[3] = {c, tp, sub};
-    double w[3] = {1, tp ? 1 : 0, tp ? subs : 0}, s = 0;
-    for (int i = 0; i < 3; i++)
-        if (w[i] > 0)
-            s += w[i] * ((k[i]->ops + COLL_OPS * k[i]->colls) * EAGER_OP_S + k[i]->calls * EAGER_VIEW_S +
-                         k[i]->fns * AUTOGRAD_FN_S + k[i]->triton * TRITON_LAUNCH_S);
-    return s;
+    return (c->ops + COLL_OPS * c->colls) * EAGER_OP_S + c->calls * EAGER_VIEW_S + c->fns * AUTOGRAD_FN_S +
+           c->triton * TRITON_LAUNCH_S;
 }
 
 /* EAGER_HOST: a framework that issues a layer's kernels from Python, one
@@ -488,10 +482,15 @@ static void host_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
     pg->host_fwd = pg->host_bwd = 0;
     if (!pg->mc.nanotron_model || x->experts || x->nlt)
         return;
-    bool tp = x->t > 1;
-    double subs = x->t > 2 ? 2 : 1;
-    pg->host_fwd = host_seconds(&NANOTRON_HOST_FWD, tp ? &NANOTRON_HOST_TP_FWD : NULL, &NANOTRON_HOST_SUB_FWD, subs);
-    pg->host_bwd = host_seconds(&NANOTRON_HOST_BWD, tp ? &NANOTRON_HOST_TP_BWD : NULL, &NANOTRON_HOST_SUB_BWD, subs);
+    pg->host_fwd = host_seconds(&NANOTRON_HOST_FWD);
+    pg->host_bwd = host_seconds(&NANOTRON_HOST_BWD);
+    if (x->t > 1) { /* the TP linears' extra work, and the sub-GEMMs around the rank's own: one at tp 2, two from tp 3 */
+        double subs = x->t > 2 ? 2 : 1;
+        pg->host_fwd += host_seconds(&NANOTRON_HOST_TP_FWD);
+        pg->host_fwd += subs * host_seconds(&NANOTRON_HOST_SUB_FWD);
+        pg->host_bwd += host_seconds(&NANOTRON_HOST_TP_BWD);
+        pg->host_bwd += subs * host_seconds(&NANOTRON_HOST_SUB_BWD);
+    }
 }
 
 /* Kernels per layer and forward pass (norms, GEMMs, RoPE, attention,
@@ -1955,7 +1954,9 @@ void m4d_perf_prepare(const struct m4d_ctx *x, const mem4d_device *dev, const st
         pg->accum_layer += (wl + we) * D(2 * outs * x->param_bytes + x->param_bytes + x->grad_bytes) * pg->mc.inv_hbm;
     }
     double embed = (x->p == 1 && !x->tied ? 2.0 : 1.0) * D(x->h) * D(x->Vp) / D(x->t);
-    pg->fp8_gather_lin = x->fp8 && x->fp8_params && ok && !x->nlt ? pg->layers_max * D(ls.linear) : 0;
+    /* fp8_param_gather: the linear weights gathered at 1 byte (dp_prepare, FSDP below) */
+    double lin8 = x->fp8 && x->fp8_params && ok && !x->nlt ? D(ls.linear) : 0;
+    pg->fp8_gather_lin = pg->layers_max * lin8;
     dp_prepare(x, pg, pg->layers_max * wl + embed, pg->layers_max * we);
     pg->fsdp_ag = pg->fsdp_rs = pg->fsdp_edge_ag = pg->fsdp_edge_rs = 0;
     if (fsdp_units(x, &pg->mc)) { /* FSDP's gathers and reduce-scatters run over its shard group */
@@ -1963,7 +1964,6 @@ void m4d_perf_prepare(const struct m4d_ctx *x, const mem4d_device *dev, const st
         m4d_shards(x, &g);
         double n = D(g.fsdp);
         double span = D(x->t * g.fsdp), frac = (n - 1) / n;
-        double lin8 = x->fp8 && x->fp8_params && ok && !x->nlt ? D(ls.linear) : 0;
         pg->fsdp_ag = ring_time_split(&pg->mc, span, D(x->t), n, wl * D(x->param_bytes) - lin8 * D(x->param_bytes - 1), frac);
         pg->fsdp_rs = ring_time_split(&pg->mc, span, D(x->t), n, wl * D(x->grad_bytes), frac);
         pg->fsdp_slow = nccl_slow_of(&pg->mc, span, D(x->t));
