@@ -947,7 +947,7 @@ static mem4d_status apply_context_parallel(mem4d_import *imp, const struct m4d_o
                             "(Megatron-LM wants one type, or one per layer)", words,
                             (unsigned long long)U(MF_NUM_LAYERS));
     bool all_gather = (bits & ag) == bits;
-    if (cp && (bits & ag) != bits && (bits & ~(UINT64_C(1) << M4D_CP_P2P)) != 0) {
+    if (cp && !all_gather && (bits & ~(UINT64_C(1) << M4D_CP_P2P)) != 0) {
         const char *what = bits & (UINT64_C(1) << M4D_CP_A2A_P2P) ? "a2a+p2p (hierarchical: all-to-all inside "
                            "the inner groups, the ring across them)" : bits & (UINT64_C(1) << M4D_CP_A2A) ?
                            "a2a (Ulysses: Q, K, V and the output exchanged all-to-all)" :
