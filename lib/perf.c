@@ -962,10 +962,8 @@ static double mlp_width_run(const struct m4d_ctx *x)
  * bf16, takes its amax, then quantizes (pytorch/csrc/extensions/
  * normalization.cpp@v2.2, nvte_compute_amax on the unquantized output):
  * every recipe but delayed pays the unfused count. */
-#define FP8_Q 3.0
-#define FP8_T 2.0
-#define FP8_QT 4.0
-#define FP8_Q_THEN_T 5.0
+/* (the counts: M4D_FP8_Q, _T, _QT, _Q_THEN_T in private.h, which the
+ * expert layers' casts read too, lib/perf_moe.c) */
 /* TE_FP8_CURRENT: tensorwise (current) scaling, Transformer Engine 2.9
  * (tag v2.9; Megatron-Bridge 25.11's pin, pyproject.toml@v0.2.0) with
  * Megatron-Core 0.15. Float8CurrentScalingQuantizer::quantize
@@ -985,8 +983,7 @@ static double mlp_width_run(const struct m4d_ctx *x)
  * row-parallel output gradient under sequence parallelism is quantized on
  * its shard, gathered, then transposed ((2 + 3)/t + 2, base.py
  * grad_output_preprocess); every other tensor 2 + 4, each weight 2 + 4
- * once per step. */
-#define FP8_AMAX 2.0
+ * once per step (the amax read: M4D_FP8_AMAX, private.h). */
 
 /* The four linear layers and the head as GEMMs on one GPU: N outputs and K
  * inputs after the TP split, at the full rate and beside a userbuffers
@@ -1049,26 +1046,26 @@ static void gemms_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
     pg->cast_a = pg->cast_b = 0;
     if (x->fp8) {
         double w = h * (qkv + up + q + F), in, out;
-        double wb = FP8_Q_THEN_T;
+        double wb = M4D_FP8_Q_THEN_T;
         bool sp = x->t > 1 && x->sp;
         if (x->fp8_recipe == 0) { /* delayed scaling (TE_FP8_CASTS) */
-            double full = sp ? FP8_Q + FP8_T : FP8_QT, shard = sp ? FP8_Q * rt + FP8_T : FP8_QT;
-            in = (mc->te_norm_fp8 ? FP8_T : shard) * 2 * h + full * (q + F);
-            out = FP8_QT * (qkv + up) + shard * 2 * h;
+            double full = sp ? M4D_FP8_Q + M4D_FP8_T : M4D_FP8_QT, shard = sp ? M4D_FP8_Q * rt + M4D_FP8_T : M4D_FP8_QT;
+            in = (mc->te_norm_fp8 ? M4D_FP8_T : shard) * 2 * h + full * (q + F);
+            out = M4D_FP8_QT * (qkv + up) + shard * 2 * h;
         } else if (x->fp8_recipe == 1) { /* tensorwise, current scaling (TE_FP8_CURRENT) */
-            double whole = FP8_AMAX + FP8_QT, shard = sp ? (FP8_AMAX + FP8_Q) * rt + FP8_T : whole;
-            double norm = !mc->te_norm_fp8 ? shard : sp ? FP8_Q * rt + FP8_T : FP8_QT;
-            double proj = x->fw == MEM4D_FRAMEWORK_MEGATRON ? 2 * (FP8_AMAX + FP8_Q) : whole;
+            double whole = M4D_FP8_AMAX + M4D_FP8_QT, shard = sp ? (M4D_FP8_AMAX + M4D_FP8_Q) * rt + M4D_FP8_T : whole;
+            double norm = !mc->te_norm_fp8 ? shard : sp ? M4D_FP8_Q * rt + M4D_FP8_T : M4D_FP8_QT;
+            double proj = x->fw == MEM4D_FRAMEWORK_MEGATRON ? 2 * (M4D_FP8_AMAX + M4D_FP8_Q) : whole;
             in = norm * 2 * h + proj * q + whole * F;
             out = whole * (qkv + up) + shard * 2 * h;
             wb = whole;
         } else {
-            in = FP8_Q_THEN_T * (2 * h + q + F);
-            out = FP8_QT * (qkv + up + 2 * h);
+            in = M4D_FP8_Q_THEN_T * (2 * h + q + F);
+            out = M4D_FP8_QT * (qkv + up + 2 * h);
         }
         pg->cast_a = (in + out) * mc->inv_hbm * mc->fp8_slow;
         if (x->fp8_params)
-            wb = FP8_T;
+            wb = M4D_FP8_T;
         pg->cast_b = wb * w * mc->inv_hbm * mc->fp8_slow;
     }
     /* Memory-bound element-wise work of a forward: two norms (read, write

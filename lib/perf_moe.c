@@ -405,10 +405,10 @@ void m4d_moe_prepare(const struct m4d_ctx *x, const mem4d_device *dev, const str
      * delayed scaling's rate) */
     g->cast_per_b = g->cast_w = 0;
     if (x->fp8) {
-        double amax = x->fp8_recipe == 1 ? 2 : 0;
-        g->cast_per_b =
-            g->rows_per_b * ((5 + amax) * (h + fe) + (4 + amax) * (g->fc1_n + h)) * mc->inv_hbm * mc->fp8_slow;
-        g->cast_w = (5 + amax) * El * h * (g->fc1_n + fe) * mc->inv_hbm * mc->fp8_slow;
+        double amax = x->fp8_recipe == 1 ? M4D_FP8_AMAX : 0;
+        g->cast_per_b = g->rows_per_b * ((M4D_FP8_Q_THEN_T + amax) * (h + fe) + (M4D_FP8_QT + amax) * (g->fc1_n + h)) *
+                        mc->inv_hbm * mc->fp8_slow;
+        g->cast_w = (M4D_FP8_Q_THEN_T + amax) * El * h * (g->fc1_n + fe) * mc->inv_hbm * mc->fp8_slow;
     }
     /* router: logits GEMM (tok x E x h) and the fp32 logits' passes;
      * permute and unpermute read and write each token and each copy */

@@ -200,6 +200,17 @@ struct m4d_split {
 /* A DeepSpeed bucket key's value (bucket_size, allgather_bucket_size): 0 is
  * its default. */
 static inline uint64_t m4d_ds_bucket(uint64_t set) { return set ? set : M4D_DS_BUCKET; }
+/* HBM bytes per element Transformer Engine's fp8 linears move beyond bf16's
+ * to quantize a tensor (read 2, write 1), transpose an fp8 one (1, 1), do
+ * both in one kernel (2, 1 + 1), or quantize unfused, then transpose; and
+ * the amax read of tensorwise (current) scaling, 2 (lib/perf.c,
+ * TE_FP8_CASTS and TE_FP8_CURRENT; the dense linears there, the expert
+ * GEMMs in lib/perf_moe.c). */
+#define M4D_FP8_Q 3.0
+#define M4D_FP8_T 2.0
+#define M4D_FP8_QT 4.0
+#define M4D_FP8_Q_THEN_T 5.0
+#define M4D_FP8_AMAX 2.0
 
 struct m4d_ctx {
     /* model */
