@@ -103,6 +103,14 @@ static const struct {
  * the backward takes (155/68 - 0.239 * 1.4) / 0.761 = 2.56. */
 #define TRITON_FA_FWD 1.4
 #define TRITON_FA_BWD 2.56
+/* TRITON_FA_DH64: the same kernel at head dimension 64 over 128, forward
+ * and backward together, causal, 2k tokens: 79 against 68 TFLOP/s (the
+ * "FlashAttention Triton" bars of the FlashAttention-2 paper's Figure 4c
+ * and 4d, A100). flash_attn_triton.py switches its configuration there:
+ * num_warps 4 for d <= 64, 8 above, and a BLOCK_HEADDIM of the next power
+ * of two (_flash_attn_forward, _flash_attn_backward), so a head of 64 or
+ * less runs the head-64 kernel. */
+#define TRITON_FA_DH64 (79.0 / 68)
 /* ATTN_UNPAD: llm-foundry's attn_impl "flash" (flash_attn_fn,
  * llmfoundry/models/layers/attention.py at 5e85bd62, and the same copies
  * at 8c8dd48f) runs FlashAttention-2's varlen kernel on unpadded rows: it
@@ -568,7 +576,7 @@ static inline double beside_cost(const struct m4d_machine *mc, double gemm, doub
  * tests/test-throughput.c prints all of them). */
 #define BAND_LOW 0.889
 #define BAND_HIGH 1.165
-#define BAND_CAL_LOW 0.895
+#define BAND_CAL_LOW 0.915
 #define BAND_CAL_HIGH 1.142
 /* Between layouts of one job (the search's equivalence, m4d_speed_band_
  * relative()): the band of the runs of a weak-scaling series predicted by a
@@ -770,6 +778,7 @@ static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device
         .attn_fwd = ATTN_FWD_SHARE * af,
         .attn_bwd = ATTN_BWD_SHARE * ab,
         .attn_work = ATTN_KERNELS[ak].work,
+        .attn_dh64 = ak == 6 ? TRITON_FA_DH64 : 1,
         .mb_overhead = dv[MEM4D_DEVICE_MICROBATCH_OVERHEAD_NS] ? D(dv[MEM4D_DEVICE_MICROBATCH_OVERHEAD_NS]) * 1e-9
                                                                 : st->mb_overhead,
         .accum_bytes = dv[MEM4D_DEVICE_GRAD_ACCUM_BYTES] ? D(dv[MEM4D_DEVICE_GRAD_ACCUM_BYTES]) : st->accum_bytes,
@@ -1217,6 +1226,8 @@ static void attention_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg
     double flops = 0.5 * w * 4 * D(x->s) * D(x->s) * qd / D(x->t * x->c);
     bool fused_drop = x->attn_dropout && !pg->mc.attn_unfused; /* ATTN_DROPOUT; unfused: ATTN_DROPOUT_BYTES */
     pg->attn_per_b = flops * (kv + ATTN_FILL) / (pg->mc.gemm * kv) * (fused_drop ? 1 + ATTN_DROPOUT : 1);
+    if (x->dh <= 64) /* TRITON_FA_DH64 */
+        pg->attn_per_b /= pg->mc.attn_dh64;
     pg->attn_tiles_per_b = D(x->a) / D(x->t) * ceil_q(sc * (1.0 / ATTN_TILE));
 }
 

@@ -885,6 +885,7 @@ struct m4d_machine {
     /* The software stack (lib/perf.c, stack_of()). */
     double attn_fwd, attn_bwd; /* attention's rate, forward and backward, as a share of gemm */
     double attn_work;          /* executed attention FLOPs over the causal count: 1 flash, 2 unfused */
+    double attn_dh64;          /* the kernel's rate at head dimension <= 64 over its rate at 128 (TRITON_FA_DH64, lib/perf.c) */
     double mb_overhead;        /* seconds per micro-batch and stage outside the layers */
     double accum_bytes;        /* HBM bytes per local weight and micro-batch of gradient accumulation */
     double ce_bytes;           /* HBM bytes per logit of the cross entropy, forward and backward */
