@@ -283,10 +283,17 @@ static mem4d_layout *layout_of(const struct table *t, char **f, const char *id)
      * and --account-for-loss-in-pipeline-split, as the sources state). */
     uint64_t layers = strtoull(col(t, f, "layers"), NULL, 10), pp = strtoull(col(t, f, "pp"), NULL, 10);
     uint64_t vpp_n = strtoull(col(t, f, "vpp"), NULL, 10);
-    if (!strcmp(col(t, f, "source"), "moe-modelzoo") && pp > 1 && vpp_n > 1 && (layers + 2) % (pp * vpp_n) == 0) {
+    if ((!strcmp(col(t, f, "source"), "moe-modelzoo") || !strcmp(col(t, f, "source"), "megatron-bridge")) && pp > 1 &&
+        vpp_n > 1 && (layers + 2) % (pp * vpp_n) == 0) {
         /* ModelZoo's --account-for-embedding/loss-in-pipeline-split with
-         * vpp: every virtual stage holds (layers + 2)/(pp vpp) slots, the
-         * first and the last one layer fewer */
+         * vpp, and Megatron-Bridge's Llama 3.1 405B recipe's
+         * account_for_embedding_in_pipeline_split and
+         * account_for_loss_in_pipeline_split (llama31_405b_pretrain_config,
+         * src/megatron/bridge/recipes/llama/llama3.py at r0.2.0, which
+         * scripts/performance/configs/llama31/llama31_llm_pretrain.py
+         * builds its H100 and B200 runs on): every virtual stage holds
+         * (layers + 2)/(pp vpp) slots, the first and the last one layer
+         * fewer */
         set(l, "first_chunk_fewer_layers", "1", id);
         set(l, "last_chunk_fewer_layers", "1", id);
     } else if (!strcmp(col(t, f, "source"), "llama3-paper") && pp > 1 && vpp_n == 0 && (layers + 2) % pp == 0) {
@@ -1059,6 +1066,11 @@ static size_t megatron_log(const struct row *r, double step_s, char *buf, size_t
         ARG("decoder_first_pipeline_num_layers", "%llu", (unsigned long long)first);
     if (last)
         ARG("decoder_last_pipeline_num_layers", "%llu", (unsigned long long)last);
+    /* the embedding and the loss counted as pipeline layers (a virtual split's shorter first and last chunk) */
+    if (lget(l, MEM4D_LAYOUT_FIRST_CHUNK_FEWER_LAYERS))
+        ARG("account_for_embedding_in_pipeline_split", "True");
+    if (lget(l, MEM4D_LAYOUT_LAST_CHUNK_FEWER_LAYERS))
+        ARG("account_for_loss_in_pipeline_split", "True");
     ARG("context_parallel_size", "%llu", (unsigned long long)lget(l, MEM4D_LAYOUT_CP));
     /* the row's cross entropy as its layout or its stack's profile has it (doc/perf.md,
      * "Cross entropy"): megatron-lm-2022 and megatron-deepspeed unfused, nemo-24.07 native
