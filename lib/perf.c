@@ -577,7 +577,7 @@ static inline double beside_cost(const struct m4d_machine *mc, double gemm, doub
 #define BAND_LOW 0.889
 #define BAND_HIGH 1.165
 #define BAND_CAL_LOW 0.915
-#define BAND_CAL_HIGH 1.148
+#define BAND_CAL_HIGH 1.142
 /* Between layouts of one job (the search's equivalence, m4d_speed_band_
  * relative()): the band of the runs of a weak-scaling series predicted by a
  * device calibrated on its first run, where the level common to one job's

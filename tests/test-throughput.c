@@ -433,6 +433,14 @@ static const struct {
     /* dgxc's Nemotron-4 340B runs set NVTE_FUSED_ATTN=0 (nemotron/configure.sh
      * at 1b9bb6b): Transformer Engine's flash-attn backend, FlashAttention-2 */
     {"dgxc-benchmarking", "head dim 192", "Nemotron-4-340B", "fa2"},
+    /* Nemotron-4 340B's pretraining (arXiv 2406.11704; its config
+     * nemotron_340b.yaml@7c842fcd, 2024-06-17) ran a Transformer Engine
+     * that refuses cuDNN's fused attention above head dim 128 (through v1.7
+     * of 2024-05-31: nvte_get_fused_attn_backend, common/fused_attn/
+     * fused_attn.cpp, "head_dim <= 128"; v1.8 of 2024-07-24 first admits
+     * 256 on sm90 with cuDNN 9): its head dim 192 (18432 / 96) runs
+     * DotProductAttention's flash-attn backend, FlashAttention-2 */
+    {"nemotron4-reports", "TP8 x PP12", "Nemotron-4-340B", "fa2"},
 };
 
 static void set_row_kernel(mem4d_device *d, const char *source, const char *notes, const char *model)
