@@ -323,7 +323,10 @@ static const struct stack {
  * asynchronous all-reduce: autograd computes the linear's input and weight
  * gradients in one node and then all-reduces the input gradient on the
  * compute stream, so the backward's two all-reduces of a layer are exposed.
- * DS_PIPE: DeepSpeed's pipeline engine (deepspeed/runtime/pipe/, v0.6.0):
+ * DS_PIPE: DeepSpeed's pipeline engine (deepspeed/runtime/pipe/, v0.6.0; the
+ * same transfers from microsoft/DeepSpeed@e2fdd254e, v0.5.4, which MT-NLG's
+ * one-tensor pipe needs: doc/perf.md, "DeepSpeed's pipeline engine across
+ * 2021-22"):
  * TrainSchedule pairs a stage with one neighbour per step and p2p.send/recv
  * are torch.distributed.send/recv, which the compute stream waits for; an
  * event simulation of the schedule with rendezvous transfers exposes 4
