@@ -294,6 +294,19 @@ static const struct stack {
  * bucketed ZeRO-2 (gradients reduced once a step, weights gathered after
  * the optimizer) is another schedule: zero_stage 2 means this one on the
  * stacks that wrap the model in PyTorch's FSDP (fsdp_root). */
+/* FSDP_ONCE: PyTorch's FSDP (fsdp_root, or the device's pytorch_fsdp) with
+ * the gradients reduced once a step (zero_stage 1, dist_opt): each unit
+ * accumulates its unsharded gradients over the micro-batches and
+ * reduce-scatters them after its last backward (FSDP1's no_sync, FSDP2's
+ * set_requires_gradient_sync(False) until the last micro-batch, which
+ * torch.distributed.pipelining sets for FSDP stages), and gathers its
+ * weights once before its first forward, keeping them to the last backward
+ * (Llama 3's "we do not reshard after forward computation", arXiv
+ * 2407.21783 sec. 3.3.2). The distributed optimizer's bytes and hiding
+ * window, in one collective per unit (dp_prepare), and what it hides costs
+ * the compute beside it as FSDP's per-layer collectives do (beside_cost,
+ * PERSISTENT_WAVES: dp_exposed), not only the SMs Megatron's buckets are
+ * charged. */
 /* DTENSOR_TP: torchtitan's tensor parallelism is PyTorch's DTensor
  * (parallelize_module with ColwiseParallel, RowwiseParallel and
  * SequenceParallel): autograd runs each linear's data and weight gradients
@@ -578,7 +591,7 @@ static inline double beside_cost(const struct m4d_machine *mc, double gemm, doub
  * runs of a weak-scaling series calibrated on its first run;
  * tests/test-throughput.c prints all of them). */
 #define BAND_LOW 0.889
-#define BAND_HIGH 1.165
+#define BAND_HIGH 1.162
 #define BAND_CAL_LOW 0.915
 #define BAND_CAL_HIGH 1.142
 /* Between layouts of one job (the search's equivalence, m4d_speed_band_
@@ -599,6 +612,7 @@ struct unit_time {
     double layer_fsdp;    /* exposed ZeRO-3 gathers / reduce-scatters of one layer */
     double head;          /* LM head and loss, forward and backward */
     double layer_bwd;     /* backward compute of one layer (hides DP collectives) */
+    double gemm;          /* the GEMMs' share of one layer's forward (and re-run) and backward compute */
     double layer_fwd;     /* forward compute of one layer */
     double dense;         /* an MoE model's dense layer: all of it, and its compute */
     double dense_compute;
@@ -801,7 +815,7 @@ static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device
         .tp_sync = st->tp_sync,
         .ds_pipe = st->ds_pipe || x->fw == MEM4D_FRAMEWORK_DEEPSPEED,
         .ds_zero1 = st->ds_pipe || x->fw == MEM4D_FRAMEWORK_DEEPSPEED, /* the same engine's ZeRO (DS_ZERO1) */
-        .fsdp_root = st->fsdp_root || x->fw == MEM4D_FRAMEWORK_TORCHTITAN,
+        .fsdp_root = st->fsdp_root || x->fw == MEM4D_FRAMEWORK_TORCHTITAN || dv[MEM4D_DEVICE_PYTORCH_FSDP],
         .attn_unpad = st->attn_unpad && ak == 1, /* the flash-attn package's FlashAttention-2 */
         .attn_unfused = ak == 5,
         .te_norm_fp8 = st->te_norm_fp8,
@@ -851,6 +865,12 @@ static inline double domain_members(const struct m4d_machine *mc, double stride)
 static inline bool fsdp_units(const struct m4d_ctx *x, const struct m4d_machine *mc)
 {
     return x->zero >= 3 || (x->zero == 2 && mc->fsdp_root);
+}
+
+/* FSDP_ONCE: PyTorch's FSDP reducing the gradients once a step. */
+static inline bool fsdp_once(const struct m4d_ctx *x, const struct m4d_machine *mc)
+{
+    return mc->fsdp_root && x->zero >= 1 && !fsdp_units(x, mc);
 }
 
 /* Megatron orders ranks tp-cp-dp-pp: a group whose members span `span`
@@ -1538,6 +1558,7 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
     }
     u.layer_fwd = fwd;
     u.layer_bwd = bwd;
+    u.gemm = pf * fwd + bwd > 0 ? (pf * lin + bt->lin_bwd) / (pf * fwd + bwd) : 0;
     /* Gradient accumulation outside the GEMMs: every micro-batch's weight
      * gradients added into the accumulated ones (stack_of's bytes). */
     u.layer_compute = pf * fwd + bwd + cast + ecast * ho.moe_share + pg->accum_layer;
@@ -1597,8 +1618,7 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
              * the SMs; on Ampere every kernel runs AMPERE_BESIDE times as
              * long. A collective of T seconds beside W seconds of compute
              * leaves it T (1 - 1 / waves) of work undone, or outlasts it. */
-            double work = pf * fwd + bwd, gemm = work > 0 ? (pf * lin + bt->lin_bwd) / work : 0;
-            double lost = beside_cost(&pg->mc, gemm, pg->fsdp_slow);
+            double lost = beside_cost(&pg->mc, u.gemm, pg->fsdp_slow);
             u.layer_fsdp = n1 * MAX(g1 - fwd, lost * g1) + MAX(over2, lost * g2);
         } else {
             u.layer_fsdp = n1 * MAX0(g1 - fwd) + MAX0(over2);
@@ -1723,8 +1743,12 @@ static void dp_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg, doubl
     else if (bucket == 0) /* Megatron: max(40M, 1M x dp) elements */
         bucket = n > 40 ? 1e6 * n : 40e6;
     /* NCCL runs bucket-sized reduce-scatters and all-gathers as rings:
-     * n-1 latency-bound steps each. */
-    double colls = (double)(int64_t)(params / bucket) + 1, steps = colls * (n - 1);
+     * n-1 latency-bound steps each. FSDP_ONCE: PyTorch's FSDP reducing
+     * once a step runs one of each per unit, a block (FSDP_ROOT). */
+    double colls = (double)(int64_t)(params / bucket) + 1;
+    if (fsdp_once(x, &pg->mc) && pg->layers_max >= 1)
+        colls = pg->layers_max;
+    double steps = colls * (n - 1);
     double g = params * D(x->grad_bytes), w = params * D(x->param_bytes) - pg->fp8_gather_lin * D(x->param_bytes - 1);
     pg->dp_reduce = pg->dp_gather = pg->dp_serial = 0;
     pg->dp_colls = colls;
@@ -1810,9 +1834,11 @@ static void dp_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg, doubl
  * backward. With v chunks the others hide in the cool-down (widen), but the
  * first chunk's 1/v finishes last, behind its own backward only. The
  * parameter gather is the same against the first forwards. What hides
- * costs the compute it hides behind the SMs its kernels hold (nccl_cost). */
+ * costs the compute it hides behind the SMs its kernels hold (nccl_cost);
+ * FSDP's (FSDP_ONCE) costs it what FSDP's per-layer collectives do, on
+ * GEMMs that are `gemm` of it (beside_cost). */
 static double dp_exposed(const struct m4d_ctx *x, const struct m4d_perf_group *pg, double bwd_stage,
-                         double fwd_stage, double widen)
+                         double fwd_stage, double widen, double gemm)
 {
     double reduce = pg->dp_reduce, gather = pg->dp_gather, colls = pg->dp_colls, v = D(x->v ? x->v : 1);
     /* DS_ZERO1: DeepSpeed turns overlap_comm off for stage 1 */
@@ -1821,7 +1847,10 @@ static double dp_exposed(const struct m4d_ctx *x, const struct m4d_perf_group *p
         reduce = MAX(MAX(reduce - widen * bwd_stage, reduce / colls), MAX0(reduce - bwd_stage) / v);
     if (x->overlap_param && overlap)
         gather = MAX(MAX(gather - widen * fwd_stage, gather / colls), MAX0(gather - fwd_stage) / v);
-    return reduce + gather + nccl_cost(pg->dp_reduce + pg->dp_gather - reduce - gather, pg->dp_slow);
+    double hidden = pg->dp_reduce + pg->dp_gather - reduce - gather;
+    if (fsdp_once(x, &pg->mc) && (pg->mc.persistent || pg->mc.ampere_beside))
+        return reduce + gather + MAX0(hidden) * beside_cost(&pg->mc, gemm, pg->dp_slow);
+    return reduce + gather + nccl_cost(hidden, pg->dp_slow);
 }
 
 /* The pipeline of one step: the slowest stage's time per micro-batch (its
@@ -2032,7 +2061,7 @@ void m4d_perf_fill_memo(const struct m4d_ctx *x, const struct m4d_perf_group *pg
      * earlier chunks (and the first forwards of the warm-up likewise). */
     double v = D(x->v ? x->v : 1), mq = D(x->m < x->p ? x->m : x->p);
     double widen = 1 + (mq - 1) * (v - 1) / v;
-    double dp = dp_exposed(x, pg, pl.layers_max * u.layer_bwd, pl.layers_max * u.layer_fwd, widen);
+    double dp = dp_exposed(x, pg, pl.layers_max * u.layer_bwd, pl.layers_max * u.layer_fwd, widen, u.gemm);
     dp += pg->dp_serial + m * pg->fsdp_edge_ag + pg->fsdp_edge_rs; /* FSDP_ROOT */
     double step = pl.total + dp + pg->opt_s, pr = pg->mc.power_r;
     /* POWER_BALANCE (power_stretch): the slowest stage's GEMMs and attention

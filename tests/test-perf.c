@@ -699,6 +699,40 @@ START_TEST(fsdp_rings_cross_the_network_once_per_node)
 }
 END_TEST
 
+/* FSDP_ONCE (lib/perf.c): PyTorch's FSDP reducing the gradients once a
+ * step (pytorch_fsdp with dist_opt, Llama 3's pre-training) moves the
+ * distributed optimizer's bytes, but per unit (a block) beside the GEMMs:
+ * on Hopper's persistent GEMMs the collectives it hides cost the compute
+ * about half their seconds (PERSISTENT_WAVES), where Megatron's bucketed
+ * overlap costs it only the SMs NCCL holds. With Ampere-generation kernels
+ * on a Hopper, not persistent, both pay the SMs: about the same seconds
+ * (Llama 3.1 8B's 32 blocks against Megatron's 27 buckets of 40M). */
+START_TEST(fsdp_once_slows_the_gemms_beside_it)
+{
+    mem4d_model *m = tu_model("llama3.1-8b");
+    mem4d_device *d = tu_device("h100-80");
+    mem4d_layout *l = tu_layout("world=16", "tp=8", "seq=8192", "mbs=4", "gbs=32", "dist_opt=1",
+                                "overlap_grad_reduce=1", "overlap_param_gather=1", NULL);
+    double mega = predict(m, l, d, MEM4D_METRIC_DP_COMM_S);
+    double fsdp = with(m, l, d, "pytorch_fsdp", "1", MEM4D_METRIC_DP_COMM_S);
+    ck_assert_int_eq(mem4d_layout_set_str(l, "overlap_grad_reduce", "0"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_layout_set_str(l, "overlap_param_gather", "0"), MEM4D_OK);
+    double all = predict(m, l, d, MEM4D_METRIC_DP_COMM_S);
+    ck_assert_int_eq(mem4d_layout_set_str(l, "overlap_grad_reduce", "1"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_layout_set_str(l, "overlap_param_gather", "1"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_device_set_str(d, "gemm_library", "ampere"), MEM4D_OK);
+    double mega_sms = predict(m, l, d, MEM4D_METRIC_DP_COMM_S);
+    double fsdp_sms = with(m, l, d, "pytorch_fsdp", "1", MEM4D_METRIC_DP_COMM_S);
+    ck_assert_msg(mega < 0.15 * all && fsdp > 0.35 * all && fsdp < 0.6 * all, "DP %g s (FSDP), %g s (Megatron) of %g",
+                  fsdp, mega, all);
+    ck_assert_msg(fsdp_sms > 0.7 * mega_sms && fsdp_sms < 1.3 * mega_sms && fsdp_sms < 0.15 * all,
+                  "Ampere kernels: %g s (FSDP), %g s (Megatron) of %g", fsdp_sms, mega_sms, all);
+    mem4d_layout_free(l);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
 /* ZeRO-2 where PyTorch's FSDP wraps the model is SHARD_GRAD_OP
  * (FSDP_SHARD_GRAD_OP, lib/perf.c): each layer's gather before its forward
  * and its reduce-scatter after its backward run as rings over every rank,
@@ -1758,6 +1792,7 @@ int main(void)
     tcase_add_test(tc, software_stack);
     tcase_add_test(tc, deepspeed_zero1);
     tcase_add_test(tc, shard_grad_op_gathers_per_layer);
+    tcase_add_test(tc, fsdp_once_slows_the_gemms_beside_it);
     tcase_add_test(tc, composer_flash_attention_unpads);
     tcase_add_test(tc, megatron_deepspeed_tp_and_pipeline);
     tcase_add_test(tc, per_microbatch_costs);

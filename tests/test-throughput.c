@@ -478,6 +478,15 @@ static const struct {
      * nanotron's 10 bytes per weight and micro-batch (read 2 and 4, write
      * 4), where the middle profile charges autograd's 6 into a bf16 .grad */
     {"llama3-paper", "grad_accum_bytes", "10"},
+    /* and its data parallelism is PyTorch's FSDP (sec. 3.3.2: "We use fully
+     * sharded data parallelism (FSDP; ... zhao2023pytorch)"), which reduces
+     * those fp32 gradients once a step ("reduce-scatter gradients in FP32
+     * across data parallel workers in FSDP") and keeps the gathered weights
+     * from the forward through the backward ("we do not reshard after
+     * forward computation"), its gathers prefetched and its reduce-scatters
+     * run asynchronously beside the compute ("Network-aware parallelism
+     * configuration") */
+    {"llama3-paper", "pytorch_fsdp", "1"},
     /* Jean Zay's A100 nodes: "8 GPUs per node ... 4 OmniPath links",
      * "Inter-node connect: Omni-Path Architecture (OPA)"
      * (bigscience-workshop/bigscience train/tr11-176B-ml/README.md,

@@ -1365,7 +1365,14 @@ typedef enum mem4d_device_param {
      * links inside a node keep comm_efficiency_ppm. What a calibration fits when its runs' exposed
      * communication crosses the network (doc/perf.md, "Calibration"). 0 (default):
      * comm_efficiency_ppm. @since 0.2 */
-    MEM4D_DEVICE_INTER_NODE_EFFICIENCY_PPM = 37
+    MEM4D_DEVICE_INTER_NODE_EFFICIENCY_PPM = 37,
+    /** "pytorch_fsdp": the job's data parallelism is PyTorch's FSDP wrapping the model (each
+     * block a unit, the model the root), as on the torchtitan and composer stacks: zero_stage 2
+     * is FSDP's SHARD_GRAD_OP, and with gradients reduced once a step (zero_stage 1 or
+     * dist_opt: FSDP accumulating over the micro-batches, as Llama 3's pre-training did) the
+     * gathers and reduce-scatters run per unit beside the GEMMs, which they slow as FSDP's
+     * collectives do (doc/perf.md, "Communication"). 0 (default): the stack's. @since 0.2 */
+    MEM4D_DEVICE_PYTORCH_FSDP = 38
 } mem4d_device_param;
 
 /**

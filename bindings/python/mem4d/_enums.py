@@ -277,6 +277,7 @@ class DeviceParam(enum.IntEnum):
     HBM_EFFICIENCY_PPM = 35
     MOE_LOAD_SPREAD_PPM = 36
     INTER_NODE_EFFICIENCY_PPM = 37
+    PYTORCH_FSDP = 38
 
 
 class Mode(enum.IntEnum):
