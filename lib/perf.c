@@ -590,9 +590,9 @@ static inline double beside_cost(const struct m4d_machine *mc, double gemm, doub
  * stack, the widest use a calibrated device file gets (it also holds the
  * runs of a weak-scaling series calibrated on its first run;
  * tests/test-throughput.c prints all of them). */
-#define BAND_LOW 0.889
+#define BAND_LOW 0.890
 #define BAND_HIGH 1.162
-#define BAND_CAL_LOW 0.915
+#define BAND_CAL_LOW 0.914
 #define BAND_CAL_HIGH 1.142
 /* Between layouts of one job (the search's equivalence, m4d_speed_band_
  * relative()): the band of the runs of a weak-scaling series predicted by a
@@ -903,23 +903,29 @@ static double ring_time(const struct m4d_link *l, double n, double bytes, double
     return steps * l->lat + frac * bytes / l->bw;
 }
 
-/* A ring all-gather or reduce-scatter of `frac` of `bytes` per GPU over
- * the n ranks of a group of `span` consecutive ranks `stride` apart
- * (link_for), as NCCL's tuner times one (src/graph/tuning.cc,
- * ncclTopoTuneModel: nsteps = n − 1 of which nInterSteps = nodes − 1 cross
- * the network at its latency, the others NVLink's): a ring leaves each
- * NVLink domain once, so across d domains of g members each it takes
- * (n − d)·λ_intra + (d − 1)·λ_inter, not (n − 1)·λ_inter. */
+/* The latency of one ring all-gather or reduce-scatter over the n ranks of
+ * a group of `span` consecutive ranks `stride` apart (link_for), as NCCL's
+ * tuner times one (src/graph/tuning.cc, ncclTopoTuneModel: nsteps = n − 1
+ * of which nInterSteps = nodes − 1 cross the network at its latency, the
+ * others NVLink's): a ring leaves each NVLink domain once, so across d
+ * domains of g members each it takes (n − d)·λ_intra + (d − 1)·λ_inter,
+ * not (n − 1)·λ_inter. */
+static double ring_latency(const struct m4d_machine *mc, double span, double stride, double n)
+{
+    if (span <= mc->domain)
+        return (n - 1) * mc->intra.lat;
+    double d = ceil_q(n / domain_members(mc, stride));
+    return (n - d) * mc->intra.lat + (d - 1) * mc->inter.lat;
+}
+
+/* `colls` such collectives moving `frac` of `bytes` per GPU in all. */
 static double ring_time_split(const struct m4d_machine *mc, double span, double stride, double n, double bytes,
-                              double frac)
+                              double frac, double colls)
 {
     struct m4d_link l = link_for(mc, span, stride);
     if (n <= 1 || l.bw <= 0)
         return 0;
-    if (span <= mc->domain)
-        return ring_time(&l, n, bytes, frac, n - 1);
-    double d = ceil_q(n / domain_members(mc, stride));
-    return (n - d) * mc->intra.lat + (d - 1) * l.lat + frac * bytes / l.bw;
+    return colls * ring_latency(mc, span, stride, n) + frac * bytes / l.bw;
 }
 
 /* Tile-slots lost to wave quantisation over `tiles` equal tiles, as
@@ -1706,13 +1712,13 @@ static double tree_allreduce_time(const struct m4d_machine *mc, double n, double
 /* An all-reduce of `bytes` over the n ranks of the d·c group in `colls`
  * collectives: ring or NCCL's tree, whichever is faster; the group's
  * members sit t apart (ranks tp-cp-dp-pp). */
-static double dp_allreduce_time(const struct m4d_ctx *x, const struct m4d_perf_group *pg, const struct m4d_link *l,
-                                double n, double bytes, double colls)
+static double dp_allreduce_time(const struct m4d_ctx *x, const struct m4d_perf_group *pg, double n, double bytes,
+                                double colls)
 {
     double t = D(x->t), per_domain = t < pg->mc.domain ? (double)(int64_t)(pg->mc.domain / t) : 1;
-    double frac = (n - 1) / n, steps = colls * (n - 1);
+    double frac = (n - 1) / n;
     double tree = tree_allreduce_time(&pg->mc, n, per_domain < n ? per_domain : n, bytes, colls);
-    double ring = ring_time(l, n, bytes, 2 * frac, 2 * steps);
+    double ring = ring_time_split(&pg->mc, D(x->t * x->c * x->d), t, n, bytes, 2 * frac, 2 * colls);
     return tree >= 0 && tree < ring ? tree : ring;
 }
 
@@ -1735,20 +1741,20 @@ static void dp_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg, doubl
 {
     struct m4d_shards sh; /* the groups memory shards over (m4d_shards) */
     m4d_shards(x, &sh);
-    double n = D(sh.dp), frac = (n - 1) / n;
-    struct m4d_link link = link_for(&pg->mc, D(x->t * x->c * x->d), D(x->t)), *l = &link;
+    double n = D(sh.dp), frac = (n - 1) / n, span = D(x->t * x->c * x->d);
     double bucket = D(x->bucket);
     if (bucket == 0 && pg->mc.zero1_allreduce) /* nanotron's DDP: ddp_bucket_cap_mb 25 of bf16 gradients */
         bucket = 12.5e6;
     else if (bucket == 0) /* Megatron: max(40M, 1M x dp) elements */
         bucket = n > 40 ? 1e6 * n : 40e6;
-    /* NCCL runs bucket-sized reduce-scatters and all-gathers as rings:
-     * n-1 latency-bound steps each. FSDP_ONCE: PyTorch's FSDP reducing
-     * once a step runs one of each per unit, a block (FSDP_ROOT). */
+    /* NCCL runs bucket-sized reduce-scatters and all-gathers as rings of
+     * n-1 latency-bound steps, of which only those that leave an NVLink
+     * domain pay the network's latency (ring_latency), as FSDP's do.
+     * FSDP_ONCE: PyTorch's FSDP reducing once a step runs one of each per
+     * unit, a block (FSDP_ROOT). */
     double colls = (double)(int64_t)(params / bucket) + 1;
     if (fsdp_once(x, &pg->mc) && pg->layers_max >= 1)
         colls = pg->layers_max;
-    double steps = colls * (n - 1);
     double g = params * D(x->grad_bytes), w = params * D(x->param_bytes) - pg->fp8_gather_lin * D(x->param_bytes - 1);
     pg->dp_reduce = pg->dp_gather = pg->dp_serial = 0;
     pg->dp_colls = colls;
@@ -1761,7 +1767,7 @@ static void dp_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg, doubl
          * flatten, its copy out of the gather, a copy per tensor) after
          * n tensors slices to gather into */
         double tensors = pg->layers_max * NANOTRON_LAYER_TENSORS + 2;
-        pg->dp_serial = dp_allreduce_time(x, pg, l, n, params * 4, 1) + ring_time(l, n, w, frac, n - 1) +
+        pg->dp_serial = dp_allreduce_time(x, pg, n, params * 4, 1) + ring_time_split(&pg->mc, span, D(x->t), n, w, frac, 1) +
                         n * ((tensors + 2) * EAGER_OP_S + tensors * EAGER_VIEW_S);
     } else if (x->zero == 1 && pg->mc.ds_zero1 && n > 1) {
         /* DS_ZERO1: DeepSpeed's ZeRO stage 1 all-reduces the whole
@@ -1776,13 +1782,13 @@ static void dp_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg, doubl
         double dcolls = (double)(int64_t)(params / D(m4d_ds_bucket(x->bucket))) + 1;
         double gcolls = MAX((double)(int64_t)(params / D(m4d_ds_bucket(x->ag_bucket))), 1);
         pg->dp_colls = dcolls;
-        pg->dp_reduce = dp_allreduce_time(x, pg, l, n, g, dcolls);
-        pg->dp_gather = ring_time(l, n, w, frac, gcolls * (n - 1));
+        pg->dp_reduce = dp_allreduce_time(x, pg, n, g, dcolls);
+        pg->dp_gather = ring_time_split(&pg->mc, span, D(x->t), n, w, frac, gcolls);
     } else if (x->zero >= 1) {
-        pg->dp_reduce = ring_time(l, n, g, frac, steps);
-        pg->dp_gather = ring_time(l, n, w, frac, steps);
+        pg->dp_reduce = ring_time_split(&pg->mc, span, D(x->t), n, g, frac, colls);
+        pg->dp_gather = ring_time_split(&pg->mc, span, D(x->t), n, w, frac, colls);
     } else {
-        pg->dp_reduce = dp_allreduce_time(x, pg, l, n, g, colls);
+        pg->dp_reduce = dp_allreduce_time(x, pg, n, g, colls);
     }
     /* Tied embeddings on p > 1 stages: after the DP reduction the first and
      * the last stage all-reduce the shared embedding's gradient
@@ -1801,22 +1807,21 @@ static void dp_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg, doubl
     double ne = experts > 0 ? D(sh.edp) : 1;
     pg->dp_slow = nccl_slow_of(&pg->mc, D(x->t * x->c * x->d), D(x->t));
     if (experts > 0 && x->zero < 3) {
-        struct m4d_link el = link_for(&pg->mc, D(x->t * x->c * x->d), D(m4d_ep_group(x)));
-        double dense = pg->dp_reduce + pg->dp_gather;
-        double ec = (double)(int64_t)(experts / bucket) + 1, es = ec * (ne - 1), ef = (ne - 1) / ne;
+        double est = D(m4d_ep_group(x)), dense = pg->dp_reduce + pg->dp_gather;
+        double ec = (double)(int64_t)(experts / bucket) + 1, ef = (ne - 1) / ne;
         double eg = experts * D(x->grad_bytes), ew = experts * D(x->param_bytes);
         pg->dp_colls += ec;
         if (x->zero >= 1) {
-            pg->dp_reduce += ring_time(&el, ne, eg, ef, es);
-            pg->dp_gather += ring_time(&el, ne, ew, ef, es);
+            pg->dp_reduce += ring_time_split(&pg->mc, span, est, ne, eg, ef, ec);
+            pg->dp_gather += ring_time_split(&pg->mc, span, est, ne, ew, ef, ec);
         } else {
-            pg->dp_reduce += ring_time(&el, ne, eg, 2 * ef, 2 * es);
+            pg->dp_reduce += ring_time_split(&pg->mc, span, est, ne, eg, 2 * ef, 2 * ec);
         }
         /* the hidden seconds' SMs, each group's by its share of them */
         double all = pg->dp_reduce + pg->dp_gather;
         if (all > 0)
             pg->dp_slow = (dense * pg->dp_slow +
-                           (all - dense) * nccl_slow_of(&pg->mc, D(x->t * x->c * x->d), D(m4d_ep_group(x)))) / all;
+                           (all - dense) * nccl_slow_of(&pg->mc, span, est)) / all;
     }
     /* Adam is memory-bound: read the gradient, read and write master
      * weights and both moments, write the bf16 weights. Without a master
@@ -2004,18 +2009,18 @@ void m4d_perf_prepare(const struct m4d_ctx *x, const mem4d_device *dev, const st
         m4d_shards(x, &g);
         double n = D(g.fsdp);
         double span = D(x->t * g.fsdp), frac = (n - 1) / n;
-        pg->fsdp_ag = ring_time_split(&pg->mc, span, D(x->t), n, wl * D(x->param_bytes) - lin8 * D(x->param_bytes - 1), frac);
-        pg->fsdp_rs = ring_time_split(&pg->mc, span, D(x->t), n, wl * D(x->grad_bytes), frac);
+        pg->fsdp_ag = ring_time_split(&pg->mc, span, D(x->t), n, wl * D(x->param_bytes) - lin8 * D(x->param_bytes - 1), frac, 1);
+        pg->fsdp_rs = ring_time_split(&pg->mc, span, D(x->t), n, wl * D(x->grad_bytes), frac, 1);
         pg->fsdp_slow = nccl_slow_of(&pg->mc, span, D(x->t));
         if (pg->mc.fsdp_root) { /* FSDP_ROOT: the root unit's and the first block's, not hidden */
-            pg->fsdp_edge_ag = pg->fsdp_ag + ring_time_split(&pg->mc, span, D(x->t), n, embed * D(x->param_bytes), frac);
-            pg->fsdp_edge_rs = pg->fsdp_rs + ring_time_split(&pg->mc, span, D(x->t), n, embed * D(x->grad_bytes), frac);
+            pg->fsdp_edge_ag = pg->fsdp_ag + ring_time_split(&pg->mc, span, D(x->t), n, embed * D(x->param_bytes), frac, 1);
+            pg->fsdp_edge_rs = pg->fsdp_rs + ring_time_split(&pg->mc, span, D(x->t), n, embed * D(x->grad_bytes), frac, 1);
         }
         if (we > 0) { /* the experts' shards over their expert-data-parallel group */
             double ne = D(g.edp), es = D(x->t * x->c * x->d), est = D(m4d_ep_group(x));
             double dense = pg->fsdp_ag + pg->fsdp_rs;
-            pg->fsdp_ag += ring_time_split(&pg->mc, es, est, ne, we * D(x->param_bytes), (ne - 1) / ne);
-            pg->fsdp_rs += ring_time_split(&pg->mc, es, est, ne, we * D(x->grad_bytes), (ne - 1) / ne);
+            pg->fsdp_ag += ring_time_split(&pg->mc, es, est, ne, we * D(x->param_bytes), (ne - 1) / ne, 1);
+            pg->fsdp_rs += ring_time_split(&pg->mc, es, est, ne, we * D(x->grad_bytes), (ne - 1) / ne, 1);
             /* the hidden seconds' SMs, each group's by its share of them */
             double all = pg->fsdp_ag + pg->fsdp_rs;
             if (all > 0)

@@ -737,9 +737,11 @@ END_TEST
  * (FSDP_SHARD_GRAD_OP, lib/perf.c): each layer's gather before its forward
  * and its reduce-scatter after its backward run as rings over every rank,
  * whose NVLink steps' latency it pays (its gather once: less than ZeRO-3,
- * which gathers again for the backward); Megatron's ZeRO-2 reduces in
- * buckets of dp x 1M weights, a few rings a step, where the same latency
- * moves far less. */
+ * which gathers again for the backward). Megatron's ZeRO-2 reduces and
+ * gathers in buckets of dp x 1M weights, 16 of them for 8B weights at dp
+ * 512, each ring paying the NVLink latency on its n - d = 512 - 64 steps
+ * inside the nodes as FSDP's do (ring_latency): 5 us more a step is
+ * 2 x 16 x 448 x 5 us, all of it exposed without the overlaps. */
 START_TEST(shard_grad_op_gathers_per_layer)
 {
     mem4d_model *m = tu_model("llama3.1-8b");
@@ -752,7 +754,8 @@ START_TEST(shard_grad_op_gathers_per_layer)
     double mid0 = predict(m, l2, mid, MEM4D_METRIC_DP_COMM_S);
     double mid_lat = with(m, l2, mid, "intra_node_latency_ns", "10000", MEM4D_METRIC_DP_COMM_S) - mid0;
     ck_assert_msg(sgo > 0 && sgo < full, "SHARD_GRAD_OP %g s against FULL_SHARD %g s", sgo, full);
-    ck_assert_msg(sgo_lat > 10 * mid_lat && sgo_lat > 0, "latency: %g s per layer-ring, %g s bucketed", sgo_lat, mid_lat);
+    ck_assert_msg(sgo_lat > 0, "latency: %g s per layer-ring", sgo_lat);
+    ck_assert_msg(fabs(mid_lat - 2 * 16 * 448 * 5e-6) < 1e-4, "latency: %g s bucketed", mid_lat);
     mem4d_layout_free(l2);
     mem4d_layout_free(l3);
     mem4d_device_free(c);
