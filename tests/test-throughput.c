@@ -283,17 +283,16 @@ static mem4d_layout *layout_of(const struct table *t, char **f, const char *id)
      * and --account-for-loss-in-pipeline-split, as the sources state). */
     uint64_t layers = strtoull(col(t, f, "layers"), NULL, 10), pp = strtoull(col(t, f, "pp"), NULL, 10);
     uint64_t vpp_n = strtoull(col(t, f, "vpp"), NULL, 10);
-    if ((!strcmp(col(t, f, "source"), "moe-modelzoo") || !strcmp(col(t, f, "source"), "megatron-bridge")) && pp > 1 &&
-        vpp_n > 1 && (layers + 2) % (pp * vpp_n) == 0) {
-        /* ModelZoo's --account-for-embedding/loss-in-pipeline-split with
-         * vpp, and Megatron-Bridge's Llama 3.1 405B recipe's
-         * account_for_embedding_in_pipeline_split and
-         * account_for_loss_in_pipeline_split (llama31_405b_pretrain_config,
-         * src/megatron/bridge/recipes/llama/llama3.py at r0.2.0, which
-         * scripts/performance/configs/llama31/llama31_llm_pretrain.py
-         * builds its H100 and B200 runs on): every virtual stage holds
-         * (layers + 2)/(pp vpp) slots, the first and the last one layer
-         * fewer */
+    if (strstr(col(t, f, "notes"), "embedding and loss counted in the pipeline split") && pp > 1 && vpp_n > 1) {
+        /* Megatron's --account-for-embedding-in-pipeline-split and
+         * --account-for-loss-in-pipeline-split with vpp, on the rows whose
+         * notes say their run set them (tests/data/throughput/README.md:
+         * ModelZoo's Qwen3 config, Megatron-Bridge's and NeMo 2.0's Llama
+         * 3.1 405B recipes): every virtual stage holds (layers + 2)/(pp vpp)
+         * slots, the first and the last one layer fewer (Megatron-Core's
+         * get_num_layers_to_build asserts the division) */
+        ck_assert_msg((layers + 2) % (pp * vpp_n) == 0, "%s: %llu layers + 2 do not split over pp %llu x vpp %llu", id,
+                      (unsigned long long)layers, (unsigned long long)pp, (unsigned long long)vpp_n);
         set(l, "first_chunk_fewer_layers", "1", id);
         set(l, "last_chunk_fewer_layers", "1", id);
     } else if (!strcmp(col(t, f, "source"), "llama3-paper") && pp > 1 && vpp_n == 0 && (layers + 2) % pp == 0) {
