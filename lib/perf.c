@@ -592,7 +592,7 @@ static inline double beside_cost(const struct m4d_machine *mc, double gemm, doub
  * tests/test-throughput.c prints all of them). */
 #define BAND_LOW 0.890
 #define BAND_HIGH 1.162
-#define BAND_CAL_LOW 0.914
+#define BAND_CAL_LOW 0.917
 #define BAND_CAL_HIGH 1.142
 /* Between layouts of one job (the search's equivalence, m4d_speed_band_
  * relative()): the band of the runs of a weak-scaling series predicted by a

@@ -392,7 +392,13 @@ static mem4d_layout *layout_of(const struct table *t, char **f, const char *id)
 static const struct {
     const char *framework, *stack, *attention; /* attention: NULL = the stack's */
 } stacks[] = {
-    {"NeMo 24.07", "nemo-24.07", NULL},
+    /* NeMo 24.07's performance table: the container's launcher exports
+     * NVTE_FUSED_ATTN=0 to every training job ("Disable cudnn FA until we've
+     * tested it more": NeMo-Framework-Launcher@8325688d, the 24.07 tag,
+     * launcher_scripts/conf/config.yaml env_vars), and Transformer Engine
+     * 1.9 (e79d915a, pytorch/attention.py get_attention_backend) then runs
+     * its flash-attn backend, flash-attn 2.0.6-2.5.8: FlashAttention-2 */
+    {"NeMo 24.07", "nemo-24.07", "fa2"},
     {"NVIDIA internal, 2024", "nemo-24.07", NULL},
     {"NeMo 1 /", "nemo-24.07", NULL}, /* dgxc's Nemotron-4 runs: NeMo 1's megatron_gpt_pretraining.py */
     {"NeMo 2.0", "nemo-25", NULL},
