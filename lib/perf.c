@@ -1853,7 +1853,7 @@ static double dp_exposed(const struct m4d_ctx *x, const struct m4d_perf_group *p
     if (x->overlap_param && overlap)
         gather = MAX(MAX(gather - widen * fwd_stage, gather / colls), MAX0(gather - fwd_stage) / v);
     double hidden = pg->dp_reduce + pg->dp_gather - reduce - gather;
-    if (fsdp_once(x, &pg->mc) && (pg->mc.persistent || pg->mc.ampere_beside))
+    if (fsdp_once(x, &pg->mc)) /* beside_cost is the SMs' share (dp_slow) on other GPUs */
         return reduce + gather + MAX0(hidden) * beside_cost(&pg->mc, gemm, pg->dp_slow);
     return reduce + gather + nccl_cost(hidden, pg->dp_slow);
 }
