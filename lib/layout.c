@@ -207,6 +207,7 @@ static void ctx_layout(const mem4d_layout *l, struct m4d_ctx *x)
     x->fp8_recipe = v[MEM4D_LAYOUT_FP8_RECIPE];
     x->ce_impl = v[MEM4D_LAYOUT_CROSS_ENTROPY_IMPL];
     x->cp_all_gather = v[MEM4D_LAYOUT_CP_COMM_TYPE] == 1;
+    x->p2p_overlap = v[MEM4D_LAYOUT_OVERLAP_P2P_COMM] != 0;
     x->param_bytes = v[MEM4D_LAYOUT_PARAM_BYTES];
     x->grad_bytes = v[MEM4D_LAYOUT_MAIN_GRAD_BYTES];
     x->opt_bytes = v[MEM4D_LAYOUT_OPT_STATE_BYTES];

@@ -257,6 +257,7 @@ const struct m4d_param_desc m4d_layout_params[] = {
     [MEM4D_LAYOUT_CROSS_ENTROPY_IMPL] = ENUM_ROW("cross_entropy_impl", NULL, NULL, ce_impl_names, 0, MEGATRON_ONLY,
         PAPER_DEFAULT(0)),
     [MEM4D_LAYOUT_CP_COMM_TYPE] = ENUM_ROW("cp_comm_type", NULL, NULL, cp_comm_names, 0, PAPER_DEFAULT(0)),
+    [MEM4D_LAYOUT_OVERLAP_P2P_COMM] = BOOL_ROW("overlap_p2p_comm", "overlap_p2p_communication", NULL, 0, PAPER_DEFAULT(0)),
 };
 M4D_TABLE_ROWS(m4d_layout_params, M4D_LAYOUT_NPARAM);
 

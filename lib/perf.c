@@ -591,7 +591,7 @@ static inline double beside_cost(const struct m4d_machine *mc, double gemm, doub
  * runs of a weak-scaling series calibrated on its first run;
  * tests/test-throughput.c prints all of them). */
 #define BAND_LOW 0.890
-#define BAND_HIGH 1.162
+#define BAND_HIGH 1.165
 #define BAND_CAL_LOW 0.917
 #define BAND_CAL_HIGH 1.142
 /* Between layouts of one job (the search's equivalence, m4d_speed_band_
@@ -1806,6 +1806,9 @@ static void dp_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg, doubl
      * gathers them after the dense ones (Megatron-Core's expert buckets). */
     double ne = experts > 0 ? D(sh.edp) : 1;
     pg->dp_slow = nccl_slow_of(&pg->mc, D(x->t * x->c * x->d), D(x->t));
+    /* P2P_OVERLAP: the pipeline's neighbours, t·c·d ranks apart; across
+     * nodes 2 or 4 CTAs, as NCCL gives a network peer (p2p_hidden) */
+    pg->p2p_slow = nccl_slow_of(&pg->mc, D(x->t * x->c * x->d * x->p), D(x->t * x->c * x->d));
     if (experts > 0 && x->zero < 3) {
         double est = D(m4d_ep_group(x)), dense = pg->dp_reduce + pg->dp_gather;
         double ec = (double)(int64_t)(experts / bucket) + 1, ef = (ne - 1) / ne;
@@ -1858,6 +1861,39 @@ static double dp_exposed(const struct m4d_ctx *x, const struct m4d_perf_group *p
     return reduce + gather + nccl_cost(hidden, pg->dp_slow);
 }
 
+/* P2P_OVERLAP: Megatron-Core's interleaved schedule with overlap_p2p_comm
+ * (megatron/core/pipeline_parallel/schedules.py, core_r0.8.0 to
+ * core_v0.17.1, forward_backward_pipelining_with_interleaving). Rank r runs
+ * W = (p - r - 1)·2 + (v - 1)·p warm-up chunk forwards (all m·v when m = p,
+ * or fewer chunks), each followed by an exchange it waits for before the
+ * next chunk, so exposed; the steady state's m·v - W iterations post the
+ * forward's send and next receive, and the backward's, as isend/irecv
+ * (p2p_communication.py _p2p_ops, batch_p2p_comm False) and wait for the
+ * receive only before the chunk that uses it, a chunk later: hidden; the
+ * cool-down's W backward exchanges block again (send_backward_recv_backward
+ * without overlap_p2p_comm). Of a stage's transfers per micro-batch the
+ * share (m·v - W)/(m·v) hides, and each hidden second costs the compute
+ * beside it `cost` (beside_cost: NCCL's send and receive kernels hold SMs
+ * as a collective's do, for a network peer max(NICs, 2) channels or more,
+ * NVIDIA/nccl src/graph/paths.cc ncclTopoGetNchannels). hid[i] is what the
+ * steady state saves per micro-batch on the first, a middle and the last
+ * stage. Megatron-Core ignores the flag without interleaving (vpp 1:
+ * "Non-interleaved pipeline parallelism does not support overlapping p2p
+ * communication"); DeepSpeed's engine has none. */
+static void p2p_hidden(const struct m4d_ctx *x, const struct m4d_perf_group *pg, const double p2p[3], double cost,
+                       double hid[3])
+{
+    hid[0] = hid[1] = hid[2] = 0;
+    if (!x->p2p_overlap || x->v < 2 || x->p < 2 || pg->mc.ds_pipe)
+        return;
+    double m = D(x->m), v = D(x->v), p = D(x->p), all = m * v, rank[3] = {0, (p - 1) / 2, p - 1};
+    for (int i = 0; i < 3; i++) {
+        double w = x->m == x->p ? all : 2 * (p - rank[i] - 1) + (v - 1) * p;
+        if (w < all)
+            hid[i] = p2p[i] * (1 - w / all) * (1 - cost);
+    }
+}
+
 /* The pipeline of one step: the slowest stage's time per micro-batch (its
  * compute and its layers), the bubble, and the whole. */
 struct pipeline {
@@ -1871,7 +1907,7 @@ struct pipeline {
  * p = 1. The slowest stage sets the pace of the steady state; the others'
  * warm-up and cool-down form the bubble, cut by v. */
 static struct pipeline pipeline_of(const struct m4d_ctx *x, const struct m4d_perf_group *pg,
-                                   const struct unit_time *u, const double p2p[3])
+                                   const struct unit_time *u, const double p2p[3], const double hid[3])
 {
     double n_first = pg->n_first, n_mid = pg->n_mid, n_last = pg->n_last, p = D(x->p), v = D(x->v ? x->v : 1);
     double lt = u->layer_compute + u->layer_tp + u->layer_cp + u->layer_ep + u->layer_fsdp;
@@ -1882,19 +1918,27 @@ static struct pipeline pipeline_of(const struct m4d_ctx *x, const struct m4d_per
     double hf = (x->p == 1 ? u->head : 0) + pg->mc.mb_overhead;
     double mo = pg->mc.mb_overhead, tf = n_first * lt + df * dl + hf + p2p[0];
     double tm = n_mid * lt + dm * dl + mo + p2p[1], tl = n_last * lt + dz * dl + u->head + mo + p2p[2];
-    struct pipeline pl = {tf, n_first * u->layer_compute + df * dc + hf, n_first, n_first, 0, 0, n_first - df, p2p[0],
-                          x->p == 1};
-    double sum = tf;
+    /* P2P_OVERLAP: the steady state without the transfers it hides (hid,
+     * what they cost the compute beside them taken off already); the fill
+     * and drain, the bubble, keep every stage's whole time */
+    struct pipeline pl = {tf - hid[0], n_first * u->layer_compute + df * dc + hf, n_first, n_first, 0, 0, n_first - df,
+                          p2p[0] - hid[0], x->p == 1};
+    double sum = tf, whole = tf;
     if (x->p > 1) {
         sum = tf + (p - 2) * tm + tl;
-        if (x->p > 2 && tm > pl.tmax)
-            pl = (struct pipeline){tm, n_mid * u->layer_compute + dm * dc + mo, n_mid, 0, 0, 0, n_mid - dm, p2p[1], 0};
-        if (tl > pl.tmax)
-            pl = (struct pipeline){tl, n_last * u->layer_compute + dz * dc + u->head + mo, n_last, 0, 0, 0, n_last - dz,
-                                   p2p[2], 1};
+        if (x->p > 2 && tm - hid[1] > pl.tmax) {
+            pl = (struct pipeline){tm - hid[1], n_mid * u->layer_compute + dm * dc + mo, n_mid, 0, 0, 0, n_mid - dm,
+                                   p2p[1] - hid[1], 0};
+            whole = tm;
+        }
+        if (tl - hid[2] > pl.tmax) {
+            pl = (struct pipeline){tl - hid[2], n_last * u->layer_compute + dz * dc + u->head + mo, n_last, 0, 0, 0,
+                                   n_last - dz, p2p[2] - hid[2], 1};
+            whole = tl;
+        }
     }
     pl.layers_max = pg->layers_max;
-    pl.bubble = (sum - pl.tmax) / v;
+    pl.bubble = (sum - whole) / v;
     pl.total = D(x->m) * pl.tmax + pl.bubble;
     return pl;
 }
@@ -2055,10 +2099,11 @@ void m4d_perf_fill_memo(const struct m4d_ctx *x, const struct m4d_perf_group *pg
         perf_b_of(pg, D(x->b), memo);
     struct unit_time u = unit_time_of(x, pg, memo);
     double one = pg->p2p_lat + D(x->b) * pg->p2p_per_b, ag = pg->tp_lat + D(x->b) * pg->tp_per_b, m = D(x->m);
-    double p2p[3];
+    double p2p[3], hid[3];
     for (int i = 0; i < 3; i++)
         p2p[i] = pg->p2p_n[i] * one + pg->p2p_ag[i] * ag;
-    struct pipeline pl = pipeline_of(x, pg, &u, p2p);
+    p2p_hidden(x, pg, p2p, beside_cost(&pg->mc, u.gemm, pg->p2p_slow), hid);
+    struct pipeline pl = pipeline_of(x, pg, &u, p2p, hid);
     /* The DP collectives of the heaviest stage hide behind the last
      * micro-batch's backward (reduce) and the first forward (gather).
      * Interleaved, the last v-1 chunks of a rank finish their backward

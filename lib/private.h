@@ -28,8 +28,8 @@
  * raise the count, name the new last value and append the table rows. */
 #define M4D_MODEL_NPARAM 51
 M4D_ENUM_COUNT(M4D_MODEL_NPARAM, MEM4D_MODEL_ACTIVATION);
-#define M4D_LAYOUT_NPARAM 86
-M4D_ENUM_COUNT(M4D_LAYOUT_NPARAM, MEM4D_LAYOUT_CP_COMM_TYPE);
+#define M4D_LAYOUT_NPARAM 87
+M4D_ENUM_COUNT(M4D_LAYOUT_NPARAM, MEM4D_LAYOUT_OVERLAP_P2P_COMM);
 #define M4D_DEVICE_NPARAM 39
 M4D_ENUM_COUNT(M4D_DEVICE_NPARAM, MEM4D_DEVICE_PYTORCH_FSDP);
 #define M4D_NTERMS 15
@@ -255,6 +255,7 @@ struct m4d_ctx {
     uint64_t fp8_recipe;               /* Transformer Engine's fp8 recipe (0: delayed) */
     uint64_t ce_impl;                  /* the cross entropy's kernels (0: the stack's) */
     bool cp_all_gather;                /* CP all-gathers K,V (cp_comm_type 1), not the ring */
+    bool p2p_overlap;                  /* the interleaved schedule's steady-state transfers asynchronous (overlap_p2p_comm) */
     uint64_t param_bytes, grad_bytes, opt_bytes, master_bytes;
     bool fp8, overlap_grad, overlap_param;
     bool hidden_dropout, attn_dropout; /* dropout on: masks kept for backward */
@@ -1020,6 +1021,7 @@ struct m4d_perf_group {
     double dp_reduce, dp_gather, dp_colls, opt_s; /* unhidden DP seconds, buckets, optimizer */
     double fp8_gather_lin; /* linear weights the DP and FSDP gathers move in fp8 (fp8_param_gather) */
     double dp_slow, fsdp_slow;                     /* extra compute seconds per hidden DP / FSDP second (nccl_slow_of) */
+    double p2p_slow;                               /* the same for a hidden pipeline transfer (P2P_OVERLAP) */
     double dp_serial;                              /* DP and tied-embedding seconds no overlap hides */
     double fsdp_ag, fsdp_rs;                       /* one layer's ZeRO-3 gather / reduce-scatter */
     double fsdp_edge_ag, fsdp_edge_rs;             /* FSDP_ROOT: gathers before the first forward, reduce-scatters after the last backward */

@@ -601,6 +601,28 @@ START_TEST(memory_flags_not_modelled_warn)
 }
 END_TEST
 
+/* --overlap-p2p-communication (Megatron-LM 2023-05 to 2024-11) sets
+ * overlap_p2p_comm; --no-overlap-p2p-communication (its later spelling of
+ * off) and no flag read as 0, without a warning. */
+START_TEST(overlap_p2p_communication_read)
+{
+    const char *flags[] = {"--overlap-p2p-communication", "--no-overlap-p2p-communication", NULL};
+    for (int i = 0; i < 3; i++) {
+        struct fixture fx;
+        fx_open(&fx);
+        const char *argv[] = {"--num-layers", "8", "--hidden-size", "1024", "--num-attention-heads", "16",
+                              "--seq-length", "4096", "--max-position-embeddings", "4096", "--vocab-size", "32000",
+                              "--pipeline-model-parallel-size", "2", "--num-layers-per-virtual-pipeline-stage", "2",
+                              flags[i], NULL};
+        ck_assert_int_eq(mem4d_layout_set(fx.layout, MEM4D_LAYOUT_OVERLAP_P2P_COMM, i != 0), MEM4D_OK);
+        ck_assert_msg(run_argv(&fx, argv, 8) == MEM4D_OK, "case %d: %s", i, mem4d_import_message(fx.imp));
+        ck_assert_msg(mem4d_import_warning_count(fx.imp) == 0, "case %d: %s", i, mem4d_import_warning(fx.imp, 0));
+        ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_OVERLAP_P2P_COMM), i == 0);
+        fx_close(&fx);
+    }
+}
+END_TEST
+
 /* --cp-comm-type: p2p (the default) and all_gather set the layout key; a2a,
  * a2a+p2p and a per-layer mix are not modelled: the ring stands in and a
  * warning says so (at cp 1 the word does nothing: no warning); "allgather"
@@ -2527,6 +2549,7 @@ static Suite *import_suite(void)
     tcase_add_test(tc, silent_flags_say_nothing);
     tcase_add_test(tc, memory_flags_not_modelled_warn);
     tcase_add_test(tc, cp_comm_type_read_or_warned);
+    tcase_add_test(tc, overlap_p2p_communication_read);
     tcase_add_test(tc, warnings_are_bounded);
     tcase_add_loop_test(tc, world_size_source, 0, N(world_cases));
     tcase_add_test(tc, megatron_rejects_null_arguments);

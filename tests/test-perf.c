@@ -1105,6 +1105,56 @@ START_TEST(cp_all_gather_is_exposed)
 }
 END_TEST
 
+/* overlap_p2p_comm (P2P_OVERLAP, lib/perf.c): Megatron-Core's interleaved
+ * schedule posts the steady state's transfers asynchronously, so they leave
+ * the step, though not all of their time (what they cost the compute beside
+ * them stays, and the warm-up's and cool-down's stay exposed); the bubble
+ * moves only with the clock, the memory not at all; the non-interleaved
+ * schedule, and an interleaved
+ * one whose micro-batches are all warm-up (m = p), hide nothing. */
+static void p2p_run(const char *vpp, const char *gbs, const char *overlap, double out[3], uint64_t *peak)
+{
+    mem4d_model *m = tu_model("llama3.1-70b");
+    mem4d_device *d = tu_device("h100-80");
+    mem4d_layout *l = tu_layout("world=64", "tp=4", "pp=8", "seq=8192", "mbs=1", NULL);
+    ck_assert_int_eq(mem4d_layout_set_str(l, "vpp", vpp), MEM4D_OK);
+    ck_assert_int_eq(mem4d_layout_set_str(l, "gbs", gbs), MEM4D_OK);
+    ck_assert_int_eq(mem4d_layout_set_str(l, "overlap_p2p_comm", overlap), MEM4D_OK);
+    mem4d_report *r = NULL;
+    ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
+    ck_assert_int_eq(mem4d_estimate(m, l, d, r), MEM4D_OK);
+    out[0] = metric(r, MEM4D_METRIC_STEP_TIME_S);
+    out[1] = metric(r, MEM4D_METRIC_PP_COMM_S);
+    out[2] = metric(r, MEM4D_METRIC_BUBBLE_S);
+    *peak = mem4d_report_peak_bytes(r);
+    mem4d_report_free(r);
+    mem4d_layout_free(l);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+
+START_TEST(p2p_overlap_steady_state)
+{
+    double off[3], on[3];
+    uint64_t p0, p1;
+    p2p_run("5", "128", "0", off, &p0); /* dp 2: 64 micro-batches */
+    p2p_run("5", "128", "1", on, &p1);
+    ck_assert_msg(on[0] < off[0] && on[1] < off[1], "step %g -> %g s, transfers %g -> %g s", off[0], on[0], off[1],
+                  on[1]);
+    ck_assert_msg(off[0] - on[0] < off[1], "saved %g s of %g s of transfers", off[0] - on[0], off[1]);
+    ck_assert_msg(on[1] > 0.1 * off[1], "the warm-up's, cool-down's and the hidden ones' cost: %g of %g s", on[1],
+                  off[1]);
+    ck_assert_double_eq_tol(on[2], off[2], 0.02 * off[2]); /* only the clock (POWER_BALANCE) moves it */
+    ck_assert_uint_eq(p1, p0);
+    p2p_run("1", "128", "0", off, &p0); /* 1F1B */
+    p2p_run("1", "128", "1", on, &p1);
+    ck_assert_double_eq(on[0], off[0]);
+    p2p_run("5", "16", "0", off, &p0); /* m = p = 8: all warm-up */
+    p2p_run("5", "16", "1", on, &p1);
+    ck_assert_double_eq(on[0], off[0]);
+}
+END_TEST
+
 /* activation=squared_relu (SQ_RELU_EAGER, lib/perf.c): on a stack that
  * runs NeMo's eager squared ReLU, the non-gated MLP's activation moves 16
  * more bytes per element of f and micro-batch than a fused one (forward 4
@@ -1801,6 +1851,7 @@ int main(void)
     tcase_add_test(tc, per_microbatch_costs);
     tcase_add_test(tc, cross_entropy_kernels);
     tcase_add_test(tc, cp_all_gather_is_exposed);
+    tcase_add_test(tc, p2p_overlap_steady_state);
     tcase_add_test(tc, eager_squared_relu);
     tcase_add_test(tc, te_cp_ring_merges);
     tcase_add_test(tc, microbatch_order_follows_the_stack);

@@ -562,6 +562,22 @@ static bool predict_row(const struct table *t, char **f, struct row *r)
     ck_assert_int_eq(mem4d_device_set_str(d, "gpus_per_node", val(t, f, "gpus_per_node", b, sizeof b)), MEM4D_OK);
     set_stack(d, col(t, f, "framework"), r->id);
     set_row_kernel(d, r->source, col(t, f, "notes"), r->model);
+    /* overlap_p2p_comm (doc/perf.md, "The pipeline and the step"): what the
+     * Megatron-Core stacks' launchers set with virtual stages (the model
+     * reads it only with vpp > 1). NeMo 2's MegatronCommOverlapCallback and
+     * Megatron-Bridge's comm_overlap set it for vp > 1, Megatron-LM's
+     * arguments default to it since 4295be1a (2024-11, the MoE model zoo's
+     * scripts), NeMo 1's launcher configs name it: True in the 24.07 tag's
+     * GPT-3 175B, Llama-2 13B/70B and Llama-3 70B configs and in dgxc's
+     * gpt3_175b_hydra.yaml, llama3.1_405b.yaml and nemotron/configure.sh;
+     * False in nemotron_340b.yaml (24.07 and the pretraining's 7c842fcd),
+     * whose rows say so in their notes. Megatron-LM of 2021-23 had no such
+     * overlap or left it off (--overlap-p2p-communication, 2023-05,
+     * store_true): korthikanti2022, MegaScale's baseline. */
+    uint64_t stack = 0;
+    ck_assert_int_eq(mem4d_device_get(d, MEM4D_DEVICE_STACK, &stack), MEM4D_OK);
+    if ((stack == 3 || stack == 4) && !strstr(col(t, f, "notes"), "overlap_p2p_comm False"))
+        ck_assert_int_eq(mem4d_layout_set_str(l, "overlap_p2p_comm", "1"), MEM4D_OK);
     /* DeepSpeed's pipeline engine in fp16 leaves the accumulation to
      * autograd (the bf16 path's update_hp_grads, the profile's 18 bytes,
      * runs only with bf16): the fp16 .grad, 6 bytes per weight; its ZeRO-1
@@ -1134,6 +1150,7 @@ static size_t megatron_log(const struct row *r, double step_s, char *buf, size_t
         ARG("num_query_groups", "%llu", (unsigned long long)k);
     if (lget(l, MEM4D_LAYOUT_OVERLAP_GRAD_REDUCE))
         ARG("overlap_grad_reduce", "True");
+    ARG("overlap_p2p_comm", "%s", lget(l, MEM4D_LAYOUT_OVERLAP_P2P_COMM) ? "True" : "False");
     if (lget(l, MEM4D_LAYOUT_OVERLAP_PARAM_GATHER) && lget(l, MEM4D_LAYOUT_DIST_OPT) &&
         lget(l, MEM4D_LAYOUT_ZERO_STAGE) != 3)
         ARG("overlap_param_gather", "True");

@@ -330,6 +330,7 @@ export const ENUMS = Object.freeze({
         MEM4D_LAYOUT_FP8_RECIPE: 83,
         MEM4D_LAYOUT_CROSS_ENTROPY_IMPL: 84,
         MEM4D_LAYOUT_CP_COMM_TYPE: 85,
+        MEM4D_LAYOUT_OVERLAP_P2P_COMM: 86,
     }),
     mem4d_moe_dispatcher: Object.freeze({
         MEM4D_MOE_DISPATCHER_ALLTOALL: 0,

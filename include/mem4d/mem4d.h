@@ -971,7 +971,17 @@ typedef enum mem4d_layout_param {
      * read as 0 with an import warning: Megatron's a2a and a2a+p2p, a per-layer list mixing
      * kinds, torchtitan's context_parallel_rotate_method allgather (one all-gather under the
      * local chunk's attention). The memory figures do not read it. Default 0. @since 0.2 */
-    MEM4D_LAYOUT_CP_COMM_TYPE = 85
+    MEM4D_LAYOUT_CP_COMM_TYPE = 85,
+    /** "overlap_p2p_comm": Megatron-Core's overlap_p2p_comm (Megatron-LM's default with virtual
+     * pipeline stages since core_r0.10, --no-overlap-p2p-communication; --overlap-p2p-communication
+     * from 2023; NeMo and Megatron-Bridge set it with vpp > 1): the interleaved schedule's steady
+     * state posts each chunk's send and receive asynchronously and waits for them only before the
+     * chunk that needs them, so they run under the other chunks' compute (costing it what a hidden
+     * NCCL kernel costs, doc/perf.md "The pipeline and the step"); the warm-up's and cool-down's
+     * stay exposed. Read only with vpp > 1 and pp > 1 (Megatron-Core refuses it without
+     * interleaving) and not under DeepSpeed's pipeline engine. The memory figures do not read it.
+     * Default 0. @since 0.2 */
+    MEM4D_LAYOUT_OVERLAP_P2P_COMM = 86
 } mem4d_layout_param;
 
 /**

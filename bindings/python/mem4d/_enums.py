@@ -207,6 +207,7 @@ class LayoutParam(enum.IntEnum):
     FP8_RECIPE = 83
     CROSS_ENTROPY_IMPL = 84
     CP_COMM_TYPE = 85
+    OVERLAP_P2P_COMM = 86
 
 
 class MoeDispatcher(enum.IntEnum):
