@@ -201,6 +201,7 @@ static const struct stack {
     bool titan_model;     /* torchtitan's Llama: separate linears, GQA by repeat_kv (TITAN_MODEL) */
     bool tp_sync;         /* Megatron-DeepSpeed's TP: the backward's all-reduces on the compute stream (tp_time) */
     bool ds_pipe;         /* DeepSpeed's pipeline engine: its blocking p2p and partitioned activations (comm_prepare) */
+    bool p2p_split;       /* Megatron-LM 2022's scatter_gather_tensors_in_pipeline (P2P_SHAPE, comm_prepare) */
     bool fsdp_root;       /* ZeRO-2/3 as PyTorch's FSDP (1 or 2) wraps a model: the root unit's collectives (FSDP_ROOT), ZeRO-2 as SHARD_GRAD_OP (FSDP_SHARD_GRAD_OP) */
     bool attn_unpad;      /* FlashAttention-2 called through llm-foundry's flash_attn_fn: its unpadding copies (ATTN_UNPAD) */
     bool nanotron_model;  /* nanotron's Llama: its attention's q/k/v reshuffles copied (NANOTRON_MODEL) */
@@ -210,8 +211,9 @@ static const struct stack {
 } STACKS[M4D_NSTACKS] = {
     /* middle: cuDNN attention, autograd's accumulation into bf16 .grad */
     {.attn = 3, .gemm = 1, .accum_bytes = 6, .ce_bytes = 12, .te_norm_fp8 = true, .sq_relu_fused = true},
-    /* megatron-lm-2022: fused softmax, gradient_accumulation_fusion, unfused cross entropy */
-    {.attn = 5, .gemm = 1, .ce_bytes = CE_UNFUSED, .te_norm_fp8 = true},
+    /* megatron-lm-2022: fused softmax, gradient_accumulation_fusion, unfused cross entropy, the pipeline's
+     * scatter-gather */
+    {.attn = 5, .gemm = 1, .ce_bytes = CE_UNFUSED, .te_norm_fp8 = true, .p2p_split = true},
     /* megatron-deepspeed: softmax attention, bf16 update_hp_grads, CUDA 11 GEMMs, its TP and pipeline, unfused cross
      * entropy */
     {.attn = 5, .gemm = 3, .accum_bytes = 18, .ce_bytes = CE_UNFUSED, .tp_sync = true, .ds_pipe = true},
@@ -814,6 +816,7 @@ static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device
         .nanotron_model = st->nanotron_model || x->fw == MEM4D_FRAMEWORK_NANOTRON,
         .tp_sync = st->tp_sync,
         .ds_pipe = st->ds_pipe || x->fw == MEM4D_FRAMEWORK_DEEPSPEED,
+        .p2p_split = st->p2p_split,
         .ds_zero1 = st->ds_pipe || x->fw == MEM4D_FRAMEWORK_DEEPSPEED, /* the same engine's ZeRO (DS_ZERO1) */
         .fsdp_root = st->fsdp_root || x->fw == MEM4D_FRAMEWORK_TORCHTITAN || dv[MEM4D_DEVICE_PYTORCH_FSDP],
         .attn_unpad = st->attn_unpad && ak == 1, /* the flash-attn package's FlashAttention-2 */
@@ -1309,8 +1312,24 @@ static void comm_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
     if (x->p > 1) {
         double chunks = 2 * D(x->v ? x->v : 1);
         struct m4d_link pl = link_for(mc, D(x->t * x->c * x->d * x->p), D(x->t * x->c * x->d));
-        ring_coef(&pl, 2, s * h * 2 / (t * c), 1, 1, &pg->p2p_lat, &pg->p2p_per_b);
+        /* P2P_SHAPE: the sequence-parallel slice, else the whole activation
+         * on every TP rank (Megatron-Core's get_tensor_shapes and the
+         * interleaved tensor_shape: s/c rows, divided by t only under
+         * sequence parallelism); Megatron-LM of 2022 (megatron/
+         * p2p_communication.py, scatter_gather_tensors_in_pipeline, on by
+         * default, "and not args.sequence_parallel") sends 1/t of it
+         * (split_tensor_into_1d_equal_chunks) and all-gathers every received
+         * tensor over the TP group after the exchange (gather_split_1d_tensor):
+         * 2v - 1 on an end stage, 2v on a middle one; DeepSpeed's engine
+         * partitions it (DS_PIPE). */
+        bool whole = x->t > 1 && !x->sp && !mc->ds_pipe, split = whole && mc->p2p_split;
+        double rows = whole && !split ? 1 : t;
+        ring_coef(&pl, 2, s * h * 2 / (rows * c), 1, 1, &pg->p2p_lat, &pg->p2p_per_b);
         pg->p2p_n[0] = pg->p2p_n[1] = pg->p2p_n[2] = chunks;
+        if (split) {
+            pg->p2p_ag[0] = pg->p2p_ag[2] = chunks - 1;
+            pg->p2p_ag[1] = chunks;
+        }
         if (mc->ds_pipe) { /* DS_PIPE: each end trades with one neighbour, a middle stage with two */
             pg->p2p_lat *= 2; /* the partition's meta tensor, then its data */
             pg->p2p_n[0] = pg->p2p_n[2] = 2;

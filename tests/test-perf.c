@@ -1155,6 +1155,39 @@ START_TEST(p2p_overlap_steady_state)
 }
 END_TEST
 
+/* P2P_SHAPE (lib/perf.c): without sequence parallelism Megatron-Core sends
+ * the whole activation from every TP rank (t times the SP slice);
+ * Megatron-LM of 2022 sends 1/t of it and all-gathers what it receives over
+ * the TP group; DeepSpeed's engine partitions it whatever the key says. */
+static double pp_comm(const char *stack, const char *sp)
+{
+    mem4d_model *m = tu_model("llama3.1-70b");
+    mem4d_device *d = tu_device("h100-80");
+    ck_assert_int_eq(mem4d_device_set_str(d, "stack", stack), MEM4D_OK);
+    mem4d_layout *l = tu_layout("world=64", "tp=8", "pp=8", "seq=8192", "gbs=64", "mbs=1", NULL);
+    ck_assert_int_eq(mem4d_layout_set_str(l, "sequence_parallel", sp), MEM4D_OK);
+    mem4d_report *r = NULL;
+    ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
+    ck_assert_int_eq(mem4d_estimate(m, l, d, r), MEM4D_OK);
+    double pp = metric(r, MEM4D_METRIC_PP_COMM_S);
+    mem4d_report_free(r);
+    mem4d_layout_free(l);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+    return pp;
+}
+
+START_TEST(p2p_shape_without_sequence_parallel)
+{
+    double core_sp = pp_comm("nemo-25", "1"), core = pp_comm("nemo-25", "0");
+    ck_assert_msg(core > 4 * core_sp, "whole %g s, slice %g s", core, core_sp);
+    double old_sp = pp_comm("megatron-lm-2022", "1"), old = pp_comm("megatron-lm-2022", "0");
+    ck_assert_double_eq_tol(old_sp, core_sp, 1e-12 * core_sp);
+    ck_assert_msg(old > old_sp && old < core, "split %g s, slice %g s, whole %g s", old, old_sp, core);
+    ck_assert_double_eq(pp_comm("megatron-deepspeed", "0"), pp_comm("megatron-deepspeed", "1"));
+}
+END_TEST
+
 /* activation=squared_relu (SQ_RELU_EAGER, lib/perf.c): on a stack that
  * runs NeMo's eager squared ReLU, the non-gated MLP's activation moves 16
  * more bytes per element of f and micro-batch than a fused one (forward 4
@@ -1852,6 +1885,7 @@ int main(void)
     tcase_add_test(tc, cross_entropy_kernels);
     tcase_add_test(tc, cp_all_gather_is_exposed);
     tcase_add_test(tc, p2p_overlap_steady_state);
+    tcase_add_test(tc, p2p_shape_without_sequence_parallel);
     tcase_add_test(tc, eager_squared_relu);
     tcase_add_test(tc, te_cp_ring_merges);
     tcase_add_test(tc, microbatch_order_follows_the_stack);
