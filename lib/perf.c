@@ -1326,6 +1326,16 @@ static void comm_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
         double rows = whole && !split ? 1 : t;
         ring_coef(&pl, 2, s * h * 2 / (rows * c), 1, 1, &pg->p2p_lat, &pg->p2p_per_b);
         pg->p2p_n[0] = pg->p2p_n[1] = pg->p2p_n[2] = chunks;
+        /* P2P_ENDS: Megatron's 1F1B (vpp 1) exchanges once after a forward
+         * (send_forward_recv_backward: the activation out, the gradient in,
+         * one peer, both directions at once) and once after a backward
+         * (send_backward_recv_forward); the last stage has no activation to
+         * send and the first none to receive, so each end exchanges once a
+         * micro-batch (p2p_communication.py returns without communicating,
+         * Megatron-LM 2022 and Megatron-Core alike). Interleaved, the end
+         * ranks trade with both neighbours (the chunks wrap round). */
+        if (chunks == 2 && x->fw == MEM4D_FRAMEWORK_MEGATRON && !mc->ds_pipe && !mc->nanotron_model)
+            pg->p2p_n[0] = pg->p2p_n[2] = 1;
         if (split) {
             pg->p2p_ag[0] = pg->p2p_ag[2] = chunks - 1;
             pg->p2p_ag[1] = chunks;

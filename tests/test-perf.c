@@ -1177,6 +1177,17 @@ static double pp_comm(const char *stack, const char *sp)
     return pp;
 }
 
+/* P2P_ENDS (lib/perf.c): in Megatron's 1F1B an end stage exchanges once a
+ * micro-batch, a middle one twice; the last stage (the head) paces this
+ * layout, so its transfers are half those of nanotron's engine, which keeps
+ * two (the same activation, the same link). */
+START_TEST(p2p_ends_exchange_once)
+{
+    double megatron = pp_comm("middle", "1"), nanotron = pp_comm("nanotron", "1");
+    ck_assert_double_eq_tol(nanotron / megatron, 2.0, 1e-9);
+}
+END_TEST
+
 START_TEST(p2p_shape_without_sequence_parallel)
 {
     double core_sp = pp_comm("nemo-25", "1"), core = pp_comm("nemo-25", "0");
@@ -1886,6 +1897,7 @@ int main(void)
     tcase_add_test(tc, cp_all_gather_is_exposed);
     tcase_add_test(tc, p2p_overlap_steady_state);
     tcase_add_test(tc, p2p_shape_without_sequence_parallel);
+    tcase_add_test(tc, p2p_ends_exchange_once);
     tcase_add_test(tc, eager_squared_relu);
     tcase_add_test(tc, te_cp_ring_merges);
     tcase_add_test(tc, microbatch_order_follows_the_stack);
