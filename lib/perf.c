@@ -71,6 +71,20 @@
  * without dropout the add passes its gradient through with no kernel. */
 #define DROPOUT_FWD 1.0
 #define DROPOUT_BWD 5.0
+/* LN_APEX_FWD, LN_APEX_BWD: the time of Megatron's non-persistent fused
+ * LayerNorm (MixedFusedLayerNorm, megatron/fused_kernels/
+ * layer_norm_cuda_kernel.cu: apex's FusedLayerNorm kernels with mixed
+ * types) over the persistent one the model's norm bytes stand for (apex's
+ * contrib FastLayerNorm, which Megatron-LM runs for the hidden sizes it
+ * supports since a2fdcdf0, 2021-11-10, --no-persist-layer-norm): on A100,
+ * B 32 x S 512, forward 895.8 against 1258.0 GB/s and backward 572.2
+ * against 1163.4 GB/s (NVIDIA/apex pull request 1037, the persistent
+ * kernel's own benchmark; the old backward reads the input and the output
+ * gradient twice, for the input gradient and for gamma and beta).
+ * Megatron-DeepSpeed of 2021-22 (MT-NLG's, BigScience's @99c8fe07
+ * megatron/model/fused_layer_norm.py) has only the non-persistent one. */
+#define LN_APEX_FWD (1258.0 / 895.8)
+#define LN_APEX_BWD (1163.4 / 572.2)
 /* Each attention kernel's rate on Hopper and later (a device with an fp8
  * peak) over FlashAttention-3's, forward and backward, at 16k tokens, H100
  * SXM5 bf16 hd128 (FlashAttention-3 paper, arXiv 2407.08608, Figures 5 and
@@ -202,6 +216,7 @@ static const struct stack {
     bool tp_sync;         /* Megatron-DeepSpeed's TP: the backward's all-reduces on the compute stream (tp_time) */
     bool ds_pipe;         /* DeepSpeed's pipeline engine: its blocking p2p and partitioned activations (comm_prepare) */
     bool p2p_split;       /* Megatron-LM 2022's scatter_gather_tensors_in_pipeline (P2P_SHAPE, comm_prepare) */
+    bool ln_apex;         /* Megatron's non-persistent fused LayerNorm (LN_APEX_FWD, _BWD) */
     bool fsdp_root;       /* ZeRO-2/3 as PyTorch's FSDP (1 or 2) wraps a model: the root unit's collectives (FSDP_ROOT), ZeRO-2 as SHARD_GRAD_OP (FSDP_SHARD_GRAD_OP) */
     bool attn_unpad;      /* FlashAttention-2 called through llm-foundry's flash_attn_fn: its unpadding copies (ATTN_UNPAD) */
     bool nanotron_model;  /* nanotron's Llama: its attention's q/k/v reshuffles copied (NANOTRON_MODEL) */
@@ -216,7 +231,8 @@ static const struct stack {
     {.attn = 5, .gemm = 1, .ce_bytes = CE_UNFUSED, .te_norm_fp8 = true, .p2p_split = true},
     /* megatron-deepspeed: softmax attention, bf16 update_hp_grads, CUDA 11 GEMMs, its TP and pipeline, unfused cross
      * entropy */
-    {.attn = 5, .gemm = 3, .accum_bytes = 18, .ce_bytes = CE_UNFUSED, .tp_sync = true, .ds_pipe = true},
+    {.attn = 5, .gemm = 3, .accum_bytes = 18, .ce_bytes = CE_UNFUSED, .tp_sync = true, .ds_pipe = true,
+     .ln_apex = true},
     /* nemo-24.07: Transformer Engine 1.9's cuDNN attention, Megatron-Core 0.8's native fused cross entropy */
     {.attn = 3, .gemm = 1, .ce_bytes = CE_NATIVE + CE_NATIVE_COPY_BACK, .te_norm_fp8 = true, .sq_relu_fused = true,
      .te_cp_ring = 1},
@@ -815,6 +831,7 @@ static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device
         .titan_model = st->titan_model || x->fw == MEM4D_FRAMEWORK_TORCHTITAN,
         .nanotron_model = st->nanotron_model || x->fw == MEM4D_FRAMEWORK_NANOTRON,
         .tp_sync = st->tp_sync,
+        .ln_apex = st->ln_apex,
         .ds_pipe = st->ds_pipe || x->fw == MEM4D_FRAMEWORK_DEEPSPEED,
         .p2p_split = st->p2p_split,
         .ds_zero1 = st->ds_pipe || x->fw == MEM4D_FRAMEWORK_DEEPSPEED, /* the same engine's ZeRO (DS_ZERO1) */
@@ -1164,6 +1181,11 @@ static void gemms_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
         pg->ew_grad_per_b += pg->rows_per_b * (UNPAD_SCATTER * (q + 2 * kv) + PAD_GATHER * q) * mc->inv_hbm;
     }
     pg->ew_norm_per_b = 2 * pg->rows_per_b * sh * 2 * norm * h * mc->inv_hbm;
+    if (mc->ln_apex) { /* LN_APEX_FWD, _BWD: the norms' forward (re-run too) and backward (twice the forward's bytes) */
+        double slow_f = (LN_APEX_FWD - 1) * pg->ew_norm_per_b;
+        pg->ew_per_b += slow_f;
+        pg->ew_grad_per_b += 2 * (LN_APEX_BWD - 1) * pg->ew_norm_per_b - 2 * slow_f;
+    }
     pg->ew_act_per_b = 2 * pg->rows_per_b * acte * mc->inv_hbm;
     double dact = (mc->ew_eager || mc->act_eager) && x->gated ? EAGER_SWIGLU * D(x->f) * rt
                   : sqr                                        ? SQ_RELU_FWD * D(x->f) * rt

@@ -900,6 +900,7 @@ struct m4d_machine {
     bool titan_model;          /* torchtitan's Llama: separate linears, GQA by repeat_kv (lib/perf.c) */
     bool nanotron_model;       /* nanotron's Llama: its attention's q/k/v reshuffles copied (lib/perf.c, NANOTRON_MODEL) */
     bool tp_sync;              /* TP's backward all-reduces on the compute stream, none hidden (lib/perf.c) */
+    bool ln_apex;              /* Megatron's non-persistent fused LayerNorm (lib/perf.c, LN_APEX_FWD) */
     bool ds_pipe;              /* DeepSpeed's pipeline engine: blocking p2p, partitioned activations (lib/perf.c) */
     bool ds_zero1;             /* DeepSpeed's engine runs ZeRO-1: a gradient all-reduce, then the gather (DS_ZERO1, lib/perf.c) */
     bool p2p_split;            /* without SP the pipeline sends 1/t and all-gathers what it receives (P2P_SHAPE, lib/perf.c) */

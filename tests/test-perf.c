@@ -838,7 +838,10 @@ START_TEST(software_stack)
     ck_assert(with(m, l, h, "gemm_library", "cuda11", T) > with(m, l, h, "gemm_library", "native", T));
     ck_assert(with(m, l, a, "gemm_library", "cuda11", T) > with(m, l, a, "gemm_library", "native", T));
     /* megatron-deepspeed = softmax attention, 18 accumulation bytes, CUDA
-     * 11 GEMMs and Megatron's unfused cross entropy */
+     * 11 GEMMs and Megatron's unfused cross entropy, and its non-persistent
+     * fused LayerNorm (LN_APEX_FWD, _BWD: the norms' HBM time 1.40 times
+     * forward and 2.03 times backward), which no key names: slower than the
+     * keys alone by less than 1% of this step */
     mem4d_device *d = NULL;
     ck_assert_int_eq(mem4d_device_clone(h, &d), MEM4D_OK);
     ck_assert_int_eq(mem4d_device_set_str(d, "attention_kernel", "unfused"), MEM4D_OK);
@@ -848,7 +851,8 @@ START_TEST(software_stack)
     ck_assert_int_eq(mem4d_layout_set_str(l, "dist_opt", "0"), MEM4D_OK); /* its ZeRO-1 apart (deepspeed_zero1) */
     double ds_keys = predict(m, l, d, T);
     ck_assert_int_eq(mem4d_layout_set_str(l, "cross_entropy_impl", "stack"), MEM4D_OK);
-    assert_close(with(m, l, h, "stack", "megatron-deepspeed", T), ds_keys);
+    double ds_stack = with(m, l, h, "stack", "megatron-deepspeed", T);
+    ck_assert_msg(ds_stack > ds_keys && ds_stack < 1.01 * ds_keys, "%g %g", ds_stack, ds_keys);
     ck_assert_int_eq(mem4d_layout_set_str(l, "dist_opt", "1"), MEM4D_OK);
     ck_assert_int_eq(mem4d_device_set_str(d, "gemm_library", "native"), MEM4D_OK);
     ck_assert_int_eq(mem4d_device_set_str(d, "stack", "nope"), MEM4D_E_PARSE);
