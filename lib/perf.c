@@ -1924,20 +1924,21 @@ static double dp_exposed(const struct m4d_ctx *x, const struct m4d_perf_group *p
  * cool-down's W backward exchanges block again (send_backward_recv_backward
  * without overlap_p2p_comm). Of a stage's transfers per micro-batch the
  * share (m·v - W)/(m·v) hides, and each hidden second costs the compute
- * beside it `cost` (beside_cost: NCCL's send and receive kernels hold SMs
- * as a collective's do, for a network peer max(NICs, 2) channels or more,
- * NVIDIA/nccl src/graph/paths.cc ncclTopoGetNchannels). hid[i] is what the
+ * beside it (GEMMs the share `gemm` of it) what beside_cost says: NCCL's
+ * send and receive kernels hold SMs as a collective's do, for a network
+ * peer max(NICs, 2) channels or more (NVIDIA/nccl src/graph/paths.cc,
+ * ncclTopoGetNchannels). hid[i] is what the
  * steady state saves per micro-batch on the first, a middle and the last
  * stage. Megatron-Core ignores the flag without interleaving (vpp 1:
  * "Non-interleaved pipeline parallelism does not support overlapping p2p
  * communication"); DeepSpeed's engine has none. */
-static void p2p_hidden(const struct m4d_ctx *x, const struct m4d_perf_group *pg, const double p2p[3], double cost,
+static void p2p_hidden(const struct m4d_ctx *x, const struct m4d_perf_group *pg, const double p2p[3], double gemm,
                        double hid[3])
 {
     hid[0] = hid[1] = hid[2] = 0;
     if (!x->p2p_overlap || x->v < 2 || x->p < 2 || pg->mc.ds_pipe)
         return;
-    double m = D(x->m), v = D(x->v), p = D(x->p), all = m * v, rank[3] = {0, (p - 1) / 2, p - 1};
+    double cost = beside_cost(&pg->mc, gemm, pg->p2p_slow), m = D(x->m), v = D(x->v), p = D(x->p), all = m * v, rank[3] = {0, (p - 1) / 2, p - 1};
     for (int i = 0; i < 3; i++) {
         double w = x->m == x->p ? all : 2 * (p - rank[i] - 1) + (v - 1) * p;
         if (w < all)
@@ -2153,7 +2154,7 @@ void m4d_perf_fill_memo(const struct m4d_ctx *x, const struct m4d_perf_group *pg
     double p2p[3], hid[3];
     for (int i = 0; i < 3; i++)
         p2p[i] = pg->p2p_n[i] * one + pg->p2p_ag[i] * ag;
-    p2p_hidden(x, pg, p2p, beside_cost(&pg->mc, u.gemm, pg->p2p_slow), hid);
+    p2p_hidden(x, pg, p2p, u.gemm, hid);
     struct pipeline pl = pipeline_of(x, pg, &u, p2p, hid);
     /* The DP collectives of the heaviest stage hide behind the last
      * micro-batch's backward (reduce) and the first forward (gather).
