@@ -644,6 +644,7 @@ struct unit_time {
 
 #define MAX0(v) ((v) > 0 ? (v) : 0)
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
 
 /* Every count here is below 2^62: the signed conversion is one instruction,
  * the unsigned one a branchy sequence, and this runs per searched layout. */
@@ -1932,17 +1933,21 @@ static double dp_exposed(const struct m4d_ctx *x, const struct m4d_perf_group *p
  * stage. Megatron-Core ignores the flag without interleaving (vpp 1:
  * "Non-interleaved pipeline parallelism does not support overlapping p2p
  * communication"); DeepSpeed's engine has none. */
-static void p2p_hidden(const struct m4d_ctx *x, const struct m4d_perf_group *pg, const double p2p[3], double gemm,
-                       double hid[3])
+static void p2p_hidden(const struct m4d_ctx *x, const struct m4d_perf_group *pg, const struct unit_time *u,
+                       const double p2p[3], double hid[3])
 {
     hid[0] = hid[1] = hid[2] = 0;
     if (!x->p2p_overlap || x->v < 2 || x->p < 2 || pg->mc.ds_pipe)
         return;
-    double cost = beside_cost(&pg->mc, gemm, pg->p2p_slow), m = D(x->m), v = D(x->v), p = D(x->p), all = m * v, rank[3] = {0, (p - 1) / 2, p - 1};
+    double cost = beside_cost(&pg->mc, u->gemm, pg->p2p_slow), m = D(x->m), v = D(x->v), p = D(x->p), all = m * v;
+    double rank[3] = {0, (p - 1) / 2, p - 1}, layers[3] = {pg->n_first, pg->n_mid, pg->n_last};
     for (int i = 0; i < 3; i++) {
         double w = x->m == x->p ? all : 2 * (p - rank[i] - 1) + (v - 1) * p;
+        /* a chunk's transfer each way, hidden under the other direction's
+         * chunk as far as that chunk lasts */
+        double one = p2p[i] / (2 * v), f = layers[i] * u->layer_fwd / v, b = layers[i] * u->layer_bwd / v;
         if (w < all)
-            hid[i] = p2p[i] * (1 - w / all) * (1 - cost);
+            hid[i] = v * (MIN(one, b) + MIN(one, f)) * (1 - w / all) * (1 - cost);
     }
 }
 
@@ -2154,7 +2159,7 @@ void m4d_perf_fill_memo(const struct m4d_ctx *x, const struct m4d_perf_group *pg
     double p2p[3], hid[3];
     for (int i = 0; i < 3; i++)
         p2p[i] = pg->p2p_n[i] * one + pg->p2p_ag[i] * ag;
-    p2p_hidden(x, pg, p2p, u.gemm, hid);
+    p2p_hidden(x, pg, &u, p2p, hid);
     struct pipeline pl = pipeline_of(x, pg, &u, p2p, hid);
     /* The DP collectives of the heaviest stage hide behind the last
      * micro-batch's backward (reduce) and the first forward (gather).

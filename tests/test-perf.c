@@ -1113,13 +1113,18 @@ END_TEST
  * schedule posts the steady state's transfers asynchronously, so they leave
  * the step, though not all of their time (what they cost the compute beside
  * them stays, and the warm-up's and cool-down's stay exposed); the bubble
- * moves only with the clock, the memory not at all; the non-interleaved
+ * moves only with the clock, the memory not at all; a transfer longer than
+ * the chunk beside it hides only that long; the non-interleaved
  * schedule, and an interleaved
  * one whose micro-batches are all warm-up (m = p), hide nothing. */
-static void p2p_run(const char *vpp, const char *gbs, const char *overlap, double out[3], uint64_t *peak)
+static void p2p_run(const char *vpp, const char *gbs, const char *overlap, bool slow, double out[3], uint64_t *peak)
 {
     mem4d_model *m = tu_model("llama3.1-70b");
     mem4d_device *d = tu_device("h100-80");
+    if (slow) { /* 0.1 GB/s between nodes: a transfer outlasts a chunk */
+        ck_assert_int_eq(mem4d_device_set_str(d, "nic_bandwidth", "100000000"), MEM4D_OK);
+        ck_assert_int_eq(mem4d_device_set_str(d, "inter_node_bandwidth", "100000000"), MEM4D_OK);
+    }
     mem4d_layout *l = tu_layout("world=64", "tp=4", "pp=8", "seq=8192", "mbs=1", NULL);
     ck_assert_int_eq(mem4d_layout_set_str(l, "vpp", vpp), MEM4D_OK);
     ck_assert_int_eq(mem4d_layout_set_str(l, "gbs", gbs), MEM4D_OK);
@@ -1141,20 +1146,25 @@ START_TEST(p2p_overlap_steady_state)
 {
     double off[3], on[3];
     uint64_t p0, p1;
-    p2p_run("5", "128", "0", off, &p0); /* dp 2: 64 micro-batches */
-    p2p_run("5", "128", "1", on, &p1);
+    p2p_run("5", "128", "0", false, off, &p0); /* dp 2: 64 micro-batches */
+    p2p_run("5", "128", "1", false, on, &p1);
     ck_assert_msg(on[0] < off[0] && on[1] < off[1], "step %g -> %g s, transfers %g -> %g s", off[0], on[0], off[1],
                   on[1]);
     ck_assert_msg(off[0] - on[0] < off[1], "saved %g s of %g s of transfers", off[0] - on[0], off[1]);
     ck_assert_msg(on[1] > 0.1 * off[1], "the warm-up's, cool-down's and the hidden ones' cost: %g of %g s", on[1],
                   off[1]);
     ck_assert_double_eq_tol(on[2], off[2], 0.02 * off[2]); /* only the clock (POWER_BALANCE) moves it */
+    ck_assert_msg(on[1] < 0.6 * off[1], "NVLink/IB: %g of %g s left", on[1], off[1]);
+    /* a transfer hides only as long as the chunk beside it lasts */
+    p2p_run("5", "128", "0", true, off, &p0);
+    p2p_run("5", "128", "1", true, on, &p1);
+    ck_assert_msg(on[1] > 0.9 * off[1], "0.1 GB/s: %g of %g s left", on[1], off[1]);
     ck_assert_uint_eq(p1, p0);
-    p2p_run("1", "128", "0", off, &p0); /* 1F1B */
-    p2p_run("1", "128", "1", on, &p1);
+    p2p_run("1", "128", "0", false, off, &p0); /* 1F1B */
+    p2p_run("1", "128", "1", false, on, &p1);
     ck_assert_double_eq(on[0], off[0]);
-    p2p_run("5", "16", "0", off, &p0); /* m = p = 8: all warm-up */
-    p2p_run("5", "16", "1", on, &p1);
+    p2p_run("5", "16", "0", false, off, &p0); /* m = p = 8: all warm-up */
+    p2p_run("5", "16", "1", false, on, &p1);
     ck_assert_double_eq(on[0], off[0]);
 }
 END_TEST
