@@ -217,6 +217,8 @@ static const struct stack {
     bool ds_pipe;         /* DeepSpeed's pipeline engine: its blocking p2p and partitioned activations (comm_prepare) */
     bool p2p_split;       /* Megatron-LM 2022's scatter_gather_tensors_in_pipeline (P2P_SHAPE, comm_prepare) */
     bool ln_apex;         /* Megatron's non-persistent fused LayerNorm (LN_APEX_FWD, _BWD) */
+    bool bias_add;        /* the QKV bias added by a kernel of its own, Megatron's local linears (BIAS_BYTES) */
+    bool bias_epilogue;   /* Transformer Engine's linears: the QKV bias and its gradient in the GEMMs' epilogues (BIAS_BYTES) */
     bool fsdp_root;       /* ZeRO-2/3 as PyTorch's FSDP (1 or 2) wraps a model: the root unit's collectives (FSDP_ROOT), ZeRO-2 as SHARD_GRAD_OP (FSDP_SHARD_GRAD_OP) */
     bool attn_unpad;      /* FlashAttention-2 called through llm-foundry's flash_attn_fn: its unpadding copies (ATTN_UNPAD) */
     bool nanotron_model;  /* nanotron's Llama: its attention's q/k/v reshuffles copied (NANOTRON_MODEL) */
@@ -225,19 +227,20 @@ static const struct stack {
     uint8_t te_cp_ring;   /* Megatron-Core's CP through Transformer Engine's p2p ring, its merges and copies (TE_CP_RING): 1 TE 1.9-2.1, 2 TE 2.2 and later */
 } STACKS[M4D_NSTACKS] = {
     /* middle: cuDNN attention, autograd's accumulation into bf16 .grad */
-    {.attn = 3, .gemm = 1, .accum_bytes = 6, .ce_bytes = 12, .te_norm_fp8 = true, .sq_relu_fused = true},
+    {.attn = 3, .gemm = 1, .accum_bytes = 6, .ce_bytes = 12, .te_norm_fp8 = true, .sq_relu_fused = true,
+     .bias_epilogue = true},
     /* megatron-lm-2022: fused softmax, gradient_accumulation_fusion, unfused cross entropy, the pipeline's
      * scatter-gather */
-    {.attn = 5, .gemm = 1, .ce_bytes = CE_UNFUSED, .te_norm_fp8 = true, .p2p_split = true},
+    {.attn = 5, .gemm = 1, .ce_bytes = CE_UNFUSED, .te_norm_fp8 = true, .p2p_split = true, .bias_add = true},
     /* megatron-deepspeed: softmax attention, bf16 update_hp_grads, CUDA 11 GEMMs, its TP and pipeline, unfused cross
      * entropy */
     {.attn = 5, .gemm = 3, .accum_bytes = 18, .ce_bytes = CE_UNFUSED, .tp_sync = true, .ds_pipe = true,
-     .ln_apex = true},
+     .ln_apex = true, .bias_add = true},
     /* nemo-24.07: Transformer Engine 1.9's cuDNN attention, Megatron-Core 0.8's native fused cross entropy */
     {.attn = 3, .gemm = 1, .ce_bytes = CE_NATIVE + CE_NATIVE_COPY_BACK, .te_norm_fp8 = true, .sq_relu_fused = true,
-     .te_cp_ring = 1},
+     .te_cp_ring = 1, .bias_epilogue = true},
     /* nemo-25 */
-    {.attn = 3, .gemm = 1, .ce_bytes = 12, .te_norm_fp8 = true, .te_cp_ring = 2},
+    {.attn = 3, .gemm = 1, .ce_bytes = 12, .te_norm_fp8 = true, .te_cp_ring = 2, .bias_epilogue = true},
     /* torchtitan: SDPA, autograd accumulation, fp32 cross entropy, op SAC, eager */
     {.attn = 4, .gemm = 1, .accum_bytes = 6, .ce_bytes = 40, .op_sac = true, .eager = true, .dtensor_tp = true,
      .fsdp2_copies = true, .titan_model = true, .fsdp_root = true},
@@ -376,6 +379,28 @@ static const struct stack {
  * torchtitan's apply_rotary_emb runs xq.float() (2, 4), the complex
  * multiply (4, 4) and type_as (4, 2): 20 bytes, 10; SwiGLU's silu (2, 2)
  * and multiply (2 + 2, 2): 10 bytes per F, 5. */
+/* BIAS_BYTES: the linears' biases (add_bias_linear, add_qkv_bias), bf16
+ * elements per token. fc1's bias is returned to the MLP (skip_bias_add) and
+ * added by the fused bias-GeLU (or bias-SwiGLU), whose autograd.Function
+ * returns its full-shape input gradient for the bias too (GeLUFunction.
+ * backward: "return tmp, tmp"), which the autograd engine sums to the
+ * bias's shape: one more read of fc1's output gradient (up). The QKV
+ * linear adds its own bias: Megatron's local linears (megatron/core/
+ * tensor_parallel/layers.py at NVIDIA/Megatron-LM@285068c8,
+ * LinearWithGradAccumulationAndAsyncCommunication: output = output + bias,
+ * read and write; backward grad_output.sum(dim=0), a read) and Megatron-
+ * DeepSpeed's (mpu/layers.py at bigscience-workshop/Megatron-DeepSpeed@
+ * 99c8fe07: F.linear on a 3-D input, matmul then output += bias in the
+ * PyTorch of 2021-22) 2 (q + 2 kv) forward and q + 2 kv backward (bias_add);
+ * Transformer Engine's linears add it in the GEMM's epilogue and take its
+ * gradient in the weight-gradient GEMM's (CUBLASLT_EPILOGUE_BIAS and
+ * _BGRADB, common/gemm/cublaslt_gemm.cu; fp8: fused with the gradient's
+ * cast-transpose), nothing (bias_epilogue); PyTorch's nn.Linear adds it in
+ * the epilogue and sums its gradient, q + 2 kv backward. The proj and fc2
+ * biases are added in the fused bias-dropout-add (skip_bias_add): their
+ * gradients' sums are not charged, the fuser's (TorchScript's nvFuser,
+ * torch.compile's Inductor) choice to fuse them into the dropout's
+ * backward kernel or not left unread. doc/perf.md, "Element-wise". */
 #define EAGER_NORM 18.0
 #define EAGER_ROPE 10.0
 #define EAGER_SWIGLU 5.0
@@ -608,7 +633,7 @@ static inline double beside_cost(const struct m4d_machine *mc, double gemm, doub
  * stack, the widest use a calibrated device file gets (it also holds the
  * runs of a weak-scaling series calibrated on its first run;
  * tests/test-throughput.c prints all of them). */
-#define BAND_LOW 0.890
+#define BAND_LOW 0.889
 #define BAND_HIGH 1.165
 #define BAND_CAL_LOW 0.917
 #define BAND_CAL_HIGH 1.142
@@ -833,6 +858,8 @@ static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device
         .nanotron_model = st->nanotron_model || x->fw == MEM4D_FRAMEWORK_NANOTRON,
         .tp_sync = st->tp_sync,
         .ln_apex = st->ln_apex,
+        .bias_add = st->bias_add,
+        .bias_epilogue = st->bias_epilogue,
         .ds_pipe = st->ds_pipe || x->fw == MEM4D_FRAMEWORK_DEEPSPEED,
         .p2p_split = st->p2p_split,
         .ds_zero1 = st->ds_pipe || x->fw == MEM4D_FRAMEWORK_DEEPSPEED, /* the same engine's ZeRO (DS_ZERO1) */
@@ -1167,6 +1194,18 @@ static void gemms_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
     pg->copy_mb_per_b = mc->nanotron_model ? pg->rows_per_b * 4 * q * mc->inv_hbm : 0;
     double split = mc->act_eager && x->gated ? EAGER_GLU_SPLIT * F : 0; /* nanotron's GLU split, backward */
     pg->ew_grad_per_b = pg->rows_per_b * (2 * sums + cb + split + (sqr ? 2 * SQ_RELU_BWD * F : 0)) * mc->inv_hbm;
+    /* BIAS_BYTES, bf16 elements per token: fc1's bias gradient, a sum over
+     * the tokens of fc1's output gradient; the QKV bias's add (a kernel of
+     * its own, bias_add) and its gradient's sum, where no GEMM epilogue
+     * does them (bias_epilogue). The other two biases' adds and sums are in
+     * the bias-dropout-add's fused kernels. */
+    double bias_fwd = 0, bias_bwd = x->linear_bias ? up : 0;
+    if ((x->qkv_bias || x->linear_bias) && !mc->bias_epilogue) {
+        bias_fwd = mc->bias_add ? 2 * qkv : 0;
+        bias_bwd += qkv;
+    }
+    pg->ew_per_b += 2 * pg->rows_per_b * bias_fwd * mc->inv_hbm;
+    pg->ew_grad_per_b += 2 * pg->rows_per_b * (bias_bwd - 2 * bias_fwd) * mc->inv_hbm; /* the backward moves 2 ew_per_b */
     if (x->hidden_dropout) { /* DROPOUT_FWD, DROPOUT_BWD: two a layer, on the rows the residual adds run on */
         pg->ew_per_b += pg->rows_per_b * sh * 2 * DROPOUT_FWD * h * mc->inv_hbm;
         pg->ew_grad_per_b += pg->rows_per_b * sh * 2 * (DROPOUT_BWD - 2 * DROPOUT_FWD) * h * mc->inv_hbm;

@@ -901,6 +901,8 @@ struct m4d_machine {
     bool nanotron_model;       /* nanotron's Llama: its attention's q/k/v reshuffles copied (lib/perf.c, NANOTRON_MODEL) */
     bool tp_sync;              /* TP's backward all-reduces on the compute stream, none hidden (lib/perf.c) */
     bool ln_apex;              /* Megatron's non-persistent fused LayerNorm (lib/perf.c, LN_APEX_FWD) */
+    bool bias_add;             /* the QKV bias added by a kernel of its own (lib/perf.c, BIAS_BYTES) */
+    bool bias_epilogue;        /* the QKV bias and its gradient in the GEMMs' epilogues (lib/perf.c, BIAS_BYTES) */
     bool ds_pipe;              /* DeepSpeed's pipeline engine: blocking p2p, partitioned activations (lib/perf.c) */
     bool ds_zero1;             /* DeepSpeed's engine runs ZeRO-1: a gradient all-reduce, then the gather (DS_ZERO1, lib/perf.c) */
     bool p2p_split;            /* without SP the pipeline sends 1/t and all-gathers what it receives (P2P_SHAPE, lib/perf.c) */

@@ -144,6 +144,34 @@ static mem4d_model *model_of(const struct table *t, char **f, const char *id)
                       "row %s: %s", id, keys[i][0]);
     if (strcmp(col(t, f, "arch"), "gpt") == 0)
         ck_assert_int_eq(mem4d_model_set_str(m, "normalization", "layernorm"), MEM4D_OK);
+    /* The position embedding and the linears' biases of the GPT-style rows
+     * (the rest of the table: RoPE, no biases). GPT-3 is GPT-2's
+     * architecture (Brown et al. 2020, section 2.1): a learned position
+     * table and a bias on every linear, as Megatron-LM's defaults
+     * (--position-embedding-type learned_absolute, add_bias_linear) and
+     * NeMo's GPT-3 configs (position_embedding_type learned_absolute, bias
+     * True) run it; the Megatron GPT shapes of Korthikanti et al., MegaScale
+     * and MT-NLG are that model. BLOOM: ALiBi and biases (the prequel's
+     * script, --position-embedding-type alibi; Megatron-DeepSpeed's linears
+     * keep their biases). MPT: ALiBi, no biases (llm-foundry's MPT configs,
+     * alibi: true, no_bias: true). Nemotron-4: RoPE, no biases. */
+    static const struct {
+        const char *model, *position;
+        bool bias;
+    } gpt_style[] = {
+        {"GPT-", "learned_absolute", true}, {"MT-NLG", "learned_absolute", true},
+        {"BLOOM", "alibi", true},           {"MPT-", "alibi", false},
+    };
+    for (size_t i = 0; i < sizeof gpt_style / sizeof gpt_style[0]; i++)
+        if (strstr(col(t, f, "model"), gpt_style[i].model) == col(t, f, "model")) {
+            ck_assert_int_eq(mem4d_model_set_str(m, "position_embedding_type", gpt_style[i].position), MEM4D_OK);
+            ck_assert_int_eq(mem4d_model_set_str(m, "add_bias_linear", gpt_style[i].bias ? "1" : "0"), MEM4D_OK);
+            /* the table as long as the sequence (GPT-3's 2048 positions) */
+            if (!strcmp(gpt_style[i].position, "learned_absolute"))
+                ck_assert_int_eq(mem4d_model_set_str(m, "max_position_embeddings", val(t, f, "seq", b, sizeof b)),
+                                 MEM4D_OK);
+            break;
+        }
     /* Nemotron-4's MLP is squared ReLU (NeMo's NemotronConfig, activation_func) */
     if (strstr(col(t, f, "model"), "Nemotron-4"))
         ck_assert_int_eq(mem4d_model_set_str(m, "activation", "squared_relu"), MEM4D_OK);
@@ -1094,7 +1122,7 @@ static size_t megatron_log(const struct row *r, double step_s, char *buf, size_t
         add(buf, size, &used, "  %s %.*s %s\n", name, (int)(48 - strlen(name)), \
             "................................................", v);             \
     } while (0)
-    ARG("add_bias_linear", "False");
+    ARG("add_bias_linear", "%s", mget(m, MEM4D_MODEL_LINEAR_BIAS) ? "True" : "False");
     /* the row's dropouts (Megatron-LM defaults both to 0.1: a log that left
      * them out would read as on) */
     ARG("attention_dropout", "%s", lget(l, MEM4D_LAYOUT_ATTENTION_DROPOUT) ? "0.1" : "0.0");
@@ -1155,7 +1183,8 @@ static size_t megatron_log(const struct row *r, double step_s, char *buf, size_t
         lget(l, MEM4D_LAYOUT_ZERO_STAGE) != 3)
         ARG("overlap_param_gather", "True");
     ARG("pipeline_model_parallel_size", "%llu", (unsigned long long)lget(l, MEM4D_LAYOUT_PP));
-    ARG("position_embedding_type", "rope");
+    static const char *const position[] = {"rope", "learned_absolute", "alibi", "none"};
+    ARG("position_embedding_type", "%s", position[mget(m, MEM4D_MODEL_POSITION_EMBEDDING) & 3]);
     uint64_t rc = lget(l, MEM4D_LAYOUT_RECOMPUTE);
     if (rc)
         ARG("recompute_granularity", "%s", rc == 1 ? "selective" : "full");
