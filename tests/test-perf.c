@@ -554,6 +554,38 @@ static double with(const mem4d_model *m, const mem4d_layout *l, const mem4d_devi
     return v;
 }
 
+/* The linears' biases cost their own kernels' bytes (BIAS_BYTES,
+ * lib/perf.c): fc1's bias gradient on every stack; the QKV bias's add and
+ * gradient sum in Megatron's local linears (megatron-lm-2022), nothing
+ * under Transformer Engine (nemo-24.07), whose GEMM epilogues take both;
+ * bytes alone, nothing without an HBM rate. */
+START_TEST(bias_cost)
+{
+    mem4d_model *m = tu_model("llama3.1-8b");
+    mem4d_device *d = unpowered("h100-80");
+    mem4d_layout *l = tu_layout("world=8", "tp=2", "seq=4096", "gbs=64", NULL);
+    const mem4d_metric T = MEM4D_METRIC_COMPUTE_TIME_S;
+    double te = with(m, l, d, "stack", "nemo-24.07", T), local = with(m, l, d, "stack", "megatron-lm-2022", T);
+    ck_assert_int_eq(mem4d_model_set_str(m, "add_qkv_bias", "1"), MEM4D_OK);
+    assert_close(with(m, l, d, "stack", "nemo-24.07", T), te);
+    double local_qkv = with(m, l, d, "stack", "megatron-lm-2022", T);
+    ck_assert(local_qkv > local && local_qkv < 1.01 * local);
+    ck_assert_int_eq(mem4d_model_set_str(m, "add_qkv_bias", "0"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_model_set_str(m, "add_bias_linear", "1"), MEM4D_OK);
+    double te_all = with(m, l, d, "stack", "nemo-24.07", T), local_all = with(m, l, d, "stack", "megatron-lm-2022", T);
+    ck_assert(te_all > te && te_all < 1.01 * te);
+    /* the local linears pay fc1's and the QKV bias's: the sum of both */
+    assert_close(local_all - local, (local_qkv - local) + (te_all - te));
+    ck_assert_int_eq(mem4d_device_set(d, MEM4D_DEVICE_HBM_BANDWIDTH, 0), MEM4D_OK);
+    double no_hbm = with(m, l, d, "stack", "megatron-lm-2022", T);
+    ck_assert_int_eq(mem4d_model_set_str(m, "add_bias_linear", "0"), MEM4D_OK);
+    assert_close(with(m, l, d, "stack", "megatron-lm-2022", T), no_hbm);
+    mem4d_layout_free(l);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
 /* The HBM rate memory-bound kernels reach: the data sheet's hbm_bandwidth
  * times the device's measured share, hbm_efficiency_ppm (0: all of it). */
 static double hbm_rate(const mem4d_device *d)
@@ -1882,6 +1914,7 @@ int main(void)
     TCase *tc = tcase_create("model");
     tcase_add_test(tc, no_speed_without_peak_or_batch);
     tcase_add_test(tc, throughput_definitions);
+    tcase_add_test(tc, bias_cost);
     tcase_add_test(tc, matmul_efficiency_scales_compute);
     tcase_add_test(tc, communication_links);
     tcase_add_test(tc, pipeline_bubble);
