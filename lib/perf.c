@@ -633,15 +633,15 @@ static inline double beside_cost(const struct m4d_machine *mc, double gemm, doub
  * stack, the widest use a calibrated device file gets (it also holds the
  * runs of a weak-scaling series calibrated on its first run;
  * tests/test-throughput.c prints all of them). */
-#define BAND_LOW 0.889
+#define BAND_LOW 0.895
 #define BAND_HIGH 1.165
-#define BAND_CAL_LOW 0.917
-#define BAND_CAL_HIGH 1.142
+#define BAND_CAL_LOW 0.925
+#define BAND_CAL_HIGH 1.144
 /* Between layouts of one job (the search's equivalence, m4d_speed_band_
  * relative()): the band of the runs of a weak-scaling series predicted by a
  * device calibrated on its first run, where the level common to one job's
  * layouts cancels and what remains is the model's spread within a family. */
-#define BAND_REL_LOW 0.963
+#define BAND_REL_LOW 0.969
 #define BAND_REL_HIGH 1.096
 
 /* Seconds of one micro-batch's work on one GPU. */
@@ -1156,8 +1156,11 @@ static void gemms_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
     }
     /* Memory-bound element-wise work of a forward: two norms (read, write
      * h) and two residual adds (read 2h, write h) on the TP-sharded
-     * sequence with SP, RoPE on q and k and the MLP activation on the
-     * TP-split widths, bf16. The backward moves twice as much. */
+     * sequence with SP, RoPE on q and k (a rotary model's only: learned,
+     * ALiBi and no positions run no RoPE kernel; a learned table's add is
+     * one per micro-batch on the first stage, ALiBi's bias is inside the
+     * attention kernel) and the MLP activation on the TP-split widths,
+     * bf16. The backward moves twice as much. */
     double sh = x->t > 1 && x->sp ? rt : 1, act = (x->gated ? 3 : 2) * F;
     /* Eager PyTorch (EAGER_NORM, _ROPE, _SWIGLU: bf16 elements moved per
      * element, where a fused kernel moves 2 per norm and per RoPE). */
@@ -1173,7 +1176,7 @@ static void gemms_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
         rep = kv < q ? (mc->ew_eager ? 2 * (q + kv) : 2 * q) : 0;
         sums = (mc->ew_eager ? TITAN_GRAD_SUMS_EAGER : TITAN_GRAD_SUMS_COMPILED) * (x->gated ? 1 : 2.0 / 3) * h;
     }
-    pg->ew_per_b = 2 * pg->rows_per_b * (sh * (2 * norm + 6) * h + rope * (q + kv) + acte + rep) * mc->inv_hbm;
+    pg->ew_per_b = 2 * pg->rows_per_b * (sh * (2 * norm + 6) * h + (x->rope ? rope * (q + kv) : 0) + acte + rep) * mc->inv_hbm;
     /* nanotron's attention copies (NANOTRON_MODEL), bytes: the forward's, the
      * backward's (with the GQA split, no view to copy back through) */
     double cf = 0, cb = 0;

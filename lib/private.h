@@ -218,6 +218,7 @@ struct m4d_ctx {
     bool tied, qkv_bias, layernorm, gated;
     bool linear_bias, qk_norm;         /* biases on every linear layer; per-head Q/K norms */
     uint64_t pos_rows;                 /* rows of a learned position table (0: none) */
+    bool rope;                         /* rotary position embeddings (the element-wise RoPE kernels) */
     uint64_t moe_period, moe_mask, first_dense; /* which layers are expert layers */
     uint64_t q_lora, kv_lora, rope_dim; /* MLA (kv_lora > 0): compression ranks, rotary head dim */
     uint64_t qk_dim, v_dim, kv_heads;  /* per head Q/K and V dims, heads of K and V (MLA: qk = nope + rope, kv_heads = a) */

@@ -594,6 +594,34 @@ static double hbm_rate(const mem4d_device *d)
     return (double)tu_device_get(d, "hbm_bandwidth") * (eff ? eff / 1e6 : 1);
 }
 
+/* The element-wise RoPE kernels run only in a rotary model: with learned,
+ * ALiBi or no positions the layer does not read and write q and k for
+ * them (lib/perf.c gemms_prepare). One GPU, no recompute: the difference
+ * is RoPE's 2 bf16 elements moved per element of q and k, a forward and a
+ * backward of twice the bytes, per layer and token. */
+START_TEST(rope_only_in_rotary_models)
+{
+    mem4d_model *m = tu_model("llama3.1-8b");
+    mem4d_device *d = unpowered("h100-80");
+    ck_assert_int_eq(mem4d_device_set_str(d, "stack", "nemo-25"), MEM4D_OK);
+    mem4d_layout *l = tu_layout("world=1", "seq=4096", "mbs=1", "gbs=1", NULL);
+    const mem4d_metric T = MEM4D_METRIC_COMPUTE_TIME_S;
+    double rope = predict(m, l, d, T);
+    ck_assert_int_eq(mem4d_model_set_str(m, "position_embedding_type", "alibi"), MEM4D_OK);
+    double alibi = predict(m, l, d, T);
+    ck_assert_int_eq(mem4d_model_set_str(m, "position_embedding_type", "none"), MEM4D_OK);
+    assert_close(predict(m, l, d, T), alibi);
+    double q = 4096, kv = 1024, L = 32, tokens = 4096;
+    double expect = L * 3 * 2 * tokens * 2 * (q + kv) / hbm_rate(d);
+    ck_assert_msg(fabs((rope - alibi) - expect) <= 1e-9 * rope, "%.9g s less, expected %.9g", rope - alibi,
+                  expect);
+    mem4d_layout_free(l);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
+
 /* TE_FP8_CURRENT (lib/perf.c): tensorwise scaling runs delayed scaling's
  * GEMMs and pays its quantization in HBM bytes, beyond delayed's per row of
  * a tp-1 Megatron-Core layer: the amax pass over every quantized tensor
@@ -1915,6 +1943,7 @@ int main(void)
     tcase_add_test(tc, no_speed_without_peak_or_batch);
     tcase_add_test(tc, throughput_definitions);
     tcase_add_test(tc, bias_cost);
+    tcase_add_test(tc, rope_only_in_rotary_models);
     tcase_add_test(tc, matmul_efficiency_scales_compute);
     tcase_add_test(tc, communication_links);
     tcase_add_test(tc, pipeline_bubble);
