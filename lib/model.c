@@ -240,6 +240,7 @@ void m4d_ctx_model(const mem4d_model *m, struct m4d_ctx *x)
     x->qk_norm = v[MEM4D_MODEL_QK_LAYERNORM] != 0;
     x->pos_rows = v[MEM4D_MODEL_POSITION_EMBEDDING] == 1 ? v[MEM4D_MODEL_MAX_POSITION] : 0;
     x->rope = v[MEM4D_MODEL_POSITION_EMBEDDING] == 0;
+    x->alibi = v[MEM4D_MODEL_POSITION_EMBEDDING] == 2;
     x->moe_period = v[MEM4D_MODEL_MOE_LAYER_FREQ] ? v[MEM4D_MODEL_MOE_LAYER_FREQ] : 1;
     x->moe_mask = v[MEM4D_MODEL_MOE_LAYER_MASK];
     x->first_dense = v[MEM4D_MODEL_MOE_FIRST_DENSE];

@@ -61,6 +61,42 @@
  * native_functions.yaml). The kernel's rate is the matmul-and-softmax
  * measurement's (ATTN_KERNELS[5], without dropout) no more. */
 #define ATTN_DROPOUT_BYTES 5.0
+/* UNFUSED_ATTN: softmax attention (attention_kernel unfused: Megatron's
+ * CoreAttention of 2021-22, Megatron-DeepSpeed's) is its kernels, timed as
+ * the GEMM rule and the HBM rate time them, not as a share of a flash
+ * kernel's rate: the scores' batched GEMM (baddbmm, Q K^T: an s x s output
+ * per head over K = d_h; the backward's dO V^T the same), the long-K ones
+ * (P V; the backward's dV, dQ, dK: d_h-wide outputs over s), each 2 bytes
+ * a score and its operands' 2 d_h (q + k) bytes, and the fused softmax's
+ * bytes. A GEMM here costs its compute (K_FILL and waves) plus its bytes,
+ * not the larger of the two: at K = d_h the mainloop is too short to hide
+ * the epilogue's stores, and the long-K ones stream 2 bytes of scores per
+ * 2 d_h FLOPs, where neither roof is reached. Checked against published
+ * runtimes (doc/perf.md, "Attention kernels"): the FlashAttention paper's
+ * Megatron attention on A100 40 GB (arXiv 2205.14135, appendix E, Tables
+ * 18 and 19, d_h 64, 2k tokens: 4.28 / 8.86 ms forward / backward, this
+ * 4.76 / 7.76), the FlashAttention-2 paper's PyTorch attention on A100
+ * 80 GB (arXiv 2307.08691, Figures 5b and 6b, d_h 128, 2k: 63 / 84
+ * TFLOP/s, this 58 / 87) and the FlashAttention-3 paper's standard
+ * attention on H100 (139 / 181 at 16k, this 124 / 185); the flash share
+ * it replaces charged d_h 128 on A100 1.5-1.75 times the published time.
+ * UNFUSED_SOFTMAX_FWD, _BWD: bytes a score of Megatron's causal fused
+ * softmax (megatron/fused_kernels/scaled_upper_triang_masked_softmax.h,
+ * NVIDIA/Megatron-LM@9019bbf4, what FusedScaleMaskSoftmax runs for a
+ * causal mask up to 2048 keys): the forward reads a row up to its
+ * diagonal, half the square on average, and writes the whole row (1 + 2);
+ * the backward reads the output and its gradient up to the diagonal and
+ * writes the whole row (1 + 1 + 2). */
+#define UNFUSED_SOFTMAX_FWD 3.0
+#define UNFUSED_SOFTMAX_BWD 4.0
+/* UNFUSED_ALIBI: with ALiBi the scores' GEMM adds the bias (BigScience's
+ * Megatron-DeepSpeed, megatron/model/transformer.py: torch.baddbmm over
+ * alibi[:b*np, :, :sk], a [b*np, 1, sk] tensor, with beta 1). cuBLAS takes
+ * no broadcast C: PyTorch copies the expanded bias into the s x s result
+ * (write 2 bytes a score) and the GEMM reads it back as C (2 more;
+ * aten/src/ATen/native/cuda/Blas.cpp, baddbmm_out_cuda_impl). Without ALiBi
+ * beta is 0 and C is neither copied nor read. */
+#define UNFUSED_ALIBI 4.0
 /* DROPOUT_FWD, DROPOUT_BWD: hidden dropout (hidden_dropout 1) in
  * Megatron-Core's bias-dropout-add after attention and after the MLP
  * (megatron/core/fusions/fused_bias_dropout.py at core_r0.10.0, compiled by
@@ -101,7 +137,7 @@ static const struct {
     [2] = {1, 1, 1},                     /* fa3 */
     [3] = {539.0 / 616, 516.0 / 561, 1}, /* cudnn */
     [4] = {335.0 / 616, 322.0 / 561, 1}, /* sdpa */
-    [5] = {139.0 / 648, 181.0 / 561, 2}, /* unfused */
+    [5] = {1, 1, 2},                     /* unfused: its own GEMMs and bytes (UNFUSED_ATTN) */
     [6] = {335.0 / 616, 322.0 / 561, 1}, /* triton: FlashAttention-2's, over TRITON_FA_FWD and _BWD */
 };
 /* The Triton flash attention llm-foundry's attn_impl "triton" runs
@@ -634,14 +670,14 @@ static inline double beside_cost(const struct m4d_machine *mc, double gemm, doub
  * runs of a weak-scaling series calibrated on its first run;
  * tests/test-throughput.c prints all of them). */
 #define BAND_LOW 0.895
-#define BAND_HIGH 1.165
+#define BAND_HIGH 1.182
 #define BAND_CAL_LOW 0.925
 #define BAND_CAL_HIGH 1.144
 /* Between layouts of one job (the search's equivalence, m4d_speed_band_
  * relative()): the band of the runs of a weak-scaling series predicted by a
  * device calibrated on its first run, where the level common to one job's
  * layouts cancels and what remains is the model's spread within a family. */
-#define BAND_REL_LOW 0.969
+#define BAND_REL_LOW 0.967
 #define BAND_REL_HIGH 1.096
 
 /* Seconds of one micro-batch's work on one GPU. */
@@ -836,8 +872,8 @@ static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device
     if (dv[MEM4D_DEVICE_HBM_EFFICIENCY_PPM])
         hbm *= ppm(dv[MEM4D_DEVICE_HBM_EFFICIENCY_PPM]);
     struct m4d_machine mc = {
-        .attn_fwd = ATTN_FWD_SHARE * af,
-        .attn_bwd = ATTN_BWD_SHARE * ab,
+        .attn_fwd = ak == 5 ? af : ATTN_FWD_SHARE * af, /* UNFUSED_ATTN: its kernels' own time at 1 */
+        .attn_bwd = ak == 5 ? ab : ATTN_BWD_SHARE * ab,
         .attn_work = ATTN_KERNELS[ak].work,
         .attn_dh64 = ak == 6 ? TRITON_FA_DH64 : 1,
         .mb_overhead = dv[MEM4D_DEVICE_MICROBATCH_OVERHEAD_NS] ? D(dv[MEM4D_DEVICE_MICROBATCH_OVERHEAD_NS]) * 1e-9
@@ -1319,6 +1355,19 @@ static double linears_time(const struct m4d_perf_group *pg, const struct m4d_gem
  * query tile pays ATTN_FILL keys on top of the mean s/(2c) it reads. */
 static void attention_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
 {
+    pg->attn_pv_per_b = pg->attn_qk_tiles_per_b = pg->attn_bytes_fwd_per_b = pg->attn_bytes_bwd_per_b = 0;
+    if (pg->mc.attn_unfused) { /* UNFUSED_ATTN: per sample, the rank's heads, q queries over k keys */
+        double heads = D(x->a) / D(x->t), q = D(x->s) / D(x->c), k = D(x->s), dh = D(x->dh), r = pg->mc.gemm;
+        double scores = heads * q * k, gemm_bytes = 2 * scores + heads * 2 * dh * (q + k);
+        pg->attn_per_b = 2 * scores * (dh + K_FILL) / r;
+        pg->attn_qk_tiles_per_b = heads * ceil_q(q * (1.0 / TILE_M)) * ceil_q(k * (1.0 / TILE_N));
+        pg->attn_pv_per_b = heads * q * 2 * dh * (k + K_FILL) / r;
+        pg->attn_tiles_per_b = heads * ceil_q(q * (1.0 / TILE_M)) * ceil_q(dh * (1.0 / TILE_N));
+        pg->attn_bytes_fwd_per_b =
+            (2 * gemm_bytes + (UNFUSED_SOFTMAX_FWD + (x->alibi ? UNFUSED_ALIBI : 0)) * scores) * pg->mc.inv_hbm;
+        pg->attn_bytes_bwd_per_b = (4 * gemm_bytes + UNFUSED_SOFTMAX_BWD * scores) * pg->mc.inv_hbm;
+        return;
+    }
     double w = pg->mc.attn_work, qd = D(x->a * x->dh), sc = D(x->s) / D(x->c), kv = 0.5 * w * sc;
     double flops = 0.5 * w * 4 * D(x->s) * D(x->s) * qd / D(x->t * x->c);
     bool fused_drop = x->attn_dropout && !pg->mc.attn_unfused; /* ATTN_DROPOUT; unfused: ATTN_DROPOUT_BYTES */
@@ -1330,6 +1379,14 @@ static void attention_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg
 
 static void attention_time(const struct m4d_perf_group *pg, double b, double *fwd, double *bwd)
 {
+    if (pg->attn_qk_tiles_per_b > 0) { /* UNFUSED_ATTN: QK^T and P V; dO V^T, dV, dQ, dK */
+        double t1 = b * pg->attn_qk_tiles_per_b, t2 = b * pg->attn_tiles_per_b;
+        double qk = b * pg->attn_per_b * wave_slots(&pg->mc, t1) / t1;
+        double pv = b * pg->attn_pv_per_b * wave_slots(&pg->mc, t2) / t2;
+        *fwd = (qk + pv + b * pg->attn_bytes_fwd_per_b) / pg->mc.attn_fwd;
+        *bwd = (qk + 3 * pv + b * pg->attn_bytes_bwd_per_b) / pg->mc.attn_bwd;
+        return;
+    }
     double tiles = b * pg->attn_tiles_per_b;
     double cost = b * pg->attn_per_b * wave_slots(&pg->mc, tiles) / tiles;
     *fwd = cost / pg->mc.attn_fwd;

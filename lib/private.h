@@ -219,6 +219,7 @@ struct m4d_ctx {
     bool linear_bias, qk_norm;         /* biases on every linear layer; per-head Q/K norms */
     uint64_t pos_rows;                 /* rows of a learned position table (0: none) */
     bool rope;                         /* rotary position embeddings (the element-wise RoPE kernels) */
+    bool alibi;                        /* ALiBi: softmax attention adds its bias to the scores (UNFUSED_ALIBI, lib/perf.c) */
     uint64_t moe_period, moe_mask, first_dense; /* which layers are expert layers */
     uint64_t q_lora, kv_lora, rope_dim; /* MLA (kv_lora > 0): compression ranks, rotary head dim */
     uint64_t qk_dim, v_dim, kv_heads;  /* per head Q/K and V dims, heads of K and V (MLA: qk = nope + rope, kv_heads = a) */
@@ -1003,7 +1004,9 @@ struct m4d_perf_group {
     double row_slices;                             /* t where nanotron's async TP slices GEMMs by rank (NANOTRON_TP_SLICES), else 0 */
     double rows_per_b;                             /* GEMM rows per sample: s / c */
     double cast_a, cast_b;                         /* fp8 casts: seconds per row, fixed */
-    double attn_per_b, attn_tiles_per_b;           /* forward attention at full waves, query tiles */
+    double attn_pv_per_b, attn_qk_tiles_per_b;     /* unfused (UNFUSED_ATTN): a long-K GEMM's compute at full waves, the score GEMM's tiles (else 0) */
+    double attn_bytes_fwd_per_b, attn_bytes_bwd_per_b; /* unfused: its GEMMs' and softmax's HBM seconds, forward, backward */
+    double attn_per_b, attn_tiles_per_b;           /* forward attention at full waves, query tiles (unfused: the score GEMM's compute, P.V's tiles) */
     double ew_per_b, ce_per_b;                     /* element-wise forward, cross entropy (fwd+bwd) */
     double ew_grad_per_b;                          /* element-wise work of the backward alone (TITAN_MODEL's gradient sums, ATTN_UNPAD's) */
     double pad_per_b;                              /* ATTN_UNPAD's copies in the forward */

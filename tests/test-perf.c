@@ -594,6 +594,66 @@ static double hbm_rate(const mem4d_device *d)
     return (double)tu_device_get(d, "hbm_bandwidth") * (eff ? eff / 1e6 : 1);
 }
 
+/* UNFUSED_ATTN (lib/perf.c): softmax attention is its GEMMs and the bytes
+ * of its s x s scores, not a share of a flash kernel's FLOP rate. At the
+ * same a.d_h (the same FLOPs, the same linears) twice the heads of half
+ * the size write, soften and read twice the scores: unfused attention
+ * takes longer, where a flash kernel, which keeps the scores on chip, does
+ * not (with the old share both moved alike). */
+START_TEST(unfused_attention_moves_scores)
+{
+    mem4d_model *m = tu_model("llama3.1-8b");
+    mem4d_device *d = unpowered("a100-80");
+    mem4d_layout *l = tu_layout("world=1", "seq=2048", "mbs=1", "gbs=1", NULL);
+    const mem4d_metric T = MEM4D_METRIC_COMPUTE_TIME_S;
+    double t[2][2]; /* [unfused, fa2][32 heads of 128, 64 of 64] */
+    const char *kernel[2] = {"unfused", "fa2"};
+    for (int k = 0; k < 2; k++) {
+        ck_assert_int_eq(mem4d_device_set_str(d, "attention_kernel", kernel[k]), MEM4D_OK);
+        ck_assert_int_eq(mem4d_model_set_str(m, "num_attention_heads", "32"), MEM4D_OK);
+        ck_assert_int_eq(mem4d_model_set_str(m, "num_query_groups", "32"), MEM4D_OK);
+        t[k][0] = predict(m, l, d, T);
+        ck_assert_int_eq(mem4d_model_set_str(m, "num_attention_heads", "64"), MEM4D_OK);
+        ck_assert_int_eq(mem4d_model_set_str(m, "num_query_groups", "64"), MEM4D_OK);
+        t[k][1] = predict(m, l, d, T);
+    }
+    ck_assert_msg(t[0][1] > 1.02 * t[0][0], "unfused: %.6g s at 64 heads, %.6g at 32", t[0][1], t[0][0]);
+    ck_assert_msg(t[1][1] < 1.01 * t[1][0], "fa2: %.6g s at 64 heads, %.6g at 32", t[1][1], t[1][0]);
+    mem4d_layout_free(l);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
+/* UNFUSED_ALIBI: with ALiBi, softmax attention's scores GEMM adds the bias
+ * (baddbmm, beta 1): PyTorch copies the expanded bias into the s x s result
+ * and the GEMM reads it back, 4 bytes a score in the forward; no positions
+ * cost nothing there, and a flash kernel pays neither. One GPU, no
+ * recompute: L layers x a heads x s x s scores. */
+START_TEST(unfused_alibi_bias_bytes)
+{
+    mem4d_model *m = tu_model("llama3.1-8b");
+    mem4d_device *d = unpowered("a100-80");
+    mem4d_layout *l = tu_layout("world=1", "seq=2048", "mbs=1", "gbs=1", NULL);
+    const mem4d_metric T = MEM4D_METRIC_COMPUTE_TIME_S;
+    ck_assert_int_eq(mem4d_device_set_str(d, "attention_kernel", "unfused"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_model_set_str(m, "position_embedding_type", "none"), MEM4D_OK);
+    double none = predict(m, l, d, T);
+    ck_assert_int_eq(mem4d_model_set_str(m, "position_embedding_type", "alibi"), MEM4D_OK);
+    double alibi = predict(m, l, d, T);
+    double L = 32, a = 32, s = 2048;
+    double expect = L * 4 * a * s * s / hbm_rate(d);
+    ck_assert_msg(fabs((alibi - none) - expect) <= 1e-9 * alibi, "%.9g s more, expected %.9g", alibi - none, expect);
+    ck_assert_int_eq(mem4d_device_set_str(d, "attention_kernel", "fa2"), MEM4D_OK);
+    double flash = predict(m, l, d, T);
+    ck_assert_int_eq(mem4d_model_set_str(m, "position_embedding_type", "none"), MEM4D_OK);
+    assert_close(predict(m, l, d, T), flash);
+    mem4d_layout_free(l);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
 /* The element-wise RoPE kernels run only in a rotary model: with learned,
  * ALiBi or no positions the layer does not read and write q and k for
  * them (lib/perf.c gemms_prepare). One GPU, no recompute: the difference
@@ -1944,6 +2004,8 @@ int main(void)
     tcase_add_test(tc, throughput_definitions);
     tcase_add_test(tc, bias_cost);
     tcase_add_test(tc, rope_only_in_rotary_models);
+    tcase_add_test(tc, unfused_attention_moves_scores);
+    tcase_add_test(tc, unfused_alibi_bias_bytes);
     tcase_add_test(tc, matmul_efficiency_scales_compute);
     tcase_add_test(tc, communication_links);
     tcase_add_test(tc, pipeline_bubble);
