@@ -1319,8 +1319,10 @@ typedef enum mem4d_device_param {
     /** "attention_efficiency_ppm": share of the large-GEMM rate (matmul_efficiency_ppm
      * x peak_flops) the flash-attention forward reaches at long sequences; the backward
      * keeps the model's backward-to-forward ratio. 0 (default): the attention kernel's
-     * share (attention_kernel, the stack's; doc/perf.md, "The software stack"). A
-     * calibration fits it when the runs can tell it apart. @since 0.2 */
+     * share (attention_kernel, the stack's; doc/perf.md, "The software stack"). With
+     * attention_kernel unfused (timed as its own GEMMs and bytes) it is the rate over
+     * that time instead, 1000000 the model's. A calibration fits it when the runs can
+     * tell it apart. @since 0.2 */
     MEM4D_DEVICE_ATTENTION_EFFICIENCY_PPM = 29,
     /** "calibrated_runs": measured runs the device's speed constants were fitted to
      * (mem4d_calibration_fit() sets it); 0: not calibrated. It selects the speed band

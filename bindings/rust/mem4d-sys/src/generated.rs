@@ -746,8 +746,9 @@ pub const MEM4D_DEVICE_MICROBATCH_OVERHEAD_NS: mem4d_device_param = 27;
 pub const MEM4D_DEVICE_GRAD_ACCUM_BYTES: mem4d_device_param = 28;
 /// "attention_efficiency_ppm": share of the large-GEMM rate (matmul_efficiency_ppm x peak_flops) the flash-attention
 /// forward reaches at long sequences; the backward keeps the model's backward-to-forward ratio. 0 (default): the
-/// attention kernel's share (attention_kernel, the stack's; doc/perf.md, "The software stack"). A calibration fits it
-/// when the runs can tell it apart. @since 0.2
+/// attention kernel's share (attention_kernel, the stack's; doc/perf.md, "The software stack"). With attention_kernel
+/// unfused (timed as its own GEMMs and bytes) it is the rate over that time instead, 1000000 the model's. A calibration
+/// fits it when the runs can tell it apart. @since 0.2
 pub const MEM4D_DEVICE_ATTENTION_EFFICIENCY_PPM: mem4d_device_param = 29;
 /// "calibrated_runs": measured runs the device's speed constants were fitted to (mem4d_calibration_fit() sets it); 0:
 /// not calibrated. It selects the speed band (doc/perf.md, "Uncertainty"). @since 0.2
