@@ -1249,8 +1249,10 @@ static void gemms_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
         pg->ew_per_b += pg->rows_per_b * sh * 2 * DROPOUT_FWD * h * mc->inv_hbm;
         pg->ew_grad_per_b += pg->rows_per_b * sh * 2 * (DROPOUT_BWD - 2 * DROPOUT_FWD) * h * mc->inv_hbm;
     }
+    pg->attn_drop_per_b = 0;
     if (x->attn_dropout && mc->attn_unfused) { /* ATTN_DROPOUT_BYTES: the rank's heads' s x s probabilities */
         double probs = pg->rows_per_b * D(x->s) * D(x->a) / D(x->t) * ATTN_DROPOUT_BYTES * mc->inv_hbm;
+        pg->attn_drop_per_b = probs;
         pg->ew_per_b += probs;
         pg->ew_grad_per_b -= probs; /* the backward moves 2 ew_per_b: the same bytes once */
     }
@@ -1585,7 +1587,11 @@ static double cp_time(const struct m4d_ctx *x, const struct m4d_perf_group *pg, 
 /* Selective recompute runs the forward of the modules it keeps no
  * activations of again (Megatron's --recompute-modules; core_attn alone by
  * default): the attention core, the MLP's linears (mlp, moe,
- * shared_experts), the norms, the MLP activation. */
+ * shared_experts), the norms, the MLP activation. Softmax attention's core
+ * holds its dropout (Megatron's CoreAttention applies attention_dropout to
+ * the probabilities inside the checkpointed core_attention; Korthikanti et
+ * al. 2022, section 5: "QK^T matrix multiply, softmax, softmax dropout, and
+ * attention over V"), so the re-run moves its forward bytes again. */
 /* The selective re-runs whose time selective_time counts as GEMMs and
  * attention (the attention core, an MLP's linears), not element-wise work. */
 #define RC_CLOCKED (M4D_RC_CORE_ATTN | M4D_RC_MLP | M4D_RC_MOE | M4D_RC_SHARED_EXPERTS)
@@ -1683,8 +1689,8 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
     if (M4D_UNLIKELY(x->recompute == 1 && pg->mc.op_sac && x->experts == 0 && !x->nlt)) {
         rc_clocked = op_sac_time(x, pg, M, 0);
         bwd += rc_clocked + ew;
-    } else if (x->recompute == 1) { /* selective: the modules re-run in the backward */
-        bwd += selective_time(x->rc_modules, pg, b, af + cpf, mlp);
+    } else if (x->recompute == 1) { /* selective: the modules re-run in the backward; the core its dropout too */
+        bwd += selective_time(x->rc_modules, pg, b, af + cpf + b * pg->attn_drop_per_b, mlp);
         rc_clocked = selective_time(x->rc_modules & RC_CLOCKED, pg, b, af, mlp);
     }
     struct unit_time u = {0};
@@ -1790,7 +1796,7 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
         double dfwd = dlin + af + cpf + dew + KERNELS_FWD * kern;
         double dbwd = bt->dense_lin_bwd + ab + cpb + 2 * dew + 2 * KERNELS_FWD * kern;
         uint64_t drc = x->recompute == 1 ? x->rc_modules & ~(uint64_t)(M4D_RC_MOE | M4D_RC_SHARED_EXPERTS) : 0;
-        dbwd += selective_time(drc, pg, b, af + cpf, dmlp);
+        dbwd += selective_time(drc, pg, b, af + cpf + b * pg->attn_drop_per_b, dmlp);
         u.dense_compute = pf * dfwd + dbwd + cast + pg->accum_layer;
         u.dense_clocked = pf * (dlin + af) + bt->dense_lin_bwd + ab + selective_time(drc & RC_CLOCKED, pg, b, af, dmlp);
         u.dense = u.dense_compute + tp_time(x, pg, b, (dlin - dmlp) / 2, dmlp / 2, pf) + u.layer_cp + u.layer_fsdp;

@@ -1006,6 +1006,7 @@ struct m4d_perf_group {
     double cast_a, cast_b;                         /* fp8 casts: seconds per row, fixed */
     double attn_pv_per_b, attn_qk_tiles_per_b;     /* unfused (UNFUSED_ATTN): a long-K GEMM's compute at full waves, the score GEMM's tiles (else 0) */
     double attn_bytes_fwd_per_b, attn_bytes_bwd_per_b; /* unfused: its GEMMs' and softmax's HBM seconds, forward, backward */
+    double attn_drop_per_b;                        /* unfused: its dropout's forward (ATTN_DROPOUT_BYTES), in ew_per_b, re-run with the core */
     double attn_per_b, attn_tiles_per_b;           /* forward attention at full waves, query tiles (unfused: the score GEMM's compute, P.V's tiles) */
     double ew_per_b, ce_per_b;                     /* element-wise forward, cross entropy (fwd+bwd) */
     double ew_grad_per_b;                          /* element-wise work of the backward alone (TITAN_MODEL's gradient sums, ATTN_UNPAD's) */

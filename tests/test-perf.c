@@ -625,6 +625,34 @@ START_TEST(unfused_attention_moves_scores)
 }
 END_TEST
 
+/* Selective recompute re-runs softmax attention's core with its dropout
+ * (Megatron's CoreAttention; Korthikanti et al. 2022, section 5): with
+ * attention dropout on, the re-run moves the dropout's forward bytes again
+ * (ATTN_DROPOUT_BYTES, 5 a probability), L x a x s x s of them, on top of
+ * what the dropout adds without recompute. */
+START_TEST(selective_recompute_reruns_attention_dropout)
+{
+    mem4d_model *m = tu_model("llama3.1-8b");
+    mem4d_device *d = unpowered("a100-80");
+    ck_assert_int_eq(mem4d_device_set_str(d, "attention_kernel", "unfused"), MEM4D_OK);
+    const mem4d_metric T = MEM4D_METRIC_COMPUTE_TIME_S;
+    double t[2][2]; /* [dropout][recompute none, selective] */
+    for (int drop = 0; drop < 2; drop++)
+        for (int rc = 0; rc < 2; rc++) {
+            mem4d_layout *l = tu_layout("world=1", "seq=2048", "mbs=1", "gbs=1", NULL);
+            ck_assert_int_eq(mem4d_layout_set_str(l, "attention_dropout", drop ? "1" : "0"), MEM4D_OK);
+            ck_assert_int_eq(mem4d_layout_set_str(l, "recompute", rc ? "selective" : "none"), MEM4D_OK);
+            t[drop][rc] = predict(m, l, d, T);
+            mem4d_layout_free(l);
+        }
+    double L = 32, a = 32, s = 2048;
+    double expect = L * 5 * a * s * s / hbm_rate(d), got = (t[1][1] - t[1][0]) - (t[0][1] - t[0][0]);
+    ck_assert_msg(fabs(got - expect) <= 1e-9 * t[1][1], "%.9g s more, expected %.9g", got, expect);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
 /* UNFUSED_ALIBI: with ALiBi, softmax attention's scores GEMM adds the bias
  * (baddbmm, beta 1): PyTorch copies the expanded bias into the s x s result
  * and the GEMM reads it back, 4 bytes a score in the forward; no positions
@@ -2006,6 +2034,7 @@ int main(void)
     tcase_add_test(tc, rope_only_in_rotary_models);
     tcase_add_test(tc, unfused_attention_moves_scores);
     tcase_add_test(tc, unfused_alibi_bias_bytes);
+    tcase_add_test(tc, selective_recompute_reruns_attention_dropout);
     tcase_add_test(tc, matmul_efficiency_scales_compute);
     tcase_add_test(tc, communication_links);
     tcase_add_test(tc, pipeline_bubble);
