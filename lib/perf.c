@@ -677,7 +677,7 @@ static inline double beside_cost(const struct m4d_machine *mc, double gemm, doub
  * relative()): the band of the runs of a weak-scaling series predicted by a
  * device calibrated on its first run, where the level common to one job's
  * layouts cancels and what remains is the model's spread within a family. */
-#define BAND_REL_LOW 0.967
+#define BAND_REL_LOW 0.966
 #define BAND_REL_HIGH 1.096
 
 /* Seconds of one micro-batch's work on one GPU. */
