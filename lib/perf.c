@@ -252,6 +252,7 @@ static const struct stack {
     bool tp_sync;         /* Megatron-DeepSpeed's TP: the backward's all-reduces on the compute stream (tp_time) */
     bool ds_pipe;         /* DeepSpeed's pipeline engine: its blocking p2p and partitioned activations (comm_prepare) */
     bool p2p_split;       /* Megatron-LM 2022's scatter_gather_tensors_in_pipeline (P2P_SHAPE, comm_prepare) */
+    bool mlm_step_passes; /* Megatron-LM 2022's train_step and optimizer passes outside Adam (MLM_STEP_PASSES, dp_prepare) */
     bool ln_apex;         /* Megatron's non-persistent fused LayerNorm (LN_APEX_FWD, _BWD) */
     bool bias_add;        /* the QKV bias added by a kernel of its own, Megatron's local linears (BIAS_BYTES) */
     bool bias_epilogue;   /* Transformer Engine's linears: the QKV bias and its gradient in the GEMMs' epilogues (BIAS_BYTES) */
@@ -267,7 +268,8 @@ static const struct stack {
      .bias_epilogue = true},
     /* megatron-lm-2022: fused softmax, gradient_accumulation_fusion, unfused cross entropy, the pipeline's
      * scatter-gather */
-    {.attn = 5, .gemm = 1, .ce_bytes = CE_UNFUSED, .te_norm_fp8 = true, .p2p_split = true, .bias_add = true},
+    {.attn = 5, .gemm = 1, .ce_bytes = CE_UNFUSED, .te_norm_fp8 = true, .p2p_split = true, .bias_add = true,
+     .mlm_step_passes = true},
     /* megatron-deepspeed: softmax attention, bf16 update_hp_grads, CUDA 11 GEMMs, its TP and pipeline, unfused cross
      * entropy */
     {.attn = 5, .gemm = 3, .accum_bytes = 18, .ce_bytes = CE_UNFUSED, .tp_sync = true, .ds_pipe = true,
@@ -669,7 +671,7 @@ static inline double beside_cost(const struct m4d_machine *mc, double gemm, doub
  * stack, the widest use a calibrated device file gets (it also holds the
  * runs of a weak-scaling series calibrated on its first run;
  * tests/test-throughput.c prints all of them). */
-#define BAND_LOW 0.895
+#define BAND_LOW 0.894
 #define BAND_HIGH 1.182
 #define BAND_CAL_LOW 0.925
 #define BAND_CAL_HIGH 1.144
@@ -677,7 +679,7 @@ static inline double beside_cost(const struct m4d_machine *mc, double gemm, doub
  * relative()): the band of the runs of a weak-scaling series predicted by a
  * device calibrated on its first run, where the level common to one job's
  * layouts cancels and what remains is the model's spread within a family. */
-#define BAND_REL_LOW 0.966
+#define BAND_REL_LOW 0.969
 #define BAND_REL_HIGH 1.096
 
 /* Seconds of one micro-batch's work on one GPU. */
@@ -898,6 +900,7 @@ static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device
         .bias_epilogue = st->bias_epilogue,
         .ds_pipe = st->ds_pipe || x->fw == MEM4D_FRAMEWORK_DEEPSPEED,
         .p2p_split = st->p2p_split,
+        .mlm_step_passes = st->mlm_step_passes,
         .ds_zero1 = st->ds_pipe || x->fw == MEM4D_FRAMEWORK_DEEPSPEED, /* the same engine's ZeRO (DS_ZERO1) */
         .fsdp_root = st->fsdp_root || x->fw == MEM4D_FRAMEWORK_TORCHTITAN || dv[MEM4D_DEVICE_PYTORCH_FSDP],
         .attn_unpad = st->attn_unpad && ak == 1, /* the flash-attn package's FlashAttention-2 */
@@ -1992,6 +1995,25 @@ static void dp_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg, doubl
     double per = D(x->grad_bytes) + 2.0 * D(x->master_bytes) + 4.0 * D(x->opt_bytes) +
                  (x->master_bytes ? 1.0 : 2.0) * D(x->param_bytes);
     pg->opt_s = shard * per * pg->mc.inv_hbm;
+    /* MLM_STEP_PASSES: Megatron-LM's step outside Adam's own kernel
+     * (NVIDIA/Megatron-LM@2e90a342, the same at @285068c8). train_step
+     * zeroes the contiguous gradient buffer (zero_grad_buffer: a write of
+     * every local gradient) and allreduce_gradients divides it in place by
+     * the DP size before the all-reduce (`buffer_.data /=`, run at dp 1
+     * too: a read and a write), megatron/model/distributed.py and
+     * training.py; the optimizer (optimizer/optimizer.py,
+     * Float16OptimizerWithFloat16Params.step) takes its fp32 main gradients
+     * as they are (`main_grad.float()` of an fp32 buffer copies nothing),
+     * clips by the norm amp_C.multi_tensor_l2norm reads over every shard
+     * gradient (optimizer/clip_grads.py), runs apex FusedAdam (`per` above,
+     * whose bf16 write is the copy's), then copies the master weights into
+     * the model's with amp_C.multi_tensor_scale at 1.0
+     * (_copy_main_params_to_model_params), reading them again. Not
+     * charged: the clip's own scale (only when the norm exceeds the clip)
+     * and fp16's unscale (the rows run bf16, no grad scaler). */
+    if (pg->mc.mlm_step_passes)
+        pg->opt_s += ((params + experts) * 3.0 * D(x->grad_bytes) +
+                      shard * (D(x->grad_bytes) + D(x->master_bytes))) * pg->mc.inv_hbm;
 }
 
 /* Exposed DP seconds. Buckets are reduced as the backward produces them:

@@ -957,7 +957,7 @@ static void per_source(const struct row *rows, size_t n, double *worst_med, doub
  * (lib/perf.c BAND_REL_*, m4d_speed_band_relative()): the series
  * calibration's percentiles, which step_time_matches_published_runs checks
  * against what it measures. */
-#define REL_LOW 0.966
+#define REL_LOW 0.969
 #define REL_HIGH 1.096
 
 /* Where `mem4d plan` lists a sweep's k runs (idx[] into rows): the runs
