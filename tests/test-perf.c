@@ -586,6 +586,29 @@ START_TEST(bias_cost)
 }
 END_TEST
 
+/* MLM_STEP_PASSES (lib/perf.c): Megatron-LM 2022's step outside Adam's
+ * kernel. Every local weight's fp32 gradient is zeroed (4) and divided by dp
+ * in place (8); every shard weight's gradient is read by the clip's norm (4)
+ * and its master read again by the copy into the model's weights (4). Adam's
+ * own 30 bytes a shard weight are the other stacks': without the
+ * distributed optimizer 30 + 20, with it over dp 8, 30 + 8 + 12 x 8. */
+START_TEST(megatron_2022_step_passes)
+{
+    mem4d_model *m = tu_model("llama3.1-8b");
+    mem4d_device *d = tu_device("a100-80");
+    mem4d_layout *l = tu_layout("world=8", "seq=4096", "gbs=64", "dist_opt=1", NULL);
+    const mem4d_metric O = MEM4D_METRIC_OPTIMIZER_S;
+    double mid = with(m, l, d, "stack", "middle", O), mlm = with(m, l, d, "stack", "megatron-lm-2022", O);
+    ck_assert_double_eq_tol(mlm, mid * (30 + 8 + 12 * 8) / 30, 1e-9 * mlm);
+    ck_assert_int_eq(mem4d_layout_set_str(l, "dist_opt", "0"), MEM4D_OK);
+    mid = with(m, l, d, "stack", "middle", O), mlm = with(m, l, d, "stack", "megatron-lm-2022", O);
+    ck_assert_double_eq_tol(mlm, mid * 50 / 30, 1e-9 * mlm);
+    mem4d_layout_free(l);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
 /* The HBM rate memory-bound kernels reach: the data sheet's hbm_bandwidth
  * times the device's measured share, hbm_efficiency_ppm (0: all of it). */
 static double hbm_rate(const mem4d_device *d)
@@ -2031,6 +2054,7 @@ int main(void)
     tcase_add_test(tc, no_speed_without_peak_or_batch);
     tcase_add_test(tc, throughput_definitions);
     tcase_add_test(tc, bias_cost);
+    tcase_add_test(tc, megatron_2022_step_passes);
     tcase_add_test(tc, rope_only_in_rotary_models);
     tcase_add_test(tc, unfused_attention_moves_scores);
     tcase_add_test(tc, unfused_alibi_bias_bytes);
