@@ -1269,6 +1269,7 @@ static void gemms_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
         double slow_f = (LN_APEX_FWD - 1) * pg->ew_norm_per_b;
         pg->ew_per_b += slow_f;
         pg->ew_grad_per_b += 2 * (LN_APEX_BWD - 1) * pg->ew_norm_per_b - 2 * slow_f;
+        pg->ew_norm_per_b *= LN_APEX_FWD; /* what a selective re-run of the norms (M4D_RC_LAYERNORM) runs */
     }
     pg->ew_act_per_b = 2 * pg->rows_per_b * acte * mc->inv_hbm;
     double dact = (mc->ew_eager || mc->act_eager) && x->gated ? EAGER_SWIGLU * D(x->f) * rt

@@ -586,6 +586,36 @@ START_TEST(bias_cost)
 }
 END_TEST
 
+/* LN_APEX_FWD (lib/perf.c): Megatron-DeepSpeed's norms are the
+ * non-persistent fused LayerNorm, 1258.0 / 895.8 times the persistent
+ * kernel's time forward, and a selective re-run of the norms (recompute
+ * modules core_attn + layernorm over core_attn alone) re-runs that kernel:
+ * 1258.0 / 895.8 times what the same re-run costs on megatron-lm-2022,
+ * whose norms move the same bytes. */
+START_TEST(apex_norm_rerun)
+{
+    mem4d_model *m = tu_model("llama3.1-8b");
+    mem4d_device *d = unpowered("a100-80");
+    const mem4d_metric T = MEM4D_METRIC_COMPUTE_TIME_S;
+    const char *stacks[2] = {"megatron-lm-2022", "megatron-deepspeed"};
+    double rerun[2];
+    for (int i = 0; i < 2; i++) {
+        double t[2];
+        for (int norms = 0; norms < 2; norms++) {
+            mem4d_layout *l = tu_layout("world=1", "seq=2048", "mbs=1", "gbs=1", "recompute=selective", NULL);
+            ck_assert_int_eq(mem4d_layout_set_str(l, "recompute_modules", norms ? "5" : "1"), MEM4D_OK);
+            t[norms] = with(m, l, d, "stack", stacks[i], T);
+            mem4d_layout_free(l);
+        }
+        rerun[i] = t[1] - t[0];
+        ck_assert(rerun[i] > 0);
+    }
+    ck_assert_double_eq_tol(rerun[1] / rerun[0], 1258.0 / 895.8, 1e-9);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
 /* MLM_STEP_PASSES (lib/perf.c): Megatron-LM 2022's step outside Adam's
  * kernel. Every local weight's fp32 gradient is zeroed (4) and divided by dp
  * in place (8); every shard weight's gradient is read by the clip's norm (4)
@@ -2059,6 +2089,7 @@ int main(void)
     tcase_add_test(tc, throughput_definitions);
     tcase_add_test(tc, bias_cost);
     tcase_add_test(tc, megatron_2022_step_passes);
+    tcase_add_test(tc, apex_norm_rerun);
     tcase_add_test(tc, rope_only_in_rotary_models);
     tcase_add_test(tc, unfused_attention_moves_scores);
     tcase_add_test(tc, unfused_alibi_bias_bytes);
