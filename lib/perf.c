@@ -2058,11 +2058,13 @@ static double dp_exposed(const struct m4d_ctx *x, const struct m4d_perf_group *p
  * peer max(NICs, 2) channels or more (NVIDIA/nccl src/graph/paths.cc,
  * ncclTopoGetNchannels). hid[i] is what the
  * steady state saves per micro-batch on the first, a middle and the last
- * stage. Megatron-Core ignores the flag without interleaving (vpp 1:
+ * stage; xfer is one transfer's seconds. Only the transfers hide: the TP
+ * all-gather of a received slice (P2P_SHAPE's p2p_ag) runs after the wait,
+ * on the compute's path. Megatron-Core ignores the flag without interleaving (vpp 1:
  * "Non-interleaved pipeline parallelism does not support overlapping p2p
  * communication"); DeepSpeed's engine has none. */
 static void p2p_hidden(const struct m4d_ctx *x, const struct m4d_perf_group *pg, const struct unit_time *u,
-                       const double p2p[3], double hid[3])
+                       double xfer, double hid[3])
 {
     hid[0] = hid[1] = hid[2] = 0;
     if (!x->p2p_overlap || x->v < 2 || x->p < 2 || pg->mc.ds_pipe)
@@ -2073,7 +2075,7 @@ static void p2p_hidden(const struct m4d_ctx *x, const struct m4d_perf_group *pg,
         double w = x->m == x->p ? all : 2 * (p - rank[i] - 1) + (v - 1) * p;
         /* a chunk's transfer each way, hidden under the other direction's
          * chunk as far as that chunk lasts */
-        double one = p2p[i] / (2 * v), f = layers[i] * u->layer_fwd / v, b = layers[i] * u->layer_bwd / v;
+        double one = pg->p2p_n[i] * xfer / (2 * v), f = layers[i] * u->layer_fwd / v, b = layers[i] * u->layer_bwd / v;
         if (w < all)
             hid[i] = v * (MIN(one, b) + MIN(one, f)) * (1 - w / all) * (1 - cost);
     }
@@ -2287,7 +2289,7 @@ void m4d_perf_fill_memo(const struct m4d_ctx *x, const struct m4d_perf_group *pg
     double p2p[3], hid[3];
     for (int i = 0; i < 3; i++)
         p2p[i] = pg->p2p_n[i] * one + pg->p2p_ag[i] * ag;
-    p2p_hidden(x, pg, &u, p2p, hid);
+    p2p_hidden(x, pg, &u, one, hid);
     struct pipeline pl = pipeline_of(x, pg, &u, p2p, hid);
     /* The DP collectives of the heaviest stage hide behind the last
      * micro-batch's backward (reduce) and the first forward (gather).
