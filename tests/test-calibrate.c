@@ -259,6 +259,40 @@ START_TEST(every_argument_megatron_prints)
 }
 END_TEST
 
+/* The log's overlap_p2p_comm (a destination whose flag has another name,
+ * --overlap-p2p-communication) is read: the all-arguments log at pp 2 with
+ * two virtual stages (8 layers a chunk), True a shorter step than False,
+ * the same memory. */
+START_TEST(overlap_p2p_comm_from_the_log)
+{
+    size_t len;
+    const char *text = slurp("llama31-8b-all-arguments.log", &len);
+    static const char *const lines[][2] = {
+        {"  pipeline_model_parallel_size .................... 1\n", "2"},
+        {"  num_layers_per_virtual_pipeline_stage ........... None\n", "8"},
+        {"  overlap_p2p_comm ................................ True\n", NULL},
+    };
+    static char log[2][1 << 17];
+    for (int on = 0; on < 2; on++) {
+        snprintf(log[on], sizeof log[on], "%s", text);
+        for (size_t i = 0; i < sizeof lines / sizeof *lines; i++) {
+            char *at = strstr(log[on], lines[i][0]);
+            ck_assert_ptr_nonnull(at);
+            const char *v = lines[i][1] ? lines[i][1] : on ? "True" : "False";
+            size_t keep = (size_t)(strrchr(lines[i][0], ' ') - lines[i][0]) + 1; /* up to the value */
+            char tail[1 << 17];
+            snprintf(tail, sizeof tail, "%s", at + strlen(lines[i][0]));
+            snprintf(at + keep, sizeof log[on] - (size_t)(at - log[on]) - keep, "%s\n%s", v, tail);
+        }
+    }
+    double off[2], on[2];
+    job_figures(log[0], strlen(log[0]), off);
+    job_figures(log[1], strlen(log[1]), on);
+    ck_assert_msg(on[0] < off[0], "step %g s with the overlap, %g s without", on[0], off[0]);
+    ck_assert(on[1] == off[1]);
+}
+END_TEST
+
 /* Item 2: a value of any length, an empty value without its trailing
  * blank, any number of arguments. Item 3: list values are read. */
 START_TEST(long_empty_many_and_list_values)
@@ -742,6 +776,7 @@ int main(int argc, char **argv)
     tcase_add_test(tc, arguments_from_argv);
     tcase_add_test(tc, refusals_name_the_line);
     tcase_add_test(tc, every_argument_megatron_prints);
+    tcase_add_test(tc, overlap_p2p_comm_from_the_log);
     tcase_add_test(tc, long_empty_many_and_list_values);
     tcase_add_test(tc, framework_logs_and_measurements);
     tcase_add_test(tc, several_runs_identify_several_constants);
