@@ -235,6 +235,9 @@ static const struct {
 #define CE_NATIVE_COPY_BACK 16.0
 #define CE_TE 10.0
 
+/* STEP_PASSES levels (dp_prepare), each running the passes of the one below */
+enum { STEP_APEX_DFA = 1, STEP_MCORE = 2, STEP_MLM2022 = 3 };
+
 /* A named software stack (MEM4D_DEVICE_STACK): attention kernel (index in
  * ATTN_KERNELS), GEMM library (1 native, 2 ampere, 3 cuda11), seconds per micro-batch
  * outside the layers, gradient-accumulation bytes per local weight and
@@ -252,7 +255,7 @@ static const struct stack {
     bool tp_sync;         /* Megatron-DeepSpeed's TP: the backward's all-reduces on the compute stream (tp_time) */
     bool ds_pipe;         /* DeepSpeed's pipeline engine: its blocking p2p and partitioned activations (comm_prepare) */
     bool p2p_split;       /* Megatron-LM 2022's scatter_gather_tensors_in_pipeline (P2P_SHAPE, comm_prepare) */
-    bool mlm_step_passes; /* Megatron-LM 2022's train_step and optimizer passes outside Adam (MLM_STEP_PASSES, dp_prepare) */
+    uint8_t step_passes;  /* the Megatron family's step outside Adam (STEP_PASSES, dp_prepare): 1 Apex DistributedFusedAdam, 2 Megatron-Core's DistributedOptimizer, 3 Megatron-LM 2022 */
     bool ln_apex;         /* Megatron's non-persistent fused LayerNorm (LN_APEX_FWD, _BWD) */
     bool bias_add;        /* the QKV bias added by a kernel of its own, Megatron's local linears (BIAS_BYTES) */
     bool bias_epilogue;   /* Transformer Engine's linears: the QKV bias and its gradient in the GEMMs' epilogues (BIAS_BYTES) */
@@ -269,16 +272,18 @@ static const struct stack {
     /* megatron-lm-2022: fused softmax, gradient_accumulation_fusion, unfused cross entropy, the pipeline's
      * scatter-gather */
     {.attn = 5, .gemm = 1, .ce_bytes = CE_UNFUSED, .te_norm_fp8 = true, .p2p_split = true, .bias_add = true,
-     .mlm_step_passes = true},
+     .step_passes = STEP_MLM2022},
     /* megatron-deepspeed: softmax attention, bf16 update_hp_grads, CUDA 11 GEMMs, its TP and pipeline, unfused cross
      * entropy */
     {.attn = 5, .gemm = 3, .accum_bytes = 18, .ce_bytes = CE_UNFUSED, .tp_sync = true, .ds_pipe = true,
      .ln_apex = true, .bias_add = true},
-    /* nemo-24.07: Transformer Engine 1.9's cuDNN attention, Megatron-Core 0.8's native fused cross entropy */
+    /* nemo-24.07: Transformer Engine 1.9's cuDNN attention, Megatron-Core 0.8's native fused cross entropy, NeMo 1's
+     * Apex DistributedFusedAdam */
     {.attn = 3, .gemm = 1, .ce_bytes = CE_NATIVE + CE_NATIVE_COPY_BACK, .te_norm_fp8 = true, .sq_relu_fused = true,
-     .te_cp_ring = 1, .bias_epilogue = true},
-    /* nemo-25 */
-    {.attn = 3, .gemm = 1, .ce_bytes = 12, .te_norm_fp8 = true, .te_cp_ring = 2, .bias_epilogue = true},
+     .te_cp_ring = 1, .bias_epilogue = true, .step_passes = STEP_APEX_DFA},
+    /* nemo-25: Megatron-Core's DistributedOptimizer */
+    {.attn = 3, .gemm = 1, .ce_bytes = 12, .te_norm_fp8 = true, .te_cp_ring = 2, .bias_epilogue = true,
+     .step_passes = STEP_MCORE},
     /* torchtitan: SDPA, autograd accumulation, fp32 cross entropy, op SAC, eager */
     {.attn = 4, .gemm = 1, .accum_bytes = 6, .ce_bytes = 40, .op_sac = true, .eager = true, .dtensor_tp = true,
      .fsdp2_copies = true, .titan_model = true, .fsdp_root = true},
@@ -671,7 +676,7 @@ static inline double beside_cost(const struct m4d_machine *mc, double gemm, doub
  * stack, the widest use a calibrated device file gets (it also holds the
  * runs of a weak-scaling series calibrated on its first run;
  * tests/test-throughput.c prints all of them). */
-#define BAND_LOW 0.894
+#define BAND_LOW 0.890
 #define BAND_HIGH 1.182
 #define BAND_CAL_LOW 0.925
 #define BAND_CAL_HIGH 1.144
@@ -900,7 +905,7 @@ static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device
         .bias_epilogue = st->bias_epilogue,
         .ds_pipe = st->ds_pipe || x->fw == MEM4D_FRAMEWORK_DEEPSPEED,
         .p2p_split = st->p2p_split,
-        .mlm_step_passes = st->mlm_step_passes,
+        .step_passes = st->step_passes,
         .ds_zero1 = st->ds_pipe || x->fw == MEM4D_FRAMEWORK_DEEPSPEED, /* the same engine's ZeRO (DS_ZERO1) */
         .fsdp_root = st->fsdp_root || x->fw == MEM4D_FRAMEWORK_TORCHTITAN || dv[MEM4D_DEVICE_PYTORCH_FSDP],
         .attn_unpad = st->attn_unpad && ak == 1, /* the flash-attn package's FlashAttention-2 */
@@ -1996,25 +2001,44 @@ static void dp_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg, doubl
     double per = D(x->grad_bytes) + 2.0 * D(x->master_bytes) + 4.0 * D(x->opt_bytes) +
                  (x->master_bytes ? 1.0 : 2.0) * D(x->param_bytes);
     pg->opt_s = shard * per * pg->mc.inv_hbm;
-    /* MLM_STEP_PASSES: Megatron-LM's step outside Adam's own kernel
-     * (NVIDIA/Megatron-LM@2e90a342, the same at @285068c8). train_step
-     * zeroes the contiguous gradient buffer (zero_grad_buffer: a write of
-     * every local gradient) and allreduce_gradients divides it in place by
-     * the DP size before the all-reduce (`buffer_.data /=`, run at dp 1
-     * too: a read and a write), megatron/model/distributed.py and
-     * training.py; the optimizer (optimizer/optimizer.py,
-     * Float16OptimizerWithFloat16Params.step) takes its fp32 main gradients
-     * as they are (`main_grad.float()` of an fp32 buffer copies nothing),
-     * clips by the norm amp_C.multi_tensor_l2norm reads over every shard
-     * gradient (optimizer/clip_grads.py), runs apex FusedAdam (`per` above,
-     * whose bf16 write is the copy's), then copies the master weights into
-     * the model's with amp_C.multi_tensor_scale at 1.0
-     * (_copy_main_params_to_model_params), reading them again. Not
-     * charged: the clip's own scale (only when the norm exceeds the clip)
-     * and fp16's unscale (the rows run bf16, no grad scaler). */
-    if (pg->mc.mlm_step_passes)
-        pg->opt_s += ((params + experts) * 3.0 * D(x->grad_bytes) +
-                      shard * (D(x->grad_bytes) + D(x->master_bytes))) * pg->mc.inv_hbm;
+    /* STEP_PASSES: the Megatron family's step outside Adam's own kernel,
+     * g = grad_bytes, the gradient buffer's element (doc/perf.md, "The
+     * step outside Adam").
+     * - Every level zeroes the contiguous gradient buffer before the step's
+     *   first micro-batch (g a local weight written) and clips by the norm
+     *   amp_C.multi_tensor_l2norm reads over the shard's gradients (g a
+     *   shard weight; the clip's own scale runs only when the norm exceeds
+     *   the clip): Apex's DistributedFusedAdam (NVIDIA/apex@b496d85f,
+     *   apex/contrib/optimizers/distributed_fused_adam.py: zero_grad's
+     *   grad_buffer.zero_() under NeMo's contiguous_grad_buffer,
+     *   _local_grad_norm; it reduces with ReduceOp.AVG, folds the clip
+     *   into _grad_scale and writes the weights from its fused kernel), as
+     *   NeMo 1 runs it (the nemo-24.07 profile).
+     * - STEP_MCORE adds the master weights' read by the copy into the
+     *   model's (DistributedOptimizer._copy_main_params_to_model_params,
+     *   copy_ of the fp32 shard into the bf16 parameter buffer, whose write
+     *   Adam's `per` counts), NVIDIA/Megatron-LM core_r0.8.0 to
+     *   core_v0.15.0 (megatron/core/optimizer/distrib_optimizer.py; the
+     *   buffer's zero_() in distributed/param_and_grad_buffer.py reset()).
+     *   NeMo 2 and Megatron-Bridge average in the
+     *   collective (average_in_collective=True), so no scale pass.
+     * - STEP_MLM2022 adds Megatron-LM 2022's in-place division of the
+     *   buffer by dp before its all-reduce (`buffer_.data /=`, at dp 1 too:
+     *   2 g a local weight), NVIDIA/Megatron-LM@2e90a342 (the same at
+     *   @285068c8), megatron/model/distributed.py; its clip and copy are
+     *   optimizer/clip_grads.py and Float16OptimizerWithFloat16Params.
+     * Not charged (per run, no key says them): Megatron-Core's
+     * check_for_nan_in_grad norm over each bucket (NeMo 2's recipes on,
+     * Megatron-Bridge's performance scripts off), its scale pass where
+     * average_in_collective is False, and the fp8 weights' cast under
+     * fp8_param_gather (quantize_param_shard). */
+    if (pg->mc.step_passes) {
+        double local = pg->mc.step_passes >= STEP_MLM2022 ? 3.0 : 1.0, gb = D(x->grad_bytes);
+        double per_shard = gb;
+        if (pg->mc.step_passes >= STEP_MCORE) /* the copy's master read */
+            per_shard = gb + D(x->master_bytes);
+        pg->opt_s += ((params + experts) * local * gb + shard * per_shard) * pg->mc.inv_hbm;
+    }
 }
 
 /* Exposed DP seconds. Buckets are reduced as the backward produces them:

@@ -908,7 +908,7 @@ struct m4d_machine {
     bool ds_pipe;              /* DeepSpeed's pipeline engine: blocking p2p, partitioned activations (lib/perf.c) */
     bool ds_zero1;             /* DeepSpeed's engine runs ZeRO-1: a gradient all-reduce, then the gather (DS_ZERO1, lib/perf.c) */
     bool p2p_split;            /* without SP the pipeline sends 1/t and all-gathers what it receives (P2P_SHAPE, lib/perf.c) */
-    bool mlm_step_passes;      /* Megatron-LM's step outside Adam's kernel: its gradient buffer's and the master copy's passes (MLM_STEP_PASSES, lib/perf.c) */
+    uint8_t step_passes;       /* the Megatron family's step outside Adam's kernel: the gradient buffer's, the clip's and the master copy's passes (STEP_PASSES, lib/perf.c) */
     bool persistent;           /* GEMMs are persistent kernels (Hopper, CUDA 12 cuBLAS): PERSISTENT_WAVES (lib/perf.c) */
     bool ampere_beside;        /* Ampere: every kernel beside a NCCL kernel AMPERE_BESIDE times as long (lib/perf.c) */
     bool fsdp_root;            /* ZeRO-2/3 as PyTorch's FSDP wraps a model: the root unit's collectives exposed, ZeRO-2 as SHARD_GRAD_OP (lib/perf.c) */

@@ -37,7 +37,10 @@
 #define WORST_SOURCE_MEDIAN 0.22
 #define WORST_SOURCE_MEAN 0.22
 #define RESIDUAL 0.05
-#define SERIES_BELOW 2
+/* 3 since STEP_PASSES (doc/perf.md, "The step outside Adam"): its shard
+ * passes shrink with dp, which turns a 0.05% near-tie of dgxc's Nemotron-4
+ * 15B bf16 series (16 against 32 GPUs) the other way */
+#define SERIES_BELOW 3
 #define CAL_SOURCE 0.12
 #define CAL_SOURCE_ALL 0.05 /* the target, met */
 #define EXACT_BF16 0.10
