@@ -1137,6 +1137,16 @@ static bool has_dense_layers(const struct m4d_ctx *x)
     return x->experts && !x->nlt && (x->first_dense > 0 || x->moe_period != 1);
 }
 
+/* Element-wise kernels' HBM seconds per sample, a forward's and its
+ * backward's: the backward is charged twice ew_per_b (unit_time_of), so
+ * ew_grad_per_b takes what the backward moves beyond that (negative where
+ * it moves less). */
+static void ew_kernels(struct m4d_perf_group *pg, double fwd, double bwd)
+{
+    pg->ew_per_b += fwd;
+    pg->ew_grad_per_b += bwd - 2 * fwd;
+}
+
 static void gemms_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
 {
     const struct m4d_machine *mc = &pg->mc;
@@ -1251,18 +1261,15 @@ static void gemms_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
         bias_fwd = mc->bias_add ? 2 * qkv : 0;
         bias_bwd += qkv;
     }
-    pg->ew_per_b += 2 * pg->rows_per_b * bias_fwd * mc->inv_hbm;
-    pg->ew_grad_per_b += 2 * pg->rows_per_b * (bias_bwd - 2 * bias_fwd) * mc->inv_hbm; /* the backward moves 2 ew_per_b */
-    if (x->hidden_dropout) { /* DROPOUT_FWD, DROPOUT_BWD: two a layer, on the rows the residual adds run on */
-        pg->ew_per_b += pg->rows_per_b * sh * 2 * DROPOUT_FWD * h * mc->inv_hbm;
-        pg->ew_grad_per_b += pg->rows_per_b * sh * 2 * (DROPOUT_BWD - 2 * DROPOUT_FWD) * h * mc->inv_hbm;
-    }
+    ew_kernels(pg, 2 * pg->rows_per_b * bias_fwd * mc->inv_hbm, 2 * pg->rows_per_b * bias_bwd * mc->inv_hbm);
+    if (x->hidden_dropout) /* DROPOUT_FWD, DROPOUT_BWD: two a layer, on the rows the residual adds run on */
+        ew_kernels(pg, pg->rows_per_b * sh * 2 * DROPOUT_FWD * h * mc->inv_hbm,
+                   pg->rows_per_b * sh * 2 * DROPOUT_BWD * h * mc->inv_hbm);
     pg->attn_drop_per_b = 0;
     if (x->attn_dropout && mc->attn_unfused) { /* ATTN_DROPOUT_BYTES: the rank's heads' s x s probabilities */
         double probs = pg->rows_per_b * D(x->s) * D(x->a) / D(x->t) * ATTN_DROPOUT_BYTES * mc->inv_hbm;
         pg->attn_drop_per_b = probs;
-        pg->ew_per_b += probs;
-        pg->ew_grad_per_b -= probs; /* the backward moves 2 ew_per_b: the same bytes once */
+        ew_kernels(pg, probs, probs); /* the backward moves the same bytes once */
     }
     pg->pad_per_b = 0;
     if (mc->attn_unpad) { /* ATTN_UNPAD: q, k and v gathered, the output put back; the reverse in the backward */
@@ -1271,9 +1278,7 @@ static void gemms_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
     }
     pg->ew_norm_per_b = 2 * pg->rows_per_b * sh * 2 * norm * h * mc->inv_hbm;
     if (mc->ln_apex) { /* LN_APEX_FWD, _BWD: the norms' forward (re-run too) and backward (twice the forward's bytes) */
-        double slow_f = (LN_APEX_FWD - 1) * pg->ew_norm_per_b;
-        pg->ew_per_b += slow_f;
-        pg->ew_grad_per_b += 2 * (LN_APEX_BWD - 1) * pg->ew_norm_per_b - 2 * slow_f;
+        ew_kernels(pg, (LN_APEX_FWD - 1) * pg->ew_norm_per_b, 2 * (LN_APEX_BWD - 1) * pg->ew_norm_per_b);
         pg->ew_norm_per_b *= LN_APEX_FWD; /* what a selective re-run of the norms (M4D_RC_LAYERNORM) runs */
     }
     pg->ew_act_per_b = 2 * pg->rows_per_b * acte * mc->inv_hbm;
