@@ -2025,7 +2025,10 @@ static void dp_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg, doubl
      *   Adam's `per` counts), NVIDIA/Megatron-LM core_r0.8.0 to
      *   core_v0.15.0 (megatron/core/optimizer/distrib_optimizer.py; the
      *   buffer's zero_() in distributed/param_and_grad_buffer.py reset()).
-     *   NeMo 2 and Megatron-Bridge average in the
+     *   Its main gradients are fp32: from a bf16 buffer (grad_reduce_in_fp32
+     *   False) _copy_model_grads_to_main_grads makes them with .float()
+     *   (g read, 4 written), and the norm and Adam then read 4, not g
+     *   (Adam's `per` counts g). NeMo 2 and Megatron-Bridge average in the
      *   collective (average_in_collective=True), so no scale pass.
      * - STEP_MLM2022 adds Megatron-LM 2022's in-place division of the
      *   buffer by dp before its all-reduce (`buffer_.data /=`, at dp 1 too:
@@ -2040,8 +2043,8 @@ static void dp_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg, doubl
     if (pg->mc.step_passes) {
         double local = pg->mc.step_passes >= STEP_MLM2022 ? 3.0 : 1.0, gb = D(x->grad_bytes);
         double per_shard = gb;
-        if (pg->mc.step_passes >= STEP_MCORE) /* the copy's master read */
-            per_shard = gb + D(x->master_bytes);
+        if (pg->mc.step_passes >= STEP_MCORE) /* fp32 main gradients: the norm's 4, the copy's master read */
+            per_shard = 4.0 + D(x->master_bytes) + (gb < 4.0 ? gb + 4.0 + (4.0 - gb) : 0.0);
         pg->opt_s += ((params + experts) * local * gb + shard * per_shard) * pg->mc.inv_hbm;
     }
 }

@@ -37,10 +37,12 @@
 #define WORST_SOURCE_MEDIAN 0.22
 #define WORST_SOURCE_MEAN 0.22
 #define RESIDUAL 0.05
-/* 3 since STEP_PASSES (doc/perf.md, "The step outside Adam"): its shard
- * passes shrink with dp, which turns a 0.05% near-tie of dgxc's Nemotron-4
- * 15B bf16 series (16 against 32 GPUs) the other way */
-#define SERIES_BELOW 3
+/* 4 since STEP_PASSES (doc/perf.md, "Megatron-Core's and Apex's step
+ * outside Adam"): its shard passes shrink with dp, which turns near-ties
+ * the other way in two of dgxc's series the model predicts flat (Nemotron-4
+ * 15B bf16, 16 against 32 GPUs 0.04% apart; Llama-3.1 70B fp8, 0.04% over
+ * 64-2048 GPUs) */
+#define SERIES_BELOW 4
 #define CAL_SOURCE 0.12
 #define CAL_SOURCE_ALL 0.05 /* the target, met */
 #define EXACT_BF16 0.10
