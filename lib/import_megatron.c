@@ -505,8 +505,8 @@ static mem4d_status apply_layout_basic(mem4d_import *imp, const struct m4d_opt_v
     TRY(SET_L(l, MEM4D_LAYOUT_TP_COMM_OVERLAP, GIVEN(MF_TP_OVERLAP), "--tp-comm-overlap"));
     /* The interleaved schedule's asynchronous transfers: Megatron-LM's opt-in of 2023-05 (a log's
      * overlap_p2p_comm True reads as it); a command line without it reads as off, though
-     * Megatron-LM turns it on by default with virtual stages since 2024-11
-     * (--no-overlap-p2p-communication) */
+     * Megatron-LM turns it on by default with virtual stages since 2023-10
+     * (4eeff55d, --no-overlap-p2p-communication) */
     TRY(SET_L(l, MEM4D_LAYOUT_OVERLAP_P2P_COMM, GIVEN(MF_P2P_OVERLAP), "--overlap-p2p-communication"));
     TRY(SET_L(l, MEM4D_LAYOUT_CROSS_ENTROPY_FUSION, GIVEN(MF_CE_FUSION) && !te_ce, "--cross-entropy-loss-fusion"));
     /* The step time's cross entropy: without --cross-entropy-loss-fusion (Megatron-LM's default)

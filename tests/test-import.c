@@ -601,7 +601,7 @@ START_TEST(memory_flags_not_modelled_warn)
 }
 END_TEST
 
-/* --overlap-p2p-communication (Megatron-LM 2023-05 to 2024-11) sets
+/* --overlap-p2p-communication (Megatron-LM 2023-05 to 2023-10) sets
  * overlap_p2p_comm; --no-overlap-p2p-communication (its later spelling of
  * off) and no flag read as 0, without a warning. */
 START_TEST(overlap_p2p_communication_read)

@@ -599,8 +599,8 @@ static bool predict_row(const struct table *t, char **f, struct row *r)
      * Megatron-Core stacks' launchers set with virtual stages (the model
      * reads it only with vpp > 1). NeMo 2's MegatronCommOverlapCallback and
      * Megatron-Bridge's comm_overlap set it for vp > 1, Megatron-LM's
-     * arguments default to it since 4295be1a (2024-11, the MoE model zoo's
-     * scripts), NeMo 1's launcher configs name it: True in the 24.07 tag's
+     * arguments default to it since 4eeff55d (2023-10-12; the MoE model
+     * zoo's scripts), NeMo 1's launcher configs name it: True in the 24.07 tag's
      * GPT-3 175B, Llama-2 13B/70B and Llama-3 70B configs and in dgxc's
      * gpt3_175b_hydra.yaml, llama3.1_405b.yaml and nemotron/configure.sh;
      * False in nemotron_340b.yaml (24.07 and the pretraining's 7c842fcd),

@@ -973,8 +973,9 @@ typedef enum mem4d_layout_param {
      * local chunk's attention). The memory figures do not read it. Default 0. @since 0.2 */
     MEM4D_LAYOUT_CP_COMM_TYPE = 85,
     /** "overlap_p2p_comm": Megatron-Core's overlap_p2p_comm (Megatron-LM's default with virtual
-     * pipeline stages since core_r0.10, --no-overlap-p2p-communication; --overlap-p2p-communication
-     * from 2023; NeMo and Megatron-Bridge set it with vpp > 1): the interleaved schedule's steady
+     * pipeline stages since 2023-10, core_r0.4, --no-overlap-p2p-communication;
+     * --overlap-p2p-communication from 2023-05 to then; NeMo and Megatron-Bridge set it with
+     * vpp > 1): the interleaved schedule's steady
      * state posts each chunk's send and receive asynchronously and waits for them only before the
      * chunk that needs them, so they run under the other chunks' compute (costing it what a hidden
      * NCCL kernel costs, doc/perf.md "The pipeline and the step"); the warm-up's and cool-down's

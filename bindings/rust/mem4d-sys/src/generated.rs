@@ -614,12 +614,12 @@ pub const MEM4D_LAYOUT_CROSS_ENTROPY_IMPL: mem4d_layout_param = 84;
 /// (one all-gather under the local chunk's attention). The memory figures do not read it. Default 0. @since 0.2
 pub const MEM4D_LAYOUT_CP_COMM_TYPE: mem4d_layout_param = 85;
 /// "overlap_p2p_comm": Megatron-Core's overlap_p2p_comm (Megatron-LM's default with virtual pipeline stages since
-/// core_r0.10, --no-overlap-p2p-communication; --overlap-p2p-communication from 2023; NeMo and Megatron-Bridge set it
-/// with vpp > 1): the interleaved schedule's steady state posts each chunk's send and receive asynchronously and waits
-/// for them only before the chunk that needs them, so they run under the other chunks' compute (costing it what a
-/// hidden NCCL kernel costs, doc/perf.md "The pipeline and the step"); the warm-up's and cool-down's stay exposed. Read
-/// only with vpp > 1 and pp > 1 (Megatron-Core refuses it without interleaving) and not under DeepSpeed's pipeline
-/// engine. The memory figures do not read it. Default 0. @since 0.2
+/// 2023-10, core_r0.4, --no-overlap-p2p-communication; --overlap-p2p-communication from 2023-05 to then; NeMo and
+/// Megatron-Bridge set it with vpp > 1): the interleaved schedule's steady state posts each chunk's send and receive
+/// asynchronously and waits for them only before the chunk that needs them, so they run under the other chunks' compute
+/// (costing it what a hidden NCCL kernel costs, doc/perf.md "The pipeline and the step"); the warm-up's and cool-down's
+/// stay exposed. Read only with vpp > 1 and pp > 1 (Megatron-Core refuses it without interleaving) and not under
+/// DeepSpeed's pipeline engine. The memory figures do not read it. Default 0. @since 0.2
 pub const MEM4D_LAYOUT_OVERLAP_P2P_COMM: mem4d_layout_param = 86;
 
 /// `mem4d_moe_dispatcher` (a C enum, passed as `int`): Values of MEM4D_LAYOUT_MOE_DISPATCHER.
