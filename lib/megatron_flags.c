@@ -380,7 +380,6 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     SKIP_ROW("overlap-cpu-optimizer-d2h-h2d"),
     SWITCH_ROW("overlap-grad-reduce", MF_OVERLAP_GRAD),
     SWITCH_ROW("overlap-moe-expert-parallel-comm", MF_EP_OVERLAP),
-    SKIP_ROW("overlap-p2p-comm"),
     SWITCH_ROW("overlap-p2p-communication", MF_P2P_OVERLAP), /* 2023-05 to 2023-10; later the default with vpp */
     SWITCH_ROW("overlap-param-gather", MF_OVERLAP_PARAM),
     SKIP_ROW("overlap-param-gather-with-optimizer-step"),
