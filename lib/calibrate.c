@@ -432,7 +432,7 @@ static mem4d_status argument(mem4d_calibration *cal, struct scan *sc, const char
         {"add_position_embedding", NULL, "--no-position-embedding"},
         {"fp8", "fp8-format", NULL},
         {"nccl_ub", "use-nccl-ub", NULL},
-        {"overlap_p2p_comm", "overlap-p2p-communication", NULL},
+        {"overlap_p2p_comm", "overlap-p2p-communication", "--no-overlap-p2p-communication"},
     };
     for (size_t i = 0; i < sizeof renamed / sizeof *renamed; i++) {
         if (strcmp(flag, renamed[i][0]) != 0)

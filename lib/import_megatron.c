@@ -34,6 +34,9 @@ static mem4d_status check_conflicts(mem4d_import *imp, const struct m4d_opt_val 
                         "--grad-reduce-in-bf16 and --accumulate-allreduce-grads-in-fp32 contradict each other");
     if (GIVEN(MF_SEQ) && GIVEN(MF_ENC_SEQ))
         return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "--seq-length and --encoder-seq-length are both given");
+    if (GIVEN(MF_P2P_OVERLAP) && GIVEN(MF_NO_P2P_OVERLAP))
+        return m4d_imp_fail(imp, MEM4D_E_CONFLICT,
+                        "--overlap-p2p-communication and --no-overlap-p2p-communication contradict each other");
     if (GIVEN(MF_VPP_LAYERS) && GIVEN(MF_VPP_STAGES))
         return m4d_imp_fail(imp, MEM4D_E_CONFLICT,
                         "--num-layers-per-virtual-pipeline-stage and --num-virtual-stages-per-pipeline-rank are both given");
@@ -503,11 +506,15 @@ static mem4d_status apply_layout_basic(mem4d_import *imp, const struct m4d_opt_v
     bool te_ce = strcmp(choice(vals, MF_CE_IMPL), "te") == 0;
     /* Userbuffers overlap: the step-time model reads it, full mode counts its buffers in FIXED. */
     TRY(SET_L(l, MEM4D_LAYOUT_TP_COMM_OVERLAP, GIVEN(MF_TP_OVERLAP), "--tp-comm-overlap"));
-    /* The interleaved schedule's asynchronous transfers: Megatron-LM's opt-in of 2023-05 (a log's
-     * overlap_p2p_comm True reads as it); a command line without it reads as off, though
-     * Megatron-LM turns it on by default with virtual stages since 2023-10
-     * (4eeff55d, --no-overlap-p2p-communication) */
-    TRY(SET_L(l, MEM4D_LAYOUT_OVERLAP_P2P_COMM, GIVEN(MF_P2P_OVERLAP), "--overlap-p2p-communication"));
+    /* The interleaved schedule's asynchronous transfers: Megatron-LM's default with virtual stages
+     * since 2023-10 (NVIDIA/Megatron-LM@4eeff55d, core_r0.4: off only with
+     * --no-overlap-p2p-communication, which a log's overlap_p2p_comm False reads as), before that
+     * the opt-in --overlap-p2p-communication of 2023-05. A command line of Megatron-LM from before
+     * 2023-10 with virtual stages and without the opt-in ran without it: give
+     * --no-overlap-p2p-communication there. */
+    bool interleaved = GIVEN(MF_VPP_LAYERS) || GIVEN(MF_VPP_STAGES);
+    TRY(SET_L(l, MEM4D_LAYOUT_OVERLAP_P2P_COMM, !GIVEN(MF_NO_P2P_OVERLAP) && (GIVEN(MF_P2P_OVERLAP) || interleaved),
+              GIVEN(MF_NO_P2P_OVERLAP) ? "--no-overlap-p2p-communication" : "--overlap-p2p-communication"));
     TRY(SET_L(l, MEM4D_LAYOUT_CROSS_ENTROPY_FUSION, GIVEN(MF_CE_FUSION) && !te_ce, "--cross-entropy-loss-fusion"));
     /* The step time's cross entropy: without --cross-entropy-loss-fusion (Megatron-LM's default)
      * the unfused vocab_parallel_cross_entropy, with it the implementation named (native by

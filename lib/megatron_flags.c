@@ -340,7 +340,7 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     SKIP_ROW("no-load-rng"),
     SKIP_ROW("no-masked-softmax-fusion"),
     SKIP_ROW("no-mmap-bin-files"),
-    SKIP_ROW("no-overlap-p2p-communication"), /* overlap_p2p_comm 0, the key's default */
+    SWITCH_ROW("no-overlap-p2p-communication", MF_NO_P2P_OVERLAP),
     SKIP_ROW("no-persist-layer-norm"),
     SKIP_ROW("no-pipeline-parallel"),
     SWITCH_ROW("no-position-embedding", MF_NO_POS),

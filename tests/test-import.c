@@ -601,26 +601,54 @@ START_TEST(memory_flags_not_modelled_warn)
 }
 END_TEST
 
-/* --overlap-p2p-communication (Megatron-LM 2023-05 to 2023-10) sets
- * overlap_p2p_comm; --no-overlap-p2p-communication (its later spelling of
- * off) and no flag read as 0, without a warning. --overlap-p2p-comm, NeMo's
- * config key spelled as a flag, is none of Megatron-LM's (its parser takes
- * no abbreviations, allow_abbrev=False): warned about as unknown, not read
- * as the overlap. */
+/* overlap_p2p_comm as Megatron-LM reads it: on by default with virtual
+ * stages since 2023-10 (4eeff55d), off with --no-overlap-p2p-communication;
+ * the opt-in --overlap-p2p-communication of 2023-05 to 2023-10 sets it too;
+ * without virtual stages no flag means off (Megatron-Core refuses the
+ * overlap there); both flags contradict each other. --overlap-p2p-comm,
+ * NeMo's config key spelled as a flag, is none of Megatron-LM's (its parser
+ * takes no abbreviations, allow_abbrev=False): warned about as unknown, so
+ * the default holds. */
 START_TEST(overlap_p2p_communication_read)
 {
-    const char *flags[] = {"--overlap-p2p-communication", "--no-overlap-p2p-communication", NULL, "--overlap-p2p-comm"};
-    for (int i = 0; i < 4; i++) {
+    static const struct {
+        const char *flag, *flag2; /* NULL: none */
+        bool vpp;
+        mem4d_status st;
+        uint64_t key;
+        size_t warnings;
+    } cases[] = {
+        {"--overlap-p2p-communication", NULL, true, MEM4D_OK, 1, 0},
+        {"--no-overlap-p2p-communication", NULL, true, MEM4D_OK, 0, 0},
+        {NULL, NULL, true, MEM4D_OK, 1, 0},
+        {"--overlap-p2p-comm", NULL, true, MEM4D_OK, 1, 1},
+        {NULL, NULL, false, MEM4D_OK, 0, 0},
+        {"--overlap-p2p-communication", NULL, false, MEM4D_OK, 1, 0},
+        {"--overlap-p2p-communication", "--no-overlap-p2p-communication", true, MEM4D_E_CONFLICT, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct fixture fx;
         fx_open(&fx);
-        const char *argv[] = {"--num-layers", "8", "--hidden-size", "1024", "--num-attention-heads", "16",
-                              "--seq-length", "4096", "--max-position-embeddings", "4096", "--vocab-size", "32000",
-                              "--pipeline-model-parallel-size", "2", "--num-layers-per-virtual-pipeline-stage", "2",
-                              flags[i], NULL};
-        ck_assert_int_eq(mem4d_layout_set(fx.layout, MEM4D_LAYOUT_OVERLAP_P2P_COMM, i != 0), MEM4D_OK);
-        ck_assert_msg(run_argv(&fx, argv, 8) == MEM4D_OK, "case %d: %s", i, mem4d_import_message(fx.imp));
-        ck_assert_msg(mem4d_import_warning_count(fx.imp) == (i == 3), "case %d: %s", i, mem4d_import_warning(fx.imp, 0));
-        ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_OVERLAP_P2P_COMM), i == 0);
+        const char *argv[20] = {"--num-layers", "8", "--hidden-size", "1024", "--num-attention-heads", "16",
+                                "--seq-length", "4096", "--max-position-embeddings", "4096", "--vocab-size", "32000",
+                                "--pipeline-model-parallel-size", "2"};
+        int n = 14;
+        if (cases[i].vpp) {
+            argv[n++] = "--num-layers-per-virtual-pipeline-stage";
+            argv[n++] = "2";
+        }
+        if (cases[i].flag)
+            argv[n++] = cases[i].flag;
+        if (cases[i].flag2)
+            argv[n++] = cases[i].flag2;
+        ck_assert_int_eq(mem4d_layout_set(fx.layout, MEM4D_LAYOUT_OVERLAP_P2P_COMM, !cases[i].key), MEM4D_OK);
+        mem4d_status st = run_argv(&fx, argv, 8);
+        ck_assert_msg(st == cases[i].st, "case %zu: %d, %s", i, st, mem4d_import_message(fx.imp));
+        if (st == MEM4D_OK) {
+            ck_assert_msg(mem4d_import_warning_count(fx.imp) == cases[i].warnings, "case %zu: %s", i,
+                          mem4d_import_warning(fx.imp, 0));
+            ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_OVERLAP_P2P_COMM), cases[i].key);
+        }
         fx_close(&fx);
     }
 }

@@ -981,7 +981,8 @@ typedef enum mem4d_layout_param {
      * NCCL kernel costs, doc/perf.md "The pipeline and the step"); the warm-up's and cool-down's
      * stay exposed. Read only with vpp > 1 and pp > 1 (Megatron-Core refuses it without
      * interleaving) and not under DeepSpeed's pipeline engine. The memory figures do not read it.
-     * Default 0. @since 0.2 */
+     * The Megatron-LM importer sets it as Megatron-LM does: on with virtual stages unless
+     * --no-overlap-p2p-communication. Default 0. @since 0.2 */
     MEM4D_LAYOUT_OVERLAP_P2P_COMM = 86
 } mem4d_layout_param;
 

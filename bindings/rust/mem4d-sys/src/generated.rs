@@ -619,7 +619,8 @@ pub const MEM4D_LAYOUT_CP_COMM_TYPE: mem4d_layout_param = 85;
 /// asynchronously and waits for them only before the chunk that needs them, so they run under the other chunks' compute
 /// (costing it what a hidden NCCL kernel costs, doc/perf.md "The pipeline and the step"); the warm-up's and cool-down's
 /// stay exposed. Read only with vpp > 1 and pp > 1 (Megatron-Core refuses it without interleaving) and not under
-/// DeepSpeed's pipeline engine. The memory figures do not read it. Default 0. @since 0.2
+/// DeepSpeed's pipeline engine. The memory figures do not read it. The Megatron-LM importer sets it as Megatron-LM
+/// does: on with virtual stages unless --no-overlap-p2p-communication. Default 0. @since 0.2
 pub const MEM4D_LAYOUT_OVERLAP_P2P_COMM: mem4d_layout_param = 86;
 
 /// `mem4d_moe_dispatcher` (a C enum, passed as `int`): Values of MEM4D_LAYOUT_MOE_DISPATCHER.
