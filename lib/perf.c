@@ -986,6 +986,19 @@ static struct m4d_link link_for(const struct m4d_machine *mc, double span, doubl
     return l;
 }
 
+/* The pipeline's neighbours: t·c·d ranks apart (Megatron's rank order puts
+ * the pipeline outermost), its group t·c·d·p ranks in all. The one place
+ * the pipeline's span and stride are written: its send/receive link, the
+ * tied embedding's all-reduce and NCCL's SMs for the transfers use it. */
+struct pipe_span {
+    double span, stride;
+};
+static inline struct pipe_span pipe_neighbours(const struct m4d_ctx *x)
+{
+    double stride = D(x->t * x->c * x->d);
+    return (struct pipe_span){stride * D(x->p), stride};
+}
+
 /* Ring collective over n ranks moving `frac` of `bytes` per GPU in `steps`
  * latency-bound steps. A link without bandwidth is not modelled (0 s). */
 static double ring_time(const struct m4d_link *l, double n, double bytes, double frac, double steps)
@@ -1449,7 +1462,8 @@ static void comm_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
         pg->p2p_n[i] = pg->p2p_ag[i] = 0;
     if (x->p > 1) {
         double chunks = 2 * D(x->v ? x->v : 1);
-        struct m4d_link pl = link_for(mc, D(x->t * x->c * x->d * x->p), D(x->t * x->c * x->d));
+        struct pipe_span pn = pipe_neighbours(x);
+        struct m4d_link pl = link_for(mc, pn.span, pn.stride);
         /* P2P_SHAPE: the sequence-parallel slice, else the whole activation
          * on every TP rank (Megatron-Core's get_tensor_shapes and the
          * interleaved tensor_shape: s/c rows, divided by t only under
@@ -1913,6 +1927,7 @@ static void dp_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg, doubl
     struct m4d_shards sh; /* the groups memory shards over (m4d_shards) */
     m4d_shards(x, &sh);
     double n = D(sh.dp), frac = (n - 1) / n, span = D(x->t * x->c * x->d);
+    struct pipe_span pn = pipe_neighbours(x);
     double bucket = D(x->bucket);
     if (bucket == 0 && pg->mc.zero1_allreduce) /* nanotron's DDP: ddp_bucket_cap_mb 25 of bf16 gradients */
         bucket = 12.5e6;
@@ -1967,7 +1982,7 @@ static void dp_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg, doubl
      * nanotron sync_tied_weights_gradients, its fp32 buffer), over the
      * pipeline's link, hidden by nothing. */
     if (x->tied && x->p > 1) {
-        struct m4d_link el = link_for(&pg->mc, D(x->t * x->c * x->d * x->p), D(x->t * x->c * x->d));
+        struct m4d_link el = link_for(&pg->mc, pn.span, pn.stride);
         double eg = D(x->h) * D(x->Vp) / D(x->t) * (pg->mc.zero1_allreduce ? 4 : D(x->grad_bytes));
         pg->dp_serial += ring_time(&el, 2, eg, 1, 2);
     }
@@ -1977,9 +1992,9 @@ static void dp_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg, doubl
      * gathers them after the dense ones (Megatron-Core's expert buckets). */
     double ne = experts > 0 ? D(sh.edp) : 1;
     pg->dp_slow = nccl_slow_of(&pg->mc, D(x->t * x->c * x->d), D(x->t));
-    /* P2P_OVERLAP: the pipeline's neighbours, t·c·d ranks apart; across
+    /* P2P_OVERLAP: the pipeline's neighbours (pipe_neighbours); across
      * nodes 2 or 4 CTAs, as NCCL gives a network peer (p2p_hidden) */
-    pg->p2p_slow = nccl_slow_of(&pg->mc, D(x->t * x->c * x->d * x->p), D(x->t * x->c * x->d));
+    pg->p2p_slow = nccl_slow_of(&pg->mc, pn.span, pn.stride);
     if (experts > 0 && x->zero < 3) {
         double est = D(m4d_ep_group(x)), dense = pg->dp_reduce + pg->dp_gather;
         double ec = (double)(int64_t)(experts / bucket) + 1, ef = (ne - 1) / ne;
