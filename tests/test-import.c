@@ -608,7 +608,9 @@ END_TEST
  * overlap there); both flags contradict each other. --overlap-p2p-comm,
  * NeMo's config key spelled as a flag, is none of Megatron-LM's (its parser
  * takes no abbreviations, allow_abbrev=False): warned about as unknown, so
- * the default holds. */
+ * the default holds. --overlap-p2p-communication-warmup-flush (4295be1a,
+ * 2024-11: the warm-up's and flush's transfers overlapped too) is known and
+ * warned about as not modelled: the estimate keeps them exposed. */
 START_TEST(overlap_p2p_communication_read)
 {
     static const struct {
@@ -617,14 +619,17 @@ START_TEST(overlap_p2p_communication_read)
         mem4d_status st;
         uint64_t key;
         size_t warnings;
+        const char *says; /* the warning's text, where there is one */
     } cases[] = {
-        {"--overlap-p2p-communication", NULL, true, MEM4D_OK, 1, 0},
-        {"--no-overlap-p2p-communication", NULL, true, MEM4D_OK, 0, 0},
-        {NULL, NULL, true, MEM4D_OK, 1, 0},
-        {"--overlap-p2p-comm", NULL, true, MEM4D_OK, 1, 1},
-        {NULL, NULL, false, MEM4D_OK, 0, 0},
-        {"--overlap-p2p-communication", NULL, false, MEM4D_OK, 1, 0},
-        {"--overlap-p2p-communication", "--no-overlap-p2p-communication", true, MEM4D_E_CONFLICT, 0, 0},
+        {"--overlap-p2p-communication", NULL, true, MEM4D_OK, 1, 0, NULL},
+        {"--no-overlap-p2p-communication", NULL, true, MEM4D_OK, 0, 0, NULL},
+        {NULL, NULL, true, MEM4D_OK, 1, 0, NULL},
+        {"--overlap-p2p-comm", NULL, true, MEM4D_OK, 1, 1, "not a flag this version knows"},
+        {NULL, NULL, false, MEM4D_OK, 0, 0, NULL},
+        {"--overlap-p2p-communication", NULL, false, MEM4D_OK, 1, 0, NULL},
+        {"--overlap-p2p-communication", "--no-overlap-p2p-communication", true, MEM4D_E_CONFLICT, 0, 0, NULL},
+        {"--overlap-p2p-communication-warmup-flush", NULL, true, MEM4D_OK, 1, 1,
+         "--overlap-p2p-communication-warmup-flush is not modelled: the warm-up's and flush's transfers stay exposed"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct fixture fx;
@@ -648,6 +653,9 @@ START_TEST(overlap_p2p_communication_read)
             ck_assert_msg(mem4d_import_warning_count(fx.imp) == cases[i].warnings, "case %zu: %s", i,
                           mem4d_import_warning(fx.imp, 0));
             ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_OVERLAP_P2P_COMM), cases[i].key);
+            if (cases[i].says)
+                ck_assert_msg(strstr(mem4d_import_warning(fx.imp, 0), cases[i].says), "case %zu: %s", i,
+                              mem4d_import_warning(fx.imp, 0));
         }
         fx_close(&fx);
     }
