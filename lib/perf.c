@@ -118,7 +118,14 @@
  * kernel's own benchmark; the old backward reads the input and the output
  * gradient twice, for the input gradient and for gamma and beta).
  * Megatron-DeepSpeed of 2021-22 (MT-NLG's, BigScience's @99c8fe07
- * megatron/model/fused_layer_norm.py) has only the non-persistent one. */
+ * megatron/model/fused_layer_norm.py) has only the non-persistent one. Its
+ * RMSNorm (normalization RMSNorm) is the same kernels, not eager PyTorch:
+ * microsoft/Megatron-DeepSpeed runs apex's MixedFusedRMSNorm on CUDA since
+ * it took RMSNorm (69e3c6a0, 2023-07-20; megatron/model/__init__.py at
+ * f4157bea), FusedLayerNorm's kernels with rms_only (NVIDIA/apex#1274,
+ * csrc/layer_norm_cuda_kernel.cu); its eager megatron/model/rmsnorm.py
+ * (aad7ad9d, 2023-12-07) runs only on other accelerators, and
+ * BigScience's fork has no RMSNorm. */
 #define LN_APEX_FWD (1258.0 / 895.8)
 #define LN_APEX_BWD (1163.4 / 572.2)
 /* Each attention kernel's rate on Hopper and later (a device with an fp8

@@ -592,7 +592,9 @@ END_TEST
  * kernel's time forward, and a selective re-run of the norms (recompute
  * modules core_attn + layernorm over core_attn alone) re-runs that kernel:
  * 1258.0 / 895.8 times what the same re-run costs on megatron-lm-2022,
- * whose norms move the same bytes. */
+ * whose norms move the same bytes. The model is an RMSNorm one: the
+ * stack's RMSNorm is apex's MixedFusedRMSNorm on CUDA, the same kernels
+ * (rms_only), not eager PyTorch (lib/perf.c, LN_APEX_FWD). */
 START_TEST(apex_norm_rerun)
 {
     mem4d_model *m = tu_model("llama3.1-8b");
