@@ -1406,8 +1406,9 @@ static void attention_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg
     }
     double w = pg->mc.attn_work, qd = D(x->a * x->dh), sc = D(x->s) / D(x->c), kv = 0.5 * w * sc;
     double flops = 0.5 * w * 4 * D(x->s) * D(x->s) * qd / D(x->t * x->c);
-    bool fused_drop = x->attn_dropout && !pg->mc.attn_unfused; /* ATTN_DROPOUT; unfused: ATTN_DROPOUT_BYTES */
-    pg->attn_per_b = flops * (kv + ATTN_FILL) / (pg->mc.gemm * kv) * (fused_drop ? 1 + ATTN_DROPOUT : 1);
+    /* ATTN_DROPOUT (a flash kernel's; unfused attention returned above and
+     * pays ATTN_DROPOUT_BYTES in gemms_prepare) */
+    pg->attn_per_b = flops * (kv + ATTN_FILL) / (pg->mc.gemm * kv) * (x->attn_dropout ? 1 + ATTN_DROPOUT : 1);
     if (x->dh <= 64) /* TRITON_FA_DH64 */
         pg->attn_per_b /= pg->mc.attn_dh64;
     pg->attn_tiles_per_b = D(x->a) / D(x->t) * ceil_q(sc * (1.0 / ATTN_TILE));
@@ -2065,8 +2066,11 @@ static void dp_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg, doubl
     if (pg->mc.step_passes) {
         double local = pg->mc.step_passes >= STEP_MLM2022 ? 3.0 : 1.0, gb = D(x->grad_bytes);
         double per_shard = gb;
-        if (pg->mc.step_passes >= STEP_MCORE) /* fp32 main gradients: the norm's 4, the copy's master read */
-            per_shard = 4.0 + D(x->master_bytes) + (gb < 4.0 ? gb + 4.0 + (4.0 - gb) : 0.0);
+        /* fp32 main gradients: the norm's 4, the copy's master read; from a
+         * bf16 buffer also .float()'s g read and 4 written and Adam's 4 - g
+         * more read, 8 in all */
+        if (pg->mc.step_passes >= STEP_MCORE)
+            per_shard = 4.0 + D(x->master_bytes) + (gb < 4.0 ? 8.0 : 0.0);
         pg->opt_s += ((params + experts) * local * gb + shard * per_shard) * pg->mc.inv_hbm;
     }
 }
