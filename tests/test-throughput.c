@@ -609,7 +609,8 @@ static bool predict_row(const struct table *t, char **f, struct row *r)
      * store_true): korthikanti2022, MegaScale's baseline. */
     uint64_t stack = 0;
     ck_assert_int_eq(mem4d_device_get(d, MEM4D_DEVICE_STACK, &stack), MEM4D_OK);
-    if ((stack == 3 || stack == 4) && !strstr(col(t, f, "notes"), "overlap_p2p_comm False"))
+    const char *stack_name = mem4d_device_value_name(MEM4D_DEVICE_STACK, stack); /* nemo-24.07, nemo-25 */
+    if (stack_name && !strncmp(stack_name, "nemo-", 5) && !strstr(col(t, f, "notes"), "overlap_p2p_comm False"))
         ck_assert_int_eq(mem4d_layout_set_str(l, "overlap_p2p_comm", "1"), MEM4D_OK);
     /* DeepSpeed's pipeline engine in fp16 leaves the accumulation to
      * autograd (the bf16 path's update_hp_grads, the profile's 18 bytes,
@@ -1188,8 +1189,8 @@ static size_t megatron_log(const struct row *r, double step_s, char *buf, size_t
         lget(l, MEM4D_LAYOUT_ZERO_STAGE) != 3)
         ARG("overlap_param_gather", "True");
     ARG("pipeline_model_parallel_size", "%llu", (unsigned long long)lget(l, MEM4D_LAYOUT_PP));
-    static const char *const position[] = {"rope", "learned_absolute", "alibi", "none"};
-    ARG("position_embedding_type", "%s", position[mget(m, MEM4D_MODEL_POSITION_EMBEDDING) & 3]);
+    ARG("position_embedding_type", "%s",
+        mem4d_model_value_name(MEM4D_MODEL_POSITION_EMBEDDING, mget(m, MEM4D_MODEL_POSITION_EMBEDDING)));
     uint64_t rc = lget(l, MEM4D_LAYOUT_RECOMPUTE);
     if (rc)
         ARG("recompute_granularity", "%s", rc == 1 ? "selective" : "full");
