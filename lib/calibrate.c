@@ -903,6 +903,11 @@ mem4d_status mem4d_calibration_add_measurement(mem4d_calibration *cal, const mem
     cal->msg[0] = '\0';
     if (!(value > 0) || !isfinite(value))
         return fail(cal, MEM4D_E_RANGE, 0, "a measured figure must be a positive number");
+    if (figure == MEM4D_CALIBRATION_MEASURED_STEP_S && !(value * 1000 >= STEP_MIN_MS && value * 1000 <= STEP_MAX_MS)) {
+        char why[128];
+        m4d_msg(why, sizeof why, "a measured step of %g s is outside [0.1 ms, 1 day]: not a training step", value);
+        return fail(cal, MEM4D_E_RANGE, 0, why);
+    }
     mem4d_status st;
     struct cal_log *lg = new_run(cal, model, layout, &st);
     if (!lg)
@@ -1250,6 +1255,16 @@ mem4d_status mem4d_calibration_fit(mem4d_calibration *cal, mem4d_device *device)
             lg->step_s = step * tfl / lg->meas;
         else if (meas_tokens > 0)
             lg->step_s = step * tok / meas_tokens;
+        /* A throughput is held to a log's rule for the step it makes. */
+        if (!(lg->step_s * 1000 >= STEP_MIN_MS && lg->step_s * 1000 <= STEP_MAX_MS)) {
+            static const char *const what[] = {"a step", "TFLOP/s per GPU", "tokens/s of the whole job",
+                                               "tps (tokens/s per GPU)"};
+            char why[M4D_MSG_MAX];
+            m4d_msg(why, sizeof why, "run %zu: the measured %s %g make a step of %g s for this job, outside "
+                    "[0.1 ms, 1 day]: not this job's figure (check its unit)", i + 1, what[lg->kind], lg->meas,
+                    lg->step_s);
+            return fail(cal, MEM4D_E_RANGE, 0, why);
+        }
         base[i] = step;
         set_fig(lg, MEM4D_CALIBRATION_MEASURED_STEP_S, lg->step_s);
         set_fig(lg, MEM4D_CALIBRATION_PREDICTED_STEP_BEFORE_S, step);

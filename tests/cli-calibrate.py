@@ -185,6 +185,35 @@ class Calibrate(unittest.TestCase):
                 self.assertIn(why, p.stderr)
                 self.assertFalse(os.path.exists(out))
 
+    def test_absurd_measured_figures(self):
+        # A figure given without a log is held to the log's rule: a step
+        # outside [0.1 ms, 1 day], given or made from a throughput of the
+        # job, is refused; before, --measured-step-s 1e308 was fitted (the
+        # GEMM efficiency pinned at 2%), its 309-digit step printed and a
+        # device file written.
+        job = ['--model', 'llama3.1-8b', '--world', '8', '--seq', '8192', '--gbs', '32']
+        cases = [(['--measured-step-s', '1e308'], '--measured-step-s: a measured step of 1e+308 s is outside'),
+                 (['--measured-step-s', '0.00001'], '--measured-step-s: a measured step of 1e-05 s is outside'),
+                 (['--measured-tokens-per-s', '1e308'], 'tokens/s of the whole job 1e+308 make a step of'),
+                 (['--measured-tflops', '1e-9'], 'TFLOP/s per GPU 1e-09 make a step of')]
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, 'x.device')
+            for extra, why in cases:
+                p = run('calibrate', *job, *extra, '--output', out)
+                self.assertEqual(p.returncode, 2, (extra, p.stdout))
+                self.assertIn(why, p.stderr)
+                self.assertIn('outside [0.1 ms, 1 day]', p.stderr)
+                self.assertFalse(os.path.exists(out))
+            log = os.path.join(d, 'titan.log')
+            with open(log, 'w') as f:
+                for step in (1, 2, 3):
+                    f.write('[titan] step: %d  loss: 9.0  memory: 60.50GiB(63.68%%)  tps: 0.000001  tflops: 1  '
+                            'mfu: 1%%\n' % step)
+            p = run('calibrate', *job, '--log', log, '--log-format', 'torchtitan', '--output', out)
+            self.assertEqual(p.returncode, 2, p.stdout)
+            self.assertIn('tps (tokens/s per GPU) 1e-06 make a step of', p.stderr)
+            self.assertFalse(os.path.exists(out))
+
     def test_clamped_workspace_is_said_and_written(self):
         # Below its least value the workspace is clamped, and the warning
         # and the device file say the value used, never "not set" (item 4).

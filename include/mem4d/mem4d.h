@@ -2672,8 +2672,8 @@ MEM4D_API mem4d_status mem4d_calibration_add_log_file(mem4d_calibration *cal, me
  * @param layout The job's layout (world, sequence length and global batch set).
  * @param figure One of the three figures above.
  * @param value The measured value, positive.
- * @return ::MEM4D_OK, ::MEM4D_E_RANGE (not a positive finite number; more than 32
- *         runs), ::MEM4D_E_MISSING (a layout without world, sequence or global
+ * @return ::MEM4D_OK, ::MEM4D_E_RANGE (not a positive finite number; a step outside
+ *         [0.1 ms, 1 day], as a log's; more than 32 runs), ::MEM4D_E_MISSING (a layout without world, sequence or global
  *         batch), a validation status of the job, or ::MEM4D_E_INVALID_ARG
  *         (another figure).
  * @since 0.2
@@ -2710,7 +2710,8 @@ MEM4D_API mem4d_status mem4d_calibration_constant(const mem4d_calibration *cal, 
  * @param cal The calibration.
  * @param device The device to start from (a preset, or a device file), changed in place.
  * @return ::MEM4D_OK, ::MEM4D_E_MISSING (no log), ::MEM4D_E_RANGE (a constant
- *         outside its bounds), an estimate's status for a log the device
+ *         outside its bounds; a measured throughput that makes a step outside
+ *         [0.1 ms, 1 day] for its job), an estimate's status for a log the device
  *         cannot estimate, or ::MEM4D_E_INVALID_ARG.
  * @since 0.2
  */
