@@ -227,6 +227,26 @@ static bool open_job(struct cli_args *a, mem4d_model **model)
 
 static const char *const measured_flags[3] = {"--measured-step-s", "--measured-tflops", "--measured-tokens-per-s"};
 
+/* "2.5", "1.2e6": decimal digits, at most one point, an optional exponent;
+ * no sign, blank, hex ("0x10", which strtod reads as 16), inf or nan. */
+static bool decimal_number(const char *t)
+{
+    size_t whole = strspn(t, "0123456789"), frac = 0;
+    t += whole;
+    if (*t == '.')
+        frac = strspn(++t, "0123456789"), t += frac;
+    if (whole + frac == 0)
+        return false;
+    if (*t == 'e' || *t == 'E') {
+        t += t[1] == '+' || t[1] == '-' ? 2 : 1;
+        size_t exp = strspn(t, "0123456789");
+        if (exp == 0)
+            return false;
+        t += exp;
+    }
+    return *t == '\0';
+}
+
 /* The --measured-* values, each a positive number (0 where not given). */
 static bool parse_measured(const struct cli_args *a, double v[3])
 {
@@ -234,10 +254,9 @@ static bool parse_measured(const struct cli_args *a, double v[3])
         v[k] = 0;
         if (!a->measured[k])
             continue;
-        char *end = NULL;
-        v[k] = strtod(a->measured[k], &end);
-        if (end == a->measured[k] || *end || !(v[k] > 0) || !isfinite(v[k])) {
-            cli_error("%s %s: not a positive number", measured_flags[k], a->measured[k]);
+        v[k] = decimal_number(a->measured[k]) ? strtod(a->measured[k], NULL) : 0;
+        if (!(v[k] > 0) || !isfinite(v[k])) {
+            cli_error("%s %s: not a positive decimal number", measured_flags[k], a->measured[k]);
             return false;
         }
     }

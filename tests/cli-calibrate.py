@@ -72,7 +72,7 @@ class Calibrate(unittest.TestCase):
             self.assertIn('fitted from the runs: matmul_efficiency_ppm', p.stdout)
             self.assertIn('left at the device\'s value: fp8_efficiency_ppm, attention_efficiency_ppm', p.stdout)
             self.assertIn('calibrated_runs = 1', p.stdout)
-        for extra, needle in ((['--measured-step-s', 'soon'], '--measured-step-s soon: not a positive number'),
+        for extra, needle in ((['--measured-step-s', 'soon'], '--measured-step-s soon: not a positive decimal number'),
                               (['--log', 'x', '--log-format', 'deepspeed'], '--log-format deepspeed: not megatron'),
                               (['--world', '8', '--measured-step-s', '2'], '--model or --hf-config is required')):
             p = run('calibrate', *extra)
@@ -213,6 +213,17 @@ class Calibrate(unittest.TestCase):
             self.assertEqual(p.returncode, 2, p.stdout)
             self.assertIn('tps (tokens/s per GPU) 1e-06 make a step of', p.stderr)
             self.assertFalse(os.path.exists(out))
+
+    def test_measured_figures_are_decimal(self):
+        # doc/cli.md: numbers are decimal only. strtod read '0x10' as 16 s.
+        job = ['--model', 'llama3.1-8b', '--world', '8', '--seq', '8192', '--gbs', '32']
+        for flag in ('--measured-step-s', '--measured-tflops', '--measured-tokens-per-s'):
+            for text in ('0x10', ' 5', '+5', '0x1p4'):
+                p = run('calibrate', *job, flag, text)
+                self.assertEqual(p.returncode, 2, (flag, text, p.stdout))
+                self.assertIn('%s %s: not a positive decimal number' % (flag, text), p.stderr)
+            p = run('calibrate', *job, flag, '1.5e3', '--json')
+            self.assertEqual(p.returncode, 0, (flag, p.stderr))
 
     def test_clamped_workspace_is_said_and_written(self):
         # Below its least value the workspace is clamped, and the warning
