@@ -1388,10 +1388,11 @@ static struct band_check band_check(double *ratio, const double (*band)[2], size
 static double cal_line(const struct row *rows, size_t n, const double *err, const char *source, double *exact,
                        int mode)
 {
-    double e[MAX_ROWS], ex[MAX_ROWS];
+    double e[MAX_ROWS], ex[MAX_ROWS], u[MAX_ROWS]; /* u: the same runs' uncalibrated |error| */
     size_t k = 0, kx = 0;
     for (size_t i = 0; i < n; i++)
         if ((!source || !strcmp(rows[i].source, source)) && !isnan(err[i])) {
+            u[k] = fabs(rows[i].err);
             e[k++] = fabs(err[i]);
             if (!strcmp(rows[i].status, "exact"))
                 ex[kx++] = fabs(err[i]);
@@ -1403,7 +1404,7 @@ static double cal_line(const struct row *rows, size_t n, const double *err, cons
     printf("  %-18s median |error| %5.1f%% (%zu runs)", source ? source : "every source", 100 * med, k);
     if (kx)
         printf(", exact runs %5.1f%% (%zu)", 100 * *exact, kx);
-    printf("\n");
+    printf("; uncalibrated %5.1f%%\n", 100 * tu_median(u, k));
     fig("cal\t%d\t%s\t%zu\t%.17g\t%zu\t%.17g", mode, source ? source : "*", k, med, kx, *exact);
     return med;
 }
