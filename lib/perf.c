@@ -662,6 +662,20 @@ static void host_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
  * are a small share of a layer). While a collective of T seconds hides
  * behind them they cost T (1 - 1 / AMPERE_BESIDE), at least its SMs'. */
 #define AMPERE_BESIDE (2.08 / 1.18)
+/* Computational stragglers: hosts that run the same work slower than the
+ * rest, through no fault a check catches. MegaScale's CUDA-event heat-map
+ * found about 0.5% of its A100 machines about 10% slower on the same
+ * forward, the same hosts in every experiment (Jiang et al., arXiv
+ * 2402.15627, NSDI '24: sec. 5.1 and 6.3), and its job of more than 10,000
+ * GPUs gained about 0.7 points of MFU once they were removed: 0.7 of the
+ * 55.2% its 12,288-GPU run reached (Table 2), 1.27% of the step. A
+ * synchronous step waits for its slowest host, so a job of H hosts pays
+ * that share with the chance that one of its hosts is such a straggler,
+ * 1 - (1 - STRAGGLER_HOSTS)^H, less the chance for one host, which the
+ * device's rates (one host's) already hold (straggler_share): 0.04% of
+ * the step at 8 hosts, 0.34% at 64, 0.91% at 256, 1.26% from 1,000. */
+#define STRAGGLER_HOSTS 0.005
+#define STRAGGLER_STEP (0.007 / 0.552)
 
 /* What one second of a collective (or DeepEP's kernels) hidden beside
  * compute costs that compute: its GEMMs (the share `gemm` of it) the
@@ -683,16 +697,16 @@ static inline double beside_cost(const struct m4d_machine *mc, double gemm, doub
  * stack, the widest use a calibrated device file gets (it also holds the
  * runs of a weak-scaling series calibrated on its first run;
  * tests/test-throughput.c prints all of them). */
-#define BAND_LOW 0.890
-#define BAND_HIGH 1.182
-#define BAND_CAL_LOW 0.925
-#define BAND_CAL_HIGH 1.144
+#define BAND_LOW 0.889
+#define BAND_HIGH 1.181
+#define BAND_CAL_LOW 0.928
+#define BAND_CAL_HIGH 1.141
 /* Between layouts of one job (the search's equivalence, m4d_speed_band_
  * relative()): the band of the runs of a weak-scaling series predicted by a
  * device calibrated on its first run, where the level common to one job's
  * layouts cancels and what remains is the model's spread within a family. */
 #define BAND_REL_LOW 0.969
-#define BAND_REL_HIGH 1.096
+#define BAND_REL_HIGH 1.084
 
 /* Seconds of one micro-batch's work on one GPU. */
 struct unit_time {
@@ -730,6 +744,21 @@ static double ppm(uint64_t v) { return D(v) * 1e-6; }
 /* Ceiling of a positive quotient; a fraction below 1e-6 is taken for rounding
  * error (no libm, no integer division in the per-layout path). */
 static inline double ceil_q(double q) { return (double)(int64_t)(q + 0.999999); }
+
+/* STRAGGLER_HOSTS, STRAGGLER_STEP: the share of the step a job of `world`
+ * GPUs, `gpn` a host, loses to the chance that one of its hosts is a
+ * straggler, over what one host loses: the device's rates are one host's
+ * (a fleet's mean), so a job on one host pays nothing more, and one on H
+ * hosts (1 - q) - (1 - q)^H of STRAGGLER_STEP; (1 - q)^H by squaring. */
+static double straggler_share(double world, double gpn)
+{
+    uint64_t h = (uint64_t)ceil_q(world / (gpn > 0 ? gpn : 1));
+    double base = 1 - STRAGGLER_HOSTS, none = 1;
+    for (; h; h >>= 1, base *= base)
+        if (h & 1)
+            none *= base;
+    return STRAGGLER_STEP * (1 - STRAGGLER_HOSTS - none);
+}
 
 /* The power balance of a step. The compute figures (peak_flops,
  * matmul_efficiency_ppm: mamf-finder's MAMF) are a burst; a step draws the board's power and its clock settles where the
@@ -926,6 +955,7 @@ static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device
         .power_r = power_r_of(dv, x->fp8 && dv[MEM4D_DEVICE_PEAK_FP8_FLOPS] != 0),
         .hbm = hbm,
         .domain = dv[MEM4D_DEVICE_NVLINK_DOMAIN] ? D(dv[MEM4D_DEVICE_NVLINK_DOMAIN]) : gpn,
+        .gpn = gpn,
         .kernel = D(dv[MEM4D_DEVICE_KERNEL_OVERHEAD_NS]) * 1e-9,
         .host_op = EAGER_OP_S,
         .sms = D(dv[MEM4D_DEVICE_SM_COUNT]),
@@ -2379,6 +2409,8 @@ void m4d_perf_fill_memo(const struct m4d_ctx *x, const struct m4d_perf_group *pg
             pl.cmax += stretch * kmax;
         }
     }
+    /* STRAGGLER_STEP: the whole step waits for a straggling host. */
+    step *= 1 + straggler_share(D(x->world), pg->mc.gpn);
     struct m4d_perf_parts *o = &r->perf;
     *o = (struct m4d_perf_parts){
         .step = step,

@@ -879,6 +879,7 @@ struct m4d_machine {
     double power_zc;     /* the inverse of that rate, power_r^(-1/3) */
     double hbm, inv_hbm; /* bytes/s of HBM and its inverse; 0: not modelled */
     double domain;       /* GPUs sharing one NVLink domain */
+    double gpn;          /* GPUs a host (gpus_per_node): the hosts a straggler may be among (STRAGGLER_HOSTS, lib/perf.c) */
     double kernel;       /* seconds per kernel launch / dependency */
     double host_op;      /* host seconds of one eager op issued back to back (EAGER_OP_S, lib/perf.c) */
     double sms, inv_sms; /* SMs for wave quantisation; 0: none */

@@ -964,7 +964,7 @@ static void per_source(const struct row *rows, size_t n, double *worst_med, doub
  * calibration's percentiles, which step_time_matches_published_runs checks
  * against what it measures. */
 #define REL_LOW 0.969
-#define REL_HIGH 1.096
+#define REL_HIGH 1.084
 
 /* Where `mem4d plan` lists a sweep's k runs (idx[] into rows): the runs
  * whose band between layouts overlaps the fastest's first (lib/search.c,
