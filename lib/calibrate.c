@@ -1328,9 +1328,9 @@ mem4d_status mem4d_calibration_fit(mem4d_calibration *cal, mem4d_device *device)
         double v = (double)dev.v[c->key];
         bool high = v >= c->hi * 0.999;
         if (c->log_scale && c->key != MEM4D_DEVICE_MOE_LOAD_SPREAD_PPM && (high || v <= c->lo * 1.001))
-            m4d_msg(note, sizeof note, "%s stopped at its bound %.0f: the measured steps are %s than the device "
+            m4d_msg(note, sizeof note, "%s stopped at its bound %llu: the measured steps are %s than the device "
                     "explains at %s; check --gpu or --device-file", mem4d_device_param_name(c->key),
-                    high ? c->hi : c->lo, high ? "faster" : "slower",
+                    (unsigned long long)dev.v[c->key], high ? "faster" : "slower",
                     high ? "full efficiency" : "the least efficiency searched");
     }
     /* Memory: the fixed workspace takes the mean allocated offset (it adds to

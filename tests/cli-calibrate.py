@@ -225,6 +225,18 @@ class Calibrate(unittest.TestCase):
             p = run('calibrate', *job, flag, '1.5e3', '--json')
             self.assertEqual(p.returncode, 0, (flag, p.stderr))
 
+    def test_pinned_rate_is_said_as_written(self):
+        # A rate that stops at its search bound is kept and said: the warning
+        # names the value the device file gets (it said 1000000 where the
+        # file held 999999: the search in log space stops short of its end).
+        job = ['--model', 'llama3.1-8b', '--world', '8', '--seq', '8192', '--gbs', '32']
+        for step in ('0.01', '80000'):
+            p = run('calibrate', *job, '--measured-step-s', step, '--json')
+            self.assertEqual(p.returncode, 0, p.stderr)
+            said = re.search(r'matmul_efficiency_ppm stopped at its bound (\d+):', p.stderr)
+            self.assertTrue(said, p.stderr)
+            self.assertEqual(int(said.group(1)), json.loads(p.stdout)['device']['matmul_efficiency_ppm'])
+
     def test_clamped_workspace_is_said_and_written(self):
         # Below its least value the workspace is clamped, and the warning
         # and the device file say the value used, never "not set" (item 4).

@@ -2701,12 +2701,12 @@ MEM4D_API mem4d_status mem4d_calibration_constant(const mem4d_calibration *cal, 
 
 /**
  * Fit a device to every log read: see the group's description. The device
- * is changed only on success. A fit that would take a constant outside its
- * bounds is refused: an efficiency pinned at its search bound (the steps
- * are beyond what the device explains), a workspace_bytes or
- * allocator_overhead_ppm above its maximum. A memory offset below its least
- * value is clamped to it, and mem4d_calibration_message() then says so
- * although the fit succeeded.
+ * is changed only on success. A fit that would take workspace_bytes or
+ * allocator_overhead_ppm above its maximum is refused. An efficiency that
+ * stops at its search bound (the steps are beyond what the device explains)
+ * keeps it, and a memory offset below its least value is clamped to it:
+ * mem4d_calibration_message() then says so, with the value the device
+ * gets, although the fit succeeded.
  * @param cal The calibration.
  * @param device The device to start from (a preset, or a device file), changed in place.
  * @return ::MEM4D_OK, ::MEM4D_E_MISSING (no log), ::MEM4D_E_RANGE (a constant

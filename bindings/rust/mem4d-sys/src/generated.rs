@@ -1607,9 +1607,10 @@ extern "C" {
         fitted: *mut c_int,
     ) -> mem4d_status;
     /// Fit a device to every log read: see the group's description. The device is changed only on success. A fit that
-    /// would take a constant outside its bounds is refused: an efficiency pinned at its search bound (the steps are
-    /// beyond what the device explains), a workspace_bytes or allocator_overhead_ppm above its maximum. A memory offset
-    /// below its least value is clamped to it, and mem4d_calibration_message() then says so although the fit succeeded.
+    /// would take workspace_bytes or allocator_overhead_ppm above its maximum is refused. An efficiency that stops at
+    /// its search bound (the steps are beyond what the device explains) keeps it, and a memory offset below its least
+    /// value is clamped to it: mem4d_calibration_message() then says so, with the value the device gets, although the
+    /// fit succeeded.
     pub fn mem4d_calibration_fit(cal: *mut mem4d_calibration, device: *mut mem4d_device) -> mem4d_status;
     /// A figure of one log after mem4d_calibration_fit().
     pub fn mem4d_calibration_get(
