@@ -101,9 +101,10 @@ def _value(name, spec):
 
 
 def plan(model, device, gpus, seq, gbs=0, base=None, **constraints):
-    """Iterate over the layouts of model on gpus devices, fastest first (tie_break=1:
-    as `mem4d plan` lists them, those whose speed band overlaps the fastest's first,
-    by fewer model-parallel GPUs, then speed).
+    """Iterate over the layouts of model on gpus devices, fastest first; with
+    tie_break=1 as `mem4d plan` lists them: those whose speed band overlaps the
+    fastest's first, by fewer model-parallel GPUs, then speed (the returned
+    Search's stats["equivalent"] counts them once the first is yielded).
 
     gpus, seq and gbs set the world size, sequence length and global batch of
     the base layout (a Layout or a dict of further fixed settings, e.g.

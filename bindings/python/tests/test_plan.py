@@ -145,6 +145,17 @@ class PlanAgreesWithCliTest(unittest.TestCase):
         model, device = mem4d.Model.preset("llama3.1-8b"), mem4d.Device.preset("h100-80")
         self.compare(rows, list(mem4d.plan(model, device, gpus=GPUS, seq=SEQ, gbs=GBS, tie_break=1)))
 
+    def test_equivalent_count(self):
+        # doc/perf.md: plan() is fastest first unless given tie_break=1, and
+        # its stats["equivalent"] counts the rows `mem4d plan` marks.
+        rows = self.cli_rows("--top", "0")
+        model, device = mem4d.Model.preset("llama3.1-8b"), mem4d.Device.preset("h100-80")
+        search = mem4d.plan(model, device, gpus=GPUS, seq=SEQ, gbs=GBS, tie_break=1)
+        next(search)
+        self.assertEqual(search.stats["equivalent"], sum(r["equivalent_to_fastest"] for r in rows))
+        steps = [p.report.metrics.step_time_s for p in mem4d.plan(model, device, gpus=GPUS, seq=SEQ, gbs=GBS)]
+        self.assertEqual(steps, sorted(steps))
+
     def test_constrained_including_non_fitting(self):
         rows = self.cli_rows("--all", "--top", "40", "--tp", "1-4", "--mbs", "1,2")
         model, device = mem4d.Model.preset("llama3.1-8b"), mem4d.Device.preset("h100-80")
