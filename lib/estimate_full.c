@@ -439,6 +439,11 @@ static void unmodelled_warnings(const struct m4d_ctx *x, const mem4d_device *dev
         warn(r, "moe_dispatcher deepep: its rates are measured on NVIDIA H800/H20 (NVLink, CUDA kernels) only; "
                 "ROCm/DeepEP publishes none on this AMD GPU (xGMI, HIP kernels): the dispatch time uses the "
                 "NVIDIA rates, unsourced here");
+    /* Transformer Engine refuses fp8 before compute capability 8.9
+     * (transformer_engine/pytorch/fp8.py, check_fp8_support()). */
+    if (dv[MEM4D_DEVICE_PEAK_FLOPS] && x->fp8 && dv[MEM4D_DEVICE_PEAK_FP8_FLOPS] == 0)
+        warn(r, "fp8: the device has no fp8 peak (peak_fp8_flops 0; Transformer Engine refuses fp8 before "
+                "compute capability 8.9, an A100): the GEMMs run at the bf16 rate, MFU is of the bf16 peak");
     if (dv[MEM4D_DEVICE_PEAK_FLOPS] && dv[MEM4D_DEVICE_HBM_BANDWIDTH] == 0)
         warn(r, "hbm_bandwidth is 0 (unknown): the step time leaves out the memory-bound time of kernels");
     /* nanotron's build_model balances the stages by compute cost with the

@@ -204,6 +204,21 @@ class Estimate(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn('warning: intra_node_bandwidth is 0 (unknown): the step time leaves out', p.stdout)
 
+    def test_fp8_without_an_fp8_peak_is_said(self):
+        # An fp8 job on a GPU without an fp8 peak (A100) was estimated
+        # silently: fp8's caches and casts counted, its GEMMs at the bf16
+        # rate, MFU of the bf16 peak, for a job Transformer Engine refuses.
+        job = ['--model', 'llama3.1-8b', '--tp', '2', '--world', '8', '--seq', '4096', '--mbs', '1', '--gbs', '64',
+               '--set', 'fp8=1']
+        p = run('estimate', *job, '--gpu', 'a100-80')
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn('warning: fp8: the device has no fp8 peak (peak_fp8_flops 0;', p.stdout)
+        self.assertIn('of the bf16 peak', p.stdout)
+        p = run('estimate', *job, '--gpu', 'h100-80')
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertNotIn('no fp8 peak', p.stdout)
+        self.assertIn('of the fp8 peak', p.stdout)
+
     def test_subcommands_without_options_refuse_them(self):
         for cmd in ('presets', 'version'):
             with self.subTest(cmd=cmd):
