@@ -163,6 +163,18 @@ def cal_cell(c):
     return pct(med)
 
 
+def cal_status(cal):
+    """A calibration target's state: the issue asks <= 5% of the other runs of
+    each source, so a source above it is named even when every run's median
+    meets it."""
+    med = cal["*"][1]
+    over = sorted(((c[1], s) for s, c in cal.items() if s != "*" and c[1] > T_CAL), reverse=True)
+    if not over:
+        return "met" if med <= T_CAL else "not met"
+    return (f"{'met' if med <= T_CAL else 'not met'} over every run; not met per source: "
+            + ", ".join(f"{s} {pct(m)}" for m, s in over))
+
+
 def worst_exact(cal):
     """The source whose exact runs calibrate worst: (median, source)."""
     return max(((c[3], s) for s, c in cal.items() if s != "*" and c[2] > 0), default=(0, "none"))
@@ -247,15 +259,15 @@ def targets(figs):
     out.append(f"| calibrated on one run per (source, GPU, precision, stack), the other runs ≤ 5% | {pct(med)} "
                f"({k} runs; exact {pct(medx)} of {kx}); the worst source's exact runs {w[1]} {pct(w[0])} | "
                f"≤ {g('CAL_SOURCE_ALL')} (`CAL_SOURCE_ALL`); the worst source's exact runs ≤ {g('CAL_SOURCE')} "
-               f"(`CAL_SOURCE`) | {'met' if med <= T_CAL else 'not met'} |")
+               f"(`CAL_SOURCE`) | {cal_status(figs.cal['first'])} |")
     k, med, kx, medx = figs.cal["series"]["*"]
     w = worst_exact(figs.cal["series"])
     out.append(f"| the same, calibrated on one run per weak-scaling series | {pct(med)} ({k} runs); the worst "
                f"source's exact runs {w[1]} {pct(w[0])} | ≤ 5% (the worst source's exact runs) | "
-               f"{'met' if med <= T_CAL else 'not met'} |")
+               f"{cal_status(figs.cal['series'])} |")
     k, med, kx, medx = figs.cal["nearest"]["*"]
     out.append(f"| the same, calibrated on each run's nearest run of its group | {pct(med)} ({k} runs) | ≤ 5% | "
-               f"{'met' if med <= T_CAL else 'not met'} |")
+               f"{cal_status(figs.cal['nearest'])} |")
     u, s, sx, ser = (figs.band[b] for b in ("uncalibrated", "source", "source-exact", "series"))
     out.append(f"| the band covers ≥ 80% of the runs, uncalibrated and calibrated | uncalibrated {pct(u[2])} of "
                f"{u[3]}; calibrated per (source, GPU, precision, stack) {pct(s[2])} of all {s[3]}, "
@@ -329,7 +341,7 @@ def readme_summary(figs):
     out += [""] + wrap(
             f"Residual after one constant per source: {pct(resid)} (target 5%). Calibrated on one run per "
             f"source, GPU, precision and stack, the other runs: {pct(med)} (target 5%"
-            f"{'' if med <= T_CAL else ', not met'}); on each run's nearest run of its stack: {pct(near[1])}. "
+            f": {cal_status(figs.cal['first'])}); on each run's nearest run of its stack: {pct(near[1])}. "
             f"Layout sweeps, Spearman of predicted and measured order (target 0.85): {sw}"
             + ("; " + ", ".join(f"{sweep_label(s['label']).split(',')[0]} MoE {rho(s['rho'])}" for s in moe)
                if moe else "")
