@@ -31,7 +31,7 @@ static const char *const cp_comm_names[] = {"p2p", "all_gather", NULL};
 static const char *const cuda_graph_names[] = {"none", "local", "transformer_engine", "full_iteration", NULL};
 static const char *const stack_names[] = {"middle",     "megatron-lm-2022", "megatron-deepspeed", "nemo-24.07", "nemo-25",
                                           "torchtitan", "composer",         "nanotron",           "torchtitan-compile",
-                                          NULL};
+                                          "megatron-deepspeed-bigscience-2022-02", NULL};
 M4D_TABLE_ROWS(stack_names, M4D_NSTACKS + 1); /* lib/perf.c's profiles, in order, and the NULL */
 static const char *const attention_names[] = {"auto", "fa2", "fa3", "cudnn", "sdpa", "unfused", "triton", NULL};
 static const char *const gemm_library_names[] = {"auto", "native", "ampere", "cuda11", NULL};

@@ -89,6 +89,36 @@
  * writes the whole row (1 + 1 + 2). */
 #define UNFUSED_SOFTMAX_FWD 3.0
 #define UNFUSED_SOFTMAX_BWD 4.0
+/* FUSED_SOFTMAX: Megatron's FusedScaleMaskSoftmax runs the fused kernel
+ * above only where its shape test passes (is_kernel_available: fp16 or
+ * bf16 input, 16 < keys <= the stack's limit, keys % 4 == 0, and for a
+ * causal mask the attention batches b * a/t a multiple of the kernel's
+ * batches per block, get_batch_per_block(): 128 threads of warps of
+ * min(keys', 32) lanes, two rows a warp where keys' <= 128, keys' the
+ * power of two at or above the keys; 4 beyond 128 keys). The limit is
+ * 2048 in Megatron-DeepSpeed of 2021-22 (microsoft/Megatron-DeepSpeed
+ * until its 2021-12 sync, megatron/model/fused_softmax.py at acc3e9b5;
+ * bigscience-workshop/Megatron-DeepSpeed@99c8fe07) and 4096 in Megatron-LM
+ * from 2022-01 (NVIDIA/Megatron-LM@7a77abd9; the megatron-lm-2022
+ * profile's 2e90a342). Elsewhere it falls back to PyTorch's ops
+ * (forward_torch_softmax), in fp32 under Megatron's default
+ * apply_query_key_layer_scaling, which turns attention_softmax_in_fp32 on
+ * and makes the scale the layer number: input.float() (2 read, 4
+ * written), * scale (4, 4), masked_fill_ in place (4, 4; the [1, 1, s, s]
+ * mask from L2), Softmax (4, 4), .half() (4, 2): SOFTMAX_TORCH_FWD bytes
+ * a score; the backward runs the same five in reverse, the softmax's
+ * reading its output and the gradient (6, 12, 8, 8, 6): SOFTMAX_TORCH_BWD.
+ * Charged beyond the fused kernel's. */
+#define SOFTMAX_TORCH_FWD 36.0
+#define SOFTMAX_TORCH_BWD 40.0
+/* FUSED_SOFTMAX_SWAPPED: BigScience's Megatron-DeepSpeed from 2021-10-21
+ * (9f5f5d4c, "fused softmax layer bug fix sync") to 2022-03-06 (1cb76a64)
+ * declared the static get_batch_per_block(b, np, sq, sk) and called it
+ * as get_batch_per_block(sq, sk, b, np), so the kernel's batches per
+ * block came from the heads per rank in place of the keys: 8 heads give
+ * 32, and b * 8 passes only at micro-batch 4 and 8 (Megatron-LM fixed the
+ * same order on 2021-08-13, 0d350c8d). The BLOOM prequel's sweeps ran it:
+ * the megatron-deepspeed-bigscience-2022-02 profile. */
 /* UNFUSED_ALIBI: with ALiBi the scores' GEMM adds the bias (BigScience's
  * Megatron-DeepSpeed, megatron/model/transformer.py: torch.baddbmm over
  * alibi[:b*np, :, :sk], a [b*np, 1, sk] tensor, with beta 1). cuBLAS takes
@@ -272,6 +302,8 @@ static const struct stack {
     bool te_norm_fp8;     /* Megatron-Core's TE layers: the norm before qkv and fc1 writes fp8 itself (TE_FP8_CASTS) */
     bool sq_relu_fused;   /* squared ReLU compiled into one kernel each way, not eager (SQ_RELU_EAGER) */
     uint8_t te_cp_ring;   /* Megatron-Core's CP through Transformer Engine's p2p ring, its merges and copies (TE_CP_RING): 1 TE 1.9-2.1, 2 TE 2.2 and later */
+    uint16_t softmax_keys;  /* the fused softmax's longest keys, with softmax attention (FUSED_SOFTMAX); 0: no rule */
+    bool softmax_bpb_heads; /* its batches per block from the heads per rank (FUSED_SOFTMAX_SWAPPED) */
 } STACKS[M4D_NSTACKS] = {
     /* middle: cuDNN attention, autograd's accumulation into bf16 .grad */
     {.attn = 3, .gemm = 1, .accum_bytes = 6, .ce_bytes = 12, .te_norm_fp8 = true, .sq_relu_fused = true,
@@ -279,11 +311,11 @@ static const struct stack {
     /* megatron-lm-2022: fused softmax, gradient_accumulation_fusion, unfused cross entropy, the pipeline's
      * scatter-gather */
     {.attn = 5, .gemm = 1, .ce_bytes = CE_UNFUSED, .te_norm_fp8 = true, .p2p_split = true, .bias_add = true,
-     .step_passes = STEP_MLM2022},
+     .step_passes = STEP_MLM2022, .softmax_keys = 4096},
     /* megatron-deepspeed: softmax attention, bf16 update_hp_grads, CUDA 11 GEMMs, its TP and pipeline, unfused cross
      * entropy */
     {.attn = 5, .gemm = 3, .accum_bytes = 18, .ce_bytes = CE_UNFUSED, .tp_sync = true, .ds_pipe = true,
-     .ln_apex = true, .bias_add = true},
+     .ln_apex = true, .bias_add = true, .softmax_keys = 2048},
     /* nemo-24.07: Transformer Engine 1.9's cuDNN attention, Megatron-Core 0.8's native fused cross entropy, NeMo 1's
      * Apex DistributedFusedAdam */
     {.attn = 3, .gemm = 1, .ce_bytes = CE_NATIVE + CE_NATIVE_COPY_BACK, .te_norm_fp8 = true, .sq_relu_fused = true,
@@ -303,6 +335,10 @@ static const struct stack {
     /* torchtitan-compile: torchtitan with torch.compile's fused element-wise */
     {.attn = 4, .gemm = 1, .accum_bytes = 6, .ce_bytes = 40, .op_sac = true, .dtensor_tp = true, .fsdp2_copies = true,
      .titan_model = true, .fsdp_root = true, .sq_relu_fused = true},
+    /* megatron-deepspeed-bigscience-2022-02: megatron-deepspeed as BigScience's fork ran it from 2021-10-21 to
+     * 2022-03-06 (the BLOOM prequel's sweeps): its fused softmax's swapped shape test */
+    {.attn = 5, .gemm = 3, .accum_bytes = 18, .ce_bytes = CE_UNFUSED, .tp_sync = true, .ds_pipe = true,
+     .ln_apex = true, .bias_add = true, .softmax_keys = 2048, .softmax_bpb_heads = true},
 };
 /* nanotron's ZeRO-1 with fp32 gradient accumulation (the only ZeRO it
  * runs with accumulate_grad_in_fp32, its benchmarks' setting) builds no
@@ -946,6 +982,8 @@ static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device
         .fsdp_root = st->fsdp_root || x->fw == MEM4D_FRAMEWORK_TORCHTITAN || dv[MEM4D_DEVICE_PYTORCH_FSDP],
         .attn_unpad = st->attn_unpad && ak == 1, /* the flash-attn package's FlashAttention-2 */
         .attn_unfused = ak == 5,
+        .softmax_keys = st->softmax_keys,
+        .softmax_bpb_heads = st->softmax_bpb_heads,
         .te_norm_fp8 = st->te_norm_fp8,
         .te_cp_ring = x->fw == MEM4D_FRAMEWORK_MEGATRON ? st->te_cp_ring : 0,
         .sq_relu_eager = !st->sq_relu_fused,
@@ -1416,12 +1454,23 @@ static double linears_time(const struct m4d_perf_group *pg, const struct m4d_gem
     return col + row;
 }
 
+/* FUSED_SOFTMAX: the rows of attention batches one block of Megatron's
+ * fused softmax takes, for `keys` keys (get_batch_per_block()). */
+static double softmax_batch_per_block(double keys)
+{
+    double p2 = 1;
+    while (p2 < keys)
+        p2 *= 2;
+    return 128 / (p2 < 32 ? p2 : 32) * (p2 <= 128 ? 2 : 1);
+}
+
 /* Flash attention of one layer. Causal kernels skip the masked half of
  * s x s; CP's load-balanced chunks give every rank 1/c of the work; each
  * query tile pays ATTN_FILL keys on top of the mean s/(2c) it reads. */
 static void attention_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
 {
     pg->attn_pv_per_b = pg->attn_qk_tiles_per_b = pg->attn_bytes_fwd_per_b = pg->attn_bytes_bwd_per_b = 0;
+    pg->attn_torch_fwd_per_b = pg->attn_torch_bwd_per_b = pg->attn_softmax_np = pg->attn_softmax_bpb = 0;
     if (pg->mc.attn_unfused) { /* UNFUSED_ATTN: per sample, the rank's heads, q queries over k keys */
         double heads = D(x->a) / D(x->t), q = D(x->s) / D(x->c), k = D(x->s), dh = D(x->dh), r = pg->mc.gemm;
         double scores = heads * q * k, gemm_bytes = 2 * scores + heads * 2 * dh * (q + k);
@@ -1432,6 +1481,13 @@ static void attention_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg
         pg->attn_bytes_fwd_per_b =
             (2 * gemm_bytes + (UNFUSED_SOFTMAX_FWD + (x->alibi ? UNFUSED_ALIBI : 0)) * scores) * pg->mc.inv_hbm;
         pg->attn_bytes_bwd_per_b = (4 * gemm_bytes + UNFUSED_SOFTMAX_BWD * scores) * pg->mc.inv_hbm;
+        if (pg->mc.softmax_keys) { /* FUSED_SOFTMAX: PyTorch's softmax where the fused one declines */
+            bool fits = x->s > 16 && x->s <= pg->mc.softmax_keys && x->s % 4 == 0;
+            pg->attn_torch_fwd_per_b = (SOFTMAX_TORCH_FWD - UNFUSED_SOFTMAX_FWD) * scores * pg->mc.inv_hbm;
+            pg->attn_torch_bwd_per_b = (SOFTMAX_TORCH_BWD - UNFUSED_SOFTMAX_BWD) * scores * pg->mc.inv_hbm;
+            pg->attn_softmax_np = heads;
+            pg->attn_softmax_bpb = fits ? softmax_batch_per_block(pg->mc.softmax_bpb_heads ? heads : k) : 0;
+        }
         return;
     }
     double w = pg->mc.attn_work, qd = D(x->a * x->dh), sc = D(x->s) / D(x->c), kv = 0.5 * w * sc;
@@ -1450,8 +1506,12 @@ static void attention_time(const struct m4d_perf_group *pg, double b, double *fw
         double t1 = b * pg->attn_qk_tiles_per_b, t2 = b * pg->attn_tiles_per_b;
         double qk = b * pg->attn_per_b * wave_slots(&pg->mc, t1) / t1;
         double pv = b * pg->attn_pv_per_b * wave_slots(&pg->mc, t2) / t2;
-        *fwd = (qk + pv + b * pg->attn_bytes_fwd_per_b) / pg->mc.attn_fwd;
-        *bwd = (qk + 3 * pv + b * pg->attn_bytes_bwd_per_b) / pg->mc.attn_bwd;
+        double bf = pg->attn_bytes_fwd_per_b, bb = pg->attn_bytes_bwd_per_b;
+        if (pg->attn_torch_fwd_per_b > 0 && /* FUSED_SOFTMAX: does the fused kernel take b * a/t batches? */
+            (pg->attn_softmax_bpb == 0 || (uint64_t)(b * pg->attn_softmax_np) % (uint64_t)pg->attn_softmax_bpb != 0))
+            bf += pg->attn_torch_fwd_per_b, bb += pg->attn_torch_bwd_per_b;
+        *fwd = (qk + pv + b * bf) / pg->mc.attn_fwd;
+        *bwd = (qk + 3 * pv + b * bb) / pg->mc.attn_bwd;
         return;
     }
     double tiles = b * pg->attn_tiles_per_b;

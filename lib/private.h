@@ -43,7 +43,7 @@ M4D_ENUM_COUNT(M4D_NSEARCH_OPTIONS, MEM4D_SEARCH_TIE_BREAK);
 #define M4D_NSEARCH_STATS 5
 M4D_ENUM_COUNT(M4D_NSEARCH_STATS, MEM4D_SEARCH_STAT_EQUIVALENT);
 #define M4D_NMODES 2
-#define M4D_NSTACKS 9 /* named software stacks (MEM4D_DEVICE_STACK), lib/perf.c */
+#define M4D_NSTACKS 10 /* named software stacks (MEM4D_DEVICE_STACK), lib/perf.c */
 M4D_ENUM_COUNT(M4D_NMODES, MEM4D_MODE_PAPER);
 #define M4D_NSTATUS 23
 M4D_ENUM_COUNT(M4D_NSTATUS, MEM4D_E_EXPERTS);
@@ -915,6 +915,8 @@ struct m4d_machine {
     bool fsdp_root;            /* ZeRO-2/3 as PyTorch's FSDP wraps a model: the root unit's collectives exposed, ZeRO-2 as SHARD_GRAD_OP (lib/perf.c) */
     bool attn_unpad;           /* flash attention through llm-foundry's unpadding copies (ATTN_UNPAD, lib/perf.c) */
     bool attn_unfused;         /* softmax attention: its dropout a kernel of its own (ATTN_DROPOUT_BYTES, lib/perf.c) */
+    uint16_t softmax_keys;     /* the longest key length the stack's fused softmax takes (FUSED_SOFTMAX, lib/perf.c); 0: no rule */
+    bool softmax_bpb_heads;    /* its availability test takes the heads per rank for the keys (FUSED_SOFTMAX_SWAPPED, lib/perf.c) */
     bool te_norm_fp8;          /* the norm before qkv and fc1 writes fp8 itself (TE_FP8_CASTS, lib/perf.c) */
     uint8_t te_cp_ring;        /* CP as Transformer Engine's p2p ring runs it (TE_CP_RING, lib/perf.c): 0 not, 1 TE 1.9-2.1, 2 TE 2.2+ */
 };
@@ -1008,6 +1010,8 @@ struct m4d_perf_group {
     double cast_a, cast_b;                         /* fp8 casts: seconds per row, fixed */
     double attn_pv_per_b, attn_qk_tiles_per_b;     /* unfused (UNFUSED_ATTN): a long-K GEMM's compute at full waves, the score GEMM's tiles (else 0) */
     double attn_bytes_fwd_per_b, attn_bytes_bwd_per_b; /* unfused: its GEMMs' and softmax's HBM seconds, forward, backward */
+    double attn_torch_fwd_per_b, attn_torch_bwd_per_b; /* unfused: PyTorch's softmax beyond the fused one's, where that declines (FUSED_SOFTMAX) */
+    double attn_softmax_np, attn_softmax_bpb;      /* unfused: heads per rank, the fused softmax's batches per block (0: it declines whatever b) */
     double attn_drop_per_b;                        /* unfused: its dropout's forward (ATTN_DROPOUT_BYTES), in ew_per_b, re-run with the core */
     double attn_per_b, attn_tiles_per_b;           /* forward attention at full waves, query tiles (unfused: the score GEMM's compute, P.V's tiles) */
     double ew_per_b, ce_per_b;                     /* element-wise forward, cross entropy (fwd+bwd) */

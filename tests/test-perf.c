@@ -1149,7 +1149,9 @@ START_TEST(software_stack)
      * 11 GEMMs and Megatron's unfused cross entropy, and its non-persistent
      * fused LayerNorm (LN_APEX_FWD, _BWD: the norms' HBM time 1.40 times
      * forward and 2.03 times backward), which no key names: slower than the
-     * keys alone by less than 1% of this step */
+     * keys alone by less than 1% of this step at 2048 keys; at 8192 its fused
+     * softmax declines (FUSED_SOFTMAX: 2048 keys at most) and PyTorch's fp32
+     * softmax runs, which the keys alone do not charge */
     mem4d_device *d = NULL;
     ck_assert_int_eq(mem4d_device_clone(h, &d), MEM4D_OK);
     ck_assert_int_eq(mem4d_device_set_str(d, "attention_kernel", "unfused"), MEM4D_OK);
@@ -1157,10 +1159,14 @@ START_TEST(software_stack)
     ck_assert_int_eq(mem4d_device_set_str(d, "gemm_library", "cuda11"), MEM4D_OK);
     ck_assert_int_eq(mem4d_layout_set_str(l, "cross_entropy_impl", "unfused"), MEM4D_OK);
     ck_assert_int_eq(mem4d_layout_set_str(l, "dist_opt", "0"), MEM4D_OK); /* its ZeRO-1 apart (deepspeed_zero1) */
+    double ds_long = predict(m, l, d, T);
+    ck_assert_int_eq(mem4d_layout_set_str(l, "seq", "2048"), MEM4D_OK);
     double ds_keys = predict(m, l, d, T);
     ck_assert_int_eq(mem4d_layout_set_str(l, "cross_entropy_impl", "stack"), MEM4D_OK);
     double ds_stack = with(m, l, h, "stack", "megatron-deepspeed", T);
     ck_assert_msg(ds_stack > ds_keys && ds_stack < 1.01 * ds_keys, "%g %g", ds_stack, ds_keys);
+    ck_assert_int_eq(mem4d_layout_set_str(l, "seq", "8192"), MEM4D_OK);
+    ck_assert(with(m, l, h, "stack", "megatron-deepspeed", T) > 1.1 * ds_long);
     ck_assert_int_eq(mem4d_layout_set_str(l, "dist_opt", "1"), MEM4D_OK);
     ck_assert_int_eq(mem4d_device_set_str(d, "gemm_library", "native"), MEM4D_OK);
     ck_assert_int_eq(mem4d_device_set_str(d, "stack", "nope"), MEM4D_E_PARSE);
@@ -1852,6 +1858,49 @@ START_TEST(microbatch_order_follows_the_stack)
 }
 END_TEST
 
+/* Megatron's fused softmax declines shapes its test rejects, and PyTorch's
+ * fp32 ops run instead (lib/perf.c, FUSED_SOFTMAX): BigScience's fork of
+ * 2021-10 to 2022-03 took the heads per rank for the keys in that test
+ * (FUSED_SOFTMAX_SWAPPED), so with 8 heads a rank (64 over tp 8) only
+ * micro-batches of 4 and 8 run fused, where the megatron-deepspeed profile
+ * runs every one fused; the extra time is the same per sample at
+ * micro-batch 1 and 2. 112 heads (14 a rank) decline at 4 as well; 64
+ * over tp 4 (16 a rank) never. Beyond 2048 keys neither profile's kernel runs. */
+START_TEST(fused_softmax_shape_test)
+{
+    mem4d_model *m = gpt_model("14336", "72", "64", "250880", "57344");
+    mem4d_device *d = tu_device("a100-80");
+    mem4d_layout *l = tu_layout("world=384", "tp=8", "pp=12", "seq=2048", "gbs=2048", "recompute=full",
+                                "sequence_parallel=0", "mbs=1", NULL);
+    const mem4d_metric C = MEM4D_METRIC_COMPUTE_TIME_S;
+    const char *bs = "megatron-deepspeed-bigscience-2022-02", *ds = "megatron-deepspeed";
+    double excess[9] = {0};
+    for (int b = 1; b <= 8; b *= 2) {
+        char v[4];
+        snprintf(v, sizeof v, "%d", b);
+        ck_assert_int_eq(mem4d_layout_set_str(l, "mbs", v), MEM4D_OK);
+        excess[b] = with(m, l, d, "stack", bs, C) - with(m, l, d, "stack", ds, C);
+    }
+    ck_assert_msg(excess[1] > 0 && fabs(excess[2] / excess[1] - 1) < 1e-9, "%g %g", excess[1], excess[2]);
+    ck_assert_double_eq(excess[4], 0);
+    ck_assert_double_eq(excess[8], 0);
+    ck_assert_int_eq(mem4d_layout_set_str(l, "mbs", "2"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_layout_set_str(l, "seq", "4096"), MEM4D_OK);
+    ck_assert_double_eq(with(m, l, d, "stack", bs, C), with(m, l, d, "stack", ds, C));
+    ck_assert_int_eq(mem4d_layout_set_str(l, "seq", "2048"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_layout_set_str(l, "mbs", "4"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_model_set_str(m, "num_attention_heads", "112"), MEM4D_OK);
+    ck_assert(with(m, l, d, "stack", bs, C) > with(m, l, d, "stack", ds, C));
+    ck_assert_int_eq(mem4d_model_set_str(m, "num_attention_heads", "64"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_layout_set_str(l, "tp", "4"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_layout_set_str(l, "mbs", "1"), MEM4D_OK);
+    ck_assert_double_eq(with(m, l, d, "stack", bs, C), with(m, l, d, "stack", ds, C));
+    mem4d_layout_free(l);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
 /* nanotron's ZeRO-1 (lib/perf.c, NANOTRON_LAYER_TENSORS): after the
  * pipeline an fp32 all-reduce and a gather whose unpacking is one eager op
  * per data-parallel rank and parameter tensor, none of it hidden whatever
@@ -2304,6 +2353,7 @@ int main(void)
     tcase_add_test(tc, eager_squared_relu);
     tcase_add_test(tc, te_cp_ring_merges);
     tcase_add_test(tc, microbatch_order_follows_the_stack);
+    tcase_add_test(tc, fused_softmax_shape_test);
     tcase_add_test(tc, power_limit_and_op_recompute);
     tcase_add_test(tc, power_balance);
     tcase_add_test(tc, power_balance_stretches_recompute);

@@ -437,6 +437,9 @@ static const struct {
     {"NeMo 2.0", "nemo-25", NULL},
     {"Megatron-Bridge", "nemo-25", NULL},
     {"Megatron-Core MoE", "nemo-25", NULL},
+    /* the BLOOM prequel's sweeps (sweeps.csv): BigScience's fork of those
+     * days, whose fused softmax declines more shapes (FUSED_SOFTMAX_SWAPPED) */
+    {"BigScience's fork of 2022-02", "megatron-deepspeed-bigscience-2022-02", NULL},
     {"DeepSpeed pipeline", "megatron-deepspeed", NULL},
     {"MegaScale (ByteDance", "megatron-lm-2022", "fa2"}, /* MegaScale runs FlashAttention-2 (its section 3.2) */
     {"Megatron-LM", "megatron-lm-2022", NULL},
@@ -1789,8 +1792,10 @@ END_TEST
  * the Spearman of predicted against measured order and whether the
  * measured-fastest layout is inside the band of the predicted-fastest
  * (issue 21's targets: >= 0.85 and inside). SWEEP_RHO guards what the model
- * reaches where it falls short of 0.85 (doc/perf.md, "Validation"). */
-#define SWEEP_RHO 0.71
+ * reaches, 0.96 and 0.93 on the BLOOM prequel's since BigScience's fork's
+ * fused softmax declines their shapes (FUSED_SOFTMAX_SWAPPED, lib/perf.c;
+ * 0.71 and 0.86 before; doc/perf.md, "Validation"). */
+#define SWEEP_RHO 0.92
 /* nanotron's one-node sweeps (HF's benchmark table, sweeps.csv README) are
  * guarded apart: what misorders them (the part of the floor per layer at
  * tp >= 2 beyond the host work the model counts, doc/perf.md "Layout

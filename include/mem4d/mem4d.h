@@ -1289,7 +1289,10 @@ typedef enum mem4d_device_param {
      * Engine 1.9), "nemo-25" (Megatron-Core 0.11 and later, Transformer Engine
      * 2, Megatron-Bridge), "torchtitan" (FSDP2, PyTorch SDPA, eager, its
      * default), "composer" (llm-foundry, PyTorch FSDP, FlashAttention-2),
-     * "nanotron", "torchtitan-compile" (torchtitan with torch.compile). The overlaps a
+     * "nanotron", "torchtitan-compile" (torchtitan with torch.compile),
+     * "megatron-deepspeed-bigscience-2022-02" (megatron-deepspeed as
+     * BigScience's fork ran it from 2021-10 to 2022-03: its fused softmax
+     * declines more shapes). The overlaps a
      * stack runs are the job's layout keys (tp_comm_overlap,
      * overlap_grad_reduce, overlap_param_gather). @since 0.2 */
     MEM4D_DEVICE_STACK = 24,

@@ -724,8 +724,9 @@ pub const MEM4D_DEVICE_HOST_BANDWIDTH: mem4d_device_param = 23;
 /// (Megatron-DeepSpeed's pipeline engine, bf16), "nemo-24.07" (Megatron-Core 0.8, Transformer Engine 1.9), "nemo-25"
 /// (Megatron-Core 0.11 and later, Transformer Engine 2, Megatron-Bridge), "torchtitan" (FSDP2, PyTorch SDPA, eager, its
 /// default), "composer" (llm-foundry, PyTorch FSDP, FlashAttention-2), "nanotron", "torchtitan-compile" (torchtitan
-/// with torch.compile). The overlaps a stack runs are the job's layout keys (tp_comm_overlap, overlap_grad_reduce,
-/// overlap_param_gather). @since 0.2
+/// with torch.compile), "megatron-deepspeed-bigscience-2022-02" (megatron-deepspeed as BigScience's fork ran it from
+/// 2021-10 to 2022-03: its fused softmax declines more shapes). The overlaps a stack runs are the job's layout keys
+/// (tp_comm_overlap, overlap_grad_reduce, overlap_param_gather). @since 0.2
 pub const MEM4D_DEVICE_STACK: mem4d_device_param = 24;
 /// "attention_kernel": the attention kernel: "auto" (0: the stack's), "fa2" (FlashAttention-2), "fa3"
 /// (FlashAttention-3; a device without an fp8 peak, an A100, has none and runs FlashAttention-2), "cudnn" (cuDNN fused
