@@ -208,11 +208,28 @@ bool cli_open_device(const struct cli_args *a, mem4d_device **out)
         return false;
     }
     char why[256];
+    /* The GPU's compute: a file that changes it describes another GPU. */
+    static const mem4d_device_param compute[] = {MEM4D_DEVICE_PEAK_FLOPS, MEM4D_DEVICE_PEAK_FP8_FLOPS,
+                                                 MEM4D_DEVICE_SM_COUNT};
+    uint64_t preset[3] = {0};
+    for (size_t k = 0; k < 3; k++)
+        mem4d_device_get(*out, compute[k], &preset[k]);
     if (a->device_file && mem4d_device_load(*out, a->device_file, why, sizeof why) != MEM4D_OK) {
         cli_error("--device-file %s: %s", a->device_file, why);
         mem4d_device_free(*out);
         *out = NULL;
         return false;
+    }
+    for (size_t k = 0; a->device_file && cli_given(a, "--gpu") && k < 3; k++) {
+        uint64_t v = 0;
+        mem4d_device_get(*out, compute[k], &v);
+        if (v != preset[k]) {
+            fprintf(stderr, "mem4d: warning: --device-file %s describes another GPU than --gpu %s (%s, its %s %llu "
+                    "against %llu): the file's figures are used; a calibration carries to its own GPU only\n",
+                    a->device_file, a->gpu, cli_text(mem4d_device_name(*out)), mem4d_device_param_name(compute[k]),
+                    (unsigned long long)v, (unsigned long long)preset[k]);
+            break;
+        }
     }
     for (size_t i = 0; i < a->n_device_set; i++) {
         const struct cli_pending *p = &a->device_set[i];

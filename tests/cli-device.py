@@ -64,6 +64,27 @@ class DeviceFile(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertTrue(json.loads(p.stdout))
 
+    def test_file_of_another_gpu_is_said(self):
+        # A device file of another GPU than --gpu names (a calibrated H100
+        # file reused for an A100) replaced the preset silently: the A100
+        # job was estimated as an H100's.
+        p = run('calibrate', '--model', 'llama3.1-8b', '--world', '8', '--seq', '8192', '--gbs', '32',
+                '--measured-step-s', '4', '--gpu', 'h100-80', '--output', os.path.join(self.dir.name, 'h100.device'))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        path = os.path.join(self.dir.name, 'h100.device')
+        p = run('estimate', *JOB, '--gpu', 'a100-80', '--device-file', path)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn('mem4d: warning: --device-file %s describes another GPU than --gpu a100-80' % path, p.stderr)
+        self.assertIn('on h100-80,', p.stdout)
+        for gpu in (['--gpu', 'h100-80'], []):
+            p = run('estimate', *JOB, *gpu, '--device-file', path)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertNotIn('warning', p.stderr)
+        p = run('plan', '--model', 'llama3.1-8b', '--gpus', '8', '--seq', '4096', '--gpu', 'a100-80',
+                '--device-file', self.write('gb.device', 'preset = gb200-186\n'))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn('describes another GPU than --gpu a100-80', p.stderr)
+
     def test_refusals_name_the_line(self):
         cases = [('x.device', 'gpus_per_node = 4\nnvlink = 72\n', 'line 2: unknown device key "nvlink"'),
                  ('y.device', 'gpus_per_node 4\n', 'line 1: "gpus_per_node 4" is not KEY = VALUE'),
