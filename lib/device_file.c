@@ -148,8 +148,11 @@ mem4d_status mem4d_device_format(const mem4d_device *device, char *buf, size_t s
          * device): written as a comment, as a setter would refuse it. */
         const struct m4d_param_desc *d = k ? &m4d_device_params[k - 1] : NULL;
         uint64_t v = k ? device->v[k - 1] : 0;
+        /* a choice by its name, as a user writes it ("stack = torchtitan") */
+        const char *choice = k ? mem4d_device_value_name((mem4d_device_param)(k - 1), v) : NULL;
         int n = k == 0 ? snprintf(line, sizeof line, "# libmem4d device file\nname = %s\n", device->name)
                 : v < d->min || v > d->max ? snprintf(line, sizeof line, "# %s not set\n", d->name)
+                : choice                   ? snprintf(line, sizeof line, "%s = %s\n", d->name, choice)
                                            : snprintf(line, sizeof line, "%s = %llu\n", d->name, (unsigned long long)v);
         size_t len = n > 0 ? (size_t)n : 0;
         if (used + len < size)

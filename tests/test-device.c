@@ -135,6 +135,11 @@ START_TEST(device_files)
     ck_assert_str_eq(buf, "");
     ck_assert_int_eq(mem4d_device_format(d, buf, sizeof buf, &len), MEM4D_OK);
     ck_assert_uint_eq(strlen(buf), len);
+    /* A choice is written by its name, as the file above gives it (a
+     * calibrated device file read "stack = 5"). */
+    ck_assert_ptr_nonnull(strstr(buf, "\nstack = torchtitan\n"));
+    ck_assert_ptr_nonnull(strstr(buf, "\nattention_kernel = fa3\n"));
+    ck_assert_ptr_nonnull(strstr(buf, "\ngemm_library = auto\n"));
     mem4d_device *e = NULL;
     ck_assert_int_eq(mem4d_device_new(&e), MEM4D_OK);
     ck_assert_int_eq(mem4d_device_parse(e, buf, len, why, sizeof why), MEM4D_OK);

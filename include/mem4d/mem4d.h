@@ -1573,8 +1573,9 @@ MEM4D_API mem4d_status mem4d_device_parse(mem4d_device *device, const char *text
 MEM4D_API mem4d_status mem4d_device_load(mem4d_device *device, const char *path, char *why, size_t why_size);
 
 /**
- * Write a device as a device file: its name and every parameter (one that
- * was never set, such as memory_bytes of mem4d_device_new(), as a comment),
+ * Write a device as a device file: its name and every parameter (a choice
+ * by its value name, "stack = torchtitan"; one that was never set, such as
+ * memory_bytes of mem4d_device_new(), as a comment),
  * which mem4d_device_parse() reads back into a new device as an equal one.
  * @param device The device.
  * @param[out] buf Receives the NUL-terminated text ("" when too small).

@@ -1246,8 +1246,9 @@ extern "C" {
         why: *mut c_char,
         why_size: usize,
     ) -> mem4d_status;
-    /// Write a device as a device file: its name and every parameter (one that was never set, such as memory_bytes of
-    /// mem4d_device_new(), as a comment), which mem4d_device_parse() reads back into a new device as an equal one.
+    /// Write a device as a device file: its name and every parameter (a choice by its value name, "stack = torchtitan";
+    /// one that was never set, such as memory_bytes of mem4d_device_new(), as a comment), which mem4d_device_parse()
+    /// reads back into a new device as an equal one.
     pub fn mem4d_device_format(
         device: *const mem4d_device,
         buf: *mut c_char,
