@@ -92,7 +92,7 @@ static uint64_t lget(const mem4d_layout *l, mem4d_layout_param k)
 }
 
 /* Drain a search into rows. */
-static mem4d_status collect(mem4d_search *s, struct plan_rows *rs, struct plan_stats *st)
+static mem4d_status collect(mem4d_search *s, const mem4d_device *dev, struct plan_rows *rs, struct plan_stats *st)
 {
     mem4d_layout *l = NULL;
     mem4d_report *r = NULL;
@@ -101,7 +101,7 @@ static mem4d_status collect(mem4d_search *s, struct plan_rows *rs, struct plan_s
     clock_gettime(CLOCK_MONOTONIC, &t0);
     if (mem4d_layout_new(&l) == MEM4D_OK && mem4d_report_new(&r) == MEM4D_OK) {
         while ((status = mem4d_search_next(s, l, r)) == MEM4D_OK)
-            if (!plan_rows_push(rs, l, r)) {
+            if (!plan_rows_push(rs, l, r, dev)) {
                 status = MEM4D_E_NOMEM;
                 break;
             }
@@ -130,7 +130,7 @@ static bool landscape(const struct cli_args *o, const mem4d_model *m, const mem4
     bool ok = mem4d_search_new(m, d, base, &s) == MEM4D_OK &&
               mem4d_search_set_option(s, MEM4D_SEARCH_FITS_ONLY, 0) == MEM4D_OK &&
               mem4d_search_set_option(s, MEM4D_SEARCH_RANKED, 0) == MEM4D_OK &&
-              apply_specs(s, o) && collect(s, &all, &st) == MEM4D_OK;
+              apply_specs(s, o) && collect(s, d, &all, &st) == MEM4D_OK;
     if (ok)
         ok = plan_write_svg(o->svg, &all, title);
     free(all.a);
@@ -223,7 +223,7 @@ static int run(const struct cli_args *o, const mem4d_model *m, const mem4d_devic
         return CLI_USAGE;
     struct plan_rows rs = {0};
     struct plan_stats st = {0};
-    mem4d_status status = collect(s, &rs, &st);
+    mem4d_status status = collect(s, d, &rs, &st);
     mem4d_search_free(s);
     int rc = CLI_USAGE;
     if (status != MEM4D_OK) {

@@ -24,7 +24,7 @@ static const mem4d_metric plan_parts[PLAN_PARTS] = {
     MEM4D_METRIC_ROUTER_PERMUTE_S,
 };
 
-bool plan_rows_push(struct plan_rows *rs, const mem4d_layout *l, const mem4d_report *r)
+bool plan_rows_push(struct plan_rows *rs, const mem4d_layout *l, const mem4d_report *r, const mem4d_device *dev)
 {
     if (rs->n == rs->cap) {
         size_t cap = rs->cap ? rs->cap * 2 : 256;
@@ -51,6 +51,8 @@ bool plan_rows_push(struct plan_rows *rs, const mem4d_layout *l, const mem4d_rep
         mem4d_report_metric(r, MEM4D_METRIC_TOKENS_PER_S, &w->tokens);
         mem4d_report_metric(r, MEM4D_METRIC_TFLOPS_PER_GPU, &w->tflops);
         mem4d_report_metric(r, MEM4D_METRIC_MFU, &w->mfu);
+        mem4d_report_metric(r, MEM4D_METRIC_MFU_PEAK_FLOPS, &w->mfu_peak_flops);
+        w->mfu_peak = cli_mfu_peak_name(r, dev);
         mem4d_report_metric(r, MEM4D_METRIC_STEP_TIME_LOW_S, &w->step_lo);
         mem4d_report_metric(r, MEM4D_METRIC_STEP_TIME_HIGH_S, &w->step_hi);
         mem4d_report_metric(r, MEM4D_METRIC_TOKENS_PER_S_LOW, &w->tok_lo);
@@ -189,6 +191,13 @@ void plan_print_json(FILE *out, const struct plan_rows *rs, size_t n)
             fprintf(out, ", \"%s\": ", speed[k].key);
             json_number(out, w->metrics, speed[k].v);
         }
+        fputs(", \"mfu_peak_flops\": ", out);
+        json_number(out, w->metrics, w->mfu_peak_flops);
+        fputs(", \"mfu_peak\": ", out);
+        if (w->metrics)
+            cli_json_string(out, w->mfu_peak);
+        else
+            fputs("null", out);
         fprintf(out, ", \"equivalent_to_fastest\": %s", w->equivalent ? "true" : "false");
         for (size_t k = 0; k < sizeof plan_parts / sizeof plan_parts[0]; k++) {
             fprintf(out, ", \"%s\": ", mem4d_metric_name(plan_parts[k]));

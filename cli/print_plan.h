@@ -20,7 +20,8 @@ struct plan_row {
     mem4d_verdict verdict;
     bool metrics;
     bool equivalent; /* its speed band overlaps the fastest's (the search's tie-break) */
-    double step, tokens, tflops, mfu;
+    double step, tokens, tflops, mfu, mfu_peak_flops;
+    const char *mfu_peak; /* "bf16" or "fp8": cli_mfu_peak_name() */
     double step_lo, step_hi, tok_lo, tok_hi; /* the speed band */
     double part[PLAN_PARTS]; /* the step's breakdown: plan_parts[] */
 };
@@ -37,7 +38,7 @@ struct plan_stats {
 };
 
 /* Append the layout and its report; false when out of memory. */
-bool plan_rows_push(struct plan_rows *rs, const mem4d_layout *l, const mem4d_report *r);
+bool plan_rows_push(struct plan_rows *rs, const mem4d_layout *l, const mem4d_report *r, const mem4d_device *dev);
 
 /* The first n rows as a table (with the job's header line), JSON or CSV. */
 void plan_print_table(FILE *out, const struct plan_rows *rs, size_t n, const struct plan_stats *st,

@@ -81,6 +81,12 @@ for r in cal:
     check(r["equivalent_to_fastest"] == (r["step_time_low_s"] <= fast["step_time_high_s"]), f"equivalence of {r}")
 check(len(eq) < len(rows), "not every layout is equivalent")
 check(len(plan_json("--top", "3")) == 3, "--top 3")
+# MFU names the peak it is of, as estimate --json does (issue 21, item 4): an fp8 job's
+# rows printed mfu 0.379 of H100's fp8 peak with no word of which peak.
+for extra, peak, flops in (((), "bf16", 989.4e12), (("--set", "fp8=1"), "fp8", 1978.9e12)):
+    for r in plan_json("--top", "3", *extra):
+        check(r.get("mfu_peak") == peak and r.get("mfu_peak_flops") == flops, f"mfu_peak of {extra}: {r.get('mfu_peak')}")
+        check(abs(r["mfu"] * r["mfu_peak_flops"] / (r["tflops_per_gpu"] * 1e12) - 1) < 1e-6, f"mfu of {extra}")
 
 # CSV lists the same layouts in the same order.
 p = run("plan", *JOB, "--csv", "--top", "0")
