@@ -22,7 +22,7 @@ const struct cli_option cmd_estimate_options[] = {
     CLI_LAYOUT("--vpp", MEM4D_LAYOUT_VPP, "V", "virtual pipeline chunks per rank"),
     CLI_LAYOUT("--mode", MEM4D_LAYOUT_MODE, NULL, "the full model, or the paper's formula exactly"),
     CLI_LAYOUT("--recompute", MEM4D_LAYOUT_RECOMPUTE, NULL, "activation recomputation"),
-    CLI_LAYOUT("--framework", MEM4D_LAYOUT_FRAMEWORK, NULL, "the training stack whose buffers and defaults apply"),
+    CLI_LAYOUT("--framework", MEM4D_LAYOUT_FRAMEWORK, NULL, "the framework whose buffers and defaults apply; the speed's software stack is --device-set stack=NAME"),
     CLI_LAYOUT("--dist-opt", MEM4D_LAYOUT_DIST_OPT, "true|false", "Megatron's distributed optimizer"),
     CLI_ROW("--set", CLI_KEYVAL, CLI_TO_LAYOUT, 0, "KEY=VALUE",
             "any layout key, by its name or its Megatron name (--set main_grad_bytes=2)", NULL, 0, 0),
@@ -40,8 +40,11 @@ const char cmd_estimate_about[] =
     "Prints the memory of every pipeline stage (GiB): peak allocated and reserved as PyTorch\n"
     "reports them, and the total with the CUDA context and NCCL, and the verdict against the\n"
     "GPU (fits: total <= 85% of memory in full mode, 80% in paper mode; tight: <= 100%; oom).\n"
-    "Give --tp, --cp, --pp, --dp or --world, --mbs and --seq. --set framework=torchtitan (or\n"
-    "deepspeed, nanotron) selects another training stack.";
+    "Give --tp, --cp, --pp, --dp or --world, --mbs and --seq; with --gbs it also predicts the\n"
+    "step time, tokens/s, TFLOP/s and MFU, each with its band (doc/perf.md). --framework\n"
+    "torchtitan (or deepspeed, nanotron) selects that framework's buffers and defaults;\n"
+    "--device-set stack=NAME the software stack whose kernels set the speed (perf.md, \"The\n"
+    "software stack\": middle by default, nemo-25, torchtitan, ...).";
 
 int cmd_estimate(struct cli_args *a)
 {

@@ -22,7 +22,7 @@ const struct cli_option cmd_plan_options[] = {
             "global batch size (the step time needs it)", "512", 1, 0),
     CLI_DEVICE("--gpus-per-node", CLI_UINT, MEM4D_DEVICE_GPUS_PER_NODE, "K", "GPUs per node, instead of the preset's"),
     CLI_LAYOUT("--mode", MEM4D_LAYOUT_MODE, NULL, "the full model, or the paper's formula exactly"),
-    CLI_LAYOUT("--framework", MEM4D_LAYOUT_FRAMEWORK, NULL, "the training stack whose buffers and defaults apply"),
+    CLI_LAYOUT("--framework", MEM4D_LAYOUT_FRAMEWORK, NULL, "the framework whose buffers and defaults apply; the speed's software stack is --device-set stack=NAME"),
     CLI_SEARCH("--tp", MEM4D_LAYOUT_TP, "tensor-parallel sizes searched"),
     CLI_SEARCH("--cp", MEM4D_LAYOUT_CP, "context-parallel sizes searched"),
     CLI_SEARCH("--pp", MEM4D_LAYOUT_PP, "pipeline-parallel sizes searched"),
