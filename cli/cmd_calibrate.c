@@ -315,6 +315,18 @@ int cmd_calibrate(struct cli_args *a)
             break;
         }
     }
+    /* A Megatron-LM log carries its job: flags that describe one would be
+     * passed over (they are the job of the other logs and of measured figures). */
+    static const char *const job_flags[] = {"--model", "--hf-config", "--model-set", "--tp", "--cp", "--pp",
+                                            "--world", "--mbs", "--gbs", "--seq", "--recompute", "--framework",
+                                            "--set"};
+    for (size_t i = 0; format == MEM4D_LOG_MEGATRON && !measured && i < sizeof job_flags / sizeof *job_flags; i++)
+        if (cli_given(a, job_flags[i])) {
+            cli_error("%s: a Megatron-LM log's arguments give its job (its arguments block, or the arguments after "
+                      "--); --model and the layout flags are the job of --log-format torchtitan or nanotron logs "
+                      "and of --measured-* figures", job_flags[i]);
+            return CLI_USAGE;
+        }
     double values[3];
     if (!parse_measured(a, values))
         return CLI_USAGE;

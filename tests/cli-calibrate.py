@@ -225,6 +225,23 @@ class Calibrate(unittest.TestCase):
             p = run('calibrate', *job, flag, '1.5e3', '--json')
             self.assertEqual(p.returncode, 0, (flag, p.stderr))
 
+    def test_job_flags_with_a_megatron_log_are_refused(self):
+        # A Megatron-LM log's arguments block (or the arguments after --) is
+        # the job: --model llama3.1-70b --tp 8 beside an 8B log were passed
+        # over in silence, the fit made of the 8B job.
+        log = os.path.join(DATA, 'llama31-8b-cp2-16gpu.log')
+        for extra in (['--model', 'llama3.1-70b'], ['--tp', '8'], ['--set', 'tp_comm_overlap=0'],
+                      ['--model-set', 'num_layers=40'], ['--framework', 'torchtitan']):
+            p = run('calibrate', '--log', log, *extra)
+            self.assertEqual(p.returncode, 2, (extra, p.stdout))
+            self.assertFalse(p.stdout)
+            self.assertIn('mem4d: %s: a Megatron-LM log\'s arguments give its job' % extra[0], p.stderr)
+        # with a measured figure they are that figure's job
+        p = run('calibrate', '--log', log, '--model', 'llama3.1-8b', '--cp', '2', '--world', '16', '--seq', '8192',
+                '--gbs', '256', '--measured-step-s', '12.3', '--json')
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(len(json.loads(p.stdout)['logs']), 2)
+
     def test_pinned_rate_is_said_as_written(self):
         # A rate that stops at its search bound is kept and said: the warning
         # names the value the device file gets (it said 1000000 where the
