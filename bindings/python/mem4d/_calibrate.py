@@ -56,13 +56,26 @@ class Calibration(_Handle):
         """Read one log (str or bytes) of the job `model` / `layout` in `log_format`
         (LogFormat.TORCHTITAN, NANOTRON or MEGATRON). Mem4dError names the line it
         cannot read."""
-        data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
+        if isinstance(text, str):
+            data = text.encode("utf-8")
+        elif isinstance(text, (bytes, bytearray, memoryview)):
+            data = bytes(text)
+        else:
+            raise TypeError(f"a log must be a str or bytes, not {type(text).__name__}")
+        try:
+            log_format = LogFormat(log_format)
+        except ValueError:
+            raise ValueError(f"log_format {log_format!r} is not one of "
+                             + ", ".join(f"LogFormat.{f.name}" for f in LogFormat)) from None
         code = lib.mem4d_calibration_add_log(self, int(log_format), data, len(data), model, layout)
         check(code, from_c(lib.mem4d_calibration_message(self)))
 
     def add_measurement(self, model, layout, figure, value):
         """A measured figure of the job without a log: CalibrationFigure.MEASURED_STEP_S,
-        MEASURED_TFLOPS_PER_GPU (Megatron's count) or MEASURED_TOKENS_PER_S (whole job)."""
+        MEASURED_TFLOPS_PER_GPU (Megatron's count) or MEASURED_TOKENS_PER_S (whole job).
+        value: an int or a float (TypeError for a bool or a str)."""
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise TypeError(f"a measured figure is an int or a float, not {type(value).__name__}")
         code = lib.mem4d_calibration_add_measurement(self, model, layout, int(figure), float(value))
         check(code, from_c(lib.mem4d_calibration_message(self)))
 

@@ -110,6 +110,23 @@ class CalibrationTest(unittest.TestCase):
         by_line.fit(device)
         by_list.fit(mem4d.Device.preset("h100-80"))
         self.assertEqual(by_line.figures(0), by_list.figures(0))
+    def test_framework_log_and_measurement_types(self):
+        # As add_megatron_log() (issue 24 item 11): add_measurement(True)
+        # was a step of 1 s, add_measurement("5") 5 s, add_log(4096) a log
+        # of 4096 NULs, and a log format of 7 "invalid argument".
+        model = mem4d.Model.preset("llama3.1-8b")
+        layout = mem4d.Layout(world=8, seq=8192, gbs=32)
+        for bad in (True, "5", None):
+            with self.assertRaises(TypeError):
+                mem4d.Calibration().add_measurement(model, layout, mem4d.CalibrationFigure.MEASURED_STEP_S, bad)
+        for value in (5, 5.0):
+            mem4d.Calibration().add_measurement(model, layout, mem4d.CalibrationFigure.MEASURED_STEP_S, value)
+        with self.assertRaises(TypeError):
+            mem4d.Calibration().add_log(4096, model, layout, mem4d.LogFormat.TORCHTITAN)
+        with self.assertRaises(ValueError) as cm:
+            mem4d.Calibration().add_log("step: 1  loss: 2  tps: 8\n", model, layout, 7)
+        self.assertIn("TORCHTITAN", str(cm.exception))
+
     def test_framework_log_measurement_and_constants(self):
         model = mem4d.Model.preset("llama3.1-8b")
         layout = mem4d.Layout(world=8, seq=8192, gbs=32, zero_stage=3)
