@@ -11,6 +11,16 @@ from ._objects import _Handle, _new
 from ._signatures import CALIBRATION
 
 
+def _log_bytes(text):
+    """A log's text as bytes: a str (UTF-8) or bytes-like; TypeError for anything
+    else (bytes(4096) would be 4096 NULs)."""
+    if isinstance(text, str):
+        return text.encode("utf-8")
+    if isinstance(text, (bytes, bytearray, memoryview)):
+        return bytes(text)
+    raise TypeError(f"a log must be a str or bytes, not {type(text).__name__}")
+
+
 class Calibration(_Handle):
     """Megatron-LM logs read so far; fit() fits a Device to them.
 
@@ -34,12 +44,7 @@ class Calibration(_Handle):
         [0, 2**64). Mem4dError names the line it cannot read (E_RANGE for a
         world size outside 64 bits); TypeError for a text, an argument or a
         world size of the wrong type."""
-        if isinstance(text, str):
-            data = text.encode("utf-8")
-        elif isinstance(text, (bytes, bytearray, memoryview)):
-            data = bytes(text)
-        else:
-            raise TypeError(f"a log must be a str or bytes, not {type(text).__name__}")
+        data = _log_bytes(text)
         argv, argc = _megatron_argv(args, world_size)
         code = lib.mem4d_calibration_add_megatron_log(self, data, len(data), argc, argv, world_size)
         check(code, from_c(lib.mem4d_calibration_message(self)))
@@ -56,12 +61,7 @@ class Calibration(_Handle):
         """Read one log (str or bytes) of the job `model` / `layout` in `log_format`
         (LogFormat.TORCHTITAN, NANOTRON or MEGATRON). Mem4dError names the line it
         cannot read."""
-        if isinstance(text, str):
-            data = text.encode("utf-8")
-        elif isinstance(text, (bytes, bytearray, memoryview)):
-            data = bytes(text)
-        else:
-            raise TypeError(f"a log must be a str or bytes, not {type(text).__name__}")
+        data = _log_bytes(text)
         try:
             log_format = LogFormat(log_format)
         except ValueError:
