@@ -574,6 +574,13 @@ START_TEST(framework_logs_and_measurements)
     ck_assert_str_eq(mem4d_calibration_message(c),
                      "no iteration line with \"time_per_iteration_ms\": not a nanotron training log");
     ck_assert_int_eq(mem4d_calibration_add_log(c, (mem4d_log_format)7, "", 0, m, l), MEM4D_E_INVALID_ARG);
+    /* One step line is the warm-up alone: refused, as the header says (it said
+     * "taken as it is"), and a measured step is held to a log's range. */
+    static const char one[] = "step: 1  loss: 2  tps: 8,192\n";
+    ck_assert_int_eq(mem4d_calibration_add_log(c, MEM4D_LOG_TORCHTITAN, one, sizeof one - 1, m, l), MEM4D_E_MISSING);
+    ck_assert_ptr_nonnull(strstr(mem4d_calibration_message(c), "one step line only"));
+    ck_assert_int_eq(mem4d_calibration_add_measurement(c, m, l, MEM4D_CALIBRATION_MEASURED_STEP_S, 1e308),
+                     MEM4D_E_RANGE);
     ck_assert_uint_eq(mem4d_calibration_log_count(c), 4);
     mem4d_layout_free(nogbs);
     mem4d_report_free(r);

@@ -2629,8 +2629,9 @@ MEM4D_API mem4d_status mem4d_calibration_add_megatron_log_file(mem4d_calibration
  * Read one training log of a job described by @p model and @p layout (which
  * must have its GPUs, sequence length and global batch): the step time of its
  * iteration lines (their median, the first line, the warm-up, left out; a log
- * of one line is taken as it is). A Megatron-LM log's arguments block, if it
- * has one, is not read: the job is the one given.
+ * of one step line is refused, ::MEM4D_E_MISSING, as it holds the warm-up
+ * alone). A Megatron-LM log's arguments block, if it has one, is not read:
+ * the job is the one given.
  * @param cal The calibration.
  * @param format The framework that wrote the log.
  * @param text The log's bytes (need not be NUL-terminated).
@@ -2638,8 +2639,9 @@ MEM4D_API mem4d_status mem4d_calibration_add_megatron_log_file(mem4d_calibration
  * @param model The job's model.
  * @param layout The job's layout.
  * @return ::MEM4D_OK, ::MEM4D_E_PARSE (a step line it cannot read),
- *         ::MEM4D_E_MISSING (no step line; a layout without world, sequence or
- *         global batch), ::MEM4D_E_RANGE (more than 32 logs and measurements),
+ *         ::MEM4D_E_MISSING (no step line, or one; a layout without world,
+ *         sequence or global batch), ::MEM4D_E_RANGE (more than 32 logs and
+ *         measurements),
  *         a validation status of the job, or ::MEM4D_E_INVALID_ARG.
  * @since 0.2
  */

@@ -1569,8 +1569,8 @@ extern "C" {
     ) -> mem4d_status;
     /// Read one training log of a job described by model and layout (which must have its GPUs, sequence length and
     /// global batch): the step time of its iteration lines (their median, the first line, the warm-up, left out; a log
-    /// of one line is taken as it is). A Megatron-LM log's arguments block, if it has one, is not read: the job is the
-    /// one given.
+    /// of one step line is refused, MEM4D_E_MISSING, as it holds the warm-up alone). A Megatron-LM log's arguments
+    /// block, if it has one, is not read: the job is the one given.
     pub fn mem4d_calibration_add_log(
         cal: *mut mem4d_calibration,
         format: mem4d_log_format,
