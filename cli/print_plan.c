@@ -98,10 +98,13 @@ void plan_print_table(FILE *out, const struct plan_rows *rs, size_t n, const str
             (unsigned long long)gpn, (unsigned long long)lget(base, MEM4D_LAYOUT_SEQ_LENGTH),
             (unsigned long long)lget(base, MEM4D_LAYOUT_GLOBAL_BATCH),
             mem4d_mode_name(lget(base, MEM4D_LAYOUT_MODE) ? MEM4D_MODE_PAPER : MEM4D_MODE_FULL));
+    /* without a peak there is no step time: the search ranks by memory */
+    bool speed = rs->n == 0 || rs->a[0].metrics;
     fprintf(out, "%llu valid layouts estimated, %llu pruned unseen, in %.2f ms; %zu %s %.0f%% of memory. "
-            "%s first:\n\n", (unsigned long long)st->valid, (unsigned long long)st->pruned, st->seconds * 1e3,
-            rs->n, all ? "listed; fits means at most" : "fit in", (double)thr / 1e4,
-            all ? "Fitting, fastest" : "Fastest");
+            "%s%s first%s:\n\n", (unsigned long long)st->valid, (unsigned long long)st->pruned, st->seconds * 1e3,
+            rs->n, all ? "listed; fits means at most" : "fit in", (double)thr / 1e4, all ? "Fitting, " : "",
+            speed ? (all ? "fastest" : "Fastest") : (all ? "least memory" : "Least memory"),
+            speed ? "" : " (no step time: the device has no peak_flops)");
     if (st->valid == 0) {
         fprintf(out, "No layout is valid: no split of the GPUs into tp x cp x pp x dp meets the model's and the "
                 "batch's rules (%s).\n", st->why);

@@ -31,8 +31,14 @@ static double metric(const mem4d_report *r, mem4d_metric m)
 static void print_speed(FILE *out, const mem4d_report *r, const mem4d_device *dev, uint64_t world)
 {
     double step;
-    if (mem4d_report_metric(r, MEM4D_METRIC_STEP_TIME_S, &step) != MEM4D_OK)
+    if (mem4d_report_metric(r, MEM4D_METRIC_STEP_TIME_S, &step) != MEM4D_OK) {
+        uint64_t peak = 0;
+        mem4d_device_get(dev, MEM4D_DEVICE_PEAK_FLOPS, &peak);
+        fprintf(out, "speed: not predicted: %s\n",
+                peak ? "give --gbs, the global batch (the step is its micro-batches)"
+                     : "the device has no peak_flops (set it: --device-set peak_flops=..., or in the device file)");
         return;
+    }
     double w = (double)(world ? world : 1), tok = metric(r, MEM4D_METRIC_TOKENS_PER_S);
     fprintf(out, "speed: step %.3f s (%.3f-%.3f), %.0f tokens/s (%.0f-%.0f; %.0f per GPU), "
                  "%.1f TFLOP/s per GPU (%.1f-%.1f), MFU %.1f%% (%.1f-%.1f%%) of the %s peak %.0f TFLOP/s\n",

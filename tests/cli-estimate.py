@@ -234,6 +234,24 @@ class Estimate(unittest.TestCase):
         p = run('estimate', '--help')
         self.assertNotIn('selects another training stack', p.stdout)
 
+    def test_no_speed_says_why(self):
+        # Without --gbs, or on a device without peak_flops, the speed line
+        # was left out in silence; plan's header still said "Fastest first"
+        # over rows of dashes ordered by memory.
+        job = ['--model', 'llama3.1-8b', '--tp', '2', '--world', '8', '--seq', '4096', '--mbs', '1']
+        p = run('estimate', *job)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn('speed: not predicted: give --gbs', p.stdout)
+        p = run('estimate', *job, '--gbs', '64', '--device-set', 'peak_flops=0')
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn('speed: not predicted: the device has no peak_flops', p.stdout)
+        p = run('estimate', *job, '--gbs', '64')
+        self.assertNotIn('not predicted', p.stdout)
+        p = run('plan', '--model', 'llama3.1-8b', '--gpus', '8', '--seq', '4096', '--device-set', 'peak_flops=0')
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertNotIn('Fastest first', p.stdout)
+        self.assertIn('Least memory first (no step time: the device has no peak_flops)', p.stdout)
+
     def test_subcommands_without_options_refuse_them(self):
         for cmd in ('presets', 'version'):
             with self.subTest(cmd=cmd):
