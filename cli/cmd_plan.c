@@ -40,7 +40,7 @@ const struct cli_option cmd_plan_options[] = {
     CLI_ARG("--torchtitan-config", CLI_PATH, tt_config, "FILE",
             "a torchtitan job TOML: its batch, recompute, precision, float8 and compile (the knobs searched "
             "stay searched); values set on the command line win"),
-    CLI_ARG("--top", CLI_UINT, top, "K", "print the K fastest (default 20, 0 for all; with --all: all)"),
+    CLI_ARG("--top", CLI_UINT, top, "K", "print the first K (default 20, 0 for all; with --all: all)"),
     CLI_ARG("--all", CLI_SWITCH, all, NULL, "also list layouts that do not fit"),
     CLI_FORMAT("--json", CLI_FORMAT_JSON, "print an array of objects"),
     CLI_FORMAT("--csv", CLI_FORMAT_CSV, "print one row per layout"),
@@ -51,7 +51,9 @@ const struct cli_option cmd_plan_options[] = {
 const char cmd_plan_about[] =
     "Searches every valid layout (tp, cp, pp, dp, micro-batch, vpp, recompute, distributed\n"
     "optimizer) and lists those that fit (total <= 85% of GPU memory in full mode, 80% in\n"
-    "paper mode), fastest first by the step-time model (doc/perf.md).\n"
+    "paper mode), ranked by the step-time model (doc/perf.md): the layouts whose speed band\n"
+    "overlaps the fastest's (eq =) first, by fewer model-parallel GPUs (tp x cp x pp), then\n"
+    "step time; then the others, fastest first.\n"
     "A SPEC fixes a knob (--pp 1), bounds it (--tp 1-4) or lists values (--mbs 1,2,4).\n"
     "A pp that does not divide the layers gets lighter first and last stages (pp 16 over\n"
     "126 layers: 7+14x8+7, shown as 16/7). The SVG is a tp x pp grid per cp and\n"
