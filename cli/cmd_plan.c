@@ -181,6 +181,36 @@ static bool dispatchers_refused(const struct cli_args *o, const mem4d_model *m, 
     return refused;
 }
 
+/* One value of a spec: its name for a choice (recompute, dispatcher), else the number. */
+static int spec_value(char *out, size_t size, mem4d_layout_param key, uint64_t v)
+{
+    const char *name = mem4d_layout_value_name(key, v);
+    return name ? snprintf(out, size, "%s", name) : snprintf(out, size, "%llu", (unsigned long long)v);
+}
+
+/* The knob bounds given, as typed: "--tp 16, --pp 1,2, --mbs 1-4". */
+static void specs_text(const struct cli_args *o, char *out, size_t size)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    for (size_t k = 0; k < o->n_spec && used < size; k++) {
+        const struct cli_spec *sp = &o->spec[k];
+        used += (size_t)snprintf(out + used, size - used, "%s%s ", k ? ", " : "", sp->flag);
+        size_t n = sp->is_list ? sp->n : 1;
+        for (size_t i = 0; i < n && used < size; i++) {
+            if (i)
+                used += (size_t)snprintf(out + used, size - used, ",");
+            if (used < size)
+                used += (size_t)spec_value(out + used, size - used, sp->key, sp->is_list ? sp->list[i] : sp->lo);
+        }
+        if (!sp->is_list && sp->hi != sp->lo && used < size) {
+            used += (size_t)snprintf(out + used, size - used, "-");
+            if (used < size)
+                used += (size_t)spec_value(out + used, size - used, sp->key, sp->hi);
+        }
+    }
+}
+
 /* Why no layout is valid: the rule the plainest split (tp = cp = pp = 1,
  * every GPU data-parallel, one sample a micro-batch unless bound) breaks. */
 static void why_none_valid(const struct cli_args *o, const mem4d_model *m, const mem4d_device *d,
@@ -199,8 +229,14 @@ static void why_none_valid(const struct cli_args *o, const mem4d_model *m, const
         if (mem4d_validate(m, l, text, sizeof text) == MEM4D_OK) {
             if (mem4d_report_new(&r) == MEM4D_OK && mem4d_estimate(m, l, d, r) == MEM4D_E_CONFLICT)
                 snprintf(text, sizeof text, "%s", mem4d_report_message(r));
-            else if (!r || !dispatchers_refused(o, m, d, l, r, text, sizeof text))
-                snprintf(text, sizeof text, "tp, cp and pp of 1 are valid alone; the bounds given exclude them");
+            else if (!r || !dispatchers_refused(o, m, d, l, r, text, sizeof text)) {
+                char given[128];
+                specs_text(o, given, sizeof given);
+                snprintf(text, sizeof text, "tp, cp and pp of 1 are valid alone; the bounds given (%s) exclude them "
+                         "(tp x cp x pp x dp = %llu, micro-batch x dp divides gbs %llu)", given,
+                         (unsigned long long)lget(base, MEM4D_LAYOUT_WORLD),
+                         (unsigned long long)lget(base, MEM4D_LAYOUT_GLOBAL_BATCH));
+            }
             mem4d_report_free(r);
         }
         mem4d_layout_free(l);

@@ -206,6 +206,14 @@ p = run("plan", "--model", "llama3.1-8b", "--model-set", "num_layers=1", "--gpus
 check("No layout is valid" in p.stdout and "global batch 3 is not divisible by micro-batch 1 x dp 7" in p.stdout
       and "Try more GPUs" not in p.stdout, f"no valid layout: {p.stdout!r}")
 
+# Bounds that exclude every split are named, with the rule they break: "--tp 16" on 8 GPUs
+# said only "the bounds given exclude them".
+for extra, named in ((["--tp", "16"], "--tp 16"), (["--mbs", "1000"], "--mbs 1000"),
+                     (["--tp", "3-3", "--pp", "1,2"], "--tp 3, --pp 1,2")):
+    p = run("plan", "--model", "llama3.1-8b", "--gpus", "8", "--seq", "1024", "--gbs", "64", *extra, code=1)
+    check("No layout is valid" in p.stdout and f"the bounds given ({named}) exclude them" in p.stdout
+          and "tp x cp x pp x dp = 8" in p.stdout, f"bounds named: {p.stdout!r}")
+
 # A dispatcher the GPU cannot run, the only one listed, is the reason given:
 # HybridEP before Hopper (an A100) and on an AMD GPU (doc/perf.md, "What the
 # flex dispatchers run on").
