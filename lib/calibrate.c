@@ -740,7 +740,8 @@ static mem4d_status add_log(mem4d_calibration *cal, struct scan *sc, const char 
     if (ac == 0)
         return fail(cal, MEM4D_E_MISSING, 0,
                     sc->args_seen ? "the log's arguments block sets none of the job's arguments"
-                                  : "the log has no arguments block and no arguments were given");
+                                  : "the log has no arguments block and no arguments were given: give the "
+                                    "job's Megatron-LM arguments (after --)");
     mem4d_import *imp = NULL;
     if (mem4d_import_new(&imp) != MEM4D_OK)
         return MEM4D_E_NOMEM;
@@ -752,6 +753,12 @@ static mem4d_status add_log(mem4d_calibration *cal, struct scan *sc, const char 
     mem4d_import_free(imp);
     if (st != MEM4D_OK)
         return st;
+    if (!lg->layout.v[MEM4D_LAYOUT_WORLD] && !lg->layout.v[MEM4D_LAYOUT_DP])
+        return fail(cal, MEM4D_E_MISSING, 0,
+                    sc->args_seen ? "the log's arguments block gives no world_size: give the job's GPUs (world_size, "
+                                    "--world-size)"
+                                  : "the job's GPUs are unknown: the log has no arguments block, and its arguments "
+                                    "do not say; give them (world_size, --world-size)");
     if (sc->tp_overlap || (!sc->args_seen && argc > 0)) {
         for (int i = 0; i < argc && !sc->args_seen; i++)
             if (argv[i] && !strcmp(argv[i], "--tp-comm-overlap"))

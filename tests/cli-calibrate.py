@@ -242,6 +242,29 @@ class Calibrate(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(len(json.loads(p.stdout)['logs']), 2)
 
+    def test_log_without_its_job_says_what_to_give(self):
+        # A log whose arguments block was cut off: the errors said what was
+        # missing ("neither dp nor world size is set", at the fit) but not
+        # the flag that gives it.
+        text = open(os.path.join(DATA, 'llama31-8b-cp2-16gpu.log')).read().splitlines()
+        start = next(i for i, l in enumerate(text) if ' arguments ---' in l)
+        end = next(i for i, l in enumerate(text) if 'end of arguments' in l)
+        job = ['--num-layers', '32', '--hidden-size', '4096', '--num-attention-heads', '32', '--seq-length', '8192',
+               '--max-position-embeddings', '8192', '--micro-batch-size', '1', '--global-batch-size', '256',
+               '--bf16', '--vocab-size', '128256']
+        with tempfile.TemporaryDirectory() as d:
+            log = os.path.join(d, 'cut.log')
+            with open(log, 'w') as f:
+                f.write('\n'.join(text[:start] + text[end + 1:]) + '\n')
+            p = run('calibrate', '--log', log)
+            self.assertEqual(p.returncode, 2, p.stdout)
+            self.assertIn("give the job's Megatron-LM arguments (after --)", p.stderr)
+            p = run('calibrate', '--log', log, '--', *job)
+            self.assertEqual(p.returncode, 2, p.stdout)
+            self.assertIn('--world-size', p.stderr)
+            p = run('calibrate', '--log', log, '--world-size', '16', '--', *job, '--context-parallel-size', '2')
+            self.assertEqual(p.returncode, 0, p.stderr)
+
     def test_pinned_rate_is_said_as_written(self):
         # A rate that stops at its search bound is kept and said: the warning
         # names the value the device file gets (it said 1000000 where the

@@ -377,7 +377,8 @@ START_TEST(arguments_from_argv)
     mem4d_calibration *c = NULL;
     ck_assert_int_eq(mem4d_calibration_new(&c), MEM4D_OK);
     ck_assert_int_eq(mem4d_calibration_add_megatron_log(c, log, sizeof log - 1, 0, NULL, 8), MEM4D_E_MISSING);
-    ck_assert_str_eq(mem4d_calibration_message(c), "the log has no arguments block and no arguments were given");
+    ck_assert_str_eq(mem4d_calibration_message(c), "the log has no arguments block and no arguments were given: "
+                                                   "give the job's Megatron-LM arguments (after --)");
     ck_assert_msg(mem4d_calibration_add_megatron_log(c, log, sizeof log - 1, (int)(sizeof argv / sizeof argv[0]),
                                                      argv, 8) == MEM4D_OK,
                   "%s", mem4d_calibration_message(c));
