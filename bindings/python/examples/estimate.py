@@ -52,6 +52,10 @@ def print_report(model, layout, device, report, out=sys.stdout):
         first = index + 1
     print(f"model: {report.model_params} parameters ({report.model_params / 1e9:.2f} B). "
           f"stages peak at: {', '.join(parts)}", file=out)
+    if report.metrics is None:  # the speed and its band need the global batch (layout gbs)
+        why = ("give --gbs, the global batch (the step is its micro-batches)" if device["peak_flops"] else
+               "the device has no peak_flops (set it: --device-set peak_flops=..., or in the device file)")
+        print(f"speed: not predicted: {why}", file=out)
     for warning in report.warnings:
         print(f"warning: {warning}", file=out)
 

@@ -9,7 +9,7 @@
 use std::io::{self, Write};
 use std::process::ExitCode;
 
-use mem4d::{estimate, Device, Info, Layout, Model, Report, GIB};
+use mem4d::{estimate, Device, Info, Layout, Metric, Model, Report, GIB};
 
 fn gib(bytes: u64) -> f64 {
     bytes as f64 / GIB
@@ -97,6 +97,15 @@ fn print_report(
         first = i + 1;
     }
     writeln!(out).ok();
+    // The speed and its band need the global batch (layout gbs).
+    if r.metric(Metric::StepTimeS)?.is_none() {
+        let why = if device.get("peak_flops")? != 0 {
+            "give --gbs, the global batch (the step is its micro-batches)"
+        } else {
+            "the device has no peak_flops (set it: --device-set peak_flops=..., or in the device file)"
+        };
+        writeln!(out, "speed: not predicted: {}", why).ok();
+    }
     for w in r.warnings() {
         writeln!(out, "warning: {}", w).ok();
     }
