@@ -437,12 +437,20 @@ const PLAN_COLUMNS = () => [
     ["recompute", "recompute"], ["ep", "ep"], ["etp", "etp"], ["moe_dispatcher", "dispatcher"],
     ["dist_opt", "dist opt"], ["equivalent_to_fastest", "≈ fastest"], ["peak_bytes", "peak GiB"],
     ["peak_allocated_bytes", "allocated GiB"], ["peak_reserved_bytes", "reserved GiB"], ["verdict", "verdict"],
-    ...m4.METRICS.map((m) => [m, m.replace(/_/g, " ")]),
+    ...m4.METRICS.map((m) => [m, m.replace(/_/g, " ")]), ["mfu_peak", "MFU of"],
 ];
+
+/** The precision whose peak MFU is of, as mem4d plan --json's mfu_peak: "fp8" when the
+ *  report's peak is the device's fp8 peak, else "bf16"; null without a speed prediction. */
+function mfuPeakName(flops, device) {
+    if (flops === null || flops === undefined) return null;
+    const fp8 = device.get("peak_fp8_flops");
+    return fp8 !== 0n && flops > 0 && BigInt(Math.round(flops)) === fp8 ? "fp8" : "bf16";
+}
 
 const FIRST = "decoder_first_pipeline_num_layers", LAST = "decoder_last_pipeline_num_layers";
 
-function planRow(search, rank) {
+function planRow(search, rank, device) {
     const l = search.layout, r = search.report;
     const row = { rank, layout: l.copy(), peak_bytes: r.peak_bytes, peak_allocated_bytes: r.peak_allocated_bytes,
                   peak_reserved_bytes: r.peak_reserved_bytes, verdict: r.verdict };
@@ -451,6 +459,7 @@ function planRow(search, rank) {
     row.etp = row.etp || row.tp;  // 0: the experts take tp, as mem4d plan prints it
     row.moe_dispatcher = l.valueName("moe_dispatcher");
     for (const m of m4.METRICS) row[m] = r.metric(m);
+    row.mfu_peak = mfuPeakName(row.mfu_peak_flops, device);
     return row;
 }
 
@@ -533,7 +542,7 @@ function runPlan() {
             const rows = [];
             let valid;
             try {
-                while (rows.length < PLAN_ROWS && search.step()) rows.push(planRow(search, rows.length + 1));
+                while (rows.length < PLAN_ROWS && search.step()) rows.push(planRow(search, rows.length + 1, device));
                 let more = 0;
                 while (search.step()) more++;
                 valid = { ...search.stats, more };
