@@ -289,6 +289,25 @@ static bool pend(struct cli_pending *list, size_t *n, const char *flag, size_t k
     return true;
 }
 
+/* A key unknown to the table a flag sets: the error, and the flag of the
+ * table that knows it (--set stack=... is --device-set's). */
+static void unknown_key(const struct cli_option *o, const char *table, const char *key, const char *val)
+{
+    mem4d_layout_param lp;
+    mem4d_model_param mp;
+    mem4d_device_param dp;
+    const char *other = strcmp(table, "layout") && mem4d_layout_param_from_name(key, &lp) == MEM4D_OK ? "layout"
+                        : strcmp(table, "model") && mem4d_model_param_from_name(key, &mp) == MEM4D_OK ? "model"
+                        : strcmp(table, "device") && mem4d_device_param_from_name(key, &dp) == MEM4D_OK ? "device"
+                                                                                                        : NULL;
+    const char *flag = !other ? NULL : !strcmp(other, "layout") ? "--set" : !strcmp(other, "model") ? "--model-set"
+                                                                                                     : "--device-set";
+    if (other)
+        cli_error("%s: unknown %s key '%s': a %s key, %s %s=%s", o->name, table, key, other, flag, key, val);
+    else
+        cli_error("%s: unknown %s key '%s'", o->name, table, key);
+}
+
 /* KEY=VALUE: the key by its library name. */
 static bool parse_keyval(struct cli_args *a, const struct cli_option *o, const char *kv)
 {
@@ -322,7 +341,7 @@ static bool parse_keyval(struct cli_args *a, const struct cli_option *o, const c
     if (o->dest == CLI_TO_LAYOUT) {
         mem4d_layout_param p;
         if (mem4d_layout_param_from_name(key, &p) != MEM4D_OK) {
-            cli_error("%s: unknown layout key '%s'", o->name, key);
+            unknown_key(o, "layout", key, val);
             return false;
         }
         char flag[sizeof key + 16];
@@ -332,14 +351,14 @@ static bool parse_keyval(struct cli_args *a, const struct cli_option *o, const c
     if (o->dest == CLI_TO_MODEL) {
         mem4d_model_param p;
         if (mem4d_model_param_from_name(key, &p) != MEM4D_OK) {
-            cli_error("%s: unknown model key '%s'", o->name, key);
+            unknown_key(o, "model", key, val);
             return false;
         }
         return pend(a->model_set, &a->n_model_set, o->name, p, val, 0);
     }
     mem4d_device_param p;
     if (o->dest != CLI_TO_DEVICE || mem4d_device_param_from_name(key, &p) != MEM4D_OK) {
-        cli_error("%s: unknown device key '%s'", o->name, key);
+        unknown_key(o, "device", key, val);
         return false;
     }
     return pend(a->device_set, &a->n_device_set, o->name, p, val, 0);

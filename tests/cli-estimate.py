@@ -252,6 +252,18 @@ class Estimate(unittest.TestCase):
         self.assertNotIn('Fastest first', p.stdout)
         self.assertIn('Least memory first (no step time: the device has no peak_flops)', p.stdout)
 
+    def test_key_of_another_table_names_its_flag(self):
+        # The users set the stack "through --device-set/--set": --set
+        # stack=torchtitan said only "unknown layout key 'stack'".
+        job = ['--model', 'llama3.1-8b', '--world', '8', '--seq', '4096', '--mbs', '1', '--gbs', '64']
+        for extra, needle in ((['--set', 'stack=torchtitan'],
+                               "--set: unknown layout key 'stack': a device key, --device-set stack=torchtitan"),
+                              (['--device-set', 'tp=2'], "--device-set: unknown device key 'tp': a layout key, "
+                               "--set tp=2"),
+                              (['--set', 'num_layers=40'], "a model key, --model-set num_layers=40"),
+                              (['--model-set', 'warp=1'], "--model-set: unknown model key 'warp'")):
+            one_error_line(self, run('estimate', *job, *extra), needle)
+
     def test_subcommands_without_options_refuse_them(self):
         for cmd in ('presets', 'version'):
             with self.subTest(cmd=cmd):
