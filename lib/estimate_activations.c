@@ -13,16 +13,53 @@ static bool reruns(const struct m4d_ctx *x, uint64_t module)
     return x->recompute == 1 && (x->rc_modules & module);
 }
 
+/* SOFTMAX_TORCH_KEPT, _DROPOUT: bytes a score the attention core keeps
+ * for the backward where the stack's fused softmax declines the shape
+ * (m4d_softmax_falls_back(); lib/perf.c, FUSED_SOFTMAX) and
+ * FusedScaleMaskSoftmax.forward_torch_softmax runs in fp32 (Megatron's
+ * default apply_query_key_layer_scaling turns attention_softmax_in_fp32
+ * on): input.float() and the * scale by a Python number save no tensor (a
+ * mul saves its input only for an operand that needs a gradient,
+ * pytorch#16583), masked_fill_ saves only the shared [1, 1, s, s] mask,
+ * Softmax saves its fp32 output (PyTorch 1.11 on: _softmax_backward_data
+ * takes the input's dtype, not the input, pytorch#66018) and .half()
+ * nothing: 4, where the fused kernel saves its 2-byte output. After the
+ * cast, without attention dropout the context matmul saves the 2-byte
+ * half copy, 6 (the fused path 2: the output, saved once); with it the
+ * dropout saves its one-byte mask and the matmul the 2-byte dropped
+ * probabilities while the half copy is freed, 7 (the fused path 5). Read
+ * in megatron/model/fused_softmax.py and transformer.py of
+ * bigscience-workshop/Megatron-DeepSpeed@99c8fe07,
+ * microsoft/Megatron-DeepSpeed@acc3e9b5 and NVIDIA/Megatron-LM@2e90a342
+ * (the same fallback). SOFTMAX_TORCH_BWD_LIVE: the fallback's backward
+ * holds two fp32 score tensors at once (the softmax's, masked_fill's and
+ * the scale's gradient in and out), where the fused path holds the 2-byte
+ * gradient and, with dropout, the dropout backward's output beside it. */
+#define SOFTMAX_TORCH_KEPT 6
+#define SOFTMAX_TORCH_KEPT_DROPOUT 7
+#define SOFTMAX_TORCH_BWD_LIVE 8
+
+/* Does PyTorch's fp32 softmax run in place of the stack's fused one? */
+static bool softmax_falls_back(const struct m4d_ctx *x)
+{
+    return !x->flash && m4d_softmax_falls_back(x->softmax, x->s, x->a / x->t, x->b);
+}
+
 /* The attention core's own tensors per token, before the split by t:
  * FlashAttention's fp32 log-sum-exp 4a; without it the softmax output
  * 2a·s/c, with attention dropout also its one-byte mask and the 2-byte
  * dropped probabilities the context matmul saves, 5a·s/c (Korthikanti et
- * al. 2022, §4.1). Fused attention regenerates its dropout mask. */
+ * al. 2022, §4.1); where the stack's fused softmax declines the shape,
+ * SOFTMAX_TORCH_KEPT(_DROPOUT) a score. Fused attention regenerates its
+ * dropout mask. */
 static uint64_t attention_core_bytes(bool *ok, const struct m4d_ctx *x)
 {
     if (x->flash)
         return 4 * x->a;
-    return mul(ok, (x->attn_dropout ? 5 : 2) * x->a, x->s / x->c);
+    uint64_t per_score = x->attn_dropout ? 5 : 2;
+    if (softmax_falls_back(x))
+        per_score = x->attn_dropout ? SOFTMAX_TORCH_KEPT_DROPOUT : SOFTMAX_TORCH_KEPT;
+    return mul(ok, per_score * x->a, x->s / x->c);
 }
 
 /* Elements per token of Q, K, V and the attention output, before the split
@@ -502,13 +539,16 @@ static uint64_t delayed_wgrad(bool *ok, const struct m4d_ctx *x)
  * 2-byte gradient of the probabilities from the context matmul 2a·s/c
  * (the fused softmax backward then works in place on it), and with
  * attention dropout the dropout backward's new output beside it, 4a·s/c;
- * with fine-grained offloading two layers' offloaded inputs, and with
- * delayed weight gradients what Transformer Engine queues (above). */
+ * where PyTorch's fp32 softmax runs in place of the fused one,
+ * SOFTMAX_TORCH_BWD_LIVE a score; with fine-grained offloading two layers'
+ * offloaded inputs, and with delayed weight gradients what Transformer
+ * Engine queues (above). */
 uint64_t m4d_backward_working_set(bool *ok, const struct m4d_ctx *x)
 {
     uint64_t inter = x->gated ? 3 : 2, T = tokens(ok, x);
     uint64_t mlp = x->experts ? add(ok, routed(ok, x, mul(ok, inter, x->fe)), inter * x->fs) : mul(ok, inter, x->f);
-    uint64_t attn = x->flash ? mul(ok, 4 * x->a, x->qk_dim) : mul(ok, (x->attn_dropout ? 4 : 2) * x->a, x->s / x->c);
+    uint64_t per_score = softmax_falls_back(x) ? SOFTMAX_TORCH_BWD_LIVE : x->attn_dropout ? 4 : 2;
+    uint64_t attn = x->flash ? mul(ok, 4 * x->a, x->qk_dim) : mul(ok, per_score * x->a, x->s / x->c);
     uint64_t split = add(ok, mul(ok, 2, mlp), attn);
     uint64_t w = add(ok, muldiv(ok, T, split, x->t), muldiv(ok, T, 2 * x->h, t_sp(x)));
     /* offloading keeps the last layer's groups (offload margin) and reloads

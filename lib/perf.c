@@ -108,7 +108,9 @@
  * mask from L2), Softmax (4, 4), .half() (4, 2): SOFTMAX_TORCH_FWD bytes
  * a score; the backward runs the same five in reverse, the softmax's
  * reading its output and the gradient (6, 12, 8, 8, 6): SOFTMAX_TORCH_BWD.
- * Charged beyond the fused kernel's. */
+ * Charged beyond the fused kernel's. The test is m4d_softmax_falls_back()
+ * (lib/private.h), which the memory model's kept bytes share
+ * (SOFTMAX_TORCH_KEPT, lib/estimate_activations.c). */
 #define SOFTMAX_TORCH_FWD 36.0
 #define SOFTMAX_TORCH_BWD 40.0
 /* FUSED_SOFTMAX_SWAPPED: BigScience's Megatron-DeepSpeed from 2021-10-21
@@ -302,8 +304,7 @@ static const struct stack {
     bool te_norm_fp8;     /* Megatron-Core's TE layers: the norm before qkv and fc1 writes fp8 itself (TE_FP8_CASTS) */
     bool sq_relu_fused;   /* squared ReLU compiled into one kernel each way, not eager (SQ_RELU_EAGER) */
     uint8_t te_cp_ring;   /* Megatron-Core's CP through Transformer Engine's p2p ring, its merges and copies (TE_CP_RING): 1 TE 1.9-2.1, 2 TE 2.2 and later */
-    uint16_t softmax_keys;  /* the fused softmax's longest keys, with softmax attention (FUSED_SOFTMAX); 0: no rule */
-    bool softmax_bpb_heads; /* its batches per block from the heads per rank (FUSED_SOFTMAX_SWAPPED) */
+    struct m4d_softmax_rule softmax; /* the fused softmax's shapes, with softmax attention (FUSED_SOFTMAX) */
 } STACKS[M4D_NSTACKS] = {
     /* middle: cuDNN attention, autograd's accumulation into bf16 .grad */
     {.attn = 3, .gemm = 1, .accum_bytes = 6, .ce_bytes = 12, .te_norm_fp8 = true, .sq_relu_fused = true,
@@ -311,11 +312,11 @@ static const struct stack {
     /* megatron-lm-2022: fused softmax, gradient_accumulation_fusion, unfused cross entropy, the pipeline's
      * scatter-gather */
     {.attn = 5, .gemm = 1, .ce_bytes = CE_UNFUSED, .te_norm_fp8 = true, .p2p_split = true, .bias_add = true,
-     .step_passes = STEP_MLM2022, .softmax_keys = 4096},
+     .step_passes = STEP_MLM2022, .softmax = {4096, false}},
     /* megatron-deepspeed: softmax attention, bf16 update_hp_grads, CUDA 11 GEMMs, its TP and pipeline, unfused cross
      * entropy */
     {.attn = 5, .gemm = 3, .accum_bytes = 18, .ce_bytes = CE_UNFUSED, .tp_sync = true, .ds_pipe = true,
-     .ln_apex = true, .bias_add = true, .softmax_keys = 2048},
+     .ln_apex = true, .bias_add = true, .softmax = {2048, false}},
     /* nemo-24.07: Transformer Engine 1.9's cuDNN attention, Megatron-Core 0.8's native fused cross entropy, NeMo 1's
      * Apex DistributedFusedAdam */
     {.attn = 3, .gemm = 1, .ce_bytes = CE_NATIVE + CE_NATIVE_COPY_BACK, .te_norm_fp8 = true, .sq_relu_fused = true,
@@ -338,8 +339,21 @@ static const struct stack {
     /* megatron-deepspeed-bigscience-2022-02: megatron-deepspeed as BigScience's fork ran it from 2021-10-21 to
      * 2022-03-06 (the BLOOM prequel's sweeps): its fused softmax's swapped shape test */
     {.attn = 5, .gemm = 3, .accum_bytes = 18, .ce_bytes = CE_UNFUSED, .tp_sync = true, .ds_pipe = true,
-     .ln_apex = true, .bias_add = true, .softmax_keys = 2048, .softmax_bpb_heads = true},
+     .ln_apex = true, .bias_add = true, .softmax = {2048, true}},
 };
+
+/* The device's profile: its stack key, the middle one where unset or unknown. */
+static const struct stack *stack_of(const mem4d_device *dev)
+{
+    uint64_t i = dev->v[MEM4D_DEVICE_STACK];
+    return &STACKS[i < M4D_NSTACKS ? i : 0];
+}
+
+struct m4d_softmax_rule m4d_stack_softmax(const mem4d_device *dev)
+{
+    return stack_of(dev)->softmax;
+}
+
 /* nanotron's ZeRO-1 with fp32 gradient accumulation (the only ZeRO it
  * runs with accumulate_grad_in_fp32, its benchmarks' setting) builds no
  * DistributedDataParallel (trainer.py, init_model: make_ddp is false), so
@@ -928,7 +942,7 @@ static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device
     if (dv[MEM4D_DEVICE_NICS_PER_NODE] && dv[MEM4D_DEVICE_NIC_BANDWIDTH])
         inter = D(dv[MEM4D_DEVICE_NICS_PER_NODE]) * D(dv[MEM4D_DEVICE_NIC_BANDWIDTH]) / gpn;
     /* The stack: its profile, then the keys set on the device. */
-    const struct stack *st = &STACKS[dv[MEM4D_DEVICE_STACK] < M4D_NSTACKS ? dv[MEM4D_DEVICE_STACK] : 0];
+    const struct stack *st = stack_of(dev);
     bool hopper = dv[MEM4D_DEVICE_PEAK_FP8_FLOPS] != 0;
     uint64_t ak = dv[MEM4D_DEVICE_ATTENTION_KERNEL] ? dv[MEM4D_DEVICE_ATTENTION_KERNEL] : st->attn;
     uint64_t gl = dv[MEM4D_DEVICE_GEMM_LIBRARY] ? dv[MEM4D_DEVICE_GEMM_LIBRARY] : st->gemm;
@@ -982,8 +996,7 @@ static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device
         .fsdp_root = st->fsdp_root || x->fw == MEM4D_FRAMEWORK_TORCHTITAN || dv[MEM4D_DEVICE_PYTORCH_FSDP],
         .attn_unpad = st->attn_unpad && ak == 1, /* the flash-attn package's FlashAttention-2 */
         .attn_unfused = ak == 5,
-        .softmax_keys = st->softmax_keys,
-        .softmax_bpb_heads = st->softmax_bpb_heads,
+        .softmax = st->softmax,
         .te_norm_fp8 = st->te_norm_fp8,
         .te_cp_ring = x->fw == MEM4D_FRAMEWORK_MEGATRON ? st->te_cp_ring : 0,
         .sq_relu_eager = !st->sq_relu_fused,
@@ -1454,23 +1467,14 @@ static double linears_time(const struct m4d_perf_group *pg, const struct m4d_gem
     return col + row;
 }
 
-/* FUSED_SOFTMAX: the rows of attention batches one block of Megatron's
- * fused softmax takes, for `keys` keys (get_batch_per_block()). */
-static double softmax_batch_per_block(double keys)
-{
-    double p2 = 1;
-    while (p2 < keys)
-        p2 *= 2;
-    return 128 / (p2 < 32 ? p2 : 32) * (p2 <= 128 ? 2 : 1);
-}
-
 /* Flash attention of one layer. Causal kernels skip the masked half of
  * s x s; CP's load-balanced chunks give every rank 1/c of the work; each
  * query tile pays ATTN_FILL keys on top of the mean s/(2c) it reads. */
 static void attention_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
 {
     pg->attn_pv_per_b = pg->attn_qk_tiles_per_b = pg->attn_bytes_fwd_per_b = pg->attn_bytes_bwd_per_b = 0;
-    pg->attn_torch_fwd_per_b = pg->attn_torch_bwd_per_b = pg->attn_softmax_np = pg->attn_softmax_bpb = 0;
+    pg->attn_torch_fwd_per_b = pg->attn_torch_bwd_per_b = 0;
+    pg->attn_softmax_s = pg->attn_softmax_np = 0;
     if (pg->mc.attn_unfused) { /* UNFUSED_ATTN: per sample, the rank's heads, q queries over k keys */
         double heads = D(x->a) / D(x->t), q = D(x->s) / D(x->c), k = D(x->s), dh = D(x->dh), r = pg->mc.gemm;
         double scores = heads * q * k, gemm_bytes = 2 * scores + heads * 2 * dh * (q + k);
@@ -1481,12 +1485,11 @@ static void attention_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg
         pg->attn_bytes_fwd_per_b =
             (2 * gemm_bytes + (UNFUSED_SOFTMAX_FWD + (x->alibi ? UNFUSED_ALIBI : 0)) * scores) * pg->mc.inv_hbm;
         pg->attn_bytes_bwd_per_b = (4 * gemm_bytes + UNFUSED_SOFTMAX_BWD * scores) * pg->mc.inv_hbm;
-        if (pg->mc.softmax_keys) { /* FUSED_SOFTMAX: PyTorch's softmax where the fused one declines */
-            bool fits = x->s > 16 && x->s <= pg->mc.softmax_keys && x->s % 4 == 0;
+        if (pg->mc.softmax.keys) { /* FUSED_SOFTMAX: PyTorch's softmax where the fused one declines */
             pg->attn_torch_fwd_per_b = (SOFTMAX_TORCH_FWD - UNFUSED_SOFTMAX_FWD) * scores * pg->mc.inv_hbm;
             pg->attn_torch_bwd_per_b = (SOFTMAX_TORCH_BWD - UNFUSED_SOFTMAX_BWD) * scores * pg->mc.inv_hbm;
-            pg->attn_softmax_np = heads;
-            pg->attn_softmax_bpb = fits ? softmax_batch_per_block(pg->mc.softmax_bpb_heads ? heads : k) : 0;
+            pg->attn_softmax_s = x->s;
+            pg->attn_softmax_np = x->a / x->t;
         }
         return;
     }
@@ -1508,7 +1511,7 @@ static void attention_time(const struct m4d_perf_group *pg, double b, double *fw
         double pv = b * pg->attn_pv_per_b * wave_slots(&pg->mc, t2) / t2;
         double bf = pg->attn_bytes_fwd_per_b, bb = pg->attn_bytes_bwd_per_b;
         if (pg->attn_torch_fwd_per_b > 0 && /* FUSED_SOFTMAX: does the fused kernel take b * a/t batches? */
-            (pg->attn_softmax_bpb == 0 || (uint64_t)(b * pg->attn_softmax_np) % (uint64_t)pg->attn_softmax_bpb != 0))
+            m4d_softmax_falls_back(pg->mc.softmax, pg->attn_softmax_s, pg->attn_softmax_np, (uint64_t)b))
             bf += pg->attn_torch_fwd_per_b, bb += pg->attn_torch_bwd_per_b;
         *fwd = (qk + pv + b * bf) / pg->mc.attn_fwd;
         *bwd = (qk + 3 * pv + b * bb) / pg->mc.attn_bwd;

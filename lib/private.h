@@ -212,6 +212,37 @@ static inline uint64_t m4d_ds_bucket(uint64_t set) { return set ? set : M4D_DS_B
 #define M4D_FP8_Q_THEN_T 5.0
 #define M4D_FP8_AMAX 2.0
 
+/* Megatron's FusedScaleMaskSoftmax on a software stack (FUSED_SOFTMAX,
+ * lib/perf.c): the longest keys its fused kernel takes (0: no rule, the
+ * stack's softmax never falls back) and whether its availability test
+ * takes the heads per rank for the keys (FUSED_SOFTMAX_SWAPPED). */
+struct m4d_softmax_rule {
+    uint16_t keys;
+    bool bpb_heads;
+};
+
+/* Does the stack's fused softmax decline a causal [b, heads, s, s] shape, so
+ * that PyTorch's fp32 softmax runs instead (is_kernel_available: 16 < s <=
+ * keys, s % 4 == 0, and b * heads a multiple of the kernel's batches per
+ * block, get_batch_per_block(): 128 threads of warps of min(n', 32) lanes,
+ * two rows a warp where n' <= 128, n' the power of two at or above the
+ * keys, or above the heads per rank under FUSED_SOFTMAX_SWAPPED)? The one
+ * owner of the rule: the step time charges the fallback's HBM bytes
+ * (lib/perf.c, SOFTMAX_TORCH_FWD) and the memory model what it keeps for
+ * the backward (lib/estimate_activations.c, SOFTMAX_TORCH_KEPT). */
+static inline bool m4d_softmax_falls_back(struct m4d_softmax_rule r, uint64_t s, uint64_t heads, uint64_t b)
+{
+    if (!r.keys)
+        return false;
+    if (s <= 16 || s > r.keys || s % 4 != 0)
+        return true;
+    uint64_t n = r.bpb_heads ? heads : s, p2 = 1;
+    while (p2 < n)
+        p2 *= 2;
+    uint64_t per_block = 128 / (p2 < 32 ? p2 : 32) * (p2 <= 128 ? 2 : 1);
+    return (b * heads) % per_block != 0;
+}
+
 struct m4d_ctx {
     /* model */
     uint64_t h, f, L, a, k, dh, V, Vp; /* Vp: padded vocabulary (= V in paper mode) */
@@ -306,6 +337,8 @@ struct m4d_ctx {
     bool fp8_all_gather, contiguous_grads, afab, expandable;
     uint64_t compile;                  /* 0 none, 1 blocks, 2 blocks and loss */
     uint64_t ag_bucket, prefetch, max_live, offload; /* DeepSpeed; 0 = its default */
+    /* the device's software stack, what the memory model reads of it (m4d_stack_softmax(), set after m4d_resolve()) */
+    struct m4d_softmax_rule softmax;   /* its fused softmax's shapes: where it declines, PyTorch's fp32 softmax keeps more */
 };
 
 /* The expert group: ep·etp consecutive ranks (Megatron-Core's tp_ep group with
@@ -727,7 +760,7 @@ struct m4d_act_terms {
     uint64_t A_dense, A, core_live, backward, sac;
 };
 /* Entries of m4d_act_key(). */
-#define M4D_ACT_KEY_LEN 45
+#define M4D_ACT_KEY_LEN 47
 /* Every field but b and the recompute mode that m4d_layer_activation(),
  * m4d_selective_live(), m4d_backward_working_set() and
  * m4d_op_sac_layer_keep() read (of x and of its dense copy), into key;
@@ -915,8 +948,7 @@ struct m4d_machine {
     bool fsdp_root;            /* ZeRO-2/3 as PyTorch's FSDP wraps a model: the root unit's collectives exposed, ZeRO-2 as SHARD_GRAD_OP (lib/perf.c) */
     bool attn_unpad;           /* flash attention through llm-foundry's unpadding copies (ATTN_UNPAD, lib/perf.c) */
     bool attn_unfused;         /* softmax attention: its dropout a kernel of its own (ATTN_DROPOUT_BYTES, lib/perf.c) */
-    uint16_t softmax_keys;     /* the longest key length the stack's fused softmax takes (FUSED_SOFTMAX, lib/perf.c); 0: no rule */
-    bool softmax_bpb_heads;    /* its availability test takes the heads per rank for the keys (FUSED_SOFTMAX_SWAPPED, lib/perf.c) */
+    struct m4d_softmax_rule softmax; /* the stack's fused softmax's shapes (FUSED_SOFTMAX, lib/perf.c) */
     bool te_norm_fp8;          /* the norm before qkv and fc1 writes fp8 itself (TE_FP8_CASTS, lib/perf.c) */
     uint8_t te_cp_ring;        /* CP as Transformer Engine's p2p ring runs it (TE_CP_RING, lib/perf.c): 0 not, 1 TE 1.9-2.1, 2 TE 2.2+ */
 };
@@ -1011,7 +1043,7 @@ struct m4d_perf_group {
     double attn_pv_per_b, attn_qk_tiles_per_b;     /* unfused (UNFUSED_ATTN): a long-K GEMM's compute at full waves, the score GEMM's tiles (else 0) */
     double attn_bytes_fwd_per_b, attn_bytes_bwd_per_b; /* unfused: its GEMMs' and softmax's HBM seconds, forward, backward */
     double attn_torch_fwd_per_b, attn_torch_bwd_per_b; /* unfused: PyTorch's softmax beyond the fused one's, where that declines (FUSED_SOFTMAX) */
-    double attn_softmax_np, attn_softmax_bpb;      /* unfused: heads per rank, the fused softmax's batches per block (0: it declines whatever b) */
+    uint64_t attn_softmax_s, attn_softmax_np;      /* unfused: the keys and heads per rank the fused softmax's test takes (m4d_softmax_falls_back) */
     double attn_drop_per_b;                        /* unfused: its dropout's forward (ATTN_DROPOUT_BYTES), in ew_per_b, re-run with the core */
     double attn_per_b, attn_tiles_per_b;           /* forward attention at full waves, query tiles (unfused: the score GEMM's compute, P.V's tiles) */
     double ew_per_b, ce_per_b;                     /* element-wise forward, cross entropy (fwd+bwd) */
@@ -1103,6 +1135,10 @@ void m4d_perf_fill_memo(const struct m4d_ctx *x, const struct m4d_perf_group *pg
  * stack's (attention_efficiency_ppm: the attention kernel's forward share of
  * the GEMM rate; microbatch_overhead_ns: the stack's overhead). */
 uint64_t m4d_perf_effective(const mem4d_device *dev, mem4d_device_param key);
+
+/* The device's stack's fused-softmax rule (lib/perf.c's profiles), which the
+ * memory model reads from the context (m4d_ctx.softmax). */
+struct m4d_softmax_rule m4d_stack_softmax(const mem4d_device *dev);
 /* The band between layouts of one job (doc/perf.md, "Uncertainty"): the
  * device's own speed_band_*_ppm where set, else the calibrated series band. */
 void m4d_speed_band_relative(const mem4d_device *dev, double *low, double *high);

@@ -1356,6 +1356,83 @@ START_TEST(overflow_is_range_not_wrap)
 }
 END_TEST
 
+/* The BLOOM prequel's layer (h 14336, 64 heads, f 4h, 72 layers) at tp 8
+ * pp 12 dp 4, sequence 2048, softmax attention with both dropouts, on
+ * `stack` at micro-batch `mbs`, with the recompute settings rc (rc2 NULL or a second one). */
+static mem4d_report *bloom_prequel(const mem4d_model *m, const char *stack, const char *mbs, const char *rc,
+                                   const char *rc2)
+{
+    mem4d_device *d = tu_device("a100-80");
+    ck_assert_int_eq(mem4d_device_set_str(d, "stack", stack), MEM4D_OK);
+    mem4d_layout *l = tu_layout("tp=8", "pp=12", "dp=4", "seq=2048", "gbs=2048", "sequence_parallel=0",
+                                "flash_attn=0", "attention_dropout=1", "hidden_dropout=1", rc, rc2, NULL);
+    ck_assert_int_eq(mem4d_layout_set_str(l, "mbs", mbs), MEM4D_OK);
+    mem4d_report *r = NULL;
+    ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
+    ck_assert_msg(mem4d_estimate(m, l, d, r) == MEM4D_OK, "%s", mem4d_report_message(r));
+    mem4d_layout_free(l);
+    mem4d_device_free(d);
+    return r;
+}
+
+/* Where the stack's fused softmax declines the shape (lib/perf.c,
+ * FUSED_SOFTMAX; m4d_softmax_falls_back), PyTorch's fp32 softmax keeps its
+ * 4-byte output for the backward where the kernel keeps 2, and with
+ * attention dropout its half copy is freed: 7 bytes a score against the
+ * kernel's 5, and the backward holds two fp32 score tensors, 8 against 4
+ * (doc/full-model.md, "Activations kept for backward"). BigScience's fork
+ * of 2022-02 takes the 8 heads a rank for the keys: micro-batch 1 falls
+ * back, 4 runs fused; megatron-deepspeed's test passes both, and a stack
+ * without the rule (middle) keeps what megatron-deepspeed keeps. Per
+ * sample a layer has (a/t)·s² = 8·2048² scores: kept by the stage's 11
+ * in-flight micro-batches of 6 layers without recompute, by the one layer
+ * re-run with full recompute of one layer a group or selective recompute
+ * of the core, and in every case the backward's. */
+START_TEST(fused_softmax_fallback_memory)
+{
+    mem4d_model *m = NULL;
+    ck_assert_int_eq(mem4d_model_new(&m), MEM4D_OK);
+    const char *const keys[][2] = {{"hidden_size", "14336"}, {"num_layers", "72"},     {"num_attention_heads", "64"},
+                                   {"ffn_hidden_size", "57344"}, {"vocab_size", "250880"}, {"gated_mlp", "0"},
+                                   {"normalization", "layernorm"}};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        ck_assert_int_eq(mem4d_model_set_str(m, keys[i][0], keys[i][1]), MEM4D_OK);
+    const uint64_t scores = UINT64_C(8) * 2048 * 2048;
+    const struct {
+        const char *rc, *rc2;
+        uint64_t kept; /* layer-micro-batches that keep the core's tensors on stage 1 */
+    } cases[] = {{"recompute=none", NULL, 11 * 6},
+                 {"recompute=full", "recompute_num_layers=1", 1},
+                 {"recompute=selective", NULL, 1}};
+    const char *const bs = "megatron-deepspeed-bigscience-2022-02", *ds = "megatron-deepspeed";
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *rc = cases[i].rc, *rc2 = cases[i].rc2;
+        mem4d_report *r[2][3];
+        for (int b = 0; b < 2; b++) {
+            const char *mbs = b ? "4" : "1";
+            r[b][0] = bloom_prequel(m, bs, mbs, rc, rc2);
+            r[b][1] = bloom_prequel(m, ds, mbs, rc, rc2);
+            r[b][2] = bloom_prequel(m, "middle", mbs, rc, rc2);
+            same_except(r[b][1], r[b][0], BIT(MEM4D_TERM_ACTIVATIONS));
+            same_except(r[b][1], r[b][2], 0);
+        }
+        ck_assert_uint_eq(get(r[0][1], 1, MEM4D_TERM_IN_FLIGHT) * get(r[0][1], 1, MEM4D_TERM_LAYERS), 66);
+        uint64_t extra = get(r[0][0], 1, MEM4D_TERM_ACTIVATIONS) - get(r[0][1], 1, MEM4D_TERM_ACTIVATIONS);
+        ck_assert_msg(extra == (cases[i].kept * (7 - 5) + (8 - 4)) * scores, "%s: %llu", cases[i].rc,
+                      (unsigned long long)extra);
+        ck_assert_uint_eq(get(r[1][0], 1, MEM4D_TERM_ACTIVATIONS), get(r[1][1], 1, MEM4D_TERM_ACTIVATIONS));
+        /* per sample: micro-batch 1 keeps `extra` more than a quarter of micro-batch 4 */
+        ck_assert_uint_eq(4 * get(r[0][1], 1, MEM4D_TERM_ACTIVATIONS), get(r[1][1], 1, MEM4D_TERM_ACTIVATIONS));
+        ck_assert_uint_eq(4 * get(r[0][0], 1, MEM4D_TERM_ACTIVATIONS) - get(r[1][0], 1, MEM4D_TERM_ACTIVATIONS),
+                          4 * extra);
+        for (int b = 0; b < 2; b++)
+            for (int k = 0; k < 3; k++)
+                mem4d_report_free(r[b][k]);
+    }
+    mem4d_model_free(m);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("full");
@@ -1401,6 +1478,7 @@ int main(void)
     tcase_add_test(tc, dsa_indexer_memory);
     tcase_add_test(tc, logprob_loss_memory);
     tcase_add_test(tc, fp8_recipe_attention_output_copy);
+    tcase_add_test(tc, fused_softmax_fallback_memory);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }
