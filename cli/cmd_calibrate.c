@@ -16,7 +16,8 @@ CLI_COMMAND(calibrate);
 const struct cli_option cmd_calibrate_options[] = {
     CLI_ARG("--log", CLI_OUTPUT, log, "FILE[,FILE...]", "training logs (stdout of the training script)"),
     CLI_ARG("--log-format", CLI_NAME, log_format, "megatron|torchtitan|nanotron",
-            "the framework that wrote the logs (default megatron); torchtitan and nanotron logs need the job"),
+            "the framework that wrote the logs (default megatron); torchtitan and nanotron logs need the job, of that "
+            "framework unless --framework says"),
     CLI_ARG("--measured-step-s", CLI_NAME, measured[0], "X", "a measured step time in seconds, of the job"),
     CLI_ARG("--measured-tflops", CLI_NAME, measured[1], "X",
             "a measured TFLOP/s per GPU under Megatron's count (--log-throughput), of the job"),
@@ -338,6 +339,13 @@ int cmd_calibrate(struct cli_args *a)
         goto out;
     if ((format != MEM4D_LOG_MEGATRON || measured) && !open_job(a, &model))
         goto out;
+    /* A torchtitan or nanotron log is that framework's job unless --framework
+     * (or --set framework=) says otherwise. */
+    uint64_t fw = 0;
+    if (format != MEM4D_LOG_MEGATRON && a->rest_argc == 0 && !cli_given(a, "--framework") &&
+        mem4d_layout_get(a->layout, MEM4D_LAYOUT_FRAMEWORK, &fw) == MEM4D_OK && fw == MEM4D_FRAMEWORK_MEGATRON)
+        mem4d_layout_set(a->layout, MEM4D_LAYOUT_FRAMEWORK,
+                         format == MEM4D_LOG_TORCHTITAN ? MEM4D_FRAMEWORK_TORCHTITAN : MEM4D_FRAMEWORK_NANOTRON);
     if ((a->log && !read_logs(a, c, names, format, model, a->layout)) ||
         (measured && !add_measured(a, values, c, names, model, a->layout)))
         goto out;

@@ -265,6 +265,27 @@ class Calibrate(unittest.TestCase):
             p = run('calibrate', '--log', log, '--world-size', '16', '--', *job, '--context-parallel-size', '2')
             self.assertEqual(p.returncode, 0, p.stderr)
 
+    def test_framework_log_is_of_its_framework(self):
+        # A torchtitan (nanotron) log is a torchtitan (nanotron) job: without
+        # --framework it was timed as Megatron-LM's, and the device it wrote
+        # put the same job, described as torchtitan's, at 4.27 s against the
+        # 4.00 s measured.
+        job = ['--model', 'llama3.1-8b', '--world', '8', '--seq', '8192', '--gbs', '32']
+        lines = {'torchtitan': 'step: %d  loss: 9.0  memory: 60.50GiB(63.68%%)  tps: 8,192  tflops: 1  mfu: 1%%\n',
+                 'nanotron': 'iteration: %d / 9 | consumed_tokens: 1 | time_per_iteration_ms: 4K | lm_loss: 9\n'}
+        with tempfile.TemporaryDirectory() as d:
+            for fw, line in lines.items():
+                log = os.path.join(d, fw + '.log')
+                with open(log, 'w') as f:
+                    f.write(''.join(line % i for i in (1, 2, 3)))
+                before = {}
+                for given in ([], ['--framework', fw], ['--framework', 'megatron']):
+                    p = run('calibrate', *job, *given, '--log', log, '--log-format', fw, '--json')
+                    self.assertEqual(p.returncode, 0, p.stderr)
+                    before[tuple(given)] = json.loads(p.stdout)['logs'][0]['predicted_step_before_s']
+                self.assertEqual(before[()], before[('--framework', fw)], fw)
+                self.assertNotEqual(before[()], before[('--framework', 'megatron')], fw)
+
     def test_pinned_rate_is_said_as_written(self):
         # A rate that stops at its search bound is kept and said: the warning
         # names the value the device file gets (it said 1000000 where the

@@ -228,8 +228,8 @@ class Estimate(unittest.TestCase):
         for cmd in ('estimate', 'plan', 'calibrate'):
             p = run(cmd, '--help')
             self.assertEqual(p.returncode, 0, p.stderr)
-            line = p.stdout[p.stdout.index('--framework'):]
-            line = line[:line.index('\n  --', 1)]
+            line = p.stdout[p.stdout.index('\n  --framework'):]
+            line = line[:line.index('\n  --', 2)]
             self.assertIn('--device-set stack=', line, cmd)
         p = run('estimate', '--help')
         self.assertNotIn('selects another training stack', p.stdout)
