@@ -941,10 +941,14 @@ static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device
     /* The node's NICs are shared by every GPU whose ring leaves the node. */
     if (dv[MEM4D_DEVICE_NICS_PER_NODE] && dv[MEM4D_DEVICE_NIC_BANDWIDTH])
         inter = D(dv[MEM4D_DEVICE_NICS_PER_NODE]) * D(dv[MEM4D_DEVICE_NIC_BANDWIDTH]) / gpn;
-    /* The stack: its profile, then the keys set on the device. */
+    /* The stack: its profile, then the keys set on the device. A job
+     * without fused attention (flash_attn 0: Megatron-LM's
+     * --attention-backend unfused or local, whose memory keeps the s x s
+     * scores) runs softmax attention, whatever the stack's kernel, unless
+     * the device names one. */
     const struct stack *st = stack_of(dev);
     bool hopper = dv[MEM4D_DEVICE_PEAK_FP8_FLOPS] != 0;
-    uint64_t ak = dv[MEM4D_DEVICE_ATTENTION_KERNEL] ? dv[MEM4D_DEVICE_ATTENTION_KERNEL] : st->attn;
+    uint64_t ak = dv[MEM4D_DEVICE_ATTENTION_KERNEL] ? dv[MEM4D_DEVICE_ATTENTION_KERNEL] : !x->flash ? 5 : st->attn;
     uint64_t gl = dv[MEM4D_DEVICE_GEMM_LIBRARY] ? dv[MEM4D_DEVICE_GEMM_LIBRARY] : st->gemm;
     if (ak >= sizeof ATTN_KERNELS / sizeof ATTN_KERNELS[0] || ATTN_KERNELS[ak].work == 0)
         ak = 2;
@@ -2317,7 +2321,7 @@ uint64_t m4d_perf_effective(const mem4d_device *dev, mem4d_device_param key)
         return dev->v[key] ? dev->v[key] : dev->v[MEM4D_DEVICE_COMM_EFFICIENCY_PPM];
     if (key != MEM4D_DEVICE_ATTENTION_EFFICIENCY_PPM && key != MEM4D_DEVICE_MICROBATCH_OVERHEAD_NS)
         return dev->v[key];
-    struct m4d_ctx x = {0}; /* bf16: the attention kernel and the stack do not depend on the job */
+    struct m4d_ctx x = {.flash = true}; /* bf16: the attention kernel and the stack do not depend on the job */
     struct m4d_machine mc = machine_of(&x, dev);
     double v = key == MEM4D_DEVICE_ATTENTION_EFFICIENCY_PPM ? mc.attn_fwd * 1e6 : mc.mb_overhead * 1e9;
     return (uint64_t)(v + 0.5);

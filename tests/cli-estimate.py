@@ -264,6 +264,25 @@ class Estimate(unittest.TestCase):
                               (['--model-set', 'warp=1'], "--model-set: unknown model key 'warp'")):
             one_error_line(self, run('estimate', *job, *extra), needle)
 
+    def test_softmax_attention_job_is_timed_as_one(self):
+        # A job without fused attention (flash_attn 0: Megatron-LM's
+        # --attention-backend unfused or local) kept no s x s scores in the
+        # step time: its memory was softmax attention's (3x the flash job's
+        # peak) and its speed the stack's flash kernel's, the same 7.064 s.
+        job = ['--model', 'llama3.1-8b', '--tp', '2', '--world', '8', '--seq', '8192', '--mbs', '1', '--gbs', '64',
+               '--json']
+
+        def step(*extra):
+            p = run('estimate', *job, *extra)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            return json.loads(p.stdout)['speed']['step_time_s']
+        flash, softmax = step(), step('--set', 'flash_attn=0')
+        self.assertGreater(softmax, 1.2 * flash)
+        self.assertEqual(softmax, step('--set', 'flash_attn=0', '--device-set', 'attention_kernel=unfused'))
+        # a kernel the device names explicitly is the device's word
+        self.assertEqual(step('--device-set', 'attention_kernel=fa3'),
+                         step('--set', 'flash_attn=0', '--device-set', 'attention_kernel=fa3'))
+
     def test_subcommands_without_options_refuse_them(self):
         for cmd in ('presets', 'version'):
             with self.subTest(cmd=cmd):

@@ -1296,7 +1296,8 @@ typedef enum mem4d_device_param {
      * stack runs are the job's layout keys (tp_comm_overlap,
      * overlap_grad_reduce, overlap_param_gather). @since 0.2 */
     MEM4D_DEVICE_STACK = 24,
-    /** "attention_kernel": the attention kernel: "auto" (0: the stack's),
+    /** "attention_kernel": the attention kernel: "auto" (0: the stack's; "unfused"
+     * for a job with flash_attn 0),
      * "fa2" (FlashAttention-2), "fa3" (FlashAttention-3; a device without an
      * fp8 peak, an A100, has none and runs FlashAttention-2), "cudnn" (cuDNN
      * fused attention), "sdpa" (PyTorch's scaled_dot_product_attention, its

@@ -728,11 +728,11 @@ pub const MEM4D_DEVICE_HOST_BANDWIDTH: mem4d_device_param = 23;
 /// 2021-10 to 2022-03: its fused softmax declines more shapes). The overlaps a stack runs are the job's layout keys
 /// (tp_comm_overlap, overlap_grad_reduce, overlap_param_gather). @since 0.2
 pub const MEM4D_DEVICE_STACK: mem4d_device_param = 24;
-/// "attention_kernel": the attention kernel: "auto" (0: the stack's), "fa2" (FlashAttention-2), "fa3"
-/// (FlashAttention-3; a device without an fp8 peak, an A100, has none and runs FlashAttention-2), "cudnn" (cuDNN fused
-/// attention), "sdpa" (PyTorch's scaled_dot_product_attention, its FlashAttention-2 kernels), "unfused" (softmax over
-/// the materialised s x s scores, no causal skipping), "triton" (flash-attn 1.x's Triton kernel, llm-foundry's
-/// attn_impl "triton"). @since 0.2
+/// "attention_kernel": the attention kernel: "auto" (0: the stack's; "unfused" for a job with flash_attn 0), "fa2"
+/// (FlashAttention-2), "fa3" (FlashAttention-3; a device without an fp8 peak, an A100, has none and runs
+/// FlashAttention-2), "cudnn" (cuDNN fused attention), "sdpa" (PyTorch's scaled_dot_product_attention, its
+/// FlashAttention-2 kernels), "unfused" (softmax over the materialised s x s scores, no causal skipping), "triton"
+/// (flash-attn 1.x's Triton kernel, llm-foundry's attn_impl "triton"). @since 0.2
 pub const MEM4D_DEVICE_ATTENTION_KERNEL: mem4d_device_param = 25;
 /// "gemm_library": the generation of the GEMM kernels: "auto" (0: the stack's), "native" (kernels of the device's own
 /// generation: Hopper's warpgroup MMA, as cuBLAS 12 and Transformer Engine run), "ampere" (mma.sync kernels, which on
