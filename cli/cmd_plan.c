@@ -4,6 +4,7 @@
  * SPDX-License-Identifier: MIT
  */
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "print_plan.h"
@@ -102,11 +103,20 @@ static mem4d_status collect(mem4d_search *s, const mem4d_device *dev, struct pla
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     if (mem4d_layout_new(&l) == MEM4D_OK && mem4d_report_new(&r) == MEM4D_OK) {
-        while ((status = mem4d_search_next(s, l, r)) == MEM4D_OK)
+        while ((status = mem4d_search_next(s, l, r)) == MEM4D_OK) {
             if (!plan_rows_push(rs, l, r, dev)) {
                 status = MEM4D_E_NOMEM;
                 break;
             }
+            for (size_t i = 0; i < mem4d_report_warning_count(r); i++) {
+                const char *w = mem4d_report_warning(r, i);
+                size_t k = 0;
+                while (k < st->nwarn && strcmp(st->warn[k], w))
+                    k++;
+                if (k == st->nwarn && k < sizeof st->warn / sizeof st->warn[0])
+                    snprintf(st->warn[st->nwarn++], sizeof st->warn[0], "%s", w);
+            }
+        }
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     st->seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
@@ -270,6 +280,8 @@ static int run(const struct cli_args *o, const mem4d_model *m, const mem4d_devic
     }
     if (st.valid == 0)
         why_none_valid(o, m, d, base, st.why, sizeof st.why);
+    for (size_t i = 0; i < st.nwarn; i++) /* on stderr: the JSON and CSV stay parseable */
+        fprintf(stderr, "mem4d: warning: %s\n", cli_text(st.warn[i]));
     uint64_t top = cli_given(o, "--top") ? o->top : o->all ? 0 : DEFAULT_TOP;
     size_t n = top && top < rs.n ? (size_t)top : rs.n;
     const char *model_name = o->hf_config ? o->hf_config : mem4d_model_name(m);

@@ -35,6 +35,8 @@ struct plan_stats {
     uint64_t visited, pruned, valid;
     double seconds;
     char why[320]; /* when no layout is valid: the rule the plainest split breaks */
+    char warn[4][256]; /* the rows' report warnings, each once (mem4d_report_warning()) */
+    size_t nwarn;
 };
 
 /* Append the layout and its report; false when out of memory. */

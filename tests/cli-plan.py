@@ -214,6 +214,18 @@ for extra, named in ((["--tp", "16"], "--tp 16"), (["--mbs", "1000"], "--mbs 100
     check("No layout is valid" in p.stdout and f"the bounds given ({named}) exclude them" in p.stdout
           and "tp x cp x pp x dp = 8" in p.stdout, f"bounds named: {p.stdout!r}")
 
+# The estimates' warnings are said once, on stderr (the rows' JSON stays JSON): an fp8 plan
+# on an A100 and a device whose NVLink bandwidth is unknown were ranked in silence.
+for extra, needle in ((["--gpu", "a100-80", "--set", "fp8=1"], "mem4d: warning: fp8: the device has no fp8 peak"),
+                      (["--device-set", "intra_node_bandwidth=0"], "mem4d: warning: intra_node_bandwidth is 0")):
+    for fmt in ([], ["--json"]):
+        p = run("plan", "--model", "llama3.1-8b", "--gpus", "8", "--seq", "4096", "--gbs", "64", "--top", "3", *extra, *fmt)
+        check(p.stderr.count(needle) == 1, f"plan {extra} {fmt}: warning once: {p.stderr!r}")
+        if fmt:
+            check(len(json.loads(p.stdout)) == 3, "the JSON after a warning")
+p = run("plan", *JOB, "--top", "3")
+check(p.stderr == "", f"no warning for a plain plan: {p.stderr!r}")
+
 # A dispatcher the GPU cannot run, the only one listed, is the reason given:
 # HybridEP before Hopper (an A100) and on an AMD GPU (doc/perf.md, "What the
 # flex dispatchers run on").
