@@ -416,6 +416,11 @@ static void unmodelled_warnings(const struct m4d_ctx *x, const mem4d_device *dev
                 "(the copy out after each step, the reload the next step waits for)");
     if (x->float8 == 2)
         warn(r, "float8 rowwise: modelled as tensorwise (no float8 all-gather, no weight cache)");
+    /* torchao's float8 linears: no memory term changes (doc/full-model.md), and
+     * the step time has no float8 GEMM of theirs (fp8 is Transformer Engine's). */
+    if (x->float8 && !x->fp8 && dev->v[MEM4D_DEVICE_PEAK_FLOPS])
+        warn(r, "float8: the step time runs the linear GEMMs in bf16 (torchao's float8 GEMMs and casts are not "
+                "modelled) and MFU is of the bf16 peak: the float8 job is slower here than it runs");
     if (x->act_offload && dev->v[MEM4D_DEVICE_HOST_BANDWIDTH] == 0)
         warn(r, "activation_offload_layers: the device's host_bandwidth is unknown, so the step time does not "
                 "count the host transfers, which stall compute when the host link is slower than the layers "

@@ -283,6 +283,17 @@ class Estimate(unittest.TestCase):
         self.assertEqual(step('--device-set', 'attention_kernel=fa3'),
                          step('--set', 'flash_attn=0', '--device-set', 'attention_kernel=fa3'))
 
+    def test_float8_job_timed_in_bf16_is_said(self):
+        # torchtitan's float8 (torchao) changes no memory, and the step time
+        # has no float8 GEMMs: a float8 job printed the bf16 job's step and
+        # "MFU 54.9% of the bf16 peak" with no word.
+        job = ['--model', 'llama3.1-8b', '--world', '8', '--seq', '8192', '--mbs', '1', '--gbs', '64',
+               '--framework', 'torchtitan']
+        p = run('estimate', *job, '--set', 'float8=1')
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn('warning: float8: the step time runs the linear GEMMs in bf16', p.stdout)
+        self.assertNotIn('float8:', run('estimate', *job).stdout)
+
     def test_subcommands_without_options_refuse_them(self):
         for cmd in ('presets', 'version'):
             with self.subTest(cmd=cmd):
