@@ -53,9 +53,10 @@ static mem4d_status run(const mem4d_model *model, const mem4d_layout *layout,
         st = m4d_resolve(model, layout, &x, r->msg, sizeof r->msg);
     if (st == MEM4D_OK)
         st = m4d_check_device(&x, device, r->msg, sizeof r->msg);
-    x.softmax = m4d_stack_softmax(device);
-    if (st == MEM4D_OK)
+    if (st == MEM4D_OK) {
+        x.softmax = m4d_stack_softmax(device); /* device checked (not NULL) */
         st = m4d_estimate_ctx(&x, device, r, false, NULL);
+    }
     if (st == MEM4D_OK)
         m4d_perf(&x, device, r);
     return st;

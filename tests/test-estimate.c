@@ -320,6 +320,8 @@ START_TEST(bad_arguments)
     ck_assert_int_eq(mem4d_estimate(m, l, d, r), MEM4D_E_MISSING);
     ck_assert_str_eq(mem4d_report_message(r), "device memory (memory_bytes) is not set");
     ck_assert_int_eq(mem4d_estimate(NULL, l, d, r), MEM4D_E_INVALID_ARG);
+    ck_assert_int_eq(mem4d_estimate(m, NULL, d, r), MEM4D_E_INVALID_ARG);
+    ck_assert_int_eq(mem4d_estimate(m, l, NULL, r), MEM4D_E_INVALID_ARG);
     ck_assert_int_eq(mem4d_estimate(m, l, d, NULL), MEM4D_E_INVALID_ARG);
     ck_assert_int_eq(mem4d_report_verdict(r), MEM4D_VERDICT_OOM);
     double x;
