@@ -9,7 +9,7 @@
 #include "cli.h"
 
 /* Metrics of a row's step breakdown (print_plan.c, plan_parts[]). */
-#define PLAN_PARTS 12
+#define PLAN_PARTS 13
 
 /* One listed layout: the searched knobs and the figures printed. */
 struct plan_row {

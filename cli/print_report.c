@@ -57,6 +57,7 @@ static void print_speed(FILE *out, const mem4d_report *r, const mem4d_device *de
         {"CP", MEM4D_METRIC_CP_COMM_S},           {"DP", MEM4D_METRIC_DP_COMM_S},
         {"PP", MEM4D_METRIC_PP_COMM_S},           {"EP", MEM4D_METRIC_EP_COMM_S},
         {"bubble", MEM4D_METRIC_BUBBLE_S},        {"optimizer", MEM4D_METRIC_OPTIMIZER_S},
+        {"straggler", MEM4D_METRIC_STRAGGLER_S},
     };
     fputs("step:", out);
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {

@@ -130,6 +130,7 @@ const char *mem4d_metric_name(mem4d_metric metric)
         [MEM4D_METRIC_MFU_LOW] = "mfu_low",
         [MEM4D_METRIC_MFU_HIGH] = "mfu_high",
         [MEM4D_METRIC_MFU_PEAK_FLOPS] = "mfu_peak_flops",
+        [MEM4D_METRIC_STRAGGLER_S] = "straggler_s",
     };
     M4D_TABLE_ROWS(names, M4D_NMETRICS);
     return (unsigned)metric < M4D_NMETRICS ? names[metric] : NULL;

@@ -2476,14 +2476,18 @@ void m4d_perf_fill_memo(const struct m4d_ctx *x, const struct m4d_perf_group *pg
             pl.cmax += stretch * kmax;
         }
     }
-    /* STRAGGLER_STEP: the whole step waits for a straggling host. */
+    /* STRAGGLER_STEP: the whole step waits for a straggling host (a part
+     * of its own, MEM4D_METRIC_STRAGGLER_S). */
+    double straggle = step;
     step *= 1 + straggler_share(D(x->world), pg->mc.gpn);
+    straggle = step - straggle;
     struct m4d_perf_parts *o = &r->perf;
     *o = (struct m4d_perf_parts){
         .step = step,
         .bubble = pl.bubble,
         .m = m,
         .cmax = pl.cmax,
+        .straggle = straggle,
         .lmax = pl.lmax,
         .emax = pl.emax,
         .tp = u.layer_tp,
@@ -2536,6 +2540,7 @@ void m4d_perf_metrics(const struct m4d_perf_parts *p, double o[M4D_NMETRICS])
     o[MEM4D_METRIC_MFU_LOW] = o[MEM4D_METRIC_MFU] / hi;
     o[MEM4D_METRIC_MFU_HIGH] = o[MEM4D_METRIC_MFU] / lo;
     o[MEM4D_METRIC_MFU_PEAK_FLOPS] = p->peak;
+    o[MEM4D_METRIC_STRAGGLER_S] = p->straggle;
     o[MEM4D_METRIC_EXPOSED_COMM_S] = o[MEM4D_METRIC_TP_COMM_S] + o[MEM4D_METRIC_CP_COMM_S] +
                                      o[MEM4D_METRIC_EP_COMM_S] + o[MEM4D_METRIC_PP_COMM_S] +
                                      o[MEM4D_METRIC_DP_COMM_S];

@@ -36,8 +36,8 @@ M4D_ENUM_COUNT(M4D_DEVICE_NPARAM, MEM4D_DEVICE_PYTORCH_FSDP);
 M4D_ENUM_COUNT(M4D_NTERMS, MEM4D_TERM_PEAK_MOMENT);
 #define M4D_NINFO 6
 M4D_ENUM_COUNT(M4D_NINFO, MEM4D_INFO_PROCESS_GROUPS);
-#define M4D_NMETRICS 25
-M4D_ENUM_COUNT(M4D_NMETRICS, MEM4D_METRIC_MFU_PEAK_FLOPS);
+#define M4D_NMETRICS 26
+M4D_ENUM_COUNT(M4D_NMETRICS, MEM4D_METRIC_STRAGGLER_S);
 #define M4D_NSEARCH_OPTIONS 6
 M4D_ENUM_COUNT(M4D_NSEARCH_OPTIONS, MEM4D_SEARCH_TIE_BREAK);
 #define M4D_NSEARCH_STATS 5
@@ -154,6 +154,7 @@ struct m4d_stage {
 struct m4d_perf_parts {
     double step;                    /* seconds per optimizer step */
     double bubble, m, cmax, lmax, emax; /* bubble; micro-batches; slowest stage's compute, layers, expert layers */
+    double straggle;                /* the wait for a straggling host (STRAGGLER_STEP) */
     double tp, cp, ep, expert, router, fsdp; /* one layer's exposed TP, CP, EP, FSDP seconds; expert, router compute */
     double p2p, dp, opt;            /* one micro-batch's send/recv; exposed DP; optimizer step */
     double gbs, s, world;           /* the job: global batch, sequence, GPUs */

@@ -456,6 +456,7 @@ export const ENUMS = Object.freeze({
         MEM4D_METRIC_MFU_LOW: 22,
         MEM4D_METRIC_MFU_HIGH: 23,
         MEM4D_METRIC_MFU_PEAK_FLOPS: 24,
+        MEM4D_METRIC_STRAGGLER_S: 25,
     }),
     mem4d_search_option: Object.freeze({
         MEM4D_SEARCH_FITS_ONLY: 0,

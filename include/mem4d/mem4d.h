@@ -1764,7 +1764,13 @@ typedef enum mem4d_metric {
     /** The peak MFU is taken against, FLOP/s: the precision the job's GEMMs run in
      * (peak_fp8_flops for an fp8 job on a device that has one, else peak_flops).
      * @since 0.2 */
-    MEM4D_METRIC_MFU_PEAK_FLOPS = 24
+    MEM4D_METRIC_MFU_PEAK_FLOPS = 24,
+    /** Seconds per step the job waits for a straggling host, one that runs the same work
+     * slower (doc/perf.md, "Stragglers"): 0 on one host. The step is
+     * ::MEM4D_METRIC_COMPUTE_TIME_S + ::MEM4D_METRIC_EXPOSED_COMM_S + ::MEM4D_METRIC_BUBBLE_S +
+     * ::MEM4D_METRIC_OPTIMIZER_S + this; before it the parts fell short of the step by this.
+     * @since 0.2 */
+    MEM4D_METRIC_STRAGGLER_S = 25
 } mem4d_metric;
 
 /**

@@ -368,6 +368,7 @@ class Metric(enum.IntEnum):
     MFU_LOW = 22
     MFU_HIGH = 23
     MFU_PEAK_FLOPS = 24
+    STRAGGLER_S = 25
 
 
 class SearchOption(enum.IntEnum):

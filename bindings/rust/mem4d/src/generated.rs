@@ -207,11 +207,15 @@ pub enum Metric {
     /// The peak MFU is taken against, FLOP/s: the precision the job's GEMMs run in (peak_fp8_flops for an fp8 job on a
     /// device that has one, else peak_flops).
     MfuPeakFlops = sys::MEM4D_METRIC_MFU_PEAK_FLOPS,
+    /// Seconds per step the job waits for a straggling host, one that runs the same work slower (doc/perf.md,
+    /// "Stragglers"): 0 on one host. The step is MEM4D_METRIC_COMPUTE_TIME_S + MEM4D_METRIC_EXPOSED_COMM_S +
+    /// MEM4D_METRIC_BUBBLE_S + MEM4D_METRIC_OPTIMIZER_S + this; before it the parts fell short of the step by this.
+    StragglerS = sys::MEM4D_METRIC_STRAGGLER_S,
 }
 
 impl Metric {
     /// Every value, in the header's order.
-    pub const ALL: [Metric; 25] = [
+    pub const ALL: [Metric; 26] = [
         Metric::StepTimeS,
         Metric::TokensPerS,
         Metric::TflopsPerGpu,
@@ -237,6 +241,7 @@ impl Metric {
         Metric::MfuLow,
         Metric::MfuHigh,
         Metric::MfuPeakFlops,
+        Metric::StragglerS,
     ];
 }
 
