@@ -96,11 +96,16 @@
  * batches per block, get_batch_per_block(): 128 threads of warps of
  * min(keys', 32) lanes, two rows a warp where keys' <= 128, keys' the
  * power of two at or above the keys; 4 beyond 128 keys). The limit is
- * 2048 in Megatron-DeepSpeed of 2021-22 (microsoft/Megatron-DeepSpeed
- * until its 2021-12 sync, megatron/model/fused_softmax.py at acc3e9b5;
- * bigscience-workshop/Megatron-DeepSpeed@99c8fe07) and 4096 in Megatron-LM
- * from 2022-01 (NVIDIA/Megatron-LM@7a77abd9; the megatron-lm-2022
- * profile's 2e90a342). Elsewhere it falls back to PyTorch's ops
+ * 2048 in Megatron-DeepSpeed of 2021-22 (bigscience-workshop/
+ * Megatron-DeepSpeed@99c8fe07; microsoft/Megatron-DeepSpeed's
+ * megatron/model/fused_softmax.py at acc3e9b5, unchanged until its
+ * 2023-07-04 rebase, 9e72d571, tests b * a/t % 4 alone, the rule's beyond
+ * 128 keys) and, with a causal mask, in Megatron-LM of 2022 too: its test
+ * lets 4096 keys through from 7a77abd9 (2022-01), but the causal kernel
+ * asserts seq_len <= 2048 (scaled_upper_triang_masked_softmax_cuda.cu at
+ * the megatron-lm-2022 profile's 2e90a342) until 6753e8bf (2023-05-05;
+ * NVIDIA/Megatron-LM#260), so a longer sequence ran only with
+ * --no-masked-softmax-fusion. Elsewhere it falls back to PyTorch's ops
  * (forward_torch_softmax), in fp32 under Megatron's default
  * apply_query_key_layer_scaling, which turns attention_softmax_in_fp32 on
  * and makes the scale the layer number: input.float() (2 read, 4
@@ -312,7 +317,7 @@ static const struct stack {
     /* megatron-lm-2022: fused softmax, gradient_accumulation_fusion, unfused cross entropy, the pipeline's
      * scatter-gather */
     {.attn = 5, .gemm = 1, .ce_bytes = CE_UNFUSED, .te_norm_fp8 = true, .p2p_split = true, .bias_add = true,
-     .step_passes = STEP_MLM2022, .softmax = {4096, false}},
+     .step_passes = STEP_MLM2022, .softmax = {2048, false}},
     /* megatron-deepspeed: softmax attention, bf16 update_hp_grads, CUDA 11 GEMMs, its TP and pipeline, unfused cross
      * entropy */
     {.attn = 5, .gemm = 3, .accum_bytes = 18, .ce_bytes = CE_UNFUSED, .tp_sync = true, .ds_pipe = true,

@@ -1433,6 +1433,41 @@ START_TEST(fused_softmax_fallback_memory)
 }
 END_TEST
 
+/* Megatron-LM of 2022 (the megatron-lm-2022 profile, NVIDIA/Megatron-LM@
+ * 2e90a342) lets 4096 keys through is_kernel_available, but a causal
+ * model's fused kernel (scaled_upper_triang_masked_softmax_cuda.cu:
+ * TORCH_INTERNAL_ASSERT(seq_len <= 2048)) refused them until 6753e8bf
+ * (2023-05-05; NVIDIA/Megatron-LM#260): a job of 4096 keys ran PyTorch's
+ * softmax, as megatron-deepspeed's does beyond its 2048, and keeps what
+ * that keeps; at 2048 keys both keep the fused kernel's, as a stack
+ * without the rule (middle) does. */
+START_TEST(fused_softmax_causal_limit)
+{
+    mem4d_model *m = tu_model("llama3.1-8b");
+    uint64_t act[2][3];
+    const char *const stacks[] = {"megatron-lm-2022", "megatron-deepspeed", "middle"};
+    for (int i = 0; i < 2; i++)
+        for (int k = 0; k < 3; k++) {
+            mem4d_device *d = tu_device("a100-80");
+            ck_assert_int_eq(mem4d_device_set_str(d, "stack", stacks[k]), MEM4D_OK);
+            mem4d_layout *l = tu_layout("tp=8", "pp=4", "dp=1", "gbs=8", "mbs=1", "flash_attn=0", NULL);
+            ck_assert_int_eq(mem4d_layout_set_str(l, "seq", i ? "4096" : "2048"), MEM4D_OK);
+            mem4d_report *r = NULL;
+            ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
+            ck_assert_msg(mem4d_estimate(m, l, d, r) == MEM4D_OK, "%s", mem4d_report_message(r));
+            act[i][k] = get(r, 1, MEM4D_TERM_ACTIVATIONS);
+            mem4d_report_free(r);
+            mem4d_layout_free(l);
+            mem4d_device_free(d);
+        }
+    ck_assert_uint_eq(act[0][0], act[0][2]);
+    ck_assert_uint_eq(act[0][1], act[0][2]);
+    ck_assert_uint_eq(act[1][0], act[1][1]);
+    ck_assert_msg(act[1][0] > act[1][2], "%llu %llu", (unsigned long long)act[1][0], (unsigned long long)act[1][2]);
+    mem4d_model_free(m);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("full");
@@ -1479,6 +1514,7 @@ int main(void)
     tcase_add_test(tc, logprob_loss_memory);
     tcase_add_test(tc, fp8_recipe_attention_output_copy);
     tcase_add_test(tc, fused_softmax_fallback_memory);
+    tcase_add_test(tc, fused_softmax_causal_limit);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }
