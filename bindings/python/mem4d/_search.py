@@ -22,9 +22,13 @@ SEARCHED = tuple(name for key, name in enumerate(Layout.keys()) if lib.mem4d_sea
 
 @dataclasses.dataclass(frozen=True)
 class Plan:
-    """One layout the search yielded, and its estimate."""
+    """One layout the search yielded, and its estimate. equivalent_to_fastest:
+    with tie_break=1, its speed band overlaps the fastest's (the fastest's own
+    too), as `mem4d plan` marks the row and `plan --json` names it; False
+    without tie_break or a speed prediction."""
     layout: Layout
     report: Report
+    equivalent_to_fastest: bool = False
 
 
 class Search(_Handle):
@@ -65,14 +69,14 @@ class Search(_Handle):
     def reset(self):
         check(lib.mem4d_search_reset(self))
 
+    def _stat(self, stat):
+        out = ctypes.c_uint64()
+        check(lib.mem4d_search_stat_get(self, stat, ctypes.byref(out)))
+        return out.value
+
     @property
     def stats(self):
-        out = ctypes.c_uint64()
-        result = {}
-        for index, name in enumerate(STATS):
-            check(lib.mem4d_search_stat_get(self, index, ctypes.byref(out)))
-            result[name] = out.value
-        return result
+        return {name: self._stat(index) for index, name in enumerate(STATS)}
 
     def __iter__(self):
         return self
@@ -82,7 +86,11 @@ class Search(_Handle):
         if code == Status.END:
             raise StopIteration
         check(code, "the search failed")
-        return Plan(layout=self._layout.copy(), report=_read_report(self._report))
+        # The equivalent layouts are the first stats["equivalent"] yielded
+        # (counted once the first is); this one is stats["yielded"]-th.
+        equivalent = self._stat(SearchStat.YIELDED) <= self._stat(SearchStat.EQUIVALENT)
+        return Plan(layout=self._layout.copy(), report=_read_report(self._report),
+                    equivalent_to_fastest=equivalent)
 
 
 def _value(name, spec):
@@ -114,7 +122,8 @@ def plan(model, device, gpus, seq, gbs=0, base=None, **constraints):
       - searched knobs (tp, cp, pp, dp, mbs, vpp, recompute, dist_opt): an
         exact value, a (min, max) tuple, or a list of allowed values;
       - any other layout parameter: a fixed setting of the base layout.
-    Yields Plan(layout, report). Raises Mem4dError on a bad argument.
+    Yields Plan(layout, report, equivalent_to_fastest). Raises Mem4dError on a
+    bad argument.
     """
     fixed = Layout()
     if isinstance(base, Layout):

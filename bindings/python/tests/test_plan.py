@@ -156,6 +156,21 @@ class PlanAgreesWithCliTest(unittest.TestCase):
         steps = [p.report.metrics.step_time_s for p in mem4d.plan(model, device, gpus=GPUS, seq=SEQ, gbs=GBS)]
         self.assertEqual(steps, sorted(steps))
 
+    def test_each_plan_says_whether_it_is_equivalent(self):
+        # `mem4d plan --json` marks each equivalent row (equivalent_to_fastest);
+        # each Plan says the same, not only the count in stats["equivalent"].
+        rows = self.cli_rows("--top", "0")
+        model, device = mem4d.Model.preset("llama3.1-8b"), mem4d.Device.preset("h100-80")
+        search = mem4d.plan(model, device, gpus=GPUS, seq=SEQ, gbs=GBS, tie_break=1)
+        plans = list(search)
+        self.assertEqual([p.equivalent_to_fastest for p in plans], [r["equivalent_to_fastest"] for r in rows])
+        self.assertGreater(search.stats["equivalent"], 1)  # the flag is tried where it varies
+        self.assertEqual(sum(p.equivalent_to_fastest for p in plans), search.stats["equivalent"])
+        search.reset()  # counted afresh: the first of a search run again is the fastest again
+        self.assertTrue(next(search).equivalent_to_fastest)
+        # without tie_break the search marks none
+        self.assertFalse(any(p.equivalent_to_fastest for p in mem4d.plan(model, device, gpus=GPUS, seq=SEQ, gbs=GBS)))
+
     def test_constrained_including_non_fitting(self):
         rows = self.cli_rows("--all", "--top", "40", "--tp", "1-4", "--mbs", "1,2")
         model, device = mem4d.Model.preset("llama3.1-8b"), mem4d.Device.preset("h100-80")

@@ -16,6 +16,10 @@ pub struct Plan {
     pub layout: Layout,
     /// Its estimate, as mem4d_estimate() gives it.
     pub report: Report,
+    /// With [`SearchOption::TieBreak`] 1: its speed band overlaps the fastest's (the
+    /// fastest's own too), as `mem4d plan` marks the row and `plan --json` names it
+    /// (`equivalent_to_fastest`); false without the tie-break or a speed prediction.
+    pub equivalent_to_fastest: bool,
 }
 
 /// A search over the layouts of a model on a GPU count; iterate it for [`Plan`]s.
@@ -105,7 +109,10 @@ impl Search {
             return Ok(None);
         }
         check(code, || "the search failed".to_string())?;
-        Ok(Some(Plan { layout, report }))
+        // The equivalent layouts are the first SearchStat::Equivalent yielded (counted
+        // once the first is); this one is the SearchStat::Yielded-th.
+        let equivalent_to_fastest = self.stat(SearchStat::Yielded)? <= self.stat(SearchStat::Equivalent)?;
+        Ok(Some(Plan { layout, report, equivalent_to_fastest }))
     }
 }
 

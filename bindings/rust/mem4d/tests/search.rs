@@ -151,4 +151,26 @@ fn iterator_agrees_with_cli_plan_json() {
     }
     let peaks: Vec<u64> = plans.iter().map(|p| p.report.peak_bytes()).collect();
     assert_eq!(common::json_numbers(&json, "peak_bytes"), peaks);
+    // Each row says whether it is equivalent to the fastest, as plan --json marks it.
+    let marked: Vec<bool> = json
+        .match_indices("\"equivalent_to_fastest\": ")
+        .map(|(at, m)| json[at + m.len()..].starts_with("true"))
+        .collect();
+    let ours: Vec<bool> = plans.iter().map(|p| p.equivalent_to_fastest).collect();
+    assert_eq!(marked, ours);
+    assert!(ours.iter().filter(|&&e| e).count() > 1, "the flag is tried where it varies");
+}
+
+#[test]
+fn plans_are_equivalent_only_with_the_tie_break() {
+    let (model, device) = (llama8b(), Device::preset("h100-80").unwrap());
+    let mut s = search(&model, &device);
+    s.option(SearchOption::TieBreak, 1).unwrap();
+    let plans: Vec<_> = s.by_ref().collect::<Result<_, _>>().unwrap();
+    let eq = s.stat(SearchStat::Equivalent).unwrap() as usize;
+    assert!(eq >= 1);
+    assert!(plans.iter().enumerate().all(|(i, p)| p.equivalent_to_fastest == (i < eq)));
+    s.reset().unwrap();
+    assert!(s.next().unwrap().unwrap().equivalent_to_fastest);
+    assert!(search(&model, &device).all(|p| !p.unwrap().equivalent_to_fastest));
 }
