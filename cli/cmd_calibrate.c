@@ -150,7 +150,13 @@ static void print_json(const mem4d_calibration *c, char names[][256], const mem4
     for (size_t k = 0; k < mem4d_device_param_count(); k++) {
         uint64_t v = 0;
         mem4d_device_get(after, (mem4d_device_param)k, &v);
-        printf("%s\"%s\": %llu", k ? ", " : "", mem4d_device_param_name((mem4d_device_param)k), (unsigned long long)v);
+        /* a choice by its name, as the device file --output writes it ("stack": "torchtitan") */
+        const char *choice = mem4d_device_value_name((mem4d_device_param)k, v);
+        printf("%s\"%s\": ", k ? ", " : "", mem4d_device_param_name((mem4d_device_param)k));
+        if (choice)
+            cli_json_string(stdout, choice);
+        else
+            printf("%llu", (unsigned long long)v);
     }
     printf("}}\n");
 }

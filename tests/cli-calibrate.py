@@ -41,6 +41,26 @@ class Calibrate(unittest.TestCase):
                     '--device-file', out, '--json')
             self.assertEqual(p.returncode, 0, p.stderr)
 
+    def test_json_device_is_the_device_file(self):
+        """--json's device holds each key as the device file --output writes it: a
+        choice by its name ("stack": "torchtitan"), not its number (it printed 5)."""
+        job = ['--model', 'llama3.1-8b', '--world', '8', '--seq', '8192', '--gbs', '32']
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, 'fitted.device')
+            p = run('calibrate', *job, '--measured-tokens-per-s', '65536', '--device-set', 'stack=torchtitan',
+                    '--device-set', 'attention_kernel=fa2', '--output', out, '--json')
+            self.assertEqual(p.returncode, 0, p.stderr)
+            device = json.loads(p.stdout)['device']
+            with open(out) as f:
+                lines = [ln.split(' = ', 1) for ln in f.read().splitlines() if ' = ' in ln and ln[0] != '#']
+            written = {k: v for k, v in lines if k != 'name'}
+            self.assertEqual(set(device), set(written))
+            for key, value in written.items():
+                self.assertEqual(str(device[key]), value, key)
+            self.assertEqual((device['stack'], device['attention_kernel'], device['gemm_library']),
+                             ('torchtitan', 'fa2', 'auto'))
+            self.assertIsInstance(device['matmul_efficiency_ppm'], int)
+
     def test_measured_figures_and_framework_logs(self):
         """A measured figure without a log and a torchtitan log of a job given by flags:
         one run fits one constant, says which it left, and the device records the runs."""
