@@ -54,7 +54,7 @@ static mem4d_status run(const mem4d_model *model, const mem4d_layout *layout,
     if (st == MEM4D_OK)
         st = m4d_check_device(&x, device, r->msg, sizeof r->msg);
     if (st == MEM4D_OK) {
-        x.softmax = m4d_stack_softmax(device); /* device checked (not NULL) */
+        m4d_ctx_device(&x, layout, device); /* device checked (not NULL) */
         st = m4d_estimate_ctx(&x, device, r, false, NULL);
     }
     if (st == MEM4D_OK)

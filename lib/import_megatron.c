@@ -923,7 +923,10 @@ static mem4d_status apply_recompute(mem4d_import *imp, const struct m4d_opt_val 
 
 /* Flash attention: Transformer Engine (Megatron's default implementation)
  * picks a fused kernel unless told otherwise; the local implementation
- * needs --use-flash-attn. */
+ * needs --use-flash-attn. Set (mem4d_layout::flash_set) where a flag says
+ * it; a log with none (Megatron-LM of 2022, Megatron-DeepSpeed: neither
+ * has --transformer-impl) leaves the job's attention to the device's stack
+ * (m4d_attention_fused()). */
 static mem4d_status apply_attention(mem4d_import *imp, const struct m4d_opt_val *vals, mem4d_layout *l)
 {
     bool flash = true;
@@ -933,7 +936,9 @@ static mem4d_status apply_attention(mem4d_import *imp, const struct m4d_opt_val 
         flash = GIVEN(MF_FLASH);
     if (GIVEN(MF_FLASH))
         flash = true;
-    return SET_L(l, MEM4D_LAYOUT_FLASH_ATTN, flash, "--use-flash-attn");
+    mem4d_status st = SET_L(l, MEM4D_LAYOUT_FLASH_ATTN, flash, "--use-flash-attn");
+    l->flash_set = GIVEN(MF_ATTN_BACKEND) || GIVEN(MF_TE_IMPL) || GIVEN(MF_FLASH);
+    return st;
 }
 
 /* --cp-comm-type (nargs='+', default p2p): one word for every layer, or

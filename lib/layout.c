@@ -53,7 +53,9 @@ mem4d_status mem4d_layout_set(mem4d_layout *layout, mem4d_layout_param key, uint
 {
     if (!layout)
         return MEM4D_E_INVALID_ARG;
-    return m4d_param_set(m4d_layout_params, NP, layout->v, (int)key, value);
+    mem4d_status st = m4d_param_set(m4d_layout_params, NP, layout->v, (int)key, value);
+    layout->flash_set |= st == MEM4D_OK && key == MEM4D_LAYOUT_FLASH_ATTN;
+    return st;
 }
 
 mem4d_status mem4d_layout_get(const mem4d_layout *layout, mem4d_layout_param key, uint64_t *value)
@@ -142,7 +144,9 @@ mem4d_status mem4d_layout_set_str(mem4d_layout *layout, const char *name, const 
         return MEM4D_E_INVALID_ARG;
     if (m4d_name_eq(name, "stage_layers"))
         return set_stage_layers_str(layout, value);
-    return m4d_param_set_str(m4d_layout_params, NP, layout->v, name, value);
+    mem4d_status st = m4d_param_set_str(m4d_layout_params, NP, layout->v, name, value);
+    layout->flash_set |= st == MEM4D_OK && m4d_param_lookup(m4d_layout_params, NP, name) == MEM4D_LAYOUT_FLASH_ATTN;
+    return st;
 }
 
 size_t mem4d_layout_param_count(void)
@@ -190,7 +194,7 @@ static void ctx_layout(const mem4d_layout *l, struct m4d_ctx *x)
     x->s = v[MEM4D_LAYOUT_SEQ_LENGTH];
     x->v = v[MEM4D_LAYOUT_VPP];
     x->sp = v[MEM4D_LAYOUT_SEQUENCE_PARALLEL] != 0;
-    x->flash = v[MEM4D_LAYOUT_FLASH_ATTN] != 0;
+    x->flash = v[MEM4D_LAYOUT_FLASH_ATTN] != 0; /* the layout's word; the device's after m4d_ctx_device() */
     x->ep = v[MEM4D_LAYOUT_EP];
     x->etp = v[MEM4D_LAYOUT_ETP] ? v[MEM4D_LAYOUT_ETP] : v[MEM4D_LAYOUT_TP];
     x->zero = v[MEM4D_LAYOUT_ZERO_STAGE];

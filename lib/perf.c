@@ -354,9 +354,25 @@ static const struct stack *stack_of(const mem4d_device *dev)
     return &STACKS[i < M4D_NSTACKS ? i : 0];
 }
 
-struct m4d_softmax_rule m4d_stack_softmax(const mem4d_device *dev)
+/* The attention kernel that keeps the s x s scores (ATTN_KERNELS[5]). */
+#define ATTN_UNFUSED 5
+/* FlashAttention-2 (ATTN_KERNELS[1]): what a fused job runs on a stack
+ * whose own kernel is softmax attention, the flash-attn package that
+ * Megatron-LM's and Megatron-DeepSpeed's --use-flash-attn call. */
+#define ATTN_FA2 1
+
+bool m4d_attention_fused(const mem4d_layout *l, const mem4d_device *dev)
 {
-    return stack_of(dev)->softmax;
+    if (l->flash_set)
+        return l->v[MEM4D_LAYOUT_FLASH_ATTN] != 0;
+    uint64_t ak = dev->v[MEM4D_DEVICE_ATTENTION_KERNEL];
+    return (ak ? ak : stack_of(dev)->attn) != ATTN_UNFUSED;
+}
+
+void m4d_ctx_device(struct m4d_ctx *x, const mem4d_layout *l, const mem4d_device *dev)
+{
+    x->flash = m4d_attention_fused(l, dev);
+    x->softmax = stack_of(dev)->softmax;
 }
 
 /* nanotron's ZeRO-1 with fp32 gradient accumulation (the only ZeRO it
@@ -946,14 +962,17 @@ static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device
     /* The node's NICs are shared by every GPU whose ring leaves the node. */
     if (dv[MEM4D_DEVICE_NICS_PER_NODE] && dv[MEM4D_DEVICE_NIC_BANDWIDTH])
         inter = D(dv[MEM4D_DEVICE_NICS_PER_NODE]) * D(dv[MEM4D_DEVICE_NIC_BANDWIDTH]) / gpn;
-    /* The stack: its profile, then the keys set on the device. A job
-     * without fused attention (flash_attn 0: Megatron-LM's
-     * --attention-backend unfused or local, whose memory keeps the s x s
-     * scores) runs softmax attention, whatever the stack's kernel, unless
-     * the device names one. */
+    /* The stack: its profile, then the keys set on the device. The job's
+     * attention is m4d_attention_fused()'s (x->flash, as its memory):
+     * softmax attention runs the unfused kernel, a fused job the device's
+     * kernel, else its stack's, else FlashAttention-2. */
     const struct stack *st = stack_of(dev);
     bool hopper = dv[MEM4D_DEVICE_PEAK_FP8_FLOPS] != 0;
-    uint64_t ak = dv[MEM4D_DEVICE_ATTENTION_KERNEL] ? dv[MEM4D_DEVICE_ATTENTION_KERNEL] : !x->flash ? 5 : st->attn;
+    uint64_t ak = dv[MEM4D_DEVICE_ATTENTION_KERNEL] ? dv[MEM4D_DEVICE_ATTENTION_KERNEL] : st->attn;
+    if (!x->flash)
+        ak = ATTN_UNFUSED;
+    else if (ak == ATTN_UNFUSED) /* a fused job on a kernel that is not */
+        ak = st->attn != ATTN_UNFUSED ? st->attn : ATTN_FA2;
     uint64_t gl = dv[MEM4D_DEVICE_GEMM_LIBRARY] ? dv[MEM4D_DEVICE_GEMM_LIBRARY] : st->gemm;
     if (ak >= sizeof ATTN_KERNELS / sizeof ATTN_KERNELS[0] || ATTN_KERNELS[ak].work == 0)
         ak = 2;
@@ -2326,7 +2345,9 @@ uint64_t m4d_perf_effective(const mem4d_device *dev, mem4d_device_param key)
         return dev->v[key] ? dev->v[key] : dev->v[MEM4D_DEVICE_COMM_EFFICIENCY_PPM];
     if (key != MEM4D_DEVICE_ATTENTION_EFFICIENCY_PPM && key != MEM4D_DEVICE_MICROBATCH_OVERHEAD_NS)
         return dev->v[key];
-    struct m4d_ctx x = {.flash = true}; /* bf16: the attention kernel and the stack do not depend on the job */
+    /* bf16, a layout that leaves flash_attn unset: the device's kernel or its stack's */
+    struct mem4d_layout l = {.flash_set = false};
+    struct m4d_ctx x = {.flash = m4d_attention_fused(&l, dev)};
     struct m4d_machine mc = machine_of(&x, dev);
     double v = key == MEM4D_DEVICE_ATTENTION_EFFICIENCY_PPM ? mc.attn_fwd * 1e6 : mc.mb_overhead * 1e9;
     return (uint64_t)(v + 0.5);

@@ -137,6 +137,8 @@ struct mem4d_layout {
     uint32_t nvs;                       /* virtual stages in the layer table; 0: none */
     uint16_t vs[M4D_MAX_VSTAGES];       /* transformer layers of virtual stage k (num_layers <= 4096) */
     uint16_t vs_first[M4D_MAX_VSTAGES]; /* the first layer of virtual stage k */
+    bool flash_set;                     /* flash_attn was set (mem4d_layout_set(), an importer reading a flag that
+                                         * says it), not left at its default: m4d_attention_fused() */
 };
 
 struct mem4d_device {
@@ -278,7 +280,7 @@ struct m4d_ctx {
                                           here, x->lv[MEM4D_LAYOUT_KEY] (the search varies only b and recompute,
                                           which it sets in the fields below) */
     uint64_t t, c, p, d, world, b, gbs, m, s, v; /* m = 0 when gbs unknown */
-    bool sp, flash;
+    bool sp, flash;                    /* flash: fused attention, as m4d_attention_fused() decides (m4d_ctx_device()) */
     uint64_t ep, etp, zero;            /* etp: experts' tensor parallelism; effective ZeRO stage: max(zero_stage, dist_opt) */
     uint64_t recompute, rc_method, rc_layers;
     uint64_t rc_modules;               /* M4D_RC_* bits of what selective recompute re-runs */
@@ -338,7 +340,7 @@ struct m4d_ctx {
     bool fp8_all_gather, contiguous_grads, afab, expandable;
     uint64_t compile;                  /* 0 none, 1 blocks, 2 blocks and loss */
     uint64_t ag_bucket, prefetch, max_live, offload; /* DeepSpeed; 0 = its default */
-    /* the device's software stack, what the memory model reads of it (m4d_stack_softmax(), set after m4d_resolve()) */
+    /* the device's software stack, what the memory model reads of it (m4d_ctx_device(), after m4d_resolve()) */
     struct m4d_softmax_rule softmax;   /* its fused softmax's shapes: where it declines, PyTorch's fp32 softmax keeps more */
 };
 
@@ -1137,9 +1139,18 @@ void m4d_perf_fill_memo(const struct m4d_ctx *x, const struct m4d_perf_group *pg
  * the GEMM rate; microbatch_overhead_ns: the stack's overhead). */
 uint64_t m4d_perf_effective(const mem4d_device *dev, mem4d_device_param key);
 
-/* The device's stack's fused-softmax rule (lib/perf.c's profiles), which the
- * memory model reads from the context (m4d_ctx.softmax). */
-struct m4d_softmax_rule m4d_stack_softmax(const mem4d_device *dev);
+/* The job's attention, one owner for the memory model and the step time:
+ * fused (true: keeps no s x s scores) or softmax attention over the
+ * materialised scores (the attention kernel "unfused"). (a) The layout's
+ * flash_attn where set (mem4d_layout::flash_set); (b) else the device's
+ * attention_kernel, else its stack's (lib/perf.c's profiles: the
+ * megatron-lm-2022 and megatron-deepspeed ones run softmax attention);
+ * (c) the default stack's kernel is fused, flash_attn's default 1. */
+bool m4d_attention_fused(const mem4d_layout *l, const mem4d_device *dev);
+/* What the device decides of the job, onto a context m4d_resolve() filled:
+ * its attention (m4d_ctx.flash, m4d_attention_fused()) and its stack's
+ * fused-softmax rule (m4d_ctx.softmax). estimate.c and search.c call it. */
+void m4d_ctx_device(struct m4d_ctx *x, const mem4d_layout *l, const mem4d_device *dev);
 /* The band between layouts of one job (doc/perf.md, "Uncertainty"): the
  * device's own speed_band_*_ppm where set, else the calibrated series band. */
 void m4d_speed_band_relative(const mem4d_device *dev, double *low, double *high);

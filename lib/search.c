@@ -609,7 +609,7 @@ static bool group_valid(mem4d_search *s, const struct group *g)
     mem4d_status st = m4d_resolve_memo(&s->model, &s->work, &s->gx, NULL, 0, &s->rmemo);
     if (st == MEM4D_OK)
         st = m4d_check_device(&s->gx, &s->dev, NULL, 0);
-    s->gx.softmax = m4d_stack_softmax(&s->dev);
+    m4d_ctx_device(&s->gx, &s->work, &s->dev);
     if (st == MEM4D_E_HEADS_TP || st == MEM4D_E_KV_HEADS_TP)
         s->bad_t = g->t; /* a rule of the model's heads and t alone: no group of this t is valid */
     if (st != MEM4D_OK)

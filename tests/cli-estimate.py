@@ -269,19 +269,33 @@ class Estimate(unittest.TestCase):
         # --attention-backend unfused or local) kept no s x s scores in the
         # step time: its memory was softmax attention's (3x the flash job's
         # peak) and its speed the stack's flash kernel's, the same 7.064 s.
+        # And one that leaves flash_attn unset on megatron-deepspeed (softmax
+        # attention) was timed as softmax attention with flash attention's
+        # memory (61 GB peak against 282 GB). One owner decides both now
+        # (m4d_attention_fused()): flash_attn where set, else the device's
+        # kernel, else its stack's.
         job = ['--model', 'llama3.1-8b', '--tp', '2', '--world', '8', '--seq', '8192', '--mbs', '1', '--gbs', '64',
                '--json']
 
-        def step(*extra):
+        def peak_and_step(*extra):
             p = run('estimate', *job, *extra)
             self.assertEqual(p.returncode, 0, p.stderr)
-            return json.loads(p.stdout)['speed']['step_time_s']
-        flash, softmax = step(), step('--set', 'flash_attn=0')
-        self.assertGreater(softmax, 1.2 * flash)
-        self.assertEqual(softmax, step('--set', 'flash_attn=0', '--device-set', 'attention_kernel=unfused'))
-        # a kernel the device names explicitly is the device's word
-        self.assertEqual(step('--device-set', 'attention_kernel=fa3'),
-                         step('--set', 'flash_attn=0', '--device-set', 'attention_kernel=fa3'))
+            out = json.loads(p.stdout)
+            return out['peak_bytes'], out['speed']['step_time_s']
+        flash, softmax = peak_and_step(), peak_and_step('--set', 'flash_attn=0')
+        self.assertGreater(softmax[1], 1.2 * flash[1])
+        self.assertEqual(softmax, peak_and_step('--set', 'flash_attn=0', '--device-set', 'attention_kernel=unfused'))
+        self.assertEqual(softmax, peak_and_step('--device-set', 'attention_kernel=unfused'))
+        # flash_attn set is the job's word over the device's kernel
+        self.assertEqual(softmax, peak_and_step('--set', 'flash_attn=0', '--device-set', 'attention_kernel=fa3'))
+        ds = ('--device-set', 'stack=megatron-deepspeed')
+        unset = peak_and_step(*ds)
+        self.assertEqual(unset, peak_and_step('--set', 'flash_attn=0', *ds))
+        self.assertGreater(unset[0], 2 * flash[0])
+        # flash_attn 1 set runs flash attention on that stack: the default stack's memory, a shorter step
+        fused = peak_and_step('--set', 'flash_attn=1', *ds)
+        self.assertEqual(fused[0], flash[0])
+        self.assertLess(fused[1], unset[1])
 
     def test_float8_job_timed_in_bf16_is_said(self):
         # torchtitan's float8 (torchao) changes no memory, and the step time

@@ -1356,6 +1356,19 @@ START_TEST(overflow_is_range_not_wrap)
 }
 END_TEST
 
+/* The BLOOM prequel's model: h 14336, 64 heads, f 4h, 72 layers. */
+static mem4d_model *bloom_prequel_model(void)
+{
+    mem4d_model *m = NULL;
+    ck_assert_int_eq(mem4d_model_new(&m), MEM4D_OK);
+    const char *const keys[][2] = {{"hidden_size", "14336"}, {"num_layers", "72"},     {"num_attention_heads", "64"},
+                                   {"ffn_hidden_size", "57344"}, {"vocab_size", "250880"}, {"gated_mlp", "0"},
+                                   {"normalization", "layernorm"}};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        ck_assert_int_eq(mem4d_model_set_str(m, keys[i][0], keys[i][1]), MEM4D_OK);
+    return m;
+}
+
 /* The BLOOM prequel's layer (h 14336, 64 heads, f 4h, 72 layers) at tp 8
  * pp 12 dp 4, sequence 2048, softmax attention with both dropouts, on
  * `stack` at micro-batch `mbs`, with the recompute settings rc (rc2 NULL or a second one). */
@@ -1390,13 +1403,7 @@ static mem4d_report *bloom_prequel(const mem4d_model *m, const char *stack, cons
  * of the core, and in every case the backward's. */
 START_TEST(fused_softmax_fallback_memory)
 {
-    mem4d_model *m = NULL;
-    ck_assert_int_eq(mem4d_model_new(&m), MEM4D_OK);
-    const char *const keys[][2] = {{"hidden_size", "14336"}, {"num_layers", "72"},     {"num_attention_heads", "64"},
-                                   {"ffn_hidden_size", "57344"}, {"vocab_size", "250880"}, {"gated_mlp", "0"},
-                                   {"normalization", "layernorm"}};
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-        ck_assert_int_eq(mem4d_model_set_str(m, keys[i][0], keys[i][1]), MEM4D_OK);
+    mem4d_model *m = bloom_prequel_model();
     const uint64_t scores = UINT64_C(8) * 2048 * 2048;
     const struct {
         const char *rc, *rc2;
@@ -1468,6 +1475,70 @@ START_TEST(fused_softmax_causal_limit)
 }
 END_TEST
 
+/* The BLOOM prequel's job of bloom_prequel() with mbs 1, no recompute and
+ * its attention left to the device (flash NULL) or set ("flash_attn=0",
+ * "flash_attn=1"), on a100-80 with dkey = dval; its step time in *step. */
+static mem4d_report *attention_job(const mem4d_model *m, const char *dkey, const char *dval, const char *flash,
+                                   double *step)
+{
+    mem4d_device *d = tu_device("a100-80");
+    ck_assert_int_eq(mem4d_device_set_str(d, dkey, dval), MEM4D_OK);
+    mem4d_layout *l = tu_layout("tp=8", "pp=12", "dp=4", "seq=2048", "gbs=2048", "mbs=1", "sequence_parallel=0",
+                                "attention_dropout=1", "hidden_dropout=1", flash, NULL);
+    mem4d_report *r = NULL;
+    ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
+    ck_assert_msg(mem4d_estimate(m, l, d, r) == MEM4D_OK, "%s", mem4d_report_message(r));
+    ck_assert_int_eq(mem4d_report_metric(r, MEM4D_METRIC_STEP_TIME_S, step), MEM4D_OK);
+    mem4d_layout_free(l);
+    mem4d_device_free(d);
+    return r;
+}
+
+/* One owner decides the job's attention for the memory and the step time
+ * (m4d_attention_fused(), lib/perf.c): the layout's flash_attn where set,
+ * else the device's attention kernel, else its stack's. A layout that leaves
+ * flash_attn unset on the megatron-lm-2022, megatron-deepspeed or
+ * BigScience's stack (softmax attention) is the job with flash_attn 0: the
+ * same memory (its s x s scores kept, beyond the default stack's flash
+ * memory) and step time; flash_attn 1 set runs flash attention there. */
+START_TEST(attention_kind_one_owner)
+{
+    mem4d_model *m = bloom_prequel_model();
+    const uint64_t scores = UINT64_C(8) * 2048 * 2048; /* (a/t) s^2 a layer and sample */
+    double t_mid, t_mid0, t_def, t_zero, t_one;
+    mem4d_report *mid = attention_job(m, "stack", "middle", NULL, &t_mid);
+    mem4d_report *mid0 = attention_job(m, "stack", "middle", "flash_attn=0", &t_mid0);
+    ck_assert_uint_ge(get(mid0, 1, MEM4D_TERM_ACTIVATIONS), get(mid, 1, MEM4D_TERM_ACTIVATIONS) + 66 * 4 * scores);
+    const char *const stacks[] = {"megatron-lm-2022", "megatron-deepspeed", "megatron-deepspeed-bigscience-2022-02"};
+    for (size_t i = 0; i < sizeof stacks / sizeof stacks[0]; i++) {
+        mem4d_report *def = attention_job(m, "stack", stacks[i], NULL, &t_def);
+        mem4d_report *zero = attention_job(m, "stack", stacks[i], "flash_attn=0", &t_zero);
+        mem4d_report *one = attention_job(m, "stack", stacks[i], "flash_attn=1", &t_one);
+        same_except(def, zero, 0);
+        ck_assert_msg(t_def == t_zero, "%s: %g s against %g s", stacks[i], t_def, t_zero);
+        /* the scores: 11 in-flight micro-batches of 6 layers on stage 1, at 4 bytes or more each */
+        ck_assert_uint_ge(get(def, 1, MEM4D_TERM_ACTIVATIONS), get(mid, 1, MEM4D_TERM_ACTIVATIONS) + 66 * 4 * scores);
+        same_except(one, mid, 0);
+        ck_assert_msg(t_one < t_def, "%s: flash %g s, softmax %g s", stacks[i], t_one, t_def);
+        mem4d_report_free(one);
+        mem4d_report_free(zero);
+        mem4d_report_free(def);
+    }
+    /* a kernel the device names decides an unset flash_attn; a set one is the layout's */
+    mem4d_report *unf = attention_job(m, "attention_kernel", "unfused", NULL, &t_def);
+    same_except(unf, mid0, 0);
+    ck_assert(t_def == t_mid0);
+    mem4d_report *fa2 = attention_job(m, "attention_kernel", "fa2", "flash_attn=0", &t_zero);
+    same_except(fa2, mid0, 0);
+    ck_assert(t_zero == t_mid0);
+    mem4d_report_free(fa2);
+    mem4d_report_free(unf);
+    mem4d_report_free(mid0);
+    mem4d_report_free(mid);
+    mem4d_model_free(m);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("full");
@@ -1515,6 +1586,7 @@ int main(void)
     tcase_add_test(tc, fp8_recipe_attention_output_copy);
     tcase_add_test(tc, fused_softmax_fallback_memory);
     tcase_add_test(tc, fused_softmax_causal_limit);
+    tcase_add_test(tc, attention_kind_one_owner);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

@@ -214,14 +214,10 @@ static mem4d_search *new_search(const mem4d_model *m, const mem4d_device *d, con
     return s;
 }
 
-/* The search (ranked and streamed) yields exactly brute force's set. */
-static void check_complete(const char *model, const char *device, uint64_t mem_gib, const mem4d_layout *base,
-                           bool fits_only, bool node_local)
+/* The search (ranked and streamed) yields exactly brute force's set, on d. */
+static void check_complete_on(mem4d_model *m, mem4d_device *d, const mem4d_layout *base, bool fits_only,
+                              bool node_local)
 {
-    mem4d_model *m = tu_model(model);
-    mem4d_device *d = tu_device(device);
-    if (mem_gib)
-        ck_assert_int_eq(mem4d_device_set(d, MEM4D_DEVICE_MEMORY_BYTES, mem_gib << 30), MEM4D_OK);
     uint64_t gpn;
     ck_assert_int_eq(mem4d_device_get(d, MEM4D_DEVICE_GPUS_PER_NODE, &gpn), MEM4D_OK);
     struct tuples want = {0};
@@ -254,6 +250,15 @@ static void check_complete(const char *model, const char *device, uint64_t mem_g
     free(want.a);
     mem4d_device_free(d);
     mem4d_model_free(m);
+}
+
+static void check_complete(const char *model, const char *device, uint64_t mem_gib, const mem4d_layout *base,
+                           bool fits_only, bool node_local)
+{
+    mem4d_device *d = tu_device(device);
+    if (mem_gib)
+        ck_assert_int_eq(mem4d_device_set(d, MEM4D_DEVICE_MEMORY_BYTES, mem_gib << 30), MEM4D_OK);
+    check_complete_on(tu_model(model), d, base, fits_only, node_local);
 }
 
 START_TEST(complete_8b_fits)
@@ -319,6 +324,35 @@ START_TEST(complete_with_activation_offloading)
     complete_with("llama3.1-8b", tu_layout("world=8", "seq=4096", "gbs=16", "stage_layers=5,4,4,4,4,4,4,3", NULL));
     /* and one whose rule depends on dp x cp and the distributed optimizer */
     complete_with("llama3.1-8b", tu_layout("world=16", "seq=4096", "gbs=32", "dist_opt_instances=2", NULL));
+}
+END_TEST
+
+/* On a stack whose attention is softmax (megatron-deepspeed) a layout that
+ * leaves flash_attn unset runs it, in the search as in mem4d_estimate()
+ * (m4d_attention_fused(), lib/perf.c): the s x s scores are kept, so the
+ * layout's activations exceed the default stack's, and every searched
+ * report is the estimate's (drain()). */
+START_TEST(complete_on_softmax_stack)
+{
+    mem4d_model *m = tu_model("llama3.1-8b");
+    mem4d_layout *base = tu_layout("world=8", "seq=4096", "gbs=16", NULL), *l = tu_layout("world=8", "tp=8", "seq=4096", "gbs=16", NULL);
+    mem4d_device *d = tu_device("h100-80"), *mid = tu_device("h100-80");
+    ck_assert_int_eq(mem4d_device_set_str(d, "stack", "megatron-deepspeed"), MEM4D_OK);
+    mem4d_report *r = NULL, *rm = NULL;
+    ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
+    ck_assert_int_eq(mem4d_report_new(&rm), MEM4D_OK);
+    ck_assert_msg(mem4d_estimate(m, l, d, r) == MEM4D_OK, "%s", mem4d_report_message(r));
+    ck_assert_msg(mem4d_estimate(m, l, mid, rm) == MEM4D_OK, "%s", mem4d_report_message(rm));
+    uint64_t a = 0, am = 0;
+    ck_assert_int_eq(mem4d_report_get(r, 0, MEM4D_TERM_ACTIVATIONS, &a), MEM4D_OK);
+    ck_assert_int_eq(mem4d_report_get(rm, 0, MEM4D_TERM_ACTIVATIONS, &am), MEM4D_OK);
+    ck_assert_uint_gt(a, am + UINT64_C(32) / 8 * 4096 * 4096 * 32); /* >= 1 byte a score, 32 layers */
+    mem4d_report_free(rm);
+    mem4d_report_free(r);
+    mem4d_device_free(mid);
+    mem4d_layout_free(l);
+    check_complete_on(m, d, base, false, true);
+    mem4d_layout_free(base);
 }
 END_TEST
 
@@ -1146,6 +1180,7 @@ int main(void)
     tcase_add_test(tc, complete_paper_mode);
     tcase_add_test(tc, complete_with_activation_offloading);
     tcase_add_test(tc, complete_every_framework);
+    tcase_add_test(tc, complete_on_softmax_stack);
     tcase_add_test(tc, b_terms_kept_per_key);
     tcase_add_test(tc, complete_uneven_stages);
     tcase_add_test(tc, middle_stages_never_exceed_stage_one);

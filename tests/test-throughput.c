@@ -1216,7 +1216,14 @@ static size_t megatron_log(const struct row *r, double step_s, char *buf, size_t
         ARG("use_torch_fsdp2", "True");
     else if (lget(l, MEM4D_LAYOUT_DIST_OPT))
         ARG("use_distributed_optimizer", "True");
-    ARG("use_flash_attn", "True");
+    /* --use-flash-attn where the row runs fused attention: a run on the
+     * Megatron-LM of 2022 or Megatron-DeepSpeed (their stacks' softmax
+     * attention) passed none, and its log leaves the attention to the stack
+     * (lib/import_megatron.c, apply_attention) */
+    uint64_t kernel = 0;
+    ck_assert_int_eq(mem4d_device_get(r->d, MEM4D_DEVICE_ATTENTION_KERNEL, &kernel), MEM4D_OK);
+    if (kernel ? kernel != 5 : stack != 1 && stack != 2 && stack != 9)
+        ARG("use_flash_attn", "True");
     uint64_t vpp = lget(l, MEM4D_LAYOUT_VPP);
     if (vpp > 1)
         ARG("num_virtual_stages_per_pipeline_rank", "%llu", (unsigned long long)vpp);

@@ -622,7 +622,11 @@ typedef enum mem4d_layout_param {
     MEM4D_LAYOUT_RECOMPUTE = 12,        /**< "recompute": 0 "none", 1 "selective", 2 "full", 3 "op". Default none. */
     MEM4D_LAYOUT_RECOMPUTE_METHOD = 13, /**< "recompute_method": 0 "uniform", 1 "block". */
     MEM4D_LAYOUT_RECOMPUTE_LAYERS = 14, /**< "recompute_num_layers"; 0 means every layer of the stage. */
-    MEM4D_LAYOUT_FLASH_ATTN = 15,       /**< "flash_attn": fused attention that keeps no s x s scores. Default 1. */
+    MEM4D_LAYOUT_FLASH_ATTN = 15,       /**< "flash_attn": fused attention that keeps no s x s scores. Default 1; left unset
+                                         * (never given to mem4d_layout_set() or _set_str()), the device's attention_kernel,
+                                         * else its stack's, decides, for the memory and the step time alike: softmax
+                                         * attention (0) on "unfused", as the megatron-lm-2022 and megatron-deepspeed stacks
+                                         * run. */
     MEM4D_LAYOUT_MODE = 16,             /**< "mode": 0 "full" (default), 1 "paper" (arXiv 2411.06465 exactly). */
     MEM4D_LAYOUT_VOCAB_DIVISOR = 17,    /**< "make_vocab_size_divisible_by": V is padded to a multiple of this x tp. Default 128. */
     MEM4D_LAYOUT_ZERO_STAGE = 18,       /**< "zero_stage": 0 follows dist_opt; 1 optimizer, 2 + gradients, 3 + parameters (FSDP). */
@@ -1292,12 +1296,16 @@ typedef enum mem4d_device_param {
      * "nanotron", "torchtitan-compile" (torchtitan with torch.compile),
      * "megatron-deepspeed-bigscience-2022-02" (megatron-deepspeed as
      * BigScience's fork ran it from 2021-10 to 2022-03: its fused softmax
-     * declines more shapes). The overlaps a
+     * declines more shapes). The stack's attention kernel decides the job's
+     * attention where neither the layout's flash_attn nor attention_kernel
+     * is set (the memory model's too). The overlaps a
      * stack runs are the job's layout keys (tp_comm_overlap,
      * overlap_grad_reduce, overlap_param_gather). @since 0.2 */
     MEM4D_DEVICE_STACK = 24,
-    /** "attention_kernel": the attention kernel: "auto" (0: the stack's; "unfused"
-     * for a job with flash_attn 0),
+    /** "attention_kernel": the attention kernel: "auto" (0: the stack's). The
+     * layout's flash_attn, where set, is the job's word: 0 runs "unfused", 1 this
+     * kernel, else the stack's, else "fa2" where either is "unfused"; unset, the
+     * kernel decides the job's attention, its memory too (softmax for "unfused"),
      * "fa2" (FlashAttention-2), "fa3" (FlashAttention-3; a device without an
      * fp8 peak, an A100, has none and runs FlashAttention-2), "cudnn" (cuDNN
      * fused attention), "sdpa" (PyTorch's scaled_dot_product_attention, its

@@ -319,7 +319,9 @@ pub const MEM4D_LAYOUT_RECOMPUTE: mem4d_layout_param = 12;
 pub const MEM4D_LAYOUT_RECOMPUTE_METHOD: mem4d_layout_param = 13;
 /// "recompute_num_layers"; 0 means every layer of the stage.
 pub const MEM4D_LAYOUT_RECOMPUTE_LAYERS: mem4d_layout_param = 14;
-/// "flash_attn": fused attention that keeps no s x s scores. Default 1.
+/// "flash_attn": fused attention that keeps no s x s scores. Default 1; left unset (never given to mem4d_layout_set()
+/// or _set_str()), the device's attention_kernel, else its stack's, decides, for the memory and the step time alike:
+/// softmax attention (0) on "unfused", as the megatron-lm-2022 and megatron-deepspeed stacks run.
 pub const MEM4D_LAYOUT_FLASH_ATTN: mem4d_layout_param = 15;
 /// "mode": 0 "full" (default), 1 "paper" (arXiv 2411.06465 exactly).
 pub const MEM4D_LAYOUT_MODE: mem4d_layout_param = 16;
@@ -725,14 +727,17 @@ pub const MEM4D_DEVICE_HOST_BANDWIDTH: mem4d_device_param = 23;
 /// (Megatron-Core 0.11 and later, Transformer Engine 2, Megatron-Bridge), "torchtitan" (FSDP2, PyTorch SDPA, eager, its
 /// default), "composer" (llm-foundry, PyTorch FSDP, FlashAttention-2), "nanotron", "torchtitan-compile" (torchtitan
 /// with torch.compile), "megatron-deepspeed-bigscience-2022-02" (megatron-deepspeed as BigScience's fork ran it from
-/// 2021-10 to 2022-03: its fused softmax declines more shapes). The overlaps a stack runs are the job's layout keys
-/// (tp_comm_overlap, overlap_grad_reduce, overlap_param_gather). @since 0.2
+/// 2021-10 to 2022-03: its fused softmax declines more shapes). The stack's attention kernel decides the job's
+/// attention where neither the layout's flash_attn nor attention_kernel is set (the memory model's too). The overlaps a
+/// stack runs are the job's layout keys (tp_comm_overlap, overlap_grad_reduce, overlap_param_gather). @since 0.2
 pub const MEM4D_DEVICE_STACK: mem4d_device_param = 24;
-/// "attention_kernel": the attention kernel: "auto" (0: the stack's; "unfused" for a job with flash_attn 0), "fa2"
-/// (FlashAttention-2), "fa3" (FlashAttention-3; a device without an fp8 peak, an A100, has none and runs
-/// FlashAttention-2), "cudnn" (cuDNN fused attention), "sdpa" (PyTorch's scaled_dot_product_attention, its
-/// FlashAttention-2 kernels), "unfused" (softmax over the materialised s x s scores, no causal skipping), "triton"
-/// (flash-attn 1.x's Triton kernel, llm-foundry's attn_impl "triton"). @since 0.2
+/// "attention_kernel": the attention kernel: "auto" (0: the stack's). The layout's flash_attn, where set, is the job's
+/// word: 0 runs "unfused", 1 this kernel, else the stack's, else "fa2" where either is "unfused"; unset, the kernel
+/// decides the job's attention, its memory too (softmax for "unfused"), "fa2" (FlashAttention-2), "fa3"
+/// (FlashAttention-3; a device without an fp8 peak, an A100, has none and runs FlashAttention-2), "cudnn" (cuDNN fused
+/// attention), "sdpa" (PyTorch's scaled_dot_product_attention, its FlashAttention-2 kernels), "unfused" (softmax over
+/// the materialised s x s scores, no causal skipping), "triton" (flash-attn 1.x's Triton kernel, llm-foundry's
+/// attn_impl "triton"). @since 0.2
 pub const MEM4D_DEVICE_ATTENTION_KERNEL: mem4d_device_param = 25;
 /// "gemm_library": the generation of the GEMM kernels: "auto" (0: the stack's), "native" (kernels of the device's own
 /// generation: Hopper's warpgroup MMA, as cuBLAS 12 and Transformer Engine run), "ampere" (mma.sync kernels, which on
