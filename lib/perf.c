@@ -744,7 +744,8 @@ static void host_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
  * that share with the chance that one of its hosts is such a straggler,
  * 1 - (1 - STRAGGLER_HOSTS)^H, less the chance for one host, which the
  * device's rates (one host's) already hold (straggler_share): 0.04% of
- * the step at 8 hosts, 0.34% at 64, 0.91% at 256, 1.26% from 1,000. */
+ * the step at 8 hosts, 0.34% at 64, 0.91% at 256, 1.25% at 1,000, 1.26% at
+ * MegaScale's 1,536 and beyond. */
 #define STRAGGLER_HOSTS 0.005
 #define STRAGGLER_STEP (0.007 / 0.552)
 
@@ -944,9 +945,9 @@ static double inv_cbrt_unit(double r)
  * gemms_prepare charges by bytes. */
 static const double FP8_RECIPE_TIME[] = {1, 1, 8.984 / 7.802, 22.882 / 18.978, 1};
 
-/* Of x it reads the framework, fp8 and its recipe and the cross entropy's
- * kernels alone, which no search knob changes: a search computes it once
- * (m4d_perf_machine(), search.c). */
+/* Of x it reads the framework, fp8 and its recipe, the cross entropy's
+ * kernels and whether the attention is fused (flash) alone, which no search
+ * knob changes: a search computes it once (m4d_perf_machine(), search.c). */
 static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device *dev)
 {
     const uint64_t *dv = dev->v;
@@ -2442,7 +2443,7 @@ void m4d_perf_prepare(const struct m4d_ctx *x, const mem4d_device *dev, const st
     }
 }
 
-_Static_assert(M4D_PERF_B_KEY_BYTES % sizeof(double) == 0, "the per-b key holds doubles only (no padding)");
+_Static_assert(M4D_PERF_B_KEY_BYTES % sizeof(double) == 0, "the per-b key holds 8-byte fields only (no padding)");
 
 void m4d_perf_b_key(const struct m4d_perf_group *pg, unsigned char key[M4D_PERF_B_KEY_BYTES])
 {

@@ -1035,7 +1035,8 @@ struct m4d_perf_group {
     struct m4d_machine mc;
     /* From lin to attn_tiles_per_b: what the per-b terms (struct m4d_perf_b)
      * are formed from, with the machine, which a search shares; groups equal
-     * there share them (m4d_perf_b_shared). Doubles only: compared bytewise. */
+     * there share them (m4d_perf_b_shared). Doubles and uint64_t only (no
+     * padding): compared bytewise. */
     struct m4d_gemm lin[4], head;                  /* QKV, attention out, MLP up(+gate), down; LM head */
     struct m4d_gemm lin_ub[4];                     /* the same beside a userbuffers kernel (SMs - UB_SMS) */
     struct m4d_gemm dense_mlp[2], dense_mlp_ub[2]; /* an MoE model's dense layer: its MLP's up(+gate) and down, each way (else tn 0) */
@@ -1093,7 +1094,7 @@ struct m4d_perf_group {
  * when the caller holds it (a search's, which varies neither), else NULL. */
 void m4d_perf_prepare(const struct m4d_ctx *x, const mem4d_device *dev, const struct layer_share *share,
                       const struct m4d_machine *mc, struct m4d_perf_group *pg);
-/* The machine of a device for x: it reads the framework and fp8 of x alone. */
+/* The machine of a device for x: it reads the framework, fp8 and flash of x alone. */
 struct m4d_machine m4d_perf_machine(const struct m4d_ctx *x, const mem4d_device *dev);
 
 /* A layer pattern's step time (lib/perf_hybrid.c): what perf.c hands in for
