@@ -160,6 +160,9 @@ struct cli_args {
     char **rest_argv;
     /* given[i]: row i of the option table was on the command line. */
     bool given[CLI_MAX_OPTIONS];
+    /* layout_given[k]: layout key k was set by its flag or by --set (cli_layout_given;
+     * room for the 87 keys of 0.2 and those appended after) */
+    bool layout_given[256];
 };
 
 /* One subcommand. */
@@ -194,6 +197,9 @@ void cli_usage(FILE *out, const struct cli_command *cmd);
 
 /* Whether the flag `name` was given on the command line. */
 bool cli_given(const struct cli_args *args, const char *name);
+/* Layout key `key` was set on the command line, by its own flag (--framework)
+ * or by --set KEY=VALUE, whatever the value (the key's default included). */
+bool cli_layout_given(const struct cli_args *args, mem4d_layout_param key);
 
 /* One line "mem4d: ..." on stderr. */
 void cli_error(const char *fmt, ...)

@@ -346,10 +346,8 @@ int cmd_calibrate(struct cli_args *a)
     if ((format != MEM4D_LOG_MEGATRON || measured) && !open_job(a, &model))
         goto out;
     /* A torchtitan or nanotron log is that framework's job unless --framework
-     * (or --set framework=) says otherwise. */
-    uint64_t fw = 0;
-    if (format != MEM4D_LOG_MEGATRON && a->rest_argc == 0 && !cli_given(a, "--framework") &&
-        mem4d_layout_get(a->layout, MEM4D_LAYOUT_FRAMEWORK, &fw) == MEM4D_OK && fw == MEM4D_FRAMEWORK_MEGATRON)
+     * or --set framework= says otherwise (megatron, the key's default, too). */
+    if (format != MEM4D_LOG_MEGATRON && a->rest_argc == 0 && !cli_layout_given(a, MEM4D_LAYOUT_FRAMEWORK))
         mem4d_layout_set(a->layout, MEM4D_LAYOUT_FRAMEWORK,
                          format == MEM4D_LOG_TORCHTITAN ? MEM4D_FRAMEWORK_TORCHTITAN : MEM4D_FRAMEWORK_NANOTRON);
     if ((a->log && !read_logs(a, c, names, format, model, a->layout)) ||

@@ -129,18 +129,22 @@ static bool parse_gib(const char *flag, const char *text, uint64_t *out)
     return true;
 }
 
-/* A layout key from text: decimal numbers only, else one of the key's names. */
-static bool layout_set(mem4d_layout *layout, const char *flag, mem4d_layout_param key, const char *text,
-                       uint64_t min)
+/* A layout key from text: decimal numbers only, else one of the key's names;
+ * the key is then one the command line set (cli_layout_given). */
+static bool layout_set(struct cli_args *a, const char *flag, mem4d_layout_param key, const char *text, uint64_t min)
 {
+    mem4d_layout *layout = a->layout;
     if (text[0] >= '0' && text[0] <= '9' && !all_digits(text)) {
         cli_error("%s needs a decimal number, got '%s'", flag, text);
         return false;
     }
     mem4d_status st = mem4d_layout_set_str(layout, mem4d_layout_param_name(key), text);
     uint64_t v = 0, lo = 0, hi = 0;
-    if (st == MEM4D_OK && mem4d_layout_get(layout, key, &v) == MEM4D_OK && v >= min)
+    if (st == MEM4D_OK && mem4d_layout_get(layout, key, &v) == MEM4D_OK && v >= min) {
+        if ((size_t)key < sizeof a->layout_given / sizeof a->layout_given[0])
+            a->layout_given[key] = true;
         return true;
+    }
     mem4d_layout_param_bounds(key, &lo, &hi);
     if (st == MEM4D_OK)
         cli_error("%s must be at least %llu, got %s", flag, (unsigned long long)min, text);
@@ -346,7 +350,7 @@ static bool parse_keyval(struct cli_args *a, const struct cli_option *o, const c
         }
         char flag[sizeof key + 16];
         snprintf(flag, sizeof flag, "%s %s", o->name, key);
-        return layout_set(a->layout, flag, p, val, 0);
+        return layout_set(a, flag, p, val, 0);
     }
     if (o->dest == CLI_TO_MODEL) {
         mem4d_model_param p;
@@ -383,7 +387,7 @@ static bool store_number(struct cli_args *a, const struct cli_option *o, const c
     case CLI_TO_DEVICE:
         return pend(a->device_set, &a->n_device_set, o->name, o->key, NULL, v);
     case CLI_TO_LAYOUT:
-        return layout_set(a->layout, o->name, (mem4d_layout_param)o->key, text, o->min);
+        return layout_set(a, o->name, (mem4d_layout_param)o->key, text, o->min);
     case CLI_TO_FORMAT:
     case CLI_TO_SEARCH:
         break;
@@ -425,7 +429,7 @@ static bool set_option(struct cli_args *a, const struct cli_option *o, const cha
         return true;
     case CLI_VALUE:
         if (o->dest == CLI_TO_LAYOUT)
-            return layout_set(a->layout, o->name, (mem4d_layout_param)o->key, text, o->min);
+            return layout_set(a, o->name, (mem4d_layout_param)o->key, text, o->min);
         if (text[0] >= '0' && text[0] <= '9' && !all_digits(text)) {
             cli_error("%s needs a decimal number, got '%s'", o->name, text);
             return false;
@@ -455,6 +459,11 @@ bool cli_given(const struct cli_args *a, const char *name)
 {
     const struct cli_option *o = find(a->cmd->options, name, strlen(name));
     return o && a->given[o - a->cmd->options];
+}
+
+bool cli_layout_given(const struct cli_args *a, mem4d_layout_param key)
+{
+    return (size_t)key < sizeof a->layout_given / sizeof a->layout_given[0] && a->layout_given[key];
 }
 
 /* The flag of the same group given earlier, if any. */

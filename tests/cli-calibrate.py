@@ -299,12 +299,17 @@ class Calibrate(unittest.TestCase):
                 with open(log, 'w') as f:
                     f.write(''.join(line % i for i in (1, 2, 3)))
                 before = {}
-                for given in ([], ['--framework', fw], ['--framework', 'megatron']):
+                for given in ([], ['--framework', fw], ['--framework', 'megatron'], ['--set', 'framework=megatron'],
+                              ['--set', 'framework=' + fw]):
                     p = run('calibrate', *job, *given, '--log', log, '--log-format', fw, '--json')
                     self.assertEqual(p.returncode, 0, p.stderr)
                     before[tuple(given)] = json.loads(p.stdout)['logs'][0]['predicted_step_before_s']
                 self.assertEqual(before[()], before[('--framework', fw)], fw)
                 self.assertNotEqual(before[()], before[('--framework', 'megatron')], fw)
+                # --set framework=megatron says so as --framework does, though megatron
+                # is the key's default (the log's framework overrode it)
+                self.assertEqual(before[('--set', 'framework=megatron')], before[('--framework', 'megatron')], fw)
+                self.assertEqual(before[('--set', 'framework=' + fw)], before[('--framework', fw)], fw)
 
     def test_pinned_rate_is_said_as_written(self):
         # A rate that stops at its search bound is kept and said: the warning
