@@ -17,7 +17,7 @@ const struct cli_option cmd_calibrate_options[] = {
     CLI_ARG("--log", CLI_OUTPUT, log, "FILE[,FILE...]", "training logs (stdout of the training script)"),
     CLI_ARG("--log-format", CLI_NAME, log_format, "megatron|torchtitan|nanotron",
             "the framework that wrote the logs (default megatron); torchtitan and nanotron logs need the job, of that "
-            "framework unless --framework says"),
+            "framework unless --framework or --set framework= says"),
     CLI_ARG("--measured-step-s", CLI_NAME, measured[0], "X", "a measured step time in seconds, of the job"),
     CLI_ARG("--measured-tflops", CLI_NAME, measured[1], "X",
             "a measured TFLOP/s per GPU under Megatron's count (--log-throughput), of the job"),
