@@ -515,6 +515,59 @@ START_TEST(layout_flag_maps)
 }
 END_TEST
 
+/* A Megatron command line says the job's attention through a flag alone
+ * (--use-flash-attn, --attention-backend, --transformer-impl); without one,
+ * as Megatron-LM of 2022 and Megatron-DeepSpeed have no --transformer-impl,
+ * flash_attn reads 1 but is not set, and the device's stack decides
+ * (m4d_attention_fused()): on megatron-deepspeed, softmax attention, the
+ * job with flash_attn 0 set, in its memory and its step time. */
+static const struct attention_case {
+    const char *flag[3];
+    uint64_t read, flash; /* flash_attn's value; the job's attention on megatron-deepspeed */
+} attention_cases[] = {
+    {{NULL}, 1, 0},
+    {{"--use-flash-attn", NULL}, 1, 1},
+    {{"--transformer-impl", "local", NULL}, 0, 0},
+    {{"--transformer-impl", "transformer_engine", NULL}, 1, 1},
+    {{"--attention-backend", "flash", NULL}, 1, 1},
+};
+
+START_TEST(attention_from_flag_or_stack)
+{
+    const struct attention_case *c = &attention_cases[_i];
+    const char *argv[16] = {"--num-layers", "4", "--hidden-size", "512", "--num-attention-heads", "8", "--vocab-size",
+                            "1000", "--max-position-embeddings", "2048", "--seq-length", "2048"};
+    for (size_t k = 0; c->flag[k]; k++)
+        argv[12 + k] = c->flag[k];
+    struct fixture fx;
+    fx_open(&fx);
+    ck_assert_msg(run_argv(&fx, argv, 8) == MEM4D_OK, "%s", mem4d_import_message(fx.imp));
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_FLASH_ATTN), c->read);
+    mem4d_device *dev = NULL;
+    ck_assert_int_eq(mem4d_device_new_preset("a100-80", &dev), MEM4D_OK);
+    ck_assert_int_eq(mem4d_device_set_str(dev, "stack", "megatron-deepspeed"), MEM4D_OK);
+    uint64_t act[2];
+    double step[2];
+    for (int set = 0; set < 2; set++) {
+        mem4d_layout *l = NULL;
+        ck_assert_int_eq(mem4d_layout_clone(fx.layout, &l), MEM4D_OK);
+        if (set)
+            ck_assert_int_eq(mem4d_layout_set(l, MEM4D_LAYOUT_FLASH_ATTN, c->flash), MEM4D_OK);
+        mem4d_report *r = NULL;
+        ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
+        ck_assert_msg(mem4d_estimate(fx.model, l, dev, r) == MEM4D_OK, "%s", mem4d_report_message(r));
+        ck_assert_int_eq(mem4d_report_get(r, 0, MEM4D_TERM_ACTIVATIONS, &act[set]), MEM4D_OK);
+        ck_assert_int_eq(mem4d_report_metric(r, MEM4D_METRIC_STEP_TIME_S, &step[set]), MEM4D_OK);
+        mem4d_report_free(r);
+        mem4d_layout_free(l);
+    }
+    ck_assert_uint_eq(act[0], act[1]);
+    ck_assert(step[0] == step[1]);
+    mem4d_device_free(dev);
+    fx_close(&fx);
+}
+END_TEST
+
 /* A pipeline layout no key expresses becomes the layer table, the ranks
  * taking virtual stages k mod pp ("Et|t|tt|L": rank 0 holds 1 + 2 layers in
  * its two chunks, rank 1 holds 1 + 0 and the loss). */
@@ -2583,6 +2636,7 @@ static Suite *import_suite(void)
     tcase_add_loop_test(tc, precision_follows_megatron, 0, N(precision_cases));
     tcase_add_test(tc, pipeline_layout_layer_table);
     tcase_add_loop_test(tc, layout_flag_maps, 0, N(layout_cases));
+    tcase_add_loop_test(tc, attention_from_flag_or_stack, 0, N(attention_cases));
     tcase_add_test(tc, layout_only_vector_leaves_model_alone);
     tcase_add_test(tc, moe_topk_defaults_to_two);
     tcase_add_test(tc, silent_flags_say_nothing);
