@@ -22,7 +22,8 @@ static bool paper_covers(const struct m4d_ctx *x, char *msg, size_t n)
     const char *what = x->t > 1 && !x->sp ? "tensor parallelism without sequence parallelism"
                      : x->split.nvs ? "a stage layer table"
                      : x->nlt ? "a layer pattern of other layer kinds"
-                              : NULL;
+                     : !x->flash ? "softmax attention (the device's attention kernel or its stack's is 'unfused')"
+                                 : NULL;
     if (what)
         m4d_msg(msg, n, "paper mode does not model %s; use full mode", what);
     return what == NULL;

@@ -296,6 +296,9 @@ class Estimate(unittest.TestCase):
         fused = peak_and_step('--set', 'flash_attn=1', *ds)
         self.assertEqual(fused[0], flash[0])
         self.assertLess(fused[1], unset[1])
+        # paper mode (the paper's formula, flash attention's) refuses softmax attention from the stack as from the key
+        one_error_line(self, run('estimate', *job, '--set', 'mode=paper', *ds), 'paper mode does not model softmax')
+        self.assertEqual(run('estimate', *job, '--set', 'mode=paper', '--set', 'flash_attn=1', *ds).returncode, 0)
 
     def test_float8_job_timed_in_bf16_is_said(self):
         # torchtitan's float8 (torchao) changes no memory, and the step time
