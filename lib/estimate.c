@@ -57,8 +57,10 @@ static mem4d_status run(const mem4d_model *model, const mem4d_layout *layout,
         m4d_ctx_device(&x, layout, device); /* device checked (not NULL) */
         st = m4d_estimate_ctx(&x, device, r, false, NULL);
     }
-    if (st == MEM4D_OK)
+    if (st == MEM4D_OK) {
         m4d_perf(&x, device, r);
+        m4d_perf_warn(r);
+    }
     return st;
 }
 

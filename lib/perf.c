@@ -2557,7 +2557,12 @@ void m4d_perf_metrics(const struct m4d_perf_parts *p, double o[M4D_NMETRICS])
     o[MEM4D_METRIC_DP_COMM_S] = p->dp + ml * p->fsdp;
     o[MEM4D_METRIC_BUBBLE_S] = p->bubble;
     o[MEM4D_METRIC_OPTIMIZER_S] = p->opt;
-    double lo = p->band_lo, hi = p->band_hi;
+    double lo = p->band_lo, hi = p->band_hi, mfu = o[MEM4D_METRIC_MFU];
+    /* The band is of a measured run, none faster than its counted FLOPs at
+     * the peak: its fast end stops at MFU 1, or at the prediction where that
+     * is beyond the peak (m4d_perf_warn says so). doc/perf.md, "Uncertainty". */
+    if (lo < mfu)
+        lo = mfu < 1 ? mfu : 1;
     o[MEM4D_METRIC_STEP_TIME_LOW_S] = step * lo;
     o[MEM4D_METRIC_STEP_TIME_HIGH_S] = step * hi;
     o[MEM4D_METRIC_TOKENS_PER_S_LOW] = o[MEM4D_METRIC_TOKENS_PER_S] / hi;
@@ -2571,6 +2576,20 @@ void m4d_perf_metrics(const struct m4d_perf_parts *p, double o[M4D_NMETRICS])
     o[MEM4D_METRIC_EXPOSED_COMM_S] = o[MEM4D_METRIC_TP_COMM_S] + o[MEM4D_METRIC_CP_COMM_S] +
                                      o[MEM4D_METRIC_EP_COMM_S] + o[MEM4D_METRIC_PP_COMM_S] +
                                      o[MEM4D_METRIC_DP_COMM_S];
+}
+
+void m4d_perf_warn(mem4d_report *r)
+{
+    if (!r->have_metrics || r->nwarn >= M4D_MAX_WARN)
+        return;
+    double o[M4D_NMETRICS];
+    m4d_perf_metrics(&r->perf, o);
+    if (o[MEM4D_METRIC_MFU] > 1)
+        m4d_msg(r->warn[r->nwarn++], sizeof r->warn[0],
+                 "speed: MFU %.1f%% is above the peak: the device's efficiencies run the kernels at or past the "
+                 "GPU's peak, which no run sustains (and MFU counts the full s x s attention a causal kernel "
+                 "halves); the band's fast end is the prediction",
+                 100 * o[MEM4D_METRIC_MFU]);
 }
 
 void m4d_perf_fill(const struct m4d_ctx *x, const struct m4d_perf_group *pg, mem4d_report *r)

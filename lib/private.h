@@ -886,6 +886,8 @@ void m4d_perf(const struct m4d_ctx *x, const mem4d_device *dev, mem4d_report *r)
 /* Every speed metric (indexed by mem4d_metric) from the parts an estimate
  * kept. */
 void m4d_perf_metrics(const struct m4d_perf_parts *p, double metric[M4D_NMETRICS]);
+/* A warning on the report when its predicted MFU is above the peak (lib/perf.c). */
+void m4d_perf_warn(mem4d_report *r);
 
 /* Bytes one layer keeps for backward for one micro-batch (estimate_activations.c's
  * A_layer; 0 on overflow). */

@@ -2247,6 +2247,44 @@ START_TEST(speed_band)
 }
 END_TEST
 
+/* The band is of a measured run, which no faster than its counted FLOPs at
+ * the peak: its fast end stops at MFU 1 (tokens/s and TFLOP/s with it), and
+ * a prediction beyond the peak (efficiencies a user set past what a GPU
+ * sustains) is warned about, its band's fast end the prediction. With
+ * matmul_efficiency_ppm 1000000 and attention_efficiency_ppm 1100000 at 32k
+ * tokens the upper MFU read 109.3% (the point 97.2%). */
+START_TEST(mfu_band_stops_at_the_peak)
+{
+    mem4d_model *m = tu_model("llama3.1-8b");
+    mem4d_device *d = tu_device("h100-80");
+    mem4d_layout *l = tu_layout("world=8", "cp=2", "seq=32768", "gbs=64", NULL);
+    ck_assert_int_eq(mem4d_device_set_str(d, "matmul_efficiency_ppm", "1000000"), MEM4D_OK);
+    mem4d_report *r = NULL;
+    ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
+    static const char *const attn[] = {"1100000", "2000000"};
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(mem4d_device_set_str(d, "attention_efficiency_ppm", attn[i]), MEM4D_OK);
+        ck_assert_int_eq(mem4d_estimate(m, l, d, r), MEM4D_OK);
+        double step = metric(r, MEM4D_METRIC_STEP_TIME_S), mfu = metric(r, MEM4D_METRIC_MFU);
+        double lo = metric(r, MEM4D_METRIC_STEP_TIME_LOW_S) / step, hi = metric(r, MEM4D_METRIC_STEP_TIME_HIGH_S) / step;
+        ck_assert(i ? mfu > 1 : mfu > 0.9 && mfu < 1); /* the band, unstopped, passed the peak */
+        ck_assert_double_eq_tol(metric(r, MEM4D_METRIC_MFU_HIGH), (i ? mfu : 1), 1e-12);
+        assert_close(lo, i ? 1 : mfu);
+        assert_close(metric(r, MEM4D_METRIC_TOKENS_PER_S_HIGH), metric(r, MEM4D_METRIC_TOKENS_PER_S) / lo);
+        assert_close(metric(r, MEM4D_METRIC_TFLOPS_PER_GPU_HIGH), metric(r, MEM4D_METRIC_TFLOPS_PER_GPU) / lo);
+        assert_close(metric(r, MEM4D_METRIC_MFU_LOW), mfu / hi); /* the slow end as before */
+        bool said = false;
+        for (size_t k = 0; k < mem4d_report_warning_count(r); k++)
+            said |= strstr(mem4d_report_warning(r, k), "MFU") != NULL;
+        ck_assert_msg(said == (i == 1), "a warning about MFU above the peak: %d", said);
+    }
+    mem4d_report_free(r);
+    mem4d_layout_free(l);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
 /* MFU is against the peak of the precision the GEMMs run in: an fp8 job on
  * a device with an fp8 peak against that peak, a bf16 job (or a device
  * without an fp8 peak) against the bf16 one. */
@@ -2420,6 +2458,7 @@ int main(void)
     tcase_add_test(tc, search_within_the_nvlink_domain);
     tcase_add_test(tc, speed_band);
     tcase_add_test(tc, mfu_against_the_jobs_precision);
+    tcase_add_test(tc, mfu_band_stops_at_the_peak);
     tcase_add_test(tc, microbatch_overhead_and_attention_efficiency);
     tcase_add_test(tc, hbm_efficiency_scales_memory_bound_time);
     tcase_add_test(tc, fp8_tp_gathers_move_one_byte);

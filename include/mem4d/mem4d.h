@@ -1760,7 +1760,8 @@ typedef enum mem4d_metric {
     /** The band the measured step time falls in: the step time times the device's
      * speed_band_low_ppm (the validation runs' 5th percentile of measured over
      * predicted, narrower when the device is calibrated; doc/perf.md,
-     * "Uncertainty"). @since 0.2 */
+     * "Uncertainty"), no lower than the step at MFU 1 (or the step itself where
+     * the predicted MFU is above 1, which the report warns about). @since 0.2 */
     MEM4D_METRIC_STEP_TIME_LOW_S = 16,
     MEM4D_METRIC_STEP_TIME_HIGH_S = 17,    /**< The band's upper step time (speed_band_high_ppm). @since 0.2 */
     MEM4D_METRIC_TOKENS_PER_S_LOW = 18,    /**< Tokens per second at the band's upper step time. @since 0.2 */
