@@ -356,6 +356,41 @@ START_TEST(complete_on_softmax_stack)
 }
 END_TEST
 
+/* Where the fused softmax's shape test depends on the micro-batch
+ * (FUSED_SOFTMAX_SWAPPED, lib/perf.c; m4d_softmax_falls_back()), the
+ * search's per-b terms (the step time's m4d_perf_b memo, the activation
+ * terms of each b) hold each b's own: on BigScience's fork of 2022-02,
+ * llama3.1-8b's 32 heads at tp 4 (8 a rank, 32 batches a block) fall back
+ * at micro-batch 1 and 2 and run fused at 4, so its activations per sample
+ * and its attention time per sample differ between them; every searched
+ * report is still mem4d_estimate()'s (drain()). */
+START_TEST(complete_where_softmax_falls_back_by_micro_batch)
+{
+    mem4d_model *m = tu_model("llama3.1-8b");
+    mem4d_device *d = tu_device("a100-80");
+    ck_assert_int_eq(mem4d_device_set_str(d, "stack", "megatron-deepspeed-bigscience-2022-02"), MEM4D_OK);
+    mem4d_layout *l = tu_layout("world=8", "tp=4", "seq=2048", "gbs=16", "flash_attn=0", NULL);
+    mem4d_report *r = NULL;
+    ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
+    uint64_t act[5] = {0};
+    double attn[5] = {0};
+    for (uint64_t b = 1; b <= 4; b *= 2) {
+        ck_assert_int_eq(mem4d_layout_set(l, MEM4D_LAYOUT_MICRO_BATCH, b), MEM4D_OK);
+        ck_assert_msg(mem4d_estimate(m, l, d, r) == MEM4D_OK, "%s", mem4d_report_message(r));
+        ck_assert_int_eq(mem4d_report_get(r, 0, MEM4D_TERM_ACTIVATIONS, &act[b]), MEM4D_OK);
+        ck_assert_int_eq(mem4d_report_metric(r, MEM4D_METRIC_COMPUTE_TIME_S, &attn[b]), MEM4D_OK);
+    }
+    ck_assert_uint_eq(2 * act[1], act[2]);
+    ck_assert_uint_gt(2 * act[2], act[4]); /* micro-batch 4 keeps the fused kernel's 5 bytes a score, not 7 */
+    ck_assert(attn[4] < attn[2]);          /* the same samples a step, fewer bytes a score */
+    mem4d_report_free(r);
+    mem4d_layout_free(l);
+    mem4d_layout *base = tu_layout("world=8", "seq=2048", "gbs=16", "flash_attn=0", NULL);
+    check_complete_on(m, d, base, false, true); /* frees m and d */
+    mem4d_layout_free(base);
+}
+END_TEST
+
 /* Every framework's searched reports are mem4d_estimate()'s, field for field:
  * the state terms the search keeps for a group (m4d_state_cache) depend on
  * the group alone, and torchtitan's also on the micro-batches per step. */
@@ -1181,6 +1216,7 @@ int main(void)
     tcase_add_test(tc, complete_with_activation_offloading);
     tcase_add_test(tc, complete_every_framework);
     tcase_add_test(tc, complete_on_softmax_stack);
+    tcase_add_test(tc, complete_where_softmax_falls_back_by_micro_batch);
     tcase_add_test(tc, b_terms_kept_per_key);
     tcase_add_test(tc, complete_uneven_stages);
     tcase_add_test(tc, middle_stages_never_exceed_stage_one);
