@@ -925,6 +925,7 @@ mem4d_status mem4d_search_next(mem4d_search *search, mem4d_layout *layout, mem4d
         if (report) { /* the scratch holds only the stages that decide the peak */
             quick_estimate(s, s->work.v[MEM4D_LAYOUT_MICRO_BATCH], s->work.v[MEM4D_LAYOUT_RECOMPUTE], false);
             search_perf(s);
+            m4d_perf_warn(s->scratch); /* as mem4d_estimate() warns */
             m4d_report_copy(report, s->scratch);
         }
     }

@@ -94,11 +94,16 @@ static const char *reports_differ(const mem4d_report *a, const mem4d_report *b)
         if (x != y)
             return "an info value";
     }
-    for (int i = 0; i <= MEM4D_METRIC_EXPOSED_COMM_S; i++) {
+    for (int i = 0; i < (int)mem4d_metric_count(); i++) {
         double x = 0, y = 0;
         if (mem4d_report_metric(a, (mem4d_metric)i, &x) != mem4d_report_metric(b, (mem4d_metric)i, &y) || x != y)
             return "a metric";
     }
+    if (mem4d_report_warning_count(a) != mem4d_report_warning_count(b))
+        return "the warnings";
+    for (size_t i = 0; i < mem4d_report_warning_count(a); i++)
+        if (strcmp(mem4d_report_warning(a, i), mem4d_report_warning(b, i)) != 0)
+            return "a warning";
     return NULL;
 }
 
@@ -112,16 +117,19 @@ static void drain(mem4d_search *s, const mem4d_model *m, const mem4d_device *d, 
     ck_assert_int_eq(mem4d_report_new(&direct), MEM4D_OK);
     mem4d_status st;
     size_t bad = 0;
-    const char *what = NULL;
+    const char *first = NULL; /* what the first disagreeing layout differs in */
     while ((st = mem4d_search_next(s, l, r)) == MEM4D_OK) {
+        const char *what = NULL;
         if (mem4d_validate(m, l, NULL, 0) != MEM4D_OK || mem4d_estimate(m, l, d, direct) != MEM4D_OK)
             what = "validity";
         else
             what = reports_differ(r, direct);
         bad += what != NULL;
+        if (!first)
+            first = what;
         push(out, l);
     }
-    ck_assert_msg(bad == 0, "%zu yielded layouts disagree with mem4d_estimate (%s)", bad, what);
+    ck_assert_msg(bad == 0, "%zu yielded layouts disagree with mem4d_estimate (%s)", bad, first);
     ck_assert_int_eq(st, MEM4D_END);
     ck_assert_int_eq(mem4d_search_next(s, l, r), MEM4D_END);
     mem4d_report_free(direct);
@@ -386,6 +394,31 @@ START_TEST(complete_where_softmax_falls_back_by_micro_batch)
     mem4d_report_free(r);
     mem4d_layout_free(l);
     mem4d_layout *base = tu_layout("world=8", "seq=2048", "gbs=16", "flash_attn=0", NULL);
+    check_complete_on(m, d, base, false, true); /* frees m and d */
+    mem4d_layout_free(base);
+}
+END_TEST
+
+/* A device whose efficiencies put a layout's MFU above the peak: its
+ * report warns (m4d_perf_warn(), lib/perf.c) and its band's fast end stops
+ * at the prediction, in the search's reports as in mem4d_estimate()'s,
+ * streamed or ranked (drain() compares every metric and warning). */
+START_TEST(complete_with_mfu_above_the_peak)
+{
+    mem4d_model *m = tu_model("llama3.1-8b");
+    mem4d_device *d = tu_device("h100-80");
+    ck_assert_int_eq(mem4d_device_set_str(d, "matmul_efficiency_ppm", "1000000"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_device_set_str(d, "attention_efficiency_ppm", "1000000"), MEM4D_OK);
+    mem4d_layout *l = tu_layout("world=8", "cp=8", "seq=131072", "gbs=8", "mbs=1", NULL);
+    mem4d_report *r = NULL;
+    ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
+    ck_assert_msg(mem4d_estimate(m, l, d, r) == MEM4D_OK, "%s", mem4d_report_message(r));
+    double mfu = 0;
+    ck_assert_int_eq(mem4d_report_metric(r, MEM4D_METRIC_MFU, &mfu), MEM4D_OK);
+    ck_assert_msg(mfu > 1 && mem4d_report_warning_count(r) > 0, "%g", mfu);
+    mem4d_report_free(r);
+    mem4d_layout_free(l);
+    mem4d_layout *base = tu_layout("world=8", "seq=131072", "gbs=8", NULL);
     check_complete_on(m, d, base, false, true); /* frees m and d */
     mem4d_layout_free(base);
 }
@@ -1217,6 +1250,7 @@ int main(void)
     tcase_add_test(tc, complete_every_framework);
     tcase_add_test(tc, complete_on_softmax_stack);
     tcase_add_test(tc, complete_where_softmax_falls_back_by_micro_batch);
+    tcase_add_test(tc, complete_with_mfu_above_the_peak);
     tcase_add_test(tc, b_terms_kept_per_key);
     tcase_add_test(tc, complete_uneven_stages);
     tcase_add_test(tc, middle_stages_never_exceed_stage_one);
