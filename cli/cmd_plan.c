@@ -94,6 +94,21 @@ static uint64_t lget(const mem4d_layout *l, mem4d_layout_param k)
     return v;
 }
 
+/* Two warnings alike but for their figures (each row's "MFU 115.4%"): one
+ * warning, said with the first row's figures. */
+static bool same_warning(const char *a, const char *b)
+{
+    while (*a && *b) {
+        if (*a >= '0' && *a <= '9' && *b >= '0' && *b <= '9') {
+            a += strspn(a, "0123456789.");
+            b += strspn(b, "0123456789.");
+        } else if (*a++ != *b++) {
+            return false;
+        }
+    }
+    return *a == *b;
+}
+
 /* Drain a search into rows. */
 static mem4d_status collect(mem4d_search *s, const mem4d_device *dev, struct plan_rows *rs, struct plan_stats *st)
 {
@@ -111,7 +126,7 @@ static mem4d_status collect(mem4d_search *s, const mem4d_device *dev, struct pla
             for (size_t i = 0; i < mem4d_report_warning_count(r); i++) {
                 const char *w = mem4d_report_warning(r, i);
                 size_t k = 0;
-                while (k < st->nwarn && strcmp(st->warn[k], w))
+                while (k < st->nwarn && !same_warning(st->warn[k], w))
                     k++;
                 if (k == st->nwarn && k < sizeof st->warn / sizeof st->warn[0])
                     snprintf(st->warn[st->nwarn++], sizeof st->warn[0], "%s", w);
