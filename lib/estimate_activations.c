@@ -42,7 +42,7 @@ static bool reruns(const struct m4d_ctx *x, uint64_t module)
 /* Does PyTorch's fp32 softmax run in place of the stack's fused one? */
 static bool softmax_falls_back(const struct m4d_ctx *x)
 {
-    return !x->flash && m4d_softmax_falls_back(x->softmax, x->s, x->a / x->t, x->b);
+    return m4d_ctx_softmax_falls_back(x, x->s, x->b);
 }
 
 /* The attention core's own tensors per token, before the split by t:

@@ -344,6 +344,20 @@ struct m4d_ctx {
     struct m4d_softmax_rule softmax;   /* its fused softmax's shapes: where it declines, PyTorch's fp32 softmax keeps more */
 };
 
+/* Does PyTorch's fp32 softmax run in place of the stack's fused one at
+ * keys s and micro-batch b? Memory is monotone in b and in s within each
+ * class (fused, fallen back: the same bytes a score), and the fallback only
+ * adds to the fused figure, so a shape that does not fit bounds the larger
+ * ones only where it runs fused: a larger fused shape may fit beside a
+ * fallen-back one that does not (llama3.1-8b at tp 4 on BigScience's fork
+ * of 2022-02: micro-batch 3 peaks 8 GiB above 4). The solvers (lib/solve.c)
+ * and the search's pruning (lib/search.c) bound by this; without a rule
+ * (the default stack) or with flash attention it is false at once. */
+static inline bool m4d_ctx_softmax_falls_back(const struct m4d_ctx *x, uint64_t s, uint64_t b)
+{
+    return !x->flash && m4d_softmax_falls_back(x->softmax, s, x->a / x->t, b);
+}
+
 /* The expert group: ep·etp consecutive ranks (Megatron-Core's tp_ep group with
  * the expert tensor-parallel size), over which the experts are split and the
  * dispatchers send; the one place memory and speed take it from. */

@@ -14,7 +14,10 @@
  *    that (t, c, p) with as little or less sharding fits;
  *  - memory never decreases when b grows (activations scale with
  *    b * min(in-flight, m), and b * m is fixed), so once b does not fit no
- *    larger b does.
+ *    larger b does: where the stack's fused softmax runs at b. Where it
+ *    declines b (m4d_ctx_softmax_falls_back()), PyTorch's fp32 softmax adds
+ *    to the fused figure and a larger b that it takes may fit (micro-batch
+ *    4 below 3), so no b is skipped then.
  * Nothing is allocated per layout: groups, micro-batch lists and ranked
  * results live in arrays grown geometrically.
  * SPDX-License-Identifier: MIT
@@ -800,8 +803,8 @@ static bool scan(mem4d_search *s, mem4d_status *err)
         if (static_over_limit(s)) {
             prune_group(s);
             s->dead = s->groups[s->gi];
-        } else {
-            prune_mbs(s);
+        } else if (!m4d_ctx_softmax_falls_back(&s->x, s->x.s, s->x.b)) {
+            prune_mbs(s); /* a larger b where the fused softmax declines this one may fit */
         }
     }
     return false;

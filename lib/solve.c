@@ -1,7 +1,9 @@
 /*
  * Solvers: the inverse questions. The largest micro-batch and the longest
- * sequence that fit (monotone searches over mem4d_estimate()), and the
- * fewest GPUs on which some layout fits (searches over GPU counts).
+ * sequence that fit (monotone searches over mem4d_estimate(), then a scan
+ * above the answer where a stack's fused softmax declines a shape: memory
+ * is then monotone only within each class, m4d_ctx_softmax_falls_back()),
+ * and the fewest GPUs on which some layout fits (searches over GPU counts).
  * SPDX-License-Identifier: MIT
  */
 #include "private.h"
@@ -66,6 +68,46 @@ static bool probe_fits(void *ctx, uint64_t x)
     return ok;
 }
 
+/* Does the stack's fused softmax decline the probed key at x units? */
+static bool probe_falls_back(const struct probe *p, const struct m4d_ctx *c, uint64_t x)
+{
+    bool seq = p->key == MEM4D_LAYOUT_SEQ_LENGTH;
+    return m4d_ctx_softmax_falls_back(c, seq ? x * p->unit : c->s, seq ? c->b : x);
+}
+
+/* Where the fused softmax declines some shapes, memory is monotone only
+ * within each class (fused, fallen back), and the fallback only adds to
+ * the fused figure: a value that does not fit bounds every larger one
+ * where it runs fused, and only the larger fallen-back ones where it falls
+ * back. The candidates xs[0..n) (ascending) above the answer *best are
+ * estimated up to the first fused one that does not fit; a fallen-back one
+ * above one that did not fit is skipped unestimated. Every fused shape of
+ * the micro-batch recurs within 256 (the kernel's largest batches per
+ * block), of the sequence only up to the kernel's longest keys, so the
+ * scan ends past those once a fallen-back one has failed. */
+static void scan_past_fallback(struct probe *p, const struct m4d_ctx *c, const uint64_t *xs, uint64_t from,
+                               size_t n, uint64_t *best)
+{
+    bool fell = false;
+    uint64_t fell_at = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t x = xs ? xs[i] : from + i;
+        bool back = probe_falls_back(p, c, x);
+        if (back && fell) {
+            bool seq = p->key == MEM4D_LAYOUT_SEQ_LENGTH;
+            if (seq ? x * p->unit > c->softmax.keys : x - fell_at > 256)
+                return;
+            continue;
+        }
+        if (probe_fits(p, x))
+            *best = x;
+        else if (!back)
+            return;
+        else
+            fell = true, fell_at = x;
+    }
+}
+
 /* Set the probed key to its smallest value (one unit), resolve the layout
  * (an invalid one is refused with its status) and allocate the report;
  * *khi receives the key's upper bound. */
@@ -75,6 +117,7 @@ static mem4d_status probe_start(struct probe *p, struct m4d_ctx *x, uint64_t *kh
     mem4d_status st = m4d_resolve(p->model, &p->l, x, NULL, 0);
     if (st != MEM4D_OK)
         return st;
+    m4d_ctx_device(x, &p->l, p->dev); /* the softmax rule and flash attention (probe_falls_back) */
     mem4d_layout_param_bounds(p->key, NULL, khi);
     return mem4d_report_new(&p->r);
 }
@@ -92,13 +135,17 @@ mem4d_status mem4d_solve_max_micro_batch(const mem4d_model *model, const mem4d_l
     if (st != MEM4D_OK)
         return st;
     if (x.gbs != 0) {
-        /* Only divisors of gbs / d keep the batch whole; memory grows with b. */
+        /* Only divisors of gbs / d keep the batch whole; memory grows with b
+         * (within each softmax class: scan_past_fallback). */
         uint64_t div[M4D_MAX_DIVISORS];
         size_t nd = m4d_divisors(x.gbs / x.d, div, M4D_MAX_DIVISORS);
-        for (size_t i = 0; i < nd && div[i] <= khi && probe_fits(&p, div[i]); i++)
-            *mbs = div[i];
+        while (nd > 0 && div[nd - 1] > khi)
+            nd--;
+        scan_past_fallback(&p, &x, div, 0, nd, mbs);
     } else {
         *mbs = last_true(probe_fits, &p, khi);
+        if (x.softmax.keys && !x.flash && *mbs < khi)
+            scan_past_fallback(&p, &x, NULL, *mbs + 1, khi - *mbs, mbs);
     }
     mem4d_report_free(p.r);
     return MEM4D_OK;
@@ -132,7 +179,10 @@ mem4d_status mem4d_solve_max_seq_length(const mem4d_model *model, const mem4d_la
     mem4d_status st = probe_start(&p, &x, &khi);
     if (st != MEM4D_OK)
         return st;
-    *seq = last_true(probe_fits, &p, khi / unit) * unit;
+    uint64_t n = last_true(probe_fits, &p, khi / unit);
+    if (x.softmax.keys && !x.flash && n < khi / unit)
+        scan_past_fallback(&p, &x, NULL, n + 1, khi / unit - n, &n);
+    *seq = n * unit;
     mem4d_report_free(p.r);
     return MEM4D_OK;
 }

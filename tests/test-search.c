@@ -1103,6 +1103,120 @@ START_TEST(solve_max_seq_length)
 }
 END_TEST
 
+/* Memory is not monotone in the micro-batch where the fused softmax
+ * declines some (m4d_ctx_softmax_falls_back()): llama3.1-8b on BigScience's
+ * fork of 2022-02 at tp 4 (8 heads a rank, 32 batches a block) falls back at
+ * micro-batch 1 to 3 and runs fused at 4, whose peak is below 3's; on 56 GiB
+ * 3 does not fit and 4 does. The search yields 4 (its pruning once stopped
+ * at 3), and the solver's answer is 4 (the divisors' scan once stopped at 3
+ * and answered 2). */
+static mem4d_device *fallback_device(mem4d_layout **l)
+{
+    mem4d_device *d = tu_device("a100-80");
+    ck_assert_int_eq(mem4d_device_set_str(d, "stack", "megatron-deepspeed-bigscience-2022-02"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_device_set(d, MEM4D_DEVICE_MEMORY_BYTES, UINT64_C(56) << 30), MEM4D_OK);
+    *l = tu_layout("world=8", "tp=4", "seq=2048", "gbs=24", "flash_attn=0", NULL);
+    return d;
+}
+
+START_TEST(solve_where_softmax_falls_back)
+{
+    mem4d_model *m = tu_model("llama3.1-8b");
+    mem4d_layout *l;
+    mem4d_device *d = fallback_device(&l);
+    const mem4d_verdict want[] = {MEM4D_VERDICT_FITS, MEM4D_VERDICT_FITS, MEM4D_VERDICT_TIGHT, MEM4D_VERDICT_FITS};
+    for (uint64_t b = 1; b <= 4; b++) {
+        ck_assert_int_eq(mem4d_layout_set(l, MEM4D_LAYOUT_MICRO_BATCH, b), MEM4D_OK);
+        ck_assert_int_eq(verdict_of(m, l, d), want[b - 1]);
+    }
+    uint64_t b = 0;
+    ck_assert_int_eq(mem4d_solve_max_micro_batch(m, l, d, &b), MEM4D_OK);
+    ck_assert_uint_eq(b, 4); /* gbs / d = 12: divisors 1, 2, 3, 4, 6, 12 */
+    /* the search, b free up to 8: every fitting b, 4 among them */
+    ck_assert_int_eq(mem4d_layout_set(l, MEM4D_LAYOUT_GLOBAL_BATCH, 0), MEM4D_OK);
+    for (int ranked = 0; ranked <= 1; ranked++) {
+        mem4d_search *s = new_search(m, d, l, true, false, ranked);
+        ck_assert_int_eq(mem4d_search_bound(s, MEM4D_LAYOUT_TP, 4, 4), MEM4D_OK);
+        ck_assert_int_eq(mem4d_search_bound(s, MEM4D_LAYOUT_PP, 1, 1), MEM4D_OK);
+        ck_assert_int_eq(mem4d_search_bound(s, MEM4D_LAYOUT_CP, 1, 1), MEM4D_OK);
+        ck_assert_int_eq(mem4d_search_bound(s, MEM4D_LAYOUT_RECOMPUTE, 0, 0), MEM4D_OK);
+        ck_assert_int_eq(mem4d_search_bound(s, MEM4D_LAYOUT_DIST_OPT, 1, 1), MEM4D_OK);
+        ck_assert_int_eq(mem4d_search_bound(s, MEM4D_LAYOUT_MICRO_BATCH, 1, 8), MEM4D_OK);
+        mem4d_layout *out = NULL;
+        ck_assert_int_eq(mem4d_layout_new(&out), MEM4D_OK);
+        uint64_t seen = 0;
+        while (mem4d_search_next(s, out, NULL) == MEM4D_OK)
+            seen |= UINT64_C(1) << get(out, MEM4D_LAYOUT_MICRO_BATCH);
+        ck_assert_uint_eq(seen, 2 + 4 + 16); /* b 1, 2 and 4 */
+        mem4d_layout_free(out);
+        mem4d_search_free(s);
+    }
+    mem4d_layout_free(l);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
+/* A device on a softmax stack whose fit limit is each peak of `l` as `key`
+ * runs over [1, hi] in turn (threshold 100%): the solver's answer is brute
+ * force's at every one. Galloping once stopped at the first power of two
+ * that fell back and did not fit: llama2-7b at tp 4 with sequence
+ * parallelism on BigScience's fork (8 heads a rank, fused from micro-batch
+ * 4) answered 1 where 4 fits. */
+static void solver_matches_brute_force(const char *model, const char *stack, mem4d_layout *l,
+                                       mem4d_layout_param key, uint64_t hi)
+{
+    mem4d_model *m = tu_model(model);
+    mem4d_device *d = tu_device("h200-141");
+    ck_assert_int_eq(mem4d_device_set_str(d, "stack", stack), MEM4D_OK);
+    ck_assert_int_eq(mem4d_device_set(d, MEM4D_DEVICE_FULL_FIT_THRESHOLD_PPM, 1000000), MEM4D_OK);
+    mem4d_report *r = NULL;
+    ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
+    uint64_t *peak = calloc(hi + 1, sizeof *peak);
+    ck_assert_ptr_nonnull(peak);
+    for (uint64_t x = 1; x <= hi; x++) {
+        ck_assert_int_eq(mem4d_layout_set(l, key, x), MEM4D_OK);
+        if (mem4d_estimate(m, l, d, r) == MEM4D_OK)
+            peak[x] = mem4d_report_peak_bytes(r);
+    }
+    size_t wrong = 0, limits = 0;
+    for (uint64_t k = 1; k <= hi; k++) {
+        if (!peak[k])
+            continue;
+        ck_assert_int_eq(mem4d_device_set(d, MEM4D_DEVICE_MEMORY_BYTES, peak[k]), MEM4D_OK);
+        uint64_t want = 0, got = 0;
+        for (uint64_t x = 1; x <= hi; x++)
+            if (peak[x] && peak[x] <= peak[k])
+                want = x;
+        ck_assert_int_eq((key == MEM4D_LAYOUT_MICRO_BATCH ? mem4d_solve_max_micro_batch
+                                                           : mem4d_solve_max_seq_length)(m, l, d, &got),
+                         MEM4D_OK);
+        wrong += want < hi ? got != want : got < hi;
+        limits++;
+    }
+    ck_assert_uint_gt(limits, hi / 8);
+    ck_assert_msg(wrong == 0, "%zu of %zu limits answer other than brute force", wrong, limits);
+    free(peak);
+    mem4d_report_free(r);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+
+START_TEST(solve_brute_force_where_softmax_falls_back)
+{
+    mem4d_layout *l = tu_layout("world=8", "tp=4", "sp=1", "seq=2048", "flash_attn=0", NULL);
+    solver_matches_brute_force("llama2-7b", "megatron-deepspeed-bigscience-2022-02", l, MEM4D_LAYOUT_MICRO_BATCH, 64);
+    mem4d_layout_free(l);
+    /* Megatron-DeepSpeed (keys' batches per block): llama2-7b at tp 8, 4
+     * heads a rank, micro-batch 3, falls back below 129 keys and at every
+     * key count not a multiple of 4; bisection once answered 127 where 132
+     * fits. */
+    l = tu_layout("world=8", "tp=8", "sp=0", "mbs=3", "flash_attn=0", NULL);
+    solver_matches_brute_force("llama2-7b", "megatron-deepspeed", l, MEM4D_LAYOUT_SEQ_LENGTH, 400);
+    mem4d_layout_free(l);
+}
+END_TEST
+
 START_TEST(solve_min_gpus)
 {
     mem4d_model *m = tu_model("llama3.1-70b");
@@ -1277,6 +1391,8 @@ int main(void)
     tcase_add_test(tc, solve_max_micro_batch);
     tcase_add_test(tc, solve_max_seq_length);
     tcase_add_test(tc, solve_min_gpus);
+    tcase_add_test(tc, solve_where_softmax_falls_back);
+    tcase_add_test(tc, solve_brute_force_where_softmax_falls_back);
     tcase_add_test(tc, solve_best_layout);
     tcase_add_test(tc, tie_break_equivalent_first);
     suite_add_tcase(s, tc);
