@@ -118,6 +118,7 @@ enum { CLI_GROUP_MODEL = 1, CLI_GROUP_FORMAT = 2 };
 #define CLI_MAX_PENDING 32
 #define CLI_MAX_OPTIONS 96 /* rows of one option table; cli_run() refuses a longer table */
 #define CLI_MAX_SPECS 16
+#define CLI_MAX_LAYOUT_KEYS 256 /* flags of cli_args.layout_given; lib/private.h asserts the layout keys fit */
 #define CLI_MAX_LIST 64
 
 /* A model or device value waiting for its object. */
@@ -161,8 +162,9 @@ struct cli_args {
     /* given[i]: row i of the option table was on the command line. */
     bool given[CLI_MAX_OPTIONS];
     /* layout_given[k]: layout key k was set by its flag or by --set (cli_layout_given;
-     * room for the 87 keys of 0.2 and those appended after) */
-    bool layout_given[256];
+     * room for the 87 keys of 0.2 and those appended after, checked against
+     * the key count at compile time in lib/private.h) */
+    bool layout_given[CLI_MAX_LAYOUT_KEYS];
 };
 
 /* One subcommand. */
@@ -258,15 +260,18 @@ void cli_print_report(FILE *out, const mem4d_model *model, const mem4d_layout *l
                       const mem4d_device *device, const mem4d_report *report);
 
 /* The JSON object printed by `estimate --json`. */
-void cli_print_report_json(FILE *out, const mem4d_report *report, const mem4d_device *device);
+void cli_print_report_json(FILE *out, const mem4d_report *report, const mem4d_layout *layout,
+                           const mem4d_device *device);
 
 /* The report's speed figures as a JSON object keyed by mem4d_metric_name(),
  * with "mfu_peak" naming the peak MFU is taken against ("bf16" or "fp8"), or
  * null when it has none. */
-void cli_print_metrics_json(FILE *out, const mem4d_report *report, const mem4d_device *device);
+void cli_print_metrics_json(FILE *out, const mem4d_report *report, const mem4d_layout *layout,
+                            const mem4d_device *device);
 
-/* "fp8" when the report's MFU is against the device's fp8 peak, else "bf16". */
-const char *cli_mfu_peak_name(const mem4d_report *report, const mem4d_device *device);
+/* The precision whose peak MFU is taken against: "fp8" for an fp8 job on a
+ * device with an fp8 peak, else "bf16" (MEM4D_METRIC_MFU_PEAK_FLOPS's rule). */
+const char *cli_mfu_peak_name(const mem4d_layout *layout, const mem4d_device *device);
 
 /* Write a JSON string literal (quotes and escapes included). */
 void cli_json_string(FILE *out, const char *s);
