@@ -364,7 +364,7 @@ static void print_json(FILE *out, const struct cli_args *o, const mem4d_import *
         fputs("null", out);
     }
     fprintf(out, ", \"report\": ");
-    cli_print_report_json(out, report, device);
+    cli_print_report_json(out, report, layout, device);
     fprintf(out, "}\n");
 }
 

@@ -52,7 +52,7 @@ bool plan_rows_push(struct plan_rows *rs, const mem4d_layout *l, const mem4d_rep
         mem4d_report_metric(r, MEM4D_METRIC_TFLOPS_PER_GPU, &w->tflops);
         mem4d_report_metric(r, MEM4D_METRIC_MFU, &w->mfu);
         mem4d_report_metric(r, MEM4D_METRIC_MFU_PEAK_FLOPS, &w->mfu_peak_flops);
-        w->mfu_peak = cli_mfu_peak_name(r, dev);
+        w->mfu_peak = cli_mfu_peak_name(l, dev);
         mem4d_report_metric(r, MEM4D_METRIC_STEP_TIME_LOW_S, &w->step_lo);
         mem4d_report_metric(r, MEM4D_METRIC_STEP_TIME_HIGH_S, &w->step_hi);
         mem4d_report_metric(r, MEM4D_METRIC_TOKENS_PER_S_LOW, &w->tok_lo);

@@ -28,7 +28,8 @@ static double metric(const mem4d_report *r, mem4d_metric m)
 }
 
 /* Speed and where the step goes, when the report has them. */
-static void print_speed(FILE *out, const mem4d_report *r, const mem4d_device *dev, uint64_t world)
+static void print_speed(FILE *out, const mem4d_report *r, const mem4d_layout *layout, const mem4d_device *dev,
+                        uint64_t world)
 {
     double step;
     if (mem4d_report_metric(r, MEM4D_METRIC_STEP_TIME_S, &step) != MEM4D_OK) {
@@ -46,7 +47,7 @@ static void print_speed(FILE *out, const mem4d_report *r, const mem4d_device *de
             metric(r, MEM4D_METRIC_TOKENS_PER_S_LOW), metric(r, MEM4D_METRIC_TOKENS_PER_S_HIGH), tok / w,
             metric(r, MEM4D_METRIC_TFLOPS_PER_GPU), metric(r, MEM4D_METRIC_TFLOPS_PER_GPU_LOW),
             metric(r, MEM4D_METRIC_TFLOPS_PER_GPU_HIGH), 100 * metric(r, MEM4D_METRIC_MFU),
-            100 * metric(r, MEM4D_METRIC_MFU_LOW), 100 * metric(r, MEM4D_METRIC_MFU_HIGH), cli_mfu_peak_name(r, dev),
+            100 * metric(r, MEM4D_METRIC_MFU_LOW), 100 * metric(r, MEM4D_METRIC_MFU_HIGH), cli_mfu_peak_name(layout, dev),
             metric(r, MEM4D_METRIC_MFU_PEAK_FLOPS) / 1e12);
     fputs("band: where 90% of measured runs fell around the prediction (doc/perf.md, \"Uncertainty\")\n", out);
     static const struct {
@@ -126,7 +127,7 @@ void cli_print_report(FILE *out, const mem4d_model *model, const mem4d_layout *l
     uint64_t world = 0;
     mem4d_report_info(r, MEM4D_INFO_WORLD, &world);
     print_moments(out, r);
-    print_speed(out, r, device, world);
+    print_speed(out, r, layout, device, world);
     for (size_t i = 0; i < mem4d_report_warning_count(r); i++)
         fprintf(out, "warning: %s\n", cli_text(mem4d_report_warning(r, i)));
 }
@@ -149,18 +150,19 @@ void cli_json_string(FILE *out, const char *text)
         free(buf);
 }
 
-/* Which peak MFU is taken against: the fp8 one when the report's peak is the
- * device's fp8 peak (an fp8 job), else the bf16 one. */
-const char *cli_mfu_peak_name(const mem4d_report *r, const mem4d_device *dev)
+/* Which peak MFU is taken against: the precision the job runs in, as
+ * MEM4D_METRIC_MFU_PEAK_FLOPS takes it (lib/perf.c): fp8 for an fp8 job on
+ * a device that has an fp8 peak, else bf16. Not by comparing the peaks: a
+ * device whose fp8 peak equals its bf16 one would name a bf16 job's "fp8". */
+const char *cli_mfu_peak_name(const mem4d_layout *layout, const mem4d_device *dev)
 {
-    uint64_t fp8 = 0;
-    mem4d_device_get(dev, MEM4D_DEVICE_PEAK_FP8_FLOPS, &fp8);
-    return fp8 && metric(r, MEM4D_METRIC_MFU_PEAK_FLOPS) == (double)fp8 && metric(r, MEM4D_METRIC_MFU_PEAK_FLOPS) > 0
-               ? "fp8"
-               : "bf16";
+    uint64_t fp8 = 0, peak = 0;
+    mem4d_layout_get(layout, MEM4D_LAYOUT_FP8, &fp8);
+    mem4d_device_get(dev, MEM4D_DEVICE_PEAK_FP8_FLOPS, &peak);
+    return fp8 && peak ? "fp8" : "bf16";
 }
 
-void cli_print_metrics_json(FILE *out, const mem4d_report *r, const mem4d_device *dev)
+void cli_print_metrics_json(FILE *out, const mem4d_report *r, const mem4d_layout *layout, const mem4d_device *dev)
 {
     double v;
     if (mem4d_report_metric(r, MEM4D_METRIC_STEP_TIME_S, &v) != MEM4D_OK) {
@@ -172,10 +174,10 @@ void cli_print_metrics_json(FILE *out, const mem4d_report *r, const mem4d_device
         mem4d_report_metric(r, (mem4d_metric)i, &v);
         fprintf(out, "%s\"%s\": %.9g", i ? ", " : "", mem4d_metric_name((mem4d_metric)i), v);
     }
-    fprintf(out, ", \"mfu_peak\": \"%s\"}", cli_mfu_peak_name(r, dev));
+    fprintf(out, ", \"mfu_peak\": \"%s\"}", cli_mfu_peak_name(layout, dev));
 }
 
-void cli_print_report_json(FILE *out, const mem4d_report *r, const mem4d_device *dev)
+void cli_print_report_json(FILE *out, const mem4d_report *r, const mem4d_layout *layout, const mem4d_device *dev)
 {
     static const mem4d_term terms[] = {MEM4D_TERM_WEIGHTS, MEM4D_TERM_GRADIENTS, MEM4D_TERM_OPTIMIZER,
                                        MEM4D_TERM_ACTIVATIONS, MEM4D_TERM_OVERHEAD, MEM4D_TERM_TOTAL,
@@ -206,6 +208,6 @@ void cli_print_report_json(FILE *out, const mem4d_report *r, const mem4d_device 
     uint64_t params = 0;
     mem4d_report_info(r, MEM4D_INFO_MODEL_PARAMS, &params);
     fprintf(out, "], \"%s\": %llu, \"speed\": ", mem4d_info_name(MEM4D_INFO_MODEL_PARAMS), (unsigned long long)params);
-    cli_print_metrics_json(out, r, dev);
+    cli_print_metrics_json(out, r, layout, dev);
     fprintf(out, "}\n");
 }

@@ -138,6 +138,13 @@ class Estimate(unittest.TestCase):
         self.assertEqual(fp8['mfu_peak'], 'fp8')
         self.assertEqual(fp8['mfu_peak_flops'], 1978.9e12)
         self.assertAlmostEqual(fp8['mfu'], fp8['tflops_per_gpu'] * 1e12 / 1978.9e12, places=7)
+        # The name is the job's precision, not a comparison of peaks: on a
+        # device whose fp8 peak equals its bf16 one a bf16 job was "fp8".
+        same = job + ['--device-set', 'peak_fp8_flops=989400000000000']
+        for extra, name in (([], 'bf16'), (['--set', 'fp8=1'], 'fp8')):
+            sp_same = json.loads(run('estimate', *same, *extra, '--json').stdout)['speed']
+            self.assertEqual((sp_same['mfu_peak'], sp_same['mfu_peak_flops']), (name, 989.4e12), extra)
+            self.assertIn('of the %s peak 989 TFLOP/s' % name, run('estimate', *same, *extra).stdout)
         text = run('estimate', *job).stdout
         self.assertIn('%.0f tokens/s (%.0f-%.0f;' % (sp['tokens_per_s'], sp['tokens_per_s_low'],
                                                      sp['tokens_per_s_high']), text)
