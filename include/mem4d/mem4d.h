@@ -2207,6 +2207,11 @@ MEM4D_API int mem4d_search_varies(mem4d_layout_param key);
 /**
  * Largest micro-batch size with which @p layout still fits (verdict "fits").
  * Every other setting is kept; the global batch, when set, must stay divisible.
+ * Where the device's stack has a fused softmax that declines some shapes
+ * (flash attention off), memory is not monotone in the micro-batch (a
+ * fused larger one can need less than a fallen-back smaller one): a
+ * fallen-back one that does not fit does not end the search (doc/perf.md,
+ * "The search").
  * @param model The model.
  * @param layout The layout (its micro-batch is ignored).
  * @param device The device.
@@ -2219,7 +2224,8 @@ MEM4D_API mem4d_status mem4d_solve_max_micro_batch(const mem4d_model *model, con
 
 /**
  * Longest sequence (a multiple of the layout's divisibility rules) with
- * which @p layout still fits.
+ * which @p layout still fits; a key count the stack's fused softmax
+ * declines is taken as in mem4d_solve_max_micro_batch().
  * @param model The model.
  * @param layout The layout (its sequence length is ignored).
  * @param device The device.

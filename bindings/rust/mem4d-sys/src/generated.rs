@@ -1405,14 +1405,18 @@ extern "C" {
     /// layout.
     pub fn mem4d_search_varies(key: mem4d_layout_param) -> c_int;
     /// Largest micro-batch size with which layout still fits (verdict "fits"). Every other setting is kept; the global
-    /// batch, when set, must stay divisible.
+    /// batch, when set, must stay divisible. Where the device's stack has a fused softmax that declines some shapes
+    /// (flash attention off), memory is not monotone in the micro-batch (a fused larger one can need less than a
+    /// fallen-back smaller one): a fallen-back one that does not fit does not end the search (doc/perf.md, "The
+    /// search").
     pub fn mem4d_solve_max_micro_batch(
         model: *const mem4d_model,
         layout: *const mem4d_layout,
         device: *const mem4d_device,
         mbs: *mut u64,
     ) -> mem4d_status;
-    /// Longest sequence (a multiple of the layout's divisibility rules) with which layout still fits.
+    /// Longest sequence (a multiple of the layout's divisibility rules) with which layout still fits; a key count the
+    /// stack's fused softmax declines is taken as in mem4d_solve_max_micro_batch().
     pub fn mem4d_solve_max_seq_length(
         model: *const mem4d_model,
         layout: *const mem4d_layout,
