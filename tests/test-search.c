@@ -346,11 +346,7 @@ START_TEST(complete_on_softmax_stack)
     mem4d_layout *base = tu_layout("world=8", "seq=4096", "gbs=16", NULL), *l = tu_layout("world=8", "tp=8", "seq=4096", "gbs=16", NULL);
     mem4d_device *d = tu_device("h100-80"), *mid = tu_device("h100-80");
     ck_assert_int_eq(mem4d_device_set_str(d, "stack", "megatron-deepspeed"), MEM4D_OK);
-    mem4d_report *r = NULL, *rm = NULL;
-    ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
-    ck_assert_int_eq(mem4d_report_new(&rm), MEM4D_OK);
-    ck_assert_msg(mem4d_estimate(m, l, d, r) == MEM4D_OK, "%s", mem4d_report_message(r));
-    ck_assert_msg(mem4d_estimate(m, l, mid, rm) == MEM4D_OK, "%s", mem4d_report_message(rm));
+    mem4d_report *r = tu_estimate(m, l, d), *rm = tu_estimate(m, l, mid);
     uint64_t a = 0, am = 0;
     ck_assert_int_eq(mem4d_report_get(r, 0, MEM4D_TERM_ACTIVATIONS, &a), MEM4D_OK);
     ck_assert_int_eq(mem4d_report_get(rm, 0, MEM4D_TERM_ACTIVATIONS, &am), MEM4D_OK);
@@ -410,9 +406,7 @@ START_TEST(complete_with_mfu_above_the_peak)
     ck_assert_int_eq(mem4d_device_set_str(d, "matmul_efficiency_ppm", "1000000"), MEM4D_OK);
     ck_assert_int_eq(mem4d_device_set_str(d, "attention_efficiency_ppm", "1000000"), MEM4D_OK);
     mem4d_layout *l = tu_layout("world=8", "cp=8", "seq=131072", "gbs=8", "mbs=1", NULL);
-    mem4d_report *r = NULL;
-    ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
-    ck_assert_msg(mem4d_estimate(m, l, d, r) == MEM4D_OK, "%s", mem4d_report_message(r));
+    mem4d_report *r = tu_estimate(m, l, d);
     double mfu = 0;
     ck_assert_int_eq(mem4d_report_metric(r, MEM4D_METRIC_MFU, &mfu), MEM4D_OK);
     ck_assert_msg(mfu > 1 && mem4d_report_warning_count(r) > 0, "%g", mfu);
