@@ -1905,8 +1905,9 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
         double gshare = work > 0 ? (lin + bt->lin_bwd + egemm) / work : 0;
         double lost = beside_cost(&pg->mc, gshare, 1 / pg->moe.sm_keep - 1);
         u.layer_ep = m4d_moe_exposed(x, &mt, u.layer_fwd, u.layer_bwd, mlp, pf, lost) * ho.moe_share;
-        /* the GPU waiting for the host (lib/perf_moe.c), counted with the router's launches */
-        double host = m4d_moe_host(x, &pg->moe, u.layer_fwd, u.layer_bwd, u.layer_ep + u.layer_tp, pf) * ho.moe_share;
+        /* the GPU waiting for the host (lib/perf_moe.c), counted with the router's launches;
+         * the GPU's side is its work and every exposed collective (TP, CP's ring, EP), as in EAGER_HOST */
+        double host = m4d_moe_host(x, &pg->moe, u.layer_fwd, u.layer_bwd, u.layer_ep + u.layer_tp + u.layer_cp, pf) * ho.moe_share;
         u.layer_compute += host;
         u.layer_host += host;
         u.layer_router += host;
