@@ -273,6 +273,10 @@ void cli_print_metrics_json(FILE *out, const mem4d_report *report, const mem4d_l
  * device with an fp8 peak, else "bf16" (MEM4D_METRIC_MFU_PEAK_FLOPS's rule). */
 const char *cli_mfu_peak_name(const mem4d_layout *layout, const mem4d_device *device);
 
+/* The attention kernel the report's job runs (MEM4D_INFO_ATTENTION_KERNEL):
+ * its attention_kernel name, "fa3" ... "unfused" (softmax attention). */
+const char *cli_attention_kernel(const mem4d_report *report);
+
 /* Write a JSON string literal (quotes and escapes included). */
 void cli_json_string(FILE *out, const char *s);
 

@@ -43,7 +43,9 @@ bool plan_rows_push(struct plan_rows *rs, const mem4d_layout *l, const mem4d_rep
         .ep = lget(l, MEM4D_LAYOUT_EP), .etp = lget(l, MEM4D_LAYOUT_ETP), .dispatcher = lget(l, MEM4D_LAYOUT_MOE_DISPATCHER),
         .first = lget(l, MEM4D_LAYOUT_FIRST_STAGE_LAYERS), .last = lget(l, MEM4D_LAYOUT_LAST_STAGE_LAYERS),
         .device = mem4d_report_device_bytes(r), .verdict = mem4d_report_verdict(r),
+        .attention = cli_attention_kernel(r),
     };
+    mem4d_report_info(r, MEM4D_INFO_SOFTMAX_FALLBACK, &w->softmax_fallback);
     mem4d_report_get(r, mem4d_report_peak_stage(r), MEM4D_TERM_PEAK_ALLOCATED, &w->allocated);
     mem4d_report_get(r, mem4d_report_peak_stage(r), MEM4D_TERM_PEAK_RESERVED, &w->reserved);
     w->metrics = mem4d_report_metric(r, MEM4D_METRIC_STEP_TIME_S, &w->step) == MEM4D_OK;
@@ -201,7 +203,9 @@ void plan_print_json(FILE *out, const struct plan_rows *rs, size_t n)
             cli_json_string(out, w->mfu_peak);
         else
             fputs("null", out);
-        fprintf(out, ", \"equivalent_to_fastest\": %s", w->equivalent ? "true" : "false");
+        fprintf(out, ", \"equivalent_to_fastest\": %s, \"attention_kernel\": ", w->equivalent ? "true" : "false");
+        cli_json_string(out, w->attention);
+        fprintf(out, ", \"softmax_fallback\": %s", w->softmax_fallback ? "true" : "false");
         for (size_t k = 0; k < sizeof plan_parts / sizeof plan_parts[0]; k++) {
             fprintf(out, ", \"%s\": ", mem4d_metric_name(plan_parts[k]));
             json_number(out, w->metrics, w->part[k]);

@@ -20,6 +20,8 @@ struct plan_row {
     mem4d_verdict verdict;
     bool metrics;
     bool equivalent; /* its speed band overlaps the fastest's (the search's tie-break) */
+    const char *attention; /* the attention kernel that runs: cli_attention_kernel() */
+    uint64_t softmax_fallback; /* MEM4D_INFO_SOFTMAX_FALLBACK */
     double step, tokens, tflops, mfu, mfu_peak_flops;
     const char *mfu_peak; /* "bf16" or "fp8": cli_mfu_peak_name() */
     double step_lo, step_hi, tok_lo, tok_hi; /* the speed band */

@@ -73,6 +73,40 @@ static void print_speed(FILE *out, const mem4d_report *r, const mem4d_layout *la
                 metric(r, MEM4D_METRIC_EP_COMM_S));
 }
 
+const char *cli_attention_kernel(const mem4d_report *r)
+{
+    uint64_t k = 0;
+    mem4d_report_info(r, MEM4D_INFO_ATTENTION_KERNEL, &k);
+    const char *name = mem4d_device_value_name(MEM4D_DEVICE_ATTENTION_KERNEL, k);
+    return name ? name : "unknown";
+}
+
+/* Which attention the job runs, as the memory and the step time take it:
+ * fused (flash) attention and its kernel, or softmax attention and whether
+ * the stack's fused softmax takes the shape. */
+static void print_attention(FILE *out, const mem4d_report *r, const mem4d_model *model, const mem4d_layout *layout)
+{
+    uint64_t fallback = 0, s = 0, b = 0, a = 0, t = 1;
+    mem4d_report_info(r, MEM4D_INFO_SOFTMAX_FALLBACK, &fallback);
+    const char *k = cli_attention_kernel(r);
+    if (strcmp(k, "unfused") != 0) {
+        fprintf(out, "attention: fused (flash) attention, kernel %s\n", k);
+        return;
+    }
+    if (!fallback) {
+        fputs("attention: softmax attention over the s x s scores (kernel unfused), the stack's fused softmax\n", out);
+        return;
+    }
+    mem4d_layout_get(layout, MEM4D_LAYOUT_SEQ_LENGTH, &s);
+    mem4d_layout_get(layout, MEM4D_LAYOUT_MICRO_BATCH, &b);
+    mem4d_layout_get(layout, MEM4D_LAYOUT_TP, &t);
+    mem4d_model_get(model, MEM4D_MODEL_NUM_HEADS, &a);
+    fprintf(out, "attention: softmax attention over the s x s scores (kernel unfused); the stack's fused softmax "
+                 "declines sequence %llu, micro-batch %llu, %llu heads per rank, so PyTorch's fp32 softmax runs "
+                 "(more memory and HBM traffic)\n",
+            (unsigned long long)s, (unsigned long long)b, (unsigned long long)(t ? a / t : a));
+}
+
 /* The model's size and the moment each stage peaks at, consecutive stages
  * of one moment as a range: "stages 0-2 forward_backward". */
 static void print_moments(FILE *out, const mem4d_report *r)
@@ -127,6 +161,7 @@ void cli_print_report(FILE *out, const mem4d_model *model, const mem4d_layout *l
     uint64_t world = 0;
     mem4d_report_info(r, MEM4D_INFO_WORLD, &world);
     print_moments(out, r);
+    print_attention(out, r, model, layout);
     print_speed(out, r, layout, device, world);
     for (size_t i = 0; i < mem4d_report_warning_count(r); i++)
         fprintf(out, "warning: %s\n", cli_text(mem4d_report_warning(r, i)));
@@ -207,7 +242,13 @@ void cli_print_report_json(FILE *out, const mem4d_report *r, const mem4d_layout 
     }
     uint64_t params = 0;
     mem4d_report_info(r, MEM4D_INFO_MODEL_PARAMS, &params);
-    fprintf(out, "], \"%s\": %llu, \"speed\": ", mem4d_info_name(MEM4D_INFO_MODEL_PARAMS), (unsigned long long)params);
+    uint64_t fallback = 0;
+    mem4d_report_info(r, MEM4D_INFO_SOFTMAX_FALLBACK, &fallback);
+    fprintf(out, "], \"%s\": %llu, \"%s\": ", mem4d_info_name(MEM4D_INFO_MODEL_PARAMS), (unsigned long long)params,
+            mem4d_info_name(MEM4D_INFO_ATTENTION_KERNEL));
+    cli_json_string(out, cli_attention_kernel(r));
+    fprintf(out, ", \"%s\": %s, \"speed\": ", mem4d_info_name(MEM4D_INFO_SOFTMAX_FALLBACK),
+            fallback ? "true" : "false");
     cli_print_metrics_json(out, r, layout, dev);
     fprintf(out, "}\n");
 }

@@ -92,6 +92,8 @@ const char *mem4d_info_name(mem4d_info info)
         [MEM4D_INFO_PADDED_VOCAB] = "padded_vocab",
         [MEM4D_INFO_MODEL_PARAMS] = "model_params",
         [MEM4D_INFO_PROCESS_GROUPS] = "process_groups",
+        [MEM4D_INFO_ATTENTION_KERNEL] = "attention_kernel",
+        [MEM4D_INFO_SOFTMAX_FALLBACK] = "softmax_fallback",
     };
     M4D_TABLE_ROWS(names, M4D_NINFO);
     return (unsigned)info < M4D_NINFO ? names[info] : NULL;

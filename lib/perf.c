@@ -369,10 +369,30 @@ bool m4d_attention_fused(const mem4d_layout *l, const mem4d_device *dev)
     return (ak ? ak : stack_of(dev)->attn) != ATTN_UNFUSED;
 }
 
+/* The kernel (ATTN_KERNELS' index) a job whose attention is fused or not
+ * (m4d_attention_fused()) runs: softmax attention the unfused kernel, a
+ * fused job the device's kernel, else its stack's, else FlashAttention-2;
+ * FlashAttention-3 where the key names none the table knows. */
+static uint64_t attention_kernel(const mem4d_device *dev, bool flash)
+{
+    const struct stack *st = stack_of(dev);
+    uint64_t ak = dev->v[MEM4D_DEVICE_ATTENTION_KERNEL] ? dev->v[MEM4D_DEVICE_ATTENTION_KERNEL] : st->attn;
+    if (!flash)
+        return ATTN_UNFUSED;
+    if (ak == ATTN_UNFUSED) /* a fused job on a kernel that is not */
+        ak = st->attn != ATTN_UNFUSED ? st->attn : ATTN_FA2;
+    return ak < sizeof ATTN_KERNELS / sizeof ATTN_KERNELS[0] && ATTN_KERNELS[ak].work != 0 ? ak : 2;
+}
+
 void m4d_ctx_device(struct m4d_ctx *x, const mem4d_layout *l, const mem4d_device *dev)
 {
     x->flash = m4d_attention_fused(l, dev);
     x->softmax = stack_of(dev)->softmax;
+    /* MEM4D_INFO_ATTENTION_KERNEL: the kernel that runs, FlashAttention-2
+     * for FlashAttention-3 on a device without an fp8 peak (no FA3 there,
+     * machine_of()'s Ampere rates) */
+    uint64_t ak = attention_kernel(dev, x->flash);
+    x->attn_kernel = ak == 2 && dev->v[MEM4D_DEVICE_PEAK_FP8_FLOPS] == 0 ? ATTN_FA2 : ak;
 }
 
 /* nanotron's ZeRO-1 with fp32 gradient accumulation (the only ZeRO it
@@ -969,14 +989,8 @@ static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device
      * kernel, else its stack's, else FlashAttention-2. */
     const struct stack *st = stack_of(dev);
     bool hopper = dv[MEM4D_DEVICE_PEAK_FP8_FLOPS] != 0;
-    uint64_t ak = dv[MEM4D_DEVICE_ATTENTION_KERNEL] ? dv[MEM4D_DEVICE_ATTENTION_KERNEL] : st->attn;
-    if (!x->flash)
-        ak = ATTN_UNFUSED;
-    else if (ak == ATTN_UNFUSED) /* a fused job on a kernel that is not */
-        ak = st->attn != ATTN_UNFUSED ? st->attn : ATTN_FA2;
+    uint64_t ak = attention_kernel(dev, x->flash);
     uint64_t gl = dv[MEM4D_DEVICE_GEMM_LIBRARY] ? dv[MEM4D_DEVICE_GEMM_LIBRARY] : st->gemm;
-    if (ak >= sizeof ATTN_KERNELS / sizeof ATTN_KERNELS[0] || ATTN_KERNELS[ak].work == 0)
-        ak = 2;
     double af = ATTN_KERNELS[ak].fwd, ab = ATTN_KERNELS[ak].bwd;
     if (!hopper && ak != 5) /* Ampere: every flash kernel is FlashAttention-2's generation */
         af = ab = 1;

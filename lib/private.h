@@ -37,8 +37,8 @@ _Static_assert(M4D_LAYOUT_NPARAM <= 256, "cli_args.layout_given (cli/cli.h) has 
 M4D_ENUM_COUNT(M4D_DEVICE_NPARAM, MEM4D_DEVICE_PYTORCH_FSDP);
 #define M4D_NTERMS 15
 M4D_ENUM_COUNT(M4D_NTERMS, MEM4D_TERM_PEAK_MOMENT);
-#define M4D_NINFO 6
-M4D_ENUM_COUNT(M4D_NINFO, MEM4D_INFO_PROCESS_GROUPS);
+#define M4D_NINFO 8
+M4D_ENUM_COUNT(M4D_NINFO, MEM4D_INFO_SOFTMAX_FALLBACK);
 #define M4D_NMETRICS 26
 M4D_ENUM_COUNT(M4D_NMETRICS, MEM4D_METRIC_STRAGGLER_S);
 #define M4D_NSEARCH_OPTIONS 6
@@ -345,6 +345,7 @@ struct m4d_ctx {
     uint64_t ag_bucket, prefetch, max_live, offload; /* DeepSpeed; 0 = its default */
     /* the device's software stack, what the memory model reads of it (m4d_ctx_device(), after m4d_resolve()) */
     struct m4d_softmax_rule softmax;   /* its fused softmax's shapes: where it declines, PyTorch's fp32 softmax keeps more */
+    uint64_t attn_kernel;              /* the attention kernel that runs (MEM4D_INFO_ATTENTION_KERNEL; 5: softmax) */
 };
 
 /* Does PyTorch's fp32 softmax run in place of the stack's fused one at
@@ -1168,8 +1169,10 @@ uint64_t m4d_perf_effective(const mem4d_device *dev, mem4d_device_param key);
  * (c) the default stack's kernel is fused, flash_attn's default 1. */
 bool m4d_attention_fused(const mem4d_layout *l, const mem4d_device *dev);
 /* What the device decides of the job, onto a context m4d_resolve() filled:
- * its attention (m4d_ctx.flash, m4d_attention_fused()) and its stack's
- * fused-softmax rule (m4d_ctx.softmax). estimate.c and search.c call it. */
+ * its attention (m4d_ctx.flash, m4d_attention_fused()), the kernel that
+ * runs it (m4d_ctx.attn_kernel, the report's MEM4D_INFO_ATTENTION_KERNEL)
+ * and its stack's fused-softmax rule (m4d_ctx.softmax). estimate.c,
+ * search.c and solve.c call it. */
 void m4d_ctx_device(struct m4d_ctx *x, const mem4d_layout *l, const mem4d_device *dev);
 /* The band between layouts of one job (doc/perf.md, "Uncertainty"): the
  * device's own speed_band_*_ppm where set, else the calibrated series band. */

@@ -89,6 +89,17 @@ peak = doc["report"]["peak_bytes"]
 expect("json world", doc["world_size"], 8, out, err)
 expect("json has no proposal for a job that fits", doc["proposal"] if rc == 0 else None, None, out, err)
 
+# Which attention the job runs: the stack's kernel where the arguments leave it
+# to Transformer Engine, softmax attention for --attention-backend unfused, as
+# the text and --json say.
+expect("json attention kernel", (doc["report"]["attention_kernel"], doc["report"]["softmax_fallback"]),
+       ("cudnn", False), out, err)
+rc, out, err = check(["--world-size", "8", "--json"], llama3 + ["--attention-backend", "unfused"])
+doc = json.loads(out)
+expect("json softmax attention of --attention-backend unfused", doc["report"]["attention_kernel"], "unfused", out, err)
+rc, out, err = check(["--world-size", "8"], llama3 + ["--transformer-impl", "local", "--use-flash-attn"])
+expect_in("text names the flash kernel", "attention: fused (flash) attention, kernel", out)
+
 # Out of memory: a GPU far smaller than the peak.
 small = "%.3f" % (peak / 2 / GIB)
 rc, out, err = check(["--world-size", "8", "--gpu-memory-gib", small], llama3)

@@ -307,6 +307,45 @@ class Estimate(unittest.TestCase):
         one_error_line(self, run('estimate', *job, '--set', 'mode=paper', *ds), 'paper mode does not model softmax')
         self.assertEqual(run('estimate', *job, '--set', 'mode=paper', '--set', 'flash_attn=1', *ds).returncode, 0)
 
+    def test_report_says_which_attention_ran(self):
+        # Which attention a job runs was decided (the layout's flash_attn where
+        # set, else the device's kernel, else its stack's; the stack's fused
+        # softmax declining a shape) but not shown: a layout leaving flash_attn
+        # unset reads 1 on megatron-deepspeed, which runs softmax attention.
+        # The text and --json now say the kernel and the softmax that ran.
+        job = ['--model', 'llama3.1-8b', '--gpu', 'h100-80', '--tp', '2', '--world', '8', '--mbs', '1',
+               '--gbs', '64']
+
+        def attention(*extra):
+            p = run('estimate', *job, *extra, '--json')
+            self.assertEqual(p.returncode, 0, p.stderr)
+            doc = json.loads(p.stdout)
+            text = run('estimate', *job, *extra)
+            self.assertEqual(text.returncode, 0, text.stderr)
+            line = [ln for ln in text.stdout.splitlines() if ln.startswith('attention: ')]
+            self.assertEqual(len(line), 1, text.stdout)
+            return doc['attention_kernel'], doc['softmax_fallback'], line[0]
+        kernel, fallback, line = attention('--seq', '8192')  # the default stack's kernel, cuDNN's
+        self.assertEqual((kernel, fallback), ('cudnn', False))
+        self.assertIn('fused (flash) attention, kernel cudnn', line)
+        self.assertEqual(attention('--seq', '8192', '--device-set', 'attention_kernel=fa3')[:2], ('fa3', False))
+        self.assertEqual(attention('--seq', '8192', '--gpu', 'a100-80', '--device-set', 'attention_kernel=fa3')[:2],
+                         ('fa2', False))  # no FlashAttention-3 on an A100
+        ds = ('--device-set', 'stack=megatron-deepspeed')
+        kernel, fallback, line = attention('--seq', '2048', *ds)
+        self.assertEqual((kernel, fallback), ('unfused', False))
+        self.assertIn("softmax attention over the s x s scores (kernel unfused), the stack's fused softmax", line)
+        kernel, fallback, line = attention('--seq', '4096', *ds)  # beyond its fused softmax's 2048 keys
+        self.assertEqual((kernel, fallback), ('unfused', True))
+        self.assertIn("PyTorch's fp32 softmax runs", line)
+        self.assertEqual(attention('--seq', '2048', '--set', 'flash_attn=1', *ds)[:2], ('fa2', False))
+        # BigScience's fork of 2022-02 tests the heads a rank (8 at tp 4): micro-batch 1 falls back, 4 does not
+        bs = ('--tp', '4', '--seq', '2048', '--device-set', 'stack=megatron-deepspeed-bigscience-2022-02')
+        kernel, fallback, line = attention(*bs)
+        self.assertEqual((kernel, fallback), ('unfused', True))
+        self.assertIn('declines sequence 2048, micro-batch 1, 8 heads per rank', line)
+        self.assertEqual(attention(*bs, '--mbs', '4')[:2], ('unfused', False))
+
     def test_float8_job_timed_in_bf16_is_said(self):
         # torchtitan's float8 (torchao) changes no memory, and the step time
         # has no float8 GEMMs: a float8 job printed the bf16 job's step and

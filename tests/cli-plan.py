@@ -55,6 +55,12 @@ for r in rows:
     check(r["tp"] * r["cp"] <= 8, "t*c crosses a node by default")
     # full mode's verdict: fits within full_fit_threshold_ppm (85%) of memory
     check(r["peak_bytes"] <= 0.85 * r["device_bytes"], "fits above 85%")
+    check(r["attention_kernel"] == "cudnn" and r["softmax_fallback"] is False, f"attention of {r}")
+# Which attention each row runs: on BigScience's fork of 2022-02 (softmax attention)
+# the fused softmax declines some micro-batches and heads a rank and not others.
+bs = plan_json("--top", "0", "--all", "--device-set", "stack=megatron-deepspeed-bigscience-2022-02", "--seq", "2048")
+check({r["attention_kernel"] for r in bs} == {"unfused"}, "softmax attention on BigScience's stack")
+check({r["softmax_fallback"] for r in bs} == {False, True}, "the fallback varies with the row's shape")
 # Fastest first, but those equivalent to the fastest (bands overlapping its band) lead, by
 # fewer model-parallel GPUs, then step time; then the rest by step time.
 eq = [r for r in rows if r["equivalent_to_fastest"]]

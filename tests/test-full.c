@@ -1423,6 +1423,12 @@ START_TEST(fused_softmax_fallback_memory)
             same_except(r[b][1], r[b][0], BIT(MEM4D_TERM_ACTIVATIONS));
             same_except(r[b][1], r[b][2], 0);
         }
+        /* the report says which softmax ran: PyTorch's only for BigScience's micro-batch 1 */
+        for (int b = 0; b < 2; b++)
+            for (int k = 0; k < 3; k++) {
+                ck_assert_uint_eq(info(r[b][k], MEM4D_INFO_ATTENTION_KERNEL), 5);
+                ck_assert_uint_eq(info(r[b][k], MEM4D_INFO_SOFTMAX_FALLBACK), b == 0 && k == 0);
+            }
         ck_assert_uint_eq(get(r[0][1], 1, MEM4D_TERM_IN_FLIGHT) * get(r[0][1], 1, MEM4D_TERM_LAYERS), 66);
         uint64_t extra = get(r[0][0], 1, MEM4D_TERM_ACTIVATIONS) - get(r[0][1], 1, MEM4D_TERM_ACTIVATIONS);
         ck_assert_msg(extra == (cases[i].kept * (7 - 5) + (8 - 4)) * scores, "%s: %llu", cases[i].rc,
@@ -1463,6 +1469,9 @@ START_TEST(fused_softmax_causal_limit)
             ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
             ck_assert_msg(mem4d_estimate(m, l, d, r) == MEM4D_OK, "%s", mem4d_report_message(r));
             act[i][k] = get(r, 1, MEM4D_TERM_ACTIVATIONS);
+            /* what ran: softmax attention, PyTorch's softmax at 4096 keys on the stacks with the rule */
+            ck_assert_uint_eq(info(r, MEM4D_INFO_ATTENTION_KERNEL), 5);
+            ck_assert_uint_eq(info(r, MEM4D_INFO_SOFTMAX_FALLBACK), i == 1 && k < 2);
             mem4d_report_free(r);
             mem4d_layout_free(l);
             mem4d_device_free(d);
@@ -1516,6 +1525,19 @@ START_TEST(attention_kind_one_owner)
         mem4d_report *one = attention_job(m, "stack", stacks[i], "flash_attn=1", &t_one);
         same_except(def, zero, 0);
         ck_assert_msg(t_def == t_zero, "%s: %g s against %g s", stacks[i], t_def, t_zero);
+        /* the report says what ran where the layout's getter reads flash_attn's default 1:
+         * softmax attention, PyTorch's softmax where BigScience's fork declines 8 heads a
+         * rank at micro-batch 1; flash_attn 1 set runs FlashAttention-2 */
+        uint64_t flash = 0;
+        mem4d_layout *unset = tu_layout(NULL);
+        ck_assert_int_eq(mem4d_layout_get(unset, MEM4D_LAYOUT_FLASH_ATTN, &flash), MEM4D_OK);
+        ck_assert_uint_eq(flash, 1);
+        mem4d_layout_free(unset);
+        ck_assert_uint_eq(info(def, MEM4D_INFO_ATTENTION_KERNEL), 5);
+        ck_assert_uint_eq(info(def, MEM4D_INFO_SOFTMAX_FALLBACK), i == 2);
+        ck_assert_uint_eq(info(zero, MEM4D_INFO_SOFTMAX_FALLBACK), i == 2);
+        ck_assert_uint_eq(info(one, MEM4D_INFO_ATTENTION_KERNEL), 1);
+        ck_assert_uint_eq(info(one, MEM4D_INFO_SOFTMAX_FALLBACK), 0);
         /* the scores: 11 in-flight micro-batches of 6 layers on stage 1, at 4 bytes or more each */
         ck_assert_uint_ge(get(def, 1, MEM4D_TERM_ACTIVATIONS), get(mid, 1, MEM4D_TERM_ACTIVATIONS) + 66 * 4 * scores);
         same_except(one, mid, 0);
@@ -1531,10 +1553,74 @@ START_TEST(attention_kind_one_owner)
     mem4d_report *fa2 = attention_job(m, "attention_kernel", "fa2", "flash_attn=0", &t_zero);
     same_except(fa2, mid0, 0);
     ck_assert(t_zero == t_mid0);
+    /* the middle stack's kernel, cuDNN's; softmax where the kernel or the layout says so, a
+     * stack without a fused-softmax rule never falling back */
+    ck_assert_uint_eq(info(mid, MEM4D_INFO_ATTENTION_KERNEL), 3);
+    ck_assert_uint_eq(info(unf, MEM4D_INFO_ATTENTION_KERNEL), 5);
+    ck_assert_uint_eq(info(fa2, MEM4D_INFO_ATTENTION_KERNEL), 5);
+    ck_assert_uint_eq(info(mid0, MEM4D_INFO_SOFTMAX_FALLBACK), 0);
     mem4d_report_free(fa2);
     mem4d_report_free(unf);
     mem4d_report_free(mid0);
     mem4d_report_free(mid);
+    mem4d_model_free(m);
+}
+END_TEST
+
+/* MEM4D_INFO_ATTENTION_KERNEL names the kernel that runs: the device's
+ * where set, else its stack's (the middle stack's cuDNN), FlashAttention-2
+ * for FlashAttention-3 asked of an A100 (no fp8 peak, no FA3 there). A
+ * search's reports say what an estimate of the layout it yields says, the
+ * fused softmax's fallback varying with the micro-batch it searches. */
+START_TEST(attention_kernel_is_what_runs)
+{
+    mem4d_model *m = tu_model("llama3.1-8b");
+    const struct {
+        const char *gpu, *kernel;
+        uint64_t runs;
+    } cases[] = {{"h100-80", NULL, 3},   {"h100-80", "fa3", 2}, {"a100-80", "fa3", 1},  {"a100-80", "sdpa", 4},
+                 {"h100-80", "triton", 6}, {"a100-80", "unfused", 5}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        mem4d_device *d = tu_device(cases[i].gpu);
+        if (cases[i].kernel)
+            ck_assert_int_eq(mem4d_device_set_str(d, "attention_kernel", cases[i].kernel), MEM4D_OK);
+        mem4d_layout *l = tu_layout("tp=8", "dp=1", "seq=2048", "gbs=8", NULL);
+        mem4d_report *r = tu_estimate(m, l, d);
+        ck_assert_msg(info(r, MEM4D_INFO_ATTENTION_KERNEL) == cases[i].runs, "%s %s: %llu", cases[i].gpu,
+                      cases[i].kernel ? cases[i].kernel : "auto",
+                      (unsigned long long)info(r, MEM4D_INFO_ATTENTION_KERNEL));
+        ck_assert_uint_eq(info(r, MEM4D_INFO_SOFTMAX_FALLBACK), 0);
+        mem4d_report_free(r);
+        mem4d_layout_free(l);
+        mem4d_device_free(d);
+    }
+    mem4d_model_free(m);
+    /* the search: BigScience's fork of 2022-02 at tp 8 (4 heads a rank) */
+    m = bloom_prequel_model();
+    mem4d_device *d = tu_device("a100-80");
+    ck_assert_int_eq(mem4d_device_set_str(d, "stack", "megatron-deepspeed-bigscience-2022-02"), MEM4D_OK);
+    mem4d_layout *base = tu_layout("world=384", "seq=2048", "gbs=2048", NULL), *l = NULL;
+    mem4d_search *search = NULL;
+    ck_assert_int_eq(mem4d_search_new(m, d, base, &search), MEM4D_OK);
+    ck_assert_int_eq(mem4d_search_set_option(search, MEM4D_SEARCH_FITS_ONLY, 0), MEM4D_OK);
+    ck_assert_int_eq(mem4d_layout_new(&l), MEM4D_OK);
+    mem4d_report *r = NULL;
+    ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
+    unsigned seen[2] = {0, 0};
+    for (unsigned n = 0; n < 400 && mem4d_search_next(search, l, r) == MEM4D_OK; n++) {
+        mem4d_report *e = tu_estimate(m, l, d);
+        for (mem4d_info i = MEM4D_INFO_ATTENTION_KERNEL; i <= MEM4D_INFO_SOFTMAX_FALLBACK; i++)
+            ck_assert_uint_eq(info(r, i), info(e, i));
+        ck_assert_uint_eq(info(r, MEM4D_INFO_ATTENTION_KERNEL), 5);
+        seen[info(r, MEM4D_INFO_SOFTMAX_FALLBACK)]++;
+        mem4d_report_free(e);
+    }
+    ck_assert_msg(seen[0] > 0 && seen[1] > 0, "fused %u, fallen back %u", seen[0], seen[1]);
+    mem4d_report_free(r);
+    mem4d_layout_free(l);
+    mem4d_search_free(search);
+    mem4d_layout_free(base);
+    mem4d_device_free(d);
     mem4d_model_free(m);
 }
 END_TEST
@@ -1545,6 +1631,7 @@ int main(void)
     TCase *tc = tcase_create("terms");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, stage_parameters);
+    tcase_add_test(tc, attention_kernel_is_what_runs);
     tcase_add_test(tc, one_f_one_b_activations);
     tcase_add_test(tc, buffers_and_fixed);
     tcase_add_test(tc, device_constants_move_only_their_terms);

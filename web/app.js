@@ -371,8 +371,12 @@ function showEstimate(model, layout, device, title) {
         for (const [k, val] of Object.entries(r.metrics))
             add(k, formatMetric(k, val) + band(k), { "data-metric": k, "data-value": String(val) });
     else add("speed", "not predicted (needs a global batch and a GPU with a peak)");
+    // The attention kernel by name ("cudnn"; "unfused": softmax attention) and whether
+    // PyTorch's fp32 softmax ran in place of the stack's fused one.
+    const infoText = (k, val) => k === "attention_kernel" ? r.attention_kernel_name
+        : k === "softmax_fallback" ? (val ? "yes: PyTorch's fp32 softmax" : "no") : val.toLocaleString("en-US");
     for (const [k, val] of Object.entries(r.info))
-        add(k, val.toLocaleString("en-US"), { "data-info": k, "data-value": String(val) });
+        add(k, infoText(k, val), { "data-info": k, "data-value": String(val) });
     $("metrics").replaceChildren(cell("h3", "Step time and what the estimate derived"), dl);
     showFlags(lastEstimate.model, lastEstimate.layout, "estimate-flags", "estimate-flags-btn");
     return r;
@@ -435,7 +439,8 @@ function runEstimate() {
 const PLAN_COLUMNS = () => [
     ["rank", "#"], ["tp", "tp"], ["cp", "cp"], ["pp", "pp"], ["dp", "dp"], ["mbs", "mbs"], ["vpp", "vpp"],
     ["recompute", "recompute"], ["ep", "ep"], ["etp", "etp"], ["moe_dispatcher", "dispatcher"],
-    ["dist_opt", "dist opt"], ["equivalent_to_fastest", "≈ fastest"], ["peak_bytes", "peak GiB"],
+    ["dist_opt", "dist opt"], ["equivalent_to_fastest", "≈ fastest"], ["attention_kernel", "attention"],
+    ["softmax_fallback", "torch softmax"], ["peak_bytes", "peak GiB"],
     ["peak_allocated_bytes", "allocated GiB"], ["peak_reserved_bytes", "reserved GiB"], ["verdict", "verdict"],
     ...m4.METRICS.map((m) => [m, m.replace(/_/g, " ")]), ["mfu_peak", "MFU of"],
 ];
@@ -459,6 +464,9 @@ function planRow(search, rank, device) {
     row.etp = row.etp || row.tp;  // 0: the experts take tp, as mem4d plan prints it
     row.moe_dispatcher = l.valueName("moe_dispatcher");
     for (const m of m4.METRICS) row[m] = r.metric(m);
+    // Which attention runs (mem4d plan --json's attention_kernel and softmax_fallback).
+    row.attention_kernel = m4.Device.valueName("attention_kernel", r.info("attention_kernel"));
+    row.softmax_fallback = Number(r.info("softmax_fallback"));
     row.mfu_peak = mfuPeakName(row.mfu_peak_flops, device);
     return row;
 }
@@ -500,6 +508,7 @@ function renderPlan() {
             if (key.startsWith("peak_")) text = gib(v);
             else if (key === "dist_opt") text = v ? "yes" : "no";
             else if (key === "equivalent_to_fastest") text = v ? "=" : "";
+            else if (key === "softmax_fallback") text = v ? "yes" : "";
             else if (key === "pp" && (row[FIRST] || row[LAST])) text = `${v} (${row[FIRST]}/${row[LAST]})`;
             else if (m4.METRICS.includes(key)) text = formatMetric(key, v);
             else text = String(v);

@@ -429,6 +429,8 @@ export const ENUMS = Object.freeze({
         MEM4D_INFO_PADDED_VOCAB: 3,
         MEM4D_INFO_MODEL_PARAMS: 4,
         MEM4D_INFO_PROCESS_GROUPS: 5,
+        MEM4D_INFO_ATTENTION_KERNEL: 6,
+        MEM4D_INFO_SOFTMAX_FALLBACK: 7,
     }),
     mem4d_metric: Object.freeze({
         MEM4D_METRIC_STEP_TIME_S: 0,

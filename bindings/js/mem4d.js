@@ -559,6 +559,11 @@ function bindClasses(lib) {
             peak_reserved_bytes: stages[peakStage].peak_reserved_bytes,
             device_bytes: c.mem4d_report_device_bytes(r),
             info,
+            // The attention kernel the job runs by the device key attention_kernel's names
+            // ("cudnn"; "unfused": softmax attention, info.softmax_fallback its softmax), as
+            // mem4d estimate --json's attention_kernel; null from a library without it.
+            attention_kernel_name: "attention_kernel" in info
+                ? Device.valueName("attention_kernel", info.attention_kernel) : null,
             metrics,
         };
     }
@@ -601,6 +606,14 @@ function bindClasses(lib) {
 
         get peak_reserved_bytes() {
             return this.peakTerm("peak_reserved_bytes");
+        }
+
+        /** A whole-job value by name ("attention_kernel", "softmax_fallback"), a BigInt. */
+        info(name) {
+            return lib.withScratch(8, (p) => {
+                lib.check(c.mem4d_report_info(this, INFOS.indexOf(name), p));
+                return lib.readU64(p);
+            });
         }
 
         /** A metric by name ("tflops_per_gpu"), or null when speed was not predicted. */

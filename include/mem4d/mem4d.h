@@ -626,7 +626,9 @@ typedef enum mem4d_layout_param {
                                          * (never given to mem4d_layout_set() or _set_str()), the device's attention_kernel,
                                          * else its stack's, decides, for the memory and the step time alike: softmax
                                          * attention (0) on "unfused", as the megatron-lm-2022 and megatron-deepspeed stacks
-                                         * run. */
+                                         * run. mem4d_layout_get() reads the stored value, 1 when unset, whatever the
+                                         * device decides: what ran is the report's ::MEM4D_INFO_ATTENTION_KERNEL (and
+                                         * ::MEM4D_INFO_SOFTMAX_FALLBACK). */
     MEM4D_LAYOUT_MODE = 16,             /**< "mode": 0 "full" (default), 1 "paper" (arXiv 2411.06465 exactly). */
     MEM4D_LAYOUT_VOCAB_DIVISOR = 17,    /**< "make_vocab_size_divisible_by": V is padded to a multiple of this x tp. Default 128. */
     MEM4D_LAYOUT_ZERO_STAGE = 18,       /**< "zero_stage": 0 follows dist_opt; 1 optimizer, 2 + gradients, 3 + parameters (FSDP). */
@@ -1067,7 +1069,11 @@ MEM4D_API void mem4d_layout_free(mem4d_layout *layout);
 MEM4D_API mem4d_status mem4d_layout_set(mem4d_layout *layout, mem4d_layout_param key, uint64_t value);
 
 /**
- * Read a layout parameter.
+ * Read a layout parameter: the value last set, or the default
+ * (mem4d_layout_param_default()) where none was. What the estimate makes of a
+ * key that the device can decide is the report's: ::MEM4D_LAYOUT_FLASH_ATTN
+ * left unset reads 1 here, and ::MEM4D_INFO_ATTENTION_KERNEL says which
+ * attention the job runs.
  * @param layout The layout.
  * @param key The parameter.
  * @param[out] value Receives the stored value.
@@ -1728,7 +1734,26 @@ typedef enum mem4d_info {
     MEM4D_INFO_MICROBATCHES = 2,   /**< m, micro-batches per step per pipeline; 0 when the global batch is unknown. */
     MEM4D_INFO_PADDED_VOCAB = 3,   /**< Vocabulary after padding (equals V in paper mode). */
     MEM4D_INFO_MODEL_PARAMS = 4,   /**< Parameters of the whole model (padded vocabulary). */
-    MEM4D_INFO_PROCESS_GROUPS = 5  /**< NCCL communicators each rank creates (full mode; 0 in paper mode). */
+    MEM4D_INFO_PROCESS_GROUPS = 5, /**< NCCL communicators each rank creates (full mode; 0 in paper mode). */
+    /** The attention kernel the job runs, for its memory and its step time alike: a
+     * value of the device key ::MEM4D_DEVICE_ATTENTION_KERNEL, named by
+     * mem4d_device_value_name(::MEM4D_DEVICE_ATTENTION_KERNEL, value), never 0
+     * ("auto"). 5 ("unfused") is softmax attention over the materialised s x s
+     * scores; any other value is fused (flash) attention: 1 "fa2", 2 "fa3", 3 "cudnn",
+     * 4 "sdpa", 6 "triton". It is what the layout's flash_attn where set, else the
+     * device's attention_kernel, else its stack decided (see ::MEM4D_LAYOUT_FLASH_ATTN):
+     * a layout that leaves flash_attn unset, whose mem4d_layout_get() reads 1, runs
+     * softmax attention on a stack whose kernel is "unfused". "fa3" asked of a device
+     * without an fp8 peak (an A100, which has no FlashAttention-3) reads "fa2", the
+     * kernel it runs. @since 0.2 */
+    MEM4D_INFO_ATTENTION_KERNEL = 6,
+    /** 1 where softmax attention's fused softmax kernel declines the job's shape
+     * (the stack's rule on sequence, heads per tensor-parallel rank and micro-batch;
+     * doc/perf.md, "The software stack") and PyTorch's fp32 softmax runs in its
+     * place, keeping more memory for the backward and moving more bytes; 0 where the
+     * fused softmax runs, and always with fused attention (::MEM4D_INFO_ATTENTION_KERNEL
+     * other than 5), which has no softmax kernel of its own. @since 0.2 */
+    MEM4D_INFO_SOFTMAX_FALLBACK = 7
 } mem4d_info;
 
 /**

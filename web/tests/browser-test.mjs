@@ -190,6 +190,13 @@ try {
     for (const k of ["step_time_s", "expert_compute_s", "router_permute_s", "ep_comm_s"])
         check(moe.speed[k] > 0 && Math.abs(terms[k] / moe.speed[k] - 1) < 1e-6,
               `MoE job (Mixtral-8x7B, ep 8): ${k} as mem4d estimate --json`, `${terms[k]} vs ${moe.speed[k]}`);
+    // Which attention the job runs, by name, as mem4d estimate --json's attention_kernel and softmax_fallback.
+    const attn = await page.$$eval("#metrics [data-info]", (els) =>
+        Object.fromEntries(els.map((e) => [e.dataset.info, e.textContent])));
+    const fallback = moe.softmax_fallback ? "yes: PyTorch's fp32 softmax" : "no";
+    check(attn.attention_kernel === moe.attention_kernel && attn.softmax_fallback === fallback,
+          "MoE job: the attention kernel and softmax as mem4d estimate --json",
+          `${attn.attention_kernel}, ${attn.softmax_fallback} vs ${moe.attention_kernel}, ${moe.softmax_fallback}`);
     await shot("02c-moe-estimate");
     await setField("layout-ep", 1);  // the golden job's fields again, as the plan below expects them
     await setField("layout-tp", 2);

@@ -52,6 +52,17 @@ def print_report(model, layout, device, report, out=sys.stdout):
         first = index + 1
     print(f"model: {report.model_params} parameters ({report.model_params / 1e9:.2f} B). "
           f"stages peak at: {', '.join(parts)}", file=out)
+    # Which attention runs: fused (flash) and its kernel, or softmax attention and its softmax.
+    if report.attention_kernel_name != "unfused":
+        print(f"attention: fused (flash) attention, kernel {report.attention_kernel_name}", file=out)
+    elif not report.softmax_fallback:
+        print("attention: softmax attention over the s x s scores (kernel unfused), the stack's fused softmax",
+              file=out)
+    else:
+        print("attention: softmax attention over the s x s scores (kernel unfused); the stack's fused softmax "
+              f"declines sequence {layout['seq']}, micro-batch {layout['mbs']}, "
+              f"{model['num_attention_heads'] // layout['tp']} heads per rank, so PyTorch's fp32 softmax runs "
+              "(more memory and HBM traffic)", file=out)
     if report.metrics is None:  # the speed and its band need the global batch (layout gbs)
         why = ("give --gbs, the global batch (the step is its micro-batches)" if device["peak_flops"] else
                "the device has no peak_flops (set it: --device-set peak_flops=..., or in the device file)")

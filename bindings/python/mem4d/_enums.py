@@ -338,6 +338,8 @@ class Info(enum.IntEnum):
     PADDED_VOCAB = 3
     MODEL_PARAMS = 4
     PROCESS_GROUPS = 5
+    ATTENTION_KERNEL = 6
+    SOFTMAX_FALLBACK = 7
 
 
 class Metric(enum.IntEnum):

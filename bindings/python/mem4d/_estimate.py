@@ -7,7 +7,7 @@ import typing
 
 from . import _capi
 from ._capi import from_c, lib
-from ._enums import Info, Metric, Term
+from ._enums import DeviceParam, Info, Metric, Term
 from ._errors import Status, check
 from ._objects import _Handle, _new
 
@@ -58,6 +58,14 @@ def _peak_reserved_bytes(self):
     return self.stages[self.peak_stage].peak_reserved
 
 
+def _attention_kernel_name(self):
+    """The attention kernel the job runs, by the device key attention_kernel's names:
+    "fa2", "fa3", "cudnn", "sdpa", "triton" (fused attention) or "unfused" (softmax
+    attention over the s x s scores; softmax_fallback says whether PyTorch's fp32
+    softmax ran in place of the stack's fused one)."""
+    return from_c(lib.mem4d_device_value_name(DeviceParam.ATTENTION_KERNEL, self.attention_kernel))
+
+
 Report = dataclasses.make_dataclass(
     "Report",
     [("mode", str),                   # "full" or "paper"
@@ -72,6 +80,7 @@ Report = dataclasses.make_dataclass(
     namespace={"peak": property(_peak), "peak_gib": property(_peak_gib),
                "peak_allocated_bytes": property(_peak_allocated_bytes),
                "peak_reserved_bytes": property(_peak_reserved_bytes),
+               "attention_kernel_name": property(_attention_kernel_name),
                "__doc__": "A successful estimate, copied out of the library (holds no C memory)."})
 Report.__module__ = __name__
 

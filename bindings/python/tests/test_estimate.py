@@ -75,7 +75,7 @@ FULL_CASES = [
 ]
 
 FLAGS = {"tp": "--tp", "cp": "--cp", "pp": "--pp", "dp": "--dp", "mbs": "--mbs",
-         "seq": "--seq", "gbs": "--gbs", "vpp": "--vpp", "recompute": "--recompute"}
+         "seq": "--seq", "gbs": "--gbs", "vpp": "--vpp", "recompute": "--recompute", "world": "--world"}
 
 
 class AgreesWithCliTest(unittest.TestCase):
@@ -108,6 +108,31 @@ class AgreesWithCliTest(unittest.TestCase):
                         self.assertEqual(getattr(stage, field), c_stage[field + "_bytes"], field)
                     for field in ("params", "layers", "in_flight"):
                         self.assertEqual(getattr(stage, field), c_stage[field], field)
+
+    def test_report_says_which_attention_ran(self):
+        # The layout's flash_attn reads 1 when left unset, whatever the device's
+        # stack runs; the report says what ran, as estimate --json does.
+        cases = [("h100-80", {}, {"seq": 8192}, ("cudnn", 0)),
+                 ("a100-80", {"attention_kernel": "fa3"}, {"seq": 8192}, ("fa2", 0)),
+                 ("h100-80", {"stack": "megatron-deepspeed"}, {"seq": 2048}, ("unfused", 0)),
+                 ("h100-80", {"stack": "megatron-deepspeed"}, {"seq": 4096}, ("unfused", 1)),
+                 ("a100-80", {"stack": "megatron-deepspeed-bigscience-2022-02"}, {"seq": 2048, "tp": 4},
+                  ("unfused", 1))]
+        for gpu, dev, keys, want in cases:
+            with self.subTest(gpu=gpu, **dev, **keys):
+                layout = mem4d.Layout(**{"tp": 2, "world": 8, "gbs": 64, **keys})
+                self.assertEqual(layout["flash_attn"], 1)
+                device = mem4d.Device.preset(gpu)
+                device.set(**dev)
+                report = mem4d.estimate(mem4d.Model.preset("llama3.1-8b"), layout, device)
+                self.assertEqual((report.attention_kernel_name, report.softmax_fallback), want)
+                argv = [self.cli, "estimate", "--model", "llama3.1-8b", "--gpu", gpu, "--json"]
+                for key, value in {"tp": 2, "world": 8, "gbs": 64, **keys}.items():
+                    argv += [FLAGS[key], str(value)]
+                for key, value in dev.items():
+                    argv += ["--device-set", f"{key}={value}"]
+                out = json.loads(subprocess.run(argv, check=True, capture_output=True, text=True).stdout)
+                self.assertEqual((out["attention_kernel"], out["softmax_fallback"]), (want[0], bool(want[1])))
 
     def test_moe_step_breakdown_matches_cli_json(self):
         """An expert-parallel job: the step's expert GEMMs, router and permutation and exposed

@@ -321,7 +321,9 @@ pub const MEM4D_LAYOUT_RECOMPUTE_METHOD: mem4d_layout_param = 13;
 pub const MEM4D_LAYOUT_RECOMPUTE_LAYERS: mem4d_layout_param = 14;
 /// "flash_attn": fused attention that keeps no s x s scores. Default 1; left unset (never given to mem4d_layout_set()
 /// or _set_str()), the device's attention_kernel, else its stack's, decides, for the memory and the step time alike:
-/// softmax attention (0) on "unfused", as the megatron-lm-2022 and megatron-deepspeed stacks run.
+/// softmax attention (0) on "unfused", as the megatron-lm-2022 and megatron-deepspeed stacks run. mem4d_layout_get()
+/// reads the stored value, 1 when unset, whatever the device decides: what ran is the report's
+/// MEM4D_INFO_ATTENTION_KERNEL (and MEM4D_INFO_SOFTMAX_FALLBACK).
 pub const MEM4D_LAYOUT_FLASH_ATTN: mem4d_layout_param = 15;
 /// "mode": 0 "full" (default), 1 "paper" (arXiv 2411.06465 exactly).
 pub const MEM4D_LAYOUT_MODE: mem4d_layout_param = 16;
@@ -885,6 +887,19 @@ pub const MEM4D_INFO_PADDED_VOCAB: mem4d_info = 3;
 pub const MEM4D_INFO_MODEL_PARAMS: mem4d_info = 4;
 /// NCCL communicators each rank creates (full mode; 0 in paper mode).
 pub const MEM4D_INFO_PROCESS_GROUPS: mem4d_info = 5;
+/// The attention kernel the job runs, for its memory and its step time alike: a value of the device key
+/// MEM4D_DEVICE_ATTENTION_KERNEL, named by mem4d_device_value_name(MEM4D_DEVICE_ATTENTION_KERNEL, value), never 0
+/// ("auto"). 5 ("unfused") is softmax attention over the materialised s x s scores; any other value is fused (flash)
+/// attention: 1 "fa2", 2 "fa3", 3 "cudnn", 4 "sdpa", 6 "triton". It is what the layout's flash_attn where set, else the
+/// device's attention_kernel, else its stack decided (see MEM4D_LAYOUT_FLASH_ATTN): a layout that leaves flash_attn
+/// unset, whose mem4d_layout_get() reads 1, runs softmax attention on a stack whose kernel is "unfused". "fa3" asked of
+/// a device without an fp8 peak (an A100, which has no FlashAttention-3) reads "fa2", the kernel it runs. @since 0.2
+pub const MEM4D_INFO_ATTENTION_KERNEL: mem4d_info = 6;
+/// 1 where softmax attention's fused softmax kernel declines the job's shape (the stack's rule on sequence, heads per
+/// tensor-parallel rank and micro-batch; doc/perf.md, "The software stack") and PyTorch's fp32 softmax runs in its
+/// place, keeping more memory for the backward and moving more bytes; 0 where the fused softmax runs, and always with
+/// fused attention (MEM4D_INFO_ATTENTION_KERNEL other than 5), which has no softmax kernel of its own. @since 0.2
+pub const MEM4D_INFO_SOFTMAX_FALLBACK: mem4d_info = 7;
 
 /// `mem4d_metric` (a C enum, passed as `int`): Predicted speed of a layout (see mem4d_report_metric()).
 pub type mem4d_metric = c_int;
@@ -1158,7 +1173,9 @@ extern "C" {
     pub fn mem4d_layout_free(layout: *mut mem4d_layout);
     /// Set a layout parameter.
     pub fn mem4d_layout_set(layout: *mut mem4d_layout, key: mem4d_layout_param, value: u64) -> mem4d_status;
-    /// Read a layout parameter.
+    /// Read a layout parameter: the value last set, or the default (mem4d_layout_param_default()) where none was. What
+    /// the estimate makes of a key that the device can decide is the report's: MEM4D_LAYOUT_FLASH_ATTN left unset reads
+    /// 1 here, and MEM4D_INFO_ATTENTION_KERNEL says which attention the job runs.
     pub fn mem4d_layout_get(layout: *const mem4d_layout, key: mem4d_layout_param, value: *mut u64) -> mem4d_status;
     /// Set a layout parameter by name from text ("tp", "8"; "recompute", "full").
     pub fn mem4d_layout_set_str(layout: *mut mem4d_layout, name: *const c_char, value: *const c_char) -> mem4d_status;

@@ -97,6 +97,25 @@ fn print_report(
         first = i + 1;
     }
     writeln!(out).ok();
+    // Which attention runs: fused (flash) and its kernel, or softmax attention and its softmax.
+    let kernel = r.attention_kernel_name()?;
+    if kernel != "unfused" {
+        writeln!(out, "attention: fused (flash) attention, kernel {}", kernel).ok();
+    } else if r.info(Info::SoftmaxFallback)? == 0 {
+        writeln!(out, "attention: softmax attention over the s x s scores (kernel unfused), the stack's fused softmax")
+            .ok();
+    } else {
+        writeln!(
+            out,
+            "attention: softmax attention over the s x s scores (kernel unfused); the stack's fused softmax \
+             declines sequence {}, micro-batch {}, {} heads per rank, so PyTorch's fp32 softmax runs \
+             (more memory and HBM traffic)",
+            key("seq")?,
+            key("mbs")?,
+            model.get("num_attention_heads")? / key("tp")?
+        )
+        .ok();
+    }
     // The speed and its band need the global batch (layout gbs).
     if r.metric(Metric::StepTimeS)?.is_none() {
         let why = if device.get("peak_flops")? != 0 {

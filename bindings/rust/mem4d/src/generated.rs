@@ -132,17 +132,34 @@ pub enum Info {
     ModelParams = sys::MEM4D_INFO_MODEL_PARAMS,
     /// NCCL communicators each rank creates (full mode; 0 in paper mode).
     ProcessGroups = sys::MEM4D_INFO_PROCESS_GROUPS,
+    /// The attention kernel the job runs, for its memory and its step time alike: a value of the device key
+    /// MEM4D_DEVICE_ATTENTION_KERNEL, named by mem4d_device_value_name(MEM4D_DEVICE_ATTENTION_KERNEL, value), never 0
+    /// ("auto"). 5 ("unfused") is softmax attention over the materialised s x s scores; any other value is fused
+    /// (flash) attention: 1 "fa2", 2 "fa3", 3 "cudnn", 4 "sdpa", 6 "triton". It is what the layout's flash_attn where
+    /// set, else the device's attention_kernel, else its stack decided (see MEM4D_LAYOUT_FLASH_ATTN): a layout that
+    /// leaves flash_attn unset, whose mem4d_layout_get() reads 1, runs softmax attention on a stack whose kernel is
+    /// "unfused". "fa3" asked of a device without an fp8 peak (an A100, which has no FlashAttention-3) reads "fa2", the
+    /// kernel it runs. @since 0.2
+    AttentionKernel = sys::MEM4D_INFO_ATTENTION_KERNEL,
+    /// 1 where softmax attention's fused softmax kernel declines the job's shape (the stack's rule on sequence, heads
+    /// per tensor-parallel rank and micro-batch; doc/perf.md, "The software stack") and PyTorch's fp32 softmax runs in
+    /// its place, keeping more memory for the backward and moving more bytes; 0 where the fused softmax runs, and
+    /// always with fused attention (MEM4D_INFO_ATTENTION_KERNEL other than 5), which has no softmax kernel of its own.
+    /// @since 0.2
+    SoftmaxFallback = sys::MEM4D_INFO_SOFTMAX_FALLBACK,
 }
 
 impl Info {
     /// Every value, in the header's order.
-    pub const ALL: [Info; 6] = [
+    pub const ALL: [Info; 8] = [
         Info::Dp,
         Info::World,
         Info::Microbatches,
         Info::PaddedVocab,
         Info::ModelParams,
         Info::ProcessGroups,
+        Info::AttentionKernel,
+        Info::SoftmaxFallback,
     ];
 }
 

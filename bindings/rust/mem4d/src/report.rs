@@ -151,6 +151,16 @@ impl Report {
         Ok(value)
     }
 
+    /// The attention kernel the job runs (Info::AttentionKernel), by the device key
+    /// attention_kernel's names: "fa2", "fa3", "cudnn", "sdpa", "triton" (fused attention)
+    /// or "unfused" (softmax attention; Info::SoftmaxFallback says whether PyTorch's fp32
+    /// softmax ran in place of the stack's fused one).
+    pub fn attention_kernel_name(&self) -> Result<String> {
+        let kernel = self.info(Info::AttentionKernel)?;
+        // SAFETY: takes no handle; returns a static string or NULL (owned_str copies it).
+        Ok(unsafe { owned_str(sys::mem4d_device_value_name(sys::MEM4D_DEVICE_ATTENTION_KERNEL, kernel)) })
+    }
+
     /// Settings of the estimated layout that change memory but are not
     /// modelled (e.g. "compile: ..."); empty after a failed estimate.
     pub fn warnings(&self) -> Vec<String> {

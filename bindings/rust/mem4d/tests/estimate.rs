@@ -90,6 +90,40 @@ fn report_reuse() {
     assert_eq!(r.stages().unwrap(), first);
 }
 
+/// The report says which attention ran, as estimate --json does, where the layout's
+/// flash_attn reads its default 1 whatever the device's stack runs.
+#[test]
+fn report_says_which_attention_ran() {
+    type Case<'a> = (&'a str, &'a [&'a str], u64, u64, &'a str, bool);
+    let cases: [Case; 4] = [
+        ("h100-80", &[], 2, 8192, "cudnn", false),
+        ("a100-80", &["attention_kernel=fa3"], 2, 8192, "fa2", false),
+        ("h100-80", &["stack=megatron-deepspeed"], 2, 4096, "unfused", true),
+        ("a100-80", &["stack=megatron-deepspeed-bigscience-2022-02"], 4, 2048, "unfused", true),
+    ];
+    for (gpu, dev, tp, seq, kernel, fallback) in cases {
+        let layout = Layout::with(&[("tp", tp), ("world", 8), ("gbs", 64), ("seq", seq)]).unwrap();
+        assert_eq!(layout.get("flash_attn").unwrap(), 1);
+        let mut device = Device::preset(gpu).unwrap();
+        for kv in dev {
+            let (k, v) = kv.split_once('=').unwrap();
+            device.set_str(k, v).unwrap();
+        }
+        let r = estimate(&llama8b(), &layout, &device).unwrap();
+        assert_eq!(r.attention_kernel_name().unwrap(), kernel, "{gpu} {dev:?}");
+        assert_eq!(r.info(Info::SoftmaxFallback).unwrap(), fallback as u64, "{gpu} {dev:?}");
+        let (tp, seq) = (tp.to_string(), seq.to_string());
+        let mut args = vec!["estimate", "--model", "llama3.1-8b", "--gpu", gpu, "--tp", &tp, "--world", "8"];
+        args.extend_from_slice(&["--gbs", "64", "--seq", &seq, "--json"]);
+        for kv in dev {
+            args.extend_from_slice(&["--device-set", kv]);
+        }
+        if let Some(json) = run_cli(&args) {
+            assert!(json.contains(&format!("\"attention_kernel\": \"{kernel}\", \"softmax_fallback\": {fallback}")));
+        }
+    }
+}
+
 #[test]
 fn agrees_with_cli_json() {
     type Case<'a> = (&'a str, &'a [(&'a str, u64)], &'a [&'a str]);
