@@ -2652,10 +2652,12 @@ double m4d_gemm_spread(const struct m4d_machine *mc, double m, double sd, double
 double m4d_gemm_tiles(const struct m4d_machine *mc, double m, double tm, double n, double k, double rate, double eb,
                       double streams)
 {
-    double tiles = streams * tm * ceil_q(n * (1.0 / TILE_N));
+    double tn = ceil_q(n * (1.0 / TILE_N)), tiles = streams * tm * tn;
     if (tiles <= 0)
         return 0;
-    double compute = streams * 2 * tm * TILE_M * n * (k + K_FILL * 2 / eb) / rate * wave_slots(mc, tiles) / tiles;
+    /* a partial tile, of rows or of columns, runs as long as a whole one in its wave */
+    double compute =
+        streams * 2 * tm * TILE_M * tn * TILE_N * (k + K_FILL * 2 / eb) / rate * wave_slots(mc, tiles) / tiles;
     double memory = streams * (eb * (m * k + k * n) + 2 * m * n) * mc->inv_hbm;
     return MAX(compute, memory);
 }

@@ -1032,8 +1032,9 @@ double m4d_moe_exposed(const struct m4d_ctx *x, const struct m4d_moe_time *t,
 double m4d_moe_host(const struct m4d_ctx *x, const struct m4d_moe_group *g, double fwd, double bwd, double comm,
                     double passes_fwd);
 /* `streams` concurrent GEMMs of m x n x k at `rate` FLOP/s, inputs of `eb`
- * bytes: wave quantisation over their tiles together, rows padded to the
- * tile, the K pipeline fill, or their HBM traffic (lib/perf.c). */
+ * bytes: wave quantisation over their tiles together, rows and columns
+ * padded to the tile (a partial tile runs as long as a whole one in its
+ * wave), the K pipeline fill, or their HBM traffic (lib/perf.c). */
 double m4d_gemm_mnk(const struct m4d_machine *mc, double m, double n, double k, double rate, double eb,
                     double streams);
 /* The same with the row tiles given: tm, the (mean) 128-row tiles of m. */
