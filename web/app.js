@@ -468,6 +468,8 @@ function planRow(search, rank, device) {
     row.attention_kernel = m4.Device.valueName("attention_kernel", r.info("attention_kernel"));
     row.softmax_fallback = Number(r.info("softmax_fallback"));
     row.mfu_peak = mfuPeakName(row.mfu_peak_flops, device);
+    // As mem4d plan: those whose band overlaps the fastest's lead (doc/perf.md, "Uncertainty").
+    row.equivalent_to_fastest = search.equivalent_to_fastest ? 1 : 0;
     return row;
 }
 
@@ -555,8 +557,6 @@ function runPlan() {
                 let more = 0;
                 while (search.step()) more++;
                 valid = { ...search.stats, more };
-                // As mem4d plan: those whose band overlaps the fastest's lead (doc/perf.md, "Uncertainty").
-                for (const row of rows) row.equivalent_to_fastest = row.rank <= Number(valid.equivalent) ? 1 : 0;
             } finally {
                 search.free();
             }

@@ -701,9 +701,26 @@ function bindClasses(lib) {
             return true;
         }
 
-        /** The next {layout, report} (copies the caller owns), or null at the end. */
+        /**
+         * Whether the layout of the last step() is equivalent to the fastest: with
+         * tie_break 1, its speed band overlaps the fastest's (the fastest's own too), as
+         * mem4d plan marks the row "=" and plan --json's equivalent_to_fastest; false
+         * without tie_break or a speed prediction. The equivalent layouts are the first
+         * stats.equivalent yielded (counted once the first is); this one is stats.yielded-th.
+         */
+        get equivalent_to_fastest() {
+            return lib.withScratch(8, (p) => {
+                lib.check(c.mem4d_search_stat_get(this, STATS.indexOf("yielded"), p));
+                const yielded = lib.readU64(p);
+                lib.check(c.mem4d_search_stat_get(this, STATS.indexOf("equivalent"), p));
+                return yielded > 0n && yielded <= lib.readU64(p);
+            });
+        }
+
+        /** The next {layout, report, equivalent_to_fastest} (copies the caller owns), or null at the end. */
         next() {
-            return this.step() ? { layout: this.layout.copy(), report: this.report.read() } : null;
+            return this.step() ? { layout: this.layout.copy(), report: this.report.read(),
+                                   equivalent_to_fastest: this.equivalent_to_fastest } : null;
         }
 
         /** Up to n more items (all when n is omitted). */

@@ -295,6 +295,36 @@ try {
     check(big.first.n === Math.min(10, bigCli.length) && big.first.tp === String(bigCli[0].tp) &&
           big.first.peak === String(bigCli[0].peak_bytes), "405B plan: the browser's first row is the CLI's");
 
+    // --- the JS binding's plan items say whether each is equivalent to the fastest --------
+    const eq = await page.evaluate(async () => {
+        const { load } = await import("./mem4d/mem4d.js");
+        const m4 = await load();
+        const model = m4.Model.preset("llama3.1-70b");
+        const device = m4.Device.preset("h100-80");
+        const job = { gpus: 64, seq: 8192, gbs: 512 };
+        const search = m4.plan(model, device, { ...job, tie_break: 1 });  // as mem4d plan
+        const items = search.take();
+        const flags = items.map((x) => x.equivalent_to_fastest);
+        const equivalent = Number(search.stats.equivalent);
+        search.reset();  // counted afresh: the first of a search run again is the fastest again
+        const again = search.next();
+        search.free();
+        const plain = m4.plan(model, device, job);
+        const untied = plain.take().map((x) => x.equivalent_to_fastest);
+        plain.free();
+        for (const x of [...items, again]) x.layout.free();
+        model.free();
+        device.free();
+        return { flags, equivalent, first: again.equivalent_to_fastest, untied };
+    });
+    check(plan.every((cli, i) => eq.flags[i] === cli.equivalent_to_fastest) && plan.some((cli) => cli.equivalent_to_fastest),
+          "JS plan items: equivalent_to_fastest as mem4d plan --json's", JSON.stringify(eq.flags.slice(0, plan.length)));
+    check(eq.flags.filter(Boolean).length === eq.equivalent && eq.equivalent > 1 && eq.flags.length > eq.equivalent &&
+          eq.first,
+          "JS plan items: the flags count stats.equivalent; a reset search's first is equivalent",
+          `${eq.flags.filter(Boolean).length} vs ${eq.equivalent}, ${eq.first}`);
+    check(eq.untied.length > 0 && !eq.untied.some(Boolean), "JS plan items: none without tie_break");
+
     // --- a broken config.json, then a good one dropped ---------------------------------
     const input = await page.$("#config-file");
     await input.uploadFile(join(dataDir, "hf", "truncated.json"));
