@@ -31,9 +31,8 @@ impl Device {
         let text = c_string("a path", &path.as_ref().to_string_lossy())?;
         let mut why = [0u8; WHY];
         // SAFETY: live handle; NUL-terminated path; why holds WHY bytes.
-        let code = unsafe {
-            sys::mem4d_device_load(self.as_mut_ptr(), text.as_ptr(), why.as_mut_ptr() as *mut c_char, WHY)
-        };
+        let code =
+            unsafe { sys::mem4d_device_load(self.as_mut_ptr(), text.as_ptr(), why.as_mut_ptr() as *mut c_char, WHY) };
         check(code, || why_text(&why))
     }
 
@@ -142,7 +141,13 @@ impl Calibration {
 
     /// Read one log of the job `model` / `layout` written by `format`
     /// (`sys::MEM4D_LOG_MEGATRON`, `MEM4D_LOG_TORCHTITAN`, `MEM4D_LOG_NANOTRON`).
-    pub fn add_log(&mut self, format: sys::mem4d_log_format, text: &[u8], model: &Model, layout: &Layout) -> Result<()> {
+    pub fn add_log(
+        &mut self,
+        format: sys::mem4d_log_format,
+        text: &[u8],
+        model: &Model,
+        layout: &Layout,
+    ) -> Result<()> {
         // SAFETY: live handles; text points to text.len() bytes.
         let code = unsafe {
             sys::mem4d_calibration_add_log(

@@ -2,8 +2,8 @@
 //! Status codes and the error that carries them.
 
 use std::ffi::{CStr, CString};
-use std::os::raw::c_char;
 use std::fmt;
+use std::os::raw::c_char;
 
 use mem4d_sys as sys;
 

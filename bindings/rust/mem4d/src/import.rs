@@ -109,8 +109,7 @@ impl Importer {
         let path = path.as_ref();
         let text = c_string("a path", &path.to_string_lossy())?;
         // SAFETY: live handles; NUL-terminated path.
-        let code =
-            unsafe { sys::mem4d_import_deepspeed_config(self.ptr.as_ptr(), text.as_ptr(), layout.as_mut_ptr()) };
+        let code = unsafe { sys::mem4d_import_deepspeed_config(self.ptr.as_ptr(), text.as_ptr(), layout.as_mut_ptr()) };
         self.result(code)
     }
 

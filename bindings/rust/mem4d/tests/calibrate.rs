@@ -64,7 +64,9 @@ fn calibrate_torchtitan_log_and_measurement() {
     let layout = mem4d::Layout::with(&[("world", 8), ("seq", 8192), ("gbs", 32), ("zero_stage", 3)]).unwrap();
     let titan: String = [1, 10, 20]
         .iter()
-        .map(|s| format!("step: {s:2}  loss: 9.00000  memory: 60.50GiB(63.68%)  tps: 8,192  tflops: 400.00  mfu: 40.44%\n"))
+        .map(|s| {
+            format!("step: {s:2}  loss: 9.00000  memory: 60.50GiB(63.68%)  tps: 8,192  tflops: 400.00  mfu: 40.44%\n")
+        })
         .collect();
     let mut cal = Calibration::new().unwrap();
     cal.add_log(sys::MEM4D_LOG_TORCHTITAN, titan.as_bytes(), &model, &layout).unwrap();

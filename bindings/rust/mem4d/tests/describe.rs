@@ -7,7 +7,9 @@
 use std::ffi::CStr;
 use std::os::raw::c_char;
 
-use mem4d::{sys, Device, Info, Layout, Metric, Mode, Model, ParamKind, SearchOption, SearchStat, Status, Term, Verdict};
+use mem4d::{
+    sys, Device, Info, Layout, Metric, Mode, Model, ParamKind, SearchOption, SearchStat, Status, Term, Verdict,
+};
 
 fn text(p: *const c_char) -> Option<String> {
     if p.is_null() {

@@ -148,9 +148,9 @@ fn agrees_with_cli_json() {
         let mut args = vec!["estimate", "--model", preset, "--gpu", "h100-80", "--json"];
         args.extend_from_slice(flags);
         let json = match run_cli(&args) {
-        Some(json) => json,
-        None => return,
-    };
+            Some(json) => json,
+            None => return,
+        };
         let r = estimate(
             &Model::preset(preset).unwrap(),
             &Layout::with(keys).unwrap(),
