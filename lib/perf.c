@@ -1177,12 +1177,13 @@ static inline double wave_slots(const struct m4d_machine *mc, double tiles)
 
 /* One GEMM of N x K at `rate` FLOP/s for large shapes, inputs of `eb`
  * bytes per element: the slower of its compute (wave quantisation over
- * the SMs, the K pipeline fill) and its HBM traffic (bf16 output), as the
+ * the SMs, the K pipeline fill, the columns of whole tiles: a partial tile
+ * runs as long as a whole one in its wave) and its HBM traffic (bf16 output), as the
  * coefficients gemm_time() takes the M rows of a micro-batch with. */
 static struct m4d_gemm gemm_of(const struct m4d_machine *mc, double n, double k, double rate, double eb)
 {
     struct m4d_gemm g = {
-        .c = 2 * n * (k + K_FILL * 2 / eb) / rate,
+        .c = 2 * ceil_q(n * (1.0 / TILE_N)) * TILE_N * (k + K_FILL * 2 / eb) / rate,
         .a = (eb * k + 2 * n) * mc->inv_hbm,
         .b = eb * k * n * mc->inv_hbm,
         .tn = ceil_q(n * (1.0 / TILE_N)),

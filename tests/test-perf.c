@@ -126,6 +126,32 @@ START_TEST(matmul_efficiency_scales_compute)
 }
 END_TEST
 
+/* A linear's columns past a whole tile (TILE_N) take one more tile a row
+ * tile, which runs as long as a whole one in its wave: a wider layer is
+ * never faster. Llama-3.1-8B at tp 8, 2,048 tokens: fc1 and fc2 of an FFN
+ * 14,400 wide (1,800 columns a rank, eight tiles of 256) took 0.40119 s a
+ * step against 0.40308 s at 14,336 (1,792, seven), the same work over one
+ * more tile in a wave of few. */
+START_TEST(partial_column_tile_dense)
+{
+    mem4d_model *m = tu_model("llama3.1-8b");
+    mem4d_device *d = tu_device("h100-80");
+    mem4d_layout *l = tu_layout("world=8", "tp=8", "seq=2048", "gbs=8", "mbs=1", NULL);
+    double prev = 0;
+    for (int f = 13312; f <= 15424; f += 64) {
+        char w[32];
+        snprintf(w, sizeof w, "%d", f);
+        ck_assert_int_eq(mem4d_model_set_str(m, "ffn_hidden_size", w), MEM4D_OK);
+        double step = predict(m, l, d, MEM4D_METRIC_STEP_TIME_S);
+        ck_assert_msg(step >= prev, "FFN %d wide: %.6f s, narrower: %.6f s", f, step, prev);
+        prev = step;
+    }
+    mem4d_layout_free(l);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
 /* A link without bandwidth is not modelled: no exposed communication. */
 START_TEST(communication_links)
 {
@@ -2405,6 +2431,7 @@ int main(void)
     tcase_add_test(tc, unfused_attention_published);
     tcase_add_test(tc, selective_recompute_reruns_attention_dropout);
     tcase_add_test(tc, matmul_efficiency_scales_compute);
+    tcase_add_test(tc, partial_column_tile_dense);
     tcase_add_test(tc, communication_links);
     tcase_add_test(tc, pipeline_bubble);
     tcase_add_test(tc, recompute_cost);
