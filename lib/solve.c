@@ -1,12 +1,14 @@
 /*
  * Solvers: the inverse questions. The largest micro-batch and the longest
- * sequence that fit (monotone searches over mem4d_estimate(), then a scan
- * above the answer where a stack's fused softmax declines a shape: memory
- * is then monotone only within each class, m4d_ctx_softmax_falls_back()),
- * and the fewest GPUs on which some layout fits (searches over GPU counts).
+ * sequence that fit (a bisection on the part of the peak that never falls
+ * as they grow, floor_bytes(), then the values it leaves are estimated: the
+ * ones below whose peak is above the floor, and, where a stack's fused
+ * softmax declines a shape, the ones above, memory being monotone only
+ * within each class, m4d_ctx_softmax_falls_back()), and the fewest GPUs on
+ * which some layout fits (searches over GPU counts).
  * SPDX-License-Identifier: MIT
  */
-#include "private.h"
+#include "estimate_full.h"
 
 /* Estimate into the caller's heap report (a report is too large for the
  * stack): does the layout fit? */
@@ -57,55 +59,109 @@ struct probe {
     mem4d_layout_param key;
     uint64_t unit;
     mem4d_report *r;
+    const struct m4d_ctx *c; /* the resolved layout (probe_start): the allocator's settings */
+    uint64_t best;           /* the largest x estimated that fits, 0 before one */
 };
 
-static bool probe_fits(void *ctx, uint64_t x)
+/* The part of the report's peak that never decreases as b or s grows (within
+ * each softmax class, below): every stage's TOTAL less the blocks its peak
+ * moment strands and the logits blocks' segment rounding, the part of
+ * FRAGMENTATION that m4d_fragmentation() of PEAK_ALLOCATED leaves. Those
+ * can fall as the key grows (PyTorch's caching allocator gives a request
+ * below 10 MiB a 20 MiB segment and one above its size rounded to 2 MiB,
+ * m4d_alloc_size(); the loss's blocks count only where the loss is the
+ * moment's transient, m4d_stage_activations()); the rest is sums, maxima
+ * and products of what grows with the tokens. */
+static uint64_t floor_bytes(const struct probe *p)
 {
-    struct probe *p = ctx;
-    bool ok;
+    uint64_t most = 0;
+    const mem4d_report *r = p->r;
+    for (uint32_t i = 0; i < r->nstages; i = (uint32_t)m4d_stage_next(r->peak_only, i, r->nstages)) {
+        const uint64_t *t = r->stages[i].t;
+        bool ok = true;
+        uint64_t frag = m4d_fragmentation(&ok, p->c, p->dev, t[MEM4D_TERM_PEAK_ALLOCATED]);
+        uint64_t extra = ok && t[MEM4D_TERM_FRAGMENTATION] > frag ? t[MEM4D_TERM_FRAGMENTATION] - frag : 0;
+        most = max64(most, t[MEM4D_TERM_TOTAL] - extra);
+    }
+    return most;
+}
+
+/* Estimate the layout at x units: does it fit (then p->best may move), and
+ * does it bound the larger values (its floor_bytes() do not fit)? A status
+ * other than MEM4D_OK fits nothing and bounds everything above. */
+static bool probe(struct probe *p, uint64_t x, bool *bounds)
+{
     p->l.v[p->key] = x * p->unit;
-    fits(p->model, &p->l, p->dev, p->r, &ok);
+    bool ok;
+    mem4d_status st = fits(p->model, &p->l, p->dev, p->r, &ok);
+    if (ok && x > p->best)
+        p->best = x;
+    if (bounds) {
+        uint64_t floor = st == MEM4D_OK ? floor_bytes(p) : UINT64_MAX;
+        *bounds = floor > p->dev->v[MEM4D_DEVICE_MEMORY_BYTES] || m4d_over_fit_limit(p->dev, p->r->mode, floor);
+    }
     return ok;
 }
 
+/* last_true()'s predicate: the floor fits (monotone but for the softmax classes). */
+static bool probe_floor_fits(void *ctx, uint64_t x)
+{
+    bool bounds;
+    probe(ctx, x, &bounds);
+    return !bounds;
+}
+
 /* Does the stack's fused softmax decline the probed key at x units? */
-static bool probe_falls_back(const struct probe *p, const struct m4d_ctx *c, uint64_t x)
+static bool probe_falls_back(const struct probe *p, uint64_t x)
 {
     bool seq = p->key == MEM4D_LAYOUT_SEQ_LENGTH;
-    return m4d_ctx_softmax_falls_back(c, seq ? x * p->unit : c->s, seq ? c->b : x);
+    return m4d_ctx_softmax_falls_back(p->c, seq ? x * p->unit : p->c->s, seq ? p->c->b : x);
 }
 
 /* Where the fused softmax declines some shapes, memory is monotone only
  * within each class (fused, fallen back), and the fallback only adds to
- * the fused figure: a value that does not fit bounds every larger one
- * where it runs fused, and only the larger fallen-back ones where it falls
- * back. The candidates xs[0..n) (ascending) above the answer *best are
- * estimated up to the first fused one that does not fit; a fallen-back one
- * above one that did not fit is skipped unestimated. Every fused shape of
- * the micro-batch recurs within 256 (the kernel's largest batches per
- * block), of the sequence only up to the kernel's longest keys, so the
- * scan ends past those once a fallen-back one has failed. */
-static void scan_past_fallback(struct probe *p, const struct m4d_ctx *c, const uint64_t *xs, uint64_t from,
-                               size_t n, uint64_t *best)
+ * the fused figure: a value whose floor does not fit bounds every larger
+ * one where it runs fused, and only the larger fallen-back ones where it
+ * falls back. The values from `from` up to hi are estimated up to the
+ * first fused one that bounds; a fallen-back one above a fallen-back bound
+ * is skipped unestimated. Every fused shape of the micro-batch recurs within
+ * 256 (the kernel's largest batches per block), of the sequence only up to
+ * the kernel's longest keys, so the scan ends past those once a fallen-back
+ * one has bounded. */
+static void scan_up(struct probe *p, uint64_t from, uint64_t hi)
 {
     bool fell = false;
     uint64_t fell_at = 0;
-    for (size_t i = 0; i < n; i++) {
-        uint64_t x = xs ? xs[i] : from + i;
-        bool back = probe_falls_back(p, c, x);
+    for (uint64_t x = from; x <= hi; x++) {
+        bool back = probe_falls_back(p, x), bounds;
         if (back && fell) {
             bool seq = p->key == MEM4D_LAYOUT_SEQ_LENGTH;
-            if (seq ? x * p->unit > c->softmax.keys : x - fell_at > 256)
+            if (seq ? x * p->unit > p->c->softmax.keys : x - fell_at > 256)
                 return;
             continue;
         }
-        if (probe_fits(p, x))
-            *best = x;
-        else if (!back)
+        probe(p, x, &bounds);
+        if (bounds && !back)
             return;
-        else
+        if (bounds)
             fell = true, fell_at = x;
     }
+}
+
+/* The largest x in [1, hi] that fits. Bisection on the floor (last_true)
+ * ends at x0 whose floor fits, x0 + 1's not: no fused value above x0 fits,
+ * and the scan above finds the fallen-back ones that do. Below x0 the peak
+ * may exceed the floor: the largest fitting value is found going down from
+ * x0 to the largest one the bisection saw fit. */
+static uint64_t solve_key(struct probe *p, uint64_t hi)
+{
+    uint64_t x0 = last_true(probe_floor_fits, p, hi);
+    for (uint64_t x = x0; x > p->best; x--)
+        if (probe(p, x, NULL))
+            break;
+    if (x0 < hi && p->c->softmax.keys && !p->c->flash)
+        scan_up(p, x0 + 1, hi);
+    return p->best;
 }
 
 /* Set the probed key to its smallest value (one unit), resolve the layout
@@ -118,6 +174,7 @@ static mem4d_status probe_start(struct probe *p, struct m4d_ctx *x, uint64_t *kh
     if (st != MEM4D_OK)
         return st;
     m4d_ctx_device(x, &p->l, p->dev); /* the softmax rule and flash attention (probe_falls_back) */
+    p->c = x;
     mem4d_layout_param_bounds(p->key, NULL, khi);
     return mem4d_report_new(&p->r);
 }
@@ -128,24 +185,28 @@ mem4d_status mem4d_solve_max_micro_batch(const mem4d_model *model, const mem4d_l
     if (!model || !layout || !device || !mbs)
         return MEM4D_E_INVALID_ARG;
     *mbs = 0;
-    struct probe p = {model, device, *layout, MEM4D_LAYOUT_MICRO_BATCH, 1, NULL};
+    struct probe p = {model, device, *layout, MEM4D_LAYOUT_MICRO_BATCH, 1, NULL, NULL, 0};
     struct m4d_ctx x;
     uint64_t khi;
     mem4d_status st = probe_start(&p, &x, &khi);
     if (st != MEM4D_OK)
         return st;
     if (x.gbs != 0) {
-        /* Only divisors of gbs / d keep the batch whole; memory grows with b
-         * (within each softmax class: scan_past_fallback). */
+        /* Only divisors of gbs / d keep the batch whole, and each is
+         * estimated, largest first, until one fits: b sets the micro-batch
+         * count m = gbs / (d·b), and where m falls below the pipeline's
+         * depth a larger b can need less (the first stage's embedding
+         * gradient is formed beside the other m − 1 micro-batches in
+         * flight, b·(min(p, m) − 1) samples). */
         uint64_t div[M4D_MAX_DIVISORS];
         size_t nd = m4d_divisors(x.gbs / x.d, div, M4D_MAX_DIVISORS);
         while (nd > 0 && div[nd - 1] > khi)
             nd--;
-        scan_past_fallback(&p, &x, div, 0, nd, mbs);
+        while (nd > 0 && !probe(&p, div[nd - 1], NULL))
+            nd--;
+        *mbs = p.best;
     } else {
-        *mbs = last_true(probe_fits, &p, khi);
-        if (x.softmax.keys && !x.flash && *mbs < khi)
-            scan_past_fallback(&p, &x, NULL, *mbs + 1, khi - *mbs, mbs);
+        *mbs = solve_key(&p, khi);
     }
     mem4d_report_free(p.r);
     return MEM4D_OK;
@@ -173,16 +234,13 @@ mem4d_status mem4d_solve_max_seq_length(const mem4d_model *model, const mem4d_la
      * balancing, times t with sequence parallelism. */
     uint64_t a = c > 1 ? 2 * c : 1, b = v[MEM4D_LAYOUT_SEQUENCE_PARALLEL] && t > 1 ? t * c : 1;
     uint64_t unit = a / gcd(a, b) * b;
-    struct probe p = {model, device, *layout, MEM4D_LAYOUT_SEQ_LENGTH, unit, NULL};
+    struct probe p = {model, device, *layout, MEM4D_LAYOUT_SEQ_LENGTH, unit, NULL, NULL, 0};
     struct m4d_ctx x;
     uint64_t khi;
     mem4d_status st = probe_start(&p, &x, &khi);
     if (st != MEM4D_OK)
         return st;
-    uint64_t n = last_true(probe_fits, &p, khi / unit);
-    if (x.softmax.keys && !x.flash && n < khi / unit)
-        scan_past_fallback(&p, &x, NULL, n + 1, khi / unit - n, &n);
-    *seq = n * unit;
+    *seq = solve_key(&p, khi / unit) * unit;
     mem4d_report_free(p.r);
     return MEM4D_OK;
 }

@@ -2230,13 +2230,16 @@ MEM4D_API const char *mem4d_search_stat_name(mem4d_search_stat stat);
 MEM4D_API int mem4d_search_varies(mem4d_layout_param key);
 
 /**
- * Largest micro-batch size with which @p layout still fits (verdict "fits").
- * Every other setting is kept; the global batch, when set, must stay divisible.
- * Where the device's stack has a fused softmax that declines some shapes
- * (flash attention off), memory is not monotone in the micro-batch (a
- * fused larger one can need less than a fallen-back smaller one): a
- * fallen-back one that does not fit does not end the search (doc/perf.md,
- * "The search").
+ * Largest micro-batch size with which @p layout fits (verdict "fits"),
+ * exactly: no larger one fits. Every other setting is kept; the global
+ * batch, when set, must stay divisible. Memory is not monotone in the
+ * micro-batch, so a smaller one need not fit: the caching allocator can
+ * reserve a few MiB less for larger logits blocks (a segment of 20 MiB
+ * below 10 MiB, the block rounded to 2 MiB above), with a global batch a
+ * larger micro-batch leaves fewer micro-batches in flight, and where the
+ * device's stack has a fused softmax that declines some shapes (flash
+ * attention off), a fused larger micro-batch can need less than a
+ * fallen-back smaller one (doc/perf.md, "The search").
  * @param model The model.
  * @param layout The layout (its micro-batch is ignored).
  * @param device The device.
@@ -2249,8 +2252,9 @@ MEM4D_API mem4d_status mem4d_solve_max_micro_batch(const mem4d_model *model, con
 
 /**
  * Longest sequence (a multiple of the layout's divisibility rules) with
- * which @p layout still fits; a key count the stack's fused softmax
- * declines is taken as in mem4d_solve_max_micro_batch().
+ * which @p layout fits, exactly: no longer one fits. As in
+ * mem4d_solve_max_micro_batch(), a shorter one need not fit (the logits
+ * blocks' segments, and the key counts a stack's fused softmax declines).
  * @param model The model.
  * @param layout The layout (its sequence length is ignored).
  * @param device The device.

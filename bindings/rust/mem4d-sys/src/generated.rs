@@ -1421,10 +1421,12 @@ extern "C" {
     /// dp, micro-batch, vpp, recompute and the distributed optimizer. Every other key comes from the search's base
     /// layout.
     pub fn mem4d_search_varies(key: mem4d_layout_param) -> c_int;
-    /// Largest micro-batch size with which layout still fits (verdict "fits"). Every other setting is kept; the global
-    /// batch, when set, must stay divisible. Where the device's stack has a fused softmax that declines some shapes
-    /// (flash attention off), memory is not monotone in the micro-batch (a fused larger one can need less than a
-    /// fallen-back smaller one): a fallen-back one that does not fit does not end the search (doc/perf.md, "The
+    /// Largest micro-batch size with which layout fits (verdict "fits"), exactly: no larger one fits. Every other
+    /// setting is kept; the global batch, when set, must stay divisible. Memory is not monotone in the micro-batch, so
+    /// a smaller one need not fit: the caching allocator can reserve a few MiB less for larger logits blocks (a segment
+    /// of 20 MiB below 10 MiB, the block rounded to 2 MiB above), with a global batch a larger micro-batch leaves fewer
+    /// micro-batches in flight, and where the device's stack has a fused softmax that declines some shapes (flash
+    /// attention off), a fused larger micro-batch can need less than a fallen-back smaller one (doc/perf.md, "The
     /// search").
     pub fn mem4d_solve_max_micro_batch(
         model: *const mem4d_model,
@@ -1432,8 +1434,9 @@ extern "C" {
         device: *const mem4d_device,
         mbs: *mut u64,
     ) -> mem4d_status;
-    /// Longest sequence (a multiple of the layout's divisibility rules) with which layout still fits; a key count the
-    /// stack's fused softmax declines is taken as in mem4d_solve_max_micro_batch().
+    /// Longest sequence (a multiple of the layout's divisibility rules) with which layout fits, exactly: no longer one
+    /// fits. As in mem4d_solve_max_micro_batch(), a shorter one need not fit (the logits blocks' segments, and the key
+    /// counts a stack's fused softmax declines).
     pub fn mem4d_solve_max_seq_length(
         model: *const mem4d_model,
         layout: *const mem4d_layout,
