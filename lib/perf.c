@@ -813,8 +813,9 @@ struct unit_time {
     double layer_bwd;     /* backward compute of one layer (hides DP collectives) */
     double gemm;          /* the GEMMs' share of one layer's forward (and re-run) and backward compute */
     double layer_fwd;     /* forward compute of one layer */
-    double dense;         /* an MoE model's dense layer: all of it, and its compute */
+    double dense;         /* an MoE model's dense layer: all of it, its compute and its exposed TP */
     double dense_compute;
+    double dense_tp;
     /* of layer_compute, dense_compute and head, the GEMMs and attention,
      * whose rate follows the SM clock (POWER_BALANCE) */
     double layer_clocked, dense_clocked, head_clocked;
@@ -1973,7 +1974,8 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
         dbwd += selective_time(drc, pg, b, af + cpf + b * pg->attn_drop_per_b, dmlp);
         u.dense_compute = pf * dfwd + dbwd + cast + pg->accum_layer;
         u.dense_clocked = pf * (dlin + af) + bt->dense_lin_bwd + ab + selective_time(drc & RC_CLOCKED, pg, b, af, dmlp);
-        u.dense = u.dense_compute + tp_time(x, pg, b, (dlin - dmlp) / 2, dmlp / 2, pf) + u.layer_cp + u.layer_fsdp;
+        u.dense_tp = tp_time(x, pg, b, (dlin - dmlp) / 2, dmlp / 2, pf);
+        u.dense = u.dense_compute + u.dense_tp + u.layer_cp + u.layer_fsdp;
     }
     u.head = 3 * bt->head + b * pg->ce_per_b + 6 * kern;
     u.head_clocked = 3 * bt->head;
@@ -2534,6 +2536,7 @@ void m4d_perf_fill_memo(const struct m4d_ctx *x, const struct m4d_perf_group *pg
         .lmax = pl.lmax,
         .emax = pl.emax,
         .tp = u.layer_tp,
+        .tp_dense = (pl.lmax - pl.emax) * (u.dense_tp - u.layer_tp),
         .cp = u.layer_cp,
         .ep = u.layer_ep,
         .expert = u.layer_expert,
@@ -2564,7 +2567,7 @@ void m4d_perf_metrics(const struct m4d_perf_parts *p, double o[M4D_NMETRICS])
     o[MEM4D_METRIC_BUBBLE_FRACTION] = p->bubble / step;
     o[MEM4D_METRIC_COMPUTE_TIME_S] = m * p->cmax;
     double ml = m * p->lmax;
-    o[MEM4D_METRIC_TP_COMM_S] = ml * p->tp;
+    o[MEM4D_METRIC_TP_COMM_S] = ml * p->tp + m * p->tp_dense;
     o[MEM4D_METRIC_CP_COMM_S] = ml * p->cp;
     o[MEM4D_METRIC_EP_COMM_S] = m * p->emax * p->ep;
     o[MEM4D_METRIC_EXPERT_COMPUTE_S] = m * p->emax * p->expert;

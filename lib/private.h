@@ -161,6 +161,7 @@ struct m4d_perf_parts {
     double bubble, m, cmax, lmax, emax; /* bubble; micro-batches; slowest stage's compute, layers, expert layers */
     double straggle;                /* the wait for a straggling host (STRAGGLER_STEP) */
     double tp, cp, ep, expert, router, fsdp; /* one layer's exposed TP, CP, EP, FSDP seconds; expert, router compute */
+    double tp_dense;                /* the slowest stage's dense layers' TP beyond an expert layer's, a micro-batch */
     double p2p, dp, opt;            /* one micro-batch's send/recv; exposed DP; optimizer step */
     double gbs, s, world;           /* the job: global batch, sequence, GPUs */
     double flops_per_seq, peak, band_lo, band_hi;

@@ -462,17 +462,22 @@ START_TEST(parts_sum_to_the_step)
     static const char *const gpus[] = {"a100-80", "h100-80", "h200-141", "b200-180", "gb200-186", "mi300x-192"};
     static const char *const stacks[] = {"middle", "nemo-25", "torchtitan", "megatron-deepspeed", "composer"};
     static const struct {
-        const char *model, *a, *b, *c, *d;
+        const char *model, *a, *b, *c, *d, *dense;
     } jobs[] = {
-        {"llama3.1-70b", "world=1024", "tp=8", "pp=4", "gbs=512"},  /* 128 hosts of 8 */
-        {"llama3.1-8b", "world=4", "tp=2", "pp=2", "gbs=64"},      /* one host (GB200: 4 GPUs a host) */
-        {"mixtral-8x7b", "world=256", "ep=8", "pp=4", "gbs=256"},  /* experts: EP and their compute */
+        {"llama3.1-70b", "world=1024", "tp=8", "pp=4", "gbs=512", NULL},  /* 128 hosts of 8 */
+        {"llama3.1-8b", "world=4", "tp=2", "pp=2", "gbs=64", NULL},      /* one host (GB200: 4 GPUs a host) */
+        {"mixtral-8x7b", "world=256", "ep=8", "pp=4", "gbs=256", NULL},  /* experts: EP and their compute */
+        /* dense layers before the experts, no shared expert: a dense layer's
+         * TP collectives are all of its MLP's, an expert layer's attention's */
+        {"mixtral-8x7b", "world=64", "tp=4", "ep=4", "gbs=64", "2"},
     };
     mem4d_report *r = NULL;
     ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
     int straggled = 0;
     for (size_t j = 0; j < sizeof jobs / sizeof jobs[0]; j++) {
         mem4d_model *m = tu_model(jobs[j].model);
+        if (jobs[j].dense)
+            ck_assert_int_eq(mem4d_model_set_str(m, "moe_first_dense_layers", jobs[j].dense), MEM4D_OK);
         mem4d_layout *l = tu_layout(jobs[j].a, jobs[j].b, jobs[j].c, jobs[j].d, "seq=4096", NULL);
         for (size_t g = 0; g < sizeof gpus / sizeof gpus[0]; g++)
             for (size_t s = 0; s < sizeof stacks / sizeof stacks[0]; s++) {
