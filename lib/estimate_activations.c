@@ -602,6 +602,49 @@ static void loss_blocks(const struct m4d_ctx *x, uint64_t *n2, uint64_t *n4, uin
     }
 }
 
+/* Reserved beyond allocated around the loss, without expandable segments:
+ * the n2 live and ns freed two-byte blocks of e2 bytes, allocated first
+ * (the head's output), then the n4 four-byte blocks of e4, each placed as
+ * PyTorch's caching allocator places a request (c10/cuda/
+ * CUDACachingAllocator.cpp: get_free_block, alloc_block, should_split): in
+ * the smallest free block of its pool (small up to 1 MiB) that holds it,
+ * else in a new segment of m4d_alloc_size() bytes; the rest of the block
+ * stays free when it is split off (more than 1 MiB in the large pool, 512
+ * bytes in the small), else the request holds it. So a request of 1 to 10
+ * MiB takes a 20 MiB segment whose rest holds the next ones ("requests
+ * between 1MB and 10MB will allocate and split a 20MB block"). The freed
+ * blocks stay reserved: every later request is larger. Segments less the
+ * live blocks' bytes. */
+static uint64_t loss_segments(bool *ok, uint64_t e2, uint64_t n2, uint64_t ns, uint64_t e4, uint64_t n4)
+{
+    struct {
+        uint64_t bytes;
+        bool small;
+    } free_[8];
+    uint64_t seg = 0;
+    size_t nfree = 0;
+    for (uint64_t i = 0; i < n2 + ns + n4 && i < M4D_LEN(free_); i++) {
+        uint64_t b = m4d_alloc_block(i < n2 + ns ? e2 : e4), rest;
+        bool small = b <= M4D_ALLOC_SMALL_SIZE;
+        size_t best = nfree;
+        for (size_t k = 0; k < nfree; k++)
+            if (free_[k].small == small && free_[k].bytes >= b && (best == nfree || free_[k].bytes < free_[best].bytes))
+                best = k;
+        if (best < nfree) {
+            rest = free_[best].bytes - b;
+            free_[best] = free_[--nfree];
+        } else {
+            uint64_t size = m4d_alloc_size(b);
+            seg = add(ok, seg, size);
+            rest = size - b;
+        }
+        if (small ? rest >= M4D_ALLOC_MIN_BLOCK : rest > M4D_ALLOC_SMALL_SIZE)
+            free_[nfree].bytes = rest, free_[nfree++].small = small;
+    }
+    uint64_t live = add(ok, mul(ok, n2, e2), mul(ok, n4, e4));
+    return seg > live ? seg - live : 0;
+}
+
 /* Last stage, one micro-batch: the final norm's input and the head's input
  * (4h/t_sp bytes per token), and around the loss the bf16 logits with their
  * fp32 copy (Megatron's vocab_parallel_cross_entropy works in place on the
@@ -618,11 +661,13 @@ void m4d_head_bytes(bool *ok, const struct m4d_ctx *x, uint64_t *keep, uint64_t 
         *keep = add(ok, muldiv(ok, T, 2 * x->h, t_sp(x)), mul(ok, T, 2 * x->h));
     loss_blocks(x, &n2, &n4, &ns);
     *loss = muldiv(ok, mul(ok, T, 2 * n2 + 4 * n4), x->Vp, x->t);
-    /* reserved beyond allocated: the stranded blocks' segments, and each live
-     * block's segment rounding (m4d_alloc_size) */
+    /* reserved beyond allocated: the blocks' segments (loss_segments); with
+     * expandable segments each live block's rounding (m4d_alloc_size) */
     uint64_t e2 = mul(ok, E, 2), e4 = mul(ok, E, 4);
-    uint64_t round = add(ok, mul(ok, n2, m4d_alloc_size(e2) - e2), mul(ok, n4, m4d_alloc_size(e4) - e4));
-    *stranded = x->expandable ? round : add(ok, round, mul(ok, ns, m4d_alloc_size(e2)));
+    if (x->expandable)
+        *stranded = add(ok, mul(ok, n2, m4d_alloc_size(e2) - e2), mul(ok, n4, m4d_alloc_size(e4) - e4));
+    else
+        *stranded = loss_segments(ok, e2, n2, ns, e4, n4);
 }
 
 /* One MTP depth's loss, kept until the backward (Megatron-Core
