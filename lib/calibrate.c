@@ -58,6 +58,10 @@ struct mem4d_calibration {
     bool fitted;
     int chosen[CAL_NCAND];  /* by cal_consts index: 1 fitted, 0 left */
     double level_ratio;     /* fp8 over bf16 GEMM efficiency, which the compute level keeps */
+    /* choose_constants()'s scratch: each candidate's moves of the runs' log
+     * steps (J) and the chosen ones' orthonormal basis (Q). The handle's
+     * own, as distinct calibrations may fit on different threads at once. */
+    double J[CAL_NCAND][CAL_MAX_LOGS], Q[CAL_NCAND][CAL_MAX_LOGS];
     mem4d_report *report;
     char msg[M4D_MSG_MAX];
 };
@@ -1177,7 +1181,7 @@ static uint64_t effective(const mem4d_device *dev, mem4d_device_param key)
 #define CAL_MIN_OWN 0.25
 static mem4d_status choose_constants(mem4d_calibration *cal, const mem4d_device *dev, const double *base)
 {
-    static double J[CAL_NCAND][CAL_MAX_LOGS], Q[CAL_NCAND][CAL_MAX_LOGS];
+    double (*J)[CAL_MAX_LOGS] = cal->J, (*Q)[CAL_MAX_LOGS] = cal->Q;
     size_t n = cal->n, nq = 0;
     double norm0[CAL_NCAND];
     for (size_t k = 0; k < CAL_NCAND; k++) {

@@ -241,7 +241,7 @@ mem4d_status m4d_megatron_apply_hybrid(mem4d_import *imp, const struct m4d_opt_v
     const char *text = GIVEN(MF_HYBRID_PATTERN) ? vals[MF_HYBRID_PATTERN].s
                      : GIVEN(MF_HYBRID_OVERRIDE) ? vals[MF_HYBRID_OVERRIDE].s : NULL;
     const char *flag = GIVEN(MF_HYBRID_PATTERN) ? "--hybrid-layer-pattern" : "--hybrid-override-pattern";
-    static char built[M4D_MAX_PATTERN + 1];
+    char built[M4D_MAX_PATTERN + 1]; /* not static: imports run on several threads at once */
     char main_part[M4D_MAX_PATTERN * 2 + 1];
     bool gpt_halves = false; /* a GPT layer is two symbols (mixer, MLP) of the pattern */
     if (GIVEN(MF_LA_FREQ)) {

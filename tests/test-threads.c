@@ -320,6 +320,178 @@ START_TEST(test_concurrent_searches)
 }
 END_TEST
 
+/* Distinct handles on different threads (the header's other promise): each
+ * thread fits its own calibration and imports into its own model, and must
+ * get what one thread alone gets. Two kinds of job alternate between the
+ * threads, so scratch state shared by the library's calls (the fit's
+ * Jacobian, the importer's built layer pattern) would mix two jobs' values;
+ * ThreadSanitizer reports it even when the numbers happen to agree. */
+#define KINDS 2
+#define OWN_ROUNDS 4
+
+struct own_outcome {
+    mem4d_status fit, import;
+    uint64_t fitted[4];
+    int chosen[4];
+    char pattern[64];
+};
+
+static const mem4d_device_param fit_keys[4] = {
+    MEM4D_DEVICE_MATMUL_EFFICIENCY_PPM, MEM4D_DEVICE_ATTENTION_EFFICIENCY_PPM,
+    MEM4D_DEVICE_MICROBATCH_OVERHEAD_NS, MEM4D_DEVICE_COMM_EFFICIENCY_PPM,
+};
+
+/* Fit an h100-80 to five runs timed on a device that differs by kind. */
+static mem4d_status own_fit(int kind, struct own_outcome *o)
+{
+    static const char *const truths[KINDS][2][2] = {
+        {{"matmul_efficiency_ppm", "500000"}, {"microbatch_overhead_ns", "20000000"}},
+        {{"matmul_efficiency_ppm", "700000"}, {"attention_efficiency_ppm", "400000"}},
+    };
+    static const uint64_t jobs[5][3] = {{2048, 512, 1}, {2048, 512, 8}, {16384, 64, 1}, {8192, 128, 2}, {4096, 256, 4}};
+    mem4d_model *m = NULL;
+    mem4d_device *truth = NULL, *d = NULL;
+    mem4d_report *r = NULL;
+    mem4d_calibration *c = NULL;
+    mem4d_layout *l = NULL;
+    mem4d_status st = mem4d_model_new_preset("llama3.1-8b", &m);
+    if (st == MEM4D_OK)
+        st = mem4d_device_new_preset("h100-80", &truth);
+    if (st == MEM4D_OK)
+        st = mem4d_device_new_preset("h100-80", &d);
+    for (int i = 0; i < 2 && st == MEM4D_OK; i++)
+        st = mem4d_device_set_str(truth, truths[kind][i][0], truths[kind][i][1]);
+    if (st == MEM4D_OK)
+        st = mem4d_report_new(&r);
+    if (st == MEM4D_OK)
+        st = mem4d_calibration_new(&c);
+    if (st == MEM4D_OK)
+        st = mem4d_layout_new(&l);
+    for (size_t i = 0; i < 5 && st == MEM4D_OK; i++) {
+        double step = 0;
+        const uint64_t v[5] = {8, 2, jobs[i][0], jobs[i][1], jobs[i][2]};
+        const mem4d_layout_param k[5] = {MEM4D_LAYOUT_WORLD, MEM4D_LAYOUT_TP, MEM4D_LAYOUT_SEQ_LENGTH,
+                                         MEM4D_LAYOUT_GLOBAL_BATCH, MEM4D_LAYOUT_MICRO_BATCH};
+        for (int j = 0; j < 5 && st == MEM4D_OK; j++)
+            st = mem4d_layout_set(l, k[j], v[j]);
+        if (st == MEM4D_OK)
+            st = mem4d_estimate(m, l, truth, r);
+        if (st == MEM4D_OK)
+            st = mem4d_report_metric(r, MEM4D_METRIC_STEP_TIME_S, &step);
+        if (st == MEM4D_OK)
+            st = mem4d_calibration_add_measurement(c, m, l, MEM4D_CALIBRATION_MEASURED_STEP_S, step);
+    }
+    if (st == MEM4D_OK)
+        st = mem4d_calibration_fit(c, d);
+    for (size_t i = 0; i < 4 && st == MEM4D_OK; i++) {
+        mem4d_device_param key;
+        (void)mem4d_device_get(d, fit_keys[i], &o->fitted[i]);
+        (void)mem4d_calibration_constant(c, i, &key, &o->chosen[i]);
+    }
+    mem4d_layout_free(l);
+    mem4d_calibration_free(c);
+    mem4d_report_free(r);
+    mem4d_device_free(d);
+    mem4d_device_free(truth);
+    mem4d_model_free(m);
+    return st;
+}
+
+/* A Megatron command line whose layer pattern the importer builds: Gated
+ * DeltaNet every fourth GPT layer, or a hybrid model by its ratios. */
+static mem4d_status own_import(int kind, struct own_outcome *o)
+{
+    static const char *const common[] = {"--num-layers", "8", "--hidden-size", "256", "--num-attention-heads", "4",
+                                         "--seq-length", "1024", "--vocab-size", "1000"};
+    static const char *const extra[KINDS][6] = {
+        {"--experimental-attention-variant", "gdn", "--linear-attention-freq", "4", "--linear-num-key-heads", "2"},
+        {"--is-hybrid-model", "--hybrid-attention-ratio", "0.25", "--hybrid-mlp-ratio", "0.5", "--bf16"},
+    };
+    const char *argv[18];
+    int argc = 0;
+    for (size_t i = 0; i < sizeof common / sizeof *common; i++)
+        argv[argc++] = common[i];
+    for (size_t i = 0; i < 6; i++)
+        argv[argc++] = extra[kind][i];
+    if (kind == 0) {
+        argv[argc++] = "--linear-num-value-heads";
+        argv[argc++] = "4";
+    }
+    mem4d_import *imp = NULL;
+    mem4d_model *m = NULL;
+    mem4d_layout *l = NULL;
+    mem4d_status st = mem4d_import_new(&imp);
+    if (st == MEM4D_OK)
+        st = mem4d_model_new(&m);
+    if (st == MEM4D_OK)
+        st = mem4d_layout_new(&l);
+    if (st == MEM4D_OK)
+        st = mem4d_import_megatron(imp, argc, argv, NULL, 8, m, l);
+    (void)mem4d_model_get_layer_pattern(m, o->pattern, sizeof o->pattern);
+    mem4d_layout_free(l);
+    mem4d_model_free(m);
+    mem4d_import_free(imp);
+    return st;
+}
+
+static void own_run(int kind, struct own_outcome *o)
+{
+    memset(o, 0, sizeof *o);
+    o->fit = own_fit(kind, o);
+    o->import = own_import(kind, o);
+}
+
+struct own_worker {
+    pthread_barrier_t *start;
+    const struct own_outcome *expect; /* by kind */
+    int id, mismatches;
+};
+
+static void *own_work(void *arg)
+{
+    struct own_worker *w = arg;
+    pthread_barrier_wait(w->start);
+    for (int round = 0; round < OWN_ROUNDS; round++) {
+        int kind = (w->id + round) % KINDS;
+        struct own_outcome got;
+        own_run(kind, &got);
+        if (memcmp(&got, &w->expect[kind], sizeof got) != 0)
+            w->mismatches++;
+    }
+    return NULL;
+}
+
+START_TEST(test_concurrent_fits_and_imports)
+{
+    struct own_outcome expect[KINDS];
+    for (int k = 0; k < KINDS; k++) {
+        own_run(k, &expect[k]);
+        ck_assert_int_eq(expect[k].fit, MEM4D_OK);
+        ck_assert_int_eq(expect[k].import, MEM4D_OK);
+    }
+    /* the two kinds differ where a mix-up would show */
+    ck_assert_uint_ne(expect[0].fitted[0], expect[1].fitted[0]);
+    ck_assert_str_eq(expect[0].pattern, "G-G-G-*-G-G-G-*-");
+    ck_assert_str_ne(expect[1].pattern, "");
+    ck_assert_str_ne(expect[0].pattern, expect[1].pattern);
+    pthread_barrier_t start;
+    pthread_t tid[NTHREADS];
+    struct own_worker w[NTHREADS];
+    ck_assert_int_eq(pthread_barrier_init(&start, NULL, NTHREADS), 0);
+    for (int i = 0; i < NTHREADS; i++) {
+        w[i] = (struct own_worker){.start = &start, .expect = expect, .id = i};
+        ck_assert_int_eq(pthread_create(&tid[i], NULL, own_work, &w[i]), 0);
+    }
+    int mismatches = 0;
+    for (int i = 0; i < NTHREADS; i++) {
+        ck_assert_int_eq(pthread_join(tid[i], NULL), 0);
+        mismatches += w[i].mismatches;
+    }
+    pthread_barrier_destroy(&start);
+    ck_assert_int_eq(mismatches, 0);
+}
+END_TEST
+
 static Suite *threads_suite(void)
 {
     Suite *s = suite_create("threads");
@@ -330,6 +502,10 @@ static Suite *threads_suite(void)
     tcase_add_test(tc, test_concurrent_estimates);
     tcase_add_test(tc, test_concurrent_searches);
     suite_add_tcase(s, tc);
+    TCase *own = tcase_create("distinct-handles");
+    tcase_set_timeout(own, 600);
+    tcase_add_test(own, test_concurrent_fits_and_imports);
+    suite_add_tcase(s, own);
     return s;
 }
 
