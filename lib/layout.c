@@ -180,6 +180,11 @@ const char *mem4d_layout_value_name(mem4d_layout_param key, uint64_t value)
     return m4d_param_value_name(m4d_layout_params, NP, (int)key, value);
 }
 
+bool m4d_dist_opt_applies(const uint64_t *v)
+{
+    return v[MEM4D_LAYOUT_ZERO_STAGE] == 0 && v[MEM4D_LAYOUT_FRAMEWORK] != MEM4D_FRAMEWORK_TORCHTITAN;
+}
+
 static void ctx_layout(const mem4d_layout *l, struct m4d_ctx *x)
 {
     const uint64_t *v = l->v;
@@ -198,7 +203,7 @@ static void ctx_layout(const mem4d_layout *l, struct m4d_ctx *x)
     x->ep = v[MEM4D_LAYOUT_EP];
     x->etp = v[MEM4D_LAYOUT_ETP] ? v[MEM4D_LAYOUT_ETP] : v[MEM4D_LAYOUT_TP];
     x->zero = v[MEM4D_LAYOUT_ZERO_STAGE];
-    if (x->zero == 0 && v[MEM4D_LAYOUT_DIST_OPT])
+    if (m4d_dist_opt_applies(v) && v[MEM4D_LAYOUT_DIST_OPT])
         x->zero = 1;
     x->recompute = v[MEM4D_LAYOUT_RECOMPUTE];
     x->rc_method = v[MEM4D_LAYOUT_RECOMPUTE_METHOD];

@@ -589,6 +589,10 @@ void m4d_ctx_dense(const struct m4d_ctx *x, struct m4d_ctx *dense);
 /* One expert's (or the shared expert's) parameters for FFN width fe, biases included. */
 bool m4d_expert_params(const struct m4d_ctx *x, uint64_t fe, uint64_t *out);
 
+/* Whether the layout's dist_opt shapes the job: it is ZeRO-1 where no
+ * zero_stage is given, and torchtitan always shards with FSDP2 (layout.c). */
+bool m4d_dist_opt_applies(const uint64_t *layout_values);
+
 /* Validate model + layout and fill the context. The message names the
  * numbers at fault. */
 mem4d_status m4d_resolve(const mem4d_model *model, const mem4d_layout *layout,

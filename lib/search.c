@@ -424,7 +424,7 @@ static bool build_groups(mem4d_search *s)
     /* "Within a node" is within the NVLink domain: a whole NVL72 rack. */
     uint64_t gpn = s->dev.v[MEM4D_DEVICE_NVLINK_DOMAIN] ? s->dev.v[MEM4D_DEVICE_NVLINK_DOMAIN]
                                                        : s->dev.v[MEM4D_DEVICE_GPUS_PER_NODE];
-    bool local = s->opt[MEM4D_SEARCH_NODE_LOCAL] != 0;
+    bool local = s->opt[MEM4D_SEARCH_NODE_LOCAL] != 0, dist_applies = m4d_dist_opt_applies(s->base.v);
     /* The base layout's form of split (stages.c): uneven ends, shorter end
      * virtual stages, a layer table; each (p, v) below takes that form. */
     struct m4d_split base_split;
@@ -467,7 +467,9 @@ static bool build_groups(mem4d_search *s)
                     if (!knob_allows(&s->knob[K_VPP], v))
                         continue;
                     /* dist_opt 1 first: when its static bytes cannot fit,
-                     * neither can dist_opt 0's (see dead_block) */
+                     * neither can dist_opt 0's (see dead_block); where it
+                     * shapes nothing (a zero_stage given, torchtitan) one
+                     * value, the first allowed, not two alike layouts */
                     for (uint64_t dist = 2; dist-- > 0;) {
                         if (!knob_allows(&s->knob[K_DIST], dist))
                             continue;
@@ -476,6 +478,8 @@ static bool build_groups(mem4d_search *s)
                             free(ps);
                             return false;
                         }
+                        if (!dist_applies)
+                            break;
                     }
                 }
             }

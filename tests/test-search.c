@@ -165,6 +165,10 @@ static void brute_force(const mem4d_model *m, const mem4d_device *d, const mem4d
     uint64_t world = get(base, MEM4D_LAYOUT_WORLD), gbs = get(base, MEM4D_LAYOUT_GLOBAL_BATCH), L;
     ck_assert_int_eq(mem4d_model_get(m, MEM4D_MODEL_NUM_LAYERS, &L), MEM4D_OK);
     bool base_split = get(base, MEM4D_LAYOUT_FIRST_STAGE_LAYERS) || get(base, MEM4D_LAYOUT_LAST_STAGE_LAYERS);
+    /* dist_opt shapes nothing under a zero_stage or torchtitan's FSDP2: the
+     * search yields those layouts once, at dist_opt 1 */
+    bool dist_inert = get(base, MEM4D_LAYOUT_ZERO_STAGE) != 0 ||
+                      get(base, MEM4D_LAYOUT_FRAMEWORK) == MEM4D_FRAMEWORK_TORCHTITAN;
     mem4d_layout *l = NULL;
     mem4d_report *r = NULL;
     ck_assert_int_eq(mem4d_layout_clone(base, &l), MEM4D_OK);
@@ -183,7 +187,7 @@ static void brute_force(const mem4d_model *m, const mem4d_device *d, const mem4d
                     for (x.k[V] = 1; x.k[V] <= L; x.k[V]++)
                         for (x.k[RC] = 0; x.k[RC] <= 2; x.k[RC]++)
                             for (x.k[DIST] = 0; x.k[DIST] <= 1; x.k[DIST]++) {
-                                if (keep && !keep(&x))
+                                if ((keep && !keep(&x)) || (dist_inert && x.k[DIST] == 0))
                                     continue;
                                 bool set = true;
                                 for (int i = 0; i < NKNOB; i++)

@@ -2078,7 +2078,10 @@ typedef enum mem4d_search_stat {
 /**
  * Start a search over layouts of @p model on @p base's world size of
  * @p device GPUs. The search varies tp, cp, pp, dp, micro-batch, vpp,
- * recompute and the distributed optimizer, and for a pp that does not divide
+ * recompute and the distributed optimizer (where it shapes the job: with a
+ * zero_stage given, or framework torchtitan, whose FSDP2 always shards, the
+ * layouts hold the first value allowed, 1 unless bounded, once rather than
+ * twice alike), and for a pp that does not divide
  * the layers the first and last stages' layers (::MEM4D_SEARCH_UNEVEN_STAGES;
  * a @p base that sets them keeps its own split); every other setting
  * (sequence, global batch, precision, mode, ...) comes from @p base. The handles are
