@@ -64,14 +64,18 @@ struct probe {
 };
 
 /* The part of the report's peak that never decreases as b or s grows (within
- * each softmax class, below): every stage's TOTAL less the blocks its peak
- * moment strands and the logits blocks' segment rounding, the part of
- * FRAGMENTATION that m4d_fragmentation() of PEAK_ALLOCATED leaves. Those
- * can fall as the key grows (PyTorch's caching allocator gives a request
- * below 10 MiB a 20 MiB segment and one above its size rounded to 2 MiB,
- * m4d_alloc_size(); the loss's blocks count only where the loss is the
- * moment's transient, m4d_stage_activations()); the rest is sums, maxima
- * and products of what grows with the tokens. */
+ * each softmax class, below, and while the micro-batch count m stays: b
+ * without a global batch): every stage's TOTAL less the blocks its peak
+ * moment strands and the logits blocks' segments beyond their bytes, the
+ * part of FRAGMENTATION that m4d_fragmentation() of PEAK_ALLOCATED leaves.
+ * Those can fall as the key grows (PyTorch's caching allocator gives a
+ * request below 10 MiB a 20 MiB segment and one above its size rounded to
+ * 2 MiB, loss_segments() in lib/estimate_activations.c; the loss's blocks
+ * count only where the loss is the moment's transient,
+ * m4d_stage_activations()); the rest is sums, maxima and products of what
+ * grows with the tokens. The answer is exact as long as a value whose
+ * floor does not fit bounds every larger one; the floor's own monotony
+ * only keeps the bisection short. */
 static uint64_t floor_bytes(const struct probe *p)
 {
     uint64_t most = 0;
