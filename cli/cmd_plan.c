@@ -52,9 +52,10 @@ const struct cli_option cmd_plan_options[] = {
 const char cmd_plan_about[] =
     "Searches every valid layout (tp, cp, pp, dp, micro-batch, vpp, recompute, distributed\n"
     "optimizer) and lists those that fit (total <= 85% of GPU memory in full mode, 80% in\n"
-    "paper mode), ranked by the step-time model (doc/perf.md): the layouts whose speed band\n"
-    "overlaps the fastest's (eq =) first, by fewer model-parallel GPUs (tp x cp x pp), then\n"
-    "step time; then the others, fastest first.\n"
+    "paper mode), ranked by the step-time model (doc/perf.md): the layouts whose speed\n"
+    "overlaps the fastest's under the band between layouts of one job (eq =; narrower than\n"
+    "the tokens/s band shown, a measured run's) first, by fewer model-parallel GPUs\n"
+    "(tp x cp x pp), then step time; then the others, fastest first.\n"
     "A SPEC fixes a knob (--pp 1), bounds it (--tp 1-4) or lists values (--mbs 1,2,4).\n"
     "A pp that does not divide the layers gets lighter first and last stages (pp 16 over\n"
     "126 layers: 7+14x8+7, shown as 16/7). The SVG is a tp x pp grid per cp and\n"

@@ -152,9 +152,18 @@ void plan_print_table(FILE *out, const struct plan_rows *rs, size_t n, const str
     size_t neq = 0;
     while (neq < rs->n && rs->a[neq].equivalent)
         neq++;
+    /* The compared band is the one between layouts of one job, narrower than
+     * the band of a run printed beside each row, unless the device gives its
+     * own (m4d_speed_band_relative(), lib/perf.c). */
+    uint64_t own_lo = 0, own_hi = 0;
+    mem4d_device_get(dev, MEM4D_DEVICE_SPEED_BAND_LOW_PPM, &own_lo);
+    mem4d_device_get(dev, MEM4D_DEVICE_SPEED_BAND_HIGH_PPM, &own_hi);
     if (neq > 1)
-        fprintf(out, "eq: the first %zu are equivalent to the fastest (their speed bands overlap its band; "
-                "doc/perf.md, \"Uncertainty\"), listed by fewer model-parallel GPUs, then speed\n", neq);
+        fprintf(out, "eq: the first %zu are equivalent to the fastest (%s; doc/perf.md, \"Uncertainty\"), listed by "
+                "fewer model-parallel GPUs, then speed\n", neq,
+                own_lo || own_hi ? "their speed bands overlap its band, the device's speed_band_*_ppm"
+                                 : "their speeds overlap its speed under the band between layouts of one job, "
+                                   "narrower than the tokens/s band shown");
 }
 
 static void json_number(FILE *out, bool have, double v)

@@ -91,6 +91,15 @@ check(len(plan_json("--top", "3")) == 3, "--top 3")
 # llama3.1-70b on 64 H100 is tp 8 pp 2 at 65.3 s, the fastest tp 4 cp 2 pp 4 at 60.6 s 15th.
 about = run("plan", "--help").stdout
 check("fastest first by" not in about and "fewer model-parallel GPUs" in about, "plan --help on the order")
+# The table and --help name the band equivalence compares with: they said "their speed
+# bands overlap its band" beside the tokens/s band column, a measured run's, of which 307
+# of llama3.1-8b's 835 rows on 8 H100 (seq 4096, gbs 64) overlap the fastest's and are not
+# equivalent.
+check("between layouts of one job" in " ".join(about.split()), "plan --help names the compared band")
+note = run("plan", *JOB, "--top", "3").stdout
+check("between layouts of one job" in note and "their speed bands overlap" not in note, f"the eq note: {note}")
+own = run("plan", *JOB, "--top", "3", "--device-set", "speed_band_low_ppm=969000").stdout
+check("their speed bands overlap its band, the device's" in own, f"the eq note with the device's band: {own}")
 # MFU names the peak it is of, as estimate --json does (issue 21, item 4): an fp8 job's
 # rows printed mfu 0.379 of H100's fp8 peak with no word of which peak.
 for extra, peak, flops in (((), "bf16", 989.4e12), (("--set", "fp8=1"), "fp8", 1978.9e12)):
