@@ -130,7 +130,7 @@ static bool number_after(const char *line, const char *label, double *v, bool *b
     if (!p)
         return false;
     char *end = NULL;
-    double x = strtod(p, &end);
+    double x = m4d_strtod(p, &end);
     if (end == p || !isfinite(x)) { /* a sign is read: the callers' ranges refuse it with the bound */
         *bad = true;
         return false;
@@ -169,7 +169,7 @@ static bool scaled_after(const char *line, const char *label, double *v, bool *b
             digits[n++] = *p;
     digits[n] = '\0';
     char *end = NULL;
-    double x = strtod(digits, &end);
+    double x = m4d_strtod(digits, &end);
     if (n == 0 || *end != '\0') {
         *bad = true;
         return false;

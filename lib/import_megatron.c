@@ -92,7 +92,7 @@ static mem4d_status apply_reduce_bucket(mem4d_import *imp, const struct m4d_opt_
     const char *text = vals[MF_REDUCE_BUCKET].s;
     char *end = NULL;
     errno = 0;
-    double r = strtod(text, &end);
+    double r = m4d_strtod(text, &end);
     if (end == text || *end != '\0' || !isfinite(r))
         return m4d_imp_fail(imp, MEM4D_E_PARSE, "--reduce-bucket-size: '%s' is not a number", text);
     if (r < 1.0 || r > 1099511627776.0 || r != floor(r))

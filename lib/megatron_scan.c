@@ -61,7 +61,7 @@ mem4d_status m4d_megatron_parse_number(mem4d_import *imp, const char *flag, cons
 {
     char *end = NULL;
     errno = 0;
-    *out = strtod(text, &end);
+    *out = m4d_strtod(text, &end);
     if (end == text || *end != '\0' || errno == ERANGE || !isfinite(*out))
         return m4d_imp_fail(imp, MEM4D_E_PARSE, "--%s: '%s' is not a number", flag, text);
     return MEM4D_OK;
@@ -207,7 +207,7 @@ mem4d_status m4d_megatron_scan(mem4d_import *imp, int argc, const char *const *a
         slime |= trainer && strcmp(trainer->trainer, "slime") == 0;
         if (trainer && strcmp(tok.name, "entropy-coef") == 0) { /* last one wins, as argparse */
             const char *value = tok.value ? tok.value : i + 1 < argc && argv[i + 1] ? argv[i + 1] : "0";
-            entropy = strtod(value, NULL) != 0.0;
+            entropy = m4d_strtod(value, NULL) != 0.0;
         }
         if (row && row->kind == M4D_FLAG_WARN)
             m4d_imp_warn(imp, "--%s %s", row->flag, row->why);

@@ -459,6 +459,10 @@ void m4d_put(struct m4d_out *o, const char *fmt, ...)
 /* Length of the first n bytes of s less a UTF-8 character cut at n. */
 size_t m4d_utf8_cut(const char *s, size_t n);
 
+/* strtod as the "C" locale reads a number, whatever LC_NUMERIC the process
+ * that loaded the library has set (every reader of a decimal uses it). */
+double m4d_strtod(const char *text, char **end);
+
 /* Parse the text of a value for a described key: numbers, booleans, value names. */
 mem4d_status m4d_parse_value(const struct m4d_param_desc *d, const char *text, uint64_t *out);
 

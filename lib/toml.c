@@ -11,6 +11,8 @@
  */
 #include "toml.h"
 
+#include "private.h" /* m4d_strtod */
+
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -503,7 +505,7 @@ static bool floating(struct parser *p, const char *t, size_t n, struct m4d_toml 
         return fail(p, "'%.*s' is not a TOML number", (int)(n < 40 ? n : 40), t);
     copy[m] = '\0';
     errno = 0;
-    v->f = strtod(copy, NULL);
+    v->f = m4d_strtod(copy, NULL);
     if (errno == ERANGE && isinf(v->f))
         return fail(p, "the float %s is out of range", copy);
     return true;

@@ -1,7 +1,8 @@
 /*
  * A strict TOML 1.0 reader (toml.c) for the torchtitan job reader
  * (import_torchtitan.c): the whole document into a tree, or a sentence
- * naming the line that is not TOML. No dependency beyond libc.
+ * naming the line that is not TOML. No dependency beyond libc (and
+ * m4d_strtod(), strtod whatever the process's locale).
  * SPDX-License-Identifier: MIT
  */
 #ifndef MEM4D_TOML_H

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,6 +92,47 @@ int m4d_param_lookup(const struct m4d_param_desc *table, size_t n, const char *n
             return (int)i;
     }
     return -1;
+}
+
+/* The files and arguments the library reads write their decimals with a
+ * point, but strtod reads the point of the process's LC_NUMERIC: a program
+ * that embeds the library and calls setlocale(LC_ALL, "") under a locale
+ * whose decimal point is a comma (de_DE, fr_FR, ru_RU) would have "0.1"
+ * read as 0 with ".1" left over. So the number's span is copied with its
+ * point turned into the locale's, which snprintf tells (unlike localeconv(),
+ * safe beside other threads); the span is what strtod may read in the "C"
+ * locale (letters for exponents, hex, inf and nan), so a comma in the text
+ * still ends the number. A span is read up to 255 bytes. */
+double m4d_strtod(const char *text, char **end)
+{
+    char radix[16];
+    int rn = snprintf(radix, sizeof radix, "%.1f", 0.5); /* "0.5", "0,5" */
+    if (rn < 3 || (size_t)rn >= sizeof radix || (rn == 3 && radix[1] == '.'))
+        return strtod(text, end);
+    size_t rl = (size_t)rn - 2;
+    char copy[256 + sizeof radix];
+    size_t n = 0, dot = SIZE_MAX;
+    const char *p = text;
+    while (*p && strchr(" \t\n\v\f\r", *p) && n < 255)
+        copy[n++] = *p++;
+    for (; *p && n < 255 && (isalnum((unsigned char)*p) || strchr("+-._()", *p)); p++) {
+        if (*p == '.' && dot == SIZE_MAX) {
+            dot = n;
+            memcpy(copy + n, radix + 1, rl);
+            n += rl;
+        } else {
+            copy[n++] = *p;
+        }
+    }
+    copy[n] = '\0';
+    char *e = NULL;
+    double v = strtod(copy, &e);
+    size_t used = (size_t)(e - copy);
+    if (dot != SIZE_MAX && used > dot)
+        used = used >= dot + rl ? used - (rl - 1) : dot; /* a radix read in part is not read */
+    if (end)
+        *end = (char *)text + used;
+    return v;
 }
 
 /* Strict unsigned parse: decimal or 0x hex, no sign, no junk, no overflow. */

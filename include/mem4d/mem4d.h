@@ -34,6 +34,8 @@
  *  - The library has no global mutable state and never prints. Distinct
  *    handles may be used from different threads at once; a handle passed as
  *    `const` may be shared by many threads.
+ *  - Decimals in what the library reads (arguments, logs, files) are written
+ *    with a point, and read so whatever LC_NUMERIC the process has set.
  */
 #ifndef MEM4D_H
 #define MEM4D_H
