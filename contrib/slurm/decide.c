@@ -162,7 +162,10 @@ static bool import_job(struct work *w)
             return false;
         }
     }
-    st = mem4d_import_megatron(w->imp, s->argc, (const char *const *)s->argv, NULL, w->job->req.gpus,
+    /* The job's environment, as `mem4d check` run in the job reads its own:
+     * PYTORCH_CUDA_ALLOC_CONF's expandable_segments changes the reserved
+     * memory (the world size is the request's, not WORLD_SIZE's). */
+    st = mem4d_import_megatron(w->imp, s->argc, (const char *const *)s->argv, w->job->envp, w->job->req.gpus,
                                w->model, w->layout);
     if (st != MEM4D_OK) {
         unknown(w, "the arguments on line %u: %s", s->line, mem4d_import_message(w->imp));

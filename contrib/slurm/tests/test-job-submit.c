@@ -59,10 +59,13 @@ static void stop(void)
 
 /* Submit a script with a request; returns job_submit()'s status and the
  * message (or ""), checking err_msg's ownership on the way. */
-static int submit(const char *script, const char *gres, uint32_t nodes, char *msg, size_t size)
+static int submit_env(const char *script, const char *gres, uint32_t nodes, char **env, uint32_t nenv, char *msg,
+                      size_t size)
 {
     job_desc_msg_t jd;
     fake_job_desc_init(&jd);
+    jd.environment = env;
+    jd.env_size = nenv;
     jd.script = (char *)script;
     jd.tres_per_node = (char *)gres;
     jd.min_nodes = nodes;
@@ -77,6 +80,11 @@ static int submit(const char *script, const char *gres, uint32_t nodes, char *ms
         ck_assert_msg(err && !strchr(err, '\n'), "a rejection is one line: %s", err ? err : "(none)");
     fake_xfree(&err); /* aborts unless SLURM's allocator made it */
     return rc;
+}
+
+static int submit(const char *script, const char *gres, uint32_t nodes, char *msg, size_t size)
+{
+    return submit_env(script, gres, nodes, NULL, 0, msg, size);
 }
 
 static int submit_example(const char *name, const char *gres, uint32_t nodes, char *msg, size_t size)
@@ -118,6 +126,27 @@ START_TEST(examples_decide)
     ck_assert_int_eq(submit_example("llama3-70b-pp2.sbatch", "gres:gpu:h100:8", 2, m, sizeof m),
                      ESLURM_ACCESS_DENIED);
     HAS(m, "would run out of GPU memory");
+    stop();
+}
+END_TEST
+
+/* The job runs with the environment it was submitted with (sbatch exports
+ * the submitter's): with the caching allocator's expandable segments
+ * nothing is reserved beyond what is allocated, and the 70B job on 2 nodes
+ * that is out of memory by 0.2% without them (80.15 of 80 GiB) is tight
+ * (77.11 GiB), as `mem4d check` in the job says. */
+START_TEST(job_environment)
+{
+    char m[2048];
+    char alloc[] = "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True", path[] = "PATH=/usr/bin";
+    char *env[] = {path, alloc};
+    start(conf_admit);
+    char *s = example("llama3-70b-pp2.sbatch");
+    ck_assert_int_eq(submit_env(s, "gres:gpu:h100:8", 2, env, 1, m, sizeof m), ESLURM_ACCESS_DENIED);
+    HAS(m, "would run out of GPU memory: pipeline stage 0 needs 80.15 GiB");
+    ck_assert_int_eq(submit_env(s, "gres:gpu:h100:8", 2, env, 2, m, sizeof m), SLURM_SUCCESS);
+    HAS(fake_slurm_last_info, "fits, admitted: mem4d: tight on 16 h100-80 GPUs: pipeline stage 0 needs 77.11 GiB");
+    free(s);
     stop();
 }
 END_TEST
@@ -291,6 +320,7 @@ int main(int argc, char **argv)
     TCase *tc = tcase_create("plugin");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, examples_decide);
+    tcase_add_test(tc, job_environment);
     tcase_add_test(tc, policy_and_strict);
     tcase_add_test(tc, odd_requests);
     tcase_add_test(tc, configuration_keys);
