@@ -1688,6 +1688,14 @@ static inline double tp_beside(const struct m4d_perf_group *pg, double coll, dou
     return x + (coll - x) * pg->tp_lost; /* nccl_cost */
 }
 
+/* torchtitan's per-op policy (op_sac_time): recompute "op", as its TOML's
+ * selective_ac_option "op" reads, or "selective" on a stack whose selective
+ * recompute is that policy (op_sac). */
+static inline bool op_policy(const struct m4d_ctx *x, const struct m4d_perf_group *pg)
+{
+    return x->recompute == 3 || (x->recompute == 1 && pg->mc.op_sac);
+}
+
 static double tp_time(const struct m4d_ctx *x, const struct m4d_perf_group *pg, double b, double ga, double gm,
                       double passes_fwd)
 {
@@ -1696,7 +1704,7 @@ static double tp_time(const struct m4d_ctx *x, const struct m4d_perf_group *pg, 
     double t = D(x->t), one = pg->tp_lat + b * pg->tp_per_b;
     /* torchtitan's op policy saves the reduce-scatters' outputs, not the
      * all-gathers': its recompute gathers the two inputs again (DTENSOR_TP) */
-    double regather = pg->mc.dtensor_tp && pg->mc.op_sac && x->recompute == 1 ? 2 : 0;
+    double regather = pg->mc.dtensor_tp && op_policy(x, pg) ? 2 : 0;
     if (M4D_UNLIKELY(x->tp_overlap)) {
         double rest = one * (t - 1) / t, chunked = one / t + 0.5 * (MAX0(rest - ga) + MAX0(rest - gm));
         if (pg->mc.dtensor_tp) /* DTENSOR_TP's async TP: the backward's two reduce-scatters stay whole */
@@ -1860,7 +1868,7 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
         bwd = bt->lin_bwd + ab + cpb + 2 * ew + b * pg->ew_grad_per_b + 2 * KERNELS_FWD * kern;
     }
     double rc_clocked = 0; /* of the re-run, its GEMMs and attention (POWER_BALANCE) */
-    if (M4D_UNLIKELY(x->recompute == 1 && pg->mc.op_sac && x->experts == 0 && !x->nlt)) {
+    if (M4D_UNLIKELY(op_policy(x, pg) && x->experts == 0 && !x->nlt)) {
         rc_clocked = op_sac_time(x, pg, M, 0);
         bwd += rc_clocked + ew;
     } else if (x->recompute == 1) { /* selective: the modules re-run in the backward; the core its dropout too */

@@ -1775,6 +1775,32 @@ START_TEST(power_balance)
 }
 END_TEST
 
+/* torchtitan's op policy is timed as it runs wherever it is named: recompute
+ * "op" (what a TOML's selective_ac_option "op" reads) re-runs its matmuls as
+ * "selective" does on the torchtitan stack, whose selective recompute is
+ * that policy; it was timed as no recompute at all (Llama-3.1-8B, tp 2,
+ * 8,192 tokens: 9.128 s as none, against 10.167 s as selective, while its
+ * memory was the policy's, 39.4 GiB against 53.7). */
+START_TEST(op_policy_timed_as_named)
+{
+    mem4d_model *m = tu_model("llama3.1-8b");
+    mem4d_device *d = tu_device("h100-80");
+    mem4d_layout *l = tu_layout("world=8", "tp=2", "seq=8192", "gbs=64", "mbs=1", "framework=torchtitan", NULL);
+    const mem4d_metric T = MEM4D_METRIC_STEP_TIME_S;
+    ck_assert_int_eq(mem4d_layout_set_str(l, "recompute", "none"), MEM4D_OK);
+    double none = with(m, l, d, "stack", "torchtitan", T), none_mid = with(m, l, d, "stack", "middle", T);
+    ck_assert_int_eq(mem4d_layout_set_str(l, "recompute", "selective"), MEM4D_OK);
+    double sel = with(m, l, d, "stack", "torchtitan", T);
+    ck_assert_int_eq(mem4d_layout_set_str(l, "recompute", "op"), MEM4D_OK);
+    double op = with(m, l, d, "stack", "torchtitan", T), op_mid = with(m, l, d, "stack", "middle", T);
+    ck_assert_msg(op == sel && op > none, "op %g s, selective %g s, none %g s on the torchtitan stack", op, sel, none);
+    ck_assert_msg(op_mid > none_mid, "op %g s, none %g s on the middle stack", op_mid, none_mid);
+    mem4d_layout_free(l);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
 /* POWER_BALANCE counts a re-run's GEMMs and attention with the others
  * (doc/perf.md: k holds "their recompute"): the matmuls torchtitan's op
  * policy re-runs, and Megatron's selective re-run of the attention core,
@@ -2440,6 +2466,7 @@ int main(void)
     tcase_add_test(tc, communication_links);
     tcase_add_test(tc, pipeline_bubble);
     tcase_add_test(tc, recompute_cost);
+    tcase_add_test(tc, op_policy_timed_as_named);
     tcase_add_test(tc, dropout_cost);
     tcase_add_test(tc, optimizer_without_master_reads_the_weights);
     tcase_add_test(tc, data_parallel_scaling);
