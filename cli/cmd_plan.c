@@ -30,7 +30,7 @@ const struct cli_option cmd_plan_options[] = {
     CLI_SEARCH("--dp", MEM4D_LAYOUT_DP, "data-parallel sizes searched"),
     CLI_SEARCH("--mbs", MEM4D_LAYOUT_MICRO_BATCH, "micro-batch sizes searched"),
     CLI_SEARCH("--vpp", MEM4D_LAYOUT_VPP, "virtual pipeline chunks searched"),
-    CLI_SEARCH("--recompute", MEM4D_LAYOUT_RECOMPUTE, "recomputation searched (none, selective, full)"),
+    CLI_SEARCH("--recompute", MEM4D_LAYOUT_RECOMPUTE, "recomputation searched (none, selective, full; op under torchtitan)"),
     CLI_SEARCH("--dist-opt", MEM4D_LAYOUT_DIST_OPT, "distributed optimizer searched (false, true)"),
     CLI_SEARCH("--ep", MEM4D_LAYOUT_EP, "expert-parallel sizes searched (a model with experts, ep not set)"),
     CLI_SEARCH("--etp", MEM4D_LAYOUT_ETP, "experts' tensor-parallel sizes searched (1 or tp)"),

@@ -65,6 +65,9 @@ struct cand {
     uint8_t rc, verdict;
 };
 
+/* The recompute modes a search may try: none, selective, full, and
+ * torchtitan's op policy (mem4d_layout_recompute values 0 to 3). */
+#define RC_MODES 4
 /* The activation terms of the groups of one m4d_act_key() (p, d, v and
  * dist_opt vary among them), by b and recompute mode. */
 #define ACT_SIGS 32
@@ -74,7 +77,7 @@ struct act_sig {
     uint64_t key[M4D_ACT_KEY_LEN];
     struct {
         uint64_t b; /* 0: a free slot */
-        struct m4d_act_terms rc[3];
+        struct m4d_act_terms rc[RC_MODES];
     } per_b[ACT_BS];
 };
 
@@ -105,7 +108,7 @@ struct mem4d_search {
     uint64_t mbs_d;    /* the d they are of (0: none yet) */
     uint64_t *gbs_div; /* divisors of the global batch */
     size_t ngbs_div, gdcap;
-    uint64_t rcs[3];
+    uint64_t rcs[RC_MODES];
     size_t nrc;
     size_t gi, ri, bi; /* position: next candidate to evaluate */
     bool in_group;
@@ -117,7 +120,7 @@ struct mem4d_search {
     struct m4d_machine mc; /* m4d_perf_machine() of the search's framework, fp8 and device (mc_ready) */
     bool mc_ready;
     struct m4d_state_cache sc; /* the group's state terms (m4d_estimate_full) */
-    signed char rc_ok[3];      /* the group's recompute rules per mode: 1, 0, or -1 not yet known */
+    signed char rc_ok[RC_MODES]; /* the group's recompute rules per mode: 1, 0, or -1 not yet known */
     struct m4d_perf_b pb[64];  /* per-b step-time terms by pb_slot(b) (m4d_perf_fill_memo), */
     unsigned char pb_key[M4D_PERF_B_KEY_BYTES]; /* of the groups with this key (m4d_perf_b_shared) */
     bool pb_keyed;
@@ -486,9 +489,13 @@ static bool build_groups(mem4d_search *s)
         }
     }
     free(ps);
+    /* the modes of the job's framework (op: torchtitan's alone), as the
+     * estimate's recompute rules take them (m4d_recompute_mode_ok) */
     s->nrc = 0;
-    for (uint64_t rc = 0; rc <= 2; rc++)
-        if (knob_allows(&s->knob[K_RC], rc))
+    mem4d_framework fw = (mem4d_framework)s->base.v[MEM4D_LAYOUT_FRAMEWORK];
+    for (uint64_t rc = 0; rc < RC_MODES; rc++)
+        if (knob_allows(&s->knob[K_RC], rc) &&
+            m4d_param_applies(&m4d_layout_params[MEM4D_LAYOUT_RECOMPUTE], rc, fw, MEM4D_MODE_FULL, NULL, 0))
             s->rcs[s->nrc++] = rc;
     return true;
 }

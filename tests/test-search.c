@@ -185,7 +185,7 @@ static void brute_force(const mem4d_model *m, const mem4d_device *d, const mem4d
                 uint64_t bmax = gbs ? gbs / x.k[D] : 64;
                 for (x.k[B] = 1; x.k[B] <= bmax; x.k[B]++)
                     for (x.k[V] = 1; x.k[V] <= L; x.k[V]++)
-                        for (x.k[RC] = 0; x.k[RC] <= 2; x.k[RC]++)
+                        for (x.k[RC] = 0; x.k[RC] <= 3; x.k[RC]++) /* 3: op, torchtitan's alone */
                             for (x.k[DIST] = 0; x.k[DIST] <= 1; x.k[DIST]++) {
                                 if ((keep && !keep(&x)) || (dist_inert && x.k[DIST] == 0))
                                     continue;

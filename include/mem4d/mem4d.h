@@ -2080,7 +2080,8 @@ typedef enum mem4d_search_stat {
 /**
  * Start a search over layouts of @p model on @p base's world size of
  * @p device GPUs. The search varies tp, cp, pp, dp, micro-batch, vpp,
- * recompute and the distributed optimizer (where it shapes the job: with a
+ * recompute (none, selective, full, and op where the framework is torchtitan)
+ * and the distributed optimizer (where it shapes the job: with a
  * zero_stage given, or framework torchtitan, whose FSDP2 always shards, the
  * layouts hold the first value allowed, 1 unless bounded, once rather than
  * twice alike), and for a pp that does not divide
