@@ -790,8 +790,10 @@ static mem4d_status add_log(mem4d_calibration *cal, struct scan *sc, const char 
 mem4d_status mem4d_calibration_add_megatron_log(mem4d_calibration *cal, const char *text, size_t length, int argc,
                                                 const char *const *argv, uint64_t world_size)
 {
-    if (!cal || (!text && length) || argc < 0 || (argc > 0 && !argv))
+    if (!cal)
         return MEM4D_E_INVALID_ARG;
+    if ((!text && length) || argc < 0 || (argc > 0 && !argv))
+        return fail(cal, MEM4D_E_INVALID_ARG, 0, "a NULL log text of nonzero length, a negative argc or a NULL argv");
     cal->msg[0] = '\0';
     if (cal->n == CAL_MAX_LOGS)
         return fail(cal, MEM4D_E_RANGE, 0, "too many logs (at most 32)");
@@ -806,8 +808,10 @@ mem4d_status mem4d_calibration_add_megatron_log(mem4d_calibration *cal, const ch
 mem4d_status mem4d_calibration_add_megatron_log_file(mem4d_calibration *cal, const char *path, int argc,
                                                      const char *const *argv, uint64_t world_size)
 {
-    if (!cal || !path)
+    if (!cal)
         return MEM4D_E_INVALID_ARG;
+    if (!path)
+        return fail(cal, MEM4D_E_INVALID_ARG, 0, "a NULL log path");
     char *text = NULL;
     size_t len = 0;
     mem4d_status st = m4d_read_file(path, "Megatron-LM training log", CAL_LOG_MAX_BYTES, &text, &len, cal->msg,
@@ -848,13 +852,29 @@ static struct cal_log *new_run(mem4d_calibration *cal, const mem4d_model *model,
     return lg;
 }
 
+/* The arguments of add_log and add_log_file (text: the log's text or path is
+ * given). A refused argument is said in the message too, as every failure
+ * is: the bindings raise with it, and the last failure's sentence would
+ * name another cause. */
+static mem4d_status log_args(mem4d_calibration *cal, mem4d_log_format format, bool text, const mem4d_model *model,
+                             const mem4d_layout *layout)
+{
+    if (!cal)
+        return MEM4D_E_INVALID_ARG;
+    if (!text || !model || !layout)
+        return fail(cal, MEM4D_E_INVALID_ARG, 0, "a NULL log (text of nonzero length, or path), model or layout");
+    if ((unsigned)format > MEM4D_LOG_NANOTRON)
+        return fail(cal, MEM4D_E_INVALID_ARG, 0, "the log format is not one this library reads");
+    return MEM4D_OK;
+}
+
 mem4d_status mem4d_calibration_add_log(mem4d_calibration *cal, mem4d_log_format format, const char *text,
                                        size_t length, const mem4d_model *model, const mem4d_layout *layout)
 {
-    if (!cal || (!text && length) || !model || !layout || (unsigned)format > MEM4D_LOG_NANOTRON)
-        return MEM4D_E_INVALID_ARG;
+    mem4d_status st = log_args(cal, format, text || !length, model, layout);
+    if (st != MEM4D_OK)
+        return st;
     cal->msg[0] = '\0';
-    mem4d_status st;
     struct cal_log *lg = new_run(cal, model, layout, &st);
     if (!lg)
         return st;
@@ -890,12 +910,13 @@ mem4d_status mem4d_calibration_add_log(mem4d_calibration *cal, mem4d_log_format 
 mem4d_status mem4d_calibration_add_log_file(mem4d_calibration *cal, mem4d_log_format format, const char *path,
                                             const mem4d_model *model, const mem4d_layout *layout)
 {
-    if (!cal || !path || !model || !layout || (unsigned)format > MEM4D_LOG_NANOTRON)
-        return MEM4D_E_INVALID_ARG;
+    mem4d_status st = log_args(cal, format, path != NULL, model, layout);
+    if (st != MEM4D_OK)
+        return st;
     static const char *const doc[] = {"Megatron-LM training log", "torchtitan training log", "nanotron training log"};
     char *text = NULL;
     size_t len = 0;
-    mem4d_status st = m4d_read_file(path, doc[format], CAL_LOG_MAX_BYTES, &text, &len, cal->msg, sizeof cal->msg);
+    st = m4d_read_file(path, doc[format], CAL_LOG_MAX_BYTES, &text, &len, cal->msg, sizeof cal->msg);
     if (st != MEM4D_OK)
         return st;
     st = mem4d_calibration_add_log(cal, format, text, len, model, layout);
@@ -907,10 +928,14 @@ mem4d_status mem4d_calibration_add_measurement(mem4d_calibration *cal, const mem
                                                const mem4d_layout *layout, mem4d_calibration_figure figure,
                                                double value)
 {
-    if (!cal || !model || !layout ||
-        (figure != MEM4D_CALIBRATION_MEASURED_STEP_S && figure != MEM4D_CALIBRATION_MEASURED_TFLOPS_PER_GPU &&
-         figure != MEM4D_CALIBRATION_MEASURED_TOKENS_PER_S))
+    if (!cal)
         return MEM4D_E_INVALID_ARG;
+    if (!model || !layout)
+        return fail(cal, MEM4D_E_INVALID_ARG, 0, "a NULL model or layout");
+    if (figure != MEM4D_CALIBRATION_MEASURED_STEP_S && figure != MEM4D_CALIBRATION_MEASURED_TFLOPS_PER_GPU &&
+        figure != MEM4D_CALIBRATION_MEASURED_TOKENS_PER_S)
+        return fail(cal, MEM4D_E_INVALID_ARG, 0,
+                    "a measurement is a step time, TFLOP/s per GPU or tokens per second, not another figure");
     cal->msg[0] = '\0';
     if (!(value > 0) || !isfinite(value))
         return fail(cal, MEM4D_E_RANGE, 0, "a measured figure must be a positive number");
@@ -1241,8 +1266,10 @@ static mem4d_status choose_constants(mem4d_calibration *cal, const mem4d_device 
 
 mem4d_status mem4d_calibration_fit(mem4d_calibration *cal, mem4d_device *device)
 {
-    if (!cal || !device)
+    if (!cal)
         return MEM4D_E_INVALID_ARG;
+    if (!device)
+        return fail(cal, MEM4D_E_INVALID_ARG, 0, "a NULL device");
     cal->msg[0] = '\0';
     cal->fitted = false;
     if (cal->n == 0)

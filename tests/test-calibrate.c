@@ -470,6 +470,49 @@ START_TEST(refusals_name_the_line)
 }
 END_TEST
 
+/* A refused argument (MEM4D_E_INVALID_ARG) is said in the message too,
+ * not left with the last failure's sentence: the Python and Rust bindings
+ * raise every failure with mem4d_calibration_message(). Each call below
+ * follows a failed log read whose sentence it must replace. */
+START_TEST(refused_arguments_say_why)
+{
+    static const char *const why[] = {
+        "a NULL model or layout",
+        "a measurement is a step time, TFLOP/s per GPU or tokens per second, not another figure",
+        "the log format is not one this library reads",
+        "a NULL log (text of nonzero length, or path), model or layout",
+        "a NULL log (text of nonzero length, or path), model or layout",
+        "a NULL log text of nonzero length, a negative argc or a NULL argv",
+        "a NULL log path",
+        "a NULL device",
+    };
+    mem4d_calibration *c = NULL;
+    ck_assert_int_eq(mem4d_calibration_new(&c), MEM4D_OK);
+    mem4d_model *m = tu_model("llama3.1-8b");
+    mem4d_layout *l = tu_layout("world=8", "tp=2", "seq=4096", "gbs=64", NULL);
+    const char *argv[] = {"--num-layers", "2"};
+    for (int i = 0; i < 8; i++) {
+        ck_assert_int_eq(mem4d_calibration_add_megatron_log(c, "x\n", 2, 0, NULL, 8), MEM4D_E_MISSING);
+        mem4d_status st;
+        switch (i) {
+        case 0: st = mem4d_calibration_add_measurement(c, m, NULL, MEM4D_CALIBRATION_MEASURED_STEP_S, 1.0); break;
+        case 1: st = mem4d_calibration_add_measurement(c, m, l, MEM4D_CALIBRATION_MEMORY_RANK, 1.0); break;
+        case 2: st = mem4d_calibration_add_log(c, (mem4d_log_format)7, "", 0, m, l); break;
+        case 3: st = mem4d_calibration_add_log(c, MEM4D_LOG_TORCHTITAN, NULL, 5, m, l); break;
+        case 4: st = mem4d_calibration_add_log_file(c, MEM4D_LOG_NANOTRON, "x.log", NULL, l); break;
+        case 5: st = mem4d_calibration_add_megatron_log(c, "", 0, -1, argv, 0); break;
+        case 6: st = mem4d_calibration_add_megatron_log_file(c, NULL, 0, NULL, 0); break;
+        default: st = mem4d_calibration_fit(c, NULL); break;
+        }
+        ck_assert_int_eq(st, MEM4D_E_INVALID_ARG);
+        ck_assert_str_eq(mem4d_calibration_message(c), why[i]);
+    }
+    mem4d_layout_free(l);
+    mem4d_model_free(m);
+    mem4d_calibration_free(c);
+}
+END_TEST
+
 /* Is device key k among the constants the last fit fitted? */
 static int fitted(const mem4d_calibration *c, mem4d_device_param k)
 {
@@ -783,6 +826,7 @@ int main(int argc, char **argv)
     tcase_add_test(tc, memory_offsets_and_two_logs);
     tcase_add_test(tc, arguments_from_argv);
     tcase_add_test(tc, refusals_name_the_line);
+    tcase_add_test(tc, refused_arguments_say_why);
     tcase_add_test(tc, every_argument_megatron_prints);
     tcase_add_test(tc, overlap_p2p_comm_from_the_log);
     tcase_add_test(tc, long_empty_many_and_list_values);

@@ -2802,9 +2802,10 @@ MEM4D_API mem4d_status mem4d_calibration_get(const mem4d_calibration *cal, size_
 MEM4D_API size_t mem4d_calibration_log_count(const mem4d_calibration *cal);
 
 /**
- * Why the last call failed, naming the log line or the argument at fault;
- * after a successful mem4d_calibration_fit(), a note when a memory offset
- * was clamped to its least value.
+ * Why the last call failed, naming the log line or the argument at fault (a
+ * refused argument, ::MEM4D_E_INVALID_ARG, included: never the sentence of
+ * an earlier failure); after a successful mem4d_calibration_fit(), a note
+ * when a memory offset was clamped to its least value.
  * @param cal The calibration.
  * @return A string owned by the handle ("" after a success without a note).
  * @since 0.2

@@ -1657,7 +1657,8 @@ extern "C" {
     ) -> mem4d_status;
     /// Logs read so far.
     pub fn mem4d_calibration_log_count(cal: *const mem4d_calibration) -> usize;
-    /// Why the last call failed, naming the log line or the argument at fault; after a successful
-    /// mem4d_calibration_fit(), a note when a memory offset was clamped to its least value.
+    /// Why the last call failed, naming the log line or the argument at fault (a refused argument, MEM4D_E_INVALID_ARG,
+    /// included: never the sentence of an earlier failure); after a successful mem4d_calibration_fit(), a note when a
+    /// memory offset was clamped to its least value.
     pub fn mem4d_calibration_message(cal: *const mem4d_calibration) -> *const c_char;
 }
