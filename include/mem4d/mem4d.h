@@ -2084,7 +2084,9 @@ typedef enum mem4d_search_stat {
  * and the distributed optimizer (where it shapes the job: with a
  * zero_stage given, or framework torchtitan, whose FSDP2 always shards, the
  * layouts hold the first value allowed, 1 unless bounded, once rather than
- * twice alike), and for a pp that does not divide
+ * twice alike), for a model with experts whose @p base leaves ep at 1 the
+ * expert parallelism (ep over the divisors of the experts, etp 1 or tp) and
+ * the MoE dispatcher, and for a pp that does not divide
  * the layers the first and last stages' layers (::MEM4D_SEARCH_UNEVEN_STAGES;
  * a @p base that sets them keeps its own split); every other setting
  * (sequence, global batch, precision, mode, ...) comes from @p base. The handles are
@@ -2121,7 +2123,8 @@ MEM4D_API mem4d_status mem4d_search_set_option(mem4d_search *search, mem4d_searc
  * Bound a searched knob to [min, max] ("tp <= 8": min 1, max 8; "pp = 1":
  * min 1, max 1). Bounds of the same key intersect.
  * @param search The search.
- * @param key ::MEM4D_LAYOUT_TP, CP, PP, DP, MICRO_BATCH, VPP, RECOMPUTE or DIST_OPT.
+ * @param key ::MEM4D_LAYOUT_TP, CP, PP, DP, MICRO_BATCH, VPP, RECOMPUTE, DIST_OPT, EP, ETP
+ *        or MOE_DISPATCHER (mem4d_search_varies()).
  * @param min Lowest allowed value.
  * @param max Highest allowed value.
  * @return ::MEM4D_OK, ::MEM4D_E_RANGE (empty or outside the key's bounds),
@@ -2227,8 +2230,9 @@ MEM4D_API const char *mem4d_search_stat_name(mem4d_search_stat stat);
 /**
  * Whether a search varies a layout key (so mem4d_search_bound() and
  * mem4d_search_allow() accept it): tp, cp, pp, dp, micro-batch, vpp,
- * recompute and the distributed optimizer. Every other key comes from the
- * search's base layout.
+ * recompute, the distributed optimizer, and for a model with experts ep,
+ * etp and the MoE dispatcher. Every other key comes from the search's base
+ * layout.
  * @param key A layout parameter.
  * @return 1 when searched; 0 when not, and for an unknown key.
  * @since 0.2

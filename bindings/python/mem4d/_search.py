@@ -119,7 +119,8 @@ def plan(model, device, gpus, seq, gbs=0, base=None, **constraints):
     mode="paper"). Keyword arguments are, by name:
       - search options: fits_only, node_local, ranked, max_results, uneven_stages,
         tie_break;
-      - searched knobs (tp, cp, pp, dp, mbs, vpp, recompute, dist_opt): an
+      - searched knobs (tp, cp, pp, dp, mbs, vpp, recompute, dist_opt; ep, etp
+        and moe_dispatcher for a model with experts: SEARCHED lists them): an
         exact value, a (min, max) tuple, or a list of allowed values;
       - any other layout parameter: a fixed setting of the base layout.
     Yields Plan(layout, report, equivalent_to_fastest). Raises Mem4dError on a

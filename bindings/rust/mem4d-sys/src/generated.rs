@@ -1418,8 +1418,8 @@ extern "C" {
     /// Name of a search counter ("visited", "pruned", "valid", "yielded").
     pub fn mem4d_search_stat_name(stat: mem4d_search_stat) -> *const c_char;
     /// Whether a search varies a layout key (so mem4d_search_bound() and mem4d_search_allow() accept it): tp, cp, pp,
-    /// dp, micro-batch, vpp, recompute and the distributed optimizer. Every other key comes from the search's base
-    /// layout.
+    /// dp, micro-batch, vpp, recompute, the distributed optimizer, and for a model with experts ep, etp and the MoE
+    /// dispatcher. Every other key comes from the search's base layout.
     pub fn mem4d_search_varies(key: mem4d_layout_param) -> c_int;
     /// Largest micro-batch size with which layout fits (verdict "fits"), exactly: no larger one fits. Every other
     /// setting is kept; the global batch, when set, must stay divisible. Memory is not monotone in the micro-batch, so
