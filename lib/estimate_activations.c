@@ -662,10 +662,12 @@ void m4d_head_bytes(bool *ok, const struct m4d_ctx *x, uint64_t *keep, uint64_t 
     loss_blocks(x, &n2, &n4, &ns);
     *loss = muldiv(ok, mul(ok, T, 2 * n2 + 4 * n4), x->Vp, x->t);
     /* reserved beyond allocated: the blocks' segments (loss_segments); with
-     * expandable segments each live block's rounding (m4d_alloc_size) */
+     * expandable segments the blocks sit in the one segment whose end
+     * m4d_fragmentation() rounds, so each keeps only its 512-byte rounding
+     * (m4d_alloc_block), and the freed ones merge with their neighbours */
     uint64_t e2 = mul(ok, E, 2), e4 = mul(ok, E, 4);
     if (x->expandable)
-        *stranded = add(ok, mul(ok, n2, m4d_alloc_size(e2) - e2), mul(ok, n4, m4d_alloc_size(e4) - e4));
+        *stranded = add(ok, mul(ok, n2, m4d_alloc_block(e2) - e2), mul(ok, n4, m4d_alloc_block(e4) - e4));
     else
         *stranded = loss_segments(ok, e2, n2, ns, e4, n4);
 }

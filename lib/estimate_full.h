@@ -103,12 +103,12 @@ static inline void m4d_in_flight(const struct m4d_ctx *x, uint64_t r, uint64_t *
  * besides the stranded blocks the moment names: allocator_overhead_ppm of
  * the allocated peak (blocks split and cached across sizes; measured
  * reserved/allocated ratios, doc/full-model.md). With expandable segments
- * the allocator maps and unmaps 2 MiB pages within one growing segment per
- * stream, so only the page rounding of the peak remains. */
+ * the peak's blocks are packed in one segment whose end is mapped in
+ * 20 MiB pages (m4d_alloc_expandable_mapped): that rounding remains. */
 static inline uint64_t m4d_fragmentation(bool *ok, const struct m4d_ctx *x, const mem4d_device *dev, uint64_t alloc)
 {
     if (x->expandable)
-        return m4d_alloc_size(alloc) - alloc;
+        return m4d_alloc_expandable_mapped(alloc) - alloc;
     return muldiv(ok, alloc, dev->v[MEM4D_DEVICE_ALLOCATOR_OVERHEAD_PPM], 1000000);
 }
 

@@ -563,6 +563,21 @@ static inline uint64_t m4d_alloc_size(uint64_t bytes)
     return b > UINT64_MAX - M4D_ALLOC_ROUND_LARGE ? b : (b + M4D_ALLOC_ROUND_LARGE - 1) / M4D_ALLOC_ROUND_LARGE * M4D_ALLOC_ROUND_LARGE;
 }
 
+/* With expandable segments (the same file, Note [Expandable Segments],
+ * find_expandable_block, ExpandableSegment::map): one segment per stream
+ * and pool that grows at its end by whole pages, 20 MiB (kLargeBuffer) in
+ * the large pool (2 MiB, kSmallBuffer, in the small one); the blocks inside
+ * stay 512-byte multiples and split at any size (should_split: a rest of
+ * kMinBlockSize), and a freed page is unmapped only when an allocation
+ * fails or the cache is emptied. So only the segment's mapped end is
+ * rounded: bytes mapped for `bytes` of large blocks packed in it. */
+static inline uint64_t m4d_alloc_expandable_mapped(uint64_t bytes)
+{
+    if (bytes > UINT64_MAX - M4D_ALLOC_LARGE_BUFFER)
+        return bytes;
+    return (bytes + M4D_ALLOC_LARGE_BUFFER - 1) / M4D_ALLOC_LARGE_BUFFER * M4D_ALLOC_LARGE_BUFFER;
+}
+
 /* --- model.c / layout.c ----------------------------------------------------- */
 
 /* Parameters of one transformer layer in three parts: attention and MLP

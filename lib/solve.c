@@ -70,9 +70,12 @@ struct probe {
  * part of FRAGMENTATION that m4d_fragmentation() of PEAK_ALLOCATED leaves.
  * Those can fall as the key grows (PyTorch's caching allocator gives a
  * request below 10 MiB a 20 MiB segment and one above its size rounded to
- * 2 MiB, loss_segments() in lib/estimate_activations.c; the loss's blocks
- * count only where the loss is the moment's transient,
- * m4d_stage_activations()); the rest is sums, maxima and products of what
+ * 2 MiB, loss_segments() in lib/estimate_activations.c; with expandable
+ * segments only each block's 512-byte rounding, m4d_head_bytes(); the
+ * loss's blocks count only where the loss is the moment's transient,
+ * m4d_stage_activations()); m4d_fragmentation() itself never falls (with
+ * expandable segments the peak rounded up to a 20 MiB page, which grows
+ * with it); the rest is sums, maxima and products of what
  * grows with the tokens. The answer is exact as long as a value whose
  * floor does not fit bounds every larger one; the floor's own monotony
  * only keeps the bisection short. */

@@ -1229,23 +1229,35 @@ END_TEST
  * (m 1) than at 8 (m 2, the first stage's embedding gradient beside the
  * other micro-batch), where the divisors' scan once stopped at 8 and
  * answered 4. The answer is the largest value that fits; a smaller one
- * need not fit. */
+ * need not fit. With expandable segments the peak's segment end is mapped
+ * in 20 MiB pages (never less for more bytes) and each logits block keeps
+ * its 512-byte rounding, which can fall. */
 START_TEST(solve_brute_force_where_memory_falls)
 {
     static const struct {
-        const char *model, *tp, *sp, *pp, *gbs, *seq;
+        const char *model, *tp, *sp, *pp, *gbs, *seq, *expandable;
         mem4d_layout_param key;
         uint64_t hi;
     } c[] = {
-        {"llama2-7b", "tp=4", "sp=0", "pp=1", "gbs=0", "seq=2048", MEM4D_LAYOUT_SEQ_LENGTH, 700},
-        {"llama3.2-1b", "tp=8", "sp=0", "pp=1", "gbs=0", "seq=2048", MEM4D_LAYOUT_SEQ_LENGTH, 400},
-        {"llama3.1-8b", "tp=8", "sp=1", "pp=1", "gbs=0", "seq=2048", MEM4D_LAYOUT_SEQ_LENGTH, 400},
-        {"llama3.2-1b", "tp=8", "sp=0", "pp=1", "gbs=0", "seq=8", MEM4D_LAYOUT_MICRO_BATCH, 64},
-        {"llama3.2-1b", "tp=8", "sp=1", "pp=1", "gbs=0", "seq=32", MEM4D_LAYOUT_MICRO_BATCH, 64},
-        {"llama2-7b", "tp=1", "sp=0", "pp=2", "gbs=64", "seq=8", MEM4D_LAYOUT_MICRO_BATCH, 16},
+        {"llama2-7b", "tp=4", "sp=0", "pp=1", "gbs=0", "seq=2048", "expandable_segments=0", MEM4D_LAYOUT_SEQ_LENGTH,
+         700},
+        {"llama3.2-1b", "tp=8", "sp=0", "pp=1", "gbs=0", "seq=2048", "expandable_segments=0", MEM4D_LAYOUT_SEQ_LENGTH,
+         400},
+        {"llama3.1-8b", "tp=8", "sp=1", "pp=1", "gbs=0", "seq=2048", "expandable_segments=0", MEM4D_LAYOUT_SEQ_LENGTH,
+         400},
+        {"llama3.2-1b", "tp=8", "sp=0", "pp=1", "gbs=0", "seq=8", "expandable_segments=0", MEM4D_LAYOUT_MICRO_BATCH,
+         64},
+        {"llama3.2-1b", "tp=8", "sp=1", "pp=1", "gbs=0", "seq=32", "expandable_segments=0", MEM4D_LAYOUT_MICRO_BATCH,
+         64},
+        {"llama2-7b", "tp=1", "sp=0", "pp=2", "gbs=64", "seq=8", "expandable_segments=0", MEM4D_LAYOUT_MICRO_BATCH, 16},
+        {"llama2-7b", "tp=4", "sp=0", "pp=1", "gbs=0", "seq=2048", "expandable_segments=1", MEM4D_LAYOUT_SEQ_LENGTH,
+         700},
+        {"llama3.2-1b", "tp=8", "sp=0", "pp=1", "gbs=0", "seq=8", "expandable_segments=1", MEM4D_LAYOUT_MICRO_BATCH,
+         64},
     };
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
-        mem4d_layout *l = tu_layout("world=8", c[i].tp, c[i].sp, c[i].pp, c[i].gbs, c[i].seq, "mbs=1", NULL);
+        mem4d_layout *l =
+            tu_layout("world=8", c[i].tp, c[i].sp, c[i].pp, c[i].gbs, c[i].seq, c[i].expandable, "mbs=1", NULL);
         solver_matches_brute_force(c[i].model, NULL, l, c[i].key, c[i].hi);
         mem4d_layout_free(l);
     }
