@@ -759,11 +759,33 @@ static void hf_quantized(mem4d_import *imp, struct json_object *root)
                  "trained, in the layout's parameter precision", shown);
 }
 
+/* Sliding-window attention (Mistral 7B v0.1, Gemma 2 and 3, gpt-oss,
+ * Phi-3): no parameter and, with flash attention, no kept tensor depends
+ * on it (doc/full-model.md), but the step time charges every layer's
+ * attention over all the earlier tokens of the sequence: say so once. A
+ * window the config turns off ("use_sliding_window": false, Qwen2/3) is
+ * none; one that is not a positive whole number is passed over. */
+static void hf_window(mem4d_import *imp, struct json_object *root)
+{
+    struct json_object *v = NULL;
+    if (json_object_object_get_ex(root, "use_sliding_window", &v) && json_object_get_type(v) == json_type_boolean &&
+        !json_object_get_boolean(v))
+        return;
+    if (!json_object_object_get_ex(root, "sliding_window", &v) || json_object_get_type(v) != json_type_int ||
+        json_object_get_int64(v) <= 0)
+        return;
+    long long w = (long long)json_object_get_int64(v);
+    m4d_imp_warn(imp, "sliding-window attention (\"sliding_window\" %lld) is timed as full causal attention: "
+                 "the step time overstates the attention of sequences beyond %lld tokens (the memory is the same)",
+                 w, w);
+}
+
 static mem4d_status hf_apply(mem4d_import *imp, struct json_object *top, mem4d_model *m)
 {
     struct json_object *root;
     TRY(hf_text_model(imp, top, &root));
     hf_quantized(imp, top);
+    hf_window(imp, root);
     /* The shared keys are checked first: a malformed number is the error to
      * report, whatever the architecture. */
     enum { NKEYS = sizeof hf_keys / sizeof *hf_keys };

@@ -1200,7 +1200,10 @@ START_TEST(hf_config_matches_preset)
         return;
     }
     ck_assert_msg(st == MEM4D_OK, "%s: %s", c->file, mem4d_import_message(fx.imp));
-    ck_assert_uint_eq(mem4d_import_warning_count(fx.imp), 0);
+    /* Mistral 7B's sliding window is the one thing said (sliding_window_warned) */
+    for (size_t w = 0; w < mem4d_import_warning_count(fx.imp); w++)
+        ck_assert_msg(strstr(mem4d_import_warning(fx.imp, w), "sliding-window attention") != NULL, "%s: %s", c->file,
+                      mem4d_import_warning(fx.imp, w));
     assert_model_is_preset(fx.model, c->preset);
     ck_assert_int_eq(mem4d_model_validate(fx.model, NULL, 0), MEM4D_OK);
     fx_close(&fx);
@@ -1574,9 +1577,39 @@ static const struct modelled_case {
       "--account-for-loss-in-pipeline-split"}, -1, MEM4D_LAYOUT_FIRST_STAGE_LAYERS, 2},
     {{BASE_JOB, "--pipeline-model-parallel-size", "2", "--pp-partition-method", "type:transformer|embedding"},
      -1, MEM4D_LAYOUT_LAST_STAGE_LAYERS, 2},
-    /* A sliding window changes no allocation: fused attention's memory is linear in s. */
-    {{BASE_JOB, "--window-size", "(4096,0)"}, MEM4D_MODEL_QK_LAYERNORM, -1, 0},
 };
+
+/* A sliding window changes no allocation (fused attention's memory is linear
+ * in s), but the step time charges full causal attention: the importers say
+ * so, --window-size here and config.json's "sliding_window" where it is on. */
+START_TEST(sliding_window_warned)
+{
+    static const char *const argv[] = {BASE_JOB, "--window-size", "(4096,0)", NULL};
+    struct fixture fx;
+    fx_open(&fx);
+    ck_assert_msg(run_argv(&fx, argv, 16) == MEM4D_OK, "%s", mem4d_import_message(fx.imp));
+    ck_assert_uint_eq(mem4d_import_warning_count(fx.imp), 1);
+    ck_assert_msg(strstr(mem4d_import_warning(fx.imp, 0), "--window-size is timed as full causal attention"), "%s",
+                  mem4d_import_warning(fx.imp, 0));
+    fx_close(&fx);
+    if (!MEM4D_HAVE_JSON)
+        return;
+    static const struct {
+        const char *file;
+        bool warned;
+    } files[] = {{"gemma-2-9b.json", true}, {"recent/gemma-3-1b-it.json", true}, {"recent/gpt-oss-20b.json", true},
+                 {"qwen2.5-7b.json", false}, {"recent/qwen3-8b.json", false}, {"llama-3.1-8b.json", false}};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        fx_open(&fx);
+        ck_assert_msg(hf_file(&fx, files[i].file) == MEM4D_OK, "%s: %s", files[i].file, mem4d_import_message(fx.imp));
+        bool warned = false;
+        for (size_t w = 0; w < mem4d_import_warning_count(fx.imp); w++)
+            warned |= strstr(mem4d_import_warning(fx.imp, w), "sliding-window attention (\"sliding_window\"") != NULL;
+        ck_assert_msg(warned == files[i].warned, "%s: warned %d", files[i].file, warned);
+        fx_close(&fx);
+    }
+}
+END_TEST
 
 START_TEST(memory_flags_are_modelled)
 {
@@ -2674,6 +2707,7 @@ static Suite *import_suite(void)
     tcase_add_loop_test(tc, vocabulary_from_the_tokenizer, 0, N(vocab_cases));
     tcase_add_test(tc, vocabulary_kept_when_only_a_file_knows);
     tcase_add_loop_test(tc, memory_flags_are_modelled, 0, N(modelled_cases));
+    tcase_add_test(tc, sliding_window_warned);
     tcase_add_test(tc, modelled_flags_change_the_estimate);
     tcase_add_test(tc, moe_patterns_mla_and_mtp);
     tcase_add_loop_test(tc, moe_layer_freq_patterns, 0, N(pattern_cases));
