@@ -15,13 +15,18 @@ static unsigned long long lv(const mem4d_layout *l, mem4d_layout_param k)
 }
 
 /* The parallel sizes and the batch, always written, so that the line
- * replaces whatever the job said. */
-static void put_sizes(struct m4d_out *o, const mem4d_layout *l)
+ * replaces whatever the job said; for a model with experts the experts'
+ * sizes too (Megatron takes ep 1 and etp = tp when their flags are absent,
+ * whatever the layout the search proposed). */
+static void put_sizes(struct m4d_out *o, const mem4d_model *m, const mem4d_layout *l)
 {
     m4d_put(o, "--tensor-model-parallel-size %llu --context-parallel-size %llu "
            "--pipeline-model-parallel-size %llu",
         lv(l, MEM4D_LAYOUT_TP), lv(l, MEM4D_LAYOUT_CP), lv(l, MEM4D_LAYOUT_PP));
-    if (lv(l, MEM4D_LAYOUT_EP) > 1)
+    if (m->v[MEM4D_MODEL_NUM_EXPERTS])
+        m4d_put(o, " --expert-model-parallel-size %llu --expert-tensor-parallel-size %llu", lv(l, MEM4D_LAYOUT_EP),
+            lv(l, MEM4D_LAYOUT_ETP) ? lv(l, MEM4D_LAYOUT_ETP) : lv(l, MEM4D_LAYOUT_TP));
+    else if (lv(l, MEM4D_LAYOUT_EP) > 1)
         m4d_put(o, " --expert-model-parallel-size %llu", lv(l, MEM4D_LAYOUT_EP));
     m4d_put(o, " --micro-batch-size %llu", lv(l, MEM4D_LAYOUT_MICRO_BATCH));
     if (lv(l, MEM4D_LAYOUT_GLOBAL_BATCH))
@@ -34,6 +39,16 @@ static void put_sizes(struct m4d_out *o, const mem4d_layout *l)
 static void put_memory_switches(struct m4d_out *o, const mem4d_model *m, const mem4d_layout *l)
 {
     static const char *const sharding[] = {"no_shard", "optim", "optim_grads", "optim_grads_params"};
+    /* the dispatcher, which the search varies too (Megatron's default is
+     * allgather; flex runs the backend named) */
+    static const char *const dispatcher[] = {
+        [MEM4D_MOE_DISPATCHER_ALLTOALL] = "alltoall",
+        [MEM4D_MOE_DISPATCHER_ALLGATHER] = "allgather",
+        [MEM4D_MOE_DISPATCHER_DEEPEP] = "flex --moe-flex-dispatcher-backend deepep",
+        [MEM4D_MOE_DISPATCHER_HYBRIDEP] = "flex --moe-flex-dispatcher-backend hybridep",
+    };
+    if (m->v[MEM4D_MODEL_NUM_EXPERTS] && lv(l, MEM4D_LAYOUT_MOE_DISPATCHER) < sizeof dispatcher / sizeof *dispatcher)
+        m4d_put(o, " --moe-token-dispatcher-type %s", dispatcher[lv(l, MEM4D_LAYOUT_MOE_DISPATCHER)]);
     if (lv(l, MEM4D_LAYOUT_TP) > 1 && lv(l, MEM4D_LAYOUT_SEQUENCE_PARALLEL))
         m4d_put(o, " --sequence-parallel");
     if (lv(l, MEM4D_LAYOUT_ZERO_STAGE) >= 2)
@@ -92,7 +107,7 @@ MEM4D_API mem4d_status mem4d_layout_megatron_args(const mem4d_model *model, cons
     if (!model || !layout || (!buf && size))
         return MEM4D_E_INVALID_ARG;
     struct m4d_out o = {buf, size, 0};
-    put_sizes(&o, layout);
+    put_sizes(&o, model, layout);
     m4d_megatron_put_pipeline(&o, model, layout);
     put_memory_switches(&o, model, layout);
     if (length)

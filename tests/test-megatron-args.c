@@ -91,6 +91,12 @@ static const char *const round_trips[][12] = {
     /* a layer table: 80 layers over 4 x 3 virtual stages, a run of equal ones written as "(t*7|)*8" */
     {"tp=8", "pp=4", "vpp=3", "dp=1", "seq=4096", "stage_layers=5,7,7,7,7,7,7,7,7,6,6,7", NULL},
     {"tp=8", "pp=4", "vpp=1", "dp=1", "seq=4096", "stage_layers=20,22,18,20", NULL},
+    /* a model with experts: ep, etp (0: tp) and the dispatcher, each of which the search varies,
+     * are written whatever they are, so that the line also replaces the job's own */
+    {"model=mixtral-8x7b", "tp=2", "ep=4", "etp=1", "dp=4", "seq=4096", "moe_dispatcher=alltoall", NULL},
+    {"model=mixtral-8x7b", "tp=2", "ep=8", "etp=1", "dp=8", "seq=4096", "moe_dispatcher=deepep", NULL},
+    {"model=mixtral-8x7b", "tp=2", "ep=2", "dp=4", "seq=4096", "moe_dispatcher=hybridep", NULL},
+    {"model=mixtral-8x7b", "tp=4", "ep=1", "dp=2", "seq=4096", "moe_dispatcher=allgather", NULL},
 };
 
 static const mem4d_layout_param compared[] = {
@@ -102,14 +108,21 @@ static const mem4d_layout_param compared[] = {
     MEM4D_LAYOUT_TP_COMM_OVERLAP, MEM4D_LAYOUT_OPTIMIZER_MOMENTS, MEM4D_LAYOUT_DIST_OPT_INSTANCES,
     MEM4D_LAYOUT_MOE_CAPACITY_FACTOR_PPM, MEM4D_LAYOUT_MOE_PAD_TO_CAPACITY, MEM4D_LAYOUT_ACTIVATION_OFFLOAD_LAYERS,
     MEM4D_LAYOUT_FIRST_CHUNK_FEWER_LAYERS, MEM4D_LAYOUT_LAST_CHUNK_FEWER_LAYERS, MEM4D_LAYOUT_CP_COMM_TYPE,
+    MEM4D_LAYOUT_ETP, MEM4D_LAYOUT_MOE_DISPATCHER,
 };
+
+/* A job's own expert flags, before the line: the line's must win. */
+static const char *const job_expert_flags[] = {"--expert-model-parallel-size", "8", "--expert-tensor-parallel-size",
+                                               "2", "--moe-token-dispatcher-type", "alltoall"};
 
 #define M4D_TEST_VS 64
 
 START_TEST(reads_back_through_the_importer)
 {
     const char *const *keys = round_trips[_i];
-    mem4d_model *m = tu_model("llama3.1-70b");
+    bool moe = strncmp(keys[0], "model=", 6) == 0;
+    mem4d_model *m = tu_model(moe ? keys[0] + 6 : "llama3.1-70b");
+    keys += moe;
     mem4d_layout *want = tu_layout(NULL);
     for (size_t k = 0; keys[k]; k++) {
         char kv[64];
@@ -126,7 +139,10 @@ START_TEST(reads_back_through_the_importer)
     const char *argv[64];
     char copy[1024];
     strcpy(copy, line);
-    int argc = split(copy, argv, 64);
+    int argc = 0;
+    for (size_t i = 0; moe && i < sizeof job_expert_flags / sizeof *job_expert_flags; i++)
+        argv[argc++] = job_expert_flags[i];
+    argc += split(copy, argv + argc, 64 - argc);
     uint64_t dp = 0;
     ck_assert_int_eq(mem4d_layout_get(want, MEM4D_LAYOUT_DP, &dp), MEM4D_OK);
     uint64_t world = 1;
@@ -149,6 +165,12 @@ START_TEST(reads_back_through_the_importer)
             continue; /* "every layer" is written as the layers of one chunk */
         if (compared[i] == MEM4D_LAYOUT_GLOBAL_BATCH && a == 0)
             continue; /* unknown: not written, and Megatron then takes mbs x dp */
+        if (compared[i] == MEM4D_LAYOUT_ETP) { /* 0: the experts split as the dense layers, over tp */
+            uint64_t tp = 0;
+            mem4d_layout_get(want, MEM4D_LAYOUT_TP, &tp);
+            a = a ? a : tp;
+            b = b ? b : tp;
+        }
         if (compared[i] == MEM4D_LAYOUT_SEQUENCE_PARALLEL || compared[i] == MEM4D_LAYOUT_TP_COMM_OVERLAP) {
             uint64_t tp = 0;
             mem4d_layout_get(want, MEM4D_LAYOUT_TP, &tp);

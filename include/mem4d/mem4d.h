@@ -2532,7 +2532,8 @@ MEM4D_API mem4d_status mem4d_import_set_llama_like(mem4d_import *import, int ena
 
 /**
  * The Megatron-LM flags that set a layout, as one line a user can paste into
- * a launch script: the parallel sizes, micro-batch (and global batch and
+ * a launch script: the parallel sizes (for a model with experts ep and
+ * etp, always, and the MoE token dispatcher), micro-batch (and global batch and
  * sequence length when set), uneven first/last stages, virtual pipeline
  * chunks, sequence parallelism, optimizer sharding, gradient/parameter
  * overlap, recompute, the TP communication overlap and the all-gather
@@ -2540,7 +2541,8 @@ MEM4D_API mem4d_status mem4d_import_set_llama_like(mem4d_import *import, int ena
  * --context-parallel-size 1 --pipeline-model-parallel-size 4
  * --micro-batch-size 1 --sequence-parallel --use-distributed-optimizer".
  * Switches that are off are not written, so the line replaces the job's
- * parallel, micro-batch, recompute and optimizer flags. Read back by
+ * parallel, micro-batch, recompute and optimizer flags (and for a model with
+ * experts its expert sizes and dispatcher flags). Read back by
  * mem4d_import_megatron(), it gives the same values for those keys.
  * @param model The model (its layer count sets layers per virtual stage and
  *        the layers per recompute group).
