@@ -1444,7 +1444,9 @@ mem4d_status mem4d_calibration_get(const mem4d_calibration *cal, size_t log_inde
 {
     if (!cal || !value || log_index >= cal->n || (unsigned)figure >= M4D_NCALFIG)
         return MEM4D_E_INVALID_ARG;
-    if (!cal->log[log_index].fig_set[figure])
+    /* a failed refit has written some figures and not others, and a log
+     * read after a fit was in none: the figures are a standing fit's */
+    if (!cal->fitted || !cal->log[log_index].fig_set[figure])
         return MEM4D_E_UNSUPPORTED;
     *value = cal->log[log_index].fig[figure];
     return MEM4D_OK;

@@ -513,6 +513,44 @@ START_TEST(refused_arguments_say_why)
 }
 END_TEST
 
+/* A log's figures are those of the last fit, and only while it stands: a
+ * refit that fails midway (here on a measured throughput that makes a step
+ * of more than a day) has written some logs' "before" figures and none of
+ * their "after" ones, and a log read after a fit was in none; the figures
+ * are refused then (MEM4D_E_UNSUPPORTED), as mem4d_calibration_constant()
+ * refuses the constants, until a fit succeeds again. */
+START_TEST(figures_only_of_a_standing_fit)
+{
+    mem4d_calibration *c = NULL;
+    ck_assert_int_eq(mem4d_calibration_new(&c), MEM4D_OK);
+    mem4d_model *m = tu_model("llama3.1-8b");
+    mem4d_layout *l = tu_layout("world=8", "tp=2", "seq=4096", "gbs=64", NULL);
+    mem4d_device *d = tu_device("h100-80");
+    mem4d_device_param key;
+    int fitted_flag;
+    double v = 0;
+    ck_assert_int_eq(mem4d_calibration_add_measurement(c, m, l, MEM4D_CALIBRATION_MEASURED_STEP_S, 4.0), MEM4D_OK);
+    ck_assert_msg(mem4d_calibration_fit(c, d) == MEM4D_OK, "%s", mem4d_calibration_message(c));
+    ck_assert_int_eq(mem4d_calibration_get(c, 0, MEM4D_CALIBRATION_PREDICTED_STEP_AFTER_S, &v), MEM4D_OK);
+    ck_assert(fabs(v / 4.0 - 1) < 0.01);
+    /* a log read after the fit */
+    ck_assert_int_eq(mem4d_calibration_add_measurement(c, m, l, MEM4D_CALIBRATION_MEASURED_TFLOPS_PER_GPU, 1e-9),
+                     MEM4D_OK);
+    ck_assert_int_eq(mem4d_calibration_constant(c, 0, &key, &fitted_flag), MEM4D_E_UNSUPPORTED);
+    ck_assert_int_eq(mem4d_calibration_get(c, 0, MEM4D_CALIBRATION_PREDICTED_STEP_AFTER_S, &v), MEM4D_E_UNSUPPORTED);
+    ck_assert_int_eq(mem4d_calibration_get(c, 0, MEM4D_CALIBRATION_MEASURED_STEP_S, &v), MEM4D_E_UNSUPPORTED);
+    /* the refit fails on it, after the first log's "before" figures */
+    ck_assert_int_eq(mem4d_calibration_fit(c, d), MEM4D_E_RANGE);
+    ck_assert_int_eq(mem4d_calibration_constant(c, 0, &key, &fitted_flag), MEM4D_E_UNSUPPORTED);
+    for (int f = 0; f <= (int)MEM4D_CALIBRATION_MEASURED_TOKENS_PER_S; f++)
+        ck_assert_int_eq(mem4d_calibration_get(c, 0, (mem4d_calibration_figure)f, &v), MEM4D_E_UNSUPPORTED);
+    mem4d_device_free(d);
+    mem4d_layout_free(l);
+    mem4d_model_free(m);
+    mem4d_calibration_free(c);
+}
+END_TEST
+
 /* Is device key k among the constants the last fit fitted? */
 static int fitted(const mem4d_calibration *c, mem4d_device_param k)
 {
@@ -827,6 +865,7 @@ int main(int argc, char **argv)
     tcase_add_test(tc, arguments_from_argv);
     tcase_add_test(tc, refusals_name_the_line);
     tcase_add_test(tc, refused_arguments_say_why);
+    tcase_add_test(tc, figures_only_of_a_standing_fit);
     tcase_add_test(tc, every_argument_megatron_prints);
     tcase_add_test(tc, overlap_p2p_comm_from_the_log);
     tcase_add_test(tc, long_empty_many_and_list_values);

@@ -2787,13 +2787,16 @@ MEM4D_API mem4d_status mem4d_calibration_constant(const mem4d_calibration *cal, 
 MEM4D_API mem4d_status mem4d_calibration_fit(mem4d_calibration *cal, mem4d_device *device);
 
 /**
- * A figure of one log after mem4d_calibration_fit().
+ * A figure of one log after mem4d_calibration_fit(), while that fit stands:
+ * as mem4d_calibration_constant(), none after a fit that failed or once
+ * another log is read, until the next fit succeeds.
  * @param cal The calibration.
  * @param log_index 0 to mem4d_calibration_log_count() - 1, in the order read.
  * @param figure The figure.
  * @param[out] value Receives it.
  * @return ::MEM4D_OK, ::MEM4D_E_UNSUPPORTED (the log has no such line, or
- *         no fit ran yet) or ::MEM4D_E_INVALID_ARG.
+ *         no fit stands: none ran yet, the last failed, or a log was read
+ *         after it) or ::MEM4D_E_INVALID_ARG.
  * @since 0.2
  */
 MEM4D_API mem4d_status mem4d_calibration_get(const mem4d_calibration *cal, size_t log_index,

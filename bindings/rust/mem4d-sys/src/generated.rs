@@ -1649,7 +1649,8 @@ extern "C" {
     /// value is clamped to it: mem4d_calibration_message() then says so, with the value the device gets, although the
     /// fit succeeded.
     pub fn mem4d_calibration_fit(cal: *mut mem4d_calibration, device: *mut mem4d_device) -> mem4d_status;
-    /// A figure of one log after mem4d_calibration_fit().
+    /// A figure of one log after mem4d_calibration_fit(), while that fit stands: as mem4d_calibration_constant(), none
+    /// after a fit that failed or once another log is read, until the next fit succeeds.
     pub fn mem4d_calibration_get(
         cal: *const mem4d_calibration,
         log_index: usize,
