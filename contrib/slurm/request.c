@@ -24,19 +24,27 @@ static bool given16(uint16_t v)
     return v != 0 && v != NO_VAL16_ && v != 0xffffu;
 }
 
-/* A whole decimal count, at most 2^32. */
+/* All decimal digits (a count, never a GPU type's name). */
+static bool all_digits(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+    return n > 0;
+}
+
+/* A whole decimal count, at most 2^32 - 1; *out is left alone otherwise. */
 static bool parse_count(const char *s, size_t n, uint64_t *out)
 {
     uint64_t v = 0;
-    if (n == 0 || n > 10)
+    if (n > 10 || !all_digits(s, n))
         return false;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return false;
+    for (size_t i = 0; i < n; i++)
         v = v * 10 + (uint64_t)(s[i] - '0');
-    }
+    if (v > UINT32_MAX)
+        return false;
     *out = v;
-    return v <= UINT32_MAX;
+    return true;
 }
 
 /* One "gpu[:TYPE][:COUNT]" item (after "gres:"): true when it is well formed. */
@@ -63,7 +71,10 @@ static bool gpu_spec(const char *r, size_t n, char *type, size_t tsize, uint64_t
     if (nt == 0)
         return true;
     size_t type_tok = (size_t)nt; /* none */
-    if (parse_count(tok[nt - 1], len[nt - 1], count)) {
+    if (all_digits(tok[nt - 1], len[nt - 1])) {
+        /* a count, or one too large to read: never a type named by digits */
+        if (!parse_count(tok[nt - 1], len[nt - 1], count))
+            return false;
         if (nt == 2)
             type_tok = 0;
         else if (nt > 2)

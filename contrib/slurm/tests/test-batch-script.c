@@ -251,6 +251,17 @@ START_TEST(gpu_requests)
     r = req(NULL, NULL, NULL, 1, NV, 0xfffe);
     ck_assert_uint_eq(r.gpus, 0);
     ck_assert_str_eq(r.why, "the job requests no GPUs and no task count");
+    /* a count beyond 32 bits is no count the plugin reads, not a GPU type
+     * named "99999999999" of one GPU a node (nor a type "4294967296" of 2^32) */
+    static const char *const huge[] = {"gres:gpu:99999999999", "gres:gpu:4294967296", "gres:gpu:h100:4294967296"};
+    for (size_t i = 0; i < sizeof huge / sizeof *huge; i++) {
+        r = req(NULL, huge[i], NULL, 4, NV, 0xfffe);
+        ck_assert_msg(r.gpus == 0 && strstr(r.why, "is not one the plugin reads"), "%s: %llu GPUs of type '%s'",
+                      huge[i], (unsigned long long)r.gpus, r.gpu_type);
+    }
+    r = req(NULL, "gres:gpu:4294967295", NULL, 1, NV, 0xfffe);
+    ck_assert_uint_eq(r.gpus, 4294967295u);
+    ck_assert_str_eq(r.gpu_type, "");
 }
 END_TEST
 
