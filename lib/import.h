@@ -130,6 +130,7 @@ enum m4d_mflag {
     MF_HYBRID_MLP, MF_HYBRID_OVERRIDE, MF_IS_HYBRID, MF_LA_FREQ, MF_LIN_CONV, MF_LIN_KEY_DIM, MF_LIN_KEY_HEADS,
     MF_LIN_VALUE_HEADS, MF_LIN_VALUE_DIM, MF_MAMBA_HEAD_DIM, MF_MAMBA_GROUPS, MF_MAMBA_HEADS, MF_MAMBA_STATE,
     MF_MAX_TOKENS, MF_DYN_BATCH, MF_SPEC, MF_LOGPROB_LOSS, MF_MTP_REPEATED, MF_CP_COMM, MF_P2P_OVERLAP, MF_NO_P2P_OVERLAP,
+    MF_WINDOW, MF_WINDOW_SKIP,
     MF_COUNT
 };
 
@@ -181,6 +182,11 @@ static inline bool m4d_flag_is_read(const struct m4d_megatron_flag *row)
 
 /* --- moe_pattern.c: --moe-layer-freq's list expression ---------------------- */
 
+/* The layers of a list of expert (1) and dense (0) layers, or of local (1)
+ * and global (0) attention layers, at most M4D_PATTERN_BITS, in the model's
+ * form: first zero layers, then period layers with mask repeated. */
+#define M4D_PATTERN_BITS 4096
+bool m4d_pattern_fit(const uint8_t *bit, size_t n, uint64_t *first, uint64_t *period, uint64_t *mask);
 /* Read a list expression of expert (1) and dense (0) layers ("([0]*3+[1]*58)",
  * "([1]*3+[0]*1)*3", "[1,0,1,0]"); false when text is not one. Else
  * *layers is its length and *fits whether it is `first` dense layers then a

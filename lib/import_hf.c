@@ -711,6 +711,8 @@ static mem4d_status hf_defaults(mem4d_import *imp, const struct hf_family *f, me
     TRY(mem4d_model_set_layer_pattern(m, ""));
     m->v[MEM4D_MODEL_MOE_LAYER_FREQ] = 1;
     m->v[MEM4D_MODEL_MOE_LAYER_MASK] = 1;
+    m->v[MEM4D_MODEL_WINDOW_SIZE] = m->v[MEM4D_MODEL_WINDOW_FIRST_FULL] = 0;
+    m->v[MEM4D_MODEL_WINDOW_LAYER_FREQ] = m->v[MEM4D_MODEL_WINDOW_LAYER_MASK] = 1;
     TRY(SET_M(m, MEM4D_MODEL_GATED_MLP, f->gated, "the MLP"));
     TRY(SET_M(m, MEM4D_MODEL_NORM, f->layernorm, "the normalization"));
     TRY(SET_M(m, MEM4D_MODEL_TIED_EMBEDDINGS, f->tied, "\"tie_word_embeddings\""));
@@ -759,25 +761,72 @@ static void hf_quantized(mem4d_import *imp, struct json_object *root)
                  "trained, in the layout's parameter precision", shown);
 }
 
-/* Sliding-window attention (Mistral 7B v0.1, Gemma 2 and 3, gpt-oss,
- * Phi-3): no parameter and, with flash attention, no kept tensor depends
- * on it (doc/full-model.md), but the step time charges every layer's
- * attention over all the earlier tokens of the sequence: say so once. A
- * window the config turns off ("use_sliding_window": false, Qwen2/3) is
- * none; one that is not a positive whole number is passed over. */
-static void hf_window(mem4d_import *imp, struct json_object *root)
+/* Sliding-window attention (Mistral 7B v0.1, Phi-3, Gemma 2 and 3,
+ * gpt-oss): the window (keys per query, transformers' sliding-window mask
+ * keeps q - k < sliding_window) and its local layers, as transformers
+ * builds "layer_types": the list itself (gpt-oss, Gemma 3 of late 2025),
+ * else Gemma 3's "sliding_window_pattern" P (layer i local unless
+ * (i + 1) % P == 0; 6 when absent), Gemma 2's alternation (P = 2), Qwen2/3's
+ * "use_sliding_window" from "max_window_layers" on, else every layer. A
+ * window the config turns off ("use_sliding_window": false) is none; one
+ * that is not a positive whole number is passed over. Layer types other
+ * than sliding and full attention, or a list that fits no period of 64
+ * layers, keep full attention and say so. */
+static mem4d_status hf_window(mem4d_import *imp, struct json_object *root, mem4d_model *m)
 {
     struct json_object *v = NULL;
-    if (json_object_object_get_ex(root, "use_sliding_window", &v) && json_object_get_type(v) == json_type_boolean &&
-        !json_object_get_boolean(v))
-        return;
-    if (!json_object_object_get_ex(root, "sliding_window", &v) || json_object_get_type(v) != json_type_int ||
+    bool use = true;
+    TRY(hf_bool(imp, root, "use_sliding_window", &use));
+    if (!use || !json_object_object_get_ex(root, "sliding_window", &v) || json_object_get_type(v) != json_type_int ||
         json_object_get_int64(v) <= 0)
-        return;
-    long long w = (long long)json_object_get_int64(v);
-    m4d_imp_warn(imp, "sliding-window attention (\"sliding_window\" %lld) is timed as full causal attention: "
-                 "the step time overstates the attention of sequences beyond %lld tokens (the memory is the same)",
-                 w, w);
+        return MEM4D_OK;
+    uint64_t w = (uint64_t)json_object_get_int64(v), L = m->v[MEM4D_MODEL_NUM_LAYERS];
+    uint64_t first = 0, period = 1, mask = 1;
+    const char *type = hf_string(root, "model_type");
+    struct json_object *types = NULL;
+    if (json_object_object_get_ex(root, "layer_types", &types) && json_object_get_type(types) == json_type_array) {
+        uint8_t bit[M4D_PATTERN_BITS];
+        size_t n = json_object_array_length(types), local = 0;
+        const char *other = NULL;
+        for (size_t i = 0; i < n && i < M4D_PATTERN_BITS; i++) {
+            const char *t = json_object_get_string(json_object_array_get_idx(types, i));
+            bit[i] = t && strcmp(t, "sliding_attention") == 0;
+            local += bit[i];
+            if (!bit[i] && (!t || strcmp(t, "full_attention") != 0))
+                other = t ? t : "?";
+        }
+        if (!local)
+            return MEM4D_OK;
+        if (other || n != L || n > M4D_PATTERN_BITS || !m4d_pattern_fit(bit, n, &first, &period, &mask)) {
+            m4d_imp_warn(imp, "sliding-window attention (\"sliding_window\" %llu) is timed as full causal "
+                         "attention: \"layer_types\" (%s%s) is not a pattern of sliding and full attention layers "
+                         "the model holds, so the step time overstates the attention of sequences beyond %llu tokens",
+                         (unsigned long long)w, other ? "with " : "", other ? other : "of another length or period",
+                         (unsigned long long)w);
+            return MEM4D_OK;
+        }
+    } else if (json_object_object_get_ex(root, "sliding_window_pattern", &v) ||
+               (type && strncmp(type, "gemma", 5) == 0)) {
+        uint64_t P = type && strcmp(type, "gemma2") == 0 ? 2 : 6;
+        if (v && json_object_get_type(v) == json_type_int && json_object_get_int64(v) > 0)
+            P = (uint64_t)json_object_get_int64(v);
+        if (P > 64)
+            return m4d_imp_fail(imp, MEM4D_E_RANGE, "\"sliding_window_pattern\" %llu is beyond 64 layers",
+                                (unsigned long long)P);
+        period = P, mask = (UINT64_C(1) << (P - 1)) - 1;
+        if (!mask) /* P = 1: every layer global */
+            return MEM4D_OK;
+    } else if (json_object_object_get_ex(root, "use_sliding_window", &v) &&
+               json_object_object_get_ex(root, "max_window_layers", &v) && json_object_get_type(v) == json_type_int &&
+               json_object_get_int64(v) > 0) {
+        first = (uint64_t)json_object_get_int64(v);
+        if (first >= L)
+            return MEM4D_OK;
+    }
+    TRY(SET_M(m, MEM4D_MODEL_WINDOW_SIZE, w, "\"sliding_window\""));
+    TRY(SET_M(m, MEM4D_MODEL_WINDOW_FIRST_FULL, first, "\"max_window_layers\""));
+    TRY(SET_M(m, MEM4D_MODEL_WINDOW_LAYER_FREQ, period, "the sliding-window layers"));
+    return SET_M(m, MEM4D_MODEL_WINDOW_LAYER_MASK, mask, "the sliding-window layers");
 }
 
 static mem4d_status hf_apply(mem4d_import *imp, struct json_object *top, mem4d_model *m)
@@ -785,7 +834,6 @@ static mem4d_status hf_apply(mem4d_import *imp, struct json_object *top, mem4d_m
     struct json_object *root;
     TRY(hf_text_model(imp, top, &root));
     hf_quantized(imp, top);
-    hf_window(imp, root);
     /* The shared keys are checked first: a malformed number is the error to
      * report, whatever the architecture. */
     enum { NKEYS = sizeof hf_keys / sizeof *hf_keys };
@@ -826,6 +874,7 @@ static mem4d_status hf_apply(mem4d_import *imp, struct json_object *top, mem4d_m
     if ((topk && strcmp(topk, "noaux_tc") == 0) || routing_bias || f->extra == hf_glm4_moe ||
         f->extra == hf_nemotron_h)
         TRY(SET_M(m, MEM4D_MODEL_ROUTER_EXPERT_BIAS, 1, "\"topk_method\""));
+    TRY(hf_window(imp, root, m));
     m4d_strlcpy(m->name, "custom", sizeof m->name);
     return MEM4D_OK;
 }

@@ -134,6 +134,83 @@ static mem4d_status apply_moe_pattern(mem4d_import *imp, const struct m4d_opt_va
     return SET_M(m, MEM4D_MODEL_MOE_LAYER_MASK, mask, "--moe-layer-freq");
 }
 
+/* --window-size (left, right): a query attends to keys [i - left, i + right]
+ * (transformer_config.py window_size, Transformer Engine's and flash-attn's
+ * convention), left + 1 keys of a causal model; (-1, -1) or none is full
+ * attention. --window-attn-skip-freq N: layer numbers (from 1) divisible by
+ * N are full attention, or a list expression of the layers, 1 where the
+ * window applies (megatron/core/transformer/utils.py,
+ * is_layer_window_attention, NVIDIA/Megatron-LM@d98e8a64). A window that
+ * also looks ahead (right > 0) is not modelled: timed full, said. */
+static mem4d_status apply_window(mem4d_import *imp, const struct m4d_opt_val *vals, bool describes, mem4d_model *m)
+{
+    if (describes || GIVEN(MF_WINDOW)) {
+        TRY(SET_M(m, MEM4D_MODEL_WINDOW_SIZE, 0, "--window-size"));
+        TRY(SET_M(m, MEM4D_MODEL_WINDOW_FIRST_FULL, 0, "--window-attn-skip-freq"));
+        TRY(SET_M(m, MEM4D_MODEL_WINDOW_LAYER_FREQ, 1, "--window-attn-skip-freq"));
+        TRY(SET_M(m, MEM4D_MODEL_WINDOW_LAYER_MASK, 1, "--window-attn-skip-freq"));
+    }
+    if (!GIVEN(MF_WINDOW))
+        return MEM4D_OK;
+    const char *text = vals[MF_WINDOW].s;
+    char buf[64];
+    size_t n = strlen(text);
+    if (n && text[0] == '(' && text[n - 1] == ')')
+        text++, n -= 2;
+    if (n >= sizeof buf)
+        return m4d_imp_fail(imp, MEM4D_E_PARSE, "--window-size '%.64s' is not two whole numbers", vals[MF_WINDOW].s);
+    memcpy(buf, text, n);
+    buf[n] = '\0';
+    char *comma = strchr(buf, ',');
+    if (!comma)
+        return m4d_imp_fail(imp, MEM4D_E_PARSE, "--window-size '%s' is not (left, right)", vals[MF_WINDOW].s);
+    *comma = '\0';
+    const char *right = comma + 1;
+    while (*right == ' ')
+        right++;
+    if (strcmp(buf, "-1") == 0 && strcmp(right, "-1") == 0)
+        return MEM4D_OK;
+    uint64_t left, ahead;
+    TRY(m4d_megatron_parse_int(imp, "window-size", buf, &left));
+    TRY(m4d_megatron_parse_int(imp, "window-size", right, &ahead));
+    if (ahead) {
+        m4d_imp_warn(imp, "--window-size %s looks %llu tokens ahead: timed as full causal attention", vals[MF_WINDOW].s,
+                     (unsigned long long)ahead);
+        return MEM4D_OK;
+    }
+    uint64_t first = 0, period = 1, mask = 1;
+    if (GIVEN(MF_WINDOW_SKIP)) {
+        const char *f = vals[MF_WINDOW_SKIP].s;
+        if (strchr(f, '[')) {
+            size_t layers;
+            bool fits;
+            uint64_t L = m->v[MEM4D_MODEL_NUM_LAYERS];
+            if (!m4d_moe_pattern_read(f, &layers, &fits, &first, &period, &mask))
+                return m4d_imp_fail(imp, MEM4D_E_PARSE, "--window-attn-skip-freq '%.64s' is not a list expression "
+                                    "of 0 and 1", f);
+            if (L && layers != L)
+                return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "--window-attn-skip-freq names %zu layers but "
+                                    "--num-layers is %llu", layers, (unsigned long long)L);
+            if (!fits) /* none windowed, or no period of 64 layers */
+                return mask ? m4d_imp_fail(imp, MEM4D_E_RANGE, "--window-attn-skip-freq '%.64s' is not full "
+                                           "layers followed by a repeating pattern of at most 64 layers", f)
+                            : MEM4D_OK;
+        } else {
+            TRY(m4d_megatron_parse_int(imp, "window-attn-skip-freq", f, &period));
+            if (period == 0 || period > 64)
+                return m4d_imp_fail(imp, MEM4D_E_RANGE, "--window-attn-skip-freq %llu must be between 1 and 64",
+                                    (unsigned long long)period);
+            mask = (UINT64_C(1) << (period - 1)) - 1; /* the period's last layer is full */
+            if (!mask)
+                return MEM4D_OK;
+        }
+    }
+    TRY(SET_M(m, MEM4D_MODEL_WINDOW_SIZE, left + 1, "--window-size"));
+    TRY(SET_M(m, MEM4D_MODEL_WINDOW_FIRST_FULL, first, "--window-attn-skip-freq"));
+    TRY(SET_M(m, MEM4D_MODEL_WINDOW_LAYER_FREQ, period, "--window-attn-skip-freq"));
+    return SET_M(m, MEM4D_MODEL_WINDOW_LAYER_MASK, mask, "--window-attn-skip-freq");
+}
+
 /* Multi-latent attention and its dimensions, with Megatron-LM's defaults
  * (kv_lora_rank 32, qk_head_dim 128, qk_pos_emb_head_dim 64, v_head_dim
  * 128, no query compression). */
@@ -306,6 +383,7 @@ static mem4d_status apply_model(mem4d_import *imp, const struct m4d_opt_val *val
         TRY(SET_M(m, MEM4D_MODEL_MOE_LAYER_FREQ, 1, "--moe-layer-freq"));
         TRY(SET_M(m, MEM4D_MODEL_MOE_LAYER_MASK, 1, "--moe-layer-freq"));
     }
+    TRY(apply_window(imp, vals, describes, m));
     if (describes && !GIVEN(MF_MTP))
         TRY(SET_M(m, MEM4D_MODEL_MTP_LAYERS, 0, "--mtp-num-layers"));
     if (describes || GIVEN(MF_MTP_REPEATED))

@@ -506,10 +506,8 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     SKIP_ROW("weight-decay"),
     SKIP_ROW("weight-decay-incr-style"),
     INT_ROW("wgrad-deferral-limit", MF_WGRAD_DEFER_LIMIT, -1),
-    SKIP_ROW("window-attn-skip-freq"), /* which layers use --window-size: with flash attention no kept tensor depends on it */
-    /* no allocation depends on it (flash attention); the step time charges full causal attention */
-    WARN_ROW("window-size", "is timed as full causal attention: the step time overstates the attention of sequences "
-                            "beyond the window (the memory is the same)"),
+    TEXT_ROW("window-attn-skip-freq", MF_WINDOW_SKIP), /* which layers use --window-size */
+    TEXT_ROW("window-size", MF_WINDOW),
     WARN_ROW("yaml-cfg", "reads the configuration from a YAML file the estimate cannot see"),
     INT_ROW("zero-stage", MF_ZERO_STAGE, -1),
 };

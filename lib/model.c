@@ -183,6 +183,12 @@ mem4d_status m4d_model_check(const mem4d_model *m, char *why, size_t n)
                 (unsigned long long)v[MEM4D_MODEL_MOE_LAYER_MASK], (unsigned long long)period);
         return MEM4D_E_MODEL;
     }
+    uint64_t wp = v[MEM4D_MODEL_WINDOW_LAYER_FREQ];
+    if (wp < 64 && (v[MEM4D_MODEL_WINDOW_LAYER_MASK] >> wp) != 0) {
+        m4d_msg(why, n, "window_layer_mask %#llx has bits beyond its period of %llu layers",
+                (unsigned long long)v[MEM4D_MODEL_WINDOW_LAYER_MASK], (unsigned long long)wp);
+        return MEM4D_E_MODEL;
+    }
     if (v[MEM4D_MODEL_KV_LORA_RANK] && (v[MEM4D_MODEL_QK_HEAD_DIM] == 0 || v[MEM4D_MODEL_V_HEAD_DIM] == 0)) {
         m4d_msg(why, n, "multi-latent attention (kv_lora_rank %llu) needs qk_head_dim and v_head_dim",
                 (unsigned long long)v[MEM4D_MODEL_KV_LORA_RANK]);
@@ -244,6 +250,10 @@ void m4d_ctx_model(const mem4d_model *m, struct m4d_ctx *x)
     x->moe_period = v[MEM4D_MODEL_MOE_LAYER_FREQ] ? v[MEM4D_MODEL_MOE_LAYER_FREQ] : 1;
     x->moe_mask = v[MEM4D_MODEL_MOE_LAYER_MASK];
     x->first_dense = v[MEM4D_MODEL_MOE_FIRST_DENSE];
+    x->window = v[MEM4D_MODEL_WINDOW_SIZE];
+    x->win_period = v[MEM4D_MODEL_WINDOW_LAYER_FREQ] ? v[MEM4D_MODEL_WINDOW_LAYER_FREQ] : 1;
+    x->win_mask = v[MEM4D_MODEL_WINDOW_LAYER_MASK];
+    x->win_first = v[MEM4D_MODEL_WINDOW_FIRST_FULL];
     x->q_lora = v[MEM4D_MODEL_Q_LORA_RANK];
     x->kv_lora = v[MEM4D_MODEL_KV_LORA_RANK];
     x->rope_dim = x->kv_lora ? v[MEM4D_MODEL_QK_POS_EMB_HEAD_DIM] : 0;

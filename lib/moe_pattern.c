@@ -13,7 +13,7 @@
  * --moe-layer-freq's Python list expression ("([0]*3+[1]*58)",
  * "([1]*3+[0]*1)*3", "[1,0,1,0]"): lists, concatenation with '+' and
  * repetition with '*'. */
-#define PATTERN_MAX 4096
+#define PATTERN_MAX M4D_PATTERN_BITS
 struct pattern {
     uint8_t bit[PATTERN_MAX];
     size_t n;
@@ -100,23 +100,24 @@ static void pat_expr(struct pattern *pt, int depth)
     }
 }
 
-/* The model's form of a pattern: `first` dense layers, then a period of at
- * most 64 layers repeated (the last one possibly cut), the shortest period
- * first; false if none fits. */
-static bool pattern_fit(const struct pattern *pt, uint64_t *first, uint64_t *period, uint64_t *mask)
+/* The model's form of a pattern of n layers' bits: `first` zero layers
+ * (dense; full attention), then a period of at most 64 layers repeated (the
+ * last one possibly cut), the shortest period first; false if none fits.
+ * The expert layers' form, and the sliding-window layers' (import_hf.c). */
+bool m4d_pattern_fit(const uint8_t *bit, size_t n, uint64_t *first, uint64_t *period, uint64_t *mask)
 {
     for (size_t P = 1; P <= 64; P++) {
-        for (size_t k = 0; k + P <= pt->n && (k == 0 || pt->bit[k - 1] == 0); k++) {
+        for (size_t k = 0; k + P <= n && (k == 0 || bit[k - 1] == 0); k++) {
             bool ok = true;
-            for (size_t i = k + P; ok && i < pt->n; i++)
-                ok = pt->bit[i] == pt->bit[k + (i - k) % P];
+            for (size_t i = k + P; ok && i < n; i++)
+                ok = bit[i] == bit[k + (i - k) % P];
             if (!ok)
                 continue;
             *first = k;
             *period = P;
             *mask = 0;
             for (size_t i = 0; i < P; i++)
-                *mask |= (uint64_t)pt->bit[k + i] << i;
+                *mask |= (uint64_t)bit[k + i] << i;
             return *mask != 0;
         }
     }
@@ -133,6 +134,6 @@ bool m4d_moe_pattern_read(const char *text, size_t *layers, bool *fits, uint64_t
     if (pt.bad || *pt.p != '\0')
         return false;
     *layers = pt.n;
-    *fits = pattern_fit(&pt, first, period, mask);
+    *fits = m4d_pattern_fit(pt.bit, pt.n, first, period, mask);
     return true;
 }

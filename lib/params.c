@@ -124,6 +124,10 @@ const struct m4d_param_desc m4d_model_params[] = {
     [MEM4D_MODEL_MTP_REPEATED_LAYER] = BOOL_ROW("mtp_use_repeated_layer", NULL, NULL, 0, PAPER_DEFAULT(0)),
     [MEM4D_MODEL_ROUTER_EXPERT_BIAS] = BOOL_ROW("moe_router_expert_bias", "moe_router_enable_expert_bias", NULL, 0),
     [MEM4D_MODEL_ACTIVATION] = ENUM_ROW("activation", "activation_func", NULL, activation_names, 0),
+    [MEM4D_MODEL_WINDOW_SIZE] = NUM_ROW("window_size", NULL, NULL, 0, 1u << 24, 0),
+    [MEM4D_MODEL_WINDOW_LAYER_FREQ] = NUM_ROW("window_layer_freq", NULL, NULL, 1, 64, 1),
+    [MEM4D_MODEL_WINDOW_LAYER_MASK] = NUM_ROW("window_layer_mask", NULL, NULL, 1, UINT64_MAX, 1),
+    [MEM4D_MODEL_WINDOW_FIRST_FULL] = NUM_ROW("window_first_full_layers", NULL, NULL, 0, 4096, 0),
 };
 M4D_TABLE_ROWS(m4d_model_params, M4D_MODEL_NPARAM);
 

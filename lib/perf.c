@@ -1512,9 +1512,39 @@ static double linears_time(const struct m4d_perf_group *pg, const struct m4d_gem
     return col + row;
 }
 
+/* SLIDING_WINDOW: a local layer's causal window of w keys (query i reads
+ * min(i + 1, w) keys: w·s - w(w - 1)/2 pairs for s >= w) against the s²/2
+ * a full causal kernel is charged, at most 1; fused kernels skip the key
+ * blocks outside the window as they skip those above the diagonal
+ * (FlashAttention-2's window_size: "Query at position i will only attend to
+ * keys between [i - window_size[0], i + window_size[1]]", README.md, and its
+ * forward starts at n_block_min, csrc/flash_attn/src/flash_fwd_kernel.h,
+ * Dao-AILab/flash-attention@0251105a; cuDNN's and FA3's alike). The mean over
+ * the model's layers, global layers 1: the layers' mean keys per query over
+ * the full kernel's. Not with cp > 1 (the ring's chunks) nor beside a
+ * layer pattern (its attention layers' places): timed full,
+ * m4d_window_timed_full(). */
+bool m4d_window_timed_full(const struct m4d_ctx *x)
+{
+    return x->window && x->window < x->s && (x->c > 1 || x->nlt);
+}
+
+static double window_share(const struct m4d_ctx *x)
+{
+    if (!x->window || x->window >= x->s || m4d_window_timed_full(x) || !x->L)
+        return 1;
+    double s = D(x->s), w = D(x->window), local = 0;
+    for (uint64_t i = 0; i < x->L; i++)
+        local += m4d_is_local_layer(x, i);
+    double f = (2 * w * s - w * (w - 1)) / (s * s);
+    return 1 - local / D(x->L) * (1 - (f < 1 ? f : 1));
+}
+
 /* Flash attention of one layer. Causal kernels skip the masked half of
  * s x s; CP's load-balanced chunks give every rank 1/c of the work; each
- * query tile pays ATTN_FILL keys on top of the mean s/(2c) it reads. */
+ * query tile pays ATTN_FILL keys on top of the mean s/(2c) it reads (a
+ * sliding window's layers fewer: window_share). Softmax attention computes
+ * and masks the whole square whatever the window. */
 static void attention_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
 {
     pg->attn_pv_per_b = pg->attn_qk_tiles_per_b = pg->attn_bytes_fwd_per_b = pg->attn_bytes_bwd_per_b = 0;
@@ -1538,8 +1568,9 @@ static void attention_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg
         }
         return;
     }
-    double w = pg->mc.attn_work, qd = D(x->a * x->dh), sc = D(x->s) / D(x->c), kv = 0.5 * w * sc;
-    double flops = 0.5 * w * 4 * D(x->s) * D(x->s) * qd / D(x->t * x->c);
+    double share = window_share(x);
+    double w = pg->mc.attn_work, qd = D(x->a * x->dh), sc = D(x->s) / D(x->c), kv = 0.5 * w * sc * share;
+    double flops = 0.5 * w * 4 * D(x->s) * D(x->s) * qd / D(x->t * x->c) * share;
     /* ATTN_DROPOUT (a flash kernel's; unfused attention returned above and
      * pays ATTN_DROPOUT_BYTES in gemms_prepare) */
     pg->attn_per_b = flops * (kv + ATTN_FILL) / (pg->mc.gemm * kv) * (x->attn_dropout ? 1 + ATTN_DROPOUT : 1);

@@ -26,8 +26,8 @@
 
 /* Number of values of each enum; grow only by appending to the enum, then
  * raise the count, name the new last value and append the table rows. */
-#define M4D_MODEL_NPARAM 51
-M4D_ENUM_COUNT(M4D_MODEL_NPARAM, MEM4D_MODEL_ACTIVATION);
+#define M4D_MODEL_NPARAM 55
+M4D_ENUM_COUNT(M4D_MODEL_NPARAM, MEM4D_MODEL_WINDOW_FIRST_FULL);
 #define M4D_LAYOUT_NPARAM 87
 M4D_ENUM_COUNT(M4D_LAYOUT_NPARAM, MEM4D_LAYOUT_OVERLAP_P2P_COMM);
 /* The CLI keeps a flag per layout key (cli_args.layout_given, cli/cli.h,
@@ -259,6 +259,7 @@ struct m4d_ctx {
     bool rope;                         /* rotary position embeddings (the element-wise RoPE kernels) */
     bool alibi;                        /* ALiBi: softmax attention adds its bias to the scores (UNFUSED_ALIBI, lib/perf.c) */
     uint64_t moe_period, moe_mask, first_dense; /* which layers are expert layers */
+    uint64_t window, win_period, win_mask, win_first; /* sliding-window attention: keys per query (0: none), its local layers */
     uint64_t q_lora, kv_lora, rope_dim; /* MLA (kv_lora > 0): compression ranks, rotary head dim */
     uint64_t qk_dim, v_dim, kv_heads;  /* per head Q/K and V dims, heads of K and V (MLA: qk = nope + rope, kv_heads = a) */
     uint64_t mtp;                      /* multi-token-prediction layers on the last stage */
@@ -597,6 +598,12 @@ bool m4d_kind_params(const struct m4d_ctx *x, const struct m4d_layer_kind *k, ui
 static inline bool m4d_is_moe_layer(const struct m4d_ctx *x, uint64_t i)
 {
     return x->experts && i >= x->first_dense && ((x->moe_mask >> ((i - x->first_dense) % x->moe_period)) & 1u);
+}
+
+/* Is layer i (0-based) a sliding-window (local) attention layer? */
+static inline bool m4d_is_local_layer(const struct m4d_ctx *x, uint64_t i)
+{
+    return x->window && i >= x->win_first && ((x->win_mask >> ((i - x->win_first) % x->win_period)) & 1u);
 }
 
 /* Expert layers among layers [first, first + n). */
@@ -1193,6 +1200,8 @@ uint64_t m4d_perf_effective(const mem4d_device *dev, mem4d_device_param key);
  * megatron-lm-2022 and megatron-deepspeed ones run softmax attention);
  * (c) the default stack's kernel is fused, flash_attn's default 1. */
 bool m4d_attention_fused(const mem4d_layout *l, const mem4d_device *dev);
+/* A sliding window shorter than the sequence, with cp > 1 or a layer pattern: timed as full causal attention (lib/perf.c). */
+bool m4d_window_timed_full(const struct m4d_ctx *x);
 /* What the device decides of the job, onto a context m4d_resolve() filled:
  * its attention (m4d_ctx.flash, m4d_attention_fused()), the kernel that
  * runs it (m4d_ctx.attn_kernel, the report's MEM4D_INFO_ATTENTION_KERNEL)

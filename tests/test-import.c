@@ -1200,10 +1200,10 @@ START_TEST(hf_config_matches_preset)
         return;
     }
     ck_assert_msg(st == MEM4D_OK, "%s: %s", c->file, mem4d_import_message(fx.imp));
-    /* Mistral 7B's sliding window is the one thing said (sliding_window_warned) */
-    for (size_t w = 0; w < mem4d_import_warning_count(fx.imp); w++)
-        ck_assert_msg(strstr(mem4d_import_warning(fx.imp, w), "sliding-window attention") != NULL, "%s: %s", c->file,
-                      mem4d_import_warning(fx.imp, w));
+    ck_assert_uint_eq(mem4d_import_warning_count(fx.imp), 0);
+    /* Mistral 7B v0.1's 4096-token window (sliding_window_read) is not the
+     * preset's (v0.2 and v0.3 have none): all else is */
+    ck_assert_int_eq(mem4d_model_set(fx.model, MEM4D_MODEL_WINDOW_SIZE, 0), MEM4D_OK);
     assert_model_is_preset(fx.model, c->preset);
     ck_assert_int_eq(mem4d_model_validate(fx.model, NULL, 0), MEM4D_OK);
     fx_close(&fx);
@@ -1580,34 +1580,123 @@ static const struct modelled_case {
 };
 
 /* A sliding window changes no allocation (fused attention's memory is linear
- * in s), but the step time charges full causal attention: the importers say
- * so, --window-size here and config.json's "sliding_window" where it is on. */
-START_TEST(sliding_window_warned)
+ * in s); the step time's local layers read min(i + 1, w) keys. The importers
+ * read the window and its local layers in each form the configs write it:
+ * "layer_types" (gpt-oss, MedGemma), Gemma 3's "sliding_window_pattern",
+ * Gemma 2's alternation, every layer (Mistral 7B v0.1, Phi-3); none where
+ * "use_sliding_window" is false (Qwen2/3) or no window is given (Llama). */
+static const struct window_case {
+    const char *file;
+    uint64_t window, first, period, mask;
+} window_cases[] = {
+    {"recent/gemma-3-1b-it.json", 512, 0, 6, 31},   {"public/gemma-3-4b-text.json", 1024, 0, 6, 31},
+    {"recent/medgemma-27b-it.json", 1024, 0, 6, 31}, {"recent/gpt-oss-20b.json", 128, 0, 2, 1},
+    {"recent/gpt-oss-120b.json", 128, 0, 2, 1},      {"gemma-2-9b.json", 4096, 0, 2, 1},
+    {"mistral-7b.json", 4096, 0, 1, 1},              {"public/phi-3-mini-prymmal-slerp.json", 2047, 0, 1, 1},
+    {"qwen2.5-7b.json", 0, 0, 1, 1},                 {"recent/qwen3-8b.json", 0, 0, 1, 1},
+    {"llama-3.1-8b.json", 0, 0, 1, 1},
+};
+
+START_TEST(sliding_window_read)
 {
-    static const char *const argv[] = {BASE_JOB, "--window-size", "(4096,0)", NULL};
+    if (!MEM4D_HAVE_JSON)
+        return;
+    const struct window_case *c = &window_cases[_i];
+    struct fixture fx;
+    fx_open(&fx);
+    ck_assert_msg(hf_file(&fx, c->file) == MEM4D_OK, "%s: %s", c->file, mem4d_import_message(fx.imp));
+    for (size_t w = 0; w < mem4d_import_warning_count(fx.imp); w++)
+        ck_assert_msg(strstr(mem4d_import_warning(fx.imp, w), "sliding") == NULL, "%s: %s", c->file,
+                      mem4d_import_warning(fx.imp, w));
+    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_WINDOW_SIZE), c->window);
+    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_WINDOW_FIRST_FULL), c->first);
+    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_WINDOW_LAYER_FREQ), c->period);
+    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_WINDOW_LAYER_MASK), c->mask);
+    ck_assert_int_eq(mem4d_model_validate(fx.model, NULL, 0), MEM4D_OK);
+    fx_close(&fx);
+}
+END_TEST
+
+/* Qwen2's "use_sliding_window" from "max_window_layers" on, and a
+ * "layer_types" the model cannot hold (another kind of layer) kept full and
+ * said. */
+START_TEST(sliding_window_forms)
+{
+    if (!MEM4D_HAVE_JSON)
+        return;
+    static const char base[] = "{\"architectures\": [\"Qwen2ForCausalLM\"], \"model_type\": \"qwen2\", "
+                               "\"hidden_size\": 1024, \"intermediate_size\": 4096, \"num_hidden_layers\": 8, "
+                               "\"num_attention_heads\": 16, \"num_key_value_heads\": 4, \"vocab_size\": 32000, "
+                               "\"sliding_window\": 4096, ";
+    static const struct {
+        const char *tail;
+        uint64_t window, first, period, mask;
+        bool warned;
+    } forms[] = {
+        {"\"use_sliding_window\": true, \"max_window_layers\": 3}", 4096, 3, 1, 1, false},
+        {"\"use_sliding_window\": true, \"max_window_layers\": 8}", 0, 0, 1, 1, false},
+        {"\"use_sliding_window\": false, \"max_window_layers\": 3}", 0, 0, 1, 1, false},
+        {"\"layer_types\": [\"full_attention\", \"full_attention\", \"sliding_attention\", \"full_attention\", "
+         "\"sliding_attention\", \"full_attention\", \"sliding_attention\", \"full_attention\"]}", 4096, 1, 2, 2, false},
+        {"\"layer_types\": [\"linear_attention\", \"sliding_attention\", \"linear_attention\", "
+         "\"sliding_attention\", \"linear_attention\", \"sliding_attention\", \"linear_attention\", "
+         "\"sliding_attention\"]}", 0, 0, 1, 1, true},
+        {"\"layer_types\": [\"sliding_attention\", \"full_attention\"]}", 0, 0, 1, 1, true},
+    };
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+        char json[1024];
+        snprintf(json, sizeof json, "%s%s", base, forms[i].tail);
+        struct fixture fx;
+        fx_open(&fx);
+        ck_assert_msg(mem4d_import_hf_config_buffer(fx.imp, json, strlen(json), fx.model) == MEM4D_OK, "%zu: %s", i,
+                      mem4d_import_message(fx.imp));
+        bool warned = false;
+        for (size_t w = 0; w < mem4d_import_warning_count(fx.imp); w++)
+            warned |= strstr(mem4d_import_warning(fx.imp, w), "is timed as full causal attention") != NULL;
+        ck_assert_msg(warned == forms[i].warned, "%zu: warned %d", i, warned);
+        ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_WINDOW_SIZE), forms[i].window);
+        ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_WINDOW_FIRST_FULL), forms[i].first);
+        ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_WINDOW_LAYER_FREQ), forms[i].period);
+        ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_WINDOW_LAYER_MASK), forms[i].mask);
+        fx_close(&fx);
+    }
+}
+END_TEST
+
+/* Megatron-LM's --window-size (left, right) is left + 1 keys a query of a
+ * causal model; --window-attn-skip-freq N makes every N-th layer global, a
+ * list 1 where the window applies (is_layer_window_attention). */
+static const struct megatron_window {
+    const char *const argv[8];
+    uint64_t window, first, period, mask;
+    bool warned;
+} megatron_windows[] = {
+    {{"--window-size", "(4096,0)"}, 4097, 0, 1, 1, false},
+    {{"--window-size", "127,0", "--window-attn-skip-freq", "2"}, 128, 0, 2, 1, false},
+    {{"--window-size", "511,0", "--window-attn-skip-freq", "[0,1,1,1]"}, 512, 1, 1, 1, false},
+    {{"--window-size", "511,0", "--window-attn-skip-freq", "[0,0,0,0]"}, 0, 0, 1, 1, false},
+    {{"--window-size", "(-1,-1)"}, 0, 0, 1, 1, false},
+    {{"--window-size", "(4096,4096)"}, 0, 0, 1, 1, true},
+};
+
+START_TEST(megatron_window_read)
+{
+    const struct megatron_window *c = &megatron_windows[_i];
+    const char *argv[32] = {BASE_JOB};
+    size_t n = 0;
+    while (argv[n])
+        n++;
+    for (size_t i = 0; c->argv[i]; i++)
+        argv[n++] = c->argv[i];
     struct fixture fx;
     fx_open(&fx);
     ck_assert_msg(run_argv(&fx, argv, 16) == MEM4D_OK, "%s", mem4d_import_message(fx.imp));
-    ck_assert_uint_eq(mem4d_import_warning_count(fx.imp), 1);
-    ck_assert_msg(strstr(mem4d_import_warning(fx.imp, 0), "--window-size is timed as full causal attention"), "%s",
-                  mem4d_import_warning(fx.imp, 0));
+    ck_assert_int_eq(has_warning(fx.imp, "timed as full causal attention"), c->warned);
+    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_WINDOW_SIZE), c->window);
+    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_WINDOW_FIRST_FULL), c->first);
+    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_WINDOW_LAYER_FREQ), c->period);
+    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_WINDOW_LAYER_MASK), c->mask);
     fx_close(&fx);
-    if (!MEM4D_HAVE_JSON)
-        return;
-    static const struct {
-        const char *file;
-        bool warned;
-    } files[] = {{"gemma-2-9b.json", true}, {"recent/gemma-3-1b-it.json", true}, {"recent/gpt-oss-20b.json", true},
-                 {"qwen2.5-7b.json", false}, {"recent/qwen3-8b.json", false}, {"llama-3.1-8b.json", false}};
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-        fx_open(&fx);
-        ck_assert_msg(hf_file(&fx, files[i].file) == MEM4D_OK, "%s: %s", files[i].file, mem4d_import_message(fx.imp));
-        bool warned = false;
-        for (size_t w = 0; w < mem4d_import_warning_count(fx.imp); w++)
-            warned |= strstr(mem4d_import_warning(fx.imp, w), "sliding-window attention (\"sliding_window\"") != NULL;
-        ck_assert_msg(warned == files[i].warned, "%s: warned %d", files[i].file, warned);
-        fx_close(&fx);
-    }
 }
 END_TEST
 
@@ -2707,7 +2796,9 @@ static Suite *import_suite(void)
     tcase_add_loop_test(tc, vocabulary_from_the_tokenizer, 0, N(vocab_cases));
     tcase_add_test(tc, vocabulary_kept_when_only_a_file_knows);
     tcase_add_loop_test(tc, memory_flags_are_modelled, 0, N(modelled_cases));
-    tcase_add_test(tc, sliding_window_warned);
+    tcase_add_loop_test(tc, sliding_window_read, 0, N(window_cases));
+    tcase_add_test(tc, sliding_window_forms);
+    tcase_add_loop_test(tc, megatron_window_read, 0, N(megatron_windows));
     tcase_add_test(tc, modelled_flags_change_the_estimate);
     tcase_add_test(tc, moe_patterns_mla_and_mtp);
     tcase_add_loop_test(tc, moe_layer_freq_patterns, 0, N(pattern_cases));

@@ -777,6 +777,72 @@ START_TEST(unfused_attention_moves_scores)
 }
 END_TEST
 
+/* The compute time with the attention kernels at 60% of the GEMMs' rate
+ * (attention_efficiency_ppm), and the attention's seconds in it: halving
+ * that rate adds them once. */
+static double attention_seconds(const mem4d_model *m, const mem4d_layout *l, const mem4d_device *d, double *t)
+{
+    const mem4d_metric T = MEM4D_METRIC_COMPUTE_TIME_S;
+    *t = with(m, l, d, "attention_efficiency_ppm", "600000", T);
+    return with(m, l, d, "attention_efficiency_ppm", "300000", T) - *t;
+}
+
+/* SLIDING_WINDOW (lib/perf.c): a Gemma-3-style model (512-token windows,
+ * five local layers then one global) at 32k tokens. A local layer's fused
+ * kernel computes w·s - w(w - 1)/2 query-key pairs of the s²/2 a full causal
+ * one is charged, at the kernel's rate for its mean keys per query (each
+ * query tile's fixed ATTN_FILL of 384 keys on top): the step is faster by
+ * that share of the attention alone, and MFU keeps Megatron's FLOP count
+ * (full attention whatever the window). A window of s or more, cp > 1 and
+ * softmax attention (which computes and masks the whole square) give the
+ * full-attention figures. */
+START_TEST(sliding_window_skips_blocks)
+{
+    mem4d_model *m = tu_model("llama3.1-8b");
+    mem4d_device *d = unpowered("h100-80");
+    mem4d_layout *l = tu_layout("world=1", "seq=32768", "mbs=1", "gbs=1", NULL);
+    const mem4d_metric T = MEM4D_METRIC_COMPUTE_TIME_S;
+    double s = 32768, w = 512, L = 32, local = 0;
+    for (int i = 0; i < 32; i++)
+        local += (i + 1) % 6 != 0;
+    double t_full, a_full = attention_seconds(m, l, d, &t_full);
+    double flops_full = predict(m, l, d, MEM4D_METRIC_TFLOPS_PER_GPU) * predict(m, l, d, MEM4D_METRIC_STEP_TIME_S);
+    ck_assert_int_eq(mem4d_model_set_str(m, "window_size", "512"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_model_set_str(m, "window_layer_freq", "6"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_model_set_str(m, "window_layer_mask", "31"), MEM4D_OK);
+    double t_win, a_win = attention_seconds(m, l, d, &t_win);
+    double keys = ((L - local) * s / 2 + local * (w * s - w * (w - 1) / 2) / s) / L; /* mean keys per query */
+    ck_assert_msg(fabs(a_win / a_full - (keys + 384) / (s / 2 + 384)) < 1e-9, "attention %.6g s of %.6g", a_win,
+                  a_full);
+    ck_assert_msg(fabs((t_full - t_win) - (a_full - a_win)) < 1e-9 * t_full, "step %.6g s, was %.6g", t_win, t_full);
+    ck_assert_msg(t_win < 0.75 * t_full, "%.6g s of %.6g", t_win, t_full); /* attention is most of it at 32k */
+    assert_close(predict(m, l, d, MEM4D_METRIC_TFLOPS_PER_GPU) * predict(m, l, d, MEM4D_METRIC_STEP_TIME_S),
+                 flops_full);
+    ck_assert_int_eq(mem4d_model_set_str(m, "window_size", "32768"), MEM4D_OK);
+    ck_assert(with(m, l, d, "attention_efficiency_ppm", "600000", T) == t_full);
+    mem4d_layout *cp = tu_layout("world=2", "cp=2", "seq=32768", "mbs=1", "gbs=1", NULL);
+    double t_cp = predict(m, cp, d, T);
+    ck_assert_int_eq(mem4d_model_set_str(m, "window_size", "512"), MEM4D_OK);
+    ck_assert(predict(m, cp, d, T) == t_cp);
+    mem4d_report *r = NULL;
+    ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
+    ck_assert_int_eq(mem4d_estimate(m, cp, d, r), MEM4D_OK);
+    bool warned = false;
+    for (size_t i = 0; i < mem4d_report_warning_count(r); i++)
+        warned |= strstr(mem4d_report_warning(r, i), "window_size with cp > 1") != NULL;
+    ck_assert(warned);
+    mem4d_report_free(r);
+    ck_assert_int_eq(mem4d_device_set_str(d, "attention_kernel", "unfused"), MEM4D_OK);
+    double t_unfused = predict(m, l, d, T);
+    ck_assert_int_eq(mem4d_model_set_str(m, "window_size", "0"), MEM4D_OK);
+    ck_assert(predict(m, l, d, T) == t_unfused);
+    mem4d_layout_free(cp);
+    mem4d_layout_free(l);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
 /* Selective recompute re-runs softmax attention's core with its dropout
  * (Megatron's CoreAttention; Korthikanti et al. 2022, section 5): with
  * attention dropout on, the re-run moves the dropout's forward bytes again
@@ -2458,6 +2524,7 @@ int main(void)
     tcase_add_test(tc, apex_norm_rerun);
     tcase_add_test(tc, rope_only_in_rotary_models);
     tcase_add_test(tc, unfused_attention_moves_scores);
+    tcase_add_test(tc, sliding_window_skips_blocks);
     tcase_add_test(tc, unfused_alibi_bias_bytes);
     tcase_add_test(tc, unfused_attention_published);
     tcase_add_test(tc, selective_recompute_reruns_attention_dropout);

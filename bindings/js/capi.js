@@ -242,6 +242,10 @@ export const ENUMS = Object.freeze({
         MEM4D_MODEL_MTP_REPEATED_LAYER: 48,
         MEM4D_MODEL_ROUTER_EXPERT_BIAS: 49,
         MEM4D_MODEL_ACTIVATION: 50,
+        MEM4D_MODEL_WINDOW_SIZE: 51,
+        MEM4D_MODEL_WINDOW_LAYER_FREQ: 52,
+        MEM4D_MODEL_WINDOW_LAYER_MASK: 53,
+        MEM4D_MODEL_WINDOW_FIRST_FULL: 54,
     }),
     mem4d_layout_param: Object.freeze({
         MEM4D_LAYOUT_TP: 0,

@@ -114,6 +114,10 @@ class ModelParam(enum.IntEnum):
     MTP_REPEATED_LAYER = 48
     ROUTER_EXPERT_BIAS = 49
     ACTIVATION = 50
+    WINDOW_SIZE = 51
+    WINDOW_LAYER_FREQ = 52
+    WINDOW_LAYER_MASK = 53
+    WINDOW_FIRST_FULL = 54
 
 
 class LayoutParam(enum.IntEnum):

@@ -284,6 +284,21 @@ pub const MEM4D_MODEL_ROUTER_EXPERT_BIAS: mem4d_model_param = 49;
 /// the software stack runs it unfused (NeMo 2's own squared_relu, two eager kernels forward and four backward), its
 /// element-wise traffic is the eager kernels' (doc/perf.md, "Squared ReLU as NeMo 2 runs it"). Default 0.
 pub const MEM4D_MODEL_ACTIVATION: mem4d_model_param = 50;
+/// "window_size": sliding-window (local) attention, the keys each query of a local layer attends to, itself included
+/// (config.json's "sliding_window"; Megatron's --window-size (left, 0) is left + 1); 0 for none. Which layers are
+/// local: the three keys below, in the form of the expert layers' (every layer by default). Only the step time depends
+/// on it: a local layer's fused attention computes min(i + 1, w) keys for query i (doc/perf.md, "Sliding-window
+/// attention"). Default 0.
+pub const MEM4D_MODEL_WINDOW_SIZE: mem4d_model_param = 51;
+/// "window_layer_freq": with a window, the period of the pattern of local layers (Gemma 3's sliding_window_pattern 6,
+/// gpt-oss's alternating layer_types 2). Default 1.
+pub const MEM4D_MODEL_WINDOW_LAYER_FREQ: mem4d_model_param = 52;
+/// "window_layer_mask": which layers of each period are local, bit i for the i-th (Gemma 3: period 6, mask 31, five
+/// local then one global). Default 1. @since 0.2
+pub const MEM4D_MODEL_WINDOW_LAYER_MASK: mem4d_model_param = 53;
+/// "window_first_full_layers": the first layers that attend to every earlier token before the pattern starts (Qwen2/3's
+/// max_window_layers with use_sliding_window). Default 0. @since 0.2
+pub const MEM4D_MODEL_WINDOW_FIRST_FULL: mem4d_model_param = 54;
 
 /// `mem4d_layout_param` (a C enum, passed as `int`): Layout parameters. Values are fixed forever; new keys are
 /// appended. The string names are short ("tp"); Megatron-LM's argument names ("tensor_model_parallel_size") are
