@@ -99,6 +99,11 @@ doc = json.loads(out)
 expect("json softmax attention of --attention-backend unfused", doc["report"]["attention_kernel"], "unfused", out, err)
 rc, out, err = check(["--world-size", "8"], llama3 + ["--transformer-impl", "local", "--use-flash-attn"])
 expect_in("text names the flash kernel", "attention: fused (flash) attention, kernel", out)
+# A sliding window (--window-size (left, 0): left + 1 keys; every 4th layer global)
+rc, out, err = check(["--world-size", "8"], llama3 + ["--window-size", "1023,0", "--window-attn-skip-freq", "4"])
+expect_in("text names the sliding window and its layers", "a sliding window of 1024 keys on 24 of 32 layers, "
+          "timed as full attention", out)  # cp 2: the ring's chunks are not modelled
+expect_in("cp > 1 times the window as full attention", "window_size with cp > 1", out)
 
 # Out of memory: a GPU far smaller than the peak.
 small = "%.3f" % (peak / 2 / GIB)
