@@ -60,7 +60,8 @@ const char cmd_plan_about[] =
     "A pp that does not divide the layers gets lighter first and last stages (pp 16 over\n"
     "126 layers: 7+14x8+7, shown as 16/7). The SVG is a tp x pp grid per cp and\n"
     "micro-batch, coloured by verdict and labelled with TFLOP/s per GPU.\n"
-    "Exit status: 0 with layouts, 1 when none fits, 2 on errors.";
+    "Exit status: 0 when a layout fits, 1 when none fits (with --all too, which lists\n"
+    "them all the same), 2 on errors.";
 
 /* Hand the knob constraints to the search; each error names its flag. */
 static bool apply_specs(mem4d_search *s, const struct cli_args *o)
@@ -314,7 +315,8 @@ static int run(const struct cli_args *o, const mem4d_model *m, const mem4d_devic
         plan_print_table(stdout, &rs, n, &st, model_name, mem4d_device_name(d), base, d, o->all);
     if (o->svg && !landscape(o, m, d, base, title))
         goto out;
-    rc = rs.n > 0 ? CLI_OK : CLI_FAIL;
+    /* with --all the rows that do not fit are listed too: the status says whether one fits, as --help does */
+    rc = plan_rows_fitting(&rs) > 0 ? CLI_OK : CLI_FAIL;
 out:
     free(rs.a);
     return rc;

@@ -65,6 +65,14 @@ bool plan_rows_push(struct plan_rows *rs, const mem4d_layout *l, const mem4d_rep
     return true;
 }
 
+size_t plan_rows_fitting(const struct plan_rows *rs)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < rs->n; i++)
+        k += rs->a[i].verdict == MEM4D_VERDICT_FITS;
+    return k;
+}
+
 static const char *rc_name(uint64_t v)
 {
     const char *n = mem4d_layout_value_name(MEM4D_LAYOUT_RECOMPUTE, v);
@@ -149,6 +157,8 @@ void plan_print_table(FILE *out, const struct plan_rows *rs, size_t n, const str
     }
     if (n < rs->n)
         fprintf(out, "... %zu more (--top 0 lists all)\n", rs->n - n);
+    if (plan_rows_fitting(rs) == 0)
+        fprintf(out, "No layout fits: the %zu listed are all above %.0f%% of memory.\n", rs->n, (double)thr / 1e4);
     size_t neq = 0;
     while (neq < rs->n && rs->a[neq].equivalent)
         neq++;

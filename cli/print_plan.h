@@ -44,6 +44,9 @@ struct plan_stats {
 /* Append the layout and its report; false when out of memory. */
 bool plan_rows_push(struct plan_rows *rs, const mem4d_layout *l, const mem4d_report *r, const mem4d_device *dev);
 
+/* How many rows fit (verdict fits; --all lists the others too). */
+size_t plan_rows_fitting(const struct plan_rows *rs);
+
 /* The first n rows as a table (with the job's header line), JSON or CSV. */
 void plan_print_table(FILE *out, const struct plan_rows *rs, size_t n, const struct plan_stats *st,
                       const char *model, const char *gpu, const mem4d_layout *base, const mem4d_device *dev,

@@ -274,6 +274,15 @@ with tempfile.TemporaryDirectory() as tmp, open(hf) as f:
 # Nothing fits: an empty array and exit status 1.
 p = run("plan", "--model", "llama3.1-405b", "--gpus", "8", "--json", code=1)
 check(json.loads(p.stdout) == [], "no-fit json")
+# With --all too, as --help says (a scheduler reads the status): it listed the rows that do
+# not fit and exited 0.
+p = run("plan", "--model", "llama3.1-405b", "--gpus", "8", "--json", "--all", "--top", "3", code=1)
+check([r["verdict"] for r in json.loads(p.stdout)] == ["oom"] * 3, "no-fit --all json lists the rows")
+p = run("plan", "--model", "llama3.1-405b", "--gpus", "8", "--all", "--top", "3", code=1)
+check("No layout fits: the 2790 listed are all above 85% of memory." in p.stdout, f"no-fit --all table: {p.stdout!r}")
+check("1 when none fits (with --all too" in " ".join(about.split()),
+      "plan --help on the exit status")
+run("plan", *JOB, "--all", "--top", "3")  # some fit: 0
 
 for f in failures:
     print("FAIL:", f)
