@@ -111,6 +111,34 @@ static bool same_warning(const char *a, const char *b)
     return *a == *b;
 }
 
+/* Values a knob's SPEC gives that the job's framework or mode does not model
+ * (recompute op, torchtitan's policy, under Megatron; full recompute in paper
+ * mode: mem4d_layout_param_applies()): the search leaves them out, so a SPEC of
+ * those alone is refused with the reason, and each one beside others is
+ * warned about. A wide numeric range is not walked (no such key limits it). */
+static bool specs_apply_to_job(const struct cli_args *o, const mem4d_layout *base)
+{
+    mem4d_framework fw = (mem4d_framework)lget(base, MEM4D_LAYOUT_FRAMEWORK);
+    mem4d_mode mode = (mem4d_mode)lget(base, MEM4D_LAYOUT_MODE);
+    for (size_t k = 0; k < o->n_spec; k++) {
+        const struct cli_spec *sp = &o->spec[k];
+        uint64_t n = sp->is_list ? sp->n : sp->hi - sp->lo + 1, refused = 0;
+        char why[256] = "";
+        for (uint64_t i = 0; n <= 4096 && i < n; i++) {
+            uint64_t v = sp->is_list ? sp->list[i] : sp->lo + i;
+            if (mem4d_layout_param_applies(sp->key, v, fw, mode, why, sizeof why) == MEM4D_OK)
+                continue;
+            if (++refused < n)
+                fprintf(stderr, "mem4d: warning: %s: %s; not searched\n", sp->flag, cli_text(why));
+        }
+        if (n && refused == n) {
+            cli_error("%s: %s", sp->flag, why);
+            return false;
+        }
+    }
+    return true;
+}
+
 /* Drain a search into rows. */
 static mem4d_status collect(mem4d_search *s, const mem4d_device *dev, struct plan_rows *rs, struct plan_stats *st)
 {
@@ -283,7 +311,7 @@ static int run(const struct cli_args *o, const mem4d_model *m, const mem4d_devic
                   (unsigned long long)(world / gpn + 1), (unsigned long long)((world / gpn + 1) * gpn));
         return CLI_USAGE;
     }
-    mem4d_search *s = open_search(o, m, d, base);
+    mem4d_search *s = specs_apply_to_job(o, base) ? open_search(o, m, d, base) : NULL;
     if (!s)
         return CLI_USAGE;
     struct plan_rows rs = {0};

@@ -221,6 +221,23 @@ p = run("plan", "--model", "llama3.1-8b", "--model-set", "num_layers=1", "--gpus
 check("No layout is valid" in p.stdout and "global batch 3 is not divisible by micro-batch 1 x dp 7" in p.stdout
       and "Try more GPUs" not in p.stdout, f"no valid layout: {p.stdout!r}")
 
+# A recompute mode the job's framework or mode does not model is said so, with exit status 2:
+# "--recompute op" (torchtitan's op-level selective recompute policy) under Megatron said
+# "No layout is valid ... the bounds given (--recompute op) exclude them"; listed beside
+# modes that apply it is left out with a warning.
+small = ["--model", "llama3.1-8b", "--gpus", "8", "--seq", "1024", "--gbs", "64", "--top", "1"]
+for extra, needle in ((["--recompute", "op"], "mem4d: --recompute: recompute op is modelled for framework torchtitan "
+                       "only, not megatron\n"),
+                      (["--recompute", "full", "--mode", "paper"], "mem4d: --recompute: paper mode does not model "
+                       "recompute full; use full mode\n")):
+    p = run("plan", *small, *extra, code=2)
+    check(p.stdout == "" and p.stderr == needle, f"{extra}: {p.stderr!r}")
+p = run("plan", *small, "--recompute", "none,op", "--json")
+check(p.stderr == "mem4d: warning: --recompute: recompute op is modelled for framework torchtitan only, not "
+      "megatron; not searched\n" and json.loads(p.stdout)[0]["recompute"] == "none", f"none,op: {p.stderr!r}")
+p = run("plan", *small, "--recompute", "op", "--framework", "torchtitan", "--json")
+check(p.stderr == "" and json.loads(p.stdout)[0]["recompute"] == "op", f"op under torchtitan: {p.stderr!r}")
+
 # Bounds that exclude every split are named, with the rule they break: "--tp 16" on 8 GPUs
 # said only "the bounds given exclude them".
 for extra, named in ((["--tp", "16"], "--tp 16"), (["--mbs", "1000"], "--mbs 1000"),
