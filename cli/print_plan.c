@@ -149,7 +149,8 @@ void plan_print_table(FILE *out, const struct plan_rows *rs, size_t n, const str
         if (w->metrics) {
             char band[48];
             snprintf(band, sizeof band, "%.0f-%.0f", w->tok_lo, w->tok_hi);
-            fprintf(out, " %8.1f %6.3f %9.3f %10.0f %-17s %s\n", w->tflops, w->mfu, w->step, w->tokens, band,
+            /* MFU in percent, as estimate and check print it (the JSON and CSV keep the fraction) */
+            fprintf(out, " %8.1f %5.1f%% %9.3f %10.0f %-17s %s\n", w->tflops, 100 * w->mfu, w->step, w->tokens, band,
                     w->equivalent ? "=" : "");
         } else {
             fprintf(out, " %8s %6s %9s %10s %-17s\n", "-", "-", "-", "-", "-");

@@ -106,6 +106,12 @@ for extra, peak, flops in (((), "bf16", 989.4e12), (("--set", "fp8=1"), "fp8", 1
     for r in plan_json("--top", "3", *extra):
         check(r.get("mfu_peak") == peak and r.get("mfu_peak_flops") == flops, f"mfu_peak of {extra}: {r.get('mfu_peak')}")
         check(abs(r["mfu"] * r["mfu_peak_flops"] / (r["tflops_per_gpu"] * 1e12) - 1) < 1e-6, f"mfu of {extra}")
+# The table's MFU is a percent, as estimate's and check's: it printed the fraction (0.551
+# beside estimate's "MFU 55.1%"); --json and --csv keep the fraction.
+lines = [ln.split() for ln in run("plan", *JOB, "--top", "3").stdout.splitlines() if ln[:4].lstrip(" ").isdigit()
+         and ln.startswith(" ")]
+mfus = [ln[ln.index("fits") + 2] for ln in lines]  # verdict, TFLOP/s, MFU
+check(mfus == [f"{100 * r['mfu']:.1f}%" for r in rows[:3]], f"table MFU {mfus}, json {[r['mfu'] for r in rows[:3]]}")
 
 # CSV lists the same layouts in the same order.
 p = run("plan", *JOB, "--csv", "--top", "0")
