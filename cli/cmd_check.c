@@ -114,11 +114,18 @@ static bool import_torchtitan_job(const struct cli_args *o, mem4d_import *imp, c
  * proposal states its own split, and argparse cannot take back a switch
  * (--account-for-embedding-in-pipeline-split) or a split the proposal's
  * flags contradict (--num-layers-per-virtual-pipeline-stage next to
- * --num-virtual-stages-per-pipeline-rank): the proposal replaces them. */
+ * --num-virtual-stages-per-pipeline-rank): the proposal replaces them. So
+ * too the expert sizes and the dispatcher, which the proposal leaves out
+ * where they are Megatron's defaults (ep 1, etp = tp, allgather, deepep). */
 static const struct {
     const char *name;
     bool value;
 } split_flags[] = {
+    {"--expert-model-parallel-size", true},
+    {"--expert-tensor-parallel-size", true},
+    {"--moe-token-dispatcher-type", true},
+    {"--moe-flex-dispatcher-backend", true},
+    {"--moe-enable-deepep", false},
     {"--pipeline-model-parallel-layout", true},
     {"--num-layers-per-virtual-pipeline-stage", true},
     {"--num-virtual-stages-per-pipeline-rank", true},

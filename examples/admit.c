@@ -338,7 +338,8 @@ static void report(const struct hook_opts *o, const struct job *j, const struct 
         fprintf(stderr, "admit: warning: %s\n", mem4d_import_warning(j->imp, i));
     printf("%s: %s\n", names[d->code], d->reason);
     if (d->code == PROPOSE)
-        printf("propose: replace the parallel, micro-batch, recompute and optimizer flags with\n"
+        printf("propose: replace the parallel (expert too), dispatcher, micro-batch, recompute and optimizer "
+               "flags with\n"
                "propose: %s (peak %.1f GiB of %.1f GiB)\n", d->flags, (double)d->peak / 1073741824.0,
                (double)d->device_bytes / 1073741824.0);
 }

@@ -3,6 +3,31 @@
  * proposal a user can paste into a launch script (the CLI's check, the
  * admission hook, the SLURM plugin, the web page).
  *
+ * The line targets Megatron-Core 0.16 (core_v0.16.0, 2026-02) and later, the
+ * release whose defaults and spellings the reader takes: a flag is written
+ * only where its value is not that release's default, so the line is the
+ * fewest flags that set the layout, and older releases take every line that
+ * does not need a newer flag. The expert flags (NVIDIA/Megatron-LM, the
+ * commit that added each to megatron/training/arguments.py, and the first
+ * release with it):
+ *   --expert-model-parallel-size   e8c22152 (2023-10, core_v0.4.0), default 1;
+ *   --moe-token-dispatcher-type    9208adbd (2024-03, core_v0.6.0), default
+ *                                  allgather; flex since 0d389f5e (2025-02,
+ *                                  core_v0.12.0), there only with
+ *                                  --moe-enable-deepep;
+ *   --expert-tensor-parallel-size  7f22e210 (2024-11, core_v0.10.0), default
+ *                                  None, which validate_args (and, since
+ *                                  core_v0.16.0, ModelParallelConfig) sets to
+ *                                  --tensor-model-parallel-size, in every
+ *                                  release to d98e8a64;
+ *   --moe-flex-dispatcher-backend  3df20090 (2025-11, core_v0.16.0), default
+ *                                  deepep; --moe-enable-deepep (0d389f5e) is
+ *                                  its deprecated older spelling of deepep,
+ *                                  not written.
+ * So etp equal to tp, ep 1 and allgather write nothing, and DeepEP is
+ * "--moe-token-dispatcher-type flex" (core_v0.12 to 0.15 refuse it without
+ * --moe-enable-deepep; HybridEP needs 0.16 anyway).
+ *
  * SPDX-License-Identifier: MIT
  */
 #include <string.h>
@@ -15,19 +40,17 @@ static unsigned long long lv(const mem4d_layout *l, mem4d_layout_param k)
 }
 
 /* The parallel sizes and the batch, always written, so that the line
- * replaces whatever the job said; for a model with experts the experts'
- * sizes too (Megatron takes ep 1 and etp = tp when their flags are absent,
- * whatever the layout the search proposed). */
+ * replaces whatever the job said; for a model with experts etp where it is
+ * not tp (Megatron's default; 0 is the layout's "as tp"). */
 static void put_sizes(struct m4d_out *o, const mem4d_model *m, const mem4d_layout *l)
 {
     m4d_put(o, "--tensor-model-parallel-size %llu --context-parallel-size %llu "
            "--pipeline-model-parallel-size %llu",
         lv(l, MEM4D_LAYOUT_TP), lv(l, MEM4D_LAYOUT_CP), lv(l, MEM4D_LAYOUT_PP));
-    if (m->v[MEM4D_MODEL_NUM_EXPERTS])
-        m4d_put(o, " --expert-model-parallel-size %llu --expert-tensor-parallel-size %llu", lv(l, MEM4D_LAYOUT_EP),
-            lv(l, MEM4D_LAYOUT_ETP) ? lv(l, MEM4D_LAYOUT_ETP) : lv(l, MEM4D_LAYOUT_TP));
-    else if (lv(l, MEM4D_LAYOUT_EP) > 1)
+    if (lv(l, MEM4D_LAYOUT_EP) > 1)
         m4d_put(o, " --expert-model-parallel-size %llu", lv(l, MEM4D_LAYOUT_EP));
+    if (m->v[MEM4D_MODEL_NUM_EXPERTS] && lv(l, MEM4D_LAYOUT_ETP) && lv(l, MEM4D_LAYOUT_ETP) != lv(l, MEM4D_LAYOUT_TP))
+        m4d_put(o, " --expert-tensor-parallel-size %llu", lv(l, MEM4D_LAYOUT_ETP));
     m4d_put(o, " --micro-batch-size %llu", lv(l, MEM4D_LAYOUT_MICRO_BATCH));
     if (lv(l, MEM4D_LAYOUT_GLOBAL_BATCH))
         m4d_put(o, " --global-batch-size %llu", lv(l, MEM4D_LAYOUT_GLOBAL_BATCH));
@@ -39,16 +62,16 @@ static void put_sizes(struct m4d_out *o, const mem4d_model *m, const mem4d_layou
 static void put_memory_switches(struct m4d_out *o, const mem4d_model *m, const mem4d_layout *l)
 {
     static const char *const sharding[] = {"no_shard", "optim", "optim_grads", "optim_grads_params"};
-    /* the dispatcher, which the search varies too (Megatron's default is
-     * allgather; flex runs the backend named) */
+    /* the dispatcher, which the search varies too: allgather is the default,
+     * flex's backend deepep (see the top of this file) */
     static const char *const dispatcher[] = {
-        [MEM4D_MOE_DISPATCHER_ALLTOALL] = "alltoall",
-        [MEM4D_MOE_DISPATCHER_ALLGATHER] = "allgather",
-        [MEM4D_MOE_DISPATCHER_DEEPEP] = "flex --moe-flex-dispatcher-backend deepep",
-        [MEM4D_MOE_DISPATCHER_HYBRIDEP] = "flex --moe-flex-dispatcher-backend hybridep",
+        [MEM4D_MOE_DISPATCHER_ALLTOALL] = " --moe-token-dispatcher-type alltoall",
+        [MEM4D_MOE_DISPATCHER_ALLGATHER] = "",
+        [MEM4D_MOE_DISPATCHER_DEEPEP] = " --moe-token-dispatcher-type flex",
+        [MEM4D_MOE_DISPATCHER_HYBRIDEP] = " --moe-token-dispatcher-type flex --moe-flex-dispatcher-backend hybridep",
     };
     if (m->v[MEM4D_MODEL_NUM_EXPERTS] && lv(l, MEM4D_LAYOUT_MOE_DISPATCHER) < sizeof dispatcher / sizeof *dispatcher)
-        m4d_put(o, " --moe-token-dispatcher-type %s", dispatcher[lv(l, MEM4D_LAYOUT_MOE_DISPATCHER)]);
+        m4d_put(o, "%s", dispatcher[lv(l, MEM4D_LAYOUT_MOE_DISPATCHER)]);
     if (lv(l, MEM4D_LAYOUT_TP) > 1 && lv(l, MEM4D_LAYOUT_SEQUENCE_PARALLEL))
         m4d_put(o, " --sequence-parallel");
     if (lv(l, MEM4D_LAYOUT_ZERO_STAGE) >= 2)

@@ -142,7 +142,10 @@ expect_in("no proposal when nothing fits", "check: no layout of these 8 GPUs fit
 SPLIT = {"--pipeline-model-parallel-layout": 1, "--num-layers-per-virtual-pipeline-stage": 1,
          "--num-virtual-stages-per-pipeline-rank": 1, "--decoder-first-pipeline-num-layers": 1,
          "--decoder-last-pipeline-num-layers": 1, "--account-for-embedding-in-pipeline-split": 0,
-         "--account-for-loss-in-pipeline-split": 0, "--pp-partition-method": 1}
+         "--account-for-loss-in-pipeline-split": 0, "--pp-partition-method": 1,
+         # the expert flags, which the proposal leaves out at Megatron-Core 0.16's defaults
+         "--expert-model-parallel-size": 1, "--expert-tensor-parallel-size": 1, "--moe-token-dispatcher-type": 1,
+         "--moe-flex-dispatcher-backend": 1, "--moe-enable-deepep": 0}
 
 
 def recipe_header(path):

@@ -3,6 +3,7 @@
  * its buffer contract, and the round trip through mem4d_import_megatron().
  * SPDX-License-Identifier: MIT
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,6 +40,38 @@ START_TEST(exact_line_for_a_plain_layout)
                           "--use-distributed-optimizer");
     ck_assert_uint_eq(len, strlen(buf));
     mem4d_layout_free(l);
+    mem4d_model_free(m);
+}
+END_TEST
+
+/* A model with experts: the fewest flags that set its layout on Megatron-Core
+ * 0.16, each expert flag left out where its value is that release's default
+ * (etp equal to tp, ep 1, allgather, flex's backend deepep). */
+START_TEST(expert_flags_at_megatron_defaults_are_left_out)
+{
+    static const struct {
+        const char *ep, *etp, *dispatcher, *line;
+    } cases[] = {
+        {"ep=4", "etp=2", "moe_dispatcher=deepep", " --expert-model-parallel-size 4 --micro-batch-size 1 --seq-length "
+                                                   "4096 --moe-token-dispatcher-type flex --sequence-parallel"},
+        {"ep=4", "etp=1", "moe_dispatcher=hybridep",
+         " --expert-model-parallel-size 4 --expert-tensor-parallel-size 1 --micro-batch-size 1 --seq-length 4096 "
+         "--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend hybridep --sequence-parallel"},
+        {"ep=1", "etp=0", "moe_dispatcher=allgather", " --micro-batch-size 1 --seq-length 4096 --sequence-parallel"},
+        {"ep=1", "etp=0", "moe_dispatcher=alltoall",
+         " --micro-batch-size 1 --seq-length 4096 --moe-token-dispatcher-type alltoall --sequence-parallel"},
+    };
+    mem4d_model *m = tu_model("mixtral-8x7b");
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        mem4d_layout *l = tu_layout("tp=2", cases[i].ep, cases[i].etp, "dp=4", "seq=4096", "dist_opt=0",
+                                    cases[i].dispatcher, NULL);
+        char buf[512], want[512];
+        ck_assert_int_eq(mem4d_layout_megatron_args(m, l, buf, sizeof buf, NULL), MEM4D_OK);
+        snprintf(want, sizeof want, "--tensor-model-parallel-size 2 --context-parallel-size 1 "
+                 "--pipeline-model-parallel-size 1%s", cases[i].line);
+        ck_assert_str_eq(buf, want);
+        mem4d_layout_free(l);
+    }
     mem4d_model_free(m);
 }
 END_TEST
@@ -92,11 +125,13 @@ static const char *const round_trips[][12] = {
     {"tp=8", "pp=4", "vpp=3", "dp=1", "seq=4096", "stage_layers=5,7,7,7,7,7,7,7,7,6,6,7", NULL},
     {"tp=8", "pp=4", "vpp=1", "dp=1", "seq=4096", "stage_layers=20,22,18,20", NULL},
     /* a model with experts: ep, etp (0: tp) and the dispatcher, each of which the search varies,
-     * are written whatever they are, so that the line also replaces the job's own */
+     * written where they are not Megatron-Core 0.16's defaults (ep 1, etp = tp, allgather, flex's
+     * deepep); the job's own expert flags are replaced, not kept */
     {"model=mixtral-8x7b", "tp=2", "ep=4", "etp=1", "dp=4", "seq=4096", "moe_dispatcher=alltoall", NULL},
     {"model=mixtral-8x7b", "tp=2", "ep=8", "etp=1", "dp=8", "seq=4096", "moe_dispatcher=deepep", NULL},
     {"model=mixtral-8x7b", "tp=2", "ep=2", "dp=4", "seq=4096", "moe_dispatcher=hybridep", NULL},
     {"model=mixtral-8x7b", "tp=4", "ep=1", "dp=2", "seq=4096", "moe_dispatcher=allgather", NULL},
+    {"model=mixtral-8x7b", "tp=2", "ep=4", "etp=2", "dp=4", "seq=4096", "moe_dispatcher=deepep", NULL},
 };
 
 static const mem4d_layout_param compared[] = {
@@ -110,10 +145,6 @@ static const mem4d_layout_param compared[] = {
     MEM4D_LAYOUT_FIRST_CHUNK_FEWER_LAYERS, MEM4D_LAYOUT_LAST_CHUNK_FEWER_LAYERS, MEM4D_LAYOUT_CP_COMM_TYPE,
     MEM4D_LAYOUT_ETP, MEM4D_LAYOUT_MOE_DISPATCHER,
 };
-
-/* A job's own expert flags, before the line: the line's must win. */
-static const char *const job_expert_flags[] = {"--expert-model-parallel-size", "8", "--expert-tensor-parallel-size",
-                                               "2", "--moe-token-dispatcher-type", "alltoall"};
 
 #define M4D_TEST_VS 64
 
@@ -139,10 +170,7 @@ START_TEST(reads_back_through_the_importer)
     const char *argv[64];
     char copy[1024];
     strcpy(copy, line);
-    int argc = 0;
-    for (size_t i = 0; moe && i < sizeof job_expert_flags / sizeof *job_expert_flags; i++)
-        argv[argc++] = job_expert_flags[i];
-    argc += split(copy, argv + argc, 64 - argc);
+    int argc = split(copy, argv, 64);
     uint64_t dp = 0;
     ck_assert_int_eq(mem4d_layout_get(want, MEM4D_LAYOUT_DP, &dp), MEM4D_OK);
     uint64_t world = 1;
@@ -195,6 +223,7 @@ static Suite *suite(void)
     Suite *s = suite_create("megatron-args");
     TCase *tc = tcase_create("megatron-args");
     tcase_add_test(tc, exact_line_for_a_plain_layout);
+    tcase_add_test(tc, expert_flags_at_megatron_defaults_are_left_out);
     tcase_add_test(tc, buffer_contract);
     tcase_add_loop_test(tc, reads_back_through_the_importer, 0,
                         (int)(sizeof round_trips / sizeof *round_trips));

@@ -1576,14 +1576,16 @@ extern "C" {
     /// changed.
     pub fn mem4d_import_set_llama_like(import: *mut mem4d_import, enable: c_int) -> mem4d_status;
     /// The Megatron-LM flags that set a layout, as one line a user can paste into a launch script: the parallel sizes
-    /// (for a model with experts ep and etp, always, and the MoE token dispatcher), micro-batch (and global batch and
-    /// sequence length when set), uneven first/last stages, virtual pipeline chunks, sequence parallelism, optimizer
-    /// sharding, gradient/parameter overlap, recompute, the TP communication overlap and the all-gather context
-    /// parallelism (cp_comm_type), e.g. "--tensor-model-parallel-size 8 --context-parallel-size 1
-    /// --pipeline-model-parallel-size 4 --micro-batch-size 1 --sequence-parallel --use-distributed-optimizer". Switches
-    /// that are off are not written, so the line replaces the job's parallel, micro-batch, recompute and optimizer
-    /// flags (and for a model with experts its expert sizes and dispatcher flags). Read back by
-    /// mem4d_import_megatron(), it gives the same values for those keys.
+    /// (for a model with experts also etp and the MoE token dispatcher), micro-batch (and global batch and sequence
+    /// length when set), uneven first/last stages, virtual pipeline chunks, sequence parallelism, optimizer sharding,
+    /// gradient/parameter overlap, recompute, the TP communication overlap and the all-gather context parallelism
+    /// (cp_comm_type), e.g. "--tensor-model-parallel-size 8 --context-parallel-size 1 --pipeline-model-parallel-size 4
+    /// --micro-batch-size 1 --sequence-parallel --use-distributed-optimizer". The line targets Megatron-Core 0.16 and
+    /// later: switches that are off and values that are that release's default (ep 1, etp equal to tp, the allgather
+    /// dispatcher, flex's deepep backend) are not written, so the line replaces the job's parallel (expert ones
+    /// included), dispatcher, micro-batch, recompute and optimizer flags; appended to them it would keep the job's own
+    /// where it writes none. lib/megatron_args.c lists the Megatron-LM commit and release that added each expert flag.
+    /// Read back by mem4d_import_megatron(), it gives the same values for those keys.
     pub fn mem4d_layout_megatron_args(
         model: *const mem4d_model,
         layout: *const mem4d_layout,
