@@ -94,6 +94,22 @@ static bool any_ep(const struct plan_rows *rs, size_t n)
     return false;
 }
 
+/* Which attention a row runs, as one word: the kernel, "unfused*" where the
+ * stack's fused softmax declines the row's shape (PyTorch's fp32 softmax). */
+static const char *attn_word(const struct plan_row *w)
+{
+    return w->softmax_fallback ? "unfused*" : w->attention;
+}
+
+/* Do the first n rows run one attention (the header says it), or not (a column)? */
+static bool one_attention(const struct plan_rows *rs, size_t n)
+{
+    for (size_t i = 1; i < n; i++)
+        if (strcmp(attn_word(&rs->a[i]), attn_word(&rs->a[0])) != 0)
+            return false;
+    return true;
+}
+
 void plan_print_table(FILE *out, const struct plan_rows *rs, size_t n, const struct plan_stats *st,
                       const char *model, const char *gpu, const mem4d_layout *base, const mem4d_device *dev,
                       bool all)
@@ -103,11 +119,16 @@ void plan_print_table(FILE *out, const struct plan_rows *rs, size_t n, const str
     mem4d_device_get(dev, MEM4D_DEVICE_MEMORY_BYTES, &mem);
     bool paper = lget(base, MEM4D_LAYOUT_MODE) != 0;
     mem4d_device_get(dev, paper ? MEM4D_DEVICE_FIT_THRESHOLD_PPM : MEM4D_DEVICE_FULL_FIT_THRESHOLD_PPM, &thr);
-    fprintf(out, "mem4d plan: %s on %llu x %s (%.1f GiB, %llu per node), seq %llu, gbs %llu, %s mode\n",
+    /* the attention the rows run (plan --json's attention_kernel and softmax_fallback): in the
+     * header when they share it, as they do but on a stack whose fused softmax declines some
+     * shapes; else a column */
+    bool attn_col = n > 0 && !one_attention(rs, n);
+    fprintf(out, "mem4d plan: %s on %llu x %s (%.1f GiB, %llu per node), seq %llu, gbs %llu, %s mode%s%s\n",
             cli_text(model), (unsigned long long)lget(base, MEM4D_LAYOUT_WORLD), cli_text(gpu), cli_gib(mem),
             (unsigned long long)gpn, (unsigned long long)lget(base, MEM4D_LAYOUT_SEQ_LENGTH),
             (unsigned long long)lget(base, MEM4D_LAYOUT_GLOBAL_BATCH),
-            mem4d_mode_name(lget(base, MEM4D_LAYOUT_MODE) ? MEM4D_MODE_PAPER : MEM4D_MODE_FULL));
+            mem4d_mode_name(lget(base, MEM4D_LAYOUT_MODE) ? MEM4D_MODE_PAPER : MEM4D_MODE_FULL),
+            n > 0 && !attn_col ? ", attention " : "", n > 0 && !attn_col ? attn_word(&rs->a[0]) : "");
     /* without a peak there is no step time: the search ranks by memory */
     bool speed = rs->n == 0 || rs->a[0].metrics;
     fprintf(out, "%llu valid layouts estimated, %llu pruned unseen, in %.2f ms; %zu %s %.0f%% of memory. "
@@ -129,6 +150,8 @@ void plan_print_table(FILE *out, const struct plan_rows *rs, size_t n, const str
             "dopt");
     if (moe)
         fprintf(out, " %4s %3s %-9s", "ep", "etp", "dispatch");
+    if (attn_col)
+        fprintf(out, " %-9s", "attention");
     fprintf(out, " %9s %6s %-7s %8s %6s %9s %10s %-17s %s\n", "peak GiB", "% mem", "verdict", "TFLOP/s", "MFU",
             "step s", "tokens/s", "tokens/s band", "eq");
     for (size_t i = 0; i < n; i++) {
@@ -144,6 +167,8 @@ void plan_print_table(FILE *out, const struct plan_rows *rs, size_t n, const str
         if (moe)
             fprintf(out, " %4llu %3llu %-9s", (unsigned long long)w->ep,
                     (unsigned long long)(w->etp ? w->etp : w->tp), disp_name(w->dispatcher));
+        if (attn_col)
+            fprintf(out, " %-9s", attn_word(w));
         fprintf(out, " %9.2f %5.1f%% %-7s", cli_gib(w->peak),
                 w->device ? 100.0 * (double)w->peak / (double)w->device : 0.0, mem4d_verdict_name(w->verdict));
         if (w->metrics) {
@@ -158,6 +183,12 @@ void plan_print_table(FILE *out, const struct plan_rows *rs, size_t n, const str
     }
     if (n < rs->n)
         fprintf(out, "... %zu more (--top 0 lists all)\n", rs->n - n);
+    bool fallback = false;
+    for (size_t i = 0; i < n; i++)
+        fallback = fallback || rs->a[i].softmax_fallback;
+    if (fallback)
+        fprintf(out, "unfused*: the stack's fused softmax declines the row's shape (sequence, micro-batch, heads per "
+                "rank), so PyTorch's fp32 softmax runs (more memory and HBM traffic)\n");
     if (plan_rows_fitting(rs) == 0)
         fprintf(out, "No layout fits: the %zu listed are all above %.0f%% of memory.\n", rs->n, (double)thr / 1e4);
     size_t neq = 0;
@@ -239,7 +270,8 @@ void plan_print_csv(FILE *out, const struct plan_rows *rs, size_t n)
 {
     fputs("rank,tp,cp,pp,dp,mbs,vpp,recompute,dist_opt,first_stage_layers,last_stage_layers,peak_bytes,"
           "device_bytes,verdict,"
-          "step_time_s,tokens_per_s,tflops_per_gpu,mfu,tokens_per_s_low,tokens_per_s_high,equivalent_to_fastest\n",
+          "step_time_s,tokens_per_s,tflops_per_gpu,mfu,tokens_per_s_low,tokens_per_s_high,equivalent_to_fastest,"
+          "attention_kernel,softmax_fallback\n",
           out);
     for (size_t i = 0; i < n; i++) {
         const struct plan_row *w = &rs->a[i];
@@ -254,7 +286,9 @@ void plan_print_csv(FILE *out, const struct plan_rows *rs, size_t n)
                     w->tok_hi);
         else
             fputs(",,,,,,", out);
-        fprintf(out, ",%s\n", w->equivalent ? "true" : "false");
+        /* appended after the first columns, whose indexes stay */
+        fprintf(out, ",%s,%s,%s\n", w->equivalent ? "true" : "false", w->attention,
+                w->softmax_fallback ? "true" : "false");
     }
 }
 

@@ -61,6 +61,25 @@ for r in rows:
 bs = plan_json("--top", "0", "--all", "--device-set", "stack=megatron-deepspeed-bigscience-2022-02", "--seq", "2048")
 check({r["attention_kernel"] for r in bs} == {"unfused"}, "softmax attention on BigScience's stack")
 check({r["softmax_fallback"] for r in bs} == {False, True}, "the fallback varies with the row's shape")
+# The table and --csv say it too (they did not): a column where the rows differ, "unfused*"
+# where the fallback runs, with a note; the header's "attention cudnn" where they agree. The
+# CSV's two columns come last, after the columns scripts index.
+BS = ["--top", "0", "--all", "--device-set", "stack=megatron-deepspeed-bigscience-2022-02", "--seq", "2048"]
+text = run("plan", *JOB, *BS).stdout.splitlines()
+check("attention" in text[3].split() and "unfused*: the stack's fused softmax declines" in "\n".join(text),
+      f"the attention column: {text[:4]}")
+cells = [ln.split()[ln.split().index("fits" if "fits" in ln else "tight" if "tight" in ln else "oom") - 3]
+         for ln in text[4:] if ln.split()[0].isdigit()]
+check(cells == [r["attention_kernel"] + "*" * r["softmax_fallback"] for r in bs], "the table's attention column")
+head = run("plan", *JOB, "--top", "3").stdout.splitlines()
+check(head[0].endswith(", full mode, attention cudnn") and "attention" not in head[3], f"one attention: {head[:4]}")
+p = run("plan", *JOB, *BS, "--csv")
+check(p.stdout.startswith("rank,tp,cp,pp,dp,mbs,vpp,recompute,dist_opt,first_stage_layers,last_stage_layers,"
+                          "peak_bytes,device_bytes,verdict,step_time_s,tokens_per_s,tflops_per_gpu,mfu,"
+                          "tokens_per_s_low,tokens_per_s_high,equivalent_to_fastest,attention_kernel,softmax_fallback\n"),
+      "the CSV's columns: the attention's appended")
+check([(c.get("attention_kernel"), c.get("softmax_fallback")) for c in csv.DictReader(io.StringIO(p.stdout))]
+      == [(r["attention_kernel"], str(r["softmax_fallback"]).lower()) for r in bs], "the CSV's attention")
 # Fastest first, but those equivalent to the fastest (bands overlapping its band) lead, by
 # fewer model-parallel GPUs, then step time; then the rest by step time.
 eq = [r for r in rows if r["equivalent_to_fastest"]]
