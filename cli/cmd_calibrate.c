@@ -135,8 +135,12 @@ static void print_json(const mem4d_calibration *c, char names[][256], const mem4
         for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
             bool h;
             double v = figure(c, i, (mem4d_calibration_figure)k, &h);
+            /* bytes as whole numbers, as estimate --json prints them (%.9g rounded 12586686873.6,
+             * a log's 12003.60 MB, to 12586686900); the rest to nine digits */
+            bool bytes = k >= MEM4D_CALIBRATION_MEASURED_MAX_ALLOCATED &&
+                         k <= MEM4D_CALIBRATION_PREDICTED_MAX_RESERVED_AFTER;
             if (h)
-                printf(", \"%s\": %.9g", keys[k], v);
+                printf(bytes ? ", \"%s\": %.0f" : ", \"%s\": %.9g", keys[k], v);
         }
         printf("}");
     }

@@ -41,6 +41,20 @@ class Calibrate(unittest.TestCase):
                     '--device-file', out, '--json')
             self.assertEqual(p.returncode, 0, p.stderr)
 
+    def test_json_bytes_are_whole(self):
+        """The memory figures are whole bytes, as estimate --json prints them: %.9g rounded
+        the log's 12003.60 MB (12586686873.6 bytes) to 12586686900.0."""
+        p = run('calibrate', '--log', os.path.join(DATA, 'llama32-1b-dp8.log'), '--json')
+        self.assertEqual(p.returncode, 0, p.stderr)
+        entry = json.loads(p.stdout)['logs'][0]
+        for k in ('measured_max_allocated', 'predicted_max_allocated_before', 'predicted_max_allocated_after',
+                  'measured_max_reserved', 'predicted_max_reserved_before', 'predicted_max_reserved_after'):
+            self.assertIs(type(entry[k]), int, k)
+        self.assertEqual(entry['measured_max_allocated'], round(12003.60 * 2**20))
+        self.assertEqual(entry['measured_max_reserved'], 12232 * 2**20)
+        # one log: the fitted fixed offset closes the allocated gap to the byte
+        self.assertEqual(entry['predicted_max_allocated_after'], entry['measured_max_allocated'])
+
     def test_json_device_is_the_device_file(self):
         """--json's device holds each key as the device file --output writes it: a
         choice by its name ("stack": "torchtitan"), not its number (it printed 5)."""
