@@ -91,8 +91,13 @@ static mem4d_status apply_line(mem4d_device *device, const char *b, const char *
 mem4d_status mem4d_device_parse(mem4d_device *device, const char *text, size_t length, char *why, size_t why_size)
 {
     m4d_msg(why, why_size, "%s", "");
-    if (!device || (!text && length))
+    if (!device || (!text && length)) {
+        if (!device)
+            m4d_msg(why, why_size, "the device is NULL");
+        else
+            m4d_msg(why, why_size, "the text is NULL, its length %zu", length);
         return MEM4D_E_INVALID_ARG;
+    }
     /* Work on a copy: a rejected file leaves the device as it was. */
     mem4d_device work = *device;
     const char *p = text, *end = text + length;
@@ -124,8 +129,10 @@ mem4d_status mem4d_device_parse(mem4d_device *device, const char *text, size_t l
 mem4d_status mem4d_device_load(mem4d_device *device, const char *path, char *why, size_t why_size)
 {
     m4d_msg(why, why_size, "%s", "");
-    if (!device || !path)
+    if (!device || !path) {
+        m4d_msg(why, why_size, "the %s is NULL", !device ? "device" : "path");
         return MEM4D_E_INVALID_ARG;
+    }
     char *buf = NULL;
     size_t n = 0;
     mem4d_status st = m4d_read_file(path, "device file", FILE_MAX_BYTES, &buf, &n, why, why_size);

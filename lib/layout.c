@@ -728,8 +728,10 @@ mem4d_status m4d_resolve_memo(const mem4d_model *model, const mem4d_layout *layo
 
 mem4d_status mem4d_validate(const mem4d_model *model, const mem4d_layout *layout, char *why, size_t why_size)
 {
-    if (!model || !layout)
+    if (!model || !layout) {
+        m4d_msg(why, why_size, "the %s is NULL", !model ? "model" : "layout");
         return MEM4D_E_INVALID_ARG;
+    }
     struct m4d_ctx x;
     return m4d_resolve(model, layout, &x, why, why_size);
 }

@@ -216,8 +216,10 @@ mem4d_status m4d_model_check(const mem4d_model *m, char *why, size_t n)
 
 mem4d_status mem4d_model_validate(const mem4d_model *model, char *why, size_t why_size)
 {
-    if (!model)
+    if (!model) {
+        m4d_msg(why, why_size, "the model is NULL");
         return MEM4D_E_INVALID_ARG;
+    }
     m4d_msg(why, why_size, "%s", "");
     return m4d_model_check(model, why, why_size);
 }

@@ -430,12 +430,28 @@ const char *m4d_param_value_name(const struct m4d_param_desc *table, size_t n, i
 
 /* --- the tables described to callers (tools and bindings build on these) --- */
 
+/* The *_param_applies() reason for MEM4D_E_INVALID_ARG: the first argument
+ * out of range (a model key's framework is 0, always valid). */
+static mem4d_status invalid_arg(char *why, size_t n, const char *what, unsigned key, unsigned nkeys,
+                                unsigned framework, unsigned mode)
+{
+    if (key >= nkeys)
+        m4d_msg(why, n, "%s %u is unknown (%u keys)", what, key, nkeys);
+    else if (framework >= M4D_LEN(framework_names) - 1)
+        m4d_msg(why, n, "framework %u is unknown", framework);
+    else
+        m4d_msg(why, n, "mode %u is unknown", mode);
+    return MEM4D_E_INVALID_ARG;
+}
+
 mem4d_status mem4d_layout_param_applies(mem4d_layout_param key, uint64_t value, mem4d_framework framework,
                                         mem4d_mode mode, char *why, size_t why_size)
 {
+    m4d_msg(why, why_size, "%s", ""); /* what it says when the value applies */
     if ((unsigned)key >= M4D_LAYOUT_NPARAM || (unsigned)framework >= M4D_LEN(framework_names) - 1 ||
         (unsigned)mode >= M4D_NMODES)
-        return MEM4D_E_INVALID_ARG;
+        return invalid_arg(why, why_size, "layout key", (unsigned)key, M4D_LAYOUT_NPARAM, (unsigned)framework,
+                           (unsigned)mode);
     const struct m4d_param_desc *d = &m4d_layout_params[key];
     if (m4d_param_applies(d, value, framework, MEM4D_MODE_FULL, why, why_size))
         return m4d_param_applies(d, value, framework, mode, why, why_size) ? MEM4D_OK : MEM4D_E_UNSUPPORTED;
@@ -445,8 +461,9 @@ mem4d_status mem4d_layout_param_applies(mem4d_layout_param key, uint64_t value, 
 mem4d_status mem4d_model_param_applies(mem4d_model_param key, uint64_t value, mem4d_mode mode, char *why,
                                        size_t why_size)
 {
+    m4d_msg(why, why_size, "%s", "");
     if ((unsigned)key >= M4D_MODEL_NPARAM || (unsigned)mode >= M4D_NMODES)
-        return MEM4D_E_INVALID_ARG;
+        return invalid_arg(why, why_size, "model key", (unsigned)key, M4D_MODEL_NPARAM, 0, (unsigned)mode);
     const struct m4d_param_desc *d = &m4d_model_params[key];
     return m4d_param_applies(d, value, MEM4D_FRAMEWORK_MEGATRON, mode, why, why_size) ? MEM4D_OK
                                                                                        : MEM4D_E_UNSUPPORTED;

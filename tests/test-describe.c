@@ -55,6 +55,92 @@ START_TEST(key_applicability)
 }
 END_TEST
 
+/* Every function that takes a `why` buffer writes a NUL-terminated sentence
+ * there whatever it returns (mem4d.h, "Conventions"): the reason for every
+ * failure, MEM4D_E_INVALID_ARG included, and "" on success, so a caller
+ * reusing a buffer never reads an earlier call's reason. Each call below
+ * starts from a buffer of 'x' without a NUL. */
+static char why_buf[128];
+
+static void why_is(mem4d_status got, mem4d_status want, const char *call)
+{
+    ck_assert_msg(got == want, "%s: status %d, not %d", call, (int)got, (int)want);
+    ck_assert_msg(memchr(why_buf, '\0', sizeof why_buf) != NULL, "%s left why without a NUL", call);
+    if (want == MEM4D_OK)
+        ck_assert_msg(why_buf[0] == '\0', "%s succeeded with why \"%s\"", call, why_buf);
+    else
+        ck_assert_msg(why_buf[0] != '\0' && why_buf[0] != 'x', "%s failed with why \"%s\"", call, why_buf);
+}
+
+#define WHY(want, call)                                                                                                \
+    do {                                                                                                               \
+        memset(why_buf, 'x', sizeof why_buf);                                                                          \
+        why_is((call), (want), #call);                                                                                 \
+    } while (0)
+
+START_TEST(why_is_always_written)
+{
+    char *const why = why_buf;
+    const size_t n = sizeof why_buf;
+    mem4d_model *m = tu_model("llama3.1-8b"), *blank = NULL;
+    ck_assert_int_eq(mem4d_model_new(&blank), MEM4D_OK);
+    mem4d_layout *ok = tu_layout("tp=2", "dp=4", "seq=4096", NULL), *bad = tu_layout("tp=3", "dp=1", "seq=4096", NULL);
+    mem4d_device *d = tu_device("h100-80");
+
+    WHY(MEM4D_OK, mem4d_model_validate(m, why, n));
+    WHY(MEM4D_E_MISSING, mem4d_model_validate(blank, why, n));
+    WHY(MEM4D_E_INVALID_ARG, mem4d_model_validate(NULL, why, n));
+
+    WHY(MEM4D_OK, mem4d_validate(m, ok, why, n));
+    WHY(MEM4D_E_HEADS_TP, mem4d_validate(m, bad, why, n));
+    WHY(MEM4D_E_INVALID_ARG, mem4d_validate(NULL, ok, why, n));
+    WHY(MEM4D_E_INVALID_ARG, mem4d_validate(m, NULL, why, n));
+
+    WHY(MEM4D_OK, mem4d_layout_param_applies(MEM4D_LAYOUT_RECOMPUTE, 1, MEM4D_FRAMEWORK_NANOTRON, MEM4D_MODE_FULL,
+                                             why, n));
+    WHY(MEM4D_E_CONFLICT, mem4d_layout_param_applies(MEM4D_LAYOUT_RECOMPUTE, 3, MEM4D_FRAMEWORK_MEGATRON,
+                                                     MEM4D_MODE_FULL, why, n));
+    WHY(MEM4D_E_UNSUPPORTED, mem4d_layout_param_applies(MEM4D_LAYOUT_RECOMPUTE, 2, MEM4D_FRAMEWORK_MEGATRON,
+                                                        MEM4D_MODE_PAPER, why, n));
+    WHY(MEM4D_E_INVALID_ARG, mem4d_layout_param_applies((mem4d_layout_param)-1, 0, MEM4D_FRAMEWORK_MEGATRON,
+                                                        MEM4D_MODE_FULL, why, n));
+    WHY(MEM4D_E_INVALID_ARG, mem4d_layout_param_applies(MEM4D_LAYOUT_TP, 1, (mem4d_framework)99, MEM4D_MODE_FULL,
+                                                        why, n));
+    WHY(MEM4D_E_INVALID_ARG, mem4d_layout_param_applies(MEM4D_LAYOUT_TP, 1, MEM4D_FRAMEWORK_MEGATRON, (mem4d_mode)9,
+                                                        why, n));
+
+    WHY(MEM4D_OK, mem4d_model_param_applies(MEM4D_MODEL_NUM_EXPERTS, 8, MEM4D_MODE_FULL, why, n));
+    WHY(MEM4D_E_UNSUPPORTED, mem4d_model_param_applies(MEM4D_MODEL_NUM_EXPERTS, 8, MEM4D_MODE_PAPER, why, n));
+    WHY(MEM4D_E_INVALID_ARG, mem4d_model_param_applies((mem4d_model_param)-1, 0, MEM4D_MODE_FULL, why, n));
+    WHY(MEM4D_E_INVALID_ARG, mem4d_model_param_applies(MEM4D_MODEL_NUM_EXPERTS, 8, (mem4d_mode)9, why, n));
+
+    WHY(MEM4D_OK, mem4d_device_parse(d, "nics_per_node = 2\n", 18, why, n));
+    WHY(MEM4D_E_PARSE, mem4d_device_parse(d, "nics_per_node\n", 14, why, n));
+    WHY(MEM4D_E_INVALID_ARG, mem4d_device_parse(NULL, "", 0, why, n));
+    WHY(MEM4D_E_INVALID_ARG, mem4d_device_parse(d, NULL, 4, why, n));
+
+    char path[] = "/tmp/mem4d-why-XXXXXX";
+    tu_temp_file(path, "nics_per_node = 4\n");
+    WHY(MEM4D_OK, mem4d_device_load(d, path, why, n));
+    remove(path);
+    WHY(MEM4D_E_IO, mem4d_device_load(d, path, why, n));
+    WHY(MEM4D_E_INVALID_ARG, mem4d_device_load(NULL, path, why, n));
+    WHY(MEM4D_E_INVALID_ARG, mem4d_device_load(d, NULL, why, n));
+
+    /* a one-byte buffer holds the NUL alone, and NULL with size 0 is no buffer */
+    why_buf[0] = 'x';
+    ck_assert_int_eq(mem4d_model_validate(NULL, why, 1), MEM4D_E_INVALID_ARG);
+    ck_assert_int_eq(why_buf[0], '\0');
+    ck_assert_int_eq(mem4d_validate(NULL, NULL, NULL, 0), MEM4D_E_INVALID_ARG);
+
+    mem4d_device_free(d);
+    mem4d_layout_free(bad);
+    mem4d_layout_free(ok);
+    mem4d_model_free(blank);
+    mem4d_model_free(m);
+}
+END_TEST
+
 START_TEST(status_names)
 {
     static const struct {
@@ -472,6 +558,7 @@ int main(void)
     TCase *tc = tcase_create("describe");
     tcase_add_test(tc, status_names);
     tcase_add_test(tc, key_applicability);
+    tcase_add_test(tc, why_is_always_written);
     tcase_add_test(tc, version_number);
     tcase_add_test(tc, kind_names);
     tcase_add_loop_test(tc, kinds_and_defaults, 0, (int)N(expect_kinds));

@@ -181,12 +181,7 @@ START_TEST(device_files)
     ck_assert_int_eq(mem4d_device_parse(NULL, "", 0, NULL, 0), MEM4D_E_INVALID_ARG);
     ck_assert_int_eq(mem4d_device_load(e, "/nonexistent/x.device", why, sizeof why), MEM4D_E_IO);
     char path[] = "/tmp/mem4d-device-XXXXXX";
-    int fd = mkstemp(path);
-    ck_assert_int_ge(fd, 0);
-    FILE *fp = fdopen(fd, "w");
-    ck_assert_ptr_nonnull(fp);
-    fputs("preset = gb200-186\nnics_per_node = 2\n", fp);
-    fclose(fp);
+    tu_temp_file(path, "preset = gb200-186\nnics_per_node = 2\n");
     ck_assert_int_eq(mem4d_device_load(e, path, why, sizeof why), MEM4D_OK);
     remove(path);
     ck_assert_str_eq(mem4d_device_name(e), "gb200-186");

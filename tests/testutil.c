@@ -116,3 +116,13 @@ double tu_median(double *v, size_t n)
     qsort(v, n, sizeof *v, cmp_double);
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
+
+void tu_temp_file(char *path, const char *text)
+{
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    FILE *fp = fdopen(fd, "w");
+    ck_assert_ptr_nonnull(fp);
+    ck_assert_int_ge(fputs(text, fp), 0);
+    ck_assert_int_eq(fclose(fp), 0);
+}

@@ -39,6 +39,10 @@ mem4d_report *tu_estimate(const mem4d_model *m, const mem4d_layout *l, const mem
  * dropped. Returns the number of fields. */
 int tu_csv_split(char *line, char **fields, int max);
 
+/* Write text to a new file named from path ("...XXXXXX", as mkstemp()
+ * takes it, filled in); aborts the test on failure. The caller removes it. */
+void tu_temp_file(char *path, const char *text);
+
 /* Median of n > 0 values (sorts them). */
 double tu_median(double *v, size_t n);
 

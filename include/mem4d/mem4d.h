@@ -36,6 +36,14 @@
  *    `const` may be shared by many threads.
  *  - Decimals in what the library reads (arguments, logs, files) are written
  *    with a point, and read so whatever LC_NUMERIC the process has set.
+ *  - A function that takes a `why` buffer and its size (mem4d_model_validate(),
+ *    mem4d_validate(), mem4d_layout_param_applies(),
+ *    mem4d_model_param_applies(), mem4d_device_parse(), mem4d_device_load())
+ *    writes a NUL-terminated sentence there whatever it returns, unless `why`
+ *    is NULL or the size 0 (then nothing is written): the reason for every
+ *    status but ::MEM4D_OK, ::MEM4D_E_INVALID_ARG included, and "" for
+ *    ::MEM4D_OK. The text is truncated to fit, at a UTF-8 character's
+ *    boundary. A buffer reused across calls never holds an earlier reason.
  */
 #ifndef MEM4D_H
 #define MEM4D_H
@@ -515,7 +523,8 @@ MEM4D_API mem4d_status mem4d_model_set_name(mem4d_model *model, const char *name
 /**
  * Check that the model is complete and self-consistent.
  * @param model The model.
- * @param why Buffer for a sentence saying what is wrong (may be NULL).
+ * @param why Buffer for a sentence saying what is wrong, "" when nothing
+ *        is (may be NULL; see "Conventions" at the top of this header).
  * @param why_size Size of @p why in bytes; the text is truncated to fit.
  * @return ::MEM4D_OK, ::MEM4D_E_MISSING (a required parameter is unset),
  *         ::MEM4D_E_MODEL or ::MEM4D_E_INVALID_ARG.
@@ -1235,7 +1244,8 @@ MEM4D_API int mem4d_layout_param_experimental(mem4d_layout_param key, uint64_t v
  * "Valid layouts".
  * @param model The model.
  * @param layout The layout.
- * @param why Buffer for a sentence naming the numbers at fault (may be NULL).
+ * @param why Buffer for a sentence naming the numbers at fault, "" when the
+ *        layout is valid (may be NULL; see "Conventions").
  * @param why_size Size of @p why in bytes; the text is truncated to fit.
  * @return ::MEM4D_OK or the specific status of the first rule broken
  *         (::MEM4D_E_HEADS_TP, ::MEM4D_E_WORLD, ...).
@@ -1586,7 +1596,8 @@ MEM4D_API const char *mem4d_device_value_name(mem4d_device_param key, uint64_t v
  * @param device The device to change.
  * @param text The file's bytes (need not be NUL-terminated).
  * @param length Bytes of text.
- * @param[out] why Receives one sentence naming the line at fault (may be NULL).
+ * @param[out] why Receives one sentence naming the line at fault, "" when
+ *        the text is applied (may be NULL; see "Conventions").
  * @param why_size Size of why.
  * @return ::MEM4D_OK, ::MEM4D_E_INVALID_ARG, ::MEM4D_E_PARSE (not KEY = VALUE,
  *         a bad value, a line over 511 bytes), ::MEM4D_E_UNKNOWN_KEY,
@@ -1601,7 +1612,8 @@ MEM4D_API mem4d_status mem4d_device_parse(mem4d_device *device, const char *text
  * Read a device file (at most 1 MiB) and apply it with mem4d_device_parse().
  * @param device The device to change.
  * @param path The file.
- * @param[out] why Receives one sentence naming the file or line at fault (may be NULL).
+ * @param[out] why Receives one sentence naming the file or line at fault, ""
+ *        when the file is applied (may be NULL; see "Conventions").
  * @param why_size Size of why.
  * @return as mem4d_device_parse(), or ::MEM4D_E_IO, ::MEM4D_E_NOMEM.
  * @since 0.2
@@ -1663,7 +1675,8 @@ typedef enum mem4d_mode {
  * @param value The value asked about.
  * @param framework The framework (::MEM4D_LAYOUT_FRAMEWORK's values).
  * @param mode ::MEM4D_MODE_FULL, or ::MEM4D_MODE_PAPER for what the paper's formula models.
- * @param why Receives the sentence naming the key, its value and where it applies; may be NULL.
+ * @param why Receives the sentence naming the key, its value and where it
+ *        applies when it does not, "" when it does; may be NULL (see "Conventions").
  * @param why_size Size of why in bytes.
  * @return ::MEM4D_OK; ::MEM4D_E_CONFLICT when the framework does not model it
  *         (mem4d_validate() refuses it); ::MEM4D_E_UNSUPPORTED when only
@@ -1679,7 +1692,8 @@ MEM4D_API mem4d_status mem4d_layout_param_applies(mem4d_layout_param key, uint64
  * @param key A model parameter.
  * @param value The value asked about.
  * @param mode ::MEM4D_MODE_FULL or ::MEM4D_MODE_PAPER.
- * @param why Receives the sentence when it does not; may be NULL.
+ * @param why Receives the sentence when it does not, "" when it does; may be
+ *        NULL (see "Conventions").
  * @param why_size Size of why in bytes.
  * @return ::MEM4D_OK; ::MEM4D_E_UNSUPPORTED when paper mode does not model it;
  *         ::MEM4D_E_INVALID_ARG for an unknown key or mode.
