@@ -1557,6 +1557,7 @@ static void attention_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg
         pg->attn_qk_tiles_per_b = heads * ceil_q(q * (1.0 / TILE_M)) * ceil_q(k * (1.0 / TILE_N));
         pg->attn_pv_per_b = heads * q * 2 * dh * (k + K_FILL) / r;
         pg->attn_tiles_per_b = heads * ceil_q(q * (1.0 / TILE_M)) * ceil_q(dh * (1.0 / TILE_N));
+        pg->attn_flops_per_b = 2 * scores * 2 * dh; /* QK^T and P V over the whole square */
         pg->attn_bytes_fwd_per_b =
             (2 * gemm_bytes + (UNFUSED_SOFTMAX_FWD + (x->alibi ? UNFUSED_ALIBI : 0)) * scores) * pg->mc.inv_hbm;
         pg->attn_bytes_bwd_per_b = (4 * gemm_bytes + UNFUSED_SOFTMAX_BWD * scores) * pg->mc.inv_hbm;
@@ -1571,12 +1572,31 @@ static void attention_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg
     double share = window_share(x);
     double w = pg->mc.attn_work, qd = D(x->a * x->dh), sc = D(x->s) / D(x->c), kv = 0.5 * w * sc * share;
     double flops = 0.5 * w * 4 * D(x->s) * D(x->s) * qd / D(x->t * x->c) * share;
+    pg->attn_flops_per_b = flops;
     /* ATTN_DROPOUT (a flash kernel's; unfused attention returned above and
      * pays ATTN_DROPOUT_BYTES in gemms_prepare) */
     pg->attn_per_b = flops * (kv + ATTN_FILL) / (pg->mc.gemm * kv) * (x->attn_dropout ? 1 + ATTN_DROPOUT : 1);
     if (x->dh <= 64) /* TRITON_FA_DH64 */
         pg->attn_per_b /= pg->mc.attn_dh64;
     pg->attn_tiles_per_b = D(x->a) / D(x->t) * ceil_q(sc * (1.0 / ATTN_TILE));
+}
+
+/* The fastest rate a kernel is charged at over its peak: the large GEMMs'
+ * (gemm_lin, of the peak of the precision they run in) and a fused
+ * attention kernel's executed FLOPs over its time (attention_prepare's
+ * forward at full waves, its backward ATTN_BWD_WORK of them) against the
+ * bf16 peak. Above 1 the device's efficiencies run a kernel past the GPU's
+ * peak (m4d_perf_warn). Softmax attention's own GEMMs run at the GEMM rate
+ * or below. */
+static double kernel_share(const mem4d_device *dev, const struct m4d_perf_group *pg)
+{
+    double k = pg->mc.gemm_lin / pg->peak;
+    if (!pg->mc.attn_unfused && pg->attn_per_b > 0) {
+        double a = pg->attn_flops_per_b * MAX(pg->mc.attn_fwd, pg->mc.attn_bwd) /
+                   (pg->attn_per_b * D(dev->v[MEM4D_DEVICE_PEAK_FLOPS]));
+        k = MAX(k, a);
+    }
+    return k;
 }
 
 static void attention_time(const struct m4d_perf_group *pg, double b, double *fwd, double *bwd)
@@ -2061,6 +2081,35 @@ static double model_flops_per_seq(const struct m4d_ctx *x)
     return 3 * (D(x->L) * layer + 2 * s * h * D(x->Vp));
 }
 
+/* The FLOPs one sequence's step executes, as the step time charges them
+ * (the clamp of the band and the warning past the peak, m4d_perf_metrics):
+ * Megatron's count (the counted, pg->flops_per_seq) with its attention,
+ * 3 passes of the full s x s square (4 s^2 qd a layer), replaced by what the
+ * kernel runs (attention_prepare's attn_flops_per_b over the t x c ranks): a
+ * fused kernel's causal half (attn_work) over the window's keys
+ * (window_share), its backward ATTN_BWD_WORK forwards; softmax attention
+ * the whole square, 3 passes (the count). Recompute adds the
+ * forward it re-runs: every layer's under full recompute, the attention
+ * core's under selective recompute of core_attn; the other modules a
+ * selective recompute re-runs are left out, so the figure is a lower bound
+ * there (the clamp errs towards none). A layer pattern keeps its count
+ * (Megatron's hybrid count already takes a causal s^2), plus the layers'
+ * forward under full recompute. */
+static double executed_flops_per_seq(const struct m4d_ctx *x, const struct m4d_perf_group *pg)
+{
+    double s = D(x->s), head = 2 * s * D(x->h) * D(x->Vp), L = D(x->L), counted = pg->flops_per_seq;
+    if (x->nlt)
+        return counted + (x->recompute == 2 ? counted / 3 - head : 0);
+    double square = 4 * s * s * D(x->a * x->dh); /* one forward of the full s x s attention */
+    double fwd = pg->attn_flops_per_b * D(x->t * x->c), bwd = (pg->mc.attn_unfused ? 2 : ATTN_BWD_WORK) * fwd;
+    double exec = counted - 3 * L * square + L * (fwd + bwd);
+    if (x->recompute == 2)
+        exec += counted / 3 - head - L * square + L * fwd;
+    else if (x->recompute == 1 && (x->rc_modules & M4D_RC_CORE_ATTN))
+        exec += L * fwd;
+    return exec;
+}
+
 /* NCCL's double binary tree for an all-reduce of `bytes` over n ranks, r of
  * them in each NVLink domain, in `colls` collectives (src/graph/tuning.cc,
  * ncclTopoTuneModel): a chain inside the domain and a tree across domains,
@@ -2448,6 +2497,8 @@ void m4d_perf_prepare(const struct m4d_ctx *x, const mem4d_device *dev, const st
     /* MFU against the peak of the precision the GEMMs run in. */
     pg->peak = D(dev->v[x->fp8 && dev->v[MEM4D_DEVICE_PEAK_FP8_FLOPS] ? MEM4D_DEVICE_PEAK_FP8_FLOPS
                                                                        : MEM4D_DEVICE_PEAK_FLOPS]);
+    pg->exec_flops_per_seq = executed_flops_per_seq(x, pg);
+    pg->kernel_share = kernel_share(dev, pg);
     mem4d_device_speed_band(dev, &pg->band_lo, &pg->band_hi);
     /* Weights of one layer on one GPU, as the memory model shards them
      * (m4d_layer_share: linear weights over t, experts over ep·etp, norms
@@ -2588,11 +2639,18 @@ void m4d_perf_fill_memo(const struct m4d_ctx *x, const struct m4d_perf_group *pg
         .s = D(x->s),
         .world = D(x->world),
         .flops_per_seq = pg->flops_per_seq,
+        .exec_flops_per_seq = pg->exec_flops_per_seq,
+        .kernel_share = pg->kernel_share,
         .peak = pg->peak,
         .band_lo = pg->band_lo,
         .band_hi = pg->band_hi,
     };
     r->have_metrics = true;
+}
+
+double m4d_perf_executed_share(const struct m4d_perf_parts *p)
+{
+    return p->exec_flops_per_seq * p->gbs / (p->step * p->world * p->peak);
 }
 
 void m4d_perf_metrics(const struct m4d_perf_parts *p, double o[M4D_NMETRICS])
@@ -2615,12 +2673,16 @@ void m4d_perf_metrics(const struct m4d_perf_parts *p, double o[M4D_NMETRICS])
     o[MEM4D_METRIC_DP_COMM_S] = p->dp + ml * p->fsdp;
     o[MEM4D_METRIC_BUBBLE_S] = p->bubble;
     o[MEM4D_METRIC_OPTIMIZER_S] = p->opt;
-    double lo = p->band_lo, hi = p->band_hi, mfu = o[MEM4D_METRIC_MFU];
-    /* The band is of a measured run, none faster than its counted FLOPs at
-     * the peak: its fast end stops at MFU 1, or at the prediction where that
-     * is beyond the peak (m4d_perf_warn says so). doc/perf.md, "Uncertainty". */
-    if (lo < mfu)
-        lo = mfu < 1 ? mfu : 1;
+    double lo = p->band_lo, hi = p->band_hi, run = m4d_perf_executed_share(p);
+    /* The band is of a measured run, none faster than the FLOPs it executes
+     * at the peak: its fast end stops where they would run at the peak, or
+     * at the prediction where that, or a kernel's charged rate, is beyond
+     * the peak (m4d_perf_warn says so). Not at MFU 1: MFU counts work the
+     * kernels do not run (the full s x s attention, every key of a window).
+     * doc/perf.md, "Uncertainty". */
+    double stop = run < 1 && p->kernel_share <= 1 ? run : 1;
+    if (lo < stop)
+        lo = stop;
     o[MEM4D_METRIC_STEP_TIME_LOW_S] = step * lo;
     o[MEM4D_METRIC_STEP_TIME_HIGH_S] = step * hi;
     o[MEM4D_METRIC_TOKENS_PER_S_LOW] = o[MEM4D_METRIC_TOKENS_PER_S] / hi;
@@ -2642,12 +2704,18 @@ void m4d_perf_warn(mem4d_report *r)
         return;
     double o[M4D_NMETRICS];
     m4d_perf_metrics(&r->perf, o);
-    if (o[MEM4D_METRIC_MFU] > 1)
+    double mfu = o[MEM4D_METRIC_MFU], run = m4d_perf_executed_share(&r->perf);
+    if (run > 1 || r->perf.kernel_share > 1)
         m4d_msg(r->warn[r->nwarn++], sizeof r->warn[0],
-                 "speed: MFU %.1f%% is above the peak: the device's efficiencies run the kernels at or past the "
-                 "GPU's peak, which no run sustains (and MFU counts the full s x s attention a causal kernel "
-                 "halves); the band's fast end is the prediction",
-                 100 * o[MEM4D_METRIC_MFU]);
+                 "speed: above the peak: the device's efficiencies run a kernel at %.1f%% of the GPU's peak and "
+                 "the step's work at %.1f%% (MFU %.1f%%), which no run sustains; the band's fast end is the "
+                 "prediction",
+                 100 * r->perf.kernel_share, 100 * run, 100 * mfu);
+    else if (mfu > 1)
+        m4d_msg(r->warn[r->nwarn++], sizeof r->warn[0],
+                 "speed: MFU %.1f%% is Megatron's count, which charges the full s x s attention over every "
+                 "earlier key, more than the kernels run; the work they run is %.1f%% of the peak",
+                 100 * mfu, 100 * run);
 }
 
 void m4d_perf_fill(const struct m4d_ctx *x, const struct m4d_perf_group *pg, mem4d_report *r)

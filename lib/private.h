@@ -165,6 +165,8 @@ struct m4d_perf_parts {
     double p2p, dp, opt;            /* one micro-batch's send/recv; exposed DP; optimizer step */
     double gbs, s, world;           /* the job: global batch, sequence, GPUs */
     double flops_per_seq, peak, band_lo, band_hi;
+    double exec_flops_per_seq;      /* the FLOPs the step executes per sequence (executed_flops_per_seq) */
+    double kernel_share;            /* the fastest kernel's charged rate over its peak (kernel_share) */
 };
 
 struct mem4d_report {
@@ -935,7 +937,11 @@ void m4d_perf(const struct m4d_ctx *x, const mem4d_device *dev, mem4d_report *r)
 /* Every speed metric (indexed by mem4d_metric) from the parts an estimate
  * kept. */
 void m4d_perf_metrics(const struct m4d_perf_parts *p, double metric[M4D_NMETRICS]);
-/* A warning on the report when its predicted MFU is above the peak (lib/perf.c). */
+/* The FLOPs the step executes (not MFU's count) over what the peak runs in
+ * the step: the band's fast end stops where this is 1 (lib/perf.c). */
+double m4d_perf_executed_share(const struct m4d_perf_parts *p);
+/* A warning on the report when the work it runs is above the peak, a note
+ * where only the counted MFU is (lib/perf.c). */
 void m4d_perf_warn(mem4d_report *r);
 
 /* Bytes one layer keeps for backward for one micro-batch (estimate_activations.c's
@@ -1129,6 +1135,9 @@ struct m4d_perf_group {
     double fsdp_ag, fsdp_rs;                       /* one layer's ZeRO-3 gather / reduce-scatter */
     double fsdp_edge_ag, fsdp_edge_rs;             /* FSDP_ROOT: gathers before the first forward, reduce-scatters after the last backward */
     double flops_per_seq, peak;                    /* Megatron's model FLOPs per sequence; the MFU's peak */
+    double exec_flops_per_seq;                     /* the FLOPs it executes (the band's stop at the peak) */
+    double kernel_share;                           /* the fastest kernel's rate over its peak (lib/perf.c) */
+    double attn_flops_per_b;                       /* one attention forward's executed FLOPs a sample on a rank */
     double band_lo, band_hi;                       /* measured / predicted step: 5th, 95th percentile */
     double offload_per_b;                          /* host transfer seconds of the offloaded layers, per sample */
     double accum_layer;                            /* gradient accumulation (and FSDP2 copy) seconds of one layer, per micro-batch */

@@ -50,6 +50,23 @@ class Estimate(unittest.TestCase):
         self.assertEqual(doc['peak_bytes'], st['total_bytes'])
         self.assertEqual(doc['verdict'], 'tight')  # 67.5 GiB of 80
 
+    def test_speed_band_stops_at_the_work_run_not_mfu(self):
+        # Gemma 3 1B at 32k: its sliding window runs 512 keys while MFU counts
+        # every earlier key, so MFU reads 101.9% of the peak with the kernels'
+        # work at 43.9%. The band's fast end stopped at MFU 1 (tokens/s high
+        # equal to the point) and warned of a run past the peak; neither holds.
+        p = run('estimate', '--hf-config', os.path.join(DATA, 'hf', 'recent', 'gemma-3-1b-it.json'), '--world', '8',
+                '--mbs', '1', '--seq', '32768', '--gbs', '64', '--json')
+        self.assertEqual(p.returncode, 0, p.stderr)
+        doc = json.loads(p.stdout)
+        speed = doc['speed']
+        self.assertGreater(speed['mfu'], 1)
+        self.assertGreater(speed['tokens_per_s_high'], 1.05 * speed['tokens_per_s'])
+        self.assertGreater(speed['mfu_high'], speed['mfu'])
+        self.assertFalse([w for w in doc['warnings'] if 'above the peak' in w], doc['warnings'])
+        self.assertTrue([w for w in doc['warnings'] if w.startswith("speed: MFU 101.9% is Megatron's count")],
+                        doc['warnings'])
+
     def test_full_mode_every_stage(self):
         p = run('estimate', '--model=llama3.1-70b', '--gpu=h100-80', '--tp=8', '--pp=4', '--dp=2',
                 '--seq=8192', '--gbs=64', '--json')

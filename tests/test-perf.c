@@ -2370,12 +2370,14 @@ START_TEST(speed_band)
 }
 END_TEST
 
-/* The band is of a measured run, which no faster than its counted FLOPs at
- * the peak: its fast end stops at MFU 1 (tokens/s and TFLOP/s with it), and
- * a prediction beyond the peak (efficiencies a user set past what a GPU
- * sustains) is warned about, its band's fast end the prediction. With
- * matmul_efficiency_ppm 1000000 and attention_efficiency_ppm 1100000 at 32k
- * tokens the upper MFU read 109.3% (the point 97.2%). */
+/* The band is of a measured run, none faster than the FLOPs it executes at
+ * the peak. Efficiencies a user set past what a GPU sustains (attention at
+ * 1.1 and 2 times a GEMM rate that is the peak: the kernel at 105% and 191%
+ * of the peak) are warned about, the band's fast end the prediction (f9ba215's
+ * case, MFU 117.1%: its upper MFU read 128.6%). Below the peak (attention
+ * 0.9: MFU 89.6%) nothing stops the band although its upper MFU passes 100%:
+ * MFU counts Megatron's full s x s attention, the causal kernel runs half
+ * (the step's work about 70% of the peak). */
 START_TEST(mfu_band_stops_at_the_peak)
 {
     mem4d_model *m = tu_model("llama3.1-8b");
@@ -2384,22 +2386,27 @@ START_TEST(mfu_band_stops_at_the_peak)
     ck_assert_int_eq(mem4d_device_set_str(d, "matmul_efficiency_ppm", "1000000"), MEM4D_OK);
     mem4d_report *r = NULL;
     ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
-    static const char *const attn[] = {"1100000", "2000000"};
-    for (int i = 0; i < 2; i++) {
+    double band_lo, band_hi;
+    ck_assert_int_eq(mem4d_device_speed_band(d, &band_lo, &band_hi), MEM4D_OK);
+    static const char *const attn[] = {"1100000", "2000000", "900000"};
+    for (int i = 0; i < 3; i++) {
+        bool past = i < 2;
         ck_assert_int_eq(mem4d_device_set_str(d, "attention_efficiency_ppm", attn[i]), MEM4D_OK);
         ck_assert_int_eq(mem4d_estimate(m, l, d, r), MEM4D_OK);
         double step = metric(r, MEM4D_METRIC_STEP_TIME_S), mfu = metric(r, MEM4D_METRIC_MFU);
         double lo = metric(r, MEM4D_METRIC_STEP_TIME_LOW_S) / step, hi = metric(r, MEM4D_METRIC_STEP_TIME_HIGH_S) / step;
-        ck_assert(i ? mfu > 1 : mfu > 0.9 && mfu < 1); /* the band, unstopped, passed the peak */
-        ck_assert_double_eq_tol(metric(r, MEM4D_METRIC_MFU_HIGH), (i ? mfu : 1), 1e-12);
-        assert_close(lo, i ? 1 : mfu);
+        ck_assert(i == 1 ? mfu > 1 : mfu > 0.85 && mfu < 1);
+        ck_assert(mfu / band_lo > 1); /* the band, unstopped, passes MFU 1 */
+        assert_close(lo, past ? 1 : band_lo);
+        ck_assert_double_eq_tol(metric(r, MEM4D_METRIC_MFU_HIGH), past ? mfu : mfu / band_lo, 1e-12);
         assert_close(metric(r, MEM4D_METRIC_TOKENS_PER_S_HIGH), metric(r, MEM4D_METRIC_TOKENS_PER_S) / lo);
         assert_close(metric(r, MEM4D_METRIC_TFLOPS_PER_GPU_HIGH), metric(r, MEM4D_METRIC_TFLOPS_PER_GPU) / lo);
         assert_close(metric(r, MEM4D_METRIC_MFU_LOW), mfu / hi); /* the slow end as before */
+        assert_close(hi, band_hi);
         bool said = false;
         for (size_t k = 0; k < mem4d_report_warning_count(r); k++)
-            said |= strstr(mem4d_report_warning(r, k), "MFU") != NULL;
-        ck_assert_msg(said == (i == 1), "a warning about MFU above the peak: %d", said);
+            said |= strstr(mem4d_report_warning(r, k), "above the peak") != NULL;
+        ck_assert_msg(said == past, "a warning about a kernel above the peak: %d", said);
     }
     mem4d_report_free(r);
     mem4d_layout_free(l);

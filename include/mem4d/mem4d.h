@@ -1820,8 +1820,10 @@ typedef enum mem4d_metric {
     /** The band the measured step time falls in: the step time times the device's
      * speed_band_low_ppm (the validation runs' 5th percentile of measured over
      * predicted, narrower when the device is calibrated; doc/perf.md,
-     * "Uncertainty"), no lower than the step at MFU 1 (or the step itself where
-     * the predicted MFU is above 1, which the report warns about). @since 0.2 */
+     * "Uncertainty"), no lower than the step at which the FLOPs the step
+     * executes (not MFU's count) run at the peak (or the step itself where that
+     * work or a kernel's charged rate is above the peak, which the report warns
+     * about). @since 0.2 */
     MEM4D_METRIC_STEP_TIME_LOW_S = 16,
     MEM4D_METRIC_STEP_TIME_HIGH_S = 17,    /**< The band's upper step time (speed_band_high_ppm). @since 0.2 */
     MEM4D_METRIC_TOKENS_PER_S_LOW = 18,    /**< Tokens per second at the band's upper step time. @since 0.2 */

@@ -955,8 +955,8 @@ pub const MEM4D_METRIC_EXPERT_COMPUTE_S: mem4d_metric = 14;
 pub const MEM4D_METRIC_ROUTER_PERMUTE_S: mem4d_metric = 15;
 /// The band the measured step time falls in: the step time times the device's speed_band_low_ppm (the validation runs'
 /// 5th percentile of measured over predicted, narrower when the device is calibrated; doc/perf.md, "Uncertainty"), no
-/// lower than the step at MFU 1 (or the step itself where the predicted MFU is above 1, which the report warns about).
-/// @since 0.2
+/// lower than the step at which the FLOPs the step executes (not MFU's count) run at the peak (or the step itself where
+/// that work or a kernel's charged rate is above the peak, which the report warns about). @since 0.2
 pub const MEM4D_METRIC_STEP_TIME_LOW_S: mem4d_metric = 16;
 /// The band's upper step time (speed_band_high_ppm). @since 0.2
 pub const MEM4D_METRIC_STEP_TIME_HIGH_S: mem4d_metric = 17;
