@@ -42,7 +42,7 @@ const struct cli_option cmd_plan_options[] = {
             "a torchtitan job TOML: its batch, recompute, precision, float8 and compile (the knobs searched "
             "stay searched); values set on the command line win"),
     CLI_ARG("--top", CLI_UINT, top, "K", "print the first K (default 20, 0 for all; with --all: all)"),
-    CLI_ARG("--all", CLI_SWITCH, all, NULL, "also list layouts that do not fit"),
+    CLI_ARG("--all", CLI_SWITCH, all, NULL, "also list layouts that do not fit (never eq =)"),
     CLI_FORMAT("--json", CLI_FORMAT_JSON, "print an array of objects"),
     CLI_FORMAT("--csv", CLI_FORMAT_CSV, "print one row per layout"),
     CLI_ARG("--svg", CLI_OUTPUT, svg, "FILE", "also draw the landscape of every layout as SVG"),

@@ -851,19 +851,22 @@ static int cmp_tie(const void *pa, const void *pb)
     return cmp_cand(a, b);
 }
 
-/* The candidates whose band overlaps the fastest's, under the band between
- * layouts of one job (a level common to them cancels), form a prefix
- * of the sorted array (the test is monotone in the step); they are ordered
- * by the tie-break and counted. */
+/* The fitting candidates whose band overlaps the fastest fitting one's,
+ * under the band between layouts of one job (a level common to them
+ * cancels), form a prefix of the sorted array (fitting ones sort first, and
+ * the test is monotone in the step); they are ordered by the tie-break and
+ * counted. Equivalence is a choice among layouts that fit: where none fits
+ * (only tight or oom ones, with MEM4D_SEARCH_FITS_ONLY 0), none is
+ * equivalent, and they keep the strict order. */
 static void tie_break(mem4d_search *s)
 {
     s->stat[MEM4D_SEARCH_STAT_EQUIVALENT] = 0;
-    if (s->ncand == 0 || !(s->cands[0].step < INFINITY))
+    if (s->ncand == 0 || s->cands[0].verdict != MEM4D_VERDICT_FITS || !(s->cands[0].step < INFINITY))
         return;
     double lo, hi;
     m4d_speed_band_relative(&s->dev, &lo, &hi);
     size_t k = 1;
-    while (k < s->ncand && s->cands[k].verdict == s->cands[0].verdict &&
+    while (k < s->ncand && s->cands[k].verdict == MEM4D_VERDICT_FITS &&
            s->cands[k].step * lo <= s->cands[0].step * hi)
         k++;
     qsort(s->cands, k, sizeof *s->cands, cmp_tie);

@@ -328,6 +328,27 @@ p = run("plan", "--model", "llama3.1-405b", "--gpus", "8", "--json", "--all", "-
 check([r["verdict"] for r in json.loads(p.stdout)] == ["oom"] * 3, "no-fit --all json lists the rows")
 p = run("plan", "--model", "llama3.1-405b", "--gpus", "8", "--all", "--top", "3", code=1)
 check("No layout fits: the 2790 listed are all above 85% of memory." in p.stdout, f"no-fit --all table: {p.stdout!r}")
+# Equivalence is a choice among layouts that fit: where none fits, none is equivalent. It
+# marked the first 1498 of these 2790 oom rows "=" ("the first 1498 are equivalent to the
+# fastest"), and the first 24 of 70 tight ones (70b on 8 GPUs of 195 GB), all of them
+# reordered by model-parallel GPUs as if one were to be chosen.
+check("eq: the first" not in p.stdout and not any(ln.rstrip().endswith("=") for ln in p.stdout.splitlines()),
+      f"no-fit --all table marks no equivalent: {p.stdout!r}")
+p = run("plan", "--model", "llama3.1-405b", "--gpus", "8", "--csv", "--all", "--top", "0", code=1)
+check({c["equivalent_to_fastest"] for c in csv.DictReader(io.StringIO(p.stdout))} == {"false"},
+      "no-fit --all csv marks no equivalent")
+p = run("plan", "--model", "llama3.1-70b", "--gpus", "8", "--json", "--all", "--top", "0",
+        "--device-set", "memory_bytes=195000000000", code=1)
+tight = [r for r in json.loads(p.stdout) if r["verdict"] == "tight"]
+check(len(tight) > 1 and not any(r["equivalent_to_fastest"] for r in json.loads(p.stdout)),
+      "tight-only --all json marks no equivalent")
+check([r["step_time_s"] for r in tight] == sorted(r["step_time_s"] for r in tight), "tight rows fastest first")
+# Where some fit, --all marks the same fitting rows as the fitting-only list, and no other.
+every = plan_json("--top", "0", "--all")
+check({r["verdict"] for r in every} == {"fits", "tight", "oom"}, "the --all job has every verdict")
+check([r["equivalent_to_fastest"] for r in every if r["verdict"] == "fits"] ==
+      [r["equivalent_to_fastest"] for r in plan_json("--top", "0")] and
+      not any(r["equivalent_to_fastest"] for r in every if r["verdict"] != "fits"), "--all marks the fitting rows only")
 check("1 when none fits (with --all too" in " ".join(about.split()),
       "plan --help on the exit status")
 run("plan", *JOB, "--all", "--top", "3")  # some fit: 0

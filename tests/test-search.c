@@ -1397,6 +1397,82 @@ START_TEST(tie_break_equivalent_first)
 }
 END_TEST
 
+/* One ranked search over every valid layout with the tie-break: how many it
+ * counts equivalent, how many of those fit, and how many fit at all; the
+ * steps and verdicts, in the order yielded, into steps[] and verdicts[]. */
+static uint64_t equivalent_among(mem4d_model *m, mem4d_device *d, const mem4d_layout *base, bool fits_only,
+                                 uint64_t *eq_fitting, uint64_t *fitting, size_t *n, double *steps, int *verdicts)
+{
+    mem4d_search *s = new_search(m, d, base, fits_only, true, true);
+    ck_assert_int_eq(mem4d_search_set_option(s, MEM4D_SEARCH_TIE_BREAK, 1), MEM4D_OK);
+    mem4d_report *r = NULL;
+    ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
+    *n = 0;
+    *fitting = 0;
+    while (mem4d_search_next(s, NULL, r) == MEM4D_OK) {
+        ck_assert_uint_lt(*n, 8192);
+        ck_assert_int_eq(mem4d_report_metric(r, MEM4D_METRIC_STEP_TIME_S, &steps[*n]), MEM4D_OK);
+        verdicts[*n] = (int)mem4d_report_verdict(r);
+        *fitting += verdicts[*n] == MEM4D_VERDICT_FITS;
+        (*n)++;
+    }
+    uint64_t eq = 0;
+    ck_assert_int_eq(mem4d_search_stat_get(s, MEM4D_SEARCH_STAT_EQUIVALENT, &eq), MEM4D_OK);
+    ck_assert_uint_le(eq, *n);
+    *eq_fitting = 0;
+    for (uint64_t i = 0; i < eq; i++)
+        *eq_fitting += verdicts[i] == MEM4D_VERDICT_FITS;
+    mem4d_report_free(r);
+    mem4d_search_free(s);
+    return eq;
+}
+
+/* Equivalence is a choice among layouts that fit. Where none fits (every
+ * layout oom: llama3.1-405b on 8 H100; or only tight and oom ones: llama3.1-70b
+ * on 8 GPUs of 195 GB) none is equivalent and the layouts keep the strict
+ * order (verdict, then step): it counted 1498 of 2790 oom and 24 of 70 tight
+ * ones and led with them by model-parallel GPUs. Where some fit, the
+ * equivalent ones are those of the fitting-only search, all fitting. */
+START_TEST(tie_break_only_among_fitting)
+{
+    static double steps[8192];
+    static int verdicts[8192];
+    mem4d_device *d = tu_device("h100-80");
+    mem4d_layout *base = base_layout(8, 8192, 512);
+    uint64_t eq, eq_fit, fit;
+    size_t n;
+    const char *big[] = {"llama3.1-405b", "llama3.1-70b"};
+    for (int k = 0; k < 2; k++) {
+        mem4d_model *m = tu_model(big[k]);
+        if (k == 1)
+            ck_assert_int_eq(mem4d_device_set_str(d, "memory_bytes", "195000000000"), MEM4D_OK);
+        eq = equivalent_among(m, d, base, false, &eq_fit, &fit, &n, steps, verdicts);
+        ck_assert_uint_gt(n, 1000);
+        ck_assert_uint_eq(fit, 0);
+        ck_assert_int_eq(verdicts[0], k == 0 ? MEM4D_VERDICT_OOM : MEM4D_VERDICT_TIGHT);
+        ck_assert_int_eq(verdicts[1], verdicts[0]);
+        ck_assert_uint_eq(eq, 0);
+        for (size_t i = 1; i < n; i++)
+            ck_assert(verdicts[i] > verdicts[i - 1] || (verdicts[i] == verdicts[i - 1] && steps[i] >= steps[i - 1]));
+        mem4d_model_free(m);
+    }
+    mem4d_device_free(d);
+    mem4d_layout_free(base);
+    mem4d_model *m = tu_model("llama3.1-8b");
+    d = tu_device("h100-80");
+    base = base_layout(16, 4096, 128);
+    uint64_t eq_only = equivalent_among(m, d, base, true, &eq_fit, &fit, &n, steps, verdicts);
+    ck_assert(eq_only > 1 && eq_only == eq_fit && fit == n);
+    eq = equivalent_among(m, d, base, false, &eq_fit, &fit, &n, steps, verdicts);
+    ck_assert(fit > 0 && fit < n);
+    ck_assert_uint_eq(eq, eq_only);
+    ck_assert_uint_eq(eq_fit, eq);
+    mem4d_layout_free(base);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("search");
@@ -1443,6 +1519,7 @@ int main(void)
     tcase_add_test(tc, solve_brute_force_where_memory_falls);
     tcase_add_test(tc, solve_best_layout);
     tcase_add_test(tc, tie_break_equivalent_first);
+    tcase_add_test(tc, tie_break_only_among_fitting);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

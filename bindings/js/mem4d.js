@@ -705,7 +705,8 @@ function bindClasses(lib) {
          * Whether the layout of the last step() is equivalent to the fastest: with
          * tie_break 1, its speed band overlaps the fastest's (the fastest's own too), as
          * mem4d plan marks the row "=" and plan --json's equivalent_to_fastest; false
-         * without tie_break or a speed prediction. The equivalent layouts are the first
+         * without tie_break or a speed prediction, and for a layout that does not fit
+         * (none is equivalent where none fits). The equivalent layouts are the first
          * stats.equivalent yielded (counted once the first is); this one is stats.yielded-th.
          */
         get equivalent_to_fastest() {

@@ -25,7 +25,8 @@ class Plan:
     """One layout the search yielded, and its estimate. equivalent_to_fastest:
     with tie_break=1, its speed band overlaps the fastest's (the fastest's own
     too), as `mem4d plan` marks the row and `plan --json` names it; False
-    without tie_break or a speed prediction."""
+    without tie_break or a speed prediction, and for a layout that does not
+    fit (none is equivalent where none fits)."""
     layout: Layout
     report: Report
     equivalent_to_fastest: bool = False

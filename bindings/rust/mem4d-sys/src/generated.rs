@@ -994,11 +994,13 @@ pub const MEM4D_SEARCH_MAX_RESULTS: mem4d_search_option = 3;
 /// 1 (default): a pp that does not divide the layers is tried with the balanced uneven split (lighter first and last
 /// stages, as Megatron's decoder_first/last_pipeline_num_layers allow); 0: only even splits.
 pub const MEM4D_SEARCH_UNEVEN_STAGES: mem4d_search_option = 4;
-/// "tie_break", ranked mode: 1: the layouts whose speed band overlaps the fastest's (under the band between layouts of
-/// one job that doc/perf.md states, or the device's own speed_band_low_ppm/_high_ppm: a level common to every layout of
-/// one job does not change their order; doc/perf.md, "Uncertainty") are equivalent to it and come first, by fewer
-/// model-parallel GPUs (t x c x p), then step time, then less peak memory; MEM4D_SEARCH_STAT_EQUIVALENT counts them. 0
-/// (default): strictly fastest first. `mem4d plan` sets it. @since 0.2
+/// "tie_break", ranked mode: 1: the fitting layouts (verdict MEM4D_VERDICT_FITS) whose speed band overlaps the fastest
+/// fitting one's (under the band between layouts of one job that doc/perf.md states, or the device's own
+/// speed_band_low_ppm/_high_ppm: a level common to every layout of one job does not change their order; doc/perf.md,
+/// "Uncertainty") are equivalent to it and come first, by fewer model-parallel GPUs (t x c x p), then step time, then
+/// less peak memory; MEM4D_SEARCH_STAT_EQUIVALENT counts them. A layout that does not fit (tight or oom, yielded with
+/// MEM4D_SEARCH_FITS_ONLY 0) is never equivalent: where none fits, none is, and the order stays strict. 0 (default):
+/// strictly fastest first. `mem4d plan` sets it. @since 0.2
 pub const MEM4D_SEARCH_TIE_BREAK: mem4d_search_option = 5;
 
 /// `mem4d_search_stat` (a C enum, passed as `int`): Counters of a search.
@@ -1012,7 +1014,8 @@ pub const MEM4D_SEARCH_STAT_VALID: mem4d_search_stat = 2;
 /// Layouts returned by mem4d_search_next().
 pub const MEM4D_SEARCH_STAT_YIELDED: mem4d_search_stat = 3;
 /// Ranked mode with MEM4D_SEARCH_TIE_BREAK, once the first layout is yielded: how many layouts, from the first, are
-/// equivalent to the fastest (1 when it stands alone; 0 without a speed prediction or without the option). @since 0.2
+/// equivalent to the fastest (1 when it stands alone; 0 without a speed prediction, without the option, or where no
+/// layout fits). @since 0.2
 pub const MEM4D_SEARCH_STAT_EQUIVALENT: mem4d_search_stat = 4;
 
 /// `mem4d_world_source` (a C enum, passed as `int`): Where the world size of a Megatron import came from.

@@ -280,11 +280,13 @@ pub enum SearchOption {
     /// 1 (default): a pp that does not divide the layers is tried with the balanced uneven split (lighter first and
     /// last stages, as Megatron's decoder_first/last_pipeline_num_layers allow); 0: only even splits.
     UnevenStages = sys::MEM4D_SEARCH_UNEVEN_STAGES,
-    /// "tie_break", ranked mode: 1: the layouts whose speed band overlaps the fastest's (under the band between layouts
-    /// of one job that doc/perf.md states, or the device's own speed_band_low_ppm/_high_ppm: a level common to every
-    /// layout of one job does not change their order; doc/perf.md, "Uncertainty") are equivalent to it and come first,
-    /// by fewer model-parallel GPUs (t x c x p), then step time, then less peak memory; MEM4D_SEARCH_STAT_EQUIVALENT
-    /// counts them. 0 (default): strictly fastest first. `mem4d plan` sets it. @since 0.2
+    /// "tie_break", ranked mode: 1: the fitting layouts (verdict MEM4D_VERDICT_FITS) whose speed band overlaps the
+    /// fastest fitting one's (under the band between layouts of one job that doc/perf.md states, or the device's own
+    /// speed_band_low_ppm/_high_ppm: a level common to every layout of one job does not change their order;
+    /// doc/perf.md, "Uncertainty") are equivalent to it and come first, by fewer model-parallel GPUs (t x c x p), then
+    /// step time, then less peak memory; MEM4D_SEARCH_STAT_EQUIVALENT counts them. A layout that does not fit (tight or
+    /// oom, yielded with MEM4D_SEARCH_FITS_ONLY 0) is never equivalent: where none fits, none is, and the order stays
+    /// strict. 0 (default): strictly fastest first. `mem4d plan` sets it. @since 0.2
     TieBreak = sys::MEM4D_SEARCH_TIE_BREAK,
 }
 
@@ -313,8 +315,8 @@ pub enum SearchStat {
     /// Layouts returned by mem4d_search_next().
     Yielded = sys::MEM4D_SEARCH_STAT_YIELDED,
     /// Ranked mode with MEM4D_SEARCH_TIE_BREAK, once the first layout is yielded: how many layouts, from the first, are
-    /// equivalent to the fastest (1 when it stands alone; 0 without a speed prediction or without the option). @since
-    /// 0.2
+    /// equivalent to the fastest (1 when it stands alone; 0 without a speed prediction, without the option, or where no
+    /// layout fits). @since 0.2
     Equivalent = sys::MEM4D_SEARCH_STAT_EQUIVALENT,
 }
 

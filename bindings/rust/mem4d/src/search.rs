@@ -18,7 +18,8 @@ pub struct Plan {
     pub report: Report,
     /// With [`SearchOption::TieBreak`] 1: its speed band overlaps the fastest's (the
     /// fastest's own too), as `mem4d plan` marks the row and `plan --json` names it
-    /// (`equivalent_to_fastest`); false without the tie-break or a speed prediction.
+    /// (`equivalent_to_fastest`); false without the tie-break or a speed prediction, and
+    /// for a layout that does not fit (none is equivalent where none fits).
     pub equivalent_to_fastest: bool,
 }
 
