@@ -509,3 +509,16 @@ mem4d_status m4d_estimate_full(const struct m4d_ctx *x, const mem4d_device *dev,
         unmodelled_warnings(x, dev, r);
     return MEM4D_OK;
 }
+
+bool m4d_floor_over_limit(const struct m4d_ctx *x, const mem4d_device *dev, const mem4d_report *r)
+{
+    uint64_t most = 0;
+    for (uint32_t i = 0; i < r->nstages; i = (uint32_t)m4d_stage_next(r->peak_only, i, r->nstages)) {
+        const uint64_t *t = r->stages[i].t;
+        bool ok = true;
+        uint64_t frag = m4d_fragmentation(&ok, x, dev, t[MEM4D_TERM_PEAK_ALLOCATED]);
+        uint64_t extra = ok && t[MEM4D_TERM_FRAGMENTATION] > frag ? t[MEM4D_TERM_FRAGMENTATION] - frag : 0;
+        most = max64(most, t[MEM4D_TERM_TOTAL] - extra);
+    }
+    return most > dev->v[MEM4D_DEVICE_MEMORY_BYTES] || m4d_over_fit_limit(dev, r->mode, most);
+}

@@ -835,6 +835,25 @@ bool m4d_b_key(const struct m4d_ctx *x, struct m4d_ctx *key);
 mem4d_status m4d_estimate_full(const struct m4d_ctx *x, const mem4d_device *dev, mem4d_report *r, bool peak_only,
                                struct m4d_state_cache *cache);
 
+/* Does the part of r's peak that never falls as b or s grows exceed the fit
+ * limit (r an estimate of x, peak_only or whole)? That floor is every
+ * stage's TOTAL less the part of FRAGMENTATION that m4d_fragmentation() of
+ * PEAK_ALLOCATED leaves: the blocks the peak moment strands and the logits
+ * blocks' segments beyond their bytes, which can fall as the tokens grow
+ * (PyTorch's caching allocator gives a request below 10 MiB a 20 MiB
+ * segment, a larger one its size rounded to 2 MiB: loss_segments(), lib/
+ * estimate_activations.c; with expandable segments only each block's
+ * 512-byte rounding, m4d_head_bytes()); the loss's blocks count only where
+ * the loss is the moment's transient (m4d_stage_activations()).
+ * m4d_fragmentation() itself never falls (with expandable segments the peak
+ * rounded up to a 20 MiB page, which grows with it); the rest is sums,
+ * maxima and products of what grows with b and s and with the micro-batch
+ * count m, so where the floor does not fit, no larger b or s at the same or
+ * a larger m fits (within the softmax classes, m4d_ctx_softmax_falls_back()).
+ * The solvers bisect on it and the search prunes on it (lib/solve.c,
+ * lib/search.c). */
+bool m4d_floor_over_limit(const struct m4d_ctx *x, const mem4d_device *dev, const mem4d_report *r);
+
 
 /* The filled stage after stage i of n (every stage is filled, or with
  * peak_only stages 0, 1 and n-1 alone): loops visit the filled stages only. */

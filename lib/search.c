@@ -10,14 +10,17 @@
  * tests/test-search.c):
  *  - weights, gradients and optimizer state of a stage do not depend on b,
  *    recompute or v, and dist_opt 1 never holds more of them than dist_opt
- *    0, so once they alone exceed the fit limit on some stage, no layout of
- *    that (t, c, p) with as little or less sharding fits;
- *  - memory never decreases when b grows (activations scale with
- *    b * min(in-flight, m), and b * m is fixed), so once b does not fit no
- *    larger b does: where the stack's fused softmax runs at b. Where it
- *    declines b (m4d_ctx_softmax_falls_back()), PyTorch's fp32 softmax adds
- *    to the fused figure and a larger b that it takes may fit (micro-batch
- *    4 below 3), so no b is skipped then.
+ *    0, so once they alone exceed the fit limit on some stage (at the
+ *    group's smallest micro-batch count m: they can grow with m), no layout
+ *    of that (t, c, p) with as little or less sharding fits;
+ *  - the floor of m4d_floor_over_limit() never decreases when b grows at a
+ *    fixed m, nor when m grows at a fixed b, so once the next b's floor at
+ *    the group's smallest m does not fit, no larger b fits: where the
+ *    stack's fused softmax runs at that b. Memory itself can fall as b
+ *    grows (candidate_bounds()). Where the fused softmax declines b
+ *    (m4d_ctx_softmax_falls_back()), PyTorch's fp32 softmax adds to the
+ *    fused figure and a larger b that it takes may fit (micro-batch 4 below
+ *    3), so no b is skipped then.
  * Nothing is allocated per layout: groups, micro-batch lists and ranked
  * results live in arrays grown geometrically.
  * SPDX-License-Identifier: MIT
@@ -657,13 +660,13 @@ static struct m4d_act_terms *act_slot(struct act_sig *g, uint64_t b, uint64_t rc
  * b and the recompute mode change is redone, and the speed metrics wait
  * until the layout passes the filter (m4d_perf() in scan()). The report is
  * field for field mem4d_estimate()'s; tests/test-search.c proves it. */
-static M4D_INLINE mem4d_status quick_estimate(mem4d_search *s, uint64_t b, uint64_t rc, bool peak_only)
+static M4D_INLINE mem4d_status quick_estimate_m(mem4d_search *s, uint64_t b, uint64_t rc, uint64_t m, bool peak_only)
 {
     struct m4d_ctx *x = &s->x;
     mem4d_report *r = s->scratch;
     x->b = b;
     x->recompute = rc;
-    x->m = x->gbs ? x->gbs / (b * x->d) : 0;
+    x->m = m;
     m4d_report_reset(r, &s->dev);
     mem4d_status st = MEM4D_E_CONFLICT; /* m4d_resolve()'s status for the rule */
     /* the recompute rules depend on the group and the mode alone */
@@ -675,6 +678,11 @@ static M4D_INLINE mem4d_status quick_estimate(mem4d_search *s, uint64_t b, uint6
     }
     m4d_report_done(r, st);
     return st;
+}
+
+static M4D_INLINE mem4d_status quick_estimate(mem4d_search *s, uint64_t b, uint64_t rc, bool peak_only)
+{
+    return quick_estimate_m(s, b, rc, s->x.gbs ? s->x.gbs / (b * s->x.d) : 0, peak_only);
 }
 
 /* b's slot among the per-b step-time terms: b itself up to 48, above it
@@ -781,7 +789,9 @@ static void prune_group(mem4d_search *s)
 }
 
 /* Do the weights, gradients and optimizer state of some stage alone
- * exceed the fit limit? They do not depend on b or recompute. */
+ * exceed the fit limit? They do not depend on b or recompute, and depend on
+ * m only where they grow with it (torchtitan's FSDP2 keeps an unsharded
+ * gradient to accumulate into when m > 1). */
 static bool static_over_limit(const mem4d_search *s)
 {
     const mem4d_report *r = s->scratch;
@@ -794,6 +804,46 @@ static bool static_over_limit(const mem4d_search *s)
             return true;
     }
     return false;
+}
+
+/* What a candidate that does not fit bounds: nothing, the larger b of its
+ * recompute mode, or its whole group. Memory can fall as b grows: the
+ * logits blocks' segments (m4d_floor_over_limit() leaves them out), and
+ * with a known global batch the micro-batch count m = gbs/(d·b) falls with
+ * it, and with it what the other micro-batches in flight hold beside this
+ * one (llama2-7b at pp 2, 8 tokens, global batch 64 on 8 GPUs: 90 MB less
+ * at b 16, m 1, than at b 8, m 2, whose first stage forms its embedding
+ * gradient beside the other micro-batch) and, under torchtitan, the
+ * gradient accumulated over m > 1. The floor grows with b at a fixed m and
+ * with m at a fixed b, and the weights, gradients and optimizer state with
+ * m alone, so the next b's figures at the smallest m of the group (its
+ * last b's) bound every larger b, and the state every b. They are
+ * estimated where the candidate's own figures do not fit (figures that fit
+ * at m fit at a smaller m and at the candidate's b; there the candidate
+ * misses by the segments it strands, and the walk goes on). Where the
+ * fused softmax declines a b, a larger b that it takes may fit: a b that
+ * falls back bounds no larger b, and where the next b falls back the
+ * candidate's own b is estimated at that m instead. */
+enum { BOUNDS_NONE, BOUNDS_MBS, BOUNDS_GROUP };
+static int candidate_bounds(mem4d_search *s)
+{
+    struct m4d_ctx *x = &s->x;
+    bool state = static_over_limit(s), fused = !m4d_ctx_softmax_falls_back(x, x->s, x->b);
+    bool floor = fused && m4d_floor_over_limit(x, &s->dev, s->scratch);
+    uint64_t m_last = x->gbs ? x->gbs / (s->mbs[s->nmbs - 1] * x->d) : 0;
+    if ((state || floor) && x->m != m_last && s->bi < s->nmbs) {
+        uint64_t next = s->mbs[s->bi], at = m4d_ctx_softmax_falls_back(x, x->s, next) ? x->b : next;
+        /* the b terms of the group's cache hold each b's own m: not read or written */
+        struct m4d_b_terms *per_b = s->sc.per_b;
+        s->sc.per_b = NULL;
+        mem4d_status st = quick_estimate_m(s, at, x->recompute, m_last, true);
+        s->sc.per_b = per_b;
+        if (st != MEM4D_OK)
+            return BOUNDS_NONE;
+        state = state && static_over_limit(s);
+        floor = floor && m4d_floor_over_limit(x, &s->dev, s->scratch);
+    }
+    return state ? BOUNDS_GROUP : floor ? BOUNDS_MBS : BOUNDS_NONE;
 }
 
 /* Estimate candidates until one passes the filter: true with it in work and
@@ -811,11 +861,12 @@ static bool scan(mem4d_search *s, mem4d_status *err)
             search_perf(s);
             return true;
         }
-        if (static_over_limit(s)) {
+        int bounds = candidate_bounds(s);
+        if (bounds == BOUNDS_GROUP) {
             prune_group(s);
             s->dead = s->groups[s->gi];
-        } else if (!m4d_ctx_softmax_falls_back(&s->x, s->x.s, s->x.b)) {
-            prune_mbs(s); /* a larger b where the fused softmax declines this one may fit */
+        } else if (bounds == BOUNDS_MBS) {
+            prune_mbs(s);
         }
     }
     return false;

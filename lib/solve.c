@@ -1,11 +1,11 @@
 /*
  * Solvers: the inverse questions. The largest micro-batch and the longest
  * sequence that fit (a bisection on the part of the peak that never falls
- * as they grow, floor_bytes(), then the values it leaves are estimated: the
- * ones below whose peak is above the floor, and, where a stack's fused
- * softmax declines a shape, the ones above, memory being monotone only
- * within each class, m4d_ctx_softmax_falls_back()), and the fewest GPUs on
- * which some layout fits (searches over GPU counts).
+ * as they grow, m4d_floor_over_limit(), then the values it leaves are
+ * estimated: the ones below whose peak is above the floor, and, where a
+ * stack's fused softmax declines a shape, the ones above, memory being
+ * monotone only within each class, m4d_ctx_softmax_falls_back()), and the
+ * fewest GPUs on which some layout fits (searches over GPU counts).
  * SPDX-License-Identifier: MIT
  */
 #include "estimate_full.h"
@@ -63,39 +63,10 @@ struct probe {
     uint64_t best;           /* the largest x estimated that fits, 0 before one */
 };
 
-/* The part of the report's peak that never decreases as b or s grows (within
- * each softmax class, below, and while the micro-batch count m stays: b
- * without a global batch): every stage's TOTAL less the blocks its peak
- * moment strands and the logits blocks' segments beyond their bytes, the
- * part of FRAGMENTATION that m4d_fragmentation() of PEAK_ALLOCATED leaves.
- * Those can fall as the key grows (PyTorch's caching allocator gives a
- * request below 10 MiB a 20 MiB segment and one above its size rounded to
- * 2 MiB, loss_segments() in lib/estimate_activations.c; with expandable
- * segments only each block's 512-byte rounding, m4d_head_bytes(); the
- * loss's blocks count only where the loss is the moment's transient,
- * m4d_stage_activations()); m4d_fragmentation() itself never falls (with
- * expandable segments the peak rounded up to a 20 MiB page, which grows
- * with it); the rest is sums, maxima and products of what
- * grows with the tokens. The answer is exact as long as a value whose
- * floor does not fit bounds every larger one; the floor's own monotony
- * only keeps the bisection short. */
-static uint64_t floor_bytes(const struct probe *p)
-{
-    uint64_t most = 0;
-    const mem4d_report *r = p->r;
-    for (uint32_t i = 0; i < r->nstages; i = (uint32_t)m4d_stage_next(r->peak_only, i, r->nstages)) {
-        const uint64_t *t = r->stages[i].t;
-        bool ok = true;
-        uint64_t frag = m4d_fragmentation(&ok, p->c, p->dev, t[MEM4D_TERM_PEAK_ALLOCATED]);
-        uint64_t extra = ok && t[MEM4D_TERM_FRAGMENTATION] > frag ? t[MEM4D_TERM_FRAGMENTATION] - frag : 0;
-        most = max64(most, t[MEM4D_TERM_TOTAL] - extra);
-    }
-    return most;
-}
-
 /* Estimate the layout at x units: does it fit (then p->best may move), and
- * does it bound the larger values (its floor_bytes() do not fit)? A status
- * other than MEM4D_OK fits nothing and bounds everything above. */
+ * does it bound the larger values (its floor does not fit,
+ * m4d_floor_over_limit())? A status other than MEM4D_OK fits nothing and
+ * bounds everything above. */
 static bool probe(struct probe *p, uint64_t x, bool *bounds)
 {
     p->l.v[p->key] = x * p->unit;
@@ -103,10 +74,8 @@ static bool probe(struct probe *p, uint64_t x, bool *bounds)
     mem4d_status st = fits(p->model, &p->l, p->dev, p->r, &ok);
     if (ok && x > p->best)
         p->best = x;
-    if (bounds) {
-        uint64_t floor = st == MEM4D_OK ? floor_bytes(p) : UINT64_MAX;
-        *bounds = floor > p->dev->v[MEM4D_DEVICE_MEMORY_BYTES] || m4d_over_fit_limit(p->dev, p->r->mode, floor);
-    }
+    if (bounds) /* m stays: s, or b without a global batch */
+        *bounds = st != MEM4D_OK || m4d_floor_over_limit(p->c, p->dev, p->r);
     return ok;
 }
 

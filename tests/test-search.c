@@ -583,6 +583,53 @@ START_TEST(complete_pruning_heavy)
 }
 END_TEST
 
+/* Memory can fall as b grows where a known global batch sets the
+ * micro-batch count m = gbs/(d·b): the search once pruned every b above the
+ * first that did not fit, and every layout of a (t, c, p) whose weights,
+ * gradients and optimizer state did not fit at that b's m. The limit is
+ * the peak of a layout above a smaller b's of its group, so that the
+ * smaller one does not fit and it does:
+ * - llama2-7b at pp 2 on 8 GPUs, 8 tokens, global batch 64: b 16 (m 1)
+ *   peaks 90 MB below b 8 (m 2), whose first stage forms its embedding
+ *   gradient beside the other micro-batch in flight; the search yielded b 8
+ *   and below, not 16;
+ * - llama3.2-1b under torchtitan at pp 2 on 4 GPUs, global batch 16: FSDP2
+ *   keeps an unsharded gradient to accumulate into at m > 1, 3 GB that b 8
+ *   (m 1) does not hold; the search pruned the whole (t, c, p) at b 1.
+ * Brute force (check_complete_on) finds exactly the fitting set. */
+START_TEST(complete_where_memory_falls_with_the_micro_batch)
+{
+    static const struct {
+        const char *model, *fw, *world, *gbs, *layout[5];
+        uint64_t small, large;
+    } c[] = {
+        {"llama2-7b", "framework=megatron", "world=8", "gbs=64", {"tp=1", "pp=2", "recompute=0", "dist_opt=1", "sp=0"}, 8, 16},
+        {"llama3.2-1b", "framework=torchtitan", "world=4", "gbs=16", {"tp=1", "pp=2", "recompute=2", "dist_opt=1", "sp=0"}, 1, 8},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        mem4d_model *m = tu_model(c[i].model);
+        mem4d_device *d = tu_device("h200-141");
+        ck_assert_int_eq(mem4d_device_set(d, MEM4D_DEVICE_FULL_FIT_THRESHOLD_PPM, 1000000), MEM4D_OK);
+        mem4d_layout *l = tu_layout(c[i].fw, c[i].world, "seq=8", c[i].gbs, c[i].layout[0], c[i].layout[1],
+                                    c[i].layout[2], c[i].layout[3], c[i].layout[4], NULL);
+        uint64_t peak[2];
+        for (int k = 0; k < 2; k++) {
+            ck_assert_int_eq(mem4d_layout_set(l, MEM4D_LAYOUT_MICRO_BATCH, k ? c[i].large : c[i].small), MEM4D_OK);
+            mem4d_report *r = tu_estimate(m, l, d);
+            peak[k] = mem4d_report_peak_bytes(r);
+            mem4d_report_free(r);
+        }
+        ck_assert_msg(peak[1] < peak[0], "%s: the peak does not fall from b %llu to %llu", c[i].model,
+                      (unsigned long long)c[i].small, (unsigned long long)c[i].large);
+        ck_assert_int_eq(mem4d_device_set(d, MEM4D_DEVICE_MEMORY_BYTES, peak[1]), MEM4D_OK);
+        mem4d_layout_free(l);
+        mem4d_layout *base = tu_layout(c[i].fw, c[i].world, "seq=8", c[i].gbs, NULL);
+        check_complete_on(m, d, base, true, true); /* frees m and d */
+        mem4d_layout_free(base);
+    }
+}
+END_TEST
+
 /* The facts the pruning rests on, checked directly: the largest per-stage
  * weights + gradients + optimizer bytes of a (t, c, p) do not depend on b,
  * recompute or v, and dist_opt 1 never holds more than dist_opt 0. */
@@ -1492,6 +1539,7 @@ int main(void)
     tcase_add_test(tc, complete_uneven_stages);
     tcase_add_test(tc, middle_stages_never_exceed_stage_one);
     tcase_add_test(tc, complete_pruning_heavy);
+    tcase_add_test(tc, complete_where_memory_falls_with_the_micro_batch);
     tcase_add_test(tc, pruning_invariants);
     suite_add_tcase(s, tc);
     tc = tcase_create("options");
