@@ -133,7 +133,8 @@ void plan_print_table(FILE *out, const struct plan_rows *rs, size_t n, const str
     bool speed = rs->n == 0 || rs->a[0].metrics;
     fprintf(out, "%llu valid layouts estimated, %llu pruned unseen, in %.2f ms; %zu %s %.0f%% of memory. "
             "%s%s first%s:\n\n", (unsigned long long)st->valid, (unsigned long long)st->pruned, st->seconds * 1e3,
-            rs->n, all ? "listed; fits means at most" : "fit in", (double)thr / 1e4, all ? "Fitting, " : "",
+            rs->n, all ? "listed; fits means at most" : "fit in", (double)thr / 1e4,
+            !all ? "" : rs->n > 0 && rs->a[0].verdict == MEM4D_VERDICT_FITS ? "Fitting, " : "None fits; by verdict, ",
             speed ? (all ? "fastest" : "Fastest") : (all ? "least memory" : "Least memory"),
             speed ? "" : " (no step time: the device has no peak_flops)");
     if (st->valid == 0) {

@@ -328,6 +328,9 @@ p = run("plan", "--model", "llama3.1-405b", "--gpus", "8", "--json", "--all", "-
 check([r["verdict"] for r in json.loads(p.stdout)] == ["oom"] * 3, "no-fit --all json lists the rows")
 p = run("plan", "--model", "llama3.1-405b", "--gpus", "8", "--all", "--top", "3", code=1)
 check("No layout fits: the 2790 listed are all above 85% of memory." in p.stdout, f"no-fit --all table: {p.stdout!r}")
+# Its header promised "Fitting, fastest first" above rows none of which fit.
+check("None fits; by verdict, fastest first:" in p.stdout and "Fitting," not in p.stdout,
+      f"no-fit --all header: {p.stdout!r}")
 # Equivalence is a choice among layouts that fit: where none fits, none is equivalent. It
 # marked the first 1498 of these 2790 oom rows "=" ("the first 1498 are equivalent to the
 # fastest"), and the first 24 of 70 tight ones (70b on 8 GPUs of 195 GB), all of them
