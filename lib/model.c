@@ -287,6 +287,24 @@ void m4d_ctx_dense(const struct m4d_ctx *x, struct m4d_ctx *dense)
     dense->fs = 0;
 }
 
+/* Layers of [first, first + n) in a model's layer form: `zero` layers
+ * first, then `period` layers (at most 64) whose `mask` bits are set, the
+ * form of the expert layers and of the sliding-window ones. */
+static uint64_t periodic_layers_in(uint64_t zero, uint64_t period, uint64_t mask, uint64_t first, uint64_t n)
+{
+    uint64_t end = first + n, count = 0;
+    if (first < zero)
+        first = zero < end ? zero : end;
+    if (period == 1)
+        return end - first; /* the mask of a period of one is 1 */
+    /* Whole periods by their population, the rest one by one (period <= 64). */
+    uint64_t whole = (end - first) / period;
+    count = whole * (uint64_t)__builtin_popcountll(mask);
+    for (uint64_t i = first + whole * period; i < end; i++)
+        count += (mask >> ((i - zero) % period)) & 1u;
+    return count;
+}
+
 uint64_t m4d_moe_layers_in(const struct m4d_ctx *x, uint64_t first, uint64_t n)
 {
     if (!x->experts)
@@ -298,17 +316,12 @@ uint64_t m4d_moe_layers_in(const struct m4d_ctx *x, uint64_t first, uint64_t n)
             e += x->kinds[i].sym == 'E' ? counts[i] : 0;
         return e;
     }
-    uint64_t end = first + n, count = 0;
-    if (first < x->first_dense)
-        first = x->first_dense < end ? x->first_dense : end;
-    if (x->moe_period == 1)
-        return end - first; /* the mask of a period of one is 1 */
-    /* Whole periods by their population, the rest one by one (period <= 64). */
-    uint64_t whole = (end - first) / x->moe_period;
-    count = whole * (uint64_t)__builtin_popcountll(x->moe_mask);
-    for (uint64_t i = first + whole * x->moe_period; i < end; i++)
-        count += m4d_is_moe_layer(x, i);
-    return count;
+    return periodic_layers_in(x->first_dense, x->moe_period, x->moe_mask, first, n);
+}
+
+uint64_t m4d_local_layers_in(const struct m4d_ctx *x, uint64_t first, uint64_t n)
+{
+    return x->window ? periodic_layers_in(x->win_first, x->win_period, x->win_mask, first, n) : 0;
 }
 
 /* Biases of one MLP of width f (or of one expert): the first projection's

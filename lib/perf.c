@@ -822,6 +822,9 @@ struct unit_time {
     /* of layer_compute, the GPU waiting for the host's launches (EAGER_HOST,
      * m4d_moe_host): idle power (POWER_BALANCE) */
     double layer_host;
+    /* a global attention layer's compute beyond a local one's, all of it
+     * clocked (SLIDING_WINDOW: its attention forward, re-run and backward) */
+    double global;
 };
 
 #define MAX0(v) ((v) > 0 ? (v) : 0)
@@ -1521,23 +1524,27 @@ static double linears_time(const struct m4d_perf_group *pg, const struct m4d_gem
  * forward starts at n_block_min, csrc/flash_attn/src/flash_fwd_kernel.h,
  * Dao-AILab/flash-attention@0251105a; cuDNN's and FA3's alike). The mean over
  * the model's layers, global layers 1: the layers' mean keys per query over
- * the full kernel's. Not with cp > 1 (the ring's chunks) nor beside a
- * layer pattern (its attention layers' places): timed full,
- * m4d_window_timed_full(). */
+ * the full kernel's; a pipeline stage's global layers beyond the model's
+ * share add what a global layer's attention takes beyond a local one's
+ * (win_delta, stage_layers, pipeline_of). Not with cp > 1 (the ring's
+ * chunks) nor beside a layer pattern (its attention layers' places): timed
+ * full, m4d_window_timed_full(). */
 bool m4d_window_timed_full(const struct m4d_ctx *x)
 {
     return x->window && x->window < x->s && (x->c > 1 || x->nlt);
 }
 
-static double window_share(const struct m4d_ctx *x)
+static double window_local(const struct m4d_ctx *x)
 {
     if (!x->window || x->window >= x->s || m4d_window_timed_full(x) || !x->L)
         return 1;
-    double s = D(x->s), w = D(x->window), local = 0;
-    for (uint64_t i = 0; i < x->L; i++)
-        local += m4d_is_local_layer(x, i);
-    double f = (2 * w * s - w * (w - 1)) / (s * s);
-    return 1 - local / D(x->L) * (1 - (f < 1 ? f : 1));
+    double s = D(x->s), w = D(x->window), f = (2 * w * s - w * (w - 1)) / (s * s);
+    return f < 1 ? f : 1;
+}
+
+static double window_share(const struct m4d_ctx *x, double local)
+{
+    return local < 1 ? 1 - D(m4d_local_layers_in(x, 0, x->L)) / D(x->L) * (1 - local) : 1;
 }
 
 /* Flash attention of one layer. Causal kernels skip the masked half of
@@ -1550,6 +1557,7 @@ static void attention_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg
     pg->attn_pv_per_b = pg->attn_qk_tiles_per_b = pg->attn_bytes_fwd_per_b = pg->attn_bytes_bwd_per_b = 0;
     pg->attn_torch_fwd_per_b = pg->attn_torch_bwd_per_b = 0;
     pg->attn_softmax_s = pg->attn_softmax_np = 0;
+    pg->win_delta = 0;
     if (pg->mc.attn_unfused) { /* UNFUSED_ATTN: per sample, the rank's heads, q queries over k keys */
         double heads = D(x->a) / D(x->t), q = D(x->s) / D(x->c), k = D(x->s), dh = D(x->dh), r = pg->mc.gemm;
         double scores = heads * q * k, gemm_bytes = 2 * scores + heads * 2 * dh * (q + k);
@@ -1569,8 +1577,12 @@ static void attention_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg
         }
         return;
     }
-    double share = window_share(x);
+    double local = window_local(x), share = window_share(x, local);
     double w = pg->mc.attn_work, qd = D(x->a * x->dh), sc = D(x->s) / D(x->c), kv = 0.5 * w * sc * share;
+    /* a global layer's attention beyond a local one's, over the mean layer's
+     * (the charge is flops (kv + ATTN_FILL) / kv: affine in the keys) */
+    if (local < 1)
+        pg->win_delta = 0.5 * w * sc * (1 - local) / (kv + ATTN_FILL);
     double flops = 0.5 * w * 4 * D(x->s) * D(x->s) * qd / D(x->t * x->c) * share;
     pg->attn_flops_per_b = flops;
     /* ATTN_DROPOUT (a flash kernel's; unfused attention returned above and
@@ -1919,14 +1931,17 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
         bwd = bt->lin_bwd + ab + cpb + 2 * ew + b * pg->ew_grad_per_b + 2 * KERNELS_FWD * kern;
     }
     double rc_clocked = 0; /* of the re-run, its GEMMs and attention (POWER_BALANCE) */
+    double rc_attn = pf;   /* attention forwards the layer runs a micro-batch */
     if (M4D_UNLIKELY(op_policy(x, pg) && x->experts == 0 && !x->nlt)) {
         rc_clocked = op_sac_time(x, pg, M, 0);
         bwd += rc_clocked + ew;
     } else if (x->recompute == 1) { /* selective: the modules re-run in the backward; the core its dropout too */
         bwd += selective_time(x->rc_modules, pg, b, af + cpf + b * pg->attn_drop_per_b, mlp);
         rc_clocked = selective_time(x->rc_modules & RC_CLOCKED, pg, b, af, mlp);
+        rc_attn += (x->rc_modules & M4D_RC_CORE_ATTN) ? 1 : 0;
     }
     struct unit_time u = {0};
+    u.global = (rc_attn * af + ab) * pg->win_delta;
     struct m4d_moe_time mt = {0};
     double ecast = 0; /* the experts' fp8 casts, per micro-batch and once per step */
     if (M4D_UNLIKELY(pg->moe.on)) { /* the routed experts (lib/perf_moe.c) */
@@ -2048,9 +2063,18 @@ static struct unit_time unit_time_of(const struct m4d_ctx *x, const struct m4d_p
     return u;
 }
 
+/* SLIDING_WINDOW: the global layers of rank r beyond the model's share
+ * of its n layers. */
+static double global_excess(const struct m4d_ctx *x, uint64_t r, double n)
+{
+    double L = D(x->L), global = L - D(m4d_local_layers_in(x, 0, x->L));
+    return ((n - D(m4d_stage_local_layers(x, r))) * L - n * global) / L; /* 0 where the stage holds whole periods */
+}
+
 /* Layers of the first, the heaviest middle and the last rank (stages.c),
- * and of an MoE model the dense ones among them (the middle rank: of the
- * heaviest, the one with the most expert layers). */
+ * of an MoE model the dense ones among them, of a sliding window's model
+ * the global ones beyond the model's share (the middle rank: of the
+ * heaviest, the one with the most global layers, then expert layers). */
 static void stage_layers(const struct m4d_ctx *x, struct m4d_perf_group *pg)
 {
     const struct m4d_split *sp = &x->split;
@@ -2058,15 +2082,28 @@ static void stage_layers(const struct m4d_ctx *x, struct m4d_perf_group *pg)
     pg->n_last = D(m4d_split_rank_layers(sp, x->p - 1));
     pg->n_mid = D(m4d_split_middle_max(sp));
     pg->d_first = pg->d_mid = pg->d_last = 0;
-    if (!has_dense_layers(x))
+    pg->g_first = pg->g_mid = pg->g_last = pg->g_mids = 0;
+    bool dense = has_dense_layers(x), window = pg->win_delta > 0;
+    if (!dense && !window)
         return;
-    pg->d_first = pg->n_first - D(m4d_stage_moe_layers(x, 0));
-    pg->d_last = x->p > 1 ? pg->n_last - D(m4d_stage_moe_layers(x, x->p - 1)) : 0;
-    double best = -1;
+    if (dense) {
+        pg->d_first = pg->n_first - D(m4d_stage_moe_layers(x, 0));
+        pg->d_last = x->p > 1 ? pg->n_last - D(m4d_stage_moe_layers(x, x->p - 1)) : 0;
+    }
+    if (window) {
+        pg->g_first = global_excess(x, 0, pg->n_first);
+        pg->g_last = x->p > 1 ? global_excess(x, x->p - 1, pg->n_last) : 0;
+    }
+    double best_g = -1e300, best_e = -1;
     for (uint64_t r = 1; r + 1 < x->p; r++) {
-        double n = D(m4d_split_rank_layers(sp, r)), e = D(m4d_stage_moe_layers(x, r));
-        if (n == pg->n_mid && e > best)
-            best = e, pg->d_mid = n - e;
+        double n = D(m4d_split_rank_layers(sp, r)), e = dense ? D(m4d_stage_moe_layers(x, r)) : 0;
+        double g = window ? global_excess(x, r, n) : 0;
+        pg->g_mids += g;
+        if (n == pg->n_mid && (g > best_g || (g == best_g && e > best_e))) {
+            best_g = g, best_e = e;
+            pg->d_mid = dense ? n - e : 0;
+            pg->g_mid = g;
+        }
     }
 }
 
@@ -2374,6 +2411,7 @@ struct pipeline {
     double emax; /* expert layers of the slowest stage (lmax without an MoE model's dense ones) */
     double p2p;  /* the slowest stage's pipeline transfers per micro-batch */
     double head; /* 1 where the slowest stage holds the head */
+    double gx;   /* the slowest stage's global layers beyond the model's share (SLIDING_WINDOW) */
 };
 
 /* Stage times per micro-batch: the first stage also holds the head when
@@ -2387,26 +2425,30 @@ static struct pipeline pipeline_of(const struct m4d_ctx *x, const struct m4d_per
     /* an MoE model's dense layers: what each takes beyond an expert layer */
     double dl = u->dense - lt, dc = u->dense_compute - u->layer_compute;
     double df = pg->d_first, dm = pg->d_mid, dz = pg->d_last;
+    /* a sliding window's model: its global layers beyond the layers' share
+     * (SLIDING_WINDOW), each a global layer's attention beyond a local one's */
+    double gf = pg->g_first * u->global, gm = pg->g_mid * u->global, gz = pg->g_last * u->global;
     /* The framework's time per micro-batch outside the layers. */
     double hf = (x->p == 1 ? u->head : 0) + pg->mc.mb_overhead;
-    double mo = pg->mc.mb_overhead, tf = n_first * lt + df * dl + hf + p2p[0];
-    double tm = n_mid * lt + dm * dl + mo + p2p[1], tl = n_last * lt + dz * dl + u->head + mo + p2p[2];
+    double mo = pg->mc.mb_overhead, tf = n_first * lt + df * dl + gf + hf + p2p[0];
+    double tm = n_mid * lt + dm * dl + gm + mo + p2p[1], tl = n_last * lt + dz * dl + gz + u->head + mo + p2p[2];
     /* P2P_OVERLAP: the steady state without the transfers it hides (hid,
      * what they cost the compute beside them taken off already); the fill
      * and drain, the bubble, keep every stage's whole time */
-    struct pipeline pl = {tf - hid[0], n_first * u->layer_compute + df * dc + hf, n_first, n_first, 0, 0, n_first - df,
-                          p2p[0] - hid[0], x->p == 1};
+    struct pipeline pl = {tf - hid[0], n_first * u->layer_compute + df * dc + gf + hf, n_first, n_first, 0, 0, n_first - df,
+                          p2p[0] - hid[0], x->p == 1, pg->g_first};
     double sum = tf, whole = tf;
     if (x->p > 1) {
-        sum = tf + (p - 2) * tm + tl;
+        /* the middle stages each as the heaviest, their global layers their own */
+        sum = tf + (p - 2) * (tm - gm) + pg->g_mids * u->global + tl;
         if (x->p > 2 && tm - hid[1] > pl.tmax) {
-            pl = (struct pipeline){tm - hid[1], n_mid * u->layer_compute + dm * dc + mo, n_mid, 0, 0, 0, n_mid - dm,
-                                   p2p[1] - hid[1], 0};
+            pl = (struct pipeline){tm - hid[1], n_mid * u->layer_compute + dm * dc + gm + mo, n_mid, 0, 0, 0, n_mid - dm,
+                                   p2p[1] - hid[1], 0, pg->g_mid};
             whole = tm;
         }
         if (tl - hid[2] > pl.tmax) {
-            pl = (struct pipeline){tl - hid[2], n_last * u->layer_compute + dz * dc + u->head + mo, n_last, 0, 0, 0,
-                                   n_last - dz, p2p[2] - hid[2], 1};
+            pl = (struct pipeline){tl - hid[2], n_last * u->layer_compute + dz * dc + gz + u->head + mo, n_last, 0, 0, 0,
+                                   n_last - dz, p2p[2] - hid[2], 1, pg->g_last};
             whole = tl;
         }
     }
@@ -2601,7 +2643,7 @@ void m4d_perf_fill_memo(const struct m4d_ctx *x, const struct m4d_perf_group *pg
     double c = m * (pl.cmax - pl.emax * u.layer_host - pg->mc.mb_overhead);
     if (pr * step < c) {
         double kmax = pl.lmax * u.layer_clocked + (pl.lmax - pl.emax) * (u.dense_clocked - u.layer_clocked) +
-                      pl.head * u.head_clocked,
+                      pl.gx * u.global + pl.head * u.head_clocked,
                k = m * kmax;
         if (k > 0) {
             double stretch = power_stretch(pr, pg->mc.power_zc, k, c - k, step - c) - 1;

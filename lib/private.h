@@ -602,14 +602,10 @@ static inline bool m4d_is_moe_layer(const struct m4d_ctx *x, uint64_t i)
     return x->experts && i >= x->first_dense && ((x->moe_mask >> ((i - x->first_dense) % x->moe_period)) & 1u);
 }
 
-/* Is layer i (0-based) a sliding-window (local) attention layer? */
-static inline bool m4d_is_local_layer(const struct m4d_ctx *x, uint64_t i)
-{
-    return x->window && i >= x->win_first && ((x->win_mask >> ((i - x->win_first) % x->win_period)) & 1u);
-}
-
-/* Expert layers among layers [first, first + n). */
+/* Expert layers among layers [first, first + n); sliding-window (local)
+ * attention layers among them. */
 uint64_t m4d_moe_layers_in(const struct m4d_ctx *x, uint64_t first, uint64_t n);
+uint64_t m4d_local_layers_in(const struct m4d_ctx *x, uint64_t first, uint64_t n);
 
 /* The same model with every layer dense (an MoE model's dense layers). */
 void m4d_ctx_dense(const struct m4d_ctx *x, struct m4d_ctx *dense);
@@ -695,8 +691,10 @@ void m4d_split_of_table(const uint32_t *t, size_t S, uint64_t p, struct m4d_spli
 /* Layers of the first and last rank when L does not split evenly over p
  * (the search's uneven split); false when there is none. */
 bool m4d_split_uneven_ends(uint64_t L, uint64_t p, uint64_t *first, uint64_t *last);
-/* L_e(r): expert layers of rank r; of its heaviest chunk. */
+/* L_e(r): expert layers of rank r; of its heaviest chunk. Sliding-window
+ * (local) attention layers of rank r, over its chunks. */
 uint64_t m4d_stage_moe_layers(const struct m4d_ctx *x, uint64_t r);
+uint64_t m4d_stage_local_layers(const struct m4d_ctx *x, uint64_t r);
 uint64_t m4d_chunk_moe_layers(const struct m4d_ctx *x, uint64_t r);
 
 /* The layout rules that depend on the recompute mode, which a search
@@ -1146,6 +1144,13 @@ struct m4d_perf_group {
      * ffn, GEMMs dense_mlp above) beyond the shared expert's. */
     double d_first, d_mid, d_last;
     double dense_act_per_b;
+    /* Sliding-window attention (SLIDING_WINDOW, lib/perf.c): the global
+     * layers of the first, the middle and the last stage beyond the model's
+     * share of its layers (the layer's time charges the mean), those of
+     * every middle stage together, and a global layer's attention beyond a
+     * local one's over the mean layer's (0: no window modelled). */
+    double g_first, g_mid, g_last, g_mids;
+    double win_delta;
     double dp_reduce, dp_gather, dp_colls, opt_s; /* unhidden DP seconds, buckets, optimizer */
     double fp8_gather_lin; /* linear weights the DP and FSDP gathers move in fp8 (fp8_param_gather) */
     double dp_slow, fsdp_slow;                     /* extra compute seconds per hidden DP / FSDP second (nccl_slow_of) */

@@ -141,16 +141,26 @@ uint64_t m4d_split_middle_max(const struct m4d_split *sp)
     return m;
 }
 
+/* Layers of rank r, over its chunks, that `in` counts. */
+static uint64_t stage_layers_of(const struct m4d_ctx *x, uint64_t r,
+                                uint64_t (*in)(const struct m4d_ctx *, uint64_t, uint64_t))
+{
+    const struct m4d_split *sp = &x->split;
+    uint64_t e = 0;
+    for (uint64_t j = 0; j < sp->v; j++)
+        e += in(x, m4d_split_chunk_first(sp, r, j), m4d_split_chunk_layers(sp, r, j));
+    return e;
+}
+
 /* L_e(r): expert layers of rank r, over its chunks. */
 uint64_t m4d_stage_moe_layers(const struct m4d_ctx *x, uint64_t r)
 {
-    const struct m4d_split *sp = &x->split;
-    if (!x->experts)
-        return 0;
-    uint64_t e = 0;
-    for (uint64_t j = 0; j < sp->v; j++)
-        e += m4d_moe_layers_in(x, m4d_split_chunk_first(sp, r, j), m4d_split_chunk_layers(sp, r, j));
-    return e;
+    return x->experts ? stage_layers_of(x, r, m4d_moe_layers_in) : 0;
+}
+
+uint64_t m4d_stage_local_layers(const struct m4d_ctx *x, uint64_t r)
+{
+    return x->window ? stage_layers_of(x, r, m4d_local_layers_in) : 0;
 }
 
 /* Expert layers of the heaviest chunk of rank r (the rank itself without vpp). */

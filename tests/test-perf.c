@@ -843,6 +843,61 @@ START_TEST(sliding_window_skips_blocks)
 }
 END_TEST
 
+/* SLIDING_WINDOW per stage: a pipeline stage is charged its own global and
+ * local layers, not the model's mean share. Llama 3.1 8B's 32 layers at
+ * pp 4 (8 a stage), 32k tokens, a 512-token window on 28 layers: global
+ * layers 7, 15, 23, 31 (one a stage, period 8) or 14, 15, 30, 31 (period
+ * 16: none on ranks 0 and 2, two on ranks 1 and 3). The model's share is
+ * the same, so pp 1 times both alike; at pp 4 the last stage, the slowest
+ * (the head), holds one global layer more than its share in the second, and
+ * its compute is one global layer's attention beyond a local one's longer
+ * a micro-batch: of full attention's charge (s/2 + 384 keys a query) the
+ * window's keys' share. With vpp 2 (4-layer chunks, rank 3 holding chunks
+ * 3 and 7) rank 3 holds 2 and 4 global layers. A window of s or more is
+ * full attention. (Attention at 60% of the peak: attention_seconds.) */
+static void set_window(mem4d_model *m, const char *w, const char *freq, const char *mask)
+{
+    ck_assert_int_eq(mem4d_model_set_str(m, "window_size", w), MEM4D_OK);
+    ck_assert_int_eq(mem4d_model_set_str(m, "window_layer_freq", freq), MEM4D_OK);
+    ck_assert_int_eq(mem4d_model_set_str(m, "window_layer_mask", mask), MEM4D_OK);
+}
+
+START_TEST(sliding_window_stage_own_layers)
+{
+    mem4d_model *m = tu_model("llama3.1-8b");
+    mem4d_device *d = unpowered("h100-80");
+    const mem4d_metric T = MEM4D_METRIC_COMPUTE_TIME_S;
+    double s = 32768, w = 512, keys = (w * s - w * (w - 1) / 2) / s;
+    const char *even = "127", *twos = "16383"; /* globals at 7 of 8; at 14, 15 of 16 */
+    mem4d_layout *one = tu_layout("world=1", "seq=32768", "mbs=1", "gbs=8", NULL);
+    set_window(m, "512", "8", even);
+    double p1_even = predict(m, one, d, T);
+    set_window(m, "512", "16", twos);
+    ck_assert(predict(m, one, d, T) == p1_even);
+    const char *vpps[2] = {"1", "2"};
+    double extra[2] = {1, 2}; /* rank 3's global layers beyond the other pattern's */
+    for (int v = 0; v < 2; v++) {
+        mem4d_layout *l = tu_layout("world=4", "pp=4", "seq=32768", "mbs=1", "gbs=8", NULL);
+        ck_assert_int_eq(mem4d_layout_set_str(l, "vpp", vpps[v]), MEM4D_OK);
+        set_window(m, "0", "1", "1");
+        double t_full, a_full = attention_seconds(m, l, d, &t_full); /* the last stage's 8 layers' */
+        set_window(m, "512", "8", even);
+        double t_even = with(m, l, d, "attention_efficiency_ppm", "600000", T);
+        set_window(m, "512", "16", twos);
+        double t_twos = with(m, l, d, "attention_efficiency_ppm", "600000", T);
+        double expect = extra[v] * a_full / 8 * (s / 2 - keys) / (s / 2 + 384);
+        ck_assert_msg(fabs((t_twos - t_even) - expect) < 1e-9 * t_full, "vpp %s: %.9g s slower, expected %.9g",
+                      vpps[v], t_twos - t_even, expect);
+        set_window(m, "32768", "16", twos);
+        ck_assert(with(m, l, d, "attention_efficiency_ppm", "600000", T) == t_full);
+        mem4d_layout_free(l);
+    }
+    mem4d_layout_free(one);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
 /* Selective recompute re-runs softmax attention's core with its dropout
  * (Megatron's CoreAttention; Korthikanti et al. 2022, section 5): with
  * attention dropout on, the re-run moves the dropout's forward bytes again
@@ -2532,6 +2587,7 @@ int main(void)
     tcase_add_test(tc, rope_only_in_rotary_models);
     tcase_add_test(tc, unfused_attention_moves_scores);
     tcase_add_test(tc, sliding_window_skips_blocks);
+    tcase_add_test(tc, sliding_window_stage_own_layers);
     tcase_add_test(tc, unfused_alibi_bias_bytes);
     tcase_add_test(tc, unfused_attention_published);
     tcase_add_test(tc, selective_recompute_reruns_attention_dropout);
