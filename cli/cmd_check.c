@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "../lib/megatron_args.h" /* the flags a proposal replaces */
 
 extern char **environ;
 
@@ -110,47 +111,6 @@ static bool import_torchtitan_job(const struct cli_args *o, mem4d_import *imp, c
     return true;
 }
 
-/* The job's flags that say how the layers are split over the stages. A
- * proposal states its own split, and argparse cannot take back a switch
- * (--account-for-embedding-in-pipeline-split) or a split the proposal's
- * flags contradict (--num-layers-per-virtual-pipeline-stage next to
- * --num-virtual-stages-per-pipeline-rank): the proposal replaces them. So
- * too the expert sizes and the dispatcher, which the proposal leaves out
- * where they are Megatron's defaults (ep 1, etp = tp, allgather, deepep). */
-static const struct {
-    const char *name;
-    bool value;
-} split_flags[] = {
-    {"--expert-model-parallel-size", true},
-    {"--expert-tensor-parallel-size", true},
-    {"--moe-token-dispatcher-type", true},
-    {"--moe-flex-dispatcher-backend", true},
-    {"--moe-enable-deepep", false},
-    {"--pipeline-model-parallel-layout", true},
-    {"--num-layers-per-virtual-pipeline-stage", true},
-    {"--num-virtual-stages-per-pipeline-rank", true},
-    {"--decoder-first-pipeline-num-layers", true},
-    {"--decoder-last-pipeline-num-layers", true},
-    {"--account-for-embedding-in-pipeline-split", false},
-    {"--account-for-loss-in-pipeline-split", false},
-    {"--pp-partition-method", true}, /* Megatron-DeepSpeed */
-};
-
-/* How many words of argv[i..] are a split flag (with its value), or 0. */
-static int split_words(int argc, char *const *argv, int i)
-{
-    for (size_t k = 0; k < sizeof split_flags / sizeof split_flags[0]; k++) {
-        size_t n = strlen(split_flags[k].name);
-        if (strncmp(argv[i], split_flags[k].name, n) != 0)
-            continue;
-        if (argv[i][n] == '=' && split_flags[k].value)
-            return 1;
-        if (argv[i][n] == '\0')
-            return split_flags[k].value && i + 1 < argc ? 2 : 1;
-    }
-    return 0;
-}
-
 static bool has_arg(const struct cli_args *o, const char *name)
 {
     for (int i = 0; i < o->rest_argc; i++)
@@ -161,7 +121,11 @@ static bool has_arg(const struct cli_args *o, const char *name)
 
 /* When the job does not fit: the fastest layout of the same GPUs, sequence
  * and batch that does, as the Megatron-LM flags that set it, appended to the
- * job's arguments once the job's own split flags (drop) are taken out. */
+ * job's arguments once the job's flags it replaces (drop: every flag that
+ * sets a key the line writes, lib/megatron_args.h) are taken out. The line
+ * leaves out switches that are off and Megatron's defaults, and argparse
+ * cannot take a switch back, so a job's --sequence-parallel or recompute
+ * flags would otherwise outlive a proposal that turns them off. */
 struct proposal {
     bool found;
     char flags[1024];
@@ -169,7 +133,7 @@ struct proposal {
     uint64_t peak, device;
 };
 
-/* The job's arguments without its split flags, then the proposal's words:
+/* The job's arguments without the flags the proposal replaces, then its words:
  * an argument vector in words[] (pointing into argv and into text). */
 static int applied_args(const struct cli_args *o, struct proposal *p, char *text, char **words, int cap)
 {
@@ -177,7 +141,7 @@ static int applied_args(const struct cli_args *o, struct proposal *p, char *text
     size_t used = 0;
     p->drop[0] = '\0';
     for (int i = 0; i < o->rest_argc;) {
-        int w = split_words(o->rest_argc, o->rest_argv, i);
+        int w = m4d_megatron_replaced_words(o->rest_argc, (const char *const *)o->rest_argv, i);
         if (w == 0) {
             if (n < cap)
                 words[n++] = o->rest_argv[i];

@@ -28,6 +28,11 @@
  * "--moe-token-dispatcher-type flex" (core_v0.12 to 0.15 refuse it without
  * --moe-enable-deepep; HybridEP needs 0.16 anyway).
  *
+ * Since the line leaves out what is off or at the defaults, it replaces the
+ * job's flags rather than being appended to them: megatron_args.h lists
+ * every job flag it replaces (a flag written here is added there;
+ * test-megatron-args checks it).
+ *
  * SPDX-License-Identifier: MIT
  */
 #include <string.h>

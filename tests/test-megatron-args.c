@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "testutil.h"
+#include "../lib/megatron_args.h"
 
 /* Split a line at single spaces (the function writes no quoted words). */
 /* Split a line as the shell would: at spaces, a single-quoted word losing
@@ -171,6 +172,12 @@ START_TEST(reads_back_through_the_importer)
     char copy[1024];
     strcpy(copy, line);
     int argc = split(copy, argv, 64);
+    /* every flag of the line is one lib/megatron_args.h lists, so that
+     * `mem4d check` takes the job's own out before applying the line */
+    for (int i = 0; i < argc; i++)
+        if (strncmp(argv[i], "--", 2) == 0)
+            ck_assert_msg(m4d_megatron_replaced_words(argc, argv, i) > 0, "round trip %d: %s is not listed as replaced",
+                          _i, argv[i]);
     uint64_t dp = 0;
     ck_assert_int_eq(mem4d_layout_get(want, MEM4D_LAYOUT_DP, &dp), MEM4D_OK);
     uint64_t world = 1;

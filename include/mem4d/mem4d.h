@@ -2582,8 +2582,10 @@ MEM4D_API mem4d_status mem4d_import_set_llama_like(mem4d_import *import, int ena
  * allgather dispatcher, flex's deepep backend) are not written, so the line
  * replaces the job's parallel (expert ones included), dispatcher,
  * micro-batch, recompute and optimizer flags; appended to them it would keep
- * the job's own where it writes none. lib/megatron_args.c lists the
- * Megatron-LM commit and release that added each expert flag. Read back by
+ * the job's own where it writes none (lib/megatron_args.h lists every job
+ * flag the line replaces, as `mem4d check` takes them out).
+ * lib/megatron_args.c lists the Megatron-LM commit and release that added
+ * each expert flag. Read back by
  * mem4d_import_megatron(), it gives the same values for those keys.
  * @param model The model (its layer count sets layers per virtual stage and
  *        the layers per recompute group).

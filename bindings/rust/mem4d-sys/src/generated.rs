@@ -1587,8 +1587,9 @@ extern "C" {
     /// later: switches that are off and values that are that release's default (ep 1, etp equal to tp, the allgather
     /// dispatcher, flex's deepep backend) are not written, so the line replaces the job's parallel (expert ones
     /// included), dispatcher, micro-batch, recompute and optimizer flags; appended to them it would keep the job's own
-    /// where it writes none. lib/megatron_args.c lists the Megatron-LM commit and release that added each expert flag.
-    /// Read back by mem4d_import_megatron(), it gives the same values for those keys.
+    /// where it writes none (lib/megatron_args.h lists every job flag the line replaces, as `mem4d check` takes them
+    /// out). lib/megatron_args.c lists the Megatron-LM commit and release that added each expert flag. Read back by
+    /// mem4d_import_megatron(), it gives the same values for those keys.
     pub fn mem4d_layout_megatron_args(
         model: *const mem4d_model,
         layout: *const mem4d_layout,
