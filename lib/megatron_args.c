@@ -109,6 +109,10 @@ static void put_memory_switches(struct m4d_out *o, const mem4d_model *m, const m
         m4d_put(o, " --overlap-param-gather");
     if (lv(l, MEM4D_LAYOUT_TP_COMM_OVERLAP) && lv(l, MEM4D_LAYOUT_TP) > 1)
         m4d_put(o, " --tp-comm-overlap");
+    /* Megatron-LM overlaps the interleaved schedule's transfers by default
+     * (core_r0.4 on; the reader's rule, import_megatron.c): off is a flag */
+    if (!lv(l, MEM4D_LAYOUT_OVERLAP_P2P_COMM) && lv(l, MEM4D_LAYOUT_VPP) > 1 && lv(l, MEM4D_LAYOUT_PP) > 1)
+        m4d_put(o, " --no-overlap-p2p-communication");
     if (lv(l, MEM4D_LAYOUT_CP_COMM_TYPE) == 1 && lv(l, MEM4D_LAYOUT_CP) > 1) /* TE's name, not --help's "allgather" */
         m4d_put(o, " --cp-comm-type all_gather");
     if (lv(l, MEM4D_LAYOUT_RECOMPUTE) == 1) {

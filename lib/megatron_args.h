@@ -76,6 +76,10 @@ static const struct m4d_replaced_flag {
     {"--overlap-grad-reduce", M4D_REPLACED_SWITCH},
     {"--overlap-param-gather", M4D_REPLACED_SWITCH},
     {"--tp-comm-overlap", M4D_REPLACED_SWITCH},
+    /* the interleaved schedule's transfers: on by default with virtual
+     * stages, the opt-in of 2023-05 to 2023-10 the older spelling */
+    {"--no-overlap-p2p-communication", M4D_REPLACED_SWITCH},
+    {"--overlap-p2p-communication", M4D_REPLACED_SWITCH},
     {"--cp-comm-type", M4D_REPLACED_LIST}, /* one word, or one per layer */
     /* recomputation, with the older spellings the reader takes for it:
      * selective (--recompute-activations) and the legacy full recompute

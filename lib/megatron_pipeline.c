@@ -281,7 +281,14 @@ mem4d_status m4d_megatron_read_pipeline(mem4d_import *imp, const struct m4d_opt_
 {
     TRY(apply_vpp(imp, vals, m, l));
     TRY(apply_account_split(imp, vals, m, l));
-    return apply_pp_layout(imp, vals, m, l);
+    TRY(apply_pp_layout(imp, vals, m, l));
+    /* A layout of more virtual stages than ranks interleaves as the
+     * virtual-stage flags do: Megatron-LM's validate_args sets
+     * virtual_pipeline_model_parallel_size from it, and overlap_p2p_comm
+     * keeps its default, on (import_megatron.c sets it for the flags) */
+    if (GIVEN(MF_PP_LAYOUT) && l->v[MEM4D_LAYOUT_VPP] > 1 && !GIVEN(MF_NO_P2P_OVERLAP))
+        TRY(SET_L(l, MEM4D_LAYOUT_OVERLAP_P2P_COMM, 1, "--pipeline-model-parallel-layout"));
+    return MEM4D_OK;
 }
 
 /* --- writing ------------------------------------------------------------- */

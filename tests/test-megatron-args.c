@@ -125,6 +125,10 @@ static const char *const round_trips[][12] = {
     /* a layer table: 80 layers over 4 x 3 virtual stages, a run of equal ones written as "(t*7|)*8" */
     {"tp=8", "pp=4", "vpp=3", "dp=1", "seq=4096", "stage_layers=5,7,7,7,7,7,7,7,7,6,6,7", NULL},
     {"tp=8", "pp=4", "vpp=1", "dp=1", "seq=4096", "stage_layers=20,22,18,20", NULL},
+    /* the interleaved schedule's overlapped transfers, Megatron-LM's default with virtual stages
+     * (written as a flag when off), over the virtual-stage flags and over a layout string */
+    {"tp=4", "pp=8", "vpp=5", "dp=1", "seq=8192", "overlap_p2p_comm=1", NULL},
+    {"tp=8", "pp=4", "vpp=3", "dp=1", "seq=4096", "stage_layers=5,7,7,7,7,7,7,7,7,6,6,7", "overlap_p2p_comm=1", NULL},
     /* a model with experts: ep, etp (0: tp) and the dispatcher, each of which the search varies,
      * written where they are not Megatron-Core 0.16's defaults (ep 1, etp = tp, allgather, flex's
      * deepep); the job's own expert flags are replaced, not kept */
@@ -144,7 +148,7 @@ static const mem4d_layout_param compared[] = {
     MEM4D_LAYOUT_TP_COMM_OVERLAP, MEM4D_LAYOUT_OPTIMIZER_MOMENTS, MEM4D_LAYOUT_DIST_OPT_INSTANCES,
     MEM4D_LAYOUT_MOE_CAPACITY_FACTOR_PPM, MEM4D_LAYOUT_MOE_PAD_TO_CAPACITY, MEM4D_LAYOUT_ACTIVATION_OFFLOAD_LAYERS,
     MEM4D_LAYOUT_FIRST_CHUNK_FEWER_LAYERS, MEM4D_LAYOUT_LAST_CHUNK_FEWER_LAYERS, MEM4D_LAYOUT_CP_COMM_TYPE,
-    MEM4D_LAYOUT_ETP, MEM4D_LAYOUT_MOE_DISPATCHER,
+    MEM4D_LAYOUT_ETP, MEM4D_LAYOUT_MOE_DISPATCHER, MEM4D_LAYOUT_OVERLAP_P2P_COMM,
 };
 
 #define M4D_TEST_VS 64
@@ -210,6 +214,13 @@ START_TEST(reads_back_through_the_importer)
             uint64_t tp = 0;
             mem4d_layout_get(want, MEM4D_LAYOUT_TP, &tp);
             a = a && tp > 1; /* Megatron turns both off at tp 1; --tp-comm-overlap is not written there */
+        }
+        if (compared[i] == MEM4D_LAYOUT_OVERLAP_P2P_COMM) { /* read only when interleaved, and off otherwise */
+            uint64_t pp = 1, vpp = 1;
+            mem4d_layout_get(want, MEM4D_LAYOUT_PP, &pp);
+            mem4d_layout_get(want, MEM4D_LAYOUT_VPP, &vpp);
+            a = a && pp > 1 && vpp > 1;
+            b = b && pp > 1 && vpp > 1;
         }
         ck_assert_msg(a == b, "%s: %s wrote %llu, read back %llu", line,
                       mem4d_layout_param_name(compared[i]), (unsigned long long)a, (unsigned long long)b);
