@@ -188,9 +188,13 @@ static void deepspeed_zero(struct proposal *p, const mem4d_layout *best)
 }
 
 /* Read the job with the proposal applied as `check` reads a job, and judge it:
- * the proposal stands only if that command line is accepted and fits. */
+ * the proposal stands only if that command line is accepted, fits, and is
+ * estimated as the layout proposed (best, of the job's model) was: the same
+ * peak and step time, so that a flag the line leaves out or a reader takes
+ * otherwise cannot print one layout's figures for another's line. */
 static bool proposal_fits(const struct cli_args *o, const mem4d_layout *given, const mem4d_device *device,
-                          struct proposal *p, char *why, size_t n)
+                          const mem4d_model *job_model, const mem4d_layout *best, struct proposal *p, char *why,
+                          size_t n)
 {
     enum { CAP = 4096 };
     char text[sizeof p->flags];
@@ -220,8 +224,19 @@ static bool proposal_fits(const struct cli_args *o, const mem4d_layout *given, c
     fits = mem4d_report_verdict(rep) == MEM4D_VERDICT_FITS;
     p->peak = mem4d_report_peak_bytes(rep);
     p->device = mem4d_report_device_bytes(rep);
-    if (!fits)
+    if (!fits) {
         snprintf(why, n, "it is judged %s", mem4d_verdict_name(mem4d_report_verdict(rep)));
+        goto out;
+    }
+    double t_line = 0, t_best = 0;
+    mem4d_report_metric(rep, MEM4D_METRIC_STEP_TIME_S, &t_line);
+    if (mem4d_estimate(job_model, best, device, rep) != MEM4D_OK ||
+        mem4d_report_metric(rep, MEM4D_METRIC_STEP_TIME_S, &t_best) != MEM4D_OK ||
+        mem4d_report_peak_bytes(rep) != p->peak || t_best != t_line) {
+        fits = false;
+        snprintf(why, n, "its flags read back as another layout (peak %.2f GiB, step %.3f s; proposed %.2f GiB, "
+                 "%.3f s)", cli_gib(p->peak), t_line, cli_gib(mem4d_report_peak_bytes(rep)), t_best);
+    }
 out:
     mem4d_report_free(rep);
     mem4d_import_free(imp);
@@ -280,27 +295,37 @@ static mem4d_status best_dynamic_layout(const mem4d_model *model, const mem4d_de
 static void propose(const struct cli_args *o, const mem4d_layout *given, const mem4d_model *model,
                     const mem4d_device *device, const mem4d_layout *job, struct proposal *p)
 {
-    mem4d_layout *best = NULL;
+    mem4d_layout *best = NULL, *base = NULL;
     mem4d_report *rep = NULL;
     mem4d_status st = mem4d_layout_new(&best);
     if (st == MEM4D_OK)
         st = mem4d_report_new(&rep);
+    /* The layouts searched are run as Megatron-LM runs them: a job without
+     * virtual stages reads overlap_p2p_comm off, but an interleaved layout
+     * proposed for it overlaps its transfers, Megatron-LM's default there
+     * (the step time reads the key only when interleaved), unless the job
+     * turns it off */
     if (st == MEM4D_OK)
-        st = has_arg(o, "--use-dynamic-batch-size") ? best_dynamic_layout(model, device, job, best)
-                                                     : mem4d_solve_best_layout(model, device, job, best, rep);
+        st = mem4d_layout_clone(job, &base);
+    if (st == MEM4D_OK && !has_arg(o, "--no-overlap-p2p-communication"))
+        st = mem4d_layout_set(base, MEM4D_LAYOUT_OVERLAP_P2P_COMM, 1);
+    if (st == MEM4D_OK)
+        st = has_arg(o, "--use-dynamic-batch-size") ? best_dynamic_layout(model, device, base, best)
+                                                     : mem4d_solve_best_layout(model, device, base, best, rep);
     if (st == MEM4D_OK)
         st = mem4d_layout_megatron_args(model, best, p->flags, sizeof p->flags, NULL);
     p->found = st == MEM4D_OK;
     if (p->found && has_arg(o, "--deepspeed"))
         deepspeed_zero(p, best);
     char why[512];
-    if (p->found && !proposal_fits(o, given, device, p, why, sizeof why)) {
+    if (p->found && !proposal_fits(o, given, device, model, best, p, why, sizeof why)) {
         /* never a proposal that does not hold: say what went wrong */
         fprintf(stderr, "mem4d: warning: the best layout found (%s) does not hold over this job's flags: %s\n",
                 p->flags, cli_text(why));
         p->found = false;
     }
     mem4d_report_free(rep);
+    mem4d_layout_free(base);
     mem4d_layout_free(best);
 }
 

@@ -347,7 +347,10 @@ void m4d_megatron_put_pipeline(struct m4d_out *o, const mem4d_model *m, const me
         m4d_put(o, " --decoder-last-pipeline-num-layers %llu", last);
     if (v <= 1)
         return;
-    if (!first && !last && p && L % (p * v) == 0)
+    /* with a layer pattern the flag may count GPT layers, each two of the
+     * pattern's layers (apply_vpp: a mixer and its MLP), not the model's
+     * layers: the chunk count is the spelling that reads back the same */
+    if (!first && !last && p && L % (p * v) == 0 && !m->nlt)
         m4d_put(o, " --num-layers-per-virtual-pipeline-stage %llu", L / (p * v));
     else
         m4d_put(o, " --num-virtual-stages-per-pipeline-rank %llu", v);
