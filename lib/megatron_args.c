@@ -130,6 +130,9 @@ static void put_memory_switches(struct m4d_out *o, const mem4d_model *m, const m
         }
         m4d_put(o, " --recompute-granularity full --recompute-method %s --recompute-num-layers %llu",
             lv(l, MEM4D_LAYOUT_RECOMPUTE_METHOD) ? "block" : "uniform", layers ? layers : 1);
+        /* the checkpoints split over tp (Megatron refuses it otherwise) */
+        if (lv(l, MEM4D_LAYOUT_DISTRIBUTE_SAVED_ACTIVATIONS) && lv(l, MEM4D_LAYOUT_TP) > 1)
+            m4d_put(o, " --distribute-saved-activations");
     }
 }
 

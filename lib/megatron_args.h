@@ -13,8 +13,9 @@
  *
  * Flags the line does not write are not listed, even where the line's
  * layout makes them moot: --recompute-modules, --moe-layer-recompute,
- * --distribute-saved-activations, --overlapped-distributed-optimizer keep
- * the job's value (the proposal's layout keeps it too).
+ * --overlapped-distributed-optimizer keep the job's value (the proposal's
+ * layout keeps it too, and the reader takes them beside any recomputation;
+ * `mem4d check` compares the estimate read back with the proposal's).
  * SPDX-License-Identifier: MIT
  */
 #ifndef MEM4D_MEGATRON_ARGS_H
@@ -92,6 +93,10 @@ static const struct m4d_replaced_flag {
     {"--checkpoint-num-layers", M4D_REPLACED_VALUE},
     {"--activations-checkpoint-method", M4D_REPLACED_VALUE},
     {"--activations-checkpoint-num-layers", M4D_REPLACED_VALUE},
+    /* full recomputation's checkpoints split over tp: Megatron-LM (and the
+     * reader) refuse it without full recomputation and tp above 1, so a
+     * job's own would refuse a proposal that turns either off */
+    {"--distribute-saved-activations", M4D_REPLACED_SWITCH},
 };
 
 /* How many words of argv[i..] are a flag the line replaces, with its value

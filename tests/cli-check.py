@@ -192,6 +192,26 @@ if doc["proposal"]:
     rc, out, err = check(["--world-size", "8", "--gpu-memory-gib", "80"], kept + flags)
     expect("the job with the proposal applied fits", rc, 0, out, err)
 
+# A job's --distribute-saved-activations (full recompute's checkpoints split
+# over tp) outlived a proposal without full recomputation, and the reader
+# (as Megatron-LM) refuses it there: the proposal was withheld, "no layout
+# fits". The line now governs it: Llama-2-7B at micro-batch 8 with full
+# recompute on 8 x 24 GiB gets tp 4 without recomputation, the flag replaced.
+llama2_dsa = [w if w != "1" or llama2[i - 1] != "--micro-batch-size" else "8" for i, w in enumerate(llama2)]
+llama2_dsa += ["--recompute-granularity", "full", "--recompute-method", "uniform", "--recompute-num-layers", "1",
+               "--distribute-saved-activations"]
+rc, out, err = check(["--world-size", "8", "--gpu-memory-gib", "24", "--json"], llama2_dsa)
+doc = json.loads(out)
+expect("a proposal that turns full recomputation off despite --distribute-saved-activations is printed",
+       rc == 1 and doc["proposal"] is not None and "does not hold" not in err, True, out, err)
+if doc["proposal"]:
+    expect("replaces names the job's --distribute-saved-activations",
+           "--distribute-saved-activations" in doc["proposal"]["replaces"].split(), True, out, err)
+    kept, dropped = replaced_words(llama2_dsa)
+    rc, out, err = check(["--world-size", "8", "--gpu-memory-gib", "24"],
+                         kept + shlex.split(doc["proposal"]["megatron_flags"]))
+    expect("the job with that proposal applied fits", rc, 0, out, err)
+
 # Every proposal for the recipes of tests/data/megatron (on their hardware,
 # and on 70% to 25% of its memory so that most of them need one) is a command
 # line `mem4d check` accepts and judges fits: the job's arguments without the

@@ -113,6 +113,7 @@ static const char *const round_trips[][12] = {
     {"tp=1", "dp=64", "sp=0", "dist_opt=0", "recompute=selective", "seq=2048", "tp_comm_overlap=1", NULL},
     {"tp=8", "pp=2", "dp=4", "recompute=full", "recompute_method=block", "recompute_num_layers=7",
      "overlap_grad_reduce=1", "overlap_param_gather=1", "seq=8192", NULL},
+    {"tp=8", "pp=2", "dp=4", "recompute=full", "distribute_saved_activations=1", "seq=8192", NULL},
     {"tp=2", "dp=8", "zero_stage=3", "seq=8192", NULL},
     {"tp=2", "dp=8", "zero_stage=2", "seq=8192", NULL},
     {"tp=8", "dp=1", "seq=4096", "optimizer_moments=1", NULL},
@@ -149,6 +150,7 @@ static const mem4d_layout_param compared[] = {
     MEM4D_LAYOUT_MOE_CAPACITY_FACTOR_PPM, MEM4D_LAYOUT_MOE_PAD_TO_CAPACITY, MEM4D_LAYOUT_ACTIVATION_OFFLOAD_LAYERS,
     MEM4D_LAYOUT_FIRST_CHUNK_FEWER_LAYERS, MEM4D_LAYOUT_LAST_CHUNK_FEWER_LAYERS, MEM4D_LAYOUT_CP_COMM_TYPE,
     MEM4D_LAYOUT_ETP, MEM4D_LAYOUT_MOE_DISPATCHER, MEM4D_LAYOUT_OVERLAP_P2P_COMM,
+    MEM4D_LAYOUT_DISTRIBUTE_SAVED_ACTIVATIONS,
 };
 
 #define M4D_TEST_VS 64
@@ -221,6 +223,12 @@ START_TEST(reads_back_through_the_importer)
             mem4d_layout_get(want, MEM4D_LAYOUT_VPP, &vpp);
             a = a && pp > 1 && vpp > 1;
             b = b && pp > 1 && vpp > 1;
+        }
+        if (compared[i] == MEM4D_LAYOUT_DISTRIBUTE_SAVED_ACTIVATIONS) { /* only with full recompute, tp > 1 */
+            uint64_t tp = 1, rc = 0;
+            mem4d_layout_get(want, MEM4D_LAYOUT_TP, &tp);
+            mem4d_layout_get(want, MEM4D_LAYOUT_RECOMPUTE, &rc);
+            a = a && tp > 1 && rc == 2;
         }
         ck_assert_msg(a == b, "%s: %s wrote %llu, read back %llu", line,
                       mem4d_layout_param_name(compared[i]), (unsigned long long)a, (unsigned long long)b);
