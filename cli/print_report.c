@@ -91,19 +91,13 @@ static void print_attention(FILE *out, const mem4d_report *r, const mem4d_model 
     const char *k = cli_attention_kernel(r);
     if (strcmp(k, "unfused") != 0) {
         fprintf(out, "attention: fused (flash) attention, kernel %s", k);
-        uint64_t w = 0, L = 0, first = 0, period = 1, mask = 1, local = 0;
+        uint64_t w = 0, L = 0, local = 0, full = 0;
         mem4d_model_get(model, MEM4D_MODEL_WINDOW_SIZE, &w);
         mem4d_layout_get(layout, MEM4D_LAYOUT_SEQ_LENGTH, &s);
-        if (w && w < s) { /* the local layers, as the model keys place them */
+        if (w && w < s) { /* the local layers and how the step time takes them: the report's */
+            mem4d_report_info(r, MEM4D_INFO_WINDOW_LAYERS, &local);
+            mem4d_report_info(r, MEM4D_INFO_WINDOW_TIMED_FULL, &full);
             mem4d_model_get(model, MEM4D_MODEL_NUM_LAYERS, &L);
-            mem4d_model_get(model, MEM4D_MODEL_WINDOW_FIRST_FULL, &first);
-            mem4d_model_get(model, MEM4D_MODEL_WINDOW_LAYER_FREQ, &period);
-            mem4d_model_get(model, MEM4D_MODEL_WINDOW_LAYER_MASK, &mask);
-            for (uint64_t i = first; period && i < L; i++)
-                local += (mask >> ((i - first) % period)) & 1u;
-            uint64_t cp = 1;
-            mem4d_layout_get(layout, MEM4D_LAYOUT_CP, &cp);
-            bool full = cp > 1 || mem4d_model_get_layer_pattern(model, NULL, 0) > 0;
             fprintf(out, "; a sliding window of %llu keys on %llu of %llu layers%s", (unsigned long long)w,
                     (unsigned long long)local, (unsigned long long)L, full ? ", timed as full attention" : "");
         }

@@ -94,6 +94,8 @@ const char *mem4d_info_name(mem4d_info info)
         [MEM4D_INFO_PROCESS_GROUPS] = "process_groups",
         [MEM4D_INFO_ATTENTION_KERNEL] = "attention_kernel",
         [MEM4D_INFO_SOFTMAX_FALLBACK] = "softmax_fallback",
+        [MEM4D_INFO_WINDOW_LAYERS] = "window_layers",
+        [MEM4D_INFO_WINDOW_TIMED_FULL] = "window_timed_full",
     };
     M4D_TABLE_ROWS(names, M4D_NINFO);
     return (unsigned)info < M4D_NINFO ? names[info] : NULL;

@@ -421,10 +421,11 @@ static void unmodelled_warnings(const struct m4d_ctx *x, const mem4d_device *dev
     if (x->float8 && !x->fp8 && dev->v[MEM4D_DEVICE_PEAK_FLOPS])
         warn(r, "float8: the step time runs the linear GEMMs in bf16 (torchao's float8 GEMMs and casts are not "
                 "modelled) and MFU is of the bf16 peak: the float8 job is slower here than it runs");
-    if (x->window && x->window < x->s && !m4d_window_timed_full(x) && dev->v[MEM4D_DEVICE_PEAK_FLOPS])
+    enum m4d_window window = m4d_window_timing(x);
+    if (window == M4D_WINDOW_TIMED && dev->v[MEM4D_DEVICE_PEAK_FLOPS])
         warn(r, "window_size: MFU counts the local layers' attention over all earlier tokens (Megatron-LM's "
                 "FLOP count has no window term); the step time charges only the window's keys");
-    if (m4d_window_timed_full(x) && dev->v[MEM4D_DEVICE_PEAK_FLOPS])
+    if (window == M4D_WINDOW_TIMED_FULL && dev->v[MEM4D_DEVICE_PEAK_FLOPS])
         warn(r, x->c > 1 ? "window_size with cp > 1: the step time charges the local layers full causal attention "
                            "(the context-parallel ring's chunks under a sliding window are not modelled)"
                          : "window_size beside a layer pattern: the step time charges the local layers full causal "

@@ -1528,15 +1528,17 @@ static double linears_time(const struct m4d_perf_group *pg, const struct m4d_gem
  * share add what a global layer's attention takes beyond a local one's
  * (win_delta, stage_layers, pipeline_of). Not with cp > 1 (the ring's
  * chunks) nor beside a layer pattern (its attention layers' places): timed
- * full, m4d_window_timed_full(). */
-bool m4d_window_timed_full(const struct m4d_ctx *x)
+ * full, m4d_window_timing(). */
+enum m4d_window m4d_window_timing(const struct m4d_ctx *x)
 {
-    return x->window && x->window < x->s && (x->c > 1 || x->nlt);
+    if (!x->window || x->window >= x->s)
+        return M4D_WINDOW_NONE;
+    return x->c > 1 || x->nlt ? M4D_WINDOW_TIMED_FULL : M4D_WINDOW_TIMED;
 }
 
 static double window_local(const struct m4d_ctx *x)
 {
-    if (!x->window || x->window >= x->s || m4d_window_timed_full(x) || !x->L)
+    if (m4d_window_timing(x) != M4D_WINDOW_TIMED || !x->L)
         return 1;
     double s = D(x->s), w = D(x->window), f = (2 * w * s - w * (w - 1)) / (s * s);
     return f < 1 ? f : 1;

@@ -37,8 +37,8 @@ _Static_assert(M4D_LAYOUT_NPARAM <= 256, "cli_args.layout_given (cli/cli.h) has 
 M4D_ENUM_COUNT(M4D_DEVICE_NPARAM, MEM4D_DEVICE_PYTORCH_FSDP);
 #define M4D_NTERMS 15
 M4D_ENUM_COUNT(M4D_NTERMS, MEM4D_TERM_PEAK_MOMENT);
-#define M4D_NINFO 8
-M4D_ENUM_COUNT(M4D_NINFO, MEM4D_INFO_SOFTMAX_FALLBACK);
+#define M4D_NINFO 10
+M4D_ENUM_COUNT(M4D_NINFO, MEM4D_INFO_WINDOW_TIMED_FULL);
 #define M4D_NMETRICS 26
 M4D_ENUM_COUNT(M4D_NMETRICS, MEM4D_METRIC_STRAGGLER_S);
 #define M4D_NSEARCH_OPTIONS 6
@@ -1233,8 +1233,12 @@ uint64_t m4d_perf_effective(const mem4d_device *dev, mem4d_device_param key);
  * megatron-lm-2022 and megatron-deepspeed ones run softmax attention);
  * (c) the default stack's kernel is fused, flash_attn's default 1. */
 bool m4d_attention_fused(const mem4d_layout *l, const mem4d_device *dev);
-/* A sliding window shorter than the sequence, with cp > 1 or a layer pattern: timed as full causal attention (lib/perf.c). */
-bool m4d_window_timed_full(const struct m4d_ctx *x);
+/* How the step time takes the model's sliding window (lib/perf.c,
+ * SLIDING_WINDOW): none shorter than the sequence; over the window's keys;
+ * or, with cp > 1 or a layer pattern, as full causal attention. One owner
+ * for the step time, its warnings and the report's MEM4D_INFO_WINDOW_*. */
+enum m4d_window { M4D_WINDOW_NONE, M4D_WINDOW_TIMED, M4D_WINDOW_TIMED_FULL };
+enum m4d_window m4d_window_timing(const struct m4d_ctx *x);
 /* What the device decides of the job, onto a context m4d_resolve() filled:
  * its attention (m4d_ctx.flash, m4d_attention_fused()), the kernel that
  * runs it (m4d_ctx.attn_kernel, the report's MEM4D_INFO_ATTENTION_KERNEL)

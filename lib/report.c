@@ -113,6 +113,9 @@ mem4d_status m4d_report_fill_info(mem4d_report *r, const struct m4d_ctx *x)
     r->info[MEM4D_INFO_MODEL_PARAMS] = x->params_total;
     r->info[MEM4D_INFO_ATTENTION_KERNEL] = x->attn_kernel;
     r->info[MEM4D_INFO_SOFTMAX_FALLBACK] = m4d_ctx_softmax_falls_back(x, x->s, x->b);
+    enum m4d_window window = m4d_window_timing(x);
+    r->info[MEM4D_INFO_WINDOW_LAYERS] = window != M4D_WINDOW_NONE ? m4d_local_layers_in(x, 0, x->L) : 0;
+    r->info[MEM4D_INFO_WINDOW_TIMED_FULL] = window == M4D_WINDOW_TIMED_FULL;
     if (!x->params_total_ok) {
         m4d_msg(r->msg, sizeof r->msg, "the parameter count overflows 64 bits");
         return MEM4D_E_RANGE;

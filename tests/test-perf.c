@@ -831,6 +831,15 @@ START_TEST(sliding_window_skips_blocks)
     for (size_t i = 0; i < mem4d_report_warning_count(r); i++)
         warned |= strstr(mem4d_report_warning(r, i), "window_size with cp > 1") != NULL;
     ck_assert(warned);
+    /* the report says which layers are local and how they were timed */
+    uint64_t n = 0, full = 0;
+    ck_assert_int_eq(mem4d_report_info(r, MEM4D_INFO_WINDOW_LAYERS, &n), MEM4D_OK);
+    ck_assert_int_eq(mem4d_report_info(r, MEM4D_INFO_WINDOW_TIMED_FULL, &full), MEM4D_OK);
+    ck_assert(n == (uint64_t)local && full == 1);
+    ck_assert_int_eq(mem4d_estimate(m, l, d, r), MEM4D_OK);
+    ck_assert_int_eq(mem4d_report_info(r, MEM4D_INFO_WINDOW_LAYERS, &n), MEM4D_OK);
+    ck_assert_int_eq(mem4d_report_info(r, MEM4D_INFO_WINDOW_TIMED_FULL, &full), MEM4D_OK);
+    ck_assert(n == (uint64_t)local && full == 0);
     mem4d_report_free(r);
     ck_assert_int_eq(mem4d_device_set_str(d, "attention_kernel", "unfused"), MEM4D_OK);
     double t_unfused = predict(m, l, d, T);

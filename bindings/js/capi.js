@@ -435,6 +435,8 @@ export const ENUMS = Object.freeze({
         MEM4D_INFO_PROCESS_GROUPS: 5,
         MEM4D_INFO_ATTENTION_KERNEL: 6,
         MEM4D_INFO_SOFTMAX_FALLBACK: 7,
+        MEM4D_INFO_WINDOW_LAYERS: 8,
+        MEM4D_INFO_WINDOW_TIMED_FULL: 9,
     }),
     mem4d_metric: Object.freeze({
         MEM4D_METRIC_STEP_TIME_S: 0,

@@ -1788,7 +1788,15 @@ typedef enum mem4d_info {
      * place, keeping more memory for the backward and moving more bytes; 0 where the
      * fused softmax runs, and always with fused attention (::MEM4D_INFO_ATTENTION_KERNEL
      * other than 5), which has no softmax kernel of its own. @since 0.2 */
-    MEM4D_INFO_SOFTMAX_FALLBACK = 7
+    MEM4D_INFO_SOFTMAX_FALLBACK = 7,
+    /** The model's local layers, those its sliding window (::MEM4D_MODEL_WINDOW_SIZE
+     * and the window layer keys) limits to the window's keys; 0 without a window
+     * shorter than the sequence. @since 0.2 */
+    MEM4D_INFO_WINDOW_LAYERS = 8,
+    /** 1 where the step time charges those layers full causal attention all the
+     * same (cp > 1: the context-parallel ring's chunks under a window; or a layer
+     * pattern beside the window), as the report's warning says; else 0. @since 0.2 */
+    MEM4D_INFO_WINDOW_TIMED_FULL = 9
 } mem4d_info;
 
 /**

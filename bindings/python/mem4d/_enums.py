@@ -344,6 +344,8 @@ class Info(enum.IntEnum):
     PROCESS_GROUPS = 5
     ATTENTION_KERNEL = 6
     SOFTMAX_FALLBACK = 7
+    WINDOW_LAYERS = 8
+    WINDOW_TIMED_FULL = 9
 
 
 class Metric(enum.IntEnum):

@@ -915,6 +915,12 @@ pub const MEM4D_INFO_ATTENTION_KERNEL: mem4d_info = 6;
 /// place, keeping more memory for the backward and moving more bytes; 0 where the fused softmax runs, and always with
 /// fused attention (MEM4D_INFO_ATTENTION_KERNEL other than 5), which has no softmax kernel of its own. @since 0.2
 pub const MEM4D_INFO_SOFTMAX_FALLBACK: mem4d_info = 7;
+/// The model's local layers, those its sliding window (MEM4D_MODEL_WINDOW_SIZE and the window layer keys) limits to the
+/// window's keys; 0 without a window shorter than the sequence. @since 0.2
+pub const MEM4D_INFO_WINDOW_LAYERS: mem4d_info = 8;
+/// 1 where the step time charges those layers full causal attention all the same (cp > 1: the context-parallel ring's
+/// chunks under a window; or a layer pattern beside the window), as the report's warning says; else 0. @since 0.2
+pub const MEM4D_INFO_WINDOW_TIMED_FULL: mem4d_info = 9;
 
 /// `mem4d_metric` (a C enum, passed as `int`): Predicted speed of a layout (see mem4d_report_metric()).
 pub type mem4d_metric = c_int;

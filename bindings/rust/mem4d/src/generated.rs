@@ -147,11 +147,18 @@ pub enum Info {
     /// always with fused attention (MEM4D_INFO_ATTENTION_KERNEL other than 5), which has no softmax kernel of its own.
     /// @since 0.2
     SoftmaxFallback = sys::MEM4D_INFO_SOFTMAX_FALLBACK,
+    /// The model's local layers, those its sliding window (MEM4D_MODEL_WINDOW_SIZE and the window layer keys) limits to
+    /// the window's keys; 0 without a window shorter than the sequence. @since 0.2
+    WindowLayers = sys::MEM4D_INFO_WINDOW_LAYERS,
+    /// 1 where the step time charges those layers full causal attention all the same (cp > 1: the context-parallel
+    /// ring's chunks under a window; or a layer pattern beside the window), as the report's warning says; else 0.
+    /// @since 0.2
+    WindowTimedFull = sys::MEM4D_INFO_WINDOW_TIMED_FULL,
 }
 
 impl Info {
     /// Every value, in the header's order.
-    pub const ALL: [Info; 8] = [
+    pub const ALL: [Info; 10] = [
         Info::Dp,
         Info::World,
         Info::Microbatches,
@@ -160,6 +167,8 @@ impl Info {
         Info::ProcessGroups,
         Info::AttentionKernel,
         Info::SoftmaxFallback,
+        Info::WindowLayers,
+        Info::WindowTimedFull,
     ];
 }
 
