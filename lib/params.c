@@ -307,6 +307,7 @@ const struct m4d_param_desc m4d_device_params[] = {
     [MEM4D_DEVICE_MOE_LOAD_SPREAD_PPM] = PPM_ROW("moe_load_spread_ppm", NULL, NULL, 0, 4000000, 0),
     [MEM4D_DEVICE_INTER_NODE_EFFICIENCY_PPM] = PPM_ROW("inter_node_efficiency_ppm", NULL, NULL, 0, 1000000, 0),
     [MEM4D_DEVICE_PYTORCH_FSDP] = BOOL_ROW("pytorch_fsdp", NULL, NULL, 0),
+    [MEM4D_DEVICE_PEAK_FP4_FLOPS] = FLOPS_ROW("peak_fp4_flops", "peak_nvfp4_flops", NULL, 0, UINT64_C(1) << 60, 0),
 };
 M4D_TABLE_ROWS(m4d_device_params, M4D_DEVICE_NPARAM);
 

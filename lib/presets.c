@@ -64,12 +64,18 @@ const size_t m4d_model_preset_n = sizeof m4d_model_presets / sizeof m4d_model_pr
  * (Transformer Engine's CPU-offloading guide); B200's is left unknown. */
 #define PCIE4 [MEM4D_DEVICE_HOST_BANDWIDTH] = 32 * G9
 #define PCIE5 [MEM4D_DEVICE_HOST_BANDWIDTH] = 64 * G9
+/* The dense fp4 tensor-core peak, TFLOP/s (B200 and later; 0 before):
+ * stas00/ml-engineering@744d01e compute/accelerator/README.md, "TFLOPS
+ * comparison table", fp4 column, from the DGX B200/B300 data sheets and the
+ * GB200/GB300 NVL72 specifications (doc/presets.md). */
+#define FP4(tf) [MEM4D_DEVICE_PEAK_FP4_FLOPS] = (tf) * T12
 /* The board's rated power: the data sheets' maximum TDP, what the step's
  * power balance holds a step's mean power to (POWER_BALANCE, lib/perf.c). */
 #define W(n) [MEM4D_DEVICE_BOARD_POWER_W] = n
 /* The share of the HBM rate a streaming kernel (one load, one store stream)
  * reaches, measured per GPU (doc/presets.md, "Achievable HBM bandwidth");
- * every H100 takes the H100 PCIe's, B200 and GB200 have none measured. */
+ * every H100 takes the H100 PCIe's; B200, GB200, B300 and GB300 have none
+ * measured. */
 #define HBM(ppm) [MEM4D_DEVICE_HBM_EFFICIENCY_PPM] = ppm
 #define H100_NVL(name_) D(name_, 94, 8355, 16710, 3900, 300, 50, 132, 803, 709, [MEM4D_DEVICE_NVLINK_DOMAIN] = 2, PCIE5, W(400), HBM(852000))
 const struct m4d_device_preset m4d_device_presets[] = {
@@ -81,12 +87,23 @@ const struct m4d_device_preset m4d_device_presets[] = {
     D("h100-sxm-94", 94, 9894, 19789, 3350, 450, 50, 132, 803, 709, PCIE5, W(700), HBM(852000)),
     H100_NVL("h100-nvl-94"),
     D("h200-141", 141, 9894, 19789, 4800, 450, 50, 132, 803, 734, PCIE5, W(700), HBM(850000)),
-    D("b200-180", 180, 22500, 45000, 8000, 900, 50, 148, 776, 763, W(1000)),
+    D("b200-180", 180, 22500, 45000, 8000, 900, 50, 148, 776, 763, W(1000), FP4(9000)),
     /* One GPU of a GB200 NVL72 rack: 18 trays of 4 GPUs in one NVLink
      * domain, one 400 Gb/s ConnectX-7 per GPU. */
     D("gb200-186", 186, 25000, 50000, 8000, 900, 50, 148, 729, 723, [MEM4D_DEVICE_GPUS_PER_NODE] = 4,
       [MEM4D_DEVICE_NVLINK_DOMAIN] = 72, [MEM4D_DEVICE_NICS_PER_NODE] = 4, [MEM4D_DEVICE_NIC_BANDWIDTH] = 50 * G9,
-      [MEM4D_DEVICE_HOST_BANDWIDTH] = 450 * G9, W(1200)),
+      [MEM4D_DEVICE_HOST_BANDWIDTH] = 450 * G9, W(1200), FP4(10000)),
+    /* Blackwell Ultra in a DGX/HGX B300: 8 GPUs on NVLink 5, one 800 Gb/s
+     * ConnectX-8 per GPU (100 GB/s); bf16 and fp8 as B200's, fp4 1.4x.
+     * MAMF measured on a B300 SXM (doc/presets.md). */
+    D("b300-288", 288, 22500, 45000, 8000, 900, 100, 160, 786, 745, W(1000), FP4(12600)),
+    /* One GPU of a GB300 NVL72 rack: GB200's rack with Blackwell Ultra, 288
+     * GB of HBM3e a GPU (72 x 288 GB = 20.7 TB a rack), one 800 Gb/s
+     * ConnectX-8 per GPU. No MAMF is published for GB300: it takes GB200's
+     * (the same Grace-coupled board and clocks as GB200 against B200). */
+    D("gb300-288", 288, 25000, 50000, 8000, 900, 100, 160, 729, 723, [MEM4D_DEVICE_GPUS_PER_NODE] = 4,
+      [MEM4D_DEVICE_NVLINK_DOMAIN] = 72, [MEM4D_DEVICE_NICS_PER_NODE] = 4, [MEM4D_DEVICE_NIC_BANDWIDTH] = 100 * G9,
+      [MEM4D_DEVICE_HOST_BANDWIDTH] = 450 * G9, W(1400), FP4(15000)),
     D_ROCM("mi300x-192", 192, 13074, 26149, 5300, 448, 50, 304, 514, 1, PCIE5, W(750), HBM(777000)),
 };
 const size_t m4d_device_preset_n = sizeof m4d_device_presets / sizeof m4d_device_presets[0];

@@ -33,8 +33,8 @@ M4D_ENUM_COUNT(M4D_LAYOUT_NPARAM, MEM4D_LAYOUT_OVERLAP_P2P_COMM);
 /* The CLI keeps a flag per layout key (cli_args.layout_given, cli/cli.h,
  * CLI_MAX_LAYOUT_KEYS): raise it with the count past 256. */
 _Static_assert(M4D_LAYOUT_NPARAM <= 256, "cli_args.layout_given (cli/cli.h) has room for 256 layout keys");
-#define M4D_DEVICE_NPARAM 39
-M4D_ENUM_COUNT(M4D_DEVICE_NPARAM, MEM4D_DEVICE_PYTORCH_FSDP);
+#define M4D_DEVICE_NPARAM 40
+M4D_ENUM_COUNT(M4D_DEVICE_NPARAM, MEM4D_DEVICE_PEAK_FP4_FLOPS);
 #define M4D_NTERMS 15
 M4D_ENUM_COUNT(M4D_NTERMS, MEM4D_TERM_PEAK_MOMENT);
 #define M4D_NINFO 10

@@ -23,6 +23,7 @@ static const struct {
     {"h100-nvl-94", 94 * GiB, 8355, 8, 852000},  {"h100-sxm-94", 94 * GiB, 9894, 8, 852000},
     {"h200-141", 141 * GiB, 9894, 8, 850000},    {"b200-180", 180 * GiB, 22500, 8, 0},
     {"gb200-186", 186 * GiB, 25000, 4, 0},       {"mi300x-192", 192 * GiB, 13074, 8, 777000},
+    {"b300-288", 288 * GiB, 22500, 8, 0},        {"gb300-288", 288 * GiB, 25000, 4, 0},
 };
 
 START_TEST(presets)
@@ -48,6 +49,50 @@ START_TEST(presets)
         ck_assert_uint_gt(v, 0);
     }
     ck_assert_str_eq(mem4d_device_name(d), published[_i].name);
+    mem4d_device_free(d);
+}
+END_TEST
+
+/* The Blackwell presets' fp8 and fp4 peaks, MAMF shares and links as
+ * doc/presets.md cites them: Blackwell Ultra keeps B200/GB200's bf16 and fp8
+ * and raises the dense fp4 peak (12.6 against 9 PFLOP/s on the DGX board,
+ * 15 against 10 in the NVL72 rack), with one 800 Gb/s ConnectX-8 a GPU; a
+ * GPU before Blackwell has no fp4 peak. */
+START_TEST(blackwell_fp4_peaks)
+{
+    static const struct {
+        const char *name;
+        uint64_t fp8_tf, fp4_tf, mm_ppm, fp8_ppm, nic_gbs, domain, sms, watts;
+    } bw[] = {
+        {"b200-180", 4500, 9000, 776000, 763000, 50, 0, 148, 1000},
+        {"gb200-186", 5000, 10000, 729000, 723000, 50, 72, 148, 1200},
+        {"b300-288", 4500, 12600, 786000, 745000, 100, 0, 160, 1000},
+        {"gb300-288", 5000, 15000, 729000, 723000, 100, 72, 160, 1400},
+        {"h100-80", 1978, 0, 803000, 709000, 50, 0, 132, 700},
+    };
+    for (size_t i = 0; i < sizeof bw / sizeof bw[0]; i++) {
+        mem4d_device *d = tu_device(bw[i].name);
+        uint64_t nics = tu_device_get(d, "nics_per_node");
+        ck_assert_uint_eq(tu_device_get(d, "peak_fp8_flops") / UINT64_C(1000000000000), bw[i].fp8_tf);
+        ck_assert_uint_eq(tu_device_get(d, "peak_fp4_flops"), bw[i].fp4_tf * UINT64_C(1000000000000));
+        ck_assert_uint_eq(tu_device_get(d, "matmul_efficiency_ppm"), bw[i].mm_ppm);
+        ck_assert_uint_eq(tu_device_get(d, "fp8_efficiency_ppm"), bw[i].fp8_ppm);
+        ck_assert_uint_eq(tu_device_get(d, nics ? "nic_bandwidth" : "inter_node_bandwidth"),
+                          bw[i].nic_gbs * UINT64_C(1000000000));
+        ck_assert_uint_eq(tu_device_get(d, "nvlink_domain"), bw[i].domain);
+        ck_assert_uint_eq(tu_device_get(d, "sm_count"), bw[i].sms);
+        ck_assert_uint_eq(tu_device_get(d, "board_power_w"), bw[i].watts);
+        ck_assert_uint_eq(tu_device_get(d, "intra_node_bandwidth"), (i < 4 ? 900 : 450) * UINT64_C(1000000000));
+        mem4d_device_free(d);
+    }
+    mem4d_device *d = NULL;
+    uint64_t v = 1;
+    ck_assert_int_eq(mem4d_device_new(&d), MEM4D_OK);
+    ck_assert_int_eq(mem4d_device_get(d, MEM4D_DEVICE_PEAK_FP4_FLOPS, &v), MEM4D_OK);
+    ck_assert_uint_eq(v, 0);
+    ck_assert_int_eq(mem4d_device_set_str(d, "peak_nvfp4_flops", "15000000000000000"), MEM4D_OK);
+    mem4d_device_get(d, MEM4D_DEVICE_PEAK_FP4_FLOPS, &v);
+    ck_assert_uint_eq(v, UINT64_C(15000000000000000));
     mem4d_device_free(d);
 }
 END_TEST
@@ -243,6 +288,7 @@ int main(void)
     Suite *s = suite_create("device");
     TCase *tc = tcase_create("core");
     tcase_add_loop_test(tc, presets, 0, (int)(sizeof published / sizeof published[0]));
+    tcase_add_test(tc, blackwell_fp4_peaks);
     tcase_add_test(tc, keys);
     tcase_add_test(tc, h100_94_is_the_nvl);
     tcase_add_test(tc, device_files);

@@ -394,6 +394,7 @@ export const ENUMS = Object.freeze({
         MEM4D_DEVICE_MOE_LOAD_SPREAD_PPM: 36,
         MEM4D_DEVICE_INTER_NODE_EFFICIENCY_PPM: 37,
         MEM4D_DEVICE_PYTORCH_FSDP: 38,
+        MEM4D_DEVICE_PEAK_FP4_FLOPS: 39,
     }),
     mem4d_mode: Object.freeze({
         MEM4D_MODE_FULL: 0,

@@ -1435,7 +1435,12 @@ typedef enum mem4d_device_param {
      * dist_opt: FSDP accumulating over the micro-batches, as Llama 3's pre-training did) the
      * gathers and reduce-scatters run per unit beside the GEMMs, which they slow as FSDP's
      * collectives do (doc/perf.md, "Communication"). 0 (default): the stack's. @since 0.2 */
-    MEM4D_DEVICE_PYTORCH_FSDP = 38
+    MEM4D_DEVICE_PYTORCH_FSDP = 38,
+    /** "peak_fp4_flops": dense fp4 (NVFP4, E2M1) tensor-core peak, FLOP/s; 0 when the GPU has
+     * no fp4 tensor cores (before Blackwell). The GEMMs of layout fp8_recipe "nvfp4" run at it
+     * and MFU is of it; a job with that recipe on a device without it is refused
+     * (doc/presets.md; doc/perf.md, "NVFP4"). Default 0. @since 0.2 */
+    MEM4D_DEVICE_PEAK_FP4_FLOPS = 39
 } mem4d_device_param;
 
 /**

@@ -283,6 +283,7 @@ class DeviceParam(enum.IntEnum):
     MOE_LOAD_SPREAD_PPM = 36
     INTER_NODE_EFFICIENCY_PPM = 37
     PYTORCH_FSDP = 38
+    PEAK_FP4_FLOPS = 39
 
 
 class Mode(enum.IntEnum):
