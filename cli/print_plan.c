@@ -272,7 +272,7 @@ void plan_print_csv(FILE *out, const struct plan_rows *rs, size_t n)
     fputs("rank,tp,cp,pp,dp,mbs,vpp,recompute,dist_opt,first_stage_layers,last_stage_layers,peak_bytes,"
           "device_bytes,verdict,"
           "step_time_s,tokens_per_s,tflops_per_gpu,mfu,tokens_per_s_low,tokens_per_s_high,equivalent_to_fastest,"
-          "attention_kernel,softmax_fallback\n",
+          "attention_kernel,softmax_fallback,ep,etp,moe_dispatcher\n",
           out);
     for (size_t i = 0; i < n; i++) {
         const struct plan_row *w = &rs->a[i];
@@ -287,9 +287,13 @@ void plan_print_csv(FILE *out, const struct plan_rows *rs, size_t n)
                     w->tok_hi);
         else
             fputs(",,,,,,", out);
-        /* appended after the first columns, whose indexes stay */
-        fprintf(out, ",%s,%s,%s\n", w->equivalent ? "true" : "false", w->attention,
-                w->softmax_fallback ? "true" : "false");
+        /* appended after the first columns, whose indexes stay: the band's
+         * equivalence, the attention, then the expert knobs the search varies
+         * for a model with experts (as --json writes them: without them two
+         * rows of one MoE plan can read the same) */
+        fprintf(out, ",%s,%s,%s,%llu,%llu,%s\n", w->equivalent ? "true" : "false", w->attention,
+                w->softmax_fallback ? "true" : "false", (unsigned long long)w->ep,
+                (unsigned long long)(w->etp ? w->etp : w->tp), disp_name(w->dispatcher));
     }
 }
 

@@ -76,8 +76,9 @@ check(head[0].endswith(", full mode, attention cudnn") and "attention" not in he
 p = run("plan", *JOB, *BS, "--csv")
 check(p.stdout.startswith("rank,tp,cp,pp,dp,mbs,vpp,recompute,dist_opt,first_stage_layers,last_stage_layers,"
                           "peak_bytes,device_bytes,verdict,step_time_s,tokens_per_s,tflops_per_gpu,mfu,"
-                          "tokens_per_s_low,tokens_per_s_high,equivalent_to_fastest,attention_kernel,softmax_fallback\n"),
-      "the CSV's columns: the attention's appended")
+                          "tokens_per_s_low,tokens_per_s_high,equivalent_to_fastest,attention_kernel,softmax_fallback,"
+                          "ep,etp,moe_dispatcher\n"),
+      "the CSV's columns: the attention's appended, then the experts'")
 check([(c.get("attention_kernel"), c.get("softmax_fallback")) for c in csv.DictReader(io.StringIO(p.stdout))]
       == [(r["attention_kernel"], str(r["softmax_fallback"]).lower()) for r in bs], "the CSV's attention")
 # Fastest first, but those equivalent to the fastest (bands overlapping its band) lead, by
@@ -138,6 +139,20 @@ table = list(csv.DictReader(io.StringIO(p.stdout)))
 check(len(table) == len(rows), "csv and json lengths differ")
 for c, j in zip(table, rows):
     check(all(str(j[k]) == c[k] for k in ("tp", "cp", "pp", "dp", "mbs", "vpp", "peak_bytes")), f"csv {c}")
+
+# A model with experts: the CSV names each row's ep, etp and dispatcher, as --json and the table
+# do. It left them out: 15 rows of Qwen3-30B-A3B's plan read the same (tp 4 cp 2 pp 2 dp 1 mbs 1
+# vpp 8 full), differing only in the expert knobs the search varies.
+MOE = ["--hf-config", os.path.join(DATA, "hf", "recent", "qwen3-30b-a3b.json"), "--gpus", "16", "--seq", "4096",
+       "--gbs", "256", "--top", "0"]
+moe_rows = json.loads(run("plan", *MOE, "--json").stdout)
+moe_csv = list(csv.DictReader(io.StringIO(run("plan", *MOE, "--csv").stdout)))
+check(len(moe_csv) == len(moe_rows) and len({r["ep"] for r in moe_rows}) > 1, "the MoE plan varies ep")
+check([(c["ep"], c["etp"], c["moe_dispatcher"]) for c in moe_csv]
+      == [(str(r["ep"]), str(r["etp"]), r["moe_dispatcher"]) for r in moe_rows], "the CSV's expert knobs")
+KNOBS = ("tp", "cp", "pp", "dp", "mbs", "vpp", "recompute", "dist_opt", "first_stage_layers", "last_stage_layers",
+         "ep", "etp", "moe_dispatcher")
+check(len({tuple(c[k] for k in KNOBS) for c in moe_csv}) == len(moe_csv), "two CSV rows of one MoE plan read the same")
 
 # Constraints: fixed, ranged and listed knobs.
 for r in plan_json("--pp", "1", "--tp", "1-2", "--mbs", "1,2", "--recompute", "none", "--top", "0"):
