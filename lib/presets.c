@@ -58,7 +58,9 @@ const size_t m4d_model_preset_n = sizeof m4d_model_presets / sizeof m4d_model_pr
  * TFLOP/s. Link bandwidths are per GPU, one direction. Efficiencies (per
  * mille) are the measured Maximum Achievable Matmul FLOPS over the peak, bf16
  * and fp8 (stas00/ml-engineering, compute/accelerator/README.md); every
- * figure's source is in doc/presets.md. */
+ * figure's source is in doc/presets.md. An A100 has no fp8 peak (its fp8
+ * efficiency is never read); the MI300X has no fp8 MAMF measured, so its
+ * fp8 GEMMs run at its bf16 rate: 0.514 x 1307.4 = 0.257 x 2614.9. */
 /* The host link, one direction: PCIe Gen4 x16 64 GB/s and Gen5 x16 128 GB/s
  * bidirectional (the data sheets), NVLink-C2C 900 GB/s bidirectional
  * (Transformer Engine's CPU-offloading guide); B200's is left unknown. */
@@ -104,6 +106,6 @@ const struct m4d_device_preset m4d_device_presets[] = {
     D("gb300-288", 288, 25000, 50000, 8000, 900, 100, 160, 729, 723, [MEM4D_DEVICE_GPUS_PER_NODE] = 4,
       [MEM4D_DEVICE_NVLINK_DOMAIN] = 72, [MEM4D_DEVICE_NICS_PER_NODE] = 4, [MEM4D_DEVICE_NIC_BANDWIDTH] = 100 * G9,
       [MEM4D_DEVICE_HOST_BANDWIDTH] = 450 * G9, W(1400), FP4(15000)),
-    D_ROCM("mi300x-192", 192, 13074, 26149, 5300, 448, 50, 304, 514, 1, PCIE5, W(750), HBM(777000)),
+    D_ROCM("mi300x-192", 192, 13074, 26149, 5300, 448, 50, 304, 514, 257, PCIE5, W(750), HBM(777000)),
 };
 const size_t m4d_device_preset_n = sizeof m4d_device_presets / sizeof m4d_device_presets[0];
