@@ -423,13 +423,26 @@ static void unmodelled_warnings(const struct m4d_ctx *x, const mem4d_device *dev
                 "modelled) and MFU is of the bf16 peak: the float8 job is slower here than it runs");
     enum m4d_window window = m4d_window_timing(x);
     if (window == M4D_WINDOW_TIMED && dev->v[MEM4D_DEVICE_PEAK_FLOPS])
-        warn(r, "window_size: MFU counts the local layers' attention over all earlier tokens (Megatron-LM's "
-                "FLOP count has no window term); the step time charges only the window's keys");
+        warn(r, x->chunk ? "attention_chunk_size: MFU counts the chunked layers' attention over all earlier tokens "
+                           "(Megatron-LM's FLOP count has no chunk term); the step time charges only each chunk's "
+                           "causal triangle, as torchtitan's FlexAttention block mask skips the rest"
+                         : "window_size: MFU counts the local layers' attention over all earlier tokens (Megatron-LM's "
+                           "FLOP count has no window term); the step time charges only the window's keys");
     if (window == M4D_WINDOW_TIMED_FULL && dev->v[MEM4D_DEVICE_PEAK_FLOPS])
-        warn(r, x->c > 1 ? "window_size with cp > 1: the step time charges the local layers full causal attention "
-                           "(the context-parallel ring's chunks under a sliding window are not modelled)"
-                         : "window_size beside a layer pattern: the step time charges the local layers full causal "
-                           "attention (the window's layers among the pattern's are not modelled)");
+        warn(r, x->chunk && x->c > 1
+                    ? "attention_chunk_size with cp > 1: the step time charges the chunked layers full causal "
+                      "attention (torchtitan runs the chunks with FlexAttention, which its context parallelism "
+                      "does not take)"
+                : x->chunk && !x->nlt
+                    ? "attention_chunk_size: the step time charges the chunked layers full causal attention (only "
+                      "torchtitan's FlexAttention runs the chunks in training: Megatron-Core has no chunked "
+                      "attention, FlashAttention-2 no chunk argument, FlashAttention-3's is forward only)"
+                : x->c > 1 ? "window_size with cp > 1: the step time charges the local layers full causal attention "
+                             "(the context-parallel ring's chunks under a sliding window are not modelled)"
+                : x->chunk ? "attention_chunk_size beside a layer pattern: the step time charges the chunked layers "
+                             "full causal attention (the chunked layers among the pattern's are not modelled)"
+                           : "window_size beside a layer pattern: the step time charges the local layers full causal "
+                             "attention (the window's layers among the pattern's are not modelled)");
     if (x->act_offload && dev->v[MEM4D_DEVICE_HOST_BANDWIDTH] == 0)
         warn(r, "activation_offload_layers: the device's host_bandwidth is unknown, so the step time does not "
                 "count the host transfers, which stall compute when the host link is slower than the layers "

@@ -382,11 +382,75 @@ static mem4d_status hf_minimax_m2(mem4d_import *imp, struct json_object *root, m
     return MEM4D_OK;
 }
 
+/* Llama 4's chunked attention (CHUNKED_ATTN, lib/perf.c): the chunk,
+ * "attention_chunk_size" (transformers' 8192 where absent; null or 0 reads
+ * as none), on the layers transformers builds as "chunked_attention"
+ * (configuration_llama4.py): the list "layer_types" itself, else the RoPE
+ * layers of "no_rope_layers" (1 where a layer applies RoPE, use_rope =
+ * no_rope_layers[layer_idx] in modeling_llama4.py; an empty list is the
+ * default), else every layer but each "no_rope_layer_interval"-th, layer i
+ * chunked where (i + 1) % P != 0 (P = 4 where absent). A list of other
+ * kinds or one that fits no period of 64 layers keeps full attention and
+ * says so. */
+static mem4d_status hf_chunk(mem4d_import *imp, struct json_object *root, mem4d_model *m)
+{
+    uint64_t c = 8192, P = 4, L = m->v[MEM4D_MODEL_NUM_LAYERS], first = 0, period, mask;
+    bool given;
+    struct json_object *v = NULL, *list = NULL;
+    if (json_object_object_get_ex(root, "attention_chunk_size", &v) && json_object_get_type(v) == json_type_null)
+        return MEM4D_OK;
+    TRY(hf_uint(imp, root, "attention_chunk_size", false, &c, &given));
+    if (c == 0)
+        return MEM4D_OK;
+    const char *key = json_object_object_get_ex(root, "layer_types", &list) &&
+                              json_object_get_type(list) == json_type_array ? "layer_types"
+                      : json_object_object_get_ex(root, "no_rope_layers", &list) &&
+                              json_object_get_type(list) == json_type_array && json_object_array_length(list) > 0
+                          ? "no_rope_layers"
+                          : NULL;
+    if (key) {
+        uint8_t bit[M4D_PATTERN_BITS];
+        size_t n = json_object_array_length(list), local = 0;
+        bool other = false, types = strcmp(key, "layer_types") == 0;
+        for (size_t i = 0; i < n && i < M4D_PATTERN_BITS; i++) {
+            struct json_object *e = json_object_array_get_idx(list, i);
+            const char *t = types ? json_object_get_string(e) : NULL;
+            enum json_type et = json_object_get_type(e);
+            bit[i] = types ? t && strcmp(t, "chunked_attention") == 0 : json_object_get_int64(e) != 0;
+            other |= types ? !bit[i] && (!t || strcmp(t, "full_attention") != 0)
+                           : et != json_type_int && et != json_type_boolean;
+            local += bit[i];
+        }
+        if (!local)
+            return MEM4D_OK;
+        if (other || n != L || n > M4D_PATTERN_BITS || !m4d_pattern_fit(bit, n, &first, &period, &mask)) {
+            m4d_imp_warn(imp, "chunked attention (\"attention_chunk_size\" %llu) is timed as full causal attention: "
+                         "\"%s\" is not a pattern of chunked and full attention layers the model holds, so the step "
+                         "time overstates the attention of sequences beyond %llu tokens",
+                         (unsigned long long)c, key, (unsigned long long)c);
+            return MEM4D_OK;
+        }
+    } else {
+        TRY(hf_uint(imp, root, "no_rope_layer_interval", false, &P, &given));
+        if (P == 0 || P > 64)
+            return m4d_imp_fail(imp, MEM4D_E_RANGE, "\"no_rope_layer_interval\" %llu must be between 1 and 64",
+                                (unsigned long long)P);
+        period = P, mask = (UINT64_C(1) << (P - 1)) - 1;
+        if (!mask) /* P = 1: every layer NoPE, none chunked */
+            return MEM4D_OK;
+    }
+    TRY(SET_M(m, MEM4D_MODEL_ATTENTION_CHUNK_SIZE, c, "\"attention_chunk_size\""));
+    TRY(SET_M(m, MEM4D_MODEL_WINDOW_FIRST_FULL, first, "the chunked attention layers"));
+    TRY(SET_M(m, MEM4D_MODEL_WINDOW_LAYER_FREQ, period, "the chunked attention layers"));
+    return SET_M(m, MEM4D_MODEL_WINDOW_LAYER_MASK, mask, "the chunked attention layers");
+}
+
 /* Llama 4's text model (transformers modeling_llama4.py): expert layers
  * every "interleave_moe_layer_step"-th layer (layers step-1, 2·step-1, ...),
  * each with experts and an ungated shared expert of "intermediate_size",
- * dense layers of "intermediate_size_mlp"; chunked attention, the layers
- * without RoPE and the weightless L2 query/key norm change no parameter. */
+ * dense layers of "intermediate_size_mlp"; chunked attention on its RoPE
+ * layers (hf_chunk: the step time only); the layers without RoPE and the
+ * weightless L2 query/key norm change no parameter. */
 static mem4d_status hf_llama4(mem4d_import *imp, struct json_object *root, mem4d_model *m)
 {
     uint64_t step = 1, dense = 0;
@@ -418,6 +482,7 @@ static mem4d_status hf_llama4(mem4d_import *imp, struct json_object *root, mem4d
     }
     if (dense_given)
         TRY(SET_M(m, MEM4D_MODEL_FFN_HIDDEN_SIZE, dense, "\"intermediate_size_mlp\""));
+    TRY(hf_chunk(imp, root, m));
     return hf_biases(imp, root, m);
 }
 
@@ -711,7 +776,7 @@ static mem4d_status hf_defaults(mem4d_import *imp, const struct hf_family *f, me
     TRY(mem4d_model_set_layer_pattern(m, ""));
     m->v[MEM4D_MODEL_MOE_LAYER_FREQ] = 1;
     m->v[MEM4D_MODEL_MOE_LAYER_MASK] = 1;
-    m->v[MEM4D_MODEL_WINDOW_SIZE] = m->v[MEM4D_MODEL_WINDOW_FIRST_FULL] = 0;
+    m->v[MEM4D_MODEL_WINDOW_SIZE] = m->v[MEM4D_MODEL_WINDOW_FIRST_FULL] = m->v[MEM4D_MODEL_ATTENTION_CHUNK_SIZE] = 0;
     m->v[MEM4D_MODEL_WINDOW_LAYER_FREQ] = m->v[MEM4D_MODEL_WINDOW_LAYER_MASK] = 1;
     TRY(SET_M(m, MEM4D_MODEL_GATED_MLP, f->gated, "the MLP"));
     TRY(SET_M(m, MEM4D_MODEL_NORM, f->layernorm, "the normalization"));

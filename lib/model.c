@@ -189,6 +189,12 @@ mem4d_status m4d_model_check(const mem4d_model *m, char *why, size_t n)
                 (unsigned long long)v[MEM4D_MODEL_WINDOW_LAYER_MASK], (unsigned long long)wp);
         return MEM4D_E_MODEL;
     }
+    if (v[MEM4D_MODEL_WINDOW_SIZE] && v[MEM4D_MODEL_ATTENTION_CHUNK_SIZE]) {
+        m4d_msg(why, n, "window_size %llu and attention_chunk_size %llu are both set: the local layers (window_layer_*) "
+                "are either sliding or chunked; set one of them to 0",
+                (unsigned long long)v[MEM4D_MODEL_WINDOW_SIZE], (unsigned long long)v[MEM4D_MODEL_ATTENTION_CHUNK_SIZE]);
+        return MEM4D_E_MODEL;
+    }
     if (v[MEM4D_MODEL_KV_LORA_RANK] && (v[MEM4D_MODEL_QK_HEAD_DIM] == 0 || v[MEM4D_MODEL_V_HEAD_DIM] == 0)) {
         m4d_msg(why, n, "multi-latent attention (kv_lora_rank %llu) needs qk_head_dim and v_head_dim",
                 (unsigned long long)v[MEM4D_MODEL_KV_LORA_RANK]);
@@ -256,6 +262,7 @@ void m4d_ctx_model(const mem4d_model *m, struct m4d_ctx *x)
     x->win_period = v[MEM4D_MODEL_WINDOW_LAYER_FREQ] ? v[MEM4D_MODEL_WINDOW_LAYER_FREQ] : 1;
     x->win_mask = v[MEM4D_MODEL_WINDOW_LAYER_MASK];
     x->win_first = v[MEM4D_MODEL_WINDOW_FIRST_FULL];
+    x->chunk = v[MEM4D_MODEL_ATTENTION_CHUNK_SIZE];
     x->q_lora = v[MEM4D_MODEL_Q_LORA_RANK];
     x->kv_lora = v[MEM4D_MODEL_KV_LORA_RANK];
     x->rope_dim = x->kv_lora ? v[MEM4D_MODEL_QK_POS_EMB_HEAD_DIM] : 0;
@@ -321,7 +328,7 @@ uint64_t m4d_moe_layers_in(const struct m4d_ctx *x, uint64_t first, uint64_t n)
 
 uint64_t m4d_local_layers_in(const struct m4d_ctx *x, uint64_t first, uint64_t n)
 {
-    return x->window ? periodic_layers_in(x->win_first, x->win_period, x->win_mask, first, n) : 0;
+    return x->window || x->chunk ? periodic_layers_in(x->win_first, x->win_period, x->win_mask, first, n) : 0;
 }
 
 /* Biases of one MLP of width f (or of one expert): the first projection's

@@ -1531,16 +1531,46 @@ static double linears_time(const struct m4d_perf_group *pg, const struct m4d_gem
  * full, m4d_window_timing(). */
 enum m4d_window m4d_window_timing(const struct m4d_ctx *x)
 {
-    if (!x->window || x->window >= x->s)
+    uint64_t span = x->window ? x->window : x->chunk;
+    if (!span || span >= x->s)
         return M4D_WINDOW_NONE;
-    return x->c > 1 || x->nlt ? M4D_WINDOW_TIMED_FULL : M4D_WINDOW_TIMED;
+    if (x->c > 1 || x->nlt || (x->chunk && x->fw != MEM4D_FRAMEWORK_TORCHTITAN))
+        return M4D_WINDOW_TIMED_FULL;
+    return M4D_WINDOW_TIMED;
 }
 
+/* CHUNKED_ATTN: a local layer of chunk c (Llama 4's attention_chunk_size:
+ * query q reads key k <= q where k // c == q // c, transformers'
+ * chunked_overlay on its causal mask, masking_utils.py) computes the causal
+ * triangle of each chunk: with s = n·c + r, n·c(c + 1)/2 + r(r + 1)/2 pairs
+ * against the s²/2 a full causal kernel is charged (the window's count,
+ * diagonal included). The kernels that skip the rest: FlexAttention's block
+ * mask skips the key blocks no query of a block reads, as torchtitan's
+ * Llama 4 runs it (attn_type "flex": get_fixed_block_mask_mod and'ed with
+ * the causal mask, torchtitan/models/llama4/model/model.py and
+ * models/attention.py, pytorch/torchtitan@0dd6f3b6; its sdpa path ignores
+ * the chunk). FlashAttention-2 has no chunk argument; FlashAttention-3's
+ * attention_chunk is forward only ("FA3 backward does not support
+ * attention_chunk", hopper/flash_attn_interface.py,
+ * Dao-AILab/flash-attention@0251105a); Megatron-Core has no chunked
+ * attention (its one attention_chunk is inference's 0, core/transformer/
+ * attention.py, NVIDIA/Megatron-LM@d98e8a64). So a chunk is timed under
+ * framework torchtitan, at the job's kernel's rate (FlexAttention's own is
+ * not modelled), and full elsewhere, as with cp > 1, which torchtitan's
+ * FlexAttention does not take (args.py: "Context Parallel only supports
+ * SDPA attention"), and beside a layer pattern: m4d_window_timing(). */
 static double window_local(const struct m4d_ctx *x)
 {
     if (m4d_window_timing(x) != M4D_WINDOW_TIMED || !x->L)
         return 1;
-    double s = D(x->s), w = D(x->window), f = (2 * w * s - w * (w - 1)) / (s * s);
+    double s = D(x->s), f;
+    if (x->chunk) {
+        double c = D(x->chunk), n = D(x->s / x->chunk), r = D(x->s % x->chunk);
+        f = (n * c * (c + 1) + r * (r + 1)) / (s * s);
+    } else {
+        double w = D(x->window);
+        f = (2 * w * s - w * (w - 1)) / (s * s);
+    }
     return f < 1 ? f : 1;
 }
 

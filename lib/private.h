@@ -26,8 +26,8 @@
 
 /* Number of values of each enum; grow only by appending to the enum, then
  * raise the count, name the new last value and append the table rows. */
-#define M4D_MODEL_NPARAM 55
-M4D_ENUM_COUNT(M4D_MODEL_NPARAM, MEM4D_MODEL_WINDOW_FIRST_FULL);
+#define M4D_MODEL_NPARAM 56
+M4D_ENUM_COUNT(M4D_MODEL_NPARAM, MEM4D_MODEL_ATTENTION_CHUNK_SIZE);
 #define M4D_LAYOUT_NPARAM 87
 M4D_ENUM_COUNT(M4D_LAYOUT_NPARAM, MEM4D_LAYOUT_OVERLAP_P2P_COMM);
 /* The CLI keeps a flag per layout key (cli_args.layout_given, cli/cli.h,
@@ -262,6 +262,7 @@ struct m4d_ctx {
     bool alibi;                        /* ALiBi: softmax attention adds its bias to the scores (UNFUSED_ALIBI, lib/perf.c) */
     uint64_t moe_period, moe_mask, first_dense; /* which layers are expert layers */
     uint64_t window, win_period, win_mask, win_first; /* sliding-window attention: keys per query (0: none), its local layers */
+    uint64_t chunk;                    /* chunked attention: tokens per chunk (0: none), on the window's local layers */
     uint64_t q_lora, kv_lora, rope_dim; /* MLA (kv_lora > 0): compression ranks, rotary head dim */
     uint64_t qk_dim, v_dim, kv_heads;  /* per head Q/K and V dims, heads of K and V (MLA: qk = nope + rope, kv_heads = a) */
     uint64_t mtp;                      /* multi-token-prediction layers on the last stage */
@@ -602,8 +603,8 @@ static inline bool m4d_is_moe_layer(const struct m4d_ctx *x, uint64_t i)
     return x->experts && i >= x->first_dense && ((x->moe_mask >> ((i - x->first_dense) % x->moe_period)) & 1u);
 }
 
-/* Expert layers among layers [first, first + n); sliding-window (local)
- * attention layers among them. */
+/* Expert layers among layers [first, first + n); sliding-window or chunked
+ * (local) attention layers among them. */
 uint64_t m4d_moe_layers_in(const struct m4d_ctx *x, uint64_t first, uint64_t n);
 uint64_t m4d_local_layers_in(const struct m4d_ctx *x, uint64_t first, uint64_t n);
 
@@ -691,8 +692,8 @@ void m4d_split_of_table(const uint32_t *t, size_t S, uint64_t p, struct m4d_spli
 /* Layers of the first and last rank when L does not split evenly over p
  * (the search's uneven split); false when there is none. */
 bool m4d_split_uneven_ends(uint64_t L, uint64_t p, uint64_t *first, uint64_t *last);
-/* L_e(r): expert layers of rank r; of its heaviest chunk. Sliding-window
- * (local) attention layers of rank r, over its chunks. */
+/* L_e(r): expert layers of rank r; of its heaviest chunk. Sliding-window or
+ * chunked (local) attention layers of rank r, over its chunks. */
 uint64_t m4d_stage_moe_layers(const struct m4d_ctx *x, uint64_t r);
 uint64_t m4d_stage_local_layers(const struct m4d_ctx *x, uint64_t r);
 uint64_t m4d_chunk_moe_layers(const struct m4d_ctx *x, uint64_t r);
@@ -1233,9 +1234,10 @@ uint64_t m4d_perf_effective(const mem4d_device *dev, mem4d_device_param key);
  * megatron-lm-2022 and megatron-deepspeed ones run softmax attention);
  * (c) the default stack's kernel is fused, flash_attn's default 1. */
 bool m4d_attention_fused(const mem4d_layout *l, const mem4d_device *dev);
-/* How the step time takes the model's sliding window (lib/perf.c,
- * SLIDING_WINDOW): none shorter than the sequence; over the window's keys;
- * or, with cp > 1 or a layer pattern, as full causal attention. One owner
+/* How the step time takes the model's sliding window or chunk (lib/perf.c,
+ * SLIDING_WINDOW, CHUNKED_ATTN): none shorter than the sequence; over the
+ * window's keys or the chunks' triangles; or, with cp > 1, a layer pattern,
+ * or a chunk outside framework torchtitan, as full causal attention. One owner
  * for the step time, its warnings and the report's MEM4D_INFO_WINDOW_*. */
 enum m4d_window { M4D_WINDOW_NONE, M4D_WINDOW_TIMED, M4D_WINDOW_TIMED_FULL };
 enum m4d_window m4d_window_timing(const struct m4d_ctx *x);

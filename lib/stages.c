@@ -160,7 +160,7 @@ uint64_t m4d_stage_moe_layers(const struct m4d_ctx *x, uint64_t r)
 
 uint64_t m4d_stage_local_layers(const struct m4d_ctx *x, uint64_t r)
 {
-    return x->window ? stage_layers_of(x, r, m4d_local_layers_in) : 0;
+    return x->window || x->chunk ? stage_layers_of(x, r, m4d_local_layers_in) : 0;
 }
 
 /* Expert layers of the heaviest chunk of rank r (the rank itself without vpp). */

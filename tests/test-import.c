@@ -1579,6 +1579,17 @@ static const struct modelled_case {
      -1, MEM4D_LAYOUT_LAST_STAGE_LAYERS, 2},
 };
 
+/* The model's local attention layers: the window's or chunk's size (key),
+ * then the layer keys' first full layers, period and mask. */
+static void assert_local_layers(const mem4d_model *m, mem4d_model_param key, uint64_t size, uint64_t first,
+                                uint64_t period, uint64_t mask)
+{
+    ck_assert_uint_eq(mget(m, key), size);
+    ck_assert_uint_eq(mget(m, MEM4D_MODEL_WINDOW_FIRST_FULL), first);
+    ck_assert_uint_eq(mget(m, MEM4D_MODEL_WINDOW_LAYER_FREQ), period);
+    ck_assert_uint_eq(mget(m, MEM4D_MODEL_WINDOW_LAYER_MASK), mask);
+}
+
 /* A sliding window changes no allocation (fused attention's memory is linear
  * in s); the step time's local layers read min(i + 1, w) keys. The importers
  * read the window and its local layers in each form the configs write it:
@@ -1608,10 +1619,7 @@ START_TEST(sliding_window_read)
     for (size_t w = 0; w < mem4d_import_warning_count(fx.imp); w++)
         ck_assert_msg(strstr(mem4d_import_warning(fx.imp, w), "sliding") == NULL, "%s: %s", c->file,
                       mem4d_import_warning(fx.imp, w));
-    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_WINDOW_SIZE), c->window);
-    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_WINDOW_FIRST_FULL), c->first);
-    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_WINDOW_LAYER_FREQ), c->period);
-    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_WINDOW_LAYER_MASK), c->mask);
+    assert_local_layers(fx.model, MEM4D_MODEL_WINDOW_SIZE, c->window, c->first, c->period, c->mask);
     ck_assert_int_eq(mem4d_model_validate(fx.model, NULL, 0), MEM4D_OK);
     fx_close(&fx);
 }
@@ -1654,10 +1662,76 @@ START_TEST(sliding_window_forms)
         for (size_t w = 0; w < mem4d_import_warning_count(fx.imp); w++)
             warned |= strstr(mem4d_import_warning(fx.imp, w), "is timed as full causal attention") != NULL;
         ck_assert_msg(warned == forms[i].warned, "%zu: warned %d", i, warned);
-        ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_WINDOW_SIZE), forms[i].window);
-        ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_WINDOW_FIRST_FULL), forms[i].first);
-        ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_WINDOW_LAYER_FREQ), forms[i].period);
-        ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_WINDOW_LAYER_MASK), forms[i].mask);
+        assert_local_layers(fx.model, MEM4D_MODEL_WINDOW_SIZE, forms[i].window, forms[i].first, forms[i].period,
+                            forms[i].mask);
+        fx_close(&fx);
+    }
+}
+END_TEST
+
+/* Llama 4's chunked attention (hf_chunk): "attention_chunk_size" on the
+ * layers transformers builds as "chunked_attention", its RoPE layers. The
+ * Scout and Maverick configs give no "no_rope_layers", so the default
+ * applies (configuration_llama4.py: layer i RoPE where (i + 1) % 4 != 0):
+ * chunks of 8192 on 36 of 48 layers, period 4, mask 0b0111, NoPE layers 3,
+ * 7, ..., 47. The explicit list, "layer_types", another interval, a null
+ * chunk, a list the model cannot hold (kept full and said), and a bad
+ * interval (refused). */
+START_TEST(llama4_chunked_read)
+{
+    if (!MEM4D_HAVE_JSON)
+        return;
+    static const char *const files[] = {"recent/llama-4-scout-17b-16e-instruct.json",
+                                        "recent/llama-4-maverick-17b-128e-instruct.json"};
+    for (size_t i = 0; i < 2; i++) {
+        struct fixture fx;
+        fx_open(&fx);
+        ck_assert_msg(hf_file(&fx, files[i]) == MEM4D_OK, "%s: %s", files[i], mem4d_import_message(fx.imp));
+        ck_assert_int_eq(has_warning(fx.imp, "chunked"), 0);
+        ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_WINDOW_SIZE), 0);
+        assert_local_layers(fx.model, MEM4D_MODEL_ATTENTION_CHUNK_SIZE, 8192, 0, 4, 7);
+        ck_assert_int_eq(mem4d_model_validate(fx.model, NULL, 0), MEM4D_OK);
+        fx_close(&fx);
+    }
+    static const char base[] = "{\"model_type\": \"llama4_text\", \"hidden_size\": 1024, \"intermediate_size\": "
+                               "2048, \"intermediate_size_mlp\": 4096, \"num_hidden_layers\": 8, "
+                               "\"num_attention_heads\": 16, \"num_key_value_heads\": 4, \"vocab_size\": 32000, "
+                               "\"num_local_experts\": 4, \"num_experts_per_tok\": 1";
+    static const struct {
+        const char *tail;
+        mem4d_status st;
+        uint64_t chunk, first, period, mask;
+        bool warned;
+    } forms[] = {
+        {"}", MEM4D_OK, 8192, 0, 4, 7, false},
+        {", \"attention_chunk_size\": 4096, \"no_rope_layers\": [0, 1, 0, 1, 0, 1, 0, 1]}", MEM4D_OK, 4096, 0, 2, 2,
+         false},
+        {", \"no_rope_layers\": []}", MEM4D_OK, 8192, 0, 4, 7, false},
+        {", \"no_rope_layer_interval\": 2}", MEM4D_OK, 8192, 0, 2, 1, false},
+        {", \"no_rope_layer_interval\": 1}", MEM4D_OK, 0, 0, 1, 1, false},
+        {", \"attention_chunk_size\": null}", MEM4D_OK, 0, 0, 1, 1, false},
+        {", \"layer_types\": [\"full_attention\", \"chunked_attention\", \"chunked_attention\", "
+         "\"chunked_attention\", \"full_attention\", \"chunked_attention\", \"chunked_attention\", "
+         "\"chunked_attention\"]}", MEM4D_OK, 8192, 0, 4, 14, false},
+        {", \"no_rope_layers\": [1, 1, 1, 0]}", MEM4D_OK, 0, 0, 1, 1, true},
+        {", \"layer_types\": [\"sliding_attention\", \"chunked_attention\", \"chunked_attention\", "
+         "\"chunked_attention\", \"full_attention\", \"chunked_attention\", \"chunked_attention\", "
+         "\"chunked_attention\"]}", MEM4D_OK, 0, 0, 1, 1, true},
+        {", \"no_rope_layer_interval\": 0}", MEM4D_E_RANGE, 0, 0, 1, 1, false},
+        {", \"attention_chunk_size\": -8192}", MEM4D_E_RANGE, 0, 0, 1, 1, false},
+    };
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+        char json[1024];
+        snprintf(json, sizeof json, "%s%s", base, forms[i].tail);
+        struct fixture fx;
+        fx_open(&fx);
+        ck_assert_msg(mem4d_import_hf_config_buffer(fx.imp, json, strlen(json), fx.model) == forms[i].st, "%zu: %s",
+                      i, mem4d_import_message(fx.imp));
+        if (forms[i].st == MEM4D_OK) {
+            ck_assert_msg(has_warning(fx.imp, "is timed as full causal attention") == forms[i].warned, "%zu", i);
+            assert_local_layers(fx.model, MEM4D_MODEL_ATTENTION_CHUNK_SIZE, forms[i].chunk, forms[i].first,
+                                forms[i].period, forms[i].mask);
+        }
         fx_close(&fx);
     }
 }
@@ -1692,10 +1766,7 @@ START_TEST(megatron_window_read)
     fx_open(&fx);
     ck_assert_msg(run_argv(&fx, argv, 16) == MEM4D_OK, "%s", mem4d_import_message(fx.imp));
     ck_assert_int_eq(has_warning(fx.imp, "timed as full causal attention"), c->warned);
-    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_WINDOW_SIZE), c->window);
-    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_WINDOW_FIRST_FULL), c->first);
-    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_WINDOW_LAYER_FREQ), c->period);
-    ck_assert_uint_eq(mget(fx.model, MEM4D_MODEL_WINDOW_LAYER_MASK), c->mask);
+    assert_local_layers(fx.model, MEM4D_MODEL_WINDOW_SIZE, c->window, c->first, c->period, c->mask);
     fx_close(&fx);
 }
 END_TEST
@@ -2798,6 +2869,7 @@ static Suite *import_suite(void)
     tcase_add_loop_test(tc, memory_flags_are_modelled, 0, N(modelled_cases));
     tcase_add_loop_test(tc, sliding_window_read, 0, N(window_cases));
     tcase_add_test(tc, sliding_window_forms);
+    tcase_add_test(tc, llama4_chunked_read);
     tcase_add_loop_test(tc, megatron_window_read, 0, N(megatron_windows));
     tcase_add_test(tc, modelled_flags_change_the_estimate);
     tcase_add_test(tc, moe_patterns_mla_and_mtp);

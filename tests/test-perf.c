@@ -876,6 +876,114 @@ START_TEST(sliding_window_skips_blocks)
 }
 END_TEST
 
+/* Does one of the report's warnings hold needle? */
+static bool report_warns(const mem4d_model *m, const mem4d_layout *l, const mem4d_device *d, const char *needle,
+                         uint64_t *layers, uint64_t *timed_full)
+{
+    mem4d_report *r = NULL;
+    ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
+    ck_assert_msg(mem4d_estimate(m, l, d, r) == MEM4D_OK, "%s", mem4d_report_message(r));
+    bool warned = false;
+    for (size_t i = 0; i < mem4d_report_warning_count(r); i++)
+        warned |= strstr(mem4d_report_warning(r, i), needle) != NULL;
+    ck_assert_int_eq(mem4d_report_info(r, MEM4D_INFO_WINDOW_LAYERS, layers), MEM4D_OK);
+    ck_assert_int_eq(mem4d_report_info(r, MEM4D_INFO_WINDOW_TIMED_FULL, timed_full), MEM4D_OK);
+    mem4d_report_free(r);
+    return warned;
+}
+
+/* CHUNKED_ATTN (lib/perf.c): Llama 4's chunked attention on a Llama 3.1 8B
+ * (32 layers), chunks of c = 8192 on three layers of four (period 4, mask 7:
+ * 24 layers; the fourth attends to every earlier token), framework
+ * torchtitan (FlexAttention's block mask). A chunked layer computes the
+ * causal triangles of its chunks, s = n·c + r: n·c(c + 1)/2 + r(r + 1)/2
+ * pairs; at 32k, 4 chunks, (c + 1)/2 = 4096.5 keys a query against full
+ * attention's s/2 = 16384, so the layers' mean is (8·16384 + 24·4096.5)/32
+ * = 7168.375 keys and the attention seconds fall to (7168.375 + 384) /
+ * (16384 + 384) (each query tile's ATTN_FILL of 384 keys on top), the step
+ * by those seconds alone; 20000 tokens are 2 chunks and 3616 left. MFU keeps
+ * Megatron's FLOP count. Full attention, exactly: s <= c (one chunk is
+ * causal attention); framework megatron (Megatron-Core has no chunked
+ * attention), cp 2 (torchtitan's FlexAttention takes no context
+ * parallelism), both said in a warning and MEM4D_INFO_WINDOW_TIMED_FULL;
+ * softmax attention (the whole square). A chunk beside a sliding window is
+ * refused. */
+START_TEST(chunked_attention_triangles)
+{
+    mem4d_model *m = tu_model("llama3.1-8b");
+    mem4d_device *d = unpowered("h100-80");
+    const mem4d_metric T = MEM4D_METRIC_COMPUTE_TIME_S;
+    const double L = 32, local = 24, c = 8192;
+    ck_assert_int_eq(mem4d_model_set_str(m, "window_layer_freq", "4"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_model_set_str(m, "window_layer_mask", "7"), MEM4D_OK);
+    static const struct {
+        const char *seq;
+        double s, n, r;
+    } seqs[] = {{"seq=32768", 32768, 4, 0}, {"seq=20000", 20000, 2, 3616}};
+    for (size_t i = 0; i < 2; i++) {
+        mem4d_layout *l = tu_layout("world=1", "framework=torchtitan", seqs[i].seq, "mbs=1", "gbs=1", NULL);
+        double s = seqs[i].s;
+        ck_assert_int_eq(mem4d_model_set_str(m, "attention_chunk_size", "0"), MEM4D_OK);
+        double t_full, a_full = attention_seconds(m, l, d, &t_full);
+        double flops = predict(m, l, d, MEM4D_METRIC_TFLOPS_PER_GPU) * predict(m, l, d, MEM4D_METRIC_STEP_TIME_S);
+        ck_assert_int_eq(mem4d_model_set_str(m, "attention_chunk_size", "8192"), MEM4D_OK);
+        double t_chunk, a_chunk = attention_seconds(m, l, d, &t_chunk);
+        double per_layer = (seqs[i].n * c * (c + 1) / 2 + seqs[i].r * (seqs[i].r + 1) / 2) / s;
+        if (i == 0)
+            ck_assert(per_layer == 4096.5);
+        double keys = ((L - local) * s / 2 + local * per_layer) / L;
+        if (i == 0)
+            ck_assert(keys == 7168.375);
+        ck_assert_msg(fabs(a_chunk / a_full - (keys + 384) / (s / 2 + 384)) < 1e-9, "attention %.6g s of %.6g",
+                      a_chunk, a_full);
+        ck_assert_msg(fabs((t_full - t_chunk) - (a_full - a_chunk)) < 1e-9 * t_full, "step %.6g s, was %.6g",
+                      t_chunk, t_full);
+        assert_close(predict(m, l, d, MEM4D_METRIC_TFLOPS_PER_GPU) * predict(m, l, d, MEM4D_METRIC_STEP_TIME_S),
+                     flops);
+        uint64_t n = 0, full = 1;
+        ck_assert(report_warns(m, l, d, "each chunk's causal triangle", &n, &full));
+        ck_assert(n == 24 && full == 0);
+        mem4d_layout_free(l);
+    }
+    /* s <= c: the one chunk is causal attention, the step exactly the same */
+    mem4d_layout *l = tu_layout("world=1", "framework=torchtitan", "seq=8192", "mbs=1", "gbs=1", NULL);
+    double t_short = predict(m, l, d, T);
+    ck_assert_int_eq(mem4d_model_set_str(m, "attention_chunk_size", "0"), MEM4D_OK);
+    ck_assert(predict(m, l, d, T) == t_short);
+    mem4d_layout_free(l);
+    /* timed full: framework megatron, cp 2, softmax attention */
+    static const char *const full_jobs[][3] = {{"world=1", "framework=megatron", "Megatron-Core has no chunked"},
+                                               {"world=2", "cp=2", "attention_chunk_size with cp > 1"}};
+    for (size_t i = 0; i < 2; i++) {
+        l = tu_layout(full_jobs[i][0], full_jobs[i][1], "seq=32768", "mbs=1", "gbs=1", NULL);
+        if (i == 1)
+            ck_assert_int_eq(mem4d_layout_set_str(l, "framework", "torchtitan"), MEM4D_OK);
+        ck_assert_int_eq(mem4d_model_set_str(m, "attention_chunk_size", "0"), MEM4D_OK);
+        double t0 = predict(m, l, d, T);
+        ck_assert_int_eq(mem4d_model_set_str(m, "attention_chunk_size", "8192"), MEM4D_OK);
+        ck_assert(predict(m, l, d, T) == t0);
+        uint64_t n = 0, full = 0;
+        ck_assert_msg(report_warns(m, l, d, full_jobs[i][2], &n, &full), "%s", full_jobs[i][2]);
+        ck_assert(n == 24 && full == 1);
+        mem4d_layout_free(l);
+    }
+    l = tu_layout("world=1", "framework=torchtitan", "seq=32768", "mbs=1", "gbs=1", NULL);
+    ck_assert_int_eq(mem4d_device_set_str(d, "attention_kernel", "unfused"), MEM4D_OK);
+    double t_unfused = predict(m, l, d, T);
+    ck_assert_int_eq(mem4d_model_set_str(m, "attention_chunk_size", "0"), MEM4D_OK);
+    ck_assert(predict(m, l, d, T) == t_unfused);
+    /* a model's local layers are sliding or chunked, not both */
+    ck_assert_int_eq(mem4d_model_set_str(m, "attention_chunk_size", "8192"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_model_set_str(m, "window_size", "512"), MEM4D_OK);
+    char why[256] = "";
+    ck_assert_int_eq(mem4d_model_validate(m, why, sizeof why), MEM4D_E_MODEL);
+    ck_assert_msg(strstr(why, "window_size 512 and attention_chunk_size 8192 are both set") != NULL, "%s", why);
+    mem4d_layout_free(l);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
 /* SLIDING_WINDOW per stage: a pipeline stage is charged its own global and
  * local layers, not the model's mean share. Llama 3.1 8B's 32 layers at
  * pp 4 (8 a stage), 32k tokens, a 512-token window on 28 layers: global
@@ -2621,6 +2729,7 @@ int main(void)
     tcase_add_test(tc, unfused_attention_moves_scores);
     tcase_add_test(tc, sliding_window_skips_blocks);
     tcase_add_test(tc, sliding_window_stage_own_layers);
+    tcase_add_test(tc, chunked_attention_triangles);
     tcase_add_test(tc, unfused_alibi_bias_bytes);
     tcase_add_test(tc, unfused_attention_published);
     tcase_add_test(tc, selective_recompute_reruns_attention_dropout);

@@ -118,6 +118,7 @@ class ModelParam(enum.IntEnum):
     WINDOW_LAYER_FREQ = 52
     WINDOW_LAYER_MASK = 53
     WINDOW_FIRST_FULL = 54
+    ATTENTION_CHUNK_SIZE = 55
 
 
 class LayoutParam(enum.IntEnum):

@@ -290,8 +290,9 @@ pub const MEM4D_MODEL_ACTIVATION: mem4d_model_param = 50;
 /// on it: a local layer's fused attention computes min(i + 1, w) keys for query i (doc/perf.md, "Sliding-window
 /// attention"). Default 0.
 pub const MEM4D_MODEL_WINDOW_SIZE: mem4d_model_param = 51;
-/// "window_layer_freq": with a window, the period of the pattern of local layers (Gemma 3's sliding_window_pattern 6,
-/// gpt-oss's alternating layer_types 2). Default 1.
+/// "window_layer_freq": with a window (or a chunk, MEM4D_MODEL_ATTENTION_CHUNK_SIZE), the period of the pattern of
+/// local layers (Gemma 3's sliding_window_pattern 6, gpt-oss's alternating layer_types 2, Llama 4's
+/// no_rope_layer_interval 4). Default 1.
 pub const MEM4D_MODEL_WINDOW_LAYER_FREQ: mem4d_model_param = 52;
 /// "window_layer_mask": which layers of each period are local, bit i for the i-th (Gemma 3: period 6, mask 31, five
 /// local then one global). Default 1. @since 0.2
@@ -299,6 +300,13 @@ pub const MEM4D_MODEL_WINDOW_LAYER_MASK: mem4d_model_param = 53;
 /// "window_first_full_layers": the first layers that attend to every earlier token before the pattern starts (Qwen2/3's
 /// max_window_layers with use_sliding_window). Default 0. @since 0.2
 pub const MEM4D_MODEL_WINDOW_FIRST_FULL: mem4d_model_param = 54;
+/// "attention_chunk_size" ("fixed_attn_block_size"): chunked (local) attention, Llama 4's: the sequence is cut into
+/// chunks of this many tokens and a query of a local layer attends causally to the keys of its own chunk only
+/// (config.json's "attention_chunk_size"; torchtitan's fixed_attn_block_size); 0 for none. Which layers are local: the
+/// window layer keys above (Llama 4: period 4, mask 7, its RoPE layers; the NoPE layers attend to every earlier token).
+/// Not beside window_size: a model's local layers are either sliding or chunked. Only the step time depends on it: a
+/// local layer's attention is the causal triangles of its chunks (doc/perf.md, CHUNKED_ATTN). Default 0. @since 0.2
+pub const MEM4D_MODEL_ATTENTION_CHUNK_SIZE: mem4d_model_param = 55;
 
 /// `mem4d_layout_param` (a C enum, passed as `int`): Layout parameters. Values are fixed forever; new keys are
 /// appended. The string names are short ("tp"); Megatron-LM's argument names ("tensor_model_parallel_size") are
@@ -920,10 +928,12 @@ pub const MEM4D_INFO_ATTENTION_KERNEL: mem4d_info = 6;
 /// fused attention (MEM4D_INFO_ATTENTION_KERNEL other than 5), which has no softmax kernel of its own. @since 0.2
 pub const MEM4D_INFO_SOFTMAX_FALLBACK: mem4d_info = 7;
 /// The model's local layers, those its sliding window (MEM4D_MODEL_WINDOW_SIZE and the window layer keys) limits to the
-/// window's keys; 0 without a window shorter than the sequence. @since 0.2
+/// window's keys, or its chunk (MEM4D_MODEL_ATTENTION_CHUNK_SIZE, the same layer keys) to their chunk's; 0 without a
+/// window or chunk shorter than the sequence. @since 0.2
 pub const MEM4D_INFO_WINDOW_LAYERS: mem4d_info = 8;
 /// 1 where the step time charges those layers full causal attention all the same (cp > 1: the context-parallel ring's
-/// chunks under a window; or a layer pattern beside the window), as the report's warning says; else 0. @since 0.2
+/// chunks under a window or chunk; a layer pattern beside them; a chunk under any framework but torchtitan, whose
+/// FlexAttention alone runs chunks in training), as the report's warning says; else 0. @since 0.2
 pub const MEM4D_INFO_WINDOW_TIMED_FULL: mem4d_info = 9;
 
 /// `mem4d_metric` (a C enum, passed as `int`): Predicted speed of a layout (see mem4d_report_metric()).

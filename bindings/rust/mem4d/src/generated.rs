@@ -148,11 +148,12 @@ pub enum Info {
     /// @since 0.2
     SoftmaxFallback = sys::MEM4D_INFO_SOFTMAX_FALLBACK,
     /// The model's local layers, those its sliding window (MEM4D_MODEL_WINDOW_SIZE and the window layer keys) limits to
-    /// the window's keys; 0 without a window shorter than the sequence. @since 0.2
+    /// the window's keys, or its chunk (MEM4D_MODEL_ATTENTION_CHUNK_SIZE, the same layer keys) to their chunk's; 0
+    /// without a window or chunk shorter than the sequence. @since 0.2
     WindowLayers = sys::MEM4D_INFO_WINDOW_LAYERS,
     /// 1 where the step time charges those layers full causal attention all the same (cp > 1: the context-parallel
-    /// ring's chunks under a window; or a layer pattern beside the window), as the report's warning says; else 0.
-    /// @since 0.2
+    /// ring's chunks under a window or chunk; a layer pattern beside them; a chunk under any framework but torchtitan,
+    /// whose FlexAttention alone runs chunks in training), as the report's warning says; else 0. @since 0.2
     WindowTimedFull = sys::MEM4D_INFO_WINDOW_TIMED_FULL,
 }
 
