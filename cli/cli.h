@@ -260,8 +260,8 @@ void cli_print_report(FILE *out, const mem4d_model *model, const mem4d_layout *l
                       const mem4d_device *device, const mem4d_report *report);
 
 /* The JSON object printed by `estimate --json`. */
-void cli_print_report_json(FILE *out, const mem4d_report *report, const mem4d_layout *layout,
-                           const mem4d_device *device);
+void cli_print_report_json(FILE *out, const mem4d_model *model, const mem4d_report *report,
+                           const mem4d_layout *layout, const mem4d_device *device);
 
 /* The report's speed figures as a JSON object keyed by mem4d_metric_name(),
  * with "mfu_peak" naming the peak MFU is taken against ("bf16" or "fp8"), or

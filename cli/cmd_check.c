@@ -334,8 +334,8 @@ static const char *tt_source(const struct cli_args *o, const mem4d_import *imp)
     return o->tt_config ? tt_world_source : world_source_text(mem4d_import_world_source(imp));
 }
 
-static void print_json(FILE *out, const struct cli_args *o, const mem4d_import *imp, const mem4d_layout *layout,
-                       const mem4d_device *device, const mem4d_report *report, int status,
+static void print_json(FILE *out, const struct cli_args *o, const mem4d_import *imp, const mem4d_model *model,
+                       const mem4d_layout *layout, const mem4d_device *device, const mem4d_report *report, int status,
                        const struct proposal *p)
 {
     uint64_t world = 0;
@@ -360,7 +360,7 @@ static void print_json(FILE *out, const struct cli_args *o, const mem4d_import *
         fputs("null", out);
     }
     fprintf(out, ", \"report\": ");
-    cli_print_report_json(out, report, layout, device);
+    cli_print_report_json(out, model, report, layout, device);
     fprintf(out, "}\n");
 }
 
@@ -396,7 +396,7 @@ static int run_check(const struct cli_args *o, mem4d_model *model, mem4d_device 
     if (status != CLI_OK && !o->tt_config) /* the proposal is Megatron-LM flags */
         propose(o, given, model, device, layout, &p);
     if (o->format == CLI_FORMAT_JSON) {
-        print_json(stdout, o, imp, layout, device, report, status, &p);
+        print_json(stdout, o, imp, model, layout, device, report, status, &p);
     } else {
         uint64_t world = 0;
         mem4d_layout_get(layout, MEM4D_LAYOUT_WORLD, &world);

@@ -66,7 +66,7 @@ int cmd_estimate(struct cli_args *a)
         goto out;
     }
     if (a->format == CLI_FORMAT_JSON)
-        cli_print_report_json(stdout, report, a->layout, device);
+        cli_print_report_json(stdout, model, report, a->layout, device);
     else
         cli_print_report(stdout, model, a->layout, device, report);
     rc = CLI_OK;

@@ -81,6 +81,26 @@ const char *cli_attention_kernel(const mem4d_report *r)
     return name ? name : "unknown";
 }
 
+/* The model's local layers as the step time takes them (the report's
+ * MEM4D_INFO_WINDOW_*): null without a window or chunk shorter than the
+ * sequence, else their kind ("sliding" or "chunked"), its tokens (keys per
+ * query or per chunk), the local layers and whether they were timed full. */
+static void print_local_attention_json(FILE *out, const mem4d_report *r, const mem4d_model *model)
+{
+    uint64_t w = 0, c = 0, local = 0, full = 0;
+    mem4d_report_info(r, MEM4D_INFO_WINDOW_LAYERS, &local);
+    if (!local) {
+        fputs("null", out);
+        return;
+    }
+    mem4d_report_info(r, MEM4D_INFO_WINDOW_TIMED_FULL, &full);
+    mem4d_model_get(model, MEM4D_MODEL_WINDOW_SIZE, &w);
+    mem4d_model_get(model, MEM4D_MODEL_ATTENTION_CHUNK_SIZE, &c);
+    fprintf(out, "{\"kind\": \"%s\", \"tokens\": %llu, \"%s\": %llu, \"%s\": %s}", w ? "sliding" : "chunked",
+            (unsigned long long)(w ? w : c), mem4d_info_name(MEM4D_INFO_WINDOW_LAYERS), (unsigned long long)local,
+            mem4d_info_name(MEM4D_INFO_WINDOW_TIMED_FULL), full ? "true" : "false");
+}
+
 /* Which attention the job runs, as the memory and the step time take it:
  * fused (flash) attention and its kernel, or softmax attention and whether
  * the stack's fused softmax takes the shape. */
@@ -91,15 +111,17 @@ static void print_attention(FILE *out, const mem4d_report *r, const mem4d_model 
     const char *k = cli_attention_kernel(r);
     if (strcmp(k, "unfused") != 0) {
         fprintf(out, "attention: fused (flash) attention, kernel %s", k);
-        uint64_t w = 0, L = 0, local = 0, full = 0;
+        uint64_t w = 0, c = 0, L = 0, local = 0, full = 0;
         mem4d_model_get(model, MEM4D_MODEL_WINDOW_SIZE, &w);
-        mem4d_layout_get(layout, MEM4D_LAYOUT_SEQ_LENGTH, &s);
-        if (w && w < s) { /* the local layers and how the step time takes them: the report's */
-            mem4d_report_info(r, MEM4D_INFO_WINDOW_LAYERS, &local);
+        mem4d_model_get(model, MEM4D_MODEL_ATTENTION_CHUNK_SIZE, &c);
+        mem4d_report_info(r, MEM4D_INFO_WINDOW_LAYERS, &local);
+        if (local) { /* the local layers and how the step time takes them: the report's */
             mem4d_report_info(r, MEM4D_INFO_WINDOW_TIMED_FULL, &full);
             mem4d_model_get(model, MEM4D_MODEL_NUM_LAYERS, &L);
-            fprintf(out, "; a sliding window of %llu keys on %llu of %llu layers%s", (unsigned long long)w,
-                    (unsigned long long)local, (unsigned long long)L, full ? ", timed as full attention" : "");
+            fprintf(out, w ? "; a sliding window of %llu keys on %llu of %llu layers%s"
+                           : "; chunked attention, chunks of %llu tokens, on %llu of %llu layers%s",
+                    (unsigned long long)(w ? w : c), (unsigned long long)local, (unsigned long long)L,
+                    full ? ", timed as full attention" : "");
         }
         fputc('\n', out);
         return;
@@ -223,7 +245,8 @@ void cli_print_metrics_json(FILE *out, const mem4d_report *r, const mem4d_layout
     fprintf(out, ", \"mfu_peak\": \"%s\"}", cli_mfu_peak_name(layout, dev));
 }
 
-void cli_print_report_json(FILE *out, const mem4d_report *r, const mem4d_layout *layout, const mem4d_device *dev)
+void cli_print_report_json(FILE *out, const mem4d_model *model, const mem4d_report *r, const mem4d_layout *layout,
+                           const mem4d_device *dev)
 {
     static const mem4d_term terms[] = {MEM4D_TERM_WEIGHTS, MEM4D_TERM_GRADIENTS, MEM4D_TERM_OPTIMIZER,
                                        MEM4D_TERM_ACTIVATIONS, MEM4D_TERM_OVERHEAD, MEM4D_TERM_TOTAL,
@@ -258,8 +281,10 @@ void cli_print_report_json(FILE *out, const mem4d_report *r, const mem4d_layout 
     fprintf(out, "], \"%s\": %llu, \"%s\": ", mem4d_info_name(MEM4D_INFO_MODEL_PARAMS), (unsigned long long)params,
             mem4d_info_name(MEM4D_INFO_ATTENTION_KERNEL));
     cli_json_string(out, cli_attention_kernel(r));
-    fprintf(out, ", \"%s\": %s, \"speed\": ", mem4d_info_name(MEM4D_INFO_SOFTMAX_FALLBACK),
+    fprintf(out, ", \"%s\": %s, \"local_attention\": ", mem4d_info_name(MEM4D_INFO_SOFTMAX_FALLBACK),
             fallback ? "true" : "false");
+    print_local_attention_json(out, r, model);
+    fputs(", \"speed\": ", out);
     cli_print_metrics_json(out, r, layout, dev);
     fprintf(out, "}\n");
 }

@@ -67,6 +67,35 @@ class Estimate(unittest.TestCase):
         self.assertTrue([w for w in doc['warnings'] if w.startswith("speed: MFU 101.9% is Megatron's count")],
                         doc['warnings'])
 
+    def test_local_attention_says_chunked_or_sliding(self):
+        # Llama 4 Scout: chunks of 8192 tokens on its 36 RoPE layers of 48
+        # (CHUNKED_ATTN). The text and --json said nothing of the chunk, and
+        # the step charged every layer full attention; under torchtitan
+        # (FlexAttention) the chunks are timed, under Megatron (no chunked
+        # attention) timed full, at 8192 tokens there is nothing to say.
+        scout = ['--hf-config', os.path.join(DATA, 'hf', 'recent', 'llama-4-scout-17b-16e-instruct.json'),
+                 '--world', '64', '--mbs', '1', '--gbs', '64']
+
+        def local(*extra):
+            p = run('estimate', *scout, *extra, '--json')
+            self.assertEqual(p.returncode, 0, p.stderr)
+            text = run('estimate', *scout, *extra)
+            self.assertEqual(text.returncode, 0, text.stderr)
+            line = [ln for ln in text.stdout.splitlines() if ln.startswith('attention: ')]
+            return json.loads(p.stdout)['local_attention'], line[0]
+        doc, line = local('--seq', '32768', '--framework', 'torchtitan')
+        self.assertEqual(doc, {'kind': 'chunked', 'tokens': 8192, 'window_layers': 36, 'window_timed_full': False})
+        self.assertTrue(line.endswith('; chunked attention, chunks of 8192 tokens, on 36 of 48 layers'), line)
+        doc, line = local('--seq', '32768')
+        self.assertEqual(doc['window_timed_full'], True)
+        self.assertTrue(line.endswith('on 36 of 48 layers, timed as full attention'), line)
+        self.assertNotIn('sliding', line)
+        self.assertEqual(local('--seq', '8192', '--framework', 'torchtitan')[0], None)
+        p = run('estimate', '--hf-config', os.path.join(DATA, 'hf', 'recent', 'gemma-3-1b-it.json'), '--world', '8',
+                '--mbs', '1', '--seq', '32768', '--gbs', '64', '--json')
+        self.assertEqual(json.loads(p.stdout)['local_attention'],
+                         {'kind': 'sliding', 'tokens': 512, 'window_layers': 22, 'window_timed_full': False})
+
     def test_full_mode_every_stage(self):
         p = run('estimate', '--model=llama3.1-70b', '--gpu=h100-80', '--tp=8', '--pp=4', '--dp=2',
                 '--seq=8192', '--gbs=64', '--json')
