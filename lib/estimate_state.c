@@ -256,8 +256,20 @@ static void fsdp_state_terms(bool *ok, const struct m4d_ctx *x, const struct sha
 {
     struct m4d_shards g;
     m4d_shards(x, &g);
-    uint64_t shard = g.fsdp, blocks = mul(ok, sh->block, m4d_split_rank_layers(&x->split, r));
-    uint64_t root = n->all - add(ok, n->linear, mul(ok, sh->share.replicated, m4d_split_rank_layers(&x->split, r)));
+    /* The stage's blocks as they are: n less the root and the MTP modules,
+     * each layer of its own kind (dense and expert layers of a pattern,
+     * hybrid layers, layers without an indexer), as m4d_fsdp_block_bytes()
+     * prices one. One expert layer's share times the layers counted every
+     * dense layer of Llama 4 Maverick (experts every second layer) as an
+     * expert one, twice its blocks, and its replicated part could pass n:
+     * the root wrapped below zero ("overflows 64 bits" at pp 4). */
+    bool last = r == x->p - 1;
+    uint64_t lin = n->linear - (last ? sh->mtp.linear : 0);
+    uint64_t outside = add(ok, add(ok, m4d_stage_root_params(ok, x, sh, r), lin),
+                           last ? add(ok, sh->mtp.linear, sh->mtp.replicated) : 0);
+    uint64_t rep = n->all > outside ? n->all - outside : 0;
+    uint64_t shard = g.fsdp, blocks = add(ok, mul(ok, lin, x->fp8_all_gather ? 1 : x->param_bytes), mul(ok, rep, x->param_bytes));
+    uint64_t root = n->all - add(ok, n->linear, rep);
     t[MEM4D_TERM_WEIGHTS] = add(ok, muldiv(ok, n->all, x->master_bytes, shard), mul(ok, root, x->param_bytes));
     t[MEM4D_TERM_GRADIENTS] = muldiv(ok, n->all, x->grad_bytes, shard);
     t[MEM4D_TERM_OPTIMIZER] = muldiv(ok, n->all, 2 * x->opt_bytes, shard);

@@ -118,6 +118,40 @@ START_TEST(fsdp_pipeline_keeps_blocks)
 }
 END_TEST
 
+/* Experts on every second layer (moe_layer_freq 2, as Llama 4 Maverick's
+ * interleave_moe_layer_step 2): 4 experts of 1024 (3·h·1024 each), top 2.
+ * An expert layer holds LAYER - 3·h·f + 4·3·h·1024 = LAYER (the same
+ * linear bytes here) and its router h·4 = 4096 besides, replicated. Under
+ * PP, stage 1 of pp 3 (layers 2 and 3: one expert layer, one dense; no
+ * root) keeps its blocks as they are, 2·n1, not two expert blocks. Its
+ * root was n1 less the linear weights less two expert layers' replicated
+ * parameters, 4096 below zero: "the estimate of stage 1 overflows 64 bits"
+ * (Llama 4 Maverick under torchtitan at pp 4). */
+START_TEST(fsdp_pipeline_blocks_of_a_layer_pattern)
+{
+    mem4d_model *m = small_model(6);
+    ck_assert_int_eq(mem4d_model_set_str(m, "num_experts", "4"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_model_set_str(m, "moe_router_topk", "2"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_model_set_str(m, "moe_ffn_hidden_size", "1024"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_model_set_str(m, "moe_layer_freq", "2"), MEM4D_OK);
+    mem4d_device *d = big_device();
+    mem4d_layout *l = tu_layout("framework=torchtitan", "dp=4", "pp=3", "gbs=16", "seq=1024", NULL);
+    mem4d_report *r = NULL;
+    ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
+    ck_assert_msg(mem4d_estimate(m, l, d, r) == MEM4D_OK, "%s", mem4d_report_message(r));
+    uint64_t n1 = 2 * LAYER + 4096;
+    ck_assert_uint_eq(get(r, 1, MEM4D_TERM_PARAMS), n1);
+    /* fp32 master over 4, and both blocks in bf16 */
+    ck_assert_uint_eq(get(r, 1, MEM4D_TERM_WEIGHTS), n1 + 2 * n1);
+    /* fp32 gradients over 4, and unsharded over m = 4 micro-batches */
+    ck_assert_uint_eq(get(r, 1, MEM4D_TERM_GRADIENTS), n1 + 4 * n1);
+    mem4d_report_free(r);
+    mem4d_layout_free(l);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
 /* torch.distributed.pipelining keeping the last stage's outputs
  * (pp_return_outputs): dp 4, pp 2, gbs 16, mbs 1: m = 4 micro-batches of
  * T = 1024 tokens; the bf16 logits are E2 = 2·1024·32000 bytes. At the last
@@ -682,6 +716,7 @@ int main(void)
     tcase_add_test(tc, allocator_rounding);
     tcase_add_test(tc, fsdp_state);
     tcase_add_test(tc, fsdp_pipeline_keeps_blocks);
+    tcase_add_test(tc, fsdp_pipeline_blocks_of_a_layer_pattern);
     tcase_add_test(tc, pipeline_schedule_keeps_outputs);
     tcase_add_test(tc, pipeline_receive_buffers);
     tcase_add_test(tc, op_selective_keeps_every_other_mm);
