@@ -219,14 +219,20 @@ void cli_json_string(FILE *out, const char *text)
 }
 
 /* Which peak MFU is taken against: the precision the job runs in, as
- * MEM4D_METRIC_MFU_PEAK_FLOPS takes it (lib/perf.c): fp8 for an fp8 job on
- * a device that has an fp8 peak, else bf16. Not by comparing the peaks: a
+ * MEM4D_METRIC_MFU_PEAK_FLOPS takes it (lib/perf.c): fp4 for an NVFP4 job
+ * (fp8_recipe "nvfp4") on a device that has an fp4 peak, fp8 for an fp8 job
+ * on a device that has an fp8 peak, else bf16. Not by comparing the peaks: a
  * device whose fp8 peak equals its bf16 one would name a bf16 job's "fp8". */
 const char *cli_mfu_peak_name(const mem4d_layout *layout, const mem4d_device *dev)
 {
-    uint64_t fp8 = 0, peak = 0;
+    uint64_t fp8 = 0, peak = 0, fp4 = 0, r = 0;
     mem4d_layout_get(layout, MEM4D_LAYOUT_FP8, &fp8);
+    mem4d_layout_get(layout, MEM4D_LAYOUT_FP8_RECIPE, &r);
     mem4d_device_get(dev, MEM4D_DEVICE_PEAK_FP8_FLOPS, &peak);
+    mem4d_device_get(dev, MEM4D_DEVICE_PEAK_FP4_FLOPS, &fp4);
+    const char *recipe = mem4d_layout_value_name(MEM4D_LAYOUT_FP8_RECIPE, r);
+    if (fp8 && fp4 && recipe && strcmp(recipe, "nvfp4") == 0)
+        return "fp4";
     return fp8 && peak ? "fp8" : "bf16";
 }
 

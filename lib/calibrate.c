@@ -434,6 +434,7 @@ static mem4d_status argument(mem4d_calibration *cal, struct scan *sc, const char
     static const char *const renamed[][3] = {
         {"add_bias_linear", NULL, "--disable-bias-linear"},
         {"add_position_embedding", NULL, "--no-position-embedding"},
+        {"fp4", "fp4-format", NULL},
         {"fp8", "fp8-format", NULL},
         {"nccl_ub", "use-nccl-ub", NULL},
         {"overlap_p2p_comm", "overlap-p2p-communication", "--no-overlap-p2p-communication"},

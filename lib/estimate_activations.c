@@ -236,7 +236,8 @@ static void selective_savings(bool *ok, const struct m4d_ctx *x, uint64_t *repl,
  * also kept in bf16 by the attention backward, so its fp8 copy for the
  * output projection is an extra a·d_v byte per token with the delayed
  * recipe (the other recipes save the bf16 input instead). What selective
- * recompute already dropped is not counted. */
+ * recompute already dropped is not counted. NVFP4's copies are smaller
+ * (below). */
 static void fp8_savings(bool *ok, const struct m4d_ctx *x, uint64_t *repl, uint64_t *split, uint64_t *extra,
                         uint64_t *extra_repl)
 {
@@ -273,6 +274,16 @@ static void fp8_savings(bool *ok, const struct m4d_ctx *x, uint64_t *repl, uint6
          * keeps only its row map) */
         if (!keeps_bf16_expert_input(x))
             *repl = add(ok, *repl, routed(ok, x, x->h));
+    }
+    /* NVFP4 keeps the weight gradient's input columnwise alone (the 4-bit
+     * values and an E4M3 scale per 16: 9/16 of a byte, M4D_NVFP4_WEIGHT_EIGHTHS'
+     * half), so it saves 23/16 of a byte where fp8 saves 1, and a copy kept
+     * beside a bf16 input costs 9/16 */
+    if (x->fp8_recipe == M4D_FP8_RECIPE_NVFP4) {
+        *repl = muldiv(ok, *repl, 32 - M4D_NVFP4_WEIGHT_EIGHTHS, 16);
+        *split = muldiv(ok, *split, 32 - M4D_NVFP4_WEIGHT_EIGHTHS, 16);
+        *extra = muldiv(ok, *extra, M4D_NVFP4_WEIGHT_EIGHTHS, 16);
+        *extra_repl = muldiv(ok, *extra_repl, M4D_NVFP4_WEIGHT_EIGHTHS, 16);
     }
 }
 

@@ -125,13 +125,18 @@ uint64_t m4d_stage_root_params(bool *ok, const struct m4d_ctx *x, const struct s
  * dtype; with fp8 an fp8 copy and an fp8 transpose of every linear weight
  * beside it (2·N_lin), or with fp8 parameters (--fp8-param-gather) the
  * linear weights held in fp8 alone, one byte and one for the transpose:
- * P_bytes·(N − N_lin) + 2·N_lin. */
+ * P_bytes·(N − N_lin) + 2·N_lin. NVFP4 keeps its rowwise and columnwise
+ * copies at 9/8 of a byte together (M4D_NVFP4_WEIGHT_EIGHTHS) in place of
+ * fp8's 2 (--fp4-param-gather likewise). */
 static uint64_t weight_bytes(bool *ok, const struct m4d_ctx *x, const struct stage_params *n)
 {
+    uint64_t q = x->fp8_recipe == M4D_FP8_RECIPE_NVFP4
+                     ? add(ok, mul(ok, n->linear / 8, M4D_NVFP4_WEIGHT_EIGHTHS), n->linear % 8 * M4D_NVFP4_WEIGHT_EIGHTHS / 8)
+                     : mul(ok, n->linear, 2);
     if (x->fp8 && x->fp8_params)
-        return add(ok, mul(ok, n->all - n->linear, x->param_bytes), mul(ok, n->linear, 2));
+        return add(ok, mul(ok, n->all - n->linear, x->param_bytes), q);
     uint64_t w = mul(ok, n->all, x->param_bytes);
-    return x->fp8 ? add(ok, w, mul(ok, n->linear, 2)) : w;
+    return x->fp8 ? add(ok, w, q) : w;
 }
 
 /* Optimizer bytes per parameter on the GPU, in millionths: the main

@@ -541,6 +541,25 @@ static mem4d_status apply_vocab(mem4d_import *imp, const struct m4d_opt_val *val
     return SET_L(l, MEM4D_LAYOUT_VOCAB_DIVISOR, 1, "the padded vocabulary");
 }
 
+/* fp4 training: Megatron-Core's --fp4-format e2m1 with --fp4-recipe nvfp4
+ * (its default) is Transformer Engine's NVFP4BlockScaling on every
+ * transformer layer's linears, the layout key fp8 = 1 with fp8_recipe
+ * "nvfp4" (lib/perf.c, NVFP4_GEMM_SHARE). validate_args refuses fp4 beside
+ * fp8 (arguments.py at NVIDIA/Megatron-LM@d98e8a64); the custom recipe runs a
+ * user's quantizer factory, which is read as NVFP4's. */
+static mem4d_status apply_fp4(mem4d_import *imp, const struct m4d_opt_val *vals, mem4d_layout *l)
+{
+    if (GIVEN(MF_FP4) && GIVEN(MF_FP8))
+        return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "--fp4-format and --fp8-format cannot be used together "
+                            "(Megatron refuses both)");
+    if (!GIVEN(MF_FP4)) /* --fp4-recipe alone does nothing (a log prints its default) */
+        return MEM4D_OK;
+    if (GIVEN(MF_FP4_RECIPE) && strcmp(choice(vals, MF_FP4_RECIPE), "custom") == 0)
+        m4d_imp_warn(imp, "--fp4-recipe custom: a quantizer factory the library cannot read; modelled as nvfp4 "
+                     "(NVFP4BlockScaling)");
+    return SET_L(l, MEM4D_LAYOUT_FP8_RECIPE, M4D_FP8_RECIPE_NVFP4, "--fp4-format");
+}
+
 /* Layout settings where Megatron-LM's default applies when the flag is absent.
  * --expert-tensor-parallel-size only shapes the expert groups
  * (parallel_state.initialize_model_parallel builds them whatever the model):
@@ -566,7 +585,8 @@ static mem4d_status apply_layout_basic(mem4d_import *imp, const struct m4d_opt_v
     TRY(SET_L(l, MEM4D_LAYOUT_DIST_OPT, GIVEN(MF_DIST_OPT) || GIVEN(MF_ODO), "--use-distributed-optimizer"));
     TRY(SET_L(l, MEM4D_LAYOUT_OVERLAPPED_DIST_OPT, GIVEN(MF_ODO), "--overlapped-distributed-optimizer"));
     TRY(m4d_megatron_set_layout(imp, l, MEM4D_LAYOUT_VOCAB_DIVISOR, MF_VOCAB_DIV, GIVEN(MF_VOCAB_DIV) ? U(MF_VOCAB_DIV) : 128));
-    TRY(SET_L(l, MEM4D_LAYOUT_FP8, GIVEN(MF_FP8), "--fp8-format"));
+    TRY(apply_fp4(imp, vals, l));
+    TRY(SET_L(l, MEM4D_LAYOUT_FP8, GIVEN(MF_FP8) || GIVEN(MF_FP4), GIVEN(MF_FP4) ? "--fp4-format" : "--fp8-format"));
     if (GIVEN(MF_FP8) && GIVEN(MF_FP8_RECIPE)) /* the choices in the key's order (megatron_flags.c) */
         TRY(m4d_megatron_set_layout(imp, l, MEM4D_LAYOUT_FP8_RECIPE, MF_FP8_RECIPE, U(MF_FP8_RECIPE)));
     TRY(m4d_megatron_set_layout(imp, l, MEM4D_LAYOUT_FIRST_STAGE_LAYERS, MF_FIRST_LAYERS, GIVEN(MF_FIRST_LAYERS) ? U(MF_FIRST_LAYERS) : 0));
@@ -709,9 +729,11 @@ static mem4d_status apply_moe_dispatch(mem4d_import *imp, const struct m4d_opt_v
     if (GIVEN(MF_ROUTER_PAD_Q) || GIVEN(MF_ROUTER_PAD_FP8)) {
         const char *flag = GIVEN(MF_ROUTER_PAD_Q) ? "--moe-router-padding-for-quantization"
                                                   : "--moe-router-padding-for-fp8";
-        if (!GIVEN(MF_FP8))
-            return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "%s needs fp8 training (--fp8-format)", flag);
-        pad = strcmp(choice(vals, MF_FP8_RECIPE), "mxfp8") == 0 ? 32 : 16;
+        if (!GIVEN(MF_FP8) && !GIVEN(MF_FP4))
+            return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "%s needs fp8 training (--fp8-format, or fp4: --fp4-format)",
+                                flag);
+        /* fp4_utils.get_fp4_align_size: 128 for NVFP4's grouped quantization */
+        pad = GIVEN(MF_FP4) ? 128 : strcmp(choice(vals, MF_FP8_RECIPE), "mxfp8") == 0 ? 32 : 16;
     }
     TRY(SET_L(l, MEM4D_LAYOUT_MOE_PAD_MULTIPLE, pad, "--moe-router-padding-for-quantization"));
     TRY(SET_L(l, MEM4D_LAYOUT_MOE_EP_OVERLAP, GIVEN(MF_EP_OVERLAP), "--overlap-moe-expert-parallel-comm"));
@@ -883,7 +905,12 @@ static mem4d_status apply_precision(mem4d_import *imp, const struct m4d_opt_val 
     if (GIVEN(MF_FP8_PARAM) && (!GIVEN(MF_FP8) || !sharded))
         return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "--fp8-param-gather needs --fp8-format and the distributed "
                             "optimizer or FSDP");
-    TRY(SET_L(l, MEM4D_LAYOUT_FP8_PARAM_GATHER, GIVEN(MF_FP8_PARAM), "--fp8-param-gather"));
+    /* --fp4-param-gather: NVFP4 weights alone, gathered in fp4 (validate_args
+     * refuses it without --fp4-format) */
+    if (GIVEN(MF_FP4_PARAM) && !GIVEN(MF_FP4))
+        return m4d_imp_fail(imp, MEM4D_E_CONFLICT, "--fp4-param-gather must be used together with --fp4-format");
+    TRY(SET_L(l, MEM4D_LAYOUT_FP8_PARAM_GATHER, GIVEN(MF_FP8_PARAM) || GIVEN(MF_FP4_PARAM),
+              GIVEN(MF_FP4_PARAM) ? "--fp4-param-gather" : "--fp8-param-gather"));
     /* --optimizer sgd: one momentum buffer, none with --sgd-momentum 0
      * (Megatron's default momentum is 0.9). */
     bool sgd = GIVEN(MF_OPTIMIZER) && U(MF_OPTIMIZER) != M4D_OPT_ADAM;

@@ -470,9 +470,22 @@ bool m4d_deepep_group_ok(uint64_t ranks)
 #define DEEPEP_NVL_PEERS 8
 mem4d_status m4d_check_device(const struct m4d_ctx *x, const mem4d_device *dev, char *why, size_t n)
 {
+    const uint64_t *dv = dev->v;
+    /* NVFP4 needs fp4 tensor cores: Transformer Engine's NVFP4BlockScaling
+     * runs on Blackwell (compute capability 10.0) and later alone
+     * (check_nvfp4_support, transformer_engine/pytorch/quantization.py;
+     * Megatron-Core's fp4 recipe "for Blackwell+ architecture",
+     * transformer_config.py), which a device states by its fp4 peak. A
+     * device with no peaks at all (memory alone) is not refused. */
+    if (x->fp8 && x->fp8_recipe == M4D_FP8_RECIPE_NVFP4 && dv[MEM4D_DEVICE_PEAK_FLOPS] != 0 &&
+        dv[MEM4D_DEVICE_PEAK_FP4_FLOPS] == 0) {
+        m4d_msg(why, n, "fp8_recipe nvfp4 (Megatron's --fp4-format e2m1) needs fp4 tensor cores (Blackwell or later), "
+                "and %s states no fp4 peak (peak_fp4_flops 0); use an fp8 recipe, or a Blackwell preset "
+                "(b200-180, gb200-186, b300-288, gb300-288) or set peak_fp4_flops", dev->name);
+        return MEM4D_E_CONFLICT;
+    }
     if (x->dispatcher != MEM4D_MOE_DISPATCHER_DEEPEP && x->dispatcher != MEM4D_MOE_DISPATCHER_HYBRIDEP)
         return MEM4D_OK;
-    const uint64_t *dv = dev->v;
     uint64_t gpn = dv[MEM4D_DEVICE_GPUS_PER_NODE], group = m4d_ep_group(x);
     bool pre_hopper = dv[MEM4D_DEVICE_PEAK_FLOPS] != 0 && dv[MEM4D_DEVICE_PEAK_FP8_FLOPS] == 0;
     if (x->dispatcher == MEM4D_MOE_DISPATCHER_HYBRIDEP) {

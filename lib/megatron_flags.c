@@ -20,6 +20,10 @@ static const char *const c_backend[] = {"flash", "fused", "unfused", "local", "a
 /* Megatron-LM's names, then BigScience Megatron-DeepSpeed's (absolute, rotary, alibi). */
 static const char *const c_pos[] = {"learned_absolute", "rope", "mrope", "relative", "none", "absolute", "rotary", "alibi", NULL};
 static const char *const c_fp8[] = {"e4m3", "hybrid", NULL};
+/* Megatron-Core's fp4 (--fp4-format) and fp4_recipe (--fp4-recipe) choices
+ * (transformer_config.py at NVIDIA/Megatron-LM@d98e8a64). */
+static const char *const c_fp4[] = {"e2m1", NULL};
+static const char *const c_fp4_recipe[] = {"nvfp4", "custom", NULL};
 static const char *const c_sharding[] = {"no_shard", "optim", "optim_grads", "optim_grads_params", NULL};
 static const char *const c_optimizer[] = {"adam", "sgd", NULL};
 /* In the order of the recompute_modules bits (lib/private.h M4D_RC_*). */
@@ -190,6 +194,9 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
      * casts the logits to fp32 either way (tensor_parallel/cross_entropy.py, d98e8a64) */
     SKIP_ROW("fp16-lm-cross-entropy"),
     SWITCH_ROW("fp32-residual-connection", MF_FP32_RESIDUAL),
+    WORD_ROW("fp4-format", MF_FP4, c_fp4),
+    SWITCH_ROW("fp4-param-gather", MF_FP4_PARAM),
+    WORD_ROW("fp4-recipe", MF_FP4_RECIPE, c_fp4_recipe),
     SKIP_ROW("fp8-amax-compute-algo"),
     SKIP_ROW("fp8-amax-history-len"),
     WORD_ROW("fp8-format", MF_FP8, c_fp8),

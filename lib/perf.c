@@ -969,6 +969,25 @@ static double inv_cbrt_unit(double r)
  * gemms_prepare charges by bytes. */
 static const double FP8_RECIPE_TIME[] = {1, 1, 8.984 / 7.802, 22.882 / 18.978, 1};
 
+/* NVFP4 (fp8_recipe nvfp4: Transformer Engine's NVFP4BlockScaling): the
+ * linear and expert GEMMs run at the device's fp4 peak (peak_fp4_flops) at
+ * the share of it that fp4 kernels reach, and quantize at tensorwise's bytes
+ * (TE_FP8_CURRENT: NVFP4 takes a per-tensor amax first too) times its
+ * kernels' extra work. Both from Transformer Engine's GEMM benchmark on a
+ * B300 (NVIDIA/TransformerEngine@8f2e635 docs/examples/gemm_profiling/
+ * gemm_profiling.rst, the 5B model's 12 GEMMs a layer, 15,872 tokens):
+ * NVFP4_GEMM_SHARE: pre-quantized (the GEMM kernels alone) NVFP4 takes
+ * 3.764 ms where tensorwise fp8 takes 6.812, so an fp4 kernel reaches
+ * (6.812 · 4500) / (3.764 · 12600) of what an fp8 one reaches of its peak
+ * (b300-288's fp8 and fp4 peaks): the fp4 rate is the fp8 MAMF share
+ * (fp8_efficiency_ppm; mamf-finder measures no fp4 GEMM) times this.
+ * NVFP4_QUANT_TIME: autocast less pre-quantized, NVFP4's quantization
+ * (amax, the random Hadamard transform on the weight gradient's inputs,
+ * stochastic rounding of the gradients, 2D weight scaling) takes 6.453 -
+ * 3.764 ms where tensorwise's takes 9.147 - 6.812. */
+#define NVFP4_GEMM_SHARE (6.812 * 4500 / (3.764 * 12600))
+#define NVFP4_QUANT_TIME ((6.453 - 3.764) / (9.147 - 6.812))
+
 /* Of x it reads the framework, fp8 and its recipe, the cross entropy's
  * kernels and whether the attention is fused (flash) alone, which no search
  * knob changes: a search computes it once (m4d_perf_machine(), search.c). */
@@ -981,6 +1000,10 @@ static struct m4d_machine machine_of(const struct m4d_ctx *x, const mem4d_device
         if (x->fp8_recipe < sizeof FP8_RECIPE_TIME / sizeof FP8_RECIPE_TIME[0])
             fp8_slow = FP8_RECIPE_TIME[x->fp8_recipe];
         lin = D(dv[MEM4D_DEVICE_PEAK_FP8_FLOPS]) * ppm(dv[MEM4D_DEVICE_FP8_EFFICIENCY_PPM]) / eff / fp8_slow;
+    }
+    if (x->fp8 && x->fp8_recipe == M4D_FP8_RECIPE_NVFP4 && dv[MEM4D_DEVICE_PEAK_FP4_FLOPS] != 0) {
+        fp8_slow = NVFP4_QUANT_TIME; /* the casts' (gemms_prepare): the GEMMs' own rate is below */
+        lin = D(dv[MEM4D_DEVICE_PEAK_FP4_FLOPS]) * ppm(dv[MEM4D_DEVICE_FP8_EFFICIENCY_PPM]) * NVFP4_GEMM_SHARE / eff;
     }
     double gpn = D(dv[MEM4D_DEVICE_GPUS_PER_NODE] ? dv[MEM4D_DEVICE_GPUS_PER_NODE] : 1);
     double inter = D(dv[MEM4D_DEVICE_INTER_NODE_BANDWIDTH]);
@@ -1341,7 +1364,7 @@ static void gemms_prepare(const struct m4d_ctx *x, struct m4d_perf_group *pg)
             double full = sp ? M4D_FP8_Q + M4D_FP8_T : M4D_FP8_QT, shard = sp ? M4D_FP8_Q * rt + M4D_FP8_T : M4D_FP8_QT;
             in = (mc->te_norm_fp8 ? M4D_FP8_T : shard) * 2 * h + full * (q + F);
             out = M4D_FP8_QT * (qkv + up) + shard * 2 * h;
-        } else if (x->fp8_recipe == 1) { /* tensorwise, current scaling (TE_FP8_CURRENT) */
+        } else if (x->fp8_recipe == 1 || x->fp8_recipe == M4D_FP8_RECIPE_NVFP4) { /* TE_FP8_CURRENT; NVFP4 */
             double whole = M4D_FP8_AMAX + M4D_FP8_QT, shard = sp ? (M4D_FP8_AMAX + M4D_FP8_Q) * rt + M4D_FP8_T : whole;
             double norm = !mc->te_norm_fp8 ? shard : sp ? M4D_FP8_Q * rt + M4D_FP8_T : M4D_FP8_QT;
             double proj = x->fw == MEM4D_FRAMEWORK_MEGATRON ? 2 * (M4D_FP8_AMAX + M4D_FP8_Q) : whole;
@@ -2568,9 +2591,11 @@ void m4d_perf_prepare(const struct m4d_ctx *x, const mem4d_device *dev, const st
         pg->offload_per_b = D(x->act_offload) * D(m4d_layer_activation_bytes(&one)) /
                             D(dev->v[MEM4D_DEVICE_HOST_BANDWIDTH]);
     }
-    /* MFU against the peak of the precision the GEMMs run in. */
-    pg->peak = D(dev->v[x->fp8 && dev->v[MEM4D_DEVICE_PEAK_FP8_FLOPS] ? MEM4D_DEVICE_PEAK_FP8_FLOPS
-                                                                       : MEM4D_DEVICE_PEAK_FLOPS]);
+    /* MFU against the peak of the precision the GEMMs run in: fp4 for NVFP4. */
+    bool fp4 = x->fp8 && x->fp8_recipe == M4D_FP8_RECIPE_NVFP4 && dev->v[MEM4D_DEVICE_PEAK_FP4_FLOPS];
+    pg->peak = D(dev->v[fp4                                               ? MEM4D_DEVICE_PEAK_FP4_FLOPS
+                        : x->fp8 && dev->v[MEM4D_DEVICE_PEAK_FP8_FLOPS] ? MEM4D_DEVICE_PEAK_FP8_FLOPS
+                                                                          : MEM4D_DEVICE_PEAK_FLOPS]);
     pg->exec_flops_per_seq = executed_flops_per_seq(x, pg);
     pg->kernel_share = kernel_share(dev, pg);
     mem4d_device_speed_band(dev, &pg->band_lo, &pg->band_hi);

@@ -402,10 +402,10 @@ void m4d_moe_prepare(const struct m4d_ctx *x, const mem4d_device *dev, const str
      * per input element and 4 per output element of each row, 5 per weight
      * element (lib/perf.c, gemms_prepare); tensorwise scaling reads each
      * once more for its amax (TE_FP8_CURRENT: 2 bytes; its GEMMs run at
-     * delayed scaling's rate) */
+     * delayed scaling's rate), as NVFP4 does (NVFP4_QUANT_TIME, lib/perf.c) */
     g->cast_per_b = g->cast_w = 0;
     if (x->fp8) {
-        double amax = x->fp8_recipe == 1 ? M4D_FP8_AMAX : 0;
+        double amax = x->fp8_recipe == 1 || x->fp8_recipe == M4D_FP8_RECIPE_NVFP4 ? M4D_FP8_AMAX : 0;
         g->cast_per_b = g->rows_per_b * ((M4D_FP8_Q_THEN_T + amax) * (h + fe) + (M4D_FP8_QT + amax) * (g->fc1_n + h)) *
                         mc->inv_hbm * mc->fp8_slow;
         g->cast_w = (M4D_FP8_Q_THEN_T + amax) * El * h * (g->fc1_n + fe) * mc->inv_hbm * mc->fp8_slow;

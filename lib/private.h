@@ -220,6 +220,15 @@ static inline uint64_t m4d_ds_bucket(uint64_t set) { return set ? set : M4D_DS_B
 #define M4D_FP8_QT 4.0
 #define M4D_FP8_Q_THEN_T 5.0
 #define M4D_FP8_AMAX 2.0
+/* The fp8_recipe value of NVFP4 (Megatron's --fp4-format e2m1 --fp4-recipe
+ * nvfp4; params.c's names), and the bytes an NVFP4 linear weight keeps beside
+ * its bf16 copy, in eighths: rowwise and columnwise 4-bit values (1/2 byte
+ * each) with an E4M3 scale per 16 (1/16 each), 2·(1/2 + 1/16) = 9/8
+ * (NVIDIA/TransformerEngine@0163495 transformer_engine/pytorch/tensor/
+ * nvfp4_tensor.py, NVFP4Quantizer.make_empty and get_scale_shape; the two
+ * fp32 per-tensor amax and the scales' padding to 128 rows are left out). */
+#define M4D_FP8_RECIPE_NVFP4 5
+#define M4D_NVFP4_WEIGHT_EIGHTHS 9
 
 /* Megatron's FusedScaleMaskSoftmax on a software stack (FUSED_SOFTMAX,
  * lib/perf.c): the longest keys its fused kernel takes (0: no rule, the

@@ -184,6 +184,16 @@ class Estimate(unittest.TestCase):
         self.assertEqual(fp8['mfu_peak'], 'fp8')
         self.assertEqual(fp8['mfu_peak_flops'], 1978.9e12)
         self.assertAlmostEqual(fp8['mfu'], fp8['tflops_per_gpu'] * 1e12 / 1978.9e12, places=7)
+        # NVFP4 takes the fp4 peak (GB300: 15 PFLOP/s dense), and is refused where there is none.
+        fp4 = ['--model', 'llama3.1-8b', '--gpu', 'gb300-288', '--world', '8', '--seq', '8192', '--gbs', '128',
+               '--set', 'fp8=1', '--set', 'fp8_recipe=nvfp4']
+        sp4 = json.loads(run('estimate', *fp4, '--json').stdout)['speed']
+        self.assertEqual((sp4['mfu_peak'], sp4['mfu_peak_flops']), ('fp4', 15000e12))
+        self.assertAlmostEqual(sp4['mfu'], sp4['tflops_per_gpu'] * 1e12 / 15000e12, places=7)
+        self.assertIn('of the fp4 peak 15000 TFLOP/s', run('estimate', *fp4).stdout)
+        p = run('estimate', *job, '--set', 'fp8=1', '--set', 'fp8_recipe=nvfp4')
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn('needs fp4 tensor cores', p.stderr)
         # The name is the job's precision, not a comparison of peaks: on a
         # device whose fp8 peak equals its bf16 one a bf16 job was "fp8".
         same = job + ['--device-set', 'peak_fp8_flops=989400000000000']

@@ -333,21 +333,45 @@ END_TEST
  * fp8 copy of the attention output (a·d_v bytes per token and layer); the
  * others save the bf16 input the attention keeps anyway. 4 layers, a·d_v =
  * 256, 1024 tokens, one micro-batch in flight. */
+/* Stage 0's activations of m on dev in fp8 with `recipe` (fp8_recipe=...):
+ * one GPU, 1024 tokens, one micro-batch. */
+static uint64_t fp8_activations(const mem4d_model *m, const mem4d_device *dev, const char *recipe)
+{
+    mem4d_layout *l = tu_layout("pp=1", "dp=1", "seq=1024", "mbs=1", "gbs=1", "fp8=1", recipe, NULL);
+    mem4d_report *r = tu_estimate(m, l, dev);
+    uint64_t act = get(r, 0, MEM4D_TERM_ACTIVATIONS);
+    mem4d_report_free(r);
+    mem4d_layout_free(l);
+    return act;
+}
+
 START_TEST(fp8_recipe_attention_output_copy)
 {
     mem4d_model *m = small_model("4");
     static const char *const recipe[] = {"fp8_recipe=delayed", "fp8_recipe=tensorwise", "fp8_recipe=mxfp8",
                                          "fp8_recipe=blockwise", "fp8_recipe=custom"};
     uint64_t act[5];
-    for (int i = 0; i < 5; i++) {
-        mem4d_layout *l = tu_layout("pp=1", "dp=1", "seq=1024", "mbs=1", "gbs=1", "fp8=1", recipe[i], NULL);
-        mem4d_report *r = tu_estimate(m, l, device);
-        act[i] = get(r, 0, MEM4D_TERM_ACTIVATIONS);
-        mem4d_report_free(r);
-        mem4d_layout_free(l);
-    }
+    for (int i = 0; i < 5; i++)
+        act[i] = fp8_activations(m, device, recipe[i]);
     for (int i = 1; i < 5; i++)
         ck_assert_uint_eq(act[0] - act[i], 4 * 1024 * 256);
+    mem4d_model_free(m);
+}
+END_TEST
+
+/* NVFP4 keeps a linear's input for the weight gradient as its columnwise
+ * 4-bit values and E4M3 scales, 9/16 byte an element, where fp8 (MXFP8 as
+ * the model has it) keeps 1: per token and layer the two norm outputs (h
+ * each) and the activation before the second MLP projection (f) take 7/16
+ * byte less. 4 layers of h = 256, f = 1024, 1024 tokens. On a GB300: NVFP4
+ * needs fp4 tensor cores. */
+START_TEST(nvfp4_saved_inputs)
+{
+    mem4d_model *m = small_model("4");
+    mem4d_device *gb300 = tu_device("gb300-288");
+    uint64_t mx = fp8_activations(m, gb300, "fp8_recipe=mxfp8"), nv = fp8_activations(m, gb300, "fp8_recipe=nvfp4");
+    ck_assert_uint_eq(mx - nv, 4 * 1024 * (2 * 256 + 1024) * 7 / 16);
+    mem4d_device_free(gb300);
     mem4d_model_free(m);
 }
 END_TEST
@@ -1671,6 +1695,7 @@ int main(void)
     tcase_add_test(tc, dsa_indexer_memory);
     tcase_add_test(tc, logprob_loss_memory);
     tcase_add_test(tc, fp8_recipe_attention_output_copy);
+    tcase_add_test(tc, nvfp4_saved_inputs);
     tcase_add_test(tc, fused_softmax_fallback_memory);
     tcase_add_test(tc, fused_softmax_causal_limit);
     tcase_add_test(tc, attention_kind_one_owner);

@@ -779,6 +779,25 @@ START_TEST(cp_comm_type_read_or_warned)
 }
 END_TEST
 
+/* --fp4-format e2m1: NVFP4 whatever --fp4-recipe says; the custom recipe (a
+ * quantizer factory) is read as NVFP4's, with a warning; --fp4-recipe alone
+ * (a log prints its default) changes nothing and says nothing. */
+START_TEST(fp4_recipe_custom_reads_as_nvfp4)
+{
+    const char *custom[] = {"--fp4-format", "e2m1", "--fp4-recipe", "custom", NULL};
+    struct fixture fx;
+    fx_open(&fx);
+    ck_assert_int_eq(run_argv(&fx, custom, 0), MEM4D_OK);
+    ck_assert(has_warning(fx.imp, "--fp4-recipe custom: a quantizer factory the library cannot read"));
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_FP8_RECIPE), 5);
+    const char *alone[] = {"--fp4-recipe", "nvfp4", NULL};
+    ck_assert_int_eq(run_argv(&fx, alone, 0), MEM4D_OK);
+    ck_assert_uint_eq(lget(fx.layout, MEM4D_LAYOUT_FP8), 0);
+    ck_assert_uint_eq(mem4d_import_warning_count(fx.imp), 0);
+    fx_close(&fx);
+}
+END_TEST
+
 /* --optimizer sgd keeps one momentum buffer, none with --sgd-momentum 0. */
 START_TEST(sgd_momentum_buffers)
 {
@@ -1501,6 +1520,13 @@ static const struct modelled_case {
     /* fp8 weights without a bf16 copy. */
     {{BASE_JOB, "--fp8-format", "hybrid", "--fp8-recipe", "delayed", "--fp8-param-gather"},
      -1, MEM4D_LAYOUT_FP8_PARAM_GATHER, 1},
+    /* NVFP4: --fp4-format e2m1 (recipe nvfp4, Megatron-Core's default) is fp8 = 1 with fp8_recipe
+     * nvfp4 (5); --fp4-param-gather keeps the NVFP4 weights alone. */
+    {{BASE_JOB, "--fp4-format", "e2m1"}, -1, MEM4D_LAYOUT_FP8, 1},
+    {{BASE_JOB, "--fp4-format", "e2m1", "--fp4-recipe", "nvfp4"}, -1, MEM4D_LAYOUT_FP8_RECIPE, 5},
+    {{BASE_JOB, "--fp4-format", "e2m1", "--fp4-param-gather"}, -1, MEM4D_LAYOUT_FP8_PARAM_GATHER, 1},
+    {{BASE_JOB, "--fp4-format", "e2m1", "--moe-router-padding-for-quantization", "--num-experts", "8"},
+     -1, MEM4D_LAYOUT_MOE_PAD_MULTIPLE, 128},
     /* Megatron-DeepSpeed's ZeRO. */
     {{BASE_JOB, "--deepspeed", "--zero-stage", "2"}, -1, MEM4D_LAYOUT_ZERO_STAGE, 2},
     {{BASE_JOB, "--deepspeed", "--zero-stage", "2"}, -1, MEM4D_LAYOUT_DIST_OPT, 0},
@@ -1791,6 +1817,8 @@ static const struct vocab_bad modelled_bad[] = {
      MEM4D_E_CONFLICT, "--main-grads-dtype bf16 contradicts --accumulate-allreduce-grads-in-fp32"},
     {{"--exp-avg-dtype", "fp8"}, MEM4D_E_CONFLICT, "--exp-avg-dtype fp8 needs --use-precision-aware-optimizer"},
     {{"--fp8-param-gather", "--use-distributed-optimizer"}, MEM4D_E_CONFLICT, "--fp8-param-gather needs --fp8-format"},
+    {{"--fp4-format", "e2m1", "--fp8-format", "hybrid"}, MEM4D_E_CONFLICT, "cannot be used together"},
+    {{"--fp4-param-gather"}, MEM4D_E_CONFLICT, "--fp4-param-gather must be used together with --fp4-format"},
     {{"--distribute-saved-activations"}, MEM4D_E_CONFLICT, "--distribute-saved-activations needs full recomputation"},
     {{"--deepspeed", "--zero-stage", "4"}, MEM4D_E_RANGE, "--zero-stage 4 is not a ZeRO stage (0 to 3)"},
     {{"--optimizer-cpu-offload"}, MEM4D_E_CONFLICT, "--optimizer-cpu-offload needs --use-precision-aware-optimizer"},
@@ -1813,14 +1841,14 @@ static const struct vocab_bad modelled_bad[] = {
 
 
 /* Estimate a job; the report's term of the peak stage. */
-static uint64_t job_term(const char *const *argv, mem4d_term term, uint32_t stage)
+static uint64_t job_term_on(const char *gpu, const char *const *argv, mem4d_term term, uint32_t stage)
 {
     struct fixture fx;
     fx_open(&fx);
     ck_assert_msg(run_argv(&fx, argv, 16) == MEM4D_OK, "%s", mem4d_import_message(fx.imp));
     mem4d_device *dev = NULL;
     mem4d_report *r = NULL;
-    ck_assert_int_eq(mem4d_device_new_preset("h100-80", &dev), MEM4D_OK);
+    ck_assert_int_eq(mem4d_device_new_preset(gpu, &dev), MEM4D_OK);
     ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
     ck_assert_msg(mem4d_estimate(fx.model, fx.layout, dev, r) == MEM4D_OK, "%s", mem4d_report_message(r));
     uint64_t v = 0;
@@ -1829,6 +1857,11 @@ static uint64_t job_term(const char *const *argv, mem4d_term term, uint32_t stag
     mem4d_device_free(dev);
     fx_close(&fx);
     return v;
+}
+
+static uint64_t job_term(const char *const *argv, mem4d_term term, uint32_t stage)
+{
+    return job_term_on("h100-80", argv, term, stage);
 }
 
 START_TEST(modelled_flags_change_the_estimate)
@@ -1840,6 +1873,19 @@ START_TEST(modelled_flags_change_the_estimate)
     const char *fp8p[] = {BASE_JOB, "--fp8-format", "hybrid", "--fp8-param-gather", NULL};
     /* bf16 weight + fp8 weight and transpose -> fp8 weight and transpose alone. */
     ck_assert_uint_eq(job_term(fp8, MEM4D_TERM_WEIGHTS, 0) - job_term(fp8p, MEM4D_TERM_WEIGHTS, 0), 2 * nlin);
+    /* NVFP4 (on a GB300: Blackwell's fp4 tensor cores): each linear weight keeps rowwise and columnwise
+     * 4-bit values with an E4M3 scale per 16, 2 x (1/2 + 1/16) = 9/8 byte beside its bf16 copy, where
+     * MXFP8's (the fp8 copies: 1 byte each way) take 2; --fp4-param-gather drops the bf16 copy. */
+    const char *bf16[] = {BASE_JOB, NULL};
+    const char *mx8[] = {BASE_JOB, "--fp8-format", "e4m3", "--fp8-recipe", "mxfp8", NULL};
+    const char *fp4[] = {BASE_JOB, "--fp4-format", "e2m1", NULL};
+    const char *fp4p[] = {BASE_JOB, "--fp4-format", "e2m1", "--fp4-param-gather", NULL};
+    uint64_t w16 = job_term_on("gb300-288", bf16, MEM4D_TERM_WEIGHTS, 0);
+    ck_assert_uint_eq(job_term_on("gb300-288", mx8, MEM4D_TERM_WEIGHTS, 0) - w16, 2 * nlin);
+    ck_assert_uint_eq(job_term_on("gb300-288", fp4, MEM4D_TERM_WEIGHTS, 0) - w16, nlin + nlin / 8);
+    ck_assert_uint_eq(job_term_on("gb300-288", fp4, MEM4D_TERM_WEIGHTS, 0) -
+                          job_term_on("gb300-288", fp4p, MEM4D_TERM_WEIGHTS, 0),
+                      2 * nlin);
     /* fp8 Adam moments: 3 of 8 optimizer bytes per parameter... of the 4 + 4 + 4. */
     const char *adam[] = {BASE_JOB, NULL};
     const char *adam8[] = {BASE_JOB, "--use-precision-aware-optimizer", "--exp-avg-dtype", "fp8",
@@ -2859,6 +2905,7 @@ static Suite *import_suite(void)
     tcase_add_test(tc, slime_commands_get_slimes_defaults);
     tcase_add_test(tc, dense_model_ignores_expert_tensor_parallel_size);
     tcase_add_test(tc, sgd_momentum_buffers);
+    tcase_add_test(tc, fp4_recipe_custom_reads_as_nvfp4);
     tcase_add_test(tc, moe_capacity_layer_recompute_and_optimizer_instances);
     tcase_add_test(tc, cuda_graphs_and_nccl_user_buffers);
     tcase_add_test(tc, moe_token_dispatchers);

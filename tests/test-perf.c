@@ -1218,22 +1218,98 @@ END_TEST
  * projection's two half casts of its saved bf16 input (10 against 4):
  * 8h + 6q + 2F + 2(qkv + up) bytes, and one byte more per weight element
  * once per step. One micro-batch, so the weights' casts count once. */
+/* The step time of one llama3.1-8b sequence of 4096 tokens on one GPU of
+ * `d` (stack nemo-25) in fp8 with `recipe`. */
+static double fp8_step(const mem4d_model *m, mem4d_device *d, const char *recipe)
+{
+    ck_assert_int_eq(mem4d_device_set_str(d, "stack", "nemo-25"), MEM4D_OK);
+    mem4d_layout *l = tu_layout("world=1", "seq=4096", "mbs=1", "gbs=1", "fp8=1", NULL);
+    ck_assert_int_eq(mem4d_layout_set_str(l, "fp8_recipe", recipe), MEM4D_OK);
+    double t = predict(m, l, d, MEM4D_METRIC_STEP_TIME_S);
+    mem4d_layout_free(l);
+    return t;
+}
+
 START_TEST(fp8_tensorwise_pays_bytes_not_gemms)
 {
     mem4d_model *m = tu_model("llama3.1-8b");
     mem4d_device *d = tu_device("h100-80");
-    ck_assert_int_eq(mem4d_device_set_str(d, "stack", "nemo-25"), MEM4D_OK);
-    mem4d_layout *l = tu_layout("world=1", "seq=4096", "mbs=1", "gbs=1", "fp8=1", "fp8_recipe=delayed", NULL);
-    double delayed = predict(m, l, d, MEM4D_METRIC_STEP_TIME_S);
-    ck_assert_int_eq(mem4d_layout_set_str(l, "fp8_recipe", "tensorwise"), MEM4D_OK);
-    double tensorwise = predict(m, l, d, MEM4D_METRIC_STEP_TIME_S);
+    double delayed = fp8_step(m, d, "delayed"), tensorwise = fp8_step(m, d, "tensorwise");
     double h = 4096, q = 4096, kv = 1024, F = 14336, qkv = q + 2 * kv, up = 2 * F, L = 32;
     double row = 8 * h + 6 * q + 2 * F + 2 * (qkv + up), w = h * (qkv + up + q + F);
     double expect = L * (4096 * row + w) / hbm_rate(d);
     ck_assert_msg(fabs((tensorwise - delayed) - expect) <= 1e-9 * delayed, "%.9g s more, expected %.9g",
                   tensorwise - delayed, expect);
-    mem4d_layout_free(l);
     mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
+/* NVFP4 (lib/perf.c, NVFP4_GEMM_SHARE and NVFP4_QUANT_TIME): the linear
+ * GEMMs run at peak_fp4_flops x fp8_efficiency_ppm x (6.812 x 4500) /
+ * (3.764 x 12600), and the casts move tensorwise scaling's bytes at
+ * (6.453 - 3.764) / (9.147 - 6.812) of its time. With peak_fp4_flops set so
+ * that the fp4 rate equals tensorwise's fp8 rate, the step differs from
+ * tensorwise's by the casts' extra alone: per row of a tp-1 Megatron-Core
+ * layer 20h + 10q + 6F + 6(qkv + up) bytes (TE_FP8_CURRENT: the amax pass,
+ * the norm outputs' cast and transpose, the output projection's two half
+ * casts), 6 per weight element once per step. MFU is of the fp4 peak. */
+START_TEST(nvfp4_gemms_at_the_fp4_peak)
+{
+    mem4d_device *d = unpowered("gb300-288");
+    mem4d_model *m = tu_model("llama3.1-8b");
+    static const struct {
+        const char *recipe;
+        double peak;
+    } mfu[] = {{"fp8_recipe=tensorwise", 5000e12}, {"fp8_recipe=nvfp4", 15000e12}};
+    for (size_t i = 0; i < 2; i++) {
+        mem4d_layout *l = tu_layout("world=1", "seq=4096", "mbs=1", "gbs=1", "fp8=1", mfu[i].recipe, NULL);
+        ck_assert_double_eq(predict(m, l, d, MEM4D_METRIC_MFU_PEAK_FLOPS), mfu[i].peak);
+        mem4d_layout_free(l);
+    }
+    double share = 6.812 * 4500 / (3.764 * 12600), quant = (6.453 - 3.764) / (9.147 - 6.812);
+    char peak[32];
+    snprintf(peak, sizeof peak, "%.0f", 5000e12 / share);
+    ck_assert_int_eq(mem4d_device_set_str(d, "peak_fp4_flops", peak), MEM4D_OK);
+    double tensorwise = fp8_step(m, d, "tensorwise"), nvfp4 = fp8_step(m, d, "nvfp4");
+    /* the shapes: h, the query and key-value widths, the gated MLP, 32 layers */
+    double hid = 4096, kvw = 1024, ffn = 14336, qkv_n = hid + 2 * kvw, up_n = 2 * ffn;
+    double row = 20 * hid + 10 * hid + 6 * ffn + 6 * (qkv_n + up_n), w = hid * (qkv_n + up_n + hid + ffn);
+    double expect = (quant - 1) * 32 * (4096 * row + 6 * w) / hbm_rate(d);
+    ck_assert_msg(fabs((nvfp4 - tensorwise) - expect) <= 1e-9 * tensorwise, "%.9g s more, expected %.9g",
+                  nvfp4 - tensorwise, expect);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
+/* NVFP4 needs fp4 tensor cores: on an H100 (no peak_fp4_flops) the
+ * estimate is refused with a reason, not run at another precision's rate;
+ * a device that states no peaks at all (memory alone) is not refused. */
+START_TEST(nvfp4_refused_without_fp4)
+{
+    mem4d_model *m = tu_model("llama3.1-8b");
+    mem4d_layout *l = tu_layout("world=8", "tp=8", "seq=4096", "mbs=1", "gbs=8", "fp8=1", "fp8_recipe=nvfp4", NULL);
+    mem4d_report *r = NULL;
+    ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
+    /* memory alone: estimated; b200-180: MFU of its fp4 peak; h100-80: refused */
+    mem4d_device *dev[3] = {NULL, tu_device("b200-180"), tu_device("h100-80")};
+    ck_assert_int_eq(mem4d_device_new(&dev[0]), MEM4D_OK);
+    ck_assert_int_eq(mem4d_device_set_str(dev[0], "memory_bytes", "85899345920"), MEM4D_OK);
+    static const mem4d_status want[3] = {MEM4D_OK, MEM4D_OK, MEM4D_E_CONFLICT};
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(mem4d_estimate(m, l, dev[i], r), want[i]);
+        if (i == 1)
+            ck_assert_double_eq(metric(r, MEM4D_METRIC_MFU_PEAK_FLOPS), 9000e12);
+    }
+    ck_assert_ptr_nonnull(strstr(mem4d_report_message(r), "needs fp4 tensor cores"));
+    ck_assert_ptr_nonnull(strstr(mem4d_report_message(r), "h100-80"));
+    ck_assert_int_eq(mem4d_layout_set_str(l, "fp8_recipe", "mxfp8"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_estimate(m, l, dev[2], r), MEM4D_OK);
+    for (int i = 0; i < 3; i++)
+        mem4d_device_free(dev[i]);
+    mem4d_report_free(r);
+    mem4d_layout_free(l);
     mem4d_model_free(m);
 }
 END_TEST
@@ -2748,6 +2824,8 @@ int main(void)
     tcase_add_test(tc, fp8_linear_only);
     tcase_add_test(tc, fp8_no_slower_than_its_casts_on_any_preset);
     tcase_add_test(tc, fp8_tensorwise_pays_bytes_not_gemms);
+    tcase_add_test(tc, nvfp4_gemms_at_the_fp4_peak);
+    tcase_add_test(tc, nvfp4_refused_without_fp4);
     tcase_add_test(tc, fp8_param_gather_moves_one_byte);
     tcase_add_test(tc, nics_shared);
     tcase_add_test(tc, ring_uses_the_node_nics);

@@ -987,7 +987,13 @@ typedef enum mem4d_layout_param {
     MEM4D_LAYOUT_LOGPROB_LOSS = 82,
     /** "fp8_recipe": Transformer Engine's fp8 scaling recipe with ::MEM4D_LAYOUT_FP8 (Megatron's
      * --fp8-recipe): 0 "delayed" (Megatron's default), 1 "tensorwise", 2 "mxfp8", 3 "blockwise",
-     * 4 "custom". Memory: with any recipe but delayed, Megatron-Core has the attention's output
+     * 4 "custom"; 5 "nvfp4" is fp4 training instead (Megatron's --fp4-format e2m1
+     * --fp4-recipe nvfp4: NVFP4BlockScaling), whose GEMMs run at the device's
+     * ::MEM4D_DEVICE_PEAK_FP4_FLOPS, MFU taken of it, and which a device without it refuses
+     * (::MEM4D_E_CONFLICT); its linear weights keep 9/8 byte each beside the bf16 copy (4-bit
+     * values and an E4M3 scale per 16, rowwise and columnwise) where fp8's keep 2, and with
+     * ::MEM4D_LAYOUT_FP8_PARAM_GATHER (--fp4-param-gather) those alone (doc/perf.md, "NVFP4").
+     * Memory: with any recipe but delayed, Megatron-Core has the attention's output
      * projection save its bf16 input, which the attention kernel keeps anyway, instead of an fp8
      * copy of it (attention.py, set_save_original_input; Transformer Engine 2.6 and later), so
      * the a·d_v bytes per token of that copy are not kept (doc/full-model.md). Speed: the
