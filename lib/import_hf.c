@@ -164,7 +164,7 @@ static mem4d_status hf_family_of(mem4d_import *imp, struct json_object *root, co
     m4d_strlcpy(shown, t, sizeof shown);
     if (!imp->llama_like)
         return m4d_imp_fail(imp, MEM4D_E_UNSUPPORTED, "model_type \"%s\" is not an architecture this version "
-                            "reads; ask for a Llama-like reading to read it as one", shown);
+                            "reads; mem4d_import_set_llama_like() reads it as a Llama-like decoder", shown);
     m4d_imp_warn(imp, "model_type \"%s\" is not an architecture this version reads; read as a Llama-like model",
                  shown);
     return MEM4D_OK;
