@@ -11,6 +11,8 @@
  * i22's) are printed and not judged. The sweeps of one model over layouts
  * in tests/data/throughput/sweeps.csv (argv[2]) are judged by their order. Asserts the targets of doc/perf.md,
  * "Validation", or guards at what the model reaches where it falls short.
+ * Last, the FP8, MXFP8 and NVFP4 runs of blackwell-precisions.csv (beside
+ * argv[1]) are printed, not judged.
  * SPDX-License-Identifier: MIT
  */
 #include <math.h>
@@ -417,6 +419,30 @@ static mem4d_layout *layout_of(const struct table *t, char **f, const char *id)
          * at NVIDIA-NeMo/Megatron-Bridge v0.2.0, the 25.11 release) */
         set(l, "fp8_param_gather", "1", id);
     }
+    /* "fp8 (mxfp8)": Bridge's bf16_with_mxfp8_mixed (fp8_recipe mxfp8,
+     * fp8_param_gather with reuse_grad_buf_for_mxfp8_param_ag); "nvfp4":
+     * bf16_with_nvfp4_mixed (fp4 e2m1, fp4_recipe nvfp4, fp4_param_gather:
+     * fp8 with fp8_recipe nvfp4 here; NVIDIA-NeMo/Megatron-Bridge v0.4.2
+     * src/megatron/bridge/training/mixed_precision.py). Only
+     * blackwell-precisions.csv has them. */
+    const char *prec = col(t, f, "precision");
+    if (strstr(prec, "(mxfp8)") || !strcmp(prec, "nvfp4")) {
+        set(l, "fp8", "1", id);
+        set(l, "fp8_recipe", strstr(prec, "(mxfp8)") ? "mxfp8" : "nvfp4", id);
+        set(l, "fp8_param_gather", "1", id);
+    }
+    /* Transformer Engine's activation offloading (Bridge's
+     * cpu_offloading_num_layers) and a parameter gather left unoverlapped
+     * (Bridge's disable_param_gather_overlap), as a row's notes say:
+     * blackwell-precisions.csv's (tests/data/throughput/README.md) */
+    const char *off = strstr(col(t, f, "notes"), "activation_offload_layers=");
+    if (off) {
+        off += strlen("activation_offload_layers=");
+        snprintf(b, sizeof b, "%.*s", (int)strspn(off, "0123456789"), off);
+        set(l, "activation_offload_layers", b, id);
+    }
+    if (strstr(col(t, f, "notes"), "param gather not overlapped"))
+        set(l, "overlap_param_gather", "0", id);
     return l;
 }
 
@@ -1794,6 +1820,52 @@ START_TEST(moe_rows_match_published_runs)
 }
 END_TEST
 
+/* blackwell-precisions.csv, beside throughput.csv: Megatron-Bridge's Llama
+ * runs on GB300 and GB200 in FP8 (current scaling), MXFP8 and NVFP4, one
+ * model, GPU and container in each precision (tests/data/throughput/
+ * README.md, "blackwell-precisions"). Printed with the prediction,
+ * uncalibrated, and each NVFP4 run's speed over its MXFP8 and FP8 runs
+ * measured and predicted; no target and no constant taken from them
+ * (doc/perf.md, "Validation", NVFP4). Printed at the end of the last
+ * case, after the sweeps, so that what came before prints as it did. */
+static void blackwell_precisions(void)
+{
+    char path[1024];
+    const char *slash = strrchr(csv_path, '/');
+    snprintf(path, sizeof path, "%.*sblackwell-precisions.csv", slash ? (int)(slash - csv_path + 1) : 0, csv_path);
+    static struct row rows[MAX_ROWS];
+    size_t n = load(rows, path);
+    ck_assert_uint_eq(n, 12);
+    const char *recipe[MAX_ROWS];
+    printf("\nBlackwell precisions (blackwell-precisions.csv: Megatron-Bridge on GB300 and GB200), uncalibrated:\n");
+    printf("  %-6s %-14s %-9s %-10s %-6s %-28s %8s %9s %7s  step: compute tp cp dp pp bubble (%%)\n", "id",
+           "model", "gpu", "recipe", "status", "layout", "measured", "predicted", "error");
+    double e[MAX_ROWS];
+    for (size_t i = 0; i < n; i++) {
+        uint64_t fp8 = lget(rows[i].l, MEM4D_LAYOUT_FP8), rc = lget(rows[i].l, MEM4D_LAYOUT_FP8_RECIPE);
+        recipe[i] = fp8 ? mem4d_layout_value_name(MEM4D_LAYOUT_FP8_RECIPE, rc) : "bf16";
+        e[i] = fabs(rows[i].err);
+        printf("  %-6s %-14.14s %-9s %-10s %-6s %-28s %8.0f %9.0f %+6.1f%% ", rows[i].id, rows[i].model, rows[i].gpu,
+               recipe[i], rows[i].status, rows[i].layout, rows[i].meas, rows[i].pred, 100 * rows[i].err);
+        for (int k = 0; k < 6; k++)
+            printf(" %3.0f", 100 * rows[i].share[k]);
+        printf("\n");
+    }
+    printf("  median |error| %.1f%%\n", 100 * tu_median(e, n));
+    /* each NVFP4 run against the other precisions of its model and GPU */
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(recipe[i], "nvfp4") != 0)
+            continue;
+        for (size_t j = 0; j < n; j++)
+            if (j != i && !strcmp(rows[j].model, rows[i].model) && !strcmp(rows[j].gpu, rows[i].gpu) &&
+                strcmp(recipe[j], "nvfp4") != 0)
+                printf("  %-14.14s %-9s nvfp4 over %-10s measured %.3f, predicted %.3f\n", rows[i].model,
+                       rows[i].gpu, recipe[j], rows[i].meas / rows[j].meas, rows[i].pred / rows[j].pred);
+    }
+    fflush(stdout);
+    free_rows(rows, n);
+}
+
 /* The layout sweeps of tests/data/throughput/sweeps.csv (public sweeps of
  * one model over layouts on one cluster, not in throughput.csv): per sweep
  * the Spearman of predicted against measured order and whether the
@@ -1848,8 +1920,10 @@ START_TEST(sweeps_keep_their_order)
                   "%zu sweeps' measured-fastest layout is outside the band of the predicted-fastest",
                   outside + outside_nt);
     free_rows(rows, n);
+    blackwell_precisions();
 }
 END_TEST
+
 
 int main(int argc, char **argv)
 {
