@@ -67,7 +67,13 @@ static bool apply_job_file(struct cli_args *a, const mem4d_model *model, bool to
     cli_print_warnings(imp);
     uint32_t layers = 0;
     bool table = mem4d_layout_get_stage_layers(file, &layers, 1) > 0, restaged = false, regrid = false,
-         dp_given = false;
+         dp_given = false, batch_given = false;
+    /* the file's degrees and the batch its reader derived from them */
+    uint64_t f_dp = 0, f_pp = 1, gbs = 0, mbs = 0;
+    mem4d_layout_get(file, MEM4D_LAYOUT_DP, &f_dp);
+    mem4d_layout_get(file, MEM4D_LAYOUT_PP, &f_pp);
+    mem4d_layout_get(file, MEM4D_LAYOUT_GLOBAL_BATCH, &gbs);
+    mem4d_layout_get(file, MEM4D_LAYOUT_MICRO_BATCH, &mbs);
     for (size_t k = 0; k < mem4d_layout_param_count(); k++) {
         uint64_t v = 0;
         if (mem4d_layout_get(a->layout, (mem4d_layout_param)k, &v) != MEM4D_OK || !layout_key_given(a, k, v))
@@ -80,11 +86,30 @@ static bool apply_job_file(struct cli_args *a, const mem4d_model *model, bool to
         restaged |= k == MEM4D_LAYOUT_PP || k == MEM4D_LAYOUT_VPP;
         regrid |= k == MEM4D_LAYOUT_TP || k == MEM4D_LAYOUT_CP || k == MEM4D_LAYOUT_PP;
         dp_given |= k == MEM4D_LAYOUT_DP;
+        batch_given |= k == MEM4D_LAYOUT_GLOBAL_BATCH || k == MEM4D_LAYOUT_MICRO_BATCH;
     }
     /* other degrees over the command line's world: dp is what they leave */
-    uint64_t world = 0;
+    uint64_t world = 0, t = 1, c = 1, p = 1, dp = f_dp;
     if (regrid && !dp_given && mem4d_layout_get(file, MEM4D_LAYOUT_WORLD, &world) == MEM4D_OK && world)
         mem4d_layout_set(file, MEM4D_LAYOUT_DP, 0);
+    mem4d_layout_get(file, MEM4D_LAYOUT_TP, &t);
+    mem4d_layout_get(file, MEM4D_LAYOUT_CP, &c);
+    mem4d_layout_get(file, MEM4D_LAYOUT_PP, &p);
+    if (!dp_given && world && t && c && p && world % (t * c * p) == 0)
+        dp = world / (t * c * p);
+    else
+        mem4d_layout_get(file, MEM4D_LAYOUT_DP, &dp);
+    /* torchtitan's batch follows its degrees: the global batch is
+     * local_batch_size x dp unless global_batch_size is set, and under PP
+     * the micro-batch is pipeline_parallel_microbatch_size, not the local
+     * batch. The reader derived them from the file's degrees; other ones
+     * given here keep the file's numbers, which torchtitan would not run. */
+    if (torchtitan && regrid && !batch_given && (dp != f_dp || (p > 1) != (f_pp > 1)))
+        fprintf(stderr, "mem4d: warning: %s %s: global batch %llu and micro-batch %llu are the file's for its dp %llu "
+                        "and pp %llu, kept at dp %llu and pp %llu; torchtitan's would be local_batch_size x dp "
+                        "(unless global_batch_size is set) and, under pp, pipeline_parallel_microbatch_size: give "
+                        "--gbs and --mbs\n", flag, cli_text(path), (unsigned long long)gbs, (unsigned long long)mbs,
+                (unsigned long long)f_dp, (unsigned long long)f_pp, (unsigned long long)dp, (unsigned long long)p);
     /* the file's per-stage split belongs to its pp and vpp; plan searches others */
     if (table && (restaged || strcmp(a->cmd->name, "plan") == 0)) {
         fprintf(stderr, "mem4d: warning: %s: the layers are split evenly over the %s pp and vpp, not as the file's "

@@ -511,6 +511,15 @@ class Estimate(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn('split evenly', p.stderr)
         self.assertEqual(len(json.loads(p.stdout)['stages']), 8)
+        # The file's batch is its reader's for the file's degrees (gbs 8 = local_batch_size 1 x dp 8):
+        # at pp 8 dp is 4, where torchtitan would run 4; the kept batch is said, not silent (it
+        # was: 2 micro-batches per replica where torchtitan runs 1). --gbs and --mbs given, no word.
+        self.assertIn('global batch 8 and micro-batch 1 are the file\'s for its dp 8 and pp 4, kept at dp 4 and '
+                      'pp 8', p.stderr)
+        p = run('estimate', *base, '--torchtitan-config', job, '--pp', '8', '--gbs', '4', '--mbs', '1')
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertNotIn('global batch', p.stderr)
+        self.assertNotIn('global batch', run('estimate', *base, '--torchtitan-config', job, '--tp', '8').stderr)
         p = run('plan', '--model', 'llama3.1-70b', '--gpus', '256', '--torchtitan-config', job, '--top', '3', '--json')
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertTrue(json.loads(p.stdout))
