@@ -73,7 +73,8 @@ static uint64_t attention_tensors(bool *ok, const struct m4d_ctx *x)
 /* Bytes kept for backward per token and layer, in two halves:
  * repl (split by t_sp): both norms' inputs and outputs, 4h elements of 2 bytes
  *   (MoE: + router logits and probabilities in fp32, + the permuted tokens the
- *   experts' fc1 keeps; the unpermute keeps nothing, see below);
+ *   experts' fc1 keeps, latent-wide with LatentMoE, + LatentMoE's fc2
+ *   projection input; the unpermute keeps nothing, see below);
  * split (split by t): Q, K, V (a+2k)·dh and the attention output a·dh,
  *   2 bytes; the attention core's own tensors; the MLP's fc1 output and fc2
  *   input, 3f (SwiGLU) or 2f elements (experts: top-k of them, plus the
@@ -146,7 +147,17 @@ static bool keeps_bf16_expert_input(const struct m4d_ctx *x)
  * run the newer code. */
 static uint64_t routed_kept(bool *ok, const struct m4d_ctx *x)
 {
-    return routed(ok, x, 2 * x->h);
+    return routed(ok, x, 2 * m4d_expert_width(x));
+}
+
+/* LatentMoE (Megatron-Core moe_layer.py, NVIDIA/Megatron-LM@d98e8a64): the
+ * experts' tokens are latent-wide (routed_kept above); fc1_latent_proj reads
+ * the pre-MLP norm's output, kept already, and its latent output goes
+ * straight into the permute, which keeps only its row map; fc2_latent_proj
+ * keeps its input, the combined latent output, 2·latent bytes per token. */
+static uint64_t latent_kept(const struct m4d_ctx *x)
+{
+    return x->experts && x->latent ? 2 * x->latent : 0;
 }
 
 static void layer_token_bytes(bool *ok, const struct m4d_ctx *x, uint64_t *repl, uint64_t *split)
@@ -158,10 +169,10 @@ static void layer_token_bytes(bool *ok, const struct m4d_ctx *x, uint64_t *repl,
     if (x->experts) {
         mlp = add(ok, routed(ok, x, mul(ok, inter, x->fe)), inter * x->fs);
         *repl = add(ok, *repl, add(ok, mul(ok, 2 * x->router_bytes, x->experts), routed_kept(ok, x)));
-        *repl = add(ok, *repl, dispatch_kept(ok, x));
+        *repl = add(ok, *repl, dispatch_kept(ok, x) + latent_kept(x));
         /* fp8 with the bf16 input kept as well: the grouped fc1's own fp8 copy */
         if (x->fp8 && keeps_bf16_expert_input(x))
-            *repl = add(ok, *repl, routed(ok, x, x->h));
+            *repl = add(ok, *repl, routed(ok, x, m4d_expert_width(x)));
     } else {
         mlp = mul(ok, inter, x->f);
     }
@@ -201,7 +212,8 @@ static uint64_t separate_norms(const struct m4d_ctx *x)
  * mlp a dense MLP's intermediates 2·(3 or 2)·f; moe_act the expert
  * activation's output 2·topk·fe; shared_experts the shared expert's
  * intermediates; moe every expert tensor (router, permuted tokens,
- * intermediates); mla_up_proj the up-projected Q, K and V. Returned in the
+ * intermediates, LatentMoE's projection input); mla_up_proj the up-projected
+ * Q, K and V. Returned in the
  * two halves of layer_token_bytes(). */
 static void selective_savings(bool *ok, const struct m4d_ctx *x, uint64_t *repl, uint64_t *split)
 {
@@ -213,6 +225,7 @@ static void selective_savings(bool *ok, const struct m4d_ctx *x, uint64_t *repl,
     if (x->experts && (m & M4D_RC_MOE)) {
         *repl = add(ok, *repl, add(ok, mul(ok, 2 * x->router_bytes, x->experts), routed_kept(ok, x)));
         *repl = add(ok, *repl, dispatch_kept(ok, x)); /* the re-run dispatch makes its handle again */
+        *repl = add(ok, *repl, latent_kept(x));       /* the latent projections re-run with the layer */
         *split = add(ok, *split, mul(ok, 2, add(ok, routed(ok, x, mul(ok, inter, x->fe)), inter * x->fs)));
     } else if (x->experts) {
         if (m & M4D_RC_MOE_ACT)
@@ -256,6 +269,13 @@ static void fp8_savings(bool *ok, const struct m4d_ctx *x, uint64_t *repl, uint6
     *repl = (x->a && !x->kv_lora ? x->h : 0) + (x->f && !x->experts ? x->h : 0);
     if (x->experts && x->fs && !(m & (M4D_RC_LAYERNORM | M4D_RC_SHARED_EXPERTS | M4D_RC_MOE)))
         *extra_repl = x->h;
+    /* LatentMoE: fc1_latent_proj (a TELinear) keeps its own fp8 copy of the
+     * norm's output, h; fc2_latent_proj keeps its input in fp8, latent of
+     * 2·latent (Megatron-Core sets save_original_input on neither) */
+    if (latent_kept(x) && !(m & M4D_RC_MOE)) {
+        *extra_repl += x->h;
+        *repl += x->latent;
+    }
     /* the output projection's fp8 copy of the attention output, unless
      * Megatron-Core has it save the bf16 input the attention keeps (any
      * recipe but delayed: attention.py, set_save_original_input) */
@@ -273,7 +293,7 @@ static void fp8_savings(bool *ok, const struct m4d_ctx *x, uint64_t *repl, uint6
          * fp8 by the grouped GEMM; the bf16 copy is freed (the fused permute
          * keeps only its row map) */
         if (!keeps_bf16_expert_input(x))
-            *repl = add(ok, *repl, routed(ok, x, x->h));
+            *repl = add(ok, *repl, routed(ok, x, m4d_expert_width(x)));
     }
     /* NVFP4 keeps the weight gradient's input columnwise alone (the 4-bit
      * values and an E4M3 scale per 16: 9/16 of a byte, M4D_NVFP4_WEIGHT_EIGHTHS'
@@ -295,8 +315,8 @@ static void fp8_savings(bool *ok, const struct m4d_ctx *x, uint64_t *repl, uint6
  * attn_norm the input norm's input 2h and mlp_norm the pre-MLP norm's
  * (replicated); qkv_linear the input norm's output (2h, h when fp8 keeps it,
  * none when the norms are recomputed); core_attn Q, K and V, and attn_proj
- * the attention output (split); expert_fc1 the permuted tokens (2h per
- * routed token, h with fp8) and moe_act the activation's input (2·fe per
+ * the attention output (split); expert_fc1 the permuted tokens (2w per
+ * routed token, w with fp8; w = h, or LatentMoE's latent) and moe_act the activation's input (2·fe per
  * routed token, 2 bytes). activation_offload_fraction offloads that share of
  * the groups, taken as that share of the bytes. */
 static void offload_bytes(bool *ok, const struct m4d_ctx *x, uint64_t *repl, uint64_t *split)
@@ -316,8 +336,9 @@ static void offload_bytes(bool *ok, const struct m4d_ctx *x, uint64_t *repl, uin
         *split = add(ok, *split, mul(ok, 2, add(ok, mul(ok, x->a, x->qk_dim), mul(ok, x->kv_heads, x->qk_dim + x->v_dim))));
     if (om & M4D_OFFLOAD_ATTN_PROJ)
         *split = add(ok, *split, mul(ok, 2 * x->a, x->v_dim));
+    uint64_t ew = m4d_expert_width(x); /* the permuted tokens: latent-wide with LatentMoE */
     if (x->experts && (om & M4D_OFFLOAD_EXPERT_FC1))
-        *repl = add(ok, *repl, routed(ok, x, keeps_bf16_expert_input(x) || !x->fp8 ? h2 : x->h));
+        *repl = add(ok, *repl, routed(ok, x, keeps_bf16_expert_input(x) || !x->fp8 ? 2 * ew : ew));
     if (x->experts && (om & M4D_OFFLOAD_MOE_ACT))
         *split = add(ok, *split, routed(ok, x, 4 * x->fe));
     *repl = muldiv(ok, *repl, x->offload_ppm, 1000000);

@@ -130,7 +130,8 @@ uint64_t m4d_megatron_fsdp_gather(bool *ok, const struct m4d_ctx *x, const struc
  * (MoEAllGatherTokenDispatcher) gathering the hidden states, fp32 router
  * probabilities and routing map of the N = ep·etp ranks' tokens, and at
  * the combine the unpermuted output with its fp32 copy for the
- * reduce-scatter: N·T/t_sp tokens of 6h + 5E bytes; with context
+ * reduce-scatter: N·T/t_sp tokens of 6h + 5E bytes (the latent for h with
+ * LatentMoE, whose tokens are projected before the dispatch); with context
  * parallelism the ring's send and receive K/V blocks 2·(2·T·k·(d_qk + d_v)/t); with ZeRO-2/3 the
  * Megatron-FSDP buffers above. Megatron's own buckets are views
  * of the persistent grad/param buffers (counted in GRADIENTS/WEIGHTS). */
@@ -143,7 +144,7 @@ uint64_t m4d_fwd_bwd_buffers(bool *ok, const struct m4d_ctx *x, const mem4d_devi
     if (x->p > 1)
         b = add(ok, b, mul(ok, 2, muldiv(ok, T, residual_bytes(x) * x->h, t_sp(x))));
     if (x->experts && x->dispatcher == MEM4D_MOE_DISPATCHER_ALLGATHER && m4d_ep_group(x) > 1)
-        b = add(ok, b, mul(ok, muldiv(ok, T, m4d_ep_group(x), t_sp(x)), add(ok, 6 * x->h, 5 * x->experts)));
+        b = add(ok, b, mul(ok, muldiv(ok, T, m4d_ep_group(x), t_sp(x)), add(ok, 6 * m4d_expert_width(x), 5 * x->experts)));
     if (x->c > 1)
         b = add(ok, b, mul(ok, 2, muldiv(ok, T, mul(ok, 2 * x->kv_heads, x->qk_dim + x->v_dim), x->t)));
     switch (x->fw) {
@@ -272,10 +273,14 @@ static void deepep_config(uint64_t N, uint64_t *nvl_recv, uint64_t *rdma_recv)
  *   T/t_sp tokens rounded up to 64 (at least 512): tokens M·2h, probabilities
  *   M·4·L·R (the experts of one NVLink domain of R ranks), scaling factors
  *   M·4·h/128, the all-gathered routing map M·E·etp; across n = N/R domains
- *   T_p·(2h + 4E' + 4h/128 + (n − 1)·(6h + 12·L·R + 4h/128)) more. */
+ *   T_p·(2h + 4E' + 4h/128 + (n − 1)·(6h + 12·L·R + 4h/128)) more.
+ * With LatentMoE h is the latent: the dispatcher moves the projected tokens
+ * (DeepEP's get_buffer takes the dispatched tensor's hidden bytes, fused_a2a.py;
+ * HybridEP its hidden_dim; the NCCL EP dispatcher "sized to the latent dim",
+ * token_dispatcher.py; NVIDIA/Megatron-LM@d98e8a64). */
 uint64_t m4d_dispatcher_buffers(bool *ok, const struct m4d_ctx *x, const mem4d_device *dev)
 {
-    uint64_t N = m4d_ep_group(x), hb = 2 * x->h;
+    uint64_t N = m4d_ep_group(x), w = m4d_expert_width(x), hb = 2 * w;
     if (!x->experts || N < 2)
         return 0;
     if (x->dispatcher == MEM4D_MOE_DISPATCHER_DEEPEP) {
@@ -295,11 +300,11 @@ uint64_t m4d_dispatcher_buffers(bool *ok, const struct m4d_ctx *x, const mem4d_d
                                                        : dev->v[MEM4D_DEVICE_GPUS_PER_NODE];
     uint64_t R = gpn && gpn < N ? gpn : N, domains = m4d_ceil_div(N, R), L = x->experts / x->ep;
     uint64_t Tr = tokens(ok, x) / t_sp(x), Tp = m4d_ceil_div(max64(Tr, 512), 64) * 64, M = mul(ok, Tp, N);
-    uint64_t sf = 4 * (x->h / 128), Ex = x->experts * x->etp;
+    uint64_t sf = 4 * (w / 128), Ex = x->experts * x->etp;
     uint64_t b = mul(ok, M, add(ok, add(ok, hb, mul(ok, 4 * L, R)), add(ok, sf, Ex)));
     b = add(ok, b, 8 * m4d_ceil_div(Tp, 64) * N);
     if (domains > 1) {
-        uint64_t far = add(ok, add(ok, 6 * x->h, mul(ok, 12 * L, R)), sf);
+        uint64_t far = add(ok, add(ok, 6 * w, mul(ok, 12 * L, R)), sf);
         b = add(ok, b, mul(ok, Tp, add(ok, add(ok, hb + sf, 4 * Ex), mul(ok, domains - 1, far))));
     }
     return b;

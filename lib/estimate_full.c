@@ -222,7 +222,7 @@ bool m4d_act_key(const struct m4d_ctx *x, uint64_t key[M4D_ACT_KEY_LEN])
         x->fp8, x->fs, (uint64_t)x->fw, x->gated, x->h, x->hidden_dropout, x->idx_dim, x->idx_heads, x->idx_topk,
         x->k, x->kv_heads, x->kv_lora, x->norms, x->offload_modules, x->offload_ppm, x->pad_multiple, x->q_lora,
         x->qk_dim, x->rc_modules, x->rope_dim, x->router_bytes, x->s, x->sp, x->t, x->topk, x->v_dim,
-        x->first_dense, x->moe_period, x->softmax.keys, x->softmax.bpb_heads,
+        x->first_dense, x->moe_period, x->softmax.keys, x->softmax.bpb_heads, x->latent,
     };
     _Static_assert(sizeof k / sizeof k[0] == M4D_ACT_KEY_LEN, "M4D_ACT_KEY_LEN counts m4d_act_key()'s fields");
     memcpy(key, k, sizeof k);

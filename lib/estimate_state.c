@@ -21,7 +21,7 @@ struct layer_share m4d_layer_share(bool *ok, const struct m4d_ctx *x)
         return s;
     }
     uint64_t one, shared = 0;
-    if (!m4d_expert_params(x, x->fe, &one) || (x->fs && !m4d_expert_params(x, x->fs, &shared)))
+    if (!m4d_routed_expert_params(x, &one) || (x->fs && !m4d_expert_params(x, x->fs, &shared)))
         *ok = false;
     uint64_t experts = mul(ok, one, x->experts);
     s.expert = muldiv(ok, experts, 1, m4d_ep_group(x));

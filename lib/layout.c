@@ -646,6 +646,12 @@ static mem4d_status check_misc(struct m4d_ctx *x, char *why, size_t n)
         m4d_msg(why, n, "ep %llu needs a mixture-of-experts model", U(x->ep));
         return MEM4D_E_EXPERTS;
     }
+    /* LatentMoE is Megatron-Core's (--moe-latent-size) and transformers' alone */
+    if (x->latent && x->experts && x->fw != MEM4D_FRAMEWORK_MEGATRON) {
+        m4d_msg(why, n, "a latent mixture of experts (moe_latent_size %llu) is modelled as Megatron-Core trains "
+                "it (framework megatron)", U(x->latent));
+        return MEM4D_E_UNSUPPORTED;
+    }
     /* The experts fold over the t·d·c ranks of a stage: ep·etp of them hold
      * distinct expert shards, the others replicate them (expert data
      * parallelism); with etp = t this is "ep divides dp x cp". */

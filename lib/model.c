@@ -212,6 +212,15 @@ mem4d_status m4d_model_check(const mem4d_model *m, char *why, size_t n)
                 (unsigned long long)v[MEM4D_MODEL_DSA_INDEX_HEADS]);
         return MEM4D_E_MODEL;
     }
+    /* LatentMoE's projections are an expert layer's (Megatron-Core moe_layer.py
+     * fc1_latent_proj / fc2_latent_proj); a latent as wide as h compresses nothing
+     * (the LatentMoE paper, arXiv:2601.18089: the latent dimension is below d) */
+    if (v[MEM4D_MODEL_MOE_LATENT_SIZE] && (experts == 0 || v[MEM4D_MODEL_MOE_LATENT_SIZE] >= v[MEM4D_MODEL_HIDDEN_SIZE])) {
+        m4d_msg(why, n, experts == 0 ? "moe_latent_size %llu is set but num_experts is 0"
+                                     : "moe_latent_size %llu must be below hidden_size %llu",
+                (unsigned long long)v[MEM4D_MODEL_MOE_LATENT_SIZE], (unsigned long long)v[MEM4D_MODEL_HIDDEN_SIZE]);
+        return MEM4D_E_MODEL;
+    }
     if (experts == 0 && v[MEM4D_MODEL_EXPERT_TOPK] != 0) {
         m4d_msg(why, n, "moe_router_topk %llu is set but num_experts is 0",
                 (unsigned long long)v[MEM4D_MODEL_EXPERT_TOPK]);
@@ -250,6 +259,7 @@ void m4d_ctx_model(const mem4d_model *m, struct m4d_ctx *x)
     x->topk = v[MEM4D_MODEL_EXPERT_TOPK];
     x->fe = v[MEM4D_MODEL_EXPERT_FFN_SIZE] ? v[MEM4D_MODEL_EXPERT_FFN_SIZE] : x->f;
     x->fs = v[MEM4D_MODEL_SHARED_EXPERT_FFN_SIZE];
+    x->latent = v[MEM4D_MODEL_MOE_LATENT_SIZE];
     x->linear_bias = v[MEM4D_MODEL_LINEAR_BIAS] != 0;
     x->qk_norm = v[MEM4D_MODEL_QK_LAYERNORM] != 0;
     x->pos_rows = v[MEM4D_MODEL_POSITION_EMBEDDING] == 1 ? v[MEM4D_MODEL_MAX_POSITION] : 0;
@@ -292,6 +302,7 @@ void m4d_ctx_dense(const struct m4d_ctx *x, struct m4d_ctx *dense)
     dense->experts = 0;
     dense->topk = 0;
     dense->fs = 0;
+    dense->latent = 0;
 }
 
 /* Layers of [first, first + n) in a model's layer form: `zero` layers
@@ -336,18 +347,47 @@ uint64_t m4d_local_layers_in(const struct m4d_ctx *x, uint64_t first, uint64_t n
  * Megatron's row-parallel bias is). */
 static uint64_t mlp_bias_split(const struct m4d_ctx *x, uint64_t f) { return (x->gated ? 2 : 1) * f; }
 
-/* One expert's parameters, with its biases: (3 or 2)·h·fe [+ (2 or 1)·fe + h]. */
-bool m4d_expert_params(const struct m4d_ctx *x, uint64_t fe, uint64_t *out)
+/* An MLP of width fe between w-wide tokens, with its biases: (3 or 2)·w·fe
+ * [+ (2 or 1)·fe + w]. */
+static bool mlp_params_at(const struct m4d_ctx *x, uint64_t w, uint64_t fe, uint64_t *out)
 {
     uint64_t mats = x->gated ? 3 : 2;
-    if (!m4d_mul3(mats, x->h, fe, out))
+    if (!m4d_mul3(mats, w, fe, out))
         return false;
-    return !x->linear_bias || m4d_add(*out, mlp_bias_split(x, fe) + x->h, out);
+    return !x->linear_bias || m4d_add(*out, mlp_bias_split(x, fe) + w, out);
+}
+
+/* One expert's parameters (the shared expert's), h-wide. */
+bool m4d_expert_params(const struct m4d_ctx *x, uint64_t fe, uint64_t *out)
+{
+    return mlp_params_at(x, x->h, fe, out);
+}
+
+/* One routed expert's parameters: at LatentMoE's latent width where there
+ * is one (Megatron-Core experts.py: linear_fc1 moe_latent_size -> fe,
+ * linear_fc2 fe -> moe_latent_size; transformers' NemotronHExperts alike). */
+bool m4d_routed_expert_params(const struct m4d_ctx *x, uint64_t *out)
+{
+    return mlp_params_at(x, m4d_expert_width(x), x->fe, out);
+}
+
+/* LatentMoE's two projections of an expert layer, h x latent and latent x h,
+ * with their biases (add_bias_linear): TELinear with parallel_mode
+ * "duplicated", so whole on every tensor-parallel rank, and not expert
+ * parameters (is_expert False: the dense data-parallel group's)
+ * (Megatron-Core moe_layer.py, NVIDIA/Megatron-LM@d98e8a64). */
+uint64_t m4d_latent_proj_params(const struct m4d_ctx *x)
+{
+    if (!x->latent || !x->experts)
+        return 0;
+    return 2 * x->h * x->latent + (x->linear_bias ? x->h + x->latent : 0);
 }
 
 /* P_attn = h·a·dh (Q) + 2·h·k·dh (K, V) + a·dh·h (O) [+ (a + 2k)·dh QKV biases];
  * P_mlp = (3 or 2)·h·f [+ its first projection's bias], or for MoE:
- * E experts (with their biases) + router h·E + shared expert (3 or 2)·h·fs;
+ * E experts (with their biases) + router h·E + shared expert (3 or 2)·h·fs,
+ * the experts (3 or 2)·latent·fe with LatentMoE, whose projections 2·h·latent
+ * join `repl`;
  * `repl` are the parameters replicated over tensor-parallel ranks: the norms
  * n·h (RMSNorm) or 2n·h (LayerNorm), n = 2 or Gemma's 4, per-head Q/K norms
  * 2·dh (4·dh) or OLMo 2's whole-projection ones (a + k)·dh, and with
@@ -431,7 +471,8 @@ bool m4d_layer_params(const struct m4d_ctx *x, uint64_t *attn, uint64_t *mlp, ui
         return true;
     }
     uint64_t shared = 0, router;
-    if (!m4d_expert_params(x, x->fe, &dense) || !m4d_mul(dense, x->experts, &dense) ||
+    *repl += m4d_latent_proj_params(x); /* bounded: h and latent are below 2^20 */
+    if (!m4d_routed_expert_params(x, &dense) || !m4d_mul(dense, x->experts, &dense) ||
         !m4d_mul(x->h + x->router_bias, x->experts, &router))
         return false;
     if (x->fs) {

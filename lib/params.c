@@ -129,6 +129,7 @@ const struct m4d_param_desc m4d_model_params[] = {
     [MEM4D_MODEL_WINDOW_LAYER_MASK] = NUM_ROW("window_layer_mask", NULL, NULL, 1, UINT64_MAX, 1),
     [MEM4D_MODEL_WINDOW_FIRST_FULL] = NUM_ROW("window_first_full_layers", NULL, NULL, 0, 4096, 0),
     [MEM4D_MODEL_ATTENTION_CHUNK_SIZE] = NUM_ROW("attention_chunk_size", "fixed_attn_block_size", NULL, 0, 1u << 24, 0),
+    [MEM4D_MODEL_MOE_LATENT_SIZE] = NUM_ROW("moe_latent_size", NULL, NULL, 0, 1u << 20, 0, PAPER_DEFAULT(0)),
 };
 M4D_TABLE_ROWS(m4d_model_params, M4D_MODEL_NPARAM);
 

@@ -2164,12 +2164,20 @@ static void stage_layers(const struct m4d_ctx *x, struct m4d_perf_group *pg)
 
 /* Megatron's model FLOPs per sequence (training.py,
  * num_floating_point_operations, the --log-throughput figure): 3 passes,
- * full s x s attention, no recompute. */
+ * full s x s attention, no recompute. With LatentMoE the routed experts
+ * count at the latent width and its two projections 4·s·h·latent
+ * ("Routed experts run on moe_latent_size", "Up proj and down proj",
+ * transformer_flops, NVIDIA/Megatron-LM@d98e8a64). */
 static double model_flops_per_seq(const struct m4d_ctx *x)
 {
     double s = D(x->s), h = D(x->h), qd = D(x->a * x->dh), kvd = D(x->k * x->dh);
     double gm = x->gated ? 3 : 2;
-    double layer = 2 * s * h * (2 * qd + 2 * kvd) + 4 * s * s * qd + 2 * s * h * gm * D(mlp_width(x));
+    double mlp = 2 * s * h * gm * D(mlp_width(x));
+    if (x->experts && x->latent) { /* the MLP's FLOPs a forward, h·width replaced */
+        double lt = D(x->latent);
+        mlp = 2 * s * gm * (h * D(x->fs) + lt * D(x->topk * x->fe)) + 4 * s * h * lt;
+    }
+    double layer = 2 * s * h * (2 * qd + 2 * kvd) + 4 * s * s * qd + mlp;
     return 3 * (D(x->L) * layer + 2 * s * h * D(x->Vp));
 }
 

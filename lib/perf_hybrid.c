@@ -26,7 +26,8 @@ static inline double D(uint64_t v) { return (double)(int64_t)v; }
  * sequence of s (megatron/training/training.py, hybrid_flops and its
  * helpers, d98e8a64): attention 4Th·p·(h + h·g/a) + 2s²h·p with p =
  * dh·a/h (a causal s x s: the /2 cancels the multiply-add's 2); MLP 4·f·T·h
- * (3/2 of it with SwiGLU); MoE 4·T·h·(fe·topk + fs) (with SwiGLU 3/2);
+ * (3/2 of it with SwiGLU); MoE 4·T·h·(fe·topk + fs) (with SwiGLU 3/2), with
+ * LatentMoE 4·T·(latent·fe·topk + h·fs) (3/2) + 4·T·h·latent;
  * Mamba-2 2Th·(2·d_in + 2GN + heads) + 7·T·d_in·N + 2·T·d_in·h with
  * d_in = 2h as Megatron counts it; Gated DeltaNet 2T·(h·in + K·(2qk + v) +
  * 4·value heads·d_v² + h·v). A linear h x h layer (DeciLM) 2Th². */
@@ -40,7 +41,9 @@ static double kind_flops(const struct m4d_ctx *x, const struct m4d_layer_kind *k
     }
     case '-':
         return 4 * sw * T * h * D(k->width ? k->width : x->f);
-    case 'E':
+    case 'E': /* LatentMoE: the routed experts at the latent width, its projections 4·T·h·latent */
+        if (x->latent)
+            return 4 * sw * T * (D(x->latent) * D(x->fe) * D(x->topk) + h * D(x->fs)) + 4 * T * h * D(x->latent);
         return 4 * sw * T * h * (D(x->fe) * D(x->topk) + D(x->fs));
     case 'M': {
         double din = 2 * h, N = D(x->ssm_n);
@@ -169,9 +172,11 @@ double m4d_hybrid_mean_layer_weights(const struct m4d_ctx *x)
         if (!m4d_kind_params(x, &x->kinds[i], &each))
             return 0;
         double e = D(each) / D(x->t);
-        if (x->kinds[i].sym == 'E' && m4d_expert_params(x, x->fe, &one)) { /* the routed experts over ep·etp */
+        if (x->kinds[i].sym == 'E' && m4d_routed_expert_params(x, &one)) { /* the routed experts over ep·etp */
             double experts = D(one) * D(x->experts);
             e += experts / D(m4d_ep_group(x)) - experts / D(x->t);
+            /* LatentMoE's projections whole on every rank */
+            e += D(m4d_latent_proj_params(x)) * (1 - 1 / D(x->t));
         }
         w += D(counts[i]) * e;
     }

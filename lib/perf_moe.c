@@ -296,7 +296,8 @@ static void dispatch_prepare(const struct m4d_ctx *x, const mem4d_device *dev, c
                              struct m4d_moe_group *g, double tok, double imb)
 {
     double ep = D(x->ep), etp = D(x->etp), E = D(x->experts), El = E / ep, k = D(x->topk);
-    double row = 2 * D(x->h), ce = D(dev->v[MEM4D_DEVICE_COMM_EFFICIENCY_PPM]) * 1e-6;
+    /* a token's bytes: LatentMoE dispatches the projected, latent-wide ones */
+    double row = 2 * D(m4d_expert_width(x)), ce = D(dev->v[MEM4D_DEVICE_COMM_EFFICIENCY_PPM]) * 1e-6;
     double ie = D(m4d_perf_effective(dev, MEM4D_DEVICE_INTER_NODE_EFFICIENCY_PPM)) * 1e-6;
     double raw_intra = ce > 0 ? mc->intra.bw / ce : 0, raw_inter = ie > 0 ? mc->inter.bw / ie : 0;
     double G = D(dev->v[MEM4D_DEVICE_GPUS_PER_NODE] ? dev->v[MEM4D_DEVICE_GPUS_PER_NODE] : 1);
@@ -360,7 +361,9 @@ void m4d_moe_prepare(const struct m4d_ctx *x, const mem4d_device *dev, const str
     g->on = x->experts != 0;
     if (!g->on)
         return;
-    double etp = D(x->etp), h = D(x->h);
+    /* h: the router's and the latent projections' width; w: the experts'
+     * tokens (LatentMoE's latent, else h) */
+    double etp = D(x->etp), h = D(x->h), w = D(m4d_expert_width(x));
     double E = D(x->experts), El = E / D(x->ep), fe = D(x->fe ? x->fe : x->f) / etp;
     double rho = D(m4d_routed_ppm(x)) * 1e-6;
     double tok = tokens_per_sample(x);
@@ -380,7 +383,13 @@ void m4d_moe_prepare(const struct m4d_ctx *x, const mem4d_device *dev, const str
     g->row_var = x->cap_ppm && x->cap_pad ? 0 : 1 - D(x->topk) / E;
     g->fc1_n = (x->gated ? 2 : 1) * fe;
     g->fc2_k = fe;
-    g->h = h;
+    g->h = w;
+    /* LatentMoE's projections (Megatron-Core moe_layer.py, fc1_latent_proj
+     * h -> latent before the dispatch, fc2_latent_proj latent -> h after the
+     * combine; TELinear "duplicated": whole on each rank, over its own
+     * tokens): two GEMMs of the rank's tokens, timed with the experts' */
+    g->lat_rows = x->latent ? tok : 0;
+    g->lat_h = h;
     g->eb = x->fp8 ? 1 : 2;
     g->rate = mc->gemm_lin;
     /* The weight gradients: with the accumulation fused into the GEMM (a
@@ -406,15 +415,24 @@ void m4d_moe_prepare(const struct m4d_ctx *x, const mem4d_device *dev, const str
     g->cast_per_b = g->cast_w = 0;
     if (x->fp8) {
         double amax = x->fp8_recipe == 1 || x->fp8_recipe == M4D_FP8_RECIPE_NVFP4 ? M4D_FP8_AMAX : 0;
-        g->cast_per_b = g->rows_per_b * ((M4D_FP8_Q_THEN_T + amax) * (h + fe) + (M4D_FP8_QT + amax) * (g->fc1_n + h)) *
+        g->cast_per_b = g->rows_per_b * ((M4D_FP8_Q_THEN_T + amax) * (w + fe) + (M4D_FP8_QT + amax) * (g->fc1_n + w)) *
                         mc->inv_hbm * mc->fp8_slow;
-        g->cast_w = (M4D_FP8_Q_THEN_T + amax) * El * h * (g->fc1_n + fe) * mc->inv_hbm * mc->fp8_slow;
+        g->cast_w = (M4D_FP8_Q_THEN_T + amax) * El * w * (g->fc1_n + fe) * mc->inv_hbm * mc->fp8_slow;
+        /* LatentMoE's two projections, te.Linear layers alike: their inputs
+         * (h, latent) and output gradients (latent, h) a token, 2·h·latent
+         * weights a step */
+        if (x->latent) {
+            g->cast_per_b += g->lat_rows * ((M4D_FP8_Q_THEN_T + amax) + (M4D_FP8_QT + amax)) * (h + w) *
+                             mc->inv_hbm * mc->fp8_slow;
+            g->cast_w += (M4D_FP8_Q_THEN_T + amax) * 2 * h * w * mc->inv_hbm * mc->fp8_slow;
+        }
     }
-    /* router: logits GEMM (tok x E x h) and the fp32 logits' passes;
-     * permute and unpermute read and write each token and each copy */
+    /* router: logits GEMM (tok x E x h, on the h-wide tokens with LatentMoE
+     * too) and the fp32 logits' passes; permute and unpermute read and write
+     * each token and each copy (latent-wide with LatentMoE) */
     double logits = tok * E;
     g->router_per_b = (2 * tok * E * h / mc->gemm + (2 * tok * h + ROUTER_BYTES_PER_LOGIT * logits) * mc->inv_hbm) +
-                      4 * h * (tok + tok * rho * imb) * mc->inv_hbm;
+                      4 * w * (tok + tok * rho * imb) * mc->inv_hbm;
     /* the alltoall dispatcher receives its rows grouped by source rank and,
      * with more than one local expert, sorts them by expert after the
      * all-to-all and back before the combine (token_dispatcher.py,
@@ -422,7 +440,7 @@ void m4d_moe_prepare(const struct m4d_ctx *x, const mem4d_device *dev, const str
      * combine_preprocess, sort_chunks_by_idxs): each received row read and
      * written twice more */
     if (x->dispatcher == MEM4D_MOE_DISPATCHER_ALLTOALL && x->ep > 1 && El > 1)
-        g->router_per_b += 8 * h * tok * rho * etp * imb * mc->inv_hbm;
+        g->router_per_b += 8 * w * tok * rho * etp * imb * mc->inv_hbm;
     /* the experts' activation over their rows (bf16): gated reads 2 fe and
      * writes fe per row, else reads and writes fe */
     g->act_per_b = 2 * g->rows_per_b * (x->gated ? 3 : 2) * fe * mc->inv_hbm;
@@ -503,6 +521,14 @@ void m4d_moe_time(const struct m4d_machine *mc, const struct m4d_moe_group *g, d
     t->expert_fwd = f1 + f2 + act;
     t->expert_bwd = d1 + d2 + w1 + w2 + 2 * act;
     t->wgrad = w1 + w2;
+    if (g->lat_rows > 0) { /* LatentMoE's projections: forward, data and weight gradients of each */
+        double R = b * g->lat_rows, H = g->lat_h, Lt = g->h;
+        double pf = m4d_gemm_spread(mc, R, 0, Lt, H, g->rate, g->eb, 1) + m4d_gemm_spread(mc, R, 0, H, Lt, g->rate, g->eb, 1);
+        double pw = m4d_gemm_spread(mc, H, 0, Lt, R, g->rate, g->eb, 1) + m4d_gemm_spread(mc, Lt, 0, H, R, g->rate, g->eb, 1);
+        t->expert_fwd += pf;
+        t->expert_bwd += pf + pw;
+        t->wgrad += pw;
+    }
     t->router_fwd = b * g->router_per_b + g->kernels;
     t->router_bwd = 2 * t->router_fwd;
     t->act = act;

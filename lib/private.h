@@ -26,8 +26,8 @@
 
 /* Number of values of each enum; grow only by appending to the enum, then
  * raise the count, name the new last value and append the table rows. */
-#define M4D_MODEL_NPARAM 56
-M4D_ENUM_COUNT(M4D_MODEL_NPARAM, MEM4D_MODEL_ATTENTION_CHUNK_SIZE);
+#define M4D_MODEL_NPARAM 57
+M4D_ENUM_COUNT(M4D_MODEL_NPARAM, MEM4D_MODEL_MOE_LATENT_SIZE);
 #define M4D_LAYOUT_NPARAM 87
 M4D_ENUM_COUNT(M4D_LAYOUT_NPARAM, MEM4D_LAYOUT_OVERLAP_P2P_COMM);
 /* The CLI keeps a flag per layout key (cli_args.layout_given, cli/cli.h,
@@ -292,6 +292,7 @@ struct m4d_ctx {
     uint64_t ssm_n, ssm_p, ssm_g, ssm_heads, conv_k; /* Mamba-2: state, head dim, groups, heads; conv width */
     uint64_t gdn_kh, gdn_vh, gdn_dk, gdn_dv;         /* Gated DeltaNet: key/value heads and head dims */
     uint64_t experts, topk, fe, fs;    /* MoE: experts, top-k, expert ffn, shared-expert ffn */
+    uint64_t latent;                   /* LatentMoE: the routed experts' width (0: h) */
     /* layout */
     const uint64_t *lv;                /* the layout's keys as set: a knob the model reads as it is needs no field
                                           here, x->lv[MEM4D_LAYOUT_KEY] (the search varies only b and recompute,
@@ -622,6 +623,12 @@ void m4d_ctx_dense(const struct m4d_ctx *x, struct m4d_ctx *dense);
 
 /* One expert's (or the shared expert's) parameters for FFN width fe, biases included. */
 bool m4d_expert_params(const struct m4d_ctx *x, uint64_t fe, uint64_t *out);
+/* One routed expert's parameters, at the latent width with LatentMoE. */
+bool m4d_routed_expert_params(const struct m4d_ctx *x, uint64_t *out);
+/* LatentMoE's projections of one expert layer (replicated over t); 0 without. */
+uint64_t m4d_latent_proj_params(const struct m4d_ctx *x);
+/* The width the routed experts' tokens have: LatentMoE's latent, else h. */
+static inline uint64_t m4d_expert_width(const struct m4d_ctx *x) { return x->latent ? x->latent : x->h; }
 
 /* Whether the layout's dist_opt shapes the job: it is ZeRO-1 where no
  * zero_stage is given, and torchtitan always shards with FSDP2 (layout.c). */
@@ -822,7 +829,7 @@ struct m4d_act_terms {
     uint64_t A_dense, A, core_live, backward, sac;
 };
 /* Entries of m4d_act_key(). */
-#define M4D_ACT_KEY_LEN 47
+#define M4D_ACT_KEY_LEN 48
 /* Every field but b and the recompute mode that m4d_layer_activation(),
  * m4d_selective_live(), m4d_backward_working_set() and
  * m4d_op_sac_layer_keep() read (of x and of its dense copy), into key;
@@ -1058,7 +1065,8 @@ struct m4d_moe_group {
     double experts_local;   /* E / ep */
     double rows_per_b;      /* expert rows of the busiest rank per sample (imbalance, capacity, etp gather) */
     double streams;         /* expert GEMMs that share the SMs at a time */
-    double fc1_n, fc2_k, h; /* fc1's outputs, fc2's inputs (after etp), the hidden size */
+    double fc1_n, fc2_k, h; /* fc1's outputs, fc2's inputs (after etp), the experts' token width (h or the latent) */
+    double lat_rows, lat_h; /* LatentMoE: tokens a sample its projections run (0: none), and h */
     double eb, rate;        /* input bytes per element, FLOP/s of large GEMMs */
     double wgrad_out;       /* HBM bytes per weight element a wgrad GEMM's epilogue moves */
     double row_var;         /* variance of an expert's rows over their mean (random routing; 0 padded) */

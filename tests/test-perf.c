@@ -984,6 +984,93 @@ START_TEST(chunked_attention_triangles)
 }
 END_TEST
 
+/* LatentMoE (moe_latent_size): Mixtral 8x7B (h 4096, 8 experts of 14336,
+ * top 2, SwiGLU, 32 layers) at latent 1024 on one GPU. Parameters: each
+ * expert 3·(h − latent)·fe fewer, each layer 2·h·latent more (the two
+ * projections); the weights term (bf16) moves by twice that. Activations
+ * (mbs 1, 4096 tokens, one rank: every routed row at top-k): each layer
+ * keeps its permuted tokens at 2·latent, not 2h, a routed copy, and the
+ * fc2 projection's input 2·latent a token. MFU's FLOPs are Megatron's
+ * latent count, 6·s·(3·topk·fe·(latent − h) + 2·h·latent) a layer fewer;
+ * the expert GEMMs run faster, the dispatch at ep 8 moves latent-wide rows
+ * (its exposed seconds fall). Each figure would stay put if the latent were
+ * ignored. */
+START_TEST(latent_moe_narrows_experts)
+{
+    mem4d_model *m = tu_model("mixtral-8x7b");
+    mem4d_device *d = unpowered("h100-80");
+    mem4d_layout *l = tu_layout("world=1", "seq=4096", "mbs=1", "gbs=8", NULL);
+    const double h = 4096, lt = 1024, fe = 14336, E = 8, k = 2, L = 32, T = 4096;
+    uint64_t n0 = 0, n1 = 0, w0 = 0, w1 = 0, a0 = 0, a1 = 0;
+    mem4d_report *r = NULL;
+    ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
+    ck_assert_int_eq(mem4d_model_num_params(m, &n0), MEM4D_OK);
+    ck_assert_msg(mem4d_estimate(m, l, d, r) == MEM4D_OK, "%s", mem4d_report_message(r));
+    ck_assert_int_eq(mem4d_report_get(r, 0, MEM4D_TERM_WEIGHTS, &w0), MEM4D_OK);
+    ck_assert_int_eq(mem4d_report_get(r, 0, MEM4D_TERM_ACTIVATIONS, &a0), MEM4D_OK);
+    double flops0 = metric(r, MEM4D_METRIC_TFLOPS_PER_GPU) * metric(r, MEM4D_METRIC_STEP_TIME_S);
+    double experts0 = metric(r, MEM4D_METRIC_EXPERT_COMPUTE_S);
+    ck_assert_int_eq(mem4d_model_set_str(m, "moe_latent_size", "1024"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_model_num_params(m, &n1), MEM4D_OK);
+    ck_assert_msg(mem4d_estimate(m, l, d, r) == MEM4D_OK, "%s", mem4d_report_message(r));
+    ck_assert_int_eq(mem4d_report_get(r, 0, MEM4D_TERM_WEIGHTS, &w1), MEM4D_OK);
+    ck_assert_int_eq(mem4d_report_get(r, 0, MEM4D_TERM_ACTIVATIONS, &a1), MEM4D_OK);
+    double dn = L * (E * 3 * (h - lt) * fe - 2 * h * lt);
+    ck_assert_msg((double)n0 - (double)n1 == dn, "%llu -> %llu", (unsigned long long)n0, (unsigned long long)n1);
+    ck_assert_msg((double)w0 - (double)w1 == 2 * dn, "weights %llu -> %llu", (unsigned long long)w0,
+                  (unsigned long long)w1);
+    ck_assert_msg((double)a0 - (double)a1 == L * T * (k * 2 * (h - lt) - 2 * lt), "activations %llu -> %llu",
+                  (unsigned long long)a0, (unsigned long long)a1);
+    double flops1 = metric(r, MEM4D_METRIC_TFLOPS_PER_GPU) * metric(r, MEM4D_METRIC_STEP_TIME_S);
+    double dflops = 8 * 6 * T * L * (3 * k * fe * (h - lt) - 2 * h * lt) / 1e12; /* gbs 8 sequences, one GPU */
+    ck_assert_msg(fabs((flops0 - flops1) - dflops) < 1e-9 * flops0, "TFLOP %.9g -> %.9g", flops0, flops1);
+    ck_assert_msg(metric(r, MEM4D_METRIC_EXPERT_COMPUTE_S) < 0.5 * experts0, "experts %.6g s of %.6g",
+                  metric(r, MEM4D_METRIC_EXPERT_COMPUTE_S), experts0);
+    /* at ep 8 the dispatch's rows are latent-wide: a quarter of the bytes */
+    mem4d_layout *ep = tu_layout("world=8", "ep=8", "seq=4096", "mbs=1", "gbs=64", NULL);
+    double c1 = predict(m, ep, d, MEM4D_METRIC_EP_COMM_S);
+    ck_assert_int_eq(mem4d_model_set_str(m, "moe_latent_size", "0"), MEM4D_OK);
+    double c0 = predict(m, ep, d, MEM4D_METRIC_EP_COMM_S);
+    ck_assert_msg(c1 > 0 && c1 < 0.5 * c0, "EP %.6g s, %.6g s without the latent", c1, c0);
+    mem4d_report_free(r);
+    mem4d_layout_free(ep);
+    mem4d_layout_free(l);
+    mem4d_device_free(d);
+    mem4d_model_free(m);
+}
+END_TEST
+
+/* moe_latent_size needs experts and must be below h. */
+START_TEST(latent_moe_refuses_bad_values)
+{
+    mem4d_model *m = tu_model("mixtral-8x7b");
+    char why[256];
+    ck_assert_int_eq(mem4d_model_set_str(m, "moe_latent_size", "4096"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_model_validate(m, why, sizeof why), MEM4D_E_MODEL);
+    ck_assert_str_eq(why, "moe_latent_size 4096 must be below hidden_size 4096");
+    mem4d_model *dense = tu_model("llama3.1-8b");
+    ck_assert_int_eq(mem4d_model_set_str(dense, "moe_latent_size", "1024"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_model_validate(dense, why, sizeof why), MEM4D_E_MODEL);
+    ck_assert_str_eq(why, "moe_latent_size 1024 is set but num_experts is 0");
+    ck_assert_int_eq(mem4d_model_set_str(m, "moe_latent_size", "1024"), MEM4D_OK);
+    ck_assert_int_eq(mem4d_model_validate(m, why, sizeof why), MEM4D_OK);
+    mem4d_layout *l = tu_layout("world=8", "seq=4096", "mode=paper", NULL);
+    mem4d_device *d = tu_device("h100-80");
+    mem4d_report *r = NULL;
+    ck_assert_int_eq(mem4d_report_new(&r), MEM4D_OK);
+    ck_assert_int_eq(mem4d_estimate(m, l, d, r), MEM4D_E_UNSUPPORTED); /* paper mode: no latent */
+    mem4d_layout *tt = tu_layout("world=8", "seq=4096", "framework=torchtitan", NULL);
+    ck_assert_int_eq(mem4d_estimate(m, tt, d, r), MEM4D_E_UNSUPPORTED); /* Megatron-Core's alone */
+    ck_assert_msg(strstr(mem4d_report_message(r), "framework megatron") != NULL, "%s", mem4d_report_message(r));
+    mem4d_layout_free(tt);
+    mem4d_report_free(r);
+    mem4d_device_free(d);
+    mem4d_layout_free(l);
+    mem4d_model_free(dense);
+    mem4d_model_free(m);
+}
+END_TEST
+
 /* SLIDING_WINDOW per stage: a pipeline stage is charged its own global and
  * local layers, not the model's mean share. Llama 3.1 8B's 32 layers at
  * pp 4 (8 a stage), 32k tokens, a 512-token window on 28 layers: global
@@ -2804,6 +2891,8 @@ int main(void)
     tcase_add_test(tc, rope_only_in_rotary_models);
     tcase_add_test(tc, unfused_attention_moves_scores);
     tcase_add_test(tc, sliding_window_skips_blocks);
+    tcase_add_test(tc, latent_moe_narrows_experts);
+    tcase_add_test(tc, latent_moe_refuses_bad_values);
     tcase_add_test(tc, sliding_window_stage_own_layers);
     tcase_add_test(tc, chunked_attention_triangles);
     tcase_add_test(tc, unfused_alibi_bias_bytes);

@@ -247,6 +247,7 @@ export const ENUMS = Object.freeze({
         MEM4D_MODEL_WINDOW_LAYER_MASK: 53,
         MEM4D_MODEL_WINDOW_FIRST_FULL: 54,
         MEM4D_MODEL_ATTENTION_CHUNK_SIZE: 55,
+        MEM4D_MODEL_MOE_LATENT_SIZE: 56,
     }),
     mem4d_layout_param: Object.freeze({
         MEM4D_LAYOUT_TP: 0,

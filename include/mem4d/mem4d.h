@@ -408,7 +408,16 @@ typedef enum mem4d_model_param {
      * window_size: a model's local layers are either sliding or chunked. Only the step
      * time depends on it: a local layer's attention is the causal triangles of its
      * chunks (doc/perf.md, CHUNKED_ATTN). Default 0. @since 0.2 */
-    MEM4D_MODEL_ATTENTION_CHUNK_SIZE = 55
+    MEM4D_MODEL_ATTENTION_CHUNK_SIZE = 55,
+    /** "moe_latent_size": a latent mixture of experts (LatentMoE; Nemotron 3 Super and
+     * Ultra; Megatron-Core's --moe-latent-size): the routed experts work at this width
+     * instead of h. Each expert layer projects its tokens h -> latent before the dispatch
+     * and latent -> h after the combine (fc1_latent_proj, fc2_latent_proj: 2·h·latent
+     * parameters, replicated over t); the router and the shared expert read the h-wide
+     * tokens. The experts' weights, the tokens they keep, the dispatch's bytes and
+     * buffers are latent-wide. Needs experts and is below h; 0 for none. Default 0.
+     * @since 0.2 */
+    MEM4D_MODEL_MOE_LATENT_SIZE = 56
 } mem4d_model_param;
 
 /**

@@ -119,6 +119,7 @@ class ModelParam(enum.IntEnum):
     WINDOW_LAYER_MASK = 53
     WINDOW_FIRST_FULL = 54
     ATTENTION_CHUNK_SIZE = 55
+    MOE_LATENT_SIZE = 56
 
 
 class LayoutParam(enum.IntEnum):

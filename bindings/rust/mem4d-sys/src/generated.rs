@@ -307,6 +307,13 @@ pub const MEM4D_MODEL_WINDOW_FIRST_FULL: mem4d_model_param = 54;
 /// Not beside window_size: a model's local layers are either sliding or chunked. Only the step time depends on it: a
 /// local layer's attention is the causal triangles of its chunks (doc/perf.md, CHUNKED_ATTN). Default 0. @since 0.2
 pub const MEM4D_MODEL_ATTENTION_CHUNK_SIZE: mem4d_model_param = 55;
+/// "moe_latent_size": a latent mixture of experts (LatentMoE; Nemotron 3 Super and Ultra; Megatron-Core's
+/// --moe-latent-size): the routed experts work at this width instead of h. Each expert layer projects its tokens h ->
+/// latent before the dispatch and latent -> h after the combine (fc1_latent_proj, fc2_latent_proj: 2·h·latent
+/// parameters, replicated over t); the router and the shared expert read the h-wide tokens. The experts' weights, the
+/// tokens they keep, the dispatch's bytes and buffers are latent-wide. Needs experts and is below h; 0 for none.
+/// Default 0.
+pub const MEM4D_MODEL_MOE_LATENT_SIZE: mem4d_model_param = 56;
 
 /// `mem4d_layout_param` (a C enum, passed as `int`): Layout parameters. Values are fixed forever; new keys are
 /// appended. The string names are short ("tp"); Megatron-LM's argument names ("tensor_model_parallel_size") are
