@@ -558,8 +558,17 @@ static mem4d_status hf_set_pattern(mem4d_import *imp, mem4d_model *m, const char
  * (in_proj and out_proj without bias, the conv with one). Experts are relu²
  * MLPs of "moe_intermediate_size" and a shared expert of
  * "moe_shared_expert_intermediate_size", no gate; the router's
- * e_score_correction_bias is a buffer, not a parameter. A latent MoE
- * ("moe_latent_size", Nemotron 3 Super and Ultra) and MTP layers are refused. */
+ * e_score_correction_bias is a buffer, not a parameter. Nemotron 3 Super
+ * and Ultra's latent MoE ("moe_latent_size": NemotronHMoE's fc1_latent_proj
+ * and fc2_latent_proj around experts of that width) is read. Their MTP layers
+ * ("num_nextn_predict_layers", of "mtp_hybrid_override_pattern") are left
+ * out with a warning: transformers' NemotronHPreTrainedModel drops them
+ * (_keys_to_ignore_on_load_unexpected "mtp.*"), as Qwen3.5's below, and
+ * Megatron-LM's own fine-tuning conf for Super trains none
+ * (examples/post_training/modelopt/conf/nvidia/NVIDIA-Nemotron-3-Super-
+ * 120B-A12B-BF16.sh, no MTP depth in its pattern). A "*E" depth is the MTP
+ * module libmem4d counts (mtp_num_layers; lib/megatron_hybrid.c reads
+ * Megatron's), which the warning says. */
 static mem4d_status hf_nemotron_h(mem4d_import *imp, struct json_object *root, mem4d_model *m)
 {
     static const struct { const char *key; mem4d_model_param param; } keys[] = {
@@ -580,16 +589,17 @@ static mem4d_status hf_nemotron_h(mem4d_import *imp, struct json_object *root, m
         return m4d_imp_fail(imp, MEM4D_E_UNSUPPORTED, "Mamba-2 projections with biases or a convolution "
                             "without one are not what this version counts (\"mamba_proj_bias\", \"use_bias\", "
                             "\"use_conv_bias\")");
-    uint64_t latent = 0, mtp = 0, shared = 1;
-    TRY(hf_uint(imp, root, "moe_latent_size", false, &latent, &given));
-    if (given && latent)
-        return m4d_imp_fail(imp, MEM4D_E_UNSUPPORTED, "a latent mixture of experts (\"moe_latent_size\" %llu, "
-                            "Nemotron 3 Super/Ultra) is not an architecture this version reads",
-                            (unsigned long long)latent);
+    uint64_t mtp = 0, shared = 1;
+    TRY(hf_set(imp, root, "moe_latent_size", m, MEM4D_MODEL_MOE_LATENT_SIZE, &given));
     TRY(hf_uint(imp, root, "num_nextn_predict_layers", false, &mtp, &given));
-    if (mtp)
-        return m4d_imp_fail(imp, MEM4D_E_UNSUPPORTED, "multi-token prediction beside a layer pattern "
-                            "(\"num_nextn_predict_layers\" %llu) is not modelled", (unsigned long long)mtp);
+    const char *mtp_pat = hf_string(root, "mtp_hybrid_override_pattern");
+    if (mtp && mtp_pat && strcmp(mtp_pat, "*E") == 0)
+        m4d_imp_warn(imp, "the %llu MTP layer(s) (\"num_nextn_predict_layers\") are left out of the estimate, as "
+                     "transformers' model leaves them out; a job that trains them sets mtp_num_layers (each "
+                     "depth \"*E\", an attention and an expert layer, is what it counts)", (unsigned long long)mtp);
+    else if (mtp)
+        m4d_imp_warn(imp, "the %llu MTP layer(s) (\"num_nextn_predict_layers\") are left out of the estimate, as "
+                     "transformers' model leaves them out", (unsigned long long)mtp);
     TRY(hf_uint(imp, root, "n_shared_experts", false, &shared, &given));
     if (shared > 1)
         return m4d_imp_fail(imp, MEM4D_E_UNSUPPORTED, "%llu shared experts are not what this version reads",
@@ -761,7 +771,7 @@ static mem4d_status hf_defaults(mem4d_import *imp, const struct hf_family *f, me
         MEM4D_MODEL_QK_POS_EMB_HEAD_DIM, MEM4D_MODEL_V_HEAD_DIM, MEM4D_MODEL_MTP_LAYERS,
         MEM4D_MODEL_POSITION_EMBEDDING, MEM4D_MODEL_QK_NORM_WHOLE, MEM4D_MODEL_ATTENTION_SINKS,
         MEM4D_MODEL_ROUTER_BIAS, MEM4D_MODEL_DSA_INDEX_HEADS, MEM4D_MODEL_DSA_INDEX_HEAD_DIM,
-        MEM4D_MODEL_DSA_INDEX_TOPK, MEM4D_MODEL_ROUTER_EXPERT_BIAS,
+        MEM4D_MODEL_DSA_INDEX_TOPK, MEM4D_MODEL_ROUTER_EXPERT_BIAS, MEM4D_MODEL_MOE_LATENT_SIZE,
     };
     for (size_t i = 0; i < sizeof zero / sizeof *zero; i++)
         m->v[zero[i]] = 0;

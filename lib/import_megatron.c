@@ -390,6 +390,12 @@ static mem4d_status apply_model(mem4d_import *imp, const struct m4d_opt_val *val
         TRY(SET_M(m, MEM4D_MODEL_MTP_REPEATED_LAYER, GIVEN(MF_MTP_REPEATED), "--mtp-use-repeated-layer"));
     if (describes || GIVEN(MF_EXPERT_BIAS))
         TRY(SET_M(m, MEM4D_MODEL_ROUTER_EXPERT_BIAS, GIVEN(MF_EXPERT_BIAS), "--moe-router-enable-expert-bias"));
+    /* LatentMoE: arguments.py asserts "MoE latent projection dimension has to
+     * be greater than zero" (NVIDIA/Megatron-LM@d98e8a64) */
+    if (GIVEN(MF_MOE_LATENT) && U(MF_MOE_LATENT) == 0)
+        return m4d_imp_fail(imp, MEM4D_E_RANGE, "--moe-latent-size 0: Megatron-LM requires a latent size above zero");
+    if (describes && !GIVEN(MF_MOE_LATENT))
+        TRY(SET_M(m, MEM4D_MODEL_MOE_LATENT_SIZE, 0, "--moe-latent-size"));
     if (GIVEN(MF_SHARED_FFN) || GIVEN(MF_SHARED_GATE))
         TRY(SET_M(m, MEM4D_MODEL_SHARED_EXPERT_GATE, GIVEN(MF_SHARED_GATE), "--moe-shared-expert-gate"));
     TRY(apply_mla(imp, vals, describes, m));

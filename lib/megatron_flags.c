@@ -302,6 +302,7 @@ const struct m4d_megatron_flag m4d_megatron_flags[] = {
     SKIP_ROW("moe-hybridep-num-sms-preprocessing"),
     SKIP_ROW("moe-input-jitter-eps"),
     TEXT_ROW("moe-layer-freq", MF_MOE_FREQ),
+    INT_ROW("moe-latent-size", MF_MOE_LATENT, MEM4D_MODEL_MOE_LATENT_SIZE), /* LatentMoE (arguments.py: > 0) */
     SWITCH_ROW("moe-layer-recompute", MF_MOE_LAYER_RC),
     SWITCH_ROW("moe-pad-expert-input-to-capacity", MF_MOE_PAD),
     SKIP_ROW("moe-per-layer-logging"),
