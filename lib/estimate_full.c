@@ -471,6 +471,17 @@ static void unmodelled_warnings(const struct m4d_ctx *x, const mem4d_device *dev
     if (dv[MEM4D_DEVICE_PEAK_FLOPS] && x->fp8 && dv[MEM4D_DEVICE_PEAK_FP8_FLOPS] == 0)
         warn(r, "fp8: the device has no fp8 peak (peak_fp8_flops 0; Transformer Engine refuses fp8 before "
                 "compute capability 8.9, an A100): the GEMMs run at the bf16 rate, MFU is of the bf16 peak");
+    /* MXFP8's block scales are Blackwell's tensor cores': Transformer
+     * Engine runs MXFP8BlockScaling on compute capability 10.0 and later
+     * alone (check_mxfp8_support, transformer_engine/pytorch/fp8.py; ROCm's
+     * port on gfx950, an MI350, not an MI300X), which a device states here by
+     * its fp4 peak (as m4d_check_device() reads it for NVFP4). A device that
+     * states no fp8 peak has the warning above. */
+    if (dv[MEM4D_DEVICE_PEAK_FLOPS] && x->fp8 && x->fp8_recipe == M4D_FP8_RECIPE_MXFP8 &&
+        dv[MEM4D_DEVICE_PEAK_FP8_FLOPS] && dv[MEM4D_DEVICE_PEAK_FP4_FLOPS] == 0)
+        warn(r, "fp8_recipe mxfp8: Transformer Engine runs MXFP8 on compute capability 10.0 and later only "
+                "(Blackwell; on ROCm an MI350), and this device states no fp4 peak (peak_fp4_flops 0, a Hopper or "
+                "an MI300X): Megatron-LM would refuse the job; it is estimated as if MXFP8 ran");
     if (dv[MEM4D_DEVICE_PEAK_FLOPS] && dv[MEM4D_DEVICE_HBM_BANDWIDTH] == 0)
         warn(r, "hbm_bandwidth is 0 (unknown): the step time leaves out the memory-bound time of kernels");
     /* nanotron's build_model balances the stages by compute cost with the

@@ -228,6 +228,8 @@ static inline uint64_t m4d_ds_bucket(uint64_t set) { return set ? set : M4D_DS_B
  * nvfp4_tensor.py, NVFP4Quantizer.make_empty and get_scale_shape; the two
  * fp32 per-tensor amax and the scales' padding to 128 rows are left out). */
 #define M4D_FP8_RECIPE_NVFP4 5
+/* The fp8_recipe value of MXFP8 (Megatron's --fp8-recipe mxfp8; params.c's names). */
+#define M4D_FP8_RECIPE_MXFP8 2
 #define M4D_NVFP4_WEIGHT_EIGHTHS 9
 
 /* Megatron's FusedScaleMaskSoftmax on a software stack (FUSED_SOFTMAX,

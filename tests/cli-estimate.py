@@ -281,6 +281,17 @@ class Estimate(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertNotIn('no fp8 peak', p.stdout)
         self.assertIn('of the fp8 peak', p.stdout)
+        # MXFP8 needs Blackwell's tensor cores (Transformer Engine's
+        # check_mxfp8_support: compute capability 10.0): on an H100 or an
+        # MI300X it was estimated without a word; on a B200 it runs.
+        mx = job + ['--set', 'fp8_recipe=mxfp8']
+        for gpu, said in (('h100-80', True), ('mi300x-192', True), ('b200-180', False), ('gb200-186', False)):
+            p = run('estimate', *mx, '--gpu', gpu)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertEqual('warning: fp8_recipe mxfp8: Transformer Engine runs MXFP8 on compute capability 10.0'
+                             in p.stdout, said, gpu)
+        self.assertNotIn('fp8_recipe mxfp8', run('estimate', *job, '--gpu', 'h100-80', '--set',
+                                                 'fp8_recipe=blockwise').stdout)
 
     def test_framework_help_names_the_speed_profile(self):
         # --framework's help called it "the training stack", but the stack
