@@ -309,7 +309,7 @@ const char *mem4d_strerror(mem4d_status status)
     case MEM4D_E_MISSING: return "required value missing";
     case MEM4D_E_CONFLICT: return "contradictory settings";
     case MEM4D_E_DIM_TP: return "FFN size not divisible by tensor-parallel size";
-    case MEM4D_E_EXPERTS: return "experts not divisible by expert-parallel size";
+    case MEM4D_E_EXPERTS: return "expert parallelism does not fit the model's experts or the layout";
     }
     return "unknown status";
 }

@@ -328,6 +328,11 @@ START_TEST(bad_arguments)
     ck_assert_int_eq(mem4d_report_metric(r, MEM4D_METRIC_STEP_TIME_S, &x), MEM4D_E_UNSUPPORTED);
     ck_assert_str_eq(mem4d_strerror(MEM4D_E_KV_HEADS_TP), "key/value heads not divisible by tensor-parallel size");
     ck_assert_str_eq(mem4d_strerror((mem4d_status)1000), "unknown status");
+    /* MEM4D_E_EXPERTS is also ep, etp or a dispatcher set on a model without
+     * experts: "mem4d: ep 2 needs a mixture-of-experts model (experts not
+     * divisible by expert-parallel size)" named a division there is none of. */
+    ck_assert_str_eq(mem4d_strerror(MEM4D_E_EXPERTS),
+                     "expert parallelism does not fit the model's experts or the layout");
     ck_assert_str_eq(mem4d_term_name(MEM4D_TERM_WEIGHTS), "weights_bytes");
     ck_assert_ptr_null(mem4d_term_name((mem4d_term)100));
     ck_assert_str_eq(mem4d_mode_name(MEM4D_MODE_PAPER), "paper");
