@@ -133,6 +133,11 @@ const struct m4d_param_desc m4d_model_params[] = {
 };
 M4D_TABLE_ROWS(m4d_model_params, M4D_MODEL_NPARAM);
 
+/* vpp: interleaving is Megatron-Core's schedule and torch.distributed.pipelining's
+ * (torchtitan); DeepSpeed's PipelineEngine runs its TrainSchedule (1F1B,
+ * deepspeed/runtime/pipe/schedule.py) and nanotron its AllForwardAllBackward
+ * and OneForwardOneBackward engines (parallel/pipeline_parallel/engine.py),
+ * one model chunk a rank. */
 const struct m4d_param_desc m4d_layout_params[] = {
     [MEM4D_LAYOUT_TP] = NUM_ROW("tp", "tensor_model_parallel_size", NULL, 1, 4096, 1),
     [MEM4D_LAYOUT_CP] = NUM_ROW("cp", "context_parallel_size", NULL, 1, 4096, 1),
@@ -146,7 +151,7 @@ const struct m4d_param_desc m4d_layout_params[] = {
     [MEM4D_LAYOUT_DIST_OPT] = BOOL_ROW("dist_opt", "use_distributed_optimizer", NULL, 1),
     [MEM4D_LAYOUT_MAIN_GRAD_BYTES] = SET_ROW("main_grad_bytes", "grad_bytes", NULL, 2, 4, 4, (1u << 2) | (1u << 4)),
     [MEM4D_LAYOUT_VPP] = NUM_ROW("vpp", "virtual_pipeline_model_parallel_size", NULL, 1, M4D_MAX_STAGES, 1,
-        PAPER_DEFAULT(1)),
+        .fw = M4D_FW(MEGATRON) | M4D_FW(TORCHTITAN), PAPER_DEFAULT(1)),
     [MEM4D_LAYOUT_RECOMPUTE] = ENUM_ROW("recompute", "recompute_granularity", NULL, recompute_names, 0,
         .fw = M4D_FW(TORCHTITAN), .fw_values = M4D_VAL(3), .paper = M4D_VAL(0) | M4D_VAL(1)),
     [MEM4D_LAYOUT_RECOMPUTE_METHOD] = ENUM_ROW("recompute_method", NULL, NULL, method_names, 0),
