@@ -2589,6 +2589,7 @@ void m4d_perf_prepare(const struct m4d_ctx *x, const mem4d_device *dev, const st
     pg->tp_ag_whole = pg->tp_ag_share == 1;
     pg->moe_dense = pg->moe.on && pg->d_first + pg->d_mid + pg->d_last > 0;
     pg->flops_per_seq = x->nlt ? m4d_hybrid_flops_per_seq(x) : model_flops_per_seq(x);
+    pg->straggle = straggler_share(D(x->world), pg->mc.gpn); /* the world is the group's: not formed per layout */
     /* CPU activation offloading: the offloaded layers' activations go to the
      * host in the forward and come back in the backward, over the host link,
      * each direction on its own copy engine (A_layer is linear in b). */
@@ -2721,7 +2722,7 @@ void m4d_perf_fill_memo(const struct m4d_ctx *x, const struct m4d_perf_group *pg
     /* STRAGGLER_STEP: the whole step waits for a straggling host (a part
      * of its own, MEM4D_METRIC_STRAGGLER_S). */
     double straggle = step;
-    step *= 1 + straggler_share(D(x->world), pg->mc.gpn);
+    step *= 1 + pg->straggle;
     straggle = step - straggle;
     struct m4d_perf_parts *o = &r->perf;
     *o = (struct m4d_perf_parts){

@@ -1185,6 +1185,7 @@ struct m4d_perf_group {
     double band_lo, band_hi;                       /* measured / predicted step: 5th, 95th percentile */
     double offload_per_b;                          /* host transfer seconds of the offloaded layers, per sample */
     double accum_layer;                            /* gradient accumulation (and FSDP2 copy) seconds of one layer, per micro-batch */
+    double straggle;                               /* straggler_share() of the job's world and hosts (STRAGGLER_STEP, lib/perf.c) */
     double host_fwd, host_bwd;                     /* host seconds issuing one layer's forward, backward, per micro-batch (EAGER_HOST, lib/perf.c); 0: not counted */
     struct m4d_moe_group moe;                      /* the expert layer's share (lib/perf_moe.c) */
     /* Settings fixed for the group, read once per layout by the step time
