@@ -41,6 +41,12 @@ mem4d_status m4d_estimate_ctx(const struct m4d_ctx *x, const mem4d_device *devic
     } else {
         m4d_report_verdict(r, device);
     }
+    /* A peak-only report is the search's scratch: its stages, peak and
+     * verdict are read, never its job-wide values (a layout the search
+     * yields is estimated again in full), so only their one failure is
+     * checked here. */
+    if (peak_only && x->params_total_ok)
+        return MEM4D_OK;
     return m4d_report_fill_info(r, x);
 }
 

@@ -879,7 +879,10 @@ static inline uint64_t m4d_stage_next(bool peak_only, uint64_t i, uint64_t n)
     return peak_only && i == 1 && n > 3 ? n - 1 : i + 1;
 }
 
-/* Memory of a resolved context into a reset report (no speed metrics). */
+/* Memory of a resolved context into a reset report (no speed metrics).
+ * peak_only: only the stages that decide the peak, and no job-wide values
+ * (MEM4D_INFO_*, left as m4d_report_reset() clears them): the search's
+ * scratch. */
 mem4d_status m4d_estimate_ctx(const struct m4d_ctx *x, const mem4d_device *dev, mem4d_report *r, bool peak_only,
                               struct m4d_state_cache *cache);
 
