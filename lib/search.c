@@ -996,8 +996,12 @@ mem4d_status mem4d_search_next(mem4d_search *search, mem4d_layout *layout, mem4d
         if (!scan(s, &st))
             return st != MEM4D_OK ? st : MEM4D_END;
         if (report) { /* the scratch holds only the stages that decide the peak */
+            /* scan() formed the step time of this very context (b, the
+             * recompute mode and m), and the memory estimate does not
+             * write it: kept, not formed a second time */
+            bool metrics = s->scratch->have_metrics;
             quick_estimate(s, s->work.v[MEM4D_LAYOUT_MICRO_BATCH], s->work.v[MEM4D_LAYOUT_RECOMPUTE], false);
-            search_perf(s);
+            s->scratch->have_metrics = metrics;
             m4d_perf_warn(s->scratch); /* as mem4d_estimate() warns */
             m4d_report_copy(report, s->scratch);
         }
